@@ -1,0 +1,38 @@
+/**
+ * BLAKE3-256 and content ids (spec §3). `hash-wasm` on the hot path, instantiated once at load.
+ */
+import { createBLAKE3 } from 'hash-wasm';
+import { toHex } from './bytes.ts';
+import { encode } from './cbor.ts';
+
+const hasher = await createBLAKE3(256);
+
+/** A content id: 64 lowercase hex characters of BLAKE3-256 over canonical det-CBOR (§3). */
+export type ContentId = string;
+
+/** BLAKE3-256 digest (32 bytes) of `bytes`. */
+export function blake3(bytes: Uint8Array): Uint8Array {
+  hasher.init();
+  hasher.update(bytes);
+  return hasher.digest('binary');
+}
+
+/** Content id of already-canonical bytes: lowercase hex of BLAKE3-256(bytes). */
+export function contentIdOfBytes(bytes: Uint8Array): ContentId {
+  return toHex(blake3(bytes));
+}
+
+/**
+ * Content id of `value`: `blake3(canonical_cbor(value))` as 64 lowercase hex chars (§3).
+ * @throws JcpError `cbor-forbidden-type` if `value` holds a float, bool, null or undefined.
+ */
+export function contentId(value: unknown): ContentId {
+  return contentIdOfBytes(encode(value));
+}
+
+const CID_RE = /^[0-9a-f]{64}$/;
+
+/** True when `s` is a well-formed content id (64 lowercase hex chars). */
+export function isContentId(s: unknown): s is ContentId {
+  return typeof s === 'string' && CID_RE.test(s);
+}
