@@ -38,7 +38,7 @@ describe('cbor - strict decoding', () => {
     ['c001', ErrorCodes.CBOR_FORBIDDEN_TYPE, 'unexpected tag'],
     ['0000', ErrorCodes.CBOR_MALFORMED, 'trailing bytes'],
     ['62', ErrorCodes.CBOR_MALFORMED, 'truncated'],
-  ])('refuses %s (%s: %s)', (h, code) => {
+  ])('refuses %s (%s: %s)', (h, code, _what) => {
     expect(codeOf(() => decode(hex(h)))).toBe(code);
   });
   it('round-trips integers above 2^53 as bigint', () => {
