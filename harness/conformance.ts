@@ -42,7 +42,8 @@ const HOMES: Record<ClassId, string> = {
   C9: 'energy',
   C11: 'shards', C17: 'shards',
   C12: 'rotation',
-  C13: 'threshold', C18: 'threshold',
+  C13: 'threshold',
+  C18: 'dkg',
   C20: 'standing', C21: 'standing',
 };
 
