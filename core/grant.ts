@@ -140,12 +140,23 @@ export function signGrant(g: Grant, issuer: Actor): SignedGrant {
 }
 
 const sigOk = new Map<string, boolean>();
+/** Per-object fast path in front of `sigOk`: the hot decision path re-presents the same objects. */
+const sigOkByObject = new WeakMap<SignedGrant, { grant: Grant; signature: Uint8Array; good: boolean }>();
 
 /**
  * True when the signature verifies under `grant.issuer` (§4, C1). Results are cached by
- * (grant id, signature), so a cached grant costs no signature work. Never throws.
+ * (grant id, signature), and per signed-grant object, so a cached grant costs no signature work.
+ * Never throws.
  */
 export function verifyGrantSignature(sg: SignedGrant): boolean {
+  const seen = sigOkByObject.get(sg);
+  if (seen !== undefined && seen.grant === sg.grant && seen.signature === sg.signature) return seen.good;
+  const good = verifyGrantSignatureByKey(sg);
+  if (typeof sg === 'object' && sg !== null) sigOkByObject.set(sg, { grant: sg.grant, signature: sg.signature, good });
+  return good;
+}
+
+function verifyGrantSignatureByKey(sg: SignedGrant): boolean {
   let key: string;
   try {
     key = grantId(sg.grant) + Buffer.from(sg.signature).toString('hex');
