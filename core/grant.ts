@@ -241,6 +241,9 @@ export function attenuate(parent: SignedGrant, params: AttenuationParams, holder
   const p = parent.grant;
   if (holder.did !== p.subject) return err({ reason: 'not-holder', why: 'only the parent grant subject may delegate' });
   if (p.delegate_depth === 0) return err({ reason: 'delegation-forbidden', why: 'parent is leaf-only' });
+  if (params.actions !== undefined && new Set(params.actions).size !== params.actions.length) {
+    return err({ reason: 'attenuation-violation', why: 'actions must be unique' });
+  }
   const depth = params.delegate_depth ?? (p.delegate_depth === undefined ? undefined : p.delegate_depth - 1);
   const child: Grant = {
     issuer: holder.did,

@@ -33,6 +33,13 @@ describe('attenuation - narrowing mints', () => {
     expect(c.delegate_depth).toBe(1);
   });
 
+  it('deny / duplicate actions are refused at mint (readGrant would refuse the child)', () => {
+    const r = attenuate(rootGrant(), { subject: carol.did, actions: ['read', 'read'], nonce: rng(16) }, bob);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error.reason).toBe('attenuation-violation');
+  });
+
   it('allow / equal values on every axis are not an amplification', () => {
     const root = rootGrant();
     const r = attenuate(root, { subject: carol.did, actions: ['write', 'read'], budget_uj: 1_000n, expiry: 5_000, nonce: rng(16) }, bob);
