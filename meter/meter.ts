@@ -1,0 +1,327 @@
+/**
+ * The energy meter (spec §5, DESIGN "Energy"): walks the ladder RAPL → NVML → time × calibrated
+ * power → per-action constant, and meters calls with the best rung that works.
+ *
+ * Honesty rules kept here:
+ * - a figure carries the provenance of the rung that actually produced it (§5): HwShunt only
+ *   when two hardware readings made a delta, with that delta as `measured`; when a hardware read
+ *   fails at the start or half-way, that figure degrades to the model (ModelBased, no `measured`)
+ *   or, with no calibrated power, to the constant (Estimator), and `reading.degraded` says why;
+ * - a call is never priced below its per-action estimate: `cost.uj = max(figure, estimateUj(action))`,
+ *   while `measured` (HwShunt) keeps the raw hardware delta, so an auditor sees both.
+ * Hardware counters are system-wide; see rapl.ts for the attribution choice (package energy over
+ * the call's wall interval, which over-counts under concurrency rather than under-charging).
+ */
+import type { Cost, Uj } from '../core/energy.ts';
+import { check } from '../core/errors.ts';
+import { err, ok, type Result } from '../core/result.ts';
+import { asArray, asEnum, asObj, asText, asUint } from '../core/schema.ts';
+import {
+  type Failure,
+  type ModelInfo,
+  type Probe,
+  type Reading,
+  RUNG_PROVENANCE,
+  RUNGS,
+  type Rung,
+  type Skipped,
+  skipped,
+  type WattsSource,
+} from './ladder.ts';
+import { type CpuUsage, checkWatts, cpuDeltaUs, DEFAULT_ESTIMATE_UJ, modelUj } from './model.ts';
+import { loadNvml, NVML_LIBRARY, type NvmlBinding, type NvmlSource, openNvml } from './nvml.ts';
+import { DEFAULT_POWERCAP_ROOT, type MeterFs, nodeFs, openRapl, type RaplSource } from './rapl.ts';
+
+/** Meter settings (the node's `meter` config section, see {@link readMeterConfig}). */
+export interface MeterConfig {
+  /** Rungs the meter may use, best first; the estimator is always the last resort. Default: all. */
+  readonly rungs?: readonly Rung[];
+  /** Calibrated active power of the model, in watts (µJ per µs of time). Without it the model rung is skipped `not-calibrated` until {@link Meter.calibrate} runs. */
+  readonly activeWatts?: number;
+  /** The model's time: CPU time of the metered work (default) or the call's wall-clock duration. */
+  readonly modelBasis?: 'cpu-time' | 'wall-time';
+  /** Per-action constants (µJ): the Estimator figure and the floor every call of that action is priced at. */
+  readonly estimatesUj?: Readonly<Record<string, Uj>>;
+  /** The constant (µJ) for actions not in `estimatesUj`. Default {@link DEFAULT_ESTIMATE_UJ}. */
+  readonly defaultEstimateUj?: Uj;
+  /** The NVML shared library. Default `libnvidia-ml.so.1`. */
+  readonly nvmlLibrary?: string;
+}
+
+/** Effects the meter uses, injectable for tests. */
+export interface MeterDeps {
+  /** File access for RAPL. Default: node:fs. */
+  readonly fs?: MeterFs;
+  /** The powercap folder. Default `/sys/class/powercap`. */
+  readonly powercapRoot?: string;
+  /** Loads the NVML binding. Default: koffi over `config.nvmlLibrary`. */
+  readonly nvml?: () => NvmlBinding | Promise<NvmlBinding>;
+  /** CPU time of the metered work (µs). Default `process.cpuUsage()`. */
+  readonly cpuUsage?: () => CpuUsage;
+  /** A monotonic clock in ns. Default `process.hrtime.bigint()`. */
+  readonly clockNs?: () => bigint;
+}
+
+/** A metered call: its result, the cost to debit, and how the figure was obtained. */
+export interface Metered<T> {
+  readonly result: T;
+  readonly cost: Cost;
+  readonly reading: Reading;
+}
+
+/** Thrown by {@link Meter.measure} when the metered function throws: the energy was still spent, so the cost comes along. `cause` is the original error. */
+export class MeteredError extends Error {
+  override readonly name = 'MeteredError';
+  readonly cost: Cost;
+  readonly reading: Reading;
+
+  constructor(cause: unknown, cost: Cost, reading: Reading) {
+    super(`metered call failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.cost = cost;
+    this.reading = reading;
+  }
+}
+
+/** The outcome of {@link Meter.calibrate}: the model's active power from a hardware reading. */
+export interface Calibration {
+  /** Active power (W): hardware µJ per µs of model time. */
+  readonly watts: number;
+  readonly rung: 'rapl' | 'nvml';
+  readonly energyUj: Uj;
+  readonly timeUs: number;
+}
+
+/** The energy meter. */
+export interface Meter {
+  /** Probes the ladder on this machine (again): the rung in use, its provenance, and why better rungs were skipped. */
+  probe(): Promise<Probe>;
+  /** Runs `fn` and meters it with the probed rung (probing first if needed). Rethrows a failure of `fn` as {@link MeteredError} carrying the cost. */
+  measure<T>(action: string, fn: () => T | Promise<T>): Promise<Metered<T>>;
+  /** The per-action constant (µJ): the Estimator figure and the floor every call of `action` is priced at. */
+  estimateUj(action: string): Uj;
+  /** Calibrates the model's active power against the hardware rung in use (busy loop of `busyMs` ms). Fails when no hardware rung works. */
+  calibrate(opts?: { busyMs?: number }): Promise<Result<Calibration, Skipped>>;
+  /** Releases NVML if it was opened. */
+  close(): void;
+}
+
+type Hardware = { rung: 'rapl'; src: RaplSource } | { rung: 'nvml'; src: NvmlSource };
+type Snapshot = readonly bigint[];
+
+/**
+ * Creates a meter (spec §5). Nothing is read until the first {@link Meter.probe} or
+ * {@link Meter.measure}. @throws JcpError `schema` for a bad config (watts ≤ 0, unknown rung).
+ */
+export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Meter {
+  const enabled = new Set<Rung>(config.rungs ?? RUNGS);
+  for (const r of enabled) check((RUNGS as readonly string[]).includes(r), 'meter.rungs', `unknown rung ${String(r)}`);
+  let watts = config.activeWatts === undefined ? undefined : checkWatts(config.activeWatts, 'meter.activeWatts');
+  let wattsSource: WattsSource | undefined = watts === undefined ? undefined : 'configured';
+  const basis = config.modelBasis ?? 'cpu-time';
+  const defaultEstimate = config.defaultEstimateUj ?? DEFAULT_ESTIMATE_UJ;
+  check(defaultEstimate >= 0n, 'meter.defaultEstimateUj', 'must be ≥ 0');
+  for (const [a, v] of Object.entries(config.estimatesUj ?? {})) check(v >= 0n, `meter.estimatesUj.${a}`, 'must be ≥ 0');
+  const fs = deps.fs ?? nodeFs;
+  const root = deps.powercapRoot ?? DEFAULT_POWERCAP_ROOT;
+  const loadBinding = deps.nvml ?? (() => loadNvml(config.nvmlLibrary ?? NVML_LIBRARY));
+  const cpuUsage = deps.cpuUsage ?? (() => process.cpuUsage());
+  const clockNs = deps.clockNs ?? (() => process.hrtime.bigint());
+
+  let hw: Hardware | undefined;
+  let probed: Probe | undefined;
+  let probing: Promise<Probe> | undefined;
+  /** The first probe, shared by concurrent callers (so NVML is opened once). */
+  const ensureProbed = (): Promise<Probe> => (probing ??= probe());
+
+  const model = (): ModelInfo => (watts === undefined ? { basis } : { basis, watts, wattsSource: wattsSource! });
+  const modelUsable = () => enabled.has('cpu-time') && watts !== undefined;
+  const notCalibrated = (): Failure => ({
+    reason: 'not-calibrated',
+    detail: 'no active power: configure meter.active_watts, or calibrate against RAPL/NVML',
+  });
+
+  function estimateUj(action: string): Uj {
+    const table = config.estimatesUj;
+    return table !== undefined && Object.hasOwn(table, action) ? table[action]! : defaultEstimate;
+  }
+
+  function release(): void {
+    if (hw?.rung === 'nvml') hw.src.close();
+    hw = undefined;
+  }
+
+  async function probe(): Promise<Probe> {
+    release();
+    const skips: Skipped[] = [];
+    let rung: Rung = 'estimator';
+    let detail = '';
+    for (const r of RUNGS) {
+      if (r === 'estimator') {
+        detail = `per-action constant (default ${defaultEstimate} µJ)`;
+        break;
+      }
+      if (!enabled.has(r)) {
+        skips.push({ rung: r, reason: 'disabled', detail: 'left out of meter.rungs' });
+        continue;
+      }
+      if (r === 'rapl') {
+        const o = openRapl(root, fs);
+        if (o.ok) {
+          hw = { rung: 'rapl', src: o.value };
+          detail = `powercap ${o.value.domains.map((d) => d.name).join(', ')}`;
+          rung = r;
+          break;
+        }
+        skips.push(skipped(r, o.error));
+      } else if (r === 'nvml') {
+        const o = await openNvml(loadBinding);
+        if (o.ok) {
+          hw = { rung: 'nvml', src: o.value };
+          detail = `NVML total energy of GPU ${o.value.deviceIndices.join(', ')}`;
+          rung = r;
+          break;
+        }
+        skips.push(skipped(r, o.error));
+      } else {
+        if (watts !== undefined) {
+          detail = `${basis} × ${watts} W (${wattsSource})`;
+          rung = r;
+          break;
+        }
+        skips.push(skipped(r, notCalibrated()));
+      }
+    }
+    probed = { rung, provenance: RUNG_PROVENANCE[rung], detail, skipped: skips, model: model() };
+    return probed;
+  }
+
+  async function measure<T>(action: string, fn: () => T | Promise<T>): Promise<Metered<T>> {
+    if (probed === undefined) await ensureProbed();
+    const floorUj = estimateUj(action);
+    const source = hw;
+    const degraded: Skipped[] = [];
+    const t0 = clockNs();
+    const c0 = cpuUsage();
+    let start: Result<Snapshot, Failure> | undefined;
+    if (source !== undefined) {
+      start = source.src.read();
+      if (!start.ok) {
+        const reason = start.error.reason === 'permission-denied' ? 'permission-denied' : 'read-failed';
+        degraded.push({ rung: source.rung, reason, detail: `first reading: ${start.error.detail}` });
+      }
+    }
+    let result: T | undefined;
+    let failed = false;
+    let failure: unknown;
+    try {
+      result = await fn();
+    } catch (e) {
+      failed = true;
+      failure = e;
+    }
+    let hwUj: Uj | undefined;
+    if (source !== undefined && start?.ok) {
+      const end = source.src.read();
+      if (!end.ok) {
+        degraded.push({ rung: source.rung, reason: 'failed-mid-reading', detail: `second reading: ${end.error.detail}` });
+      } else {
+        const d = deltaOf(source, start.value, end.value);
+        if (d.ok) hwUj = d.value;
+        else degraded.push(skipped(source.rung, d.error));
+      }
+    }
+    const c1 = cpuUsage();
+    const t1 = clockNs();
+    const wallNs = t1 > t0 ? t1 - t0 : 0n;
+    const cpuUs = cpuDeltaUs(c0, c1);
+
+    let rung: Rung;
+    let rawUj: Uj | undefined;
+    if (hwUj !== undefined) {
+      rung = source!.rung;
+      rawUj = hwUj;
+    } else if (modelUsable()) {
+      rung = 'cpu-time';
+      rawUj = modelUj(basis === 'cpu-time' ? cpuUs : Number(wallNs) / 1000, watts!);
+    } else {
+      if (source !== undefined && enabled.has('cpu-time')) degraded.push(skipped('cpu-time', notCalibrated()));
+      rung = 'estimator';
+    }
+    const provenance = RUNG_PROVENANCE[rung];
+    const uj = rawUj !== undefined && rawUj > floorUj ? rawUj : floorUj;
+    const cost: Cost =
+      provenance === 'HwShunt' ? { uj, provenance, measured: rawUj! } : { uj, provenance };
+    const reading: Reading = {
+      rung,
+      ...(rawUj !== undefined ? { rawUj } : {}),
+      floorUj,
+      wallNs,
+      cpuUs,
+      degraded,
+    };
+    if (failed) throw new MeteredError(failure, cost, reading);
+    return { result: result as T, cost, reading };
+  }
+
+  async function calibrate(opts: { busyMs?: number } = {}): Promise<Result<Calibration, Skipped>> {
+    if (probed === undefined) await ensureProbed();
+    const source = hw;
+    if (source === undefined) {
+      return err({ rung: 'cpu-time', reason: 'absent', detail: 'calibration needs a working RAPL or NVML rung' });
+    }
+    const busyNs = BigInt(Math.max(1, Math.round((opts.busyMs ?? 250) * 1e6)));
+    const t0 = clockNs();
+    const c0 = cpuUsage();
+    const start = source.src.read();
+    if (!start.ok) return err(skipped(source.rung, start.error));
+    let x = 0;
+    for (let i = 0; clockNs() - t0 < busyNs; i++) x = Math.sqrt(x + i);
+    const end = source.src.read();
+    const c1 = cpuUsage();
+    const t1 = clockNs();
+    if (!end.ok) return err({ rung: source.rung, reason: 'failed-mid-reading', detail: end.error.detail });
+    const d = deltaOf(source, start.value, end.value);
+    if (!d.ok) return err(skipped(source.rung, d.error));
+    const timeUs = basis === 'cpu-time' ? cpuDeltaUs(c0, c1) : Number(t1 - t0) / 1000;
+    if (!(timeUs > 0) || d.value === 0n) {
+      return err({ rung: source.rung, reason: 'read-failed', detail: `no usable calibration: ${d.value} µJ over ${timeUs} µs` });
+    }
+    watts = checkWatts(Number(d.value) / timeUs, 'calibrated watts');
+    wattsSource = 'calibrated';
+    if (probed !== undefined) probed = { ...probed, model: model() };
+    return ok({ watts, rung: source.rung, energyUj: d.value, timeUs });
+  }
+
+  return { probe, measure, estimateUj, calibrate, close: release };
+}
+
+function deltaOf(source: Hardware, a: Snapshot, b: Snapshot): Result<Uj, Failure> {
+  return source.rung === 'rapl' ? source.src.deltaUj(a, b) : source.src.deltaUj(a, b);
+}
+
+/**
+ * Reads the `meter` section of a node config (snake_case JSON): `rungs`, `active_watts`,
+ * `model_basis`, `estimates_uj` (action → µJ), `default_estimate_uj`, `nvml_library`.
+ * @throws JcpError `schema` naming the field.
+ */
+export function readMeterConfig(v: unknown, field = 'meter'): MeterConfig {
+  const o = asObj(v, field, [], ['rungs', 'active_watts', 'model_basis', 'estimates_uj', 'default_estimate_uj', 'nvml_library']);
+  const out: {
+    -readonly [K in keyof MeterConfig]: MeterConfig[K];
+  } = {};
+  if (o['rungs'] !== undefined) {
+    out.rungs = asArray(o['rungs'], `${field}.rungs`, RUNGS.length).map((r, i) => asEnum(r, `${field}.rungs[${i}]`, RUNGS));
+  }
+  if (o['active_watts'] !== undefined) out.activeWatts = checkWatts(o['active_watts'] as number, `${field}.active_watts`);
+  if (o['model_basis'] !== undefined) out.modelBasis = asEnum(o['model_basis'], `${field}.model_basis`, ['cpu-time', 'wall-time'] as const);
+  if (o['estimates_uj'] !== undefined) {
+    const e = o['estimates_uj'];
+    check(typeof e === 'object' && e !== null && !Array.isArray(e), `${field}.estimates_uj`, 'expected a map of action → µJ');
+    const table: Record<string, Uj> = {};
+    for (const [a, uj] of Object.entries(e)) table[a] = asUint(uj, `${field}.estimates_uj.${a}`);
+    out.estimatesUj = table;
+  }
+  if (o['default_estimate_uj'] !== undefined) out.defaultEstimateUj = asUint(o['default_estimate_uj'], `${field}.default_estimate_uj`);
+  if (o['nvml_library'] !== undefined) out.nvmlLibrary = asText(o['nvml_library'], `${field}.nvml_library`);
+  return out;
+}
