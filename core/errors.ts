@@ -23,6 +23,8 @@ export const ErrorCodes = {
   FRAME_TRUNCATED: 'frame-truncated',
   /** COSE_Sign1 structure is not the JCR-1 profile (§8): wrong tag, header, or alg. */
   COSE_INVALID: 'cose-invalid',
+  /** COSE algorithm or key type other than EdDSA over Ed25519 (e.g. Ed448, ES256): not supported (§8). */
+  COSE_UNSUPPORTED: 'cose-unsupported',
   /** A signature did not verify. */
   SIGNATURE_INVALID: 'signature-invalid',
   /** An attempt that the protocol forbids at mint/author time (amplification, over-sum shards…). */

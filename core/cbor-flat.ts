@@ -1,0 +1,285 @@
+/**
+ * Hand-assembled det-CBOR for the receipt hot paths (RFC 8949 §3, §4.2.1): item heads for the
+ * COSE_Sign1 envelope and its Sig_structure, and "flat maps" — text keys to unsigned integers,
+ * text, or arrays of text — which is all a receipt core holds.
+ *
+ * Writing produces exactly what `cbor.ts` `encode` produces (tests compare the two). Reading
+ * accepts only bytes that are already canonical (shortest heads, definite lengths, keys strictly
+ * ascending by their encoding, valid UTF-8, nothing after the item) and returns undefined for
+ * anything else, so the caller falls back to the general strict decoder, which names the
+ * precise fault. Nothing accepted here would be refused by `cbor.ts` `decode`.
+ */
+import { ErrorCodes, JcpError } from './errors.ts';
+
+/** CBOR major types used here. */
+export const MAJOR = { uint: 0, bytes: 2, text: 3, array: 4, map: 5, tag: 6 } as const;
+
+/** The shortest-form head of a major type with argument `n` (a length or an unsigned value < 2^64). */
+export function head(major: number, n: number | bigint): Uint8Array {
+  const m = major << 5;
+  const v = typeof n === 'bigint' && n < 0x1_0000_0000n ? Number(n) : n;
+  if (typeof v === 'number') {
+    if (v < 24) return Uint8Array.of(m | v);
+    if (v < 0x100) return Uint8Array.of(m | 24, v);
+    if (v < 0x10000) return Uint8Array.of(m | 25, v >>> 8, v & 0xff);
+    if (v < 0x1_0000_0000) return Uint8Array.of(m | 26, v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
+  }
+  const big = BigInt(v);
+  const out = new Uint8Array(9);
+  out[0] = m | 27;
+  for (let i = 8; i >= 1; i--) out[i] = Number((big >> BigInt(8 * (8 - i))) & 0xffn);
+  return out;
+}
+
+/** A shortest-form head read from a byte array: major type, argument, and where the content starts. */
+export interface Head {
+  readonly major: number;
+  /** The argument: a length, or an unsigned value (bigint above 2^53 − 1). */
+  readonly value: number | bigint;
+  /** Offset just past the head. */
+  readonly next: number;
+}
+
+/**
+ * Reads the head at `off`. Returns undefined when it is truncated, indefinite, reserved, or not
+ * in shortest form (the caller falls back to the general decoder for the precise error).
+ */
+export function readHead(bytes: Uint8Array, off: number): Head | undefined {
+  if (off >= bytes.length) return undefined;
+  const b0 = bytes[off]!;
+  const major = b0 >> 5;
+  const ai = b0 & 31;
+  if (ai < 24) return { major, value: ai, next: off + 1 };
+  const width = ai === 24 ? 1 : ai === 25 ? 2 : ai === 26 ? 4 : ai === 27 ? 8 : 0;
+  if (width === 0 || off + 1 + width > bytes.length) return undefined;
+  if (width <= 4) {
+    let n = 0;
+    for (let i = 1; i <= width; i++) n = n * 256 + bytes[off + i]!;
+    const least = width === 1 ? 24 : width === 2 ? 0x100 : 0x10000;
+    return n < least ? undefined : { major, value: n, next: off + 1 + width };
+  }
+  let v = 0n;
+  for (let i = 1; i <= width; i++) v = (v << 8n) | BigInt(bytes[off + i]!);
+  const min = width === 1 ? 24n : width === 2 ? 0x100n : width === 4 ? 0x10000n : 0x1_0000_0000n;
+  if (v < min) return undefined;
+  return { major, value: v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v, next: off + 1 + width };
+}
+
+/** Reads a definite byte or text string of major type `major` at `off`: its content bounds, or undefined. */
+export function readString(bytes: Uint8Array, off: number, major: number): { start: number; end: number } | undefined {
+  const h = readHead(bytes, off);
+  if (!h || h.major !== major || typeof h.value !== 'number') return undefined;
+  const end = h.next + h.value;
+  if (end > bytes.length) return undefined;
+  return { start: h.next, end };
+}
+
+/** A flat-map value: an unsigned integer (< 2^64), text, or an array of text. */
+export type FlatValue = number | bigint | string | readonly string[];
+
+const utf8Enc = new TextEncoder();
+const utf8Dec = new TextDecoder('utf-8', { fatal: true });
+const U64_LIMIT = 1n << 64n;
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+/** UTF-8 bytes of `s`; a plain loop for ASCII (the common case: dids, hex ids, enums), else TextEncoder. */
+function utf8Of(s: string): Uint8Array {
+  const n = s.length;
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return utf8Enc.encode(s);
+    out[i] = c;
+  }
+  return out;
+}
+
+/** Bytes in the shortest head for argument `n`. */
+export function headLength(n: number | bigint): number {
+  if (typeof n === 'bigint') return n < 24n ? 1 : n < 0x100n ? 2 : n < 0x10000n ? 3 : n < 0x1_0000_0000n ? 5 : 9;
+  return n < 24 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : n < 0x1_0000_0000 ? 5 : 9;
+}
+
+/** Writes the shortest head of (`major`, `n`) into `out` at `off`; returns the new offset. */
+export function writeHead(out: Uint8Array, off: number, major: number, n: number | bigint): number {
+  const m = major << 5;
+  const v = typeof n === 'bigint' && n < 0x1_0000_0000n ? Number(n) : n;
+  if (typeof v === 'number' && v < 0x1_0000_0000) {
+    if (v < 24) {
+      out[off] = m | v;
+      return off + 1;
+    }
+    if (v < 0x100) {
+      out[off] = m | 24;
+      out[off + 1] = v;
+      return off + 2;
+    }
+    if (v < 0x10000) {
+      out[off] = m | 25;
+      out[off + 1] = v >>> 8;
+      out[off + 2] = v & 0xff;
+      return off + 3;
+    }
+    out[off] = m | 26;
+    out[off + 1] = v >>> 24;
+    out[off + 2] = (v >>> 16) & 0xff;
+    out[off + 3] = (v >>> 8) & 0xff;
+    out[off + 4] = v & 0xff;
+    return off + 5;
+  }
+  const h = head(major, v);
+  out.set(h, off);
+  return off + h.length;
+}
+
+function checkUint(v: number | bigint, key: string): void {
+  const ok = typeof v === 'number' ? Number.isSafeInteger(v) && v >= 0 : v >= 0n && v < U64_LIMIT;
+  if (!ok) throw new JcpError(ErrorCodes.CBOR_FORBIDDEN_TYPE, `${key}: not an unsigned integer below 2^64`);
+}
+
+/**
+ * A writer for flat maps over a fixed key set: keys are sorted once into canonical order
+ * (bytewise by their encoding, i.e. length-first for text), then each call writes the present
+ * entries in that order into one buffer sized up front.
+ */
+export class FlatMapWriter {
+  readonly #keys: readonly { key: string; bytes: Uint8Array }[];
+
+  constructor(keys: readonly string[]) {
+    this.#keys = keys
+      .map((key) => {
+        const b = utf8Of(key);
+        const bytes = new Uint8Array(headLength(b.length) + b.length);
+        bytes.set(b, writeHead(bytes, 0, MAJOR.text, b.length));
+        return { key, bytes };
+      })
+      .sort((x, y) => compareBytes(x.bytes, y.bytes));
+  }
+
+  /**
+   * Canonical det-CBOR of the map `{k: obj[k]}` over the writer's keys (undefined values omitted).
+   * @throws JcpError `cbor-forbidden-type` for a value that is not a flat-map value.
+   */
+  write(obj: Readonly<Record<string, FlatValue | undefined>>): Uint8Array {
+    // pass 1: validate, encode strings, size everything
+    const items: (Uint8Array | number | bigint | Uint8Array[])[] = [];
+    const keys: Uint8Array[] = [];
+    let size = 0;
+    for (const { key, bytes } of this.#keys) {
+      const v = obj[key];
+      if (v === undefined) continue;
+      keys.push(bytes);
+      size += bytes.length;
+      if (typeof v === 'string') {
+        const b = utf8Of(v);
+        items.push(b);
+        size += headLength(b.length) + b.length;
+      } else if (typeof v === 'number' || typeof v === 'bigint') {
+        checkUint(v, key);
+        items.push(v);
+        size += headLength(v);
+      } else if (Array.isArray(v)) {
+        const arr = v.map((x: unknown) => {
+          if (typeof x !== 'string') throw new JcpError(ErrorCodes.CBOR_FORBIDDEN_TYPE, `${key}: an array item is not text`);
+          return utf8Of(x);
+        });
+        items.push(arr);
+        size += headLength(arr.length);
+        for (const b of arr) size += headLength(b.length) + b.length;
+      } else {
+        throw new JcpError(ErrorCodes.CBOR_FORBIDDEN_TYPE, `${key}: not a flat-map value`);
+      }
+    }
+    // pass 2: write into one buffer
+    const out = new Uint8Array(headLength(keys.length) + size);
+    let off = writeHead(out, 0, MAJOR.map, keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      out.set(k, off);
+      off += k.length;
+      const item = items[i]!;
+      if (item instanceof Uint8Array) {
+        off = writeHead(out, off, MAJOR.text, item.length);
+        out.set(item, off);
+        off += item.length;
+      } else if (Array.isArray(item)) {
+        off = writeHead(out, off, MAJOR.array, item.length);
+        for (const b of item) {
+          off = writeHead(out, off, MAJOR.text, b.length);
+          out.set(b, off);
+          off += b.length;
+        }
+      } else {
+        off = writeHead(out, off, MAJOR.uint, item);
+      }
+    }
+    return out;
+  }
+}
+
+function isAscii(b: Uint8Array): boolean {
+  for (let i = 0; i < b.length; i++) if (b[i]! >= 0x80) return false;
+  return true;
+}
+
+function readText(bytes: Uint8Array, off: number): { text: string; next: number } | undefined {
+  const s = readString(bytes, off, MAJOR.text);
+  if (!s) return undefined;
+  const slice = bytes.subarray(s.start, s.end);
+  if (slice.length <= 1024 && isAscii(slice)) return { text: String.fromCharCode.apply(null, slice as unknown as number[]), next: s.end };
+  try {
+    return { text: utf8Dec.decode(slice), next: s.end };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads canonical flat-map bytes. Returns undefined for anything that is not already a canonical
+ * flat map (the caller then uses the general strict decoder for the precise refusal).
+ */
+export function readFlatMap(bytes: Uint8Array): Record<string, FlatValue> | undefined {
+  const h = readHead(bytes, 0);
+  if (!h || h.major !== MAJOR.map || typeof h.value !== 'number') return undefined;
+  const out: Record<string, FlatValue> = {};
+  let off = h.next;
+  let prevKey: Uint8Array | undefined;
+  for (let i = 0; i < h.value; i++) {
+    const keyStart = off;
+    const k = readText(bytes, off);
+    if (!k || k.text === '__proto__') return undefined;
+    const keyBytes = bytes.subarray(keyStart, k.next);
+    if (prevKey !== undefined && compareBytes(prevKey, keyBytes) >= 0) return undefined;
+    prevKey = keyBytes;
+    off = k.next;
+    const vh = readHead(bytes, off);
+    if (!vh) return undefined;
+    if (vh.major === MAJOR.uint) {
+      out[k.text] = vh.value;
+      off = vh.next;
+    } else if (vh.major === MAJOR.text) {
+      const t = readText(bytes, off);
+      if (!t) return undefined;
+      out[k.text] = t.text;
+      off = t.next;
+    } else if (vh.major === MAJOR.array && typeof vh.value === 'number') {
+      const arr: string[] = [];
+      off = vh.next;
+      for (let j = 0; j < vh.value; j++) {
+        const t = readText(bytes, off);
+        if (!t) return undefined;
+        arr.push(t.text);
+        off = t.next;
+      }
+      out[k.text] = arr;
+    } else {
+      return undefined;
+    }
+  }
+  return off === bytes.length ? out : undefined;
+}

@@ -1,0 +1,394 @@
+/**
+ * The jcp/1 wire binding (spec §11; conformance C8 codec part, C13 caller signature), pure:
+ * framing, the canonical message codec, and the caller signature. Sockets live in `node/`.
+ *
+ * Framing: a 4-byte big-endian length, then one canonical det-CBOR message (§3). The declared
+ * length is checked against the receiver's cap BEFORE any buffer is allocated ({@link FrameReader}),
+ * and a body whose bytes are not the canonical encoding of their value is refused, so a message
+ * has exactly one wire form.
+ *
+ * Messages are maps; `docs/wire.md` lists them all. Which message a map is follows from its keys:
+ * - request `{frame, chain, caller, cost, now, signature, payload?}` (WireRequest, §11);
+ * - response `{decision: {verdict, deny_reason?}, receipt, result?}` (WireResponse, §11);
+ * - error `{error: {code, message}}` (never reached a decision; no receipt);
+ * - revoke `{revoke: SignedRevocation}` → answered by revoked `{revoked: {grant_id}}` or an error.
+ *
+ * Caller signature (§11): Ed25519 by `caller` over `canonical_cbor` of the request map without
+ * `signature` (payload included when present). The payload is bound by `frame.payload_hash`
+ * = content id of the payload byte string's CBOR encoding (an absent payload hashes as the empty
+ * byte string); a request whose hash does not match its payload is refused at decode.
+ *
+ * Decoding never throws anything but a JcpError: `frame-too-large`, `frame-truncated`,
+ * `cbor-malformed`, `cbor-non-canonical`, `cbor-forbidden-type`, `schema`, `did-invalid`, `bad-length`.
+ */
+import type { Actor } from './actor.ts';
+import { decode, encode } from './cbor.ts';
+import { type DenyReason, isDenyReason } from './deny.ts';
+import { type Did, parseDid } from './didkey.ts';
+import { sign, verify } from './ed25519.ts';
+import { type Cost, costToCbor, readCost } from './energy.ts';
+import { ErrorCodes, JcpError, check } from './errors.ts';
+import { type Frame, frameToCbor, readFrame } from './frame.ts';
+import { type SignedGrant, readSignedGrant, signedGrantToCbor } from './grant.ts';
+import { type ContentId, contentId } from './hash.ts';
+import { type SignedRevocation, readSignedRevocation, signedRevocationToCbor } from './revocation.ts';
+import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, type Obj } from './schema.ts';
+
+/** Bytes in the length prefix (§11). */
+export const FRAME_HEADER_BYTES = 4;
+/** The largest length a 4-byte prefix can declare (4 GiB − 1). */
+export const MAX_DECLARABLE_LENGTH = 0xffff_ffff;
+/** Default cap on one message body: 1 MiB. A receiver MUST refuse longer messages (§11). */
+export const DEFAULT_FRAME_CAP = 1 << 20;
+/** The most links a wire request may carry (the decision denies chains over 32 as `chain-broken`). */
+export const MAX_WIRE_CHAIN = 256;
+
+function checkCap(cap: number): void {
+  if (!Number.isSafeInteger(cap) || cap < 1 || cap > MAX_DECLARABLE_LENGTH) {
+    throw new RangeError(`jcp/1: cap must be an integer in 1..${MAX_DECLARABLE_LENGTH}, got ${cap}`);
+  }
+}
+
+function tooLarge(length: number, cap: number): JcpError {
+  return new JcpError(ErrorCodes.FRAME_TOO_LARGE, `jcp/1: message of ${length} bytes exceeds the cap of ${cap} bytes`, {
+    length,
+    cap,
+  });
+}
+
+/**
+ * Frames one message body: 4-byte big-endian length ‖ body (§11).
+ * @throws JcpError `frame-too-large` when the body is longer than `cap` (default {@link DEFAULT_FRAME_CAP}).
+ */
+export function frameMessage(body: Uint8Array, cap = DEFAULT_FRAME_CAP): Uint8Array {
+  checkCap(cap);
+  if (body.length > cap) throw tooLarge(body.length, cap);
+  const out = new Uint8Array(FRAME_HEADER_BYTES + body.length);
+  new DataView(out.buffer).setUint32(0, body.length, false);
+  out.set(body, FRAME_HEADER_BYTES);
+  return out;
+}
+
+/**
+ * Incremental jcp/1 deframer (§11): feed it stream chunks of any size, get whole message bodies.
+ * The declared length is compared with the cap as soon as its 4 bytes are in, before the body
+ * buffer is allocated. After an error the stream cannot be resynchronised: the reader stays
+ * failed and every later `push` throws the same error (the caller replies and closes).
+ */
+export class FrameReader {
+  readonly cap: number;
+  readonly #header = new Uint8Array(FRAME_HEADER_BYTES);
+  #headerFill = 0;
+  #body: Uint8Array | undefined;
+  #bodyFill = 0;
+  #failed: JcpError | undefined;
+
+  /** @param cap the largest body accepted, in bytes (default {@link DEFAULT_FRAME_CAP}). */
+  constructor(cap = DEFAULT_FRAME_CAP) {
+    checkCap(cap);
+    this.cap = cap;
+  }
+
+  /**
+   * Consumes `chunk` and returns every message body it completes (possibly none).
+   * @throws JcpError `frame-too-large` when a declared length exceeds the cap (nothing allocated).
+   */
+  push(chunk: Uint8Array): Uint8Array[] {
+    if (this.#failed) throw this.#failed;
+    const out: Uint8Array[] = [];
+    let off = 0;
+    while (off < chunk.length) {
+      if (this.#body === undefined) {
+        const take = Math.min(FRAME_HEADER_BYTES - this.#headerFill, chunk.length - off);
+        this.#header.set(chunk.subarray(off, off + take), this.#headerFill);
+        this.#headerFill += take;
+        off += take;
+        if (this.#headerFill < FRAME_HEADER_BYTES) break;
+        const length = new DataView(this.#header.buffer).getUint32(0, false);
+        if (length > this.cap) {
+          this.#headerFill = 0;
+          this.#failed = tooLarge(length, this.cap);
+          throw this.#failed;
+        }
+        this.#headerFill = 0;
+        if (length === 0) {
+          out.push(new Uint8Array(0)); // an empty body: complete now (the decoder refuses it)
+          continue;
+        }
+        this.#body = new Uint8Array(length);
+        this.#bodyFill = 0;
+      }
+      const body = this.#body;
+      const take = Math.min(body.length - this.#bodyFill, chunk.length - off);
+      body.set(chunk.subarray(off, off + take), this.#bodyFill);
+      this.#bodyFill += take;
+      off += take;
+      if (this.#bodyFill === body.length) {
+        out.push(body);
+        this.#body = undefined;
+      }
+    }
+    return out;
+  }
+
+  /** Bytes held for an incomplete message (header and body). */
+  get buffered(): number {
+    return this.#headerFill + (this.#body === undefined ? 0 : this.#bodyFill);
+  }
+
+  /**
+   * Declares the end of the stream.
+   * @throws JcpError `frame-truncated` when it ends inside a message.
+   */
+  end(): void {
+    if (this.#failed) throw this.#failed;
+    if (this.#headerFill > 0 || this.#body !== undefined) {
+      throw new JcpError(ErrorCodes.FRAME_TRUNCATED, 'jcp/1: stream ended inside a message', { buffered: this.buffered });
+    }
+  }
+}
+
+/** A WireRequest (§11). `now` in unix seconds; `payload` is the call's arguments, bound by `frame.payload_hash`. */
+export interface WireRequest {
+  readonly frame: Frame;
+  /** The full delegation chain, root first (one link for an un-delegated grant). */
+  readonly chain: readonly SignedGrant[];
+  readonly caller: Did;
+  readonly cost: Cost;
+  /** Decision time the caller asserts, unix seconds (the node bounds its skew). */
+  readonly now: number;
+  readonly payload?: Uint8Array;
+  /** Ed25519 by `caller` over {@link wireRequestSigningBytes}; 64 bytes. */
+  readonly signature: Uint8Array;
+}
+
+/** A WireRequest before the caller signs it. */
+export type UnsignedWireRequest = Omit<WireRequest, 'signature'>;
+
+/** `frame.payload_hash` for a payload (§11, DESIGN): content id of the byte string; absent = empty bytes. */
+export function payloadHash(payload?: Uint8Array): ContentId {
+  return contentId(payload ?? new Uint8Array(0));
+}
+
+function unsignedToCbor(r: UnsignedWireRequest): Obj {
+  const o: Obj = {
+    frame: frameToCbor(r.frame),
+    chain: r.chain.map(signedGrantToCbor),
+    caller: r.caller,
+    cost: costToCbor(r.cost),
+    now: r.now,
+  };
+  if (r.payload !== undefined) o['payload'] = r.payload;
+  return o;
+}
+
+/** The plain CBOR map of a (signed) WireRequest. */
+export function wireRequestToCbor(r: WireRequest): Obj {
+  return { ...unsignedToCbor(r), signature: r.signature };
+}
+
+/** The bytes the caller signs (§11): canonical det-CBOR of the request map without `signature`. */
+export function wireRequestSigningBytes(r: UnsignedWireRequest): Uint8Array {
+  return encode(unsignedToCbor(r));
+}
+
+/** Who signs a request: an Actor, or a function over the signing bytes (a remote or FROST threshold signer, §2.2). */
+export type WireSigner = Actor | ((msg: Uint8Array) => Uint8Array | Promise<Uint8Array>);
+
+/**
+ * Signs a request as its caller (§11, C13). With an Actor, its did must be `unsigned.caller`.
+ * A function signer may be asynchronous (a threshold signing session).
+ * @throws JcpError `schema` (actor is not the caller, or the signer returned other than 64 bytes).
+ */
+export async function signWireRequest(unsigned: UnsignedWireRequest, signer: WireSigner): Promise<WireRequest> {
+  if (typeof signer !== 'function') return signWireRequestSync(unsigned, signer);
+  const signature = await signer(wireRequestSigningBytes(unsigned));
+  check(signature instanceof Uint8Array && signature.length === 64, 'signature', 'the signer must return 64 bytes');
+  return { ...unsigned, signature };
+}
+
+/**
+ * Signs a request as its caller with a local key (§11).
+ * @throws JcpError `schema` when `actor.did` is not `unsigned.caller`.
+ */
+export function signWireRequestSync(unsigned: UnsignedWireRequest, actor: Actor): WireRequest {
+  check(actor.did === unsigned.caller, 'caller', 'the signing actor is not the caller');
+  return { ...unsigned, signature: sign(actor.key, wireRequestSigningBytes(unsigned)) };
+}
+
+/** True when the caller's signature verifies over the request (§11). Never throws. */
+export function verifyWireRequestSignature(r: WireRequest): boolean {
+  try {
+    return verify(parseDid(r.caller), wireRequestSigningBytes(r), r.signature);
+  } catch {
+    return false;
+  }
+}
+
+/** Canonical det-CBOR bytes of a WireRequest (a message body, not yet framed). */
+export function encodeWireRequest(r: WireRequest): Uint8Array {
+  return encode(wireRequestToCbor(r));
+}
+
+/** The request id (§11, idempotent replay): content id of the canonical request map, signature included. */
+export function requestIdOf(r: WireRequest): ContentId {
+  return contentId(wireRequestToCbor(r));
+}
+
+/** The decision as a response carries it (§11). */
+export interface WireDecision {
+  readonly verdict: 'allow' | 'deny';
+  /** Present exactly on deny: the spec's deny-reason string. */
+  readonly deny_reason?: DenyReason;
+}
+
+/** A refusal that never reached a decision (too long, non-canonical, malformed…): no receipt. */
+export interface WireError {
+  /** A stable code (`ErrorCodes`, or a node code such as `clock-skew`). */
+  readonly code: string;
+  readonly message: string;
+}
+
+/** A decided response (§11): the decision, the sealed receipt, and the endpoint's result on allow. */
+export interface WireDecisionResponse {
+  readonly decision: WireDecision;
+  /** The COSE_Sign1 receipt bytes (`receipt.ts`). */
+  readonly receipt: Uint8Array;
+  /** The endpoint's output, returned as data; only on allow. */
+  readonly result?: Uint8Array;
+}
+
+/** A WireResponse: a decided response, or an error. */
+export type WireResponse = WireDecisionResponse | { readonly error: WireError };
+
+/** Every jcp/1 message, tagged by `kind` (its top-level key, see `docs/wire.md`). */
+export type WireMessage =
+  | { readonly kind: 'request'; readonly request: WireRequest }
+  | { readonly kind: 'response'; readonly response: WireDecisionResponse }
+  | { readonly kind: 'error'; readonly error: WireError }
+  | { readonly kind: 'revoke'; readonly revocation: SignedRevocation }
+  | { readonly kind: 'revoked'; readonly grant_id: ContentId };
+
+/** The most bytes of an error message we carry. */
+export const MAX_ERROR_MESSAGE = 1024;
+
+/** Canonical det-CBOR body of any message. @throws JcpError `cbor-forbidden-type` on unencodable content. */
+export function encodeWireMessage(m: WireMessage): Uint8Array {
+  switch (m.kind) {
+    case 'request':
+      return encodeWireRequest(m.request);
+    case 'response':
+      return encode(decisionResponseToCbor(m.response));
+    case 'error':
+      return encode({ error: { code: m.error.code, message: m.error.message.slice(0, MAX_ERROR_MESSAGE) } });
+    case 'revoke':
+      return encode({ revoke: signedRevocationToCbor(m.revocation) });
+    case 'revoked':
+      return encode({ revoked: { grant_id: m.grant_id } });
+  }
+}
+
+function decisionResponseToCbor(r: WireDecisionResponse): Obj {
+  const decision: Obj = { verdict: r.decision.verdict };
+  if (r.decision.deny_reason !== undefined) decision['deny_reason'] = r.decision.deny_reason;
+  const o: Obj = { decision, receipt: r.receipt };
+  if (r.result !== undefined) o['result'] = r.result;
+  return o;
+}
+
+/** Canonical det-CBOR body of a WireResponse (decided or error). */
+export function encodeWireResponse(r: WireResponse): Uint8Array {
+  return 'error' in r
+    ? encodeWireMessage({ kind: 'error', error: r.error })
+    : encodeWireMessage({ kind: 'response', response: r });
+}
+
+/** The error message for a JcpError (what a node sends when a message never reached a decision). */
+export function errorResponseOf(e: JcpError): WireResponse {
+  return { error: { code: e.code, message: e.message.slice(0, MAX_ERROR_MESSAGE) } };
+}
+
+/**
+ * Decodes one message body (§11): strict canonical det-CBOR, then the schema of the message its
+ * keys name. Signatures are not checked here (the caller's by {@link verifyWireRequestSignature},
+ * the grants' by the decision).
+ * @throws JcpError `cbor-malformed` | `cbor-non-canonical` | `cbor-forbidden-type` (bytes),
+ *   `schema` (unknown message, missing/unknown field, payload hash mismatch, …), `did-invalid`, `bad-length`.
+ */
+export function decodeWireMessage(bytes: Uint8Array): WireMessage {
+  const v = decode(bytes);
+  check(typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array), 'message', 'expected a map');
+  const o = v as Obj;
+  if ('frame' in o) return { kind: 'request', request: readWireRequest(o) };
+  if ('decision' in o) return { kind: 'response', response: readDecisionResponse(o) };
+  if ('error' in o) {
+    const e = asObj(asObj(o, 'message', ['error'])['error'], 'error', ['code', 'message']);
+    return {
+      kind: 'error',
+      error: { code: asText(e['code'], 'error.code', 64), message: asText(e['message'], 'error.message', MAX_ERROR_MESSAGE) },
+    };
+  }
+  if ('revoke' in o) {
+    return { kind: 'revoke', revocation: readSignedRevocation(asObj(o, 'message', ['revoke'])['revoke'], 'revoke') };
+  }
+  if ('revoked' in o) {
+    const r = asObj(asObj(o, 'message', ['revoked'])['revoked'], 'revoked', ['grant_id']);
+    return { kind: 'revoked', grant_id: asCid(r['grant_id'], 'revoked.grant_id') };
+  }
+  throw new JcpError(ErrorCodes.SCHEMA, 'message: not a jcp/1 message (see docs/wire.md)', { field: 'message' });
+}
+
+/**
+ * Reads a decoded map as a WireRequest (§11), checking every field and that `frame.payload_hash`
+ * binds the payload.
+ * @throws JcpError `schema` / `did-invalid` / `bad-length`, naming the field.
+ */
+export function readWireRequest(v: unknown): WireRequest {
+  const o = asObj(v, 'request', ['frame', 'chain', 'caller', 'cost', 'now', 'signature'], ['payload']);
+  const chain = asArray(o['chain'], 'request.chain', MAX_WIRE_CHAIN).map((g, i) => readSignedGrant(g, `request.chain[${i}]`));
+  check(chain.length > 0, 'request.chain', 'at least one grant');
+  const payload = o['payload'] === undefined ? undefined : asBytes(o['payload'], 'request.payload');
+  const frame = readFrame(o['frame'], 'request.frame');
+  check(frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');
+  return {
+    frame,
+    chain,
+    caller: asDid(o['caller'], 'request.caller'),
+    cost: readCost(o['cost'], 'request.cost'),
+    now: asSafeUint(o['now'], 'request.now'),
+    ...(payload !== undefined ? { payload } : {}),
+    signature: asBytes(o['signature'], 'request.signature', 64),
+  };
+}
+
+function readDecisionResponse(o: Obj): WireDecisionResponse {
+  asObj(o, 'response', ['decision', 'receipt'], ['result']);
+  const d = asObj(o['decision'], 'response.decision', ['verdict'], ['deny_reason']);
+  const verdict = asEnum(d['verdict'], 'response.decision.verdict', ['allow', 'deny'] as const);
+  let decision: WireDecision;
+  if (verdict === 'deny') {
+    check(isDenyReason(d['deny_reason']), 'response.decision.deny_reason', 'a deny carries one of the spec deny reasons');
+    decision = { verdict, deny_reason: d['deny_reason'] };
+  } else {
+    check(d['deny_reason'] === undefined, 'response.decision.deny_reason', 'must be omitted on allow');
+    decision = { verdict };
+  }
+  const receipt = asBytes(o['receipt'], 'response.receipt');
+  if (o['result'] !== undefined) check(verdict === 'allow', 'response.result', 'only an allow carries a result');
+  return {
+    decision,
+    receipt,
+    ...(o['result'] !== undefined ? { result: asBytes(o['result'], 'response.result') } : {}),
+  };
+}
+
+/**
+ * Decodes a response body: a decided response or an error.
+ * @throws JcpError as {@link decodeWireMessage}, and `schema` for a message that is not a response.
+ */
+export function decodeWireResponse(bytes: Uint8Array): WireResponse {
+  const m = decodeWireMessage(bytes);
+  if (m.kind === 'response') return m.response;
+  if (m.kind === 'error') return { error: m.error };
+  throw new JcpError(ErrorCodes.SCHEMA, `message: expected a response, got ${m.kind}`, { field: 'message' });
+}

@@ -1,0 +1,270 @@
+/**
+ * Conformance classes about evidence (spec §8, §8.1): C5 (every decision seals as a JCR-1
+ * receipt that verifies; a wrong steward fails), C14 (replay of the verified receipt stream
+ * restores spend and per-worker attribution; a tampered receipt contributes nothing) and C16
+ * (chained receipts name every debited link; replay restores leaf and ancestor debits exactly
+ * and keeps conserving).
+ */
+import { type Actor, newActor, type Rng, seededRng } from '../../core/actor.ts';
+import { decodeSign1, encodeProtectedHeader, encodeSign1 } from '../../core/cose.ts';
+import { type Decision, type DecisionRequest, decide } from '../../core/decision.ts';
+import { ErrorCodes } from '../../core/errors.ts';
+import { attenuate, type Grant, grantId, type SignedGrant, signGrant } from '../../core/grant.ts';
+import { type ContentId, contentId } from '../../core/hash.ts';
+import { Ledger } from '../../core/ledger.ts';
+import { openReceipt, ReceiptRefusals, receiptCoreFor, receiptId, sealReceipt } from '../../core/receipt.ts';
+import { attributionKey, replayReceipts } from '../../core/replay.ts';
+import { RevocationSet, signRevocation } from '../../core/revocation.ts';
+import { TrustRoots } from '../../core/trust.ts';
+import { payloadHash } from '../../core/wire.ts';
+import type { Checker } from '../checker.ts';
+import type { ConformanceClass } from '../conformance.ts';
+
+const NOW_S = 1_700_000_000;
+
+/** A test bench: actors, a resource, and an enforcement point that seals every decision in sequence. */
+class Bench {
+  readonly rng: Rng;
+  readonly root: Actor;
+  readonly steward: Actor;
+  readonly resource: ContentId;
+  readonly ledger = new Ledger();
+  readonly revoked = new RevocationSet();
+  readonly trust = new TrustRoots();
+  readonly receipts: Uint8Array[] = [];
+  readonly decisions: Decision[] = [];
+  #prev: ContentId | undefined;
+
+  constructor(seed: string) {
+    this.rng = seededRng(seed);
+    this.root = newActor(this.rng);
+    this.steward = newActor(this.rng);
+    this.resource = contentId({ conformance: seed });
+  }
+
+  actor(): Actor {
+    return newActor(this.rng);
+  }
+
+  grant(subject: Actor, budgetUj: bigint): SignedGrant {
+    const g: Grant = {
+      issuer: this.root.did,
+      subject: subject.did,
+      capability: { resource: this.resource, actions: ['invoke'] },
+      budget_uj: budgetUj,
+      expiry: 0,
+      nonce: this.rng(16),
+    };
+    return signGrant(g, this.root);
+  }
+
+  child(parent: SignedGrant, holder: Actor, subject: Actor, budgetUj: bigint): SignedGrant {
+    const r = attenuate(parent, { subject: subject.did, budget_uj: budgetUj, nonce: this.rng(16) }, holder);
+    if (!r.ok) throw new Error(`bench: attenuation refused: ${r.error.why}`);
+    return r.value;
+  }
+
+  request(chain: SignedGrant[], caller: Actor, uj: bigint, opts: { action?: string; data?: boolean } = {}): DecisionRequest {
+    return {
+      frame: {
+        kind: 'tool-call',
+        trust: opts.data ? 'data' : 'control',
+        grant_id: grantId(chain[chain.length - 1]!.grant),
+        action: opts.action ?? 'invoke',
+        resource: this.resource,
+        payload_hash: payloadHash(),
+      },
+      chain,
+      caller: caller.did,
+      cost: { uj, provenance: 'Estimator' },
+      nowS: NOW_S,
+    };
+  }
+
+  /** Decides (pure), debits only on allow, seals the receipt with the next seq/prev. */
+  handle(req: DecisionRequest): { decision: Decision; bytes: Uint8Array } {
+    const decision = decide(req, this);
+    if (decision.verdict === 'allow') this.ledger.debit(decision.chainIds, req.cost.uj);
+    const core = receiptCoreFor(req, decision, {
+      steward: this.steward.did,
+      seq: this.receipts.length,
+      ...(this.#prev !== undefined ? { prev: this.#prev } : {}),
+    });
+    const bytes = sealReceipt(core, this.steward);
+    this.receipts.push(bytes);
+    this.decisions.push(decision);
+    this.#prev = receiptId(bytes);
+    return { decision, bytes };
+  }
+}
+
+function sameLedger(t: Checker, a: Ledger, b: Ledger, label: string): void {
+  const ids = new Set([...a.entries()].map(([id]) => id).concat([...b.entries()].map(([id]) => id)));
+  t.ok(ids.size > 0, `${label}: some spend to compare`);
+  for (const id of ids) t.eq(a.spent(id), b.spent(id), `${label}: spend of ${id.slice(0, 12)}…`);
+}
+
+/** C5: every decision seals to JCR-1 and verifies; a wrong steward fails. */
+export const C5: ConformanceClass = {
+  id: 'C5',
+  title: 'the receipt',
+  run(t) {
+    const b = new Bench('conformance/C5');
+    const worker = b.actor();
+    const other = b.actor();
+    const g = b.grant(worker, 1_000n);
+    const revokedGrant = b.grant(worker, 1_000n);
+    t.ok(b.revoked.admit(signRevocation(grantId(revokedGrant.grant), b.root, b.rng(16)), revokedGrant.grant).ok, 'revocation admitted');
+    const sub = b.child(g, worker, other, 100n);
+    const cases: [string, DecisionRequest, string | undefined][] = [
+      ['allow', b.request([g], worker, 400n), undefined],
+      ['budget-exceeded', b.request([g], worker, 700n), 'budget-exceeded'],
+      ['wrong-subject', b.request([g], other, 1n), 'wrong-subject'],
+      ['untrusted-control', b.request([g], worker, 1n, { data: true }), 'untrusted-control'],
+      ['action-not-granted', b.request([g], worker, 1n, { action: 'delete' }), 'action-not-granted'],
+      ['revoked', b.request([revokedGrant], worker, 1n), 'revoked'],
+      ['chained allow', b.request([g, sub], other, 50n), undefined],
+    ];
+    for (const [label, req, reason] of cases) {
+      const { decision, bytes } = b.handle(req);
+      const opened = openReceipt(bytes, b.steward.did);
+      t.ok(opened.ok, `${label}: the receipt verifies under its steward`);
+      if (!opened.ok) continue;
+      t.eq(opened.value.verdict, decision.verdict, `${label}: receipt verdict is the decision's`);
+      t.eq(opened.value.deny_reason, reason, `${label}: deny_reason`);
+      t.eq(opened.value.steward, b.steward.did, `${label}: steward is the kid`);
+      const wrong = openReceipt(bytes, other.did);
+      t.eq(wrong.ok ? 'ok' : wrong.error.code, ReceiptRefusals.WRONG_STEWARD, `${label}: a wrong steward fails`);
+    }
+    const bytes = b.receipts[0]!;
+    const m = decodeSign1(bytes);
+    t.eq(bytes[0], 0xd2, 'tagged COSE_Sign1 (tag 18)');
+    t.eq(m.protectedHeader.get(1), -8, 'alg EdDSA (-8) in the protected header');
+    t.eq(new TextDecoder().decode(m.protectedHeader.get(4) as Uint8Array), b.steward.did, 'kid = UTF-8 of the steward did:key');
+    t.eq(m.unprotected.size, 0, 'empty unprotected header');
+    const flipped = new Uint8Array(bytes);
+    flipped[flipped.length - 1]! ^= 1;
+    t.eq(codeOf(openReceipt(flipped)), ErrorCodes.SIGNATURE_INVALID, 'a flipped signature bit fails');
+    t.eq(codeOf(openReceipt(new Uint8Array([0xd8, 0x12, ...bytes.subarray(1)]))), ErrorCodes.CBOR_NON_CANONICAL, 'non-canonical bytes fail');
+    const es256 = encodeSign1({ ...m, protectedBytes: encodeProtectedHeader(new Map<number, unknown>([[1, -7], [4, m.protectedHeader.get(4)]])) });
+    t.eq(codeOf(openReceipt(es256)), ErrorCodes.COSE_UNSUPPORTED, 'an alg other than EdDSA fails');
+    const honest = openReceipt(bytes);
+    if (honest.ok) {
+      const forged = sealReceipt({ ...honest.value, steward: other.did }, other);
+      t.eq(codeOf(openReceipt(forged, b.steward.did)), ReceiptRefusals.WRONG_STEWARD, 'the same core re-sealed by another key fails for the real steward');
+    }
+  },
+};
+
+function codeOf(r: ReturnType<typeof openReceipt>): string {
+  return r.ok ? 'ok' : r.error.code;
+}
+
+/** C14: a fresh runtime restores spend from the verified stream; attribution matches; a tampered receipt contributes nothing. */
+export const C14: ConformanceClass = {
+  id: 'C14',
+  title: 'replay + group accounting',
+  run(t) {
+    const b = new Bench('conformance/C14');
+    const lead = b.actor();
+    const workers = [b.actor(), b.actor(), b.actor()];
+    const top = b.grant(lead, 30_000n);
+    const subs = workers.map((w) => b.child(top, lead, w, 12_000n));
+    const tally = new Map<string, { allowed: number; refused: number }>();
+    const rng = seededRng('conformance/C14/schedule');
+    for (let i = 0; i < 60; i++) {
+      const k = rng(1)[0]! % 3;
+      const uj = BigInt(100 + (rng(2)[0]! << 3));
+      const { decision } = b.handle(b.request([top, subs[k]!], workers[k]!, uj));
+      const key = attributionKey(grantId(subs[k]!.grant), workers[k]!.did);
+      const row = tally.get(key) ?? { allowed: 0, refused: 0 };
+      if (decision.verdict === 'allow') row.allowed++;
+      else row.refused++;
+      tally.set(key, row);
+    }
+    const r = replayReceipts(b.receipts, { steward: b.steward.did });
+    t.eq(r.rejected.length, 0, 'every receipt verifies');
+    t.eq(r.breaks.length, 0, 'the log is continuous');
+    t.eq(r.allowed + r.denied, 60, 'every receipt is accounted for');
+    t.ok(r.allowed > 0 && r.denied > 0, 'the schedule holds allows and denies');
+    sameLedger(t, r.ledger, b.ledger, 'replayed ledger = original');
+    for (const [i, w] of workers.entries()) {
+      const id = grantId(subs[i]!.grant);
+      const row = r.attribution.get(attributionKey(id, w.did));
+      const want = tally.get(attributionKey(id, w.did));
+      t.eq(row?.allowed, want?.allowed, `worker ${i}: actions allowed`);
+      t.eq(row?.refused, want?.refused, `worker ${i}: actions refused`);
+      t.eq(row?.uj, b.ledger.spent(id), `worker ${i}: µJ spent = the original ledger`);
+    }
+    const idx = b.decisions.findIndex((d) => d.verdict === 'allow');
+    const tampered = b.receipts.map((x) => new Uint8Array(x));
+    tampered[idx]![tampered[idx]!.length - 3]! ^= 0x10;
+    const victim = b.decisions[idx]!;
+    const victimCore = openReceipt(b.receipts[idx]!);
+    const cost = victimCore.ok ? victimCore.value.cost_uj : -1n;
+    const rt = replayReceipts(tampered, { steward: b.steward.did });
+    t.eq(rt.rejected.map((x) => [x.index, x.code]), [[idx, ErrorCodes.SIGNATURE_INVALID]], 'the tampered receipt is counted, with its index');
+    t.eq(rt.allowed, r.allowed - 1, 'the tampered allow is not applied');
+    for (const id of victim.chainIds) {
+      t.eq(rt.ledger.spent(id), b.ledger.spent(id) - cost, `the tampered receipt contributes nothing to ${id.slice(0, 12)}…`);
+    }
+    t.ok(rt.breaks.length > 0, 'the hole it leaves in the log is reported');
+  },
+};
+
+/** C16: a chained receipt names every debited link; replay restores leaf and ancestor debits exactly and keeps conserving. */
+export const C16: ConformanceClass = {
+  id: 'C16',
+  title: 'chained replay',
+  run(t) {
+    const b = new Bench('conformance/C16');
+    const a0 = b.actor();
+    const a1 = b.actor();
+    const a2 = b.actor();
+    const a3 = b.actor();
+    const top = b.grant(a0, 5_000n);
+    const mid = b.child(top, a0, a1, 4_000n);
+    const leaf = b.child(mid, a1, a2, 3_000n);
+    const sibling = b.child(mid, a1, a3, 3_000n);
+    const chainLeaf = [top, mid, leaf];
+    const chainSib = [top, mid, sibling];
+    const plan: [SignedGrant[], Actor, bigint][] = [
+      [chainLeaf, a2, 1_200n],
+      [chainSib, a3, 1_500n],
+      [chainLeaf, a2, 900n],
+      [chainSib, a3, 900n], // mid has 400 left: deny
+      [[top, mid], a1, 300n],
+    ];
+    for (const [chain, who, uj] of plan) {
+      const { decision, bytes } = b.handle(b.request(chain, who, uj));
+      const r = openReceipt(bytes, b.steward.did);
+      t.ok(r.ok, 'chained receipt verifies');
+      if (r.ok) {
+        t.eq(r.value.chain_ids, chain.map((sg) => grantId(sg.grant)), 'chain_ids names every link, root first');
+        t.eq(r.value.chain_ids, decision.chainIds, 'chain_ids = what the decision debits');
+        t.eq(r.value.grant_id, grantId(chain[chain.length - 1]!.grant), 'grant_id is the leaf');
+      }
+    }
+    t.eq(b.decisions.map((d) => d.verdict), ['allow', 'allow', 'allow', 'deny', 'allow'], 'the schedule decides as planned');
+    const r = replayReceipts(b.receipts, { steward: b.steward.did });
+    const ids = [top, mid, leaf, sibling].map((sg) => grantId(sg.grant));
+    t.eq(ids.map((id) => r.ledger.spent(id)), [3_900n, 3_900n, 2_100n, 1_500n], 'replay restores leaf AND ancestor debits exactly');
+    sameLedger(t, r.ledger, b.ledger, 'replayed ledger = original');
+    const state = { ledger: r.ledger, revoked: new RevocationSet(), trust: new TrustRoots() };
+    const probes: [SignedGrant[], Actor, bigint][] = [
+      [chainSib, a3, 101n], // mid has 100 left
+      [chainSib, a3, 100n],
+      [chainLeaf, a2, 101n],
+      [[top], a0, 1_101n], // top has 1_100 left
+      [[top], a0, 1_100n],
+    ];
+    for (const [chain, who, uj] of probes) {
+      const req = b.request(chain, who, uj);
+      const replayed = decide(req, state);
+      const original = decide(req, b);
+      t.eq(replayed.verdict, original.verdict, `after replay, ${uj} µJ on a ${chain.length}-link chain decides as before`);
+      if (replayed.verdict === 'deny') t.eq(replayed.deny.reason, 'budget-exceeded', 'the refusal is budget-exceeded');
+    }
+    t.eq(decide(b.request(chainSib, a3, 101n), state).verdict, 'deny', 'the replayed ledger keeps conserving: siblings still share mid');
+  },
+};

@@ -1,0 +1,110 @@
+/**
+ * The hand-assembled det-CBOR of the receipt hot paths must agree byte for byte with the general
+ * codec (`cbor.ts`), and its reader must never accept what the strict decoder refuses.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { toHex } from '../../core/bytes.ts';
+import { decode, encode, Tagged } from '../../core/cbor.ts';
+import { FlatMapWriter, head, readFlatMap, readHead } from '../../core/cbor-flat.ts';
+import { encodeSign1, sigStructure } from '../../core/cose.ts';
+import { JcpError } from '../../core/errors.ts';
+
+const KEYS = ['a', 'b', 'aa', 'seq', 'steward', 'chain_ids', 'budget_remaining_uj', 'é', 'zz', 'k'.repeat(30)];
+const writer = new FlatMapWriter(KEYS);
+const uint = fc.oneof(fc.nat(), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), fc.constantFrom(23, 24, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32));
+const flatValue = fc.oneof(uint, fc.string({ unit: 'grapheme', maxLength: 300 }), fc.array(fc.string({ maxLength: 70 }), { maxLength: 5 }));
+const flatMap = fc.dictionary(fc.constantFrom(...KEYS), flatValue);
+
+/** What the general decoder yields for the same map (bigints at or below 2^53 − 1 become numbers). */
+function normal(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(o).map(([k, v]) => [k, typeof v === 'bigint' && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v]),
+  );
+}
+
+describe('cbor-flat - writing', () => {
+  it('heads are the shortest form, as the general encoder writes them', () => {
+    fc.assert(
+      fc.property(uint, (n) => {
+        expect(toHex(head(0, n))).toBe(toHex(encode(n)));
+      }),
+      { numRuns: 500, seed: 2 },
+    );
+  });
+  it('a flat map is written exactly as encode() writes it', () => {
+    fc.assert(
+      fc.property(flatMap, (m) => {
+        expect(toHex(writer.write(m))).toBe(toHex(encode(m)));
+      }),
+      { numRuns: 500, seed: 4 },
+    );
+  });
+  it('deny / refuses a negative, fractional or oversized integer and a non-text array item', () => {
+    for (const bad of [{ a: -1 }, { a: 1.5 }, { a: 2n ** 64n }, { a: -1n }, { chain_ids: [1] as unknown as string[] }]) {
+      expect(() => writer.write(bad)).toThrow(JcpError);
+    }
+  });
+  it('Sig_structure and the JCR-1 envelope are assembled exactly as encode() writes them', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.uint8Array({ maxLength: 70000 }), fc.uint8Array({ maxLength: 70 }), (p, payload, sig) => {
+        expect(toHex(sigStructure(p, payload))).toBe(toHex(encode(['Signature1', p, new Uint8Array(0), payload])));
+        const fast = encodeSign1({ protectedBytes: p, unprotected: new Map(), payload, signature: sig });
+        expect(toHex(fast)).toBe(toHex(encode(new Tagged(18, [p, new Map(), payload, sig]))));
+      }),
+      { numRuns: 60, seed: 6 },
+    );
+  });
+});
+
+describe('cbor-flat - reading', () => {
+  it('reads back what it writes, equal to the general decoder', () => {
+    fc.assert(
+      fc.property(flatMap, (m) => {
+        const bytes = writer.write(m);
+        expect(readFlatMap(bytes)).toEqual(decode(bytes));
+        expect(readFlatMap(bytes)).toEqual(normal(m));
+      }),
+      { numRuns: 300, seed: 8 },
+    );
+  });
+  it('never accepts a mutant the strict decoder refuses, and agrees with it on those it accepts', () => {
+    fc.assert(
+      fc.property(flatMap, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat(3)), { minLength: 1, maxLength: 4 }), (m, edits) => {
+        let b = Array.from(writer.write(m));
+        for (const [pos, val, op] of edits) {
+          const i = pos % (b.length + 1);
+          if (op === 0 && b.length) b[i % b.length] = val;
+          else if (op === 1) b.splice(i, 0, val);
+          else if (op === 2 && b.length) b.splice(i % b.length, 1);
+          else b = b.slice(0, i);
+        }
+        const bytes = Uint8Array.from(b);
+        const fast = readFlatMap(bytes);
+        if (fast === undefined) return;
+        expect(decode(bytes)).toEqual(fast);
+      }),
+      { numRuns: 3000, seed: 10 },
+    );
+  });
+  it.each([
+    ['unsorted keys', 'a2616201616101'],
+    ['a duplicate key', 'a2616101616101'],
+    ['a long-form integer', 'a161611801'],
+    ['a long-form text length', 'a1617a780161'],
+    ['an indefinite map', 'bf616101ff'],
+    ['trailing bytes', 'a161610100'],
+    ['invalid UTF-8', 'a16161 61ff'.replace(' ', '')],
+    ['a byte string value', 'a1616141ff'],
+    ['a nested map', 'a16161a0'],
+    ['a __proto__ key', 'a1695f5f70726f746f5f5f01'],
+    ['truncated', 'a1616162'],
+  ])('declines %s (left to the strict decoder)', (_what, h) => {
+    expect(readFlatMap(new Uint8Array(Buffer.from(h, 'hex')))).toBeUndefined();
+  });
+  it('readHead declines non-shortest heads', () => {
+    expect(readHead(Uint8Array.of(0x18, 0x17), 0)).toBeUndefined();
+    expect(readHead(Uint8Array.of(0x19, 0x00, 0xff), 0)).toBeUndefined();
+    expect(readHead(Uint8Array.of(0x18, 0x18), 0)).toEqual({ major: 0, value: 24, next: 2 });
+  });
+});
