@@ -33,6 +33,29 @@ export const C1: ConformanceClass = {
     t.ok(verifyGrantSignature(forged), 'a grant re-issued by another key verifies only as that key');
     t.ok(!verifyGrantSignature({ grant: g, signature: forged.signature }), 'signature by a non-issuer is refused');
     t.ok(!verifyGrantSignature({ grant: { ...g, budget_uj: 1001n }, signature: sg.signature }), 'tampered budget is refused');
+    t.ok(
+      !verifyGrantSignature({ grant: { ...g, capability: { ...g.capability, resource: contentId({ tool: 'db' }) } }, signature: sg.signature }),
+      'a grant re-pointed at another resource no longer verifies',
+    );
+
+    // Audience binding (§4): the grant authorizes exactly its content-addressed resource.
+    const k = kit('C1');
+    const root = k.root();
+    const state = k.state();
+    t.eq(verdict(decide(k.request([root]), state)), 'allow', 'a frame for the granted resource is allowed');
+    t.eq(
+      verdict(decide(k.request([root], { frame: { ...k.request([root]).frame, resource: k.otherResource } }), state)),
+      'wrong-resource',
+      'a frame naming another resource is denied wrong-resource',
+    );
+    const lookalike = contentId({ tool: 'fs', root: '/srv/data/' });
+    t.ok(lookalike !== k.resource, 'a look-alike resource description has another content id');
+    t.eq(
+      verdict(decide(k.request([root], { frame: { ...k.request([root]).frame, resource: lookalike } }), state)),
+      'wrong-resource',
+      'a look-alike resource is denied wrong-resource',
+    );
+    t.eq(verdict(decide(k.request([k.forged(root)]), state)), 'bad-signature', 'a grant signed by a non-issuer is denied bad-signature');
   },
 };
 
