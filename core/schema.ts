@@ -16,7 +16,7 @@ export type Obj = Record<string, unknown>;
 export function asObj(v: unknown, field: string, required: readonly string[], optional: readonly string[] = []): Obj {
   check(typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) && !(v instanceof Map), field, 'expected a map');
   const o = v as Obj;
-  for (const k of required) check(k in o, `${field}.${k}`, 'missing');
+  for (const k of required) check(Object.hasOwn(o, k), `${field}.${k}`, 'missing');
   for (const k of Object.keys(o)) {
     check(required.includes(k) || optional.includes(k), `${field}.${k}`, 'unknown field');
   }
