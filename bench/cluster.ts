@@ -1,0 +1,293 @@
+/**
+ * The cluster bench (`npm run bench -- cluster --json out.json`): one shared grant across three
+ * enforcement points, the same crypto per decision in every mode (decode the jcp/1 request, verify
+ * the caller's Ed25519 signature, decide §7, seal the receipt), and four ways to keep the budget:
+ *
+ *  (a) channel — our budget channel: a local check, settlement over JetStream in the background;
+ *  (b) shards  — one shard per point, a purely local check;
+ *  (c) redis   — every decision checks and debits a central Redis counter with one atomic Lua
+ *      script (the design of Envoy's global rate limiter); Redis on 127.0.0.1:6379;
+ *  (d) kv      — every decision does a compare-and-set on a JetStream KV key (consensus per spend).
+ *
+ * The points run in this process (NATS and Redis are the real servers), with several decisions in
+ * flight per point, so the modes differ only in how they keep the budget. Printed: decisions/s,
+ * decision latency p50/p99, settlement latency p50/p99 (channel), and, in a second phase where
+ * the channel's budget runs out under load, the largest overdraft seen against the bound.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Kvm } from '@nats-io/kv';
+import { Redis } from 'ioredis';
+import { type Actor, actorFromSeed, seededRng } from '../core/actor.ts';
+import { decide, denied, type DecisionRequest, type DecisionState } from '../core/decision.ts';
+import { DenyReasons } from '../core/deny.ts';
+import { grantId, type SignedGrant, signGrant } from '../core/grant.ts';
+import { contentId } from '../core/hash.ts';
+import { Ledger } from '../core/ledger.ts';
+import { receiptCoreFor, sealReceipt } from '../core/receipt.ts';
+import { RevocationSet } from '../core/revocation.ts';
+import { overdraftBound } from '../core/statement.ts';
+import { TrustRoots } from '../core/trust.ts';
+import { decodeWireMessage, encodeWireRequest, payloadHash, signWireRequestSync, verifyWireRequestSignature } from '../core/wire.ts';
+import { JetStreamBus } from '../channel/jetstream.ts';
+import { channelNames } from '../channel/names.ts';
+import { ChannelPoint } from '../channel/settlement.ts';
+import { mintShardSet } from '../shards/set.ts';
+import { type Figure, percentile, type SuiteOptions, sig } from './figures.ts';
+
+const POINTS = 3;
+const IN_FLIGHT = 8;
+const ROUNDS = 3;
+const COST = 1_000n;
+const NATS = 'nats://127.0.0.1:4222';
+const REDIS = { host: '127.0.0.1', port: 6379 };
+
+type Mode = 'channel' | 'shards' | 'redis' | 'kv';
+
+/** A budget keeper: checks and debits one decision's cost (µJ); false = refuse. */
+type Keeper = (point: number, costUj: bigint) => boolean | Promise<boolean>;
+
+interface ModeResult {
+  readonly decisions: number;
+  readonly allowed: number;
+  readonly perS: number;
+  readonly latUs: number[];
+}
+
+/** Pre-signed jcp/1 request bodies, one list per point (chains differ per point in shards mode). */
+function requests(agent: Actor, chains: readonly (readonly SignedGrant[])[], n: number, tag: string, nowS: number): Uint8Array[][] {
+  return chains.map((chain, p) => {
+    const leaf = chain[chain.length - 1]!;
+    const out: Uint8Array[] = [];
+    for (let i = 0; i < n; i++) {
+      const payload = new TextEncoder().encode(`${tag}/${p}/${i}`);
+      out.push(
+        encodeWireRequest(
+          signWireRequestSync(
+            {
+              frame: {
+                kind: 'tool-call',
+                trust: 'control',
+                grant_id: grantId(leaf.grant),
+                action: 'call',
+                resource: leaf.grant.capability.resource,
+                payload_hash: payloadHash(payload),
+              },
+              chain: [...chain],
+              caller: agent.did,
+              cost: { uj: COST, provenance: 'Estimator' },
+              now: nowS,
+              payload,
+            },
+            agent,
+          ),
+        ),
+      );
+    }
+    return out;
+  });
+}
+
+/**
+ * Drives every point with IN_FLIGHT lanes over its request list: the node's request path with
+ * `keeper` as the budget step. Returns throughput and per-decision latency.
+ */
+async function drive(stewards: readonly Actor[], bodies: Uint8Array[][], keeper: Keeper, trust: TrustRoots): Promise<ModeResult> {
+  const lat: number[] = [];
+  let allowed = 0;
+  let decisions = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    stewards.map(async (steward, p) => {
+      const ledger = new Ledger();
+      const state: DecisionState = { ledger, revoked: new RevocationSet(), trust };
+      const list = bodies[p]!;
+      let next = 0;
+      let seq = 0;
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next < list.length) {
+            const body = list[next++]!;
+            const s = performance.now();
+            const msg = decodeWireMessage(body);
+            if (msg.kind !== 'request') throw new Error('bench: not a request');
+            const req = msg.request;
+            const dreq: DecisionRequest = { frame: req.frame, chain: req.chain, caller: req.caller, cost: req.cost, nowS: req.now };
+            let d = verifyWireRequestSignature(req)
+              ? decide(dreq, state)
+              : denied(dreq, state, { reason: DenyReasons.BAD_SIGNATURE, why: 'bad caller signature' });
+            if (d.verdict === 'allow' && !(await keeper(p, req.cost.uj))) {
+              d = denied(dreq, state, { reason: DenyReasons.BUDGET_EXCEEDED, why: 'shared budget' });
+            }
+            if (d.verdict === 'allow') {
+              ledger.debit(d.chainIds, req.cost.uj);
+              allowed++;
+            }
+            sealReceipt(receiptCoreFor(dreq, d, { steward: steward.did, seq: seq++ }), steward);
+            decisions++;
+            lat.push((performance.now() - s) * 1000);
+            // Let the event loop run settlements and I/O between decisions of one lane.
+            if ((decisions & 7) === 0) await new Promise((r) => setImmediate(r));
+          }
+        }),
+      );
+    }),
+  );
+  const elapsed = performance.now() - t0;
+  return { decisions, allowed, perS: (decisions * 1000) / elapsed, latUs: lat };
+}
+
+/** Rounds of one mode: the median round's throughput, every round's latencies. */
+function merge(rs: readonly ModeResult[]): ModeResult {
+  const byRate = [...rs].sort((a, b) => a.perS - b.perS);
+  const mid = byRate[Math.floor(byRate.length / 2)]!;
+  return { decisions: mid.decisions, allowed: mid.allowed, perS: mid.perS, latUs: rs.flatMap((r) => r.latUs) };
+}
+
+function modeFigures(mode: Mode, r: ModeResult, goal?: { redis?: ModeResult; kv?: ModeResult }): Figure[] {
+  const p99 = percentile(r.latUs, 99);
+  const figs: Figure[] = [];
+  const tp: Figure = { name: `${mode}: decisions/s (3 points, ${IN_FLIGHT} in flight each, median round)`, value: sig(r.perS), unit: 'ops/s' };
+  if (goal?.redis) {
+    const ok = r.perS >= goal.redis.perS && p99 < percentile(goal.redis.latUs, 99) && (goal.kv ? r.perS >= 5 * goal.kv.perS : true);
+    figs.push({
+      ...tp,
+      floor: sig(goal.redis.perS),
+      ratio: sig(r.perS / goal.redis.perS, 3),
+      goal: '≥ redis ops/s, lower p99, ≥ 5× kv',
+      met: ok,
+    });
+  } else figs.push(tp);
+  figs.push(
+    { name: `${mode}: decision latency p50`, value: sig(percentile(r.latUs, 50)), unit: 'µs' },
+    { name: `${mode}: decision latency p99`, value: sig(p99), unit: 'µs' },
+  );
+  return figs;
+}
+
+/** The suite. */
+export async function run(opts: SuiteOptions): Promise<Figure[]> {
+  const rng = seededRng(`bench/cluster/${opts.seed}`);
+  const issuer = actorFromSeed(rng(32));
+  const agent = actorFromSeed(rng(32));
+  const stewards = Array.from({ length: POINTS }, () => actorFromSeed(rng(32)));
+  const resource = contentId({ jcp_resource: 'bench-cluster' });
+  const trust = new TrustRoots({ [resource]: [issuer.did] });
+  const nowS = Math.floor(Date.now() / 1000);
+  const perPoint = 1_500;
+  const bigBudget = COST * BigInt(perPoint * POINTS * 10);
+  const mkRoot = (budget: bigint) =>
+    signGrant({ issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) }, issuer);
+  const root = mkRoot(bigBudget);
+  const rootId = grantId(root.grant);
+  const tag = randomBytes(4).toString('hex');
+  const figures: Figure[] = [];
+  const results = new Map<Mode, ModeResult>();
+
+  // (d) JetStream KV compare-and-set: slow (consensus per spend), so one short round.
+  const kvBus = await JetStreamBus.connect(NATS, { names: channelNames(`bench${tag}`) });
+  const kvm = new Kvm(kvBus.connection!);
+  const kv = await kvm.create(`jcp_bench_${tag}`, { history: 1 });
+  await kv.put('spent', '0');
+  const kvKeeper: Keeper = async (_p, cost) => {
+    for (;;) {
+      const e = await kv.get('spent');
+      const cur = BigInt(e?.string() ?? '0');
+      if (cur + cost > bigBudget) return false;
+      try {
+        await kv.update('spent', String(cur + cost), e?.revision ?? 0);
+        return true;
+      } catch {
+        // another point won the compare-and-set: read again
+      }
+    }
+  };
+  results.set('kv', await drive(stewards, requests(agent, [[root], [root], [root]], 300, `${tag}kv`, nowS), kvKeeper, trust));
+  await kv.destroy().catch(() => false);
+
+  // (c) Redis: one atomic Lua script per decision.
+  const redis = new Redis({ ...REDIS, lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const key = `jcp:bench:${tag}`;
+  const script = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
+return 1`;
+  const sha = (await redis.script('LOAD', script)) as string;
+  const redisKeeper: Keeper = async (_p, cost) => (await redis.evalsha(sha, 1, key, cost.toString(), bigBudget.toString())) === 1;
+
+  // (b) shards: one shard per point, local only.
+  const shards = mintShardSet([root], agent, [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })), { subject: agent.did, rng });
+  if (!shards.ok) throw new Error(shards.error.why);
+  const shardChains = shards.value.map((s) => [root, s.grant]);
+
+  // (a) channel: every point settles over JetStream in the background, all along.
+  const window = COST * 200n;
+  const chBus = await JetStreamBus.connect(NATS, { names: channelNames(`bench${tag}`) });
+  const points = stewards.map((self) => new ChannelPoint({ grantId: rootId, windowUj: window, self, bus: chBus }));
+  await Promise.all(points.map((p) => p.settle()));
+  const timers = points.map((p) => setInterval(() => void p.settle(), 100));
+  const chKeeper: Keeper = (p, cost) => {
+    const pt = points[p]!;
+    const r = pt.tryReserve(cost, bigBudget);
+    if (r.ok) pt.commit(cost);
+    return r.ok;
+  };
+
+  // Redis, shards and channel in interleaved rounds, so load from elsewhere hits all three alike.
+  const rounds: Record<'redis' | 'shards' | 'channel', ModeResult[]> = { redis: [], shards: [], channel: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    rounds.redis.push(await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}r${round}`, nowS), redisKeeper, trust));
+    rounds.shards.push(await drive(stewards, requests(agent, shardChains, perPoint, `${tag}s${round}`, nowS), () => true, trust));
+    rounds.channel.push(await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}c${round}`, nowS), chKeeper, trust));
+  }
+  for (const [mode, rs] of Object.entries(rounds) as [Mode, ModeResult[]][]) results.set(mode, merge(rs));
+  for (const t of timers) clearInterval(t);
+  await redis.del(key);
+  const settleLat = points.flatMap((p) => [...p.latencies()]);
+
+  // The overdraft phase: a small budget, exhausted under load, while points settle every 100 ms.
+  const smallBudget = COST * 1_500n;
+  const small = mkRoot(smallBudget);
+  const smallId = grantId(small.grant);
+  const opoints = stewards.map((self) => new ChannelPoint({ grantId: smallId, windowUj: window, self, bus: chBus }));
+  await Promise.all(opoints.map((p) => p.settle()));
+  const otimers = opoints.map((p) => setInterval(() => void p.settle(), 100));
+  const oKeeper: Keeper = (p, cost) => {
+    const pt = opoints[p]!;
+    const r = pt.tryReserve(cost, smallBudget);
+    if (r.ok) pt.commit(cost);
+    return r.ok;
+  };
+  const over = await drive(stewards, requests(agent, [[small], [small], [small]], 1_000, `${tag}over`, nowS), oKeeper, trust);
+  for (const t of otimers) clearInterval(t);
+  await sleep(50);
+  const spent = BigInt(over.allowed) * COST;
+  const bound = overdraftBound(opoints.map(() => window));
+  await chBus.deleteStreams();
+  await chBus.close();
+  await kvBus.deleteStreams();
+  await kvBus.close();
+  await redis.quit();
+
+  const redisR = results.get('redis')!;
+  const kvR = results.get('kv')!;
+  figures.push(...modeFigures('channel', results.get('channel')!, { redis: redisR, kv: kvR }));
+  figures.push(
+    { name: 'channel: settlement latency p50', value: sig(percentile(settleLat, 50)), unit: 'ms' },
+    { name: 'channel: settlement latency p99', value: sig(percentile(settleLat, 99)), unit: 'ms' },
+  );
+  figures.push(...modeFigures('shards', results.get('shards')!, { redis: redisR, kv: kvR }));
+  figures.push(...modeFigures('redis', redisR));
+  figures.push(...modeFigures('kv', kvR));
+  figures.push({
+    name: `channel: largest overdraft seen (budget ${smallBudget} µJ, W ${window} µJ × 3)`,
+    value: Number(spent > smallBudget ? spent - smallBudget : 0n),
+    unit: 'µJ',
+    floor: Number(bound),
+    ratio: sig(Number(spent > smallBudget ? spent - smallBudget : 0n) / Number(bound), 3),
+    goal: '≤ bound (Σ W − min W)',
+    met: spent <= smallBudget + bound,
+  });
+  return figures;
+}

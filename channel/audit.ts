@@ -1,0 +1,125 @@
+/**
+ * The channel audit (spec §4.5 profile, C17: "after settlement the overdraft is provable from the
+ * signed statements"): read every point's latest statement of one grant from the stream leader,
+ * verify each, merge them, and — when the budget is known — build and check the overdraft proof.
+ *
+ * The budget comes from the caller, or from the signed channel grant the points store on the
+ * stream (`ChannelBus.readGrant`), which is checked against the id before it is believed.
+ */
+import { decode } from '../core/cbor.ts';
+import type { Did } from '../core/didkey.ts';
+import type { Uj } from '../core/energy.ts';
+import { grantId as grantIdOf, readSignedGrant, verifyGrantSignature } from '../core/grant.ts';
+import type { ContentId } from '../core/hash.ts';
+import {
+  ChannelLedger,
+  type OverdraftProof,
+  readSignedStatement,
+  StatementRefusals,
+  verifyOverdraftProof,
+} from '../core/statement.ts';
+import type { ChannelBus, StoredStatement } from './bus.ts';
+import { pointHash } from './names.ts';
+import type { ReadRefusal } from './settlement.ts';
+
+/** One point's line in the merged ledger. */
+export interface AuditLine {
+  readonly point: Did;
+  /** Cumulative µJ the point's latest statement claims. */
+  readonly spentUj: Uj;
+  readonly seq: number;
+}
+
+/** The result of {@link auditChannel}. All amounts µJ. */
+export interface ChannelAudit {
+  readonly grantId: ContentId;
+  /** The grant's budget, when known; undefined otherwise. */
+  readonly budgetUj: Uj | undefined;
+  /** Where the budget came from. */
+  readonly budgetSource: 'given' | 'stream' | 'unknown';
+  /** The merged ledger: every point's latest admitted statement. */
+  readonly lines: readonly AuditLine[];
+  /** Σ of the lines. */
+  readonly totalUj: Uj;
+  /** max(0, total − budget), when the budget is known. */
+  readonly overdraftUj: Uj | undefined;
+  /** The proof (the signed statements) when the budget is known; checked with core's verifier. */
+  readonly proof: OverdraftProof | undefined;
+  /** True when the proof verifies (and undefined without a budget). */
+  readonly proofVerifies: boolean | undefined;
+  /** Statements on the stream that failed verification: counted and shown, never merged. */
+  readonly refused: readonly ReadRefusal[];
+}
+
+/**
+ * Merges `stored` statements of `grantId` (already read) into a ledger: malformed, misplaced,
+ * forged or wrong-grant statements are refused and listed.
+ */
+export function mergeStatements(grantId: ContentId, stored: readonly StoredStatement[]): { ledger: ChannelLedger; refused: ReadRefusal[] } {
+  const ledger = new ChannelLedger(grantId);
+  const refused: ReadRefusal[] = [];
+  for (const s of stored) {
+    let ss: ReturnType<typeof readSignedStatement>;
+    try {
+      ss = readSignedStatement(decode(s.bytes));
+    } catch (e) {
+      refused.push({ code: 'malformed', pointHash: s.pointHash, why: (e as Error).message });
+      continue;
+    }
+    if (pointHash(ss.body.point) !== s.pointHash) {
+      refused.push({ code: 'misplaced', pointHash: s.pointHash, why: `statement by ${ss.body.point} under another point's subject` });
+      continue;
+    }
+    const r = ledger.admit(ss);
+    if (!r.ok && r.error.code !== StatementRefusals.DUPLICATE) {
+      refused.push({ code: r.error.code, pointHash: s.pointHash, why: r.error.why });
+    }
+  }
+  return { ledger, refused };
+}
+
+/**
+ * Audits the channel on `grantId` over `bus` (leader reads). `budgetUj` overrides the budget
+ * read from the stored grant.
+ */
+export async function auditChannel(bus: ChannelBus, grantId: ContentId, budgetUj?: Uj): Promise<ChannelAudit> {
+  const stored = await bus.readLatest(grantId);
+  const { ledger, refused } = mergeStatements(grantId, stored);
+  let budget = budgetUj;
+  let budgetSource: ChannelAudit['budgetSource'] = budget === undefined ? 'unknown' : 'given';
+  if (budget === undefined) {
+    const bytes = await bus.readGrant(grantId);
+    if (bytes) {
+      try {
+        const sg = readSignedGrant(decode(bytes));
+        if (grantIdOf(sg.grant) === grantId && verifyGrantSignature(sg)) {
+          budget = sg.grant.budget_uj;
+          budgetSource = 'stream';
+        }
+      } catch {
+        // an unreadable stored grant leaves the budget unknown
+      }
+    }
+  }
+  const lines = ledger
+    .statements()
+    .map((ss) => ({ point: ss.body.point, spentUj: ss.body.spent_uj, seq: ss.body.seq }))
+    .sort((a, b) => (a.point < b.point ? -1 : 1));
+  const totalUj = ledger.settledSpent();
+  if (budget === undefined) {
+    return { grantId, budgetUj: undefined, budgetSource, lines, totalUj, overdraftUj: undefined, proof: undefined, proofVerifies: undefined, refused };
+  }
+  const proof = ledger.overdraftProof(budget);
+  const v = verifyOverdraftProof(proof, { id: grantId, budget_uj: budget });
+  return {
+    grantId,
+    budgetUj: budget,
+    budgetSource,
+    lines,
+    totalUj,
+    overdraftUj: proof.overdraft,
+    proof,
+    proofVerifies: v.ok,
+    refused,
+  };
+}

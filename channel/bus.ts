@@ -1,0 +1,81 @@
+/**
+ * The transport a budget channel needs, as a small interface (STYLE "Effects live at the edges"):
+ * the settlement engine ({@link ChannelPoint}) and the revocation feed only see a {@link ChannelBus},
+ * so they are unit-tested against an in-memory bus (channel/memory.ts) and run in the cluster
+ * against JetStream (channel/jetstream.ts).
+ *
+ * The contract that carries the overdraft bound (DESIGN "Budget channels"):
+ * - `publishStatement` resolves only once the stream has stored the message (a JetStream ack);
+ * - `readLatest` returns, for every point that has published on the grant, the latest stored
+ *   statement as the stream LEADER holds it when the read starts: every statement acked before
+ *   the read began is visible (or a newer one from the same point). A follower read can miss the
+ *   latest statement, and then the bound breaks.
+ */
+import type { Did } from '../core/didkey.ts';
+import type { ContentId } from '../core/hash.ts';
+
+/** One stored statement as read back from the stream: the point-hash token and the raw bytes. */
+export interface StoredStatement {
+  /** The subject's point-hash token (see `pointHash`); a receiver checks it matches the signer. */
+  readonly pointHash: string;
+  /** Canonical CBOR of the signed statement `{body, signature}`; unverified. */
+  readonly bytes: Uint8Array;
+}
+
+/** A live subscription to the revocation stream. */
+export interface RevocationFollow {
+  /** Resolves once every revocation stored when the follow started has been delivered. */
+  readonly caughtUp: Promise<void>;
+  /** Stops delivery. */
+  stop(): Promise<void>;
+}
+
+/** Events the bus reports so that nothing fails silently (logged and counted by the caller). */
+export type BusEvent =
+  | { readonly type: 'slow-consumer'; readonly detail: string }
+  | { readonly type: 'disconnect' | 'reconnect'; readonly detail: string }
+  | { readonly type: 'consumer-reset'; readonly detail: string }
+  | { readonly type: 'publish-retry'; readonly detail: string };
+
+/** Statement and revocation transport (NATS JetStream in the cluster, memory in tests). */
+export interface ChannelBus {
+  /**
+   * Stores `bytes` (a signed statement) as the latest statement of `point` on `grantId`.
+   * Resolves once stored (acked); `msgId` de-duplicates retries.
+   * @throws Error when it cannot be stored before the bus's deadline (the caller's settlement fails).
+   */
+  publishStatement(grantId: ContentId, point: Did, bytes: Uint8Array, msgId: string): Promise<void>;
+  /**
+   * The latest statement of every point on `grantId`, read from the stream leader (see module docs).
+   * @throws Error when the leader cannot be read (the caller's settlement fails).
+   */
+  readLatest(grantId: ContentId): Promise<StoredStatement[]>;
+  /**
+   * Stores the channel grant itself (canonical CBOR of the signed grant) once, so an auditor who
+   * knows only the grant id can read its budget. `msgId` de-duplicates (use the grant id).
+   */
+  publishGrant(grantId: ContentId, bytes: Uint8Array): Promise<void>;
+  /** The stored signed grant of `grantId` (unverified bytes), or undefined. */
+  readGrant(grantId: ContentId): Promise<Uint8Array | undefined>;
+  /**
+   * Stores a point's signed close record of a revoked grant (shards/close.ts), one kept per
+   * (grant, point). Resolves once stored.
+   */
+  publishClose(grantId: ContentId, point: Did, bytes: Uint8Array): Promise<void>;
+  /** Every point's stored close record of `grantId` (unverified bytes), read from the stream leader. */
+  readCloses(grantId: ContentId): Promise<Uint8Array[]>;
+  /**
+   * Appends a signed revocation (canonical CBOR bytes) to the revocation stream; `msgId`
+   * de-duplicates retries. Resolves once stored.
+   */
+  publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void>;
+  /**
+   * Delivers every stored revocation from the start of the stream, then new ones as they arrive,
+   * each exactly once per follow (a reconnect resumes where delivery stopped).
+   */
+  followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow>;
+  /** Registers a listener for bus events (slow consumers, reconnects, consumer resets, retries). */
+  onEvent(listener: (e: BusEvent) => void): void;
+  /** Releases the bus's resources (subscriptions; the connection if the bus owns it). */
+  close(): Promise<void>;
+}

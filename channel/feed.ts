@@ -1,0 +1,106 @@
+/**
+ * The revocation stream as a node's revocation feed (spec §4.3; node/hooks.ts `RevocationFeed`,
+ * implemented structurally so channel/ imports only core): on start it follows the revocation
+ * stream from its first message, decodes each signed revocation and submits it, in stream order,
+ * to the node's sink, which checks authority and persists it. Start resolves once the backlog
+ * that existed at start has been submitted (or after `catchUpMs` when NATS cannot be reached: the
+ * node serves meanwhile, and keeps the revocations it persisted before).
+ *
+ * Malformed messages and refused revocations are counted and logged, never applied.
+ */
+import { decode } from '../core/cbor.ts';
+import type { ContentId } from '../core/hash.ts';
+import type { Result } from '../core/result.ts';
+import { readSignedRevocation, type SignedRevocation } from '../core/revocation.ts';
+import type { ChannelBus, RevocationFollow } from './bus.ts';
+import { type Logger, silentLogger } from './log.ts';
+
+/** The node's revocation sink (node/hooks.ts `RevocationSink`). */
+export interface RevocationSinkLike {
+  submit(sr: SignedRevocation): Promise<Result<{ grantId: ContentId; admitted: boolean }, { code: string; why: string }>>;
+}
+
+/** Options of a {@link RevocationStreamFeed}. */
+export interface RevocationStreamFeedOpts {
+  readonly bus: ChannelBus;
+  readonly log?: Logger;
+  /** How long start waits for the backlog (ms). Default 5,000. */
+  readonly catchUpMs?: number;
+  /** Called after each revocation the sink took (admitted or waiting for its grant). */
+  readonly onTaken?: (sr: SignedRevocation, taken: { grantId: ContentId; admitted: boolean }) => void;
+}
+
+/** Follows the revocation stream into a node. See the module docs. */
+export class RevocationStreamFeed {
+  readonly name = 'nats-revocations';
+  readonly #opts: RevocationStreamFeedOpts;
+  readonly #log: Logger;
+  #follow: RevocationFollow | undefined;
+  #queue: Promise<void> = Promise.resolve();
+  #stopped = false;
+  /** Counters: delivered, taken by the sink, malformed, refused by the sink. */
+  readonly counts = { delivered: 0, taken: 0, malformed: 0, refused: 0 };
+
+  constructor(opts: RevocationStreamFeedOpts) {
+    this.#opts = opts;
+    this.#log = opts.log ?? silentLogger;
+  }
+
+  /** Starts following; resolves once caught up, or after `catchUpMs`. Never rejects. */
+  async start(sink: RevocationSinkLike): Promise<void> {
+    const catchUpMs = this.#opts.catchUpMs ?? 5_000;
+    const started = (async () => {
+      for (let attempt = 0; !this.#stopped; attempt++) {
+        try {
+          this.#follow = await this.#opts.bus.followRevocations((bytes) => this.#deliver(sink, bytes));
+          if (this.#stopped) await this.#follow.stop();
+          return;
+        } catch (e) {
+          this.#log.warn({ why: (e as Error).message, attempt }, 'revocation stream not reachable yet; retrying');
+          await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 4))));
+        }
+      }
+    })();
+    const caughtUp = started.then(async () => {
+      await this.#follow?.caughtUp;
+      await this.#queue;
+    });
+    const inTime = await Promise.race([caughtUp.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), catchUpMs).unref())]);
+    if (!inTime) this.#log.warn({ catch_up_ms: catchUpMs }, 'revocation stream backlog not read yet; serving with the revocations on disk');
+    else this.#log.info({ revocations: this.counts.delivered }, 'revocation stream caught up');
+  }
+
+  #deliver(sink: RevocationSinkLike, bytes: Uint8Array): void {
+    this.counts.delivered++;
+    let sr: SignedRevocation;
+    try {
+      sr = readSignedRevocation(decode(bytes));
+    } catch (e) {
+      this.counts.malformed++;
+      this.#log.warn({ why: (e as Error).message }, 'malformed revocation on the stream: ignored');
+      return;
+    }
+    this.#queue = this.#queue.then(async () => {
+      try {
+        const r = await sink.submit(sr);
+        if (r.ok) {
+          this.counts.taken++;
+          this.#opts.onTaken?.(sr, r.value);
+        } else {
+          this.counts.refused++;
+          this.#log.warn({ grant_id: sr.body.grant_id, code: r.error.code, why: r.error.why }, 'revocation from the stream refused');
+        }
+      } catch (e) {
+        this.counts.refused++;
+        this.#log.error({ grant_id: sr.body.grant_id, why: (e as Error).message }, 'revocation from the stream could not be recorded');
+      }
+    });
+  }
+
+  /** Stops following. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#follow?.stop();
+    await this.#queue;
+  }
+}

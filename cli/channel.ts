@@ -1,0 +1,84 @@
+/** `jcp channel audit`: the merged ledger of a budget channel from its signed statements (§4.5 profile, C17). */
+import { toHex } from '../core/bytes.ts';
+import { isContentId } from '../core/hash.ts';
+import { auditChannel } from '../channel/audit.ts';
+import { JetStreamBus } from '../channel/jetstream.ts';
+import { channelNames } from '../channel/names.ts';
+import { type Command, UsageError, parse } from './command.ts';
+
+const help = `Usage: jcp channel audit --grant ID [--nats url] [--subject-root jcp] [--budget uj] [--json]
+
+Reads every point's latest signed statement of the channel grant from the statement stream
+(leader reads), verifies each, and prints the merged ledger: each point's cumulative spend, the
+total, the budget (from --budget, or from the signed grant the points stored on the stream) and,
+if the total is over it, the overdraft with the statements that prove it. Statements that fail
+verification are listed and never counted.
+
+Options:
+  --grant ID          the channel grant's content id
+  --nats url          NATS (default nats://127.0.0.1:4222)
+  --subject-root r    subject root of the cluster (default jcp)
+  --budget uj         the grant's budget, if it is not on the stream
+  --json              print JSON (amounts as decimal strings, statements as det-CBOR hex)
+
+Exit status: 0 when the audit ran (over budget or not); 1 when NATS cannot be read.`;
+
+/** The `jcp channel` command. */
+export const command: Command = {
+  name: 'channel',
+  summary: 'audit a budget channel from its signed statements (jcp channel audit --grant ID)',
+  help,
+  async run(argv) {
+    const [verb, ...rest] = argv;
+    if (verb !== 'audit') throw new UsageError(verb === undefined ? 'expected a verb: audit' : `unknown verb '${verb}'`);
+    const { values } = parse(
+      rest,
+      { grant: { type: 'string' }, nats: { type: 'string' }, 'subject-root': { type: 'string' }, budget: { type: 'string' }, json: { type: 'boolean' } },
+      false,
+    );
+    const grant = values.grant;
+    if (!isContentId(grant)) throw new UsageError('--grant: expected a grant id (64 lowercase hex)');
+    if (values.budget !== undefined && !/^\d+$/.test(values.budget)) throw new UsageError('--budget: expected µJ');
+    const bus = JetStreamBus.start(values.nats ?? 'nats://127.0.0.1:4222', { names: channelNames(values['subject-root'] ?? 'jcp'), name: 'jcp-audit' });
+    try {
+      await bus.ready(5_000);
+      const a = await auditChannel(bus, grant, values.budget === undefined ? undefined : BigInt(values.budget));
+      if (values.json) {
+        const out = {
+          grant_id: a.grantId,
+          budget_uj: a.budgetUj?.toString() ?? null,
+          budget_source: a.budgetSource,
+          total_uj: a.totalUj.toString(),
+          overdraft_uj: a.overdraftUj?.toString() ?? null,
+          proof_verifies: a.proofVerifies ?? null,
+          points: a.lines.map((l) => ({ point: l.point, spent_uj: l.spentUj.toString(), seq: l.seq })),
+          statements: (a.proof?.statements ?? []).map((s) => ({
+            point: s.body.point,
+            seq: s.body.seq,
+            spent_uj: s.body.spent_uj.toString(),
+            signature: toHex(s.signature),
+          })),
+          refused: a.refused,
+        };
+        process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+        return 0;
+      }
+      process.stdout.write(`channel ${a.grantId}\n`);
+      for (const l of a.lines) process.stdout.write(`  ${l.point}  seq ${String(l.seq).padStart(14)}  ${String(l.spentUj).padStart(14)} µJ\n`);
+      process.stdout.write(`total     ${a.totalUj} µJ over ${a.lines.length} point(s)\n`);
+      process.stdout.write(`budget    ${a.budgetUj === undefined ? 'unknown (pass --budget)' : `${a.budgetUj} µJ (${a.budgetSource})`}\n`);
+      if (a.overdraftUj !== undefined) {
+        if (a.overdraftUj > 0n) {
+          process.stdout.write(`overdraft ${a.overdraftUj} µJ, proven by the ${a.proof?.statements.length ?? 0} signed statements above (proof ${a.proofVerifies ? 'verifies' : 'DOES NOT verify'})\n`);
+        } else process.stdout.write('overdraft none\n');
+      }
+      for (const r of a.refused) process.stdout.write(`refused   ${r.code} under ${r.pointHash.slice(0, 16)}…: ${r.why}\n`);
+      return 0;
+    } catch (e) {
+      process.stderr.write(`jcp channel: cannot read the statements: ${(e as Error).message}\n`);
+      return 1;
+    } finally {
+      await bus.close();
+    }
+  },
+};

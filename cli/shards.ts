@@ -1,0 +1,170 @@
+/** `jcp shards mint|rebalance|show`: sharded budgets (§4.5 baseline, C11) from the command line. */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Did } from '../core/didkey.ts';
+import { grantId } from '../core/grant.ts';
+import { JetStreamBus } from '../channel/jetstream.ts';
+import { channelNames } from '../channel/names.ts';
+import type { ClusterState } from '../harness/cluster.ts';
+import { readKeyFile } from '../node/index.ts';
+import { mintShardSet, parseSplit, readManifest, rebalance, type ShardManifest, writeManifest } from '../shards/index.ts';
+import { didArg, readChainFile, writeChainFile } from './chainfile.ts';
+import { type Command, UsageError, parse } from './command.ts';
+
+const help = `Usage:
+  jcp shards mint --parent chain.json --key holder.key --split a=40%,b=30%,c=30%
+                  [--subject did|keyfile] [--cluster dir] [--out dir]
+  jcp shards rebalance --shards dir --key holder.key [--split a=50%,b=50%] [--nats url]
+                  [--cluster dir | --points did,did,...] [--subject-root jcp] [--timeout ms]
+  jcp shards show --shards dir
+
+mint       mints one sibling child of the parent chain's leaf per slice (§4.5), as the leaf's
+           holder, refusing slices that sum past the parent (C11). Writes <out>/shards.json and
+           one chain file per shard, <out>/shard-<name>.json, for the agent that uses it. With
+           --cluster, slices are handed to the cluster's nodes in order (recorded in the manifest).
+rebalance  revokes every live shard and broadcasts the revocations on the revocation stream;
+           waits until every node has closed every shard (a signed close record of its final
+           spend); then re-issues from what is left (budget − spent), so no µJ is created.
+show       prints the manifest: live shards, closed shards and µJ consumed.
+
+--subject  who holds the shards (default: the holder itself).
+--out/--shards default: .data/shards`;
+
+const DEFAULT_DIR = '.data/shards';
+const rng = (n: number) => new Uint8Array(randomBytes(n));
+
+function clusterState(dir: string | undefined): ClusterState | undefined {
+  if (dir === undefined) return undefined;
+  const file = join(resolve(dir), 'cluster.json');
+  if (!existsSync(file)) throw new UsageError(`--cluster: no cluster.json in ${dir}`);
+  return JSON.parse(readFileSync(file, 'utf8')) as ClusterState;
+}
+
+function writeShardFiles(dir: string, m: ShardManifest): void {
+  mkdirSync(dir, { recursive: true });
+  writeManifest(join(dir, 'shards.json'), m);
+  for (const s of m.shards) writeChainFile(join(dir, `shard-${s.name}.json`), [...m.parentChain, s.grant]);
+}
+
+function printManifest(m: ShardManifest): void {
+  const parent = m.parentChain[m.parentChain.length - 1]!;
+  process.stdout.write(`parent ${grantId(parent.grant)} budget ${parent.grant.budget_uj} µJ, generation ${m.generation}, consumed ${m.consumedUj} µJ\n`);
+  for (const s of m.shards) {
+    const where = s.point ? ` → ${s.point.address ?? ''} ${s.point.did}` : '';
+    process.stdout.write(`  live   ${s.name.padEnd(8)} ${String(s.grant.grant.budget_uj).padStart(12)} µJ  ${grantId(s.grant.grant)}${where}\n`);
+  }
+  for (const c of m.closed) {
+    process.stdout.write(`  closed ${c.name.padEnd(8)} ${String(c.budgetUj).padStart(12)} µJ  spent ${c.spentUj} µJ  (generation ${c.generation}) ${c.id}\n`);
+  }
+}
+
+/** The `jcp shards` command. */
+export const command: Command = {
+  name: 'shards',
+  summary: 'mint, rebalance or show sharded budgets (jcp shards mint --split a=40%,...)',
+  help,
+  async run(argv) {
+    const [verb, ...rest] = argv;
+    if (verb === 'mint') return mint(rest);
+    if (verb === 'rebalance') return await rebalanceCmd(rest);
+    if (verb === 'show') {
+      const { values } = parse(rest, { shards: { type: 'string' } }, false);
+      printManifest(readManifest(join(resolve(values.shards ?? DEFAULT_DIR), 'shards.json')));
+      return 0;
+    }
+    throw new UsageError(verb === undefined ? 'expected a verb: mint | rebalance | show' : `unknown verb '${verb}'`);
+  },
+};
+
+function mint(argv: string[]): number {
+  const { values } = parse(
+    argv,
+    {
+      parent: { type: 'string' },
+      key: { type: 'string' },
+      split: { type: 'string' },
+      subject: { type: 'string' },
+      cluster: { type: 'string' },
+      out: { type: 'string' },
+    },
+    false,
+  );
+  if (!values.parent || !values.key || !values.split) throw new UsageError('--parent, --key and --split are required');
+  const chain = readChainFile(values.parent);
+  const holder = readKeyFile(values.key);
+  const split = parseSplit(values.split);
+  const state = clusterState(values.cluster);
+  const points: Record<string, { did: Did; address?: string }> = {};
+  if (state) {
+    if (split.length > state.nodes.length) throw new UsageError(`--split has ${split.length} slices for ${state.nodes.length} nodes`);
+    split.forEach((s, i) => {
+      const n = state.nodes[i]!;
+      points[s.name] = { did: n.did as Did, address: n.address };
+    });
+  }
+  const subject = (values.subject ? didArg(values.subject) : holder.did) as Did;
+  const r = mintShardSet(chain, holder, split, { subject, points, rng });
+  if (!r.ok) {
+    process.stderr.write(`jcp shards: refused [${r.error.code}]: ${r.error.why}\n`);
+    return 1;
+  }
+  const m: ShardManifest = { parentChain: chain, generation: 1, consumedUj: 0n, shards: r.value, closed: [] };
+  const dir = resolve(values.out ?? DEFAULT_DIR);
+  writeShardFiles(dir, m);
+  printManifest(m);
+  process.stdout.write(`wrote ${join(dir, 'shards.json')} and ${m.shards.length} chain file(s)\n`);
+  return 0;
+}
+
+async function rebalanceCmd(argv: string[]): Promise<number> {
+  const { values } = parse(
+    argv,
+    {
+      shards: { type: 'string' },
+      key: { type: 'string' },
+      split: { type: 'string' },
+      nats: { type: 'string' },
+      cluster: { type: 'string' },
+      points: { type: 'string' },
+      'subject-root': { type: 'string' },
+      timeout: { type: 'string' },
+    },
+    false,
+  );
+  if (!values.key) throw new UsageError('--key is required');
+  const dir = resolve(values.shards ?? DEFAULT_DIR);
+  const manifest = readManifest(join(dir, 'shards.json'));
+  const holder = readKeyFile(values.key);
+  const state = clusterState(values.cluster);
+  let points: Did[];
+  if (state) points = state.nodes.map((n) => n.did as Did);
+  else if (values.points) points = values.points.split(',').map((p) => didArg(p.trim()) as Did);
+  else points = [...new Set(manifest.shards.filter((s) => s.point).map((s) => s.point!.did))];
+  if (points.length === 0) throw new UsageError('no points to wait for: pass --cluster dir or --points');
+  const nats = values.nats ?? state?.nats.urls ?? 'nats://127.0.0.1:4222';
+  const bus = JetStreamBus.start(nats, { names: channelNames(values['subject-root'] ?? 'jcp'), name: 'jcp-shards' });
+  try {
+    await bus.ready(10_000);
+    const r = await rebalance({
+      manifest,
+      holder,
+      transport: bus,
+      points,
+      ...(values.split ? { split: parseSplit(values.split) } : {}),
+      rng,
+      timeoutMs: Number(values.timeout ?? '15000'),
+    });
+    if (!r.ok) {
+      process.stderr.write(`jcp shards: rebalance stopped [${r.error.code}]: ${r.error.why}\n`);
+      if ('missing' in r.error) for (const m of r.error.missing) process.stderr.write(`  waiting for ${m.point} to close ${m.shard}\n`);
+      return 1;
+    }
+    writeShardFiles(dir, r.value.manifest);
+    printManifest(r.value.manifest);
+    process.stdout.write(`revoked ${r.value.revocations.length} shard(s); ${r.value.leftUj} µJ left to re-issue\n`);
+    return 0;
+  } finally {
+    await bus.close();
+  }
+}

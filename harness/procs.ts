@@ -1,0 +1,111 @@
+/**
+ * Child-process bookkeeping shared by the harness launchers (NATS servers, enforcement nodes):
+ * free loopback ports, readiness polling, and a registry that kills every child still alive when
+ * the parent exits, so a test or a chaos run that crashes never leaves servers behind.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const live = new Set<ChildProcess>();
+let hooked = false;
+
+/**
+ * Registers `child` so it is SIGKILLed if this process exits while it still runs.
+ * The entry is dropped when the child exits.
+ */
+export function track(child: ChildProcess): void {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  if (!hooked) {
+    hooked = true;
+    process.once('exit', killAllTracked);
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(sig, () => {
+        killAllTracked();
+        process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+      });
+    }
+  }
+}
+
+/** SIGKILLs every tracked child that is still alive (synchronous; used on exit). */
+export function killAllTracked(): void {
+  for (const c of live) {
+    try {
+      c.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  live.clear();
+}
+
+/** A free TCP port on 127.0.0.1, found by binding port 0 and closing it. */
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Polls `probe` every `everyMs` until it resolves true or `timeoutMs` passes.
+ * @throws Error naming `what` on timeout.
+ */
+export async function waitUntil(
+  probe: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+  everyMs = 50,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      if (await probe()) return;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+/**
+ * Stops `child`: SIGCONT (in case it is paused), SIGTERM, then SIGKILL after `graceMs`.
+ * Resolves once the process has exited.
+ */
+export async function stopChild(child: ChildProcess, graceMs = 3_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    child.kill('SIGCONT');
+    child.kill('SIGTERM');
+  } catch {
+    // already gone
+  }
+  const timer = setTimeout(() => {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** SIGKILLs `child` and resolves once it has exited. */
+export async function killChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGKILL');
+  await exited;
+}
