@@ -1,0 +1,250 @@
+/**
+ * The signing coordinator (spec §2.2; `jcp frost sign`): turns "sign this message as group G"
+ * into an ordinary Ed25519 signature, or an error naming who stood in the way.
+ *
+ * 1. Looks up G's public package in the registry (checked against G's did:key).
+ * 2. `sign-request` to every holder; gathers signed commitments from the online ones: each must
+ *    come from the roster identity of its identifier, name the same package digest, and hold
+ *    valid elements. Proceeds with the first `signers` (default the threshold).
+ * 3. Sends each chosen signer the signed `sign-package`; gathers shares (or refusals).
+ * 4. Verifies every share (RFC 9591 §5.4) before aggregating, naming each bad signer; aggregates;
+ *    checks the result as an Ed25519 signature with `core/ed25519.ts` `verify`.
+ * 5. `sign-done` lets the holders drop unused commitments.
+ *
+ * A failed attempt (a signer lost, refusing, or sending a bad share) is retried up to `retries`
+ * times with a fresh session and without the participants it blamed.
+ */
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { type Actor, actorFromSeed } from '../core/actor.ts';
+import { bytesEqual } from '../core/bytes.ts';
+import type { Did } from '../core/didkey.ts';
+import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, subjects } from './bus.ts';
+import { type Culprit, describeCulprits, FrostError, FrostErrorCodes } from './errors.ts';
+import { type GroupPublic, groupDigest, IDENTITY_ENCODING, type SigningCommitment } from './group.ts';
+import { expectMessage, openMessage, sealMessage } from './message.ts';
+import { aggregate, type SigningPackage } from './sign.ts';
+import { packagePayload, readCommitment, readRefusal, readShare } from './sign-wire.ts';
+
+/** Options for {@link signWithGroup}. */
+export interface SignOpts {
+  readonly bus: Bus;
+  readonly registry: GroupRegistry;
+  readonly prefix?: string;
+  /** The threshold group (its did:key). */
+  readonly group: Did;
+  readonly message: Uint8Array;
+  /** How many signers to use (min..max; default the threshold). */
+  readonly signers?: number;
+  /** Deadline of each round (ms, default 3000). */
+  readonly timeoutMs?: number;
+  /** Fresh attempts after a failure, without the blamed participants (default 1). */
+  readonly retries?: number;
+  /** The coordinator's identity (default: a fresh one per call). */
+  readonly actor?: Actor;
+  /** Identifiers never to ask. */
+  readonly exclude?: readonly number[];
+}
+
+/** A finished signing session. */
+export interface SignResult {
+  /** 64-byte Ed25519 signature (R ‖ S) that verifies under the group did:key. */
+  readonly signature: Uint8Array;
+  readonly session: string;
+  readonly signers: readonly Culprit[];
+  readonly attempts: number;
+}
+
+const RETRYABLE = new Set<string>([
+  FrostErrorCodes.PARTICIPANT_LOST,
+  FrostErrorCodes.REFUSED,
+  FrostErrorCodes.BAD_SIGNATURE_SHARE,
+  FrostErrorCodes.NONCE_USED,
+  FrostErrorCodes.NONCE_UNKNOWN,
+  FrostErrorCodes.BAD_PACKAGE,
+  FrostErrorCodes.BAD_MESSAGE,
+  FrostErrorCodes.TRANSPORT,
+]);
+
+/**
+ * Signs `message` as the threshold group `group`.
+ * @throws FrostError `frost-unknown-group`, `frost-not-enough-participants`, and after the last
+ *   attempt `frost-participant-lost` / `frost-refused` / `frost-nonce-used` /
+ *   `frost-bad-signature-share` / `frost-bad-signature`, each naming the participants at fault.
+ */
+export async function signWithGroup(opts: SignOpts): Promise<SignResult> {
+  const g = await opts.registry.get(opts.group);
+  if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${opts.group} in the registry`);
+  const want = opts.signers ?? g.min;
+  if (!Number.isSafeInteger(want) || want < g.min || want > g.max) throw new FrostError(FrostErrorCodes.BAD_PARAMS, `signers must be ${g.min}..${g.max}`);
+  const me = opts.actor ?? actorFromSeed(new Uint8Array(randomBytes(32)));
+  const excluded = new Set(opts.exclude ?? []);
+  const retries = opts.retries ?? 1;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const r = await attemptOnce(opts, g, me, want, excluded);
+      return { ...r, attempts: attempt };
+    } catch (e) {
+      if (!(e instanceof FrostError) || attempt > retries || !RETRYABLE.has(e.code) || e.culprits.length === 0) throw e;
+      for (const c of e.culprits) if (c.identifier !== undefined) excluded.add(c.identifier);
+      if (g.max - excluded.size < g.min) throw e;
+    }
+  }
+}
+
+async function attemptOnce(opts: SignOpts, g: GroupPublic, me: Actor, want: number, excluded: ReadonlySet<number>): Promise<Omit<SignResult, 'attempts'>> {
+  const bus = opts.bus;
+  const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
+  const session = randomBytes(16).toString('hex');
+  const timeoutMs = opts.timeoutMs ?? 3000;
+  const digest = groupDigest(g);
+  const culprit = (id: number): Culprit => ({ identifier: id, did: g.roster[id - 1]! });
+  const who = (id: number) => describeCulprits([culprit(id)]);
+
+  // Round 1: commitments.
+  const commitments = new Map<number, SigningCommitment>();
+  const notes: string[] = [];
+  const inbox = bus.inbox();
+  let enough: () => void = () => {};
+  const gathered = new Promise<void>((r) => {
+    enough = r;
+  });
+  const online = g.max - excluded.size;
+  const unsub = bus.subscribe(inbox, (m) => {
+    if (commitments.size >= want) return; // enough already: spare the signature check
+    const o = openMessage(m.data);
+    if (!o.ok) return;
+    const b = o.value.body;
+    if (!expectMessage(o.value, { kind: ['sign-commitment', 'sign-refusal'], session, round: 1, to: me.did, from: g.roster }).ok) return;
+    const id = g.roster.indexOf(b.from) + 1;
+    if (b.kind === 'sign-refusal') {
+      try {
+        const r = readRefusal(b.payload);
+        notes.push(`${who(id)} refused: [${r.code}] ${r.why}`);
+      } catch {
+        notes.push(`${who(id)} refused`);
+      }
+      return;
+    }
+    try {
+      const c = readCommitment(b.payload);
+      if (c.group !== opts.group || c.commitment.identifier !== id) return void notes.push(`${who(id)} sent a commitment for another group or identifier`);
+      if (c.digest !== digest) return void notes.push(`${who(id)} signs under a different group package`);
+      // Full element checks (subgroup, canonical) happen once, inside share verification; the
+      // identity is refused here because it is cheap to spot (RFC 9591 §3.1).
+      if (bytesEqual(c.commitment.hiding, IDENTITY_ENCODING) || bytesEqual(c.commitment.binding, IDENTITY_ENCODING)) {
+        return void notes.push(`${who(id)} sent the identity element as a commitment`);
+      }
+      if (excluded.has(id) || commitments.size >= want) return;
+      commitments.set(id, c.commitment);
+      if (commitments.size >= want || commitments.size >= online) enough();
+    } catch (x) {
+      notes.push(`${who(id)}: ${(x as Error).message}`);
+    }
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const done = () => bus.publish(sub.signDone(opts.group), sealMessage({ kind: 'sign-done', session, round: 3, payload: {} }, me));
+  try {
+    bus.publish(sub.signRequest(opts.group), sealMessage({ kind: 'sign-request', session, round: 1, payload: { group: opts.group } }, me), inbox);
+    await Promise.race([gathered, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+  } finally {
+    clearTimeout(timer);
+    unsub();
+  }
+  if (commitments.size < g.min) {
+    done();
+    const silent = g.roster.map((_, i) => i + 1).filter((id) => !commitments.has(id) && !excluded.has(id));
+    throw new FrostError(
+      FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS,
+      `only ${commitments.size} of the ${g.min} signers needed for ${opts.group} answered within ${timeoutMs} ms` +
+        (silent.length ? ` (no commitment from ${silent.map(who).join(', ')})` : '') +
+        (notes.length ? `; ${notes.join('; ')}` : ''),
+      [],
+      { session },
+    );
+  }
+
+  // Round 2: package → shares.
+  const chosen = [...commitments.keys()].slice(0, want);
+  const pkg: SigningPackage = { message: opts.message, commitments: chosen.map((id) => commitments.get(id)!) };
+  const payload = packagePayload(opts.group, pkg);
+  const replies = await Promise.allSettled(
+    chosen.map(async (id) => {
+      const to = g.roster[id - 1]!;
+      const raw = await bus.request(sub.signPackage(opts.group, id), sealMessage({ kind: 'sign-package', session, round: 2, to, payload }, me), timeoutMs);
+      return { id, raw };
+    }),
+  );
+  done();
+  const shares = new Map<number, Uint8Array>();
+  const lost: Culprit[] = [];
+  const refused: { c: Culprit; code: string; why: string }[] = [];
+  for (const [i, r] of replies.entries()) {
+    const id = chosen[i]!;
+    if (r.status === 'rejected') {
+      lost.push(culprit(id));
+      continue;
+    }
+    const o = openMessage(r.value.raw);
+    if (!o.ok || !expectMessage(o.value, { kind: ['sign-share', 'sign-refusal'], session, round: 2, to: me.did, from: [g.roster[id - 1]!] }).ok) {
+      refused.push({ c: culprit(id), code: FrostErrorCodes.BAD_MESSAGE, why: o.ok ? 'reply for another session or from another sender' : o.error.why });
+      continue;
+    }
+    try {
+      if (o.value.body.kind === 'sign-refusal') {
+        const x = readRefusal(o.value.body.payload);
+        refused.push({ c: culprit(id), code: x.code, why: x.why });
+        continue;
+      }
+      const s = readShare(o.value.body.payload);
+      if (s.group !== opts.group || s.identifier !== id) refused.push({ c: culprit(id), code: FrostErrorCodes.BAD_MESSAGE, why: 'share for another group or identifier' });
+      else shares.set(id, s.share);
+    } catch (x) {
+      refused.push({ c: culprit(id), code: FrostErrorCodes.BAD_MESSAGE, why: (x as Error).message });
+    }
+  }
+  if (lost.length) {
+    throw new FrostError(FrostErrorCodes.PARTICIPANT_LOST, `no signature share from ${describeCulprits(lost)} within ${timeoutMs} ms (session ${session})`, lost, {
+      session,
+    });
+  }
+  if (refused.length) {
+    const first = refused[0]!;
+    const code = (Object.values(FrostErrorCodes) as string[]).includes(first.code) ? (first.code as FrostError['code']) : FrostErrorCodes.REFUSED;
+    throw new FrostError(
+      code,
+      refused.map((r) => `${describeCulprits([r.c])} refused: [${r.code}] ${r.why}`).join('; '),
+      refused.map((r) => r.c),
+      { session },
+    );
+  }
+  const sig = aggregate(g, pkg, shares);
+  if (!sig.ok) {
+    const culprits = sig.error.culprits.map((c) => (c.identifier !== undefined ? culprit(c.identifier) : c));
+    throw new FrostError(sig.error.code, `${sig.error.why}${culprits.length ? `: ${describeCulprits(culprits)}` : ''} (session ${session})`, culprits, { session });
+  }
+  return { signature: sig.value, session, signers: chosen.map(culprit) };
+}
+
+/** A message signer as the rest of JCP takes it (core/wire.ts `signWireRequest`, grants, revocations). */
+export type Signer = (msg: Uint8Array) => Promise<Uint8Array>;
+
+/** Options for {@link thresholdSigner}. */
+export interface ThresholdSignerOpts extends Omit<SignOpts, 'bus' | 'registry' | 'message'> {
+  readonly nc: NatsConnection;
+}
+
+/**
+ * Turns a threshold group into a signer function `(msg) => Promise<signature>`: each call runs
+ * one signing session over NATS ({@link signWithGroup}) and resolves with a plain Ed25519
+ * signature under the group's did:key, so a threshold actor can issue and revoke grants and sign
+ * jcp/1 wire requests like any other actor (spec §2.2).
+ * @throws FrostError (see {@link signWithGroup}) from each call.
+ */
+export async function thresholdSigner(opts: ThresholdSignerOpts): Promise<Signer> {
+  const bus = natsBus(opts.nc);
+  const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX);
+  const g = await registry.get(opts.group);
+  if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${opts.group} in the registry`);
+  return async (message) => (await signWithGroup({ ...opts, bus, registry, message })).signature;
+}

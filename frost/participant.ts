@@ -1,0 +1,399 @@
+/**
+ * A threshold participant (spec §2.2): a long-running actor that holds a keystore, answers DKG
+ * invites (each session is a `DkgSession`) and signing sessions for every share it holds. It only
+ * moves messages; the rules live in the pure rounds (`dkg.ts`, `sign.ts`), and the one-use nonce
+ * rule in the journal (`journal.ts`).
+ *
+ * Signing, for each held share:
+ * - `sign-request` (round 1): draw nonces, record the commitment in the journal, reply with the
+ *   signed commitment (a repeated request for the same session gets the same commitment back);
+ * - `sign-package` (round 2, addressed to this holder): check the package (`checkPackage`), mark
+ *   the nonce used durably (fdatasync), then compute and reply with the share; otherwise reply
+ *   with a signed refusal carrying the code (`frost-nonce-used` for a replayed package…);
+ * - `sign-done`: release the session's unused commitment.
+ */
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Rng } from '../core/actor.ts';
+import { decode } from '../core/cbor.ts';
+import type { Did } from '../core/didkey.ts';
+import { asDid, asObj, asSafeUint } from '../core/schema.ts';
+import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, publishEvidence, subjects } from './bus.ts';
+import { type DkgOutcome, DkgSession, type Evidence } from './dkg-session.ts';
+import { type Culprit, fault, type FrostErrorCode, FrostErrorCodes, type FrostFault, isFrostError } from './errors.ts';
+import { groupDigest, warmUp } from './group.ts';
+import { Keystore } from './keystore.ts';
+import { expectMessage, type Kind, type Opened, openMessage, sealMessage } from './message.ts';
+import { checkPackage, commit, signShare } from './sign.ts';
+import { commitmentPayload, readPackage, readRequest } from './sign-wire.ts';
+import type { ShareRecord } from './sharefile.ts';
+
+/** What a participant reports as it works (the CLI prints these as JSON lines). */
+export type ParticipantEvent =
+  | { readonly event: 'ready'; readonly did: Did; readonly groups: readonly { group: Did; identifier: number }[] }
+  | { readonly event: 'dkg-joined'; readonly session: string; readonly initiator: Did }
+  | { readonly event: 'dkg-complete'; readonly session: string; readonly group: Did; readonly identifier: number; readonly path: string }
+  | { readonly event: 'dkg-aborted'; readonly session: string; readonly code: FrostErrorCode; readonly why: string; readonly culprits: readonly Culprit[] }
+  | { readonly event: 'evidence'; readonly session: string; readonly path: string }
+  | { readonly event: 'signed'; readonly session: string; readonly group: Did; readonly identifier: number }
+  | { readonly event: 'refused'; readonly kind: Kind | 'unknown'; readonly session: string; readonly code: FrostErrorCode; readonly why: string }
+  | { readonly event: 'error'; readonly code: string; readonly why: string };
+
+/** Options for {@link Participant.start}. */
+export interface ParticipantOpts {
+  /** The keystore folder (created with an identity if absent). */
+  readonly keystore: string;
+  readonly nc: NatsConnection;
+  /** Subject prefix (default `jcp.frost`). */
+  readonly prefix?: string;
+  /** Opens sealed files and seals new shares with it. */
+  readonly passphrase?: string;
+  /** scrypt cost exponent for new sealed files. */
+  readonly logN?: number;
+  /** Coordinators whose signing requests are answered (any when absent). */
+  readonly coordinators?: readonly Did[];
+  /** Initiators whose DKG invites are answered (any when absent). */
+  readonly initiators?: readonly Did[];
+  /** Randomness for DKG polynomials and signing nonces (default: the OS CSPRNG). */
+  readonly rng?: Rng;
+  readonly onEvent?: (e: ParticipantEvent) => void;
+  /** Called just before each message this participant sends (logging; fault injection in tests). */
+  readonly onPhase?: (kind: Kind, session: string) => void;
+}
+
+const osRng: Rng = (n) => new Uint8Array(randomBytes(n));
+const FORGET_AFTER_MS = 30_000;
+
+/** A running participant. */
+export class Participant {
+  readonly keystore: Keystore;
+  readonly #opts: ParticipantOpts;
+  readonly #bus: Bus;
+  readonly #registry: GroupRegistry;
+  readonly #subjects: ReturnType<typeof subjects>;
+  readonly #prefix: string;
+  readonly #rng: Rng;
+  readonly #sessions = new Map<string, DkgSession>();
+  readonly #unsubs: (() => void)[] = [];
+  /** Signing session → the coordinator that opened it (only it may release the session). */
+  readonly #coordinatorOf = new Map<string, Did>();
+  readonly #digests = new WeakMap<ShareRecord, string>();
+  #stopped = false;
+
+  private constructor(opts: ParticipantOpts, keystore: Keystore, registry: GroupRegistry) {
+    this.#opts = opts;
+    this.keystore = keystore;
+    this.#registry = registry;
+    this.#bus = natsBus(opts.nc);
+    this.#prefix = opts.prefix ?? DEFAULT_PREFIX;
+    this.#subjects = subjects(this.#prefix);
+    this.#rng = opts.rng ?? osRng;
+  }
+
+  /**
+   * Opens the keystore, publishes each held group's package to the registry, subscribes, and
+   * reports `ready`. @throws FrostError from the keystore (locked, wrong passphrase, tampered
+   * share, corrupt journal) or `frost-transport`.
+   */
+  static async start(opts: ParticipantOpts): Promise<Participant> {
+    warmUp();
+    const ks = Keystore.open(opts.keystore, {
+      ...(opts.passphrase !== undefined ? { passphrase: opts.passphrase } : {}),
+      ...(opts.logN !== undefined ? { logN: opts.logN } : {}),
+    });
+    try {
+      const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX);
+      const p = new Participant(opts, ks, registry);
+      for (const rec of ks.shares) await p.#publishGroup(rec);
+      p.#subscribeDkg();
+      for (const rec of ks.shares) p.#subscribeSigning(rec);
+      await p.#bus.flush();
+      p.#emit({ event: 'ready', did: ks.identity.did, groups: ks.shares.map((s) => ({ group: s.did, identifier: s.identifier })) });
+      return p;
+    } catch (e) {
+      ks.close();
+      throw e;
+    }
+  }
+
+  /** This participant's own identity (used for DKG). */
+  get did(): Did {
+    return this.keystore.identity.did;
+  }
+
+  /** Unsubscribes, aborts nothing in flight (peers time out), closes the keystore. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const u of this.#unsubs.splice(0)) u();
+    try {
+      await this.#bus.flush();
+    } catch {
+      // connection already closed
+    }
+    this.keystore.close();
+  }
+
+  /**
+   * Runs a message handler; an unexpected failure (a disk error while journaling, say) is
+   * reported as an `error` event and the message is dropped: no share leaves without its journal
+   * record, and the participant keeps serving other sessions.
+   */
+  #guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) });
+    }
+  }
+
+  #emit(e: ParticipantEvent): void {
+    this.#opts.onEvent?.(e);
+  }
+
+  async #publishGroup(rec: ShareRecord): Promise<void> {
+    try {
+      await this.#registry.put(rec.group, rec.did);
+    } catch (e) {
+      this.#emit({ event: 'error', code: isFrostError(e) ? e.code : FrostErrorCodes.TRANSPORT, why: `registry: ${(e as Error).message}` });
+    }
+  }
+
+  // ---------------------------------------------------------------- DKG
+
+  #subscribeDkg(): void {
+    const me = this.keystore.identity.did;
+    this.#unsubs.push(this.#bus.subscribe(this.#subjects.dkgInvite, (m) => this.#guard(() => this.#onInvite(m.data, m.reply))));
+    const route = (subject: string, data: Uint8Array, direct: boolean) => {
+      const session = subject.slice(this.#prefix.length + 5).split('.')[0] ?? '';
+      const o = openMessage(data);
+      if (!o.ok) return this.#refused('unknown', session, o.error);
+      const s = this.#sessions.get(session);
+      if (!s) return;
+      const b = o.value.body;
+      if (b.session !== session) return s.noteRefused(b.from, `${b.kind} for session ${b.session} sent on session ${session}'s subject`);
+      if (direct && b.to !== me) return s.noteRefused(b.from, `${b.kind} addressed to ${b.to ?? 'everyone'} arrived on my subject`);
+      s.receive(o.value);
+    };
+    this.#unsubs.push(this.#bus.subscribe(this.#subjects.dkgAnyBcast, (m) => this.#guard(() => route(m.subject, m.data, false))));
+    this.#unsubs.push(this.#bus.subscribe(this.#subjects.dkgAnyDirect(me), (m) => this.#guard(() => route(m.subject, m.data, true))));
+  }
+
+  #onInvite(data: Uint8Array, reply: string | undefined): void {
+    const o = openMessage(data);
+    if (!o.ok || !reply) return;
+    const b = o.value.body;
+    if (b.kind !== 'dkg-invite' || b.round !== 0) return;
+    if (this.#opts.initiators && !this.#opts.initiators.includes(b.from)) {
+      this.#refused('dkg-invite', b.session, fault(FrostErrorCodes.REFUSED, `initiator ${b.from} is not allowed`));
+      return;
+    }
+    let timeoutMs: number;
+    try {
+      const p = asObj(b.payload, 'invite', ['min', 'max', 'timeout_ms'], ['members']);
+      asSafeUint(p['min'], 'invite.min');
+      asSafeUint(p['max'], 'invite.max');
+      timeoutMs = asSafeUint(p['timeout_ms'], 'invite.timeout_ms');
+      const members = p['members'] === undefined ? undefined : (p['members'] as unknown[]).map((d, i) => asDid(d, `invite.members[${i}]`));
+      if (members && !members.includes(this.did)) return;
+    } catch (e) {
+      this.#refused('dkg-invite', b.session, fault(FrostErrorCodes.BAD_MESSAGE, (e as Error).message));
+      return;
+    }
+    let s = this.#sessions.get(b.session);
+    if (s && s.initiator !== b.from) return;
+    if (!s) {
+      s = new DkgSession(
+        {
+          bus: this.#bus,
+          subjects: this.#subjects,
+          me: this.keystore.identity,
+          rng: this.#rng,
+          ...(this.#opts.onPhase ? { onPhase: this.#opts.onPhase } : {}),
+          onFinish: (x) => this.#onDkgFinish(x),
+          onEvidence: (e) => this.#onEvidence(e),
+        },
+        b.session,
+        b.from,
+        timeoutMs,
+      );
+      this.#sessions.set(b.session, s);
+      this.#emit({ event: 'dkg-joined', session: b.session, initiator: b.from });
+    }
+    if (!s.finished) this.#bus.publish(reply, s.hello());
+  }
+
+  #onDkgFinish(o: DkgOutcome): void {
+    setTimeout(() => this.#sessions.delete(o.session), FORGET_AFTER_MS).unref?.();
+    if (!o.ok) {
+      if (o.inRoster) this.#emit({ event: 'dkg-aborted', session: o.session, code: o.fault.code, why: o.fault.why, culprits: o.fault.culprits });
+      return;
+    }
+    if (this.#stopped) return;
+    let path: string;
+    try {
+      path = this.keystore.addShare(o.record);
+    } catch (e) {
+      this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'io', why: `could not store the share: ${(e as Error).message}` });
+      return;
+    }
+    this.#subscribeSigning(o.record);
+    void this.#publishGroup(o.record).then(() =>
+      this.#emit({ event: 'dkg-complete', session: o.session, group: o.record.did, identifier: o.record.identifier, path }),
+    );
+  }
+
+  #onEvidence(e: Evidence): void {
+    const path = this.keystore.saveEvidence(e.name, e.bytes);
+    this.#emit({ event: 'evidence', session: e.session, path });
+    publishEvidence(this.#opts.nc, this.#prefix, e.session, e.bytes).catch((x) =>
+      this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
+    );
+  }
+
+  #refused(kind: Kind | 'unknown', session: string, f: FrostFault): void {
+    this.#emit({ event: 'refused', kind, session, code: f.code, why: f.why });
+  }
+
+  // ---------------------------------------------------------------- signing
+
+  #allowedCoordinator(did: Did): boolean {
+    return !this.#opts.coordinators || this.#opts.coordinators.includes(did);
+  }
+
+  #subscribeSigning(rec: ShareRecord): void {
+    const s = this.#subjects;
+    this.#unsubs.push(this.#bus.subscribe(s.signRequest(rec.did), (m) => this.#guard(() => this.#onSignRequest(rec, m.data, m.reply))));
+    this.#unsubs.push(this.#bus.subscribe(s.signPackage(rec.did, rec.identifier), (m) => this.#guard(() => this.#onSignPackage(rec, m.data, m.reply))));
+    this.#unsubs.push(this.#bus.subscribe(s.signDone(rec.did), (m) => this.#guard(() => this.#onSignDone(rec, m.data))));
+  }
+
+  #reply(rec: ShareRecord, reply: string, kind: Kind, m: Opened, round: number, payload: Record<string, unknown>): void {
+    this.#opts.onPhase?.(kind, m.body.session);
+    this.#bus.publish(reply, sealMessage({ kind, session: m.body.session, round, to: m.body.from, payload }, rec.identity));
+  }
+
+  #refuse(rec: ShareRecord, reply: string, m: Opened, round: number, f: FrostFault): void {
+    this.#refused(m.body.kind, m.body.session, f);
+    this.#reply(rec, reply, 'sign-refusal', m, round, { code: f.code, why: f.why.slice(0, 2000) });
+  }
+
+  #onSignRequest(rec: ShareRecord, data: Uint8Array, reply: string | undefined): void {
+    const o = openMessage(data);
+    if (!o.ok || !reply) return;
+    const m = o.value;
+    const e = expectMessage(m, { kind: 'sign-request', session: m.body.session, round: 1 });
+    if (!e.ok) {
+      this.#refused(m.body.kind, m.body.session, e.error);
+      return;
+    }
+    if (!this.#allowedCoordinator(m.body.from)) {
+      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.REFUSED, `coordinator ${m.body.from} is not allowed`));
+      return;
+    }
+    let group: Did;
+    try {
+      group = readRequest(m.body.payload).group;
+    } catch (x) {
+      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.BAD_MESSAGE, (x as Error).message));
+      return;
+    }
+    if (group !== rec.did) {
+      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.MISROUTED, `request for ${group} on ${rec.did}'s subject`));
+      return;
+    }
+    const journal = this.keystore.journal(rec);
+    const prior = journal.forSession(m.body.session);
+    let c = prior?.state === 'issued' ? prior.commitment : undefined;
+    if (prior && !c) {
+      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.NONCE_USED, `session ${m.body.session} already used its commitment`));
+      return;
+    }
+    if (!c) {
+      if (this.#coordinatorOf.size > 10_000) this.#coordinatorOf.clear();
+      this.#coordinatorOf.set(m.body.session, m.body.from);
+      const fresh = commit(rec, this.#rng);
+      journal.issue(m.body.session, fresh.commitment, fresh.nonces, Date.now());
+      c = fresh.commitment;
+    }
+    this.#reply(rec, reply, 'sign-commitment', m, 1, commitmentPayload(rec.did, c, this.#digest(rec)));
+  }
+
+  #digest(rec: ShareRecord): string {
+    let d = this.#digests.get(rec);
+    if (d === undefined) {
+      d = groupDigest(rec.group);
+      this.#digests.set(rec, d);
+    }
+    return d;
+  }
+
+  #onSignPackage(rec: ShareRecord, data: Uint8Array, reply: string | undefined): void {
+    const o = openMessage(data);
+    if (!o.ok || !reply) return;
+    const m = o.value;
+    const e = expectMessage(m, { kind: 'sign-package', session: m.body.session, round: 2, to: rec.identity.did });
+    if (!e.ok) {
+      this.#refuse(rec, reply, m, 2, e.error);
+      return;
+    }
+    if (!this.#allowedCoordinator(m.body.from)) {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.REFUSED, `coordinator ${m.body.from} is not allowed`));
+      return;
+    }
+    let parsed: ReturnType<typeof readPackage>;
+    try {
+      parsed = readPackage(m.body.payload);
+    } catch (x) {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.BAD_PACKAGE, `signing package refused: ${(x as Error).message}`));
+      return;
+    }
+    if (parsed.group !== rec.did) {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.MISROUTED, `package for ${parsed.group} on ${rec.did}'s subject`));
+      return;
+    }
+    const journal = this.keystore.journal(rec);
+    const mine = journal.forSession(m.body.session);
+    if (!mine) {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NONCE_UNKNOWN, `no commitment was issued for session ${m.body.session}`));
+      return;
+    }
+    if (mine.state !== 'issued') {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NONCE_USED, `the commitment of session ${m.body.session} was already ${mine.state} (replayed package?)`));
+      return;
+    }
+    const c = checkPackage(rec.group, mine.commitment, parsed.pkg);
+    if (!c.ok) {
+      this.#refuse(rec, reply, m, 2, c.error);
+      return;
+    }
+    const nonces = journal.take(m.body.session, mine.commitment, Date.now());
+    if (!nonces.ok) {
+      this.#refuse(rec, reply, m, 2, nonces.error);
+      return;
+    }
+    const share = signShare(rec.group, rec, nonces.value, mine.commitment, parsed.pkg);
+    if (!share.ok) {
+      this.#refuse(rec, reply, m, 2, share.error);
+      return;
+    }
+    this.#reply(rec, reply, 'sign-share', m, 2, { group: rec.did, identifier: rec.identifier, share: share.value });
+    this.#emit({ event: 'signed', session: m.body.session, group: rec.did, identifier: rec.identifier });
+  }
+
+  #onSignDone(rec: ShareRecord, data: Uint8Array): void {
+    // Most holders have nothing to release (they signed, or were never asked): look before
+    // paying for the signature check.
+    let session: unknown;
+    try {
+      session = (decode(data) as { body?: { session?: unknown } }).body?.session;
+    } catch {
+      return;
+    }
+    if (typeof session !== 'string' || this.keystore.journal(rec).forSession(session)?.state !== 'issued') return;
+    const o = openMessage(data);
+    if (!o.ok || o.value.body.kind !== 'sign-done' || o.value.body.session !== session) return;
+    if (this.#coordinatorOf.get(session) !== o.value.body.from) return;
+    this.keystore.journal(rec).release(session);
+  }
+}

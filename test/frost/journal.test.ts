@@ -1,0 +1,148 @@
+/**
+ * The nonce journal (frost/journal.ts): each commitment's nonces are handed out for exactly one
+ * share, across restarts, torn writes and compaction.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { seededRng } from '../../core/actor.ts';
+import { deal } from '../../frost/dealer.ts';
+import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
+import { journalKey, NonceJournal } from '../../frost/journal.ts';
+import { commit } from '../../frost/sign.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'jcp-frost-journal-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const rng = seededRng('test/frost/journal');
+const d = deal({ min: 2, max: 3 }, rng);
+if (!d.ok) throw new Error(d.error.why);
+const share = d.value.shares[0]!;
+const key = journalKey(share.signingShare, d.value.did, 1);
+const S1 = 'a'.repeat(32);
+const S2 = 'b'.repeat(32);
+let n = 0;
+const fresh = () => join(root, `j${++n}.journal`);
+
+describe('nonce journal / one use per commitment', () => {
+  it('a commitment is taken once; the second take is frost-nonce-used, also after reopening', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 1000);
+    const c = commit(share, rng);
+    j.issue(S1, c.commitment, c.nonces, 1000);
+    const t = j.take(S1, c.commitment, 1001);
+    expect(t.ok && t.value.hiding).toEqual(c.nonces.hiding);
+    expect(j.take(S1, c.commitment, 1002)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    j.close();
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    const again = NonceJournal.open(path, key, 2000);
+    expect(again.take(S1, c.commitment, 2001)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    expect(again.forSession(S1)?.state).toBe('used');
+    again.close();
+  });
+
+  it('the used record is on disk before take returns (so the share can only leave after it)', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const c = commit(share, rng);
+    j.issue(S1, c.commitment, c.nonces, 0);
+    const before = readFileSync(path).length;
+    expect(j.take(S1, c.commitment, 1).ok).toBe(true);
+    expect(readFileSync(path).length).toBeGreaterThan(before);
+    j.close();
+  });
+
+  it('an issued, unused commitment survives a restart and can be signed with once', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const c = commit(share, rng);
+    j.issue(S1, c.commitment, c.nonces, 0);
+    j.close();
+    const k = NonceJournal.open(path, key, 10);
+    const t = k.take(S1, c.commitment, 11);
+    expect(t.ok && [t.value.hiding, t.value.binding]).toEqual([c.nonces.hiding, c.nonces.binding]);
+    expect(k.take(S1, c.commitment, 12).ok).toBe(false);
+    k.close();
+  });
+
+  it('refuse / unknown commitment, wrong session, released commitment, expired commitment', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const a = commit(share, rng);
+    const b = commit(share, rng);
+    expect(j.take(S1, a.commitment, 0)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_UNKNOWN } });
+    j.issue(S1, a.commitment, a.nonces, 0);
+    expect(j.take(S2, a.commitment, 0)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_UNKNOWN } });
+    j.release(S1);
+    expect(j.take(S1, a.commitment, 0)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    j.issue(S2, b.commitment, b.nonces, 0);
+    j.close();
+    const later = NonceJournal.open(path, key, 60 * 60_000, 60_000);
+    expect(later.take(S2, b.commitment, 60 * 60_000)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    later.close();
+  });
+
+  it('a torn last record (crash mid-append) is cut off; damage before the end is frost-journal-corrupt', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const a = commit(share, rng);
+    const b = commit(share, rng);
+    j.issue(S1, a.commitment, a.nonces, 0);
+    j.issue(S2, b.commitment, b.nonces, 0);
+    j.close();
+    const full = readFileSync(path);
+    truncateSync(path, full.length - 5);
+    const k = NonceJournal.open(path, key, 0);
+    expect(k.forSession(S1)?.state).toBe('issued');
+    expect(k.forSession(S2)).toBeUndefined();
+    k.close();
+    const bad = Uint8Array.from(full);
+    bad[10] = bad[10]! ^ 0xff;
+    writeFileSync(path, bad);
+    let code = 'opened';
+    try {
+      NonceJournal.open(path, key, 0).close();
+    } catch (e) {
+      code = isFrostError(e) ? e.code : String(e);
+    }
+    expect(code).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
+  });
+
+  it('property: across any interleaving of issue, take, release and restart, no commitment is taken twice', () => {
+    const pool = Array.from({ length: 4 }, () => commit(share, rng));
+    const op = fc.oneof(
+      fc.record({ k: fc.constant('issue' as const), i: fc.nat(3) }),
+      fc.record({ k: fc.constant('take' as const), i: fc.nat(3) }),
+      fc.record({ k: fc.constant('release' as const), i: fc.nat(3) }),
+      fc.record({ k: fc.constant('restart' as const), i: fc.nat(3) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 25 }), (ops) => {
+        const path = fresh();
+        let j = NonceJournal.open(path, key, 0);
+        const issued = new Set<number>();
+        const taken = new Map<number, number>();
+        for (const o of ops) {
+          const c = pool[o.i]!;
+          const session = `${o.i}`.repeat(32);
+          if (o.k === 'issue' && !issued.has(o.i)) {
+            // Fresh nonces each time: copies, since a successful share zeroes them.
+            j.issue(session, c.commitment, { hiding: Uint8Array.from(c.nonces.hiding), binding: Uint8Array.from(c.nonces.binding) }, 0);
+            issued.add(o.i);
+          } else if (o.k === 'take') {
+            if (j.take(session, c.commitment, 0).ok) taken.set(o.i, (taken.get(o.i) ?? 0) + 1);
+          } else if (o.k === 'release') j.release(session);
+          else {
+            j.close();
+            j = NonceJournal.open(path, key, 0);
+          }
+        }
+        j.close();
+        return [...taken.values()].every((x) => x === 1);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * Share and identity files (frost/sharefile.ts) and the keystore lock (frost/keystore.ts): mode
+ * 0600, sealing with a passphrase, and every altered byte refused with a clear code.
+ */
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { seededRng } from '../../core/actor.ts';
+import { encode } from '../../core/cbor.ts';
+import { blake3 } from '../../core/hash.ts';
+import { deal } from '../../frost/dealer.ts';
+import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
+import { Fn, groupToCbor } from '../../frost/group.ts';
+import { Keystore } from '../../frost/keystore.ts';
+import { decodeShareFile, encodeShareFile, readShareFile, shareRecord, writeShareFile } from '../../frost/sharefile.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'jcp-frost-share-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const d = deal({ min: 2, max: 3 }, seededRng('test/frost/share'));
+if (!d.ok) throw new Error(d.error.why);
+const s1 = d.value.shares[0]!;
+const rec = shareRecord(s1.group, s1.identifier, s1.signingShare, s1.identitySeed);
+const FAST = { logN: 10 };
+
+function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+    return 'accepted';
+  } catch (e) {
+    return isFrostError(e) ? e.code : `untyped: ${(e as Error).message}`;
+  }
+}
+
+describe('share files / writing and reading', () => {
+  it('a plain share file is written with mode 0600 and reads back as the same share', () => {
+    const path = join(root, 'plain.share');
+    writeShareFile(path, rec);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    const back = readShareFile(path);
+    expect(back.did).toBe(d.value.did);
+    expect(back.signingShare).toEqual(rec.signingShare);
+    expect(back.identity.did).toBe(rec.identity.did);
+  });
+
+  it('a sealed share file reads back only with its passphrase', () => {
+    const path = join(root, 'sealed.share');
+    writeShareFile(path, rec, { passphrase: 'open sesame', ...FAST });
+    expect(readShareFile(path, 'open sesame').signingShare).toEqual(rec.signingShare);
+    expect(codeOf(() => readShareFile(path, 'open sesamE'))).toBe(FrostErrorCodes.WRONG_PASSPHRASE);
+    expect(codeOf(() => readShareFile(path))).toBe(FrostErrorCodes.PASSPHRASE_REQUIRED);
+    expect(readFileSync(path).includes(Buffer.from(rec.signingShare))).toBe(false);
+  });
+
+  it('refuse / a share file readable by group or others', () => {
+    const path = join(root, 'open.share');
+    writeShareFile(path, rec);
+    chmodSync(path, 0o644);
+    expect(codeOf(() => readShareFile(path))).toBe(FrostErrorCodes.FILE_PERMISSIONS);
+  });
+
+  it('refuse / any single flipped byte of a plain or sealed file (never accepted, always a typed code)', () => {
+    const plain = encodeShareFile(rec);
+    const sealed = encodeShareFile(rec, { passphrase: 'pw', ...FAST });
+    fc.assert(
+      fc.property(fc.boolean(), fc.nat(), fc.integer({ min: 1, max: 255 }), (useSealed, pos, mask) => {
+        const bytes = Uint8Array.from(useSealed ? sealed : plain);
+        const i = pos % bytes.length;
+        bytes[i] = bytes[i]! ^ mask;
+        const code = codeOf(() => decodeShareFile(bytes, 'pw'));
+        return code === FrostErrorCodes.FILE_TAMPERED || code === FrostErrorCodes.FILE_MALFORMED;
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuse / a plain file whose share was changed and digest recomputed (the share no longer matches its verifying share)', () => {
+    const payload = encode({ group: groupToCbor(rec.group), identifier: 1, signing_share: Fn.toBytes(Fn.add(Fn.fromBytes(rec.signingShare), 1n)), identity: rec.identity.key.seed });
+    const fields = { format: 'jcp-frost-share/1', meta: { did: rec.did, identifier: 1 }, body: payload };
+    const forged = encode({ ...fields, digest: blake3(encode(fields)) });
+    expect(codeOf(() => decodeShareFile(forged))).toBe(FrostErrorCodes.FILE_TAMPERED);
+  });
+
+  it('refuse / a share file claiming another identity than its roster entry', () => {
+    const s2 = d.value.shares[1]!;
+    expect(codeOf(() => shareRecord(s1.group, 1, s1.signingShare, s2.identitySeed))).toBe(FrostErrorCodes.FILE_TAMPERED);
+  });
+});
+
+describe('keystore / one process at a time', () => {
+  it('refuse / a second open while the first holder lives; a stale lock of a dead process is taken over', () => {
+    const dir = join(root, 'ks');
+    const a = Keystore.open(dir);
+    expect(codeOf(() => Keystore.open(dir))).toBe(FrostErrorCodes.KEYSTORE_LOCKED);
+    const did = a.identity.did;
+    a.close();
+    writeFileSync(join(dir, '.lock'), '2147483646');
+    const b = Keystore.open(dir);
+    expect(b.identity.did).toBe(did);
+    expect(statSync(join(dir, 'identity.key')).mode & 0o777).toBe(0o600);
+    b.close();
+  });
+
+  it('adds a share as a 0600 file under shares/ that a reopened keystore loads', () => {
+    const dir = join(root, 'ks2');
+    const a = Keystore.open(dir);
+    const path = a.addShare(rec);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    a.close();
+    const b = Keystore.open(dir);
+    expect(b.shares.map((s) => s.did)).toEqual([rec.did]);
+    b.close();
+  });
+});
