@@ -1,0 +1,88 @@
+/** `jcp demo` (`npm start`): the main job — a local enforcement cluster on real MCP servers, end to end (harness/demo/). */
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { renderReport, runDemo } from '../harness/demo/index.ts';
+import { type Command, UsageError, parse } from './command.ts';
+
+const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms]
+
+Runs the main job on this machine, in about a minute, and reports from the signed receipts:
+
+  1. an issuer mints a files root grant, split into one shard per node (§4.5), and a memory root
+     grant every node serves as one budget channel (§4.5 profile, over NATS);
+  2. three enforcement nodes start ('jcp node start'), each in front of the real MCP servers
+     @modelcontextprotocol/server-filesystem (over a sample folder made here) and
+     @modelcontextprotocol/server-memory;
+  3. three agent workers (separate processes) get depth-0 grants and read and search files and
+     write and read memory through the nodes until their budgets run out;
+  4. mid-run the issuer revokes one worker (§4.3) and checkpoints and amends another to a tighter
+     budget (§4.7);
+  5. a 2-of-3 team made by FROST DKG over NATS approves one irreversible action (memory
+     delete_entities: the filesystem server has no delete tool); one member alone is refused.
+
+Progress goes to stdout line by line. The report gives per-worker attribution from verified
+receipts, denies by reason, the channel's overdraft against its bound, the energy provenance and
+why, and where the receipts are with the commands to inspect them.
+
+NATS: the server on 127.0.0.1:4222 if it answers, else a nats-server started here on a free
+loopback port; with none installed the demo runs the parts that need no NATS and says how to
+install it.
+
+Options:
+  --json file   also write the report as JSON (µJ as decimal strings)
+  --dir d       put the demo's files (sample folder, node data and receipt logs, team keystores)
+                in d, which must be empty or absent (default: a new folder under the temp dir)
+  --nats url    use this NATS (loopback; must answer with JetStream)
+  --no-nats     run without NATS (no budget channel, no threshold team)
+  --pace ms     pause between a worker's rounds (default 150)
+
+Every process the demo starts is stopped at the end, on failure and on Ctrl-C; the folder stays
+(it holds the evidence). Exit status 0 only if every receipt verifies and every step worked.`;
+
+/** The `jcp demo` command. */
+export const command: Command = {
+  name: 'demo',
+  summary: 'the main job: a local cluster on real MCP servers, with a report from verified receipts',
+  help,
+  async run(argv) {
+    const { values } = parse(
+      argv,
+      { json: { type: 'string' }, dir: { type: 'string' }, nats: { type: 'string' }, 'no-nats': { type: 'boolean' }, pace: { type: 'string' } },
+      false,
+    );
+    if (values.nats !== undefined && values['no-nats']) throw new UsageError('--nats and --no-nats exclude each other');
+    const pace = values.pace === undefined ? undefined : Number(values.pace);
+    if (pace !== undefined && (!Number.isInteger(pace) || pace < 0 || pace > 10_000)) throw new UsageError('--pace: milliseconds, 0..10000');
+    const print = (line: string) => process.stdout.write(`${line}\n`);
+    // harness/procs.ts SIGKILLs every child it tracks on SIGINT/SIGTERM and exits; say so first
+    // (and exit here if nothing was started yet).
+    const onSignal = () => {
+      process.stderr.write('\njcp demo: interrupted; stopping every process it started\n');
+      setImmediate(() => process.exit(130));
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      const report = await runDemo({
+        print,
+        ...(values.dir !== undefined ? { dir: values.dir } : {}),
+        ...(values.nats !== undefined ? { nats: values.nats } : {}),
+        ...(values['no-nats'] ? { noNats: true } : {}),
+        ...(pace !== undefined ? { paceMs: pace } : {}),
+      });
+      for (const line of renderReport(report)) print(line);
+      if (values.json !== undefined) {
+        writeFileSync(resolve(values.json), `${JSON.stringify(report, null, 2)}\n`);
+        print(`report written to ${resolve(values.json)}`);
+      }
+      return report.exit_code;
+    } catch (e) {
+      process.stderr.write(`jcp demo: failed: ${(e as Error)?.message ?? String(e)}\n`);
+      if (values.json !== undefined) writeFileSync(resolve(values.json), `${JSON.stringify({ format: 'jcp-demo-report/1', ok: false, exit_code: 1, error: (e as Error)?.message ?? String(e) }, null, 2)}\n`);
+      return 1;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  },
+};

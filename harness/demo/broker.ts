@@ -1,0 +1,90 @@
+/**
+ * Finding NATS for the demo: the server on 127.0.0.1:4222 if it answers with JetStream, else a
+ * `nats-server` started here on a free loopback port (harness/nats.ts), else none — the demo then
+ * runs the parts that need no NATS and says how to install it.
+ */
+import { accessSync, constants, existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsServer } from '../nats.ts';
+
+/** The default NATS url the demo tries first. */
+export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
+
+/** How to get a server, for the message printed when there is none. */
+export const NATS_INSTALL_HINT =
+  'install nats-server (Debian/Ubuntu: `sudo apt-get install nats-server`; or a release from https://github.com/nats-io/nats-server/releases), or run one with JetStream: `nats-server -js`';
+
+/** The NATS the demo uses. */
+export type Broker =
+  | { readonly mode: 'external'; readonly url: string }
+  | { readonly mode: 'started'; readonly url: string; readonly server: NatsServer; readonly bin: string }
+  | { readonly mode: 'none'; readonly why: string };
+
+/** True when `url` answers and has JetStream (within `timeoutMs`). */
+export async function natsAnswers(url: string, timeoutMs = 1_500): Promise<boolean> {
+  let nc: Awaited<ReturnType<typeof connect>> | undefined;
+  try {
+    nc = await connect({ servers: url, timeout: timeoutMs, reconnect: false, name: 'jcp-demo-probe' });
+    const jsm = await jetstreamManager(nc, { timeout: timeoutMs });
+    await jsm.getAccountInfo();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await nc?.close().catch(() => undefined);
+  }
+}
+
+/** The nats-server binary: `JCP_NATS_SERVER`, `/usr/sbin/nats-server`, or the first `nats-server` on PATH. */
+export function findNatsServerBin(): string | undefined {
+  const candidates = [process.env['JCP_NATS_SERVER'], '/usr/sbin/nats-server'];
+  for (const d of (process.env['PATH'] ?? '').split(delimiter)) if (d) candidates.push(join(d, 'nats-server'));
+  for (const c of candidates) {
+    if (!c || !existsSync(c)) continue;
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // not executable: try the next
+    }
+  }
+  return undefined;
+}
+
+/** Options of {@link findBroker}. */
+export interface BrokerOpts {
+  /** A NATS url the user chose: it must answer. */
+  readonly url?: string;
+  /** Run without NATS on purpose. */
+  readonly disabled?: boolean;
+  /** Folder for a server started here (config, log, JetStream store). */
+  readonly dir: string;
+  /** The url tried first (default {@link DEFAULT_NATS_URL}). */
+  readonly defaultUrl?: string;
+  /** The nats-server binary to start (default {@link findNatsServerBin}); null = act as if none is installed. */
+  readonly natsServerBin?: string | null;
+}
+
+/**
+ * Picks the demo's NATS (see the module docs).
+ * @throws Error when the url the user chose does not answer, or a server started here is not ready.
+ */
+export async function findBroker(opts: BrokerOpts): Promise<Broker> {
+  if (opts.disabled) return { mode: 'none', why: 'run with --no-nats' };
+  if (opts.url !== undefined) {
+    if (!/^nats:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(opts.url)) throw new Error(`--nats: expected a loopback nats:// url, got ${opts.url}`);
+    if (!(await natsAnswers(opts.url))) throw new Error(`no NATS with JetStream answers at ${opts.url}`);
+    return { mode: 'external', url: opts.url };
+  }
+  const first = opts.defaultUrl ?? DEFAULT_NATS_URL;
+  if (await natsAnswers(first)) return { mode: 'external', url: first };
+  const bin = opts.natsServerBin === null ? undefined : (opts.natsServerBin ?? findNatsServerBin());
+  if (bin === undefined) return { mode: 'none', why: `nothing answers on ${first} and no nats-server binary was found` };
+  // harness/nats.ts reads the binary's path once, when it is first loaded.
+  process.env['JCP_NATS_SERVER'] = bin;
+  const { NatsServer } = await import('../nats.ts');
+  const server = await NatsServer.start({ name: 'jcp-demo-nats', dir: opts.dir });
+  return { mode: 'started', url: server.url, server, bin };
+}

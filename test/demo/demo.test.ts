@@ -1,0 +1,206 @@
+/**
+ * The main job end to end (`jcp demo`, what `npm start` runs), as a user runs it: a child process
+ * against the real NATS on 127.0.0.1:4222, real MCP servers behind three real nodes, workers and
+ * threshold participants as processes. The assertions read the `--json` report, and the receipt
+ * logs are replayed again here, independently of the demo, with the node's own replay.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readDataMeta, ReceiptLog, replayLog } from '../../node/index.ts';
+import type { DemoReport } from '../../harness/demo/report.ts';
+import { JCP_BIN } from '../../harness/frost-procs.ts';
+
+const dirs: string[] = [];
+const children = new Set<ChildProcess>();
+const tmp = () => {
+  const d = mkdtempSync(join(tmpdir(), 'jcp-demo-test-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+interface Run {
+  readonly child: ChildProcess;
+  readonly out: () => string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function demo(args: string[]): Run {
+  const child = spawn(process.execPath, [JCP_BIN, 'demo', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let out = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  return { child, out: () => out, exited };
+}
+
+/** Processes (other than this one) whose command line or environment names `dir`. */
+function processesUsing(dir: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    if (Number(pid) === process.pid) continue;
+    for (const f of ['cmdline', 'environ']) {
+      try {
+        const text = readFileSync(`/proc/${pid}/${f}`, 'latin1');
+        if (text.includes(dir)) {
+          found.push(`${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'latin1').replaceAll('\0', ' ').slice(0, 160)}`);
+          break;
+        }
+      } catch {
+        // gone, or not ours
+      }
+    }
+  }
+  return found;
+}
+
+async function replayedIndependently(report: DemoReport): Promise<{ total: number; bad: number; breaks: number }> {
+  let total = 0;
+  let bad = 0;
+  let breaks = 0;
+  for (const n of report.nodes) {
+    const meta = readDataMeta(n.data_dir);
+    expect(meta?.steward).toBe(n.did);
+    const log = await ReceiptLog.open(n.data_dir, { steward: n.did, mustExist: true, nowS: 0 });
+    try {
+      const r = await replayLog(log, { steward: n.did });
+      expect(r.total).toBe(n.receipts);
+      total += r.total;
+      bad += r.rejected.length;
+      breaks += r.breaks.length;
+    } finally {
+      await log.close();
+    }
+  }
+  return { total, bad, breaks };
+}
+
+function expectWorkersRanOut(r: DemoReport): void {
+  expect(r.workers.map((w) => w.name)).toEqual(['w1', 'w2', 'w3']);
+  for (const w of r.workers) {
+    expect(w.allowed, `${w.name} allowed calls`).toBeGreaterThan(0);
+    expect(['budget-exceeded', 'revoked'], `${w.name} ended`).toContain(w.ended);
+  }
+  expect(r.workers.find((w) => w.name === 'w3')?.ended).toBe('revoked');
+  expect(r.revocation?.calls_after).toBeGreaterThan(0);
+  expect(r.revocation?.after_by_reason).toEqual({ revoked: r.revocation?.calls_after });
+  expect(r.revocation?.nodes_acked).toEqual(['n1', 'n2', 'n3']);
+  const s = r.steering!;
+  expect(BigInt(s.amended_budget_uj)).toBeLessThan(BigInt(s.budget_before_uj));
+  expect(BigInt(s.amended_budget_uj)).toBeLessThan(BigInt(s.remaining_at_checkpoint_uj));
+  expect(s.continuation_verifies).toBe(true);
+  expect(s.continued_allowed).toBeGreaterThan(0);
+  const w2 = r.workers.find((w) => w.name === 'w2')!;
+  const cont = w2.grants.find((g) => g.role === 'continuation')!;
+  expect(cont.id).toBe(s.continuation_id);
+  expect(BigInt(cont.spent_uj)).toBeLessThanOrEqual(BigInt(s.amended_budget_uj));
+}
+
+describe('jcp demo - the main job end to end', () => {
+  it('with NATS: every receipt verifies, workers run out or are revoked, the team needs two, the channel stays within its bound', async () => {
+    const root = tmp();
+    const dir = join(root, 'run');
+    const json = join(root, 'report.json');
+    const run = demo(['--json', json, '--dir', dir]);
+    const { code } = await run.exited;
+    expect(code, run.out().slice(-3000)).toBe(0);
+    const r = JSON.parse(readFileSync(json, 'utf8')) as DemoReport;
+    expect(r.ok).toBe(true);
+    expect(r.problems).toEqual([]);
+    expect(r.nats).toEqual({ mode: 'external', url: 'nats://127.0.0.1:4222' });
+    expect(r.dir).toBe(dir);
+
+    // Every receipt verifies — by the report, and by replaying the logs again here.
+    expect(r.receipts.all_verify).toBe(true);
+    expect(r.receipts.rejected).toBe(0);
+    expect(r.receipts.verified).toBe(r.receipts.total);
+    expect(await replayedIndependently(r)).toEqual({ total: r.receipts.total, bad: 0, breaks: 0 });
+
+    expectWorkersRanOut(r);
+    expect(r.denies_by_reason['revoked']).toBeGreaterThanOrEqual(r.revocation!.calls_after);
+    expect(r.denies_by_reason['budget-exceeded']).toBeGreaterThan(0);
+
+    // The threshold team: a single share is refused, two members' signature is allowed.
+    expect(r.threshold.available).toBe(true);
+    if (!r.threshold.available) return;
+    expect(r.threshold.threshold).toBe('2-of-3');
+    expect(r.threshold.members).toHaveLength(3);
+    expect(r.threshold.solo).toEqual({ signature_verifies: false, verdict: 'deny', deny_reason: 'bad-signature' });
+    expect(r.threshold.group_call).toMatchObject({ signature_verifies: true, verdict: 'allow', deny_reason: null });
+    expect(r.denies_by_reason['bad-signature']).toBe(1);
+
+    // The channel: three points, the statements prove the spend the receipts show, within the bound.
+    expect(r.channel.available).toBe(true);
+    if (!r.channel.available) return;
+    expect(r.channel.points).toHaveLength(3);
+    expect(r.channel.proof_verifies).toBe(true);
+    expect(r.channel.spent_uj).toBe(r.channel.receipts_spent_uj);
+    expect(BigInt(r.channel.overdraft_uj)).toBeLessThanOrEqual(BigInt(r.channel.bound_uj));
+    expect(r.channel.within_bound).toBe(true);
+
+    // Tools listed from the real servers; energy provenance reported with the probe.
+    expect(r.tools?.files).toContain('read_text_file');
+    expect(r.tools?.memory).toContain('delete_entities');
+    expect(Object.keys(r.energy.debits_by_provenance).length).toBeGreaterThan(0);
+    expect(r.energy.probe?.rung).toBeTruthy();
+
+    // The human report says the same, and nothing the demo started is left running.
+    expect(run.out()).toContain(`OK: all ${r.receipts.total} receipts on 3 nodes verify`);
+    expect(run.out()).toContain('npx jcp receipts verify');
+    expect(processesUsing(dir)).toEqual([]);
+  }, 150_000);
+
+  it('with --no-nats: the parts that need no NATS, and it says channel mode and the team are not available', async () => {
+    const root = tmp();
+    const dir = join(root, 'run');
+    const json = join(root, 'report.json');
+    const run = demo(['--json', json, '--dir', dir, '--no-nats']);
+    const { code } = await run.exited;
+    expect(code, run.out().slice(-3000)).toBe(0);
+    const r = JSON.parse(readFileSync(json, 'utf8')) as DemoReport;
+    expect(r.ok).toBe(true);
+    expect(r.nats.mode).toBe('none');
+    expect(r.channel).toMatchObject({ available: false });
+    expect(r.threshold).toMatchObject({ available: false });
+    expect(r.grants.memory_root.mode).toBe('shards');
+    expect(r.receipts.all_verify).toBe(true);
+    expect(await replayedIndependently(r)).toEqual({ total: r.receipts.total, bad: 0, breaks: 0 });
+    expectWorkersRanOut(r);
+    expect(run.out()).toContain('channel mode not available');
+    expect(processesUsing(dir)).toEqual([]);
+  }, 150_000);
+
+  it('interrupted (SIGINT) while it starts: exits 130 and leaves no process behind', async () => {
+    const root = tmp();
+    const dir = join(root, 'run');
+    const run = demo(['--dir', dir]);
+    const deadline = Date.now() + 90_000;
+    while (!/node n\d up/.test(run.out()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(run.out()).toMatch(/node n\d up/);
+    expect(processesUsing(dir).length).toBeGreaterThan(0);
+    run.child.kill('SIGINT');
+    const { code } = await run.exited;
+    expect(code).toBe(130);
+    expect(run.out()).toContain('interrupted');
+    // Children SIGKILLed by the parent's exit hook may take a moment to be reaped.
+    const until = Date.now() + 5_000;
+    while (processesUsing(dir).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(processesUsing(dir)).toEqual([]);
+  }, 150_000);
+});
