@@ -1,0 +1,368 @@
+/**
+ * The node bench (issue 3 "Speed"): a running node, driven from a separate load process over
+ * loopback with several connections, against crypto floors measured in the same run.
+ *
+ * - Floor, one core: one caller-signature verification plus one receipt signature (node:crypto
+ *   Ed25519 on representative bytes) — the signature work every decision needs.
+ * - Decisions/s with the durable log, node pinned to one core (`taskset -c 0`, no workers) and the
+ *   load process on the other: goal ≥ 70% of the one-core floor.
+ * - Decisions/s using both cores (caller signatures on a worker thread): goal ≥ 1.5× the one-core figure.
+ * - p50/p99 latency at half the peak load (open loop): goal p99 ≤ 5 ms.
+ * - With 1,000,000 receipts in the log: boot replay speed (two temporary replay workers) against
+ *   the two-core verification floor (two threads doing nothing but Ed25519 verifications): goal
+ *   ≥ 80%; and the node's resident memory after boot and some traffic (one signature worker),
+ *   goal ≤ 300 MB.
+ *
+ * `JCP_BENCH_RECEIPTS` (default 1,000,000) sizes the big log; it is generated once per seed and
+ * size under the OS temp folder and reused (sealing is sequential: each receipt names the bytes
+ * of the one before it).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { type Actor, newActor, seededRng } from '../core/actor.ts';
+import { toHex } from '../core/bytes.ts';
+import { encode } from '../core/cbor.ts';
+import { jcrProtectedHeader, sigStructure } from '../core/cose.ts';
+import { type DecisionRequest, decide } from '../core/decision.ts';
+import { sign, verify } from '../core/ed25519.ts';
+import { grantId, type SignedGrant, signGrant, signedGrantToCbor } from '../core/grant.ts';
+import { contentId } from '../core/hash.ts';
+import { Ledger } from '../core/ledger.ts';
+import { receiptCoreFor, receiptCoreToCbor, receiptId, sealReceipt } from '../core/receipt.ts';
+import { TrustRoots } from '../core/trust.ts';
+import { payloadHash, signWireRequestSync, wireRequestSigningBytes } from '../core/wire.ts';
+import { writeKeyFile } from '../node/keyfile.ts';
+import { ReceiptLog } from '../node/receiptlog.ts';
+import { resourceIdOf } from '../node/config.ts';
+import type { LoadResult, LoadSpec } from './nodeload.ts';
+import { type Figure, median, opsPerSecond, type SuiteOptions, sig } from './figures.ts';
+
+const repo = path.resolve(import.meta.dirname, '..');
+const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+/** Runs the node suite. */
+export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
+  const rng = seededRng(`bench/node/${seed}`);
+  const issuer = newActor(rng);
+  const agent = newActor(rng);
+  const grant = signGrant(
+    { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+    issuer,
+  );
+  const figures: Figure[] = [];
+
+  const floor1 = oneCoreFloor(agent, grant, rng);
+  figures.push({ name: 'crypto floor, one core: 1 caller verify + 1 receipt sign', value: sig(floor1), unit: 'decisions/s' });
+
+  const one = await drive(agent, grant, { workers: 0, pin: true, label: 'one-core' });
+  figures.push({
+    name: 'node decisions/s, one core, durable log (× one-core floor)',
+    value: sig(one.perSecond),
+    unit: 'decisions/s',
+    floor: sig(floor1),
+    ratio: sig(one.perSecond / floor1),
+    goal: 'ratio ≥ 0.7',
+    met: one.perSecond / floor1 >= 0.7,
+  });
+  const two = await drive(agent, grant, { workers: 1, pin: false, label: 'two-core' });
+  figures.push({
+    name: 'node decisions/s, both cores, signature worker (× one-core figure)',
+    value: sig(two.perSecond),
+    unit: 'decisions/s',
+    floor: sig(one.perSecond),
+    ratio: sig(two.perSecond / one.perSecond),
+    goal: 'ratio ≥ 1.5',
+    met: two.perSecond / one.perSecond >= 1.5,
+  });
+  const peak = Math.max(one.perSecond, two.perSecond);
+  const best = two.perSecond >= one.perSecond ? { workers: 1, pin: false } : { workers: 0, pin: true };
+  figures.push({ name: 'p50 latency at peak (closed loop, 8 conns × 32)', value: sig(two.p50Us / 1000), unit: 'ms' });
+  const half = await drive(agent, grant, { ...best, label: 'half-peak', rate: peak / 2 });
+  figures.push({ name: `p50 latency at half peak (${Math.round(peak / 2)}/s open loop)`, value: sig(half.p50Us / 1000), unit: 'ms' });
+  figures.push({
+    name: `p99 latency at half peak (${Math.round(peak / 2)}/s open loop)`,
+    value: sig(half.p99Us / 1000),
+    unit: 'ms',
+    goal: '≤ 5 ms',
+    met: half.p99Us <= 5000,
+  });
+
+  const n = Number(process.env['JCP_BENCH_RECEIPTS'] ?? 1_000_000);
+  const big = await bigLog(seed, n);
+  const floor2 = await twoCoreVerifyFloor(agent);
+  figures.push({ name: 'verification floor, two threads: Ed25519 verifies', value: sig(floor2), unit: 'verifies/s' });
+  const boot = await bootBig(big, agent, grant);
+  figures.push({
+    name: `boot replay of ${n} receipts (× two-core verification floor)`,
+    value: sig(boot.replayPerS),
+    unit: 'receipts/s',
+    floor: sig(floor2),
+    ratio: sig(boot.replayPerS / floor2),
+    goal: 'ratio ≥ 0.8',
+    met: boot.replayPerS / floor2 >= 0.8,
+  });
+  figures.push({
+    name: `node resident memory with ${n} receipts in the log (after boot + traffic)`,
+    value: sig(boot.rssMb),
+    unit: 'MB',
+    goal: '≤ 300 MB',
+    met: boot.rssMb <= 300,
+  });
+  return figures;
+}
+
+/** One caller verification + one receipt signature, on this thread (one core). */
+function oneCoreFloor(agent: Actor, grant: SignedGrant, rng: (n: number) => Uint8Array): number {
+  const steward = newActor(rng);
+  const payload = new TextEncoder().encode('{"n":1,"tag":"floor"}');
+  const req = signWireRequestSync(
+    {
+      frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(grant.grant), action: 'call', resource: grant.grant.capability.resource, payload_hash: payloadHash(payload) },
+      chain: [grant],
+      caller: agent.did,
+      cost: { uj: 1n, provenance: 'Estimator' },
+      now: 1_800_000_000,
+      payload,
+    },
+    agent,
+  );
+  const msg = wireRequestSigningBytes(req);
+  const dreq: DecisionRequest = { frame: req.frame, chain: req.chain, caller: req.caller, cost: req.cost, nowS: req.now };
+  const d = decide(dreq, { ledger: new Ledger(), revoked: new Set<string>(), trust: new TrustRoots() });
+  const core = receiptCoreFor(dreq, d, { steward: steward.did, seq: 123_456, prev: contentId({ p: 1 }), requestId: contentId({ r: 1 }) });
+  const tbs = sigStructure(jcrProtectedHeader(new TextEncoder().encode(steward.did)), encode(receiptCoreToCbor(core)));
+  const pub = agent.key.publicKey;
+  const op = () => verify(pub, msg, req.signature) && sign(steward.key, tbs);
+  opsPerSecond(op, 200, 200);
+  return median([0, 1, 2].map(() => opsPerSecond(op, 700, 50).opsPerS));
+}
+
+/** Two worker threads doing nothing but node:crypto Ed25519 verifications (the two-core floor). */
+async function twoCoreVerifyFloor(agent: Actor): Promise<number> {
+  const msg = new Uint8Array(560).fill(7);
+  const sigBytes = sign(agent.key, msg);
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const { createPublicKey, verify } = require('node:crypto');
+    const key = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(workerData.pub)]), format: 'der', type: 'spki' });
+    const msg = Buffer.from(workerData.msg), sig = Buffer.from(workerData.sig);
+    for (let i = 0; i < 300; i++) verify(null, msg, key, sig);
+    const t0 = performance.now(); let n = 0;
+    while (performance.now() - t0 < workerData.ms) { for (let i = 0; i < 50; i++) verify(null, msg, key, sig); n += 50; }
+    parentPort.postMessage(n * 1000 / (performance.now() - t0));`;
+  const rates = await Promise.all(
+    [0, 1].map(
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const w = new Worker(code, { eval: true, workerData: { pub: agent.key.publicKey.bytes, msg, sig: sigBytes, ms: 2000 } });
+          w.once('message', (r: number) => {
+            resolve(r);
+            void w.terminate();
+          });
+          w.once('error', reject);
+        }),
+    ),
+  );
+  return rates[0]! + rates[1]!;
+}
+
+interface Started {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly stderr: () => string;
+}
+
+function startNode(configFile: string, pin: boolean): Promise<Started> {
+  const args = [path.join(repo, 'bin/jcp.mjs'), 'node', 'start', '--config', configFile];
+  const child = pin && hasTaskset ? spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: repo }) : spawn(process.execPath, args, { cwd: repo });
+  let err = '';
+  child.stdout!.resume();
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const p = /listening on [^\s:]+:(\d+)/.exec(err);
+      if (p && err.includes('log replayed')) resolve({ child, port: Number(p[1]), stderr: () => err });
+    });
+    child.once('exit', (code) => reject(new Error(`node exited ${code}: ${err}`)));
+  });
+}
+
+async function stopNode(n: Started): Promise<void> {
+  if (n.child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    n.child.once('exit', () => resolve());
+    n.child.kill('SIGINT');
+    setTimeout(() => n.child.kill('SIGKILL'), 10_000).unref();
+  });
+}
+
+function load(spec: LoadSpec, pin: boolean): LoadResult {
+  const args = [process.execPath, '--import', 'tsx', path.join(repo, 'bench/nodeload.ts'), JSON.stringify(spec)];
+  const r = pin && hasTaskset ? spawnSync('taskset', ['-c', '1', ...args], { cwd: repo, encoding: 'utf8' }) : spawnSync(args[0]!, args.slice(1), { cwd: repo, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`load process failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as LoadResult;
+}
+
+function nodeConfig(dataDir: string, workers: number): string {
+  mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, '..', `${path.basename(dataDir)}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      listen: '127.0.0.1:0',
+      data_dir: dataDir,
+      workers,
+      log_level: 'warn',
+      resources: [{ name: 'bench' }],
+      meter: { default_estimate_uj: 1, rungs: ['estimator'] },
+    }),
+  );
+  return file;
+}
+
+/** Starts a fresh node and drives it from a separate load process; closed loop unless `rate` is set. */
+async function drive(agent: Actor, grant: SignedGrant, o: { workers: number; pin: boolean; label: string; rate?: number }): Promise<LoadResult> {
+  const dir = mkdtempSync(path.join(tmpdir(), `jcp-bench-${o.label}-`));
+  try {
+    const node = await startNode(nodeConfig(path.join(dir, 'data'), o.workers), o.pin);
+    try {
+      const base = {
+        host: '127.0.0.1',
+        port: node.port,
+        grantHex: toHex(encode(signedGrantToCbor(grant))),
+        agentSeedHex: toHex(agent.key.seed),
+        action: 'call',
+        connections: 8,
+        nowS: Math.floor(Date.now() / 1000),
+      };
+      // Warm-up (JIT, worker start, LevelDB files), then the measured run.
+      load({ ...base, requests: 2_000, mode: 'closed', window: 32, tag: `${o.label}-warm-${randomBytes(4).toString('hex')}` }, o.pin);
+      const requests = o.rate !== undefined ? Math.max(2_000, Math.round(o.rate * 4)) : 30_000;
+      return load(
+        {
+          ...base,
+          requests,
+          mode: o.rate !== undefined ? 'open' : 'closed',
+          window: 32,
+          ...(o.rate !== undefined ? { rate: o.rate } : {}),
+          tag: `${o.label}-${randomBytes(4).toString('hex')}`,
+          nowS: Math.floor(Date.now() / 1000) + 5,
+        },
+        o.pin,
+      );
+    } finally {
+      await stopNode(node);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A data folder holding `n` sealed receipts (generated once per seed and size, then reused). */
+async function bigLog(seed: number, n: number): Promise<string> {
+  const dir = path.join(tmpdir(), `jcp-bench-node-log-${seed}-${n}`);
+  const done = path.join(dir, 'complete');
+  if (existsSync(done)) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const rng = seededRng(`bench/node/log/${seed}`);
+  const steward = newActor(rng);
+  writeKeyFile(path.join(dir, 'steward.key'), steward);
+  const issuer = newActor(rng);
+  const workers = Array.from({ length: 16 }, () => newActor(rng));
+  const grants = workers.map((w) =>
+    signGrant(
+      { issuer: issuer.did, subject: w.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+      issuer,
+    ),
+  );
+  const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 1_800_000_000, batchMax: 4096 });
+  const ledger = new Ledger();
+  const state = { ledger, revoked: new Set<string>(), trust: new TrustRoots() };
+  let prev: string | undefined;
+  let pending: Array<Promise<void>> = [];
+  for (let seq = 0; seq < n; seq++) {
+    const i = seq % grants.length;
+    const g = grants[i]!;
+    const dreq: DecisionRequest = {
+      frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(g.grant), action: 'call', resource: g.grant.capability.resource, payload_hash: payloadHash() },
+      chain: [g],
+      caller: workers[i]!.did,
+      cost: { uj: 1_000n + BigInt(seq % 7), provenance: 'Estimator' },
+      nowS: 1_800_000_000 + Math.floor(seq / 1000),
+    };
+    const d = decide(dreq, state);
+    if (d.verdict === 'allow') ledger.debit(d.chainIds, dreq.cost.uj);
+    const bytes = sealReceipt(
+      receiptCoreFor(dreq, d, { steward: steward.did, seq, ...(prev !== undefined ? { prev } : {}), requestId: contentId({ bench: seed, seq }) }),
+      steward,
+    );
+    prev = receiptId(bytes);
+    pending.push(log.appendReceipt(seq, bytes));
+    if (pending.length >= 4096) {
+      await Promise.all(pending);
+      pending = [];
+    }
+  }
+  await Promise.all(pending);
+  await log.close();
+  writeFileSync(done, `${n}\n`);
+  return dir;
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+/** Boots a node on the big log (both cores: worker replay), then sends some traffic; replay speed and memory. */
+async function bootBig(source: string, agent: Actor, grant: SignedGrant): Promise<{ replayPerS: number; rssMb: number }> {
+  // A copy, so the traffic below does not grow the kept log.
+  const dir = mkdtempSync(path.join(tmpdir(), 'jcp-bench-node-boot-'));
+  cpSync(source, dir, { recursive: true });
+  const file = `${dir}.json`;
+  writeFileSync(
+    file,
+    JSON.stringify({
+      listen: '127.0.0.1:0',
+      data_dir: dir,
+      workers: 1,
+      replay_workers: 2,
+      log_level: 'warn',
+      resources: [{ name: 'bench' }],
+      meter: { default_estimate_uj: 1, rungs: ['estimator'] },
+    }),
+  );
+  const node = await startNode(file, false);
+  try {
+    await new Promise((r) => setTimeout(r, 200));
+    const m = /log replayed: (\d+) receipts \((\d+) bad, (\d+) breaks\) in ([\d.]+) s/.exec(node.stderr());
+    if (!m) throw new Error(`no replay line: ${node.stderr()}`);
+    const replayPerS = Number(m[1]) / Number(m[4]);
+    load(
+      {
+        host: '127.0.0.1',
+        port: node.port,
+        grantHex: toHex(encode(signedGrantToCbor(grant))),
+        agentSeedHex: toHex(agent.key.seed),
+        action: 'call',
+        connections: 8,
+        requests: 5_000,
+        mode: 'closed',
+        window: 32,
+        tag: `big-${randomBytes(4).toString('hex')}`,
+        nowS: Math.floor(Date.now() / 1000),
+      },
+      false,
+    );
+    return { replayPerS, rssMb: rssMb(node.child.pid!) };
+  } finally {
+    await stopNode(node);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(file, { force: true });
+  }
+}

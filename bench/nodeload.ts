@@ -1,0 +1,188 @@
+/**
+ * The load process of the node bench (`bench/node.ts`): a separate process that drives a running
+ * node over loopback with several connections. It pre-signs every request before the clock starts
+ * (so its own signing does not compete with the node), then sends raw frames and times replies.
+ *
+ * Input: one JSON argument (see {@link LoadSpec}); output: one JSON line (see {@link LoadResult}).
+ * Modes: `closed` keeps `window` requests outstanding per connection (peak throughput); `open`
+ * sends at a fixed `rate` (requests/s) regardless of replies (latency under a given load).
+ */
+import { connect, type Socket } from 'node:net';
+import { actorFromSeed } from '../core/actor.ts';
+import { fromHex } from '../core/bytes.ts';
+import { decode } from '../core/cbor.ts';
+import { grantId, readSignedGrant } from '../core/grant.ts';
+import { encodeWireRequest, FrameReader, frameMessage, payloadHash, signWireRequestSync } from '../core/wire.ts';
+
+/** What the load process is asked to do. */
+export interface LoadSpec {
+  readonly host: string;
+  readonly port: number;
+  /** Hex of the det-CBOR signed grant (a one-link chain) the agent calls under. */
+  readonly grantHex: string;
+  /** Hex of the agent's 32-byte seed. */
+  readonly agentSeedHex: string;
+  readonly action: string;
+  readonly connections: number;
+  readonly requests: number;
+  readonly mode: 'closed' | 'open';
+  /** closed mode: outstanding requests per connection. */
+  readonly window?: number;
+  /** open mode: requests per second over all connections. */
+  readonly rate?: number;
+  /** Distinguishes payloads between runs, so no request repeats an earlier one. */
+  readonly tag: string;
+  /** Skew base for `now` (unix seconds). */
+  readonly nowS: number;
+}
+
+/** What the load process measured. */
+export interface LoadResult {
+  readonly sent: number;
+  readonly allow: number;
+  readonly deny: number;
+  readonly errors: number;
+  readonly elapsedMs: number;
+  readonly perSecond: number;
+  readonly p50Us: number;
+  readonly p99Us: number;
+  readonly maxUs: number;
+  readonly signMs: number;
+}
+
+function prepare(spec: LoadSpec): Uint8Array[] {
+  const agent = actorFromSeed(fromHex(spec.agentSeedHex, 32));
+  const sg = readSignedGrant(decode(fromHex(spec.grantHex)));
+  const id = grantId(sg.grant);
+  const frames: Uint8Array[] = new Array(spec.requests);
+  const enc = new TextEncoder();
+  for (let i = 0; i < spec.requests; i++) {
+    const payload = enc.encode(`{"n":${i},"tag":"${spec.tag}"}`);
+    const req = signWireRequestSync(
+      {
+        frame: {
+          kind: 'tool-call',
+          trust: 'control',
+          grant_id: id,
+          action: spec.action,
+          resource: sg.grant.capability.resource,
+          payload_hash: payloadHash(payload),
+        },
+        chain: [sg],
+        caller: agent.did,
+        cost: { uj: 1n, provenance: 'Estimator' },
+        now: spec.nowS,
+        payload,
+      },
+      agent,
+    );
+    frames[i] = frameMessage(encodeWireRequest(req));
+  }
+  return frames;
+}
+
+function pct(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+async function run(spec: LoadSpec): Promise<LoadResult> {
+  const t0 = performance.now();
+  const frames = prepare(spec);
+  const signMs = performance.now() - t0;
+  const socks: Socket[] = await Promise.all(
+    Array.from(
+      { length: spec.connections },
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const s = connect({ host: spec.host, port: spec.port, noDelay: true });
+          s.once('connect', () => resolve(s));
+          s.once('error', reject);
+        }),
+    ),
+  );
+  const lat = new Float64Array(spec.requests);
+  const sentAt = new Float64Array(spec.requests);
+  let next = 0;
+  let done = 0;
+  let allow = 0;
+  let deny = 0;
+  let errors = 0;
+  const started = performance.now();
+  return await new Promise<LoadResult>((resolve) => {
+    const finish = () => {
+      const elapsedMs = performance.now() - started;
+      const sorted = lat.slice(0, done).sort();
+      for (const s of socks) s.destroy();
+      resolve({
+        sent: next,
+        allow,
+        deny,
+        errors,
+        elapsedMs,
+        perSecond: (done * 1000) / elapsedMs,
+        p50Us: pct(sorted, 50),
+        p99Us: pct(sorted, 99),
+        maxUs: sorted.length ? sorted[sorted.length - 1]! : 0,
+        signMs,
+      });
+    };
+    const send = (s: Socket, queue: number[]) => {
+      if (next >= spec.requests) return;
+      const i = next++;
+      queue.push(i);
+      sentAt[i] = performance.now();
+      s.write(frames[i]!);
+    };
+    const queues = socks.map(() => [] as number[]);
+    socks.forEach((s, c) => {
+      const reader = new FrameReader(64 << 20);
+      const q = queues[c]!;
+      s.on('data', (chunk: Buffer) => {
+        const now = performance.now();
+        for (const body of reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
+          const i = q.shift()!;
+          lat[done++] = (now - sentAt[i]!) * 1000;
+          if (body[0] === 0xa1) errors++;
+          // {receipt, decision} in canonical key order: the decision map closes the body.
+          else if (Buffer.from(body.buffer, body.byteOffset + Math.max(0, body.length - 24), Math.min(body.length, 24)).includes('allow')) allow++;
+          else deny++;
+          if (spec.mode === 'closed') send(s, q);
+        }
+        if (done >= spec.requests) finish();
+      });
+    });
+    if (spec.mode === 'closed') {
+      socks.forEach((s, c) => {
+        for (let k = 0; k < (spec.window ?? 16); k++) send(s, queues[c]!);
+      });
+    } else {
+      const rate = spec.rate ?? 1000;
+      let c = 0;
+      const tick = () => {
+        const due = Math.min(spec.requests, Math.floor(((performance.now() - started) * rate) / 1000));
+        while (next < due) {
+          send(socks[c]!, queues[c]!);
+          c = (c + 1) % socks.length;
+        }
+        // A 1 ms timer, not setImmediate: a busy loop here would take a core from the node.
+        if (next < spec.requests) setTimeout(tick, 1);
+      };
+      tick();
+    }
+  });
+}
+
+if (process.argv[2] !== undefined) {
+  const spec = JSON.parse(process.argv[2]) as LoadSpec;
+  run(spec).then(
+    (r) => {
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+      process.exit(0);
+    },
+    (e: unknown) => {
+      process.stderr.write(`nodeload: ${(e as Error)?.stack ?? String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,157 @@
+/** `jcp grant mint|delegate|revoke|show`: grants (§4), attenuation (§4.1), revocation (§4.3) from the command line. */
+import { randomBytes } from 'node:crypto';
+import { type AttenuationParams, type Grant, attenuate, grantId, signGrant } from '../core/grant.ts';
+import { signRevocation } from '../core/revocation.ts';
+import { JcpClient, WireErrorReply, parseHostPort, readKeyFile } from '../node/index.ts';
+import { didArg, expiryArg, grantView, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
+import { type Command, UsageError, parse } from './command.ts';
+
+const help = `Usage:
+  jcp grant mint --key issuer.key --subject did|keyfile --resource name|cid --actions a,b
+                 --budget uj [--expiry 0|unix|+secs] [--depth n] --out chain.json
+  jcp grant delegate --chain parent.json --key holder.key --subject did|keyfile --budget uj
+                 [--actions a,b] [--expiry ...] [--depth n] --out child.json
+  jcp grant revoke --chain chain.json --key issuer.key --node host:port [--link i]
+  jcp grant show --chain chain.json
+
+mint      signs a root grant (§4) as the issuer; the resource is a content id, or a name as the
+          node config names it (its id is blake3 of {jcp_resource: name}).
+delegate  attenuates the chain's leaf (§4.1, §4.4) as its holder; writes the longer chain.
+revoke    signs a revocation (§4.3) of link i (default: the leaf) as that grant's issuer and sends
+          it to a node over jcp/1.
+show      prints the chain as JSON.
+
+Chain files are JSON ({"type": "jcp-chain", "chain": [{id, cbor, grant}]}, root first).`;
+
+const nonce = () => new Uint8Array(randomBytes(16));
+const nowS = () => Math.floor(Date.now() / 1000);
+
+/** The `jcp grant` command. */
+export const command: Command = {
+  name: 'grant',
+  summary: 'mint, delegate, revoke or show grant chains',
+  help,
+  async run(argv) {
+    const [verb, ...rest] = argv;
+    switch (verb) {
+      case 'mint':
+        return mint(rest);
+      case 'delegate':
+        return delegate(rest);
+      case 'revoke':
+        return revoke(rest);
+      case 'show': {
+        const { values } = parse(rest, { chain: { type: 'string' } }, false);
+        const chain = readChainFile(need(values.chain, '--chain'));
+        process.stdout.write(`${JSON.stringify(chain.map((sg) => ({ id: grantId(sg.grant), grant: grantView(sg.grant) })), null, 2)}\n`);
+        return 0;
+      }
+      default:
+        throw new UsageError(verb === undefined ? 'expected a verb: mint | delegate | revoke | show' : `unknown verb '${verb}'`);
+    }
+  },
+};
+
+function need(v: string | undefined, flag: string): string {
+  if (v === undefined) throw new UsageError(`${flag} is required`);
+  return v;
+}
+
+function depthArg(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new UsageError(`--depth: expected a non-negative integer, got ${v}`);
+  return Number(v);
+}
+
+function mint(argv: string[]): number {
+  const { values } = parse(
+    argv,
+    {
+      key: { type: 'string' },
+      subject: { type: 'string' },
+      resource: { type: 'string' },
+      actions: { type: 'string' },
+      budget: { type: 'string' },
+      expiry: { type: 'string' },
+      depth: { type: 'string' },
+      out: { type: 'string' },
+    },
+    false,
+  );
+  const issuer = readKeyFile(need(values.key, '--key'));
+  const depth = depthArg(values.depth);
+  const g: Grant = {
+    issuer: issuer.did,
+    subject: didArg(need(values.subject, '--subject')),
+    capability: { resource: resourceArg(need(values.resource, '--resource')), actions: need(values.actions, '--actions').split(',') },
+    budget_uj: ujArg(need(values.budget, '--budget'), '--budget'),
+    expiry: expiryArg(values.expiry ?? '0', nowS()),
+    ...(depth !== undefined ? { delegate_depth: depth } : {}),
+    nonce: nonce(),
+  };
+  const sg = signGrant(g, issuer);
+  writeChainFile(need(values.out, '--out'), [sg]);
+  process.stdout.write(`${grantId(sg.grant)}\n`);
+  return 0;
+}
+
+function delegate(argv: string[]): number {
+  const { values } = parse(
+    argv,
+    {
+      chain: { type: 'string' },
+      key: { type: 'string' },
+      subject: { type: 'string' },
+      actions: { type: 'string' },
+      budget: { type: 'string' },
+      expiry: { type: 'string' },
+      depth: { type: 'string' },
+      out: { type: 'string' },
+    },
+    false,
+  );
+  const chain = readChainFile(need(values.chain, '--chain'));
+  const holder = readKeyFile(need(values.key, '--key'));
+  const depth = depthArg(values.depth);
+  const params: AttenuationParams = {
+    subject: didArg(need(values.subject, '--subject')),
+    ...(values.actions !== undefined ? { actions: values.actions.split(',') } : {}),
+    budget_uj: ujArg(need(values.budget, '--budget'), '--budget'),
+    ...(values.expiry !== undefined ? { expiry: expiryArg(values.expiry, nowS()) } : {}),
+    ...(depth !== undefined ? { delegate_depth: depth } : {}),
+    nonce: nonce(),
+  };
+  const r = attenuate(chain[chain.length - 1]!, params, holder);
+  if (!r.ok) {
+    process.stderr.write(`jcp grant delegate: refused [${r.error.reason}]: ${r.error.why}\n`);
+    return 1;
+  }
+  writeChainFile(need(values.out, '--out'), [...chain, r.value]);
+  process.stdout.write(`${grantId(r.value.grant)}\n`);
+  return 0;
+}
+
+async function revoke(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { chain: { type: 'string' }, key: { type: 'string' }, node: { type: 'string' }, link: { type: 'string' } }, false);
+  const chain = readChainFile(need(values.chain, '--chain'));
+  const i = values.link === undefined ? chain.length - 1 : Number(values.link);
+  const link = chain[i];
+  if (!Number.isInteger(i) || link === undefined) throw new UsageError(`--link: no link ${values.link} in a chain of ${chain.length}`);
+  const revoker = readKeyFile(need(values.key, '--key'));
+  const sr = signRevocation(grantId(link.grant), revoker, nonce());
+  const { host, port } = parseHostPort(need(values.node, '--node'), '--node');
+  const client = await JcpClient.connect({ host, port, reconnectAttempts: 0 });
+  try {
+    const id = await client.revoke(sr);
+    process.stdout.write(`${JSON.stringify({ revoked: id })}\n`);
+    return 0;
+  } catch (e) {
+    if (e instanceof WireErrorReply) {
+      process.stderr.write(`jcp grant revoke: refused [${e.code}]: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  } finally {
+    await client.close();
+  }
+}

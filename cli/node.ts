@@ -1,0 +1,108 @@
+/** `jcp node start`: runs an enforcement node (issue 3; DESIGN "The way data flows"). */
+import { pino } from 'pino';
+import { ClusterHooks, readClusterConfig } from '../node/cluster.ts';
+import { type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index.ts';
+import { type Command, UsageError, parse } from './command.ts';
+
+const help = `Usage: jcp node start [--config file] [--listen host:port] [--data dir] [--nats url] [--metrics host:port]
+
+Starts an enforcement node: jcp/1 over TCP in front of the configured MCP endpoints, deciding
+every call against its signed grant chain (§7, §4.2), sealing every decision as a receipt (§8)
+in a durable LevelDB log, and replying only once the receipt is on disk.
+
+On first start the steward key is created (mode 0600) in the data folder and reused after; its
+did:key is printed here and logged. On every start the node verifies and replays its own log
+(§8.1); a corrupt or missing log stops it (see 'jcp receipts repair'). Logs are pino JSON on
+stdout; human notes go to stderr. See docs/node.md for the config format.
+
+Options:
+  --config file        JSON config (docs/node.md); defaults apply without one
+  --listen host:port   jcp/1 listen address (default 127.0.0.1:7400; port 0 = any free port)
+  --data dir           data folder (default .data/node)
+  --nats url           NATS URL for cluster streams (revocations, budget channels)
+  --metrics host:port  serve /metrics and /healthz there
+  -h, --help           show this help
+
+Exit status: 0 after SIGINT/SIGTERM; 1 when the node cannot start or its log fails.`;
+
+/** The `jcp node` command. */
+export const command: Command = {
+  name: 'node',
+  summary: 'run an enforcement node (jcp node start ...)',
+  help,
+  async run(argv) {
+    const [verb, ...rest] = argv;
+    if (verb !== 'start') throw new UsageError(verb === undefined ? 'expected a verb: start' : `unknown verb '${verb}'`);
+    const { values } = parse(
+      rest,
+      {
+        config: { type: 'string' },
+        listen: { type: 'string' },
+        data: { type: 'string' },
+        nats: { type: 'string' },
+        metrics: { type: 'string' },
+      },
+      false,
+    );
+    let cfg: NodeConfig;
+    try {
+      cfg = loadConfig(values.config, {
+        ...(values.listen !== undefined ? { listen: values.listen } : {}),
+        ...(values.data !== undefined ? { data: values.data } : {}),
+        ...(values.nats !== undefined ? { nats: values.nats } : {}),
+        ...(values.metrics !== undefined ? { metrics: values.metrics } : {}),
+      });
+    } catch (e) {
+      return fault(e);
+    }
+    let fatal: Error | undefined;
+    let node: Awaited<ReturnType<typeof startNode>>;
+    let stopped!: () => void;
+    const done = new Promise<void>((r) => {
+      stopped = r;
+    });
+    // With NATS the node joins the cluster: budget channels and the revocation stream (docs/cluster.md).
+    const logger = pino({ level: cfg.logLevel, base: { svc: 'jcp-node' } });
+    let cluster: ClusterHooks | undefined;
+    try {
+      const clusterCfg = readClusterConfig(cfg.cluster);
+      cluster = cfg.nats === undefined ? undefined : new ClusterHooks(cfg.nats, clusterCfg, logger);
+      node = await startNode(cfg, {
+        logger,
+        ...(cluster ? { budgetPolicy: cluster.budgetPolicy, revocationFeeds: [cluster.revocationFeed] } : {}),
+        onFatal: (e) => {
+          fatal = e;
+          stopped();
+        },
+      });
+    } catch (e) {
+      await cluster?.close();
+      return fault(e);
+    }
+    cluster?.attach(node.steward, node.ledger);
+    process.stderr.write(
+      `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
+        (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
+        `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s\n`,
+    );
+    const onSignal = () => stopped();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    await done;
+    await node.close();
+    await cluster?.close();
+    if (fatal) {
+      process.stderr.write(`jcp node: stopped: ${fatal.message}\n`);
+      return 1;
+    }
+    return 0;
+  },
+};
+
+function fault(e: unknown): number {
+  if (e instanceof NodeFault) {
+    process.stderr.write(`jcp node: error [${e.code}]${e.where ? ` at ${e.where}` : ''}: ${e.message}\n`);
+    return 1;
+  }
+  throw e;
+}

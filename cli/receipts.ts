@@ -1,0 +1,159 @@
+/**
+ * `jcp receipts verify|replay|attribute|export|repair <data-dir>`: the receipt log as evidence
+ * (§8, §8.1): verify it (good and bad receipts counted, a broken `prev` link named), rebuild the
+ * budgets, attribute spend per (grant, subject), export it, or repair a damaged database.
+ */
+import { createWriteStream } from 'node:fs';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+import { ClassicLevel } from 'classic-level';
+import { toHex } from '../core/bytes.ts';
+import { openReceipt, receiptId } from '../core/receipt.ts';
+import { type LogReplay, NodeFault, ReceiptLog, WorkerPool, readDataMeta, replayLog } from '../node/index.ts';
+import { type Command, UsageError, parse } from './command.ts';
+
+const help = `Usage: jcp receipts <verb> <data-dir> [options]
+
+Verbs:
+  verify     verify every receipt of the node's log (§8, §8.1): counts of good and bad receipts,
+             continuity breaks (a seq gap, a reorder, a broken prev link — named by seq). Exit 1
+             when anything is wrong.
+  replay     rebuild the budgets from the verified receipts: µJ spent per grant id (ancestors
+             included, §4.2), allowed/denied counts, the next seq.
+  attribute  per-(grant_id, subject) attribution: actions allowed, refused, µJ spent (§8.1).
+  export     write the receipts in seq order: --format cbor (a CBOR sequence, RFC 8742: the
+             COSE_Sign1 items back to back) or json (one object per receipt, verified or not);
+             --out file (default stdout).
+  repair     run LevelDB's repair on a damaged log (the operator's explicit step; a node never
+             repairs or recreates its log by itself), then verify it.
+
+Options:
+  --workers n     verify on n worker threads (default 0)
+  --format f      export format: cbor | json (default json)
+  --out file      export destination (default stdout)
+
+The node must not be running on the folder (LevelDB takes a lock).`;
+
+const bigintJson = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
+
+/** The `jcp receipts` command. */
+export const command: Command = {
+  name: 'receipts',
+  summary: 'verify, replay, attribute, export or repair a node receipt log',
+  help,
+  async run(argv) {
+    const [verb, ...rest] = argv;
+    const { values, positionals } = parse(rest, { workers: { type: 'string' }, format: { type: 'string' }, out: { type: 'string' } });
+    if (positionals.length !== 1) throw new UsageError('expected one data folder');
+    const dataDir = path.resolve(positionals[0]!);
+    if (!['verify', 'replay', 'attribute', 'export', 'repair'].includes(verb ?? '')) {
+      throw new UsageError(verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair' : `unknown verb '${verb}'`);
+    }
+    const workers = values.workers === undefined ? 0 : Number(values.workers);
+    if (!Number.isInteger(workers) || workers < 0 || workers > 64) throw new UsageError('--workers: an integer in 0..64');
+    try {
+      const meta = readDataMeta(dataDir);
+      if (meta === undefined) {
+        process.stderr.write(`jcp receipts: ${dataDir} is not a node data folder (no node.json)\n`);
+        return 1;
+      }
+      if (verb === 'repair') {
+        await ClassicLevel.repair(path.join(dataDir, 'receipts'));
+        process.stderr.write(`jcp receipts: LevelDB repair ran on ${path.join(dataDir, 'receipts')}\n`);
+      }
+      const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
+      try {
+        if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out);
+        const pool = workers > 0 ? await WorkerPool.start(workers) : undefined;
+        let r: LogReplay;
+        try {
+          r = await replayLog(log, {
+            steward: meta.steward,
+            ...(pool ? { runner: (job) => pool.replaySlice(job), parallel: pool.size * 2 } : {}),
+          });
+        } finally {
+          await pool?.close();
+        }
+        if (verb === 'replay') {
+          const budgets = [...r.ledger.entries()].map(([grant_id, spent_uj]) => ({ grant_id, spent_uj }));
+          const out = { receipts: r.total, allowed: r.allowed, denied: r.denied, bad: r.rejected.length, next_seq: r.nextSeq, head: r.headId ?? null, budgets };
+          process.stdout.write(`${JSON.stringify(out, bigintJson, 2)}\n`);
+          return 0;
+        }
+        if (verb === 'attribute') {
+          const rows = [...r.attribution.values()].map((a) => ({ grant_id: a.grant_id, subject: a.subject, allowed: a.allowed, refused: a.refused, uj: a.uj }));
+          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, attribution: rows }, bigintJson, 2)}\n`);
+          return 0;
+        }
+        const report = verifyReport(r);
+        process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
+        return report.bad === 0 && report.breaks === 0 ? 0 : 1;
+      } finally {
+        await log.close();
+      }
+    } catch (e) {
+      if (e instanceof NodeFault) {
+        process.stderr.write(`jcp receipts: error [${e.code}]: ${e.message}\n`);
+        return 1;
+      }
+      throw e;
+    }
+  },
+};
+
+/** The verify report: counts, and every problem named by seq (the first 50). */
+export function verifyReport(r: LogReplay) {
+  const breaks = r.breaks.map((b) => ({
+    seq: b.seq,
+    code: b.code,
+    why:
+      b.code === 'prev-mismatch'
+        ? `receipt seq ${b.seq}: prev does not name the receipt before it (seq ${b.seq - 1}): a broken prev link`
+        : b.code === 'seq-gap'
+          ? `receipt seq ${b.seq}: expected seq ${b.expectedSeq}; receipts ${b.expectedSeq}..${b.seq - 1} are missing`
+          : b.code === 'seq-reorder'
+            ? `receipt seq ${b.seq}: expected seq ${b.expectedSeq}; out of order or reused`
+            : `receipt seq ${b.seq}: the same receipt bytes appear twice`,
+  }));
+  return {
+    receipts: r.total,
+    good: r.total - r.rejected.length,
+    bad: r.rejected.length,
+    breaks: r.breaks.length,
+    first_break: breaks[0] ?? null,
+    rejected: r.rejected.slice(0, 50).map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
+    continuity: breaks.slice(0, 50),
+  };
+}
+
+async function write(out: Writable, chunk: string | Uint8Array): Promise<void> {
+  if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+}
+
+async function exportLog(log: ReceiptLog, format: string, outFile: string | undefined): Promise<number> {
+  if (format !== 'cbor' && format !== 'json') throw new UsageError('--format: cbor or json');
+  const out: Writable = outFile === undefined ? process.stdout : createWriteStream(outFile);
+  let n = 0;
+  if (format === 'json') await write(out, '{"receipts": [\n');
+  for await (const chunk of log.receiptChunks(1024)) {
+    for (const [seq, bytes] of chunk) {
+      if (format === 'cbor') await write(out, bytes);
+      else {
+        const opened = openReceipt(bytes);
+        const row = {
+          seq,
+          id: receiptId(bytes),
+          verified: opened.ok,
+          ...(opened.ok ? { core: opened.value } : { error: opened.error }),
+          cbor: toHex(bytes),
+        };
+        await write(out, `${n > 0 ? ',\n' : ''}${JSON.stringify(row, bigintJson)}`);
+      }
+      n++;
+    }
+  }
+  if (format === 'json') await write(out, '\n]}\n');
+  if (outFile !== undefined) await new Promise<void>((r) => out.end(() => r()));
+  process.stderr.write(`jcp receipts: exported ${n} receipts as ${format}\n`);
+  return 0;
+}

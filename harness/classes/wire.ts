@@ -1,0 +1,116 @@
+/**
+ * Conformance class C8 (spec §11, wire binding): a request round-trips the jcp/1 framing
+ * canonically, and an enforcement endpoint decides and seals over a live socket (a node on a
+ * loopback port, its receipts verifying under its steward key).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { newActor, seededRng } from '../../core/actor.ts';
+import { bytesEqual } from '../../core/bytes.ts';
+import { decode, encode } from '../../core/cbor.ts';
+import { grantId, signGrant } from '../../core/grant.ts';
+import { openReceipt, receiptId } from '../../core/receipt.ts';
+import {
+  FrameReader,
+  decodeWireMessage,
+  encodeWireRequest,
+  encodeWireResponse,
+  frameMessage,
+  payloadHash,
+  requestIdOf,
+  signWireRequestSync,
+  wireRequestToCbor,
+} from '../../core/wire.ts';
+import { JcpClient, configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
+import type { ConformanceClass } from '../conformance.ts';
+
+/** C8: jcp/1 round-trips canonically; a live node decides and seals over a socket. */
+export const C8: ConformanceClass = {
+  id: 'C8',
+  title: 'wire binding',
+  async run(t) {
+    const rng = seededRng('conformance/C8');
+    const issuer = newActor(rng);
+    const agent = newActor(rng);
+    const resource = resourceIdOf('c8-tool');
+    const g = signGrant(
+      { issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['echo'] }, budget_uj: 1_000n, expiry: 0, nonce: rng(16) },
+      issuer,
+    );
+    const payload = new TextEncoder().encode('{"say":"hi"}');
+    const req = signWireRequestSync(
+      {
+        frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(g.grant), action: 'echo', resource, payload_hash: payloadHash(payload) },
+        chain: [g],
+        caller: agent.did,
+        cost: { uj: 300n, provenance: 'Estimator' },
+        now: Math.floor(Date.now() / 1000),
+        payload,
+      },
+      agent,
+    );
+
+    // The codec: frame → byte stream in odd chunks → deframe → decode → re-encode, byte for byte.
+    const body = encodeWireRequest(req);
+    const framed = frameMessage(body);
+    t.eq(new DataView(framed.buffer).getUint32(0), body.length, '4-byte big-endian length prefix');
+    const reader = new FrameReader();
+    const out: Uint8Array[] = [];
+    for (let i = 0; i < framed.length; i += 7) out.push(...reader.push(framed.subarray(i, i + 7)));
+    t.eq(out.length, 1, 'one message comes out of the stream');
+    const m = decodeWireMessage(out[0]!);
+    t.ok(m.kind === 'request' && bytesEqual(encodeWireRequest(m.request), body), 'the request re-encodes to the same bytes');
+    t.ok(m.kind === 'request' && requestIdOf(m.request) === requestIdOf(req), 'the request id survives the round trip');
+    t.throws(() => new FrameReader(64).push(Uint8Array.of(0, 0, 0, 65)), 'a length above the cap is refused', 'frame-too-large');
+    t.throws(() => new FrameReader().push(Uint8Array.of(0xff, 0xff, 0xff, 0xff)), 'a 4 GiB declared length is refused', 'frame-too-large');
+    const o = wireRequestToCbor(req);
+    const reordered = new Uint8Array([...encode({ now: o['now'] })]);
+    reordered[0] = 0xa6;
+    t.throws(() => decodeWireMessage(reordered), 'a non-canonical (malformed) body is refused', 'cbor-malformed');
+    const longForm = Uint8Array.of(0xa1, 0x61, 0x61, 0x18, 0x01);
+    t.throws(() => decodeWireMessage(longForm), 'a long-form integer is refused as non-canonical', 'cbor-non-canonical');
+
+    // A live node on a loopback port.
+    const dir = mkdtempSync(path.join(tmpdir(), 'jcp-c8-'));
+    const node = await startNode(
+      configFromJson({
+        listen: '127.0.0.1:0',
+        data_dir: dir,
+        resources: [{ name: 'c8-tool', trust_roots: [issuer.did] }],
+        meter: { default_estimate_uj: 0, rungs: ['estimator'] },
+      }),
+      { logger: pino({ level: 'silent' }) },
+    );
+    const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent });
+    try {
+      const raw = await client.roundTrip(body);
+      const reply = decodeWireMessage(raw);
+      t.ok(reply.kind === 'response', 'the node answers with a decided response');
+      if (reply.kind !== 'response') return;
+      t.ok(bytesEqual(encodeWireResponse(reply.response), raw), 'the response is canonical det-CBOR');
+      t.eq(reply.response.decision, { verdict: 'allow' }, 'the node allows the signed request');
+      const core = openReceipt(reply.response.receipt, node.did);
+      t.ok(core.ok, 'the receipt verifies under the node steward');
+      if (core.ok) {
+        t.eq([core.value.verdict, core.value.cost_uj, core.value.request_id], ['allow', 300n, requestIdOf(req)], 'the receipt seals this decision');
+        t.eq(core.value.budget_remaining_uj, 700n, 'the receipt records the debit');
+      }
+      t.ok(!openReceipt(reply.response.receipt, issuer.did).ok, 'the receipt does not verify as another steward');
+      const again = decodeWireMessage(await client.roundTrip(body));
+      t.ok(again.kind === 'response' && bytesEqual(again.response.receipt, reply.response.receipt), 'a replayed request gets its original receipt');
+      const over = await client.call({ chain: [g], action: 'echo', payload: { say: 'more' }, cost: { uj: 701n, provenance: 'Estimator' } });
+      t.eq(over.decision, { verdict: 'deny', deny_reason: 'budget-exceeded' }, 'a deny is decided over the socket');
+      const dc = openReceipt(over.receipt, node.did);
+      t.ok(dc.ok && dc.value.prev === receiptId(reply.response.receipt), 'the deny is sealed and linked to the receipt before it');
+      const bad = decodeWireMessage(await client.roundTrip(Uint8Array.of(0xa1, 0x61, 0x61, 0xf5)));
+      t.ok(bad.kind === 'error' && bad.error.code === 'cbor-forbidden-type', 'a malformed message gets an error code');
+      t.ok(bad.kind === 'error' && Object.keys(decode(encodeWireResponse({ error: bad.error })) as object).join() === 'error', 'an error reply carries no receipt');
+    } finally {
+      await client.close();
+      await node.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};

@@ -1,0 +1,304 @@
+/**
+ * The typed jcp/1 client (spec §11): connects to a node, builds and signs requests (with an
+ * Actor, or any signer function — a FROST threshold session, §2.2), and returns the decision, the
+ * receipt and the endpoint's result.
+ *
+ * Replies come back in request order on a connection, so calls are matched FIFO and may be
+ * pipelined. When the connection drops, the client reconnects and re-sends every unanswered
+ * request byte for byte: a request carries its own identity (`request_id`, §11), so the node
+ * answers a re-sent one with its original response and never debits it twice. The same holds
+ * for two calls whose fields are all equal (same chain, action, payload, cost and second): they
+ * are one request. Vary the payload to make a new call within the same second.
+ */
+import { type Socket, connect as netConnect } from 'node:net';
+import type { Actor } from '../core/actor.ts';
+import type { Did } from '../core/didkey.ts';
+import type { Cost } from '../core/energy.ts';
+import type { FrameKind, Trust } from '../core/frame.ts';
+import { type SignedGrant, grantId } from '../core/grant.ts';
+import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { SignedRevocation } from '../core/revocation.ts';
+import {
+  FrameReader,
+  MAX_DECLARABLE_LENGTH,
+  type WireDecision,
+  type WireRequest,
+  type WireResponse,
+  decodeWireMessage,
+  encodeWireMessage,
+  encodeWireRequest,
+  frameMessage,
+  payloadHash,
+  signWireRequest,
+} from '../core/wire.ts';
+
+/** Who signs requests: an Actor, or a did with a signing function (local, remote or threshold). */
+export type ClientSigner = Actor | { readonly did: Did; readonly sign: (msg: Uint8Array) => Uint8Array | Promise<Uint8Array> };
+
+/** Options of {@link JcpClient.connect}. */
+export interface ClientOptions {
+  readonly host: string;
+  readonly port: number;
+  /** Signs requests made with {@link JcpClient.call}. */
+  readonly signer?: ClientSigner;
+  /** Reconnect attempts after a drop before pending calls fail (default 10). */
+  readonly reconnectAttempts?: number;
+  /** First reconnect delay, doubled per attempt up to 2 s (default 50 ms). */
+  readonly reconnectDelayMs?: number;
+  /** Largest reply accepted, bytes (default 64 MiB). */
+  readonly replyCap?: number;
+  /** The clock for `now`, unix seconds (default wall clock). */
+  readonly clockS?: () => number;
+}
+
+/** One call: the chain (root first) and what to do; the frame is built from the leaf. */
+export interface CallParams {
+  readonly chain: readonly SignedGrant[];
+  readonly action: string;
+  /** Tool arguments: bytes as given, or an object sent as UTF-8 JSON. */
+  readonly payload?: Uint8Array | Record<string, unknown>;
+  /** The claimed cost (default 0 µJ, Estimator; the node prices at no less than its estimate). */
+  readonly cost?: Cost;
+  readonly kind?: FrameKind;
+  readonly trust?: Trust;
+  /** Default: the leaf's resource. */
+  readonly resource?: ContentId;
+  /** Default: the leaf's id. */
+  readonly grantId?: ContentId;
+  /** Default: the client's clock. */
+  readonly now?: number;
+  /** Default: the signer's did. */
+  readonly caller?: Did;
+}
+
+/** A decided call (§11): the decision, the receipt bytes, and the endpoint's result on allow. */
+export interface CallResult {
+  readonly decision: WireDecision;
+  readonly receipt: Uint8Array;
+  readonly result?: Uint8Array;
+  readonly requestId: ContentId;
+  readonly request: WireRequest;
+}
+
+/** An error reply from the node (`{error: {code, message}}`): the call never reached a decision. */
+export class WireErrorReply extends Error {
+  override readonly name = 'WireErrorReply';
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(`${code}: ${message}`);
+    this.code = code;
+  }
+}
+
+/** The connection to a node is gone and could not be re-established. */
+export class ConnectionLost extends Error {
+  override readonly name = 'ConnectionLost';
+}
+
+interface Waiter {
+  readonly frame: Uint8Array;
+  readonly resolve: (body: Uint8Array) => void;
+  readonly reject: (e: Error) => void;
+}
+
+const enc = new TextEncoder();
+
+/** A jcp/1 client over one TCP connection. */
+export class JcpClient {
+  readonly #opts: ClientOptions;
+  #sock: Socket | undefined;
+  #reader: FrameReader;
+  #waiting: Waiter[] = [];
+  #closed = false;
+  #reconnecting: Promise<void> | undefined;
+
+  private constructor(opts: ClientOptions) {
+    this.#opts = opts;
+    this.#reader = new FrameReader(opts.replyCap ?? 64 << 20);
+  }
+
+  /** Connects to a node. @throws the socket error when the node cannot be reached. */
+  static async connect(opts: ClientOptions): Promise<JcpClient> {
+    const c = new JcpClient(opts);
+    await c.#open();
+    return c;
+  }
+
+  #open(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const sock = netConnect({ host: this.#opts.host, port: this.#opts.port, noDelay: true });
+      const onError = (e: Error) => reject(e);
+      sock.once('error', onError);
+      sock.once('connect', () => {
+        sock.off('error', onError);
+        this.#reader = new FrameReader(this.#opts.replyCap ?? 64 << 20);
+        this.#sock = sock;
+        sock.on('data', (chunk: Buffer) => this.#onData(chunk));
+        sock.on('error', () => undefined);
+        sock.on('close', () => this.#onClose(sock));
+        resolve();
+      });
+    });
+  }
+
+  #onData(chunk: Buffer): void {
+    let bodies: Uint8Array[];
+    try {
+      bodies = this.#reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    } catch (e) {
+      this.#sock?.destroy(e as Error);
+      return;
+    }
+    for (const b of bodies) {
+      const w = this.#waiting.shift();
+      w?.resolve(b);
+    }
+  }
+
+  #onClose(sock: Socket): void {
+    if (this.#sock !== sock) return;
+    this.#sock = undefined;
+    if (this.#closed) {
+      for (const w of this.#waiting.splice(0)) w.reject(new ConnectionLost('client closed'));
+      return;
+    }
+    if (this.#waiting.length > 0) void this.#reconnect();
+  }
+
+  #reconnect(): Promise<void> {
+    this.#reconnecting ??= (async () => {
+      const attempts = this.#opts.reconnectAttempts ?? 10;
+      let delay = this.#opts.reconnectDelayMs ?? 50;
+      for (let i = 0; i < attempts && !this.#closed; i++) {
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 2000);
+        try {
+          await this.#open();
+          // Re-send every unanswered request, in order; the node answers re-sent ones from its log.
+          for (const w of this.#waiting) this.#sock!.write(w.frame);
+          return;
+        } catch {
+          // try again
+        }
+      }
+      const e = new ConnectionLost(`cannot reach ${this.#opts.host}:${this.#opts.port}`);
+      for (const w of this.#waiting.splice(0)) w.reject(e);
+    })().finally(() => {
+      this.#reconnecting = undefined;
+    });
+    return this.#reconnecting;
+  }
+
+  /** Sends one message body and resolves to the reply body (raw). */
+  async roundTrip(body: Uint8Array): Promise<Uint8Array> {
+    return this.roundTripFrame(frameMessage(body, MAX_DECLARABLE_LENGTH));
+  }
+
+  /** Sends pre-framed bytes (exactly one frame) and resolves to the reply body. */
+  roundTripFrame(frame: Uint8Array): Promise<Uint8Array> {
+    if (this.#closed) return Promise.reject(new ConnectionLost('client closed'));
+    return new Promise<Uint8Array>((resolve, reject) => {
+      this.#waiting.push({ frame, resolve, reject });
+      if (this.#sock) this.#sock.write(frame);
+      else void this.#reconnect();
+    });
+  }
+
+  /** Sends a signed request; resolves to the response (decided, or an error reply). */
+  async send(req: WireRequest): Promise<WireResponse> {
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireRequest(req)));
+    if (reply.kind === 'response') return reply.response;
+    if (reply.kind === 'error') return { error: reply.error };
+    throw new WireErrorReply('schema', `expected a response, got ${reply.kind}`);
+  }
+
+  /** Builds, signs and sends a request (see {@link CallParams}). */
+  async request(p: CallParams): Promise<WireRequest> {
+    const signer = this.#opts.signer;
+    if (signer === undefined) throw new Error('JcpClient: no signer configured');
+    const leaf = p.chain[p.chain.length - 1];
+    if (leaf === undefined) throw new Error('JcpClient: the chain is empty');
+    const payload =
+      p.payload === undefined ? undefined : p.payload instanceof Uint8Array ? p.payload : enc.encode(JSON.stringify(p.payload));
+    const now = p.now ?? (this.#opts.clockS ?? (() => Math.floor(Date.now() / 1000)))();
+    const unsigned = {
+      frame: {
+        kind: p.kind ?? 'tool-call',
+        trust: p.trust ?? 'control',
+        grant_id: p.grantId ?? grantId(leaf.grant),
+        action: p.action,
+        resource: p.resource ?? leaf.grant.capability.resource,
+        payload_hash: payloadHash(payload),
+      },
+      chain: p.chain,
+      caller: p.caller ?? signer.did,
+      cost: p.cost ?? { uj: 0n, provenance: 'Estimator' as const },
+      now,
+      ...(payload !== undefined ? { payload } : {}),
+    };
+    return await signWireRequest(unsigned, 'sign' in signer ? signer.sign : signer);
+  }
+
+  /**
+   * Builds, signs and sends a call; resolves to the decision, receipt and result.
+   * @throws WireErrorReply when the node answers with an error (no decision, no receipt).
+   */
+  async call(p: CallParams): Promise<CallResult> {
+    return this.callRequest(await this.request(p));
+  }
+
+  /** Sends an already signed request. @throws WireErrorReply on an error reply. */
+  async callRequest(req: WireRequest): Promise<CallResult> {
+    const body = encodeWireRequest(req);
+    const reply = decodeWireMessage(await this.roundTrip(body));
+    if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
+    if (reply.kind !== 'response') throw new WireErrorReply('schema', `expected a response, got ${reply.kind}`);
+    const r = reply.response;
+    return {
+      decision: r.decision,
+      receipt: r.receipt,
+      ...(r.result !== undefined ? { result: r.result } : {}),
+      requestId: contentIdOfBytes(body),
+      request: req,
+    };
+  }
+
+  /** Sends a signed revocation (§4.3). @throws WireErrorReply when the node refuses it. */
+  async revoke(sr: SignedRevocation): Promise<ContentId> {
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage({ kind: 'revoke', revocation: sr })));
+    if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
+    if (reply.kind !== 'revoked') throw new WireErrorReply('schema', `expected revoked, got ${reply.kind}`);
+    return reply.grant_id;
+  }
+
+  /** Unanswered requests. */
+  get pending(): number {
+    return this.#waiting.length;
+  }
+
+  /** Closes the connection; unanswered calls fail with {@link ConnectionLost}. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const sock = this.#sock;
+    if (!sock) {
+      for (const w of this.#waiting.splice(0)) w.reject(new ConnectionLost('client closed'));
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      sock.once('close', () => resolve());
+      sock.end();
+      setTimeout(() => sock.destroy(), 1000).unref();
+    });
+  }
+}
+
+/** A plain reading of a JSON result (§6: data, never control): the parsed value, or the raw text. */
+export function resultJson(result: Uint8Array | undefined): unknown {
+  if (result === undefined) return undefined;
+  const text = new TextDecoder().decode(result);
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

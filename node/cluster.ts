@@ -1,0 +1,177 @@
+/**
+ * The node's cluster hooks (issue 4; DESIGN "Budget channels", §4.3, §4.5): what a node started
+ * with `nats` adds through the seams of node/hooks.ts —
+ *
+ * - a budget policy: the budget channels this node serves as a point (channel/), consulted after
+ *   the pure decision allowed and before the debit;
+ * - a revocation feed: the revocation stream, read from its first message on every boot, each
+ *   revocation submitted to the node's revocation store; once one is in force the node publishes
+ *   its close record of the revoked grant (shards/), which is what rebalancing reads.
+ *
+ * The hooks are built before the node opens its log and attached once the steward and the
+ * replayed ledger exist ({@link ClusterHooks.attach}); until then every chain through a channel
+ * grant is refused (the restart rule).
+ *
+ * Config: the `cluster` section of the node config (docs/cluster.md), read by
+ * {@link readClusterConfig}:
+ * `{"subject_root": "jcp", "replicas": 1, "settle_interval_ms": 250, "revocation_catch_up_ms": 5000,
+ *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
+ */
+import type { Actor } from '../core/actor.ts';
+import type { Decision, DecisionRequest } from '../core/decision.ts';
+import type { Deny } from '../core/deny.ts';
+import { type Did, isDid } from '../core/didkey.ts';
+import { isContentId } from '../core/hash.ts';
+import type { SignedRevocation } from '../core/revocation.ts';
+import type { LedgerView } from '../core/ledger.ts';
+import { type ChannelSpec, type ChannelStats, Channels } from '../channel/channels.ts';
+import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.ts';
+import { JetStreamBus } from '../channel/jetstream.ts';
+import type { Logger } from '../channel/log.ts';
+import { channelNames } from '../channel/names.ts';
+import { ShardCloser } from '../shards/closer.ts';
+import { NodeFault, NodeFaultCodes } from './codes.ts';
+
+/** The `cluster` section of a node config, with defaults applied. */
+export interface ClusterConfig {
+  /** Subject root and stream prefix (default `jcp`: streams JCP_STATEMENTS, JCP_REVOCATIONS). */
+  readonly subjectRoot: string;
+  /** Stream replicas: 1 for a single NATS server, 3 for a 3-server cluster. */
+  readonly replicas: number;
+  /** Settle every channel at least this often (ms). */
+  readonly settleIntervalMs: number;
+  /** How long boot waits for the revocation stream's backlog (ms). */
+  readonly revocationCatchUpMs: number;
+  /** The channel grants this node serves as a point. */
+  readonly channels: readonly ChannelSpec[];
+}
+
+function bad(where: string, what: string): never {
+  throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${where}: ${what}`, where);
+}
+
+function intIn(v: unknown, where: string, min: number, max: number, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) bad(where, `expected an integer in [${min}, ${max}]`);
+  return v;
+}
+
+/**
+ * Reads the `cluster` section (absent = defaults, no channels).
+ * @throws NodeFault `config-invalid` naming the field.
+ */
+export function readClusterConfig(v: unknown): ClusterConfig {
+  const o = (v ?? {}) as Record<string, unknown>;
+  if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
+  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels'];
+  for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
+  const root = o['subject_root'] ?? 'jcp';
+  if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
+  try {
+    channelNames(root);
+  } catch (e) {
+    bad('cluster.subject_root', (e as Error).message);
+  }
+  const rawChannels = o['channels'] ?? [];
+  if (!Array.isArray(rawChannels)) bad('cluster.channels', 'expected an array');
+  const channels = rawChannels.map((c: unknown, i: number): ChannelSpec => {
+    const where = `cluster.channels[${i}]`;
+    const co = c as Record<string, unknown>;
+    if (typeof co !== 'object' || co === null) bad(where, 'expected an object');
+    for (const k of Object.keys(co)) if (!['grant_id', 'window_uj', 'points'].includes(k)) bad(`${where}.${k}`, 'unknown field');
+    if (!isContentId(co['grant_id'])) bad(`${where}.grant_id`, 'expected a content id');
+    const w = co['window_uj'];
+    if (!((typeof w === 'number' && Number.isSafeInteger(w) && w >= 0) || (typeof w === 'string' && /^\d+$/.test(w)))) {
+      bad(`${where}.window_uj`, 'expected a non-negative integer (µJ)');
+    }
+    let points: Did[] | undefined;
+    if (co['points'] !== undefined) {
+      if (!Array.isArray(co['points'])) bad(`${where}.points`, 'expected an array of did:key');
+      points = co['points'].map((d: unknown, j: number) => {
+        if (!isDid(d)) bad(`${where}.points[${j}]`, 'not a valid did:key');
+        return d as Did;
+      });
+    }
+    return { grantId: co['grant_id'] as string, windowUj: BigInt(w as number | string), ...(points ? { points } : {}) };
+  });
+  return {
+    subjectRoot: root,
+    replicas: intIn(o['replicas'], 'cluster.replicas', 1, 5, 1),
+    settleIntervalMs: intIn(o['settle_interval_ms'], 'cluster.settle_interval_ms', 10, 600_000, 250),
+    revocationCatchUpMs: intIn(o['revocation_catch_up_ms'], 'cluster.revocation_catch_up_ms', 0, 600_000, 5_000),
+    channels,
+  };
+}
+
+type AllowDecision = Extract<Decision, { verdict: 'allow' }>;
+
+/** The hooks a clustered node passes to `startNode`, and their lifecycle. */
+export class ClusterHooks {
+  readonly bus: JetStreamBus;
+  readonly channels: Channels;
+  readonly feed: RevocationStreamFeed;
+  readonly config: ClusterConfig;
+  readonly #log: Logger;
+  #closer: ShardCloser | undefined;
+  /** Revocations taken before {@link attach} (boot catch-up): closed once the ledger is known. */
+  readonly #taken: SignedRevocation[] = [];
+
+  /** Builds the hooks and starts connecting to NATS in the background. */
+  constructor(natsUrl: string, config: ClusterConfig, log: Logger) {
+    this.config = config;
+    this.#log = log;
+    this.bus = JetStreamBus.start(natsUrl, { names: channelNames(config.subjectRoot), replicas: config.replicas, name: 'jcp-node' });
+    this.bus.onEvent((e) => {
+      if (e.type === 'slow-consumer' || e.type === 'consumer-reset') log.warn({ nats_event: e.type, detail: e.detail }, 'NATS: consumer trouble');
+      else if (e.type === 'disconnect' || e.type === 'reconnect') log.info({ nats_event: e.type, detail: e.detail }, `NATS ${e.type}`);
+    });
+    this.channels = new Channels({ bus: this.bus, specs: config.channels, settleIntervalMs: config.settleIntervalMs, log });
+    this.feed = new RevocationStreamFeed({
+      bus: this.bus,
+      log,
+      catchUpMs: config.revocationCatchUpMs,
+      onTaken: (sr) => {
+        if (this.#closer) void this.#closer.closed(sr);
+        else this.#taken.push(sr);
+      },
+    });
+  }
+
+  /** The budget policy for `startNode` (node/hooks.ts `BudgetPolicy`). */
+  get budgetPolicy(): {
+    admit(req: DecisionRequest, d: AllowDecision): Deny | undefined;
+    committed(req: DecisionRequest, d: AllowDecision): void;
+  } {
+    return { admit: (req, d) => this.channels.admit(req, d), committed: (req, d) => this.channels.committed(req, d) };
+  }
+
+  /** The revocation feed for `startNode` (node/hooks.ts `RevocationFeed`). */
+  get revocationFeed(): { name: string; start(sink: RevocationSinkLike): Promise<void>; stop(): Promise<void> } {
+    return this.feed;
+  }
+
+  /**
+   * Attaches the running node: its steward signs statements and close records, its replayed
+   * ledger gives each channel's starting spend. Starts settlement (each channel settles before
+   * it allows anything).
+   */
+  attach(steward: Actor, ledger: LedgerView): void {
+    this.channels.attach(steward, (id) => ledger.spent(id));
+    this.#closer = new ShardCloser(this.bus, steward, ledger);
+    for (const sr of this.#taken.splice(0)) void this.#closer.closed(sr);
+    this.channels.start();
+    this.#log.info({ channels: this.config.channels.length, subject_root: this.config.subjectRoot }, 'cluster hooks attached');
+  }
+
+  /** Channel state for `/healthz` and logs. */
+  stats(): ChannelStats[] {
+    return this.channels.stats();
+  }
+
+  /** Stops settlement (after one final settlement) and closes the NATS connection. */
+  async close(): Promise<void> {
+    await this.channels.stop(this.bus.connected);
+    await this.feed.stop();
+    await this.bus.close();
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Stable error codes of the enforcement node (spec §11, DESIGN "Encodings"): what a jcp/1 error
+ * reply `{error: {code, message}}` can carry, besides the core codes of `core/errors.ts`
+ * (`frame-too-large`, `cbor-malformed`, `cbor-non-canonical`, `cbor-forbidden-type`, `schema`,
+ * `did-invalid`, `bad-length`, …). An error reply never carries a receipt: the message never
+ * reached a decision, so nothing was debited.
+ */
+import type { ErrorCode } from '../core/errors.ts';
+
+/** Node-level error codes, one const table; callers switch on the code, never the message. */
+export const NodeErrorCodes = {
+  /** The request's `now` is further than `max_skew_s` from the node's clock (DESIGN "Decisions"). */
+  CLOCK_SKEW: 'clock-skew',
+  /** A well-formed message whose top-level key the node does not serve. */
+  UNKNOWN_MESSAGE: 'unknown-message',
+  /** A partial frame was not completed within the read timeout; the connection is closed. */
+  READ_TIMEOUT: 'read-timeout',
+  /** The node is at its connection limit or shutting down; retry later. */
+  BUSY: 'busy',
+  /** The payload is not what the resource's endpoint takes (a JSON object of tool arguments). */
+  PAYLOAD_INVALID: 'payload-invalid',
+  /** A revocation failed its authority check (§4.3): wrong grant, not the issuer, bad signature. */
+  REVOCATION_REFUSED: 'revocation-refused',
+  /** The receipt could not be made durable; nothing was replied as decided. */
+  LOG_FAILED: 'log-failed',
+  /** An unexpected fault inside the node (a bug); the message never reached a decision. */
+  INTERNAL: 'internal',
+} as const;
+
+/** One node-level error code. */
+export type NodeErrorCode = (typeof NodeErrorCodes)[keyof typeof NodeErrorCodes];
+
+/** Any code a jcp/1 error reply can carry. */
+export type WireErrorCode = ErrorCode | NodeErrorCode;
+
+/**
+ * Typed failures of the node's own machinery (config, key file, receipt log). They stop the node
+ * at start with the field or file named; they never reach the wire.
+ */
+export const NodeFaultCodes = {
+  /** The config file is missing, not JSON, or a field is wrong (the field is named). */
+  CONFIG_INVALID: 'config-invalid',
+  /** The steward key file is unreadable, malformed, or readable by others than its owner. */
+  KEY_FILE_INVALID: 'key-file-invalid',
+  /** The receipt log exists but cannot be opened or read (corrupt, locked, unreadable). */
+  LOG_CORRUPT: 'log-corrupt',
+  /** The data folder says a log was created here, but the log is gone: it is never recreated empty. */
+  LOG_MISSING: 'log-missing',
+  /** The log was written by another steward key than the one configured. */
+  LOG_STEWARD_MISMATCH: 'log-steward-mismatch',
+  /** An endpoint could not be started. */
+  ENDPOINT_FAILED: 'endpoint-failed',
+} as const;
+
+/** One node fault code. */
+export type NodeFaultCode = (typeof NodeFaultCodes)[keyof typeof NodeFaultCodes];
+
+/** A typed failure of the node's machinery, with a stable `code` and (when it applies) the field or path. */
+export class NodeFault extends Error {
+  override readonly name = 'NodeFault';
+  readonly code: NodeFaultCode;
+  /** The config field, file or folder at fault. */
+  readonly where: string | undefined;
+
+  constructor(code: NodeFaultCode, message: string, where?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.where = where;
+  }
+}

@@ -1,0 +1,311 @@
+/**
+ * The node's configuration (DESIGN "Folders": node/ owns config): where it listens, where its
+ * data lives, the trust roots per resource (§7), the endpoint behind each resource, `max_skew_s`,
+ * the frame cap (§11), the receipt log's batching, and the meter's settings (§5).
+ *
+ * The file is JSON. A bad config is refused at start with the field named ({@link NodeFault}
+ * `config-invalid`, `where` = the field path); unknown fields are refused too, so a typo never
+ * silently falls back to a default.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Did, isDid } from '../core/didkey.ts';
+import { type ContentId, contentId, isContentId } from '../core/hash.ts';
+import { NodeFault, NodeFaultCodes } from './codes.ts';
+
+/** How the node reaches the MCP server behind a resource: a child process over stdio. */
+export interface McpStdioEndpointConfig {
+  readonly kind: 'mcp-stdio';
+  /** Executable; a bare name found in the project's `node_modules/.bin` is resolved there. */
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string | undefined;
+  /** How long one tool call may take before it is abandoned with a clear error (milliseconds). */
+  readonly timeoutMs: number;
+}
+
+/** One guarded resource: its content id, its trust roots (§7), and its endpoint (if any). */
+export interface ResourceConfig {
+  /** A name for people and logs. */
+  readonly name: string;
+  /** The resource's content id (§4): given, or `contentId({jcp_resource: name})`. */
+  readonly id: ContentId;
+  /** Root issuers honoured for this resource; undefined = unconfigured (open, §7). */
+  readonly trustRoots: readonly Did[] | undefined;
+  /** The endpoint invoked on allow; undefined = decisions only (the reply carries no result). */
+  readonly endpoint: McpStdioEndpointConfig | undefined;
+}
+
+/** Batching of the receipt log's fsync'd writes (§8.1). */
+export interface LogBatchConfig {
+  /** Most receipts in one fsync'd batch. */
+  readonly batchMax: number;
+}
+
+/** The node's whole configuration, with defaults applied. */
+export interface NodeConfig {
+  /** TCP listen address for jcp/1 (loopback by default). */
+  readonly listen: { readonly host: string; readonly port: number };
+  /** Data folder: receipt log (LevelDB), steward key, revocations. */
+  readonly dataDir: string;
+  /** Steward key file (default `<dataDir>/steward.key`), created 0600 on first start. */
+  readonly stewardKey: string;
+  /** Prometheus `/metrics` and `/healthz`; undefined = off. */
+  readonly metrics: { readonly host: string; readonly port: number } | undefined;
+  /** NATS URL for the cluster streams (revocations, budget channels); undefined = standalone. */
+  readonly nats: string | undefined;
+  /** Largest accepted `|now − node clock|`, seconds (DESIGN "Decisions"; default 30). */
+  readonly maxSkewS: number;
+  /** jcp/1 frame cap in bytes (§11): longer frames are refused before allocation. */
+  readonly frameCap: number;
+  /** A partial frame must complete within this many ms, or the connection is closed. */
+  readonly readTimeoutMs: number;
+  /** A connection with no traffic for this many ms is closed. */
+  readonly idleTimeoutMs: number;
+  /** Most open connections; more are refused with `busy`. */
+  readonly maxConnections: number;
+  /** Most unanswered requests per connection before the node stops reading from it. */
+  readonly maxPendingPerConnection: number;
+  /** Worker threads for signature work (0 = all on the main thread). */
+  readonly workers: number;
+  /** Worker threads for boot replay of a big log (≥ {@link REPLAY_WORKERS_MIN_RECEIPTS}); stopped after boot. */
+  readonly replayWorkers: number;
+  /** Receipt log batching. */
+  readonly log: LogBatchConfig;
+  /** pino log level. */
+  readonly logLevel: string;
+  /** Guarded resources. */
+  readonly resources: readonly ResourceConfig[];
+  /** Meter settings (§5), handed to the meter as given; `estimates_uj`/`default_uj` price calls. */
+  readonly meter: Readonly<Record<string, unknown>>;
+  /** Cluster settings (budget channels, streams; docs/cluster.md), handed to node/cluster.ts as given. */
+  readonly cluster: Readonly<Record<string, unknown>>;
+}
+
+/** Command-line overrides (`--listen`, `--data`, `--nats`, `--metrics`). */
+export interface ConfigOverrides {
+  readonly listen?: string;
+  readonly data?: string;
+  readonly nats?: string;
+  readonly metrics?: string;
+}
+
+/** The content id of a resource named `name` when the config gives no explicit id. */
+export function resourceIdOf(name: string): ContentId {
+  return contentId({ jcp_resource: name });
+}
+
+/** A log with at least this many receipts is replayed on temporary worker threads at boot. */
+export const REPLAY_WORKERS_MIN_RECEIPTS = 20_000;
+
+/** Defaults, also documented in docs/node.md. */
+export const CONFIG_DEFAULTS = {
+  listen: '127.0.0.1:7400',
+  dataDir: '.data/node',
+  maxSkewS: 30,
+  frameCap: 1 << 20,
+  readTimeoutMs: 10_000,
+  idleTimeoutMs: 300_000,
+  maxConnections: 4096,
+  maxPendingPerConnection: 256,
+  workers: 0,
+  batchMax: 1024,
+  logLevel: 'info',
+  endpointTimeoutMs: 10_000,
+} as const;
+
+function fail(where: string, what: string): never {
+  throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${where}: ${what}`, where);
+}
+
+type Json = Record<string, unknown>;
+
+function obj(v: unknown, where: string, allowed: readonly string[]): Json {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(where, 'expected an object');
+  for (const k of Object.keys(v)) if (!allowed.includes(k)) fail(where ? `${where}.${k}` : k, 'unknown field');
+  return v as Json;
+}
+
+function int(v: unknown, where: string, min: number, max: number, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    fail(where, `expected an integer in [${min}, ${max}]`);
+  }
+  return v;
+}
+
+function text(v: unknown, where: string, dflt?: string): string {
+  if (v === undefined && dflt !== undefined) return dflt;
+  if (typeof v !== 'string' || v.length === 0) fail(where, 'expected a non-empty string');
+  return v;
+}
+
+/**
+ * Parses `host:port` (IPv6 as `[::1]:port`). Port 0 asks the OS for a free port.
+ * @throws NodeFault `config-invalid` naming `where`.
+ */
+export function parseHostPort(s: string, where: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(s);
+  if (!m) fail(where, `expected host:port, got ${JSON.stringify(s)}`);
+  const host = (m[1] ?? m[2])!;
+  const port = Number(m[3]);
+  if (port > 65535) fail(where, 'port above 65535');
+  return { host, port };
+}
+
+function resolveCommand(command: string, base: string): string {
+  if (command.includes('/') || command.includes(path.sep)) return path.resolve(base, command);
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const local = path.resolve(here, '..', 'node_modules', '.bin', command);
+  return existsSync(local) ? local : command;
+}
+
+function readEndpoint(v: unknown, where: string, base: string): McpStdioEndpointConfig {
+  const o = obj(v, where, ['kind', 'command', 'args', 'env', 'cwd', 'timeout_ms']);
+  if (o['kind'] !== 'mcp-stdio') fail(`${where}.kind`, 'expected "mcp-stdio"');
+  const args = o['args'] ?? [];
+  if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) fail(`${where}.args`, 'expected an array of strings');
+  const env = o['env'] ?? {};
+  if (typeof env !== 'object' || env === null || Array.isArray(env) || Object.values(env).some((x) => typeof x !== 'string')) {
+    fail(`${where}.env`, 'expected an object of strings');
+  }
+  return {
+    kind: 'mcp-stdio',
+    command: resolveCommand(text(o['command'], `${where}.command`), base),
+    args: args as string[],
+    env: env as Record<string, string>,
+    cwd: o['cwd'] === undefined ? undefined : path.resolve(base, text(o['cwd'], `${where}.cwd`)),
+    timeoutMs: int(o['timeout_ms'], `${where}.timeout_ms`, 1, 3_600_000, CONFIG_DEFAULTS.endpointTimeoutMs),
+  };
+}
+
+function readResources(v: unknown, base: string): ResourceConfig[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) fail('resources', 'expected an array');
+  const seen = new Set<string>();
+  return v.map((r, i) => {
+    const where = `resources[${i}]`;
+    const o = obj(r, where, ['name', 'id', 'trust_roots', 'endpoint']);
+    const name = text(o['name'], `${where}.name`);
+    const id = o['id'] === undefined ? resourceIdOf(name) : o['id'];
+    if (!isContentId(id)) fail(`${where}.id`, 'expected a content id (64 lowercase hex chars)');
+    if (seen.has(id)) fail(`${where}.id`, 'resource listed twice');
+    seen.add(id);
+    let trustRoots: Did[] | undefined;
+    if (o['trust_roots'] !== undefined) {
+      const tr = o['trust_roots'];
+      if (!Array.isArray(tr)) fail(`${where}.trust_roots`, 'expected an array of did:key');
+      trustRoots = tr.map((d, j) => {
+        if (!isDid(d)) fail(`${where}.trust_roots[${j}]`, 'not a valid Ed25519 did:key');
+        return d as Did;
+      });
+    }
+    const endpoint = o['endpoint'] === undefined ? undefined : readEndpoint(o['endpoint'], `${where}.endpoint`, base);
+    return { name, id, trustRoots, endpoint };
+  });
+}
+
+/**
+ * Builds a {@link NodeConfig} from a parsed JSON value, applying defaults and overrides.
+ * Relative paths resolve against `base` (the config file's folder).
+ * @throws NodeFault `config-invalid` naming the first bad field.
+ */
+export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base = process.cwd()): NodeConfig {
+  const o = obj(v ?? {}, '', [
+    'listen',
+    'data_dir',
+    'steward_key',
+    'metrics',
+    'nats',
+    'max_skew_s',
+    'frame_cap',
+    'read_timeout_ms',
+    'idle_timeout_ms',
+    'max_connections',
+    'max_pending_per_connection',
+    'workers',
+    'replay_workers',
+    'log',
+    'log_level',
+    'resources',
+    'meter',
+    'cluster',
+  ]);
+  const listenS = overrides.listen ?? text(o['listen'], 'listen', CONFIG_DEFAULTS.listen);
+  const listen = parseHostPort(listenS, overrides.listen !== undefined ? '--listen' : 'listen');
+  const dataDir = path.resolve(base, overrides.data ?? text(o['data_dir'], 'data_dir', CONFIG_DEFAULTS.dataDir));
+  const stewardKey = path.resolve(dataDir, text(o['steward_key'], 'steward_key', 'steward.key'));
+  const metricsS = overrides.metrics ?? (o['metrics'] === undefined ? undefined : text(o['metrics'], 'metrics'));
+  const metrics = metricsS === undefined ? undefined : parseHostPort(metricsS, overrides.metrics !== undefined ? '--metrics' : 'metrics');
+  const nats = overrides.nats ?? (o['nats'] === undefined ? undefined : text(o['nats'], 'nats'));
+  if (nats !== undefined && !/^(nats|tls|ws|wss):\/\/[^\s]+$/.test(nats)) {
+    fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
+  }
+  const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
+  const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');
+  }
+  const meter = o['meter'] ?? {};
+  if (typeof meter !== 'object' || meter === null || Array.isArray(meter)) fail('meter', 'expected an object');
+  const cluster = o['cluster'] ?? {};
+  if (typeof cluster !== 'object' || cluster === null || Array.isArray(cluster)) fail('cluster', 'expected an object');
+  return {
+    listen,
+    dataDir,
+    stewardKey,
+    metrics,
+    nats,
+    maxSkewS: int(o['max_skew_s'], 'max_skew_s', 0, 86_400, CONFIG_DEFAULTS.maxSkewS),
+    frameCap: int(o['frame_cap'], 'frame_cap', 64, 64 << 20, CONFIG_DEFAULTS.frameCap),
+    readTimeoutMs: int(o['read_timeout_ms'], 'read_timeout_ms', 10, 600_000, CONFIG_DEFAULTS.readTimeoutMs),
+    idleTimeoutMs: int(o['idle_timeout_ms'], 'idle_timeout_ms', 10, 86_400_000, CONFIG_DEFAULTS.idleTimeoutMs),
+    maxConnections: int(o['max_connections'], 'max_connections', 1, 1_000_000, CONFIG_DEFAULTS.maxConnections),
+    maxPendingPerConnection: int(
+      o['max_pending_per_connection'],
+      'max_pending_per_connection',
+      1,
+      65_536,
+      CONFIG_DEFAULTS.maxPendingPerConnection,
+    ),
+    workers: int(o['workers'], 'workers', 0, 64, CONFIG_DEFAULTS.workers),
+    replayWorkers: int(o['replay_workers'], 'replay_workers', 0, 64, availableParallelism()),
+    log: { batchMax: int(log['batch_max'], 'log.batch_max', 1, 1_000_000, CONFIG_DEFAULTS.batchMax) },
+    logLevel,
+    resources: readResources(o['resources'], base),
+    meter: meter as Record<string, unknown>,
+    cluster: cluster as Record<string, unknown>,
+  };
+}
+
+/**
+ * Reads and checks a JSON config file (or only the defaults and overrides when `file` is undefined).
+ * @throws NodeFault `config-invalid`: the file is unreadable or not JSON (where = the file), or a
+ *   field is wrong (where = the field).
+ */
+export function loadConfig(file: string | undefined, overrides: ConfigOverrides = {}): NodeConfig {
+  if (file === undefined) return configFromJson({}, overrides);
+  let raw: string;
+  try {
+    raw = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: cannot read ${file}: ${(e as Error).message}`, file, { cause: e });
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch (e) {
+    throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${file} is not JSON: ${(e as Error).message}`, file, { cause: e });
+  }
+  return configFromJson(v, overrides, path.dirname(path.resolve(file)));
+}
+
+/** The trust-root table (§7) of a config: resource id → honoured root issuers, configured resources only. */
+export function trustRootsOf(cfg: NodeConfig): Record<ContentId, Did[]> {
+  const out: Record<ContentId, Did[]> = {};
+  for (const r of cfg.resources) if (r.trustRoots !== undefined) out[r.id] = [...r.trustRoots];
+  return out;
+}

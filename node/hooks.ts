@@ -1,0 +1,51 @@
+/**
+ * Seams for the cluster (issue 4 builds on these): a budget policy consulted before an allow
+ * stands (budget channels, §4.5 profile), and feeds that bring revocations from elsewhere
+ * (a NATS stream, §4.3 "from NATS once the cluster exists"). The node works without either.
+ */
+import type { Decision, DecisionRequest } from '../core/decision.ts';
+import type { Deny } from '../core/deny.ts';
+import type { ContentId } from '../core/hash.ts';
+import type { Result } from '../core/result.ts';
+import type { SignedRevocation } from '../core/revocation.ts';
+
+/** An allow as the pure decision made it. */
+export type AllowDecision = Extract<Decision, { verdict: 'allow' }>;
+
+/**
+ * A budget policy beyond the grant's own ledger (e.g. a budget channel's settled view of peers,
+ * DESIGN "Budget channels"). Consulted synchronously, inside the node's serialized decision step,
+ * after the pure decision allowed and before the debit: returning a Deny turns the allow into
+ * that deny (sealed like any other; nothing debited).
+ */
+export interface BudgetPolicy {
+  /** A Deny to refuse this allow (typically `budget-exceeded`), or undefined to let it stand. */
+  admit(req: DecisionRequest, decision: AllowDecision): Deny | undefined;
+  /** Told once the allow's receipt is durable (µJ debited = `req.cost.uj`, on every id of `decision.chainIds`). */
+  committed?(req: DecisionRequest, decision: AllowDecision, receipt: Uint8Array): void;
+}
+
+/** Why a submitted revocation was not taken. */
+export interface RevocationRejection {
+  /** `revocation-refused` (authority fails) or `busy` (too many revocations waiting for their grant). */
+  readonly code: 'revocation-refused' | 'busy';
+  readonly why: string;
+}
+
+/** Where revocations go in: the node's store, the same for jcp/1 and any feed. */
+export interface RevocationSink {
+  /**
+   * Verifies and records a signed revocation (§4.3); resolves once it is durable.
+   * `admitted` is true when the revoked grant is known and authority was checked against it;
+   * false when it waits for the grant (its signature already verified; checked against the grant
+   * before it takes effect).
+   */
+  submit(sr: SignedRevocation): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>>;
+}
+
+/** A source of revocations besides jcp/1 (e.g. a JetStream stream), started and stopped with the node. */
+export interface RevocationFeed {
+  readonly name: string;
+  start(sink: RevocationSink): Promise<void>;
+  stop(): Promise<void>;
+}

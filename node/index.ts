@@ -1,0 +1,42 @@
+/**
+ * The enforcement node (DESIGN "Folders": node/): the jcp/1 daemon in front of real tools, its
+ * durable receipt log, boot replay, revocations, MCP endpoints, metrics — and the client.
+ */
+export {
+  type ClientOptions,
+  type ClientSigner,
+  type CallParams,
+  type CallResult,
+  ConnectionLost,
+  JcpClient,
+  resultJson,
+  WireErrorReply,
+} from './client.ts';
+export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
+export {
+  CONFIG_DEFAULTS,
+  type ConfigOverrides,
+  configFromJson,
+  loadConfig,
+  type McpStdioEndpointConfig,
+  type NodeConfig,
+  parseHostPort,
+  REPLAY_WORKERS_MIN_RECEIPTS,
+  type ResourceConfig,
+  resourceIdOf,
+  trustRootsOf,
+} from './config.ts';
+export { type Endpoint, EndpointErrorCodes, type EndpointErrorCode, errorResult, McpStdioEndpoint } from './endpoint.ts';
+export { Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
+export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
+export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
+export { NodeMetrics, serveMetrics } from './metrics.ts';
+export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
+export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
+export { DATA_FORMAT, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
+export { RequestIndex } from './requestindex.ts';
+export { revocationRecord, RevocationStore } from './revocations.ts';
+export { JcpServer, type MessageHandler, type ServerLimits } from './server.ts';
+export { signingBytesOf } from './signing.ts';
+export { WorkerPool } from './workers.ts';

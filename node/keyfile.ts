@@ -1,0 +1,91 @@
+/**
+ * Key files (spec §2: every actor is an Ed25519 key): the steward's signing key, and any actor's
+ * key for the CLI. A key file is JSON `{"type": "jcp-ed25519-seed", "seed": <64 hex>, "did": <did:key>}`,
+ * created with mode 0600 and refused when others can read it (as ssh refuses a private key).
+ */
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { type Actor, actorFromSeed, type Rng } from '../core/actor.ts';
+import { fromHex, toHex } from '../core/bytes.ts';
+import { NodeFault, NodeFaultCodes } from './codes.ts';
+
+/** The `type` tag of a key file. */
+export const KEY_FILE_TYPE = 'jcp-ed25519-seed';
+
+function bad(file: string, what: string, cause?: unknown): never {
+  throw new NodeFault(NodeFaultCodes.KEY_FILE_INVALID, `key file ${file}: ${what}`, file, cause ? { cause } : undefined);
+}
+
+/**
+ * Reads an actor from a key file, checking its permissions, its form and that its did matches its seed.
+ * @throws NodeFault `key-file-invalid` (unreadable, readable by group/others, not a key file, did mismatch).
+ */
+export function readKeyFile(file: string): Actor {
+  let mode: number;
+  let raw: string;
+  try {
+    mode = statSync(file).mode;
+    raw = readFileSync(file, 'utf8');
+  } catch (e) {
+    bad(file, `cannot read: ${(e as Error).message}`, e);
+  }
+  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
+    bad(file, `mode ${(mode & 0o777).toString(8)} lets others read the key; chmod 600 it`);
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch (e) {
+    bad(file, 'not JSON', e);
+  }
+  const o = v as { type?: unknown; seed?: unknown; did?: unknown };
+  if (typeof o !== 'object' || o === null || o.type !== KEY_FILE_TYPE || typeof o.seed !== 'string') {
+    bad(file, `expected {"type": "${KEY_FILE_TYPE}", "seed": <64 hex>, "did": <did:key>}`);
+  }
+  let actor: Actor;
+  try {
+    actor = actorFromSeed(fromHex(o.seed, 32, 'seed'));
+  } catch (e) {
+    bad(file, `seed: ${(e as Error).message}`, e);
+  }
+  if (o.did !== undefined && o.did !== actor.did) bad(file, 'did does not match the seed');
+  return actor;
+}
+
+/**
+ * Writes `actor`'s key to a new file with mode 0600 (the folder is created 0700 when missing).
+ * Never overwrites: an existing file is an error.
+ * @throws NodeFault `key-file-invalid` when the file exists or cannot be written.
+ */
+export function writeKeyFile(file: string, actor: Actor): void {
+  try {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    const fd = openSync(file, 'wx', 0o600);
+    try {
+      const body = { type: KEY_FILE_TYPE, seed: toHex(actor.key.seed), did: actor.did };
+      writeSync(fd, `${JSON.stringify(body, null, 2)}\n`);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (e) {
+    bad(file, `cannot create: ${(e as Error).message}`, e);
+  }
+}
+
+/**
+ * The steward key (§8: the receipt signer): read from `file`, or created there (0600) from `rng`
+ * on first start. Returns the actor and whether it was created now.
+ * @throws NodeFault `key-file-invalid`
+ */
+export function loadOrCreateKey(file: string, rng: Rng): { actor: Actor; created: boolean } {
+  let exists = true;
+  try {
+    statSync(file);
+  } catch {
+    exists = false;
+  }
+  if (exists) return { actor: readKeyFile(file), created: false };
+  const actor = actorFromSeed(rng(32));
+  writeKeyFile(file, actor);
+  return { actor, created: true };
+}

@@ -1,0 +1,298 @@
+/**
+ * Starting and stopping an enforcement node (DESIGN "The way data flows"): the steward key
+ * (created 0600 on first start), the receipt log (opened, never recreated empty), boot replay
+ * (§8.1), revocations (§4.3), trust roots (§7), the meter (§5), the MCP endpoints, the jcp/1
+ * listener (§11), and `/metrics` + `/healthz`.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { type Logger, pino } from 'pino';
+import type { Actor, Rng } from '../core/actor.ts';
+import { isJcpError } from '../core/errors.ts';
+import type { ContentId } from '../core/hash.ts';
+import type { Ledger } from '../core/ledger.ts';
+import { TrustRoots } from '../core/trust.ts';
+import { createMeter, readMeterConfig } from '../meter/index.ts';
+import { NodeFault, NodeFaultCodes } from './codes.ts';
+import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';
+import { McpStdioEndpoint } from './endpoint.ts';
+import { type EndpointBinding, Enforcer } from './enforcer.ts';
+import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
+import { loadOrCreateKey } from './keyfile.ts';
+import { NodeMetrics, serveMetrics } from './metrics.ts';
+import type { MeterProbe, NodeMeter } from './pricing.ts';
+import { ReceiptLog } from './receiptlog.ts';
+import { type LogReplay, replayLog } from './replay.ts';
+import { RevocationStore } from './revocations.ts';
+import { JcpServer } from './server.ts';
+import { WorkerPool } from './workers.ts';
+
+/** Effects and hooks a node takes besides its config (all optional). */
+export interface NodeOptions {
+  /** Randomness for the steward key on first start (default `crypto.randomBytes`). */
+  readonly rng?: Rng;
+  /** The node clock in unix seconds (default wall clock). */
+  readonly clockS?: () => number;
+  /** The energy meter (default `createMeter(config.meter)`). */
+  readonly meter?: NodeMeter;
+  /** Consulted before an allow stands (issue 4: budget channels). */
+  readonly budgetPolicy?: BudgetPolicy;
+  /** Revocation sources besides jcp/1 (issue 4: a NATS stream). */
+  readonly revocationFeeds?: readonly RevocationFeed[];
+  /** The logger (default pino JSON on stdout at `config.logLevel`). */
+  readonly logger?: Logger;
+  /** Called if the node stops by itself (the receipt log failed). */
+  readonly onFatal?: (e: Error) => void;
+  /** Receipts from which boot replay uses temporary workers (default {@link REPLAY_WORKERS_MIN_RECEIPTS}). */
+  readonly replayWorkersFrom?: number;
+}
+
+/** What boot replay found (§8.1): receipts read, good and bad, continuity breaks, time. */
+export interface BootReport {
+  readonly receipts: number;
+  readonly good: number;
+  readonly bad: number;
+  readonly breaks: number;
+  readonly allowed: number;
+  readonly denied: number;
+  readonly revocations: { readonly admitted: number; readonly pending: number; readonly bad: number };
+  readonly seconds: number;
+  /** The first few rejected receipts and breaks, by seq, for the operator. */
+  readonly problems: ReadonlyArray<{ seq: number; code: string; why?: string }>;
+}
+
+/** A running node. */
+export interface RunningNode {
+  /** The steward's did:key (the receipts' signer). */
+  readonly did: string;
+  readonly steward: Actor;
+  readonly config: NodeConfig;
+  /** The bound jcp/1 port. */
+  readonly port: number;
+  readonly host: string;
+  /** The bound metrics port, when metrics are on. */
+  readonly metricsPort: number | undefined;
+  readonly resources: readonly ResourceConfig[];
+  readonly boot: BootReport;
+  readonly probe: MeterProbe | undefined;
+  /** The live ledger (µJ spent per grant id). */
+  readonly ledger: Ledger;
+  readonly enforcer: Enforcer;
+  readonly endpoints: ReadonlyMap<ContentId, EndpointBinding>;
+  readonly metrics: NodeMetrics;
+  /** The receipt log (read access for operators and tests; the enforcer is its only writer). */
+  readonly log: ReceiptLog;
+  /** Stops listening, closes connections, endpoints, workers and the log. */
+  close(): Promise<void>;
+}
+
+function bootReport(r: LogReplay, revocations: BootReport['revocations']): BootReport {
+  const problems = [
+    ...r.rejected.map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
+    ...r.breaks.map((x) => ({ seq: x.seq, code: x.code, why: `expected seq ${x.expectedSeq}, found ${x.seq}` })),
+  ]
+    .sort((a, b) => a.seq - b.seq)
+    .slice(0, 20);
+  return {
+    receipts: r.total,
+    good: r.total - r.rejected.length,
+    bad: r.rejected.length,
+    breaks: r.breaks.length,
+    allowed: r.allowed,
+    denied: r.denied,
+    revocations,
+    seconds: r.seconds,
+    problems,
+  };
+}
+
+/**
+ * Starts a node from its config. Refuses to start with a typed {@link NodeFault}: `key-file-invalid`,
+ * `log-missing`, `log-corrupt`, `log-steward-mismatch`, `config-invalid` (meter section).
+ */
+export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promise<RunningNode> {
+  const logger = opts.logger ?? pino({ level: cfg.logLevel, base: { svc: 'jcp-node' } });
+  const clockS = opts.clockS ?? (() => Math.floor(Date.now() / 1000));
+  mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  const { actor: steward, created } = loadOrCreateKey(cfg.stewardKey, opts.rng ?? ((n) => new Uint8Array(randomBytes(n))));
+  logger.info({ steward: steward.did, key: cfg.stewardKey, created }, created ? 'steward key created' : 'steward key loaded');
+
+  let meter = opts.meter;
+  if (meter === undefined) {
+    try {
+      meter = createMeter(readMeterConfig(cfg.meter));
+    } catch (e) {
+      const field = isJcpError(e) ? String(e.detail?.['field'] ?? 'meter') : 'meter';
+      throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${(e as Error).message}`, field, { cause: e });
+    }
+  }
+
+  const metrics = new NodeMetrics({ defaults: true });
+  const log = await ReceiptLog.open(cfg.dataDir, {
+    steward: steward.did,
+    batchMax: cfg.log.batchMax,
+    nowS: clockS(),
+    onBatch: (n, s) => {
+      metrics.batchSize.observe(n);
+      metrics.batchSeconds.observe(s);
+    },
+  });
+  const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
+  let replay: LogReplay;
+  let revocations: RevocationStore;
+  let boot: BootReport;
+  let replayPool: WorkerPool | undefined;
+  try {
+    // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
+    if (cfg.replayWorkers > (pool?.size ?? 0) && (await log.lastSeq()) + 1 >= (opts.replayWorkersFrom ?? REPLAY_WORKERS_MIN_RECEIPTS)) {
+      replayPool = await WorkerPool.start(cfg.replayWorkers);
+    }
+    const runner = replayPool ?? pool;
+    replay = await replayLog(log, {
+      steward: steward.did,
+      ...(runner ? { runner: (job) => runner.replaySlice(job), parallel: runner.size * 2 } : {}),
+    });
+    await replayPool?.close();
+    replayPool = undefined;
+    revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
+    const rev = revocations.load(await log.revocations());
+    boot = bootReport(replay, rev);
+    // Drop the table files the full read mapped into memory (they would stay resident).
+    await log.reopen();
+  } catch (e) {
+    await replayPool?.close();
+    await pool?.close();
+    await log.close();
+    throw e;
+  }
+  metrics.replaySeconds.set(boot.seconds);
+  metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
+  metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
+  const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0) {
+    logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
+  } else logger.info(bootLog, 'receipt log replayed');
+
+  let probe: MeterProbe | undefined;
+  try {
+    probe = await meter.probe();
+    metrics.meterRung.set({ rung: probe.rung, provenance: probe.provenance }, 1);
+    logger.info({ rung: probe.rung, provenance: probe.provenance, detail: probe.detail, skipped: probe.skipped }, 'meter probed');
+  } catch (e) {
+    logger.warn({ err: (e as Error).message }, 'meter probe failed');
+  }
+
+  const endpoints = new Map<ContentId, EndpointBinding>();
+  for (const r of cfg.resources) {
+    if (r.endpoint) endpoints.set(r.id, { name: r.name, endpoint: new McpStdioEndpoint(r.name, r.endpoint, logger) });
+  }
+  await Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
+
+  let server: JcpServer | undefined;
+  let metricsServer: Server | undefined;
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      for (const f of opts.revocationFeeds ?? []) await f.stop().catch(() => undefined);
+      await server?.close();
+      await new Promise<void>((r) => (metricsServer ? metricsServer.close(() => r()) : r()));
+      await Promise.all([...endpoints.values()].map((b) => b.endpoint.close()));
+      await pool?.close();
+      await log.close().catch(() => undefined);
+      logger.info('node stopped');
+    })();
+    return closing;
+  };
+
+  const enforcer = new Enforcer({
+    steward,
+    log,
+    ledger: replay.ledger,
+    requests: replay.requests,
+    nextSeq: replay.nextSeq,
+    headId: replay.headId,
+    trust: new TrustRoots(trustRootsOf(cfg)),
+    revocations,
+    meter,
+    endpoints,
+    metrics,
+    logger,
+    maxSkewS: cfg.maxSkewS,
+    clockS,
+    pool,
+    budgetPolicy: opts.budgetPolicy,
+    onFatal: (e) => {
+      opts.onFatal?.(e);
+      void close();
+    },
+  });
+
+  server = new JcpServer(
+    (body) => enforcer.handle(body),
+    {
+      frameCap: cfg.frameCap,
+      readTimeoutMs: cfg.readTimeoutMs,
+      idleTimeoutMs: cfg.idleTimeoutMs,
+      maxConnections: cfg.maxConnections,
+      maxPending: cfg.maxPendingPerConnection,
+    },
+    metrics,
+    logger,
+  );
+  let port: number;
+  let metricsPort: number | undefined;
+  try {
+    port = await server.listen(cfg.listen.host, cfg.listen.port);
+    if (cfg.metrics) {
+      const m = await serveMetrics(
+        metrics,
+        () => ({
+          ok: enforcer.fatal === undefined,
+          detail: {
+            steward: steward.did,
+            seq: enforcer.nextSeq,
+            connections: server?.connections ?? 0,
+            rss_bytes: process.memoryUsage.rss(),
+            ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
+          },
+        }),
+        cfg.metrics.host,
+        cfg.metrics.port,
+      );
+      metricsServer = m.server;
+      metricsPort = m.port;
+    }
+    for (const f of opts.revocationFeeds ?? []) await f.start(revocations);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  logger.info(
+    {
+      steward: steward.did,
+      listen: `${cfg.listen.host}:${port}`,
+      ...(metricsPort !== undefined ? { metrics: `${cfg.metrics!.host}:${metricsPort}` } : {}),
+      resources: cfg.resources.map((r) => ({ name: r.name, id: r.id, endpoint: r.endpoint !== undefined })),
+      nats: cfg.nats ?? null,
+    },
+    'node listening',
+  );
+  return {
+    did: steward.did,
+    steward,
+    config: cfg,
+    port,
+    host: cfg.listen.host,
+    metricsPort,
+    resources: cfg.resources,
+    boot,
+    probe,
+    ledger: replay.ledger,
+    enforcer,
+    endpoints,
+    metrics,
+    log,
+    close,
+  };
+}

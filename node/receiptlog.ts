@@ -1,0 +1,299 @@
+/**
+ * The receipt log (spec §8.1: the receipt stream is the write-ahead log), on LevelDB
+ * (`classic-level`). Receipts are keyed by `seq`; each receipt's `prev` names the previous
+ * receipt's bytes, so a deletion or reordering is detectable when the log is verified.
+ *
+ * Writes are group-committed: while one fsync'd batch (`batch(ops, {sync: true})`) is in flight,
+ * the next decisions queue up and go together in the next one, so durability costs one fsync per
+ * batch, not per decision. A write resolves only once its batch is on disk; the node replies only
+ * then.
+ *
+ * Layout of the data folder:
+ * - `node.json`: written once, when the log is created (`{format, steward, created_at_s}`); its
+ *   presence says a log must be here, so a missing log is an error, never a fresh empty one
+ *   (an empty log would hand every budget back);
+ * - `receipts/`: the LevelDB database. Keys: `r` ‖ seq (8 bytes, big-endian) → receipt bytes
+ *   (COSE_Sign1); `v` ‖ grant id (hex) → signed revocation (det-CBOR); `s` ‖ request id (hex) →
+ *   the endpoint's result bytes, kept for idempotent replies.
+ */
+import { existsSync, readFileSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { ClassicLevel } from 'classic-level';
+import type { Did } from '../core/didkey.ts';
+import type { ContentId } from '../core/hash.ts';
+import { NodeFault, NodeFaultCodes } from './codes.ts';
+
+/** The `format` tag of `node.json`. */
+export const DATA_FORMAT = 'jcp-node/1';
+
+const R = 0x72; // 'r': receipts by seq
+const V = 0x76; // 'v': revocations by grant id
+const S = 0x73; // 's': endpoint results by request id
+
+/** Key of receipt `seq`: `r` ‖ 8-byte big-endian seq. */
+export function receiptKey(seq: number): Uint8Array {
+  const k = new Uint8Array(9);
+  k[0] = R;
+  new DataView(k.buffer).setBigUint64(1, BigInt(seq));
+  return k;
+}
+
+function seqOfKey(k: Uint8Array): number {
+  return Number(new DataView(k.buffer, k.byteOffset, k.byteLength).getBigUint64(1));
+}
+
+function textKey(prefix: number, id: string): Uint8Array {
+  const k = new Uint8Array(1 + id.length);
+  k[0] = prefix;
+  for (let i = 0; i < id.length; i++) k[i + 1] = id.charCodeAt(i) & 0xff;
+  return k;
+}
+
+type Op = { type: 'put'; key: Uint8Array; value: Uint8Array };
+
+interface Pending {
+  readonly ops: Op[];
+  readonly resolve: () => void;
+  readonly reject: (e: Error) => void;
+}
+
+/** Options of {@link ReceiptLog.open}. */
+export interface ReceiptLogOptions {
+  /** The steward that signs this log's receipts; a log made by another steward is refused. */
+  readonly steward: Did;
+  /** Most receipts per fsync'd batch. */
+  readonly batchMax?: number;
+  /** Unix seconds, recorded in `node.json` when the log is created. */
+  readonly nowS: number;
+  /** Called after each durable batch with its receipt count and fsync time (seconds). */
+  readonly onBatch?: (receipts: number, seconds: number) => void;
+  /** Open an existing log only; never create one (for `jcp receipts`). */
+  readonly mustExist?: boolean;
+}
+
+/** Reads `node.json` of a data folder, or undefined when absent. @throws NodeFault `log-corrupt` when unreadable. */
+export function readDataMeta(dataDir: string): { format: string; steward: Did; created_at_s: number } | undefined {
+  const file = path.join(dataDir, 'node.json');
+  if (!existsSync(file)) return undefined;
+  try {
+    const v = JSON.parse(readFileSync(file, 'utf8')) as { format: string; steward: Did; created_at_s: number };
+    if (v.format !== DATA_FORMAT || typeof v.steward !== 'string') throw new Error(`not a ${DATA_FORMAT} data folder`);
+    return v;
+  } catch (e) {
+    throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${file}: ${(e as Error).message}`, file, { cause: e });
+  }
+}
+
+/** The durable, group-committed receipt log of one node (§8.1). */
+export class ReceiptLog {
+  readonly dataDir: string;
+  readonly location: string;
+  #db: ClassicLevel<Uint8Array, Uint8Array>;
+  readonly #batchMax: number;
+  readonly #onBatch: ((receipts: number, seconds: number) => void) | undefined;
+  #queue: Pending[] = [];
+  #flushing = false;
+  #failed: Error | undefined;
+  #closed = false;
+
+  private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, opts: ReceiptLogOptions) {
+    this.dataDir = dataDir;
+    this.location = db.location;
+    this.#db = db;
+    this.#batchMax = opts.batchMax ?? 1024;
+    this.#onBatch = opts.onBatch;
+  }
+
+  /**
+   * Opens the log of `dataDir`, creating it (and `node.json`) only when the folder has never held
+   * one.
+   * @throws NodeFault `log-missing` (node.json says a log exists but it is gone), `log-corrupt`
+   *   (LevelDB refuses to open it: corrupt, locked by another process, unreadable),
+   *   `log-steward-mismatch` (made by another steward key).
+   */
+  static async open(dataDir: string, opts: ReceiptLogOptions): Promise<ReceiptLog> {
+    const location = path.join(dataDir, 'receipts');
+    const meta = readDataMeta(dataDir);
+    const present = existsSync(location) && readdirSync(location).length > 0;
+    if (meta !== undefined && meta.steward !== opts.steward) {
+      throw new NodeFault(
+        NodeFaultCodes.LOG_STEWARD_MISMATCH,
+        `the log in ${dataDir} was written by ${meta.steward}, not by this steward (${opts.steward})`,
+        dataDir,
+      );
+    }
+    if ((meta !== undefined || opts.mustExist) && !present) {
+      throw new NodeFault(
+        NodeFaultCodes.LOG_MISSING,
+        `${location}: the receipt log is missing; it is never recreated empty (that would hand every budget back). Restore it, or move the data folder away to start a new node`,
+        location,
+      );
+    }
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(location, { keyEncoding: 'view', valueEncoding: 'view' });
+    try {
+      await db.open({ createIfMissing: !present, errorIfExists: false });
+    } catch (e) {
+      const cause = (e as { cause?: Error }).cause ?? (e as Error);
+      throw new NodeFault(
+        NodeFaultCodes.LOG_CORRUPT,
+        `${location}: cannot open the receipt log: ${cause.message}. Repair it with 'jcp receipts repair ${dataDir}'`,
+        location,
+        { cause: e },
+      );
+    }
+    if (meta === undefined) {
+      const file = path.join(dataDir, 'node.json');
+      const body = { format: DATA_FORMAT, steward: opts.steward, created_at_s: opts.nowS };
+      writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o644 });
+      const fd = openSync(file, 'r');
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return new ReceiptLog(dataDir, db, opts);
+  }
+
+  /**
+   * Closes and reopens the database. After a full read (boot replay) this lets go of the table
+   * files LevelDB memory-mapped while reading, which otherwise stay in the process's resident
+   * memory (file-backed pages: the whole log after a replay). Call only while nothing is queued.
+   * @throws NodeFault `log-corrupt` when the log cannot be reopened.
+   */
+  async reopen(): Promise<void> {
+    if (this.#flushing || this.#queue.length > 0) throw new Error('reopen: writes are queued');
+    await this.#db.close();
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(this.location, { keyEncoding: 'view', valueEncoding: 'view' });
+    try {
+      await db.open({ createIfMissing: false });
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: cannot reopen the receipt log: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
+    this.#db = db;
+  }
+
+  /** True once a batch failed: the log can no longer be trusted to hold what the node decides. */
+  get failed(): Error | undefined {
+    return this.#failed;
+  }
+
+  /**
+   * Appends receipt `seq` (and optionally the result-free extras `ops`) in the next fsync'd batch.
+   * Resolves once durable. Callers append in seq order; batches are written in order.
+   */
+  appendReceipt(seq: number, receipt: Uint8Array): Promise<void> {
+    return this.#write([{ type: 'put', key: receiptKey(seq), value: receipt }]);
+  }
+
+  /** Persists an admitted revocation (§4.3) durably, keyed by the grant it revokes. */
+  putRevocation(grantId: ContentId, signedRevocation: Uint8Array): Promise<void> {
+    return this.#write([{ type: 'put', key: textKey(V, grantId), value: signedRevocation }]);
+  }
+
+  /** Keeps an endpoint result for idempotent replies; durable with the next batch. */
+  putResult(requestId: ContentId, result: Uint8Array): Promise<void> {
+    return this.#write([{ type: 'put', key: textKey(S, requestId), value: result }]);
+  }
+
+  /** The kept endpoint result of `requestId`, if any. */
+  async getResult(requestId: ContentId): Promise<Uint8Array | undefined> {
+    return await this.#db.get(textKey(S, requestId));
+  }
+
+  /** Receipt `seq`, if present. */
+  async getReceipt(seq: number): Promise<Uint8Array | undefined> {
+    return await this.#db.get(receiptKey(seq));
+  }
+
+  /**
+   * Every receipt from `fromSeq` on, in seq order, in chunks of up to `chunk` (seq, bytes) pairs.
+   * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+   */
+  async *receiptChunks(chunk = 4096, fromSeq = 0): AsyncGenerator<Array<[number, Uint8Array]>> {
+    const it = this.#db.iterator({ gte: receiptKey(fromSeq), lt: Uint8Array.of(R + 1), highWaterMarkBytes: 4 << 20 });
+    try {
+      for (;;) {
+        let entries: Array<[Uint8Array, Uint8Array]>;
+        try {
+          entries = (await it.nextv(chunk)) as Array<[Uint8Array, Uint8Array]>;
+        } catch (e) {
+          throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {
+            cause: e,
+          });
+        }
+        if (entries.length === 0) return;
+        yield entries.map(([k, v]) => [seqOfKey(k), v]);
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  /** The highest receipt seq in the log, or -1 when it holds none. @throws NodeFault `log-corrupt` */
+  async lastSeq(): Promise<number> {
+    try {
+      const keys = (await this.#db.keys({ gte: Uint8Array.of(R), lt: Uint8Array.of(R + 1), reverse: true, limit: 1 }).all()) as Uint8Array[];
+      return keys.length === 0 ? -1 : seqOfKey(keys[0]!);
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
+  }
+
+  /** Every persisted signed revocation (det-CBOR bytes). @throws NodeFault `log-corrupt` */
+  async revocations(): Promise<Uint8Array[]> {
+    try {
+      return (await this.#db.values({ gte: Uint8Array.of(V), lt: Uint8Array.of(V + 1) }).all()) as Uint8Array[];
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading revocations failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
+  }
+
+  #write(ops: Op[]): Promise<void> {
+    if (this.#failed) return Promise.reject(this.#failed);
+    if (this.#closed) return Promise.reject(new Error('receipt log is closed'));
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ ops, resolve, reject });
+      if (!this.#flushing) void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    this.#flushing = true;
+    while (this.#queue.length > 0 && !this.#failed) {
+      const take = this.#queue.length <= this.#batchMax ? this.#queue : this.#queue.slice(0, this.#batchMax);
+      this.#queue = take === this.#queue ? [] : this.#queue.slice(this.#batchMax);
+      const ops: Op[] = [];
+      for (const p of take) for (const op of p.ops) ops.push(op);
+      const t0 = performance.now();
+      try {
+        await this.#db.batch(ops, { sync: true });
+      } catch (e) {
+        this.#failed = new NodeFault(NodeFaultCodes.LOG_CORRUPT, `writing the receipt log failed: ${(e as Error).message}`, this.location, {
+          cause: e,
+        });
+        for (const p of take) p.reject(this.#failed);
+        for (const p of this.#queue) p.reject(this.#failed);
+        this.#queue = [];
+        break;
+      }
+      this.#onBatch?.(take.length, (performance.now() - t0) / 1000);
+      for (const p of take) p.resolve();
+    }
+    this.#flushing = false;
+  }
+
+  /** Waits for queued writes, then closes the database. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    while (this.#flushing || this.#queue.length > 0) await new Promise((r) => setTimeout(r, 1));
+    this.#closed = true;
+    await this.#db.close();
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Boot replay of the node's own receipt log (spec §8.1, C14, C16): budgets, the request index
+ * and the log head come back from the verified receipts; a receipt that fails verification is
+ * counted and reported, never applied (core `replayReceipts` does the verifying and applying).
+ *
+ * The log is replayed in slices of consecutive receipts. Each slice is replayed by
+ * `replayReceipts` with `start` = one past the previous slice's last key (0 for the first) and
+ * the id of the receipt before it, so continuity (`seq`, `prev`) is checked across slice
+ * boundaries too; slices can run on worker
+ * threads in parallel (signature verification dominates), and are merged in log order. Memory
+ * stays bounded: a slice's receipt bytes are dropped once merged; the request index keeps 128-bit
+ * id prefixes and seqs only (`requestindex.ts`).
+ */
+import type { Did } from '../core/didkey.ts';
+import type { Uj } from '../core/energy.ts';
+import type { ContentId } from '../core/hash.ts';
+import { Ledger } from '../core/ledger.ts';
+import { receiptId } from '../core/receipt.ts';
+import { type Attribution, type ContinuityBreak, type RejectedReceipt, replayReceipts } from '../core/replay.ts';
+import type { ReceiptLog } from './receiptlog.ts';
+import { RequestIndex } from './requestindex.ts';
+
+/** One slice to replay: consecutive receipts with their log keys (seq). */
+export interface SliceJob {
+  readonly receipts: readonly Uint8Array[];
+  readonly seqs: readonly number[];
+  readonly steward: Did;
+  /** The seq the slice should start at, and the id of the receipt before it (absent at the log's start). */
+  readonly start: { readonly seq: number; readonly prev?: ContentId };
+}
+
+/** What one slice contributes (structured-clone friendly: plain data, bigints). */
+export interface SliceResult {
+  readonly debits: Array<[ContentId, Uj]>;
+  readonly allowed: number;
+  readonly denied: number;
+  /** `index` is within the slice; `seq` is the receipt's log key. */
+  readonly rejected: Array<RejectedReceipt & { seq: number }>;
+  readonly breaks: Array<ContinuityBreak & { seq: number }>;
+  /** request id → log seq of the receipt that decided it (first wins). */
+  readonly requests: Array<[ContentId, number]>;
+  readonly attribution: Attribution[];
+  readonly revokedSeen: ContentId[];
+  readonly lastSeq: number | undefined;
+  readonly lastId: ContentId | undefined;
+  readonly total: number;
+}
+
+/** Replays one slice with core `replayReceipts` (pure apart from its own fresh ledger). */
+export function replaySlice(job: SliceJob): SliceResult {
+  const r = replayReceipts(job.receipts, { steward: job.steward, start: job.start });
+  const seqOf = new Map<Uint8Array, number>();
+  for (let i = 0; i < job.receipts.length; i++) seqOf.set(job.receipts[i]!, job.seqs[i]!);
+  const requests: Array<[ContentId, number]> = [];
+  for (const [id, bytes] of r.requests) requests.push([id, seqOf.get(bytes)!]);
+  return {
+    debits: [...r.ledger.entries()],
+    allowed: r.allowed,
+    denied: r.denied,
+    rejected: r.rejected.map((x) => ({ ...x, seq: job.seqs[x.index]! })),
+    breaks: r.breaks.map((x) => ({ ...x, seq: job.seqs[x.index]! })),
+    requests,
+    attribution: [...r.attribution.values()],
+    revokedSeen: [...r.revokedSeen],
+    lastSeq: r.lastSeq,
+    lastId: r.lastId,
+    total: r.total,
+  };
+}
+
+/** Runs slices somewhere (a worker pool, or inline). */
+export type SliceRunner = (job: SliceJob) => Promise<SliceResult>;
+
+/** The state rebuilt from a log, and what was wrong with it. */
+export interface LogReplay {
+  readonly ledger: Ledger;
+  readonly requests: RequestIndex;
+  readonly allowed: number;
+  readonly denied: number;
+  /** Receipts that failed verification (counted, never applied), with their log seq. */
+  readonly rejected: Array<RejectedReceipt & { seq: number }>;
+  /** Continuity breaks (gaps, reorders, broken `prev` links, duplicates), with their log seq. */
+  readonly breaks: Array<ContinuityBreak & { seq: number }>;
+  /** Per-(grant_id, subject) attribution (§8.1). */
+  readonly attribution: Map<string, Attribution>;
+  readonly revokedSeen: Set<ContentId>;
+  /** Receipts read. */
+  readonly total: number;
+  /** The next seq to write (one past the highest key), and the id of the last verified receipt. */
+  readonly nextSeq: number;
+  readonly headId: ContentId | undefined;
+  readonly seconds: number;
+}
+
+/** Options of {@link replayLog}. */
+export interface ReplayLogOptions {
+  /** The steward whose receipts these must be. */
+  readonly steward: Did;
+  /** Where slices run; default inline on this thread. */
+  readonly runner?: SliceRunner;
+  /** Receipts per slice (default 2048). */
+  readonly sliceSize?: number;
+  /** Slices in flight at once (default 4). */
+  readonly parallel?: number;
+}
+
+const inline: SliceRunner = async (job) => replaySlice(job);
+
+/**
+ * Verifies and replays the whole log (§8.1) and returns the rebuilt state.
+ * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+ */
+export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promise<LogReplay> {
+  const t0 = performance.now();
+  const runner = opts.runner ?? inline;
+  const parallel = Math.max(1, opts.parallel ?? 4);
+  const ledger = new Ledger();
+  const requests = new RequestIndex(1024);
+  const attribution = new Map<string, Attribution>();
+  const revokedSeen = new Set<ContentId>();
+  const rejected: Array<RejectedReceipt & { seq: number }> = [];
+  const breaks: Array<ContinuityBreak & { seq: number }> = [];
+  let allowed = 0;
+  let denied = 0;
+  let total = 0;
+  let maxSeq = -1;
+  let headId: ContentId | undefined;
+  let prevId: ContentId | undefined;
+  let nextStart = 0;
+
+  const inFlight: Array<Promise<SliceResult>> = [];
+  const merge = (r: SliceResult) => {
+    for (const [id, uj] of r.debits) ledger.debit([id], uj);
+    allowed += r.allowed;
+    denied += r.denied;
+    for (const x of r.rejected) rejected.push(x);
+    for (const x of r.breaks) breaks.push(x);
+    for (const [id, seq] of r.requests) if (requests.get(id) === undefined) requests.set(id, seq);
+    for (const a of r.attribution) {
+      const key = `${a.grant_id} ${a.subject}`;
+      const m = attribution.get(key);
+      if (m === undefined) attribution.set(key, { ...a });
+      else {
+        m.allowed += a.allowed;
+        m.refused += a.refused;
+        m.uj += a.uj;
+      }
+    }
+    for (const id of r.revokedSeen) revokedSeen.add(id);
+    if (r.lastId !== undefined) headId = r.lastId;
+    total += r.total;
+  };
+
+  const size = opts.sliceSize ?? 2048;
+  let receipts: Uint8Array[] = [];
+  let seqs: number[] = [];
+  const dispatch = async () => {
+    if (receipts.length === 0) return;
+    const job: SliceJob = {
+      receipts,
+      seqs,
+      steward: opts.steward,
+      start: { seq: nextStart, ...(prevId !== undefined ? { prev: prevId } : {}) },
+    };
+    nextStart = seqs[seqs.length - 1]! + 1;
+    prevId = receiptId(receipts[receipts.length - 1]!);
+    receipts = [];
+    seqs = [];
+    inFlight.push(runner(job));
+    while (inFlight.length >= parallel) merge(await inFlight.shift()!);
+  };
+  for await (const chunk of log.receiptChunks(size)) {
+    for (const [seq, bytes] of chunk) {
+      receipts.push(bytes);
+      seqs.push(seq);
+      if (seq > maxSeq) maxSeq = seq;
+      if (receipts.length >= size) await dispatch();
+    }
+  }
+  await dispatch();
+  while (inFlight.length > 0) merge(await inFlight.shift()!);
+  return {
+    ledger,
+    requests,
+    allowed,
+    denied,
+    rejected,
+    breaks,
+    attribution,
+    revokedSeen,
+    total,
+    nextSeq: maxSeq + 1,
+    headId,
+    seconds: (performance.now() - t0) / 1000,
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * The node's revocation store (spec §4.3, conformance C6): admitted revocations, enforced on the
+ * direct and chained decision paths (the decision checks every link against {@link has}), and
+ * persisted in the receipt log's database so they come back on boot.
+ *
+ * Authority (§4.3) is checked against the revoked grant itself (`RevocationSet.admit`: ids match,
+ * revoker is the issuer, signature verifies). A `{revoke}` message carries only the signed
+ * revocation, so when the node has not seen the grant yet, the revocation waits: its signature is
+ * verified under `revoked_by` at once, and it is admitted — or discarded, when `revoked_by` is not
+ * the issuer — the first time a request presents that grant, before that request is decided.
+ * A forged revocation therefore never takes effect.
+ */
+import { decode, encode } from '../core/cbor.ts';
+import { type Grant, type SignedGrant, grantId, grantToCbor, readGrant } from '../core/grant.ts';
+import type { ContentId } from '../core/hash.ts';
+import { type Result, err, ok } from '../core/result.ts';
+import {
+  RevocationSet,
+  type SignedRevocation,
+  readSignedRevocation,
+  revocationToCbor,
+  signedRevocationToCbor,
+} from '../core/revocation.ts';
+import { asObj } from '../core/schema.ts';
+import { verifyBody } from '../core/signed.ts';
+import type { RevocationRejection, RevocationSink } from './hooks.ts';
+
+/** Where the store persists (the receipt log's `putRevocation`). */
+export type PersistRevocation = (grantId: ContentId, bytes: Uint8Array) => Promise<void>;
+
+/** A persisted record's bytes: det-CBOR `{revocation, grant?}` (grant present once admitted). */
+export function revocationRecord(sr: SignedRevocation, grant?: Grant): Uint8Array {
+  const o: Record<string, unknown> = { revocation: signedRevocationToCbor(sr) };
+  if (grant !== undefined) o['grant'] = grantToCbor(grant);
+  return encode(o);
+}
+
+/** What {@link RevocationStore.load} found on boot. */
+export interface RevocationLoad {
+  readonly admitted: number;
+  readonly pending: number;
+  /** Records that failed to decode or verify: counted, never applied. */
+  readonly bad: number;
+}
+
+/** Admitted and waiting revocations of one node. */
+export class RevocationStore implements RevocationSink {
+  readonly set = new RevocationSet();
+  readonly #pending = new Map<ContentId, SignedRevocation>();
+  readonly #known = new Map<ContentId, Grant>();
+  readonly #persist: PersistRevocation;
+  readonly #maxPending: number;
+  readonly #maxKnown: number;
+
+  constructor(persist: PersistRevocation, opts: { maxPending?: number; maxKnownGrants?: number } = {}) {
+    this.#persist = persist;
+    this.#maxPending = opts.maxPending ?? 100_000;
+    this.#maxKnown = opts.maxKnownGrants ?? 100_000;
+  }
+
+  /** True when a revocation of `id` has been admitted (§4.3). */
+  has(id: ContentId): boolean {
+    return this.set.has(id);
+  }
+
+  /** Revocations waiting for their grant. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * Remembers the grants of a presented chain and admits any waiting revocation of them, before
+   * the request is decided. Persisting an admission is queued on the log ahead of the receipt
+   * that follows, so it is durable no later than that receipt.
+   */
+  noteChain(chain: readonly SignedGrant[]): void {
+    for (const sg of chain) {
+      const id = grantId(sg.grant);
+      if (this.#pending.size > 0) {
+        const waiting = this.#pending.get(id);
+        if (waiting !== undefined) {
+          this.#pending.delete(id);
+          if (this.set.admit(waiting, sg.grant).ok) void this.#persist(id, revocationRecord(waiting, sg.grant)).catch(() => undefined);
+        }
+      }
+      if (this.#known.size < this.#maxKnown && !this.#known.has(id)) this.#known.set(id, sg.grant);
+    }
+  }
+
+  /** Verifies, records and persists a revocation (§4.3); see {@link RevocationSink.submit}. */
+  async submit(sr: SignedRevocation): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
+    const id = sr.body.grant_id;
+    if (this.set.has(id)) return ok({ grantId: id, admitted: true });
+    const grant = this.#known.get(id);
+    if (grant !== undefined) {
+      const r = this.set.admit(sr, grant);
+      if (!r.ok) return err({ code: 'revocation-refused', why: `${r.error.code}: ${r.error.why}` });
+      await this.#persist(id, revocationRecord(sr, grant));
+      return ok({ grantId: id, admitted: true });
+    }
+    if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {
+      return err({ code: 'revocation-refused', why: 'bad-signature: the revocation signature does not verify under revoked_by' });
+    }
+    if (!this.#pending.has(id) && this.#pending.size >= this.#maxPending) {
+      return err({ code: 'busy', why: `${this.#maxPending} revocations already wait for their grants` });
+    }
+    this.#pending.set(id, sr);
+    await this.#persist(id, revocationRecord(sr));
+    return ok({ grantId: id, admitted: false });
+  }
+
+  /** Restores persisted records on boot, re-verifying each; bad records are counted, never applied. */
+  load(records: readonly Uint8Array[]): RevocationLoad {
+    let admitted = 0;
+    let pending = 0;
+    let bad = 0;
+    for (const bytes of records) {
+      try {
+        const o = asObj(decode(bytes), 'revocation_record', ['revocation'], ['grant']);
+        const sr = readSignedRevocation(o['revocation'], 'revocation_record.revocation');
+        if (o['grant'] !== undefined) {
+          const grant = readGrant(o['grant'], 'revocation_record.grant');
+          if (this.set.admit(sr, grant).ok) {
+            admitted++;
+            if (this.#known.size < this.#maxKnown) this.#known.set(grantId(grant), grant);
+          } else bad++;
+        } else if (verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {
+          this.#pending.set(sr.body.grant_id, sr);
+          pending++;
+        } else bad++;
+      } catch {
+        bad++;
+      }
+    }
+    return { admitted, pending, bad };
+  }
+}

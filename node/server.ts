@@ -1,0 +1,237 @@
+/**
+ * The jcp/1 TCP server (spec §11): framing, per-connection ordering and the protections that keep
+ * one slow or hostile connection from stalling the others.
+ *
+ * - Each connection has its own `FrameReader`: a declared length above the cap is refused before
+ *   any buffer is allocated (`frame-too-large`), answered, and the connection closed (a stream
+ *   cannot be resynchronised after a bad length).
+ * - A partial frame must complete within `readTimeoutMs` (`read-timeout`, then close): a client
+ *   that trickles bytes holds one bounded buffer for a bounded time. A connection with no traffic
+ *   for `idleTimeoutMs` is closed.
+ * - Replies go out in request order on each connection (clients match them FIFO), but requests
+ *   are handled concurrently; at most `maxPending` unanswered requests per connection, and the
+ *   node stops reading from a connection that does not read its replies.
+ * - At most `maxConnections` connections; more get `busy` and are closed.
+ */
+import { type Server, type Socket, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { isJcpError } from '../core/errors.ts';
+import { FrameReader, MAX_DECLARABLE_LENGTH, frameMessage } from '../core/wire.ts';
+import { NodeErrorCodes } from './codes.ts';
+import { errorBody } from './enforcer.ts';
+import type { NodeMetrics } from './metrics.ts';
+
+/** Handles one message body; resolves to the response body; never rejects. */
+export type MessageHandler = (body: Uint8Array) => Promise<Uint8Array>;
+
+/** Limits of {@link JcpServer}. */
+export interface ServerLimits {
+  /** Largest accepted message body, bytes. */
+  readonly frameCap: number;
+  /** A partial frame must complete within this many ms. */
+  readonly readTimeoutMs: number;
+  /** A connection without traffic for this many ms is closed. */
+  readonly idleTimeoutMs: number;
+  readonly maxConnections: number;
+  /** Unanswered requests per connection before reading pauses. */
+  readonly maxPending: number;
+}
+
+/** Stop reading from a connection whose unread replies exceed this many bytes. */
+const WRITE_HIGH_WATER = 4 << 20;
+
+interface Slot {
+  body: Uint8Array | undefined;
+}
+
+class Connection {
+  readonly #sock: Socket;
+  readonly #reader: FrameReader;
+  readonly #server: JcpServer;
+  readonly #queue: Slot[] = [];
+  #readTimer: NodeJS.Timeout | undefined;
+  #closing = false;
+  #paused = false;
+
+  constructor(sock: Socket, server: JcpServer) {
+    this.#sock = sock;
+    this.#server = server;
+    this.#reader = new FrameReader(server.limits.frameCap);
+    sock.setNoDelay(true);
+    sock.setTimeout(server.limits.idleTimeoutMs, () => sock.destroy());
+    sock.on('data', (chunk: Buffer) => this.#onData(chunk));
+    sock.on('drain', () => this.#maybeResume());
+    sock.on('error', () => undefined);
+    sock.on('close', () => {
+      if (this.#readTimer) clearTimeout(this.#readTimer);
+      this.#server.forget(this);
+    });
+  }
+
+  destroy(): void {
+    this.#sock.destroy();
+  }
+
+  /** Stops reading; sends the replies still owed, then ends the connection. */
+  drain(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    if (this.#readTimer) clearTimeout(this.#readTimer);
+    this.#sock.pause();
+    this.#flush();
+  }
+
+  get closed(): boolean {
+    return this.#sock.destroyed;
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#closing) return;
+    let bodies: Uint8Array[];
+    try {
+      bodies = this.#reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    } catch (e) {
+      const code = isJcpError(e) ? e.code : NodeErrorCodes.INTERNAL;
+      this.#server.metrics.errors.inc({ code });
+      this.#closeWith(errorBody(code, (e as Error).message));
+      return;
+    }
+    for (const body of bodies) this.#enqueue(this.#server.handler(body));
+    if (this.#reader.buffered > 0) {
+      this.#readTimer ??= setTimeout(() => this.#onReadTimeout(), this.#server.limits.readTimeoutMs);
+    } else if (this.#readTimer) {
+      clearTimeout(this.#readTimer);
+      this.#readTimer = undefined;
+    }
+    if (!this.#paused && (this.#queue.length >= this.#server.limits.maxPending || this.#sock.writableLength > WRITE_HIGH_WATER)) {
+      this.#paused = true;
+      this.#sock.pause();
+    }
+  }
+
+  #onReadTimeout(): void {
+    this.#readTimer = undefined;
+    if (this.#closing || this.#reader.buffered === 0) return;
+    this.#server.metrics.errors.inc({ code: NodeErrorCodes.READ_TIMEOUT });
+    this.#closeWith(
+      errorBody(
+        NodeErrorCodes.READ_TIMEOUT,
+        `a partial frame (${this.#reader.buffered} bytes) was not completed within ${this.#server.limits.readTimeoutMs} ms`,
+      ),
+    );
+  }
+
+  /** Queues a final error reply after the pending ones, then closes the connection. */
+  #closeWith(body: Uint8Array): void {
+    this.#closing = true;
+    if (this.#readTimer) clearTimeout(this.#readTimer);
+    this.#sock.pause();
+    this.#queue.push({ body });
+    this.#flush();
+  }
+
+  #enqueue(p: Promise<Uint8Array>): void {
+    const slot: Slot = { body: undefined };
+    this.#queue.push(slot);
+    p.then(
+      (body) => {
+        slot.body = body;
+        this.#flush();
+      },
+      (e: Error) => {
+        slot.body = errorBody(NodeErrorCodes.INTERNAL, e.message);
+        this.#flush();
+      },
+    );
+  }
+
+  #flush(): void {
+    while (this.#queue.length > 0 && this.#queue[0]!.body !== undefined) {
+      const body = this.#queue.shift()!.body!;
+      if (!this.#sock.destroyed) this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
+    }
+    if (this.#closing && this.#queue.length === 0) {
+      this.#sock.end();
+      return;
+    }
+    this.#maybeResume();
+  }
+
+  #maybeResume(): void {
+    if (!this.#paused || this.#closing) return;
+    if (this.#queue.length < this.#server.limits.maxPending / 2 + 1 && this.#sock.writableLength <= WRITE_HIGH_WATER) {
+      this.#paused = false;
+      this.#sock.resume();
+    }
+  }
+}
+
+/** The jcp/1 listener. */
+export class JcpServer {
+  readonly handler: MessageHandler;
+  readonly limits: ServerLimits;
+  readonly metrics: NodeMetrics;
+  readonly #log: Logger;
+  readonly #conns = new Set<Connection>();
+  readonly #server: Server;
+  #accepting = true;
+
+  constructor(handler: MessageHandler, limits: ServerLimits, metrics: NodeMetrics, log: Logger) {
+    this.handler = handler;
+    this.limits = limits;
+    this.metrics = metrics;
+    this.#log = log;
+    this.#server = createServer({ noDelay: true }, (sock) => this.#accept(sock));
+    this.#server.on('error', (e) => this.#log.error({ err: e }, 'listener error'));
+  }
+
+  /** Open connections. */
+  get connections(): number {
+    return this.#conns.size;
+  }
+
+  #accept(sock: Socket): void {
+    if (!this.#accepting || this.#conns.size >= this.limits.maxConnections) {
+      this.metrics.errors.inc({ code: NodeErrorCodes.BUSY });
+      sock.on('error', () => undefined);
+      sock.end(frameMessage(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit or stopping')));
+      return;
+    }
+    const c = new Connection(sock, this);
+    this.#conns.add(c);
+    this.metrics.connections.set(this.#conns.size);
+  }
+
+  /** @internal Called when a connection closes. */
+  forget(c: Connection): void {
+    this.#conns.delete(c);
+    this.metrics.connections.set(this.#conns.size);
+  }
+
+  /** Listens on `host:port` (port 0 = any free port); resolves to the bound port. */
+  async listen(host: string, port: number): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen({ host, port, backlog: 4096 }, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    return (this.#server.address() as AddressInfo).port;
+  }
+
+  /**
+   * Stops accepting, lets every connection send the replies it still owes (up to `graceMs`),
+   * closes them, and resolves when the listener is closed.
+   */
+  async close(graceMs = 2000): Promise<void> {
+    this.#accepting = false;
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    for (const c of this.#conns) c.drain();
+    const end = Date.now() + graceMs;
+    while (this.#conns.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    for (const c of this.#conns) c.destroy();
+    await closed;
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Worker threads for signature work (DESIGN "Decisions and the ledger": caller signatures are
+ * verified for every request): caller-signature checks of request bodies, batched per event-loop
+ * turn, and boot-replay slices. The decision itself, the debit and the receipt signature stay on
+ * the main thread, in order (each receipt links to the previous one's bytes).
+ */
+import { Worker } from 'node:worker_threads';
+import type { SliceJob, SliceResult } from './replay.ts';
+import type { VerifyJob, WorkerJob } from './worker.ts';
+
+interface Slot {
+  readonly worker: Worker;
+  inFlight: number;
+}
+
+type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+
+/** A fixed pool of signature workers. */
+export class WorkerPool {
+  readonly #slots: Slot[];
+  readonly #waiters = new Map<number, Waiter>();
+  #nextId = 1;
+  #batch: VerifyJob[] = [];
+  #batchWaiters: Array<(ok: boolean) => void> = [];
+  #scheduled = false;
+  #closed = false;
+
+  private constructor(workers: Worker[]) {
+    this.#slots = workers.map((worker) => ({ worker, inFlight: 0 }));
+    for (const slot of this.#slots) {
+      slot.worker.on('message', (m: { id: number; flags?: Uint8Array; slice?: SliceResult; error?: string }) => {
+        slot.inFlight--;
+        const w = this.#waiters.get(m.id);
+        if (!w) return;
+        this.#waiters.delete(m.id);
+        if (m.error !== undefined) w.reject(new Error(`worker: ${m.error}`));
+        else w.resolve(m.flags ?? m.slice);
+      });
+      slot.worker.on('error', (e) => {
+        for (const w of this.#waiters.values()) w.reject(e);
+        this.#waiters.clear();
+      });
+    }
+  }
+
+  /** Starts `n` workers (n ≥ 1) and waits until each is online. */
+  static async start(n: number): Promise<WorkerPool> {
+    const boot = new URL('./worker.mjs', import.meta.url);
+    const entry = new URL('./worker.ts', import.meta.url).href;
+    const workers = Array.from({ length: n }, () => new Worker(boot, { workerData: { entry } }));
+    await Promise.all(workers.map((w) => new Promise<void>((resolve, reject) => {
+      w.once('online', () => resolve());
+      w.once('error', reject);
+    })));
+    return new WorkerPool(workers);
+  }
+
+  /** Number of workers. */
+  get size(): number {
+    return this.#slots.length;
+  }
+
+  /**
+   * Whether `sig` is `did`'s Ed25519 signature of `msg` (§11 caller signature). Checks asked for
+   * in one event-loop turn go to the workers as one batch.
+   */
+  verify(did: string, msg: Uint8Array, sig: Uint8Array): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      this.#batch.push({ did, msg, sig });
+      this.#batchWaiters.push(resolve);
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const jobs = this.#batch;
+    const waiters = this.#batchWaiters;
+    this.#batch = [];
+    this.#batchWaiters = [];
+    if (jobs.length === 0) return;
+    // Split a large batch across workers so they share it.
+    const parts = Math.min(this.#slots.length, Math.ceil(jobs.length / 8));
+    const per = Math.ceil(jobs.length / parts);
+    for (let p = 0; p < parts; p++) {
+      const b = jobs.slice(p * per, (p + 1) * per);
+      const w = waiters.slice(p * per, (p + 1) * per);
+      this.#send<Uint8Array>({ t: 'verify', id: 0, jobs: b }).then(
+        (flags) => {
+          for (let i = 0; i < w.length; i++) w[i]!(flags[i] === 1);
+        },
+        () => {
+          for (const r of w) r(false);
+        },
+      );
+    }
+  }
+
+  /** Replays one log slice on a worker; the receipts travel packed in one transferred buffer. */
+  replaySlice(job: SliceJob): Promise<SliceResult> {
+    let total = 0;
+    for (const r of job.receipts) total += r.length;
+    const packed = new Uint8Array(total);
+    const ends = new Uint32Array(job.receipts.length);
+    let off = 0;
+    job.receipts.forEach((r, i) => {
+      packed.set(r, off);
+      off += r.length;
+      ends[i] = off;
+    });
+    const msg: WorkerJob = { t: 'replay', id: 0, packed, ends, seqs: job.seqs, steward: job.steward, start: job.start };
+    return this.#send<SliceResult>(msg, [packed.buffer as ArrayBuffer, ends.buffer as ArrayBuffer]);
+  }
+
+  #send<T>(job: WorkerJob, transfer: ArrayBuffer[] = []): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error('worker pool is closed'));
+    const id = this.#nextId++;
+    let slot = this.#slots[0]!;
+    for (const s of this.#slots) if (s.inFlight < slot.inFlight) slot = s;
+    slot.inFlight++;
+    return new Promise<T>((resolve, reject) => {
+      this.#waiters.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      slot.worker.postMessage({ ...job, id }, transfer);
+    });
+  }
+
+  /** Stops every worker. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all(this.#slots.map((s) => s.worker.terminate()));
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The typed client (spec §11): signs with an Actor or a signer function, pipelines calls, and
+ * after a dropped connection reconnects and re-sends unanswered requests, which the node answers
+ * from its log without debiting them twice.
+ */
+import { describe, expect, test } from 'vitest';
+import { sign } from '../../core/ed25519.ts';
+import { grantId } from '../../core/grant.ts';
+import { openReceipt } from '../../core/receipt.ts';
+import { ConnectionLost, JcpClient } from '../../node/index.ts';
+import { cast, liveNode, mint, tempDir } from './fixtures.ts';
+
+const { rng, alice, bob } = cast('client');
+
+describe('client', () => {
+  test('a signer function signs like the actor it stands for', async () => {
+    const node = await liveNode();
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: { did: bob.did, sign: async (m) => sign(bob.key, m) } });
+    const g = mint(alice, bob, 'tools', ['read'], 100n, rng);
+    expect((await c.call({ chain: [g], action: 'read' })).decision.verdict).toBe('allow');
+    await c.close();
+    await node.cleanup();
+  });
+
+  test('reconnect / after the node restarts, unanswered requests are re-sent and debited once', async () => {
+    const t = tempDir('client-reconnect');
+    const a = await liveNode({}, {}, t.dir);
+    const port = a.port;
+    const c = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob, reconnectDelayMs: 50, reconnectAttempts: 20 });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const calls = Array.from({ length: 300 }, (_, i) => c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 1n, provenance: 'Estimator' } }));
+    await new Promise((r) => setTimeout(r, 20));
+    await a.close();
+    const b = await liveNode({ listen: `127.0.0.1:${port}` }, {}, t.dir);
+    const results = await Promise.all(calls);
+    expect(results.every((r) => r.decision.verdict === 'allow')).toBe(true);
+    const seqs = new Set(results.map((r) => (openReceipt(r.receipt, b.did) as { value: { seq: number } }).value.seq));
+    expect(seqs.size).toBe(300);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(300n);
+    await c.close();
+    await b.close();
+    t.cleanup();
+  });
+
+  test('a node that never comes back fails the pending calls with ConnectionLost', async () => {
+    const node = await liveNode();
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob, reconnectAttempts: 2, reconnectDelayMs: 10 });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    await node.cleanup();
+    const e = await c.call({ chain: [g], action: 'read' }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ConnectionLost);
+    await c.close();
+  });
+});

@@ -1,0 +1,112 @@
+/** Node configuration and key files: bad fields are refused with the field named; keys are 0600. */
+import { chmodSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { CONFIG_DEFAULTS, configFromJson, loadConfig, loadOrCreateKey, NodeFault, readKeyFile, resourceIdOf, startNode } from '../../node/index.ts';
+import { cast, quiet, tempDir } from './fixtures.ts';
+
+const { rng, alice } = cast('config');
+const t = tempDir('config');
+afterAll(() => t.cleanup());
+
+function refusal(v: unknown, overrides = {}): { code: string; where: string | undefined } {
+  try {
+    configFromJson(v, overrides, t.dir);
+  } catch (e) {
+    if (e instanceof NodeFault) return { code: e.code, where: e.where };
+    throw e;
+  }
+  throw new Error('config was accepted');
+}
+
+describe('config', () => {
+  test('defaults apply to an empty config', () => {
+    const c = configFromJson({}, {}, t.dir);
+    expect(c.listen).toEqual({ host: '127.0.0.1', port: 7400 });
+    expect(c.maxSkewS).toBe(CONFIG_DEFAULTS.maxSkewS);
+    expect(c.frameCap).toBe(1 << 20);
+    expect(c.stewardKey).toBe(path.join(c.dataDir, 'steward.key'));
+  });
+
+  test('command-line overrides win over the file', () => {
+    const c = configFromJson({ listen: '127.0.0.1:1' }, { listen: '127.0.0.1:2', data: 'd', metrics: '127.0.0.1:3', nats: 'nats://127.0.0.1:4222' }, t.dir);
+    expect([c.listen.port, c.dataDir, c.metrics?.port, c.nats]).toEqual([2, path.join(t.dir, 'd'), 3, 'nats://127.0.0.1:4222']);
+  });
+
+  test('a resource id defaults to the content id of its name, and trust roots are per resource', () => {
+    const c = configFromJson({ resources: [{ name: 'fs', trust_roots: [alice.did] }, { name: 'open' }] }, {}, t.dir);
+    expect(c.resources.map((r) => [r.id, r.trustRoots])).toEqual([
+      [resourceIdOf('fs'), [alice.did]],
+      [resourceIdOf('open'), undefined],
+    ]);
+  });
+
+  test.each([
+    [{ max_skew_s: -1 }, {}, 'max_skew_s'],
+    [{ max_skew_s: 1.5 }, {}, 'max_skew_s'],
+    [{ frame_cap: 10 }, {}, 'frame_cap'],
+    [{ listen: 'nowhere' }, {}, 'listen'],
+    [{}, { listen: '127.0.0.1:99999' }, '--listen'],
+    [{ nats: 'http://x' }, {}, 'nats'],
+    [{ typo_field: 1 }, {}, 'typo_field'],
+    [{ log: { batch_max: 0 } }, {}, 'log.batch_max'],
+    [{ resources: [{ name: 'x', trust_roots: ['did:key:zNope'] }] }, {}, 'resources[0].trust_roots[0]'],
+    [{ resources: [{ name: 'x', id: 'ABC' }] }, {}, 'resources[0].id'],
+    [{ resources: [{ name: 'x' }, { name: 'x' }] }, {}, 'resources[1].id'],
+    [{ resources: [{ name: 'x', endpoint: { kind: 'http' } }] }, {}, 'resources[0].endpoint.kind'],
+    [{ resources: [{ name: 'x', endpoint: { kind: 'mcp-stdio', command: 'x', args: [1] } }] }, {}, 'resources[0].endpoint.args'],
+    [{ log_level: 'loud' }, {}, 'log_level'],
+  ])('config-invalid / %j names its field', (v, o, where) => {
+    expect(refusal(v, o)).toEqual({ code: 'config-invalid', where });
+  });
+
+  test('config-invalid / a bad meter section is refused at start with its field named', async () => {
+    const cfg = configFromJson({ data_dir: path.join(t.dir, 'meter'), listen: '127.0.0.1:0', meter: { active_watts: -3 } }, {}, t.dir);
+    const e = await startNode(cfg, { logger: quiet }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(NodeFault);
+    expect([(e as NodeFault).code, (e as NodeFault).where]).toEqual(['config-invalid', 'meter.active_watts']);
+  });
+
+  test('config-invalid / a file that is not JSON names the file', () => {
+    const f = path.join(t.dir, 'bad.json');
+    writeFileSync(f, '{ nope');
+    expect(() => loadConfig(f)).toThrow(NodeFault);
+    try {
+      loadConfig(f);
+    } catch (e) {
+      expect((e as NodeFault).where).toBe(f);
+    }
+  });
+});
+
+describe('key files', () => {
+  test('the steward key is created with mode 0600 on first start and reused after', () => {
+    const f = path.join(t.dir, 'keys', 'steward.key');
+    const first = loadOrCreateKey(f, rng);
+    expect(first.created).toBe(true);
+    expect(statSync(f).mode & 0o777).toBe(0o600);
+    const again = loadOrCreateKey(f, rng);
+    expect(again.created).toBe(false);
+    expect(again.actor.did).toBe(first.actor.did);
+  });
+
+  test('key-file-invalid / a key others can read is refused', () => {
+    const f = path.join(t.dir, 'open.key');
+    loadOrCreateKey(f, rng);
+    chmodSync(f, 0o644);
+    expect(() => readKeyFile(f)).toThrow(/chmod 600/);
+  });
+
+  test('key-file-invalid / a key whose did does not match its seed is refused', () => {
+    const f = path.join(t.dir, 'mismatch.key');
+    const { actor } = loadOrCreateKey(f, rng);
+    writeFileSync(f, JSON.stringify({ type: 'jcp-ed25519-seed', seed: Buffer.from(actor.key.seed).toString('hex'), did: alice.did }), { mode: 0o600 });
+    let code: string | undefined;
+    try {
+      readKeyFile(f);
+    } catch (e) {
+      code = (e as NodeFault).code;
+    }
+    expect(code).toBe('key-file-invalid');
+  });
+});

@@ -1,0 +1,192 @@
+/** Shared fixtures for the node tests: actors, grants, a live node on a loopback port, raw sockets. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { type Actor, newActor, seededRng } from '../../core/actor.ts';
+import { type Grant, type SignedGrant, signGrant } from '../../core/grant.ts';
+import type { ContentId } from '../../core/hash.ts';
+import { FrameReader } from '../../core/wire.ts';
+import { configFromJson, type NodeOptions, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
+
+/** A temp folder, removed by the returned cleanup. */
+export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), `jcp-${prefix}-`));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Alice issues, bob calls, mallory attacks; deterministic keys per seed. */
+export function cast(seed: string): { rng: (n: number) => Uint8Array; alice: Actor; bob: Actor; mallory: Actor; carol: Actor } {
+  const rng = seededRng(`test/node/${seed}`);
+  return { rng, alice: newActor(rng), bob: newActor(rng), mallory: newActor(rng), carol: newActor(rng) };
+}
+
+/** The content id of the test resource `name` (as the node config derives it). */
+export const rid = (name: string): ContentId => resourceIdOf(name);
+
+/** A root grant signed by `issuer`. */
+export function mint(
+  issuer: Actor,
+  subject: Actor,
+  resource: string,
+  actions: string[],
+  budgetUj: bigint,
+  rng: (n: number) => Uint8Array,
+  extra: Partial<Grant> = {},
+): SignedGrant {
+  return signGrant(
+    {
+      issuer: issuer.did,
+      subject: subject.did,
+      capability: { resource: rid(resource), actions },
+      budget_uj: budgetUj,
+      expiry: 0,
+      nonce: rng(16),
+      ...extra,
+    },
+    issuer,
+  );
+}
+
+/** A silent logger for tests. */
+export const quiet = pino({ level: 'silent' });
+
+/** Starts a node on 127.0.0.1:0 over a fresh (or given) data folder. Config fields are the JSON ones. */
+export async function liveNode(
+  config: Record<string, unknown> = {},
+  opts: NodeOptions = {},
+  dataDir?: string,
+): Promise<RunningNode & { dataDir: string; cleanup: () => Promise<void> }> {
+  const t = dataDir === undefined ? tempDir('node') : undefined;
+  const dir = dataDir ?? t!.dir;
+  const cfg = configFromJson({
+    listen: '127.0.0.1:0',
+    data_dir: dir,
+    resources: [{ name: 'tools' }],
+    meter: { default_estimate_uj: 0, rungs: ['estimator'] },
+    ...config,
+  });
+  const node = await startNode(cfg, { logger: quiet, ...opts });
+  return Object.assign(node, {
+    dataDir: dir,
+    cleanup: async () => {
+      await node.close();
+      t?.cleanup();
+    },
+  });
+}
+
+/** A raw jcp/1 socket: write bytes, read whole reply bodies, see when the node closes it. */
+export class RawConn {
+  readonly sock: Socket;
+  readonly #reader = new FrameReader(64 << 20);
+  readonly #bodies: Uint8Array[] = [];
+  #waiters: Array<() => void> = [];
+  closed = false;
+
+  private constructor(sock: Socket) {
+    this.sock = sock;
+    sock.on('data', (c: Buffer) => {
+      for (const b of this.#reader.push(new Uint8Array(c.buffer, c.byteOffset, c.byteLength))) this.#bodies.push(b);
+      this.#wake();
+    });
+    sock.on('error', () => undefined);
+    sock.on('close', () => {
+      this.closed = true;
+      this.#wake();
+    });
+  }
+
+  #wake(): void {
+    const w = this.#waiters;
+    this.#waiters = [];
+    for (const f of w) f();
+  }
+
+  static open(port: number): Promise<RawConn> {
+    return new Promise((resolve, reject) => {
+      const s = connect({ host: '127.0.0.1', port, noDelay: true });
+      s.once('connect', () => resolve(new RawConn(s)));
+      s.once('error', reject);
+    });
+  }
+
+  write(bytes: Uint8Array): void {
+    this.sock.write(bytes);
+  }
+
+  /** The next reply body; rejects if the connection closes first or after `ms`. */
+  async next(ms = 10_000): Promise<Uint8Array> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const b = this.#bodies.shift();
+      if (b !== undefined) return b;
+      if (this.closed) throw new Error('connection closed before a reply');
+      if (Date.now() > end) throw new Error('no reply in time');
+      await new Promise<void>((r) => {
+        this.#waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+  }
+
+  /** Resolves once the node has closed the connection (or after `ms`, with false). */
+  async waitClosed(ms = 10_000): Promise<boolean> {
+    const end = Date.now() + ms;
+    while (!this.closed && Date.now() < end) {
+      await new Promise<void>((r) => {
+        this.#waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+    return this.closed;
+  }
+
+  destroy(): void {
+    this.sock.destroy();
+  }
+}
+
+import { grantId } from '../../core/grant.ts';
+import type { Cost } from '../../core/energy.ts';
+import type { Frame } from '../../core/frame.ts';
+import { type WireRequest, payloadHash, signWireRequestSync } from '../../core/wire.ts';
+
+/** A request signed by `signer` (the caller by default), with the chain's leaf as the grant. */
+export function request(
+  signer: Actor,
+  chain: readonly SignedGrant[],
+  opts: {
+    action?: string;
+    costUj?: bigint;
+    cost?: Cost;
+    now?: number;
+    payload?: Uint8Array;
+    caller?: string;
+    frame?: Partial<Frame>;
+  } = {},
+): WireRequest {
+  const leaf = chain[chain.length - 1]!.grant;
+  const payload = opts.payload;
+  return signWireRequestSync(
+    {
+      frame: {
+        kind: 'tool-call',
+        trust: 'control',
+        grant_id: grantId(leaf),
+        action: opts.action ?? leaf.capability.actions[0]!,
+        resource: leaf.capability.resource,
+        payload_hash: payloadHash(payload),
+        ...opts.frame,
+      },
+      chain,
+      caller: opts.caller ?? signer.did,
+      cost: opts.cost ?? { uj: opts.costUj ?? 10n, provenance: 'Estimator' },
+      now: opts.now ?? Math.floor(Date.now() / 1000),
+      ...(payload !== undefined ? { payload } : {}),
+    },
+    // Signing as someone other than the caller is how impersonation is built.
+    opts.caller !== undefined && opts.caller !== signer.did ? { ...signer, did: opts.caller } : signer,
+  );
+}

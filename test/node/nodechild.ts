@@ -1,0 +1,16 @@
+/**
+ * A node process for the kill -9 test: it loads the node's code first, says `ready` on stderr,
+ * then runs `jcp node start --config <file>` when the file name arrives on stdin. The test starts
+ * the next process while the current one is under load, so the restarts measure recovery, not
+ * module loading.
+ */
+import { main } from '../../cli/main.ts';
+
+await import('../../cli/node.ts');
+process.stderr.write('ready\n');
+process.stdin.once('data', (d: Buffer) => {
+  process.stdin.pause();
+  main(['node', 'start', '--config', d.toString('utf8').trim()]).then((code) => {
+    process.exitCode = code;
+  });
+});

@@ -1,0 +1,273 @@
+/**
+ * The receipt log as the write-ahead log (spec §8.1, C14, C16): group-committed durable batches,
+ * boot replay that restores budgets, the request index and revocations exactly, bad receipts
+ * counted and never applied, and a corrupt or missing log that stops the node with a typed error.
+ */
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { ClassicLevel } from 'classic-level';
+import { afterAll, describe, expect, test, vi } from 'vitest';
+import { attenuate, grantId } from '../../core/grant.ts';
+import { openReceipt } from '../../core/receipt.ts';
+import { signRevocation } from '../../core/revocation.ts';
+import { main } from '../../cli/main.ts';
+import { JcpClient, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey, WireErrorReply } from '../../node/index.ts';
+import { cast, liveNode, mint, quiet, request, tempDir } from './fixtures.ts';
+
+const { rng, alice, bob, carol, mallory } = cast('receiptlog');
+const dirs: Array<() => void> = [];
+afterAll(() => {
+  for (const d of dirs) d();
+});
+
+function folder(): string {
+  const t = tempDir('log');
+  dirs.push(t.cleanup);
+  return t.dir;
+}
+
+async function cli(argv: string[]): Promise<{ code: number; out: string }> {
+  let out = '';
+  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+    out += typeof s === 'string' ? s : new TextDecoder().decode(s);
+    return true;
+  });
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+  try {
+    return { code: await main(argv), out };
+  } finally {
+    w.mockRestore();
+    e.mockRestore();
+  }
+}
+
+describe('receipt log: durability and group commit', () => {
+  test('concurrent decisions share fsync-ed batches, and every reply follows its durable receipt', async () => {
+    const node = await liveNode({}, {}, folder());
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => c.call({ chain: [g], action: 'read', payload: { i } })));
+    for (const r of replies) {
+      const core = openReceipt(r.receipt, node.did);
+      expect(core.ok).toBe(true);
+      if (core.ok) expect(new Uint8Array((await node.log.getReceipt(core.value.seq))!)).toEqual(r.receipt);
+    }
+    const batches = await node.metrics.batchSize.get();
+    const count = batches.values.find((v) => v.metricName === 'jcp_log_batch_receipts_count')!.value;
+    const sum = batches.values.find((v) => v.metricName === 'jcp_log_batch_receipts_sum')!.value;
+    expect(sum).toBe(200);
+    expect(count).toBeLessThan(200);
+    await c.close();
+    await node.cleanup();
+  });
+});
+
+describe('receipt log: boot replay', () => {
+  test('a restarted node restores budgets (leaf and ancestors), the request index and its seq chain exactly', async () => {
+    const dir = folder();
+    const root = mint(alice, bob, 'tools', ['read', 'write'], 10_000n, rng);
+    const child = attenuate(root, { subject: carol.did, budget_uj: 5_000n, nonce: rng(16) }, bob);
+    if (!child.ok) throw new Error('attenuate');
+    const chain = [root, child.value];
+    const a = await liveNode({}, {}, dir);
+    const cb = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    const cc = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: carol });
+    for (let i = 0; i < 5; i++) await cb.call({ chain: [root], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' } });
+    const chained = await cc.call({ chain, action: 'write', payload: { x: 1 }, cost: { uj: 700n, provenance: 'ModelBased' } });
+    const denied = await cc.call({ chain, action: 'write', payload: { x: 2 }, cost: { uj: 9_000n, provenance: 'Estimator' } });
+    expect(denied.decision.deny_reason).toBe('budget-exceeded');
+    const before = new Map(a.ledger.entries());
+    const seqBefore = a.enforcer.nextSeq;
+    await cb.close();
+    await cc.close();
+    await a.close();
+
+    const onWorkers = await liveNode({ replay_workers: 2 }, { replayWorkersFrom: 1 }, dir);
+    expect(new Map(onWorkers.ledger.entries())).toEqual(before);
+    expect(onWorkers.boot).toMatchObject({ receipts: 7, good: 7, bad: 0, breaks: 0 });
+    await onWorkers.close();
+    const b = await liveNode({}, {}, dir);
+    expect(new Map(b.ledger.entries())).toEqual(before);
+    expect(b.ledger.spent(grantId(root.grant))).toBe(1_200n);
+    expect(b.ledger.spent(grantId(child.value.grant))).toBe(700n);
+    expect(b.enforcer.nextSeq).toBe(seqBefore);
+    expect(b.boot).toMatchObject({ receipts: 7, good: 7, bad: 0, breaks: 0, allowed: 6, denied: 1 });
+    const c2 = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: carol });
+    const again = await c2.callRequest(chained.request);
+    expect(again.receipt).toEqual(chained.receipt);
+    expect(b.ledger.spent(grantId(root.grant))).toBe(1_200n);
+    const next = await c2.call({ chain, action: 'write', payload: { x: 3 }, cost: { uj: 1n, provenance: 'Estimator' } });
+    const core = openReceipt(next.receipt, b.did);
+    expect(core.ok && core.value.seq).toBe(seqBefore);
+    await c2.close();
+    await b.close();
+    const verify = await cli(['receipts', 'verify', dir]);
+    expect(verify.code).toBe(0);
+    expect(JSON.parse(verify.out)).toMatchObject({ receipts: 8, good: 8, bad: 0, breaks: 0 });
+  });
+
+  test('a tampered receipt is counted as bad and never applied; a deleted one is named as a break', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+    const a = await liveNode({}, {}, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 6; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 10n, provenance: 'Estimator' } });
+    await c.close();
+    await a.close();
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(path.join(dir, 'receipts'), { keyEncoding: 'view', valueEncoding: 'view' });
+    const r1 = (await db.get(receiptKey(1)))!;
+    const tampered = new Uint8Array(r1);
+    tampered[tampered.length - 1]! ^= 0x01;
+    await db.put(receiptKey(1), tampered);
+    await db.del(receiptKey(4));
+    await db.close();
+
+    const b = await liveNode({}, {}, dir);
+    expect(b.boot).toMatchObject({ receipts: 5, good: 4, bad: 1 });
+    expect(b.boot.problems.some((p) => p.seq === 1 && p.code === 'signature-invalid')).toBe(true);
+    expect(b.boot.problems.some((p) => p.seq === 5 && p.code === 'seq-gap')).toBe(true);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(40n);
+    await b.close();
+    const verify = await cli(['receipts', 'verify', dir]);
+    expect(verify.code).toBe(1);
+    const report = JSON.parse(verify.out) as { bad: number; continuity: Array<{ seq: number; code: string; why: string }> };
+    expect(report.bad).toBe(1);
+    expect(report.continuity.find((b) => b.seq === 5)?.why).toMatch(/receipts 4\.\.4 are missing/);
+  });
+
+  test('a broken prev link is named by seq', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+    const a = await liveNode({}, {}, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    const rs = [];
+    for (let i = 0; i < 4; i++) rs.push(await c.call({ chain: [g], action: 'read', payload: { i } }));
+    await c.close();
+    await a.close();
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(path.join(dir, 'receipts'), { keyEncoding: 'view', valueEncoding: 'view' });
+    // Swap two receipts: both still verify, but the chain of prev links no longer holds.
+    await db.put(receiptKey(2), rs[3]!.receipt);
+    await db.put(receiptKey(3), rs[2]!.receipt);
+    await db.close();
+    const verify = await cli(['receipts', 'verify', dir]);
+    const report = JSON.parse(verify.out) as { bad: number; breaks: number; continuity: Array<{ seq: number; code: string }> };
+    expect(verify.code).toBe(1);
+    expect(report.bad).toBe(0);
+    expect(report.continuity.map((b) => b.code)).toContain('seq-gap');
+  });
+
+  test('revocations come back on boot, for known grants and for ones still waiting for their grant', async () => {
+    const dir = folder();
+    const known = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const unseen = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const a = await liveNode({}, {}, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    expect((await c.call({ chain: [known], action: 'read' })).decision.verdict).toBe('allow');
+    await c.revoke(signRevocation(grantId(known.grant), alice, rng(16)));
+    await c.revoke(signRevocation(grantId(unseen.grant), alice, rng(16)));
+    const forgedPending = signRevocation(grantId(mint(alice, bob, 'tools', ['read'], 1n, rng).grant), mallory, rng(16));
+    await c.revoke(forgedPending);
+    await c.close();
+    await a.close();
+
+    const b = await liveNode({}, {}, dir);
+    expect(b.boot.revocations).toEqual({ admitted: 1, pending: 2, bad: 0 });
+    const c2 = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    expect((await c2.call({ chain: [known], action: 'read', payload: { n: 2 } })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+    expect((await c2.call({ chain: [unseen], action: 'read' })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+    await c2.close();
+    await b.close();
+    const c3 = await liveNode({}, {}, dir);
+    expect(c3.boot.revocations).toEqual({ admitted: 2, pending: 1, bad: 0 });
+    await c3.close();
+  });
+});
+
+describe('receipt log: faults stop the node', () => {
+  test('log-missing / the log is never recreated empty', async () => {
+    const dir = folder();
+    const a = await liveNode({}, {}, dir);
+    await a.close();
+    rmSync(path.join(dir, 'receipts'), { recursive: true });
+    const e = await liveNode({}, {}, dir).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(NodeFault);
+    expect((e as NodeFault).code).toBe('log-missing');
+  });
+
+  test('log-corrupt / an unreadable LevelDB stops the node; repair is the operator’s explicit command', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+    const a = await liveNode({}, {}, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 3; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 5n, provenance: 'Estimator' } });
+    await c.close();
+    await a.close();
+    writeFileSync(path.join(dir, 'receipts', 'CURRENT'), 'MANIFEST-999999\n');
+    const e = await liveNode({}, {}, dir).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(NodeFault);
+    expect((e as NodeFault).code).toBe('log-corrupt');
+    const repaired = await cli(['receipts', 'repair', dir]);
+    expect(repaired.code).toBe(0);
+    expect(JSON.parse(repaired.out)).toMatchObject({ receipts: 3, bad: 0 });
+    const b = await liveNode({}, {}, dir);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(15n);
+    await b.close();
+  });
+
+  test('log-steward-mismatch / a log written by another steward key is refused', async () => {
+    const dir = folder();
+    const a = await liveNode({}, {}, dir);
+    await a.close();
+    rmSync(path.join(dir, 'steward.key'));
+    const e = await liveNode({}, {}, dir).catch((x: unknown) => x);
+    expect((e as NodeFault).code).toBe('log-steward-mismatch');
+  });
+
+  test('log-failed / when the log cannot be written the node answers log-failed and stops', async () => {
+    let fatal: Error | undefined;
+    const node = await liveNode({}, { onFatal: (e) => (fatal = e) }, folder());
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob, reconnectAttempts: 0 });
+    await node.log.close();
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const e = await c.callRequest(request(bob, [g])).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(WireErrorReply);
+    expect((e as WireErrorReply).code).toBe(NodeErrorCodes.LOG_FAILED);
+    expect(fatal).toBeInstanceOf(Error);
+    await c.close();
+    await node.close();
+  });
+
+  test('internal / an unexpected fault is an error reply, and the node keeps serving', async () => {
+    let boom = true;
+    const meter = {
+      probe: async () => ({ rung: 'estimator' as const, provenance: 'Estimator' as const, detail: '', skipped: [], model: { basis: 'cpu-time' as const } }),
+      measure: async <T>(_a: string, fn: () => T | Promise<T>) => ({
+        result: await fn(),
+        cost: { uj: 0n, provenance: 'Estimator' as const },
+        reading: { rung: 'estimator' as const, floorUj: 0n, wallNs: 0n, cpuUs: 0, degraded: [] },
+      }),
+      estimateUj: () => {
+        if (boom) throw new Error('meter exploded');
+        return 0n;
+      },
+    };
+    const node = await liveNode({}, { meter }, folder());
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const e = await c.call({ chain: [g], action: 'read' }).catch((x: unknown) => x);
+    expect((e as WireErrorReply).code).toBe(NodeErrorCodes.INTERNAL);
+    boom = false;
+    expect((await c.call({ chain: [g], action: 'read', payload: { again: 1 } })).decision.verdict).toBe('allow');
+    await c.close();
+    await node.cleanup();
+  });
+
+  test('a log opened by another process is refused with a typed error, not recreated', async () => {
+    const dir = folder();
+    const a = await liveNode({}, {}, dir);
+    const e = await ReceiptLog.open(dir, { steward: a.did, nowS: 0 }).catch((x: unknown) => x);
+    expect((e as NodeFault).code).toBe('log-corrupt');
+    await a.close();
+    expect(quiet).toBeDefined();
+  });
+});

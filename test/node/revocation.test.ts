@@ -1,0 +1,76 @@
+/**
+ * Revocation at the node (spec §4.3, C6): signed revocations over jcp/1, verified for authority
+ * before they take effect, enforced on the direct and the chained decision paths.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { attenuate, grantId } from '../../core/grant.ts';
+import { signRevocation } from '../../core/revocation.ts';
+import { JcpClient, NodeErrorCodes, type RunningNode, type WireErrorReply } from '../../node/index.ts';
+import { cast, liveNode, mint } from './fixtures.ts';
+
+const { rng, alice, bob, carol, mallory } = cast('revocation');
+
+describe('revocation over jcp/1', () => {
+  let node: RunningNode & { cleanup: () => Promise<void> };
+  let asBob: JcpClient;
+  let asCarol: JcpClient;
+  beforeAll(async () => {
+    node = await liveNode();
+    asBob = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    asCarol = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: carol });
+  });
+  afterAll(async () => {
+    await asBob.close();
+    await asCarol.close();
+    await node.cleanup();
+  });
+
+  test('direct path / the issuer revokes a grant the node knows: denied revoked from then on', async () => {
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    expect((await asBob.call({ chain: [g], action: 'read' })).decision.verdict).toBe('allow');
+    expect(await asBob.revoke(signRevocation(grantId(g.grant), alice, rng(16)))).toBe(grantId(g.grant));
+    const r = await asBob.call({ chain: [g], action: 'read', payload: { after: 1 } });
+    expect(r.decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+  });
+
+  test('chained path / a revoked root kills the whole delegation subtree', async () => {
+    const root = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const child = attenuate(root, { subject: carol.did, budget_uj: 100n, nonce: rng(16) }, bob);
+    if (!child.ok) throw new Error('attenuate');
+    expect((await asCarol.call({ chain: [root, child.value], action: 'read' })).decision.verdict).toBe('allow');
+    await asBob.revoke(signRevocation(grantId(root.grant), alice, rng(16)));
+    const r = await asCarol.call({ chain: [root, child.value], action: 'read', payload: { n: 2 } });
+    expect(r.decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+  });
+
+  test('chained path / a holder revokes the child it delegated', async () => {
+    const root = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const child = attenuate(root, { subject: carol.did, budget_uj: 100n, nonce: rng(16) }, bob);
+    if (!child.ok) throw new Error('attenuate');
+    await asCarol.call({ chain: [root, child.value], action: 'read' });
+    await asBob.revoke(signRevocation(grantId(child.value.grant), bob, rng(16)));
+    expect((await asCarol.call({ chain: [root, child.value], action: 'read', payload: { n: 2 } })).decision.deny_reason).toBe('revoked');
+    expect((await asBob.call({ chain: [root], action: 'read' })).decision.verdict).toBe('allow');
+  });
+
+  test('a revocation of a grant not seen yet takes effect the first time the grant is presented', async () => {
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    await asBob.revoke(signRevocation(grantId(g.grant), alice, rng(16)));
+    expect((await asBob.call({ chain: [g], action: 'read' })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+  });
+
+  test('a waiting revocation by someone other than the issuer never takes effect', async () => {
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    await asBob.revoke(signRevocation(grantId(g.grant), mallory, rng(16)));
+    expect((await asBob.call({ chain: [g], action: 'read' })).decision).toEqual({ verdict: 'allow' });
+  });
+
+  test('revocation-refused / a revocation whose signature does not verify', async () => {
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const sr = signRevocation(grantId(g.grant), alice, rng(16));
+    const forged = { body: sr.body, signature: signRevocation(grantId(g.grant), mallory, rng(16)).signature };
+    const e = await asBob.revoke(forged).catch((x: unknown) => x);
+    expect((e as WireErrorReply).code).toBe(NodeErrorCodes.REVOCATION_REFUSED);
+    expect((await asBob.call({ chain: [g], action: 'read' })).decision.verdict).toBe('allow');
+  });
+});
