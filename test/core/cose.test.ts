@@ -1,12 +1,14 @@
 /**
  * COSE_Sign1 (RFC 9052) against the cose-wg/Examples EdDSA files, read at test time from
- * /work/shared/vectors/cose-wg-examples (vectors/README.md), plus targeted refusals.
+ * ../shared/vectors/cose-wg-examples (vectors/README.md), plus targeted refusals.
  *
  * How the Ed25519 example differs from a JCR-1 receipt (so it goes through the general layer,
  * not decodeJcrSign1): its protected header is `{1: -8, 3: 0}` (alg plus content type, no kid)
  * and its unprotected header carries `{4: h'3131'}` (kid "11"). Its bytes ARE canonical
  * det-CBOR, so the strict decoder accepts them; the JCR-1 profile refuses them (`cose-invalid`).
  */
+import { fileURLToPath } from 'node:url';
+import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -28,7 +30,7 @@ import {
 import { publicKeyFromBytes, sign, signingKeyFromSeed } from '../../core/ed25519.ts';
 import { ErrorCodes, JcpError } from '../../core/errors.ts';
 
-const DIR = '/work/shared/vectors/cose-wg-examples';
+const DIR = fileURLToPath(new URL('cose-wg-examples/', VECTORS_DIR));
 const hex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
 const load = (name: string) => JSON.parse(readFileSync(join(DIR, name), 'utf8'));
 

@@ -1,8 +1,10 @@
 /**
  * DKG rounds (frost/dkg.ts): the Zcash Foundation frost-rs 2-of-3 DKG vector reproduced byte for
  * byte through our rounds, plus blame: a bad proof of knowledge or an inconsistent share names its
- * sender. The vector is read at test time from /work/shared/vectors.
+ * sender. The vector is read at test time from ../shared/vectors (test/vectors/load.ts).
  */
+import { fileURLToPath } from 'node:url';
+import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { seededRng } from '../../core/actor.ts';
@@ -14,7 +16,7 @@ import { FrostErrorCodes } from '../../frost/errors.ts';
 import { Fn, groupDid, type PublicPackage } from '../../frost/group.ts';
 import { aggregate, commit, signShare, soloSignature } from '../../frost/sign.ts';
 
-const VECTORS = process.env['JCP_VECTORS'] ?? '/work/shared/vectors';
+const VECTORS = fileURLToPath(VECTORS_DIR);
 
 interface DkgParticipant {
   identifier: number;

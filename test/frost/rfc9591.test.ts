@@ -2,8 +2,10 @@
  * RFC 9591 FROST(Ed25519, SHA-512) signing vectors, driven through our wrapper (dealer, commit,
  * package check, sign share, verify shares, aggregate): the CFRG vector (RFC 9591 App. E.1), the
  * Zcash Foundation vector with other nonces, and the 257-participant big-identifier vector. The
- * files are read at test time from /work/shared/vectors (never copied into the repo).
+ * files are read at test time from ../shared/vectors (test/vectors/load.ts) (never copied into the repo).
  */
+import { fileURLToPath } from 'node:url';
+import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { describe, expect, it } from 'vitest';
@@ -15,7 +17,7 @@ import { FrostErrorCodes } from '../../frost/errors.ts';
 import { decodeElement, Fn, groupDid, IDENTITY_ENCODING, type SigningCommitment } from '../../frost/group.ts';
 import { aggregate, badShares, checkPackage, commit, type SigningPackage, signShare } from '../../frost/sign.ts';
 
-const VECTORS = process.env['JCP_VECTORS'] ?? '/work/shared/vectors';
+const VECTORS = fileURLToPath(VECTORS_DIR);
 
 interface SigningVector {
   config: { MAX_PARTICIPANTS: string; MIN_PARTICIPANTS: string; NUM_PARTICIPANTS: string };

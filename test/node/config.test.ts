@@ -110,3 +110,14 @@ describe('key files', () => {
     expect(code).toBe('key-file-invalid');
   });
 });
+
+describe('start faults', () => {
+  test('listen-failed / a port already in use stops the node with a typed error', async () => {
+    const { liveNode } = await import('./fixtures.ts');
+    const a = await liveNode();
+    const e = await liveNode({ listen: `127.0.0.1:${a.port}` }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(NodeFault);
+    expect((e as NodeFault).code).toBe('listen-failed');
+    await a.cleanup();
+  });
+});

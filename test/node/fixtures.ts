@@ -67,7 +67,13 @@ export async function liveNode(
     meter: { default_estimate_uj: 0, rungs: ['estimator'] },
     ...config,
   });
-  const node = await startNode(cfg, { logger: quiet, ...opts });
+  let node: RunningNode;
+  try {
+    node = await startNode(cfg, { logger: quiet, ...opts });
+  } catch (e) {
+    t?.cleanup();
+    throw e;
+  }
   return Object.assign(node, {
     dataDir: dir,
     cleanup: async () => {

@@ -4,17 +4,22 @@
  * with a message that says where they were expected.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** The folder holding the third-party vectors (`/work/shared/vectors/` next to the repo). */
-export const VECTORS_DIR = new URL('../../../shared/vectors/', import.meta.url);
+/**
+ * The folder holding the third-party vectors: `$JCP_VECTORS_DIR` when set, else
+ * `../shared/vectors/` next to the repository.
+ */
+export const VECTORS_DIR: URL = process.env['JCP_VECTORS_DIR']
+  ? pathToFileURL(`${process.env['JCP_VECTORS_DIR'].replace(/\/+$/, '')}/`)
+  : new URL('../../../shared/vectors/', import.meta.url);
 
 /** Reads one vector file as text. @throws Error naming the expected path when it is absent. */
 export function vectorText(path: string): string {
   const url = new URL(path, VECTORS_DIR);
   if (!existsSync(url)) {
     throw new Error(
-      `third-party vector file missing: ${fileURLToPath(url)} (expected ../shared/vectors/ next to the repository; see its README.md)`,
+      `third-party vector file missing: ${fileURLToPath(url)} (expected ../shared/vectors/ next to the repository, or set JCP_VECTORS_DIR)`,
     );
   }
   return readFileSync(url, 'utf8');
