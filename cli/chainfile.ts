@@ -6,6 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fromHex, toHex } from '../core/bytes.ts';
+import { parseDid } from '../core/didkey.ts';
 import { decode, encode } from '../core/cbor.ts';
 import { ErrorCodes, JcpError } from '../core/errors.ts';
 import { type Grant, type SignedGrant, grantId, readSignedGrant, signedGrantToCbor } from '../core/grant.ts';
@@ -29,13 +30,24 @@ export function grantView(g: Grant): Record<string, unknown> {
   };
 }
 
-/** Writes a chain file. */
-export function writeChainFile(file: string, chain: readonly SignedGrant[]): void {
+/**
+ * Writes a chain file (root first). Refuses to overwrite an existing file unless `overwrite`.
+ * @throws JcpError `refused` when the file exists.
+ */
+export function writeChainFile(file: string, chain: readonly SignedGrant[], opts: { overwrite?: boolean } = {}): void {
   const body = {
     type: CHAIN_FILE_TYPE,
     chain: chain.map((sg) => ({ id: grantId(sg.grant), cbor: toHex(encode(signedGrantToCbor(sg))), grant: grantView(sg.grant) })),
   };
-  writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`);
+  try {
+    // 'wx': unless asked, never overwrite an existing chain file (a grant is evidence).
+    writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { flag: opts.overwrite ? 'w' : 'wx' });
+  } catch (e) {
+    if ((e as { code?: string }).code === 'EEXIST') {
+      throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite a chain file`, { file });
+    }
+    throw e;
+  }
 }
 
 /**
@@ -63,7 +75,22 @@ export function readChainFile(file: string): SignedGrant[] {
 
 /** A did:key given directly, or the did of a key file. */
 export function didArg(v: string): string {
-  return v.startsWith('did:key:') ? v : readKeyFile(v).did;
+  if (v.startsWith('did:')) {
+    parseDid(v); // throws did-invalid with the reason
+    return v;
+  }
+  return readKeyFile(v).did;
+}
+
+/**
+ * Action names from a comma-separated list: non-empty, unique.
+ * @throws JcpError `schema` naming the flag.
+ */
+export function actionsArg(v: string, flag = '--actions'): string[] {
+  const actions = v.split(',').map((a) => a.trim());
+  if (actions.some((a) => a.length === 0)) throw new JcpError(ErrorCodes.SCHEMA, `${flag}: empty action name in '${v}'`);
+  if (new Set(actions).size !== actions.length) throw new JcpError(ErrorCodes.SCHEMA, `${flag}: repeated action in '${v}'`);
+  return actions;
 }
 
 /** A resource content id given directly, or the id of a resource name (as the node config derives it). */

@@ -60,6 +60,8 @@ export const command: Command = {
       process.stderr.write('\njcp demo: interrupted; stopping every process it started\n');
       setImmediate(() => process.exit(130));
     };
+    // Every child (nodes, FROST participants) inherits this and exits if the demo is SIGKILLed.
+    process.env['JCP_EXIT_WITH_PARENT'] = '1';
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     try {

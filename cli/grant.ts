@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { type AttenuationParams, type Grant, attenuate, grantId, signGrant } from '../core/grant.ts';
 import { signRevocation } from '../core/revocation.ts';
 import { JcpClient, WireErrorReply, parseHostPort, readKeyFile } from '../node/index.ts';
-import { didArg, expiryArg, grantView, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
+import { actionsArg, didArg, expiryArg, grantView, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage:
@@ -83,7 +83,7 @@ function mint(argv: string[]): number {
   const g: Grant = {
     issuer: issuer.did,
     subject: didArg(need(values.subject, '--subject')),
-    capability: { resource: resourceArg(need(values.resource, '--resource')), actions: need(values.actions, '--actions').split(',') },
+    capability: { resource: resourceArg(need(values.resource, '--resource')), actions: actionsArg(need(values.actions, '--actions')) },
     budget_uj: ujArg(need(values.budget, '--budget'), '--budget'),
     expiry: expiryArg(values.expiry ?? '0', nowS()),
     ...(depth !== undefined ? { delegate_depth: depth } : {}),
@@ -115,7 +115,7 @@ function delegate(argv: string[]): number {
   const depth = depthArg(values.depth);
   const params: AttenuationParams = {
     subject: didArg(need(values.subject, '--subject')),
-    ...(values.actions !== undefined ? { actions: values.actions.split(',') } : {}),
+    ...(values.actions !== undefined ? { actions: actionsArg(values.actions) } : {}),
     budget_uj: ujArg(need(values.budget, '--budget'), '--budget'),
     ...(values.expiry !== undefined ? { expiry: expiryArg(values.expiry, nowS()) } : {}),
     ...(depth !== undefined ? { delegate_depth: depth } : {}),
@@ -138,6 +138,12 @@ async function revoke(argv: string[]): Promise<number> {
   const link = chain[i];
   if (!Number.isInteger(i) || link === undefined) throw new UsageError(`--link: no link ${values.link} in a chain of ${chain.length}`);
   const revoker = readKeyFile(need(values.key, '--key'));
+  if (revoker.did !== link.grant.issuer) {
+    // §4.3: only the grant's issuer may revoke it; a node would refuse this revocation as soon
+    // as it knows the grant, so refuse it here rather than send something that cannot work.
+    process.stderr.write(`jcp grant revoke: refused [not-issuer]: ${revoker.did} is not the issuer of link ${i} (${link.grant.issuer})\n`);
+    return 1;
+  }
   const sr = signRevocation(grantId(link.grant), revoker, nonce());
   const { host, port } = parseHostPort(need(values.node, '--node'), '--node');
   const client = await JcpClient.connect({ host, port, reconnectAttempts: 0 });

@@ -16,6 +16,14 @@ async function topHelp(): Promise<string> {
   return lines.join('\n');
 }
 
+/** The stable code of a coded error (ours, or Node's system errors), else undefined. */
+function errorCode(e: unknown): string | undefined {
+  if (e instanceof JcpError) return e.code;
+  if (typeof e !== 'object' || e === null || !(e instanceof Error)) return undefined;
+  const code = (e as { code?: unknown }).code;
+  return typeof code === 'string' && code.length > 0 ? code : undefined;
+}
+
 /** Runs `jcp` with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -41,11 +49,15 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`jcp ${name}: ${e.message}\nRun 'jcp ${name} --help'.\n`);
       return 2;
     }
-    if (e instanceof JcpError) {
-      process.stderr.write(`jcp ${name}: error [${e.code}]: ${e.message}\n`);
+    const code = errorCode(e);
+    if (code !== undefined) {
+      // A coded failure (JcpError, NodeFault, FrostError, a system error such as ENOENT or
+      // ECONNREFUSED) is the user's to fix: one line, no stack. JCP_DEBUG=1 shows the stack.
+      process.stderr.write(`jcp ${name}: error [${code}]: ${(e as Error).message}\n`);
+      if (process.env['JCP_DEBUG']) process.stderr.write(`${(e as Error).stack}\n`);
       return 1;
     }
-    process.stderr.write(`jcp ${name}: ${(e as Error)?.stack ?? String(e)}\n`);
+    process.stderr.write(`jcp ${name}: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
     return 1;
   }
 }

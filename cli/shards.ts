@@ -44,7 +44,7 @@ function clusterState(dir: string | undefined): ClusterState | undefined {
 function writeShardFiles(dir: string, m: ShardManifest): void {
   mkdirSync(dir, { recursive: true });
   writeManifest(join(dir, 'shards.json'), m);
-  for (const s of m.shards) writeChainFile(join(dir, `shard-${s.name}.json`), [...m.parentChain, s.grant]);
+  for (const s of m.shards) writeChainFile(join(dir, `shard-${s.name}.json`), [...m.parentChain, s.grant], { overwrite: true });
 }
 
 function printManifest(m: ShardManifest): void {
