@@ -9,7 +9,7 @@ import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
 import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
-import { type LogReplay, NodeFault, ReceiptLog, WorkerPool, readDataMeta, replayLog } from '../node/index.ts';
+import { type LogReplay, NodeFault, ReceiptLog, WorkerPool, isLockError, readDataMeta, replayLog } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp receipts <verb> <data-dir> [options]
@@ -58,6 +58,19 @@ export const command: Command = {
         return 1;
       }
       if (verb === 'repair') {
+        // Never repair a log a running node holds open: LevelDB's repair would move its live
+        // files aside and lose receipts already replied. Opening first takes (and tests) the lock.
+        const probe = new ClassicLevel(path.join(dataDir, 'receipts'), { createIfMissing: false });
+        try {
+          await probe.open();
+        } catch (e) {
+          if (isLockError(e)) {
+            process.stderr.write(`jcp receipts: error [log-locked]: ${dataDir} is in use by a running node; stop it before repairing\n`);
+            return 1;
+          }
+        } finally {
+          await probe.close().catch(() => undefined);
+        }
         await ClassicLevel.repair(path.join(dataDir, 'receipts'));
         process.stderr.write(`jcp receipts: LevelDB repair ran on ${path.join(dataDir, 'receipts')}\n`);
       }

@@ -42,14 +42,16 @@ export const NodeFaultCodes = {
   CONFIG_INVALID: 'config-invalid',
   /** The steward key file is unreadable, malformed, or readable by others than its owner. */
   KEY_FILE_INVALID: 'key-file-invalid',
-  /** The receipt log exists but cannot be opened or read (corrupt, locked, unreadable). */
+  /** The receipt log exists but cannot be opened or read (corrupt, unreadable). */
   LOG_CORRUPT: 'log-corrupt',
+  /** The receipt log is open in another process (a running node holds its LevelDB lock). */
+  LOG_LOCKED: 'log-locked',
   /** The data folder says a log was created here, but the log is gone: it is never recreated empty. */
   LOG_MISSING: 'log-missing',
   /** The log was written by another steward key than the one configured. */
   LOG_STEWARD_MISMATCH: 'log-steward-mismatch',
-  /** An endpoint could not be started. */
-  ENDPOINT_FAILED: 'endpoint-failed',
+  /** The listen (or metrics) address could not be bound: in use, not local, not permitted. */
+  LISTEN_FAILED: 'listen-failed',
 } as const;
 
 /** One node fault code. */

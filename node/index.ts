@@ -12,6 +12,7 @@ export {
   resultJson,
   WireErrorReply,
 } from './client.ts';
+export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {
   CONFIG_DEFAULTS,
@@ -33,7 +34,7 @@ export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './key
 export { NodeMetrics, serveMetrics } from './metrics.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
 export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
-export { DATA_FORMAT, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export { DATA_FORMAT, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
 export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
 export { RequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';

@@ -71,6 +71,14 @@ export interface ReceiptLogOptions {
   readonly mustExist?: boolean;
 }
 
+/** True when LevelDB refused to open because another process holds the database lock. */
+export function isLockError(e: unknown): boolean {
+  for (let x: unknown = e; x instanceof Error; x = (x as { cause?: unknown }).cause) {
+    if ((x as { code?: unknown }).code === 'LEVEL_LOCKED' || /\block\b.*(unavailable|held)|LOCK:/i.test(x.message)) return true;
+  }
+  return false;
+}
+
 /** Reads `node.json` of a data folder, or undefined when absent. @throws NodeFault `log-corrupt` when unreadable. */
 export function readDataMeta(dataDir: string): { format: string; steward: Did; created_at_s: number } | undefined {
   const file = path.join(dataDir, 'node.json');
@@ -134,6 +142,14 @@ export class ReceiptLog {
       await db.open({ createIfMissing: !present, errorIfExists: false });
     } catch (e) {
       const cause = (e as { cause?: Error }).cause ?? (e as Error);
+      if (isLockError(e)) {
+        throw new NodeFault(
+          NodeFaultCodes.LOG_LOCKED,
+          `${location}: the receipt log is in use by another process (a running node?); stop it first. Nothing was changed`,
+          location,
+          { cause: e },
+        );
+      }
       throw new NodeFault(
         NodeFaultCodes.LOG_CORRUPT,
         `${location}: cannot open the receipt log: ${cause.message}. Repair it with 'jcp receipts repair ${dataDir}'`,

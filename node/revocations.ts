@@ -8,7 +8,10 @@
  * revocation, so when the node has not seen the grant yet, the revocation waits: its signature is
  * verified under `revoked_by` at once, and it is admitted — or discarded, when `revoked_by` is not
  * the issuer — the first time a request presents that grant, before that request is decided.
- * A forged revocation therefore never takes effect.
+ * A forged revocation therefore never takes effect. Waiting revocations are kept per
+ * (grant id, revoked_by), so a stranger's revocation of the same grant id can never replace
+ * (and so cancel) the issuer's; at most {@link MAX_WAITING_PER_GRANT} signers wait per grant
+ * and `maxPending` in all (`busy` beyond), so a flood of strangers' revocations is bounded.
  */
 import { decode, encode } from '../core/cbor.ts';
 import { type Grant, type SignedGrant, grantId, grantToCbor, readGrant } from '../core/grant.ts';
@@ -25,7 +28,10 @@ import { asObj } from '../core/schema.ts';
 import { verifyBody } from '../core/signed.ts';
 import type { RevocationRejection, RevocationSink } from './hooks.ts';
 
-/** Where the store persists (the receipt log's `putRevocation`). */
+/** Distinct signers whose revocations may wait for one unseen grant. */
+export const MAX_WAITING_PER_GRANT = 8;
+
+/** Where the store persists (the receipt log's `putRevocation`), under the grant id (admitted) or `grantId:revokedBy` (waiting). */
 export type PersistRevocation = (grantId: ContentId, bytes: Uint8Array) => Promise<void>;
 
 /** A persisted record's bytes: det-CBOR `{revocation, grant?}` (grant present once admitted). */
@@ -46,7 +52,9 @@ export interface RevocationLoad {
 /** Admitted and waiting revocations of one node. */
 export class RevocationStore implements RevocationSink {
   readonly set = new RevocationSet();
-  readonly #pending = new Map<ContentId, SignedRevocation>();
+  /** Waiting revocations: grant id → revoked_by → the signed revocation. */
+  readonly #pending = new Map<ContentId, Map<string, SignedRevocation>>();
+  #pendingCount = 0;
   readonly #known = new Map<ContentId, Grant>();
   readonly #persist: PersistRevocation;
   readonly #maxPending: number;
@@ -54,7 +62,7 @@ export class RevocationStore implements RevocationSink {
 
   constructor(persist: PersistRevocation, opts: { maxPending?: number; maxKnownGrants?: number } = {}) {
     this.#persist = persist;
-    this.#maxPending = opts.maxPending ?? 100_000;
+    this.#maxPending = opts.maxPending ?? 10_000;
     this.#maxKnown = opts.maxKnownGrants ?? 100_000;
   }
 
@@ -65,7 +73,21 @@ export class RevocationStore implements RevocationSink {
 
   /** Revocations waiting for their grant. */
   get pendingCount(): number {
-    return this.#pending.size;
+    return this.#pendingCount;
+  }
+
+  #wait(sr: SignedRevocation): 'waiting' | 'full' {
+    const id = sr.body.grant_id;
+    let byRevoker = this.#pending.get(id);
+    if (byRevoker?.has(sr.body.revoked_by)) return 'waiting';
+    if (this.#pendingCount >= this.#maxPending || (byRevoker?.size ?? 0) >= MAX_WAITING_PER_GRANT) return 'full';
+    if (!byRevoker) {
+      byRevoker = new Map();
+      this.#pending.set(id, byRevoker);
+    }
+    byRevoker.set(sr.body.revoked_by, sr);
+    this.#pendingCount++;
+    return 'waiting';
   }
 
   /**
@@ -76,11 +98,16 @@ export class RevocationStore implements RevocationSink {
   noteChain(chain: readonly SignedGrant[]): void {
     for (const sg of chain) {
       const id = grantId(sg.grant);
-      if (this.#pending.size > 0) {
+      if (this.#pendingCount > 0) {
         const waiting = this.#pending.get(id);
         if (waiting !== undefined) {
           this.#pending.delete(id);
-          if (this.set.admit(waiting, sg.grant).ok) void this.#persist(id, revocationRecord(waiting, sg.grant)).catch(() => undefined);
+          this.#pendingCount -= waiting.size;
+          // Only the issuer's revocation is admitted; strangers' are dropped (§4.3).
+          const byIssuer = waiting.get(sg.grant.issuer);
+          if (byIssuer !== undefined && this.set.admit(byIssuer, sg.grant).ok) {
+            void this.#persist(id, revocationRecord(byIssuer, sg.grant)).catch(() => undefined);
+          }
         }
       }
       if (this.#known.size < this.#maxKnown && !this.#known.has(id)) this.#known.set(id, sg.grant);
@@ -101,11 +128,11 @@ export class RevocationStore implements RevocationSink {
     if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {
       return err({ code: 'revocation-refused', why: 'bad-signature: the revocation signature does not verify under revoked_by' });
     }
-    if (!this.#pending.has(id) && this.#pending.size >= this.#maxPending) {
-      return err({ code: 'busy', why: `${this.#maxPending} revocations already wait for their grants` });
+    if (this.#wait(sr) === 'full') {
+      return err({ code: 'busy', why: `too many revocations already wait for their grants (${this.#maxPending} in all, ${MAX_WAITING_PER_GRANT} per grant)` });
     }
-    this.#pending.set(id, sr);
-    await this.#persist(id, revocationRecord(sr));
+    // Keyed by (grant, revoker): a waiting revocation never overwrites another signer's.
+    await this.#persist(`${id}:${sr.body.revoked_by}`, revocationRecord(sr));
     return ok({ grantId: id, admitted: false });
   }
 
@@ -125,8 +152,7 @@ export class RevocationStore implements RevocationSink {
             if (this.#known.size < this.#maxKnown) this.#known.set(grantId(grant), grant);
           } else bad++;
         } else if (verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {
-          this.#pending.set(sr.body.grant_id, sr);
-          pending++;
+          if (!this.set.has(sr.body.grant_id) && this.#wait(sr) === 'waiting') pending++;
         } else bad++;
       } catch {
         bad++;

@@ -85,12 +85,24 @@ describe('jcp CLI around a node', () => {
     expect(JSON.parse(call.out).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
   });
 
+  test('receipts repair and verify refuse a log a running node holds (log-locked), and change nothing', async () => {
+    for (const verb of ['repair', 'verify']) {
+      const r = await jcp('receipts', verb, node.dataDir);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(/log-locked/);
+      expect(r.err).not.toMatch(/log-corrupt/);
+    }
+    const after = await jcp('call', '--node', addr, '--chain', f('root.json'), '--key', f('bob.key'), '--action', 'read', '--cost', '1');
+    expect(after.code).toBe(3); // the root was revoked above: still decided, sealed and logged
+    expect(JSON.parse(after.out).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+  });
+
   test('receipts replay / attribute / export read the log of a stopped node', async () => {
     await node.close();
     const replay = await jcp('receipts', 'replay', node.dataDir);
     expect(replay.code).toBe(0);
     const r = JSON.parse(replay.out) as { receipts: number; allowed: number; budgets: Array<{ grant_id: string; spent_uj: string }> };
-    expect(r.receipts).toBe(4);
+    expect(r.receipts).toBe(5);
     expect(r.allowed).toBe(2);
     const root = JSON.parse(readFileSync(f('root.json'), 'utf8')) as { chain: Array<{ id: string }> };
     expect(r.budgets.find((b) => b.grant_id === root.chain[0]!.id)?.spent_uj).toBe('740');
@@ -104,7 +116,7 @@ describe('jcp CLI around a node', () => {
     const json = await jcp('receipts', 'export', node.dataDir, '--format', 'json', '--out', f('log.json'));
     expect(json.code).toBe(0);
     const exported = JSON.parse(readFileSync(f('log.json'), 'utf8')) as { receipts: Array<{ seq: number; verified: boolean }> };
-    expect(exported.receipts.map((x) => [x.seq, x.verified])).toEqual([0, 1, 2, 3].map((s) => [s, true]));
+    expect(exported.receipts.map((x) => [x.seq, x.verified])).toEqual([0, 1, 2, 3, 4].map((s) => [s, true]));
     await jcp('receipts', 'export', node.dataDir, '--format', 'cbor', '--out', f('log.cbor'));
     const seq = readFileSync(f('log.cbor'));
     expect(seq.length).toBeGreaterThan(0);

@@ -4,8 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { attenuate, grantId } from '../../core/grant.ts';
+import { actorFromSeed } from '../../core/actor.ts';
 import { signRevocation } from '../../core/revocation.ts';
 import { JcpClient, NodeErrorCodes, type RunningNode, type WireErrorReply } from '../../node/index.ts';
+import { MAX_WAITING_PER_GRANT } from '../../node/revocations.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
 
 const { rng, alice, bob, carol, mallory } = cast('revocation');
@@ -63,6 +65,34 @@ describe('revocation over jcp/1', () => {
     const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
     await asBob.revoke(signRevocation(grantId(g.grant), mallory, rng(16)));
     expect((await asBob.call({ chain: [g], action: 'read' })).decision).toEqual({ verdict: 'allow' });
+  });
+
+  test('a stranger\'s later revocation of the same unseen grant cannot cancel the issuer\'s waiting one', async () => {
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    await asBob.revoke(signRevocation(grantId(g.grant), alice, rng(16)));
+    await asBob.revoke(signRevocation(grantId(g.grant), mallory, rng(16)));
+    expect((await asBob.call({ chain: [g], action: 'read' })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+  });
+
+  test('busy / waiting revocations of one unseen grant are bounded per grant', async () => {
+    const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+    const codes: string[] = [];
+    for (let i = 0; i < MAX_WAITING_PER_GRANT + 2; i++) {
+      const stranger = actorFromSeed(rng(32));
+      try {
+        await asBob.revoke(signRevocation(grantId(g.grant), stranger, rng(16)));
+        codes.push('ok');
+      } catch (e) {
+        codes.push((e as WireErrorReply).code);
+      }
+    }
+    expect(codes.filter((c) => c === 'ok')).toHaveLength(MAX_WAITING_PER_GRANT);
+    expect(codes.slice(MAX_WAITING_PER_GRANT)).toEqual(['busy', 'busy']);
+    // The issuer's revocation can no longer wait for this grant, but it is admitted at once
+    // as soon as the node knows the grant.
+    expect((await asBob.call({ chain: [g], action: 'read' })).decision).toEqual({ verdict: 'allow' });
+    expect(await asBob.revoke(signRevocation(grantId(g.grant), alice, rng(16)))).toBe(grantId(g.grant));
+    expect((await asBob.call({ chain: [g], action: 'read', payload: { again: 1 } })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
   });
 
   test('revocation-refused / a revocation whose signature does not verify', async () => {
