@@ -140,6 +140,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
       const q = queues[c]!;
       s.on('data', (chunk: Buffer) => {
         const now = performance.now();
+        s.cork();
         for (const body of reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
           const i = q.shift()!;
           lat[done++] = (now - sentAt[i]!) * 1000;
@@ -149,6 +150,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
           else deny++;
           if (spec.mode === 'closed') send(s, q);
         }
+        s.uncork();
         if (done >= spec.requests) finish();
       });
     });

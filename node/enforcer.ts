@@ -2,8 +2,9 @@
  * The request path of the enforcement node (spec §11, §7, §8.1; DESIGN "The way data flows"),
  * from one decoded jcp/1 message body to the response body, in this order:
  *
- *  1. canonical check and schema check (`decodeWireMessage`; the frame cap was checked by the
- *     connection's `FrameReader` before any allocation) → error reply, no receipt;
+ *  1. canonical check and schema check (`decodeWireMessage`, or `ChainCache` for a chain seen
+ *     before; the frame cap was checked by the connection's `FrameReader` before any
+ *     allocation) → error reply, no receipt;
  *  2. skew check: `|request.now − node clock| > max_skew_s` → error `clock-skew`;
  *  3. idempotent replay by `request_id`: a request decided before gets its original response
  *     back (the receipt from the log, the kept result), and nothing is debited twice;
@@ -33,8 +34,9 @@ import type { SignedRevocation } from '../core/revocation.ts';
 import type { TrustRoots } from '../core/trust.ts';
 import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
-import { MAX_ERROR_MESSAGE, type WireRequest, decodeWireMessage, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
+import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
 import { type Endpoint, EndpointErrorCodes, errorResult } from './endpoint.ts';
 import type { BudgetPolicy } from './hooks.ts';
@@ -94,6 +96,7 @@ export class Enforcer {
   readonly #d: EnforcerDeps;
   readonly #state: DecisionState;
   readonly #inflight = new Map<ContentId, Promise<Uint8Array>>();
+  readonly #chains = new ChainCache();
   #nextSeq: number;
   #headId: ContentId | undefined;
   #fatal: Error | undefined;
@@ -124,9 +127,9 @@ export class Enforcer {
   async handle(body: Uint8Array): Promise<Uint8Array> {
     try {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
-      let msg: ReturnType<typeof decodeWireMessage>;
+      let msg: WireMessage;
       try {
-        msg = decodeWireMessage(body);
+        msg = this.#chains.decode(body);
       } catch (e) {
         if (isJcpError(e)) return this.#error(e.code, e.message);
         throw e;

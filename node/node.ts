@@ -187,7 +187,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   for (const r of cfg.resources) {
     if (r.endpoint) endpoints.set(r.id, { name: r.name, endpoint: new McpStdioEndpoint(r.name, r.endpoint, logger) });
   }
-  await Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
+  // Started in the background: a slow server does not hold up recovery; a call waits for it.
+  void Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
 
   let server: JcpServer | undefined;
   let metricsServer: Server | undefined;
@@ -243,7 +244,11 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let port: number;
   let metricsPort: number | undefined;
   try {
-    port = await server.listen(cfg.listen.host, cfg.listen.port);
+    port = await server.listen(cfg.listen.host, cfg.listen.port).catch((e: Error) => {
+      throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot listen on ${cfg.listen.host}:${cfg.listen.port}: ${e.message}`, 'listen', {
+        cause: e,
+      });
+    });
     if (cfg.metrics) {
       const m = await serveMetrics(
         metrics,
@@ -259,7 +264,11 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
         }),
         cfg.metrics.host,
         cfg.metrics.port,
-      );
+      ).catch((e: Error) => {
+        throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot serve metrics on ${cfg.metrics!.host}:${cfg.metrics!.port}: ${e.message}`, 'metrics', {
+          cause: e,
+        });
+      });
       metricsServer = m.server;
       metricsPort = m.port;
     }

@@ -147,10 +147,18 @@ class Connection {
   }
 
   #flush(): void {
+    // Replies that are ready go out in one write (fewer syscalls and segments under load).
+    let corked = false;
     while (this.#queue.length > 0 && this.#queue[0]!.body !== undefined) {
       const body = this.#queue.shift()!.body!;
-      if (!this.#sock.destroyed) this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
+      if (this.#sock.destroyed) continue;
+      if (!corked) {
+        this.#sock.cork();
+        corked = true;
+      }
+      this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
     }
+    if (corked) this.#sock.uncork();
     if (this.#closing && this.#queue.length === 0) {
       this.#sock.end();
       return;
