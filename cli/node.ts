@@ -21,6 +21,9 @@ Options:
   --data dir           data folder (default .data/node)
   --nats url           NATS URL for cluster streams (revocations, budget channels)
   --metrics host:port  serve /metrics and /healthz there
+  --accept-damaged-log start even if boot replay finds receipts that fail verification or a
+                       continuity break (their spend is then not counted); without it such a
+                       log stops the node with log-damaged
   -h, --help           show this help
 
 Exit status: 0 after SIGINT/SIGTERM; 1 when the node cannot start or its log fails.`;
@@ -41,6 +44,7 @@ export const command: Command = {
         data: { type: 'string' },
         nats: { type: 'string' },
         metrics: { type: 'string' },
+        'accept-damaged-log': { type: 'boolean' },
       },
       false,
     );
@@ -69,6 +73,7 @@ export const command: Command = {
       cluster = cfg.nats === undefined ? undefined : new ClusterHooks(cfg.nats, clusterCfg, logger);
       node = await startNode(cfg, {
         logger,
+        ...(values['accept-damaged-log'] ? { acceptDamagedLog: true } : {}),
         ...(cluster ? { budgetPolicy: cluster.budgetPolicy, revocationFeeds: [cluster.revocationFeed] } : {}),
         onFatal: (e) => {
           fatal = e;

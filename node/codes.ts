@@ -44,6 +44,12 @@ export const NodeFaultCodes = {
   KEY_FILE_INVALID: 'key-file-invalid',
   /** The receipt log exists but cannot be opened or read (corrupt, unreadable). */
   LOG_CORRUPT: 'log-corrupt',
+  /**
+   * Boot replay found receipts that fail verification or a continuity break (a missing, reordered
+   * or replaced receipt). Starting would hand their spend back; the operator decides
+   * (`jcp receipts verify`, then `jcp node start --accept-damaged-log`).
+   */
+  LOG_DAMAGED: 'log-damaged',
   /** The receipt log is open in another process (a running node holds its LevelDB lock). */
   LOG_LOCKED: 'log-locked',
   /** The data folder says a log was created here, but the log is gone: it is never recreated empty. */

@@ -44,6 +44,11 @@ export interface NodeOptions {
   readonly logger?: Logger;
   /** Called if the node stops by itself (the receipt log failed). */
   readonly onFatal?: (e: Error) => void;
+  /**
+   * Start even when boot replay finds bad receipts or continuity breaks (their spend is then not
+   * counted). Default false: such a log stops the node with `log-damaged`.
+   */
+  readonly acceptDamagedLog?: boolean;
   /** Receipts from which boot replay uses temporary workers (default {@link REPLAY_WORKERS_MIN_RECEIPTS}). */
   readonly replayWorkersFrom?: number;
 }
@@ -158,6 +163,16 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
     const rev = revocations.load(await log.revocations());
     boot = bootReport(replay, rev);
+    if ((boot.bad > 0 || boot.breaks > 0) && !opts.acceptDamagedLog) {
+      const first = boot.problems[0];
+      throw new NodeFault(
+        NodeFaultCodes.LOG_DAMAGED,
+        `${cfg.dataDir}: the receipt log has ${boot.bad} receipt(s) that fail verification and ${boot.breaks} continuity break(s)` +
+          `${first ? ` (first: seq ${first.seq}, ${first.code})` : ''}; starting would hand their spend back. ` +
+          `Inspect it with 'jcp receipts verify ${cfg.dataDir}'; start with --accept-damaged-log to continue without that spend`,
+        cfg.dataDir,
+      );
+    }
     // Drop the table files the full read mapped into memory (they would stay resident).
     await log.reopen();
   } catch (e) {

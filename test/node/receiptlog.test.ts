@@ -106,7 +106,7 @@ describe('receipt log: boot replay', () => {
     expect(JSON.parse(verify.out)).toMatchObject({ receipts: 8, good: 8, bad: 0, breaks: 0 });
   });
 
-  test('a tampered receipt is counted as bad and never applied; a deleted one is named as a break', async () => {
+  test('a tampered receipt or a deleted one stops the node (log-damaged); accepted, the bad one is counted, never applied, the gap named', async () => {
     const dir = folder();
     const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
     const a = await liveNode({}, {}, dir);
@@ -122,7 +122,8 @@ describe('receipt log: boot replay', () => {
     await db.del(receiptKey(4));
     await db.close();
 
-    const b = await liveNode({}, {}, dir);
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged' });
+    const b = await liveNode({}, { acceptDamagedLog: true }, dir);
     expect(b.boot).toMatchObject({ receipts: 5, good: 4, bad: 1 });
     expect(b.boot.problems.some((p) => p.seq === 1 && p.code === 'signature-invalid')).toBe(true);
     expect(b.boot.problems.some((p) => p.seq === 5 && p.code === 'seq-gap')).toBe(true);
