@@ -58,6 +58,16 @@ export interface InspectOptions {
 export function inspectBytes(bytes: Uint8Array, opts: InspectOptions = {}): InspectOutcome {
   try {
     if (bytes.length === 0) return { ok: false, fault: { code: 'empty-input', message: 'the input is empty' } };
+    if (looksLikeJson(bytes)) {
+      return {
+        ok: false,
+        fault: {
+          code: 'not-cbor',
+          message: "the input is JSON text, not CBOR or hex (a chain file? try 'jcp grant show --chain <file>')",
+          offset: 0,
+        },
+      };
+    }
     const framed = isFramed(bytes);
     const items: Item[] = framed ? splitFrames(bytes) : splitSequence(bytes);
     if (!framed && items.length > 1) {
@@ -96,6 +106,18 @@ export function inspectBytes(bytes: Uint8Array, opts: InspectOptions = {}): Insp
   } catch (e) {
     if (e instanceof FaultError) return { ok: false, fault: e.fault };
     return { ok: false, fault: { code: 'cbor-malformed', message: `unreadable input: ${(e as Error)?.message ?? String(e)}` } };
+  }
+}
+
+/** True when `bytes` is UTF-8 text that parses as a JSON object or array. */
+function looksLikeJson(bytes: Uint8Array): boolean {
+  const first = bytes.find((b) => b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09);
+  if (first !== 0x7b && first !== 0x5b) return false;
+  try {
+    JSON.parse(Buffer.from(bytes).toString('utf8'));
+    return true;
+  } catch {
+    return false;
   }
 }
 

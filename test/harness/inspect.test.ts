@@ -281,6 +281,12 @@ describe('inspect / every kind', () => {
 });
 
 describe('inspect / bad input is refused precisely', () => {
+  it('a JSON file (e.g. a chain file) is named as JSON text, not read as a jcp/1 frame', () => {
+    const f = fault(inspectBytes(new Uint8Array(Buffer.from('{"type": "jcp-chain", "chain": []}\n'))));
+    expect(f.code).toBe('not-cbor');
+    expect(f.message).toMatch(/JSON/);
+  });
+
   it('refuse / non-canonical: unsorted keys, with the first non-canonical byte', () => {
     const f = fault(inspectHex(vec(grants, 'decode_errors', 'unsorted-keys')['cbor'] as string));
     expect(f.code).toBe('cbor-non-canonical');
