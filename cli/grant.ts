@@ -148,7 +148,7 @@ async function revoke(argv: string[]): Promise<number> {
   const { host, port } = parseHostPort(need(values.node, '--node'), '--node');
   const client = await JcpClient.connect({ host, port, reconnectAttempts: 0 });
   try {
-    const id = await client.revoke(sr);
+    const id = await client.revoke(sr, link.grant);
     process.stdout.write(`${JSON.stringify({ revoked: id })}\n`);
     return 0;
   } catch (e) {

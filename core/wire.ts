@@ -12,6 +12,9 @@
  * - response `{decision: {verdict, deny_reason?}, receipt, result?}` (WireResponse, §11);
  * - error `{error: {code, message}}` (never reached a decision; no receipt);
  * - revoke `{revoke: SignedRevocation}` → answered by revoked `{revoked: {grant_id}}` or an error.
+ * - revoke_grant `{revoke_grant: {revocation: SignedRevocation, grant: Grant}}`: the same, carrying
+ *   the revoked grant so the node checks authority at once (§4.3) instead of letting the
+ *   revocation wait for the grant; answered like revoke.
  *
  * Caller signature (§11): Ed25519 by `caller` over `canonical_cbor` of the request map without
  * `signature` (payload included when present). The payload is bound by `frame.payload_hash`
@@ -29,7 +32,7 @@ import { sign, verify } from './ed25519.ts';
 import { type Cost, costToCbor, readCost } from './energy.ts';
 import { ErrorCodes, JcpError, check } from './errors.ts';
 import { type Frame, frameToCbor, readFrame } from './frame.ts';
-import { type SignedGrant, readSignedGrant, signedGrantToCbor } from './grant.ts';
+import { type Grant, type SignedGrant, grantToCbor, readGrant, readSignedGrant, signedGrantToCbor } from './grant.ts';
 import { type ContentId, contentId } from './hash.ts';
 import { type SignedRevocation, readSignedRevocation, signedRevocationToCbor } from './revocation.ts';
 import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, type Obj } from './schema.ts';
@@ -266,7 +269,7 @@ export type WireMessage =
   | { readonly kind: 'request'; readonly request: WireRequest }
   | { readonly kind: 'response'; readonly response: WireDecisionResponse }
   | { readonly kind: 'error'; readonly error: WireError }
-  | { readonly kind: 'revoke'; readonly revocation: SignedRevocation }
+  | { readonly kind: 'revoke'; readonly revocation: SignedRevocation; readonly grant?: Grant }
   | { readonly kind: 'revoked'; readonly grant_id: ContentId };
 
 /** The most bytes of an error message we carry. */
@@ -282,7 +285,9 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
     case 'error':
       return encode({ error: { code: m.error.code, message: m.error.message.slice(0, MAX_ERROR_MESSAGE) } });
     case 'revoke':
-      return encode({ revoke: signedRevocationToCbor(m.revocation) });
+      return m.grant === undefined
+        ? encode({ revoke: signedRevocationToCbor(m.revocation) })
+        : encode({ revoke_grant: { revocation: signedRevocationToCbor(m.revocation), grant: grantToCbor(m.grant) } });
     case 'revoked':
       return encode({ revoked: { grant_id: m.grant_id } });
   }
@@ -331,6 +336,14 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
   if ('revoke' in o) {
     return { kind: 'revoke', revocation: readSignedRevocation(asObj(o, 'message', ['revoke'])['revoke'], 'revoke') };
   }
+  if ('revoke_grant' in o) {
+    const r = asObj(asObj(o, 'message', ['revoke_grant'])['revoke_grant'], 'revoke_grant', ['revocation', 'grant']);
+    return {
+      kind: 'revoke',
+      revocation: readSignedRevocation(r['revocation'], 'revoke_grant.revocation'),
+      grant: readGrant(r['grant'], 'revoke_grant.grant'),
+    };
+  }
   if ('revoked' in o) {
     const r = asObj(asObj(o, 'message', ['revoked'])['revoked'], 'revoked', ['grant_id']);
     return { kind: 'revoked', grant_id: asCid(r['grant_id'], 'revoked.grant_id') };
@@ -347,6 +360,16 @@ export function readWireRequest(v: unknown): WireRequest {
   const o = asObj(v, 'request', ['frame', 'chain', 'caller', 'cost', 'now', 'signature'], ['payload']);
   const chain = asArray(o['chain'], 'request.chain', MAX_WIRE_CHAIN).map((g, i) => readSignedGrant(g, `request.chain[${i}]`));
   check(chain.length > 0, 'request.chain', 'at least one grant');
+  return readWireRequestFields(o, chain);
+}
+
+/**
+ * Reads every field of a request map but `chain` (which the caller has read and passes in), with
+ * the rules of `readWireRequest`: the payload, the frame (whose `payload_hash` must bind the
+ * payload), caller, cost, `now` and the signature, in that order.
+ * @throws JcpError `schema` / `did-invalid` / `bad-length`, naming the field.
+ */
+export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): WireRequest {
   const payload = o['payload'] === undefined ? undefined : asBytes(o['payload'], 'request.payload');
   const frame = readFrame(o['frame'], 'request.frame');
   check(frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');

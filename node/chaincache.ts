@@ -7,18 +7,15 @@
  * `chain` are its first three entries. When the bytes of the chain entry equal the bytes of a
  * chain decoded before (the cache is keyed by those exact bytes), the rest of the body — the
  * body without that entry — is decoded by the core decoder (strict, canonical-checked) and read
- * with the same field rules as `readWireRequest`, and the cached `SignedGrant` objects are
- * reused (so their ids stay memoized). Any other shape, any miss, and any failure on the way
+ * by the core's `readWireRequestFields` (the field rules of `readWireRequest`), and the cached
+ * `SignedGrant` objects are reused (so their ids stay memoized). Any other shape, any miss, and any failure on the way
  * falls back to the core's `decodeWireMessage` on the whole body, so errors keep their codes.
  * `test/node/chaincache.test.ts` checks both paths give the same result on valid and mutated bodies.
  */
 import { decode } from '../core/cbor.ts';
-import { readCost } from '../core/energy.ts';
-import { check } from '../core/errors.ts';
-import { readFrame } from '../core/frame.ts';
 import type { SignedGrant } from '../core/grant.ts';
-import { asBytes, asDid, asObj, asSafeUint } from '../core/schema.ts';
-import { type WireMessage, type WireRequest, decodeWireMessage, payloadHash } from '../core/wire.ts';
+import { asObj } from '../core/schema.ts';
+import { type WireMessage, type WireRequest, decodeWireMessage, readWireRequestFields } from '../core/wire.ts';
 
 /** Chains kept (by their exact bytes); the cache is emptied when it fills. */
 export const CHAIN_CACHE_SIZE = 4096;
@@ -91,21 +88,9 @@ export function chainEntry(body: Uint8Array): { keyAt: number; valueAt: number; 
   return end < 0 ? undefined : { keyAt: off, valueAt, end };
 }
 
-/** Reads the decoded rest of a request (every field but `chain`), as `readWireRequest` does. */
+/** Reads the decoded rest of a request (every field but `chain`) with the core's field rules. */
 function readRest(v: unknown, chain: readonly SignedGrant[]): WireRequest {
-  const o = asObj(v, 'request', ['frame', 'caller', 'cost', 'now', 'signature'], ['payload']);
-  const payload = o['payload'] === undefined ? undefined : asBytes(o['payload'], 'request.payload');
-  const frame = readFrame(o['frame'], 'request.frame');
-  check(frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');
-  return {
-    frame,
-    chain,
-    caller: asDid(o['caller'], 'request.caller'),
-    cost: readCost(o['cost'], 'request.cost'),
-    now: asSafeUint(o['now'], 'request.now'),
-    ...(payload !== undefined ? { payload } : {}),
-    signature: asBytes(o['signature'], 'request.signature', 64),
-  };
+  return readWireRequestFields(asObj(v, 'request', ['frame', 'caller', 'cost', 'now', 'signature'], ['payload']), chain);
 }
 
 /** A per-node cache of decoded chains; see the module docs. */

@@ -15,13 +15,14 @@ import type { Actor } from '../core/actor.ts';
 import type { Did } from '../core/didkey.ts';
 import type { Cost } from '../core/energy.ts';
 import type { FrameKind, Trust } from '../core/frame.ts';
-import { type SignedGrant, grantId } from '../core/grant.ts';
+import { type Grant, type SignedGrant, grantId } from '../core/grant.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import {
   FrameReader,
   MAX_DECLARABLE_LENGTH,
   type WireDecision,
+  type WireMessage,
   type WireRequest,
   type WireResponse,
   decodeWireMessage,
@@ -263,9 +264,14 @@ export class JcpClient {
     };
   }
 
-  /** Sends a signed revocation (§4.3). @throws WireErrorReply when the node refuses it. */
-  async revoke(sr: SignedRevocation): Promise<ContentId> {
-    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage({ kind: 'revoke', revocation: sr })));
+  /**
+   * Sends a signed revocation (§4.3). With `grant` (the revoked grant), the node checks authority
+   * at once; without it, a revocation of a grant the node has not seen waits for that grant.
+   * @throws WireErrorReply when the node refuses it (`revocation-refused`, `busy`).
+   */
+  async revoke(sr: SignedRevocation, grant?: Grant): Promise<ContentId> {
+    const msg: WireMessage = grant === undefined ? { kind: 'revoke', revocation: sr } : { kind: 'revoke', revocation: sr, grant };
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage(msg)));
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'revoked') throw new WireErrorReply('schema', `expected revoked, got ${reply.kind}`);
     return reply.grant_id;

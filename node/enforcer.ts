@@ -34,6 +34,7 @@ import type { SignedRevocation } from '../core/revocation.ts';
 import type { TrustRoots } from '../core/trust.ts';
 import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
+import type { Grant } from '../core/grant.ts';
 import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
@@ -135,7 +136,7 @@ export class Enforcer {
         throw e;
       }
       if (msg.kind === 'request') return await this.#request(body, msg.request);
-      if (msg.kind === 'revoke') return await this.#revoke(msg.revocation);
+      if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
       this.#d.logger.error({ err: e }, 'internal error on the request path');
@@ -303,10 +304,10 @@ export class Enforcer {
     return encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result });
   }
 
-  async #revoke(sr: SignedRevocation): Promise<Uint8Array> {
+  async #revoke(sr: SignedRevocation, grant?: Grant): Promise<Uint8Array> {
     let r: Awaited<ReturnType<RevocationStore['submit']>>;
     try {
-      r = await this.#d.revocations.submit(sr);
+      r = await this.#d.revocations.submit(sr, grant);
     } catch (e) {
       this.#fail(e as Error);
       return this.#error(NodeErrorCodes.LOG_FAILED, `the revocation could not be made durable: ${(e as Error).message}`);

@@ -3,6 +3,7 @@
  * stands (budget channels, §4.5 profile), and feeds that bring revocations from elsewhere
  * (a NATS stream, §4.3 "from NATS once the cluster exists"). The node works without either.
  */
+import type { Grant } from '../core/grant.ts';
 import type { Decision, DecisionRequest } from '../core/decision.ts';
 import type { Deny } from '../core/deny.ts';
 import type { ContentId } from '../core/hash.ts';
@@ -38,9 +39,10 @@ export interface RevocationSink {
    * Verifies and records a signed revocation (§4.3); resolves once it is durable.
    * `admitted` is true when the revoked grant is known and authority was checked against it;
    * false when it waits for the grant (its signature already verified; checked against the grant
-   * before it takes effect).
+   * before it takes effect). With `grant` (the revoked grant, sent by the revoker), authority is
+   * checked against it at once and the revocation never waits.
    */
-  submit(sr: SignedRevocation): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>>;
+  submit(sr: SignedRevocation, grant?: Grant): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>>;
 }
 
 /** A source of revocations besides jcp/1 (e.g. a JetStream stream), started and stopped with the node. */

@@ -76,6 +76,13 @@ export class RevocationStore implements RevocationSink {
     return this.#pendingCount;
   }
 
+  #dropWaiting(id: ContentId): void {
+    const waiting = this.#pending.get(id);
+    if (waiting === undefined) return;
+    this.#pending.delete(id);
+    this.#pendingCount -= waiting.size;
+  }
+
   #wait(sr: SignedRevocation): 'waiting' | 'full' {
     const id = sr.body.grant_id;
     let byRevoker = this.#pending.get(id);
@@ -115,13 +122,18 @@ export class RevocationStore implements RevocationSink {
   }
 
   /** Verifies, records and persists a revocation (§4.3); see {@link RevocationSink.submit}. */
-  async submit(sr: SignedRevocation): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
+  async submit(sr: SignedRevocation, presented?: Grant): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
     const id = sr.body.grant_id;
     if (this.set.has(id)) return ok({ grantId: id, admitted: true });
-    const grant = this.#known.get(id);
+    if (presented !== undefined && grantId(presented) !== id) {
+      return err({ code: 'revocation-refused', why: 'wrong-grant: the grant sent with the revocation is not the one it revokes' });
+    }
+    const grant = this.#known.get(id) ?? presented;
     if (grant !== undefined) {
       const r = this.set.admit(sr, grant);
       if (!r.ok) return err({ code: 'revocation-refused', why: `${r.error.code}: ${r.error.why}` });
+      if (this.#known.size < this.#maxKnown && !this.#known.has(id)) this.#known.set(id, grant);
+      this.#dropWaiting(id);
       await this.#persist(id, revocationRecord(sr, grant));
       return ok({ grantId: id, admitted: true });
     }

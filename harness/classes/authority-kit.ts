@@ -40,7 +40,14 @@ export interface Kit {
 
 /** A new kit seeded by `seed` (use the class id). */
 export function kit(seed: string): Kit {
-  const rng = seededRng(`conformance/${seed}`);
+  return kitFrom(seededRng(`conformance/${seed}`));
+}
+
+/**
+ * A kit drawing its actors (in cast order) and every nonce from `rng`; `label` prefixes the
+ * error `delegate` throws when the mint refuses.
+ */
+export function kitFrom(rng: Rng, label = 'kit'): Kit {
   const [alice, bob, carol, dave, erin, mallory] = Array.from({ length: 6 }, () => newActor(rng)) as [
     Actor,
     Actor,
@@ -75,7 +82,7 @@ export function kit(seed: string): Kit {
     },
     delegate(parent, holder, params) {
       const r = attenuate(parent, { nonce: rng(16), ...params }, holder);
-      if (!r.ok) throw new Error(`kit: attenuation refused: ${r.error.reason}`);
+      if (!r.ok) throw new Error(`${label}: attenuation refused: ${r.error.reason} (${r.error.why})`);
       return r.value;
     },
     handChild(parent, over, signer) {

@@ -5,19 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decode, encode, Tagged } from '../../core/cbor.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { ErrorCodes } from '../../core/errors.ts';
+import { codeOf } from '../support.ts';
 
 const h = (s: string) => new Uint8Array(Buffer.from(s.replace(/\s+/g, ''), 'hex'));
 const toHex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof JcpError ? e.code : `untyped: ${String(e)}`;
-  }
-  return undefined;
-}
-
 const { CBOR_MALFORMED: MALFORMED, CBOR_NON_CANONICAL: NON_CANONICAL, CBOR_FORBIDDEN_TYPE: FORBIDDEN } = ErrorCodes;
 
 describe('cbor strict - refused encodings', () => {

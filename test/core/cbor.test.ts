@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { decode, encode } from '../../core/cbor.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { ErrorCodes } from '../../core/errors.ts';
+import { codeOf } from '../support.ts';
 
 const hex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof JcpError ? e.code : 'untyped';
-  }
-  return undefined;
-}
-
 describe('cbor - canonical encoding', () => {
   it('sorts text keys length-first then bytewise', () => {
     expect(Buffer.from(encode({ bb: 1, a: 2, c: 3 })).toString('hex')).toBe('a3616102616303626262' + '01');

@@ -28,20 +28,12 @@ import {
   verifySign1,
 } from '../../core/cose.ts';
 import { publicKeyFromBytes, sign, signingKeyFromSeed } from '../../core/ed25519.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { ErrorCodes } from '../../core/errors.ts';
+import { codeOf } from '../support.ts';
 
 const DIR = fileURLToPath(new URL('cose-wg-examples/', VECTORS_DIR));
 const hex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
 const load = (name: string) => JSON.parse(readFileSync(join(DIR, name), 'utf8'));
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof JcpError ? e.code : `untyped: ${String(e)}`;
-  }
-  return undefined;
-}
 
 const sig01 = load('eddsa-sig-01.json');
 const sig02 = load('eddsa-sig-02.json');

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { type Decision, type DecisionRequest, decide, denied, isExpired } from '../../core/decision.ts';
 import type { Deny } from '../../core/deny.ts';
 import type { Did } from '../../core/didkey.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { ErrorCodes } from '../../core/errors.ts';
 import { type SignedGrant, grantId } from '../../core/grant.ts';
 import type { ContentId } from '../../core/hash.ts';
 import { Ledger } from '../../core/ledger.ts';
@@ -30,6 +30,7 @@ import {
   requestFor,
   rootGrant,
 } from './authority-fixtures.ts';
+import { codeOf } from '../support.ts';
 
 const verdictOf = (d: Decision): string => (d.verdict === 'allow' ? 'allow' : d.deny.reason);
 
@@ -300,14 +301,6 @@ describe('decision - inputs and helpers', () => {
   });
 
   it('refuses an empty chain or a negative cost as bad input (schema), not as a decision', () => {
-    const codeOf = (f: () => unknown) => {
-      try {
-        f();
-      } catch (e) {
-        return e instanceof JcpError ? e.code : 'untyped';
-      }
-      return undefined;
-    };
     const req = requestFor([direct]);
     expect(codeOf(() => decide({ ...req, chain: [] }, freshState()))).toBe(ErrorCodes.SCHEMA);
     expect(codeOf(() => denied({ ...req, chain: [] }, freshState(), { reason: 'bad-signature' }))).toBe(ErrorCodes.SCHEMA);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { decode, encode } from '../../core/cbor.ts';
 import { decide } from '../../core/decision.ts';
 import { sign } from '../../core/ed25519.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { ErrorCodes } from '../../core/errors.ts';
 import { grantId } from '../../core/grant.ts';
 import { Ledger } from '../../core/ledger.ts';
 import {
@@ -18,15 +18,7 @@ import {
 } from '../../core/revocation.ts';
 import { TrustRoots } from '../../core/trust.ts';
 import { alice, bob, carol, dave, delegate, erin, mallory, requestFor, rng, rootGrant } from './authority-fixtures.ts';
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof JcpError ? e.code : 'untyped';
-  }
-  return undefined;
-}
+import { codeOf } from '../support.ts';
 
 describe('revocation - encoding', () => {
   it('round-trips through canonical CBOR and keeps its signature', () => {

@@ -1,7 +1,7 @@
 /** Trust roots (§7 "Trust roots", check 3, C15): per-resource root issuers, on both decision paths. */
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../core/decision.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { ErrorCodes } from '../../core/errors.ts';
 import { TrustRoots } from '../../core/trust.ts';
 import {
   OTHER_RESOURCE,
@@ -16,15 +16,7 @@ import {
   requestFor,
   rootGrant,
 } from './authority-fixtures.ts';
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof JcpError ? e.code : 'untyped';
-  }
-  return undefined;
-}
+import { codeOf } from '../support.ts';
 
 describe('trust roots - the table', () => {
   const roots = new TrustRoots({ [RESOURCE]: [alice.did] });

@@ -31,17 +31,9 @@ import {
   wireRequestToCbor,
 } from '../../core/wire.ts';
 import { alice, bob, child, mallory, root, rootGrant, TestSteward, frameFor, request } from './evidence-fixtures.ts';
+import { codeOf } from '../support.ts';
 
 const ALL_CODES = new Set<string>(Object.values(ErrorCodes));
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof JcpError ? e.code : `untyped: ${String(e)}`;
-  }
-  return undefined;
-}
 
 const g = rootGrant(alice, 1_000n);
 const mid = child(g, alice, bob, 500n);

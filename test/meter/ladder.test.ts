@@ -17,6 +17,7 @@ import {
   setFakeEnergy,
   writeFakePowercap,
 } from '../../meter/index.ts';
+import { codeOf } from '../support.ts';
 
 const noRapl = '/nonexistent/powercap';
 const noNvml = () => Promise.reject(new Error('libnvidia-ml.so.1: cannot open shared object file'));
@@ -24,15 +25,6 @@ const roots: string[] = [];
 afterAll(() => {
   for (const r of roots) rmSync(r, { recursive: true, force: true });
 });
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof JcpError ? e.code : 'untyped';
-  }
-  return undefined;
-}
 
 describe('ladder - probe', () => {
   it('Estimator / no hardware and no calibrated power, each better rung says why', async () => {
