@@ -54,7 +54,7 @@ export const command: Command = {
     try {
       const meta = readDataMeta(dataDir);
       if (meta === undefined) {
-        process.stderr.write(`jcp receipts: ${dataDir} is not a node data folder (no node.json)\n`);
+        process.stderr.write(`jcp receipts: error [not-a-data-folder]: ${dataDir} is not a node data folder (no node.json)\n`);
         return 1;
       }
       if (verb === 'repair') {
