@@ -8,13 +8,26 @@
  * 200 only once JetStream has a meta leader and this server is current.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { freePort, killChild, stopChild, track, waitUntil } from './procs.ts';
 
-/** Where the server binary lives on these machines; override with `JCP_NATS_SERVER`. */
-export const NATS_SERVER_BIN = process.env['JCP_NATS_SERVER'] ?? '/usr/sbin/nats-server';
+/** The nats-server binary, looked up at each start: `JCP_NATS_SERVER`, `/usr/sbin/nats-server`, or the first on PATH. */
+export function findNatsServerBin(): string | undefined {
+  const candidates = [process.env['JCP_NATS_SERVER'], '/usr/sbin/nats-server'];
+  for (const d of (process.env['PATH'] ?? '').split(delimiter)) if (d) candidates.push(join(d, 'nats-server'));
+  for (const c of candidates) {
+    if (!c || !existsSync(c)) continue;
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // not executable: try the next
+    }
+  }
+  return undefined;
+}
 
 /** Options for one server. Ports default to free loopback ports. */
 export interface NatsServerOpts {
@@ -39,6 +52,7 @@ export class NatsServer {
   readonly cluster: NatsServerOpts['cluster'];
   readonly #ownsDir: boolean;
   readonly #detached: boolean;
+  readonly #bin: string;
   #child: ChildProcess | undefined;
 
   private constructor(
@@ -49,8 +63,10 @@ export class NatsServer {
     httpPort: number,
     cluster: NatsServerOpts['cluster'],
     detached: boolean,
+    bin: string,
   ) {
     this.#detached = detached;
+    this.#bin = bin;
     this.name = name;
     this.dir = dir;
     this.#ownsDir = ownsDir;
@@ -79,14 +95,15 @@ export class NatsServer {
    * @throws Error if the binary is missing or the server is not ready within `timeoutMs`.
    */
   static async start(opts: NatsServerOpts = {}, wait = true, timeoutMs = 15_000): Promise<NatsServer> {
-    if (!existsSync(NATS_SERVER_BIN)) throw new Error(`nats-server not found at ${NATS_SERVER_BIN}`);
+    const bin = findNatsServerBin();
+    if (bin === undefined) throw new Error('nats-server not found (JCP_NATS_SERVER, /usr/sbin, PATH); install it: apt-get install nats-server');
     const ownsDir = opts.dir === undefined;
     const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'jcp-nats-'));
     mkdirSync(dir, { recursive: true });
     const port = opts.port ?? (await freePort());
     const httpPort = opts.httpPort ?? (await freePort());
     const name = opts.name ?? `jcp-${port}`;
-    const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false);
+    const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin);
     s.#writeConfig();
     s.#spawn();
     if (wait) await s.ready(timeoutMs);
@@ -118,7 +135,7 @@ export class NatsServer {
   }
 
   #spawn(): void {
-    const child = spawn(NATS_SERVER_BIN, ['-c', join(this.dir, 'nats.conf'), '-l', join(this.dir, 'nats.log')], {
+    const child = spawn(this.#bin, ['-c', join(this.dir, 'nats.conf'), '-l', join(this.dir, 'nats.log')], {
       stdio: 'ignore',
       detached: this.#detached,
     });

@@ -3,11 +3,9 @@
  * `nats-server` started here on a free loopback port (harness/nats.ts), else none — the demo then
  * runs the parts that need no NATS and says how to install it.
  */
-import { accessSync, constants, existsSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import type { NatsServer } from '../nats.ts';
+import { findNatsServerBin, NatsServer } from '../nats.ts';
 
 /** The default NATS url the demo tries first. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -35,22 +33,6 @@ export async function natsAnswers(url: string, timeoutMs = 1_500): Promise<boole
   } finally {
     await nc?.close().catch(() => undefined);
   }
-}
-
-/** The nats-server binary: `JCP_NATS_SERVER`, `/usr/sbin/nats-server`, or the first `nats-server` on PATH. */
-export function findNatsServerBin(): string | undefined {
-  const candidates = [process.env['JCP_NATS_SERVER'], '/usr/sbin/nats-server'];
-  for (const d of (process.env['PATH'] ?? '').split(delimiter)) if (d) candidates.push(join(d, 'nats-server'));
-  for (const c of candidates) {
-    if (!c || !existsSync(c)) continue;
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // not executable: try the next
-    }
-  }
-  return undefined;
 }
 
 /** Options of {@link findBroker}. */
@@ -82,9 +64,8 @@ export async function findBroker(opts: BrokerOpts): Promise<Broker> {
   if (await natsAnswers(first)) return { mode: 'external', url: first };
   const bin = opts.natsServerBin === null ? undefined : (opts.natsServerBin ?? findNatsServerBin());
   if (bin === undefined) return { mode: 'none', why: `nothing answers on ${first} and no nats-server binary was found` };
-  // harness/nats.ts reads the binary's path once, when it is first loaded.
+  // harness/nats.ts looks the binary up at each start; point it at the one chosen here.
   process.env['JCP_NATS_SERVER'] = bin;
-  const { NatsServer } = await import('../nats.ts');
   const server = await NatsServer.start({ name: 'jcp-demo-nats', dir: opts.dir });
   return { mode: 'started', url: server.url, server, bin };
 }

@@ -8,7 +8,8 @@
  *   the issuer and the team do mid-run; `evidence.ts` reads the receipt logs; `compile.ts` and
  *   `report.ts` build and render the report.
  */
-export { type Broker, DEFAULT_NATS_URL, findBroker, findNatsServerBin, NATS_INSTALL_HINT, natsAnswers } from './broker.ts';
+export { findNatsServerBin } from '../nats.ts';
+export { type Broker, DEFAULT_NATS_URL, findBroker, NATS_INSTALL_HINT, natsAnswers } from './broker.ts';
 export { buildReport, meteredByProvenance, type RunFacts } from './compile.ts';
 export { type NodeEvidence, readEvidence } from './evidence.ts';
 export { type DemoReport, fmtUj, renderReport, type WorkerLine } from './report.ts';
