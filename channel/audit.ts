@@ -11,16 +11,9 @@ import type { Did } from '../core/didkey.ts';
 import type { Uj } from '../core/energy.ts';
 import { grantId as grantIdOf, readSignedGrant, verifyGrantSignature } from '../core/grant.ts';
 import type { ContentId } from '../core/hash.ts';
-import {
-  ChannelLedger,
-  type OverdraftProof,
-  readSignedStatement,
-  StatementRefusals,
-  verifyOverdraftProof,
-} from '../core/statement.ts';
+import { ChannelLedger, type OverdraftProof, verifyOverdraftProof } from '../core/statement.ts';
 import type { ChannelBus, StoredStatement } from './bus.ts';
-import { pointHash } from './names.ts';
-import type { ReadRefusal } from './settlement.ts';
+import { admitStored, type ReadRefusal } from './settlement.ts';
 
 /** One point's line in the merged ledger. */
 export interface AuditLine {
@@ -57,24 +50,7 @@ export interface ChannelAudit {
  */
 export function mergeStatements(grantId: ContentId, stored: readonly StoredStatement[]): { ledger: ChannelLedger; refused: ReadRefusal[] } {
   const ledger = new ChannelLedger(grantId);
-  const refused: ReadRefusal[] = [];
-  for (const s of stored) {
-    let ss: ReturnType<typeof readSignedStatement>;
-    try {
-      ss = readSignedStatement(decode(s.bytes));
-    } catch (e) {
-      refused.push({ code: 'malformed', pointHash: s.pointHash, why: (e as Error).message });
-      continue;
-    }
-    if (pointHash(ss.body.point) !== s.pointHash) {
-      refused.push({ code: 'misplaced', pointHash: s.pointHash, why: `statement by ${ss.body.point} under another point's subject` });
-      continue;
-    }
-    const r = ledger.admit(ss);
-    if (!r.ok && r.error.code !== StatementRefusals.DUPLICATE) {
-      refused.push({ code: r.error.code, pointHash: s.pointHash, why: r.error.why });
-    }
-  }
+  const refused = admitStored(ledger, stored);
   return { ledger, refused };
 }
 

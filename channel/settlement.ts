@@ -45,7 +45,7 @@ import {
   signStatement,
   StatementRefusals,
 } from '../core/statement.ts';
-import type { ChannelBus } from './bus.ts';
+import type { ChannelBus, StoredStatement } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { pointHash } from './names.ts';
 
@@ -343,31 +343,15 @@ export class ChannelPoint {
   }
 
   /** Verifies and admits every stored statement; returns the refusals (duplicates are not refusals). */
-  #admitAll(stored: readonly { pointHash: string; bytes: Uint8Array }[]): ReadRefusal[] {
-    const refused: ReadRefusal[] = [];
-    for (const s of stored) {
-      let ss: SignedStatement;
-      try {
-        ss = readSignedStatement(decode(s.bytes));
-      } catch (e) {
-        refused.push({ code: 'malformed', pointHash: s.pointHash, why: (e as Error).message });
-        continue;
-      }
-      if (pointHash(ss.body.point) !== s.pointHash) {
-        refused.push({ code: 'misplaced', pointHash: s.pointHash, why: `statement by ${ss.body.point} under another point's subject` });
-        continue;
-      }
-      const r = this.#ledger.admit(ss);
-      if (!r.ok && r.error.code !== StatementRefusals.DUPLICATE) {
-        refused.push({ code: r.error.code, pointHash: s.pointHash, why: r.error.why });
-      }
-    }
+  #admitAll(stored: readonly StoredStatement[]): ReadRefusal[] {
+    const refused = admitStored(this.#ledger, stored);
     for (const r of refused) {
       this.counts.refused[r.code]++;
       this.#log.warn({ grant: this.grantId, code: r.code, point_hash: r.pointHash, why: r.why }, 'statement refused');
     }
     return refused;
   }
+
 
   /** The latest admitted statement of every point (mine included). */
   statements(): SignedStatement[] {
@@ -387,4 +371,31 @@ async function raceTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined>
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Verifies and admits stored statements into `ledger` (§4.5 profile): malformed, misplaced
+ * (stored under another point's subject), forged, stale and regressing ones are refused and
+ * returned, never applied; a duplicate of an admitted statement is not a refusal.
+ */
+export function admitStored(ledger: ChannelLedger, stored: readonly StoredStatement[]): ReadRefusal[] {
+  const refused: ReadRefusal[] = [];
+  for (const s of stored) {
+    let ss: SignedStatement;
+    try {
+      ss = readSignedStatement(decode(s.bytes));
+    } catch (e) {
+      refused.push({ code: 'malformed', pointHash: s.pointHash, why: (e as Error).message });
+      continue;
+    }
+    if (pointHash(ss.body.point) !== s.pointHash) {
+      refused.push({ code: 'misplaced', pointHash: s.pointHash, why: `statement by ${ss.body.point} under another point's subject` });
+      continue;
+    }
+    const r = ledger.admit(ss);
+    if (!r.ok && r.error.code !== StatementRefusals.DUPLICATE) {
+      refused.push({ code: r.error.code, pointHash: s.pointHash, why: r.error.why });
+    }
+  }
+  return refused;
 }
