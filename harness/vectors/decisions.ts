@@ -16,11 +16,6 @@ import { TrustRoots } from '../../core/trust.ts';
 import type { Checker } from '../checker.ts';
 import { threeLinks } from './chains.ts';
 import {
-  EMPTY_PAYLOAD_HASH,
-  HOUR_S,
-  NOW_S,
-  OTHER_RESOURCE,
-  RESOURCE,
   costFromJson,
   costJson,
   delegate,
@@ -30,7 +25,12 @@ import {
   frameFromJson,
   frameJson,
   handChild,
+  HOUR_S,
   idOf,
+  leafFrame,
+  NOW_S,
+  OTHER_RESOURCE,
+  RESOURCE,
   rootGrant,
   sgFromHex,
   sgHex,
@@ -59,15 +59,7 @@ function pathOf(chain: readonly SignedGrant[]): 'direct' | 'chained' {
 function requestOf(c: Case): DecisionRequest {
   const leaf = c.chain[c.chain.length - 1]!;
   return {
-    frame: {
-      kind: 'tool-call',
-      trust: 'control',
-      grant_id: idOf(leaf),
-      action: 'read',
-      resource: leaf.grant.capability.resource,
-      payload_hash: EMPTY_PAYLOAD_HASH,
-      ...c.frame,
-    },
+    frame: leafFrame(c.chain, c.frame),
     chain: c.chain,
     caller: c.caller ?? leaf.grant.subject,
     cost: c.cost ?? { uj: 100n, provenance: 'Estimator' },

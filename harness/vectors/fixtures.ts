@@ -155,6 +155,23 @@ export function idOf(sg: SignedGrant): ContentId {
   return grantId(sg.grant);
 }
 
+/**
+ * A control tool-call frame exercising the leaf of `chain` with action `read` and the empty
+ * payload (§6); `over` replaces any field.
+ */
+export function leafFrame(chain: readonly SignedGrant[], over: Partial<Frame> = {}): Frame {
+  const leaf = chain[chain.length - 1]!;
+  return {
+    kind: 'tool-call',
+    trust: 'control',
+    grant_id: idOf(leaf),
+    action: 'read',
+    resource: leaf.grant.capability.resource,
+    payload_hash: EMPTY_PAYLOAD_HASH,
+    ...over,
+  };
+}
+
 /** A grant as JSON (§4 field names; `budget_uj` decimal, `nonce` hex). */
 export function grantJson(g: Grant): JsonObj {
   return compact({

@@ -29,7 +29,16 @@ import { replayReceipts } from '../../core/replay.ts';
 import { TrustRoots } from '../../core/trust.ts';
 import type { Checker } from '../checker.ts';
 import { threeLinks } from './chains.ts';
-import { EMPTY_PAYLOAD_HASH, NOW_S, actor, did, fileHeader, idOf, rootGrant, VectorCheck } from './fixtures.ts';
+import {
+  actor,
+  did,
+  fileHeader,
+  idOf,
+  leafFrame,
+  NOW_S,
+  rootGrant,
+  VectorCheck,
+} from './fixtures.ts';
 import { compact, dec, hex, type J, type JsonObj } from './json.ts';
 import { rawEncode, rawHead } from './rawcbor.ts';
 
@@ -99,15 +108,7 @@ function sealLog(steps: readonly Step[]): Sealed[] {
   for (const [seq, s] of steps.entries()) {
     const leaf = s.chain[s.chain.length - 1]!;
     const req: DecisionRequest = {
-      frame: {
-        kind: 'tool-call',
-        trust: 'control',
-        grant_id: idOf(leaf),
-        action: 'read',
-        resource: leaf.grant.capability.resource,
-        payload_hash: EMPTY_PAYLOAD_HASH,
-        ...s.frame,
-      },
+      frame: leafFrame(s.chain, s.frame),
       chain: s.chain,
       caller: s.caller ?? leaf.grant.subject,
       cost: s.cost ?? { uj: 100n, provenance: 'Estimator' },

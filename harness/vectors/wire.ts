@@ -38,7 +38,6 @@ import {
 import type { Checker } from '../checker.ts';
 import { threeLinks } from './chains.ts';
 import {
-  NOW_S,
   actor,
   costFromJson,
   costJson,
@@ -47,8 +46,10 @@ import {
   frameFromJson,
   frameJson,
   idOf,
+  leafFrame,
   nameOf,
   nonce,
+  NOW_S,
   rootGrant,
   sgFromHex,
   sgHex,
@@ -60,15 +61,7 @@ import { rawEncode, rawFloat64, rawKey, rawMap } from './rawcbor.ts';
 function unsigned(chain: readonly SignedGrant[], over: { frame?: Partial<Frame>; cost?: Cost; payload?: Uint8Array } = {}): UnsignedWireRequest {
   const leaf = chain[chain.length - 1]!;
   return {
-    frame: {
-      kind: 'tool-call',
-      trust: 'control',
-      grant_id: idOf(leaf),
-      action: 'read',
-      resource: leaf.grant.capability.resource,
-      payload_hash: payloadHash(over.payload),
-      ...over.frame,
-    },
+    frame: leafFrame(chain, { payload_hash: payloadHash(over.payload), ...over.frame }),
     chain,
     caller: leaf.grant.subject,
     cost: over.cost ?? { uj: 100n, provenance: 'Estimator' },
