@@ -40,7 +40,7 @@ export interface SignOpts {
   readonly timeoutMs?: number;
   /** Fresh attempts after a failure, without the blamed participants (default 1). */
   readonly retries?: number;
-  /** The coordinator's identity (default: a fresh one per call). */
+  /** The coordinator's identity (default: {@link processCoordinator}, one per process). */
   readonly actor?: Actor;
   /** Identifiers never to ask. */
   readonly exclude?: readonly number[];
@@ -66,6 +66,18 @@ const RETRYABLE = new Set<string>([
   FrostErrorCodes.TRANSPORT,
 ]);
 
+let ownIdentity: Actor | undefined;
+
+/**
+ * The identity this process coordinates with when the caller gives none: a fresh Ed25519 key
+ * made on first use and kept in memory for the life of the process. Participants that restrict
+ * coordinators (`Participant` `coordinators`) need a stable identity: pass `actor` instead.
+ */
+export function processCoordinator(): Actor {
+  ownIdentity ??= actorFromSeed(new Uint8Array(randomBytes(32)));
+  return ownIdentity;
+}
+
 /**
  * Signs `message` as the threshold group `group`.
  * @throws FrostError `frost-unknown-group`, `frost-not-enough-participants`, and after the last
@@ -77,7 +89,7 @@ export async function signWithGroup(opts: SignOpts): Promise<SignResult> {
   if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${opts.group} in the registry`);
   const want = opts.signers ?? g.min;
   if (!Number.isSafeInteger(want) || want < g.min || want > g.max) throw new FrostError(FrostErrorCodes.BAD_PARAMS, `signers must be ${g.min}..${g.max}`);
-  const me = opts.actor ?? actorFromSeed(new Uint8Array(randomBytes(32)));
+  const me = opts.actor ?? processCoordinator();
   const excluded = new Set(opts.exclude ?? []);
   const retries = opts.retries ?? 1;
   for (let attempt = 1; ; attempt++) {

@@ -61,6 +61,8 @@ export const FrostErrorCodes = {
   FILE_PERMISSIONS: 'frost-file-permissions',
   /** The nonce journal is damaged in the middle (not just a torn last record). */
   JOURNAL_CORRUPT: 'frost-journal-corrupt',
+  /** The nonce journal could not be made durable (fdatasync failed): no share leaves. */
+  JOURNAL_IO: 'frost-journal-io',
   /** Another live process holds this keystore. */
   KEYSTORE_LOCKED: 'frost-keystore-locked',
   /** The messaging layer failed (NATS down, JetStream unavailable). */

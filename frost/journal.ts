@@ -20,7 +20,7 @@
  * `nonces/` when restoring.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fdatasyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { Nonces } from '@noble/curves/abstract/frost.js';
 import { bytesEqual, concat, utf8 } from '../core/bytes.ts';
 import { decode, encode } from '../core/cbor.ts';
@@ -67,6 +67,8 @@ export class NonceJournal {
   readonly #bySession = new Map<string, ContentId>();
   #fd: number;
   #records = 0;
+  /** `used` records written whose asynchronous fdatasync has not finished yet. */
+  #pending = 0;
 
   private constructor(path: string, key: Uint8Array, fd: number) {
     this.path = path;
@@ -201,6 +203,33 @@ export class NonceJournal {
    * the caller must use for exactly one share.
    */
   take(session: string, commitment: SigningCommitment, nowMs: number): Result<Nonces, FrostFault> {
+    const r = this.#consume(session, commitment, nowMs);
+    if (r.ok) fdatasyncSync(this.#fd);
+    return r;
+  }
+
+  /**
+   * {@link take} with the fdatasync running in the background, so the caller can compute its
+   * share while the disk works: the `used` record is appended and the commitment marked used
+   * before this returns (a second claim is refused at once), and `durable` resolves once the
+   * record is on stable storage (rejects with the I/O error). The share must not leave the
+   * process before `durable` resolves.
+   */
+  claim(session: string, commitment: SigningCommitment, nowMs: number): Result<{ nonces: Nonces; durable: Promise<void> }, FrostFault> {
+    const r = this.#consume(session, commitment, nowMs);
+    if (!r.ok) return r;
+    this.#pending++;
+    const durable = new Promise<void>((resolve, reject) => {
+      fdatasync(this.#fd, (e) => {
+        this.#pending--;
+        if (e) reject(new FrostError(FrostErrorCodes.JOURNAL_IO, `${this.path}: fdatasync failed: ${e.message}`));
+        else resolve();
+      });
+    });
+    return ok({ nonces: r.value, durable });
+  }
+
+  #consume(session: string, commitment: SigningCommitment, nowMs: number): Result<Nonces, FrostFault> {
     const cid = commitmentId(commitment);
     const e = this.#entries.get(cid);
     if (!e) return err(fault(FrostErrorCodes.NONCE_UNKNOWN, `commitment ${cid.slice(0, 16)}… was never issued by this participant`));
@@ -222,7 +251,7 @@ export class NonceJournal {
     }
     if (!nonces) return err(fault(FrostErrorCodes.NONCE_UNKNOWN, `commitment ${cid.slice(0, 16)}…: its nonces cannot be recovered`));
     const c = e.commitment;
-    this.#append({ k: 'used', cid, session, at_ms: nowMs, identifier: c.identifier, hiding: c.hiding, binding: c.binding }, true);
+    this.#append({ k: 'used', cid, session, at_ms: nowMs, identifier: c.identifier, hiding: c.hiding, binding: c.binding }, false);
     e.state = 'used';
     e.nonces = undefined;
     e.sealed = undefined;
@@ -289,6 +318,9 @@ export class NonceJournal {
 
   /** Closes the file. */
   close(): void {
+    // A claim whose background fdatasync is still running: make its record durable here, so
+    // closing (and the fd number being reused) can never leave a sent share without its record.
+    if (this.#pending > 0) fdatasyncSync(this.#fd);
     closeSync(this.#fd);
   }
 }

@@ -367,18 +367,23 @@ export class Participant {
       this.#refuse(rec, reply, m, 2, c.error);
       return;
     }
-    const nonces = journal.take(m.body.session, mine.commitment, Date.now());
-    if (!nonces.ok) {
-      this.#refuse(rec, reply, m, 2, nonces.error);
+    // The `used` record is written now (a second package is refused at once) and fdatasync'd in
+    // the background while the share is computed; the share leaves only once the record is durable.
+    const claimed = journal.claim(m.body.session, mine.commitment, Date.now());
+    if (!claimed.ok) {
+      this.#refuse(rec, reply, m, 2, claimed.error);
       return;
     }
-    const share = signShare(rec.group, rec, nonces.value, mine.commitment, parsed.pkg);
-    if (!share.ok) {
-      this.#refuse(rec, reply, m, 2, share.error);
-      return;
-    }
-    this.#reply(rec, reply, 'sign-share', m, 2, { group: rec.did, identifier: rec.identifier, share: share.value });
-    this.#emit({ event: 'signed', session: m.body.session, group: rec.did, identifier: rec.identifier });
+    const { nonces, durable } = claimed.value;
+    const share = signShare(rec.group, rec, nonces, mine.commitment, parsed.pkg);
+    const session = m.body.session;
+    durable
+      .then(() => {
+        if (!share.ok) return this.#refuse(rec, reply, m, 2, share.error);
+        this.#reply(rec, reply, 'sign-share', m, 2, { group: rec.did, identifier: rec.identifier, share: share.value });
+        this.#emit({ event: 'signed', session, group: rec.did, identifier: rec.identifier });
+      })
+      .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
   }
 
   #onSignDone(rec: ShareRecord, data: Uint8Array): void {

@@ -54,6 +54,38 @@ describe('nonce journal / one use per commitment', () => {
     j.close();
   });
 
+  it('claim: a second claim is refused before the background fdatasync ends; the record survives a reopen', async () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const c = commit(share, rng);
+    j.issue(S1, c.commitment, c.nonces, 0);
+    const first = j.claim(S1, c.commitment, 1);
+    expect(first.ok && first.value.nonces.binding).toEqual(c.nonces.binding);
+    expect(j.claim(S1, c.commitment, 2)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    expect(j.take(S1, c.commitment, 3)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    if (!first.ok) throw new Error('claim failed');
+    await expect(first.value.durable).resolves.toBeUndefined();
+    j.close();
+    const again = NonceJournal.open(path, key, 10);
+    expect(again.forSession(S1)?.state).toBe('used');
+    expect(again.claim(S1, c.commitment, 11)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    again.close();
+  });
+
+  it('claim then close at once: close makes the used record durable and a reopen refuses the nonce', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const c = commit(share, rng);
+    j.issue(S1, c.commitment, c.nonces, 0);
+    const r = j.claim(S1, c.commitment, 1);
+    expect(r.ok).toBe(true);
+    if (r.ok) r.value.durable.catch(() => undefined);
+    j.close();
+    const again = NonceJournal.open(path, key, 10);
+    expect(again.take(S1, c.commitment, 11)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
+    again.close();
+  });
+
   it('an issued, unused commitment survives a restart and can be signed with once', () => {
     const path = fresh();
     const j = NonceJournal.open(path, key, 0);
