@@ -1,7 +1,8 @@
 /**
- * Hand-assembled det-CBOR for the receipt hot paths (RFC 8949 §3, §4.2.1): item heads for the
- * COSE_Sign1 envelope and its Sig_structure, and "flat maps" — text keys to unsigned integers,
- * text, or arrays of text — which is all a receipt core holds.
+ * Hand-assembled det-CBOR for the hot paths (RFC 8949 §3, §4.2.1): item heads for the
+ * COSE_Sign1 envelope and its Sig_structure, "flat maps" — text keys to unsigned integers,
+ * text, or arrays of text — which is all a receipt core holds, and {@link readCanonical}, the
+ * fast path of `cbor.ts` `decode` for any JCP value already in canonical form.
  *
  * Writing produces exactly what `cbor.ts` `encode` produces (tests compare the two). Reading
  * accepts only bytes that are already canonical (shortest heads, definite lengths, keys strictly
@@ -78,7 +79,8 @@ export function readString(bytes: Uint8Array, off: number, major: number): { sta
 export type FlatValue = number | bigint | string | readonly string[];
 
 const utf8Enc = new TextEncoder();
-const utf8Dec = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading U+FEFF is kept, as the strict decoder keeps it (the value must re-encode to its bytes).
+const utf8Dec = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const U64_LIMIT = 1n << 64n;
 
 function compareBytes(a: Uint8Array, b: Uint8Array): number {
@@ -282,4 +284,147 @@ export function readFlatMap(bytes: Uint8Array): Record<string, FlatValue> | unde
     }
   }
   return off === bytes.length ? out : undefined;
+}
+
+/** Deepest nesting {@link readCanonical} walks; deeper items go to the general decoder. */
+const READ_MAX_DEPTH = 64;
+/** Largest n whose negative integer −1 − n is still a safe JS number. */
+const NEG_SAFE_MAX = Number.MAX_SAFE_INTEGER - 1;
+
+/** Reader state: the input and the read offset. */
+interface Cursor {
+  readonly b: Uint8Array;
+  off: number;
+}
+
+/**
+ * Reads one canonical det-CBOR item of a JCP value at the cursor, or undefined (cursor then
+ * meaningless). Integers outside the safe range, tags, floats and simple values, a non-text key
+ * when `useMaps` is false, and `__proto__` keys all return undefined: the general decoder
+ * handles those, with the same result or the precise refusal.
+ */
+function readItem(c: Cursor, useMaps: boolean, depth: number): unknown {
+  const b = c.b;
+  const off = c.off;
+  if (off >= b.length) return undefined;
+  const b0 = b[off]!;
+  const major = b0 >> 5;
+  const ai = b0 & 31;
+  let n: number;
+  let next: number;
+  if (ai < 24) {
+    n = ai;
+    next = off + 1;
+  } else if (ai === 24) {
+    if (off + 2 > b.length) return undefined;
+    n = b[off + 1]!;
+    if (n < 24) return undefined;
+    next = off + 2;
+  } else if (ai === 25) {
+    if (off + 3 > b.length) return undefined;
+    n = (b[off + 1]! << 8) | b[off + 2]!;
+    if (n < 0x100) return undefined;
+    next = off + 3;
+  } else if (ai === 26) {
+    if (off + 5 > b.length) return undefined;
+    n = b[off + 1]! * 0x1000000 + ((b[off + 2]! << 16) | (b[off + 3]! << 8) | b[off + 4]!);
+    if (n < 0x10000) return undefined;
+    next = off + 5;
+  } else if (ai === 27) {
+    if (off + 9 > b.length) return undefined;
+    const hi = b[off + 1]! * 0x1000000 + ((b[off + 2]! << 16) | (b[off + 3]! << 8) | b[off + 4]!);
+    const lo = b[off + 5]! * 0x1000000 + ((b[off + 6]! << 16) | (b[off + 7]! << 8) | b[off + 8]!);
+    if (hi === 0 || hi >= 0x200000) return undefined; // not shortest, or not a safe integer
+    n = hi * 0x1_0000_0000 + lo;
+    next = off + 9;
+  } else {
+    return undefined;
+  }
+  switch (major) {
+    case 0:
+      c.off = next;
+      return n;
+    case 1:
+      if (n > NEG_SAFE_MAX) return undefined;
+      c.off = next;
+      return -1 - n;
+    case 2: {
+      const end = next + n;
+      if (end > b.length) return undefined;
+      c.off = end;
+      return b.slice(next, end);
+    }
+    case 3: {
+      const end = next + n;
+      if (end > b.length) return undefined;
+      const t = readText(b, off);
+      if (!t) return undefined;
+      c.off = end;
+      return t.text;
+    }
+    case 4: {
+      if (depth >= READ_MAX_DEPTH || n > b.length - next) return undefined;
+      c.off = next;
+      const arr: unknown[] = new Array(n);
+      for (let i = 0; i < n; i++) {
+        const v = readItem(c, useMaps, depth + 1);
+        if (v === undefined) return undefined;
+        arr[i] = v;
+      }
+      return arr;
+    }
+    case 5: {
+      if (depth >= READ_MAX_DEPTH || n > (b.length - next) / 2) return undefined;
+      c.off = next;
+      const obj: Record<string, unknown> | undefined = useMaps ? undefined : {};
+      const map: Map<unknown, unknown> | undefined = useMaps ? new Map() : undefined;
+      let prevStart = -1;
+      let prevEnd = -1;
+      for (let i = 0; i < n; i++) {
+        const keyStart = c.off;
+        if (keyStart >= b.length) return undefined;
+        const keyMajor = b[keyStart]! >> 5;
+        // Text keys; as Maps also integer keys (COSE headers). Other keys go to the general decoder.
+        if (keyMajor !== MAJOR.text && (!useMaps || keyMajor > 1)) return undefined;
+        const k = readItem(c, useMaps, depth + 1);
+        if (k === undefined || k === '__proto__') return undefined;
+        const keyEnd = c.off;
+        if (prevStart >= 0 && compareRanges(b, prevStart, prevEnd, keyStart, keyEnd) >= 0) return undefined;
+        prevStart = keyStart;
+        prevEnd = keyEnd;
+        const v = readItem(c, useMaps, depth + 1);
+        if (v === undefined) return undefined;
+        if (map) map.set(k, v);
+        else obj![k as string] = v;
+      }
+      return map ?? obj;
+    }
+    default:
+      return undefined; // tags, floats, simple values
+  }
+}
+
+/** Bytewise comparison of b[a0..a1) and b[c0..c1) (RFC 8949 §4.2.1 key order). */
+function compareRanges(b: Uint8Array, a0: number, a1: number, c0: number, c1: number): number {
+  const n = Math.min(a1 - a0, c1 - c0);
+  for (let i = 0; i < n; i++) {
+    const d = b[a0 + i]! - b[c0 + i]!;
+    if (d !== 0) return d;
+  }
+  return a1 - a0 - (c1 - c0);
+}
+
+/**
+ * Decodes `bytes` when they are already one canonical det-CBOR JCP value (shortest heads,
+ * definite lengths, map keys strictly ascending by their encoding, valid UTF-8, integers within
+ * ±(2^53 − 1), no tags, floats or simple values, nothing after the item); `useMaps` decodes maps
+ * as `Map` (text or integer keys), otherwise as plain objects with text keys. Byte strings are copies.
+ * Returns undefined for anything else — the caller falls back to the general strict decoder,
+ * which gives the same value or the precise refusal (test/core/cbor-fuzz.test.ts checks both
+ * paths agree on valid and mutated inputs).
+ */
+export function readCanonical(bytes: Uint8Array, useMaps = false): unknown {
+  const c: Cursor = { b: bytes, off: 0 };
+  const v = readItem(c, useMaps, 0);
+  return v !== undefined && c.off === bytes.length ? v : undefined;
 }

@@ -17,10 +17,16 @@
  *   plain-object decoding) map keys that are not text → `cbor-forbidden-type`.
  * After the decode the value is re-encoded and must equal the input bytes, so unsorted keys and
  * anything else not canonical are refused too (`cbor-non-canonical`).
+ *
+ * Fast path: bytes that are already a canonical JCP value without tags (every well-formed
+ * message) are read by `cbor-flat.ts` `readCanonical` in one pass, with no library and no
+ * re-encoding; anything it does not accept takes the path above ({@link decodeByCborg}), which
+ * gives the same value or the precise refusal.
  */
 import { isUtf8 } from 'node:buffer';
 import { decode as cborgDecode, Tagged, Tokenizer } from 'cborg';
 import type { DecodeOptions, TagDecoder } from 'cborg';
+import { readCanonical } from './cbor-flat.ts';
 import { encodeCanonical } from './detcbor.ts';
 import { bytesEqual } from './bytes.ts';
 import { type ErrorCode, ErrorCodes, JcpError } from './errors.ts';
@@ -171,6 +177,21 @@ const NO_TAGS: ReadonlySet<number> = new Set();
  *   anything whose canonical re-encoding differs from `bytes`).
  */
 export function decode(bytes: Uint8Array, opts: DecodeOpts = {}): unknown {
+  if (bytes instanceof Uint8Array && opts.tags === undefined) {
+    // A plain view of a Buffer, so byte strings come back as plain Uint8Array copies.
+    const plain = Buffer.isBuffer(bytes) ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes;
+    const v = readCanonical(plain, opts.useMaps ?? false);
+    if (v !== undefined) return v;
+  }
+  return decodeByCborg(bytes, opts);
+}
+
+/**
+ * {@link decode} without the fast path: cborg under the guard tokenizer, then the re-encoding
+ * check. Same contract and errors as {@link decode}; exported so tests can hold the two paths
+ * against each other.
+ */
+export function decodeByCborg(bytes: Uint8Array, opts: DecodeOpts = {}): unknown {
   if (!(bytes instanceof Uint8Array)) throw new JcpError(ErrorCodes.CBOR_MALFORMED, 'det-CBOR: input is not bytes');
   if (bytes.length === 0) throw new JcpError(ErrorCodes.CBOR_MALFORMED, 'det-CBOR: empty input');
   // Decode from a plain view so byte strings come back as Uint8Array even when given a Buffer.

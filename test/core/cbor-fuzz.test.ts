@@ -9,12 +9,17 @@
  *   whatever is accepted re-encodes to exactly its input; and mutations whose outcome is known
  *   from their construction are refused with that code;
  * - the hot-path encoder `core/detcbor.ts` against cborg's RFC 8949 deterministic encoder, byte
- *   for byte, on the same generated values.
+ *   for byte, on the same generated values;
+ * - the decoder's fast path (`cbor-flat.ts` `readCanonical`) against the cborg path
+ *   (`decodeByCborg`) on valid and mutated bytes: whatever the fast path accepts, the cborg path
+ *   accepts with an identical value (types included); and it accepts every valid encoding
+ *   without tags and with integers inside ±(2^53 − 1).
  */
 import { encode as cborgEncode, rfc8949EncodeOptions } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decode, encode } from '../../core/cbor.ts';
+import { decode, decodeByCborg, encode } from '../../core/cbor.ts';
+import { readCanonical } from '../../core/cbor-flat.ts';
 import { encodeCanonical } from '../../core/detcbor.ts';
 import { type ErrorCode, ErrorCodes, JcpError } from '../../core/errors.ts';
 
@@ -408,5 +413,79 @@ describe('cbor fuzz - 100,000+ generated and mutated byte strings', () => {
     // Some mutants decode (a flipped bit in a value byte is still canonical): the invariant was exercised.
     expect(byKind.get('bit flip')!.accepted).toBeGreaterThan(0);
     expect(byKind.get('random bytes')!.accepted).toBeGreaterThan(0);
+  });
+});
+
+/** Same value, same types: numbers vs bigints, plain objects vs Maps, Uint8Array (not Buffer) contents. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (typeof a !== typeof b) return false;
+  if (a instanceof Uint8Array || b instanceof Uint8Array) {
+    return a instanceof Uint8Array && b instanceof Uint8Array && !Buffer.isBuffer(a) && !Buffer.isBuffer(b) && sameBytes(a, b);
+  }
+  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameValue(x, b[i]));
+  if (a instanceof Map || b instanceof Map) {
+    if (!(a instanceof Map && b instanceof Map) || a.size !== b.size) return false;
+    const ka = [...a.keys()];
+    const kb = [...b.keys()];
+    return ka.every((k, i) => sameValue(k, kb[i]) && sameValue(a.get(k), b.get(kb[i])));
+  }
+  if (a !== null && typeof a === 'object') {
+    const ea = Object.entries(a as object);
+    const eb = Object.entries(b as object);
+    return Object.getPrototypeOf(a) === Object.getPrototypeOf(b) && ea.length === eb.length && ea.every(([k, v], i) => k === eb[i]![0] && sameValue(v, eb[i]![1]));
+  }
+  return Object.is(a, b);
+}
+
+function onlySafeIntegers(v: unknown): boolean {
+  if (typeof v === 'bigint') return false;
+  if (Array.isArray(v)) return v.every(onlySafeIntegers);
+  if (v instanceof Uint8Array) return true;
+  if (v !== null && typeof v === 'object') return Object.values(v).every(onlySafeIntegers);
+  return true;
+}
+
+describe('cbor fuzz - the decoder fast path agrees with the cborg path', () => {
+  it('on 40,000+ valid and mutated byte strings, as objects and as Maps', () => {
+    const r = prng(0x5eed);
+    const disagreements: string[] = [];
+    let fastAccepted = 0;
+    let fellBack = 0;
+    let total = 0;
+    const check = (bytes: Uint8Array, useMaps: boolean, mustAccept: boolean) => {
+      total++;
+      const fast = readCanonical(bytes, useMaps);
+      if (fast === undefined) {
+        fellBack++;
+        if (mustAccept) disagreements.push(`fast path refused a valid encoding ${toHex(bytes)}`);
+        return;
+      }
+      fastAccepted++;
+      let slow: unknown;
+      try {
+        slow = decodeByCborg(bytes, { useMaps });
+      } catch (e) {
+        disagreements.push(`fast accepted, cborg refused (${(e as Error).message}): ${toHex(bytes)}`);
+        return;
+      }
+      if (!sameValue(fast, slow)) disagreements.push(`values differ for ${toHex(bytes)}`);
+    };
+    while (total < 40_000) {
+      const v = randomValue(r, 0);
+      const base = encode(v);
+      const its = items(base);
+      check(base, false, onlySafeIntegers(v));
+      check(base, true, onlySafeIntegers(v));
+      for (let i = 0; i < 10; i++) {
+        const m = mutate(r, base, its);
+        if (m) check(m.bytes, i % 2 === 1, false);
+      }
+    }
+    // A Buffer input gives plain Uint8Array byte strings, as the cborg path does.
+    const buf = Buffer.from(encode({ b: Uint8Array.of(1, 2, 3) }));
+    expect(sameValue(decode(buf), decodeByCborg(buf))).toBe(true);
+    expect(disagreements.slice(0, 5)).toEqual([]);
+    expect(fastAccepted).toBeGreaterThan(5_000);
+    expect(fellBack).toBeGreaterThan(5_000);
   });
 });
