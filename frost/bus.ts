@@ -45,6 +45,8 @@ export interface Bus {
   inbox(): string;
   /** Resolves when the server has processed everything published so far. */
   flush(): Promise<void>;
+  /** The largest message the transport carries (bytes), when it says. */
+  maxPayload?(): number | undefined;
 }
 
 /** {@link Bus} over a NATS connection. */
@@ -77,6 +79,9 @@ export function natsBus(nc: NatsConnection): Bus {
     },
     async flush() {
       await nc.flush();
+    },
+    maxPayload() {
+      return nc.info?.max_payload;
     },
   };
 }

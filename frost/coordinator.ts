@@ -89,19 +89,45 @@ export async function signWithGroup(opts: SignOpts): Promise<SignResult> {
   if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${opts.group} in the registry`);
   const want = opts.signers ?? g.min;
   if (!Number.isSafeInteger(want) || want < g.min || want > g.max) throw new FrostError(FrostErrorCodes.BAD_PARAMS, `signers must be ${g.min}..${g.max}`);
+  const cap = opts.bus.maxPayload?.();
+  // The signing package carries the message, every chosen commitment and a signed envelope.
+  if (cap !== undefined && opts.message.length + PACKAGE_OVERHEAD_BYTES + 200 * want > cap) {
+    throw new FrostError(
+      FrostErrorCodes.BAD_PARAMS,
+      `the message is ${opts.message.length} bytes, too large for one NATS message here (max_payload ${cap} bytes): sign a digest of it instead`,
+    );
+  }
   const me = opts.actor ?? processCoordinator();
   const excluded = new Set(opts.exclude ?? []);
   const retries = opts.retries ?? 1;
+  const earlier: FrostError[] = [];
   for (let attempt = 1; ; attempt++) {
     try {
       const r = await attemptOnce(opts, g, me, want, excluded);
       return { ...r, attempts: attempt };
     } catch (e) {
-      if (!(e instanceof FrostError) || attempt > retries || !RETRYABLE.has(e.code) || e.culprits.length === 0) throw e;
-      for (const c of e.culprits) if (c.identifier !== undefined) excluded.add(c.identifier);
-      if (g.max - excluded.size < g.min) throw e;
+      if (!(e instanceof FrostError)) throw e;
+      const last = attempt > retries || !RETRYABLE.has(e.code) || e.culprits.length === 0;
+      if (!last) for (const c of e.culprits) if (c.identifier !== undefined) excluded.add(c.identifier);
+      if (last || g.max - excluded.size < g.min) throw withEarlier(e, earlier);
+      earlier.push(e);
     }
   }
+}
+
+/** Envelope and payload bytes of a `sign-package` besides the message and the commitments. */
+const PACKAGE_OVERHEAD_BYTES = 1024;
+
+/**
+ * The last attempt's error, also naming what went wrong in the attempts before it (a signer lost
+ * in the first attempt is not in the second, and must not vanish from the report).
+ */
+export function withEarlier(e: FrostError, earlier: readonly FrostError[]): FrostError {
+  if (earlier.length === 0) return e;
+  const culprits = [...e.culprits];
+  for (const x of earlier) for (const c of x.culprits) if (!culprits.some((k) => k.identifier === c.identifier && k.did === c.did)) culprits.push(c);
+  const before = earlier.map((x, i) => `attempt ${i + 1}: [${x.code}] ${x.message}`).join('; ');
+  return new FrostError(e.code, `${e.message} (after ${before})`, culprits, e.detail, { cause: e });
 }
 
 async function attemptOnce(opts: SignOpts, g: GroupPublic, me: Actor, want: number, excluded: ReadonlySet<number>): Promise<Omit<SignResult, 'attempts'>> {
@@ -163,12 +189,13 @@ async function attemptOnce(opts: SignOpts, g: GroupPublic, me: Actor, want: numb
     clearTimeout(timer);
     unsub();
   }
-  if (commitments.size < g.min) {
+  // An explicit `signers` is a requirement, not a wish: fewer commitments than that is a failure.
+  if (commitments.size < (opts.signers !== undefined ? want : g.min)) {
     done();
     const silent = g.roster.map((_, i) => i + 1).filter((id) => !commitments.has(id) && !excluded.has(id));
     throw new FrostError(
       FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS,
-      `only ${commitments.size} of the ${g.min} signers needed for ${opts.group} answered within ${timeoutMs} ms` +
+      `only ${commitments.size} of the ${opts.signers !== undefined ? want : g.min} signers needed for ${opts.group} answered within ${timeoutMs} ms` +
         (silent.length ? ` (no commitment from ${silent.map(who).join(', ')})` : '') +
         (notes.length ? `; ${notes.join('; ')}` : ''),
       [],

@@ -38,6 +38,8 @@ const MAX_USED_KEPT = 100_000;
 
 interface Entry {
   readonly session: string;
+  /** The did of the coordinator whose request the commitment answered (absent in older journals). */
+  readonly coordinator: string | undefined;
   readonly commitment: SigningCommitment;
   readonly atMs: number;
   state: 'issued' | 'used' | 'dropped';
@@ -89,11 +91,18 @@ export class NonceJournal {
       let off = 0;
       while (off < buf.length) {
         const torn = () => off + 4 > buf.length || off + 4 + new DataView(buf.buffer, buf.byteOffset + off).getUint32(0) + 8 > buf.length;
-        if (torn()) break;
+        if (torn()) {
+          // Cut short by a crash, unless what is left is a whole record under a damaged length
+          // field (its check still matches): that is damage, and it may be a `used` record.
+          const rest = buf.length - off - 12;
+          if (rest >= 0 && bytesEqual(buf.subarray(buf.length - 8), blake3(buf.subarray(off + 4, off + 4 + rest)).subarray(0, 8))) {
+            throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: the length of the record at byte ${off} is damaged`);
+          }
+          break;
+        }
         const len = new DataView(buf.buffer, buf.byteOffset + off).getUint32(0);
         const body = buf.subarray(off + 4, off + 4 + len);
         const check = buf.subarray(off + 4 + len, off + 12 + len);
-        const last = off + 12 + len === buf.length;
         let rec: Obj | undefined;
         if (bytesEqual(check, blake3(body).subarray(0, 8))) {
           try {
@@ -103,7 +112,10 @@ export class NonceJournal {
           }
         }
         if (!rec) {
-          if (last) break;
+          // A crash can only tear the last record: cut short (`torn` above) or, on some file
+          // systems, zero-filled. A complete record that fails its check is damage wherever it
+          // is: dropping it could forget a `used` record and let a nonce be signed with twice.
+          if (buf.subarray(off).every((x) => x === 0)) break;
           throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: record at byte ${off} is damaged`);
         }
         recs.push(rec);
@@ -126,7 +138,7 @@ export class NonceJournal {
       const cid = asText(r['cid'], 'cid', 64);
       this.#records++;
       if (k === 'issued') {
-        const o = asObj(r, 'issued', ['k', 'cid', 'session', 'identifier', 'hiding', 'binding', 'at_ms', 'nonce', 'ct']);
+        const o = asObj(r, 'issued', ['k', 'cid', 'session', 'identifier', 'hiding', 'binding', 'at_ms', 'nonce', 'ct'], ['coordinator']);
         const commitment = {
           identifier: asSafeUint(o['identifier'], 'identifier'),
           hiding: asBytes(o['hiding'], 'hiding', 32),
@@ -136,6 +148,7 @@ export class NonceJournal {
         this.#bySession.set(session, cid);
         this.#entries.set(cid, {
           session,
+          coordinator: o['coordinator'] === undefined ? undefined : asText(o['coordinator'], 'coordinator', 256),
           commitment,
           atMs: asSafeUint(o['at_ms'], 'at_ms'),
           state: 'issued',
@@ -159,7 +172,7 @@ export class NonceJournal {
             hiding: asBytes(o['hiding'], 'hiding', 32),
             binding: asBytes(o['binding'], 'binding', 32),
           };
-          this.#entries.set(cid, { session, commitment, atMs: asSafeUint(o['at_ms'], 'at_ms'), state: 'used', nonces: undefined, sealed: undefined });
+          this.#entries.set(cid, { session, coordinator: undefined, commitment, atMs: asSafeUint(o['at_ms'], 'at_ms'), state: 'used', nonces: undefined, sealed: undefined });
           this.#bySession.set(session, cid);
         }
       } else if (e && e.state === 'issued') {
@@ -179,20 +192,20 @@ export class NonceJournal {
   }
 
   /**
-   * Records a commitment about to be handed out for `session`, with its nonces sealed. Call
-   * before the commitment leaves the process.
+   * Records a commitment about to be handed out for `session`, at the request of `coordinator`
+   * (its did), with its nonces sealed. Call before the commitment leaves the process.
    */
-  issue(session: string, commitment: SigningCommitment, nonces: Nonces, nowMs: number): void {
+  issue(session: string, commitment: SigningCommitment, nonces: Nonces, nowMs: number, coordinator: string): void {
     const cid = commitmentId(commitment);
     const nonce = new Uint8Array(randomBytes(12));
     const c = createCipheriv('aes-256-gcm', this.#key, nonce);
     c.setAAD(utf8(cid));
     const ct = new Uint8Array(Buffer.concat([c.update(encode({ hiding: nonces.hiding, binding: nonces.binding })), c.final(), c.getAuthTag()]));
     this.#append(
-      { k: 'issued', cid, session, identifier: commitment.identifier, hiding: commitment.hiding, binding: commitment.binding, at_ms: nowMs, nonce, ct },
+      { k: 'issued', cid, session, coordinator, identifier: commitment.identifier, hiding: commitment.hiding, binding: commitment.binding, at_ms: nowMs, nonce, ct },
       false,
     );
-    this.#entries.set(cid, { session, commitment, atMs: nowMs, state: 'issued', nonces, sealed: { nonce, ct } });
+    this.#entries.set(cid, { session, coordinator, commitment, atMs: nowMs, state: 'issued', nonces, sealed: { nonce, ct } });
     this.#bySession.set(session, cid);
   }
 
@@ -270,14 +283,15 @@ export class NonceJournal {
   }
 
   /**
-   * The commitment this journal issued for `session` (the most recent one), with its state, or
-   * undefined when none was. Lets a participant answer a repeated request with the same
+   * The commitment this journal issued for `session` (the most recent one), with its state and
+   * the coordinator it was issued to (undefined for records of older journals), or undefined
+   * when none was. Lets a participant answer a repeated request with the same
    * commitment and tell a replayed package (`used`) from an unknown one.
    */
-  forSession(session: string): { commitment: SigningCommitment; state: 'issued' | 'used' | 'dropped' } | undefined {
+  forSession(session: string): { commitment: SigningCommitment; state: 'issued' | 'used' | 'dropped'; coordinator: string | undefined } | undefined {
     const cid = this.#bySession.get(session);
     const found = cid === undefined ? undefined : this.#entries.get(cid);
-    return found ? { commitment: found.commitment, state: found.state } : undefined;
+    return found ? { commitment: found.commitment, state: found.state, coordinator: found.coordinator } : undefined;
   }
 
   /** Counts by state (for tests and metrics). */
@@ -300,7 +314,18 @@ export class NonceJournal {
       if (e.state === 'issued' && e.sealed) {
         const c = e.commitment;
         parts.push(
-          frame({ k: 'issued', cid, session: e.session, identifier: c.identifier, hiding: c.hiding, binding: c.binding, at_ms: e.atMs, nonce: e.sealed.nonce, ct: e.sealed.ct }),
+          frame({
+            k: 'issued',
+            cid,
+            session: e.session,
+            ...(e.coordinator !== undefined ? { coordinator: e.coordinator } : {}),
+            identifier: c.identifier,
+            hiding: c.hiding,
+            binding: c.binding,
+            at_ms: e.atMs,
+            nonce: e.sealed.nonce,
+            ct: e.sealed.ct,
+          }),
         );
       }
     }

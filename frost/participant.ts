@@ -76,7 +76,6 @@ export class Participant {
   readonly #sessions = new Map<string, DkgSession>();
   readonly #unsubs: (() => void)[] = [];
   /** Signing session → the coordinator that opened it (only it may release the session). */
-  readonly #coordinatorOf = new Map<string, Did>();
   readonly #digests = new WeakMap<ShareRecord, string>();
   #stopped = false;
 
@@ -304,16 +303,18 @@ export class Participant {
     }
     const journal = this.keystore.journal(rec);
     const prior = journal.forSession(m.body.session);
+    if (prior && prior.coordinator !== undefined && prior.coordinator !== m.body.from) {
+      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.MISROUTED, `session ${m.body.session} belongs to another coordinator`));
+      return;
+    }
     let c = prior?.state === 'issued' ? prior.commitment : undefined;
     if (prior && !c) {
       this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.NONCE_USED, `session ${m.body.session} already used its commitment`));
       return;
     }
     if (!c) {
-      if (this.#coordinatorOf.size > 10_000) this.#coordinatorOf.clear();
-      this.#coordinatorOf.set(m.body.session, m.body.from);
       const fresh = commit(rec, this.#rng);
-      journal.issue(m.body.session, fresh.commitment, fresh.nonces, Date.now());
+      journal.issue(m.body.session, fresh.commitment, fresh.nonces, Date.now(), m.body.from);
       c = fresh.commitment;
     }
     this.#reply(rec, reply, 'sign-commitment', m, 1, commitmentPayload(rec.did, c, this.#digest(rec)));
@@ -358,6 +359,13 @@ export class Participant {
       this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NONCE_UNKNOWN, `no commitment was issued for session ${m.body.session}`));
       return;
     }
+    // Only the coordinator whose request drew the commitment may spend it (the binding is in the
+    // journal, so it holds across restarts): anyone else could otherwise replay the session id
+    // with a package of their own.
+    if (mine.coordinator !== undefined && mine.coordinator !== m.body.from) {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.MISROUTED, `the commitment of session ${m.body.session} was issued to another coordinator`));
+      return;
+    }
     if (mine.state !== 'issued') {
       this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NONCE_USED, `the commitment of session ${m.body.session} was already ${mine.state} (replayed package?)`));
       return;
@@ -398,7 +406,7 @@ export class Participant {
     if (typeof session !== 'string' || this.keystore.journal(rec).forSession(session)?.state !== 'issued') return;
     const o = openMessage(data);
     if (!o.ok || o.value.body.kind !== 'sign-done' || o.value.body.session !== session) return;
-    if (this.#coordinatorOf.get(session) !== o.value.body.from) return;
+    if (this.keystore.journal(rec).forSession(session)?.coordinator !== o.value.body.from) return;
     this.keystore.journal(rec).release(session);
   }
 }

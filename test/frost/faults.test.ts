@@ -16,12 +16,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode } from '../../core/cbor.ts';
 import { utf8 } from '../../core/bytes.ts';
 import { type Bus, evidenceStream, natsBus, natsRegistry } from '../../frost/bus.ts';
-import { signWithGroup } from '../../frost/coordinator.ts';
+import { signWithGroup, withEarlier } from '../../frost/coordinator.ts';
 import { verifyComplaint } from '../../frost/dkg-wire.ts';
-import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
+import { FrostError, FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
 import { runDkg } from '../../frost/initiator.ts';
-import { openMessage } from '../../frost/message.ts';
-import { readRefusal } from '../../frost/sign-wire.ts';
+import { newActor, seededRng } from '../../core/actor.ts';
+import { subjects } from '../../frost/bus.ts';
+import { openMessage, sealMessage } from '../../frost/message.ts';
+import { packagePayload, readCommitment, readRefusal } from '../../frost/sign-wire.ts';
 import { JCP_BIN, type ParticipantProc, startParticipantProc } from '../../harness/frost-procs.ts';
 import { cleanupPrefix, EvilParticipant, NATS_URL, uniquePrefix } from './helpers.ts';
 
@@ -202,6 +204,49 @@ describe('faults / signing', () => {
     expect(fresh.signers.map((s) => s.identifier)).toContain(targetId);
   });
 
+  it('misrouted / a package from anyone but the coordinator that drew the commitments is refused; the rightful one is signed', async () => {
+    const rng = seededRng('faults/misrouted');
+    const [a, b] = [newActor(rng), newActor(rng)];
+    const sub = subjects(ctx.prefix);
+    const session = 'c0'.repeat(16);
+    // Coordinator A asks every holder for a commitment.
+    const inbox = `_INBOX.misrouted.${session}`;
+    const got: Uint8Array[] = [];
+    const s = nc.subscribe(inbox, {
+      callback: (_e, m) => {
+        got.push(m.data);
+      },
+    });
+    nc.publish(sub.signRequest(group), sealMessage({ kind: 'sign-request', session, round: 1, payload: { group } }, a), { reply: inbox });
+    for (let i = 0; i < 100 && got.length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+    s.unsubscribe();
+    // The third holder is scripted to die before sending a share (for the `lost` test): leave it out.
+    const dying = ctx.procs[2]!.did;
+    const commitments = got
+      .map((raw) => {
+        const o = openMessage(raw);
+        if (!o.ok) throw new Error(o.error.why);
+        return o.value;
+      })
+      .filter((m) => m.body.from !== dying)
+      .map((m) => readCommitment(m.body.payload).commitment);
+    expect(commitments).toHaveLength(2);
+    const target = commitments[0]!.identifier;
+    const holder = ctx.procs.find((p) => p.events.find((e) => e.event === 'dkg-complete')?.['identifier'] === target)!;
+    const ask = async (from: typeof a, message: string) => {
+      const pkg = packagePayload(group, { message: utf8(message), commitments });
+      const reply = await nc.request(sub.signPackage(group, target), sealMessage({ kind: 'sign-package', session, round: 2, to: holder.did, payload: pkg }, from), { timeout: 3000 });
+      const o = openMessage(reply.data);
+      if (!o.ok) throw new Error(o.error.why);
+      return o.value.body.kind === 'sign-refusal' ? readRefusal(o.value.body.payload).code : o.value.body.kind;
+    };
+    // B replays A's session id with its own message: refused, and the nonce is not spent…
+    expect(await ask(b, 'pay mallory')).toBe(FrostErrorCodes.MISROUTED);
+    // …so A's own package is still signed, once.
+    expect(await ask(a, 'pay alice')).toBe('sign-share');
+    expect(await ask(a, 'pay alice')).toBe(FrostErrorCodes.NONCE_USED);
+  });
+
   it('lost / a signer killed before sending its share: the session fails naming it, no signature; a retry without it succeeds', async () => {
     const registry = await natsRegistry(nc, ctx.prefix);
     const victim = ctx.procs[2]!;
@@ -212,6 +257,38 @@ describe('faults / signing', () => {
     expect(victim.child.signalCode).toBe('SIGKILL');
     const ok = await signWithGroup({ bus: natsBus(nc), registry, prefix: ctx.prefix, group, message: msg, timeoutMs: 1500 });
     expect(ok.signers.map((s) => s.identifier)).not.toContain(victimId);
+  });
+
+  it('an explicit number of signers is a requirement: with that holder gone, 3 signers is frost-not-enough-participants naming it', async () => {
+    const registry = await natsRegistry(nc, ctx.prefix);
+    const victim = ctx.procs[2]!;
+    expect(victim.child.signalCode).toBe('SIGKILL');
+    const err = await signWithGroup({ bus: natsBus(nc), registry, prefix: ctx.prefix, group, message: utf8('all three'), signers: 3, timeoutMs: 1000 }).catch((e) => e);
+    expect(err).toMatchObject({ code: FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS });
+    expect(String(err.message)).toContain(victim.did);
+  });
+});
+
+describe('faults / signing requests the coordinator refuses or reports in full', () => {
+  it('a message too large for one NATS message is frost-bad-params before any holder is asked, blaming nobody', async () => {
+    const prefix = uniquePrefix('bigmsg');
+    const registry = { get: async () => ({ min: 2, max: 3, commitments: [], verifyingShares: [], roster: [] }), put: async () => undefined };
+    const bus = natsBus(nc);
+    const cap = bus.maxPayload?.();
+    expect(cap).toBeGreaterThan(0);
+    const err = await signWithGroup({ bus, registry: registry as never, prefix, group: 'did:key:z6MkfakeGroupForTheSizeCheck', message: new Uint8Array(cap!) }).catch((e) => e);
+    expect(err).toMatchObject({ code: FrostErrorCodes.BAD_PARAMS, culprits: [] });
+    expect(String(err.message)).toMatch(/max_payload/);
+  });
+
+  it('after a retry, the final error still names whoever was blamed in the earlier attempt', () => {
+    const first = new FrostError(FrostErrorCodes.PARTICIPANT_LOST, 'no signature share from participant 2', [{ identifier: 2, did: 'did:key:z6Mktwo' }]);
+    const last = new FrostError(FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS, 'only 1 of the 2 signers needed answered', []);
+    const e = withEarlier(last, [first]);
+    expect(e.code).toBe(FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS);
+    expect(e.culprits).toEqual([{ identifier: 2, did: 'did:key:z6Mktwo' }]);
+    expect(e.message).toMatch(/attempt 1: \[frost-participant-lost\] no signature share from participant 2/);
+    expect(withEarlier(last, [])).toBe(last);
   });
 });
 

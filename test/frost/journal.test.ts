@@ -23,6 +23,7 @@ const share = d.value.shares[0]!;
 const key = journalKey(share.signingShare, d.value.did, 1);
 const S1 = 'a'.repeat(32);
 const S2 = 'b'.repeat(32);
+const COORD = 'did:key:z6MkCoordinatorOfTheseTests';
 let n = 0;
 const fresh = () => join(root, `j${++n}.journal`);
 
@@ -31,7 +32,7 @@ describe('nonce journal / one use per commitment', () => {
     const path = fresh();
     const j = NonceJournal.open(path, key, 1000);
     const c = commit(share, rng);
-    j.issue(S1, c.commitment, c.nonces, 1000);
+    j.issue(S1, c.commitment, c.nonces, 1000, COORD);
     const t = j.take(S1, c.commitment, 1001);
     expect(t.ok && t.value.hiding).toEqual(c.nonces.hiding);
     expect(j.take(S1, c.commitment, 1002)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
@@ -47,7 +48,7 @@ describe('nonce journal / one use per commitment', () => {
     const path = fresh();
     const j = NonceJournal.open(path, key, 0);
     const c = commit(share, rng);
-    j.issue(S1, c.commitment, c.nonces, 0);
+    j.issue(S1, c.commitment, c.nonces, 0, COORD);
     const before = readFileSync(path).length;
     expect(j.take(S1, c.commitment, 1).ok).toBe(true);
     expect(readFileSync(path).length).toBeGreaterThan(before);
@@ -58,7 +59,7 @@ describe('nonce journal / one use per commitment', () => {
     const path = fresh();
     const j = NonceJournal.open(path, key, 0);
     const c = commit(share, rng);
-    j.issue(S1, c.commitment, c.nonces, 0);
+    j.issue(S1, c.commitment, c.nonces, 0, COORD);
     const first = j.claim(S1, c.commitment, 1);
     expect(first.ok && first.value.nonces.binding).toEqual(c.nonces.binding);
     expect(j.claim(S1, c.commitment, 2)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
@@ -76,7 +77,7 @@ describe('nonce journal / one use per commitment', () => {
     const path = fresh();
     const j = NonceJournal.open(path, key, 0);
     const c = commit(share, rng);
-    j.issue(S1, c.commitment, c.nonces, 0);
+    j.issue(S1, c.commitment, c.nonces, 0, COORD);
     const r = j.claim(S1, c.commitment, 1);
     expect(r.ok).toBe(true);
     if (r.ok) r.value.durable.catch(() => undefined);
@@ -90,7 +91,7 @@ describe('nonce journal / one use per commitment', () => {
     const path = fresh();
     const j = NonceJournal.open(path, key, 0);
     const c = commit(share, rng);
-    j.issue(S1, c.commitment, c.nonces, 0);
+    j.issue(S1, c.commitment, c.nonces, 0, COORD);
     j.close();
     const k = NonceJournal.open(path, key, 10);
     const t = k.take(S1, c.commitment, 11);
@@ -105,11 +106,11 @@ describe('nonce journal / one use per commitment', () => {
     const a = commit(share, rng);
     const b = commit(share, rng);
     expect(j.take(S1, a.commitment, 0)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_UNKNOWN } });
-    j.issue(S1, a.commitment, a.nonces, 0);
+    j.issue(S1, a.commitment, a.nonces, 0, COORD);
     expect(j.take(S2, a.commitment, 0)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_UNKNOWN } });
     j.release(S1);
     expect(j.take(S1, a.commitment, 0)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
-    j.issue(S2, b.commitment, b.nonces, 0);
+    j.issue(S2, b.commitment, b.nonces, 0, COORD);
     j.close();
     const later = NonceJournal.open(path, key, 60 * 60_000, 60_000);
     expect(later.take(S2, b.commitment, 60 * 60_000)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.NONCE_USED } });
@@ -121,8 +122,8 @@ describe('nonce journal / one use per commitment', () => {
     const j = NonceJournal.open(path, key, 0);
     const a = commit(share, rng);
     const b = commit(share, rng);
-    j.issue(S1, a.commitment, a.nonces, 0);
-    j.issue(S2, b.commitment, b.nonces, 0);
+    j.issue(S1, a.commitment, a.nonces, 0, COORD);
+    j.issue(S2, b.commitment, b.nonces, 0, COORD);
     j.close();
     const full = readFileSync(path);
     truncateSync(path, full.length - 5);
@@ -140,6 +141,54 @@ describe('nonce journal / one use per commitment', () => {
       code = isFrostError(e) ? e.code : String(e);
     }
     expect(code).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
+  });
+
+  it('a complete last record that fails its check is frost-journal-corrupt (a flipped bit must not forget a used nonce); a zero-filled tail is cut off', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const c = commit(share, rng);
+    j.issue(S1, c.commitment, c.nonces, 0, COORD);
+    expect(j.take(S1, c.commitment, 1).ok).toBe(true);
+    j.close();
+    const full = readFileSync(path);
+    // The used record is the second one: its 4-byte length field starts after the issued record.
+    const second = 12 + full.readUInt32BE(0);
+    const flips: [number, number][] = [
+      [full.length - 3, 0x01],
+      [full.length - 20, 0x01],
+      [second + 3, 0x01],
+      [second + 3, 0x40],
+      [second + 2, 0x01],
+    ];
+    for (const [at, bit] of flips) {
+      const bad = Uint8Array.from(full);
+      bad[at] = bad[at]! ^ bit;
+      writeFileSync(path, bad);
+      let code = 'opened';
+      try {
+        NonceJournal.open(path, key, 0).close();
+      } catch (e) {
+        code = isFrostError(e) ? e.code : String(e);
+      }
+      expect(code).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
+    }
+    // A crash on a file system that extends the file before writing its data: zeros after the used record.
+    writeFileSync(path, Buffer.concat([full, Buffer.alloc(40)]));
+    const k = NonceJournal.open(path, key, 0);
+    expect(k.forSession(S1)?.state).toBe('used');
+    k.close();
+    expect(readFileSync(path).length).toBe(full.length);
+  });
+
+  it('remembers which coordinator each commitment was issued to, across a restart', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const c = commit(share, rng);
+    j.issue(S1, c.commitment, c.nonces, 0, COORD);
+    j.close();
+    const k = NonceJournal.open(path, key, 1);
+    expect(k.forSession(S1)).toMatchObject({ state: 'issued', coordinator: COORD });
+    k.close();
   });
 
   it('property: across any interleaving of issue, take, release and restart, no commitment is taken twice', () => {
@@ -161,7 +210,7 @@ describe('nonce journal / one use per commitment', () => {
           const session = `${o.i}`.repeat(32);
           if (o.k === 'issue' && !issued.has(o.i)) {
             // Fresh nonces each time: copies, since a successful share zeroes them.
-            j.issue(session, c.commitment, { hiding: Uint8Array.from(c.nonces.hiding), binding: Uint8Array.from(c.nonces.binding) }, 0);
+            j.issue(session, c.commitment, { hiding: Uint8Array.from(c.nonces.hiding), binding: Uint8Array.from(c.nonces.binding) }, 0, COORD);
             issued.add(o.i);
           } else if (o.k === 'take') {
             if (j.take(session, c.commitment, 0).ok) taken.set(o.i, (taken.get(o.i) ?? 0) + 1);
