@@ -3,8 +3,9 @@
  * `participant` (run one participant over NATS), `dkg` (start a dealer-free key generation among
  * running participants), `sign` (coordinate a signing session). See docs/frost.md.
  */
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve, sep } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { fromHex, toHex } from '../core/bytes.ts';
@@ -17,7 +18,8 @@ import { describeCulprits, FrostError, FrostErrorCodes } from '../frost/errors.t
 import { runDkg } from '../frost/initiator.ts';
 import { Participant } from '../frost/participant.ts';
 import { readIdentityFile, shareRecord, writeShareFile } from '../frost/sharefile.ts';
-import { type Command, parse, UsageError } from './command.ts';
+import { type Command, UsageError } from './command.ts';
+import { errnoOf, fromSystemError, IoError, ioError, makeDirs } from './fsutil.ts';
 
 const help = `Usage: jcp frost <deal|participant|dkg|sign> [options]
 
@@ -43,7 +45,7 @@ jcp frost dkg --threshold K --participants N --nats URL [--prefix P] [--members 
   Starts a dealer-free key generation among N running participants (the first N to answer, or
   exactly --members) and prints the group did every participant confirmed. A participant that
   is lost, times out or sends an inconsistent share aborts the session for all; the error names it.
-  --timeout-ms MS        per-round deadline (default 5000)
+  --timeout-ms MS        per-round deadline, 1..3600000 (default 5000)
   --identity FILE        sign as this identity (an identity.key; default a fresh one), for
                          participants that only join DKGs of listed --initiator dids
 
@@ -52,14 +54,25 @@ jcp frost sign --group DID --message HEX|FILE --nats URL [--prefix P] [--signers
   Coordinates one signing session: gathers commitments from online holders, sends the signing
   package, verifies every share (naming bad signers), aggregates, and checks the result as an
   ordinary Ed25519 signature under DID. Prints the 64-byte signature in hex.
-  --message              hex bytes, or the path of a file whose bytes are signed
+  --message              what to sign, one of:
+                           0xHEX        always hex bytes (0x alone: the empty message)
+                           a path with '/' (./cafe, /tmp/m.bin): always that file's bytes
+                           HEX          hex bytes (an even number of 0-9a-f digits); refused as
+                                        ambiguous if a file of that name exists here: write
+                                        ./NAME for the file or 0xHEX for the bytes
+                           other NAME   that file's bytes (must exist)
+  --timeout-ms MS        per-round deadline, 1..3600000 (default 3000)
   --signers K            how many holders sign (default the threshold)
   --retries N            fresh sessions without blamed participants after a failure (default 1)
   --identity FILE        coordinate as this identity (for participants run with --coordinator)
 
-Common: --prefix P (NATS subject prefix, default jcp.frost), -h/--help.
-Exit status: 0 on success; 1 on a protocol failure ("error [code]: …" on stderr, naming the
-participants at fault); 2 on a usage error.`;
+Common: --prefix P (NATS subject prefix, default jcp.frost), -h/--help. Each option is given at
+most once, except those marked repeatable; a value starting with '-' is written --opt=-VALUE.
+Exit status: 0 on success; 2 on a usage error (a missing, repeated, unknown or malformed option,
+one line "jcp frost: error [usage]: …" on stderr); 1 on any other failure, one line
+"jcp frost: error [code]: …" on stderr: a protocol failure (frost-… codes, naming the
+participants at fault), a file or folder that cannot be read or created (io), a bad did
+(did-invalid).`;
 
 function passphraseFrom(env: string | undefined): string | undefined {
   if (env === undefined) return undefined;
@@ -68,13 +81,60 @@ function passphraseFrom(env: string | undefined): string | undefined {
   return v;
 }
 
-function positiveInt(v: string | undefined, name: string, dflt?: number): number {
+type Options = NonNullable<ParseArgsConfig['options']>;
+type Values<T extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: false; strict: true; tokens: true }>>['values'];
+
+/** parseArgs' (sometimes multi-line) complaint as one line naming the option. */
+function parseArgsMessage(e: unknown): string {
+  const m = (e as Error).message;
+  let r = /^Option '(-[\w-]+)'(?: <value>)? argument is ambiguous/.exec(m);
+  if (r) return `${r[1]} needs a value; write a value starting with '-' as ${r[1]}=-VALUE`;
+  r = /^Option '(-[\w-]+) <value>' argument missing/.exec(m);
+  if (r) return `${r[1]} needs a value`;
+  r = /^Option '(-[\w-]+)' does not take an argument/.exec(m);
+  if (r) return `${r[1]} takes no value`;
+  r = /^Unknown option '([^']*)'/.exec(m);
+  if (r) return `unknown option ${r[1]}`;
+  r = /^Unexpected argument '([^']*)'/.exec(m);
+  if (r) return `unexpected argument '${r[1]}' (every value follows its --option)`;
+  return m.split('\n')[0]!;
+}
+
+/**
+ * Parses a sub-verb's options (strict, no positionals). Every parse failure is a one-line
+ * {@link UsageError}; an option given twice is refused unless it is declared `multiple`.
+ */
+export function parseFlags<T extends Options>(argv: string[], options: T): Values<T> {
+  let r: ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: false; strict: true; tokens: true }>>;
+  try {
+    r = parseArgs({ args: argv, options, allowPositionals: false, strict: true, tokens: true });
+  } catch (e) {
+    throw new UsageError(parseArgsMessage(e));
+  }
+  const seen = new Set<string>();
+  for (const t of r.tokens) {
+    if (t.kind !== 'option' || options[t.name]?.multiple) continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given more than once; give it once`);
+    seen.add(t.name);
+  }
+  return r.values;
+}
+
+/** Largest accepted --timeout-ms: one hour (Node timers overflow above 2^31 − 1 ms). */
+export const MAX_TIMEOUT_MS = 3_600_000;
+
+/** A decimal integer option in `min..max`; `dflt` when absent, else required. */
+function intFlag(v: string | undefined, name: string, range: { min?: number; max?: number; dflt?: number } = {}): number {
+  const { min = 0, max = Number.MAX_SAFE_INTEGER, dflt } = range;
   if (v === undefined) {
     if (dflt === undefined) throw new UsageError(`--${name} is required`);
     return dflt;
   }
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer`);
+  const n = /^\d{1,16}$/.test(v) ? Number(v) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const what = max === Number.MAX_SAFE_INTEGER ? (min === 0 ? 'a non-negative integer' : `an integer ≥ ${min}`) : `an integer in ${min}..${max}`;
+    throw new UsageError(`--${name} must be ${what}, got '${v}'`);
+  }
   return n;
 }
 
@@ -87,29 +147,36 @@ async function connectNats(url: string | undefined): Promise<NatsConnection> {
   }
 }
 
-function report(e: FrostError): number {
+function report(e: FrostError | IoError): number {
   process.stderr.write(`jcp frost: error [${e.code}]: ${e.message}\n`);
-  if (e.culprits.length) process.stderr.write(`jcp frost: at fault: ${describeCulprits(e.culprits)}\n`);
+  if (e instanceof FrostError && e.culprits.length) process.stderr.write(`jcp frost: at fault: ${describeCulprits(e.culprits)}\n`);
   return 1;
 }
 
+function usage(e: UsageError): number {
+  process.stderr.write(`jcp frost: error [usage]: ${e.message.replace(/\s*\n\s*/g, ' ')}\nRun 'jcp frost --help'.\n`);
+  return 2;
+}
+
 async function cmdDeal(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { threshold: { type: 'string' }, participants: { type: 'string' }, out: { type: 'string' }, 'passphrase-env': { type: 'string' }, json: { type: 'boolean' } }, false);
-  const min = positiveInt(values.threshold, 'threshold');
-  const max = positiveInt(values.participants, 'participants');
+  const values = parseFlags(argv, { threshold: { type: 'string' }, participants: { type: 'string' }, out: { type: 'string' }, 'passphrase-env': { type: 'string' }, json: { type: 'boolean' } });
+  const min = intFlag(values.threshold, 'threshold');
+  const max = intFlag(values.participants, 'participants');
   if (!values.out) throw new UsageError('--out DIR is required');
   const passphrase = passphraseFrom(values['passphrase-env']);
   const d = deal({ min, max }, (n) => new Uint8Array(randomBytes(n)));
   if (!d.ok) throw FrostError.of(d.error);
   const dir = resolve(values.out);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const paths = d.value.shares.map((s) => join(dir, `participant-${s.identifier}.share`));
+  // Refuse before writing anything, so a refused deal leaves no partial set of files.
+  for (const path of paths) if (existsSync(path)) throw new UsageError(`${path} exists; refusing to overwrite a share`);
+  makeDirs(dir, 0o700);
   const files: { identifier: number; identity: string; path: string }[] = [];
-  for (const s of d.value.shares) {
-    const path = join(dir, `participant-${s.identifier}.share`);
-    if (existsSync(path)) throw new UsageError(`${path} exists; refusing to overwrite a share`);
+  d.value.shares.forEach((s, i) => {
+    const path = paths[i]!;
     writeShareFile(path, shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed), passphrase !== undefined ? { passphrase } : {});
     files.push({ identifier: s.identifier, identity: s.group.roster[s.identifier - 1]!, path });
-  }
+  });
   if (values.json) process.stdout.write(`${JSON.stringify({ group: d.value.did, threshold: min, participants: max, files }, null, 2)}\n`);
   else {
     process.stdout.write(`${d.value.did}\n`);
@@ -119,7 +186,7 @@ async function cmdDeal(argv: string[]): Promise<number> {
 }
 
 async function cmdParticipant(argv: string[]): Promise<number> {
-  const { values } = parse(
+  const values = parseFlags(
     argv,
     {
       keystore: { type: 'string' },
@@ -129,7 +196,6 @@ async function cmdParticipant(argv: string[]): Promise<number> {
       coordinator: { type: 'string', multiple: true },
       initiator: { type: 'string', multiple: true },
     },
-    false,
   );
   if (!values.keystore) throw new UsageError('--keystore DIR is required');
   for (const d of [...(values.coordinator ?? []), ...(values.initiator ?? [])]) parseDid(d);
@@ -165,7 +231,7 @@ async function cmdParticipant(argv: string[]): Promise<number> {
 }
 
 async function cmdDkg(argv: string[]): Promise<number> {
-  const { values } = parse(
+  const values = parseFlags(
     argv,
     {
       threshold: { type: 'string' },
@@ -178,11 +244,10 @@ async function cmdDkg(argv: string[]): Promise<number> {
       'passphrase-env': { type: 'string' },
       json: { type: 'boolean' },
     },
-    false,
   );
-  const min = positiveInt(values.threshold, 'threshold');
-  const max = positiveInt(values.participants, 'participants');
-  const timeoutMs = positiveInt(values['timeout-ms'], 'timeout-ms', 5000);
+  const min = intFlag(values.threshold, 'threshold');
+  const max = intFlag(values.participants, 'participants');
+  const timeoutMs = intFlag(values['timeout-ms'], 'timeout-ms', { min: 1, max: MAX_TIMEOUT_MS, dflt: 5000 });
   const members = values.members?.split(',').map((d) => d.trim());
   for (const d of members ?? []) parseDid(d);
   const actor = values.identity ? readIdentityFile(resolve(values.identity), passphraseFrom(values['passphrase-env'])) : undefined;
@@ -205,18 +270,51 @@ async function cmdDkg(argv: string[]): Promise<number> {
   }
 }
 
-function readMessage(v: string | undefined): Uint8Array {
-  if (v === undefined) throw new UsageError('--message HEX|FILE is required');
-  if (existsSync(v) && statSync(v).isFile()) return new Uint8Array(readFileSync(v));
+function isRegularFile(path: string): boolean {
   try {
-    return fromHex(v, undefined, 'message');
+    return statSync(path).isFile();
   } catch {
-    throw new UsageError(`--message: ${v} is neither hex nor a readable file`);
+    return false;
+  }
+}
+
+/**
+ * The bytes `--message` names (see the help): `0x…` is always hex, a value with a '/' always a
+ * file, bare hex is hex unless a file of that name exists (then ambiguous: a usage error), and
+ * anything else a file. @throws UsageError, IoError (a file that exists but cannot be read).
+ */
+export function readMessage(v: string | undefined): Uint8Array {
+  if (v === undefined) throw new UsageError('--message HEX|FILE is required');
+  const hex = (h: string) => /^(?:[0-9a-fA-F]{2})*$/.test(h);
+  if (/^0[xX]/.test(v)) {
+    if (!hex(v.slice(2))) throw new UsageError(`--message ${v}: not hex after 0x (an even number of 0-9a-f digits)`);
+    return fromHex(v.slice(2).toLowerCase(), undefined, 'message');
+  }
+  const isPath = v.includes('/') || v.includes(sep);
+  if (!isPath && hex(v)) {
+    if (v !== '' && isRegularFile(v)) {
+      throw new UsageError(`--message ${v} is both hex and the name of a file here: write ./${v} to sign the file, or 0x${v} to sign the bytes`);
+    }
+    return fromHex(v.toLowerCase(), undefined, 'message');
+  }
+  let isFile: boolean;
+  try {
+    isFile = statSync(v).isFile();
+  } catch (e) {
+    const errno = errnoOf(e);
+    if (errno !== 'ENOENT' && errno !== 'ENOTDIR') throw ioError(e, 'read message file', v);
+    throw new UsageError(isPath ? `--message ${v}: no such file` : `--message ${v}: neither hex (an even number of 0-9a-f digits) nor an existing file`);
+  }
+  if (!isFile) throw new UsageError(`--message ${v}: not a regular file`);
+  try {
+    return new Uint8Array(readFileSync(v));
+  } catch (e) {
+    throw ioError(e, 'read message file', v);
   }
 }
 
 async function cmdSign(argv: string[]): Promise<number> {
-  const { values } = parse(
+  const values = parseFlags(
     argv,
     {
       group: { type: 'string' },
@@ -230,13 +328,15 @@ async function cmdSign(argv: string[]): Promise<number> {
       'passphrase-env': { type: 'string' },
       json: { type: 'boolean' },
     },
-    false,
   );
   if (!values.group) throw new UsageError('--group DID is required');
   const actor = values.identity ? readIdentityFile(resolve(values.identity), passphraseFrom(values['passphrase-env'])) : undefined;
   const group = values.group;
   parseDid(group);
   const message = readMessage(values.message);
+  const timeoutMs = intFlag(values['timeout-ms'], 'timeout-ms', { min: 1, max: MAX_TIMEOUT_MS, dflt: 3000 });
+  const retries = intFlag(values.retries, 'retries', { dflt: 1 });
+  const signers = values.signers === undefined ? undefined : intFlag(values.signers, 'signers', { min: 1 });
   const nc = await connectNats(values.nats);
   try {
     const prefix = values.prefix;
@@ -245,10 +345,10 @@ async function cmdSign(argv: string[]): Promise<number> {
       registry: await natsRegistry(nc, prefix),
       group,
       message,
-      timeoutMs: positiveInt(values['timeout-ms'], 'timeout-ms', 3000),
-      retries: positiveInt(values.retries, 'retries', 1),
+      timeoutMs,
+      retries,
       ...(prefix ? { prefix } : {}),
-      ...(values.signers ? { signers: positiveInt(values.signers, 'signers') } : {}),
+      ...(signers !== undefined ? { signers } : {}),
       ...(actor ? { actor } : {}),
     });
     // Belt and braces: the coordinator already checked it; a CLI user sees the check made here too.
@@ -270,14 +370,16 @@ export const command: Command = {
   summary: 'threshold actors: deal shares, run participants, DKG, threshold signing (§2.2)',
   help,
   async run(argv) {
-    const [verb, ...rest] = argv;
-    const fn = verb ? VERBS[verb] : undefined;
-    if (!fn) throw new UsageError(verb ? `unknown sub-command '${verb}' (deal|participant|dkg|sign)` : 'a sub-command is required (deal|participant|dkg|sign)');
     try {
+      const [verb, ...rest] = argv;
+      const fn = verb ? VERBS[verb] : undefined;
+      if (!fn) throw new UsageError(verb ? `unknown sub-command '${verb}' (deal|participant|dkg|sign)` : 'a sub-command is required (deal|participant|dkg|sign)');
       return await fn(rest);
     } catch (e) {
-      if (e instanceof FrostError) return report(e);
-      throw e;
+      if (e instanceof UsageError) return usage(e);
+      const err = fromSystemError(e);
+      if (err instanceof FrostError || err instanceof IoError) return report(err);
+      throw err;
     }
   },
 };

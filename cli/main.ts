@@ -46,7 +46,7 @@ export async function main(argv: string[]): Promise<number> {
     return await cmd.run(rest);
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`jcp ${name}: ${e.message}\nRun 'jcp ${name} --help'.\n`);
+      process.stderr.write(`jcp ${name}: error [usage]: ${e.message}\nRun 'jcp ${name} --help'.\n`);
       return 2;
     }
     const code = errorCode(e);

@@ -1,6 +1,6 @@
 /** `jcp shards mint|rebalance|show`: sharded budgets (§4.5 baseline, C11) from the command line. */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Did } from '../core/didkey.ts';
 import { grantId } from '../core/grant.ts';
@@ -11,6 +11,7 @@ import { readKeyFile } from '../node/index.ts';
 import { mintShardSet, parseSplit, readManifest, rebalance, type ShardManifest, writeManifest } from '../shards/index.ts';
 import { didArg, readChainFile, writeChainFile } from './chainfile.ts';
 import { type Command, UsageError, parse } from './command.ts';
+import { makeDirs } from './fsutil.ts';
 
 const help = `Usage:
   jcp shards mint --parent chain.json --key holder.key --split a=40%,b=30%,c=30%
@@ -42,7 +43,7 @@ function clusterState(dir: string | undefined): ClusterState | undefined {
 }
 
 function writeShardFiles(dir: string, m: ShardManifest): void {
-  mkdirSync(dir, { recursive: true });
+  makeDirs(dir, 0o777);
   writeManifest(join(dir, 'shards.json'), m);
   for (const s of m.shards) writeChainFile(join(dir, `shard-${s.name}.json`), [...m.parentChain, s.grant], { overwrite: true });
 }

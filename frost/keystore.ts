@@ -13,9 +13,10 @@
  * nonce, so the lock is taken on open and refused (`frost-keystore-locked`) while its holder lives.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Actor, actorFromSeed } from '../core/actor.ts';
+import { IoError, ioError, makeDirs } from '../cli/fsutil.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { groupTag } from './group.ts';
 import { DEFAULT_NONCE_TTL_MS, journalKey, NonceJournal } from './journal.ts';
@@ -57,13 +58,18 @@ export class Keystore {
   }
 
   /**
-   * Opens `dir`: takes the lock, reads (or creates) the identity, reads every share file and
-   * replays its journal. @throws FrostError `frost-keystore-locked`, and the share-file and
-   * journal codes (`frost-wrong-passphrase`, `frost-file-tampered`, `frost-journal-corrupt`…).
+   * Opens `dir`: takes the lock, reads the identity (if any) and every share file, and only when
+   * they all opened (so the passphrase is proven right) creates what is missing (`shares/`,
+   * `nonces/`, `evidence/`, a new `identity.key`) and replays each share's journal. A wrong
+   * passphrase therefore leaves the keystore exactly as it was.
+   * @throws FrostError `frost-keystore-locked`, and the share-file and journal codes
+   *   (`frost-wrong-passphrase`, `frost-file-tampered`, `frost-journal-corrupt`…); IoError (`io`)
+   *   when the folder cannot be created or read (a file in the way, permissions, /proc…).
    */
   static open(dir: string, opts: KeystoreOpts = {}): Keystore {
-    if (opts.create ?? true) mkdirSync(dir, { recursive: true, mode: 0o700 });
-    for (const sub of ['shares', 'nonces', 'evidence']) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
+    const create = opts.create ?? true;
+    if (create) makeDirs(dir, 0o700);
+    else if (!existsSync(dir)) throw new IoError(dir, `keystore ${dir}: no such folder`, 'ENOENT');
     const lock = join(dir, '.lock');
     for (let attempt = 0; ; attempt++) {
       try {
@@ -72,23 +78,36 @@ export class Keystore {
         closeSync(fd);
         break;
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw e;
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw ioError(e, 'lock keystore', lock);
         if (lockHolderAlive(lock)) throw new FrostError(FrostErrorCodes.KEYSTORE_LOCKED, `${dir} is in use by process ${readFileSync(lock, 'utf8').trim()}`);
         unlinkSync(lock);
       }
     }
     try {
+      // 1. Read only: the identity and every share file (each one checks the passphrase).
       const idPath = join(dir, 'identity.key');
-      let identity: Actor;
-      if (existsSync(idPath)) identity = readIdentityFile(idPath, opts.passphrase);
-      else if (opts.create ?? true) {
+      const existing = existsSync(idPath) ? readIdentityFile(idPath, opts.passphrase) : undefined;
+      if (existing === undefined && !create) throw new FrostError(FrostErrorCodes.FILE_MALFORMED, `${idPath}: no identity`);
+      const recs: ShareRecord[] = [];
+      for (const folder of [dir, join(dir, 'shares')]) {
+        if (folder !== dir && !existsSync(folder)) continue;
+        let names: string[];
+        try {
+          names = readdirSync(folder).sort();
+        } catch (e) {
+          throw ioError(e, 'list keystore folder', folder);
+        }
+        for (const f of names) if (f.endsWith('.share')) recs.push(readShareFile(join(folder, f), opts.passphrase));
+      }
+      // 2. Everything opened: now write.
+      for (const sub of ['shares', 'nonces', 'evidence']) makeDirs(join(dir, sub), 0o700);
+      let identity = existing;
+      if (identity === undefined) {
         identity = actorFromSeed(new Uint8Array(randomBytes(32)));
         writeIdentityFile(idPath, identity, opts);
-      } else throw new FrostError(FrostErrorCodes.FILE_MALFORMED, `${idPath}: no identity`);
-      const ks = new Keystore(dir, identity, opts);
-      for (const folder of [dir, join(dir, 'shares')]) {
-        for (const f of readdirSync(folder).sort()) if (f.endsWith('.share')) ks.#load(readShareFile(join(folder, f), opts.passphrase));
       }
+      const ks = new Keystore(dir, identity, opts);
+      for (const rec of recs) ks.#load(rec);
       return ks;
     } catch (e) {
       unlinkSync(lock);

@@ -17,9 +17,10 @@
  * without its passphrase; it is bound by the digest or the AEAD.
  */
 import { randomBytes, scryptSync, createCipheriv, createDecipheriv, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type Actor, actorFromSeed } from '../core/actor.ts';
+import { ioError } from '../cli/fsutil.ts';
 import { bytesEqual } from '../core/bytes.ts';
 import { decode, encode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';
@@ -54,17 +55,31 @@ function scryptKey(passphrase: string, salt: Uint8Array, logN: number, r: number
 /** Writes `bytes` to `path` atomically with mode 0600 (temp file, fsync, rename, fsync folder). */
 export function writeFileAtomic0600(path: string, bytes: Uint8Array): void {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const fd = openSync(tmp, 'wx', 0o600);
+  let fd: number;
+  try {
+    fd = openSync(tmp, 'wx', 0o600);
+  } catch (e) {
+    throw ioError(e, 'write', path);
+  }
   try {
     writeSync(fd, bytes);
     fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
     unlinkSync(tmp);
-    throw e;
+    throw ioError(e, 'write', path);
   }
   closeSync(fd);
-  renameSync(tmp, path);
+  try {
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+    throw ioError(e, 'write', path);
+  }
   const dfd = openSync(dirname(path), 'r');
   try {
     fsyncSync(dfd);
@@ -157,10 +172,15 @@ export function decodeSecretFile(bytes: Uint8Array, format: string, passphrase?:
 /**
  * Reads a secret file after checking it is a regular file owned by this user with mode 0600
  * (no group/other bits). @throws FrostError `frost-file-permissions` and the codes of
- * {@link decodeSecretFile}; Node's ENOENT for a missing file.
+ * {@link decodeSecretFile}; IoError (`io`, naming the path) for a missing or unreadable file.
  */
 export function readSecretFile(path: string, format: string, passphrase?: string): { payload: Uint8Array; meta: Obj; sealed: boolean } {
-  const st = statSync(path);
+  let st: Stats;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    throw ioError(e, 'read', path);
+  }
   if (!st.isFile()) throw new FrostError(FrostErrorCodes.FILE_MALFORMED, `${path}: not a regular file`);
   if ((st.mode & 0o077) !== 0) {
     throw new FrostError(FrostErrorCodes.FILE_PERMISSIONS, `${path}: mode ${(st.mode & 0o777).toString(8)} lets others read it; must be 600`);
@@ -168,7 +188,13 @@ export function readSecretFile(path: string, format: string, passphrase?: string
   if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
     throw new FrostError(FrostErrorCodes.FILE_PERMISSIONS, `${path}: owned by uid ${st.uid}, not by this user`);
   }
-  return decodeSecretFile(new Uint8Array(readFileSync(path)), format, passphrase, path);
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(readFileSync(path));
+  } catch (e) {
+    throw ioError(e, 'read', path);
+  }
+  return decodeSecretFile(bytes, format, passphrase, path);
 }
 
 /** Everything a participant holds for one group: its share, its own identity, the group package. */

@@ -3,8 +3,9 @@
  * key for the CLI. A key file is JSON `{"type": "jcp-ed25519-seed", "seed": <64 hex>, "did": <did:key>}`,
  * created with mode 0600 and refused when others can read it (as ssh refuses a private key).
  */
-import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { makeDirs } from '../cli/fsutil.ts';
 import { type Actor, actorFromSeed, type Rng } from '../core/actor.ts';
 import { fromHex, toHex } from '../core/bytes.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
@@ -59,7 +60,7 @@ export function readKeyFile(file: string): Actor {
  */
 export function writeKeyFile(file: string, actor: Actor): void {
   try {
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    makeDirs(path.dirname(file), 0o700);
     const fd = openSync(file, 'wx', 0o600);
     try {
       const body = { type: KEY_FILE_TYPE, seed: toHex(actor.key.seed), did: actor.did };

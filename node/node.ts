@@ -5,10 +5,10 @@
  * listener (§11), and `/metrics` + `/healthz`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { type Logger, pino } from 'pino';
 import type { Actor, Rng } from '../core/actor.ts';
+import { makeDirs } from '../cli/fsutil.ts';
 import { isJcpError } from '../core/errors.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Ledger } from '../core/ledger.ts';
@@ -114,12 +114,16 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations']): BootR
 
 /**
  * Starts a node from its config. Refuses to start with a typed {@link NodeFault}: `key-file-invalid`,
- * `log-missing`, `log-corrupt`, `log-steward-mismatch`, `config-invalid` (meter section).
+ * `log-missing`, `log-corrupt`, `log-steward-mismatch`, `config-invalid` (meter section, or a data_dir that cannot be created).
  */
 export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promise<RunningNode> {
   const logger = opts.logger ?? pino({ level: cfg.logLevel, base: { svc: 'jcp-node' } });
   const clockS = opts.clockS ?? (() => Math.floor(Date.now() / 1000));
-  mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  try {
+    makeDirs(cfg.dataDir, 0o700);
+  } catch (e) {
+    throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, (e as Error).message, 'data_dir', { cause: e });
+  }
   const { actor: steward, created } = loadOrCreateKey(cfg.stewardKey, opts.rng ?? ((n) => new Uint8Array(randomBytes(n))));
   logger.info({ steward: steward.did, key: cfg.stewardKey, created }, created ? 'steward key created' : 'steward key loaded');
 

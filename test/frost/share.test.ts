@@ -2,7 +2,7 @@
  * Share and identity files (frost/sharefile.ts) and the keystore lock (frost/keystore.ts): mode
  * 0600, sealing with a passphrase, and every altered byte refused with a clear code.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -14,7 +14,7 @@ import { deal } from '../../frost/dealer.ts';
 import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
 import { Fn, groupToCbor } from '../../frost/group.ts';
 import { Keystore } from '../../frost/keystore.ts';
-import { decodeShareFile, encodeShareFile, readShareFile, shareRecord, writeShareFile } from '../../frost/sharefile.ts';
+import { decodeShareFile, encodeShareFile, readIdentityFile, readShareFile, shareRecord, writeShareFile } from '../../frost/sharefile.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'jcp-frost-share-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -30,7 +30,9 @@ function codeOf(fn: () => unknown): string {
     fn();
     return 'accepted';
   } catch (e) {
-    return isFrostError(e) ? e.code : `untyped: ${(e as Error).message}`;
+    if (isFrostError(e)) return e.code;
+    const code = (e as { code?: unknown }).code;
+    return code === 'io' ? 'io' : `untyped: ${(e as Error).message}`;
   }
 }
 
@@ -112,5 +114,48 @@ describe('keystore / one process at a time', () => {
     const b = Keystore.open(dir);
     expect(b.shares.map((s) => s.did)).toEqual([rec.did]);
     b.close();
+  });
+});
+
+describe('keystore / a wrong passphrase changes nothing', () => {
+  it('the first open with a wrong passphrase writes nothing (no identity.key, folders or lock); the right one then works', () => {
+    const dir = join(root, 'ks-pass');
+    mkdirSync(dir, { mode: 0o700 });
+    writeShareFile(join(dir, 'participant-1.share'), rec, { passphrase: 'right', ...FAST });
+    expect(codeOf(() => Keystore.open(dir, { passphrase: 'wrong', ...FAST }))).toBe(FrostErrorCodes.WRONG_PASSPHRASE);
+    expect(codeOf(() => Keystore.open(dir, FAST))).toBe(FrostErrorCodes.PASSPHRASE_REQUIRED);
+    expect(readdirSync(dir)).toEqual(['participant-1.share']);
+    const a = Keystore.open(dir, { passphrase: 'right', ...FAST });
+    expect(a.shares.map((x) => x.did)).toEqual([rec.did]);
+    a.close();
+    expect(readIdentityFile(join(dir, 'identity.key'), 'right').did).toBe(a.identity.did);
+    const b = Keystore.open(dir, { passphrase: 'right', ...FAST });
+    expect(b.identity.did).toBe(a.identity.did);
+    b.close();
+  });
+
+  it('a share file in shares/ is checked before anything is written too', () => {
+    const dir = join(root, 'ks-pass-sub');
+    mkdirSync(join(dir, 'shares'), { recursive: true, mode: 0o700 });
+    writeShareFile(join(dir, 'shares', 'x.share'), rec, { passphrase: 'right', ...FAST });
+    expect(codeOf(() => Keystore.open(dir, { passphrase: 'wrong', ...FAST }))).toBe(FrostErrorCodes.WRONG_PASSPHRASE);
+    expect(readdirSync(dir)).toEqual(['shares']);
+  });
+});
+
+describe('files and folders / failures are code io naming the path', () => {
+  it('refuse / a keystore path that is a file; a missing identity or share file; a share written into a missing folder', () => {
+    const file = join(root, 'not-a-folder');
+    writeFileSync(file, 'x');
+    expect(codeOf(() => Keystore.open(file))).toBe('io');
+    expect(() => Keystore.open(file)).toThrow(`${file} exists and is not a folder`);
+    const missing = join(root, 'missing.key');
+    expect(codeOf(() => readIdentityFile(missing))).toBe('io');
+    expect(() => readIdentityFile(missing)).toThrow(`cannot read ${missing}: no such file or folder (ENOENT)`);
+    expect(codeOf(() => readShareFile(missing))).toBe('io');
+    const nowhere = join(root, 'no-folder', 'p.share');
+    expect(codeOf(() => writeShareFile(nowhere, rec))).toBe('io');
+    expect(() => writeShareFile(nowhere, rec)).toThrow(`cannot write ${nowhere}`);
+    expect(existsSync(join(root, 'no-folder'))).toBe(false);
   });
 });
