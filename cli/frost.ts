@@ -342,7 +342,7 @@ async function cmdSign(argv: string[]): Promise<number> {
     const prefix = values.prefix;
     const r = await signWithGroup({
       bus: natsBus(nc),
-      registry: await natsRegistry(nc, prefix),
+      registry: await natsRegistry(nc, prefix, { create: false }),
       group,
       message,
       timeoutMs,

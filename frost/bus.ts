@@ -133,6 +133,18 @@ export function checkGroupCached(g: GroupPublic, expected: Did): GroupPublic {
   return g;
 }
 
+/** Whether the KV bucket `bucket` exists (its backing stream `KV_<bucket>`). */
+async function bucketExists(nc: NatsConnection, bucket: string): Promise<boolean> {
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.streams.info(`KV_${bucket}`);
+    return true;
+  } catch (e) {
+    if (/stream not found/i.test((e as Error).message)) return false;
+    throw e;
+  }
+}
+
 /** The KV bucket name for `prefix`. */
 export function registryBucket(prefix: string): string {
   return `${storeName(prefix)}_groups`;
@@ -144,15 +156,28 @@ export function evidenceStream(prefix: string): string {
 }
 
 /**
- * The group registry in a JetStream KV bucket (`<prefix>_groups`, file storage, created if absent).
+ * The group registry in a JetStream KV bucket (`<prefix>_groups`, file storage). Participants
+ * (who publish packages) create the bucket if absent; a reader (`create: false`, as coordinators
+ * open it) never does: with no bucket every group is simply unknown, and nothing is left behind
+ * on the server by a lookup under a mistyped prefix.
  * @throws FrostError `frost-transport` when JetStream is unavailable.
  */
-export async function natsRegistry(nc: NatsConnection, prefix = DEFAULT_PREFIX): Promise<GroupRegistry> {
-  let kv: KV;
+export async function natsRegistry(nc: NatsConnection, prefix = DEFAULT_PREFIX, opts: { create?: boolean } = {}): Promise<GroupRegistry> {
+  const create = opts.create ?? true;
+  let kv: KV | undefined;
   try {
-    kv = await new Kvm(nc).create(registryBucket(prefix), { history: 1 });
+    if (create) kv = await new Kvm(nc).create(registryBucket(prefix), { history: 1 });
+    else if (await bucketExists(nc, registryBucket(prefix))) kv = await new Kvm(nc).open(registryBucket(prefix));
   } catch (e) {
     throw new FrostError(FrostErrorCodes.TRANSPORT, `group registry: ${(e as Error).message}`, [], undefined, { cause: e });
+  }
+  if (kv === undefined) {
+    return {
+      get: async () => undefined,
+      put: async () => {
+        throw new FrostError(FrostErrorCodes.TRANSPORT, `group registry ${registryBucket(prefix)} does not exist and was opened read-only`);
+      },
+    };
   }
   const cache = new Map<Did, GroupPublic>();
   return {

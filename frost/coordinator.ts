@@ -282,7 +282,7 @@ export interface ThresholdSignerOpts extends Omit<SignOpts, 'bus' | 'registry' |
  */
 export async function thresholdSigner(opts: ThresholdSignerOpts): Promise<Signer> {
   const bus = natsBus(opts.nc);
-  const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX);
+  const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX, { create: false });
   const g = await registry.get(opts.group);
   if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${opts.group} in the registry`);
   return async (message) => (await signWithGroup({ ...opts, bus, registry, message })).signature;

@@ -281,6 +281,17 @@ describe('faults / signing requests the coordinator refuses or reports in full',
     expect(String(err.message)).toMatch(/max_payload/);
   });
 
+  it('a coordinator looking a group up under an unknown prefix gets frost-unknown-group and leaves no bucket behind', async () => {
+    const prefix = uniquePrefix('noregistry');
+    const registry = await natsRegistry(nc, prefix, { create: false });
+    const err = await signWithGroup({ bus: natsBus(nc), registry, prefix, group: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', message: utf8('x') }).catch((e) => e);
+    expect(err).toMatchObject({ code: FrostErrorCodes.UNKNOWN_GROUP });
+    const jsm = await jetstreamManager(nc);
+    const names: string[] = [];
+    for await (const si of jsm.streams.list()) names.push(si.config.name);
+    expect(names.filter((n) => n.includes(prefix.replace(/[^A-Za-z0-9_-]/g, '_')))).toEqual([]);
+  });
+
   it('after a retry, the final error still names whoever was blamed in the earlier attempt', () => {
     const first = new FrostError(FrostErrorCodes.PARTICIPANT_LOST, 'no signature share from participant 2', [{ identifier: 2, did: 'did:key:z6Mktwo' }]);
     const last = new FrostError(FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS, 'only 1 of the 2 signers needed answered', []);
