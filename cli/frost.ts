@@ -285,9 +285,11 @@ function isRegularFile(path: string): boolean {
  */
 export function readMessage(v: string | undefined): Uint8Array {
   if (v === undefined) throw new UsageError('--message HEX|FILE is required');
+  // An empty value is most often an unset shell variable: signing nothing must be asked for (0x).
+  if (v === '') throw new UsageError('--message is empty: write 0x to sign the empty message');
   const hex = (h: string) => /^(?:[0-9a-fA-F]{2})*$/.test(h);
   if (/^0[xX]/.test(v)) {
-    if (!hex(v.slice(2))) throw new UsageError(`--message ${v}: not hex after 0x (an even number of 0-9a-f digits)`);
+    if (!hex(v.slice(2))) throw new UsageError(`--message ${v}: not hex after 0x (an even number of hex digits)`);
     return fromHex(v.slice(2).toLowerCase(), undefined, 'message');
   }
   const isPath = v.includes('/') || v.includes(sep);
@@ -303,7 +305,7 @@ export function readMessage(v: string | undefined): Uint8Array {
   } catch (e) {
     const errno = errnoOf(e);
     if (errno !== 'ENOENT' && errno !== 'ENOTDIR') throw ioError(e, 'read message file', v);
-    throw new UsageError(isPath ? `--message ${v}: no such file` : `--message ${v}: neither hex (an even number of 0-9a-f digits) nor an existing file`);
+    throw new UsageError(isPath ? `--message ${v}: no such file` : `--message ${v}: neither hex (an even number of hex digits) nor an existing file`);
   }
   if (!isFile) throw new UsageError(`--message ${v}: not a regular file`);
   try {

@@ -48,6 +48,19 @@ interface Entry {
   sealed: { nonce: Uint8Array; ct: Uint8Array } | undefined;
 }
 
+/** No record this journal writes comes near this size (an `issued` record is about 350 bytes). */
+const MAX_RECORD_BYTES = 4096;
+
+/** Whether some length L ≤ {@link MAX_RECORD_BYTES} makes the bytes at `off` a whole record (its check matches). */
+function wholeRecordAt(buf: Uint8Array, off: number): boolean {
+  const most = Math.min(MAX_RECORD_BYTES, buf.length - off - 12);
+  for (let len = 0; len <= most; len++) {
+    const at = off + 4 + len;
+    if (bytesEqual(buf.subarray(at, at + 8), blake3(buf.subarray(off + 4, at)).subarray(0, 8))) return true;
+  }
+  return false;
+}
+
 /** The key that seals nonces in the journal: HKDF-SHA-256 of the signing share, bound to the group and identifier. */
 export function journalKey(signingShare: Uint8Array, groupDid: string, identifier: number): Uint8Array {
   return new Uint8Array(hkdfSync('sha256', signingShare, utf8('jcp-frost/1 nonce-journal'), encode({ group: groupDid, identifier }), 32));
@@ -90,12 +103,18 @@ export class NonceJournal {
       const buf = new Uint8Array(readFileSync(path));
       let off = 0;
       while (off < buf.length) {
-        const torn = () => off + 4 > buf.length || off + 4 + new DataView(buf.buffer, buf.byteOffset + off).getUint32(0) + 8 > buf.length;
-        if (torn()) {
-          // Cut short by a crash, unless what is left is a whole record under a damaged length
-          // field (its check still matches): that is damage, and it may be a `used` record.
-          const rest = buf.length - off - 12;
-          if (rest >= 0 && bytesEqual(buf.subarray(buf.length - 8), blake3(buf.subarray(off + 4, off + 4 + rest)).subarray(0, 8))) {
+        // Cut inside the length field: a crash during the last append.
+        if (off + 4 > buf.length) break;
+        const declared = new DataView(buf.buffer, buf.byteOffset + off).getUint32(0);
+        if (declared > MAX_RECORD_BYTES) {
+          if (buf.subarray(off).every((x) => x === 0)) break;
+          throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: the length of the record at byte ${off} is damaged`);
+        }
+        if (off + 12 + declared > buf.length) {
+          // Runs past the end: the last append cut short by a crash, unless a whole record starts
+          // here under a damaged length field (some length makes its check match). That is damage
+          // (it may be a `used` record, and records after it would be dropped with it).
+          if (wholeRecordAt(buf, off)) {
             throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: the length of the record at byte ${off} is damaged`);
           }
           break;
@@ -115,7 +134,8 @@ export class NonceJournal {
           // A crash can only tear the last record: cut short (`torn` above) or, on some file
           // systems, zero-filled. A complete record that fails its check is damage wherever it
           // is: dropping it could forget a `used` record and let a nonce be signed with twice.
-          if (buf.subarray(off).every((x) => x === 0)) break;
+          // (A last record cut short and then zero-filled: zeros from its check bytes to the end.)
+          if (buf.subarray(off + 4 + len).every((x) => x === 0)) break;
           throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: record at byte ${off} is damaged`);
         }
         recs.push(rec);

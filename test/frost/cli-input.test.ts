@@ -174,6 +174,7 @@ describe('jcp frost / --message is unambiguous', () => {
     expect(readMessage(file)).toEqual(new Uint8Array([0x61, 0x62, 0x63]));
     expect(readMessage('0xCAFE')).toEqual(new Uint8Array([0xca, 0xfe]));
     expect(readMessage('0x')).toEqual(new Uint8Array(0));
+    expect(() => readMessage('')).toThrow(/empty: write 0x/);
     expect(readMessage('00ff')).toEqual(new Uint8Array([0x00, 0xff]));
     expect(() => readMessage(dir)).toThrow(/not a regular file/);
   });

@@ -180,6 +180,47 @@ describe('nonce journal / one use per commitment', () => {
     expect(readFileSync(path).length).toBe(full.length);
   });
 
+  it('a damaged length field in any record, not only the last, is frost-journal-corrupt (nothing after it is dropped)', () => {
+    const path = fresh();
+    const j = NonceJournal.open(path, key, 0);
+    const a = commit(share, rng);
+    const b = commit(share, rng);
+    j.issue(S1, a.commitment, a.nonces, 0, COORD);
+    j.issue(S2, b.commitment, b.nonces, 0, COORD);
+    expect(j.take(S1, a.commitment, 1).ok).toBe(true);
+    j.close();
+    const full = readFileSync(path);
+    const second = 12 + full.readUInt32BE(0);
+    for (const [at, bit] of [
+      [0, 0x40],
+      [3, 0x80],
+      [second, 0x80],
+      [second + 2, 0x01],
+      [second + 3, 0x20],
+    ] as const) {
+      const bad = Uint8Array.from(full);
+      bad[at] = bad[at]! ^ bit;
+      writeFileSync(path, bad);
+      let code = 'opened';
+      try {
+        NonceJournal.open(path, key, 0).close();
+      } catch (e) {
+        code = isFrostError(e) ? e.code : String(e);
+      }
+      expect(`${at}^${bit}: ${code}`).toBe(`${at}^${bit}: ${FrostErrorCodes.JOURNAL_CORRUPT}`);
+      expect(readFileSync(path).length).toBe(full.length);
+    }
+    // A last record cut short and then zero-filled (a crash on a delayed-allocation file system)
+    // still opens: the cut record is dropped, the used record before it kept.
+    for (const zeros of [300, 2000]) {
+      writeFileSync(path, Buffer.concat([full, full.subarray(second, second + 30), Buffer.alloc(zeros)]));
+      const k = NonceJournal.open(path, key, 0);
+      expect(k.forSession(S1)?.state).toBe('used');
+      k.close();
+      expect(readFileSync(path).length).toBe(full.length);
+    }
+  });
+
   it('remembers which coordinator each commitment was issued to, across a restart', () => {
     const path = fresh();
     const j = NonceJournal.open(path, key, 0);
