@@ -285,12 +285,15 @@ export class ReceiptLog {
     while (this.#queue.length > 0 && !this.#failed) {
       const take = this.#queue.length <= this.#batchMax ? this.#queue : this.#queue.slice(0, this.#batchMax);
       this.#queue = take === this.#queue ? [] : this.#queue.slice(this.#batchMax);
-      const ops: Op[] = [];
-      for (const p of take) for (const op of p.ops) ops.push(op);
       const t0 = performance.now();
+      // A chained batch: each put goes straight to the native batch. The array form costs about
+      // three times the CPU per entry here (it copies and re-validates every op object in JS).
+      const batch = this.#db.batch();
       try {
-        await this.#db.batch(ops, { sync: true });
+        for (const p of take) for (const op of p.ops) batch.put(op.key, op.value);
+        await batch.write({ sync: true });
       } catch (e) {
+        await batch.close().catch(() => undefined); // idempotent: frees a batch whose write never ran
         this.#failed = new NodeFault(NodeFaultCodes.LOG_CORRUPT, `writing the receipt log failed: ${(e as Error).message}`, this.location, {
           cause: e,
         });
