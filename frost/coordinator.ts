@@ -44,6 +44,13 @@ export interface SignOpts {
   readonly actor?: Actor;
   /** Identifiers never to ask. */
   readonly exclude?: readonly number[];
+  /**
+   * Round one done ahead (RFC 9591 §5.1 preprocessing): when given, the session uses the
+   * commitments this prefetch drew after the previous session, if they are fresh and enough,
+   * so it takes one round trip instead of two; and it draws the next ones when it ends. For
+   * long-lived signers (a coordinator service, {@link thresholdSigner}), not one-shot commands.
+   */
+  readonly prefetch?: CommitmentPrefetch;
 }
 
 /** A finished signing session. */
@@ -99,6 +106,24 @@ export async function signWithGroup(opts: SignOpts): Promise<SignResult> {
   }
   const me = opts.actor ?? processCoordinator();
   const excluded = new Set(opts.exclude ?? []);
+  const pre = await opts.prefetch?.take(opts.group, me.did, want, excluded);
+  try {
+    if (pre) {
+      try {
+        return { ...(await attemptOnce(opts, g, me, want, excluded, pre)), attempts: 1 };
+      } catch (e) {
+        // Commitments drawn earlier can be stale (a holder dropped them, or restarted without
+        // its journal): fall back to a fresh round one, blaming nobody for the prefetch.
+        if (!(e instanceof FrostError)) throw e;
+      }
+    }
+    return await signWithRetries(opts, g, me, want, excluded);
+  } finally {
+    opts.prefetch?.fill(opts.group, me.did, want, () => gatherCommitments(opts, g, me, want, new Set(opts.exclude ?? []), true));
+  }
+}
+
+async function signWithRetries(opts: SignOpts, g: GroupPublic, me: Actor, want: number, excluded: Set<number>): Promise<SignResult> {
   const retries = opts.retries ?? 1;
   const earlier: FrostError[] = [];
   for (let attempt = 1; ; attempt++) {
@@ -115,6 +140,52 @@ export async function signWithGroup(opts: SignOpts): Promise<SignResult> {
   }
 }
 
+/**
+ * Commitments drawn ahead of the next signing session (RFC 9591 §5.1: round one does not depend
+ * on the message). One entry per group, used once; an entry older than {@link PREFETCH_MAX_AGE_MS}
+ * (well inside the holders' 10-minute nonce lifetime), drawn by another coordinator identity,
+ * or short of signers is not used. A holder binds each commitment to the coordinator that asked
+ * for it (docs/frost.md), so prefetched commitments are no use to anyone else.
+ */
+export class CommitmentPrefetch {
+  readonly #ready = new Map<Did, { readonly atMs: number; readonly coordinator: Did; readonly r1: Gathered }>();
+  readonly #filling = new Map<Did, Promise<void>>();
+
+  /**
+   * The prefetched round one for `group`, if usable for `want` signers outside `excluded`
+   * (waiting for one still being drawn); undefined otherwise. Each entry is handed out once.
+   */
+  async take(group: Did, coordinator: Did, want: number, excluded: ReadonlySet<number>): Promise<Gathered | undefined> {
+    await this.#filling.get(group);
+    const e = this.#ready.get(group);
+    this.#ready.delete(group);
+    if (!e || e.coordinator !== coordinator || Date.now() - e.atMs > PREFETCH_MAX_AGE_MS) return undefined;
+    const usable = [...e.r1.commitments].filter(([id]) => !excluded.has(id));
+    if (usable.length < want) return undefined;
+    return { session: e.r1.session, commitments: new Map(usable.slice(0, want)), notes: [] };
+  }
+
+  /** Resolves once no round one is being drawn for `group` (to start a session when it is ready). */
+  async settled(group: Did): Promise<void> {
+    await this.#filling.get(group);
+  }
+
+  /** Draws the next round one for `group` in the background (once at a time; failures are dropped). */
+  fill(group: Did, coordinator: Did, want: number, draw: () => Promise<Gathered>): void {
+    if (this.#filling.has(group)) return;
+    const p = draw()
+      .then((r1) => {
+        if (r1.commitments.size >= want) this.#ready.set(group, { atMs: Date.now(), coordinator, r1 });
+      })
+      .catch(() => undefined)
+      .finally(() => this.#filling.delete(group));
+    this.#filling.set(group, p);
+  }
+}
+
+/** How long prefetched commitments are used (ms); holders drop unused ones after 10 minutes. */
+export const PREFETCH_MAX_AGE_MS = 5 * 60_000;
+
 /** Envelope and payload bytes of a `sign-package` besides the message and the commitments. */
 const PACKAGE_OVERHEAD_BYTES = 1024;
 
@@ -130,16 +201,32 @@ export function withEarlier(e: FrostError, earlier: readonly FrostError[]): Fros
   return new FrostError(e.code, `${e.message} (after ${before})`, culprits, e.detail, { cause: e });
 }
 
-async function attemptOnce(opts: SignOpts, g: GroupPublic, me: Actor, want: number, excluded: ReadonlySet<number>): Promise<Omit<SignResult, 'attempts'>> {
+/** Round one's outcome: the session id and the commitments gathered under it (by identifier). */
+export interface Gathered {
+  readonly session: string;
+  readonly commitments: ReadonlyMap<number, SigningCommitment>;
+  readonly notes: readonly string[];
+}
+
+/**
+ * Round one (RFC 9591 §5.1) under a fresh session id: asks every holder for a commitment and
+ * keeps the first `want` valid ones from holders not `excluded`, or what arrived by the deadline.
+ * `background` unrefs the deadline timer (a prefetch must not keep the process alive).
+ */
+async function gatherCommitments(
+  opts: SignOpts,
+  g: GroupPublic,
+  me: Actor,
+  want: number,
+  excluded: ReadonlySet<number>,
+  background = false,
+): Promise<Gathered> {
   const bus = opts.bus;
   const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
   const session = randomBytes(16).toString('hex');
   const timeoutMs = opts.timeoutMs ?? 3000;
   const digest = groupDigest(g);
-  const culprit = (id: number): Culprit => ({ identifier: id, did: g.roster[id - 1]! });
-  const who = (id: number) => describeCulprits([culprit(id)]);
-
-  // Round 1: commitments.
+  const who = (id: number) => describeCulprits([{ identifier: id, did: g.roster[id - 1]! }]);
   const commitments = new Map<number, SigningCommitment>();
   const notes: string[] = [];
   const inbox = bus.inbox();
@@ -181,14 +268,37 @@ async function attemptOnce(opts: SignOpts, g: GroupPublic, me: Actor, want: numb
     }
   });
   let timer: NodeJS.Timeout | undefined;
-  const done = () => bus.publish(sub.signDone(opts.group), sealMessage({ kind: 'sign-done', session, round: 3, payload: {} }, me));
   try {
     bus.publish(sub.signRequest(opts.group), sealMessage({ kind: 'sign-request', session, round: 1, payload: { group: opts.group } }, me), inbox);
-    await Promise.race([gathered, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    await Promise.race([
+      gathered,
+      new Promise<void>((r) => {
+        timer = setTimeout(r, timeoutMs);
+        if (background) timer.unref();
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
     unsub();
   }
+  return { session, commitments, notes };
+}
+
+async function attemptOnce(
+  opts: SignOpts,
+  g: GroupPublic,
+  me: Actor,
+  want: number,
+  excluded: ReadonlySet<number>,
+  pre?: Gathered,
+): Promise<Omit<SignResult, 'attempts'>> {
+  const bus = opts.bus;
+  const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
+  const timeoutMs = opts.timeoutMs ?? 3000;
+  const culprit = (id: number): Culprit => ({ identifier: id, did: g.roster[id - 1]! });
+  const who = (id: number) => describeCulprits([culprit(id)]);
+  const { session, commitments, notes } = pre ?? (await gatherCommitments(opts, g, me, want, excluded));
+  const done = () => bus.publish(sub.signDone(opts.group), sealMessage({ kind: 'sign-done', session, round: 3, payload: {} }, me));
   // An explicit `signers` is a requirement, not a wish: fewer commitments than that is a failure.
   if (commitments.size < (opts.signers !== undefined ? want : g.min)) {
     done();
@@ -285,5 +395,6 @@ export async function thresholdSigner(opts: ThresholdSignerOpts): Promise<Signer
   const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX, { create: false });
   const g = await registry.get(opts.group);
   if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${opts.group} in the registry`);
-  return async (message) => (await signWithGroup({ ...opts, bus, registry, message })).signature;
+  const prefetch = new CommitmentPrefetch();
+  return async (message) => (await signWithGroup({ ...opts, bus, registry, message, prefetch })).signature;
 }

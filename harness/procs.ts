@@ -4,6 +4,8 @@
  * the parent exits, so a test or a chaos run that crashes never leaves servers behind.
  */
 import type { ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -41,8 +43,45 @@ export function killAllTracked(): void {
   live.clear();
 }
 
-/** A free TCP port on 127.0.0.1, found by binding port 0 and closing it. */
+/** The kernel's ephemeral port range (outgoing connections draw from it); Linux default if unreadable. */
+function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(lo) && Number.isInteger(hi)) return [lo!, hi!];
+  } catch {
+    // not Linux, or no procfs
+  }
+  return [32768, 60999];
+}
+
+const handedOut = new Set<number>();
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free TCP port on 127.0.0.1 for a server a child process will bind. Chosen below the kernel's
+ * ephemeral range: a port found free inside that range can be taken by any outgoing connection
+ * (a NATS client, a load generator) before the child binds it, which failed a cluster start with
+ * EADDRINUSE. Never hands out the same port twice in one process; falls back to binding port 0.
+ */
 export async function freePort(): Promise<number> {
+  const [lo] = ephemeralRange();
+  const base = 20_000;
+  if (lo - base >= 2_000) {
+    for (let i = 0; i < 100; i++) {
+      const port = base + randomInt(lo - base);
+      if (handedOut.has(port) || !(await canListen(port))) continue;
+      handedOut.add(port);
+      return port;
+    }
+  }
   return await new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

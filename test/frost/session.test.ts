@@ -19,8 +19,9 @@ import { type Grant, grantId, verifyGrantSignature } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
 import { verifyRevocation } from '../../core/revocation.ts';
 import { issueGrant, revokeGrant, type ThresholdActor } from '../../frost/actor.ts';
-import { natsBus, natsRegistry } from '../../frost/bus.ts';
-import { signWithGroup, thresholdSigner } from '../../frost/coordinator.ts';
+import { natsBus, natsRegistry, subjects } from '../../frost/bus.ts';
+import { openMessage, sealMessage } from '../../frost/message.ts';
+import { CommitmentPrefetch, processCoordinator, signWithGroup, thresholdSigner } from '../../frost/coordinator.ts';
 import { FrostErrorCodes } from '../../frost/errors.ts';
 import { runDkg } from '../../frost/initiator.ts';
 import { readShareFile, writeIdentityFile } from '../../frost/sharefile.ts';
@@ -83,6 +84,42 @@ describe('frost sessions / dkg and signing between processes over NATS', () => {
     const r = await signWithGroup({ bus: natsBus(nc), registry: await natsRegistry(nc, prefix), prefix, group, message: msg, signers: 3 });
     expect(r.signers).toHaveLength(3);
     expect(opensslVerify(group, msg, r.signature)).toBe(true);
+  });
+
+  it('prefetch: the next session uses commitments drawn after the previous one (one round trip), and stale ones fall back to a fresh round one', async () => {
+    const requests: string[] = [];
+    const spy = nc.subscribe(subjects(prefix).signRequest(group), {
+      callback: (_e, m) => {
+        const o = openMessage(m.data);
+        if (o.ok) requests.push(o.value.body.session);
+      },
+    });
+    const bus = natsBus(nc);
+    const registry = await natsRegistry(nc, prefix);
+    const prefetch = new CommitmentPrefetch();
+    const sign = (text: string) => signWithGroup({ bus, registry, prefix, group, message: utf8(text), prefetch });
+    const first = await sign('first');
+    // The first session drew its own round one, then the prefetch drew the next one.
+    expect(requests[0]).toBe(first.session);
+    const second = await sign('second');
+    expect(opensslVerify(group, utf8('second'), second.signature)).toBe(true);
+    expect(requests[1]).toBe(second.session); // drawn before 'second' was asked for: no round one of its own
+    expect(requests.filter((x) => x === second.session)).toHaveLength(1);
+    // Make the next prefetched commitments stale: the holders release them (sign-done from the
+    // same coordinator), so the prefetched attempt is refused and a fresh round one signs.
+    await prefetch.take(group, 'did:key:nobody', 2, new Set()); // waits for the fill; a stranger gets nothing…
+    const third = await sign('third'); // …so 'third' drew its own round one
+    await new Promise((r) => setTimeout(r, 300));
+    const stale = requests[requests.length - 1]!;
+    nc.publish(subjects(prefix).signDone(group), sealMessage({ kind: 'sign-done', session: stale, round: 3, payload: {} }, processCoordinator()));
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 300));
+    const fourth = await sign('fourth');
+    expect(opensslVerify(group, utf8('fourth'), fourth.signature)).toBe(true);
+    expect(fourth.session).not.toBe(stale);
+    expect(opensslVerify(group, utf8('third'), third.signature)).toBe(true);
+    spy.unsubscribe();
+    await new Promise((r) => setTimeout(r, 300)); // let the last background fill finish
   });
 
   it('a threshold actor issues a grant and revokes it; both verify like any other actor', async () => {
