@@ -51,13 +51,16 @@ interface Entry {
 /** No record this journal writes comes near this size (an `issued` record is about 350 bytes). */
 const MAX_RECORD_BYTES = 4096;
 
-/** Whether some length L ≤ {@link MAX_RECORD_BYTES} makes the bytes at `off` a whole record (its check matches). */
+/** Whether the record at `off`, read with body length `len`, ends in the first 8 bytes of its body's BLAKE3. */
+function checkMatches(buf: Uint8Array, off: number, len: number): boolean {
+  const at = off + 4 + len;
+  return bytesEqual(buf.subarray(at, at + 8), blake3(buf.subarray(off + 4, at)).subarray(0, 8));
+}
+
+/** Whether some length L ≤ {@link MAX_RECORD_BYTES} makes the bytes at `off` a whole record. */
 function wholeRecordAt(buf: Uint8Array, off: number): boolean {
   const most = Math.min(MAX_RECORD_BYTES, buf.length - off - 12);
-  for (let len = 0; len <= most; len++) {
-    const at = off + 4 + len;
-    if (bytesEqual(buf.subarray(at, at + 8), blake3(buf.subarray(off + 4, at)).subarray(0, 8))) return true;
-  }
+  for (let len = 0; len <= most; len++) if (checkMatches(buf, off, len)) return true;
   return false;
 }
 
@@ -105,36 +108,29 @@ export class NonceJournal {
       while (off < buf.length) {
         // Cut inside the length field: a crash during the last append.
         if (off + 4 > buf.length) break;
-        const declared = new DataView(buf.buffer, buf.byteOffset + off).getUint32(0);
-        if (declared > MAX_RECORD_BYTES) {
-          if (buf.subarray(off).every((x) => x === 0)) break;
+        const len = new DataView(buf.buffer, buf.byteOffset + off).getUint32(0);
+        const pastEnd = off + 12 + len > buf.length;
+        // A length no record has, or one running past the end while a whole record starts here
+        // under some other length (its check matches): the length field is damaged, and the
+        // record behind it may be a `used` one. Otherwise running past the end is the last append
+        // cut short by a crash.
+        if (len > MAX_RECORD_BYTES || (pastEnd && wholeRecordAt(buf, off))) {
           throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: the length of the record at byte ${off} is damaged`);
         }
-        if (off + 12 + declared > buf.length) {
-          // Runs past the end: the last append cut short by a crash, unless a whole record starts
-          // here under a damaged length field (some length makes its check match). That is damage
-          // (it may be a `used` record, and records after it would be dropped with it).
-          if (wholeRecordAt(buf, off)) {
-            throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: the length of the record at byte ${off} is damaged`);
-          }
-          break;
-        }
-        const len = new DataView(buf.buffer, buf.byteOffset + off).getUint32(0);
-        const body = buf.subarray(off + 4, off + 4 + len);
-        const check = buf.subarray(off + 4 + len, off + 12 + len);
+        if (pastEnd) break;
         let rec: Obj | undefined;
-        if (bytesEqual(check, blake3(body).subarray(0, 8))) {
+        if (checkMatches(buf, off, len)) {
           try {
-            rec = decode(body) as Obj;
+            rec = decode(buf.subarray(off + 4, off + 4 + len)) as Obj;
           } catch {
             rec = undefined;
           }
         }
         if (!rec) {
-          // A crash can only tear the last record: cut short (`torn` above) or, on some file
-          // systems, zero-filled. A complete record that fails its check is damage wherever it
-          // is: dropping it could forget a `used` record and let a nonce be signed with twice.
-          // (A last record cut short and then zero-filled: zeros from its check bytes to the end.)
+          // A complete record that fails its check is damage wherever it is: dropping it could
+          // forget a `used` record and let a nonce be signed with twice. The one exception is a
+          // last record cut short and then zero-filled by the file system (zeros from its check
+          // bytes to the end of the file).
           if (buf.subarray(off + 4 + len).every((x) => x === 0)) break;
           throw new FrostError(FrostErrorCodes.JOURNAL_CORRUPT, `${path}: record at byte ${off} is damaged`);
         }

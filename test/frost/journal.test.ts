@@ -27,6 +27,19 @@ const COORD = 'did:key:z6MkCoordinatorOfTheseTests';
 let n = 0;
 const fresh = () => join(root, `j${++n}.journal`);
 
+/** Writes `full` with bit `bit` of byte `at` flipped to `path`, opens it: the refusal code, or 'opened'. */
+function openedWithFlip(path: string, full: Uint8Array, at: number, bit: number): string {
+  const bad = Uint8Array.from(full);
+  bad[at] = bad[at]! ^ bit;
+  writeFileSync(path, bad);
+  try {
+    NonceJournal.open(path, key, 0).close();
+    return 'opened';
+  } catch (e) {
+    return isFrostError(e) ? e.code : String(e);
+  }
+}
+
 describe('nonce journal / one use per commitment', () => {
   it('a commitment is taken once; the second take is frost-nonce-used, also after reopening', () => {
     const path = fresh();
@@ -131,16 +144,7 @@ describe('nonce journal / one use per commitment', () => {
     expect(k.forSession(S1)?.state).toBe('issued');
     expect(k.forSession(S2)).toBeUndefined();
     k.close();
-    const bad = Uint8Array.from(full);
-    bad[10] = bad[10]! ^ 0xff;
-    writeFileSync(path, bad);
-    let code = 'opened';
-    try {
-      NonceJournal.open(path, key, 0).close();
-    } catch (e) {
-      code = isFrostError(e) ? e.code : String(e);
-    }
-    expect(code).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
+    expect(openedWithFlip(path, full, 10, 0xff)).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
   });
 
   it('a complete last record that fails its check is frost-journal-corrupt (a flipped bit must not forget a used nonce); a zero-filled tail is cut off', () => {
@@ -160,18 +164,7 @@ describe('nonce journal / one use per commitment', () => {
       [second + 3, 0x40],
       [second + 2, 0x01],
     ];
-    for (const [at, bit] of flips) {
-      const bad = Uint8Array.from(full);
-      bad[at] = bad[at]! ^ bit;
-      writeFileSync(path, bad);
-      let code = 'opened';
-      try {
-        NonceJournal.open(path, key, 0).close();
-      } catch (e) {
-        code = isFrostError(e) ? e.code : String(e);
-      }
-      expect(code).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
-    }
+    for (const [at, bit] of flips) expect(openedWithFlip(path, full, at, bit)).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
     // A crash on a file system that extends the file before writing its data: zeros after the used record.
     writeFileSync(path, Buffer.concat([full, Buffer.alloc(40)]));
     const k = NonceJournal.open(path, key, 0);
@@ -198,16 +191,7 @@ describe('nonce journal / one use per commitment', () => {
       [second + 2, 0x01],
       [second + 3, 0x20],
     ] as const) {
-      const bad = Uint8Array.from(full);
-      bad[at] = bad[at]! ^ bit;
-      writeFileSync(path, bad);
-      let code = 'opened';
-      try {
-        NonceJournal.open(path, key, 0).close();
-      } catch (e) {
-        code = isFrostError(e) ? e.code : String(e);
-      }
-      expect(`${at}^${bit}: ${code}`).toBe(`${at}^${bit}: ${FrostErrorCodes.JOURNAL_CORRUPT}`);
+      expect(`${at}^${bit}: ${openedWithFlip(path, full, at, bit)}`).toBe(`${at}^${bit}: ${FrostErrorCodes.JOURNAL_CORRUPT}`);
       expect(readFileSync(path).length).toBe(full.length);
     }
     // A last record cut short and then zero-filled (a crash on a delayed-allocation file system)
