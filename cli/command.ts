@@ -21,19 +21,45 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** parseArgs' (sometimes multi-line) complaint as one line naming the option. */
+function parseArgsMessage(e: unknown): string {
+  const m = (e as Error).message;
+  let r = /^Option '(-[\w-]+)'(?: <value>)? argument is ambiguous/.exec(m);
+  if (r) return `${r[1]} needs a value; write a value starting with '-' as ${r[1]}=-VALUE`;
+  r = /^Option '(-[\w-]+) <value>' argument missing/.exec(m);
+  if (r) return `${r[1]} needs a value`;
+  r = /^Option '(-[\w-]+)' does not take an argument/.exec(m);
+  if (r) return `${r[1]} takes no value`;
+  r = /^Unknown option '([^']*)'/.exec(m);
+  if (r) return `unknown option ${r[1]}`;
+  r = /^Unexpected argument '([^']*)'/.exec(m);
+  if (r) return `unexpected argument '${r[1]}' (every value follows its --option)`;
+  return m.split('\n')[0]!;
+}
+
 /**
- * Parses `argv` with node:util parseArgs (strict), turning its errors into {@link UsageError}.
+ * Parses `argv` with node:util parseArgs (strict). Every failure is a one-line
+ * {@link UsageError} naming the option; an option given twice is refused unless it is declared
+ * `multiple` (parseArgs itself would keep the last value silently).
  */
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(
   argv: string[],
   options: T,
   allowPositionals = true,
-): ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: boolean; strict: true }>> {
+): ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: boolean; strict: true; tokens: true }>> {
+  let r: ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: boolean; strict: true; tokens: true }>>;
   try {
-    return parseArgs({ args: argv, options, allowPositionals, strict: true });
+    r = parseArgs({ args: argv, options, allowPositionals, strict: true, tokens: true });
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError(parseArgsMessage(e));
   }
+  const seen = new Set<string>();
+  for (const t of r.tokens) {
+    if (t.kind !== 'option' || options[t.name]?.multiple) continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given more than once; give it once`);
+    seen.add(t.name);
+  }
+  return r;
 }
 
 /** True when argv asks for help. */

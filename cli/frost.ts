@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { fromHex, toHex } from '../core/bytes.ts';
@@ -18,7 +18,7 @@ import { describeCulprits, FrostError, FrostErrorCodes } from '../frost/errors.t
 import { runDkg } from '../frost/initiator.ts';
 import { Participant } from '../frost/participant.ts';
 import { readIdentityFile, shareRecord, writeShareFile } from '../frost/sharefile.ts';
-import { type Command, UsageError } from './command.ts';
+import { type Command, parse, UsageError } from './command.ts';
 import { errnoOf, fromSystemError, IoError, ioError, makeDirs } from './fsutil.ts';
 
 const help = `Usage: jcp frost <deal|participant|dkg|sign> [options]
@@ -81,43 +81,9 @@ function passphraseFrom(env: string | undefined): string | undefined {
   return v;
 }
 
-type Options = NonNullable<ParseArgsConfig['options']>;
-type Values<T extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: false; strict: true; tokens: true }>>['values'];
-
-/** parseArgs' (sometimes multi-line) complaint as one line naming the option. */
-function parseArgsMessage(e: unknown): string {
-  const m = (e as Error).message;
-  let r = /^Option '(-[\w-]+)'(?: <value>)? argument is ambiguous/.exec(m);
-  if (r) return `${r[1]} needs a value; write a value starting with '-' as ${r[1]}=-VALUE`;
-  r = /^Option '(-[\w-]+) <value>' argument missing/.exec(m);
-  if (r) return `${r[1]} needs a value`;
-  r = /^Option '(-[\w-]+)' does not take an argument/.exec(m);
-  if (r) return `${r[1]} takes no value`;
-  r = /^Unknown option '([^']*)'/.exec(m);
-  if (r) return `unknown option ${r[1]}`;
-  r = /^Unexpected argument '([^']*)'/.exec(m);
-  if (r) return `unexpected argument '${r[1]}' (every value follows its --option)`;
-  return m.split('\n')[0]!;
-}
-
-/**
- * Parses a sub-verb's options (strict, no positionals). Every parse failure is a one-line
- * {@link UsageError}; an option given twice is refused unless it is declared `multiple`.
- */
-export function parseFlags<T extends Options>(argv: string[], options: T): Values<T> {
-  let r: ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: false; strict: true; tokens: true }>>;
-  try {
-    r = parseArgs({ args: argv, options, allowPositionals: false, strict: true, tokens: true });
-  } catch (e) {
-    throw new UsageError(parseArgsMessage(e));
-  }
-  const seen = new Set<string>();
-  for (const t of r.tokens) {
-    if (t.kind !== 'option' || options[t.name]?.multiple) continue;
-    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given more than once; give it once`);
-    seen.add(t.name);
-  }
-  return r.values;
+/** A sub-verb's options: the shared strict parser ({@link parse}), no positionals. */
+function parseFlags<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T) {
+  return parse(argv, options, false).values;
 }
 
 /** Largest accepted --timeout-ms: one hour (Node timers overflow above 2^31 − 1 ms). */
@@ -151,11 +117,6 @@ function report(e: FrostError | IoError): number {
   process.stderr.write(`jcp frost: error [${e.code}]: ${e.message}\n`);
   if (e instanceof FrostError && e.culprits.length) process.stderr.write(`jcp frost: at fault: ${describeCulprits(e.culprits)}\n`);
   return 1;
-}
-
-function usage(e: UsageError): number {
-  process.stderr.write(`jcp frost: error [usage]: ${e.message.replace(/\s*\n\s*/g, ' ')}\nRun 'jcp frost --help'.\n`);
-  return 2;
 }
 
 async function cmdDeal(argv: string[]): Promise<number> {
@@ -378,7 +339,7 @@ export const command: Command = {
       if (!fn) throw new UsageError(verb ? `unknown sub-command '${verb}' (deal|participant|dkg|sign)` : 'a sub-command is required (deal|participant|dkg|sign)');
       return await fn(rest);
     } catch (e) {
-      if (e instanceof UsageError) return usage(e);
+      if (e instanceof UsageError) throw e; // printed by cli/main.ts: one line `error [usage]`, exit 2
       const err = fromSystemError(e);
       if (err instanceof FrostError || err instanceof IoError) return report(err);
       throw err;
