@@ -229,16 +229,20 @@ function isAscii(b: Uint8Array): boolean {
   return true;
 }
 
-function readText(bytes: Uint8Array, off: number): { text: string; next: number } | undefined {
-  const s = readString(bytes, off, MAJOR.text);
-  if (!s) return undefined;
-  const slice = bytes.subarray(s.start, s.end);
-  if (slice.length <= 1024 && isAscii(slice)) return { text: String.fromCharCode.apply(null, slice as unknown as number[]), next: s.end };
+/** The text of UTF-8 bytes (a short ASCII run without a native call), or undefined if not valid UTF-8. */
+function textOf(slice: Uint8Array): string | undefined {
+  if (slice.length <= 1024 && isAscii(slice)) return String.fromCharCode.apply(null, slice as unknown as number[]);
   try {
-    return { text: utf8Dec.decode(slice), next: s.end };
+    return utf8Dec.decode(slice);
   } catch {
     return undefined;
   }
+}
+
+function readText(bytes: Uint8Array, off: number): { text: string; next: number } | undefined {
+  const s = readString(bytes, off, MAJOR.text);
+  const text = s && textOf(bytes.subarray(s.start, s.end));
+  return text === undefined ? undefined : { text, next: s!.end };
 }
 
 /**
@@ -357,10 +361,10 @@ function readItem(c: Cursor, useMaps: boolean, depth: number): unknown {
     case 3: {
       const end = next + n;
       if (end > b.length) return undefined;
-      const t = readText(b, off);
-      if (!t) return undefined;
+      const t = textOf(b.subarray(next, end));
+      if (t === undefined) return undefined;
       c.off = end;
-      return t.text;
+      return t;
     }
     case 4: {
       if (depth >= READ_MAX_DEPTH || n > b.length - next) return undefined;
