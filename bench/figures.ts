@@ -25,6 +25,11 @@ export interface Figure {
   readonly met?: boolean;
 }
 
+/** A figure held to `value / floor ≥ least` (throughput against a floor of the same run). */
+export function ratioAtLeast(name: string, value: number, unit: string, floor: number, least: number): Figure {
+  return { name, value: sig(value), unit, floor: sig(floor), ratio: sig(value / floor), goal: `ratio ≥ ${least}`, met: value / floor >= least };
+}
+
 /** The options every suite's `run` receives. */
 export interface SuiteOptions {
   /** Seed for the suite's inputs (keys, nonces), so two runs measure the same work. */

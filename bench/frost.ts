@@ -68,12 +68,10 @@ function libraryDkgMs(min: number, max: number, rng: Rng): number {
   return performance.now() - t0;
 }
 
-/** One signing session's rounds for `signers`, back to back in this process (ms). */
-function librarySignMs(group: GroupPublic, signers: readonly ShareSecret[], message: Uint8Array, rng: Rng): number {
-  return librarySign(group, signers, message, rng).totalMs;
-}
-
-/** {@link librarySignMs} with the commit round's share of it (what a prefetch moves off the session). */
+/**
+ * One signing session's rounds for `signers`, back to back in this process (ms), with the commit
+ * round's share of it (what a prefetch moves off the session).
+ */
 function librarySign(group: GroupPublic, signers: readonly ShareSecret[], message: Uint8Array, rng: Rng): { totalMs: number; commitMs: number } {
   const t0 = performance.now();
   const cs = signers.map((s) => commit(s, rng));
@@ -151,7 +149,7 @@ async function signFigures(nc: NatsConnection, at: Placement, deals: Record<'2of
       const r = await signWithGroup({ bus, registry, prefix: at.prefix, group: d.did, message, timeoutMs: 30_000 });
       const t = performance.now() - t0;
       if (!verify(parseDid(d.did), message, r.signature)) throw new Error('bad aggregate');
-      const l = librarySignMs(d.group, d.shares.slice(0, min), message, rng);
+      const l = librarySign(d.group, d.shares.slice(0, min), message, rng).totalMs;
       if (i < WARMUP) continue;
       nats.push(t);
       lib.push(l);

@@ -39,7 +39,7 @@ import { writeKeyFile } from '../node/keyfile.ts';
 import { ReceiptLog } from '../node/receiptlog.ts';
 import { resourceIdOf } from '../node/config.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
-import { type Figure, median, opsPerSecond, type SuiteOptions, sig } from './figures.ts';
+import { type Figure, median, opsPerSecond, ratioAtLeast, type SuiteOptions, sig } from './figures.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
@@ -67,25 +67,9 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     unit: 'decisions/s',
   });
 
-  figures.push({
-    name: 'node decisions/s, one core, durable log (× one-core floor)',
-    value: sig(one.perSecond),
-    unit: 'decisions/s',
-    floor: sig(floor1),
-    ratio: sig(one.perSecond / floor1),
-    goal: 'ratio ≥ 0.7',
-    met: one.perSecond / floor1 >= 0.7,
-  });
+  figures.push(ratioAtLeast('node decisions/s, one core, durable log (× one-core floor)', one.perSecond, 'decisions/s', floor1, 0.7));
   const two = await drive(agent, grant, { workers: 1, pin: false, label: 'two-core' });
-  figures.push({
-    name: 'node decisions/s, both cores, signature worker (× one-core figure)',
-    value: sig(two.perSecond),
-    unit: 'decisions/s',
-    floor: sig(one.perSecond),
-    ratio: sig(two.perSecond / one.perSecond),
-    goal: 'ratio ≥ 1.5',
-    met: two.perSecond / one.perSecond >= 1.5,
-  });
+  figures.push(ratioAtLeast('node decisions/s, both cores, signature worker (× one-core figure)', two.perSecond, 'decisions/s', one.perSecond, 1.5));
   const peak = Math.max(one.perSecond, two.perSecond);
   const best = two.perSecond >= one.perSecond ? { workers: 1, pin: false } : { workers: 0, pin: true };
   figures.push({ name: 'p50 latency at peak (closed loop, 8 conns × 32)', value: sig(two.p50Us / 1000), unit: 'ms' });
@@ -105,15 +89,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const floor2 = await twoCoreVerifyFloor(agent);
   figures.push({ name: 'verification floor, two threads: Ed25519 verifies', value: sig(floor2), unit: 'verifies/s' });
   const boot = await bootBig(big, agent, grant);
-  figures.push({
-    name: `boot replay of ${n} receipts (× two-core verification floor)`,
-    value: sig(boot.replayPerS),
-    unit: 'receipts/s',
-    floor: sig(floor2),
-    ratio: sig(boot.replayPerS / floor2),
-    goal: 'ratio ≥ 0.8',
-    met: boot.replayPerS / floor2 >= 0.8,
-  });
+  figures.push(ratioAtLeast(`boot replay of ${n} receipts (× two-core verification floor)`, boot.replayPerS, 'receipts/s', floor2, 0.8));
   figures.push({
     name: `node resident memory with ${n} receipts in the log (after boot + traffic)`,
     value: sig(boot.rssMb),
