@@ -403,10 +403,12 @@ export class Participant {
     } catch {
       return;
     }
-    if (typeof session !== 'string' || this.keystore.journal(rec).forSession(session)?.state !== 'issued') return;
+    if (typeof session !== 'string') return;
+    const journal = this.keystore.journal(rec);
+    const mine = journal.forSession(session);
+    if (mine?.state !== 'issued') return;
     const o = openMessage(data);
-    if (!o.ok || o.value.body.kind !== 'sign-done' || o.value.body.session !== session) return;
-    if (this.keystore.journal(rec).forSession(session)?.coordinator !== o.value.body.from) return;
-    this.keystore.journal(rec).release(session);
+    if (!o.ok || o.value.body.kind !== 'sign-done' || o.value.body.session !== session || o.value.body.from !== mine.coordinator) return;
+    journal.release(session);
   }
 }
