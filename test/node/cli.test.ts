@@ -130,3 +130,21 @@ describe('jcp CLI around a node', () => {
     expect(r.err).toMatch(/config-invalid.*max_skew_s/);
   });
 });
+
+describe('jcp CLI usage errors (every command shares the option parser)', () => {
+  test('a repeated option, an unknown option and a missing value are one line `error [usage]`, exit 2', async () => {
+    const cases: [string[], RegExp][] = [
+      [['receipts', 'export', '/nowhere', '--format', 'json', '--format', 'cbor'], /--format is given more than once/],
+      [['receipts', 'verify', '/nowhere', '--bogus'], /unknown option --bogus/],
+      [['receipts', 'export', '/nowhere', '--format'], /--format needs a value/],
+    ];
+    for (const [argv, why] of cases) {
+      const r = await jcp(...argv);
+      expect(r.code).toBe(2);
+      const lines = r.err.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^jcp receipts: error \[usage\]: /);
+      expect(lines[0]).toMatch(why);
+      expect(lines).toEqual([lines[0], "Run 'jcp receipts --help'."]);
+    }
+  });
+});
