@@ -55,13 +55,14 @@ export const command: Command = {
     const chain = readChainFile(values.chain!);
     const actor = readKeyFile(values.key!);
     const { host, port } = parseHostPort(values.node!, '--node');
+    const cost = { uj: ujArg(values.cost ?? '0', '--cost'), provenance };
     const client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2 });
     try {
       const r = await client.call({
         chain,
         action: values.action!,
         ...(payload !== undefined ? { payload } : {}),
-        cost: { uj: ujArg(values.cost ?? '0', '--cost'), provenance },
+        cost,
         kind,
         trust,
       });

@@ -12,6 +12,7 @@ import { ErrorCodes, JcpError } from '../core/errors.ts';
 import { type Grant, type SignedGrant, grantId, readSignedGrant, signedGrantToCbor } from '../core/grant.ts';
 import { type ContentId, isContentId } from '../core/hash.ts';
 import { readKeyFile, resourceIdOf } from '../node/index.ts';
+import { UsageError } from './command.ts';
 
 /** The `type` tag of a chain file. */
 export const CHAIN_FILE_TYPE = 'jcp-chain';
@@ -84,12 +85,12 @@ export function didArg(v: string): string {
 
 /**
  * Action names from a comma-separated list: non-empty, unique.
- * @throws JcpError `schema` naming the flag.
+ * @throws UsageError naming the flag.
  */
 export function actionsArg(v: string, flag = '--actions'): string[] {
   const actions = v.split(',').map((a) => a.trim());
-  if (actions.some((a) => a.length === 0)) throw new JcpError(ErrorCodes.SCHEMA, `${flag}: empty action name in '${v}'`);
-  if (new Set(actions).size !== actions.length) throw new JcpError(ErrorCodes.SCHEMA, `${flag}: repeated action in '${v}'`);
+  if (actions.some((a) => a.length === 0)) throw new UsageError(`${flag}: empty action name in '${v}'`);
+  if (new Set(actions).size !== actions.length) throw new UsageError(`${flag}: repeated action in '${v}'`);
   return actions;
 }
 
@@ -102,12 +103,12 @@ export function resourceArg(v: string): ContentId {
 export function expiryArg(v: string, nowS: number): number {
   const rel = /^\+(\d+)$/.exec(v);
   if (rel) return nowS + Number(rel[1]);
-  if (!/^\d+$/.test(v)) throw new JcpError(ErrorCodes.SCHEMA, `--expiry: expected 0, unix seconds or +N, got ${v}`);
+  if (!/^\d+$/.test(v)) throw new UsageError(`--expiry: expected 0, unix seconds or +N, got ${v}`);
   return Number(v);
 }
 
-/** A non-negative integer µJ amount. */
+/** A non-negative integer µJ amount. @throws UsageError naming the flag. */
 export function ujArg(v: string, flag: string): bigint {
-  if (!/^\d+$/.test(v)) throw new JcpError(ErrorCodes.SCHEMA, `${flag}: expected a non-negative integer (µJ), got ${v}`);
+  if (!/^\d+$/.test(v)) throw new UsageError(`${flag}: expected a non-negative integer (µJ), got ${v}`);
   return BigInt(v);
 }

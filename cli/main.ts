@@ -33,7 +33,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const entry = COMMANDS.find((c) => c.name === name);
   if (!entry) {
-    process.stderr.write(`jcp: unknown command '${name}'. Run 'jcp --help'.\n`);
+    process.stderr.write(`jcp: error [usage]: unknown command '${name}'\nRun 'jcp --help'.\n`);
     return 2;
   }
   let cmd: Command | undefined;

@@ -106,7 +106,9 @@ export const command: Command = {
 
 function fault(e: unknown): number {
   if (e instanceof NodeFault) {
-    process.stderr.write(`jcp node: error [${e.code}]${e.where ? ` at ${e.where}` : ''}: ${e.message}\n`);
+    // Name the field once: most messages already start with it.
+    const at = e.where && !e.message.includes(e.where) ? ` at ${e.where}` : '';
+    process.stderr.write(`jcp node: error [${e.code}]${at}: ${e.message}\n`);
     return 1;
   }
   throw e;

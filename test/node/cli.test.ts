@@ -147,4 +147,25 @@ describe('jcp CLI usage errors (every command shares the option parser)', () => 
       expect(lines).toEqual([lines[0], "Run 'jcp receipts --help'."]);
     }
   });
+
+  test('a malformed value is a usage error found before any network work; an unknown command is one too', async () => {
+    const t = tempDir('cli-usage');
+    const f = (n: string) => path.join(t.dir, n);
+    try {
+      expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
+      const mint = await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget=-5', '--out', f('g.json'));
+      expect(mint.code).toBe(2);
+      expect(mint.err).toMatch(/^jcp grant: error \[usage\]: --budget: expected a non-negative integer/);
+      expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+      // Port 1 on loopback: nothing listens there, so reaching the network first would be ECONNREFUSED.
+      const call = await jcp('call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--cost', 'abc');
+      expect(call.code).toBe(2);
+      expect(call.err).toMatch(/^jcp call: error \[usage\]: --cost: expected a non-negative integer/);
+    } finally {
+      t.cleanup();
+    }
+    const unknown = await jcp('frobnicate');
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toBe("jcp: error [usage]: unknown command 'frobnicate'\nRun 'jcp --help'.\n");
+  });
 });
