@@ -8,6 +8,9 @@ import { Worker } from 'node:worker_threads';
 import type { SliceJob, SliceResult } from './replay.ts';
 import type { VerifyJob, WorkerJob } from './worker.ts';
 
+/** Largest number of caller-signature checks sent to a worker in one message. */
+export const VERIFY_CHUNK = 16;
+
 interface Slot {
   readonly worker: Worker;
   inFlight: number;
@@ -82,10 +85,11 @@ export class WorkerPool {
     this.#batch = [];
     this.#batchWaiters = [];
     if (jobs.length === 0) return;
-    // Split a large batch across workers so they share it.
-    const parts = Math.min(this.#slots.length, Math.ceil(jobs.length / 8));
+    // Chunks of at most VERIFY_CHUNK, spread over the workers: the first chunk's results come back
+    // (and are decided on this thread) while a worker verifies the next one.
+    const parts = Math.max(this.#slots.length, Math.ceil(jobs.length / VERIFY_CHUNK));
     const per = Math.ceil(jobs.length / parts);
-    for (let p = 0; p < parts; p++) {
+    for (let p = 0; p < parts && p * per < jobs.length; p++) {
       const b = jobs.slice(p * per, (p + 1) * per);
       const w = waiters.slice(p * per, (p + 1) * per);
       this.#send<Uint8Array>({ t: 'verify', id: 0, jobs: b }).then(
