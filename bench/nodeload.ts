@@ -48,6 +48,8 @@ export interface LoadResult {
   readonly p99Us: number;
   readonly maxUs: number;
   readonly signMs: number;
+  /** CPU time (user + system, µs) this load process spent from the first request to the last reply. */
+  readonly cpuUs: number;
 }
 
 function prepare(spec: LoadSpec): Uint8Array[] {
@@ -109,9 +111,11 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
   let deny = 0;
   let errors = 0;
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
   return await new Promise<LoadResult>((resolve) => {
     const finish = () => {
       const elapsedMs = performance.now() - started;
+      const cpu = process.cpuUsage(cpu0);
       const sorted = lat.slice(0, done).sort();
       for (const s of socks) s.destroy();
       resolve({
@@ -125,6 +129,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         p99Us: pct(sorted, 99),
         maxUs: sorted.length ? sorted[sorted.length - 1]! : 0,
         signMs,
+        cpuUs: cpu.user + cpu.system,
       });
     };
     const send = (s: Socket, queue: number[]) => {
