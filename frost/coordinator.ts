@@ -170,10 +170,15 @@ export class CommitmentPrefetch {
     await this.#filling.get(group);
   }
 
-  /** Draws the next round one for `group` in the background (once at a time; failures are dropped). */
+  /**
+   * Draws the next round one for `group` in the background (once at a time; failures are dropped).
+   * The draw starts on a later turn of the event loop, so the session that asked for it hands its
+   * signature to the caller first (sealing the requests took ≈ 0.7 ms of that session before).
+   */
   fill(group: Did, coordinator: Did, want: number, draw: () => Promise<Gathered>): void {
     if (this.#filling.has(group)) return;
-    const p = draw()
+    const p = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(draw)
       .then((r1) => {
         if (r1.commitments.size >= want) this.#ready.set(group, { atMs: Date.now(), coordinator, r1 });
       })
