@@ -45,6 +45,16 @@ describe('cbor-flat - writing', () => {
       expect(() => writer.write(bad)).toThrow(JcpError);
     }
   });
+  it('a value larger than the shared buffer grows it, and a refused write does not spoil the next', () => {
+    const big = { a: 'x'.repeat(20_000), é: 'é'.repeat(5_000), chain_ids: ['ü'.repeat(3_000), 'y'] };
+    expect(toHex(writer.write(big))).toBe(toHex(encode(big)));
+    expect(() => writer.write({ a: 'partly written', b: -1 })).toThrow(JcpError);
+    const small = { a: 'ok', seq: 7 };
+    expect(toHex(writer.write(small))).toBe(toHex(encode(small)));
+    const first = writer.write(small);
+    writer.write(big);
+    expect(toHex(first)).toBe(toHex(encode(small))); // a returned map is a copy, not a view of the buffer
+  });
   it('Sig_structure and the JCR-1 envelope are assembled exactly as encode() writes them', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 300 }), fc.uint8Array({ maxLength: 70000 }), fc.uint8Array({ maxLength: 70 }), (p, payload, sig) => {
