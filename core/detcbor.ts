@@ -25,8 +25,12 @@ function forbid(what: string): never {
 
 /** A growable output buffer. */
 class Writer {
-  buf = new Uint8Array(512);
+  buf: Uint8Array;
   len = 0;
+
+  constructor(size = 512) {
+    this.buf = new Uint8Array(size);
+  }
 
   ensure(n: number): void {
     if (this.len + n <= this.buf.length) return;
@@ -220,7 +224,18 @@ function writeMap(w: Writer, m: Map<unknown, unknown>, depth: number): void {
  * @throws JcpError `cbor-forbidden-type` for anything a JCP object may not hold (module docs).
  */
 export function encodeCanonical(value: unknown): Uint8Array {
-  const w = new Writer();
-  writeValue(w, value, 0);
-  return w.buf.slice(0, w.len);
+  const w = shared;
+  w.len = 0;
+  try {
+    writeValue(w, value, 0);
+    return w.buf.slice(0, w.len);
+  } finally {
+    if (w.buf.length > SHARED_KEEP) w.buf = new Uint8Array(SHARED_START);
+  }
 }
+
+/** Start size of the writer {@link encodeCanonical} reuses, and the most it keeps between calls (bytes). */
+const SHARED_START = 4096;
+const SHARED_KEEP = 1 << 16;
+/** Reused by {@link encodeCanonical}, which never runs inside itself (nothing it calls encodes). */
+const shared = new Writer(SHARED_START);
