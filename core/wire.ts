@@ -26,6 +26,7 @@
  */
 import type { Actor } from './actor.ts';
 import { decode, encode } from './cbor.ts';
+import { headLength, MAJOR, writeHead } from './cbor-flat.ts';
 import { type DenyReason, isDenyReason } from './deny.ts';
 import { type Did, parseDid } from './didkey.ts';
 import { sign, verify } from './ed25519.ts';
@@ -281,7 +282,7 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
     case 'request':
       return encodeWireRequest(m.request);
     case 'response':
-      return encode(decisionResponseToCbor(m.response));
+      return encodeDecisionResponse(m.response);
     case 'error':
       return encode({ error: { code: m.error.code, message: m.error.message.slice(0, MAX_ERROR_MESSAGE) } });
     case 'revoke':
@@ -293,12 +294,53 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
   }
 }
 
-function decisionResponseToCbor(r: WireDecisionResponse): Obj {
-  const decision: Obj = { verdict: r.decision.verdict };
-  if (r.decision.deny_reason !== undefined) decision['deny_reason'] = r.decision.deny_reason;
-  const o: Obj = { decision, receipt: r.receipt };
-  if (r.result !== undefined) o['result'] = r.result;
-  return o;
+/** Encoded map keys of a decided response (`result` < `receipt` < `decision`, and `verdict` < `deny_reason`: RFC 8949 §4.2.1). */
+const KEY = {
+  result: Uint8Array.of(0x66, ...new TextEncoder().encode('result')),
+  receipt: Uint8Array.of(0x67, ...new TextEncoder().encode('receipt')),
+  decision: Uint8Array.of(0x68, ...new TextEncoder().encode('decision')),
+  verdict: Uint8Array.of(0x67, ...new TextEncoder().encode('verdict')),
+  deny_reason: Uint8Array.of(0x6b, ...new TextEncoder().encode('deny_reason')),
+};
+
+/**
+ * The canonical det-CBOR of a decided response, assembled in one buffer: the bytes
+ * the general encoder gives for `{decision: {verdict, deny_reason?}, receipt, result?}`
+ * (test/core/wire.test.ts holds the two equal), without
+ * the general encoder's per-object work on the node's reply path.
+ */
+function encodeDecisionResponse(r: WireDecisionResponse): Uint8Array {
+  const verdict = new TextEncoder().encode(r.decision.verdict);
+  const reason = r.decision.deny_reason === undefined ? undefined : new TextEncoder().encode(r.decision.deny_reason);
+  const text = (b: Uint8Array) => headLength(b.length) + b.length;
+  let n = 1 + KEY.receipt.length + text(r.receipt) + KEY.decision.length + 1 + KEY.verdict.length + text(verdict);
+  if (reason !== undefined) n += KEY.deny_reason.length + text(reason);
+  if (r.result !== undefined) n += KEY.result.length + text(r.result);
+  const out = new Uint8Array(n);
+  let off = writeHead(out, 0, MAJOR.map, r.result === undefined ? 2 : 3);
+  const put = (b: Uint8Array) => {
+    out.set(b, off);
+    off += b.length;
+  };
+  const item = (major: number, b: Uint8Array) => {
+    off = writeHead(out, off, major, b.length);
+    put(b);
+  };
+  if (r.result !== undefined) {
+    put(KEY.result);
+    item(MAJOR.bytes, r.result);
+  }
+  put(KEY.receipt);
+  item(MAJOR.bytes, r.receipt);
+  put(KEY.decision);
+  off = writeHead(out, off, MAJOR.map, reason === undefined ? 1 : 2);
+  put(KEY.verdict);
+  item(MAJOR.text, verdict);
+  if (reason !== undefined) {
+    put(KEY.deny_reason);
+    item(MAJOR.text, reason);
+  }
+  return out;
 }
 
 /** Canonical det-CBOR body of a WireResponse (decided or error). */

@@ -231,6 +231,22 @@ describe('wire - responses and other messages', () => {
     expect(back).toEqual(m);
     expect(toHex(encodeWireMessage(back))).toBe(toHex(bytes));
   });
+  it('a decided response is assembled exactly as the general encoder writes it (any sizes, any reason text)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom('allow' as const, 'deny' as const),
+        fc.option(fc.string({ unit: 'grapheme', maxLength: 40 }), { nil: undefined }),
+        fc.uint8Array({ maxLength: 70_000 }),
+        fc.option(fc.uint8Array({ maxLength: 300 }), { nil: undefined }),
+        (verdict, reason, rcpt, result) => {
+          const decision = reason === undefined ? { verdict } : { verdict, deny_reason: reason };
+          const r = result === undefined ? { decision, receipt: rcpt } : { decision, receipt: rcpt, result };
+          expect(toHex(encodeWireResponse(r as Parameters<typeof encodeWireResponse>[0]))).toBe(toHex(encode(r)));
+        },
+      ),
+      { numRuns: 300, seed: 11 },
+    );
+  });
   it('decodeWireResponse reads a decided response and an error', () => {
     const r = { decision: { verdict: 'allow' as const }, receipt };
     expect(decodeWireResponse(encodeWireResponse(r))).toEqual(r);
