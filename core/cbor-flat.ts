@@ -134,10 +134,21 @@ export function writeHead(out: Uint8Array, off: number, major: number, n: number
     out[off + 4] = v & 0xff;
     return off + 5;
   }
-  const h = head(major, v);
-  out.set(h, off);
-  return off + h.length;
+  // 8-byte argument (≥ 2^32), written in place: as two 32-bit halves when it is a safe integer.
+  out[off] = m | 27;
+  const dv = new DataView(out.buffer, out.byteOffset + off + 1, 8);
+  if (typeof v === 'number' || v <= MAX_SAFE) {
+    const x = Number(v);
+    const hi = Math.floor(x / 0x1_0000_0000);
+    dv.setUint32(0, hi, false);
+    dv.setUint32(4, x - hi * 0x1_0000_0000, false);
+  } else {
+    dv.setBigUint64(0, v, false);
+  }
+  return off + 9;
 }
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 function checkUint(v: number | bigint, key: string): void {
   const ok = typeof v === 'number' ? Number.isSafeInteger(v) && v >= 0 : v >= 0n && v < U64_LIMIT;
