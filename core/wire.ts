@@ -310,37 +310,37 @@ const KEY = {
  * the general encoder's per-object work on the node's reply path.
  */
 function encodeDecisionResponse(r: WireDecisionResponse): Uint8Array {
-  const verdict = new TextEncoder().encode(r.decision.verdict);
-  const reason = r.decision.deny_reason === undefined ? undefined : new TextEncoder().encode(r.decision.deny_reason);
-  const text = (b: Uint8Array) => headLength(b.length) + b.length;
-  let n = 1 + KEY.receipt.length + text(r.receipt) + KEY.decision.length + 1 + KEY.verdict.length + text(verdict);
-  if (reason !== undefined) n += KEY.deny_reason.length + text(reason);
-  if (r.result !== undefined) n += KEY.result.length + text(r.result);
+  const verdict = TEXT.encode(r.decision.verdict);
+  const reason = r.decision.deny_reason === undefined ? undefined : TEXT.encode(r.decision.deny_reason);
+  let n = 1 + KEY.receipt.length + itemLength(r.receipt) + KEY.decision.length + 1 + KEY.verdict.length + itemLength(verdict);
+  if (reason !== undefined) n += KEY.deny_reason.length + itemLength(reason);
+  if (r.result !== undefined) n += KEY.result.length + itemLength(r.result);
   const out = new Uint8Array(n);
   let off = writeHead(out, 0, MAJOR.map, r.result === undefined ? 2 : 3);
-  const put = (b: Uint8Array) => {
-    out.set(b, off);
-    off += b.length;
-  };
-  const item = (major: number, b: Uint8Array) => {
-    off = writeHead(out, off, major, b.length);
-    put(b);
-  };
-  if (r.result !== undefined) {
-    put(KEY.result);
-    item(MAJOR.bytes, r.result);
-  }
-  put(KEY.receipt);
-  item(MAJOR.bytes, r.receipt);
-  put(KEY.decision);
-  off = writeHead(out, off, MAJOR.map, reason === undefined ? 1 : 2);
-  put(KEY.verdict);
-  item(MAJOR.text, verdict);
-  if (reason !== undefined) {
-    put(KEY.deny_reason);
-    item(MAJOR.text, reason);
-  }
+  if (r.result !== undefined) off = putItem(out, putRaw(out, off, KEY.result), MAJOR.bytes, r.result);
+  off = putItem(out, putRaw(out, off, KEY.receipt), MAJOR.bytes, r.receipt);
+  off = writeHead(out, putRaw(out, off, KEY.decision), MAJOR.map, reason === undefined ? 1 : 2);
+  off = putItem(out, putRaw(out, off, KEY.verdict), MAJOR.text, verdict);
+  if (reason !== undefined) off = putItem(out, putRaw(out, off, KEY.deny_reason), MAJOR.text, reason);
   return out;
+}
+
+const TEXT = new TextEncoder();
+
+/** Bytes of a byte or text string item whose content is `b`. */
+function itemLength(b: Uint8Array): number {
+  return headLength(b.length) + b.length;
+}
+
+/** Copies `b` into `out` at `off`; returns the new offset. */
+function putRaw(out: Uint8Array, off: number, b: Uint8Array): number {
+  out.set(b, off);
+  return off + b.length;
+}
+
+/** Writes a byte or text string item (`major` 2 or 3) holding `b`; returns the new offset. */
+function putItem(out: Uint8Array, off: number, major: number, b: Uint8Array): number {
+  return putRaw(out, writeHead(out, off, major, b.length), b);
 }
 
 /** Canonical det-CBOR body of a WireResponse (decided or error). */
