@@ -95,10 +95,23 @@ export class FrameReader {
 
   /**
    * Consumes `chunk` and returns every message body it completes (possibly none).
-   * @throws JcpError `frame-too-large` when a declared length exceeds the cap (nothing allocated).
+   * @throws JcpError `frame-too-large` when a declared length exceeds the cap (nothing allocated);
+   *   bodies the same chunk completed before that length are dropped: use {@link read} to keep them.
    */
   push(chunk: Uint8Array): Uint8Array[] {
-    if (this.#failed) throw this.#failed;
+    const r = this.read(chunk);
+    if (r.error) throw r.error;
+    return r.bodies;
+  }
+
+  /**
+   * Consumes `chunk`: every message body it completes, in order, and — when a declared length
+   * in it exceeds the cap (`frame-too-large`, nothing allocated) — that error, which comes after
+   * those bodies in the stream. Once failed, the reader stays failed: each later call returns the
+   * same error and no bodies.
+   */
+  read(chunk: Uint8Array): { readonly bodies: Uint8Array[]; readonly error?: JcpError } {
+    if (this.#failed) return { bodies: [], error: this.#failed };
     const out: Uint8Array[] = [];
     let off = 0;
     while (off < chunk.length) {
@@ -112,7 +125,7 @@ export class FrameReader {
         if (length > this.cap) {
           this.#headerFill = 0;
           this.#failed = tooLarge(length, this.cap);
-          throw this.#failed;
+          return { bodies: out, error: this.#failed };
         }
         this.#headerFill = 0;
         if (length === 0) {
@@ -132,7 +145,7 @@ export class FrameReader {
         this.#body = undefined;
       }
     }
-    return out;
+    return { bodies: out };
   }
 
   /** Bytes held for an incomplete message (header and body). */

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { seededRng } from '../../core/actor.ts';
-import { toHex } from '../../core/bytes.ts';
+import { concat, toHex } from '../../core/bytes.ts';
 import { decode, encode } from '../../core/cbor.ts';
 import { sign } from '../../core/ed25519.ts';
 import { ErrorCodes, JcpError } from '../../core/errors.ts';
@@ -89,6 +89,16 @@ describe('wire - framing (§11)', () => {
     const r = new FrameReader(10);
     expect(codeOf(() => r.push(new Uint8Array([0, 0, 0, 11])))).toBe(ErrorCodes.FRAME_TOO_LARGE);
     expect(r.push.bind(r, new Uint8Array([0]))).toThrow(JcpError); // stays failed: the stream cannot resync
+  });
+  it('deny / read() keeps the bodies a chunk completed before an oversized length, then stays failed', () => {
+    const r = new FrameReader(10);
+    const chunk = concat(frameMessage(Uint8Array.of(1, 2), 10), frameMessage(Uint8Array.of(3), 10), Uint8Array.of(0, 0, 0, 11, 9, 9));
+    const first = r.read(chunk);
+    expect(first.bodies.map(toHex)).toEqual(['0102', '03']);
+    expect(first.error?.code).toBe(ErrorCodes.FRAME_TOO_LARGE);
+    const later = r.read(frameMessage(Uint8Array.of(4), 10));
+    expect(later.bodies).toEqual([]);
+    expect(later.error).toBe(first.error);
   });
   it('an empty frame at the end of a chunk is delivered at once (and the decoder refuses it)', () => {
     const r = new FrameReader();
