@@ -5,9 +5,13 @@
  * - Each connection has its own `FrameReader`: a declared length above the cap is refused before
  *   any buffer is allocated (`frame-too-large`), answered, and the connection closed (a stream
  *   cannot be resynchronised after a bad length).
- * - A partial frame must complete within `readTimeoutMs` (`read-timeout`, then close): a client
- *   that trickles bytes holds one bounded buffer for a bounded time. A connection with no traffic
- *   for `idleTimeoutMs` is closed.
+ * - A partial frame must complete within `readTimeoutMs` of its first byte (`read-timeout`, then
+ *   close): a client that trickles bytes holds one bounded buffer for a bounded time. The clock
+ *   restarts with each new frame and stops while the node is not reading the connection. A
+ *   connection with no traffic for `idleTimeoutMs` is closed.
+ * - Requests that a chunk completes before a bad length are answered before the error reply.
+ * - A client that half-closes (FIN) after its last request still gets every reply owed; the node
+ *   then ends the connection.
  * - Replies go out in request order on each connection (clients match them FIFO), but requests
  *   are handled concurrently; at most `maxPending` unanswered requests per connection, and the
  *   node stops reading from a connection that does not read its replies.
@@ -16,7 +20,6 @@
 import { type Server, type Socket, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { isJcpError } from '../core/errors.ts';
 import { FrameReader, MAX_DECLARABLE_LENGTH, frameMessage } from '../core/wire.ts';
 import { NodeErrorCodes } from './codes.ts';
 import { errorBody } from './enforcer.ts';
@@ -64,6 +67,9 @@ class Connection {
     sock.on('data', (chunk: Buffer) => this.#onData(chunk));
     sock.on('drain', () => this.#maybeResume());
     sock.on('error', () => undefined);
+    // A client that half-closes (FIN after its last request) still gets every reply it is owed;
+    // the connection ends once they are written.
+    sock.on('end', () => this.drain());
     sock.on('close', () => {
       if (this.#readTimer) clearTimeout(this.#readTimer);
       this.#server.forget(this);
@@ -89,26 +95,35 @@ class Connection {
 
   #onData(chunk: Buffer): void {
     if (this.#closing) return;
-    let bodies: Uint8Array[];
-    try {
-      bodies = this.#reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    } catch (e) {
-      const code = isJcpError(e) ? e.code : NodeErrorCodes.INTERNAL;
-      this.#server.metrics.errors.inc({ code });
-      this.#closeWith(errorBody(code, (e as Error).message));
-      return;
-    }
+    const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    // Requests completed before a bad length in the same chunk are still answered, in order.
     for (const body of bodies) this.#enqueue(this.#server.handler(body));
-    if (this.#reader.buffered > 0) {
-      this.#readTimer ??= setTimeout(() => this.#onReadTimeout(), this.#server.limits.readTimeoutMs);
-    } else if (this.#readTimer) {
-      clearTimeout(this.#readTimer);
-      this.#readTimer = undefined;
+    if (error) {
+      this.#server.metrics.errors.inc({ code: error.code });
+      this.#closeWith(errorBody(error.code, error.message));
+      return;
     }
     if (!this.#paused && (this.#queue.length >= this.#server.limits.maxPending || this.#sock.writableLength > WRITE_HIGH_WATER)) {
       this.#paused = true;
       this.#sock.pause();
     }
+    this.#armReadTimer(bodies.length > 0);
+  }
+
+  /**
+   * The read timeout measures how long the frame being received has been incomplete: it starts
+   * when a partial frame begins (restarting when a chunk completes one frame and begins the
+   * next), and does not run while the node itself has stopped reading this connection.
+   */
+  #armReadTimer(frameCompleted: boolean): void {
+    if (this.#reader.buffered === 0 || this.#paused || this.#closing) {
+      if (this.#readTimer) clearTimeout(this.#readTimer);
+      this.#readTimer = undefined;
+      return;
+    }
+    if (this.#readTimer && !frameCompleted) return;
+    if (this.#readTimer) clearTimeout(this.#readTimer);
+    this.#readTimer = setTimeout(() => this.#onReadTimeout(), this.#server.limits.readTimeoutMs);
   }
 
   #onReadTimeout(): void {
@@ -185,6 +200,7 @@ class Connection {
     if (this.#queue.length < this.#server.limits.maxPending / 2 + 1 && this.#sock.writableLength <= WRITE_HIGH_WATER) {
       this.#paused = false;
       this.#sock.resume();
+      this.#armReadTimer(true); // a frame left incomplete while paused gets a full timeout again
     }
   }
 }
@@ -204,7 +220,7 @@ export class JcpServer {
     this.limits = limits;
     this.metrics = metrics;
     this.#log = log;
-    this.#server = createServer({ noDelay: true }, (sock) => this.#accept(sock));
+    this.#server = createServer({ noDelay: true, allowHalfOpen: true }, (sock) => this.#accept(sock));
     this.#server.on('error', (e) => this.#log.error({ err: e }, 'listener error'));
   }
 
