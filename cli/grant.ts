@@ -1,6 +1,7 @@
 /** `jcp grant mint|delegate|revoke|show`: grants (§4), attenuation (§4.1), revocation (§4.3) from the command line. */
 import { randomBytes } from 'node:crypto';
-import { type AttenuationParams, type Grant, attenuate, grantId, signGrant } from '../core/grant.ts';
+import { isJcpError } from '../core/errors.ts';
+import { type AttenuationParams, type Grant, attenuate, grantId, grantToCbor, readGrant, signGrant } from '../core/grant.ts';
 import { signRevocation } from '../core/revocation.ts';
 import { JcpClient, WireErrorReply, parseHostPort, readKeyFile } from '../node/index.ts';
 import { actionsArg, didArg, expiryArg, grantView, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
@@ -63,6 +64,19 @@ function depthArg(v: string | undefined): number | undefined {
   return Number(v);
 }
 
+/**
+ * Refuses (usage error) a grant that the schema reader would refuse when the chain file is loaded
+ * again (§4 field limits, e.g. an action longer than 256), so nothing unreadable is ever written.
+ */
+function loadable(g: Grant): void {
+  try {
+    readGrant(grantToCbor(g));
+  } catch (e) {
+    if (isJcpError(e)) throw new UsageError(`the grant would not load back: ${e.message}`);
+    throw e;
+  }
+}
+
 function mint(argv: string[]): number {
   const { values } = parse(
     argv,
@@ -89,6 +103,7 @@ function mint(argv: string[]): number {
     ...(depth !== undefined ? { delegate_depth: depth } : {}),
     nonce: nonce(),
   };
+  loadable(g);
   const sg = signGrant(g, issuer);
   writeChainFile(need(values.out, '--out'), [sg]);
   process.stdout.write(`${grantId(sg.grant)}\n`);
@@ -126,6 +141,7 @@ function delegate(argv: string[]): number {
     process.stderr.write(`jcp grant delegate: refused [${r.error.reason}]: ${r.error.why}\n`);
     return 1;
   }
+  loadable(r.value.grant);
   writeChainFile(need(values.out, '--out'), [...chain, r.value]);
   process.stdout.write(`${grantId(r.value.grant)}\n`);
   return 0;

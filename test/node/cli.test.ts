@@ -1,5 +1,5 @@
 /** The CLI around the node: keys, grants, `jcp call`, `jcp grant revoke`, `jcp receipts`, `jcp node start` refusals. */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { decode } from '../../core/cbor.ts';
@@ -157,6 +157,13 @@ describe('jcp CLI usage errors (every command shares the option parser)', () => 
       expect(mint.code).toBe(2);
       expect(mint.err).toMatch(/^jcp grant: error \[usage\]: --budget: expected a non-negative integer/);
       expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+      // A grant the chain reader would refuse (an action over 256) is refused at mint, and no file is written.
+      const long = await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'x'.repeat(1201), '--budget', '5', '--out', f('long.json'));
+      expect(long.code).toBe(2);
+      expect(long.err).toMatch(/^jcp grant: error \[usage\]: the grant would not load back: grant\.capability\.actions\[0\]: longer than 256/);
+      expect(existsSync(f('long.json'))).toBe(false);
+      const delegated = await jcp('grant', 'delegate', '--chain', f('g.json'), '--key', f('k.key'), '--subject', f('k.key'), '--actions', 'a', '--budget', '5', '--out', f('d.json'));
+      expect(delegated.code).toBe(0); // delegate runs the same check and accepts what loads back
       // Port 1 on loopback: nothing listens there, so reaching the network first would be ECONNREFUSED.
       const call = await jcp('call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--cost', 'abc');
       expect(call.code).toBe(2);
