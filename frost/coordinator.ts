@@ -116,6 +116,8 @@ export async function signWithGroup(opts: SignOpts): Promise<SignResult> {
         // its journal): fall back to a fresh round one, blaming nobody for the prefetch.
         if (!(e instanceof FrostError)) throw e;
       }
+      const r = await signWithRetries(opts, g, me, want, excluded);
+      return { ...r, attempts: r.attempts + 1 }; // the failed prefetched attempt counts
     }
     return await signWithRetries(opts, g, me, want, excluded);
   } finally {

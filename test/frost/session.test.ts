@@ -117,6 +117,7 @@ describe('frost sessions / dkg and signing between processes over NATS', () => {
     const fourth = await sign('fourth');
     expect(opensslVerify(group, utf8('fourth'), fourth.signature)).toBe(true);
     expect(fourth.session).not.toBe(stale);
+    expect([second.attempts, fourth.attempts]).toEqual([1, 2]); // the refused prefetched attempt counts
     expect(opensslVerify(group, utf8('third'), third.signature)).toBe(true);
     spy.unsubscribe();
     await new Promise((r) => setTimeout(r, 300)); // let the last background fill finish
