@@ -260,55 +260,114 @@ function textOf(slice: Uint8Array): string | undefined {
   }
 }
 
-function readText(bytes: Uint8Array, off: number): { text: string; next: number } | undefined {
-  const s = readString(bytes, off, MAJOR.text);
-  const text = s && textOf(bytes.subarray(s.start, s.end));
-  return text === undefined ? undefined : { text, next: s!.end };
-}
-
 /**
  * Reads canonical flat-map bytes. Returns undefined for anything that is not already a canonical
  * flat map (the caller then uses the general strict decoder for the precise refusal).
  */
 export function readFlatMap(bytes: Uint8Array): Record<string, FlatValue> | undefined {
-  const h = readHead(bytes, 0);
-  if (!h || h.major !== MAJOR.map || typeof h.value !== 'number') return undefined;
+  if (!headAt(bytes, 0) || hMajor !== MAJOR.map || typeof hValue !== 'number') return undefined;
+  const n = hValue;
   const out: Record<string, FlatValue> = {};
-  let off = h.next;
-  let prevKey: Uint8Array | undefined;
-  for (let i = 0; i < h.value; i++) {
+  let off = hNext;
+  let prevStart = -1;
+  let prevEnd = -1;
+  for (let i = 0; i < n; i++) {
     const keyStart = off;
-    const k = readText(bytes, off);
-    if (!k || k.text === '__proto__') return undefined;
-    const keyBytes = bytes.subarray(keyStart, k.next);
-    if (prevKey !== undefined && compareBytes(prevKey, keyBytes) >= 0) return undefined;
-    prevKey = keyBytes;
-    off = k.next;
-    const vh = readHead(bytes, off);
-    if (!vh) return undefined;
-    if (vh.major === MAJOR.uint) {
-      out[k.text] = vh.value;
-      off = vh.next;
-    } else if (vh.major === MAJOR.text) {
-      const t = readText(bytes, off);
-      if (!t) return undefined;
-      out[k.text] = t.text;
-      off = t.next;
-    } else if (vh.major === MAJOR.array && typeof vh.value === 'number') {
+    const key = textAt(bytes, off);
+    if (key === undefined || key === '__proto__') return undefined;
+    off = hNext;
+    if (prevStart >= 0 && compareRanges(bytes, prevStart, prevEnd, keyStart, off) >= 0) return undefined;
+    prevStart = keyStart;
+    prevEnd = off;
+    if (!headAt(bytes, off)) return undefined;
+    const major = hMajor as number; // (set by headAt; the compiler keeps the map check's narrowing)
+    if (major === MAJOR.uint) {
+      out[key] = hValue;
+      off = hNext;
+    } else if (major === MAJOR.text) {
+      const t = textAt(bytes, off);
+      if (t === undefined) return undefined;
+      out[key] = t;
+      off = hNext;
+    } else if (major === MAJOR.array && typeof hValue === 'number') {
+      const len = hValue;
       const arr: string[] = [];
-      off = vh.next;
-      for (let j = 0; j < vh.value; j++) {
-        const t = readText(bytes, off);
-        if (!t) return undefined;
-        arr.push(t.text);
-        off = t.next;
+      off = hNext;
+      for (let j = 0; j < len; j++) {
+        const t = textAt(bytes, off);
+        if (t === undefined) return undefined;
+        arr.push(t);
+        off = hNext;
       }
-      out[k.text] = arr;
+      out[key] = arr;
     } else {
       return undefined;
     }
   }
   return off === bytes.length ? out : undefined;
+}
+
+// The last head read by headAt (no object per head on the hot read paths).
+let hMajor = 0;
+let hValue: number | bigint = 0;
+let hNext = 0;
+
+/**
+ * Reads the head at `off` into `hMajor`/`hValue`/`hNext` ({@link readHead}'s rules: false when it
+ * is truncated, indefinite, reserved or not in shortest form; arguments above 2^53 − 1 as bigint).
+ */
+function headAt(b: Uint8Array, off: number): boolean {
+  if (off >= b.length) return false;
+  const b0 = b[off]!;
+  hMajor = b0 >> 5;
+  const ai = b0 & 31;
+  if (ai < 24) {
+    hValue = ai;
+    hNext = off + 1;
+    return true;
+  }
+  if (ai === 24) {
+    if (off + 2 > b.length || b[off + 1]! < 24) return false;
+    hValue = b[off + 1]!;
+    hNext = off + 2;
+    return true;
+  }
+  if (ai === 25) {
+    if (off + 3 > b.length) return false;
+    const v = (b[off + 1]! << 8) | b[off + 2]!;
+    if (v < 0x100) return false;
+    hValue = v;
+    hNext = off + 3;
+    return true;
+  }
+  if (ai === 26) {
+    if (off + 5 > b.length) return false;
+    const v = b[off + 1]! * 0x1000000 + ((b[off + 2]! << 16) | (b[off + 3]! << 8) | b[off + 4]!);
+    if (v < 0x10000) return false;
+    hValue = v;
+    hNext = off + 5;
+    return true;
+  }
+  if (ai === 27) {
+    if (off + 9 > b.length) return false;
+    const hi = b[off + 1]! * 0x1000000 + ((b[off + 2]! << 16) | (b[off + 3]! << 8) | b[off + 4]!);
+    const lo = b[off + 5]! * 0x1000000 + ((b[off + 6]! << 16) | (b[off + 7]! << 8) | b[off + 8]!);
+    if (hi === 0) return false; // fits in 4 bytes: not the shortest form
+    hValue = hi < 0x200000 ? hi * 0x1_0000_0000 + lo : (BigInt(hi) << 32n) | BigInt(lo);
+    hNext = off + 9;
+    return true;
+  }
+  return false;
+}
+
+/** The text item at `off` (its end in `hNext`), or undefined when it is not a valid definite text item. */
+function textAt(b: Uint8Array, off: number): string | undefined {
+  if (!headAt(b, off) || hMajor !== MAJOR.text || typeof hValue !== 'number') return undefined;
+  const end = hNext + hValue;
+  if (end > b.length) return undefined;
+  const t = textOf(b.subarray(hNext, end));
+  hNext = end;
+  return t;
 }
 
 /** Deepest nesting {@link readCanonical} walks; deeper items go to the general decoder. */
