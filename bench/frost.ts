@@ -21,7 +21,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -46,6 +46,8 @@ const NATS_URL = process.env['JCP_NATS_URL'] ?? 'nats://127.0.0.1:4222';
 const DKG_RUNS = 5;
 const SIGN_RUNS = { '2of3': 40, '7of10': 10 } as const;
 const WARMUP = 2;
+/** Cores the holders' rounds can spread over (the critical-path floor of the processes placement). */
+const CORES = availableParallelism();
 
 /** One DKG's rounds for `max` participants, back to back in this process (ms). */
 function libraryDkgMs(min: number, max: number, rng: Rng): number {
@@ -74,15 +76,16 @@ function libraryDkgMs(min: number, max: number, rng: Rng): number {
  */
 /**
  * The library rounds of one signing session back to back in this process (ms): `totalMs` all of
- * it; `commitMs` round one; `criticalMs` the part on a session's critical path when every holder
- * runs on its own core (the slowest commit, the slowest share, then verify and aggregate).
+ * it; `commitMs` round one; `criticalMs` the least a session could take with the holders spread
+ * over this machine's cores (per round: the slowest holder, or the round's total ÷ cores if that
+ * is more), then verify and aggregate.
  */
 function librarySign(
   group: GroupPublic,
   signers: readonly ShareSecret[],
   message: Uint8Array,
   rng: Rng,
-): { totalMs: number; commitMs: number; criticalMs: number; slowestCommitMs: number } {
+): { totalMs: number; commitMs: number; criticalMs: number; commitRoundMs: number } {
   const t0 = performance.now();
   let slowestCommit = 0;
   const cs = signers.map((s) => {
@@ -91,6 +94,7 @@ function librarySign(
     slowestCommit = Math.max(slowestCommit, performance.now() - t);
     return c;
   });
+  const commitRound = Math.max(slowestCommit, (performance.now() - t0) / CORES);
   const t1 = performance.now();
   const pkg = { message, commitments: cs.map((c) => c.commitment) };
   const out = new Map<number, Uint8Array>();
@@ -103,10 +107,11 @@ function librarySign(
     out.set(s.identifier, z.value);
   });
   const t2 = performance.now();
+  const shareRound = Math.max(slowestShare, (t2 - t1) / CORES);
   const r = aggregate(group, pkg, out);
   if (!r.ok || !verify(parseDid(groupDid(group)), message, r.value)) throw new Error('library aggregate failed');
   const t3 = performance.now();
-  return { totalMs: t3 - t0, commitMs: t1 - t0, criticalMs: slowestCommit + slowestShare + (t3 - t2), slowestCommitMs: slowestCommit };
+  return { totalMs: t3 - t0, commitMs: t1 - t0, criticalMs: commitRound + shareRound + (t3 - t2), commitRoundMs: commitRound };
 }
 
 function ms(name: string, value: number, floor?: number, goal?: { text: string; met: boolean }): Figure {
@@ -190,7 +195,7 @@ async function signFigures(nc: NatsConnection, at: Placement, deals: Record<'2of
       // back-to-back floor does not: read against the critical path too, so that is not flattering.
       figures.push(
         ms(
-          `sign ${min}-of-${max}, processes, overhead p50 vs the critical path (slowest commit + slowest share + aggregate)`,
+          `sign ${min}-of-${max}, processes, overhead p50 vs the critical path (each round spread over ${CORES} cores, then aggregate)`,
           median(nats.map((t, i) => t - critical[i]!)),
         ),
       );
@@ -224,7 +229,7 @@ async function prefetchedFigures(nc: NatsConnection, at: Placement, d: Deal, rng
     if (i < WARMUP) continue;
     nats.push(t);
     lib.push(l.totalMs - l.commitMs);
-    critical.push(l.criticalMs - l.slowestCommitMs);
+    critical.push(l.criticalMs - l.commitRoundMs);
   }
   const overhead = median(nats.map((t, i) => t - lib[i]!));
   figures.push(ms(`sign ${min}-of-${max}, ${at.label}, prefetched round one, p50 (floor: sign, verify, aggregate in-process)`, median(nats), median(lib)));
@@ -232,7 +237,7 @@ async function prefetchedFigures(nc: NatsConnection, at: Placement, d: Deal, rng
     ms(`sign ${min}-of-${max}, ${at.label}, prefetched, overhead p50 (median of session − floor pairs)`, overhead, undefined, goal ? { text: '≤ 3 ms', met: overhead <= 3 } : undefined),
   );
   if (at.label === 'processes') {
-    figures.push(ms(`sign ${min}-of-${max}, processes, prefetched, overhead p50 vs the critical path (slowest share + aggregate)`, median(nats.map((t, i) => t - critical[i]!))));
+    figures.push(ms(`sign ${min}-of-${max}, processes, prefetched, overhead p50 vs the critical path (shares spread over ${CORES} cores, then aggregate)`, median(nats.map((t, i) => t - critical[i]!))));
   }
 }
 
