@@ -46,24 +46,7 @@ export interface Head {
  * in shortest form (the caller falls back to the general decoder for the precise error).
  */
 export function readHead(bytes: Uint8Array, off: number): Head | undefined {
-  if (off >= bytes.length) return undefined;
-  const b0 = bytes[off]!;
-  const major = b0 >> 5;
-  const ai = b0 & 31;
-  if (ai < 24) return { major, value: ai, next: off + 1 };
-  const width = ai === 24 ? 1 : ai === 25 ? 2 : ai === 26 ? 4 : ai === 27 ? 8 : 0;
-  if (width === 0 || off + 1 + width > bytes.length) return undefined;
-  if (width <= 4) {
-    let n = 0;
-    for (let i = 1; i <= width; i++) n = n * 256 + bytes[off + i]!;
-    const least = width === 1 ? 24 : width === 2 ? 0x100 : 0x10000;
-    return n < least ? undefined : { major, value: n, next: off + 1 + width };
-  }
-  let v = 0n;
-  for (let i = 1; i <= width; i++) v = (v << 8n) | BigInt(bytes[off + i]!);
-  const min = width === 1 ? 24n : width === 2 ? 0x100n : width === 4 ? 0x10000n : 0x1_0000_0000n;
-  if (v < min) return undefined;
-  return { major, value: v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v, next: off + 1 + width };
+  return headAt(bytes, off) ? { major: hMajor, value: hValue, next: hNext } : undefined;
 }
 
 /** Reads a definite byte or text string of major type `major` at `off`: its content bounds, or undefined. */
@@ -389,41 +372,11 @@ interface Cursor {
  */
 function readItem(c: Cursor, useMaps: boolean, depth: number): unknown {
   const b = c.b;
-  const off = c.off;
-  if (off >= b.length) return undefined;
-  const b0 = b[off]!;
-  const major = b0 >> 5;
-  const ai = b0 & 31;
-  let n: number;
-  let next: number;
-  if (ai < 24) {
-    n = ai;
-    next = off + 1;
-  } else if (ai === 24) {
-    if (off + 2 > b.length) return undefined;
-    n = b[off + 1]!;
-    if (n < 24) return undefined;
-    next = off + 2;
-  } else if (ai === 25) {
-    if (off + 3 > b.length) return undefined;
-    n = (b[off + 1]! << 8) | b[off + 2]!;
-    if (n < 0x100) return undefined;
-    next = off + 3;
-  } else if (ai === 26) {
-    if (off + 5 > b.length) return undefined;
-    n = b[off + 1]! * 0x1000000 + ((b[off + 2]! << 16) | (b[off + 3]! << 8) | b[off + 4]!);
-    if (n < 0x10000) return undefined;
-    next = off + 5;
-  } else if (ai === 27) {
-    if (off + 9 > b.length) return undefined;
-    const hi = b[off + 1]! * 0x1000000 + ((b[off + 2]! << 16) | (b[off + 3]! << 8) | b[off + 4]!);
-    const lo = b[off + 5]! * 0x1000000 + ((b[off + 6]! << 16) | (b[off + 7]! << 8) | b[off + 8]!);
-    if (hi === 0 || hi >= 0x200000) return undefined; // not shortest, or not a safe integer
-    n = hi * 0x1_0000_0000 + lo;
-    next = off + 9;
-  } else {
-    return undefined;
-  }
+  // A safe-integer argument in shortest form, or the general decoder's job.
+  if (!headAt(b, c.off) || typeof hValue !== 'number') return undefined;
+  const major = hMajor;
+  const n = hValue;
+  const next = hNext;
   switch (major) {
     case 0:
       c.off = next;
