@@ -158,11 +158,21 @@ export function replayReceipts(receipts: Iterable<Uint8Array>, opts: ReplayOptio
     const head = heads.get(core.steward);
     const expectedSeq = head ? head.seq + 1 : startSeq;
     const expectedPrev = head ? head.id : opts.start?.prev;
-    const brk = (code: BreakCode) => breaks.push({ index, code, steward: core.steward, expectedSeq, seq: core.seq });
-    if (core.seq > expectedSeq) brk(BreakCodes.SEQ_GAP);
-    else if (core.seq < expectedSeq) brk(BreakCodes.SEQ_REORDER);
-    else if (core.prev !== expectedPrev) brk(BreakCodes.PREV_MISMATCH);
-    if (!head || core.seq > head.seq) heads.set(core.steward, { seq: core.seq, id });
+    // (no closure per receipt: this loop runs once per receipt of the whole log at boot)
+    const code: BreakCode | undefined =
+      core.seq > expectedSeq
+        ? BreakCodes.SEQ_GAP
+        : core.seq < expectedSeq
+          ? BreakCodes.SEQ_REORDER
+          : core.prev !== expectedPrev
+            ? BreakCodes.PREV_MISMATCH
+            : undefined;
+    if (code !== undefined) breaks.push({ index, code, steward: core.steward, expectedSeq, seq: core.seq });
+    if (!head) heads.set(core.steward, { seq: core.seq, id });
+    else if (core.seq > head.seq) {
+      head.seq = core.seq;
+      head.id = id;
+    }
 
     const key = attributionKey(core.grant_id, core.subject);
     let a = attribution.get(key);
