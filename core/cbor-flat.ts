@@ -15,23 +15,6 @@ import { ErrorCodes, JcpError } from './errors.ts';
 /** CBOR major types used here. */
 export const MAJOR = { uint: 0, bytes: 2, text: 3, array: 4, map: 5, tag: 6 } as const;
 
-/** The shortest-form head of a major type with argument `n` (a length or an unsigned value < 2^64). */
-export function head(major: number, n: number | bigint): Uint8Array {
-  const m = major << 5;
-  const v = typeof n === 'bigint' && n < 0x1_0000_0000n ? Number(n) : n;
-  if (typeof v === 'number') {
-    if (v < 24) return Uint8Array.of(m | v);
-    if (v < 0x100) return Uint8Array.of(m | 24, v);
-    if (v < 0x10000) return Uint8Array.of(m | 25, v >>> 8, v & 0xff);
-    if (v < 0x1_0000_0000) return Uint8Array.of(m | 26, v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
-  }
-  const big = BigInt(v);
-  const out = new Uint8Array(9);
-  out[0] = m | 27;
-  for (let i = 8; i >= 1; i--) out[i] = Number((big >> BigInt(8 * (8 - i))) & 0xffn);
-  return out;
-}
-
 /** A shortest-form head read from a byte array: major type, argument, and where the content starts. */
 export interface Head {
   readonly major: number;

@@ -307,13 +307,15 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
   }
 }
 
+const TEXT = new TextEncoder();
+
 /** Encoded map keys of a decided response (`result` < `receipt` < `decision`, and `verdict` < `deny_reason`: RFC 8949 §4.2.1). */
 const KEY = {
-  result: Uint8Array.of(0x66, ...new TextEncoder().encode('result')),
-  receipt: Uint8Array.of(0x67, ...new TextEncoder().encode('receipt')),
-  decision: Uint8Array.of(0x68, ...new TextEncoder().encode('decision')),
-  verdict: Uint8Array.of(0x67, ...new TextEncoder().encode('verdict')),
-  deny_reason: Uint8Array.of(0x6b, ...new TextEncoder().encode('deny_reason')),
+  result: Uint8Array.of(0x66, ...TEXT.encode('result')),
+  receipt: Uint8Array.of(0x67, ...TEXT.encode('receipt')),
+  decision: Uint8Array.of(0x68, ...TEXT.encode('decision')),
+  verdict: Uint8Array.of(0x67, ...TEXT.encode('verdict')),
+  deny_reason: Uint8Array.of(0x6b, ...TEXT.encode('deny_reason')),
 };
 
 /**
@@ -337,8 +339,6 @@ function encodeDecisionResponse(r: WireDecisionResponse): Uint8Array {
   if (reason !== undefined) off = putItem(out, putRaw(out, off, KEY.deny_reason), MAJOR.text, reason);
   return out;
 }
-
-const TEXT = new TextEncoder();
 
 /** Bytes of a byte or text string item whose content is `b`. */
 function itemLength(b: Uint8Array): number {
