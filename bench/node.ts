@@ -52,10 +52,8 @@ const ROUNDS = Math.max(1, Number(process.env['JCP_BENCH_NODE_ROUNDS'] ?? 5));
 
 /** A ratio figure whose ratio is the median of per-round ratios (printed with their spread). */
 function ratioFigure(name: string, value: number, floor: number, ratios: readonly number[], least: number): Figure {
-  const r = median(ratios);
-  const lo = Math.min(...ratios).toFixed(2);
-  const hi = Math.max(...ratios).toFixed(2);
-  return { name: `${name} [${lo}–${hi}]`, value: sig(value), unit: 'decisions/s', floor: sig(floor), ratio: sig(r), goal: `ratio ≥ ${least}`, met: r >= least };
+  const spreadOf = `[${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}]`;
+  return ratioAtLeast(`${name} ${spreadOf}`, value, 'decisions/s', floor, least, median(ratios));
 }
 
 /** `n runs: min–max unit` of a set of measurements, for a figure's name. */
