@@ -40,6 +40,33 @@ function openedWithFlip(path: string, full: Uint8Array, at: number, bit: number)
   }
 }
 
+/**
+ * A fresh journal holding one issued record per session and, with `useFirst`, then a used record
+ * for the first session; its bytes, and where its second record starts.
+ */
+function journalOf(sessions: readonly string[], useFirst: boolean): { path: string; full: Buffer; second: number } {
+  const path = fresh();
+  const j = NonceJournal.open(path, key, 0);
+  const cs = sessions.map((s) => {
+    const c = commit(share, rng);
+    j.issue(s, c.commitment, c.nonces, 0, COORD);
+    return c;
+  });
+  if (useFirst) expect(j.take(sessions[0]!, cs[0]!.commitment, 1).ok).toBe(true);
+  j.close();
+  const full = readFileSync(path);
+  // Each record: a 4-byte length, the body, an 8-byte check (12 bytes around the body).
+  return { path, full, second: 12 + full.readUInt32BE(0) };
+}
+
+/** The state of `session` after reopening the journal at `path`, and the file's length after that. */
+function reopened(path: string, session: string): { state: string | undefined; length: number } {
+  const k = NonceJournal.open(path, key, 0);
+  const state = k.forSession(session)?.state;
+  k.close();
+  return { state, length: readFileSync(path).length };
+}
+
 describe('nonce journal / one use per commitment', () => {
   it('a commitment is taken once; the second take is frost-nonce-used, also after reopening', () => {
     const path = fresh();
@@ -131,14 +158,7 @@ describe('nonce journal / one use per commitment', () => {
   });
 
   it('a torn last record (crash mid-append) is cut off; damage before the end is frost-journal-corrupt', () => {
-    const path = fresh();
-    const j = NonceJournal.open(path, key, 0);
-    const a = commit(share, rng);
-    const b = commit(share, rng);
-    j.issue(S1, a.commitment, a.nonces, 0, COORD);
-    j.issue(S2, b.commitment, b.nonces, 0, COORD);
-    j.close();
-    const full = readFileSync(path);
+    const { path, full } = journalOf([S1, S2], false);
     truncateSync(path, full.length - 5);
     const k = NonceJournal.open(path, key, 0);
     expect(k.forSession(S1)?.state).toBe('issued');
@@ -148,15 +168,8 @@ describe('nonce journal / one use per commitment', () => {
   });
 
   it('a complete last record that fails its check is frost-journal-corrupt (a flipped bit must not forget a used nonce); a zero-filled tail is cut off', () => {
-    const path = fresh();
-    const j = NonceJournal.open(path, key, 0);
-    const c = commit(share, rng);
-    j.issue(S1, c.commitment, c.nonces, 0, COORD);
-    expect(j.take(S1, c.commitment, 1).ok).toBe(true);
-    j.close();
-    const full = readFileSync(path);
     // The used record is the second one: its 4-byte length field starts after the issued record.
-    const second = 12 + full.readUInt32BE(0);
+    const { path, full, second } = journalOf([S1], true);
     const flips: [number, number][] = [
       [full.length - 3, 0x01],
       [full.length - 20, 0x01],
@@ -167,23 +180,11 @@ describe('nonce journal / one use per commitment', () => {
     for (const [at, bit] of flips) expect(openedWithFlip(path, full, at, bit)).toBe(FrostErrorCodes.JOURNAL_CORRUPT);
     // A crash on a file system that extends the file before writing its data: zeros after the used record.
     writeFileSync(path, Buffer.concat([full, Buffer.alloc(40)]));
-    const k = NonceJournal.open(path, key, 0);
-    expect(k.forSession(S1)?.state).toBe('used');
-    k.close();
-    expect(readFileSync(path).length).toBe(full.length);
+    expect(reopened(path, S1)).toEqual({ state: 'used', length: full.length });
   });
 
   it('a damaged length field in any record, not only the last, is frost-journal-corrupt (nothing after it is dropped)', () => {
-    const path = fresh();
-    const j = NonceJournal.open(path, key, 0);
-    const a = commit(share, rng);
-    const b = commit(share, rng);
-    j.issue(S1, a.commitment, a.nonces, 0, COORD);
-    j.issue(S2, b.commitment, b.nonces, 0, COORD);
-    expect(j.take(S1, a.commitment, 1).ok).toBe(true);
-    j.close();
-    const full = readFileSync(path);
-    const second = 12 + full.readUInt32BE(0);
+    const { path, full, second } = journalOf([S1, S2], true);
     for (const [at, bit] of [
       [0, 0x40],
       [3, 0x80],
@@ -198,10 +199,7 @@ describe('nonce journal / one use per commitment', () => {
     // still opens: the cut record is dropped, the used record before it kept.
     for (const zeros of [300, 2000]) {
       writeFileSync(path, Buffer.concat([full, full.subarray(second, second + 30), Buffer.alloc(zeros)]));
-      const k = NonceJournal.open(path, key, 0);
-      expect(k.forSession(S1)?.state).toBe('used');
-      k.close();
-      expect(readFileSync(path).length).toBe(full.length);
+      expect(reopened(path, S1)).toEqual({ state: 'used', length: full.length });
     }
   });
 
