@@ -10,6 +10,10 @@
  *   Beside it, what bounds it here: the load process's CPU per request (it shares the two cores in
  *   this run) and how much faster two threads of pure Ed25519 verification are than one.
  * - p50/p99 latency at half the peak load (open loop): goal p99 ≤ 5 ms.
+ * - Floor servers (`bench/floorserver.ts`), driven by the same load process in the same rounds:
+ *   `durable` does only a decision's signature work and an fsync'd LevelDB group commit, `echo`
+ *   only the framing. Their one-core throughput and their p99 at the node's half-peak rate show
+ *   what this machine allows before any protocol: the node's figures are read against them.
  * - The one-core, two-core and half-peak runs alternate for `JCP_BENCH_NODE_ROUNDS` rounds
  *   (default 5) with the floor measured before, between and after; each figure is the median of
  *   its rounds and names their spread (this VM drifts by ±10% between back-to-back runs).
@@ -43,6 +47,7 @@ import { payloadHash, signWireRequestSync, wireRequestSigningBytes } from '../co
 import { writeKeyFile } from '../node/keyfile.ts';
 import { ReceiptLog } from '../node/receiptlog.ts';
 import { resourceIdOf } from '../node/config.ts';
+import type { FloorMode } from './floorserver.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
 import { type Figure, median, opsPerSecond, ratioAtLeast, type SuiteOptions, sig } from './figures.ts';
 
@@ -81,9 +86,11 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const floors = [oneCoreFloor(agent, grant, rng)];
   const ones: LoadResult[] = [];
   const twos: LoadResult[] = [];
+  const bare: LoadResult[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     ones.push(await drive(agent, grant, { workers: 0, pin: true, label: 'one-core' }));
     twos.push(await drive(agent, grant, { workers: 1, pin: false, label: 'two-core' }));
+    bare.push(await drive(agent, grant, { workers: 0, pin: true, label: 'floor-durable', floor: 'durable' }));
     floors.push(oneCoreFloor(agent, grant, rng));
   }
   // Each run is read against its neighbours (the floors either side of a one-core run; the
@@ -96,6 +103,21 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const twoRatios = twos.map((x, r) => x.perSecond / ones[r]!.perSecond);
   figures.push({ name: `crypto floor, one core, pinned like the node: 1 caller verify + 1 receipt sign (median of ${spread(floors)})`, value: sig(floor1), unit: 'decisions/s' });
   figures.push(ratioFigure(`node decisions/s, one core, durable log (${spread(ones.map((x) => x.perSecond))}); ratio: median of each run ÷ its floors`, one, floor1, oneRatios, 0.7));
+  // What one core allows with I/O but no protocol: the same signature work, an fsync'd LevelDB
+  // group commit and the framing (bench/floorserver.ts), pinned like the node.
+  const bare1 = median(bare.map((x) => x.perSecond));
+  figures.push({
+    name: `durable floor server, one core: verify + sign + fsync'd LevelDB batch + framing, no protocol (${spread(bare.map((x) => x.perSecond))}); ratio: median of each run ÷ its floors`,
+    value: sig(bare1),
+    unit: 'decisions/s',
+    floor: sig(floor1),
+    ratio: sig(median(bare.map((x, r) => x.perSecond / ((floors[r]! + floors[r + 1]!) / 2)))),
+  });
+  figures.push({
+    name: `node one-core run ÷ durable floor server of the same round (${spread(ones.map((x, r) => (100 * x.perSecond) / bare[r]!.perSecond), '%')})`,
+    value: sig(median(ones.map((x, r) => x.perSecond / bare[r]!.perSecond))),
+    unit: '×',
+  });
   figures.push(ratioFigure(`node decisions/s, both cores, signature worker (${spread(twos.map((x) => x.perSecond))}); ratio: median of each run ÷ that round's one-core run`, two, one, twoRatios, 1.5));
   // What bounds the two-core figure on this machine: the load process shares the two cores, and
   // two threads of pure signature work do not run twice as fast as one.
@@ -106,7 +128,13 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const peak = Math.max(one, two);
   const best = two >= one ? { workers: 1, pin: false } : { workers: 0, pin: true };
   const halves: LoadResult[] = [];
-  for (let r = 0; r < ROUNDS; r++) halves.push(await drive(agent, grant, { ...best, label: 'half-peak', rate: peak / 2 }));
+  const bareHalves: LoadResult[] = [];
+  const echoHalves: LoadResult[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    halves.push(await drive(agent, grant, { ...best, label: 'half-peak', rate: peak / 2 }));
+    bareHalves.push(await drive(agent, grant, { workers: 0, pin: false, label: 'floor-durable-half', rate: peak / 2, floor: 'durable' }));
+    echoHalves.push(await drive(agent, grant, { workers: 0, pin: false, label: 'floor-echo-half', rate: peak / 2, floor: 'echo' }));
+  }
   const p99 = median(halves.map((x) => x.p99Us));
   figures.push({ name: `p50 latency at half peak (${Math.round(peak / 2)}/s open loop; median of rounds)`, value: sig(median(halves.map((x) => x.p50Us)) / 1000), unit: 'ms' });
   figures.push({
@@ -116,6 +144,17 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     goal: '≤ 5 ms',
     met: p99 <= 5000,
   });
+  // The same rate against the floor servers: the tail this machine has before any protocol.
+  for (const [what, runs] of [
+    ['durable floor server (signature work + fsync\'d LevelDB batch + framing)', bareHalves],
+    ['echo server (framing and loopback TCP only)', echoHalves],
+  ] as const) {
+    figures.push({
+      name: `p99 latency at the same rate, ${what} (median of ${spread(runs.map((x) => x.p99Us / 1000), 'ms')})`,
+      value: sig(median(runs.map((x) => x.p99Us)) / 1000),
+      unit: 'ms',
+    });
+  }
 
   const n = Number(process.env['JCP_BENCH_RECEIPTS'] ?? 1_000_000);
   if (n === 0) return figures;
@@ -221,7 +260,16 @@ interface Started {
 }
 
 function startNode(configFile: string, pin: boolean): Promise<Started> {
-  const args = [path.join(repo, 'bin/jcp.mjs'), 'node', 'start', '--config', configFile];
+  return startServer([path.join(repo, 'bin/jcp.mjs'), 'node', 'start', '--config', configFile], pin, (err) => err.includes('log replayed'));
+}
+
+/** Starts a floor server (`bench/floorserver.ts`) in `mode`, its LevelDB in `dataDir`. */
+function startFloorServer(mode: FloorMode, dataDir: string, pin: boolean): Promise<Started> {
+  return startServer(['--import', 'tsx', path.join(repo, 'bench/floorserver.ts'), mode, dataDir], pin, () => true);
+}
+
+/** Spawns `node <args>` (pinned to core 0 when asked); resolves once it listens and `ready(stderr)` holds. */
+function startServer(args: string[], pin: boolean, ready: (stderr: string) => boolean): Promise<Started> {
   const child = pin && hasTaskset ? spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: repo }) : spawn(process.execPath, args, { cwd: repo });
   let err = '';
   child.stdout!.resume();
@@ -229,9 +277,9 @@ function startNode(configFile: string, pin: boolean): Promise<Started> {
     child.stderr!.on('data', (d: Buffer) => {
       err += d.toString();
       const p = /listening on [^\s:]+:(\d+)/.exec(err);
-      if (p && err.includes('log replayed')) resolve({ child, port: Number(p[1]), stderr: () => err });
+      if (p && ready(err)) resolve({ child, port: Number(p[1]), stderr: () => err });
     });
-    child.once('exit', (code) => reject(new Error(`node exited ${code}: ${err}`)));
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${err}`)));
   });
 }
 
@@ -268,11 +316,14 @@ function nodeConfig(dataDir: string, workers: number): string {
   return file;
 }
 
-/** Starts a fresh node and drives it from a separate load process; closed loop unless `rate` is set. */
-async function drive(agent: Actor, grant: SignedGrant, o: { workers: number; pin: boolean; label: string; rate?: number }): Promise<LoadResult> {
+/**
+ * Starts a fresh node (or, with `floor`, a floor server) and drives it from a separate load
+ * process; closed loop unless `rate` is set.
+ */
+async function drive(agent: Actor, grant: SignedGrant, o: { workers: number; pin: boolean; label: string; rate?: number; floor?: FloorMode }): Promise<LoadResult> {
   const dir = mkdtempSync(path.join(tmpdir(), `jcp-bench-${o.label}-`));
   try {
-    const node = await startNode(nodeConfig(path.join(dir, 'data'), o.workers), o.pin);
+    const node = o.floor !== undefined ? await startFloorServer(o.floor, path.join(dir, 'data'), o.pin) : await startNode(nodeConfig(path.join(dir, 'data'), o.workers), o.pin);
     try {
       const base = {
         host: '127.0.0.1',
