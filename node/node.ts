@@ -154,12 +154,14 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let replayPool: WorkerPool | undefined;
   try {
     // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
-    if (cfg.replayWorkers > (pool?.size ?? 0) && (await log.lastSeq()) + 1 >= (opts.replayWorkersFrom ?? REPLAY_WORKERS_MIN_RECEIPTS)) {
+    const expected = (await log.lastSeq()) + 1;
+    if (cfg.replayWorkers > (pool?.size ?? 0) && expected >= (opts.replayWorkersFrom ?? REPLAY_WORKERS_MIN_RECEIPTS)) {
       replayPool = await WorkerPool.start(cfg.replayWorkers);
     }
     const runner = replayPool ?? pool;
     replay = await replayLog(log, {
       steward: steward.did,
+      expected,
       ...(runner ? { runner: (job) => runner.replaySlice(job), parallel: runner.size * 2 } : {}),
     });
     await replayPool?.close();

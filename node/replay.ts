@@ -18,7 +18,7 @@ import { Ledger } from '../core/ledger.ts';
 import { receiptId } from '../core/receipt.ts';
 import { type Attribution, type ContinuityBreak, type RejectedReceipt, replayReceipts } from '../core/replay.ts';
 import type { ReceiptLog } from './receiptlog.ts';
-import { RequestIndex } from './requestindex.ts';
+import { REQUEST_KEY_WORDS, RequestIndex, requestKeyWords } from './requestindex.ts';
 
 /** One slice to replay: consecutive receipts with their log keys (seq). */
 export interface SliceJob {
@@ -37,8 +37,14 @@ export interface SliceResult {
   /** `index` is within the slice; `seq` is the receipt's log key. */
   readonly rejected: Array<RejectedReceipt & { seq: number }>;
   readonly breaks: Array<ContinuityBreak & { seq: number }>;
-  /** request id → log seq of the receipt that decided it (first wins). */
-  readonly requests: Array<[ContentId, number]>;
+  /**
+   * request id → log seq of the receipt that decided it (first wins), packed for the request
+   * index: the ids' 128-bit prefixes, {@link REQUEST_KEY_WORDS} words each
+   * (`requestindex.ts` `requestKeyWords`), and one seq per id. Typed arrays, so a worker hands
+   * them over without copying.
+   */
+  readonly requestKeys: Uint32Array;
+  readonly requestSeqs: Float64Array;
   readonly attribution: Attribution[];
   readonly revokedSeen: ContentId[];
   readonly lastSeq: number | undefined;
@@ -51,15 +57,21 @@ export function replaySlice(job: SliceJob): SliceResult {
   const r = replayReceipts(job.receipts, { steward: job.steward, start: job.start });
   const seqOf = new Map<Uint8Array, number>();
   for (let i = 0; i < job.receipts.length; i++) seqOf.set(job.receipts[i]!, job.seqs[i]!);
-  const requests: Array<[ContentId, number]> = [];
-  for (const [id, bytes] of r.requests) requests.push([id, seqOf.get(bytes)!]);
+  const requestKeys = new Uint32Array(r.requests.size * REQUEST_KEY_WORDS);
+  const requestSeqs = new Float64Array(r.requests.size);
+  let n = 0;
+  for (const [id, bytes] of r.requests) {
+    requestKeyWords(id, requestKeys, n * REQUEST_KEY_WORDS);
+    requestSeqs[n++] = seqOf.get(bytes)!;
+  }
   return {
     debits: [...r.ledger.entries()],
     allowed: r.allowed,
     denied: r.denied,
     rejected: r.rejected.map((x) => ({ ...x, seq: job.seqs[x.index]! })),
     breaks: r.breaks.map((x) => ({ ...x, seq: job.seqs[x.index]! })),
-    requests,
+    requestKeys,
+    requestSeqs,
     attribution: [...r.attribution.values()],
     revokedSeen: [...r.revokedSeen],
     lastSeq: r.lastSeq,
@@ -102,6 +114,8 @@ export interface ReplayLogOptions {
   readonly sliceSize?: number;
   /** Slices in flight at once (default 4). */
   readonly parallel?: number;
+  /** Receipts the log is expected to hold (sizes the request index once; default 1024). */
+  readonly expected?: number;
 }
 
 const inline: SliceRunner = async (job) => replaySlice(job);
@@ -115,7 +129,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
   const runner = opts.runner ?? inline;
   const parallel = Math.max(1, opts.parallel ?? 4);
   const ledger = new Ledger();
-  const requests = new RequestIndex(1024);
+  const requests = new RequestIndex(Math.max(1024, opts.expected ?? 0));
   const attribution = new Map<string, Attribution>();
   const revokedSeen = new Set<ContentId>();
   const rejected: Array<RejectedReceipt & { seq: number }> = [];
@@ -135,7 +149,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     denied += r.denied;
     for (const x of r.rejected) rejected.push(x);
     for (const x of r.breaks) breaks.push(x);
-    for (const [id, seq] of r.requests) if (requests.get(id) === undefined) requests.set(id, seq);
+    requests.insertWords(r.requestKeys, r.requestSeqs);
     for (const a of r.attribution) {
       const key = `${a.grant_id} ${a.subject}`;
       const m = attribution.get(key);

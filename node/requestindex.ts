@@ -11,6 +11,20 @@ import type { ContentId } from '../core/hash.ts';
 
 const EMPTY = -1;
 
+/** 32-bit words of a request id's 128-bit prefix kept by the index. */
+export const REQUEST_KEY_WORDS = 4;
+
+/**
+ * Writes the 128-bit prefix of `requestId` (64 hex chars) as 4 u32 words into `out` at word `at`:
+ * the form {@link RequestIndex.insertWords} takes, e.g. request ids packed by a replay worker.
+ */
+export function requestKeyWords(requestId: ContentId, out: Uint32Array, at: number): void {
+  out[at] = parseInt(requestId.slice(0, 8), 16) >>> 0;
+  out[at + 1] = parseInt(requestId.slice(8, 16), 16) >>> 0;
+  out[at + 2] = parseInt(requestId.slice(16, 24), 16) >>> 0;
+  out[at + 3] = parseInt(requestId.slice(24, 32), 16) >>> 0;
+}
+
 /** Request id (content id, 64 hex) → seq, in typed arrays. */
 export class RequestIndex {
   #keys: Uint32Array;
@@ -55,6 +69,18 @@ export class RequestIndex {
     const c = parseInt(requestId.slice(16, 24), 16) >>> 0;
     const d = parseInt(requestId.slice(24, 32), 16) >>> 0;
     this.#insert(a, b, c, d, seq);
+  }
+
+  /**
+   * Records many `prefix → seq` entries at once, in order (the first record of an id wins, as
+   * with {@link set}): `keys` holds {@link REQUEST_KEY_WORDS} words per entry (see
+   * {@link requestKeyWords}), `seqs` one seq per entry.
+   * @throws RangeError when `keys` does not hold 4 words for each seq.
+   */
+  insertWords(keys: Uint32Array, seqs: Float64Array): void {
+    if (keys.length !== seqs.length * REQUEST_KEY_WORDS) throw new RangeError(`insertWords: ${keys.length} key words for ${seqs.length} seqs`);
+    while ((this.#size + seqs.length) * 10 > this.#seqs.length * 6) this.#grow();
+    for (let i = 0, o = 0; i < seqs.length; i++, o += REQUEST_KEY_WORDS) this.#insert(keys[o]!, keys[o + 1]!, keys[o + 2]!, keys[o + 3]!, seqs[i]!);
   }
 
   #insert(a: number, b: number, c: number, d: number, seq: number): void {

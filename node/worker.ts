@@ -61,10 +61,8 @@ if (port) {
         const flags = verifyJobs(m.jobs);
         port.postMessage({ id: m.id, flags }, [flags.buffer as ArrayBuffer]);
       } else {
-        port.postMessage({
-          id: m.id,
-          slice: replaySlice({ receipts: unpack(m.packed, m.ends), seqs: m.seqs, steward: m.steward, start: m.start }),
-        });
+        const slice = replaySlice({ receipts: unpack(m.packed, m.ends), seqs: m.seqs, steward: m.steward, start: m.start });
+        port.postMessage({ id: m.id, slice }, [slice.requestKeys.buffer as ArrayBuffer, slice.requestSeqs.buffer as ArrayBuffer]);
       }
     } catch (e) {
       port.postMessage({ id: m.id, error: (e as Error).message ?? String(e) });

@@ -1,8 +1,17 @@
-/** The signature worker pool (node/workers.ts): caller-signature checks split into chunks keep their order and verdicts (§11). */
+/**
+ * The signature worker pool (node/workers.ts): caller-signature checks split into chunks keep their
+ * order and verdicts (§11); log slices replayed on workers rebuild what an inline replay does (§8.1).
+ */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { newActor, seededRng } from '../../core/actor.ts';
+import { toHex } from '../../core/bytes.ts';
 import { sign } from '../../core/ed25519.ts';
+import { grantId } from '../../core/grant.ts';
+import { ReceiptLog } from '../../node/receiptlog.ts';
+import { type LogReplay, replayLog } from '../../node/replay.ts';
 import { VERIFY_CHUNK, WorkerPool } from '../../node/workers.ts';
+import { bob as worker, carol, child, request, rootGrant, TestSteward } from '../core/evidence-fixtures.ts';
+import { tempDir } from './fixtures.ts';
 
 const rng = seededRng('workers');
 const alice = newActor(rng);
@@ -38,5 +47,58 @@ describe('WorkerPool.verify', () => {
     });
     const verdicts = await Promise.all(cases.map((c) => pool.verify(c.did, c.msg, c.sig)));
     expect(verdicts).toEqual(cases.map((c) => c.ok));
+  });
+});
+
+describe('WorkerPool.replaySlice', () => {
+  test('a log replayed in many slices on two workers rebuilds the inline replay: ledger, request index, head, the bad receipt and the duplicate request', async () => {
+    const { dir, cleanup } = tempDir('jcp-workers-replay-');
+    const pool = await WorkerPool.start(2);
+    try {
+      const st = new TestSteward();
+      const root = rootGrant(worker, 50_000n);
+      const sub = child(root, worker, carol, 20_000n);
+      const ids: string[] = [];
+      for (let i = 0; i < 150; i++) {
+        // Request ids: mostly fresh, every 37th repeats an earlier one (the first receipt must keep it).
+        const id = i % 37 === 36 ? ids[i - 30]! : toHex(rng(32));
+        ids.push(id);
+        const req = i % 3 === 0 ? request([root, sub], carol, 300n) : request([root], worker, 100n + BigInt(i));
+        st.handle(req, id);
+      }
+      const log = await ReceiptLog.open(dir, { steward: st.actor.did, nowS: 1_700_000_000 });
+      const bytes = st.receipts.map((r, seq) => {
+        if (seq !== 90) return r;
+        const bad = new Uint8Array(r);
+        bad[bad.length - 3]! ^= 0x10; // a flipped signature bit: counted, never applied
+        return bad;
+      });
+      await Promise.all(bytes.map((r, seq) => log.appendReceipt(seq, r)));
+      const inline = await replayLog(log, { steward: st.actor.did, sliceSize: 16 });
+      const onWorkers = await replayLog(log, { steward: st.actor.did, sliceSize: 16, parallel: 4, expected: 150, runner: (job) => pool.replaySlice(job) });
+      await log.close();
+      const summary = (r: LogReplay) => ({
+        ledger: [...r.ledger.entries()],
+        allowed: r.allowed,
+        denied: r.denied,
+        rejected: r.rejected,
+        breaks: r.breaks.map((b) => [b.code, b.seq]),
+        total: r.total,
+        nextSeq: r.nextSeq,
+        headId: r.headId,
+        requests: ids.map((id) => r.requests.get(id)),
+        attribution: [...r.attribution.entries()],
+      });
+      expect(summary(onWorkers)).toEqual(summary(inline));
+      expect(inline.rejected.map((x) => x.seq)).toEqual([90]);
+      expect(inline.ledger.spent(grantId(root.grant))).toBeGreaterThan(0n);
+      // The first receipt of a repeated id keeps it; the bad receipt's id is not indexed.
+      expect(onWorkers.requests.get(ids[36]!)).toBe(6);
+      expect(onWorkers.requests.get(ids[90]!)).toBeUndefined();
+      expect(onWorkers.requests.size).toBe(new Set(ids).size - 1);
+    } finally {
+      await pool.close();
+      cleanup();
+    }
   });
 });
