@@ -46,7 +46,10 @@ export interface ClientOptions {
   readonly reconnectAttempts?: number;
   /** First reconnect delay, doubled per attempt up to 2 s (default 50 ms). */
   readonly reconnectDelayMs?: number;
-  /** Largest reply accepted, bytes (default 64 MiB). */
+  /**
+   * Largest reply accepted, bytes (default 64 MiB). A larger one fails its call with JcpError
+   * `frame-too-large`; the connection is then replaced and the calls behind it re-sent.
+   */
   readonly replyCap?: number;
   /** The clock for `now`, unix seconds (default wall clock). */
   readonly clockS?: () => number;
@@ -143,16 +146,15 @@ export class JcpClient {
   }
 
   #onData(chunk: Buffer): void {
-    let bodies: Uint8Array[];
-    try {
-      bodies = this.#reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    } catch (e) {
-      this.#sock?.destroy(e as Error);
-      return;
-    }
-    for (const b of bodies) {
-      const w = this.#waiting.shift();
-      w?.resolve(b);
+    const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    // Replies completed before a bad length in the same chunk are still delivered, in order.
+    for (const b of bodies) this.#waiting.shift()?.resolve(b);
+    if (error) {
+      // The next reply in line declared more than `replyCap`: its caller gets `frame-too-large`.
+      // A stream cannot be resynchronised after a bad length, so the connection is dropped and
+      // the requests behind it are re-sent on a new one (the node answers them from its log).
+      this.#waiting.shift()?.reject(error);
+      this.#sock?.destroy();
     }
   }
 

@@ -3,8 +3,10 @@
  * after a dropped connection reconnects and re-sends unanswered requests, which the node answers
  * from its log without debiting them twice.
  */
+import { createServer, type Socket } from 'node:net';
 import { describe, expect, test } from 'vitest';
 import { sign } from '../../core/ed25519.ts';
+import { FrameReader, frameMessage } from '../../core/wire.ts';
 import { grantId } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
 import { ConnectionLost, JcpClient } from '../../node/index.ts';
@@ -51,4 +53,40 @@ describe('client', () => {
     expect(e).toBeInstanceOf(ConnectionLost);
     await c.close();
   });
+
+  test('a reply over replyCap fails its own call (frame-too-large); replies ahead of it in the same chunk arrive, calls behind it are re-sent', async () => {
+    const bodies = (n: number) => Uint8Array.of(0xa0 + n);
+    let connection = 0;
+    const server = createServer((sock: Socket) => {
+      const reader = new FrameReader();
+      const mine = connection++;
+      let seen = 0;
+      sock.on('data', (chunk: Buffer) => {
+        seen += reader.push(new Uint8Array(chunk)).length;
+        if (mine === 0 && seen === 3) {
+          // One chunk: reply 1, then a length header for reply 2 far over the client's cap.
+          const huge = new Uint8Array(4);
+          new DataView(huge.buffer).setUint32(0, 1 << 20);
+          sock.write(Buffer.concat([frameMessage(bodies(1)), huge]));
+        }
+        if (mine === 1 && seen === 1) sock.write(frameMessage(bodies(3)));
+      });
+      sock.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const c = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob, replyCap: 1024, reconnectDelayMs: 10 });
+    try {
+      const [r1, r2, r3] = await Promise.allSettled([c.roundTrip(bodies(1)), c.roundTrip(bodies(2)), c.roundTrip(bodies(3))]);
+      expect(r1).toEqual({ status: 'fulfilled', value: bodies(1) });
+      expect(r2.status).toBe('rejected');
+      expect((r2 as PromiseRejectedResult).reason).toMatchObject({ code: 'frame-too-large' });
+      expect(r3).toEqual({ status: 'fulfilled', value: bodies(3) });
+      expect(connection).toBe(2);
+    } finally {
+      await c.close();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });
+
