@@ -9,7 +9,7 @@ import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
 import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
-import { type LogReplay, NodeFault, ReceiptLog, WorkerPool, isLockError, readDataMeta, replayLog } from '../node/index.ts';
+import { type HeadCheck, type LogReplay, NodeFault, ReceiptLog, WorkerPool, isLockError, readDataMeta, replayLog } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp receipts <verb> <data-dir> [options]
@@ -87,6 +87,9 @@ export const command: Command = {
         } finally {
           await pool?.close();
         }
+        // Receipts the node made durable that the log no longer holds (the head mark, outside LevelDB).
+        const head = await log.checkHead();
+        if (!head.ok && verb !== 'verify') process.stderr.write(`jcp receipts: warning [log-damaged]: ${head.why}\n`);
         if (verb === 'replay') {
           const budgets = [...r.ledger.entries()].map(([grant_id, spent_uj]) => ({ grant_id, spent_uj }));
           const out = { receipts: r.total, allowed: r.allowed, denied: r.denied, bad: r.rejected.length, next_seq: r.nextSeq, head: r.headId ?? null, budgets };
@@ -98,9 +101,9 @@ export const command: Command = {
           process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, attribution: rows }, bigintJson, 2)}\n`);
           return 0;
         }
-        const report = verifyReport(r);
+        const report = verifyReport(r, head);
         process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
-        return report.bad === 0 && report.breaks === 0 ? 0 : 1;
+        return report.bad === 0 && report.breaks === 0 && head.ok ? 0 : 1;
       } finally {
         await log.close();
       }
@@ -114,8 +117,11 @@ export const command: Command = {
   },
 };
 
-/** The verify report: counts, and every problem named by seq (the first 50). */
-export function verifyReport(r: LogReplay) {
+/**
+ * The verify report: counts, every problem named by seq (the first 50), and `head_mark`: whether
+ * the log still holds the last receipt the node recorded as durable (`lost` names the loss).
+ */
+export function verifyReport(r: LogReplay, head: HeadCheck = { ok: true }) {
   const breaks = r.breaks.map((b) => ({
     seq: b.seq,
     code: b.code,
@@ -136,6 +142,7 @@ export function verifyReport(r: LogReplay) {
     first_break: breaks[0] ?? null,
     rejected: r.rejected.slice(0, 50).map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
     continuity: breaks.slice(0, 50),
+    head_mark: head.ok ? { ok: true, seq: head.markSeq ?? null } : { ok: false, code: head.code, seq: head.markSeq ?? null, log_ends_at: head.lastSeq, why: head.why },
   };
 }
 

@@ -34,7 +34,8 @@ export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './key
 export { NodeMetrics, serveMetrics } from './metrics.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
 export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
-export { DATA_FORMAT, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export { DATA_FORMAT, type HeadCheck, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
 export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
 export { RequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';

@@ -22,7 +22,7 @@ import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { NodeMetrics, serveMetrics } from './metrics.ts';
 import type { MeterProbe, NodeMeter } from './pricing.ts';
-import { ReceiptLog } from './receiptlog.ts';
+import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
 import { RevocationStore } from './revocations.ts';
 import { JcpServer } from './server.ts';
@@ -65,6 +65,8 @@ export interface BootReport {
   readonly seconds: number;
   /** The first few rejected receipts and breaks, by seq, for the operator. */
   readonly problems: ReadonlyArray<{ seq: number; code: string; why?: string }>;
+  /** The log against its head mark: not ok when receipts the node had made durable are lost. */
+  readonly head: HeadCheck;
 }
 
 /** A running node. */
@@ -92,8 +94,9 @@ export interface RunningNode {
   close(): Promise<void>;
 }
 
-function bootReport(r: LogReplay, revocations: BootReport['revocations']): BootReport {
+function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck): BootReport {
   const problems = [
+    ...(head.ok ? [] : [{ seq: head.markSeq ?? head.lastSeq, code: head.code, why: head.why }]),
     ...r.rejected.map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
     ...r.breaks.map((x) => ({ seq: x.seq, code: x.code, why: `expected seq ${x.expectedSeq}, found ${x.seq}` })),
   ]
@@ -109,6 +112,7 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations']): BootR
     revocations,
     seconds: r.seconds,
     problems,
+    head,
   };
 }
 
@@ -168,7 +172,16 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     replayPool = undefined;
     revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
     const rev = revocations.load(await log.revocations());
-    boot = bootReport(replay, rev);
+    boot = bootReport(replay, rev, await log.checkHead());
+    if (!boot.head.ok && !opts.acceptDamagedLog) {
+      throw new NodeFault(
+        NodeFaultCodes.LOG_DAMAGED,
+        `${cfg.dataDir}: ${boot.head.why}; starting would hand their spend back and reuse their seqs. ` +
+          `Inspect it with 'jcp receipts verify ${cfg.dataDir}' (restore the folder from a copy if you have one); start with --accept-damaged-log to continue without that spend`,
+        cfg.dataDir,
+      );
+    }
+    if (!boot.head.ok) await log.remark(); // accepted: a damaged mark is rewritten from the log as it is
     if ((boot.bad > 0 || boot.breaks > 0) && !opts.acceptDamagedLog) {
       const first = boot.problems[0];
       throw new NodeFault(
@@ -191,7 +204,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
   metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
   const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
-  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0) {
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || !boot.head.ok) {
     logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
   } else logger.info(bootLog, 'receipt log replayed');
 
@@ -232,7 +245,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     log,
     ledger: replay.ledger,
     requests: replay.requests,
-    nextSeq: replay.nextSeq,
+    // After an accepted loss of the tail, seqs the node already handed out are never reused.
+    nextSeq: Math.max(replay.nextSeq, boot.head.ok ? 0 : (boot.head.markSeq ?? -1) + 1),
     headId: replay.headId,
     trust: new TrustRoots(trustRootsOf(cfg)),
     revocations,

@@ -12,6 +12,8 @@
  * - `node.json`: written once, when the log is created (`{format, steward, created_at_s}`); its
  *   presence says a log must be here, so a missing log is an error, never a fresh empty one
  *   (an empty log would hand every budget back);
+ * - `head`: the head mark (`headmark.ts`), a witness of the last durable receipt kept outside
+ *   LevelDB, so receipts LevelDB loses from its write-ahead file are noticed on open;
  * - `receipts/`: the LevelDB database. Keys: `r` ‖ seq (8 bytes, big-endian) → receipt bytes
  *   (COSE_Sign1); `v` ‖ grant id (hex) → signed revocation (det-CBOR); `s` ‖ request id (hex) →
  *   the endpoint's result bytes, kept for idempotent replies.
@@ -19,9 +21,11 @@
 import { existsSync, readFileSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
+import { bytesEqual } from '../core/bytes.ts';
 import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
+import { blake3, type ContentId } from '../core/hash.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
+import { HeadMarkFile } from './headmark.ts';
 
 /** The `format` tag of `node.json`. */
 export const DATA_FORMAT = 'jcp-node/1';
@@ -71,6 +75,17 @@ export interface ReceiptLogOptions {
   readonly mustExist?: boolean;
 }
 
+/**
+ * What the head mark says about the log (see `headmark.ts`): `ok` (no mark yet, or the marked
+ * receipt is there with the same bytes), or the log lost receipts the node had made durable:
+ * `tail-lost` (the marked seq is not in the log: receipts `lastSeq + 1 ..= markSeq` are gone),
+ * `head-changed` (a receipt is at the marked seq, but not the one written), `mark-damaged` (the
+ * mark itself is unreadable, so the tail cannot be vouched for).
+ */
+export type HeadCheck =
+  | { readonly ok: true; readonly markSeq?: number }
+  | { readonly ok: false; readonly code: 'tail-lost' | 'head-changed' | 'mark-damaged'; readonly markSeq?: number; readonly lastSeq: number; readonly why: string };
+
 /** True when LevelDB refused to open because another process holds the database lock. */
 export function isLockError(e: unknown): boolean {
   for (let x: unknown = e; x instanceof Error; x = (x as { cause?: unknown }).cause) {
@@ -97,6 +112,7 @@ export class ReceiptLog {
   readonly dataDir: string;
   readonly location: string;
   #db: ClassicLevel<Uint8Array, Uint8Array>;
+  readonly #mark: HeadMarkFile;
   readonly #batchMax: number;
   readonly #onBatch: ((receipts: number, seconds: number) => void) | undefined;
   #queue: Pending[] = [];
@@ -104,10 +120,11 @@ export class ReceiptLog {
   #failed: Error | undefined;
   #closed = false;
 
-  private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, opts: ReceiptLogOptions) {
+  private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, mark: HeadMarkFile, opts: ReceiptLogOptions) {
     this.dataDir = dataDir;
     this.location = db.location;
     this.#db = db;
+    this.#mark = mark;
     this.#batchMax = opts.batchMax ?? 1024;
     this.#onBatch = opts.onBatch;
   }
@@ -168,7 +185,48 @@ export class ReceiptLog {
         closeSync(fd);
       }
     }
-    return new ReceiptLog(dataDir, db, opts);
+    let mark: HeadMarkFile;
+    try {
+      mark = HeadMarkFile.open(dataDir);
+    } catch (e) {
+      await db.close();
+      throw e;
+    }
+    return new ReceiptLog(dataDir, db, mark, opts);
+  }
+
+  /**
+   * Checks the log against its head mark: the receipt the node last recorded as durable must be
+   * in the log with the same bytes. Run after opening, before trusting the log's end as the head.
+   * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+   */
+  async checkHead(): Promise<HeadCheck> {
+    const m = this.#mark.found;
+    if (m === undefined) return { ok: true };
+    const last = await this.lastSeq();
+    if (m === 'damaged') {
+      return { ok: false, code: 'mark-damaged', lastSeq: last, why: `${this.#mark.file}: the head mark is damaged, so the log's last receipts cannot be vouched for` };
+    }
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await this.getReceipt(m.seq);
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, { cause: e });
+    }
+    if (bytes === undefined) {
+      const lost = last < m.seq ? `receipts ${last + 1}..${m.seq}` : `receipt ${m.seq}`;
+      return {
+        ok: false,
+        code: 'tail-lost',
+        markSeq: m.seq,
+        lastSeq: last,
+        why: `the node made receipts up to seq ${m.seq} durable (head mark), but the log ends at seq ${last}: ${lost} are lost (LevelDB dropped or lost its write-ahead file?)`,
+      };
+    }
+    if (!bytesEqual(blake3(bytes), m.digest)) {
+      return { ok: false, code: 'head-changed', markSeq: m.seq, lastSeq: last, why: `receipt seq ${m.seq} is not the receipt the node made durable at that seq (head mark)` };
+    }
+    return { ok: true, markSeq: m.seq };
   }
 
   /**
@@ -303,16 +361,49 @@ export class ReceiptLog {
         break;
       }
       this.#onBatch?.(take.length, (performance.now() - t0) / 1000);
+      this.#markHead(take);
       for (const p of take) p.resolve();
     }
     this.#flushing = false;
   }
 
-  /** Waits for queued writes, then closes the database. */
+  /**
+   * Rewrites a damaged head mark from the log as it is (its last receipt, or no mark for an empty
+   * log): the operator accepted the log (`--accept-damaged-log`). A mark that names lost receipts
+   * is left alone: it keeps their seqs from being handed out again until a new receipt passes it.
+   * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+   */
+  async remark(): Promise<void> {
+    if (this.#mark.found !== 'damaged') return;
+    const last = await this.lastSeq();
+    const bytes = last < 0 ? undefined : await this.getReceipt(last);
+    if (bytes === undefined) await this.#mark.reset();
+    else this.#mark.note(last, blake3(bytes));
+  }
+
+  /** Notes the last receipt of a durable batch in the head mark (receipts are appended in seq order). */
+  #markHead(batch: readonly Pending[]): void {
+    for (let i = batch.length - 1; i >= 0; i--) {
+      const ops = batch[i]!.ops;
+      for (let j = ops.length - 1; j >= 0; j--) {
+        const op = ops[j]!;
+        if (op.key[0] === R && op.key.length === 9) {
+          this.#mark.note(seqOfKey(op.key), blake3(op.value));
+          return;
+        }
+      }
+    }
+  }
+
+  /** Waits for queued writes, then closes the database and writes the head mark a last time (fsync'd). */
   async close(): Promise<void> {
     if (this.#closed) return;
     while (this.#flushing || this.#queue.length > 0) await new Promise((r) => setTimeout(r, 1));
     this.#closed = true;
-    await this.#db.close();
+    try {
+      await this.#db.close();
+    } finally {
+      await this.#mark.close();
+    }
   }
 }

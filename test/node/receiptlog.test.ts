@@ -3,7 +3,7 @@
  * boot replay that restores budgets, the request index and revocations exactly, bad receipts
  * counted and never applied, and a corrupt or missing log that stops the node with a typed error.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterAll, describe, expect, test, vi } from 'vitest';
@@ -271,3 +271,75 @@ describe('receipt log: faults stop the node', () => {
     await a.close();
   });
 });
+
+describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () => {
+  /** A node folder with 6 allowed receipts of 100 µJ, closed; the receipts sit in LevelDB's write-ahead file. */
+  async function sixReceipts(): Promise<{ dir: string; grant: ReturnType<typeof mint>; wal: string }> {
+    const dir = folder();
+    const grant = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+    const a = await liveNode({}, {}, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 6; i++) await c.call({ chain: [grant], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' } });
+    await c.close();
+    await a.close();
+    const logs = readdirSync(path.join(dir, 'receipts')).filter((f) => f.endsWith('.log'));
+    expect(logs).toHaveLength(1);
+    return { dir, grant, wal: path.join(dir, 'receipts', logs[0]!) };
+  }
+
+  test('a healthy restart passes the check; the mark names the last receipt', async () => {
+    const { dir, grant } = await sixReceipts();
+    const b = await liveNode({}, {}, dir);
+    expect(b.boot.head).toEqual({ ok: true, markSeq: 5 });
+    expect(b.ledger.spent(grantId(grant.grant))).toBe(600n);
+    await b.close();
+    const verify = await cli(['receipts', 'verify', dir]);
+    expect(verify.code).toBe(0);
+    expect(JSON.parse(verify.out).head_mark).toEqual({ ok: true, seq: 5 });
+  });
+
+  test('a deleted write-ahead file: the node refuses to start (log-damaged), verify names the lost receipts; accepted, no seq is reused', async () => {
+    const { dir, grant, wal } = await sixReceipts();
+    rmSync(wal);
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged', message: expect.stringMatching(/up to seq 5 durable .* ends at seq -1: receipts 0\.\.5 are lost/) });
+    const verify = await cli(['receipts', 'verify', dir]);
+    expect(verify.code).toBe(1);
+    expect(JSON.parse(verify.out).head_mark).toMatchObject({ ok: false, code: 'tail-lost', seq: 5, log_ends_at: -1 });
+    const b = await liveNode({}, { acceptDamagedLog: true }, dir);
+    expect(b.boot.head).toMatchObject({ ok: false, code: 'tail-lost' });
+    expect(b.ledger.spent(grantId(grant.grant))).toBe(0n); // the operator accepted handing it back
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    const next = await c.call({ chain: [grant], action: 'read', payload: { after: 1 } });
+    const core = openReceipt(next.receipt, b.did);
+    expect(core.ok && core.value.seq).toBe(6); // seqs 0..5 were handed out before: never again
+    await c.close();
+    await b.close();
+  });
+
+  test('a flipped byte in the write-ahead file (LevelDB skips the record and what follows): refused, and verify exits 1', async () => {
+    const { dir, wal } = await sixReceipts();
+    const bytes = readFileSync(wal);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0x40;
+    writeFileSync(wal, bytes);
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged', message: expect.stringMatching(/are lost/) });
+    const verify = await cli(['receipts', 'verify', dir]);
+    expect(verify.code).toBe(1);
+    const report = JSON.parse(verify.out) as { receipts: number; head_mark: { ok: boolean; code: string } };
+    expect(report.receipts).toBeLessThan(6);
+    expect(report.head_mark).toMatchObject({ ok: false, code: 'tail-lost' });
+  });
+
+  test('a damaged mark is reported (mark-damaged), not trusted and not ignored', async () => {
+    const { dir } = await sixReceipts();
+    writeFileSync(path.join(dir, 'head'), Buffer.alloc(128, 0x5a));
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged', message: expect.stringMatching(/head mark is damaged/) });
+    const b = await liveNode({}, { acceptDamagedLog: true }, dir);
+    expect(b.boot.head).toMatchObject({ ok: false, code: 'mark-damaged' });
+    await b.close();
+    // The accepted start wrote a fresh mark on close: the folder checks clean again.
+    const c = await liveNode({}, {}, dir);
+    expect(c.boot.head).toEqual({ ok: true, markSeq: 5 });
+    await c.close();
+  });
+});
+
