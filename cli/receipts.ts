@@ -10,7 +10,8 @@ import { ClassicLevel } from 'classic-level';
 import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
 import { type HeadCheck, type LogReplay, NodeFault, ReceiptLog, WorkerPool, isLockError, readDataMeta, replayLog } from '../node/index.ts';
-import { type Command, UsageError, parse } from './command.ts';
+import { CliError, type Command, UsageError, parse } from './command.ts';
+import { errnoOf, ioError } from './fsutil.ts';
 
 const help = `Usage: jcp receipts <verb> <data-dir> [options]
 
@@ -23,7 +24,8 @@ Verbs:
   attribute  per-(grant_id, subject) attribution: actions allowed, refused, µJ spent (§8.1).
   export     write the receipts in seq order: --format cbor (a CBOR sequence, RFC 8742: the
              COSE_Sign1 items back to back) or json (one object per receipt, verified or not);
-             --out file (default stdout).
+             --out file (default stdout; a new file outside the data folder: an existing
+             file is never overwritten).
   repair     run LevelDB's repair on a damaged log (the operator's explicit step; a node never
              repairs or recreates its log by itself), then verify it.
 
@@ -48,6 +50,12 @@ export const command: Command = {
     const dataDir = path.resolve(positionals[0]!);
     if (!['verify', 'replay', 'attribute', 'export', 'repair'].includes(verb ?? '')) {
       throw new UsageError(verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair' : `unknown verb '${verb}'`);
+    }
+    if (values.out !== undefined && verb === 'export') {
+      const rel = path.relative(dataDir, path.resolve(values.out));
+      if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
+        throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: write the export elsewhere (the node's own files are never overwritten)`);
+      }
     }
     const workers = values.workers === undefined ? 0 : Number(values.workers);
     if (!Number.isInteger(workers) || workers < 0 || workers > 64) throw new UsageError('--workers: an integer in 0..64');
@@ -76,7 +84,7 @@ export const command: Command = {
       }
       const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
       try {
-        if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out);
+        if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out === undefined ? undefined : path.resolve(values.out));
         const pool = workers > 0 ? await WorkerPool.start(workers) : undefined;
         let r: LogReplay;
         try {
@@ -147,12 +155,33 @@ export function verifyReport(r: LogReplay, head: HeadCheck = { ok: true }) {
 }
 
 async function write(out: Writable, chunk: string | Uint8Array): Promise<void> {
-  if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+  if (!out.write(chunk)) {
+    await new Promise<void>((resolve, reject) => {
+      out.once('drain', () => resolve());
+      out.once('error', reject);
+    });
+  }
+}
+
+/** Opens `file` as a new file (never an existing one) for the export. @throws CliError `refused` (it exists) or IoError. */
+async function newFileStream(file: string): Promise<Writable> {
+  const stream = createWriteStream(file, { flags: 'wx', mode: 0o644 });
+  const failed = await new Promise<Error | undefined>((resolve) => {
+    stream.once('open', () => resolve(undefined));
+    stream.once('error', resolve);
+  });
+  if (failed === undefined) return stream;
+  if (errnoOf(failed) === 'EEXIST') throw new CliError('refused', `${file} exists: refusing to overwrite it with the export`, { cause: failed });
+  throw ioError(failed, 'create', file);
 }
 
 async function exportLog(log: ReceiptLog, format: string, outFile: string | undefined): Promise<number> {
   if (format !== 'cbor' && format !== 'json') throw new UsageError('--format: cbor or json');
-  const out: Writable = outFile === undefined ? process.stdout : createWriteStream(outFile);
+  const out: Writable = outFile === undefined ? process.stdout : await newFileStream(outFile);
+  let failed: Error | undefined;
+  out.on('error', (e) => {
+    failed = e;
+  });
   let n = 0;
   if (format === 'json') await write(out, '{"receipts": [\n');
   for await (const chunk of log.receiptChunks(1024)) {
@@ -174,6 +203,7 @@ async function exportLog(log: ReceiptLog, format: string, outFile: string | unde
   }
   if (format === 'json') await write(out, '\n]}\n');
   if (outFile !== undefined) await new Promise<void>((r) => out.end(() => r()));
+  if (failed !== undefined) throw ioError(failed, 'write', outFile ?? 'stdout');
   process.stderr.write(`jcp receipts: exported ${n} receipts as ${format}\n`);
   return 0;
 }

@@ -329,6 +329,23 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     expect(report.head_mark).toMatchObject({ ok: false, code: 'tail-lost' });
   });
 
+  test('receipts export --out writes only a new file outside the data folder: never the node\'s own files, never an existing file, a folder is a clean error', async () => {
+    const { dir } = await sixReceipts();
+    const meta = readFileSync(path.join(dir, 'node.json'));
+    expect((await cli(['receipts', 'export', dir, '--out', path.join(dir, 'node.json')])).code).toBe(2);
+    expect((await cli(['receipts', 'export', dir, '--out', path.join(dir, 'x.json')])).code).toBe(2);
+    expect(readFileSync(path.join(dir, 'node.json'))).toEqual(meta);
+    const outDir = folder();
+    const existing = path.join(outDir, 'old.json');
+    writeFileSync(existing, 'keep me');
+    expect((await cli(['receipts', 'export', dir, '--out', existing])).code).toBe(1);
+    expect(readFileSync(existing, 'utf8')).toBe('keep me');
+    expect((await cli(['receipts', 'export', dir, '--out', outDir])).code).toBe(1); // a folder: EEXIST, refused
+    const fresh = path.join(outDir, 'new.json');
+    expect((await cli(['receipts', 'export', dir, '--out', fresh])).code).toBe(0);
+    expect((JSON.parse(readFileSync(fresh, 'utf8')) as { receipts: unknown[] }).receipts).toHaveLength(6);
+  });
+
   test('a damaged mark is reported (mark-damaged), not trusted and not ignored', async () => {
     const { dir } = await sixReceipts();
     writeFileSync(path.join(dir, 'head'), Buffer.alloc(128, 0x5a));
