@@ -34,7 +34,10 @@ Options:
   --format f      export format: cbor | json (default json)
   --out file      export destination (default stdout)
 
-The node must not be running on the folder (LevelDB takes a lock).`;
+The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
+own recovery, as a node's start does: its write-ahead file is folded into table files, and records
+in it that fail their checksum are dropped. The head mark (the folder's 'head' file) still names
+what was lost (verify's head_mark), but copy the folder first if you want the damaged files kept.`;
 
 const bigintJson = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
