@@ -3,18 +3,83 @@ import { toHex } from '../core/bytes.ts';
 import { PROVENANCES, type Provenance } from '../core/energy.ts';
 import { FRAME_KINDS, type FrameKind, TRUST_TAGS, type Trust } from '../core/frame.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
-import { JcpClient, WireErrorReply, parseHostPort, readKeyFile, resultJson } from '../node/index.ts';
-import { readChainFile, ujArg } from './chainfile.ts';
-import { type Command, UsageError, parse } from './command.ts';
+import { JcpClient, WireErrorReply, readKeyFile, resultJson } from '../node/index.ts';
+import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
+import { type Command, UsageError, connectionError, parse } from './command.ts';
 
 const help = `Usage: jcp call --node host:port --chain file --key file --action name [--payload json]
                 [--cost uj] [--provenance Estimator|ModelBased] [--kind tool-call] [--trust control]
 
 Signs a WireRequest as the key's actor (the caller, §11) with the chain's leaf as the grant and
-sends it to the node. Prints {"decision", "receipt": {"id", "core", "cbor"}, "result"} as JSON;
+sends it to the node. The payload is sent as the exact UTF-8 bytes given (what the request's
+payload hash and the receipt cover); it must be JSON, and every number in it must be one the node
+reads exactly (a number JavaScript would round, such as 1e400 or 12345678901234567890123, is
+refused: write it as a string). Prints {"decision", "receipt": {"id", "core", "cbor"}, "result"} as JSON;
 the result (the endpoint's output, data only, §6) is shown parsed when it is JSON.
 
 Exit status: 0 allow, 3 deny, 1 an error reply (no decision, no receipt) or a failure.`;
+
+const utf8 = new TextEncoder();
+
+/** The exact decimal value of a JSON number literal, as `[-]digits e exponent` (`0` for zero). */
+function exactDecimal(literal: string): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal);
+  if (!m) return literal;
+  const fraction = m[3] ?? '';
+  let digits = `${m[2]}${fraction}`.replace(/^0+/, '');
+  let exp = BigInt(m[4] ?? '0') - BigInt(fraction.length);
+  const zeros = /0+$/.exec(digits)?.[0].length ?? 0;
+  digits = digits.slice(0, digits.length - zeros);
+  exp += BigInt(zeros);
+  return digits === '' ? '0' : `${m[1]}${digits}e${exp}`;
+}
+
+/** The number literals of a valid JSON text, in order (strings are skipped). */
+function numberLiterals(text: string): string[] {
+  const out: string[] = [];
+  const num = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+  for (let i = 0; i < text.length; ) {
+    const c = text[i]!;
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i += text[i] === '\\' ? 2 : 1);
+      i++;
+    } else if (c === '-' || (c >= '0' && c <= '9')) {
+      num.lastIndex = i;
+      const lit = num.exec(text)![0];
+      out.push(lit);
+      i += lit.length;
+    } else i++;
+  }
+  return out;
+}
+
+/**
+ * The bytes of `--payload`: exactly the UTF-8 of `text` as typed, never re-serialized, so the
+ * payload hash the caller signs and the receipt cover what the user wrote. `text` must be JSON,
+ * and every number in it must be read exactly by the node (node/enforcer.ts parses the payload
+ * with JSON.parse before handing it to the tool): one that JSON.parse would turn into another
+ * value (out of range such as 1e400, or rounded such as 12345678901234567890123) is refused, so
+ * the tool never gets a value other than the one signed.
+ * @returns the UTF-8 bytes of `text`
+ * @throws UsageError naming `--payload`: not JSON, or the first number that is not exact.
+ */
+export function payloadArg(text: string): Uint8Array {
+  try {
+    JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`--payload: not JSON: ${(e as Error).message}`);
+  }
+  for (const lit of numberLiterals(text)) {
+    const read = Number(lit);
+    if (!Number.isFinite(read) || exactDecimal(String(read)) !== exactDecimal(lit)) {
+      const shown = lit.length > 40 ? `${lit.slice(0, 37)}...` : lit;
+      throw new UsageError(
+        `--payload: the number ${shown} cannot be represented exactly (a JSON reader gets ${read}); write it as a string to send it as typed`,
+      );
+    }
+  }
+  return utf8.encode(text);
+}
 
 /** The `jcp call` command. */
 export const command: Command = {
@@ -44,19 +109,18 @@ export const command: Command = {
     if (!FRAME_KINDS.includes(kind)) throw new UsageError(`--kind: one of ${FRAME_KINDS.join('|')}`);
     const trust = (values.trust ?? 'control') as Trust;
     if (!TRUST_TAGS.includes(trust)) throw new UsageError(`--trust: one of ${TRUST_TAGS.join('|')}`);
-    let payload: Record<string, unknown> | undefined;
-    if (values.payload !== undefined) {
-      try {
-        payload = JSON.parse(values.payload) as Record<string, unknown>;
-      } catch (e) {
-        throw new UsageError(`--payload: not JSON: ${(e as Error).message}`);
-      }
-    }
+    const payload = values.payload === undefined ? undefined : payloadArg(values.payload);
+    // Every usage mistake is found before any file is read or the network is touched.
+    const { host, port } = hostPortArg(values.node!, '--node');
+    const cost = { uj: ujArg(values.cost ?? '0', '--cost'), provenance };
     const chain = readChainFile(values.chain!);
     const actor = readKeyFile(values.key!);
-    const { host, port } = parseHostPort(values.node!, '--node');
-    const cost = { uj: ujArg(values.cost ?? '0', '--cost'), provenance };
-    const client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2 });
+    let client: JcpClient;
+    try {
+      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2 });
+    } catch (e) {
+      throw connectionError(e, `node ${values.node}`);
+    }
     try {
       const r = await client.call({
         chain,
@@ -81,7 +145,7 @@ export const command: Command = {
         process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } }, null, 2)}\n`);
         return 1;
       }
-      throw e;
+      throw connectionError(e, `node ${values.node}`);
     } finally {
       await client.close();
     }

@@ -4,15 +4,16 @@
  * grant's det-CBOR and is what is read back; `id` and `grant` are for people (`grant` shows the
  * fields, with µJ as decimal strings) and are checked against `cbor` when read.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { fromHex, toHex } from '../core/bytes.ts';
 import { parseDid } from '../core/didkey.ts';
 import { decode, encode } from '../core/cbor.ts';
 import { ErrorCodes, JcpError } from '../core/errors.ts';
 import { type Grant, type SignedGrant, grantId, readSignedGrant, signedGrantToCbor } from '../core/grant.ts';
 import { type ContentId, isContentId } from '../core/hash.ts';
-import { readKeyFile, resourceIdOf } from '../node/index.ts';
+import { NodeFault, parseHostPort, readKeyFile, resourceIdOf } from '../node/index.ts';
 import { UsageError } from './command.ts';
+import { IoError, ioError, READ_CAPS, readFileCapped } from './fsutil.ts';
 
 /** The `type` tag of a chain file. */
 export const CHAIN_FILE_TYPE = 'jcp-chain';
@@ -33,7 +34,8 @@ export function grantView(g: Grant): Record<string, unknown> {
 
 /**
  * Writes a chain file (root first). Refuses to overwrite an existing file unless `overwrite`.
- * @throws JcpError `refused` when the file exists.
+ * @throws JcpError `refused` when the file exists; IoError `io` (naming the path and the system
+ *   code) when it cannot be written (a missing folder, a file in the way, permissions…).
  */
 export function writeChainFile(file: string, chain: readonly SignedGrant[], opts: { overwrite?: boolean } = {}): void {
   const body = {
@@ -47,20 +49,22 @@ export function writeChainFile(file: string, chain: readonly SignedGrant[], opts
     if ((e as { code?: string }).code === 'EEXIST') {
       throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite a chain file`, { file });
     }
-    throw e;
+    throw ioError(e, 'write chain file', file);
   }
 }
 
 /**
- * Reads a chain file (root first).
- * @throws JcpError `schema` (not a chain file, id mismatch) or the decoder's codes for bad CBOR.
+ * Reads a chain file (root first); at most {@link READ_CAPS}.chainFile (8 MiB) is read.
+ * @throws JcpError `schema` (unreadable, a folder, larger than 8 MiB or endless such as
+ *   /dev/zero, not a chain file, id mismatch) or the decoder's codes for bad CBOR.
  */
 export function readChainFile(file: string): SignedGrant[] {
   let v: { type?: unknown; chain?: unknown };
   try {
-    v = JSON.parse(readFileSync(file, 'utf8')) as typeof v;
+    v = JSON.parse(readFileCapped(file, READ_CAPS.chainFile, 'chain file').toString('utf8')) as typeof v;
   } catch (e) {
-    throw new JcpError(ErrorCodes.SCHEMA, `${file}: not a readable JSON chain file: ${(e as Error).message}`);
+    if (e instanceof IoError) throw new JcpError(ErrorCodes.SCHEMA, e.message, { file }, { cause: e });
+    throw new JcpError(ErrorCodes.SCHEMA, `${file}: not a readable JSON chain file: ${(e as Error).message}`, { file }, { cause: e });
   }
   if (v?.type !== CHAIN_FILE_TYPE || !Array.isArray(v.chain) || v.chain.length === 0) {
     throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected {"type": "${CHAIN_FILE_TYPE}", "chain": [...]} with at least one grant`);
@@ -94,9 +98,28 @@ export function actionsArg(v: string, flag = '--actions'): string[] {
   return actions;
 }
 
-/** A resource content id given directly, or the id of a resource name (as the node config derives it). */
-export function resourceArg(v: string): ContentId {
+/**
+ * A resource content id given directly, or the id of a resource name (as the node config derives
+ * it; a config refuses an empty name, so an empty one could never match a node's resource).
+ * @throws UsageError naming the flag for an empty value.
+ */
+export function resourceArg(v: string, flag = '--resource'): ContentId {
+  if (v.length === 0) throw new UsageError(`${flag}: empty resource name (give a name as the node config names it, or a content id)`);
   return isContentId(v) ? v : resourceIdOf(v);
+}
+
+/**
+ * A node address `host:port` (IPv6 as `[::1]:port`) given on the command line.
+ * @returns the host and the port (0..65535)
+ * @throws UsageError naming the flag (a malformed address is a usage mistake, not a config fault).
+ */
+export function hostPortArg(v: string, flag: string): { host: string; port: number } {
+  try {
+    return parseHostPort(v, flag);
+  } catch (e) {
+    if (e instanceof NodeFault) throw new UsageError(e.message.replace(/^config: /, ''));
+    throw e;
+  }
 }
 
 /** Expiry: `0` (never), unix seconds, or `+N` seconds from now. */

@@ -21,6 +21,56 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/**
+ * A coded failure of a CLI command (exit 1), printed by cli/main.ts as one line
+ * `jcp <command>: error [code]: message`. `code` is one of the product's stable lowercase codes.
+ */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  readonly code: string;
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** The stable code of a node (or other server) that could not be reached or dropped the connection. */
+export const CONNECTION_FAILED = 'connection-failed';
+
+const NET_WHY: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset by the peer',
+  ECONNABORTED: 'connection aborted',
+  ETIMEDOUT: 'timed out',
+  EHOSTUNREACH: 'host unreachable',
+  EHOSTDOWN: 'host is down',
+  ENETUNREACH: 'network unreachable',
+  ENETDOWN: 'network is down',
+  EADDRNOTAVAIL: 'address not available',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed for now',
+  EPIPE: 'connection closed by the peer',
+};
+
+/** True when `e` is a network failure: a socket error (`ECONNREFUSED`…) or a lost jcp/1 connection. */
+export function isNetworkError(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  if (e.name === 'ConnectionLost') return true; // node/client.ts: the connection is gone for good
+  const { code, syscall } = e as NodeJS.ErrnoException;
+  return (typeof code === 'string' && code in NET_WHY) || syscall === 'connect' || syscall === 'getaddrinfo';
+}
+
+/**
+ * A network failure as a {@link CliError} `connection-failed`: "cannot reach `what`: connection
+ * refused (ECONNREFUSED)", the system code kept in the message. Anything else passes through.
+ */
+export function connectionError(e: unknown, what: string): unknown {
+  if (!isNetworkError(e)) return e;
+  const { code, message } = e as NodeJS.ErrnoException;
+  const why = typeof code === 'string' ? `${NET_WHY[code] ?? message} (${code})` : message;
+  return new CliError(CONNECTION_FAILED, `cannot reach ${what}: ${why}`, { cause: e });
+}
+
 /** parseArgs' (sometimes multi-line) complaint as one line naming the option. */
 function parseArgsMessage(e: unknown): string {
   const m = (e as Error).message;

@@ -3,7 +3,7 @@
  * `participant` (run one participant over NATS), `dkg` (start a dealer-free key generation among
  * running participants), `sign` (coordinate a signing session). See docs/frost.md.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -19,7 +19,7 @@ import { runDkg } from '../frost/initiator.ts';
 import { Participant } from '../frost/participant.ts';
 import { readIdentityFile, shareRecord, writeShareFile } from '../frost/sharefile.ts';
 import { type Command, parse, UsageError } from './command.ts';
-import { errnoOf, fromSystemError, IoError, ioError, makeDirs } from './fsutil.ts';
+import { errnoOf, fromSystemError, IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from './fsutil.ts';
 
 const help = `Usage: jcp frost <deal|participant|dkg|sign> [options]
 
@@ -242,7 +242,8 @@ function isRegularFile(path: string): boolean {
 /**
  * The bytes `--message` names (see the help): `0x…` is always hex, a value with a '/' always a
  * file, bare hex is hex unless a file of that name exists (then ambiguous: a usage error), and
- * anything else a file. @throws UsageError, IoError (a file that exists but cannot be read).
+ * anything else a file (at most {@link READ_CAPS}.messageFile, 64 MiB, the most one NATS message
+ * can carry). @throws UsageError, IoError (a file that exists but cannot be read, or is larger).
  */
 export function readMessage(v: string | undefined): Uint8Array {
   if (v === undefined) throw new UsageError('--message HEX|FILE is required');
@@ -270,7 +271,7 @@ export function readMessage(v: string | undefined): Uint8Array {
   }
   if (!isFile) throw new UsageError(`--message ${v}: not a regular file`);
   try {
-    return new Uint8Array(readFileSync(v));
+    return new Uint8Array(readFileCapped(v, READ_CAPS.messageFile, 'message file'));
   } catch (e) {
     throw ioError(e, 'read message file', v);
   }

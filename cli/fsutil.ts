@@ -1,14 +1,17 @@
 /**
- * Filesystem helpers shared by the CLI, the node (node/node.ts, node/keyfile.ts) and the FROST
- * keystore. Depends on node:fs and node:path only, so any layer may import it.
+ * Filesystem helpers shared by the CLI, the node (node/node.ts, node/keyfile.ts, node/config.ts)
+ * and the FROST keystore. Depends on node:fs and node:path only, so any layer may import it.
  *
+ * - {@link readFileCapped} is how every key, config, chain, grant, share and message file is read:
+ *   at most its kind's cap (see {@link READ_CAPS}) plus one byte is ever read, so an endless file
+ *   (`/dev/zero`, `/dev/urandom`, a FIFO) or a huge one is refused at once, not loaded into memory.
  * - {@link makeDirs} replaces `mkdirSync(dir, {recursive: true})`, which on Node 20 loops forever
  *   at full CPU for paths the kernel refuses oddly (e.g. under /proc: mkdir answers ENOENT for a
  *   parent that exists, and Node's recursive mkdir retries the parent, gets EEXIST, and repeats).
  * - {@link IoError} is the one coded failure for files and folders: code `io`, a message naming
  *   the path and what was wrong, the system code (`ENOENT`, `EACCES`…) kept in `errno`.
  */
-import { mkdirSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /** The stable code of every {@link IoError}. */
@@ -45,6 +48,7 @@ const WHY: Readonly<Record<string, string>> = {
   EMFILE: 'too many open files',
   EIO: 'input/output error',
   EBUSY: 'resource busy',
+  EFBIG: 'file too large',
 };
 
 /** The system error code of `e` (`ENOENT`…), if it is a Node system error. */
@@ -135,5 +139,80 @@ export function makeDirs(dir: string, mode = 0o700): void {
       }
       throw new IoError(m, `cannot create folder ${target}: ${m === target ? '' : `at ${m}: `}${describeErrno(e)}`, errno, { cause: e });
     }
+  }
+}
+
+/**
+ * The most bytes read from each kind of file (see {@link readFileCapped}); each is far above what
+ * a valid file of the kind holds.
+ * - `keyFile` 64 KiB: an actor key file is about 200 bytes of JSON.
+ * - `identityFile` 64 KiB: a FROST identity file (a sealed seed) is under 1 KiB.
+ * - `configFile` 4 MiB: a node config (resources, trust roots, meter, cluster channels).
+ * - `chainFile` 8 MiB: up to 32 links (core/chain.ts), each as hex CBOR and a readable view; a
+ *   chain a node with the default 1 MiB frame cap accepts is well under.
+ * - `grantFile` 1 MiB: one signed grant (hex or raw bytes), for `jcp inspect --grant`.
+ * - `shareFile` 4 MiB: a FROST share file: the group package for up to 1000 participants.
+ * - `messageFile` 64 MiB: a message to threshold-sign; it must fit one NATS message, and NATS
+ *   allows at most 64 MiB.
+ * - `inspectInput` 64 MiB: any JCP object for `jcp inspect`, including an exported receipt log.
+ * - `lockFile` 1 KiB: a keystore's `.lock` (a pid).
+ */
+export const READ_CAPS = {
+  keyFile: 64 << 10,
+  identityFile: 64 << 10,
+  configFile: 4 << 20,
+  chainFile: 8 << 20,
+  grantFile: 1 << 20,
+  shareFile: 4 << 20,
+  messageFile: 64 << 20,
+  inspectInput: 64 << 20,
+  lockFile: 1 << 10,
+} as const;
+
+/** "64 KiB", "4 MiB", "100 bytes": a byte count for people. */
+function bytesInWords(n: number): string {
+  if (n >= 1 << 20 && n % (1 << 20) === 0) return `${n / (1 << 20)} MiB`;
+  if (n >= 1 << 10 && n % (1 << 10) === 0) return `${n / (1 << 10)} KiB`;
+  return `${n} bytes`;
+}
+
+/** Bytes read per `readSync` call by {@link readFileCapped}. */
+const READ_CHUNK = 64 << 10;
+
+/**
+ * Reads the whole of file `path`, refusing one longer than `maxBytes` after reading at most
+ * `maxBytes + 1` bytes: a regular file whose size is already over the cap is refused before any
+ * read, and an endless one (`/dev/zero`, `/dev/urandom`, a FIFO that keeps writing) as soon as
+ * the cap is passed. Use it for every file read as a key, config, chain, grant, share or message
+ * (caps per kind: {@link READ_CAPS}).
+ * @param path the file to read
+ * @param maxBytes the most bytes the file may hold (a non-negative integer)
+ * @param what the kind of file, for the message ("key file", "config file"…)
+ * @returns the file's bytes (a Buffer of at most `maxBytes` bytes)
+ * @throws the Node system error itself when the file cannot be opened or read (`ENOENT`,
+ *   `EACCES`, `EISDIR` for a folder…), exactly as `readFileSync` would throw it, so each caller
+ *   keeps its own mapping of those; {@link IoError} (code `io`, `errno` `EFBIG`) when the file is
+ *   longer than `maxBytes`: "`what` `path`: larger than 64 KiB, the most a `what` may be (EFBIG)".
+ */
+export function readFileCapped(path: string, maxBytes: number, what = 'file'): Buffer {
+  const tooLarge = () => new IoError(path, `${what} ${path}: larger than ${bytesInWords(maxBytes)}, the most ${/^[aeiou]/i.test(what) ? 'an' : 'a'} ${what} may be; not read (EFBIG)`, 'EFBIG');
+  const fd = openSync(path, 'r');
+  try {
+    const st = fstatSync(fd);
+    if (st.isFile() && st.size > maxBytes) throw tooLarge();
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const want = Math.min(READ_CHUNK, maxBytes + 1 - total);
+      const chunk = Buffer.allocUnsafe(want);
+      const n = readSync(fd, chunk, 0, want, null);
+      if (n === 0) break;
+      chunks.push(n === want ? chunk : chunk.subarray(0, n));
+      total += n;
+      if (total > maxBytes) throw tooLarge();
+    }
+    return Buffer.concat(chunks, total);
+  } finally {
+    closeSync(fd);
   }
 }

@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { isJcpError } from '../core/errors.ts';
 import { type AttenuationParams, type Grant, attenuate, grantId, grantToCbor, readGrant, signGrant } from '../core/grant.ts';
 import { signRevocation } from '../core/revocation.ts';
-import { JcpClient, WireErrorReply, parseHostPort, readKeyFile } from '../node/index.ts';
-import { actionsArg, didArg, expiryArg, grantView, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
-import { type Command, UsageError, parse } from './command.ts';
+import { JcpClient, WireErrorReply, readKeyFile } from '../node/index.ts';
+import { actionsArg, didArg, expiryArg, grantView, hostPortArg, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
+import { type Command, UsageError, connectionError, parse } from './command.ts';
 
 const help = `Usage:
   jcp grant mint --key issuer.key --subject did|keyfile --resource name|cid --actions a,b
@@ -138,7 +138,7 @@ function delegate(argv: string[]): number {
   };
   const r = attenuate(chain[chain.length - 1]!, params, holder);
   if (!r.ok) {
-    process.stderr.write(`jcp grant delegate: refused [${r.error.reason}]: ${r.error.why}\n`);
+    process.stderr.write(`jcp grant: error [${r.error.reason}]: delegate refused: ${r.error.why}\n`);
     return 1;
   }
   loadable(r.value.grant);
@@ -149,6 +149,7 @@ function delegate(argv: string[]): number {
 
 async function revoke(argv: string[]): Promise<number> {
   const { values } = parse(argv, { chain: { type: 'string' }, key: { type: 'string' }, node: { type: 'string' }, link: { type: 'string' } }, false);
+  const { host, port } = hostPortArg(need(values.node, '--node'), '--node');
   const chain = readChainFile(need(values.chain, '--chain'));
   const i = values.link === undefined ? chain.length - 1 : Number(values.link);
   const link = chain[i];
@@ -157,22 +158,26 @@ async function revoke(argv: string[]): Promise<number> {
   if (revoker.did !== link.grant.issuer) {
     // §4.3: only the grant's issuer may revoke it; a node would refuse this revocation as soon
     // as it knows the grant, so refuse it here rather than send something that cannot work.
-    process.stderr.write(`jcp grant revoke: refused [not-issuer]: ${revoker.did} is not the issuer of link ${i} (${link.grant.issuer})\n`);
+    process.stderr.write(`jcp grant: error [not-issuer]: revoke refused: ${revoker.did} is not the issuer of link ${i} (${link.grant.issuer})\n`);
     return 1;
   }
   const sr = signRevocation(grantId(link.grant), revoker, nonce());
-  const { host, port } = parseHostPort(need(values.node, '--node'), '--node');
-  const client = await JcpClient.connect({ host, port, reconnectAttempts: 0 });
+  let client: JcpClient;
+  try {
+    client = await JcpClient.connect({ host, port, reconnectAttempts: 0 });
+  } catch (e) {
+    throw connectionError(e, `node ${values.node}`);
+  }
   try {
     const id = await client.revoke(sr, link.grant);
     process.stdout.write(`${JSON.stringify({ revoked: id })}\n`);
     return 0;
   } catch (e) {
     if (e instanceof WireErrorReply) {
-      process.stderr.write(`jcp grant revoke: refused [${e.code}]: ${e.message}\n`);
+      process.stderr.write(`jcp grant: error [${e.code}]: revoke refused: ${e.message}\n`);
       return 1;
     }
-    throw e;
+    throw connectionError(e, `node ${values.node}`);
   } finally {
     await client.close();
   }

@@ -1,10 +1,11 @@
 /** `jcp inspect <hex | file | ->`: decodes any JCP object and says whether its signature verifies. */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { decode } from '../core/cbor.ts';
 import { readSignedGrant } from '../core/grant.ts';
 import { type InspectOptions, type InspectOutcome, inspectContents, inspectHex, parseHex, renderFault, renderHuman } from '../harness/inspect.ts';
 import { bytesOfContents } from '../harness/inspect.ts';
 import { type Command, parse, UsageError } from './command.ts';
+import { IoError, READ_CAPS, readFileCapped } from './fsutil.ts';
 
 const help = `Usage: jcp inspect <hex | file | -> [--json] [--grant <hex | file>] [--signer <did:key>]...
 
@@ -33,9 +34,18 @@ Errors name the code, the field and the byte offset, e.g.
 Exit status: 0 when the input decodes (read "signature" for the verdict), 1 when it does not,
 2 on a usage error.`;
 
+/** Standard input, refused (IoError `io`) once it passes {@link READ_CAPS}.inspectInput (64 MiB). */
 async function readStdin(): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  let total = 0;
+  for await (const c of process.stdin) {
+    chunks.push(c as Buffer);
+    total += (c as Buffer).length;
+    if (total > READ_CAPS.inspectInput) {
+      process.stdin.destroy();
+      throw new IoError('-', `input (standard input): larger than ${READ_CAPS.inspectInput >> 20} MiB, the most jcp inspect reads; not read (EFBIG)`, 'EFBIG');
+    }
+  }
   return new Uint8Array(Buffer.concat(chunks));
 }
 
@@ -50,7 +60,7 @@ function isFile(arg: string): boolean {
 
 async function inspectArg(arg: string, opts: InspectOptions): Promise<InspectOutcome> {
   if (arg === '-') return inspectContents(await readStdin(), opts);
-  if (isFile(arg)) return inspectContents(new Uint8Array(readFileSync(arg)), opts);
+  if (isFile(arg)) return inspectContents(new Uint8Array(readFileCapped(arg, READ_CAPS.inspectInput, 'input file')), opts);
   const out = inspectHex(arg, opts);
   if (!out.ok && out.fault.code === 'bad-hex') {
     return { ok: false, fault: { ...out.fault, message: `${JSON.stringify(arg.slice(0, 64))} is no file, and ${out.fault.message}` } };
@@ -60,9 +70,10 @@ async function inspectArg(arg: string, opts: InspectOptions): Promise<InspectOut
 
 function grantArg(arg: string): InspectOptions['grant'] {
   try {
-    const bytes = isFile(arg) ? bytesOfContents(new Uint8Array(readFileSync(arg))) : parseHex(arg);
+    const bytes = isFile(arg) ? bytesOfContents(new Uint8Array(readFileCapped(arg, READ_CAPS.grantFile, 'grant file'))) : parseHex(arg);
     return readSignedGrant(decode(bytes), 'grant');
   } catch (e) {
+    if (e instanceof IoError) throw e; // too large: printed as error [io]
     throw new UsageError(`--grant: not a signed grant: ${(e as Error).message}`);
   }
 }

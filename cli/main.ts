@@ -1,10 +1,13 @@
 /**
  * Entry point of the `jcp` command: dispatches to a subcommand, prints help, maps errors to
- * stderr and a non-zero exit code (2 for usage errors, 1 for failures).
+ * stderr and a non-zero exit code (2 for usage errors, 1 for failures). Every error is one line
+ * `jcp <command>: error [code]: message` with one of the product's stable codes: a raw system
+ * code (ENOENT, ECONNREFUSED…) never stands as the code, only inside the message.
  */
 import { JcpError } from '../core/errors.ts';
-import { type Command, UsageError } from './command.ts';
+import { CONNECTION_FAILED, type Command, UsageError, connectionError, isNetworkError } from './command.ts';
 import { COMMANDS } from './commands.ts';
+import { errnoOf, fromSystemError, IO_ERROR_CODE, type IoError, isSystemError } from './fsutil.ts';
 
 async function topHelp(): Promise<string> {
   const lines = ['Usage: jcp <command> [options]', '', 'Commands:'];
@@ -16,12 +19,27 @@ async function topHelp(): Promise<string> {
   return lines.join('\n');
 }
 
-/** The stable code of a coded error (ours, or Node's system errors), else undefined. */
-function errorCode(e: unknown): string | undefined {
-  if (e instanceof JcpError) return e.code;
+/**
+ * The stable code and message of a coded error: ours as they are (JcpError, NodeFault, FrostError,
+ * IoError, CliError), and a Node system error mapped to ours with its system code kept in the
+ * message: a network one (ECONNREFUSED…) to `connection-failed`, any other (ENOENT, ENOTDIR,
+ * EEXIST…) to `io`. Undefined for an uncoded error (printed as an internal error).
+ */
+function coded(e: unknown): { code: string; message: string } | undefined {
+  if (e instanceof JcpError) return { code: e.code, message: e.message };
   if (typeof e !== 'object' || e === null || !(e instanceof Error)) return undefined;
+  if (isNetworkError(e)) {
+    const { address, port } = e as NodeJS.ErrnoException & { address?: string; port?: number };
+    const mapped = connectionError(e, address !== undefined ? `${address}${port !== undefined ? `:${port}` : ''}` : 'the server') as Error;
+    return { code: CONNECTION_FAILED, message: mapped.message };
+  }
+  const errno = errnoOf(e);
+  if (errno !== undefined) {
+    const mapped = isSystemError(e) ? (fromSystemError(e) as IoError) : undefined;
+    return { code: IO_ERROR_CODE, message: mapped?.message ?? (e.message.includes(errno) ? e.message : `${e.message} (${errno})`) };
+  }
   const code = (e as { code?: unknown }).code;
-  return typeof code === 'string' && code.length > 0 ? code : undefined;
+  return typeof code === 'string' && code.length > 0 ? { code, message: e.message } : undefined;
 }
 
 /** Runs `jcp` with `argv` (without node and script); resolves to the exit code. */
@@ -49,11 +67,12 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`jcp ${name}: error [usage]: ${e.message}\nRun 'jcp ${name} --help'.\n`);
       return 2;
     }
-    const code = errorCode(e);
-    if (code !== undefined) {
-      // A coded failure (JcpError, NodeFault, FrostError, a system error such as ENOENT or
-      // ECONNREFUSED) is the user's to fix: one line, no stack. JCP_DEBUG=1 shows the stack.
-      process.stderr.write(`jcp ${name}: error [${code}]: ${(e as Error).message}\n`);
+    const c = coded(e);
+    if (c !== undefined) {
+      // A coded failure (JcpError, NodeFault, FrostError, IoError, a system error such as ENOENT
+      // or ECONNREFUSED mapped to io / connection-failed) is the user's to fix: one line, no
+      // stack. JCP_DEBUG=1 shows the stack.
+      process.stderr.write(`jcp ${name}: error [${c.code}]: ${c.message}\n`);
       if (process.env['JCP_DEBUG']) process.stderr.write(`${(e as Error).stack}\n`);
       return 1;
     }

@@ -1,7 +1,7 @@
 /** `jcp meter probe`: which rung of the energy ladder (spec §5) works on this machine, and why better ones were skipped. */
-import { readFileSync } from 'node:fs';
 import { createMeter, type MeterConfig, readMeterConfig } from '../meter/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
+import { READ_CAPS, readFileCapped } from './fsutil.ts';
 
 const help = `Usage: jcp meter probe [--json] [--config file] [--watts W] [--powercap dir] [--nvml lib]
 
@@ -39,7 +39,7 @@ export const command: Command = {
     if (values.config !== undefined) {
       let raw: unknown;
       try {
-        raw = JSON.parse(readFileSync(values.config, 'utf8'));
+        raw = JSON.parse(readFileCapped(values.config, READ_CAPS.configFile, 'config file').toString('utf8'));
       } catch (e) {
         throw new UsageError(`--config ${values.config}: ${(e as Error).message}`);
       }

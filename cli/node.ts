@@ -104,11 +104,18 @@ export const command: Command = {
   },
 };
 
+/**
+ * Prints a start failure as one line `jcp node: error [code]: message` and returns exit code 1.
+ * A bad command-line value (`--listen`, `--metrics`, `--nats`: the fault's `where` is the flag) is
+ * a usage mistake instead: thrown as a {@link UsageError} (exit 2). Anything not a NodeFault is
+ * rethrown for cli/main.ts to print.
+ */
 function fault(e: unknown): number {
   if (e instanceof NodeFault) {
+    if (e.where?.startsWith('--')) throw new UsageError(e.message.replace(/^config: /, ''));
     // Name the field once: most messages already start with it.
-    const at = e.where && !e.message.includes(e.where) ? ` at ${e.where}` : '';
-    process.stderr.write(`jcp node: error [${e.code}]${at}: ${e.message}\n`);
+    const at = e.where && !e.message.includes(e.where) ? `${e.where}: ` : '';
+    process.stderr.write(`jcp node: error [${e.code}]: ${at}${e.message}\n`);
     return 1;
   }
   throw e;

@@ -13,10 +13,10 @@
  * nonce, so the lock is taken on open and refused (`frost-keystore-locked`) while its holder lives.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { IoError, ioError, makeDirs } from '../cli/fsutil.ts';
+import { IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { groupTag } from './group.ts';
 import { DEFAULT_NONCE_TTL_MS, journalKey, NonceJournal } from './journal.ts';
@@ -31,9 +31,18 @@ export interface KeystoreOpts extends SealOpts {
   readonly nonceTtlMs?: number;
 }
 
+/** The pid written in a keystore's `.lock` (at most 1 KiB is read), as text; '' when unreadable. */
+function lockPid(path: string): string {
+  try {
+    return readFileCapped(path, READ_CAPS.lockFile, 'lock file').toString('utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
 function lockHolderAlive(path: string): boolean {
   try {
-    const pid = Number(readFileSync(path, 'utf8').trim());
+    const pid = Number(lockPid(path));
     if (!Number.isInteger(pid) || pid <= 0) return false;
     process.kill(pid, 0);
     return true;
@@ -79,7 +88,7 @@ export class Keystore {
         break;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw ioError(e, 'lock keystore', lock);
-        if (lockHolderAlive(lock)) throw new FrostError(FrostErrorCodes.KEYSTORE_LOCKED, `${dir} is in use by process ${readFileSync(lock, 'utf8').trim()}`);
+        if (lockHolderAlive(lock)) throw new FrostError(FrostErrorCodes.KEYSTORE_LOCKED, `${dir} is in use by process ${lockPid(lock)}`);
         unlinkSync(lock);
       }
     }

@@ -17,10 +17,10 @@
  * without its passphrase; it is bound by the digest or the AEAD.
  */
 import { randomBytes, scryptSync, createCipheriv, createDecipheriv, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { ioError } from '../cli/fsutil.ts';
+import { ioError, READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
 import { bytesEqual } from '../core/bytes.ts';
 import { decode, encode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';
@@ -171,8 +171,10 @@ export function decodeSecretFile(bytes: Uint8Array, format: string, passphrase?:
 
 /**
  * Reads a secret file after checking it is a regular file owned by this user with mode 0600
- * (no group/other bits). @throws FrostError `frost-file-permissions` and the codes of
- * {@link decodeSecretFile}; IoError (`io`, naming the path) for a missing or unreadable file.
+ * (no group/other bits); at most {@link READ_CAPS}.shareFile (4 MiB) of a share file and
+ * {@link READ_CAPS}.identityFile (64 KiB) of an identity file is read.
+ * @throws FrostError `frost-file-permissions` and the codes of {@link decodeSecretFile}; IoError
+ *   (`io`, naming the path) for a missing or unreadable file, or one larger than its cap.
  */
 export function readSecretFile(path: string, format: string, passphrase?: string): { payload: Uint8Array; meta: Obj; sealed: boolean } {
   let st: Stats;
@@ -190,11 +192,16 @@ export function readSecretFile(path: string, format: string, passphrase?: string
   }
   let bytes: Uint8Array;
   try {
-    bytes = new Uint8Array(readFileSync(path));
+    bytes = new Uint8Array(secretFileBytes(path, format));
   } catch (e) {
     throw ioError(e, 'read', path);
   }
   return decodeSecretFile(bytes, format, passphrase, path);
+}
+
+/** The bytes of a share or identity file, read up to the cap of its kind ({@link READ_CAPS}). */
+function secretFileBytes(path: string, format: string): Buffer {
+  return format === IDENTITY_FORMAT ? readFileCapped(path, READ_CAPS.identityFile, 'identity file') : readFileCapped(path, READ_CAPS.shareFile, 'share file');
 }
 
 /** Everything a participant holds for one group: its share, its own identity, the group package. */
@@ -287,10 +294,13 @@ export function readShareFile(path: string, passphrase?: string): ShareRecord {
   return shareFromPayload(payload, meta, path);
 }
 
-/** Public header of a share file (group did, identifier) without opening it. */
+/**
+ * Public header of a share file (group did, identifier) without opening it (at most 4 MiB is read).
+ * @throws FrostError `frost-file-malformed` (unreadable, larger than 4 MiB, not a share file).
+ */
 export function peekShareFile(path: string): { did: Did; identifier: number; sealed: boolean } {
   try {
-    const o = asObj(decode(new Uint8Array(readFileSync(path))), path, ['format', 'meta', 'digest'], ['body', 'kdf', 'nonce', 'ciphertext']);
+    const o = asObj(decode(new Uint8Array(secretFileBytes(path, SHARE_FORMAT))), path, ['format', 'meta', 'digest'], ['body', 'kdf', 'nonce', 'ciphertext']);
     const meta = asObj(o['meta'], `${path}.meta`, ['did', 'identifier']);
     return { did: asDid(meta['did'], 'did'), identifier: asSafeUint(meta['identifier'], 'identifier'), sealed: 'ciphertext' in o };
   } catch (e) {

@@ -7,10 +7,11 @@
  * `config-invalid`, `where` = the field path); unknown fields are refused too, so a typo never
  * silently falls back to a default.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { IoError, READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
 import { type Did, isDid } from '../core/didkey.ts';
 import { type ContentId, contentId, isContentId } from '../core/hash.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
@@ -81,7 +82,10 @@ export interface NodeConfig {
   readonly resources: readonly ResourceConfig[];
   /** Meter settings (§5), handed to the meter as given; `estimates_uj`/`default_uj` price calls. */
   readonly meter: Readonly<Record<string, unknown>>;
-  /** Cluster settings (budget channels, streams; docs/cluster.md), handed to node/cluster.ts as given. */
+  /**
+   * Cluster settings (budget channels, streams; docs/cluster.md), handed to node/cluster.ts as
+   * given. A non-empty section is refused without `nats` (it would have no effect).
+   */
   readonly cluster: Readonly<Record<string, unknown>>;
 }
 
@@ -253,6 +257,11 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
   if (typeof meter !== 'object' || meter === null || Array.isArray(meter)) fail('meter', 'expected an object');
   const cluster = o['cluster'] ?? {};
   if (typeof cluster !== 'object' || cluster === null || Array.isArray(cluster)) fail('cluster', 'expected an object');
+  // The cluster section only takes effect through NATS (cli/node.ts joins the cluster only with a
+  // nats URL): without one it would be ignored in silence, and its channels served as plain grants.
+  if (Object.keys(cluster).length > 0 && nats === undefined) {
+    fail('cluster', 'needs "nats" (or --nats url): without NATS the node joins no cluster and this section would be ignored');
+  }
   return {
     listen,
     dataDir,
@@ -283,16 +292,18 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
 
 /**
  * Reads and checks a JSON config file (or only the defaults and overrides when `file` is undefined).
- * @throws NodeFault `config-invalid`: the file is unreadable or not JSON (where = the file), or a
- *   field is wrong (where = the field).
+ * At most {@link READ_CAPS}.configFile (4 MiB) is read.
+ * @throws NodeFault `config-invalid`: the file is unreadable, a folder, larger than 4 MiB (or
+ *   endless, such as /dev/zero) or not JSON (where = the file), or a field is wrong (where = the field).
  */
 export function loadConfig(file: string | undefined, overrides: ConfigOverrides = {}): NodeConfig {
   if (file === undefined) return configFromJson({}, overrides);
   let raw: string;
   try {
-    raw = readFileSync(file, 'utf8');
+    raw = readFileCapped(file, READ_CAPS.configFile, 'config file').toString('utf8');
   } catch (e) {
-    throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: cannot read ${file}: ${(e as Error).message}`, file, { cause: e });
+    const why = e instanceof IoError ? e.message : `cannot read ${file}: ${(e as Error).message}`;
+    throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${why}`, file, { cause: e });
   }
   let v: unknown;
   try {

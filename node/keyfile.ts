@@ -3,9 +3,9 @@
  * key for the CLI. A key file is JSON `{"type": "jcp-ed25519-seed", "seed": <64 hex>, "did": <did:key>}`,
  * created with mode 0600 and refused when others can read it (as ssh refuses a private key).
  */
-import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { makeDirs } from '../cli/fsutil.ts';
+import { IoError, makeDirs, READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
 import { type Actor, actorFromSeed, type Rng } from '../core/actor.ts';
 import { fromHex, toHex } from '../core/bytes.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
@@ -18,30 +18,34 @@ function bad(file: string, what: string, cause?: unknown): never {
 }
 
 /**
- * Reads an actor from a key file, checking its permissions, its form and that its did matches its seed.
- * @throws NodeFault `key-file-invalid` (unreadable, readable by group/others, not a key file, did mismatch).
+ * Reads an actor from a key file (at most {@link READ_CAPS}.keyFile = 64 KiB is read), checking
+ * first that it is a key file at all, then its permissions, then that its did matches its seed.
+ * @throws NodeFault `key-file-invalid` (unreadable, a folder, larger than 64 KiB or endless such as
+ *   /dev/zero, not a key file, readable by group/others, did mismatch).
  */
 export function readKeyFile(file: string): Actor {
   let mode: number;
   let raw: string;
   try {
     mode = statSync(file).mode;
-    raw = readFileSync(file, 'utf8');
+    raw = readFileCapped(file, READ_CAPS.keyFile, 'key file').toString('utf8');
   } catch (e) {
+    if (e instanceof IoError) throw new NodeFault(NodeFaultCodes.KEY_FILE_INVALID, e.message, file, { cause: e });
     bad(file, `cannot read: ${(e as Error).message}`, e);
   }
-  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
-    bad(file, `mode ${(mode & 0o777).toString(8)} lets others read the key; chmod 600 it`);
-  }
+  // The content first: a chain or config file given as --key is "not a key file", whatever its mode.
   let v: unknown;
   try {
     v = JSON.parse(raw);
   } catch (e) {
-    bad(file, 'not JSON', e);
+    bad(file, `not a key file (not JSON); expected {"type": "${KEY_FILE_TYPE}", "seed": <64 hex>, "did": <did:key>}`, e);
   }
   const o = v as { type?: unknown; seed?: unknown; did?: unknown };
   if (typeof o !== 'object' || o === null || o.type !== KEY_FILE_TYPE || typeof o.seed !== 'string') {
-    bad(file, `expected {"type": "${KEY_FILE_TYPE}", "seed": <64 hex>, "did": <did:key>}`);
+    bad(file, `not a key file: expected {"type": "${KEY_FILE_TYPE}", "seed": <64 hex>, "did": <did:key>}`);
+  }
+  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
+    bad(file, `mode ${(mode & 0o777).toString(8)} lets others read the key; chmod 600 it`);
   }
   let actor: Actor;
   try {

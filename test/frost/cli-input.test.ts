@@ -13,7 +13,7 @@
  * commands are pointed at a closed port: reaching `frost-transport` proves the input was accepted.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -225,10 +225,10 @@ describe.runIf(LINUX)('folders under /proc fail at once (Node 20 recursive mkdir
     expectIo(r, '/proc/x');
   });
 
-  it('jcp node start --data /proc/x: config-invalid at data_dir, no hang', async () => {
+  it('jcp node start --data /proc/x: config-invalid naming data_dir, no hang', async () => {
     const r = await jcp(['node', 'start', '--data', '/proc/x', '--listen', '127.0.0.1:0']);
     expect(r.code, r.stderr).toBe(1);
-    expect(r.stderr).toMatch(/^jcp node: error \[config-invalid\] at data_dir: cannot create folder \/proc\/x: /);
+    expect(r.stderr).toMatch(/^jcp node: error \[config-invalid\]: data_dir: cannot create folder \/proc\/x: /);
   });
 
   it('the key file writer and the helper itself (used by jcp shards too): typed errors, no hang', async () => {
@@ -243,6 +243,20 @@ describe.runIf(LINUX)('folders under /proc fail at once (Node 20 recursive mkdir
     `);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual(['io', '/proc/x', 'key-file-invalid']);
+  });
+});
+
+describe('keystore lock / read through a size cap', () => {
+  it.skipIf(!LINUX)('a stale .lock that is endless (a link to /dev/zero) is not read to its end: taken over at once', async () => {
+    const dir = tmp('lock');
+    symlinkSync('/dev/zero', join(dir, '.lock'));
+    const r = await tsChild(`
+      const { Keystore } = await import(${JSON.stringify(new URL('../../frost/keystore.ts', import.meta.url).pathname)});
+      Keystore.open(${JSON.stringify(dir)}, { logN: 10 }).close();
+      console.log('opened');
+    `);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('opened');
   });
 });
 

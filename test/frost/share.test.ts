@@ -2,7 +2,7 @@
  * Share and identity files (frost/sharefile.ts) and the keystore lock (frost/keystore.ts): mode
  * 0600, sealing with a passphrase, and every altered byte refused with a clear code.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -14,7 +14,8 @@ import { deal } from '../../frost/dealer.ts';
 import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
 import { Fn, groupToCbor } from '../../frost/group.ts';
 import { Keystore } from '../../frost/keystore.ts';
-import { decodeShareFile, encodeShareFile, readIdentityFile, readShareFile, shareRecord, writeShareFile } from '../../frost/sharefile.ts';
+import { decodeShareFile, encodeShareFile, peekShareFile, readIdentityFile, readShareFile, shareRecord, writeShareFile } from '../../frost/sharefile.ts';
+import { readMessage } from '../../cli/frost.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'jcp-frost-share-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -157,5 +158,31 @@ describe('files and folders / failures are code io naming the path', () => {
     expect(codeOf(() => writeShareFile(nowhere, rec))).toBe('io');
     expect(() => writeShareFile(nowhere, rec)).toThrow(`cannot write ${nowhere}`);
     expect(existsSync(join(root, 'no-folder'))).toBe(false);
+  });
+});
+
+describe('files / read through a size cap, never whole when too large', () => {
+  /** A 0600 sparse file of `bytes` zero bytes (nothing on disk). */
+  const sparse = (name: string, bytes: number) => {
+    const f = join(root, name);
+    writeFileSync(f, '', { mode: 0o600 });
+    truncateSync(f, bytes);
+    return f;
+  };
+
+  it('refuse / a share file over 4 MiB, an identity file over 64 KiB: code io naming the cap (EFBIG)', () => {
+    const share = sparse('huge.share', (4 << 20) + 1);
+    expect(codeOf(() => readShareFile(share))).toBe('io');
+    expect(() => readShareFile(share)).toThrow(`share file ${share}: larger than 4 MiB, the most a share file may be; not read (EFBIG)`);
+    expect(codeOf(() => peekShareFile(share))).toBe(FrostErrorCodes.FILE_MALFORMED);
+    expect(() => peekShareFile(share)).toThrow(/larger than 4 MiB/);
+    const id = sparse('huge-identity.key', (64 << 10) + 1);
+    expect(() => readIdentityFile(id)).toThrow(`identity file ${id}: larger than 64 KiB, the most an identity file may be`);
+  });
+
+  it('refuse / a --message file over 64 MiB (the most one NATS message carries): code io', () => {
+    const m = sparse('huge.msg', (64 << 20) + 1);
+    expect(codeOf(() => readMessage(m))).toBe('io');
+    expect(() => readMessage(m)).toThrow(/message file .*huge\.msg: larger than 64 MiB/);
   });
 });

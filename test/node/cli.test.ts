@@ -1,9 +1,13 @@
 /** The CLI around the node: keys, grants, `jcp call`, `jcp grant revoke`, `jcp receipts`, `jcp node start` refusals. */
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { decode } from '../../core/cbor.ts';
 import { main } from '../../cli/main.ts';
+import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { JcpClient } from '../../node/index.ts';
 import { liveNode, tempDir } from './fixtures.ts';
 
 async function jcp(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -58,7 +62,7 @@ describe('jcp CLI around a node', () => {
     expect(del.code).toBe(0);
     const bad = await jcp('grant', 'delegate', '--chain', f('root.json'), '--key', f('carol.key'), '--subject', f('carol.key'), '--budget', '1', '--out', f('x.json'));
     expect(bad.code).toBe(1);
-    expect(bad.err).toMatch(/not-holder/);
+    expect(bad.err).toMatch(/^jcp grant: error \[not-holder\]: delegate refused: /);
 
     const call = await jcp('call', '--node', addr, '--chain', f('child.json'), '--key', f('carol.key'), '--action', 'read', '--payload', '{"q":1}', '--cost', '40');
     expect(call.code).toBe(0);
@@ -78,7 +82,7 @@ describe('jcp CLI around a node', () => {
   test('grant revoke sends a signed revocation; the subtree is denied revoked', async () => {
     const notIssuer = await jcp('grant', 'revoke', '--chain', f('root.json'), '--key', f('bob.key'), '--node', addr, '--link', '0');
     expect(notIssuer.code).toBe(1);
-    expect(notIssuer.err).toMatch(/not-issuer/);
+    expect(notIssuer.err).toMatch(/^jcp grant: error \[not-issuer\]: revoke refused: /);
     const r = await jcp('grant', 'revoke', '--chain', f('root.json'), '--key', f('alice.key'), '--node', addr, '--link', '0');
     expect(r.code).toBe(0);
     const call = await jcp('call', '--node', addr, '--chain', f('child.json'), '--key', f('carol.key'), '--action', 'read', '--payload', '{"q":2}');
@@ -174,5 +178,169 @@ describe('jcp CLI usage errors (every command shares the option parser)', () => 
     const unknown = await jcp('frobnicate');
     expect(unknown.code).toBe(2);
     expect(unknown.err).toBe("jcp: error [usage]: unknown command 'frobnicate'\nRun 'jcp --help'.\n");
+  });
+});
+
+/** A sparse file of `bytes` zero bytes (no disk used): bigger than a cap, cheap to make. */
+function sparse(file: string, bytes: number): string {
+  writeFileSync(file, '', { mode: 0o600 });
+  truncateSync(file, bytes);
+  return file;
+}
+
+/** Runs bin/jcp.mjs in a child killed after `ms`: a command that reads without end fails by timeout, not by eating the test's memory. */
+async function jcpChild(args: string[], ms = 20_000): Promise<{ code: number | null; err: string }> {
+  return promisify(execFile)(process.execPath, [JCP_BIN, ...args], { timeout: ms, killSignal: 'SIGKILL' }).then(
+    (r) => ({ code: 0, err: r.stderr }),
+    (e: { code?: number | string; killed?: boolean; stderr: string }) => ({ code: e.killed ? null : typeof e.code === 'number' ? e.code : null, err: e.stderr }),
+  );
+}
+
+describe('jcp CLI reads every key, config and chain file through a size cap', () => {
+  const t = tempDir('cli-caps');
+  const f = (n: string) => path.join(t.dir, n);
+  beforeAll(async () => {
+    expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
+    expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+  });
+  afterAll(() => t.cleanup());
+
+  test('a file over its kind\'s cap is refused with the cap named, under the reader\'s stable code, exit 1', async () => {
+    const big = sparse(f('big'), 9 << 20); // over every cap here: key 64 KiB, config 4 MiB, chain 8 MiB
+    const cases: [string[], RegExp][] = [
+      [['key', 'show', big], /^jcp key: error \[key-file-invalid\]: key file .*big: larger than 64 KiB, the most a key file may be; not read \(EFBIG\)\n$/],
+      [['node', 'start', '--config', big], /^jcp node: error \[config-invalid\]: config: config file .*big: larger than 4 MiB/],
+      [['grant', 'show', '--chain', big], /^jcp grant: error \[schema\]: chain file .*big: larger than 8 MiB/],
+      [['call', '--node', '127.0.0.1:1', '--chain', big, '--key', f('k.key'), '--action', 'a'], /^jcp call: error \[schema\]: chain file .*larger than 8 MiB/],
+      [['call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', big, '--action', 'a'], /^jcp call: error \[key-file-invalid\]: key file .*larger than 64 KiB/],
+      [['meter', 'probe', '--config', big], /^jcp meter: error \[usage\]: --config .*larger than 4 MiB/],
+    ];
+    for (const [argv, want] of cases) {
+      const r = await jcp(...argv);
+      expect(r.err, argv.join(' ')).toMatch(want);
+      expect(r.code).toBe(argv[0] === 'meter' ? 2 : 1);
+    }
+    // Folders and missing files keep their codes.
+    expect((await jcp('key', 'show', t.dir)).err).toMatch(/^jcp key: error \[key-file-invalid\]: .*EISDIR/);
+    expect((await jcp('grant', 'show', '--chain', f('nope.json'))).err).toMatch(/^jcp grant: error \[schema\]: .*ENOENT/);
+  });
+
+  test.skipIf(process.platform !== 'linux')('endless files (/dev/zero, /dev/urandom) are refused at once, not read until memory runs out', async () => {
+    const cases: [string[], RegExp][] = [
+      [['key', 'show', '/dev/zero'], /^jcp key: error \[key-file-invalid\]: key file \/dev\/zero: larger than 64 KiB/],
+      [['node', 'start', '--config', '/dev/zero'], /^jcp node: error \[config-invalid\]: config: config file \/dev\/zero: larger than 4 MiB/],
+      [['call', '--node', '127.0.0.1:1', '--chain', '/dev/zero', '--key', f('k.key'), '--action', 'a'], /^jcp call: error \[schema\]: chain file \/dev\/zero: larger than 8 MiB/],
+      [['call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', '/dev/urandom', '--action', 'a'], /^jcp call: error \[key-file-invalid\]: key file \/dev\/urandom: larger than 64 KiB/],
+    ];
+    await Promise.all(
+      cases.map(async ([argv, want]) => {
+        const r = await jcpChild(argv);
+        expect(r.code, `${argv.join(' ')}: ${r.err}`).toBe(1);
+        expect(r.err).toMatch(want);
+      }),
+    );
+  });
+});
+
+describe('jcp CLI error lines: `jcp <command>: error [code]: message` with the product\'s codes', () => {
+  const t = tempDir('cli-errors');
+  const f = (n: string) => path.join(t.dir, n);
+  beforeAll(async () => {
+    expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
+    expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+  });
+  afterAll(() => t.cleanup());
+
+  test('a malformed --node (call, grant revoke) or --listen (node start) is a usage error, exit 2', async () => {
+    const cases: [string[], RegExp][] = [
+      [['call', '--node', '127.0.0.1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a'], /^jcp call: error \[usage\]: --node: expected host:port, got "127\.0\.0\.1"$/],
+      [['grant', 'revoke', '--chain', f('g.json'), '--key', f('k.key'), '--node', 'nowhere'], /^jcp grant: error \[usage\]: --node: expected host:port/],
+      [['node', 'start', '--listen', 'nowhere'], /^jcp node: error \[usage\]: --listen: expected host:port/],
+    ];
+    for (const [argv, want] of cases) {
+      const r = await jcp(...argv);
+      expect(r.code, r.err).toBe(2);
+      const lines = r.err.trimEnd().split('\n');
+      expect(lines[0]).toMatch(want);
+      expect(lines[1]).toBe(`Run 'jcp ${argv[0]} --help'.`);
+    }
+  });
+
+  test('system errors map to io / connection-failed, the errno kept in the message, never as the code', async () => {
+    const refused = await jcp('call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toBe('jcp call: error [connection-failed]: cannot reach node 127.0.0.1:1: connection refused (ECONNREFUSED)\n');
+    const mint = (out: string) => jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', out);
+    const noDir = await mint(f('nodir/x.json'));
+    expect(noDir.code).toBe(1);
+    expect(noDir.err).toMatch(/^jcp grant: error \[io\]: cannot write chain file .*nodir\/x\.json: no such file or folder \(ENOENT\)\n$/);
+    const notDir = await mint(path.join(f('k.key'), 'x.json'));
+    expect(notDir.err).toMatch(/^jcp grant: error \[io\]: .*\(ENOTDIR\)\n$/);
+    for (const r of [refused, noDir, notDir]) expect(r.err).not.toMatch(/\[E[A-Z]+\]/);
+  });
+
+  test('any command\'s stray system error is mapped too: EEXIST is [io], ECONNRESET [connection-failed]', async () => {
+    const { command } = await import('../../cli/key.ts');
+    const sys = (code: string, syscall: string, extra: object) => Object.assign(new Error(`${code}: raw ${syscall}`), { code, syscall, errno: -1, ...extra });
+    const run = vi.spyOn(command, 'run');
+    try {
+      run.mockRejectedValueOnce(sys('EEXIST', 'mkdir', { path: '/x/y' }));
+      const exists = await jcp('key', 'show', 'whatever');
+      expect([exists.code, exists.err]).toEqual([1, 'jcp key: error [io]: cannot create folder /x/y: already exists (EEXIST)\n']);
+      run.mockRejectedValueOnce(sys('ECONNRESET', 'read', {}));
+      const reset = await jcp('key', 'show', 'whatever');
+      expect([reset.code, reset.err]).toEqual([1, 'jcp key: error [connection-failed]: cannot reach the server: connection reset by the peer (ECONNRESET)\n']);
+    } finally {
+      run.mockRestore();
+    }
+  });
+
+  test('a chain file given as --key is "not a key file", whatever its mode', async () => {
+    expect(statSync(f('g.json')).mode & 0o077).not.toBe(0); // written 0644 (less the umask): readable by others
+    const r = await jcp('call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', f('g.json'), '--action', 'a');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^jcp call: error \[key-file-invalid\]: key file .*g\.json: not a key file/);
+    expect(r.err).not.toMatch(/chmod/);
+  });
+});
+
+describe('jcp CLI small inputs', () => {
+  const t = tempDir('cli-inputs');
+  const f = (n: string) => path.join(t.dir, n);
+  let node: Awaited<ReturnType<typeof liveNode>>;
+  beforeAll(async () => {
+    node = await liveNode({ resources: [{ name: 'demo' }], meter: { default_estimate_uj: 0, rungs: ['estimator'] } });
+    expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
+    expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'demo', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+  });
+  afterAll(async () => {
+    await node.cleanup();
+    t.cleanup();
+  });
+
+  test('grant mint refuses an empty --resource, and writes nothing', async () => {
+    const r = await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', '', '--actions', 'a', '--budget', '5', '--out', f('empty.json'));
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/^jcp grant: error \[usage\]: --resource: empty resource name/);
+    expect(existsSync(f('empty.json'))).toBe(false);
+  });
+
+  test('--payload is sent as the exact bytes typed; a number JSON readers would change is refused', async () => {
+    const spy = vi.spyOn(JcpClient.prototype, 'call');
+    try {
+      const typed = '{ "q": 1.50, "s": "\u00e9t\u00e9", "n": 9007199254740992, "e": 2.5e-3 }';
+      const r = await jcp('call', '--node', `127.0.0.1:${node.port}`, '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--payload', typed);
+      expect(r.code, r.err).toBe(0);
+      expect(spy).toHaveBeenCalledTimes(1);
+      expect(spy.mock.calls[0]![0].payload).toEqual(new TextEncoder().encode(typed));
+      for (const bad of ['{"big":1e400}', '{"n":12345678901234567890123}', '[9007199254740993]', '{"tiny":1e-400}']) {
+        const refused = await jcp('call', '--node', `127.0.0.1:${node.port}`, '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--payload', bad);
+        expect(refused.code, bad).toBe(2);
+        expect(refused.err).toMatch(/^jcp call: error \[usage\]: --payload: the number \S+ cannot be represented exactly/);
+      }
+      expect(spy).toHaveBeenCalledTimes(1); // nothing refused was sent
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

@@ -1,7 +1,8 @@
 /** Node configuration and key files: bad fields are refused with the field named; keys are 0600. */
-import { chmodSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { readClusterConfig } from '../../node/cluster.ts';
 import { CONFIG_DEFAULTS, configFromJson, loadConfig, loadOrCreateKey, NodeFault, readKeyFile, resourceIdOf, startNode } from '../../node/index.ts';
 import { cast, quiet, tempDir } from './fixtures.ts';
 
@@ -10,8 +11,12 @@ const t = tempDir('config');
 afterAll(() => t.cleanup());
 
 function refusal(v: unknown, overrides = {}): { code: string; where: string | undefined } {
+  return refused(() => configFromJson(v, overrides, t.dir));
+}
+
+function refused(fn: () => unknown): { code: string; where: string | undefined } {
   try {
-    configFromJson(v, overrides, t.dir);
+    fn();
   } catch (e) {
     if (e instanceof NodeFault) return { code: e.code, where: e.where };
     throw e;
@@ -67,6 +72,31 @@ describe('config', () => {
     expect([(e as NodeFault).code, (e as NodeFault).where]).toEqual(['config-invalid', 'meter.active_watts']);
   });
 
+  test('config-invalid / a cluster section without nats is refused (it would be ignored), naming cluster', () => {
+    const cluster = { channels: [{ grant_id: 'a'.repeat(64), window_uj: 5000 }] };
+    expect(refusal({ cluster })).toEqual({ code: 'config-invalid', where: 'cluster' });
+    expect(() => configFromJson({ cluster }, { nats: 'nats://127.0.0.1:4222' }, t.dir)).not.toThrow();
+    expect(() => configFromJson({ cluster, nats: 'nats://127.0.0.1:4222' }, {}, t.dir)).not.toThrow();
+    expect(() => configFromJson({ cluster: {} }, {}, t.dir)).not.toThrow(); // empty: nothing ignored
+  });
+
+  test('config-invalid / a channel window_uj over 64 bits is refused (energy amounts are uint64)', () => {
+    const channel = (window_uj: unknown) => ({ channels: [{ grant_id: 'a'.repeat(64), window_uj }] });
+    for (const w of ['18446744073709551616', '99999999999999999999999999']) {
+      expect(refused(() => readClusterConfig(channel(w)))).toEqual({ code: 'config-invalid', where: 'cluster.channels[0].window_uj' });
+    }
+    expect(readClusterConfig(channel('18446744073709551615')).channels[0]!.windowUj).toBe((1n << 64n) - 1n);
+    expect(readClusterConfig(channel(5000)).channels[0]!.windowUj).toBe(5000n);
+  });
+
+  test('config-invalid / a config file over 4 MiB is refused without reading it all, naming the file', () => {
+    const f = path.join(t.dir, 'huge.json');
+    writeFileSync(f, '');
+    truncateSync(f, (4 << 20) + 1);
+    expect(refused(() => loadConfig(f))).toEqual({ code: 'config-invalid', where: f });
+    expect(() => loadConfig(f)).toThrow(/larger than 4 MiB, the most a config file may be/);
+  });
+
   test('config-invalid / a file that is not JSON names the file', () => {
     const f = path.join(t.dir, 'bad.json');
     writeFileSync(f, '{ nope');
@@ -95,6 +125,24 @@ describe('key files', () => {
     loadOrCreateKey(f, rng);
     chmodSync(f, 0o644);
     expect(() => readKeyFile(f)).toThrow(/chmod 600/);
+  });
+
+  test('key-file-invalid / content is checked before the mode: another kind of file is "not a key file"', () => {
+    const f = path.join(t.dir, 'chain.json');
+    writeFileSync(f, JSON.stringify({ type: 'jcp-chain', chain: [] }), { mode: 0o644 });
+    chmodSync(f, 0o644);
+    expect(refused(() => readKeyFile(f))).toEqual({ code: 'key-file-invalid', where: f });
+    expect(() => readKeyFile(f)).toThrow(/not a key file/);
+    writeFileSync(f, 'plain text');
+    expect(() => readKeyFile(f)).toThrow(/not a key file \(not JSON\)/);
+  });
+
+  test('key-file-invalid / a key file over 64 KiB is refused without reading it all', () => {
+    const f = path.join(t.dir, 'huge.key');
+    writeFileSync(f, '', { mode: 0o600 });
+    truncateSync(f, 1 << 20); // sparse: nothing on disk
+    expect(refused(() => readKeyFile(f))).toEqual({ code: 'key-file-invalid', where: f });
+    expect(() => readKeyFile(f)).toThrow(/larger than 64 KiB, the most a key file may be/);
   });
 
   test('key-file-invalid / a key whose did does not match its seed is refused', () => {
