@@ -18,12 +18,13 @@
  *   (COSE_Sign1); `v` ‖ grant id (hex) → signed revocation (det-CBOR); `s` ‖ request id (hex) →
  *   the endpoint's result bytes, kept for idempotent replies.
  */
-import { existsSync, readFileSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync } from 'node:fs';
+import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { bytesEqual } from '../core/bytes.ts';
 import type { Did } from '../core/didkey.ts';
 import { blake3, type ContentId } from '../core/hash.ts';
+import { readFileCapped } from '../cli/fsutil.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { HeadMarkFile } from './headmark.ts';
 
@@ -99,7 +100,7 @@ export function readDataMeta(dataDir: string): { format: string; steward: Did; c
   const file = path.join(dataDir, 'node.json');
   if (!existsSync(file)) return undefined;
   try {
-    const v = JSON.parse(readFileSync(file, 'utf8')) as { format: string; steward: Did; created_at_s: number };
+    const v = JSON.parse(readFileCapped(file, 64 << 10, 'data folder file').toString('utf8')) as { format: string; steward: Did; created_at_s: number };
     if (v.format !== DATA_FORMAT || typeof v.steward !== 'string') throw new Error(`not a ${DATA_FORMAT} data folder`);
     return v;
   } catch (e) {
