@@ -6,11 +6,17 @@
  *   the pure decision allowed and before the debit;
  * - a revocation feed: the revocation stream, read from its first message on every boot, each
  *   revocation submitted to the node's revocation store; once one is in force the node publishes
- *   its close record of the revoked grant (shards/), which is what rebalancing reads.
+ *   its close record of the revoked grant (shards/), which is what rebalancing reads;
+ * - shard binding (§4.5 "each point then enforces only its own shard"): the shard assignment
+ *   stream, read from its first message on every boot; a chain through a child of a sharded
+ *   parent that is not assigned to this node is refused `budget-exceeded` (shards/binding.ts), and
+ *   the node acknowledges each assignment once it is in force, which is what `jcp shards mint`
+ *   waits for before it hands out chain files.
  *
  * The hooks are built before the node opens its log and attached once the steward and the
  * replayed ledger exist ({@link ClusterHooks.attach}); until then every chain through a channel
- * grant is refused (the restart rule).
+ * grant is refused (the restart rule), and so is every chain of more than one link until the
+ * assignment stream has been read once (a shard cannot be told from another child before).
  *
  * Config: the `cluster` section of the node config (docs/cluster.md), read by
  * {@link readClusterConfig}:
@@ -29,7 +35,10 @@ import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.t
 import { JetStreamBus } from '../channel/jetstream.ts';
 import type { Logger } from '../channel/log.ts';
 import { channelNames } from '../channel/names.ts';
+import { decodeShardAssignment, signShardAck } from '../shards/assignment.ts';
+import { ShardBindings } from '../shards/binding.ts';
 import { ShardCloser } from '../shards/closer.ts';
+import { type AssignmentFollow, ShardAssignmentStream } from '../shards/stream.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 
 /** The `cluster` section of a node config, with defaults applied. */
@@ -81,8 +90,8 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     for (const k of Object.keys(co)) if (!['grant_id', 'window_uj', 'points'].includes(k)) bad(`${where}.${k}`, 'unknown field');
     if (!isContentId(co['grant_id'])) bad(`${where}.grant_id`, 'expected a content id');
     const w = co['window_uj'];
-    if (!((typeof w === 'number' && Number.isSafeInteger(w) && w >= 0) || (typeof w === 'string' && /^\d+$/.test(w)))) {
-      bad(`${where}.window_uj`, 'expected a non-negative integer (µJ)');
+    if (!((typeof w === 'number' && Number.isSafeInteger(w) && w >= 0) || (typeof w === 'string' && /^\d{1,20}$/.test(w) && BigInt(w) < 1n << 64n))) {
+      bad(`${where}.window_uj`, 'expected a non-negative integer (µJ) below 2^64 (energy amounts are uint64)');
     }
     let points: Did[] | undefined;
     if (co['points'] !== undefined) {
@@ -111,8 +120,16 @@ export class ClusterHooks {
   readonly channels: Channels;
   readonly feed: RevocationStreamFeed;
   readonly config: ClusterConfig;
+  /** The shard assignments in force here and the binding check (shards/binding.ts). */
+  readonly shards = new ShardBindings();
   readonly #log: Logger;
   #closer: ShardCloser | undefined;
+  #steward: Actor | undefined;
+  #assignments: ShardAssignmentStream | undefined;
+  #assignFollow: AssignmentFollow | undefined;
+  /** The assignment follow, started with the hooks so it is usually caught up before the node listens. */
+  readonly #assignFollowing: Promise<void>;
+  #stopped = false;
   /** Revocations taken before {@link attach} (boot catch-up): closed once the ledger is known. */
   readonly #taken: SignedRevocation[] = [];
 
@@ -135,6 +152,7 @@ export class ClusterHooks {
         else this.#taken.push(sr);
       },
     });
+    this.#assignFollowing = this.#followAssignments();
   }
 
   /** The budget policy for `startNode` (node/hooks.ts `BudgetPolicy`). */
@@ -142,21 +160,102 @@ export class ClusterHooks {
     admit(req: DecisionRequest, d: AllowDecision): Deny | undefined;
     committed(req: DecisionRequest, d: AllowDecision): void;
   } {
-    return { admit: (req, d) => this.channels.admit(req, d), committed: (req, d) => this.channels.committed(req, d) };
+    return {
+      admit: (req, d) => this.shards.check(req.chain, d.chainIds, this.#steward?.did, req.cost.uj) ?? this.channels.admit(req, d),
+      committed: (req, d) => this.channels.committed(req, d),
+    };
   }
 
-  /** The revocation feed for `startNode` (node/hooks.ts `RevocationFeed`). */
+  /**
+   * The revocation feed for `startNode` (node/hooks.ts `RevocationFeed`). Its start resolves once
+   * both the revocation and the shard assignment backlogs are read (the assignments are followed
+   * from construction on), or after `revocation_catch_up_ms`; chains of more than one link stay
+   * refused until the assignments are read.
+   */
   get revocationFeed(): { name: string; start(sink: RevocationSinkLike): Promise<void>; stop(): Promise<void> } {
-    return this.feed;
+    return {
+      name: this.feed.name,
+      start: async (sink) => {
+        await Promise.all([this.feed.start(sink), this.#assignFollowing]);
+      },
+      stop: async () => {
+        await this.#stopAssignments();
+        await this.feed.stop();
+      },
+    };
+  }
+
+  /** Follows the assignment stream until stopped; resolves once caught up or after the catch-up window. Never rejects. */
+  async #followAssignments(): Promise<void> {
+    const catchUpMs = this.config.revocationCatchUpMs;
+    const started = (async () => {
+      for (let attempt = 0; !this.#stopped; attempt++) {
+        try {
+          await this.bus.ready();
+          this.#assignments ??= new ShardAssignmentStream(this.bus.connection!, { root: this.config.subjectRoot, replicas: this.config.replicas });
+          const follow = await this.#assignments.follow((bytes) => this.#assignment(bytes));
+          if (this.#stopped) await follow.stop();
+          else this.#assignFollow = follow;
+          await follow.caughtUp;
+          this.shards.markReady();
+          this.#ackInForce();
+          this.#log.info({ assignments: this.shards.counts.taken }, 'shard assignment stream caught up');
+          return;
+        } catch (e) {
+          this.#log.warn({ why: (e as Error).message, attempt }, 'shard assignment stream not reachable yet; retrying (chains of more than one link are refused meanwhile)');
+          await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 4))));
+        }
+      }
+    })();
+    const inTime = await Promise.race([started.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), catchUpMs).unref())]);
+    if (!inTime) this.#log.warn({ catch_up_ms: catchUpMs }, 'shard assignments not read yet; chains of more than one link are refused until they are');
+  }
+
+  async #stopAssignments(): Promise<void> {
+    this.#stopped = true;
+    await this.#assignFollow?.stop();
+    this.#assignFollow = undefined;
+  }
+
+  /** Takes one assignment from the stream; acknowledges it once caught up and attached. */
+  #assignment(bytes: Uint8Array): void {
+    let taken: ReturnType<ShardBindings['take']>;
+    try {
+      taken = this.shards.take(decodeShardAssignment(bytes));
+    } catch (e) {
+      this.#log.warn({ why: (e as Error).message }, 'malformed shard assignment on the stream: ignored');
+      return;
+    }
+    if (!taken.ok) {
+      this.#log.warn({ code: taken.error.code, why: taken.error.why }, 'shard assignment refused');
+      return;
+    }
+    if (this.shards.ready) this.#ack(taken.value);
+  }
+
+  #ackInForce(): void {
+    if (!this.shards.ready) return;
+    for (const id of this.shards.inForce()) this.#ack(id);
+  }
+
+  #ack(assignment: string): void {
+    const steward = this.#steward;
+    const stream = this.#assignments;
+    if (steward === undefined || stream === undefined) return;
+    stream.publishAck(signShardAck({ assignment, point: steward.did }, steward)).catch((e: Error) => {
+      this.#log.warn({ assignment, why: e.message }, 'shard assignment acknowledgement not published');
+    });
   }
 
   /**
    * Attaches the running node: its steward signs statements and close records, its replayed
    * ledger gives each channel's starting spend. Starts settlement (each channel settles before
-   * it allows anything).
+   * it allows anything) and acknowledges the shard assignments already in force.
    */
   attach(steward: Actor, ledger: LedgerView): void {
     this.channels.attach(steward, (id) => ledger.spent(id));
+    this.#steward = steward;
+    this.#ackInForce();
     this.#closer = new ShardCloser(this.bus, steward, ledger);
     for (const sr of this.#taken.splice(0)) void this.#closer.closed(sr);
     this.channels.start();
@@ -171,6 +270,7 @@ export class ClusterHooks {
   /** Stops settlement (after one final settlement) and closes the NATS connection. */
   async close(): Promise<void> {
     await this.channels.stop(this.bus.connected);
+    await this.#stopAssignments();
     await this.feed.stop();
     await this.bus.close();
   }

@@ -11,6 +11,10 @@
  * Nothing is re-issued until every point has closed: a point that is down or cut off holds the
  * rebalance up (it fails with the points still missing; running it again resumes). Close records
  * claim at least the receipts' spend, so rebalancing never creates µJ.
+ *
+ * If the closed shards spent more than the parent's budget (shards that were not bound to their
+ * points, shards/binding.ts, and were spent at several), nothing is re-issued: the report carries
+ * the overspend (`overspentUj`) and a manifest with no live shards that records what was spent.
  */
 import type { Actor, Rng } from '../core/actor.ts';
 import { encode } from '../core/cbor.ts';
@@ -62,9 +66,15 @@ export interface RebalanceReport {
   readonly closed: readonly ClosedShard[];
   /** µJ still available to the new shards: parent budget − consumed. */
   readonly leftUj: Uj;
+  /** µJ spent past the parent's budget (consumed − budget; 0 when within it). Nothing is re-issued when positive. */
+  readonly overspentUj: Uj;
 }
 
-/** Rebalances a shard set. See the module docs. */
+/**
+ * Rebalances a shard set (spec §4.5, revocation + re-issuance). See the module docs. Refusals:
+ * `no-shards`, `close-timeout` (naming the missing (shard, point) pairs), or core's shard
+ * refusals from the re-issue. Amounts in µJ.
+ */
 export async function rebalance(opts: RebalanceOpts): Promise<Result<RebalanceReport, RebalanceRefusal>> {
   const m = opts.manifest;
   if (m.shards.length === 0) return err({ code: 'no-shards', why: 'the manifest has no live shards' });
@@ -108,6 +118,10 @@ export async function rebalance(opts: RebalanceOpts): Promise<Result<RebalanceRe
   });
   const consumedUj = m.consumedUj + closed.reduce((a, c) => a + c.spentUj, 0n);
   const parentBudget = m.parentChain[m.parentChain.length - 1]!.grant.budget_uj;
+  if (consumedUj > parentBudget) {
+    const manifest: ShardManifest = { parentChain: m.parentChain, generation: m.generation + 1, consumedUj, shards: [], closed: [...m.closed, ...closed] };
+    return ok({ manifest, revocations, closed, leftUj: 0n, overspentUj: consumedUj - parentBudget });
+  }
   const total = m.shards.reduce((a, s) => a + s.grant.grant.budget_uj, 0n);
   const split =
     opts.split ??
@@ -124,7 +138,7 @@ export async function rebalance(opts: RebalanceOpts): Promise<Result<RebalanceRe
     shards: minted.value,
     closed: [...m.closed, ...closed],
   };
-  return ok({ manifest, revocations, closed, leftUj: parentBudget > consumedUj ? parentBudget - consumedUj : 0n });
+  return ok({ manifest, revocations, closed, leftUj: parentBudget - consumedUj, overspentUj: 0n });
 }
 
 /** Shares computed from current budgets are truncated to 0.01%; they never sum past 100. */
