@@ -9,6 +9,7 @@ export { type ChannelSpec, type ChannelStats, Channels, type ChannelsOpts } from
 export { RevocationStreamFeed, type RevocationStreamFeedOpts, type RevocationSinkLike } from './feed.ts';
 export { ensureStreams, JetStreamBus, type JetStreamBusOpts, type StreamSpec, streamConfigs } from './jetstream.ts';
 export { type Logger, silentLogger } from './log.ts';
+export { type Greeting, greetingServers, NATS_UNAVAILABLE, NatsUnavailable, natsGreeting, natsHostPort } from './reach.ts';
 export { MemoryBus, MemoryStore } from './memory.ts';
 export {
   type ChannelNames,

@@ -25,8 +25,10 @@
  *
  * The connection is opened in the background and retried forever: a node that starts while NATS
  * is down (or partitioned) still serves everything that needs no settlement; every bus call waits
- * for the connection up to its deadline and then fails, which a channel point treats as a failed
- * settlement.
+ * for the connection up to its deadline and then fails (`nats-unavailable`, with the reason of the
+ * last attempt), which a channel point treats as a failed settlement. Each attempt first checks
+ * that the servers greet as NATS (channel/reach.ts), so a listener that is not NATS costs no
+ * leaked socket and is named in the error.
  */
 import {
   DeliverPolicy,
@@ -57,6 +59,7 @@ import {
   statementStreamSubjects,
   statementSubject,
 } from './names.ts';
+import { greetingServers, NatsUnavailable } from './reach.ts';
 
 /** Options of a {@link JetStreamBus}. Times in milliseconds. */
 export interface JetStreamBusOpts {
@@ -168,6 +171,10 @@ export class JetStreamBus implements ChannelBus {
   #jsm: JetStreamManager | undefined;
   #ready: Promise<void>;
   #closed = false;
+  /** Stops the connection attempts (probes, pauses) on close. */
+  readonly #abort = new AbortController();
+  /** Why the bus is not ready yet (the last failed attempt), for the error a caller sees. */
+  #problem: string | undefined;
   /** Counters for metrics and the chaos report. */
   readonly counts = { slowConsumers: 0, disconnects: 0, reconnects: 0, consumerResets: 0, publishRetries: 0 };
 
@@ -204,7 +211,7 @@ export class JetStreamBus implements ChannelBus {
 
   /** Resolves once connected with both streams ensured; rejects after `timeoutMs`. */
   async ready(timeoutMs = this.#deadline()): Promise<void> {
-    await withDeadline(this.#ready, timeoutMs, 'NATS connection');
+    await withDeadline(this.#ready, timeoutMs, 'NATS connection', () => this.#problem);
   }
 
   /** True once connected and the streams are ensured, while the connection is not closed. */
@@ -217,9 +224,19 @@ export class JetStreamBus implements ChannelBus {
     // The first connection is retried here (not with waitOnFirstConnect) so close() can stop it.
     for (let attempt = 0; nc === undefined; attempt++) {
       if (this.#closed) throw new Error('bus closed');
+      // connect() leaks its socket when a listener accepts but never speaks NATS (channel/reach.ts),
+      // which kept processes alive forever: such a server is left out of this attempt. A server
+      // that is down stays in (connect() fails fast there, and the pool keeps it for reconnects).
+      const { greeted, usable, problems } = await greetingServers(this.#servers, this.#requestTimeout(), this.#abort.signal);
+      if (this.#closed) throw new Error('bus closed');
+      if (greeted.length === 0) {
+        this.#problem = problems.join('; ') || 'no NATS url given';
+        await this.#pause(Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)));
+        continue;
+      }
       try {
         nc = await connect({
-          servers: this.#servers,
+          servers: usable,
           name: this.#opts.name ?? 'jcp-channel',
           maxReconnectAttempts: -1,
           reconnectTimeWait: 250,
@@ -229,8 +246,9 @@ export class JetStreamBus implements ChannelBus {
           maxPingOut: 2,
           timeout: this.#requestTimeout(),
         });
-      } catch {
-        await sleep(Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)));
+      } catch (e) {
+        this.#problem = `${usable.join(',')}: ${(e as Error).message}`;
+        await this.#pause(Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)));
       }
     }
     if (this.#closed) {
@@ -246,12 +264,19 @@ export class JetStreamBus implements ChannelBus {
         break;
       } catch (e) {
         if (this.#closed) throw e;
+        this.#problem = `connected, but the JetStream streams could not be set up: ${(e as Error).message}`;
         this.#emit({ type: 'publish-retry', detail: `ensure streams: ${(e as Error).message}` });
-        await sleep(Math.min(2_000, 100 * 2 ** Math.min(attempt, 4)));
+        await this.#pause(Math.min(2_000, 100 * 2 ** Math.min(attempt, 4)));
       }
     }
     this.#jsm = jsm;
     this.#js = jetstream(nc, { timeout: this.#requestTimeout() });
+    this.#problem = undefined;
+  }
+
+  /** Sleeps `ms`, or less if the bus is closed meanwhile. */
+  async #pause(ms: number): Promise<void> {
+    await sleep(ms, undefined, { signal: this.#abort.signal }).catch(() => undefined);
   }
 
   async #watch(nc: NatsConnection): Promise<void> {
@@ -307,7 +332,7 @@ export class JetStreamBus implements ChannelBus {
   /** Runs `op` until it succeeds or the deadline passes, retrying with backoff. */
   async #retry<T>(what: string, op: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + this.#deadline();
-    await withDeadline(this.#ready, this.#deadline(), 'NATS connection');
+    await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
     let last: unknown;
     for (let attempt = 0; Date.now() < deadline; attempt++) {
       if (this.#closed) throw new Error('bus closed');
@@ -405,7 +430,7 @@ export class JetStreamBus implements ChannelBus {
    * heartbeats are reported as bus events.
    */
   async followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
-    await withDeadline(this.#ready, this.#deadline(), 'NATS connection');
+    await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
     const jsm = this.#jsm!;
     const js = this.#js!;
     const stream = this.names.revocationStream;
@@ -460,6 +485,7 @@ export class JetStreamBus implements ChannelBus {
   /** Stops every revocation follow and closes the connection. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#abort.abort();
     for (const stop of [...this.#follows]) await stop();
     this.#follows.clear();
     if (this.#nc && !this.#nc.isClosed()) await this.#nc.close().catch(() => {});
@@ -467,21 +493,27 @@ export class JetStreamBus implements ChannelBus {
 
   /** Deletes both streams (tests and `cluster down --purge` only: this destroys the evidence). */
   async deleteStreams(): Promise<void> {
-    await withDeadline(this.#ready, this.#deadline(), 'NATS connection');
+    await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
     for (const name of [this.names.statementStream, this.names.revocationStream]) {
       await this.#jsm!.streams.delete(name).catch(() => false);
     }
   }
 }
 
-/** Same as `p`, but rejects after `ms` milliseconds naming `what`. */
-async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+/**
+ * Same as `p`, but rejects after `ms` milliseconds with a {@link NatsUnavailable} naming `what`
+ * and, when `why` says one, the reason of the last failed attempt.
+ */
+async function withDeadline<T>(p: Promise<T>, ms: number, what: string, why?: () => string | undefined): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
       p,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what}: not ready within ${ms} ms`)), ms);
+        timer = setTimeout(() => {
+          const reason = why?.();
+          reject(new NatsUnavailable(`${what}: not ready within ${ms} ms${reason ? ` (${reason})` : ''}`));
+        }, ms);
       }),
     ]);
   } finally {

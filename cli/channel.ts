@@ -4,6 +4,7 @@ import { isContentId } from '../core/hash.ts';
 import { auditChannel } from '../channel/audit.ts';
 import { JetStreamBus } from '../channel/jetstream.ts';
 import { channelNames } from '../channel/names.ts';
+import { NatsUnavailable, natsHostPort } from '../channel/reach.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp channel audit --grant ID [--nats url] [--subject-root jcp] [--budget uj] [--json]
@@ -21,7 +22,16 @@ Options:
   --budget uj         the grant's budget, if it is not on the stream
   --json              print JSON (amounts as decimal strings, statements as det-CBOR hex)
 
-Exit status: 0 when the audit ran (over budget or not); 1 when NATS cannot be read.`;
+Exit status: 0 when the audit ran (over budget or not); 1 when NATS cannot be read:
+error [nats-unavailable] when no NATS with JetStream answers at the url within 5 s (nothing
+listens, or the listener is not NATS), error [channel-read-failed] when the statements cannot be
+read; 2 for a usage mistake.`;
+
+/** The statement stream could be reached but not read (or a statement not decoded). Code `channel-read-failed`. */
+class ChannelReadError extends Error {
+  override readonly name = 'ChannelReadError';
+  readonly code = 'channel-read-failed';
+}
 
 /** The `jcp channel` command. */
 export const command: Command = {
@@ -39,9 +49,16 @@ export const command: Command = {
     const grant = values.grant;
     if (!isContentId(grant)) throw new UsageError('--grant: expected a grant id (64 lowercase hex)');
     if (values.budget !== undefined && !/^\d+$/.test(values.budget)) throw new UsageError('--budget: expected µJ');
-    const bus = JetStreamBus.start(values.nats ?? 'nats://127.0.0.1:4222', { names: channelNames(values['subject-root'] ?? 'jcp'), name: 'jcp-audit' });
+    const url = values.nats ?? 'nats://127.0.0.1:4222';
+    const bad = url.split(',').find((u) => natsHostPort(u.trim()) === undefined);
+    if (bad !== undefined) throw new UsageError(`--nats: expected nats://host:port, got ${bad}`);
+    const bus = JetStreamBus.start(url, { names: channelNames(values['subject-root'] ?? 'jcp'), name: 'jcp-audit' });
     try {
-      await bus.ready(5_000);
+      try {
+        await bus.ready(5_000);
+      } catch (e) {
+        throw new NatsUnavailable(`cannot reach NATS with JetStream at ${url}: ${(e as Error).message.replace(/^NATS connection: /, '')}`, { cause: e });
+      }
       const a = await auditChannel(bus, grant, values.budget === undefined ? undefined : BigInt(values.budget));
       if (values.json) {
         const out = {
@@ -75,8 +92,9 @@ export const command: Command = {
       for (const r of a.refused) process.stdout.write(`refused   ${r.code} under ${r.pointHash.slice(0, 16)}…: ${r.why}\n`);
       return 0;
     } catch (e) {
-      process.stderr.write(`jcp channel: cannot read the statements: ${(e as Error).message}\n`);
-      return 1;
+      // Printed by cli/main.ts as `jcp channel: error [code]: …`, exit 1.
+      if (e instanceof NatsUnavailable) throw e;
+      throw new ChannelReadError(`cannot read the statements: ${(e as Error)?.message ?? String(e)}`, { cause: e });
     } finally {
       await bus.close();
     }

@@ -1,7 +1,8 @@
 /** `jcp cluster up|down|status`: a local enforcement cluster on loopback (harness/cluster.ts). */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type ClusterState, LocalCluster, stopClusterFromState } from '../harness/cluster.ts';
+import { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } from '../harness/cluster.ts';
+import { loopbackNatsUrlProblem } from '../harness/nats.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage:
@@ -17,7 +18,10 @@ up      starts N enforcement nodes ('jcp node start') as background processes on
         --channel makes every node a point of that grant's budget channel with that window.
 down    stops everything 'up' started in <dir> (nodes, then the NATS it started).
         --purge also removes the folder (receipt logs included).
-status  prints the nodes and whether each answers /healthz.
+status  prints the nodes and what each one's /healthz says (healthy, unhealthy (status), down:
+        no answer), whatever became of the process 'up' started: a node restarted by hand
+        ('jcp node start --config <dir>/nK/node.json') is healthy all the same. The pid 'up'
+        recorded is shown apart (running or gone).
 
 Options:
   --dir d   cluster folder (default .data/cluster)
@@ -61,20 +65,21 @@ export const command: Command = {
     }
     if (verb === 'status') {
       const { values } = parse(rest, { dir: { type: 'string' } }, false);
-      const state = readState(resolve(values.dir ?? DEFAULT_DIR));
+      const dir = resolve(values.dir ?? DEFAULT_DIR);
+      const state = readState(dir);
       process.stdout.write(`NATS ${state.nats.urls}${state.nats.owned ? ' (started by up)' : ''}\n`);
-      for (const n of state.nodes) {
-        let health = 'down';
-        if (alive(n.pid)) {
-          try {
-            const r = await fetch(`http://${n.metrics}/healthz`, { signal: AbortSignal.timeout(1_000) });
-            health = r.ok ? 'healthy' : `unhealthy (${r.status})`;
-          } catch {
-            health = 'not answering';
-          }
+      const notes: string[] = [];
+      for (const n of await clusterStatus(state)) {
+        const health = n.health === 'unhealthy' ? `unhealthy (${n.httpStatus})` : n.health === 'other' ? 'other node' : n.health;
+        const pid = n.pid === undefined ? 'pid unknown' : `pid ${n.pid} ${n.pidRunning ? 'running' : 'gone'}`;
+        process.stdout.write(`${n.name.padEnd(4)} ${n.address.padEnd(22)} ${health.padEnd(16)} ${pid.padEnd(18)} ${n.did}\n`);
+        if (n.health === 'down') notes.push(`${n.name}: /healthz on ${n.metrics}: ${n.why}`);
+        if (n.health === 'other') notes.push(`${n.name}: /healthz on ${n.metrics} is answered by a node with steward ${n.answeredBy}, not ${n.did}`);
+        if (n.health !== 'down' && n.pid !== undefined && !n.pidRunning) {
+          notes.push(`${n.name}: answers /healthz, but not as pid ${n.pid} that 'up' started (restarted by hand?): 'jcp cluster down' stops only the recorded pids`);
         }
-        process.stdout.write(`${n.name.padEnd(4)} ${n.address.padEnd(22)} ${health.padEnd(14)} ${n.did}\n`);
       }
+      for (const line of notes) process.stdout.write(`${line}\n`);
       return 0;
     }
     throw new UsageError(verb === undefined ? 'expected a verb: up | down | status' : `unknown verb '${verb}'`);
@@ -100,6 +105,10 @@ async function up(argv: string[]): Promise<number> {
   if (values.nats && values['nats-cluster']) throw new UsageError('--nats and --nats-cluster exclude each other');
   const natsCluster = values['nats-cluster'] === undefined ? undefined : Number(values['nats-cluster']);
   if (natsCluster !== undefined && natsCluster !== 3) throw new UsageError('--nats-cluster: only 3 is supported');
+  if (values.nats !== undefined) {
+    const bad = loopbackNatsUrlProblem(values.nats);
+    if (bad !== undefined) throw new UsageError(`--nats: ${bad}`);
+  }
   const dir = resolve(values.dir ?? DEFAULT_DIR);
   if (existsSync(join(dir, 'cluster.json'))) {
     const old = readState(dir);

@@ -1,7 +1,8 @@
 /** `jcp demo` (`npm start`): the main job — a local enforcement cluster on real MCP servers, end to end (harness/demo/). */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { renderReport, runDemo } from '../harness/demo/index.ts';
+import { asCoded, renderReport, runDemo } from '../harness/demo/index.ts';
+import { loopbackNatsUrlProblem } from '../harness/nats.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms]
@@ -37,7 +38,10 @@ Options:
   --pace ms     pause between a worker's rounds (default 150)
 
 Every process the demo starts is stopped at the end, on failure and on Ctrl-C; the folder stays
-(it holds the evidence). Exit status 0 only if every receipt verifies and every step worked.`;
+(it holds the evidence). Exit status 0 only if every receipt verifies and every step worked.
+A demo that cannot run prints one line 'jcp demo: error [code]: …' and exits 1: nats-unavailable
+(the --nats url is no NATS with JetStream; checked before anything is made), dir-not-empty,
+demo-failed (anything else), or the code of the underlying fault; 2 for a usage mistake.`;
 
 /** The `jcp demo` command. */
 export const command: Command = {
@@ -51,6 +55,8 @@ export const command: Command = {
       false,
     );
     if (values.nats !== undefined && values['no-nats']) throw new UsageError('--nats and --no-nats exclude each other');
+    const badNats = values.nats === undefined ? undefined : loopbackNatsUrlProblem(values.nats, false);
+    if (badNats !== undefined) throw new UsageError(`--nats: ${badNats}`);
     const pace = values.pace === undefined ? undefined : Number(values.pace);
     if (pace !== undefined && (!Number.isInteger(pace) || pace < 0 || pace > 10_000)) throw new UsageError('--pace: milliseconds, 0..10000');
     const print = (line: string) => process.stdout.write(`${line}\n`);
@@ -79,9 +85,14 @@ export const command: Command = {
       }
       return report.exit_code;
     } catch (e) {
-      process.stderr.write(`jcp demo: failed: ${(e as Error)?.message ?? String(e)}\n`);
-      if (values.json !== undefined) writeFileSync(resolve(values.json), `${JSON.stringify({ format: 'jcp-demo-report/1', ok: false, exit_code: 1, error: (e as Error)?.message ?? String(e) }, null, 2)}\n`);
-      return 1;
+      // Every failure has a stable code (its own, or demo-failed); cli/main.ts prints it as
+      // `jcp demo: error [code]: message` and exits 1.
+      const err = asCoded(e);
+      if (values.json !== undefined) {
+        const failed = { format: 'jcp-demo-report/1', ok: false, exit_code: 1, code: err.code, error: err.message };
+        writeFileSync(resolve(values.json), `${JSON.stringify(failed, null, 2)}\n`);
+      }
+      throw err;
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

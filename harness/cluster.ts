@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Actor, actorFromSeed } from '../core/actor.ts';
 import { readKeyFile, writeKeyFile } from '../node/keyfile.ts';
-import { NatsCluster, NatsServer } from './nats.ts';
+import { loopbackNatsUrlProblem, NatsCluster, NatsServer } from './nats.ts';
 import { freePort, killChild, stopChild, track, waitUntil } from './procs.ts';
 import { TcpProxy } from './proxy.ts';
 
@@ -103,6 +103,9 @@ export class LocalCluster {
    */
   static async start(opts: ClusterOpts): Promise<LocalCluster> {
     if (opts.proxies && opts.detached) throw new Error('proxies live in this process: they cannot be used with detached');
+    // Checked before anything is made on disk.
+    const badUrl = opts.nats ? loopbackNatsUrlProblem(opts.nats) : undefined;
+    if (badUrl !== undefined) throw new Error(`nats: ${badUrl}`);
     const ownsDir = opts.dir === undefined;
     const dir = resolve(opts.dir ?? mkdtempSync(join(tmpdir(), 'jcp-cluster-')));
     mkdirSync(dir, { recursive: true });
@@ -110,7 +113,6 @@ export class LocalCluster {
     let urls: string[];
     if (opts.nats) {
       urls = opts.nats.split(',').map((u) => u.trim());
-      for (const u of urls) if (!/^nats:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(u)) throw new Error(`not a loopback NATS url: ${u}`);
     } else if ((opts.natsCluster ?? 1) > 1) {
       nats = await NatsCluster.start(opts.natsCluster, join(dir, 'nats'), 30_000, opts.detached ?? false);
       urls = nats.urls;
@@ -327,6 +329,70 @@ export class LocalCluster {
     else await this.nats?.dispose();
     if (this.#ownsDir) rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** What `jcp cluster status` reports for one node of a {@link ClusterState}. */
+export interface NodeStatus {
+  readonly name: string;
+  readonly address: string;
+  readonly metrics: string;
+  readonly did: string;
+  /**
+   * What `/healthz` on the node's metrics address says: `healthy` (200), `unhealthy` (another
+   * status), `down` (no answer within the timeout), or `other` (a healthy node with another
+   * steward answers there).
+   */
+  readonly health: 'healthy' | 'unhealthy' | 'down' | 'other';
+  /** The HTTP status when `/healthz` answered. */
+  readonly httpStatus?: number;
+  /** The steward did:key `/healthz` reported, when it reported one. */
+  readonly answeredBy?: string;
+  /** Why `/healthz` gave no answer. */
+  readonly why?: string;
+  /** The pid `cluster up` recorded, and whether a process with that pid runs now (a node restarted by hand has another pid). */
+  readonly pid: number | undefined;
+  readonly pidRunning: boolean;
+}
+
+function pidAlive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: the pid exists but belongs to someone else.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Asks every node of `state` for `/healthz` (in parallel, `timeoutMs` each), whatever its
+ * recorded pid says: a node restarted by hand (`jcp node start --config <dir>/nK/node.json`) runs
+ * under another pid and is healthy all the same. The recorded pid's state is reported apart.
+ */
+export async function clusterStatus(state: ClusterState, timeoutMs = 1_000): Promise<NodeStatus[]> {
+  return await Promise.all(
+    state.nodes.map(async (n): Promise<NodeStatus> => {
+      const base = { name: n.name, address: n.address, metrics: n.metrics, did: n.did, pid: n.pid, pidRunning: pidAlive(n.pid) };
+      try {
+        const r = await fetch(`http://${n.metrics}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
+        const text = await r.text();
+        let steward: string | undefined;
+        try {
+          const body = JSON.parse(text) as { steward?: unknown };
+          if (typeof body.steward === 'string') steward = body.steward;
+        } catch {
+          // not JSON: judged by the status alone
+        }
+        const health = !r.ok ? 'unhealthy' : steward !== undefined && steward !== n.did ? 'other' : 'healthy';
+        return { ...base, health, httpStatus: r.status, ...(steward !== undefined ? { answeredBy: steward } : {}) };
+      } catch (e) {
+        const cause = (e as { cause?: { code?: string } }).cause?.code;
+        const why = cause === 'ECONNREFUSED' ? 'connection refused' : (e as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e as Error).message;
+        return { ...base, health: 'down', why };
+      }
+    }),
+  );
 }
 
 /**

@@ -14,7 +14,7 @@ import type { Did } from '../core/didkey.ts';
 import { deal } from '../frost/dealer.ts';
 import { FrostError } from '../frost/errors.ts';
 import { shareRecord, writeShareFile } from '../frost/sharefile.ts';
-import { killChild, stopChild, track } from './procs.ts';
+import { killChild, stopChild, TSX_IMPORT, track } from './procs.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The `jcp` entry point. */
@@ -121,7 +121,7 @@ export class ParticipantProc {
 /** Starts one participant process and waits for its `ready` event. */
 export async function startParticipantProc(opts: ParticipantProcOpts, readyTimeoutMs = 30_000): Promise<ParticipantProc> {
   const flags = ['--keystore', opts.keystore, '--nats', opts.natsUrl, '--prefix', opts.prefix, ...(opts.args ?? [])];
-  const argv = opts.script ? ['--import', 'tsx', opts.script, ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
+  const argv = opts.script ? ['--import', TSX_IMPORT, opts.script, ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
   const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
   track(child);
   const p = new ParticipantProc(opts.keystore, child);

@@ -29,6 +29,24 @@ export function findNatsServerBin(): string | undefined {
   return undefined;
 }
 
+const LOOPBACK_NATS_URL = /^nats:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d{1,5}$/;
+
+/**
+ * Why `urls` (one url, or comma-separated ones when `list`) is not a loopback NATS url, or
+ * undefined when every one is `nats://127.0.0.1|localhost|[::1]:<port>`. The launchers and the
+ * demo use only loopback addresses; the CLI reports a problem as a usage error.
+ */
+export function loopbackNatsUrlProblem(urls: string, list = true): string | undefined {
+  const all = list ? urls.split(',').map((u) => u.trim()) : [urls];
+  for (const u of all) {
+    const port = Number(u.slice(u.lastIndexOf(':') + 1));
+    if (!LOOPBACK_NATS_URL.test(u) || port < 1 || port > 65_535) {
+      return `expected a loopback nats:// url (nats://127.0.0.1:<port>, localhost or [::1])${list ? ', or several separated by commas' : ''}, got ${u === '' ? "''" : u}`;
+    }
+  }
+  return undefined;
+}
+
 /** Options for one server. Ports default to free loopback ports. */
 export interface NatsServerOpts {
   /** `server_name` (must be unique in a cluster). */

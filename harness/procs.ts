@@ -6,8 +6,18 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+
+/**
+ * tsx's loader as an absolute file URL, resolved from this package: spawn TypeScript children as
+ * `node --import ${TSX_IMPORT} script.ts`. A bare `--import tsx` is resolved from the child's
+ * working directory, so `jcp demo` run from any folder but the repository failed with
+ * ERR_MODULE_NOT_FOUND.
+ */
+export const TSX_IMPORT: string = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 const live = new Set<ChildProcess>();
 let hooked = false;

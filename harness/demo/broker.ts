@@ -5,7 +5,8 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { findNatsServerBin, NatsServer } from '../nats.ts';
+import { NatsUnavailable, natsGreeting } from '../../channel/reach.ts';
+import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../nats.ts';
 
 /** The default NATS url the demo tries first. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -20,19 +21,44 @@ export type Broker =
   | { readonly mode: 'started'; readonly url: string; readonly server: NatsServer; readonly bin: string }
   | { readonly mode: 'none'; readonly why: string };
 
-/** True when `url` answers and has JetStream (within `timeoutMs`). */
-export async function natsAnswers(url: string, timeoutMs = 1_500): Promise<boolean> {
+/**
+ * Why `url` is no NATS with JetStream (nothing listens, the listener is not NATS, no JetStream),
+ * or undefined when it is one; each step within `timeoutMs`. The url must first greet as NATS
+ * (channel/reach.ts): the NATS client alone leaks a socket that keeps this process alive when a
+ * listener accepts but never speaks NATS.
+ */
+export async function natsProblem(url: string, timeoutMs = 1_500): Promise<string | undefined> {
+  const g = await natsGreeting(url, timeoutMs);
+  if (!g.ok) return g.why;
   let nc: Awaited<ReturnType<typeof connect>> | undefined;
   try {
     nc = await connect({ servers: url, timeout: timeoutMs, reconnect: false, name: 'jcp-demo-probe' });
     const jsm = await jetstreamManager(nc, { timeout: timeoutMs });
     await jsm.getAccountInfo();
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (e) {
+    return `a NATS server, but ${nc === undefined ? 'the connection failed' : 'without JetStream'}: ${(e as Error)?.message ?? String(e)}`;
   } finally {
     await nc?.close().catch(() => undefined);
   }
+}
+
+/** True when `url` answers and has JetStream (within `timeoutMs` per step). */
+export async function natsAnswers(url: string, timeoutMs = 1_500): Promise<boolean> {
+  return (await natsProblem(url, timeoutMs)) === undefined;
+}
+
+/**
+ * The broker for a url the user chose: it must be a loopback nats:// url and answer with
+ * JetStream. Touches nothing on disk, so the demo checks it before making its folder.
+ * @throws Error for a url that is not loopback; {@link NatsUnavailable} (`nats-unavailable`) when it does not answer.
+ */
+export async function chosenBroker(url: string): Promise<Broker> {
+  const bad = loopbackNatsUrlProblem(url, false);
+  if (bad !== undefined) throw new Error(`--nats: ${bad}`);
+  const why = await natsProblem(url);
+  if (why !== undefined) throw new NatsUnavailable(`no NATS with JetStream answers at ${url}: ${why}`);
+  return { mode: 'external', url };
 }
 
 /** Options of {@link findBroker}. */
@@ -51,15 +77,11 @@ export interface BrokerOpts {
 
 /**
  * Picks the demo's NATS (see the module docs).
- * @throws Error when the url the user chose does not answer, or a server started here is not ready.
+ * @throws Error when the url the user chose is not loopback or does not answer (see {@link chosenBroker}), or a server started here is not ready.
  */
 export async function findBroker(opts: BrokerOpts): Promise<Broker> {
   if (opts.disabled) return { mode: 'none', why: 'run with --no-nats' };
-  if (opts.url !== undefined) {
-    if (!/^nats:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(opts.url)) throw new Error(`--nats: expected a loopback nats:// url, got ${opts.url}`);
-    if (!(await natsAnswers(opts.url))) throw new Error(`no NATS with JetStream answers at ${opts.url}`);
-    return { mode: 'external', url: opts.url };
-  }
+  if (opts.url !== undefined) return await chosenBroker(opts.url);
   const first = opts.defaultUrl ?? DEFAULT_NATS_URL;
   if (await natsAnswers(first)) return { mode: 'external', url: first };
   const bin = opts.natsServerBin === null ? undefined : (opts.natsServerBin ?? findNatsServerBin());

@@ -4,6 +4,8 @@
  * after the revocation, the steered run, the team's two attempts, the channel audit against its
  * bound, the energy provenance, and the commands to inspect the logs.
  */
+import { isAbsolute, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Did } from '../../core/didkey.ts';
 import { grantId, type SignedGrant } from '../../core/grant.ts';
 import type { ContentId } from '../../core/hash.ts';
@@ -223,7 +225,7 @@ export function buildReport(f: RunFacts): DemoReport {
   const rejected = f.evidence.reduce((s, e) => s + e.rejected.length, 0);
   const breaks = f.evidence.reduce((s, e) => s + e.breaks.length, 0);
   const allVerify = total > 0 && rejected === 0 && breaks === 0 && verified === total;
-  const jcp = 'npx jcp';
+  const jcp = jcpCommand();
   const n1 = f.nodes[0];
   const commands = [
     ...f.nodes.map((n) => `${jcp} receipts verify ${n.dataDir}`),
@@ -285,4 +287,16 @@ export function buildReport(f: RunFacts): DemoReport {
     receipts: { total, verified, rejected, breaks, all_verify: allVerify, commands },
     problems,
   };
+}
+
+/**
+ * How to run `jcp` from where the demo was started: `npx jcp` inside this package (npx finds its
+ * bin there), else `node <absolute path>/bin/jcp.mjs` (npx elsewhere would look the name up on the
+ * registry).
+ */
+export function jcpCommand(cwd = process.cwd()): string {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const rel = relative(root, cwd);
+  const inside = rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+  return inside ? 'npx jcp' : `node ${fileURLToPath(new URL('../../bin/jcp.mjs', import.meta.url))}`;
 }

@@ -9,7 +9,8 @@
  *   `report.ts` build and render the report.
  */
 export { findNatsServerBin } from '../nats.ts';
-export { type Broker, DEFAULT_NATS_URL, findBroker, NATS_INSTALL_HINT, natsAnswers } from './broker.ts';
+export { type Broker, chosenBroker, DEFAULT_NATS_URL, findBroker, NATS_INSTALL_HINT, natsAnswers, natsProblem } from './broker.ts';
+export { asCoded, DemoError, type DemoErrorCode, DemoErrorCodes } from './errors.ts';
 export { buildReport, meteredByProvenance, type RunFacts } from './compile.ts';
 export { type NodeEvidence, readEvidence } from './evidence.ts';
 export { type DemoReport, fmtUj, renderReport, type WorkerLine } from './report.ts';

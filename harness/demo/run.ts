@@ -30,7 +30,8 @@ import { JetStreamBus } from '../../channel/jetstream.ts';
 import { channelNames } from '../../channel/names.ts';
 import { createMeter, type Probe, readMeterConfig } from '../../meter/index.ts';
 import { type Approval, approveAsTeam, revokeEverywhere, type Steering, steer } from './actions.ts';
-import { findBroker, NATS_INSTALL_HINT } from './broker.ts';
+import { chosenBroker, findBroker, NATS_INSTALL_HINT } from './broker.ts';
+import { DemoError, DemoErrorCodes } from './errors.ts';
 import { type NodeEvidence, readEvidence } from './evidence.ts';
 import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
 import { type DemoNode, metricsText, startNode, stopNode } from './nodes.ts';
@@ -70,7 +71,9 @@ const WORKERS = ['w1', 'w2', 'w3'] as const;
 function prepareDir(dir: string | undefined): string {
   if (dir === undefined) return mkdtempSync(join(tmpdir(), 'jcp-demo-'));
   const d = resolve(dir);
-  if (existsSync(d) && readdirSync(d).length > 0) throw new Error(`--dir ${d} is not empty: choose a new or empty folder (the demo's receipts go there)`);
+  if (existsSync(d) && readdirSync(d).length > 0) {
+    throw new DemoError(DemoErrorCodes.DIR_NOT_EMPTY, `--dir ${d} is not empty: choose a new or empty folder (the demo's receipts go there)`);
+  }
   mkdirSync(d, { recursive: true });
   return d;
 }
@@ -91,6 +94,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   let made: string | undefined;
   let evidenceMade = false;
   try {
+    // A NATS the user chose is checked before anything is made on disk.
+    const chosen = o.nats !== undefined && !o.noNats ? await chosenBroker(o.nats) : undefined;
     const dir = prepareDir(o.dir);
     made = dir;
     o.print(`JCP demo: a local enforcement cluster on real MCP servers. Files go to ${dir}`);
@@ -98,12 +103,13 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const paths = writeSample(sampleDir);
 
     // 1. NATS.
-    const b = await findBroker({
-      ...(o.nats !== undefined ? { url: o.nats } : {}),
-      ...(o.noNats ? { disabled: true } : {}),
-      ...(o.defaultNatsUrl !== undefined ? { defaultUrl: o.defaultNatsUrl } : {}),
-      dir: join(dir, 'nats'),
-    });
+    const b =
+      chosen ??
+      (await findBroker({
+        ...(o.noNats ? { disabled: true } : {}),
+        ...(o.defaultNatsUrl !== undefined ? { defaultUrl: o.defaultNatsUrl } : {}),
+        dir: join(dir, 'nats'),
+      }));
     if (b.mode === 'started') cleanups.push(() => b.server.stop());
     if (b.mode === 'none') {
       say(`NATS: none (${b.why}). Running the parts that need no NATS: no budget channel, no threshold team.`);

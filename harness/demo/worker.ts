@@ -1,5 +1,5 @@
 /**
- * One agent worker of the demo, as its own process (`node --import tsx harness/demo/worker.ts`,
+ * One agent worker of the demo, as its own process (`node --import <tsx> harness/demo/worker.ts`,
  * spawned with an IPC channel by harness/demo/workers.ts).
  *
  * It draws its own Ed25519 key (the private key never leaves this process), says `hello` with its

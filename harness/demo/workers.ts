@@ -1,6 +1,6 @@
 /**
  * The orchestrator's side of the demo's agent workers: each worker is a separate process
- * (`node --import tsx harness/demo/worker.ts`) with an IPC channel; this module spawns it, keeps
+ * (`node --import <tsx, resolved from this package> harness/demo/worker.ts`) with an IPC channel; this module spawns it, keeps
  * the running tally the progress lines show (µJ spent of budget per lane, calls allowed and
  * refused), and turns its messages into promises (`hello`, `checkpoint`, `done`).
  *
@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Did } from '../../core/didkey.ts';
 import type { Uj } from '../../core/energy.ts';
-import { stopChild, track } from '../procs.ts';
+import { stopChild, TSX_IMPORT, track } from '../procs.ts';
 import type { CallEvent, FromWorker, Lane, ToWorker } from './messages.ts';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('./worker.ts', import.meta.url));
@@ -61,7 +61,7 @@ export class WorkerProc {
   constructor(name: string, demoDir: string, onCall: (w: WorkerProc, e: CallEvent) => void) {
     this.name = name;
     this.#onCall = onCall;
-    this.child = spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT, name, demoDir], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    this.child = spawn(process.execPath, ['--import', TSX_IMPORT, WORKER_SCRIPT, name, demoDir], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     track(this.child);
     this.child.stderr?.setEncoding('utf8');
     this.child.stderr?.on('data', (d: string) => {

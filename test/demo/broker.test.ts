@@ -1,13 +1,15 @@
 /**
  * Which NATS the demo uses: the one that answers on the default url, else a nats-server it starts
- * on a free loopback port, else none (with the reason), and a url the user names must answer.
+ * on a free loopback port, else none (with the reason), and a url the user names must answer
+ * (a listener that is not NATS is refused in seconds, leaving no socket open).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_NATS_URL, findBroker, natsAnswers } from '../../harness/demo/broker.ts';
+import { DEFAULT_NATS_URL, findBroker, natsAnswers, natsProblem } from '../../harness/demo/broker.ts';
 import { freePort } from '../../harness/procs.ts';
+import { silentListener } from '../harness/listeners.ts';
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -53,6 +55,32 @@ describe('demo broker - finding NATS', () => {
   it('refuse / a url the user names must answer', async () => {
     const silent = `nats://127.0.0.1:${await freePort()}`;
     await expect(findBroker({ dir: tmp(), url: silent })).rejects.toThrow(`no NATS with JetStream answers at ${silent}`);
+  });
+
+  it('refuse / a url that leads to a listener that never speaks NATS: nats-unavailable in seconds, no socket left open', async () => {
+    const l = await silentListener();
+    try {
+      const t0 = Date.now();
+      const err = await findBroker({ dir: tmp(), url: l.url }).then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(Date.now() - t0).toBeLessThan(5_000);
+      expect(err?.code).toBe('nats-unavailable');
+      expect(err?.message).toBe(`no NATS with JetStream answers at ${l.url}: accepts connections but sent no NATS greeting within 1500 ms (is it a NATS server?)`);
+      // The NATS client alone left this connection open, which kept `jcp demo` from exiting.
+      expect(await l.drained(1_000)).toBe(true);
+      expect(await natsAnswers(l.url, 200)).toBe(false);
+      expect(await l.drained(1_000)).toBe(true);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('natsProblem says why: nothing listens, not NATS, NATS without JetStream is told apart', async () => {
+    expect(await natsProblem(DEFAULT_NATS_URL)).toBeUndefined();
+    const refused = `nats://127.0.0.1:${await freePort()}`;
+    expect(await natsProblem(refused, 300)).toBe('connection refused (nothing listens there)');
   });
 
   it('refuse / a url the user names must be loopback', async () => {
