@@ -11,17 +11,17 @@
  * batch's last receipt and the BLAKE3-256 of its bytes. On open, the receipt at that seq must be
  * in the log with those bytes.
  *
- * The mark only ever trails the log: it is written after the batch it names is durable, and
- * without an fsync of its own (page cache survives a killed process; after a machine crash it may
- * be older, never newer), so it costs one small positioned write per batch off the reply path.
- * On close it is written once more and fsync'd.
+ * The mark is written after the batch it names is durable and before any of that batch's replies
+ * leave, so it covers every replied receipt; it never names one that is not durable. It has no
+ * fsync of its own (page cache survives a killed process; after a machine crash it may be older,
+ * never newer): one 64-byte positioned write per batch. On close it is fsync'd.
  *
  * Layout: two 64-byte slots (offsets 0 and 64), written alternately so a torn write leaves the
  * other intact: `JCPH` | version 1 | 3 zero bytes | counter u64 BE | seq u64 BE | BLAKE3-256 of the
  * receipt (32 bytes) | the first 8 bytes of BLAKE3-256 of the 56 bytes before. The valid slot
  * with the higher counter is the mark.
  */
-import { closeSync, constants, fdatasync, openSync, readSync, write } from 'node:fs';
+import { closeSync, constants, fdatasync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { bytesEqual } from '../core/bytes.ts';
 import { blake3 } from '../core/hash.ts';
@@ -33,8 +33,13 @@ export const HEAD_MARK_FILE = 'head';
 const SLOT = 64;
 const MAGIC = Uint8Array.of(0x4a, 0x43, 0x50, 0x48); // "JCPH"
 const VERSION = 1;
+/** The seq field of the mark a new log starts with. */
+const EMPTY_SEQ = 0xffff_ffff_ffff_ffffn;
 
-/** What the mark says: receipt `seq` was durable, with these bytes' BLAKE3-256. */
+/**
+ * What the mark says: receipt `seq` was durable, with these bytes' BLAKE3-256. `seq` −1 (all-ones
+ * on disk, zero digest) is the mark a new log starts with: nothing to vouch for yet.
+ */
 export interface HeadMark {
   readonly seq: number;
   /** BLAKE3-256 of the receipt bytes (32 bytes). */
@@ -47,7 +52,7 @@ function encodeSlot(counter: bigint, mark: HeadMark): Uint8Array {
   s.set(MAGIC, 0);
   s[4] = VERSION;
   v.setBigUint64(8, counter);
-  v.setBigUint64(16, BigInt(mark.seq));
+  v.setBigUint64(16, mark.seq < 0 ? EMPTY_SEQ : BigInt(mark.seq));
   s.set(mark.digest, 24);
   s.set(blake3(s.subarray(0, 56)).subarray(0, 8), 56);
   return s;
@@ -58,6 +63,7 @@ function decodeSlot(s: Uint8Array): { counter: bigint; mark: HeadMark } | undefi
   if (!bytesEqual(blake3(s.subarray(0, 56)).subarray(0, 8), s.subarray(56, 64))) return undefined;
   const v = new DataView(s.buffer, s.byteOffset, s.byteLength);
   const seq = v.getBigUint64(16);
+  if (seq === EMPTY_SEQ) return { counter: v.getBigUint64(8), mark: { seq: -1, digest: s.slice(24, 56) } };
   if (seq > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
   return { counter: v.getBigUint64(8), mark: { seq: Number(seq), digest: s.slice(24, 56) } };
 }
@@ -76,8 +82,6 @@ export class HeadMarkFile {
   readonly found: HeadMark | 'damaged' | undefined;
   readonly #fd: number;
   #counter: bigint;
-  #pending: HeadMark | undefined;
-  #writing: Promise<void> | undefined;
   #failed: Error | undefined;
 
   private constructor(file: string, fd: number, found: { counter: bigint; mark: HeadMark } | 'damaged' | undefined) {
@@ -88,18 +92,20 @@ export class HeadMarkFile {
   }
 
   /**
-   * Opens (creating when absent) the head mark of `dataDir` and reads it.
-   * @throws NodeFault `log-corrupt` when it cannot be opened or read.
+   * Opens (creating when absent) the head mark of `dataDir` and reads it. A symbolic link or
+   * anything but a regular file is refused (a mark written to /dev/null would vouch for nothing).
+   * @throws NodeFault `log-corrupt` when it cannot be opened or read, or is not a regular file.
    */
   static open(dataDir: string): HeadMarkFile {
     const file = path.join(dataDir, HEAD_MARK_FILE);
     let fd: number;
     try {
-      fd = openSync(file, constants.O_RDWR | constants.O_CREAT, 0o644);
+      fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
     } catch (e) {
       throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${file}: cannot open the head mark: ${(e as Error).message}`, file, { cause: e });
     }
     try {
+      if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
       const buf = new Uint8Array(2 * SLOT);
       let n = 0;
       for (let r = -1; r !== 0 && n < buf.length; n += r) r = readSync(fd, buf, n, buf.length - n, n);
@@ -115,19 +121,30 @@ export class HeadMarkFile {
     }
   }
 
-  /** Records that receipt `seq` with BLAKE3-256 `digest` is durable; written in the background. */
+  /**
+   * Records that receipt `seq` with BLAKE3-256 `digest` is durable: one positioned write into the
+   * older slot, done before returning (so before the batch's replies). A failed write is kept in
+   * {@link failed} and stops the mark from moving; the log itself is unaffected.
+   */
   note(seq: number, digest: Uint8Array): void {
-    this.#pending = { seq, digest };
-    this.#writing ??= this.#drain();
+    if (this.#failed !== undefined) return;
+    this.#counter++;
+    try {
+      writeSync(this.#fd, encodeSlot(this.#counter, { seq, digest }), 0, SLOT, Number(this.#counter % 2n) * SLOT);
+    } catch (e) {
+      this.#failed = e as Error;
+    }
   }
 
-  /** Clears the mark (both slots zeroed, fsync'd): for a log that holds no receipt to vouch for. */
+  /**
+   * Writes the mark of an empty log (seq −1) and fsyncs it: for a new log (so that a mark that
+   * later goes missing is noticed) and for a log that holds no receipt to vouch for.
+   * @throws the write or fsync error.
+   */
   async reset(): Promise<void> {
-    while (this.#writing !== undefined) await this.#writing;
-    this.#pending = undefined;
-    await new Promise<void>((resolve, reject) =>
-      write(this.#fd, new Uint8Array(2 * SLOT), 0, 2 * SLOT, 0, (e) => (e ? reject(e) : fdatasync(this.#fd, (f) => (f ? reject(f) : resolve())))),
-    );
+    this.note(-1, new Uint8Array(32));
+    if (this.#failed !== undefined) throw this.#failed;
+    await new Promise<void>((resolve, reject) => fdatasync(this.#fd, (e) => (e ? reject(e) : resolve())));
   }
 
   /** The first write failure, if any (the mark then stops moving; the log itself is unaffected). */
@@ -135,26 +152,8 @@ export class HeadMarkFile {
     return this.#failed;
   }
 
-  async #drain(): Promise<void> {
-    while (this.#pending !== undefined && this.#failed === undefined) {
-      const mark = this.#pending;
-      this.#pending = undefined;
-      this.#counter++;
-      const slot = encodeSlot(this.#counter, mark);
-      const at = Number(this.#counter % 2n) * SLOT;
-      await new Promise<void>((resolve) =>
-        write(this.#fd, slot, 0, SLOT, at, (e) => {
-          if (e) this.#failed = e;
-          resolve();
-        }),
-      );
-    }
-    this.#writing = undefined;
-  }
-
-  /** Writes the last noted head, fsyncs the file and closes it. @throws the write or fsync error. */
+  /** Fsyncs the file and closes it. @throws the first write error, or the fsync error. */
   async close(): Promise<void> {
-    while (this.#writing !== undefined) await this.#writing;
     try {
       if (this.#failed) throw this.#failed;
       await new Promise<void>((resolve, reject) => fdatasync(this.#fd, (e) => (e ? reject(e) : resolve())));

@@ -81,11 +81,18 @@ export interface ReceiptLogOptions {
  * receipt is there with the same bytes), or the log lost receipts the node had made durable:
  * `tail-lost` (the marked seq is not in the log: receipts `lastSeq + 1 ..= markSeq` are gone),
  * `head-changed` (a receipt is at the marked seq, but not the one written), `mark-damaged` (the
- * mark itself is unreadable, so the tail cannot be vouched for).
+ * mark itself is unreadable) or `mark-missing` (a folder that keeps a mark has receipts but no
+ * mark): in both the tail cannot be vouched for.
  */
 export type HeadCheck =
   | { readonly ok: true; readonly markSeq?: number }
-  | { readonly ok: false; readonly code: 'tail-lost' | 'head-changed' | 'mark-damaged'; readonly markSeq?: number; readonly lastSeq: number; readonly why: string };
+  | {
+      readonly ok: false;
+      readonly code: 'tail-lost' | 'head-changed' | 'mark-damaged' | 'mark-missing';
+      readonly markSeq?: number;
+      readonly lastSeq: number;
+      readonly why: string;
+    };
 
 /** True when LevelDB refused to open because another process holds the database lock. */
 export function isLockError(e: unknown): boolean {
@@ -96,11 +103,16 @@ export function isLockError(e: unknown): boolean {
 }
 
 /** Reads `node.json` of a data folder, or undefined when absent. @throws NodeFault `log-corrupt` when unreadable. */
-export function readDataMeta(dataDir: string): { format: string; steward: Did; created_at_s: number } | undefined {
+export function readDataMeta(dataDir: string): { format: string; steward: Did; created_at_s: number; head_mark?: number } | undefined {
   const file = path.join(dataDir, 'node.json');
   if (!existsSync(file)) return undefined;
   try {
-    const v = JSON.parse(readFileCapped(file, 64 << 10, 'data folder file').toString('utf8')) as { format: string; steward: Did; created_at_s: number };
+    const v = JSON.parse(readFileCapped(file, 64 << 10, 'data folder file').toString('utf8')) as {
+      format: string;
+      steward: Did;
+      created_at_s: number;
+      head_mark?: number;
+    };
     if (v.format !== DATA_FORMAT || typeof v.steward !== 'string') throw new Error(`not a ${DATA_FORMAT} data folder`);
     return v;
   } catch (e) {
@@ -114,6 +126,8 @@ export class ReceiptLog {
   readonly location: string;
   #db: ClassicLevel<Uint8Array, Uint8Array>;
   readonly #mark: HeadMarkFile;
+  /** The folder keeps a head mark since it was made (node.json `head_mark`): a missing mark is damage. */
+  readonly #marked: boolean;
   readonly #batchMax: number;
   readonly #onBatch: ((receipts: number, seconds: number) => void) | undefined;
   #queue: Pending[] = [];
@@ -121,11 +135,12 @@ export class ReceiptLog {
   #failed: Error | undefined;
   #closed = false;
 
-  private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, mark: HeadMarkFile, opts: ReceiptLogOptions) {
+  private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, mark: HeadMarkFile, marked: boolean, opts: ReceiptLogOptions) {
     this.dataDir = dataDir;
     this.location = db.location;
     this.#db = db;
     this.#mark = mark;
+    this.#marked = marked;
     this.#batchMax = opts.batchMax ?? 1024;
     this.#onBatch = opts.onBatch;
   }
@@ -177,7 +192,9 @@ export class ReceiptLog {
     }
     if (meta === undefined) {
       const file = path.join(dataDir, 'node.json');
-      const body = { format: DATA_FORMAT, steward: opts.steward, created_at_s: opts.nowS };
+      // `head_mark: 1`: this folder keeps a head mark from its first receipt on, so a mark that
+      // goes missing later is damage (folders made before marks existed have none to lose).
+      const body = { format: DATA_FORMAT, steward: opts.steward, created_at_s: opts.nowS, head_mark: 1 };
       writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o644 });
       const fd = openSync(file, 'r');
       try {
@@ -189,11 +206,12 @@ export class ReceiptLog {
     let mark: HeadMarkFile;
     try {
       mark = HeadMarkFile.open(dataDir);
+      if (meta === undefined) await mark.reset();
     } catch (e) {
       await db.close();
-      throw e;
+      throw e instanceof NodeFault ? e : new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${dataDir}: cannot write the head mark: ${(e as Error).message}`, dataDir, { cause: e });
     }
-    return new ReceiptLog(dataDir, db, mark, opts);
+    return new ReceiptLog(dataDir, db, mark, meta === undefined || meta.head_mark === 1, opts);
   }
 
   /**
@@ -203,8 +221,17 @@ export class ReceiptLog {
    */
   async checkHead(): Promise<HeadCheck> {
     const m = this.#mark.found;
-    if (m === undefined) return { ok: true };
     const last = await this.lastSeq();
+    if (m === undefined) {
+      if (!this.#marked || last < 0) return { ok: true };
+      return {
+        ok: false,
+        code: 'mark-missing',
+        lastSeq: last,
+        why: `${this.#mark.file}: the head mark this folder keeps is gone or empty, so the log's last receipts cannot be vouched for`,
+      };
+    }
+    if (m !== 'damaged' && m.seq < 0) return { ok: true };
     if (m === 'damaged') {
       return { ok: false, code: 'mark-damaged', lastSeq: last, why: `${this.#mark.file}: the head mark is damaged, so the log's last receipts cannot be vouched for` };
     }
@@ -369,13 +396,13 @@ export class ReceiptLog {
   }
 
   /**
-   * Rewrites a damaged head mark from the log as it is (its last receipt, or no mark for an empty
-   * log): the operator accepted the log (`--accept-damaged-log`). A mark that names lost receipts
+   * Rewrites a damaged or missing head mark from the log as it is (its last receipt, or the empty
+   * mark): the operator accepted the log (`--accept-damaged-log`). A mark that names lost receipts
    * is left alone: it keeps their seqs from being handed out again until a new receipt passes it.
    * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
    */
   async remark(): Promise<void> {
-    if (this.#mark.found !== 'damaged') return;
+    if (this.#mark.found !== 'damaged' && this.#mark.found !== undefined) return;
     const last = await this.lastSeq();
     const bytes = last < 0 ? undefined : await this.getReceipt(last);
     if (bytes === undefined) await this.#mark.reset();

@@ -3,7 +3,7 @@
  * boot replay that restores budgets, the request index and revocations exactly, bad receipts
  * counted and never applied, and a corrupt or missing log that stops the node with a typed error.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterAll, describe, expect, test, vi } from 'vitest';
@@ -11,7 +11,7 @@ import { attenuate, grantId } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
 import { signRevocation } from '../../core/revocation.ts';
 import { main } from '../../cli/main.ts';
-import { JcpClient, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey, WireErrorReply } from '../../node/index.ts';
+import { HeadMarkFile, JcpClient, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey, WireErrorReply } from '../../node/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, carol, mallory } = cast('receiptlog');
@@ -344,6 +344,46 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     const fresh = path.join(outDir, 'new.json');
     expect((await cli(['receipts', 'export', dir, '--out', fresh])).code).toBe(0);
     expect((JSON.parse(readFileSync(fresh, 'utf8')) as { receipts: unknown[] }).receipts).toHaveLength(6);
+  });
+
+  test('the mark names a batch before its writes resolve (so before any reply of that batch leaves)', async () => {
+    const dir = folder();
+    const log = await ReceiptLog.open(dir, { steward: alice.did, nowS: 1 });
+    for (let seq = 0; seq < 5; seq++) {
+      await log.appendReceipt(seq, Uint8Array.of(0xd2, seq));
+      const mark = HeadMarkFile.open(dir); // a second reader, as a restart would read it now
+      expect(mark.found).toMatchObject({ seq });
+      await mark.close();
+    }
+    await log.close();
+  });
+
+  test('a mark that is gone, emptied or zeroed in a folder that keeps one is mark-missing; a new empty log is fine', async () => {
+    const { dir } = await sixReceipts();
+    for (const damage of [() => rmSync(path.join(dir, 'head')), () => writeFileSync(path.join(dir, 'head'), ''), () => writeFileSync(path.join(dir, 'head'), Buffer.alloc(128))]) {
+      damage();
+      await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged', message: expect.stringMatching(/head mark this folder keeps is gone or empty/) });
+      expect(JSON.parse((await cli(['receipts', 'verify', dir])).out).head_mark).toMatchObject({ ok: false, code: 'mark-missing' });
+    }
+    const b = await liveNode({}, { acceptDamagedLog: true }, dir); // accepted: the mark is rewritten from the log
+    await b.close();
+    const c = await liveNode({}, {}, dir);
+    expect(c.boot.head).toEqual({ ok: true, markSeq: 5 });
+    await c.close();
+    const fresh = folder();
+    const n = await liveNode({}, {}, fresh);
+    await n.close();
+    rmSync(path.join(fresh, 'head'));
+    const again = await liveNode({}, {}, fresh);
+    expect(again.boot.head).toEqual({ ok: true });
+    await again.close();
+  });
+
+  test('a mark that is a symbolic link (to /dev/null, say) is refused, never written through', async () => {
+    const { dir } = await sixReceipts();
+    rmSync(path.join(dir, 'head'));
+    symlinkSync('/dev/null', path.join(dir, 'head'));
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-corrupt', message: expect.stringMatching(/head mark/) });
   });
 
   test('a damaged mark is reported (mark-damaged), not trusted and not ignored', async () => {
