@@ -4,14 +4,15 @@
  *
  * - {@link readFileCapped} is how every key, config, chain, grant, share and message file is read:
  *   at most its kind's cap (see {@link READ_CAPS}) plus one byte is ever read, so an endless file
- *   (`/dev/zero`, `/dev/urandom`, a FIFO) or a huge one is refused at once, not loaded into memory.
+ *   (`/dev/zero`, `/dev/urandom`) or a huge one is refused at once, not loaded into memory; a FIFO or
+ *   socket is refused without waiting for a writer.
  * - {@link makeDirs} replaces `mkdirSync(dir, {recursive: true})`, which on Node 20 loops forever
  *   at full CPU for paths the kernel refuses oddly (e.g. under /proc: mkdir answers ENOENT for a
  *   parent that exists, and Node's recursive mkdir retries the parent, gets EEXIST, and repeats).
  * - {@link IoError} is the one coded failure for files and folders: code `io`, a message naming
  *   the path and what was wrong, the system code (`ENOENT`, `EACCES`…) kept in `errno`.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /** The stable code of every {@link IoError}. */
@@ -182,7 +183,7 @@ const READ_CHUNK = 64 << 10;
 /**
  * Reads the whole of file `path`, refusing one longer than `maxBytes` after reading at most
  * `maxBytes + 1` bytes: a regular file whose size is already over the cap is refused before any
- * read, and an endless one (`/dev/zero`, `/dev/urandom`, a FIFO that keeps writing) as soon as
+ * read, and an endless one (`/dev/zero`, `/dev/urandom`) as soon as
  * the cap is passed. Use it for every file read as a key, config, chain, grant, share or message
  * (caps per kind: {@link READ_CAPS}).
  * @param path the file to read
@@ -192,13 +193,18 @@ const READ_CHUNK = 64 << 10;
  * @throws the Node system error itself when the file cannot be opened or read (`ENOENT`,
  *   `EACCES`, `EISDIR` for a folder…), exactly as `readFileSync` would throw it, so each caller
  *   keeps its own mapping of those; {@link IoError} (code `io`, `errno` `EFBIG`) when the file is
- *   longer than `maxBytes`: "`what` `path`: larger than 64 KiB, the most a `what` may be (EFBIG)".
+ *   longer than `maxBytes`: "`what` `path`: larger than 64 KiB, the most a `what` may be (EFBIG)";
+ *   {@link IoError} (`errno` `EINVAL`) for a FIFO or a socket.
  */
 export function readFileCapped(path: string, maxBytes: number, what = 'file'): Buffer {
   const tooLarge = () => new IoError(path, `${what} ${path}: larger than ${bytesInWords(maxBytes)}, the most ${/^[aeiou]/i.test(what) ? 'an' : 'a'} ${what} may be; not read (EFBIG)`, 'EFBIG');
-  const fd = openSync(path, 'r');
+  // Non-blocking open: a FIFO with no writer would otherwise block here forever.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const st = fstatSync(fd);
+    if (st.isFIFO() || st.isSocket()) {
+      throw new IoError(path, `${what} ${path}: a pipe or socket, not a file; not read`, 'EINVAL');
+    }
     if (st.isFile() && st.size > maxBytes) throw tooLarge();
     const chunks: Buffer[] = [];
     let total = 0;
