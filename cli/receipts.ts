@@ -160,8 +160,16 @@ export function verifyReport(r: LogReplay, head: HeadCheck = { ok: true }) {
 async function write(out: Writable, chunk: string | Uint8Array): Promise<void> {
   if (!out.write(chunk)) {
     await new Promise<void>((resolve, reject) => {
-      out.once('drain', () => resolve());
-      out.once('error', reject);
+      const onError = (e: Error) => {
+        out.off('drain', onDrain);
+        reject(e);
+      };
+      const onDrain = () => {
+        out.off('error', onError);
+        resolve();
+      };
+      out.once('drain', onDrain);
+      out.once('error', onError);
     });
   }
 }
