@@ -224,7 +224,11 @@ export class Enforcer {
         : denied(dreq, this.#state, { reason: DenyReasons.BAD_SIGNATURE, why: 'the caller signature does not verify' });
       if (d.verdict === 'allow' && this.#d.budgetPolicy !== undefined) {
         const deny = this.#d.budgetPolicy.admit(dreq, d);
-        if (deny !== undefined) d = denied(dreq, this.#state, deny);
+        if (deny !== undefined) {
+          d = denied(dreq, this.#state, deny);
+          // The wire and the receipt carry only the spec's reason; which rule refused is logged.
+          this.#d.logger.debug({ grant_id: req.frame.grant_id, reason: deny.reason, why: deny.why }, 'budget policy refused');
+        }
       }
       const seq = this.#nextSeq;
       const core = receiptCoreFor(dreq, d, {
