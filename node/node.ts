@@ -22,6 +22,7 @@ import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { NodeMetrics, serveMetrics } from './metrics.ts';
 import type { MeterProbe, NodeMeter } from './pricing.ts';
+import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
 import { RevocationStore } from './revocations.ts';
@@ -172,26 +173,36 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     replayPool = undefined;
     revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
     const rev = revocations.load(await log.revocations());
-    boot = bootReport(replay, rev, await log.checkHead());
-    if (!boot.head.ok && !opts.acceptDamagedLog) {
+    const head = await log.checkHead();
+    boot = bootReport(replay, rev, head);
+    // Damage stops the start unless the operator accepts it; accepted damage is recorded
+    // (accepted.json), so later starts stop only on damage not accepted yet.
+    const problems: BootProblem[] = [
+      ...(head.ok ? [] : [{ seq: head.markSeq ?? head.lastSeq, code: head.code }]),
+      ...replay.rejected.map((x) => ({ seq: x.seq, code: x.code })),
+      ...replay.breaks.map((x) => ({ seq: x.seq, code: x.code, expectedSeq: x.expectedSeq })),
+    ];
+    const accepted = readAccepted(cfg.dataDir);
+    const fresh = unaccepted(problems, accepted);
+    if (fresh.length > 0 && !opts.acceptDamagedLog) {
+      const first = fresh[0]!;
       throw new NodeFault(
         NodeFaultCodes.LOG_DAMAGED,
-        `${cfg.dataDir}: ${boot.head.why}; starting would hand their spend back and reuse their seqs. ` +
-          `Inspect it with 'jcp receipts verify ${cfg.dataDir}' (restore the folder from a copy if you have one); start with --accept-damaged-log to continue without that spend`,
+        !head.ok && first.code === head.code
+          ? `${cfg.dataDir}: ${head.why}; starting would hand their spend back and reuse their seqs. ` +
+              `Inspect it with 'jcp receipts verify ${cfg.dataDir}' (restore the folder from a copy if you have one); start with --accept-damaged-log to continue without that spend`
+          : `${cfg.dataDir}: the receipt log has ${boot.bad} receipt(s) that fail verification and ${boot.breaks} continuity break(s)` +
+              ` (first not yet accepted: seq ${first.seq}, ${first.code}); starting would hand their spend back. ` +
+              `Inspect it with 'jcp receipts verify ${cfg.dataDir}'; start with --accept-damaged-log to continue without that spend`,
         cfg.dataDir,
       );
     }
-    if (!boot.head.ok) await log.remark(); // accepted: a damaged mark is rewritten from the log as it is
-    if ((boot.bad > 0 || boot.breaks > 0) && !opts.acceptDamagedLog) {
-      const first = boot.problems[0];
-      throw new NodeFault(
-        NodeFaultCodes.LOG_DAMAGED,
-        `${cfg.dataDir}: the receipt log has ${boot.bad} receipt(s) that fail verification and ${boot.breaks} continuity break(s)` +
-          `${first ? ` (first: seq ${first.seq}, ${first.code})` : ''}; starting would hand their spend back. ` +
-          `Inspect it with 'jcp receipts verify ${cfg.dataDir}'; start with --accept-damaged-log to continue without that spend`,
-        cfg.dataDir,
-      );
+    if (fresh.length > 0) {
+      const lost = !head.ok && head.code === 'tail-lost' && head.markSeq !== undefined ? ([head.lastSeq + 1, head.markSeq] as const) : undefined;
+      recordAccepted(cfg.dataDir, accepted, fresh, lost, Math.floor(Date.now() / 1000));
+      logger.warn({ accepted: fresh.slice(0, 20), lost }, 'damaged receipt log accepted by the operator (--accept-damaged-log); recorded in accepted.json');
     }
+    if (!head.ok) await log.remark(); // a damaged or missing mark is rewritten from the log as it is
     // Drop the table files the full read mapped into memory (they would stay resident).
     await log.reopen();
   } catch (e) {

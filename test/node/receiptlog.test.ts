@@ -287,6 +287,34 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     return { dir, grant, wal: path.join(dir, 'receipts', logs[0]!) };
   }
 
+  test('accepted damage is recorded: later starts need no flag for it, but new damage still stops the node', async () => {
+    const { dir, grant, wal } = await sixReceipts();
+    rmSync(wal);
+    const a = await liveNode({}, { acceptDamagedLog: true }, dir);
+    await a.close(); // no receipt written: the same tail loss is found again below
+    const b = await liveNode({}, {}, dir);
+    expect(b.boot.head).toMatchObject({ ok: false, code: 'tail-lost' });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    const r = await c.call({ chain: [grant], action: 'read', payload: { after: 2 } });
+    expect(openReceipt(r.receipt, b.did).ok && (openReceipt(r.receipt, b.did) as { value: { seq: number } }).value.seq).toBe(6);
+    await c.close();
+    await b.close();
+    // Now the log has a seq gap (0..5 missing) that lies in the accepted lost range: a plain start.
+    const d = await liveNode({}, {}, dir);
+    expect(d.boot.breaks).toBe(1);
+    expect(d.boot.head).toEqual({ ok: true, markSeq: 6 });
+    await d.close();
+    expect((await cli(['receipts', 'verify', dir])).code).toBe(1); // the evidence is still reported
+    // New damage is not covered by what was accepted.
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(path.join(dir, 'receipts'), { keyEncoding: 'view', valueEncoding: 'view' });
+    const r6 = (await db.get(receiptKey(6)))!;
+    const bad = new Uint8Array(r6);
+    bad[bad.length - 2]! ^= 0x01;
+    await db.put(receiptKey(6), bad);
+    await db.close();
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged' });
+  });
+
   test('a healthy restart passes the check; the mark names the last receipt', async () => {
     const { dir, grant } = await sixReceipts();
     const b = await liveNode({}, {}, dir);
