@@ -3,6 +3,7 @@
  * `jcp demo: error [code]: message` (cli/main.ts): a failure that already has a code keeps it
  * (`nats-unavailable`, `io`, a node fault…); these name the rest.
  */
+import { CliError } from '../../cli/command.ts';
 
 /** Stable codes of {@link DemoError}. */
 export const DemoErrorCodes = {
@@ -15,14 +16,12 @@ export const DemoErrorCodes = {
 /** One {@link DemoErrorCodes} value. */
 export type DemoErrorCode = (typeof DemoErrorCodes)[keyof typeof DemoErrorCodes];
 
-/** A demo failure with a stable `code`. */
-export class DemoError extends Error {
-  override readonly name = 'DemoError';
-  readonly code: DemoErrorCode;
+/** A demo failure with a stable `code`: the CLI's coded failure, with the demo's codes. */
+export class DemoError extends CliError {
+  declare readonly code: DemoErrorCode;
 
   constructor(code: DemoErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.code = code;
+    super(code, message, options);
   }
 }
 
