@@ -95,14 +95,20 @@ export interface RunningNode {
   close(): Promise<void>;
 }
 
-function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck): BootReport {
-  const problems = [
+/** Every problem boot replay and the head check found, in log order (head first at its seq). */
+function bootProblems(r: LogReplay, head: HeadCheck): Array<BootProblem & { why: string }> {
+  return [
     ...(head.ok ? [] : [{ seq: head.markSeq ?? head.lastSeq, code: head.code, why: head.why }]),
     ...r.rejected.map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
-    ...r.breaks.map((x) => ({ seq: x.seq, code: x.code, why: `expected seq ${x.expectedSeq}, found ${x.seq}` })),
-  ]
+    ...r.breaks.map((x) => ({ seq: x.seq, code: x.code, expectedSeq: x.expectedSeq, why: `expected seq ${x.expectedSeq}, found ${x.seq}` })),
+  ];
+}
+
+function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck): BootReport {
+  const problems = bootProblems(r, head)
     .sort((a, b) => a.seq - b.seq)
-    .slice(0, 20);
+    .slice(0, 20)
+    .map(({ seq, code, why }) => ({ seq, code, why }));
   return {
     receipts: r.total,
     good: r.total - r.rejected.length,
@@ -177,13 +183,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     boot = bootReport(replay, rev, head);
     // Damage stops the start unless the operator accepts it; accepted damage is recorded
     // (accepted.json), so later starts stop only on damage not accepted yet.
-    const problems: BootProblem[] = [
-      ...(head.ok ? [] : [{ seq: head.markSeq ?? head.lastSeq, code: head.code }]),
-      ...replay.rejected.map((x) => ({ seq: x.seq, code: x.code })),
-      ...replay.breaks.map((x) => ({ seq: x.seq, code: x.code, expectedSeq: x.expectedSeq })),
-    ];
     const accepted = readAccepted(cfg.dataDir);
-    const fresh = unaccepted(problems, accepted);
+    const fresh = unaccepted(bootProblems(replay, head), accepted);
     if (fresh.length > 0 && !opts.acceptDamagedLog) {
       const first = fresh[0]!;
       throw new NodeFault(
