@@ -5,7 +5,7 @@
  */
 export default [
   {
-    id: 'threshold/package-below-min',
+    id: 'threshold-package-below-min',
     equivalent: "noble's signShare refuses a package with fewer than min commitments itself (it throws, and signShare turns that into the same frost-bad-package); the product's check is defence in depth",
     file: 'frost/sign.ts',
     find: 'if (n < pub.min || n > pub.max) return bad(',
@@ -13,7 +13,7 @@ export default [
     classes: ['C13'],
   },
   {
-    id: 'threshold/own-commitment-unchecked',
+    id: 'threshold-own-commitment-unchecked',
     equivalent: "noble's signShare refuses a package whose commitment for this identifier is not the one made from these nonces (same frost-bad-package through signShare's catch)",
     file: 'frost/sign.ts',
     find: 'if (!bytesEqual(own.hiding, mine.hiding) || !bytesEqual(own.binding, mine.binding)) return bad(',
@@ -21,7 +21,7 @@ export default [
     classes: ['C13'],
   },
   {
-    id: 'threshold/duplicate-signer',
+    id: 'threshold-duplicate-signer',
     equivalent: "noble refuses a commitment list that repeats an identifier (same frost-bad-package through signShare's catch)",
     file: 'frost/sign.ts',
     find: 'if (seen.has(c.identifier)) return bad(',
@@ -29,14 +29,14 @@ export default [
     classes: ['C13'],
   },
   {
-    id: 'threshold/nonce-reuse',
+    id: 'threshold-nonce-reuse',
     file: 'frost/sign.ts',
     find: 'if (Fn.is0(Fn.fromBytes(nonces.hiding)) || Fn.is0(Fn.fromBytes(nonces.binding))) {',
     replace: 'if (Fn.is0(Fn.fromBytes(nonces.hiding)) && Fn.is0(Fn.fromBytes(nonces.binding)) && nonces.hiding.length === 0) {',
     classes: ['C13'],
   },
   {
-    id: 'threshold/shares-unverified',
+    id: 'threshold-shares-unverified',
     equivalent: "noble's aggregate verifies every share itself and throws naming the cheaters, which aggregate reports as the same frost-bad-signature-share with the same culprits",
     file: 'frost/sign.ts',
     find: "  if (bad.length) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
@@ -44,21 +44,21 @@ export default [
     classes: ['C13'],
   },
   {
-    id: 'threshold/dealer-degree-off-by-one',
+    id: 'threshold-dealer-degree-off-by-one',
     file: 'frost/dealer.ts',
     find: 'const signers = { min: t.min, max: t.max };',
     replace: 'const signers = { min: t.min - 1, max: t.max };',
     classes: ['C13'],
   },
   {
-    id: 'threshold/node-caller-signature-ignored',
+    id: 'threshold-node-caller-signature-ignored',
     file: 'node/enforcer.ts',
     find: ': callerSignatureOk(req, signed);',
     replace: ': callerSignatureOk(req, signed) || req.signature.length === 64;',
     classes: ['C13'],
   },
   {
-    id: 'threshold/coordinator-signs-short',
+    id: 'threshold-coordinator-signs-short',
     file: 'frost/coordinator.ts',
     find: 'if (commitments.size < (opts.signers !== undefined ? want : g.min)) {',
     replace: 'if (commitments.size < 1) {',
