@@ -93,6 +93,8 @@ async function liveChain(k: Kit, t: Parameters<ConformanceClass['run']>[0]): Pro
       ['a subtree spliced under another root', [root, otherMid, otherLeaf]],
       ['a chain missing its middle link', [root, a]],
       ['a chain re-rooted elsewhere', [other, mid, a]],
+      ['a hop issued by the parent issuer, not its subject', [root, k.handChild(root, { issuer: k.alice.did, subject: k.dave.did }, k.alice)]],
+      ['a hop issued by its own subject', [root, k.handChild(root, { issuer: k.dave.did, subject: k.dave.did }, k.dave)]],
     ] as const) {
       t.eq((await live.call(k.dave, { chain })).verdict, 'chain-broken', `node: ${label} is chain-broken`);
     }

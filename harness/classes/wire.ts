@@ -121,6 +121,14 @@ export const C8: ConformanceClass = {
         const r = decodeWireMessage(await client.roundTrip(bytes));
         t.eq(r.kind === 'error' ? r.error.code : r.kind, 'cbor-non-canonical', `the live node refuses ${what}`);
       }
+      // Canonical bodies whose payload is not the one the frame's payload_hash binds (§11).
+      const swapped = { ...o, payload: new TextEncoder().encode('{"say":"bye"}') };
+      const dropped: Record<string, unknown> = { ...o };
+      delete dropped['payload'];
+      for (const [what, m] of [['another payload than the signed one', swapped], ['the payload removed', dropped]] as const) {
+        const r = decodeWireMessage(await client.roundTrip(encode(m)));
+        t.eq(r.kind === 'error' ? r.error.code : r.kind, 'schema', `the live node refuses a body with ${what}`);
+      }
       t.eq(node.ledger.spent(gid), 300n, 'no non-canonical request was debited');
       t.eq(await node.log.lastSeq(), 0, 'no non-canonical request was sealed');
       const over = await client.call({ chain: [g], action: 'echo', payload: { say: 'more' }, cost: { uj: 701n, provenance: 'Estimator' } });
