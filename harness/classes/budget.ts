@@ -235,5 +235,17 @@ export const C_neg: ConformanceClass = {
     t.eq(codeOf(() => decode(hex('a16161f5'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding true is refused');
     t.eq(codeOf(() => decode(hex('a16161f4'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding false is refused');
     t.eq(codeOf(() => decode(hex('a1616101'))), 'accepted', 'the same map with an integer decodes');
+    // Shortest form (RFC 8949 §4.2.1) at every head boundary, positive and negative, as vectors.
+    const heads: [number | bigint, string][] = [
+      [23, '17'], [24, '1818'], [255, '18ff'], [256, '190100'], [4_096, '191000'], [65_535, '19ffff'], [65_536, '1a00010000'],
+      [4_294_967_295, '1affffffff'], [4_294_967_296n, '1b0000000100000000'], [-24, '37'], [-25, '3818'], [-257, '390100'], [-65_537, '3a00010000'],
+    ];
+    for (const [v, want] of heads) {
+      t.eq(Buffer.from(encode(v)).toString('hex'), want, `${v} is written in its shortest form`);
+      t.eq(codeOf(() => decode(hex(want))), 'accepted', `${want} decodes`);
+    }
+    for (const long of ['1817', '190017', '1900ff', '1a0000ffff', '1b00000000ffffffff', '3817']) {
+      t.eq(codeOf(() => decode(hex(long))), ErrorCodes.CBOR_NON_CANONICAL, `${long} (not the shortest form) is refused`);
+    }
   },
 };

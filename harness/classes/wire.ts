@@ -115,6 +115,7 @@ export const C8: ConformanceClass = {
         ['the same body with two keys swapped', swapFirstKeys(body)],
         ['cost.uj as a 4-byte integer', fromHex(replaceOnce(hex, '62756a19012c', '62756a1a0000012c'))],
         ['now as an 8-byte integer', fromHex(hex.replace(/636e6f771a([0-9a-f]{8})/, '636e6f771b00000000$1'))],
+        ['the now key repeated', fromHex(`${(Number.parseInt(hex.slice(0, 2), 16) + 1).toString(16)}${hex.slice(2).replace(/^(636e6f771a[0-9a-f]{8})/, '$1$1')}`)],
       ];
       for (const [what, bytes] of nonCanonical) {
         t.ok(!bytesEqual(bytes, body), `${what}: differs from the canonical body`);
