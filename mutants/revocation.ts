@@ -15,14 +15,14 @@ export default [
     id: 'revocation-signature-unchecked',
     file: 'core/revocation.ts',
     find: 'if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {',
-    replace: 'if (sr.signature.length !== 64) {',
+    replace: 'if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by) && sr.signature.length !== 64) {',
     classes: ['C6'],
   },
   {
-    id: 'revocation-grant-id-unchecked',
+    id: 'revocation-parent-id-accepted',
     file: 'core/revocation.ts',
     find: 'if (sr.body.grant_id !== grantId(grant)) {',
-    replace: 'if (sr.body.grant_id === undefined) {',
+    replace: 'if (sr.body.grant_id !== grantId(grant) && sr.body.grant_id !== grant.parent) {',
     classes: ['C6'],
   },
   {

@@ -14,7 +14,7 @@ export default [
     id: 'rotation-next-hash-unchecked',
     file: 'core/rotation.ts',
     find: 'if (hashOfDid(e.current) !== state.next_hash) {',
-    replace: 'if (e.current === state.current) {',
+    replace: 'if (hashOfDid(e.current) !== state.next_hash && e.current === state.current) {',
     classes: ['C12'],
   },
   {

@@ -71,7 +71,7 @@ export default [
     id: 'shards-forged-assignment-taken',
     file: 'shards/binding.ts',
     find: 'if (!verifyShardAssignment(sa)) {',
-    replace: 'if (sa.signature.length !== 64) {',
+    replace: 'if (!verifyShardAssignment(sa) && sa.signature.length !== 64) {',
     classes: ['C11'],
   },
   {

@@ -36,7 +36,7 @@ export default [
     id: 'statement-signature-unchecked',
     file: 'core/statement.ts',
     find: '  return verifyBody(ss, ss.body.point);',
-    replace: '  return ss.signature.length === 64;',
+    replace: '  return verifyBody(ss, ss.body.point) || ss.signature.length === 64;',
     classes: ['C17'],
   },
   {

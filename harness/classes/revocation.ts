@@ -57,7 +57,10 @@ export const C6: ConformanceClass = {
     const genuine = signRevocation(leftId, k.bob, k.rng(16));
     t.eq(admit({ body: { ...genuine.body, nonce: k.rng(16) }, signature: genuine.signature }), 'bad-signature', 'an altered revocation is refused');
     t.eq(admit(genuine, right.grant), 'wrong-grant', 'a revocation offered against another grant is refused');
-    t.eq([set.size, set.has(leftId)], [0, false], 'nothing refused was admitted');
+    const rootByBob = signRevocation(grantId(root.grant), k.bob, k.rng(16));
+    t.eq(admit(rootByBob), 'wrong-grant', 'a revocation of the parent, offered against its child by the child’s issuer, is refused');
+    t.eq(admit(rootByBob, root.grant), 'not-issuer', '… and against the parent itself it is not the issuer’s');
+    t.eq([set.size, set.has(leftId), set.has(grantId(root.grant))], [0, false, false], 'nothing refused was admitted');
     const wire = readSignedRevocation(decode(encode(signedRevocationToCbor(genuine))));
     t.eq(admit(wire), 'admitted', 'the issuer’s revocation, read back from canonical CBOR, is admitted');
     t.ok(set.has(leftId), 'the grant is now revoked');
