@@ -130,7 +130,11 @@ export const C6: ConformanceClass = {
   },
 };
 
-/** C15: an unconfigured resource is open; once configured, a grant from an unlisted root is denied untrusted-root on both paths. */
+/**
+ * C15: an unconfigured resource is open; once configured, a grant from an unlisted root is denied
+ * untrusted-root on both paths — by core's decision, then by a live node whose config lists the
+ * roots per resource (listed, leaf-listed, locked and open resources), its ledger read back.
+ */
 export const C15: ConformanceClass = {
   id: 'C15',
   title: 'trust roots',
