@@ -15,8 +15,7 @@ import type { Did } from '../../core/didkey.ts';
 import { grantId, type SignedGrant } from '../../core/grant.ts';
 import type { ContentId } from '../../core/hash.ts';
 import { payloadHash, signWireRequestSync } from '../../core/wire.ts';
-import type { BudgetPolicy } from '../../node/hooks.ts';
-import { configFromJson, JcpClient, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
+import { type BudgetPolicy, configFromJson, JcpClient, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
 
 /** The node's clock and every request's `now` (Unix seconds): inside the kit grants' lifetime. */
 export const LIVE_NOW_S = 1_000;

@@ -24,14 +24,8 @@ import {
   spendBound,
   verifyOverdraftProof,
 } from '../../core/statement.ts';
-import { auditChannel } from '../../channel/audit.ts';
-import { MemoryBus, MemoryStore } from '../../channel/memory.ts';
-import { pointHash } from '../../channel/names.ts';
-import { ChannelPoint } from '../../channel/settlement.ts';
-import { signShardAssignment } from '../../shards/assignment.ts';
-import { assignmentOf } from '../../shards/assign.ts';
-import { ShardBindings } from '../../shards/binding.ts';
-import { mintShardSet, parseSplit } from '../../shards/set.ts';
+import { auditChannel, ChannelPoint, MemoryBus, MemoryStore, pointHash } from '../../channel/index.ts';
+import { assignmentOf, mintShardSet, parseSplit, ShardBindings, signShardAssignment } from '../../shards/index.ts';
 import type { ConformanceClass } from '../conformance.ts';
 import { withLiveNode } from './node-kit.ts';
 

@@ -16,9 +16,7 @@ import { sign, verify } from '../../core/ed25519.ts';
 import { grantId, signGrant } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
 import { payloadHash, signWireRequest, signWireRequestSync } from '../../core/wire.ts';
-import { type DealtShare, deal } from '../../frost/dealer.ts';
-import { FrostErrorCodes } from '../../frost/errors.ts';
-import { aggregate, commit, type SigningPackage, signShare, soloSignature } from '../../frost/sign.ts';
+import { aggregate, commit, type DealtShare, deal, FrostErrorCodes, type SigningPackage, signShare, soloSignature } from '../../frost/index.ts';
 import { JcpClient, configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
 import type { ConformanceClass } from '../conformance.ts';
 
