@@ -137,4 +137,32 @@ export default [
     replace: '  const ledger = new ChannelLedger(grantId);\n  const refused = admitStored(ledger, stored).filter((r) => r.code !== "forged");',
     classes: ['C17'],
   },
+  {
+    id: 'channels-commit-skips-leaf',
+    file: 'channel/channels.ts',
+    find: 'for (const id of decision.chainIds) this.#points.get(id)?.commit(req.cost.uj);',
+    replace: 'for (const id of decision.chainIds.slice(1)) this.#points.get(id)?.commit(req.cost.uj);',
+    classes: ['C17'],
+  },
+  {
+    id: 'channels-open-before-attach',
+    file: 'channel/channels.ts',
+    find: 'if (this.#points.size === 0 && this.#specs.some((s) => s.grantId === id)) {',
+    replace: 'if (this.#points.size === 0 && this.#specs.length === 0) {',
+    classes: ['C17'],
+  },
+  {
+    id: 'channels-enforcer-never-commits',
+    file: 'node/enforcer.ts',
+    find: 'this.#d.budgetPolicy?.committed?.(dreq, d, receipt);',
+    replace: 'void receipt;',
+    classes: ['C17'],
+  },
+  {
+    id: 'channels-enforcer-debits-policy-deny',
+    file: 'node/enforcer.ts',
+    find: "if (d.verdict === 'allow') this.#d.ledger.debit(d.chainIds, cost.uj);",
+    replace: "if (d.verdict === 'allow' || d.deny.reason === 'budget-exceeded') this.#d.ledger.debit(d.chainIds, cost.uj);",
+    classes: ['C17'],
+  },
 ];

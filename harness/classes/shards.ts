@@ -24,7 +24,8 @@ import {
   spendBound,
   verifyOverdraftProof,
 } from '../../core/statement.ts';
-import { auditChannel, ChannelPoint, MemoryBus, MemoryStore, pointHash } from '../../channel/index.ts';
+import { auditChannel, ChannelPoint, Channels, MemoryBus, MemoryStore, pointHash } from '../../channel/index.ts';
+import { type BudgetPolicy, resourceIdOf } from '../../node/index.ts';
 import { assignmentOf, mintShardSet, parseSplit, ShardBindings, signShardAssignment } from '../../shards/index.ts';
 import type { ConformanceClass } from '../conformance.ts';
 import { withLiveNode } from './node-kit.ts';
@@ -156,7 +157,10 @@ export const C11: ConformanceClass = {
  * settlement.ts) over an in-memory bus with the JetStream bus's contract; bad statements are
  * stored on that bus as an attacker with publish rights would, and refused by the points'
  * settlement code; the overdraft and its bound are read from the product's audit
- * (channel/audit.ts) after a worst-case partition, and checked by a third party.
+ * (channel/audit.ts) after a worst-case partition, and checked by a third party. Last, two live
+ * nodes serve one channel grant through the product's budget policy (channel/channels.ts) over a
+ * shared bus: calls over jcp/1, the window and the budget enforced by the nodes, their ledgers
+ * read back and matched against the statements the audit reads.
  */
 export const C17: ConformanceClass = {
   id: 'C17',
@@ -315,5 +319,63 @@ export const C17: ConformanceClass = {
     t.eq(refusal({ ...proof, statements: [...proof.statements, proof.statements[0]!] }), ProofRefusals.DUPLICATE_POINT, 'a point counted twice does not verify');
     t.eq(refusal(proof, { id: gid2, budget_uj: small + 1n }), ProofRefusals.WRONG_BUDGET, 'a proof against another budget does not verify');
     t.eq(refusal(proof, { id: gid, budget_uj: small }), ProofRefusals.WRONG_GRANT, 'a proof for another grant does not verify');
+
+    // Two live nodes serve one channel grant through the product's budget policy (channel/
+    // channels.ts) over a shared bus: calls over jcp/1, the nodes' ledgers read back.
+    const liveBudget = 100n;
+    const liveWindow = 30n;
+    const lg = signGrant(
+      { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('c17-llm'), actions: ['read'] }, budget_uj: liveBudget, expiry: 0, nonce: rng(16) },
+      issuer,
+    );
+    const lid = grantId(lg.grant);
+    const liveStore = new MemoryStore();
+    const liveBuses = [new MemoryBus(liveStore), new MemoryBus(liveStore)] as const;
+    const channels = liveBuses.map((bus) => new Channels({ bus, specs: [{ grantId: lid, windowUj: liveWindow }] }));
+    const policyOf = (c: Channels): BudgetPolicy => ({ admit: (req, d) => c.admit(req, d), committed: (req, d) => c.committed(req, d) });
+    const opts = (i: number) => ({ resources: [{ name: 'c17-llm' }], budgetPolicy: () => policyOf(channels[i]!) });
+    /** A fresh settlement of every point, twice round, so each node's view holds the other's latest spend. */
+    const settleBoth = async () => {
+      for (let round = 0; round < 2; round++) for (const c of channels) for (const p of c.points()) await p.settleNow();
+    };
+    await withLiveNode('c17a', opts(0), async (a) => {
+      await withLiveNode('c17b', opts(1), async (b) => {
+        const nodes = [a, b] as const;
+        const call = (i: number) => nodes[i]!.call([lg], agent);
+        const spentAt = () => nodes.map((n) => n.spent(lg)[0]!);
+        t.eq(await call(0), 'budget-exceeded', 'node: a channel grant is refused before the node has started its channel');
+        for (const [i, n] of nodes.entries()) channels[i]!.attach(n.node.steward, (id) => n.node.ledger.spent(id));
+        t.eq(await call(0), 'budget-exceeded', 'node: … and before its first settlement');
+        await settleBoth();
+        // Node A cut off from the bus (its settlements hang): it stops after its window.
+        const held: Array<() => void> = [];
+        liveBuses[0].delay = () => new Promise<void>((r) => held.push(r));
+        t.eq([await call(0), await call(0), await call(0)], ['allow', 'allow', 'allow'], 'node A allows its 30 µJ window unsettled');
+        t.eq(await call(0), 'budget-exceeded', 'node A refuses past its unsettled window');
+        t.eq(spentAt(), [30n, 0n], 'node A debited the window and not the refused call');
+        liveBuses[0].delay = undefined;
+        for (const r of held) r();
+        const verdicts: string[] = [];
+        for (let k = 0; k < 10; k++) {
+          await settleBoth();
+          verdicts.push(await call(k % 2 === 0 ? 1 : 0));
+        }
+        t.eq(verdicts, [...Array(7).fill('allow'), ...Array(3).fill('budget-exceeded')], 'settled before each call, the nodes allow the 70 µJ left between them, then refuse');
+        const before = spentAt();
+        t.eq(before[0]! + before[1]!, liveBudget, 'node: the ledgers of the two nodes add up to the channel budget exactly');
+        await settleBoth();
+        const audit = await auditChannel(new MemoryBus(liveStore), lid);
+        t.eq(
+          [audit.budgetSource, audit.budgetUj, audit.totalUj, audit.overdraftUj, audit.proofVerifies],
+          ['stream', liveBudget, liveBudget, 0n, true],
+          'node: the audit reads the channel grant the nodes stored and proves no overdraft',
+        );
+        t.eq(
+          audit.lines.map((l) => l.spentUj).sort(),
+          [...before].sort(),
+          'node: each node’s statement claims exactly what its ledger debited',
+        );
+      });
+    });
   },
 };
