@@ -254,6 +254,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
         revokeTask = revokeEverywhere(issuer, nodes, ids).then(
           (acked) => {
             revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
+            // The worker's try at another node waits for this (it may already be refused at home:
+            // a node applies a revocation before it acknowledges it), so it falls after atMs.
+            w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
             say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
           },
           (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
