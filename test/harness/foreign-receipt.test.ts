@@ -6,7 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { openJcr1Receipt, openReceipt } from '../../core/receipt.ts';
 import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { VECTORS_DIR } from '../vectors/load.ts';
 
 const cbor = (v: unknown): Uint8Array => encode(v, { ...rfc8949EncodeOptions, typeEncoders: { Object: undefined } } as never);
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -149,6 +150,17 @@ describe('foreign receipt - a §8-only JCR-1 receipt from another implementation
     const empty = path.join(dir, 'empty.hex');
     writeFileSync(empty, '\n');
     expect((await jcp('receipts', 'verify', empty)).err).toMatch(/^jcp receipts: error \[empty-input\]/);
+  });
+
+  it('the cose-wg eddsa-sig-01 COSE_Sign1 (kid in the unprotected header, no receipt core) is counted bad: cose-invalid', async () => {
+    const vector = JSON.parse(readFileSync(new URL('cose-wg-examples/eddsa-sig-01.json', VECTORS_DIR), 'utf8')) as { output: { cbor: string } };
+    const file = path.join(dir, 'cose-wg.hex');
+    writeFileSync(file, `${hex(allow)}\n${vector.output.cbor}\n`);
+    const r = await jcp('receipts', 'verify', file);
+    expect(r.code).toBe(1);
+    const rep = JSON.parse(r.out) as { good: number; items: { verified: boolean; error?: { code: string } }[] };
+    expect(rep.good).toBe(1);
+    expect(rep.items[1]).toMatchObject({ verified: false, error: { code: 'cose-invalid' } });
   });
 
   it('jcp receipts verify - reads the receipts from standard input', () => {
