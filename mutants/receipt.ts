@@ -62,4 +62,32 @@ export default [
     replace: '      a.refused++;\n      a.uj += core.cost_uj;\n',
     classes: ['C14'],
   },
+  {
+    id: 'node-replay-rejected-seq-is-slice-index',
+    file: 'node/replay.ts',
+    find: 'rejected: r.rejected.map((x) => ({ ...x, seq: job.seqs[x.index]! })),',
+    replace: 'rejected: r.rejected.map((x) => ({ ...x, seq: x.index })),',
+    classes: ['C14'],
+  },
+  {
+    id: 'node-replay-attribution-overwritten',
+    file: 'node/replay.ts',
+    find: 'm.allowed += a.allowed;',
+    replace: 'm.allowed = a.allowed;',
+    classes: ['C14'],
+  },
+  {
+    id: 'node-replay-slice-start-off-by-one',
+    file: 'node/replay.ts',
+    find: 'nextStart = seqs[seqs.length - 1]! + 1;',
+    replace: 'nextStart = seqs[seqs.length - 1]!;',
+    classes: ['C14'],
+  },
+  {
+    id: 'node-replay-debits-first-slice-only',
+    file: 'node/replay.ts',
+    find: 'for (const [id, uj] of r.debits) ledger.debit([id], uj);',
+    replace: 'for (const [id, uj] of r.debits) if (ledger.spent(id) === 0n) ledger.debit([id], uj);',
+    classes: ['C14', 'C16'],
+  },
 ] satisfies Mutant[];

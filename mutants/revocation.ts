@@ -3,6 +3,8 @@
  * the node's revocation store (waiting revocations, boot load), and the decision's revocation and
  * trust-root checks on the direct and chained paths. Format: see `scripts/mutants.ts`.
  */
+import type { Mutant } from '../scripts/mutants.ts';
+
 export default [
   {
     id: 'revocation-holder-may-revoke',
@@ -102,4 +104,4 @@ export default [
     replace: 'for (const r of cfg.resources) if (r.trustRoots?.length) out[r.id] = [...r.trustRoots];',
     classes: ['C15'],
   },
-];
+] satisfies Mutant[];

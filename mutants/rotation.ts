@@ -2,6 +2,8 @@
  * Mutants of pre-committed key rotation (spec §2.1, C12): building a rotation and verifying a key
  * log. Format: see `scripts/mutants.ts`.
  */
+import type { Mutant } from '../scripts/mutants.ts';
+
 export default [
   {
     id: 'rotation-build-any-new-key',
@@ -80,4 +82,4 @@ export default [
     replace: 'if (e.seq < 0) return refuse(',
     classes: ['C12'],
   },
-];
+] satisfies Mutant[];

@@ -3,6 +3,8 @@
  * shards/ mint that rebalances from what is left, and the node-side binding of each shard to its
  * one point. Format: see `scripts/mutants.ts`.
  */
+import type { Mutant } from '../scripts/mutants.ts';
+
 export default [
   {
     id: 'shards-sum-skips-last-slice',
@@ -81,4 +83,4 @@ export default [
     replace: 'if (!this.#ready && chain.length > 2) {',
     classes: ['C11'],
   },
-];
+] satisfies Mutant[];

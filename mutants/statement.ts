@@ -3,6 +3,8 @@
  * bound and overdraft proof, the settlement that reads statements off the stream, and the audit.
  * Format: see `scripts/mutants.ts`.
  */
+import type { Mutant } from '../scripts/mutants.ts';
+
 export default [
   {
     id: 'statement-stale-by-one-accepted',
@@ -165,4 +167,4 @@ export default [
     replace: "if (d.verdict === 'allow' || d.deny.reason === 'budget-exceeded') this.#d.ledger.debit(d.chainIds, cost.uj);",
     classes: ['C17'],
   },
-];
+] satisfies Mutant[];

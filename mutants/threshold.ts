@@ -3,6 +3,8 @@
  * FROST rounds (frost/sign.ts), its trusted dealer (frost/dealer.ts), and the node's caller
  * signature check. Format: see `scripts/mutants.ts`.
  */
+import type { Mutant } from '../scripts/mutants.ts';
+
 export default [
   {
     id: 'threshold-package-below-min',
@@ -64,4 +66,4 @@ export default [
     replace: 'if (commitments.size < 1) {',
     classes: ['C18'],
   },
-];
+] satisfies Mutant[];
