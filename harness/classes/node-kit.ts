@@ -35,7 +35,7 @@ export interface LiveNodeOpts {
 }
 
 /** A running node and what a class does with it. */
-export interface LiveNode {
+export interface KitNode {
   readonly node: RunningNode;
   /** Resource content ids by name (`resourceIdOf(name)`). */
   readonly resources: Readonly<Record<string, ContentId>>;
@@ -57,7 +57,7 @@ export interface LiveNode {
  * Starts a node, runs `fn` against it, and always stops it and deletes its data directory.
  * @throws whatever `fn` or `startNode` throws (the class records it as a failure).
  */
-export async function withLiveNode<T>(label: string, opts: LiveNodeOpts, fn: (n: LiveNode) => Promise<T>): Promise<T> {
+export async function withLiveNode<T>(label: string, opts: LiveNodeOpts, fn: (n: KitNode) => Promise<T>): Promise<T> {
   const dir = mkdtempSync(path.join(tmpdir(), `jcp-${label}-`));
   const resources = opts.resources ?? [{ name: label }];
   const cfg = configFromJson({
@@ -81,7 +81,7 @@ export async function withLiveNode<T>(label: string, opts: LiveNodeOpts, fn: (n:
   let n = 0;
   try {
     await start();
-    const live: LiveNode = {
+    const live: KitNode = {
       get node() {
         return node!;
       },
