@@ -15,6 +15,8 @@ import { grantId } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
 import { JcpClient, type McpNotification, resultJson, type RunningNode, WireErrorReply } from '../../node/index.ts';
 import { cast, liveNode, mint, rid } from './fixtures.ts';
+// @ts-expect-error: a plain .mjs module shared with the server, no declarations
+import { ODD } from './odd-result.mjs';
 import { type BearerServer, type Everything, startBearerServer, startEverything } from './upstreams.ts';
 
 const { rng, alice, bob } = cast('upstream');
@@ -185,7 +187,7 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
 
   test('tools/list / every page is read, in order', async () => {
     const [paged] = await client.listTools();
-    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty']);
+    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd']);
     const g = mint(alice, bob, 'paged', ['t3'], 1_000n, rng);
     expect(text(resultJson((await client.call({ chain: [g], action: 't3', payload: {} })).result))).toBe('called t3');
   });
@@ -203,6 +205,12 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
     expect(names).toContain('late');
     const after = await client.call({ chain: [g], action: 'late', payload: { n: 1 } });
     expect(text(resultJson(after.result))).toBe('called late');
+  });
+
+  test('result / mixed content, _meta and unknown fields come back exactly as the server sent them', async () => {
+    const g = mint(alice, bob, 'paged', ['odd'], 1_000n, rng);
+    const r = await client.call({ chain: [g], action: 'odd', payload: {} });
+    expect(resultJson(r.result)).toEqual(ODD);
   });
 
   test('notify / a logging message and progress reach the caller in order; structuredContent passes through', async () => {
