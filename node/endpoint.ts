@@ -30,7 +30,7 @@ export const EndpointErrorCodes = {
   TIMEOUT: 'endpoint-timeout',
   /** The server could not be reached or started, or went away during the call. */
   UNAVAILABLE: 'endpoint-unavailable',
-  /** The server answered the call with a protocol error (bad arguments…). */
+  /** The server answered the call with a protocol error (bad arguments…) or a reply that is not a CallToolResult. */
   FAILED: 'endpoint-failed',
   /** An idempotent replay of an allow whose result was not kept (the node stopped in between). */
   RESULT_LOST: 'result-lost',
@@ -388,6 +388,9 @@ abstract class McpEndpoint implements Endpoint {
 /** The endpoint code of a failed request: the server's own error, a timeout, or a lost transport. */
 function classify(e: unknown): EndpointErrorCode {
   if (e instanceof TimeoutError) return EndpointErrorCodes.TIMEOUT;
+  // The server answered, but not with a CallToolResult: its failure, the connection is fine.
+  const name = (e as Error)?.name;
+  if (name === 'ZodError' || name === '$ZodError') return EndpointErrorCodes.FAILED;
   const code = (e as { code?: unknown })?.code;
   if ((e as Error)?.name === 'McpError' && typeof code === 'number') {
     if (code === -32001) return EndpointErrorCodes.TIMEOUT; // RequestTimeout

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
-import { JcpClient, type McpNotification, resultJson, type RunningNode, WireErrorReply } from '../../node/index.ts';
+import { JcpClient, type McpNotification, type McpStdioEndpoint, resultJson, type RunningNode, WireErrorReply } from '../../node/index.ts';
 import { cast, liveNode, mint, rid } from './fixtures.ts';
 // @ts-expect-error: a plain .mjs module shared with the server, no declarations
 import { ODD } from './odd-result.mjs';
@@ -187,7 +187,7 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
 
   test('tools/list / every page is read, in order', async () => {
     const [paged] = await client.listTools();
-    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd']);
+    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed']);
     const g = mint(alice, bob, 'paged', ['t3'], 1_000n, rng);
     expect(text(resultJson((await client.call({ chain: [g], action: 't3', payload: {} })).result))).toBe('called t3');
   });
@@ -211,6 +211,17 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
     const g = mint(alice, bob, 'paged', ['odd'], 1_000n, rng);
     const r = await client.call({ chain: [g], action: 'odd', payload: {} });
     expect(resultJson(r.result)).toEqual(ODD);
+  });
+
+  test('result / a reply that is not a CallToolResult is endpoint-failed; the server is kept', async () => {
+    const ep = node.endpoints.get(rid('paged'))!.endpoint as McpStdioEndpoint;
+    const pid = await ep.pid();
+    const g = mint(alice, bob, 'paged', ['malformed', 't1'], 1_000n, rng);
+    const r = await client.call({ chain: [g], action: 'malformed', payload: {} });
+    expect(r.decision.verdict).toBe('allow');
+    expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-failed');
+    expect(text(resultJson((await client.call({ chain: [g], action: 't1', payload: {} })).result))).toBe('called t1');
+    expect(await ep.pid()).toBe(pid);
   });
 
   test('notify / a logging message and progress reach the caller in order; structuredContent passes through', async () => {
