@@ -351,7 +351,7 @@ abstract class McpEndpoint implements Endpoint {
             this.log.warn({ tool, timeoutMs: this.#timeoutMs }, 'endpoint call timed out; recycling the connection');
             throw new EndpointError(code, `${this.name}: tool ${tool} gave no answer within ${this.#timeoutMs} ms`, { cause: e });
           }
-          // A server that no longer knows our session (it restarted) never saw this call: one retry.
+          // A server that no longer knows our session (it restarted) never ran this call: one retry.
           if (attempt === 0 && sessionLost(e)) continue;
           throw new EndpointError(code, `${this.name}: the server went away during ${tool}: ${(e as Error).message}`, { cause: e });
         }
@@ -400,9 +400,15 @@ function classify(e: unknown): EndpointErrorCode {
   return EndpointErrorCodes.UNAVAILABLE;
 }
 
-/** True for a Streamable HTTP 404: the server does not know the session (MCP 2025-06-18 §Session Management). */
+/**
+ * True when a Streamable HTTP server refused the POST for its session: 404 (MCP 2025-06-18
+ * §Session Management: the session is unknown, e.g. the server restarted) or 400 (what some
+ * servers, server-everything among them, answer for an unknown session id). Either way the
+ * request was refused at the HTTP level, so no tool ran and a new session may send it again.
+ */
 function sessionLost(e: unknown): boolean {
-  return (e as Error)?.name === 'StreamableHTTPError' && (e as { code?: unknown }).code === 404;
+  const code = (e as { code?: unknown })?.code;
+  return (e as object)?.constructor?.name === 'StreamableHTTPError' && (code === 404 || code === 400);
 }
 
 /** An MCP server over stdio (a child process), started on demand and restarted after a crash or hang. */

@@ -131,6 +131,15 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     const up = await client.call({ chain: [g], action: 'echo', payload: { message: 'back' } });
     expect(text(resultJson(up.result))).toBe('Echo: back');
   });
+
+  test('restart / restarted between two calls: the stale session is replaced and the call goes through', async () => {
+    const g = mint(alice, bob, 'everything', ['echo'], 1_000_000n, rng);
+    expect(text(resultJson((await client.call({ chain: [g], action: 'echo', payload: { message: 'one' } })).result))).toBe('Echo: one');
+    await everything.kill();
+    everything = await startEverything(everything.port);
+    const r = await client.call({ chain: [g], action: 'echo', payload: { message: 'two' } });
+    expect(text(resultJson(r.result))).toBe('Echo: two');
+  });
 });
 
 describe('upstream: headers from the environment', () => {
