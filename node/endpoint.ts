@@ -111,6 +111,8 @@ const MARK = 'jcp.node/call';
 interface Live {
   readonly client: Client;
   readonly transport: Transport;
+  /** Aborted (with an `endpoint-unavailable` EndpointError) once the transport gives up on the server. */
+  readonly lost: AbortController;
 }
 
 /** A request of ours in flight: its raw JSON-RPC result, and who gets its notifications. */
@@ -196,12 +198,26 @@ abstract class McpEndpoint implements Endpoint {
     transport.onmessage = (m) => this.#tap(m as unknown as Msg);
     const send = transport.send.bind(transport);
     transport.send = (m, o) => send(this.#outgoing(m as unknown as Msg) as unknown as JSONRPCMessage, o);
+    const lost = new AbortController();
     transport.onclose = () => {
       if (current()) {
         this.#conn = undefined;
         this.#live = undefined;
       }
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the connection closed`));
       this.log.info('endpoint connection closed');
+    };
+    // Streamable HTTP: a server that died mid-call may leave the call's stream open-ended; the
+    // transport's failed reconnects (its GET stream, or a resumable POST stream) say it is gone.
+    transport.onerror = (e) => {
+      if (!/Maximum reconnection attempts|Failed to reconnect/.test(e.message) || lost.signal.aborted) return;
+      this.log.warn({ err: e.message }, 'endpoint unreachable; calls in flight fail, the next call reconnects');
+      if (current()) {
+        this.#conn = undefined;
+        this.#live = undefined;
+      }
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away: ${e.message}`));
+      void client.close().catch(() => undefined);
     };
     try {
       await withTimeout(client.connect(transport), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'connect');
@@ -209,7 +225,7 @@ abstract class McpEndpoint implements Endpoint {
       void client.close().catch(() => undefined);
       throw e;
     }
-    const live: Live = { client, transport };
+    const live: Live = { client, transport, lost };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       void this.#listTools(live).catch((e: Error) => this.log.warn({ err: e.message }, 'tools/list after list_changed failed'));
     });
@@ -265,12 +281,17 @@ abstract class McpEndpoint implements Endpoint {
       const parsed = await withTimeout(
         live.client.request({ method, params: { ...params, _meta: { [MARK]: key } } } as never, schema, {
           timeout: timeoutMs + 1000,
+          signal: live.lost.signal,
           ...(emit !== undefined ? { onprogress: () => undefined } : {}),
         }),
         timeoutMs,
         method === 'tools/call' ? String(params['name']) : method,
       );
       return slot.raw ?? parsed;
+    } catch (e) {
+      // The SDK reports an aborted request as a RequestTimeout McpError: say what happened.
+      if (live.lost.signal.aborted && live.lost.signal.reason instanceof EndpointError) throw live.lost.signal.reason;
+      throw e;
     } finally {
       this.#slots.delete(key);
       for (const [k, s] of this.#byId) if (s === slot) this.#byId.delete(k);
@@ -388,6 +409,7 @@ abstract class McpEndpoint implements Endpoint {
 /** The endpoint code of a failed request: the server's own error, a timeout, or a lost transport. */
 function classify(e: unknown): EndpointErrorCode {
   if (e instanceof TimeoutError) return EndpointErrorCodes.TIMEOUT;
+  if (e instanceof EndpointError) return e.code;
   // The server answered, but not with a CallToolResult: its failure, the connection is fine.
   const name = (e as Error)?.name;
   if (name === 'ZodError' || name === '$ZodError') return EndpointErrorCodes.FAILED;

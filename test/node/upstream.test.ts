@@ -132,6 +132,28 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     expect(text(resultJson(up.result))).toBe('Echo: back');
   });
 
+  test('restart / killed during a call: endpoint-unavailable, not a wait for the timeout; the receipt stands', async () => {
+    const g = mint(alice, bob, 'everything', ['trigger-long-running-operation', 'echo'], 1_000_000n, rng);
+    let killing: Promise<void> | undefined;
+    const r = await client.call({
+      chain: [g],
+      action: 'trigger-long-running-operation',
+      payload: { duration: 30, steps: 30 },
+      cost: { uj: 11n, provenance: 'Estimator' },
+      onNotice: () => {
+        killing ??= everything.kill();
+      },
+    });
+    await killing;
+    expect(r.decision.verdict).toBe('allow');
+    expect(openReceipt(r.receipt, node.did).ok).toBe(true);
+    expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-unavailable');
+    expect(node.ledger.spent(grantId(g.grant))).toBe(11n);
+    everything = await startEverything(everything.port);
+    const next = await client.call({ chain: [g], action: 'echo', payload: { message: 'after' } });
+    expect(text(resultJson(next.result))).toBe('Echo: after');
+  });
+
   test('restart / restarted between two calls: the stale session is replaced and the call goes through', async () => {
     const g = mint(alice, bob, 'everything', ['echo'], 1_000_000n, rng);
     expect(text(resultJson((await client.call({ chain: [g], action: 'echo', payload: { message: 'one' } })).result))).toBe('Echo: one');
