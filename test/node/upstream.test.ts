@@ -8,6 +8,8 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -161,6 +163,31 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     everything = await startEverything(everything.port);
     const r = await client.call({ chain: [g], action: 'echo', payload: { message: 'two' } });
     expect(text(resultJson(r.result))).toBe('Echo: two');
+  });
+});
+
+describe('upstream: a server the node never reached', () => {
+  test('no tool list: list_tools says [], names are not checked, an allowed call is endpoint-unavailable with its receipt', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const srv = createServer();
+      srv.listen({ port: 0, host: '127.0.0.1' }, () => {
+        const { port } = srv.address() as AddressInfo;
+        srv.close(() => resolve(port));
+      });
+    });
+    const node = await liveNode({ resources: [{ name: 'gone', endpoint: { url: `http://127.0.0.1:${closed}/mcp` } }] });
+    const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    try {
+      expect(await client.listTools()).toEqual([{ name: 'gone', resource: rid('gone'), tools: [], toolsJson: '[]' }]);
+      const g = mint(alice, bob, 'gone', ['anything'], 1_000n, rng);
+      const r = await client.call({ chain: [g], action: 'anything', payload: {} });
+      expect(r.decision.verdict).toBe('allow');
+      expect(openReceipt(r.receipt, node.did).ok).toBe(true);
+      expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-unavailable');
+    } finally {
+      await client.close();
+      await node.cleanup();
+    }
   });
 });
 
