@@ -232,7 +232,7 @@ abstract class McpEndpoint implements Endpoint {
     try {
       await withTimeout(this.#listTools(live), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'tools/list');
     } catch (e) {
-      this.log.warn({ err: (e as Error).message }, 'tools/list failed; tool names are not checked until it succeeds');
+      this.log.warn({ err: (e as Error).message }, 'tools/list failed; tool names are not checked until a list succeeds (next connection, or list_changed)');
     }
     this.log.info({ tools: this.#tools?.length ?? null }, 'endpoint connected');
     if (current()) this.#live = live;
