@@ -54,6 +54,9 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     expect(listed.map((r) => [r.name, r.resource])).toEqual([['everything', rid('everything')]]);
     const names = listed[0]!.tools.map((t) => t['name']);
     expect(names).toEqual(expect.arrayContaining(['echo', 'get-tiny-image', 'trigger-long-running-operation']));
+    // The node's MCP client declares no sampling / elicitation / roots: tools that need them are not offered.
+    expect(names).not.toContain('trigger-sampling-request');
+    expect(names).not.toContain('trigger-elicitation-request');
     expect(JSON.parse(listed[0]!.toolsJson)).toEqual(listed[0]!.tools);
     expect(node.enforcer.nextSeq).toBe(seq);
   });
