@@ -7,6 +7,7 @@ export {
   type ClientSigner,
   type CallParams,
   type CallResult,
+  CallTimeout,
   ConnectionLost,
   JcpClient,
   resultJson,
