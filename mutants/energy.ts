@@ -44,8 +44,8 @@ export default [
   {
     id: 'nvml-millijoules-as-microjoules',
     file: 'meter/nvml.ts',
-    find: 'return ok(mj * 1000n);',
-    replace: 'return ok(mj);',
+    find: 'return ok({ uj: mj * 1000n, reset });',
+    replace: 'return ok({ uj: mj, reset });',
     classes: ['C9'],
   },
 ] satisfies Mutant[];
