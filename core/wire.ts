@@ -15,6 +15,9 @@
  * - revoke_grant `{revoke_grant: {revocation: SignedRevocation, grant: Grant}}`: the same, carrying
  *   the revoked grant so the node checks authority at once (§4.3) instead of letting the
  *   revocation wait for the grant; answered like revoke.
+ * - amend `{amend: {grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment}}`
+ *   (§4.7): the steered grant's issuer steers a run at a checkpoint; answered by amended
+ *   `{amended: {grant_id, continuation_id, budget_uj, steered_spent_uj}}` or an error.
  *
  * Caller signature (§11): Ed25519 by `caller` over `canonical_cbor` of the request map without
  * `signature` (payload included when present). The payload is bound by `frame.payload_hash`
@@ -35,8 +38,16 @@ import { ErrorCodes, JcpError, check } from './errors.ts';
 import { type Frame, frameToCbor, readFrame } from './frame.ts';
 import { type Grant, type SignedGrant, grantToCbor, readGrant, readSignedGrant, signedGrantToCbor } from './grant.ts';
 import { type ContentId, contentId } from './hash.ts';
+import {
+  readSignedAmendment,
+  readSignedCheckpoint,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  signedAmendmentToCbor,
+  signedCheckpointToCbor,
+} from './checkpoint.ts';
 import { type SignedRevocation, readSignedRevocation, signedRevocationToCbor } from './revocation.ts';
-import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, type Obj } from './schema.ts';
+import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, asUint, type Obj, uintOut } from './schema.ts';
 
 /** Bytes in the length prefix (§11). */
 export const FRAME_HEADER_BYTES = 4;
@@ -284,7 +295,22 @@ export type WireMessage =
   | { readonly kind: 'response'; readonly response: WireDecisionResponse }
   | { readonly kind: 'error'; readonly error: WireError }
   | { readonly kind: 'revoke'; readonly revocation: SignedRevocation; readonly grant?: Grant }
-  | { readonly kind: 'revoked'; readonly grant_id: ContentId };
+  | { readonly kind: 'revoked'; readonly grant_id: ContentId }
+  | { readonly kind: 'amend'; readonly grant: SignedGrant; readonly checkpoint: SignedCheckpoint; readonly amendment: SignedAmendment }
+  | { readonly kind: 'amended'; readonly amended: WireAmended };
+
+/**
+ * What a node answers to an amendment it applied (§4.7): the steered grant (now refused there,
+ * `revoked`), the continuation's id, the continuation's effective cap at this node
+ * (`budget_uj` = min(amendment budget, steered budget − steered spend), µJ) and the steered
+ * grant's spend at this node when the amendment took effect (µJ).
+ */
+export interface WireAmended {
+  readonly grant_id: ContentId;
+  readonly continuation_id: ContentId;
+  readonly budget_uj: bigint;
+  readonly steered_spent_uj: bigint;
+}
 
 /** The most bytes of an error message we carry. */
 export const MAX_ERROR_MESSAGE = 1024;
@@ -304,6 +330,23 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
         : encode({ revoke_grant: { revocation: signedRevocationToCbor(m.revocation), grant: grantToCbor(m.grant) } });
     case 'revoked':
       return encode({ revoked: { grant_id: m.grant_id } });
+    case 'amend':
+      return encode({
+        amend: {
+          grant: signedGrantToCbor(m.grant),
+          checkpoint: signedCheckpointToCbor(m.checkpoint),
+          amendment: signedAmendmentToCbor(m.amendment),
+        },
+      });
+    case 'amended':
+      return encode({
+        amended: {
+          grant_id: m.amended.grant_id,
+          continuation_id: m.amended.continuation_id,
+          budget_uj: uintOut(m.amended.budget_uj),
+          steered_spent_uj: uintOut(m.amended.steered_spent_uj),
+        },
+      });
   }
 }
 
@@ -402,6 +445,27 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
   if ('revoked' in o) {
     const r = asObj(asObj(o, 'message', ['revoked'])['revoked'], 'revoked', ['grant_id']);
     return { kind: 'revoked', grant_id: asCid(r['grant_id'], 'revoked.grant_id') };
+  }
+  if ('amend' in o) {
+    const a = asObj(asObj(o, 'message', ['amend'])['amend'], 'amend', ['grant', 'checkpoint', 'amendment']);
+    return {
+      kind: 'amend',
+      grant: readSignedGrant(a['grant'], 'amend.grant'),
+      checkpoint: readSignedCheckpoint(a['checkpoint'], 'amend.checkpoint'),
+      amendment: readSignedAmendment(a['amendment'], 'amend.amendment'),
+    };
+  }
+  if ('amended' in o) {
+    const a = asObj(asObj(o, 'message', ['amended'])['amended'], 'amended', ['grant_id', 'continuation_id', 'budget_uj', 'steered_spent_uj']);
+    return {
+      kind: 'amended',
+      amended: {
+        grant_id: asCid(a['grant_id'], 'amended.grant_id'),
+        continuation_id: asCid(a['continuation_id'], 'amended.continuation_id'),
+        budget_uj: asUint(a['budget_uj'], 'amended.budget_uj'),
+        steered_spent_uj: asUint(a['steered_spent_uj'], 'amended.steered_spent_uj'),
+      },
+    };
   }
   throw new JcpError(ErrorCodes.SCHEMA, 'message: not a jcp/1 message (see docs/wire.md)', { field: 'message' });
 }

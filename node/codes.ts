@@ -21,6 +21,8 @@ export const NodeErrorCodes = {
   PAYLOAD_INVALID: 'payload-invalid',
   /** A revocation failed its authority check (§4.3): wrong grant, not the issuer, bad signature. */
   REVOCATION_REFUSED: 'revocation-refused',
+  /** An amendment was not admitted (§4.7): the message names the refusal (`not-issuer: …`, `widening: …`, `already-amended: …`). */
+  AMENDMENT_REFUSED: 'amendment-refused',
   /** The receipt could not be made durable; nothing was replied as decided. */
   LOG_FAILED: 'log-failed',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */

@@ -34,7 +34,8 @@ import type { SignedRevocation } from '../core/revocation.ts';
 import type { TrustRoots } from '../core/trust.ts';
 import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
-import type { Grant } from '../core/grant.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
 import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
@@ -45,6 +46,7 @@ import type { NodeMetrics } from './metrics.ts';
 import { type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { RequestIndex } from './requestindex.ts';
+import type { AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
@@ -69,6 +71,8 @@ export interface EnforcerDeps {
   readonly headId: ContentId | undefined;
   readonly trust: TrustRoots;
   readonly revocations: RevocationStore;
+  /** Amendments in force (§4.7): steered grants refused `revoked`, continuations capped. Absent = none. */
+  readonly amendments?: AmendmentStore | undefined;
   readonly meter: NodeMeter;
   /** resource content id → endpoint. */
   readonly endpoints: ReadonlyMap<ContentId, EndpointBinding>;
@@ -106,7 +110,17 @@ export class Enforcer {
     this.#d = deps;
     this.#nextSeq = deps.nextSeq;
     this.#headId = deps.headId;
-    this.#state = { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust };
+    const amendments = deps.amendments;
+    this.#state =
+      amendments === undefined
+        ? { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust }
+        : {
+            // §4.7: an amendment soft-revokes the steered grant (denied `revoked`, like §4.3) and
+            // the continuation starts with the steered grant's spend carried over (its cap).
+            ledger: amendments.view(deps.ledger),
+            revoked: { has: (id) => deps.revocations.has(id) || amendments.steered(id) },
+            trust: deps.trust,
+          };
   }
 
   /** The next seq to be sealed. */
@@ -137,6 +151,7 @@ export class Enforcer {
       }
       if (msg.kind === 'request') return await this.#request(body, msg.request);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
+      if (msg.kind === 'amend') return await this.#amend(msg.grant, msg.checkpoint, msg.amendment);
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
       this.#d.logger.error({ err: e }, 'internal error on the request path');
@@ -321,6 +336,23 @@ export class Enforcer {
     }
     this.#d.logger.info({ grant_id: r.value.grantId, admitted: r.value.admitted }, 'revocation recorded');
     return encodeWireMessage({ kind: 'revoked', grant_id: r.value.grantId });
+  }
+
+  /** Applies an amendment (§4.7, node/amendments.ts); answers `amended` or `amendment-refused`. */
+  async #amend(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Uint8Array> {
+    const store = this.#d.amendments;
+    if (store === undefined) return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, "this node does not take 'amend' messages");
+    let r: Awaited<ReturnType<AmendmentStore['submit']>>;
+    try {
+      // The steered grant's spend is read here, in the same turn as the soft revoke takes effect.
+      r = await store.submit(grant, cp, sa, this.#state.ledger);
+    } catch (e) {
+      this.#fail(e as Error);
+      return this.#error(NodeErrorCodes.LOG_FAILED, `the amendment could not be made durable: ${(e as Error).message}`);
+    }
+    if (!r.ok) return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
+    this.#d.logger.info({ ...r.value, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) }, 'amendment in force');
+    return encodeWireMessage({ kind: 'amended', amended: r.value });
   }
 
   #fail(e: Error): void {

@@ -25,6 +25,7 @@ import type { MeterProbe, NodeMeter } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
+import { AmendmentStore } from './amendments.ts';
 import { RevocationStore } from './revocations.ts';
 import { JcpServer } from './server.ts';
 import { WorkerPool } from './workers.ts';
@@ -63,6 +64,8 @@ export interface BootReport {
   readonly allowed: number;
   readonly denied: number;
   readonly revocations: { readonly admitted: number; readonly pending: number; readonly bad: number };
+  /** Amendments in force (§4.7, node/amendments.ts) re-applied from their records; bad ones counted, never applied. */
+  readonly amendments: { readonly applied: number; readonly bad: number };
   readonly seconds: number;
   /** The first few rejected receipts and breaks, by seq, for the operator. */
   readonly problems: ReadonlyArray<{ seq: number; code: string; why?: string }>;
@@ -104,7 +107,7 @@ function bootProblems(r: LogReplay, head: HeadCheck): Array<BootProblem & { why:
   ];
 }
 
-function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck): BootReport {
+function bootReport(r: LogReplay, revocations: BootReport['revocations'], amendments: BootReport['amendments'], head: HeadCheck): BootReport {
   const problems = bootProblems(r, head)
     .sort((a, b) => a.seq - b.seq)
     .slice(0, 20)
@@ -117,6 +120,7 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: 
     allowed: r.allowed,
     denied: r.denied,
     revocations,
+    amendments,
     seconds: r.seconds,
     problems,
     head,
@@ -161,6 +165,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
   let replay: LogReplay;
   let revocations: RevocationStore;
+  let amendments: AmendmentStore;
   let boot: BootReport;
   let replayPool: WorkerPool | undefined;
   try {
@@ -179,8 +184,11 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     replayPool = undefined;
     revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
     const rev = revocations.load(await log.revocations());
+    // After the replay: a record re-applies the carry it names (the steered spend cannot change).
+    amendments = new AmendmentStore(steward, (id, bytes) => log.putAmendment(id, bytes));
+    const amd = amendments.load(await log.amendments());
     const head = await log.checkHead();
-    boot = bootReport(replay, rev, head);
+    boot = bootReport(replay, rev, amd, head);
     // Damage stops the start unless the operator accepts it; accepted damage is recorded
     // (accepted.json), so later starts stop only on damage not accepted yet.
     const accepted = readAccepted(cfg.dataDir);
@@ -216,7 +224,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
   metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
   const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
-  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || !boot.head.ok) {
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.amendments.bad > 0 || !boot.head.ok) {
     logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
   } else logger.info(bootLog, 'receipt log replayed');
 
@@ -262,6 +270,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     headId: replay.headId,
     trust: new TrustRoots(trustRootsOf(cfg)),
     revocations,
+    amendments,
     meter,
     endpoints,
     metrics,
