@@ -83,6 +83,13 @@ export interface EnforcerDeps {
   readonly budgetPolicy?: BudgetPolicy | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
+  /**
+   * Where a revocation accepted over jcp/1 goes on to (issue 12 §4: the cluster's revocation
+   * stream, so every node enforces it). Each is awaited before the `{revoked}` reply; one that
+   * fails is retried in the background (every 1 s, then up to 30 s apart) until it succeeds or
+   * {@link Enforcer.stopRetries} is called.
+   */
+  readonly revocationOutlets?: ReadonlyArray<{ readonly name: string; publish(sr: SignedRevocation): Promise<void> }> | undefined;
 }
 
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -320,7 +327,39 @@ export class Enforcer {
       return this.#error(r.error.code === 'busy' ? NodeErrorCodes.BUSY : NodeErrorCodes.REVOCATION_REFUSED, r.error.why);
     }
     this.#d.logger.info({ grant_id: r.value.grantId, admitted: r.value.admitted }, 'revocation recorded');
+    await Promise.all((this.#d.revocationOutlets ?? []).map((o) => this.#propagate(o, sr)));
     return encodeWireMessage({ kind: 'revoked', grant_id: r.value.grantId });
+  }
+
+  #retryTimers = new Set<NodeJS.Timeout>();
+  #retriesStopped = false;
+
+  /** Hands an accepted revocation to one outlet; on failure keeps retrying in the background (never rejects). */
+  async #propagate(o: { readonly name: string; publish(sr: SignedRevocation): Promise<void> }, sr: SignedRevocation, attempt = 0): Promise<void> {
+    try {
+      await o.publish(sr);
+      if (attempt > 0) this.#d.logger.info({ grant_id: sr.body.grant_id, outlet: o.name, attempt }, 'revocation handed on after retrying');
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: sr.body.grant_id, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'revocation recorded here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#propagate(o, sr, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
+  }
+
+  /** Stops background retries of revocation hand-overs (the node is closing). */
+  stopRetries(): void {
+    this.#retriesStopped = true;
+    for (const t of this.#retryTimers) clearTimeout(t);
+    this.#retryTimers.clear();
   }
 
   #fail(e: Error): void {
