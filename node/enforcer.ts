@@ -8,12 +8,14 @@
  *  2. skew check: `|request.now − node clock| > max_skew_s` → error `clock-skew`;
  *  3. idempotent replay by `request_id`: a request decided before gets its original response
  *     back (the receipt from the log, the kept result), and nothing is debited twice;
- *  4. payload check for a resource with an endpoint (a JSON object of tool arguments) → error
+ *  4. a resource the node does not serve → error `unknown-resource` (nothing decided or debited);
+ *     payload check for a resource with an endpoint (a JSON object of tool arguments) → error
  *     `payload-invalid`;
  *  5. caller signature (on a worker thread when the node has them): a failure is a sealed
  *     `bad-signature` deny (`denied()`), evidence like any other decision;
  *  6. the decision with the chain (`decide`, §4.2, §7), priced at no less than the node's own
- *     estimate for the action, then the budget policy hook; the debit on allow;
+ *     estimate for the action, its provenance capped at what the node can vouch for
+ *     (`capProvenance`), then the budget policy hook; the debit on allow;
  *  7. the receipt sealed (`seq`, `prev`, `request_id`, `at`) and appended to the log; the reply is
  *     sent only once the receipt's batch is durable (fsync'd);
  *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6).
@@ -28,6 +30,7 @@ import { type Decision, type DecisionRequest, type DecisionState, decide, denied
 import { DenyReasons } from '../core/deny.ts';
 import { isJcpError } from '../core/errors.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { Provenance } from '../core/energy.ts';
 import type { Ledger } from '../core/ledger.ts';
 import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
@@ -42,7 +45,7 @@ import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
 import { type Endpoint, EndpointErrorCodes, errorResult } from './endpoint.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
-import { type NodeMeter, priceCall } from './pricing.ts';
+import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { RequestIndex } from './requestindex.ts';
 import type { RevocationStore } from './revocations.ts';
@@ -70,8 +73,19 @@ export interface EnforcerDeps {
   readonly trust: TrustRoots;
   readonly revocations: RevocationStore;
   readonly meter: NodeMeter;
+  /**
+   * The best provenance a receipt may seal for a charged figure (`provenanceCeiling` of the
+   * meter's probed provenance; default `Estimator`). A caller's claim above it is capped.
+   */
+  readonly provenanceCeiling?: Provenance | undefined;
   /** resource content id → endpoint. */
   readonly endpoints: ReadonlyMap<ContentId, EndpointBinding>;
+  /**
+   * The resource ids this node serves (its config's `resources`). A request for any other is
+   * refused with the error `unknown-resource` before any decision or debit. Undefined = every
+   * resource (for embedders that decide for resources they do not list).
+   */
+  readonly resources?: ReadonlySet<ContentId> | undefined;
   readonly metrics: NodeMetrics;
   readonly logger: Logger;
   /** Largest accepted |now − clock|, seconds. */
@@ -192,6 +206,12 @@ export class Enforcer {
         return replayed;
       }
     }
+    if (this.#d.resources !== undefined && !this.#d.resources.has(req.frame.resource)) {
+      return this.#error(
+        NodeErrorCodes.UNKNOWN_RESOURCE,
+        `frame.resource ${req.frame.resource} is not a resource this node serves; nothing was decided or debited`,
+      );
+    }
     const binding = this.#d.endpoints.get(req.frame.resource);
     let args: Record<string, unknown> | undefined;
     if (binding !== undefined) {
@@ -224,7 +244,7 @@ export class Enforcer {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
-      const cost = priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action));
+      const cost = capProvenance(priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action)), this.#d.provenanceCeiling ?? 'Estimator');
       const dreq: DecisionRequest = { frame: req.frame, chain: req.chain, caller: req.caller, cost, nowS: req.now };
       let d: Decision = sigOk
         ? decide(dreq, this.#state)

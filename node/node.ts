@@ -22,7 +22,7 @@ import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { NodeMetrics, serveMetrics } from './metrics.ts';
-import type { MeterProbe, NodeMeter } from './pricing.ts';
+import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
@@ -267,7 +267,9 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     trust: new TrustRoots(trustRootsOf(cfg)),
     revocations,
     meter,
+    provenanceCeiling: provenanceCeiling(probe?.provenance),
     endpoints,
+    resources: new Set(cfg.resources.map((r) => r.id)),
     metrics,
     logger,
     maxSkewS: cfg.maxSkewS,
