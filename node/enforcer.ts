@@ -8,12 +8,14 @@
  *  2. skew check: `|request.now − node clock| > max_skew_s` → error `clock-skew`;
  *  3. idempotent replay by `request_id`: a request decided before gets its original response
  *     back (the receipt from the log, the kept result), and nothing is debited twice;
- *  4. payload check for a resource with an endpoint (a JSON object of tool arguments) → error
+ *  4. a resource the node does not serve → error `unknown-resource` (nothing decided or debited);
+ *     payload check for a resource with an endpoint (a JSON object of tool arguments) → error
  *     `payload-invalid`;
  *  5. caller signature (on a worker thread when the node has them): a failure is a sealed
  *     `bad-signature` deny (`denied()`), evidence like any other decision;
  *  6. the decision with the chain (`decide`, §4.2, §7), priced at no less than the node's own
- *     estimate for the action, then the budget policy hook; the debit on allow;
+ *     estimate for the action, its provenance capped at what the node can vouch for
+ *     (`capProvenance`), then the budget policy hook; the debit on allow;
  *  7. the receipt sealed (`seq`, `prev`, `request_id`, `at`) and appended to the log; the reply is
  *     sent only once the receipt's batch is durable (fsync'd);
  *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6).
@@ -28,6 +30,7 @@ import { type Decision, type DecisionRequest, type DecisionState, decide, denied
 import { DenyReasons } from '../core/deny.ts';
 import { isJcpError } from '../core/errors.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { Provenance } from '../core/energy.ts';
 import type { Ledger } from '../core/ledger.ts';
 import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
@@ -43,7 +46,7 @@ import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
 import { type Endpoint, EndpointErrorCodes, errorResult } from './endpoint.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
-import { type NodeMeter, priceCall } from './pricing.ts';
+import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { RequestIndex } from './requestindex.ts';
 import type { AmendmentStore } from './amendments.ts';
@@ -74,8 +77,19 @@ export interface EnforcerDeps {
   /** Amendments in force (§4.7): steered grants refused `revoked`, continuations capped. Absent = none. */
   readonly amendments?: AmendmentStore | undefined;
   readonly meter: NodeMeter;
+  /**
+   * The best provenance a receipt may seal for a charged figure (`provenanceCeiling` of the
+   * meter's probed provenance; default `Estimator`). A caller's claim above it is capped.
+   */
+  readonly provenanceCeiling?: Provenance | undefined;
   /** resource content id → endpoint. */
   readonly endpoints: ReadonlyMap<ContentId, EndpointBinding>;
+  /**
+   * The resource ids this node serves (its config's `resources`). A request for any other is
+   * refused with the error `unknown-resource` before any decision or debit. Undefined = every
+   * resource (for embedders that decide for resources they do not list).
+   */
+  readonly resources?: ReadonlySet<ContentId> | undefined;
   readonly metrics: NodeMetrics;
   readonly logger: Logger;
   /** Largest accepted |now − clock|, seconds. */
@@ -87,6 +101,13 @@ export interface EnforcerDeps {
   readonly budgetPolicy?: BudgetPolicy | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
+  /**
+   * Where a revocation accepted over jcp/1 goes on to (issue 12 §4: the cluster's revocation
+   * stream, so every node enforces it). Each is awaited before the `{revoked}` reply; one that
+   * fails is retried in the background (every 1 s, then up to 30 s apart) until it succeeds or
+   * {@link Enforcer.stopRetries} is called.
+   */
+  readonly revocationOutlets?: ReadonlyArray<{ readonly name: string; publish(sr: SignedRevocation): Promise<void> }> | undefined;
 }
 
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -200,6 +221,12 @@ export class Enforcer {
         return replayed;
       }
     }
+    if (this.#d.resources !== undefined && !this.#d.resources.has(req.frame.resource)) {
+      return this.#error(
+        NodeErrorCodes.UNKNOWN_RESOURCE,
+        `frame.resource ${req.frame.resource} is not a resource this node serves; nothing was decided or debited`,
+      );
+    }
     const binding = this.#d.endpoints.get(req.frame.resource);
     let args: Record<string, unknown> | undefined;
     if (binding !== undefined) {
@@ -232,7 +259,7 @@ export class Enforcer {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
-      const cost = priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action));
+      const cost = capProvenance(priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action)), this.#d.provenanceCeiling ?? 'Estimator');
       const dreq: DecisionRequest = { frame: req.frame, chain: req.chain, caller: req.caller, cost, nowS: req.now };
       let d: Decision = sigOk
         ? decide(dreq, this.#state)
@@ -335,6 +362,7 @@ export class Enforcer {
       return this.#error(r.error.code === 'busy' ? NodeErrorCodes.BUSY : NodeErrorCodes.REVOCATION_REFUSED, r.error.why);
     }
     this.#d.logger.info({ grant_id: r.value.grantId, admitted: r.value.admitted }, 'revocation recorded');
+    await Promise.all((this.#d.revocationOutlets ?? []).map((o) => this.#propagate(o, sr)));
     return encodeWireMessage({ kind: 'revoked', grant_id: r.value.grantId });
   }
 
@@ -353,6 +381,37 @@ export class Enforcer {
     if (!r.ok) return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
     this.#d.logger.info({ ...r.value, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) }, 'amendment in force');
     return encodeWireMessage({ kind: 'amended', amended: r.value });
+  }
+
+  #retryTimers = new Set<NodeJS.Timeout>();
+  #retriesStopped = false;
+
+  /** Hands an accepted revocation to one outlet; on failure keeps retrying in the background (never rejects). */
+  async #propagate(o: { readonly name: string; publish(sr: SignedRevocation): Promise<void> }, sr: SignedRevocation, attempt = 0): Promise<void> {
+    try {
+      await o.publish(sr);
+      if (attempt > 0) this.#d.logger.info({ grant_id: sr.body.grant_id, outlet: o.name, attempt }, 'revocation handed on after retrying');
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: sr.body.grant_id, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'revocation recorded here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#propagate(o, sr, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
+  }
+
+  /** Stops background retries of revocation hand-overs (the node is closing). */
+  stopRetries(): void {
+    this.#retriesStopped = true;
+    for (const t of this.#retryTimers) clearTimeout(t);
+    this.#retryTimers.clear();
   }
 
   #fail(e: Error): void {

@@ -12,6 +12,7 @@ import { makeDirs } from '../cli/fsutil.ts';
 import { isJcpError } from '../core/errors.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Ledger } from '../core/ledger.ts';
+import type { SignedRevocation } from '../core/revocation.ts';
 import { TrustRoots } from '../core/trust.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
@@ -21,7 +22,7 @@ import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { NodeMetrics, serveMetrics } from './metrics.ts';
-import type { MeterProbe, NodeMeter } from './pricing.ts';
+import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
@@ -94,6 +95,8 @@ export interface RunningNode {
   readonly metrics: NodeMetrics;
   /** The receipt log (read access for operators and tests; the enforcer is its only writer). */
   readonly log: ReceiptLog;
+  /** The revocation store (§4.3): admitted and waiting revocations; `taken(id)` resolves when one arrives. */
+  readonly revocations: RevocationStore;
   /** Stops listening, closes connections, endpoints, workers and the log. */
   close(): Promise<void>;
 }
@@ -249,6 +252,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      enforcer.stopRetries();
       for (const f of opts.revocationFeeds ?? []) await f.stop().catch(() => undefined);
       await server?.close();
       await new Promise<void>((r) => (metricsServer ? metricsServer.close(() => r()) : r()));
@@ -272,13 +276,18 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     revocations,
     amendments,
     meter,
+    provenanceCeiling: provenanceCeiling(probe?.provenance),
     endpoints,
+    resources: new Set(cfg.resources.map((r) => r.id)),
     metrics,
     logger,
     maxSkewS: cfg.maxSkewS,
     clockS,
     pool,
     budgetPolicy: opts.budgetPolicy,
+    revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
+    ),
     onFatal: (e) => {
       opts.onFatal?.(e);
       void close();
@@ -358,6 +367,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     endpoints,
     metrics,
     log,
+    revocations,
     close,
   };
 }
