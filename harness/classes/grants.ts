@@ -5,7 +5,8 @@
 import { seededRng, newActor } from '../../core/actor.ts';
 import { verifyChain } from '../../core/chain.ts';
 import { decide } from '../../core/decision.ts';
-import { type Grant, attenuate, checkHop, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
+import { sign } from '../../core/ed25519.ts';
+import { type Grant, attenuate, checkHop, grantBytes, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
 import type { ConformanceClass } from '../conformance.ts';
 import { kit, verdict } from './authority-kit.ts';
@@ -56,6 +57,17 @@ export const C1: ConformanceClass = {
       'a look-alike resource is denied wrong-resource',
     );
     t.eq(verdict(decide(k.request([k.forged(root)]), state)), 'bad-signature', 'a grant signed by a non-issuer is denied bad-signature');
+
+    // The same grant under other keys: signed by anyone but its issuer, or re-attributed to
+    // another issuer with the real signature, it fails (three keys each, not one convenient one).
+    for (const [i, key] of [other, agent, newActor(rng)].entries()) {
+      const underOther = { grant: g, signature: sign(key.key, grantBytes(g)) };
+      t.ok(!verifyGrantSignature(underOther), `grant signed by another key (${i}) fails`);
+      t.ok(!verifyGrantSignature({ grant: { ...g, issuer: key.did }, signature: sg.signature }), `grant re-attributed to another issuer (${i}) fails`);
+    }
+    for (const forger of [k.mallory, k.bob, k.carol]) {
+      t.eq(verdict(decide(k.request([k.forged(root, forger)]), state)), 'bad-signature', 'the decision denies a grant signed by another key');
+    }
   },
 };
 
