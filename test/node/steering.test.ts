@@ -142,8 +142,9 @@ describe('steering against a live node (§4.7)', () => {
     node = await liveNode(config, {}, node.dataDir);
     addr = `127.0.0.1:${node.port}`;
     expect(node.boot.amendments).toEqual({ applied: 1, bad: 0 });
-    expect((await call('run.json', 1)).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
-    expect((await call('cont.json', 1)).decision).toEqual({ verdict: 'deny', deny_reason: 'budget-exceeded' });
+    // Costs not used before, so neither call is answered as an idempotent replay of an earlier one.
+    expect((await call('run.json', 3)).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+    expect((await call('cont.json', 3)).decision).toEqual({ verdict: 'deny', deny_reason: 'budget-exceeded' });
   });
 });
 
