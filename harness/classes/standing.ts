@@ -89,6 +89,10 @@ export const C20: ConformanceClass = {
     if (!authored.ok) return;
     const policy = authored.value;
     const tampered = { body: { ...policy.body, per_firing_uj: 100n }, signature: policy.signature };
+    for (const [who, actor] of [['the holder', trigger], ['a stranger', newActor(rng)]] as const) {
+      const bySomeoneElse = signBody(policy.body, actor);
+      t.eq(code(fire(bySomeoneElse, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, trigger)), StandingRefusals.WRONG_SIGNER, `a policy signed by ${who} does not fire`);
+    }
     t.eq(code(fire(tampered, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, trigger)), StandingRefusals.WRONG_SIGNER, 'a policy altered after signing is refused');
     t.eq(code(fire(policy, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, owner)), StandingRefusals.NOT_HOLDER, 'a non-holder (the issuer) cannot fire the standing grant');
 
@@ -147,6 +151,17 @@ export const C20: ConformanceClass = {
       await server.close();
       server = undefined;
 
+      // A budget-bound policy at the boundary: two 50 µJ firings fill the 100 µJ grant exactly.
+      const halves = authorPolicy(standing, { event_class: hook, per_firing_uj: 50n, max_firings: 9, nonce: rng(16) }, owner);
+      if (!halves.ok) return t.ok(false, 'the issuer authors a 50 µJ policy');
+      server = await startStandingServer({ ...opts, policy: halves.value, ledgerFile: path.join(dir, 'halves.jsonl') });
+      const h1 = await postEvent(server.port, 'tickets', '{"kind":"opened","h":1}');
+      const h2 = await postEvent(server.port, 'tickets', '{"kind":"opened","h":2}');
+      t.eq([h1.status, h2.status, h2.spent], [200, 200, '100'], 'two 50 µJ firings bring cumulative spend to exactly the grant (allowed)');
+      t.eq((await postEvent(server.port, 'tickets', '{"kind":"opened","h":3}')).code, StandingRefusals.BUDGET_EXHAUSTED, 'a third 50 µJ firing (150 of 100 µJ) is refused');
+      await server.close();
+      server = undefined;
+
       // A count-bound policy: the third firing is refused, also after a restart.
       const twice = authorPolicy(standing, { event_class: hook, per_firing_uj: 10n, max_firings: 2, nonce: rng(16) }, owner);
       if (!twice.ok) return t.ok(false, 'the issuer authors a two-firing policy');
@@ -200,8 +215,10 @@ export const C21: ConformanceClass = {
     t.ok(cp.ok, 'the agent checkpoints its own state');
     if (!cp.ok) return;
     const checkpoint = cp.value;
-    const forgedCp = signBody(checkpoint.body, mallory);
-    t.eq(code(verifyCheckpoint(forgedCp, run)), SteeringRefusals.NOT_AGENT, 'a checkpoint signed by anyone but the agent is refused');
+    for (const [who, actor] of [['the issuer', steward], ['a stranger', mallory]] as const) {
+      t.eq(code(verifyCheckpoint(signBody(checkpoint.body, actor), run)), SteeringRefusals.NOT_AGENT, `a checkpoint signed by ${who}, not the agent, is refused`);
+    }
+    t.eq(code(verifyCheckpoint(checkpoint, top)), SteeringRefusals.WRONG_GRANT, 'a checkpoint presented with another grant is refused');
 
     t.eq(code(amend(checkpoint, run, { budget_uj: 100n, nonce: rng(16) }, agent)), SteeringRefusals.SELF_STEERING, 'the agent cannot steer itself');
     const selfSigned = signBody({ checkpoint: checkpointId(checkpoint), budget_uj: 100n, nonce: rng(16) }, agent);
@@ -239,6 +256,9 @@ export const C21: ConformanceClass = {
     t.eq([cont.grant.subject, cont.grant.budget_uj], [agent.did, 500_000n], 'the continuation goes to the same agent with the amended budget');
     t.ok(verifyContinuation(run, checkpoint, amendment, cont).ok, 'the continuation is linked back to the steered grant through the amendment');
     t.ok(checkHop(top.grant, grantId(top.grant), cont.grant).ok, 'the continuation chain-verifies under the steered grant parent');
+    const tighter = amend(checkpoint, run, { budget_uj: 200_000n, nonce: rng(16) }, steward);
+    const tightCont = tighter.ok ? issueContinuation(run, checkpoint, tighter.value, steward) : tighter;
+    t.eq(tightCont.ok ? tightCont.value.grant.budget_uj : tightCont.error.code, 200_000n, 'a continuation carries the amendment budget (200,000 µJ), not the steered one');
     const wider = signGrant({ ...cont.grant, budget_uj: 500_001n }, steward);
     t.eq(code(verifyContinuation(run, checkpoint, amendment, wider)), SteeringRefusals.CONTINUATION_MISMATCH, 'a continuation wider than its amendment is refused');
     t.eq(code(issueContinuation(run, checkpoint, amendment, agent)), SteeringRefusals.NOT_ISSUER, 'the agent cannot re-issue its own run');
