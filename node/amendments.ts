@@ -124,6 +124,21 @@ export class AmendmentStore {
     return this.#carry.get(id) ?? 0n;
   }
 
+  readonly #waiters = new Map<ContentId, Array<() => void>>();
+
+  /**
+   * Resolves once an amendment of `steeredId` is in force here (and durable), whichever way it
+   * came (jcp/1 or a feed); at once when it already is. Event-driven, for tooling and tests.
+   */
+  applied(steeredId: ContentId): Promise<void> {
+    if (this.#bySteered.has(steeredId)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const list = this.#waiters.get(steeredId);
+      if (list === undefined) this.#waiters.set(steeredId, [resolve]);
+      else list.push(resolve);
+    });
+  }
+
   /** Amendments in force. */
   get size(): number {
     return this.#bySteered.size;
@@ -166,6 +181,9 @@ export class AmendmentStore {
     const body = recordBody(grant, cp, sa, applied);
     const signed = signBody(body, this.#steward);
     await this.#persist(steeredId, encode({ body: signed.body, signature: signed.signature }));
+    const waiting = this.#waiters.get(steeredId);
+    this.#waiters.delete(steeredId);
+    for (const f of waiting ?? []) f();
     return ok(answer(steeredId, applied));
   }
 

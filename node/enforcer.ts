@@ -39,7 +39,8 @@ import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
 import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
 import type { Grant, SignedGrant } from '../core/grant.ts';
-import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import { type Result, err } from '../core/result.ts';
+import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
@@ -49,10 +50,17 @@ import type { NodeMetrics } from './metrics.ts';
 import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { RequestIndex } from './requestindex.ts';
-import type { AmendmentStore } from './amendments.ts';
+import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
+
+/** Where admitted amendments are handed on (a cluster's revocation stream). */
+export interface AmendmentOutlet {
+  readonly name: string;
+  /** Resolves once handed on; `message` is the det-CBOR `{amend: …}` message. */
+  publish(steeredId: ContentId, message: Uint8Array): Promise<void>;
+}
 
 /** Results larger than this (bytes) are replaced by an `endpoint-failed` error result. */
 export const RESULT_CAP_BYTES = 8 << 20;
@@ -107,6 +115,8 @@ export interface EnforcerDeps {
    * fails is retried in the background (every 1 s, then up to 30 s apart) until it succeeds or
    * {@link Enforcer.stopRetries} is called.
    */
+  /** Where an amendment admitted over jcp/1 goes on to (§4.7: the revocation stream), like `revocationOutlets`. */
+  readonly amendmentOutlets?: ReadonlyArray<AmendmentOutlet> | undefined;
   readonly revocationOutlets?: ReadonlyArray<{ readonly name: string; publish(sr: SignedRevocation): Promise<void> }> | undefined;
 }
 
@@ -366,21 +376,65 @@ export class Enforcer {
     return encodeWireMessage({ kind: 'revoked', grant_id: r.value.grantId });
   }
 
-  /** Applies an amendment (§4.7, node/amendments.ts); answers `amended` or `amendment-refused`. */
-  async #amend(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Uint8Array> {
+  /**
+   * Puts an amendment in force at this node (§4.7, node/amendments.ts), reading the steered
+   * grant's spend from the ledger the decision reads, in the same turn as the soft revoke takes
+   * effect. Used by the jcp/1 `amend` message and by feeds (the cluster's revocation stream).
+   * Rejections: the §4.7 codes, `bad-signature`, `already-amended`; a node without an amendment
+   * store refuses `unknown-message`.
+   * @throws when the record cannot be made durable (the node then stops).
+   */
+  async applyAmendment(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Result<WireAmended, AmendmentRejection>> {
     const store = this.#d.amendments;
-    if (store === undefined) return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, "this node does not take 'amend' messages");
-    let r: Awaited<ReturnType<AmendmentStore['submit']>>;
+    if (store === undefined) return err({ code: NodeErrorCodes.UNKNOWN_MESSAGE, why: "this node does not take 'amend' messages" });
     try {
-      // The steered grant's spend is read here, in the same turn as the soft revoke takes effect.
-      r = await store.submit(grant, cp, sa, this.#state.ledger);
+      const r = await store.submit(grant, cp, sa, this.#state.ledger);
+      if (r.ok) {
+        this.#d.logger.info(
+          { grant_id: r.value.grant_id, continuation_id: r.value.continuation_id, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) },
+          'amendment in force',
+        );
+      }
+      return r;
     } catch (e) {
       this.#fail(e as Error);
+      throw e;
+    }
+  }
+
+  /** The jcp/1 `amend` message: applies it, hands it on to the cluster, answers `amended` or `amendment-refused`. */
+  async #amend(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Uint8Array> {
+    if (this.#d.amendments === undefined) return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, "this node does not take 'amend' messages");
+    let r: Result<WireAmended, AmendmentRejection>;
+    try {
+      r = await this.applyAmendment(grant, cp, sa);
+    } catch (e) {
       return this.#error(NodeErrorCodes.LOG_FAILED, `the amendment could not be made durable: ${(e as Error).message}`);
     }
     if (!r.ok) return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
-    this.#d.logger.info({ ...r.value, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) }, 'amendment in force');
+    const message = encodeWireMessage({ kind: 'amend', grant, checkpoint: cp, amendment: sa });
+    await Promise.all((this.#d.amendmentOutlets ?? []).map((o) => this.#handOnAmendment(o, r.value.grant_id, message)));
     return encodeWireMessage({ kind: 'amended', amended: r.value });
+  }
+
+  /** Hands an admitted amendment to one outlet; on failure retries in the background like a revocation (never rejects). */
+  async #handOnAmendment(o: AmendmentOutlet, steeredId: ContentId, message: Uint8Array, attempt = 0): Promise<void> {
+    try {
+      await o.publish(steeredId, message);
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: steeredId, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'amendment in force here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#handOnAmendment(o, steeredId, message, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
   }
 
   #retryTimers = new Set<NodeJS.Timeout>();

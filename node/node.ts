@@ -12,6 +12,8 @@ import { makeDirs } from '../cli/fsutil.ts';
 import { isJcpError } from '../core/errors.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Ledger } from '../core/ledger.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import { TrustRoots } from '../core/trust.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
@@ -97,6 +99,8 @@ export interface RunningNode {
   readonly log: ReceiptLog;
   /** The revocation store (§4.3): admitted and waiting revocations; `taken(id)` resolves when one arrives. */
   readonly revocations: RevocationStore;
+  /** The amendments in force (§4.7); `applied(id)` resolves when one of that steered grant is. */
+  readonly amendments: AmendmentStore;
   /** Stops listening, closes connections, endpoints, workers and the log. */
   close(): Promise<void>;
 }
@@ -285,6 +289,9 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     clockS,
     pool,
     budgetPolicy: opts.budgetPolicy,
+    amendmentOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publishAmendment !== undefined ? [{ name: f.name, publish: (id: ContentId, m: Uint8Array) => f.publishAmendment!(id, m) }] : [],
+    ),
     revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
       f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
     ),
@@ -337,7 +344,12 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       metricsServer = m.server;
       metricsPort = m.port;
     }
-    for (const f of opts.revocationFeeds ?? []) await f.start(revocations);
+    // Feeds bring revocations to the store and amendments (§4.7) to the enforcer, which applies them against its ledger.
+    const sink = {
+      submit: (sr: SignedRevocation, g?: Grant) => revocations.submit(sr, g),
+      amend: (g: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment) => enforcer.applyAmendment(g, cp, sa),
+    };
+    for (const f of opts.revocationFeeds ?? []) await f.start(sink);
   } catch (e) {
     await close();
     throw e;
@@ -368,6 +380,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     metrics,
     log,
     revocations,
+    amendments,
     close,
   };
 }
