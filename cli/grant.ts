@@ -5,7 +5,17 @@
 import { randomBytes } from 'node:crypto';
 import { isJcpError } from '../core/errors.ts';
 import { type AttenuationParams, type Grant, attenuate, grantId, grantToCbor, readGrant, signGrant } from '../core/grant.ts';
-import { amend, amendmentId, checkpointId, issueContinuation, makeCheckpoint, type SteeringRefusal } from '../core/checkpoint.ts';
+import {
+  amend,
+  amendmentId,
+  checkpointId,
+  issueContinuation,
+  makeCheckpoint,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  type SteeringRefusal,
+  verifyAmendment,
+} from '../core/checkpoint.ts';
 import { signRevocation } from '../core/revocation.ts';
 import { JcpClient, WireErrorReply, readKeyFile } from '../node/index.ts';
 import { actionsArg, didArg, expiryArg, grantView, hostPortArg, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
@@ -22,6 +32,7 @@ const help = `Usage:
   jcp grant checkpoint --chain run.json --key agent.key --state file|cid --out checkpoint.json
   jcp grant amend --chain run.json --checkpoint checkpoint.json --key issuer.key --budget uj
                  [--instructions file|cid] [--node host:port]... --out amendment.json
+  jcp grant amend --chain run.json --send amendment.json --node host:port...
   jcp grant continue --chain run.json --amendment amendment.json --key issuer.key
                  [--checkpoint checkpoint.json] --out continuation.json
 
@@ -37,6 +48,7 @@ amend     the leaf's issuer steers the run at that checkpoint (§4.7): a budget 
           leaf's, optionally a new instruction-set commitment; with --node (repeatable) the
           amendment is sent to each node, which from then on refuses the steered grant (revoked)
           and caps the continuation at min(budget, steered budget - steered spend there).
+          --send sends an amendment file signed before (to more nodes), checked here first.
 continue  the issuer re-issues the run as the continuation the amendment links (§4.7); writes
           the chain with the continuation as its leaf.
 Refusals exit 1 with a stable code: not-agent, wrong-grant, self-steering, not-issuer, widening,
@@ -237,20 +249,35 @@ async function amendRun(argv: string[]): Promise<number> {
       instructions: { type: 'string' },
       node: { type: 'string', multiple: true },
       out: { type: 'string' },
+      send: { type: 'string' },
     },
     false,
   );
   const chain = readChainFile(need(values.chain, '--chain'));
   const steered = chain[chain.length - 1]!;
-  const cp = readCheckpointFile(need(values.checkpoint, '--checkpoint'));
-  const issuer = readKeyFile(need(values.key, '--key'));
-  const budget = ujArg(need(values.budget, '--budget'), '--budget');
-  const instructions = values.instructions === undefined ? undefined : commitmentArg(values.instructions, 'instructions file');
-  const out = need(values.out, '--out');
   const nodes = (values.node ?? []).map((n) => ({ name: n, ...hostPortArg(n, '--node') }));
-  const r = amend(cp, steered, { budget_uj: budget, nonce: nonce(), ...(instructions !== undefined ? { instructions } : {}) }, issuer);
-  if (!r.ok) throw steeringRefused('amend', r.error);
-  writeAmendmentFile(out, { amendment: r.value, checkpoint: cp });
+  let cp: SignedCheckpoint;
+  let sa: SignedAmendment;
+  if (values.send !== undefined) {
+    // Send an amendment signed before (to more nodes, or again): checked here first, as the node will.
+    for (const flag of ['checkpoint', 'key', 'budget', 'instructions', 'out'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--send takes an amendment file as it is; --${flag} does not go with it`);
+    }
+    if (nodes.length === 0) throw new UsageError('--send needs at least one --node');
+    ({ amendment: sa, checkpoint: cp } = readAmendmentFile(values.send));
+    const pair = verifyAmendment(sa, cp, steered);
+    if (!pair.ok) throw steeringRefused('amend', pair.error);
+  } else {
+    cp = readCheckpointFile(need(values.checkpoint, '--checkpoint'));
+    const issuer = readKeyFile(need(values.key, '--key'));
+    const budget = ujArg(need(values.budget, '--budget'), '--budget');
+    const instructions = values.instructions === undefined ? undefined : commitmentArg(values.instructions, 'instructions file');
+    const out = need(values.out, '--out');
+    const r = amend(cp, steered, { budget_uj: budget, nonce: nonce(), ...(instructions !== undefined ? { instructions } : {}) }, issuer);
+    if (!r.ok) throw steeringRefused('amend', r.error);
+    sa = r.value;
+    writeAmendmentFile(out, { amendment: sa, checkpoint: cp });
+  }
   const sent: Array<Record<string, unknown>> = [];
   let refused: CliError | undefined;
   for (const n of nodes) {
@@ -261,7 +288,7 @@ async function amendRun(argv: string[]): Promise<number> {
       throw connectionError(e, `node ${n.name}`);
     }
     try {
-      const a = await client.amend(steered, cp, r.value);
+      const a = await client.amend(steered, cp, sa);
       sent.push({ node: n.name, continuation_id: a.continuation_id, budget_uj: a.budget_uj.toString(), steered_spent_uj: a.steered_spent_uj.toString() });
     } catch (e) {
       if (!(e instanceof WireErrorReply)) throw connectionError(e, `node ${n.name}`);
@@ -271,7 +298,7 @@ async function amendRun(argv: string[]): Promise<number> {
       await client.close();
     }
   }
-  process.stdout.write(`${JSON.stringify({ amendment: amendmentId(r.value), steered: grantId(steered.grant), nodes: sent })}\n`);
+  process.stdout.write(`${JSON.stringify({ amendment: amendmentId(sa), steered: grantId(steered.grant), nodes: sent })}\n`);
   if (refused) throw refused;
   return 0;
 }

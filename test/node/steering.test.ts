@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { newActor, seededRng } from '../../core/actor.ts';
 import { amend, makeCheckpoint } from '../../core/checkpoint.ts';
+import { grantId } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
 import { main } from '../../cli/main.ts';
 import { readChainFile } from '../../cli/chainfile.ts';
@@ -134,6 +135,26 @@ describe('steering against a live node (§4.7)', () => {
       expect((err as WireErrorReply).message).toMatch(/^amendment-refused: wrong-checkpoint: /);
     } finally {
       await client.close();
+    }
+  });
+
+  test('--send hands a signed amendment to another node, which caps by its own ledger; a mismatched chain is refused before sending', async () => {
+    const other = await liveNode(config);
+    try {
+      const addr2 = `127.0.0.1:${other.port}`;
+      const wrong = await jcp('grant', 'amend', '--chain', f('other.json'), '--send', f('amend.json'), '--node', addr2);
+      expect(wrong.code).toBe(1);
+      expect(wrong.err).toMatch(/^jcp grant: error \[wrong-grant\]: amend refused: /);
+      expect((await other.log.amendments()).length).toBe(0);
+      const mixed = await jcp('grant', 'amend', '--chain', f('run.json'), '--send', f('amend.json'), '--budget', '5', '--node', addr2);
+      expect(mixed.code).toBe(2);
+      const sent = await jcp('grant', 'amend', '--chain', f('run.json'), '--send', f('amend.json'), '--node', addr2);
+      expect(sent.err).toBe('');
+      // Nothing of the steered grant was spent at this node: its continuation may spend the amended 1,000 here.
+      expect((JSON.parse(sent.out) as { nodes: unknown[] }).nodes).toEqual([expect.objectContaining({ node: addr2, budget_uj: '1000', steered_spent_uj: '0' })]);
+      expect(other.amendments.steered(grantId(readChainFile(f('run.json'))[0]!.grant))).toBe(true);
+    } finally {
+      await other.cleanup();
     }
   });
 
