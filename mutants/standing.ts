@@ -109,8 +109,6 @@ const mutants: Mutant[] = [
     find: 'if (g.issuer === g.subject || verifyBody(amendment, g.subject)) {',
     replace: 'if (verifyBody(amendment, g.subject)) {',
     classes: ['C21'],
-    equivalent:
-      'when issuer = subject, any amendment passing the later not-issuer check verifies under the subject too, so this clause only changes which of two refusals is named for an amendment that is refused anyway; C21 tries both signers',
   },
   {
     id: 'checkpoint-widening-doubled',

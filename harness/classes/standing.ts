@@ -237,6 +237,8 @@ export const C21: ConformanceClass = {
     if (selfCp.ok) {
       const own = signBody({ checkpoint: checkpointId(selfCp.value), budget_uj: 1n, nonce: rng(16) }, agent);
       t.eq(code(verifyAmendment(own, selfCp.value, selfRun)), SteeringRefusals.SELF_STEERING, 'a grant whose issuer is its subject cannot be steered');
+      const byOther = signBody({ checkpoint: checkpointId(selfCp.value), budget_uj: 1n, nonce: rng(16) }, mallory);
+      t.eq(code(verifyAmendment(byOther, selfCp.value, selfRun)), SteeringRefusals.SELF_STEERING, 'nor by anyone else: any amendment of a self-issued run is self-steering');
     }
 
     const a = amend(checkpoint, run, { budget_uj: 500_000n, instructions: contentId({ focus: 'summarise' }), nonce: rng(16) }, steward);
