@@ -28,9 +28,7 @@ import { contentId } from '../../core/hash.ts';
 import { signBody } from '../../core/signed.ts';
 import { authorPolicy, EMPTY_MINT_LEDGER, fire, StandingRefusals } from '../../core/standing.ts';
 import { encodeWireMessage } from '../../core/wire.ts';
-import { AmendmentRefusals } from '../../node/amendments.ts';
-import { resourceIdOf } from '../../node/config.ts';
-import { eventClassOf, type StandingServer, startStandingServer } from '../../node/standing.ts';
+import { AmendmentRefusals, eventClassOf, resourceIdOf, type StandingServer, startStandingServer } from '../../node/index.ts';
 import type { ConformanceClass } from '../conformance.ts';
 import { LiveNode } from './live-node.ts';
 
