@@ -54,7 +54,10 @@ continue  the issuer re-issues the run as the continuation the amendment links (
 Refusals exit 1 with a stable code: not-agent, wrong-grant, self-steering, not-issuer, widening,
 wrong-checkpoint; a node's refusal is amendment-refused naming the same codes.
 
-Chain files are JSON ({"type": "jcp-chain", "chain": [{id, cbor, grant}]}, root first).`;
+Chain files are JSON ({"type": "jcp-chain", "chain": [{id, cbor, grant}]}, root first). cbor is
+the signed grant; id and grant are for people and may be left out, but a grant view that
+disagrees with its cbor (an edited budget or action) is refused [chain-file-mismatch] by every
+command that reads chain files.`;
 
 const nonce = () => new Uint8Array(randomBytes(16));
 const nowS = () => Math.floor(Date.now() / 1000);

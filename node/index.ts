@@ -8,6 +8,7 @@ export {
   type ClientSigner,
   type CallParams,
   type CallResult,
+  CallTimeout,
   ConnectionLost,
   JcpClient,
   resultJson,
