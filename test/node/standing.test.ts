@@ -120,6 +120,15 @@ describe('jcp standing policy | serve (§4.6)', () => {
     const notHolder = await jcp('standing', 'serve', ...args);
     expect(notHolder.code).toBe(1);
     expect(notHolder.err).toMatch(/^jcp standing: error \[not-holder\]: /);
+    // A policy of another standing grant (same issuer and subject) does not hold for this one.
+    const m = await jcp('grant', 'mint', '--key', f('owner.key'), '--subject', f('trigger.key'), '--resource', 'triage', '--actions', 'label', '--budget', '100', '--out', f('other-standing.json'));
+    expect(m.code).toBe(0);
+    const otherArgs = serveArgs();
+    otherArgs[otherArgs.indexOf(f('standing.json'))] = f('other-standing.json');
+    const wrongGrant = await jcp('standing', 'serve', ...otherArgs);
+    expect(wrongGrant.code).toBe(1);
+    expect(wrongGrant.err).toMatch(/^jcp standing: error \[wrong-grant\]: /);
+    expect(existsSync(f('mint.jsonl'))).toBe(false);
   });
 
   test('webhooks mint children for the agent; wrong class and exhausted budget are refused, the ledger unchanged, across restarts and kill -9', async () => {
@@ -224,6 +233,34 @@ describe('the mint ledger file (§4.6)', () => {
       expect(() => MintLedgerFile.open(ledgerFile, grantId(standing.grant), grantId(standing.grant))).toThrow(/ledger of policy/);
       await expect(startStandingServer({ ...opts, policy: other.value })).rejects.toMatchObject({ code: 'ledger-corrupt' });
     } finally {
+      t.cleanup();
+    }
+  });
+
+  test('a leaf-only standing grant cannot fire: delegation-forbidden, nothing recorded', async () => {
+    const t = tempDir('mintleaf');
+    const leaf = signGrant({ ...standing.grant, delegate_depth: 0, nonce: rng(16) }, owner);
+    const p = authorPolicy(leaf, { event_class: hook, per_firing_uj: 10n, max_firings: 2, nonce: rng(16) }, owner);
+    if (!p.ok) throw new Error(p.error.why);
+    const s = await startStandingServer({
+      chain: [leaf],
+      policy: p.value,
+      holder: trigger,
+      agent: worker.did,
+      ledgerFile: path.join(t.dir, 'l.jsonl'),
+      handoff: { dir: t.dir },
+      writeChain: (file, c) => writeChainFile(file, c),
+      chainJson: chainFileText,
+      host: '127.0.0.1',
+      port: 0,
+    });
+    try {
+      const r = await post(s.port, '/events/ci', '{"kind":"failed"}');
+      expect([r.status, r.body.error?.code]).toEqual([403, 'delegation-forbidden']);
+      expect(r.body.ledger).toEqual({ firings: 0, spent_uj: '0' });
+      expect(readFileSync(path.join(t.dir, 'l.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1);
+    } finally {
+      await s.close();
       t.cleanup();
     }
   });
