@@ -68,6 +68,17 @@ const SKIP = new Set(['.git', 'node_modules', 'coverage', '.data', '.scratch']);
 
 class ListError extends Error {}
 
+/** Process groups of the class runs under way (each is detached, so a signal to us misses them). */
+const running = new Set<number>();
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
 interface Listed extends Mutant {
   readonly area: string;
 }
@@ -194,6 +205,8 @@ function runClasses(tree: string, classes: readonly string[], timeoutS: number):
   const args = [join(tree, 'bin/jcp.mjs'), 'conformance', '--json', ...classes.flatMap((c) => ['--class', c])];
   return new Promise((done) => {
     const child = spawn(process.execPath, args, { cwd: tree, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const pid = child.pid ?? 0;
+    if (pid > 0) running.add(pid);
     let out = '';
     let err = '';
     let timedOut = false;
@@ -205,16 +218,13 @@ function runClasses(tree: string, classes: readonly string[], timeoutS: number):
     });
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        process.kill(-(child.pid ?? 0), 'SIGKILL');
-      } catch {}
+      if (pid > 0) killGroup(pid);
     }, timeoutS * 1000);
     child.on('close', (code) => {
       clearTimeout(timer);
       // Whatever the classes started (nodes, servers) in the child's process group goes too.
-      try {
-        process.kill(-(child.pid ?? 0), 'SIGKILL');
-      } catch {}
+      if (pid > 0) killGroup(pid);
+      running.delete(pid);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       if (timedOut) return done({ failed: ['timeout'], seconds, detail: `no answer within ${timeoutS} s` });
       let report: { classes?: Record<string, { status?: string; detail?: string }> } | undefined;
@@ -313,6 +323,15 @@ export async function main(argv: readonly string[]): Promise<number> {
   const toRun = selected.filter((m) => m.equivalent === undefined);
   const classes = [...new Set(toRun.flatMap((m) => m.classes))];
   const scratch = mkdtempSync(join(tmpdir(), 'jcp-mutants-'));
+  // Interrupted: the temporary copies go too (the class runs die with the terminal's signal).
+  const interrupted = (signal: NodeJS.Signals) => {
+    for (const pid of running) killGroup(pid);
+    rmSync(scratch, { recursive: true, force: true });
+    process.stderr.write(`mutants: interrupted (${signal}); temporary copies removed\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   const results: MutantResult[] = [];
   let baseline: MutantsReport['baseline'] = { status: 'pass', classes, detail: '' };
   try {

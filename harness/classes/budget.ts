@@ -1,7 +1,9 @@
 /**
  * Conformance classes about the decision (§7): C3 (budget enforcement), C4 (data/control
  * separation) and C-neg (expired, forged and wrong-caller frames; canonical CBOR refuses floats
- * and bools).
+ * and bools, and writes every integer in its shortest form). Each class checks the pure decision,
+ * then sends the same kinds of calls through a real node (`live-node.ts`) and reads the node's own
+ * ledger and receipt log: "never debited" is the node's ledger, not a loop of the harness.
  */
 import { decode, encode } from '../../core/cbor.ts';
 import { decide } from '../../core/decision.ts';
@@ -23,11 +25,11 @@ export const C3: ConformanceClass = {
     const state = k.state();
 
     t.eq(verdict(decide(k.request([g], { costUj: 101n }), state)), 'budget-exceeded', 'a cost over the ceiling by 1 µJ is denied');
-    t.eq(state.ledger.spent(id), 0n, 'the denied call is not debited');
+    t.eq(state.ledger.spent(id), 0n, 'deciding the denial mutated no ledger (the decision is pure, §7)');
     const exact = decide(k.request([g], { costUj: 100n }), state);
     t.eq([exact.verdict, exact.remainingUj], ['allow', 0n], 'a cost that exactly fits is allowed, leaving 0 µJ');
 
-    // A caller that debits only on allow: 13 calls of 8 µJ against 100 µJ.
+    // The decision over a ledger this loop debits on allow (the node's own debit is checked below): 13 calls of 8 µJ against 100 µJ.
     const loop = k.root({ budget_uj: 100n });
     const loopId = grantId(loop.grant);
     const verdicts: string[] = [];
@@ -38,10 +40,9 @@ export const C3: ConformanceClass = {
     }
     t.eq(verdicts.filter((v) => v === 'allow').length, 12, 'allowed until the next call would pass the ceiling');
     t.eq(verdicts[12], 'budget-exceeded', 'the 13th call is denied budget-exceeded');
-    t.eq(state.ledger.spent(loopId), 96n, 'only allowed calls were debited');
     const again = [0, 1, 2].map(() => decide(k.request([loop], { costUj: 8n }), state));
     t.ok(again.every((d) => verdict(d) === 'budget-exceeded'), 'the denial is deterministic');
-    t.eq(state.ledger.spent(loopId), 96n, 'repeated denials debit nothing');
+    t.eq(state.ledger.spent(loopId), 96n, 'deciding repeated denials mutated no ledger');
     const d = again[0]!;
     t.eq(d.verdict === 'deny' && [d.deny.requestedUj, d.deny.remainingUj], [8n, 4n], 'the deny says how much was asked and remained');
     t.eq(verdict(decide(k.request([loop], { costUj: 4n }), state)), 'allow', 'the remaining 4 µJ can still be spent');
@@ -51,7 +52,7 @@ export const C3: ConformanceClass = {
     const child = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 50n });
     state.ledger.debit([grantId(root.grant)], 45n);
     t.eq(verdict(decide(k.request([root, child], { costUj: 6n }), state), true), 'budget-exceeded@0', 'a chained cost must fit the root too');
-    t.eq(state.ledger.spent(grantId(child.grant)), 0n, 'the denied chained call debits no link');
+    t.eq(state.ledger.spent(grantId(child.grant)), 0n, 'deciding the chained denial mutated no link');
 
     // The same through a real node: what its own ledger and receipt log hold afterwards.
     const live = await LiveNode.start('c3', [k.alice.did], 1_000);
@@ -118,7 +119,7 @@ export const C4: ConformanceClass = {
       'untrusted-control',
       'data is refused before anything else, even a broken chain',
     );
-    t.eq(state.ledger.size, 0, 'no data frame was debited');
+    t.eq(state.ledger.size, 0, 'deciding mutated no ledger (the decision is pure, §7)');
 
     const live = await LiveNode.start('c4', [k.alice.did], 1_000);
     try {
@@ -165,7 +166,7 @@ export const C_neg: ConformanceClass = {
 
     t.eq(verdict(decide(k.request([g], { caller: k.mallory.did }), state)), 'wrong-subject', 'a wrong caller is denied wrong-subject');
     t.eq(verdict(decide(k.request([g, child], { caller: k.bob.did }), state)), 'wrong-subject', 'the parent holder cannot call as the leaf');
-    t.eq(state.ledger.size, 0, 'no refused frame was debited');
+    t.eq(state.ledger.size, 0, 'deciding the refusals mutated no ledger');
     for (const who of [k.mallory, k.alice, k.carol, k.dave]) {
       t.eq(verdict(decide(k.request([g], { caller: who.did }), state)), 'wrong-subject', 'every caller but the subject is denied wrong-subject');
     }
@@ -235,5 +236,17 @@ export const C_neg: ConformanceClass = {
     t.eq(codeOf(() => decode(hex('a16161f5'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding true is refused');
     t.eq(codeOf(() => decode(hex('a16161f4'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding false is refused');
     t.eq(codeOf(() => decode(hex('a1616101'))), 'accepted', 'the same map with an integer decodes');
+    // Shortest form (RFC 8949 §4.2.1) at every head boundary, positive and negative, as vectors.
+    const heads: [number | bigint, string][] = [
+      [23, '17'], [24, '1818'], [255, '18ff'], [256, '190100'], [4_096, '191000'], [65_535, '19ffff'], [65_536, '1a00010000'],
+      [4_294_967_295, '1affffffff'], [4_294_967_296n, '1b0000000100000000'], [-24, '37'], [-25, '3818'], [-257, '390100'], [-65_537, '3a00010000'],
+    ];
+    for (const [v, want] of heads) {
+      t.eq(Buffer.from(encode(v)).toString('hex'), want, `${v} is written in its shortest form`);
+      t.eq(codeOf(() => decode(hex(want))), 'accepted', `${want} decodes`);
+    }
+    for (const long of ['1817', '190017', '1900ff', '1a0000ffff', '1b00000000ffffffff', '3817']) {
+      t.eq(codeOf(() => decode(hex(long))), ErrorCodes.CBOR_NON_CANONICAL, `${long} (not the shortest form) is refused`);
+    }
   },
 };

@@ -1,4 +1,8 @@
-/** Conformance class C7: chain conservation (§4.2): hop-by-hop verification, splices refused, siblings share the root budget. */
+/**
+ * Conformance class C7: chain conservation (§4.2): hop-by-hop verification, splices refused,
+ * siblings share the root budget — in the pure decision and through a real node, whose ledger
+ * must hold the debit of every ancestor (`live-node.ts`).
+ */
 import { verifyChain } from '../../core/chain.ts';
 import { decide } from '../../core/decision.ts';
 import { type SignedGrant, grantId } from '../../core/grant.ts';
@@ -37,7 +41,8 @@ export const C7: ConformanceClass = {
     t.eq(check([root, mid, k.handChild(mid, { budget_uj: 601n }, k.carol)]), 'attenuation-violation@2', 'an amplifying hop is refused');
     t.eq(verdict(decide(k.request([root, mid, otherLeaf]), k.state()), true), 'chain-broken@2', 'the decision denies a spliced chain');
 
-    // Siblings share the root: each child may claim the whole root budget, together they cannot exceed it.
+    // Siblings share the root (the decision, over a ledger debited with each allow's chainIds; the
+    // node's own debits are checked in liveChain): together they cannot exceed the root budget.
     const shared = k.root({ budget_uj: 100n });
     const sharedId = grantId(shared.grant);
     const kids = [k.carol, k.dave, k.erin].map((who) => k.delegate(shared, k.bob, { subject: who.did, budget_uj: 100n }));
@@ -58,9 +63,9 @@ export const C7: ConformanceClass = {
     }
     t.ok(allowedTotal <= 100n, 'the siblings together never spend more than the root budget');
     t.ok(denied > 0, 'the shared root budget was reached');
-    t.eq(state.ledger.spent(sharedId), allowedTotal, 'every allow was debited from the root');
+    t.eq(state.ledger.spent(sharedId), allowedTotal, 'every allow names the root in its chainIds');
     const kidSum = kids.reduce((a, g) => a + state.ledger.spent(grantId(g.grant)), 0n);
-    t.eq(kidSum, allowedTotal, 'and from exactly one child');
+    t.eq(kidSum, allowedTotal, 'and exactly one child');
     const remaining = 100n - allowedTotal;
     const last = decide(k.request([shared, kids[0]!], { costUj: remaining + 1n }), state);
     t.eq(verdict(last, true), 'budget-exceeded@0', 'one µJ past the shared remainder is refused at the root');
@@ -93,6 +98,8 @@ async function liveChain(k: Kit, t: Parameters<ConformanceClass['run']>[0]): Pro
       ['a subtree spliced under another root', [root, otherMid, otherLeaf]],
       ['a chain missing its middle link', [root, a]],
       ['a chain re-rooted elsewhere', [other, mid, a]],
+      ['a hop issued by the parent issuer, not its subject', [root, k.handChild(root, { issuer: k.alice.did, subject: k.dave.did }, k.alice)]],
+      ['a hop issued by its own subject', [root, k.handChild(root, { issuer: k.dave.did, subject: k.dave.did }, k.dave)]],
     ] as const) {
       t.eq((await live.call(k.dave, { chain })).verdict, 'chain-broken', `node: ${label} is chain-broken`);
     }

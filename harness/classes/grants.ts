@@ -116,10 +116,13 @@ export const C2: ConformanceClass = {
       ['an extra action', { capability: { resource: k.resource, actions: ['read', 'admin'] } }, 'attenuation-violation'],
       ['a larger budget', { budget_uj: 1_001n }, 'attenuation-violation'],
       ['a later expiry', { expiry: 5_001 }, 'attenuation-violation'],
-      ['an issuer other than the parent subject', { issuer: k.mallory.did }, 'chain-broken'],
+      ['an issuer other than the parent subject (mallory)', { issuer: k.mallory.did }, 'chain-broken'],
+      ['an issuer other than the parent subject (the parent issuer)', { issuer: k.alice.did }, 'chain-broken'],
+      ['an issuer other than the parent subject (the child subject)', { issuer: k.dave.did }, 'chain-broken'],
     ];
+    const signers = new Map([k.mallory, k.alice, k.dave].map((a) => [a.did, a]));
     for (const [what, over, reason] of amplifying) {
-      const signer = over.issuer === k.mallory.did ? k.mallory : k.bob;
+      const signer = (over.issuer !== undefined ? signers.get(over.issuer) : undefined) ?? k.bob;
       const child = k.handChild(root, over, signer);
       const hop = checkHop(root.grant, rootId, child.grant);
       t.eq(hop.ok ? 'accepted' : hop.error.reason, reason, `hop check: ${what}`);

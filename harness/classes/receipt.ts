@@ -280,16 +280,23 @@ async function liveReplay(t: Checker): Promise<void> {
     t.eq(live.node.boot.receipts, 24, 'node: boot replay read every receipt');
     await live.stop();
 
-    // Tamper one allow in the middle of the node's LevelDB log.
-    const idx = log.findIndex((r, i) => r.verdict === 'allow' && i > 0 && i < log.length - 1);
+    // Tamper one allow late in the node's LevelDB log (not the head: past the first slice of 5).
+    let idx = -1;
+    for (let i = log.length - 2; i >= 5 && idx < 0; i--) if (log[i]!.verdict === 'allow') idx = i;
+    t.ok(idx >= 5, 'node: an allow past the first replay slice to tamper with');
     const victim = log[idx]!;
     const db = await ReceiptLog.open(live.dir, { steward: live.node.did, nowS: 1_000, mustExist: true });
     try {
       const bytes = new Uint8Array((await db.getReceipt(idx))!);
       bytes[bytes.length - 3]! ^= 0x10;
       await db.appendReceipt(idx, bytes);
-      const r = await replayLog(db, { steward: live.node.did });
+      // Slices of 5 receipts, so the tampered one and the workers' rows span several slices.
+      const r = await replayLog(db, { steward: live.node.did, sliceSize: 5, parallel: 2 });
       t.eq(r.rejected.map((x) => [x.seq, x.code]), [[idx, ErrorCodes.SIGNATURE_INVALID]], 'node replay: the tampered receipt is counted, with its seq');
+      // seq-gap inside a slice; prev-mismatch when the tampered receipt ends one (the next slice starts after it).
+      t.eq(r.breaks.map((x) => x.seq), [idx + 1], 'node replay: the hole it leaves is the only break');
+      t.ok(r.breaks.every((x) => x.code === 'seq-gap' || x.code === 'prev-mismatch'), 'node replay: reported as a gap or a prev mismatch');
+      t.eq([r.total, r.allowed + r.denied, r.nextSeq], [24, 23, 24], 'node replay: every other receipt is applied');
       const cut = (id: ContentId) => (victim.chain_ids ?? [victim.grant_id]).includes(id);
       t.eq(ids.map((id) => r.ledger.spent(id)), ids.map((id, i) => before[i]! - (cut(id) ? victim.cost_uj : 0n)), 'node replay: it contributes nothing to any link');
       for (const [i, w] of workers.entries()) {

@@ -115,11 +115,20 @@ export const C8: ConformanceClass = {
         ['the same body with two keys swapped', swapFirstKeys(body)],
         ['cost.uj as a 4-byte integer', fromHex(replaceOnce(hex, '62756a19012c', '62756a1a0000012c'))],
         ['now as an 8-byte integer', fromHex(hex.replace(/636e6f771a([0-9a-f]{8})/, '636e6f771b00000000$1'))],
+        ['the now key repeated', fromHex(`${(Number.parseInt(hex.slice(0, 2), 16) + 1).toString(16)}${hex.slice(2).replace(/^(636e6f771a[0-9a-f]{8})/, '$1$1')}`)],
       ];
       for (const [what, bytes] of nonCanonical) {
         t.ok(!bytesEqual(bytes, body), `${what}: differs from the canonical body`);
         const r = decodeWireMessage(await client.roundTrip(bytes));
         t.eq(r.kind === 'error' ? r.error.code : r.kind, 'cbor-non-canonical', `the live node refuses ${what}`);
+      }
+      // Canonical bodies whose payload is not the one the frame's payload_hash binds (§11).
+      const swapped = { ...o, payload: new TextEncoder().encode('{"say":"bye"}') };
+      const dropped: Record<string, unknown> = { ...o };
+      delete dropped['payload'];
+      for (const [what, m] of [['another payload than the signed one', swapped], ['the payload removed', dropped]] as const) {
+        const r = decodeWireMessage(await client.roundTrip(encode(m)));
+        t.eq(r.kind === 'error' ? r.error.code : r.kind, 'schema', `the live node refuses a body with ${what}`);
       }
       t.eq(node.ledger.spent(gid), 300n, 'no non-canonical request was debited');
       t.eq(await node.log.lastSeq(), 0, 'no non-canonical request was sealed');

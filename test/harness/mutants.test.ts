@@ -12,6 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { MutantsReport } from '../../scripts/mutants.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** Each case starts the runner (a TypeScript program of the project, then conformance runs): a generous limit on a loaded machine. */
+const RUN_LIMIT_MS = 240_000;
 const scratch = mkdtempSync(path.join(tmpdir(), 'jcp-mutants-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -56,7 +58,7 @@ describe('mutants runner', () => {
     expect(killed?.detail).toContain('wrong-resource');
     // The mutant was applied to a copy only: the tree itself is untouched.
     expect(readFileSync(path.join(ROOT, 'core/decision.ts'), 'utf8')).toContain('if (f.resource !== g.capability.resource) {');
-  });
+  }, RUN_LIMIT_MS);
 
   it('mutants / a survivor and a mutant that does not compile fail the run; --only selects by id prefix', async () => {
     const dir = listDir('bad', [
@@ -78,7 +80,7 @@ describe('mutants runner', () => {
       ['bad-survivor', 'survived'],
       ['bad-invalid', 'invalid'],
     ]);
-  });
+  }, RUN_LIMIT_MS);
 
   it('mutants / a find that matches nothing, or twice, fails the run before anything runs', async () => {
     const none = await runner(['--lists', listDir('rot', [{ id: 'rot', file: 'core/decision.ts', find: 'no such text in the file', replace: 'x', classes: ['C1'] }])]);
@@ -88,5 +90,5 @@ describe('mutants runner', () => {
     const twice = await runner(['--lists', listDir('two', [{ id: 'two', file: 'core/decision.ts', find: 'const chain = req.chain;', replace: 'const chain = req.chain.slice(1);', classes: ['C1'] }])]);
     expect(twice.code).toBe(1);
     expect(twice.err).toMatch(/find occurs [2-9] times in core\/decision\.ts/);
-  });
+  }, RUN_LIMIT_MS);
 });
