@@ -31,10 +31,12 @@ import type { Cost } from '../core/energy.ts';
 import type { FrameKind, Trust } from '../core/frame.ts';
 import { type Grant, type SignedGrant, grantId } from '../core/grant.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import {
   FrameReader,
   MAX_DECLARABLE_LENGTH,
+  type WireAmended,
   type WireDecision,
   type WireMessage,
   type WireRequest,
@@ -499,6 +501,18 @@ export class JcpClient {
       tools: JSON.parse(r.tools) as Record<string, unknown>[],
       toolsJson: r.tools,
     }));
+  }
+
+  /**
+   * Sends an amendment (§4.7) with the steered grant and its checkpoint; resolves to what the node
+   * applied (the continuation's id and its cap there, µJ).
+   * @throws WireErrorReply when the node refuses it (`amendment-refused` naming the §4.7 code).
+   */
+  async amend(grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment): Promise<WireAmended> {
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage({ kind: 'amend', grant, checkpoint, amendment })));
+    if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
+    if (reply.kind !== 'amended') throw new WireErrorReply('schema', `expected amended, got ${reply.kind}`);
+    return reply.amended;
   }
 
   /** Unanswered requests. */

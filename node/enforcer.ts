@@ -8,14 +8,16 @@
  *  2. skew check: `|request.now − node clock| > max_skew_s` → error `clock-skew`;
  *  3. idempotent replay by `request_id`: a request decided before gets its original response
  *     back (the receipt from the log, the kept result), and nothing is debited twice;
- *  4. payload check for a resource with an endpoint (a JSON object of tool arguments) → error
+ *  4. a resource the node does not serve → error `unknown-resource` (nothing decided or debited);
+ *     payload check for a resource with an endpoint (a JSON object of tool arguments) → error
  *     `payload-invalid`; then the tool name against the upstream's `tools/list` → error
  *     `unknown-tool` (when the node has no list yet it connects to get one; an upstream it cannot
  *     reach has no list, and the call goes on to the decision);
  *  5. caller signature (on a worker thread when the node has them): a failure is a sealed
  *     `bad-signature` deny (`denied()`), evidence like any other decision;
  *  6. the decision with the chain (`decide`, §4.2, §7), priced at no less than the node's own
- *     estimate for the action, then the budget policy hook; the debit on allow;
+ *     estimate for the action, its provenance capped at what the node can vouch for
+ *     (`capProvenance`), then the budget policy hook; the debit on allow;
  *  7. the receipt sealed (`seq`, `prev`, `request_id`, `at`) and appended to the log; the reply is
  *     sent only once the receipt's batch is durable (fsync'd);
  *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6); a request
@@ -34,14 +36,17 @@ import { type Decision, type DecisionRequest, type DecisionState, decide, denied
 import { DenyReasons } from '../core/deny.ts';
 import { isJcpError } from '../core/errors.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { Provenance } from '../core/energy.ts';
 import type { Ledger } from '../core/ledger.ts';
 import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import type { TrustRoots } from '../core/trust.ts';
 import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
-import type { Grant } from '../core/grant.ts';
-import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
+import { type Result, err } from '../core/result.ts';
+import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
@@ -49,12 +54,20 @@ import { type Endpoint, EndpointError, EndpointErrorCodes, type McpNotificationM
 import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
-import { type NodeMeter, priceCall } from './pricing.ts';
+import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { RequestIndex } from './requestindex.ts';
+import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
+
+/** Where admitted amendments are handed on (a cluster's revocation stream). */
+export interface AmendmentOutlet {
+  readonly name: string;
+  /** Resolves once handed on; `message` is the det-CBOR `{amend: …}` message. */
+  publish(steeredId: ContentId, message: Uint8Array): Promise<void>;
+}
 
 /** Results larger than this (bytes) are replaced by an `endpoint-failed` error result. */
 export const RESULT_CAP_BYTES = 8 << 20;
@@ -76,9 +89,22 @@ export interface EnforcerDeps {
   readonly headId: ContentId | undefined;
   readonly trust: TrustRoots;
   readonly revocations: RevocationStore;
+  /** Amendments in force (§4.7): steered grants refused `revoked`, continuations capped. Absent = none. */
+  readonly amendments?: AmendmentStore | undefined;
   readonly meter: NodeMeter;
+  /**
+   * The best provenance a receipt may seal for a charged figure (`provenanceCeiling` of the
+   * meter's probed provenance; default `Estimator`). A caller's claim above it is capped.
+   */
+  readonly provenanceCeiling?: Provenance | undefined;
   /** resource content id → endpoint. */
   readonly endpoints: ReadonlyMap<ContentId, EndpointBinding>;
+  /**
+   * The resource ids this node serves (its config's `resources`). A request for any other is
+   * refused with the error `unknown-resource` before any decision or debit. Undefined = every
+   * resource (for embedders that decide for resources they do not list).
+   */
+  readonly resources?: ReadonlySet<ContentId> | undefined;
   readonly metrics: NodeMetrics;
   readonly logger: Logger;
   /** Largest accepted |now − clock|, seconds. */
@@ -90,6 +116,15 @@ export interface EnforcerDeps {
   readonly budgetPolicy?: BudgetPolicy | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
+  /**
+   * Where a revocation accepted over jcp/1 goes on to (issue 12 §4: the cluster's revocation
+   * stream, so every node enforces it). Each is awaited before the `{revoked}` reply; one that
+   * fails is retried in the background (every 1 s, then up to 30 s apart) until it succeeds or
+   * {@link Enforcer.stopRetries} is called.
+   */
+  /** Where an amendment admitted over jcp/1 goes on to (§4.7: the revocation stream), like `revocationOutlets`. */
+  readonly amendmentOutlets?: ReadonlyArray<AmendmentOutlet> | undefined;
+  readonly revocationOutlets?: ReadonlyArray<{ readonly name: string; publish(sr: SignedRevocation): Promise<void> }> | undefined;
 }
 
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -113,7 +148,17 @@ export class Enforcer {
     this.#d = deps;
     this.#nextSeq = deps.nextSeq;
     this.#headId = deps.headId;
-    this.#state = { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust };
+    const amendments = deps.amendments;
+    this.#state =
+      amendments === undefined
+        ? { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust }
+        : {
+            // §4.7: an amendment soft-revokes the steered grant (denied `revoked`, like §4.3) and
+            // the continuation starts with the steered grant's spend carried over (its cap).
+            ledger: amendments.view(deps.ledger),
+            revoked: { has: (id) => deps.revocations.has(id) || amendments.steered(id) },
+            trust: deps.trust,
+          };
   }
 
   /** The next seq to be sealed. */
@@ -148,6 +193,7 @@ export class Enforcer {
       if (msg.kind === 'request') return await this.#request(body, msg.request, notice);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
       if (msg.kind === 'list_tools') return await this.#listTools();
+      if (msg.kind === 'amend') return await this.#amend(msg.grant, msg.checkpoint, msg.amendment);
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
       this.#d.logger.error({ err: e }, 'internal error on the request path');
@@ -206,6 +252,12 @@ export class Enforcer {
         return replayed;
       }
     }
+    if (this.#d.resources !== undefined && !this.#d.resources.has(req.frame.resource)) {
+      return this.#error(
+        NodeErrorCodes.UNKNOWN_RESOURCE,
+        `frame.resource ${req.frame.resource} is not a resource this node serves; nothing was decided or debited`,
+      );
+    }
     const binding = this.#d.endpoints.get(req.frame.resource);
     let args: Record<string, unknown> | undefined;
     if (binding !== undefined) {
@@ -248,7 +300,7 @@ export class Enforcer {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
-      const cost = priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action));
+      const cost = capProvenance(priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action)), this.#d.provenanceCeiling ?? 'Estimator');
       const dreq: DecisionRequest = { frame: req.frame, chain: req.chain, caller: req.caller, cost, nowS: req.now };
       let d: Decision = sigOk
         ? decide(dreq, this.#state)
@@ -362,7 +414,100 @@ export class Enforcer {
       return this.#error(r.error.code === 'busy' ? NodeErrorCodes.BUSY : NodeErrorCodes.REVOCATION_REFUSED, r.error.why);
     }
     this.#d.logger.info({ grant_id: r.value.grantId, admitted: r.value.admitted }, 'revocation recorded');
+    await Promise.all((this.#d.revocationOutlets ?? []).map((o) => this.#propagate(o, sr)));
     return encodeWireMessage({ kind: 'revoked', grant_id: r.value.grantId });
+  }
+
+  /**
+   * Puts an amendment in force at this node (§4.7, node/amendments.ts), reading the steered
+   * grant's spend from the ledger the decision reads, in the same turn as the soft revoke takes
+   * effect. Used by the jcp/1 `amend` message and by feeds (the cluster's revocation stream).
+   * Rejections: the §4.7 codes, `bad-signature`, `already-amended`; a node without an amendment
+   * store refuses `unknown-message`.
+   * @throws when the record cannot be made durable (the node then stops).
+   */
+  async applyAmendment(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Result<WireAmended, AmendmentRejection>> {
+    const store = this.#d.amendments;
+    if (store === undefined) return err({ code: NodeErrorCodes.UNKNOWN_MESSAGE, why: "this node does not take 'amend' messages" });
+    try {
+      const r = await store.submit(grant, cp, sa, this.#state.ledger);
+      if (r.ok) {
+        this.#d.logger.info(
+          { grant_id: r.value.grant_id, continuation_id: r.value.continuation_id, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) },
+          'amendment in force',
+        );
+      }
+      return r;
+    } catch (e) {
+      this.#fail(e as Error);
+      throw e;
+    }
+  }
+
+  /** The jcp/1 `amend` message: applies it, hands it on to the cluster, answers `amended` or `amendment-refused`. */
+  async #amend(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Uint8Array> {
+    if (this.#d.amendments === undefined) return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, "this node does not take 'amend' messages");
+    let r: Result<WireAmended, AmendmentRejection>;
+    try {
+      r = await this.applyAmendment(grant, cp, sa);
+    } catch (e) {
+      return this.#error(NodeErrorCodes.LOG_FAILED, `the amendment could not be made durable: ${(e as Error).message}`);
+    }
+    if (!r.ok) return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
+    const message = encodeWireMessage({ kind: 'amend', grant, checkpoint: cp, amendment: sa });
+    await Promise.all((this.#d.amendmentOutlets ?? []).map((o) => this.#handOnAmendment(o, r.value.grant_id, message)));
+    return encodeWireMessage({ kind: 'amended', amended: r.value });
+  }
+
+  /** Hands an admitted amendment to one outlet; on failure retries in the background like a revocation (never rejects). */
+  async #handOnAmendment(o: AmendmentOutlet, steeredId: ContentId, message: Uint8Array, attempt = 0): Promise<void> {
+    try {
+      await o.publish(steeredId, message);
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: steeredId, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'amendment in force here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#handOnAmendment(o, steeredId, message, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
+  }
+
+  #retryTimers = new Set<NodeJS.Timeout>();
+  #retriesStopped = false;
+
+  /** Hands an accepted revocation to one outlet; on failure keeps retrying in the background (never rejects). */
+  async #propagate(o: { readonly name: string; publish(sr: SignedRevocation): Promise<void> }, sr: SignedRevocation, attempt = 0): Promise<void> {
+    try {
+      await o.publish(sr);
+      if (attempt > 0) this.#d.logger.info({ grant_id: sr.body.grant_id, outlet: o.name, attempt }, 'revocation handed on after retrying');
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: sr.body.grant_id, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'revocation recorded here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#propagate(o, sr, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
+  }
+
+  /** Stops background retries of revocation hand-overs (the node is closing). */
+  stopRetries(): void {
+    this.#retriesStopped = true;
+    for (const t of this.#retryTimers) clearTimeout(t);
+    this.#retryTimers.clear();
   }
 
   #fail(e: Error): void {

@@ -1,6 +1,7 @@
 /**
  * The enforcement node (DESIGN "Folders": node/): the jcp/1 daemon in front of real tools, its
- * durable receipt log, boot replay, revocations, MCP endpoints, metrics — and the client.
+ * durable receipt log, boot replay, revocations, amendments (§4.7), MCP endpoints, metrics, the
+ * standing-grant webhook server (§4.6) — and the client.
  */
 export {
   type ClientOptions,
@@ -16,6 +17,7 @@ export {
   resultJson,
   WireErrorReply,
 } from './client.ts';
+export { type AmendmentLoad, AmendmentRefusals, type AmendmentRejection, AmendmentStore, type PersistAmendment } from './amendments.ts';
 export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {
@@ -47,7 +49,7 @@ export {
   McpStdioEndpoint,
   type ToolStatus,
 } from './endpoint.ts';
-export { Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
+export { type AmendmentOutlet, Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
 export { NodeMetrics, serveMetrics } from './metrics.ts';
@@ -58,6 +60,21 @@ export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
 export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
 export { RequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
+export {
+  eventClassOf,
+  eventIdOf,
+  type FiringRecord,
+  type Handoff,
+  isLoopbackHost,
+  MAX_EVENT_BYTES,
+  MINT_LEDGER_TYPE,
+  MintLedgerFile,
+  StandingError,
+  type StandingServer,
+  StandingServerCodes,
+  type StandingServerOptions,
+  startStandingServer,
+} from './standing.ts';
 export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
 export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';

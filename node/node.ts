@@ -12,6 +12,9 @@ import { makeDirs } from '../cli/fsutil.ts';
 import { isJcpError } from '../core/errors.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Ledger } from '../core/ledger.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
+import type { SignedRevocation } from '../core/revocation.ts';
 import { TrustRoots } from '../core/trust.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
@@ -21,10 +24,11 @@ import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { NodeMetrics, serveMetrics } from './metrics.ts';
-import type { MeterProbe, NodeMeter } from './pricing.ts';
+import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
+import { AmendmentStore } from './amendments.ts';
 import { RevocationStore } from './revocations.ts';
 import { JcpServer } from './server.ts';
 import { WorkerPool } from './workers.ts';
@@ -63,6 +67,8 @@ export interface BootReport {
   readonly allowed: number;
   readonly denied: number;
   readonly revocations: { readonly admitted: number; readonly pending: number; readonly bad: number };
+  /** Amendments in force (§4.7, node/amendments.ts) re-applied from their records; bad ones counted, never applied. */
+  readonly amendments: { readonly applied: number; readonly bad: number };
   readonly seconds: number;
   /** The first few rejected receipts and breaks, by seq, for the operator. */
   readonly problems: ReadonlyArray<{ seq: number; code: string; why?: string }>;
@@ -91,6 +97,10 @@ export interface RunningNode {
   readonly metrics: NodeMetrics;
   /** The receipt log (read access for operators and tests; the enforcer is its only writer). */
   readonly log: ReceiptLog;
+  /** The revocation store (§4.3): admitted and waiting revocations; `taken(id)` resolves when one arrives. */
+  readonly revocations: RevocationStore;
+  /** The amendments in force (§4.7); `applied(id)` resolves when one of that steered grant is. */
+  readonly amendments: AmendmentStore;
   /** Stops listening, closes connections, endpoints, workers and the log. */
   close(): Promise<void>;
 }
@@ -104,7 +114,7 @@ function bootProblems(r: LogReplay, head: HeadCheck): Array<BootProblem & { why:
   ];
 }
 
-function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck): BootReport {
+function bootReport(r: LogReplay, revocations: BootReport['revocations'], amendments: BootReport['amendments'], head: HeadCheck): BootReport {
   const problems = bootProblems(r, head)
     .sort((a, b) => a.seq - b.seq)
     .slice(0, 20)
@@ -117,6 +127,7 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: 
     allowed: r.allowed,
     denied: r.denied,
     revocations,
+    amendments,
     seconds: r.seconds,
     problems,
     head,
@@ -161,6 +172,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
   let replay: LogReplay;
   let revocations: RevocationStore;
+  let amendments: AmendmentStore;
   let boot: BootReport;
   let replayPool: WorkerPool | undefined;
   try {
@@ -179,8 +191,11 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     replayPool = undefined;
     revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
     const rev = revocations.load(await log.revocations());
+    // After the replay: a record re-applies the carry it names (the steered spend cannot change).
+    amendments = new AmendmentStore(steward, (id, bytes) => log.putAmendment(id, bytes));
+    const amd = amendments.load(await log.amendments());
     const head = await log.checkHead();
-    boot = bootReport(replay, rev, head);
+    boot = bootReport(replay, rev, amd, head);
     // Damage stops the start unless the operator accepts it; accepted damage is recorded
     // (accepted.json), so later starts stop only on damage not accepted yet.
     const accepted = readAccepted(cfg.dataDir);
@@ -216,7 +231,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
   metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
   const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
-  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || !boot.head.ok) {
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.amendments.bad > 0 || !boot.head.ok) {
     logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
   } else logger.info(bootLog, 'receipt log replayed');
 
@@ -244,6 +259,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      enforcer.stopRetries();
       for (const f of opts.revocationFeeds ?? []) await f.stop().catch(() => undefined);
       await server?.close();
       await new Promise<void>((r) => (metricsServer ? metricsServer.close(() => r()) : r()));
@@ -265,14 +281,23 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     headId: replay.headId,
     trust: new TrustRoots(trustRootsOf(cfg)),
     revocations,
+    amendments,
     meter,
+    provenanceCeiling: provenanceCeiling(probe?.provenance),
     endpoints,
+    resources: new Set(cfg.resources.map((r) => r.id)),
     metrics,
     logger,
     maxSkewS: cfg.maxSkewS,
     clockS,
     pool,
     budgetPolicy: opts.budgetPolicy,
+    amendmentOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publishAmendment !== undefined ? [{ name: f.name, publish: (id: ContentId, m: Uint8Array) => f.publishAmendment!(id, m) }] : [],
+    ),
+    revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
+    ),
     onFatal: (e) => {
       opts.onFatal?.(e);
       void close();
@@ -322,7 +347,12 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       metricsServer = m.server;
       metricsPort = m.port;
     }
-    for (const f of opts.revocationFeeds ?? []) await f.start(revocations);
+    // Feeds bring revocations to the store and amendments (§4.7) to the enforcer, which applies them against its ledger.
+    const sink = {
+      submit: (sr: SignedRevocation, g?: Grant) => revocations.submit(sr, g),
+      amend: (g: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment) => enforcer.applyAmendment(g, cp, sa),
+    };
+    for (const f of opts.revocationFeeds ?? []) await f.start(sink);
   } catch (e) {
     await close();
     throw e;
@@ -352,6 +382,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     endpoints,
     metrics,
     log,
+    revocations,
+    amendments,
     close,
   };
 }

@@ -16,7 +16,8 @@
  *   LevelDB, so receipts LevelDB loses from its write-ahead file are noticed on open;
  * - `receipts/`: the LevelDB database. Keys: `r` ‖ seq (8 bytes, big-endian) → receipt bytes
  *   (COSE_Sign1); `v` ‖ grant id (hex) → signed revocation (det-CBOR); `s` ‖ request id (hex) →
- *   the endpoint's result bytes, kept for idempotent replies.
+ *   the endpoint's result bytes, kept for idempotent replies; `a` ‖ steered grant id (hex) → the
+ *   steward-signed record of an amendment in force (§4.7, node/amendments.ts).
  */
 import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -34,6 +35,7 @@ export const DATA_FORMAT = 'jcp-node/1';
 const R = 0x72; // 'r': receipts by seq
 const V = 0x76; // 'v': revocations by grant id
 const S = 0x73; // 's': endpoint results by request id
+const A = 0x61; // 'a': amendments in force, by steered grant id
 
 /** Key of receipt `seq`: `r` ‖ 8-byte big-endian seq. */
 export function receiptKey(seq: number): Uint8Array {
@@ -293,6 +295,22 @@ export class ReceiptLog {
   /** Persists an admitted revocation (§4.3) durably, keyed by the grant it revokes. */
   putRevocation(grantId: ContentId, signedRevocation: Uint8Array): Promise<void> {
     return this.#write([{ type: 'put', key: textKey(V, grantId), value: signedRevocation }]);
+  }
+
+  /** Persists an amendment record (§4.7, node/amendments.ts) durably, keyed by the steered grant. */
+  putAmendment(steeredId: ContentId, record: Uint8Array): Promise<void> {
+    return this.#write([{ type: 'put', key: textKey(A, steeredId), value: record }]);
+  }
+
+  /** Every persisted amendment record (det-CBOR bytes). @throws NodeFault `log-corrupt` */
+  async amendments(): Promise<Uint8Array[]> {
+    try {
+      return (await this.#db.values({ gte: Uint8Array.of(A), lt: Uint8Array.of(A + 1) }).all()) as Uint8Array[];
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading amendments failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
   }
 
   /** Keeps an endpoint result for idempotent replies; durable with the next batch. */

@@ -32,6 +32,7 @@ describe('endpoints: real MCP servers', () => {
           name: 'memory',
           endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: path.join(memDir.dir, 'memory.jsonl') } },
         },
+        { name: 'tools' },
       ],
     });
     client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
