@@ -46,6 +46,16 @@ export interface LogBatchConfig {
   readonly batchMax: number;
 }
 
+/** Ledger snapshots (node/snapshot.ts, issue 18): when the node writes one, and how many it keeps. */
+export interface SnapshotConfig {
+  /** Write a snapshot once this many receipts are durable past the last one (0 = not by count). */
+  readonly everyReceipts: number;
+  /** Write a snapshot once this many seconds passed since the last one, if a receipt is new (0 = not by time). */
+  readonly everyS: number;
+  /** Snapshot files kept (the newest). */
+  readonly keep: number;
+}
+
 /** The node's whole configuration, with defaults applied. */
 export interface NodeConfig {
   /** TCP listen address for jcp/1 (loopback by default). */
@@ -60,6 +70,13 @@ export interface NodeConfig {
   readonly nats: string | undefined;
   /** Largest accepted `|now − node clock|`, seconds (DESIGN "Decisions"; default 30). */
   readonly maxSkewS: number;
+  /**
+   * Seconds the request index keeps ids beyond `max_skew_s` (default 60): ids of requests whose
+   * `now` is older than `clock − max_skew_s − margin` are dropped, and such requests refused.
+   */
+  readonly requestIndexMarginS: number;
+  /** Ledger snapshots. */
+  readonly snapshot: SnapshotConfig;
   /** jcp/1 frame cap in bytes (§11): longer frames are refused before allocation. */
   readonly frameCap: number;
   /** A partial frame must complete within this many ms, or the connection is closed. */
@@ -110,6 +127,10 @@ export const CONFIG_DEFAULTS = {
   listen: '127.0.0.1:7400',
   dataDir: '.data/node',
   maxSkewS: 30,
+  requestIndexMarginS: 60,
+  snapshotEveryReceipts: 100_000,
+  snapshotEveryS: 3600,
+  snapshotKeep: 2,
   frameCap: 1 << 20,
   readTimeoutMs: 10_000,
   idleTimeoutMs: 300_000,
@@ -225,6 +246,8 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'metrics',
     'nats',
     'max_skew_s',
+    'request_index_margin_s',
+    'snapshot',
     'frame_cap',
     'read_timeout_ms',
     'idle_timeout_ms',
@@ -249,6 +272,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
+  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
   const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');
@@ -269,6 +293,12 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     metrics,
     nats,
     maxSkewS: int(o['max_skew_s'], 'max_skew_s', 0, 86_400, CONFIG_DEFAULTS.maxSkewS),
+    requestIndexMarginS: int(o['request_index_margin_s'], 'request_index_margin_s', 0, 86_400 * 30, CONFIG_DEFAULTS.requestIndexMarginS),
+    snapshot: {
+      everyReceipts: int(snap['every_receipts'], 'snapshot.every_receipts', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.snapshotEveryReceipts),
+      everyS: int(snap['every_s'], 'snapshot.every_s', 0, 86_400 * 365, CONFIG_DEFAULTS.snapshotEveryS),
+      keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
+    },
     frameCap: int(o['frame_cap'], 'frame_cap', 64, 64 << 20, CONFIG_DEFAULTS.frameCap),
     readTimeoutMs: int(o['read_timeout_ms'], 'read_timeout_ms', 10, 600_000, CONFIG_DEFAULTS.readTimeoutMs),
     idleTimeoutMs: int(o['idle_timeout_ms'], 'idle_timeout_ms', 10, 86_400_000, CONFIG_DEFAULTS.idleTimeoutMs),

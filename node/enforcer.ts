@@ -44,7 +44,7 @@ import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
-import type { RequestIndex } from './requestindex.ts';
+import type { TimedRequestIndex } from './requestindex.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
@@ -63,7 +63,8 @@ export interface EnforcerDeps {
   readonly steward: Actor;
   readonly log: ReceiptLog;
   readonly ledger: Ledger;
-  readonly requests: RequestIndex;
+  /** The idempotency index, bounded by time (its horizon refuses older requests: `clock-skew`). */
+  readonly requests: TimedRequestIndex;
   /** Next `seq` to seal, and the id of the last receipt (the log head). */
   readonly nextSeq: number;
   readonly headId: ContentId | undefined;
@@ -164,10 +165,21 @@ export class Enforcer {
   async #request(body: Uint8Array, req: WireRequest): Promise<Uint8Array> {
     const t0 = performance.now();
     const clock = this.#d.clockS();
+    // Every request moves the index's horizon with the clock (dropping ids no request can match).
+    this.#d.requests.advance(clock);
     if (Math.abs(req.now - clock) > this.#d.maxSkewS) {
       return this.#error(
         NodeErrorCodes.CLOCK_SKEW,
         `request.now ${req.now} is ${req.now - clock} s from the node clock (max_skew_s ${this.#d.maxSkewS})`,
+      );
+    }
+    // The index keeps request ids by time (node/requestindex.ts): below its horizon an id may have
+    // been dropped, so such a request is refused, never decided a second time.
+    const requests = this.#d.requests;
+    if (req.now < requests.horizon) {
+      return this.#error(
+        NodeErrorCodes.CLOCK_SKEW,
+        `request.now ${req.now} is older than the request index keeps (${requests.horizon}: the node clock has been ${requests.horizon + requests.windowS})`,
       );
     }
     // The body is canonical (decode re-encoded it byte for byte), so its hash is `requestIdOf(req)`.
@@ -177,7 +189,7 @@ export class Enforcer {
       this.#d.metrics.replays.inc();
       return await inflight;
     }
-    const seq = this.#d.requests.get(rid);
+    const seq = requests.get(rid, req.now);
     if (seq !== undefined) {
       const replayed = await this.#fromLog(rid, seq);
       if (replayed !== undefined) {
@@ -249,7 +261,7 @@ export class Enforcer {
         this.#fail(e as Error);
         return this.#error(NodeErrorCodes.LOG_FAILED, `the receipt could not be made durable: ${(e as Error).message}`);
       }
-      this.#d.requests.set(rid, seq);
+      this.#d.requests.set(rid, seq, req.now);
       const m = this.#d.metrics;
       m.decisionSeconds.observe((performance.now() - t0) / 1000);
       this.#decisionCounter(d.verdict === 'deny' ? d.deny.reason : 'none').inc();

@@ -36,9 +36,26 @@ export { type BootReport, type NodeOptions, type RunningNode, startNode } from '
 export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
 export { DATA_FORMAT, type HeadCheck, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
 export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
-export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
-export { RequestIndex } from './requestindex.ts';
+export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult, type SliceRunner } from './replay.ts';
+export { type RequestEntries, RequestIndex, TimedRequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
+export {
+  chooseSnapshot,
+  encodeSnapshot,
+  listSnapshots,
+  type MadeSnapshot,
+  makeSnapshot,
+  type OpenedSnapshot,
+  openSnapshot,
+  SNAPSHOT_CAP_BYTES,
+  SNAPSHOT_DIR,
+  SNAPSHOT_FORMAT,
+  type SnapshotChoice,
+  snapshotBody,
+  snapshotFileName,
+  Snapshotter,
+  writeSnapshotFile,
+} from './snapshot.ts';
 export { JcpServer, type MessageHandler, type ServerLimits } from './server.ts';
 export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';

@@ -75,6 +75,22 @@ export class NodeMetrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  /** Ledger snapshots written (node/snapshot.ts). */
+  readonly snapshots = new Counter({
+    name: 'jcp_snapshots_total',
+    help: 'Ledger snapshots written since start',
+    registers: [this.registry],
+  });
+  readonly snapshotSeq = new Gauge({
+    name: 'jcp_snapshot_seq',
+    help: 'The receipt seq the newest snapshot covers (-1: none)',
+    registers: [this.registry],
+  });
+  readonly snapshotSeconds = new Gauge({
+    name: 'jcp_snapshot_seconds',
+    help: 'Time the last snapshot took to build and write, seconds',
+    registers: [this.registry],
+  });
   /** The meter rung in use (1 for the rung in use). */
   readonly meterRung = new Gauge({
     name: 'jcp_meter_rung',

@@ -26,6 +26,7 @@ import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './ac
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
 import { RevocationStore } from './revocations.ts';
+import { chooseSnapshot, Snapshotter } from './snapshot.ts';
 import { JcpServer } from './server.ts';
 import { WorkerPool } from './workers.ts';
 
@@ -68,6 +69,11 @@ export interface BootReport {
   readonly problems: ReadonlyArray<{ seq: number; code: string; why?: string }>;
   /** The log against its head mark: not ok when receipts the node had made durable are lost. */
   readonly head: HeadCheck;
+  /**
+   * The snapshot the start continued from (node/snapshot.ts): the seq it covers and the receipts
+   * replayed after it; absent after a full replay. `receipts` above still counts the whole log.
+   */
+  readonly snapshot?: { readonly seq: number; readonly file: string; readonly replayed: number };
 }
 
 /** A running node. */
@@ -91,6 +97,8 @@ export interface RunningNode {
   readonly metrics: NodeMetrics;
   /** The receipt log (read access for operators and tests; the enforcer is its only writer). */
   readonly log: ReceiptLog;
+  /** Writes the ledger snapshots (config `snapshot`); `snapshotNow()` makes one at once. */
+  readonly snapshots: Snapshotter;
   /** Stops listening, closes connections, endpoints, workers and the log. */
   close(): Promise<void>;
 }
@@ -104,7 +112,7 @@ function bootProblems(r: LogReplay, head: HeadCheck): Array<BootProblem & { why:
   ];
 }
 
-function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck): BootReport {
+function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck, snapshot?: BootReport['snapshot']): BootReport {
   const problems = bootProblems(r, head)
     .sort((a, b) => a.seq - b.seq)
     .slice(0, 20)
@@ -120,6 +128,7 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: 
     seconds: r.seconds,
     problems,
     head,
+    ...(snapshot ? { snapshot } : {}),
   };
 }
 
@@ -163,9 +172,18 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let revocations: RevocationStore;
   let boot: BootReport;
   let replayPool: WorkerPool | undefined;
+  let snapshotSeq = -1;
+  // The request index keeps ids by time: `max_skew_s` plus the margin (node/requestindex.ts).
+  const windowS = cfg.maxSkewS + cfg.requestIndexMarginS;
   try {
+    // The newest snapshot that verifies and agrees with the log; the rest is replayed from it.
+    // One that does not is ignored with its reason, and the replay starts at seq 0.
+    const choice = await chooseSnapshot(log, cfg.dataDir, steward.did);
+    for (const x of choice.ignored) logger.warn({ file: x.file, why: x.why }, 'snapshot ignored: it does not verify or disagrees with the log');
+    const from = choice.used?.state(windowS, clockS() - windowS);
+    snapshotSeq = choice.used?.seq ?? -1;
     // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
-    const expected = (await log.lastSeq()) + 1;
+    const expected = (await log.lastSeq()) - snapshotSeq;
     if (cfg.replayWorkers > (pool?.size ?? 0) && expected >= (opts.replayWorkersFrom ?? REPLAY_WORKERS_MIN_RECEIPTS)) {
       replayPool = await WorkerPool.start(cfg.replayWorkers);
     }
@@ -173,6 +191,9 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     replay = await replayLog(log, {
       steward: steward.did,
       expected,
+      requestWindowS: windowS,
+      requestHorizon: clockS() - windowS,
+      ...(from ? { from } : {}),
       ...(runner ? { runner: (job) => runner.replaySlice(job), parallel: runner.size * 2 } : {}),
     });
     await replayPool?.close();
@@ -180,7 +201,12 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
     const rev = revocations.load(await log.revocations());
     const head = await log.checkHead();
-    boot = bootReport(replay, rev, head);
+    boot = bootReport(
+      replay,
+      rev,
+      head,
+      choice.used ? { seq: choice.used.seq, file: choice.used.file, replayed: replay.total - (from?.total ?? 0) } : undefined,
+    );
     // Damage stops the start unless the operator accepts it; accepted damage is recorded
     // (accepted.json), so later starts stop only on damage not accepted yet.
     const accepted = readAccepted(cfg.dataDir);
@@ -239,10 +265,12 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let server: JcpServer | undefined;
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
+  let snapshots: Snapshotter | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       for (const f of opts.revocationFeeds ?? []) await f.stop().catch(() => undefined);
       await server?.close();
+      await snapshots?.close();
       await new Promise<void>((r) => (metricsServer ? metricsServer.close(() => r()) : r()));
       await Promise.all([...endpoints.values()].map((b) => b.endpoint.close()));
       await pool?.close();
@@ -275,6 +303,30 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       void close();
     },
   });
+
+  const bootCovered = replay.coveredSeq;
+  snapshots = new Snapshotter({
+    log,
+    dataDir: cfg.dataDir,
+    steward,
+    everyReceipts: cfg.snapshot.everyReceipts,
+    everyS: cfg.snapshot.everyS,
+    keep: cfg.snapshot.keep,
+    windowS,
+    clockS,
+    durableSeq: () => Math.max(bootCovered, log.durableSeq),
+    coveredSeq: snapshotSeq,
+    runner: pool ? (job) => pool.replaySlice(job) : undefined,
+    parallel: pool ? pool.size : 1,
+    logger,
+    onSnapshot: (made) => {
+      metrics.snapshots.inc();
+      metrics.snapshotSeq.set(made.seq);
+      metrics.snapshotSeconds.set(made.seconds);
+    },
+  });
+  metrics.snapshotSeq.set(snapshotSeq);
+  snapshots.start();
 
   server = new JcpServer(
     (body) => enforcer.handle(body),
@@ -349,6 +401,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     endpoints,
     metrics,
     log,
+    snapshots,
     close,
   };
 }

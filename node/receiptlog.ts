@@ -134,6 +134,7 @@ export class ReceiptLog {
   #flushing = false;
   #failed: Error | undefined;
   #closed = false;
+  #durableSeq = -1;
 
   private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, mark: HeadMarkFile, marked: boolean, opts: ReceiptLogOptions) {
     this.dataDir = dataDir;
@@ -277,6 +278,11 @@ export class ReceiptLog {
     this.#db = db;
   }
 
+  /** The highest receipt seq made durable by this process's batches (−1 before the first). */
+  get durableSeq(): number {
+    return this.#durableSeq;
+  }
+
   /** True once a batch failed: the log can no longer be trusted to hold what the node decides. */
   get failed(): Error | undefined {
     return this.#failed;
@@ -416,7 +422,8 @@ export class ReceiptLog {
       for (let j = ops.length - 1; j >= 0; j--) {
         const op = ops[j]!;
         if (op.key[0] === R && op.key.length === 9) {
-          this.#mark.note(seqOfKey(op.key), blake3(op.value));
+          this.#durableSeq = seqOfKey(op.key);
+          this.#mark.note(this.#durableSeq, blake3(op.value));
           return;
         }
       }
