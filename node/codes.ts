@@ -25,6 +25,11 @@ export const NodeErrorCodes = {
   LOG_FAILED: 'log-failed',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
+  /**
+   * The peer address sent too many requests that failed before a decision, or bad-signature
+   * requests (config `abuse`): refused unread, no receipt; retry later (node/ratelimit.ts).
+   */
+  RATE_LIMITED: 'rate-limited',
 } as const;
 
 /** One node-level error code. */

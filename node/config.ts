@@ -56,6 +56,16 @@ export interface SnapshotConfig {
   readonly keep: number;
 }
 
+/** Abuse limits per peer address (node/ratelimit.ts): a token bucket charged by failures. */
+export interface AbuseConfig {
+  /** Tokens per peer: failed or bad-signature requests it may send in a burst (0 = no limit). */
+  readonly burst: number;
+  /** Tokens a peer gets back per second. */
+  readonly refillPerS: number;
+  /** Most peers tracked at once. */
+  readonly maxPeers: number;
+}
+
 /** The node's whole configuration, with defaults applied. */
 export interface NodeConfig {
   /** TCP listen address for jcp/1 (loopback by default). */
@@ -77,6 +87,10 @@ export interface NodeConfig {
   readonly requestIndexMarginS: number;
   /** Ledger snapshots. */
   readonly snapshot: SnapshotConfig;
+  /** Abuse limits per peer address. */
+  readonly abuse: AbuseConfig;
+  /** `/healthz` reports `log_size_alarm` (and `/metrics` `jcp_log_size_alarm` 1) once the log is larger (bytes; 0 = no alarm). */
+  readonly logSizeAlarmBytes: number;
   /** jcp/1 frame cap in bytes (§11): longer frames are refused before allocation. */
   readonly frameCap: number;
   /** A partial frame must complete within this many ms, or the connection is closed. */
@@ -131,6 +145,10 @@ export const CONFIG_DEFAULTS = {
   snapshotEveryReceipts: 100_000,
   snapshotEveryS: 3600,
   snapshotKeep: 2,
+  abuseBurst: 200,
+  abuseRefillPerS: 20,
+  abuseMaxPeers: 65_536,
+  logSizeAlarmBytes: 0,
   frameCap: 1 << 20,
   readTimeoutMs: 10_000,
   idleTimeoutMs: 300_000,
@@ -248,6 +266,8 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'max_skew_s',
     'request_index_margin_s',
     'snapshot',
+    'abuse',
+    'log_size_alarm_bytes',
     'frame_cap',
     'read_timeout_ms',
     'idle_timeout_ms',
@@ -273,6 +293,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
   const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
+  const abuse = obj(o['abuse'] ?? {}, 'abuse', ['burst', 'refill_per_s', 'max_peers']);
   const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');
@@ -299,6 +320,12 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
       everyS: int(snap['every_s'], 'snapshot.every_s', 0, 86_400 * 365, CONFIG_DEFAULTS.snapshotEveryS),
       keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
     },
+    abuse: {
+      burst: int(abuse['burst'], 'abuse.burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseBurst),
+      refillPerS: int(abuse['refill_per_s'], 'abuse.refill_per_s', 0, 1_000_000, CONFIG_DEFAULTS.abuseRefillPerS),
+      maxPeers: int(abuse['max_peers'], 'abuse.max_peers', 1, 10_000_000, CONFIG_DEFAULTS.abuseMaxPeers),
+    },
+    logSizeAlarmBytes: int(o['log_size_alarm_bytes'], 'log_size_alarm_bytes', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.logSizeAlarmBytes),
     frameCap: int(o['frame_cap'], 'frame_cap', 64, 64 << 20, CONFIG_DEFAULTS.frameCap),
     readTimeoutMs: int(o['read_timeout_ms'], 'read_timeout_ms', 10, 600_000, CONFIG_DEFAULTS.readTimeoutMs),
     idleTimeoutMs: int(o['idle_timeout_ms'], 'idle_timeout_ms', 10, 86_400_000, CONFIG_DEFAULTS.idleTimeoutMs),

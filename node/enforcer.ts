@@ -45,6 +45,7 @@ import type { NodeMetrics } from './metrics.ts';
 import { type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { TimedRequestIndex } from './requestindex.ts';
+import type { PeerLimiter } from './ratelimit.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
@@ -82,6 +83,8 @@ export interface EnforcerDeps {
   /** Signature workers; undefined = verify on this thread. */
   readonly pool?: WorkerPool | undefined;
   readonly budgetPolicy?: BudgetPolicy | undefined;
+  /** Abuse limits per peer address (node/ratelimit.ts); undefined = none. */
+  readonly limiter?: PeerLimiter | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
 }
@@ -125,8 +128,28 @@ export class Enforcer {
     return this.#fatal;
   }
 
-  /** Handles one message body and resolves to the response body. Never rejects. */
-  async handle(body: Uint8Array): Promise<Uint8Array> {
+  /**
+   * Handles one message body from peer address `peer` and resolves to the response body. Never
+   * rejects. With abuse limits, a peer out of tokens gets `rate-limited` before anything else,
+   * and a reply that is the peer's failure (see `UNCHARGED`: every error reply but the node's own faults) takes one of its tokens.
+   */
+  async handle(body: Uint8Array, peer = ''): Promise<Uint8Array> {
+    const limiter = this.#d.limiter;
+    if (limiter === undefined || !limiter.enabled) return await this.#handle(body, peer);
+    if (!limiter.admits(peer)) {
+      this.#d.metrics.rateLimited.inc();
+      return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
+    }
+    const reply = await this.#handle(body, peer);
+    const code = this.#errorCodes.get(reply);
+    if (code !== undefined && !UNCHARGED.has(code)) limiter.charge(peer);
+    return reply;
+  }
+
+  /** The code of each error reply body this enforcer made (to charge the peer's bucket). */
+  readonly #errorCodes = new WeakMap<Uint8Array, string>();
+
+  async #handle(body: Uint8Array, peer: string): Promise<Uint8Array> {
     try {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       let msg: WireMessage;
@@ -136,7 +159,7 @@ export class Enforcer {
         if (isJcpError(e)) return this.#error(e.code, e.message);
         throw e;
       }
-      if (msg.kind === 'request') return await this.#request(body, msg.request);
+      if (msg.kind === 'request') return await this.#request(body, msg.request, peer);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
@@ -159,10 +182,12 @@ export class Enforcer {
 
   #error(code: WireErrorCode | string, message: string): Uint8Array {
     this.#d.metrics.errors.inc({ code });
-    return errorBody(code, message);
+    const b = errorBody(code, message);
+    this.#errorCodes.set(b, code);
+    return b;
   }
 
-  async #request(body: Uint8Array, req: WireRequest): Promise<Uint8Array> {
+  async #request(body: Uint8Array, req: WireRequest, peer: string): Promise<Uint8Array> {
     const t0 = performance.now();
     const clock = this.#d.clockS();
     // Every request moves the index's horizon with the clock (dropping ids no request can match).
@@ -208,7 +233,7 @@ export class Enforcer {
     let start!: () => void;
     const p = new Promise<void>((r) => {
       start = r;
-    }).then(() => this.#decideNew(body, req, rid, t0, binding, args));
+    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, peer));
     this.#inflight.set(rid, p);
     start();
     return await p;
@@ -221,11 +246,14 @@ export class Enforcer {
     t0: number,
     binding: EndpointBinding | undefined,
     args: Record<string, unknown> | undefined,
+    peer: string,
   ): Promise<Uint8Array> {
     let release = true;
     try {
       const signed = signingBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
+      // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
+      if (!sigOk) this.#d.limiter?.charge(peer);
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
@@ -342,6 +370,12 @@ export class Enforcer {
     this.#d.onFatal(e);
   }
 }
+
+/**
+ * Error replies that do not charge the peer's bucket: the node's own faults and refusals that are
+ * not the peer's doing. Every other error reply is a request that failed before a decision.
+ */
+const UNCHARGED: ReadonlySet<string> = new Set([NodeErrorCodes.LOG_FAILED, NodeErrorCodes.INTERNAL, NodeErrorCodes.BUSY, NodeErrorCodes.RATE_LIMITED]);
 
 /** The caller signature check of §11 on this thread (never throws). */
 function callerSignatureOk(req: WireRequest, signed: Uint8Array): boolean {

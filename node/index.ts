@@ -31,7 +31,8 @@ export { type Endpoint, EndpointErrorCodes, type EndpointErrorCode, errorResult,
 export { Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
-export { NodeMetrics, serveMetrics } from './metrics.ts';
+export { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
+export { type PeerLimitConfig, PeerLimiter } from './ratelimit.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
 export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
 export { DATA_FORMAT, type HeadCheck, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';

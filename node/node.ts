@@ -20,7 +20,8 @@ import { McpStdioEndpoint } from './endpoint.ts';
 import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
-import { NodeMetrics, serveMetrics } from './metrics.ts';
+import { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
+import { PeerLimiter } from './ratelimit.ts';
 import type { MeterProbe, NodeMeter } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
@@ -266,10 +267,12 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
   let snapshots: Snapshotter | undefined;
+  let sampler: RateSampler | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       for (const f of opts.revocationFeeds ?? []) await f.stop().catch(() => undefined);
       await server?.close();
+      sampler?.stop();
       await snapshots?.close();
       await new Promise<void>((r) => (metricsServer ? metricsServer.close(() => r()) : r()));
       await Promise.all([...endpoints.values()].map((b) => b.endpoint.close()));
@@ -298,6 +301,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     clockS,
     pool,
     budgetPolicy: opts.budgetPolicy,
+    limiter: new PeerLimiter(cfg.abuse, clockS),
     onFatal: (e) => {
       opts.onFatal?.(e);
       void close();
@@ -328,8 +332,17 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.snapshotSeq.set(snapshotSeq);
   snapshots.start();
 
+  // Log growth, for /metrics and /healthz: bytes on disk, receipts per second, the size alarm.
+  const rate = new RateSampler(() => enforcer.nextSeq);
+  sampler = rate;
+  const growth = (): LogGrowth => {
+    const bytes = log.sizeBytes();
+    return { bytes, receiptsPerS: rate.perSecond, alarm: cfg.logSizeAlarmBytes > 0 && bytes > cfg.logSizeAlarmBytes };
+  };
+  metrics.logSource = growth;
+
   server = new JcpServer(
-    (body) => enforcer.handle(body),
+    (body, peer) => enforcer.handle(body, peer),
     {
       frameCap: cfg.frameCap,
       readTimeoutMs: cfg.readTimeoutMs,
@@ -351,16 +364,23 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     if (cfg.metrics) {
       const m = await serveMetrics(
         metrics,
-        () => ({
+        () => {
+          const g = growth();
+          return {
           ok: enforcer.fatal === undefined,
           detail: {
             steward: steward.did,
             seq: enforcer.nextSeq,
             connections: server?.connections ?? 0,
             rss_bytes: process.memoryUsage.rss(),
+            log_bytes: g.bytes,
+            receipts_per_s: g.receiptsPerS,
+            log_size_alarm: g.alarm,
+            snapshot_seq: snapshots?.coveredSeq ?? -1,
             ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
           },
-        }),
+        };
+        },
         cfg.metrics.host,
         cfg.metrics.port,
       ).catch((e: Error) => {

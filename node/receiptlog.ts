@@ -18,7 +18,7 @@
  *   (COSE_Sign1); `v` ‖ grant id (hex) → signed revocation (det-CBOR); `s` ‖ request id (hex) →
  *   the endpoint's result bytes, kept for idempotent replies.
  */
-import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync } from 'node:fs';
+import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { bytesEqual } from '../core/bytes.ts';
@@ -276,6 +276,23 @@ export class ReceiptLog {
       });
     }
     this.#db = db;
+  }
+
+  /** Bytes on disk of the log's LevelDB files (a directory listing and a stat per file; 0 when unreadable). */
+  sizeBytes(): number {
+    let n = 0;
+    try {
+      for (const f of readdirSync(this.location)) {
+        try {
+          n += statSync(path.join(this.location, f)).size;
+        } catch {
+          // a file LevelDB removed meanwhile (compaction)
+        }
+      }
+    } catch {
+      return 0;
+    }
+    return n;
   }
 
   /** The highest receipt seq made durable by this process's batches (−1 before the first). */

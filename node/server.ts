@@ -25,8 +25,11 @@ import { NodeErrorCodes } from './codes.ts';
 import { errorBody } from './enforcer.ts';
 import type { NodeMetrics } from './metrics.ts';
 
-/** Handles one message body; resolves to the response body; never rejects. */
-export type MessageHandler = (body: Uint8Array) => Promise<Uint8Array>;
+/**
+ * Handles one message body from the peer address `peer` (the connection's remote IP); resolves
+ * to the response body; never rejects.
+ */
+export type MessageHandler = (body: Uint8Array, peer: string) => Promise<Uint8Array>;
 
 /** Limits of {@link JcpServer}. */
 export interface ServerLimits {
@@ -52,6 +55,7 @@ class Connection {
   readonly #sock: Socket;
   readonly #reader: FrameReader;
   readonly #server: JcpServer;
+  readonly #peer: string;
   readonly #queue: Slot[] = [];
   #readTimer: NodeJS.Timeout | undefined;
   #closing = false;
@@ -61,6 +65,7 @@ class Connection {
   constructor(sock: Socket, server: JcpServer) {
     this.#sock = sock;
     this.#server = server;
+    this.#peer = sock.remoteAddress ?? '';
     this.#reader = new FrameReader(server.limits.frameCap);
     sock.setNoDelay(true);
     sock.setTimeout(server.limits.idleTimeoutMs, () => sock.destroy());
@@ -97,7 +102,7 @@ class Connection {
     if (this.#closing) return;
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Requests completed before a bad length in the same chunk are still answered, in order.
-    for (const body of bodies) this.#enqueue(this.#server.handler(body));
+    for (const body of bodies) this.#enqueue(this.#server.handler(body, this.#peer));
     if (error) {
       this.#server.metrics.errors.inc({ code: error.code });
       this.#closeWith(errorBody(error.code, error.message));
