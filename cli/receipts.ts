@@ -10,6 +10,14 @@ import { ClassicLevel } from 'classic-level';
 import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
 import {
+  type Archived,
+  archiveLimit,
+  archiveReceipts,
+  archiveRecords,
+  chooseSnapshot,
+  readSegments,
+  type SegmentCheck,
+  withSegments,
   type HeadCheck,
   type LogReplay,
   listSnapshots,
@@ -47,18 +55,25 @@ Verbs:
              file is never overwritten).
   repair     run LevelDB's repair on a damaged log (the operator's explicit step; a node never
              repairs or recreates its log by itself), then verify it.
+  archive    move the receipts below --before SEQ into sealed segment files in --out DIR (a CBOR
+             sequence each; first and last seq and BLAKE3 recorded in the log). Only what the
+             newest usable snapshot covers (below its seq and its request index's first seq).
   snapshot   write a ledger snapshot now (what a start replays, signed by the steward, bound to
              the last receipt; see docs/node.md "Snapshots"): the newest usable snapshot plus
              the receipts after it. --key steward.key (default <data-dir>/steward.key).
 
 verify also checks every snapshot in <data-dir>/snapshots against the full replay at its seq
-(report field 'snapshots'; a snapshot that does not match makes it exit 1).
+(report field 'snapshots'; a snapshot that does not match makes it exit 1). A log with archived
+receipts needs --archive DIR: each segment is checked against the log's record (report field
+'archive') and replayed before the live log.
 
 Options:
   --workers n     verify on n worker threads (default 0)
   --format f      export format: cbor | json (default json)
   --out file      export destination (default stdout)
   --key file      the steward key, for snapshot (default <data-dir>/steward.key)
+  --before seq    archive: the first seq kept in the live log
+  --archive dir   verify: the folder of archived segments
 
 The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
 own recovery, as a node's start does: its write-ahead file is folded into table files, and records
@@ -79,11 +94,25 @@ export const command: Command = {
       format: { type: 'string' },
       out: { type: 'string' },
       key: { type: 'string' },
+      before: { type: 'string' },
+      archive: { type: 'string' },
     });
     if (positionals.length !== 1) throw new UsageError('expected one data folder');
     const dataDir = path.resolve(positionals[0]!);
-    if (!['verify', 'replay', 'attribute', 'export', 'repair', 'snapshot'].includes(verb ?? '')) {
-      throw new UsageError(verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair | snapshot' : `unknown verb '${verb}'`);
+    if (!['verify', 'replay', 'attribute', 'export', 'repair', 'snapshot', 'archive'].includes(verb ?? '')) {
+      throw new UsageError(
+        verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair | snapshot | archive' : `unknown verb '${verb}'`,
+      );
+    }
+    let before = -1;
+    if (verb === 'archive') {
+      before = Number(values.before);
+      if (values.before === undefined || !Number.isSafeInteger(before) || before < 0) throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
+      if (values.out === undefined) throw new UsageError('archive: --out DIR (the segment folder)');
+      const rel = path.relative(dataDir, path.resolve(values.out));
+      if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
+        throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: keep the archive elsewhere`);
+      }
     }
     if (values.out !== undefined && verb === 'export') {
       const rel = path.relative(dataDir, path.resolve(values.out));
@@ -118,6 +147,7 @@ export const command: Command = {
       }
       const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
       try {
+        if (verb === 'archive') return await archiveNow(log, dataDir, meta.steward, before, path.resolve(values.out!));
         if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out === undefined ? undefined : path.resolve(values.out));
         const pool = workers > 0 ? await WorkerPool.start(workers) : undefined;
         const runner = pool ? { runner: ((job) => pool.replaySlice(job)) satisfies SliceRunner, parallel: pool.size * 2 } : {};
@@ -130,8 +160,23 @@ export const command: Command = {
         }
         let r: LogReplay;
         let snapshots: SnapshotCheck[] = [];
+        let archive: SegmentCheck[] | undefined;
+        const records = await archiveRecords(log);
+        let source: ReturnType<typeof withSegments> | undefined;
+        if (records.length > 0 && verb === 'verify') {
+          if (values.archive === undefined) {
+            await pool?.close();
+            throw new CliError(
+              'archive-needed',
+              `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR (the segment folder) to verify from seq 0`,
+            );
+          }
+          const seg = readSegments(path.resolve(values.archive), records);
+          archive = seg.checks;
+          source = withSegments(log, seg.receipts);
+        }
         try {
-          if (verb === 'verify') ({ replay: r, snapshots } = await replayCheckingSnapshots(log, dataDir, meta.steward, runner));
+          if (verb === 'verify') ({ replay: r, snapshots } = await replayCheckingSnapshots(log, dataDir, meta.steward, { ...runner, ...(source ? { source } : {}) }));
           else r = await replayLog(log, { steward: meta.steward, ...runner });
         } finally {
           await pool?.close();
@@ -150,9 +195,10 @@ export const command: Command = {
           process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, attribution: rows }, bigintJson, 2)}\n`);
           return 0;
         }
-        const report = { ...verifyReport(r, head), snapshots };
+        const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
         process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
-        return report.bad === 0 && report.breaks === 0 && head.ok && snapshots.every((x) => x.ok) ? 0 : 1;
+        const good = report.bad === 0 && report.breaks === 0 && head.ok && snapshots.every((x) => x.ok) && (archive ?? []).every((x) => x.ok);
+        return good ? 0 : 1;
       } finally {
         await log.close();
       }
@@ -213,7 +259,7 @@ async function replayCheckingSnapshots(
   log: ReceiptLog,
   dataDir: string,
   steward: Did,
-  runner: { runner?: SliceRunner; parallel?: number },
+  runner: { runner?: SliceRunner; parallel?: number; source?: ReturnType<typeof withSegments> },
 ): Promise<{ replay: LogReplay; snapshots: SnapshotCheck[] }> {
   const checks: SnapshotCheck[] = [];
   const opened: Array<{ file: string; seq: number; snap: NonNullable<ReturnType<typeof openOk>> }> = [];
@@ -256,6 +302,30 @@ async function replayCheckingSnapshots(
 
 function openOk(o: ReturnType<typeof openSnapshot>) {
   return o.ok ? o.value : undefined;
+}
+
+async function archiveNow(log: ReceiptLog, dataDir: string, steward: Did, before: number, outDir: string): Promise<number> {
+  const choice = await chooseSnapshot(log, dataDir, steward);
+  for (const x of choice.ignored) process.stderr.write(`jcp receipts: snapshot ${x.file} ignored: ${x.why}\n`);
+  const snap = choice.used;
+  if (snap === undefined) throw new CliError('not-covered', `no usable snapshot: nothing is archived that a snapshot does not cover (make one: jcp receipts snapshot ${dataDir})`);
+  const limit = archiveLimit(snap);
+  if (before > limit) {
+    throw new CliError(
+      'not-covered',
+      `--before ${before}: the newest snapshot (seq ${snap.seq}) allows archiving below seq ${limit} at most (its own receipt, and the receipts of request ids it still keeps, stay)`,
+    );
+  }
+  let a: Archived;
+  try {
+    a = await archiveReceipts(log, before, outDir);
+  } catch (e) {
+    if (e instanceof NodeFault) throw e;
+    throw new CliError('refused', (e as Error).message, { cause: e });
+  }
+  const segments = a.segments.map((s) => ({ file: path.join(outDir, s.file), first: s.first, last: s.last, count: s.count, blake3: toHex(s.blake3) }));
+  process.stdout.write(`${JSON.stringify({ archived: a.receipts, segments }, null, 2)}\n`);
+  return 0;
 }
 
 async function snapshotNow(

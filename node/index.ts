@@ -12,6 +12,19 @@ export {
   resultJson,
   WireErrorReply,
 } from './client.ts';
+export {
+  ARCHIVE_FORMAT,
+  type ArchiveRecord,
+  type Archived,
+  archiveLimit,
+  archiveReceipts,
+  archiveRecords,
+  readSegments,
+  SEGMENT_RECEIPTS,
+  type SegmentCheck,
+  segmentFileName,
+  withSegments,
+} from './archive.ts';
 export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {

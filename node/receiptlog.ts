@@ -34,6 +34,7 @@ export const DATA_FORMAT = 'jcp-node/1';
 const R = 0x72; // 'r': receipts by seq
 const V = 0x76; // 'v': revocations by grant id
 const S = 0x73; // 's': endpoint results by request id
+const A = 0x61; // 'a': archived segments by first seq (node/archive.ts)
 
 /** Key of receipt `seq`: `r` ‖ 8-byte big-endian seq. */
 export function receiptKey(seq: number): Uint8Array {
@@ -361,6 +362,50 @@ export class ReceiptLog {
   async lastSeq(): Promise<number> {
     try {
       const keys = (await this.#db.keys({ gte: Uint8Array.of(R), lt: Uint8Array.of(R + 1), reverse: true, limit: 1 }).all()) as Uint8Array[];
+      return keys.length === 0 ? -1 : seqOfKey(keys[0]!);
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
+  }
+
+  /**
+   * Moves receipts `first..last` (inclusive) out of the live log: in one fsync'd batch, puts the
+   * archive `record` (det-CBOR, node/archive.ts) under `a` ‖ first seq and deletes the receipts.
+   * Call only once their segment file is durable, with the node stopped (the CLI holds the lock).
+   * @throws NodeFault `log-corrupt` when the batch cannot be written.
+   */
+  async archiveRange(first: number, last: number, record: Uint8Array): Promise<void> {
+    const batch = this.#db.batch();
+    const key = new Uint8Array(9);
+    key[0] = A;
+    new DataView(key.buffer).setBigUint64(1, BigInt(first));
+    batch.put(key, record);
+    for (let seq = first; seq <= last; seq++) batch.del(receiptKey(seq));
+    try {
+      await batch.write({ sync: true });
+    } catch (e) {
+      await batch.close().catch(() => undefined);
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: archiving failed: ${(e as Error).message}`, this.location, { cause: e });
+    }
+  }
+
+  /** The archive records (det-CBOR bytes), by first seq. @throws NodeFault `log-corrupt` */
+  async archiveRecords(): Promise<Uint8Array[]> {
+    try {
+      return (await this.#db.values({ gte: Uint8Array.of(A), lt: Uint8Array.of(A + 1) }).all()) as Uint8Array[];
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading archive records failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
+  }
+
+  /** The lowest receipt seq in the live log, or -1 when it holds none. @throws NodeFault `log-corrupt` */
+  async firstSeq(): Promise<number> {
+    try {
+      const keys = (await this.#db.keys({ gte: Uint8Array.of(R), lt: Uint8Array.of(R + 1), limit: 1 }).all()) as Uint8Array[];
       return keys.length === 0 ? -1 : seqOfKey(keys[0]!);
     } catch (e) {
       throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {

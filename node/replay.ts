@@ -134,6 +134,11 @@ export interface ReplayLogOptions {
    * `from.coveredSeq + 1`, continuity checked against `from.coveredId`.
    */
   readonly from?: LogReplay;
+  /**
+   * Where the receipts come from (default the live log, `log.receiptChunks`): chunks of (seq,
+   * bytes) in seq order from `fromSeq` on, e.g. archived segments before the live log.
+   */
+  readonly source?: (chunk: number, fromSeq: number) => AsyncIterable<Array<[number, Uint8Array]>>;
   /** Stop after this seq (default: the end of the log). */
   readonly toSeq?: number;
   /**
@@ -213,7 +218,8 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     while (inFlight.length >= parallel) merge(await inFlight.shift()!);
   };
   let done = false;
-  for await (const chunk of log.receiptChunks(size, nextStart)) {
+  const chunks = opts.source ? opts.source(size, nextStart) : log.receiptChunks(size, nextStart);
+  for await (const chunk of chunks) {
     for (const [seq, bytes] of chunk) {
       if (seq > toSeq) {
         done = true;

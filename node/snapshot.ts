@@ -134,6 +134,8 @@ export interface OpenedSnapshot {
   readonly horizon: number;
   readonly madeAtS: number;
   readonly requestCount: number;
+  /** The lowest seq its request index names (undefined: none): receipts below it answer no request id still kept. */
+  readonly firstRequestSeq: number | undefined;
   /** Builds the state (a fresh ledger and index): the request index with `windowS` and at least `horizon`. */
   state(windowS: number, horizon: number): LogReplay;
 }
@@ -219,6 +221,7 @@ export function openSnapshot(bytes: Uint8Array, steward: Did): { ok: true; value
         horizon,
         madeAtS,
         requestCount: count,
+        firstRequestSeq: count > 0 ? seqs[0] : undefined,
         state(w: number, h: number): LogReplay {
           const ledger = new Ledger();
           for (const [id, uj] of debits) ledger.debit([id], uj);

@@ -243,3 +243,59 @@ describe('the request index is bounded by time', () => {
     expect(index.horizon).toBe(1050);
   });
 });
+
+describe('archival: receipts a snapshot covers move into sealed segments', () => {
+  test('archive below the snapshot, start from it, verify with --archive; a changed segment or a bound past what the snapshot allows is refused', async () => {
+    const dir = folder();
+    const out = folder();
+    const T = 1_900_000_000;
+    let clock = T;
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const cfg = { ...manual, max_skew_s: 30, request_index_margin_s: 60 };
+    const a = await liveNode(cfg, { clockS: () => clock }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    const cost = { uj: 100n, provenance: 'Estimator' } as const;
+    const old = [];
+    for (let i = 0; i < 6; i++) old.push(await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T }));
+    clock = T + 200; // the first six requests are now below the request index's horizon
+    for (let i = 0; i < 4; i++) await c.call({ chain: [g], action: 'read', payload: { j: i }, cost, now: clock });
+    await c.close();
+    expect((await a.snapshots.snapshotNow())?.seq).toBe(9);
+    await a.close();
+
+    // Seq 6.. answer request ids the snapshot still keeps: they stay.
+    const tooFar = await cli(['receipts', 'archive', dir, '--before', '7', '--out', out]);
+    expect(tooFar.code).toBe(1);
+    expect(tooFar.err).toContain('[not-covered]');
+    const done = await cli(['receipts', 'archive', dir, '--before', '6', '--out', out]);
+    expect(done.code).toBe(0);
+    const report = JSON.parse(done.out);
+    expect(report).toMatchObject({ archived: 6, segments: [{ first: 0, last: 5, count: 6 }] });
+    const segment = readFileSync(report.segments[0].file);
+    expect(segment).toEqual(Buffer.concat(old.map((r) => Buffer.from(r.receipt))));
+
+    const b = await liveNode(cfg, { clockS: () => clock }, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 9, replayed: 0 });
+    expect(await b.log.firstSeq()).toBe(6);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(1_000n);
+    const c2 = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    const err = await c2.callRequest(old[2]!.request).catch((e: unknown) => e);
+    expect((err as WireErrorReply).code).toBe(NodeErrorCodes.CLOCK_SKEW);
+    expect((await c2.call({ chain: [g], action: 'read', payload: { k: 1 }, cost, now: clock })).decision.verdict).toBe('allow');
+    await c2.close();
+    await b.close();
+
+    const blind = await cli(['receipts', 'verify', dir]);
+    expect(blind.code).toBe(1);
+    expect(blind.err).toContain('[archive-needed]');
+    const v = await cli(['receipts', 'verify', dir, '--archive', out]);
+    expect(v.code).toBe(0);
+    expect(JSON.parse(v.out)).toMatchObject({ receipts: 11, bad: 0, breaks: 0, snapshots: [{ seq: 9, ok: true }], archive: [{ first: 0, last: 5, ok: true }] });
+    const changed = Buffer.from(segment);
+    changed[changed.length - 1]! ^= 1;
+    writeFileSync(report.segments[0].file, changed);
+    const bad = await cli(['receipts', 'verify', dir, '--archive', out]);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.out).archive[0]).toMatchObject({ ok: false, why: 'its BLAKE3 is not the one the log recorded' });
+  });
+});
