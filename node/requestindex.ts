@@ -2,10 +2,10 @@
  * The request index (§11 idempotent replay; DESIGN "Decisions and the ledger": rebuilt from the
  * receipts): request id → the seq of the receipt that decided it.
  *
- * Memory matters here (a node with 1,000,000 receipts keeps 1,000,000 entries), so the table is
- * open addressing over typed arrays: the first 128 bits of the id (4 × u32) and the seq (f64),
- * about 40 bytes per entry at most. A 128-bit prefix is a lookup key, not a proof: callers compare
- * the full `request_id` of the receipt they load before answering with it.
+ * Memory matters here (a busy node keeps an entry per request of the last window), so the table
+ * is open addressing over typed arrays: the first 128 bits of the id (4 × u32), the seq (f64) and
+ * the request's `now` (f64), about 48 bytes per entry at most. A 128-bit prefix is a lookup key,
+ * not a proof: callers compare the full `request_id` of the receipt they load before answering.
  *
  * {@link TimedRequestIndex} bounds the index by time, not by history (issue 18; docs/node.md
  * "The request index is bounded by time"): a request id includes the request's `now`, and a

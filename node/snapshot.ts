@@ -35,6 +35,7 @@ import { signBody, verifyBody } from '../core/signed.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog, replaySlice, type SliceRunner } from './replay.ts';
 import { REQUEST_KEY_WORDS, TimedRequestIndex } from './requestindex.ts';
+import { WorkerPool } from './workers.ts';
 
 /** Folder of the snapshots inside a node data folder. */
 export const SNAPSHOT_DIR = 'snapshots';
@@ -409,6 +410,10 @@ export interface SnapshotterOptions {
   readonly durableSeq: () => number;
   /** The seq the newest usable snapshot covers at start (−1: none). */
   readonly coveredSeq: number;
+  /**
+   * Where the replay's slices run: the node's signature workers; without them, a temporary worker
+   * thread started for each snapshot (so the main thread only reads the log and decides).
+   */
   readonly runner?: SliceRunner | undefined;
   readonly parallel?: number;
   readonly logger: Logger;
@@ -419,8 +424,8 @@ export interface SnapshotterOptions {
 /**
  * Writes snapshots of a running node's log every N receipts or T seconds (issue 18). The check
  * runs on a 1-second timer; a snapshot is built from the log (node/snapshot.ts `makeSnapshot`),
- * never from the live ledger, so the decision path is not paused: the replay yields to the
- * event loop between slices (or runs on the signature workers), and one snapshot is built at a
+ * never from the live ledger, so the decision path is not paused: the replay's verification runs
+ * on the signature workers, or on a temporary worker thread, and one snapshot is built at a
  * time. A failure is logged and retried at the next trigger; it never stops the node.
  */
 export class Snapshotter {
@@ -471,15 +476,24 @@ export class Snapshotter {
     if (this.#closed) return undefined;
     const toSeq = this.#o.durableSeq();
     if (toSeq <= this.#covered) return undefined;
-    const p = makeSnapshot(this.#o.log, this.#o.dataDir, {
-      steward: this.#o.steward,
-      toSeq,
-      windowS: this.#o.windowS,
-      nowS: this.#o.clockS(),
-      keep: this.#o.keep,
-      ...(this.#o.runner ? { runner: this.#o.runner, parallel: this.#o.parallel ?? 2 } : {}),
-      logger: this.#o.logger,
-    });
+    const build = async (): Promise<MadeSnapshot | undefined> => {
+      const tmp = this.#o.runner === undefined ? await WorkerPool.start(1) : undefined;
+      try {
+        return await makeSnapshot(this.#o.log, this.#o.dataDir, {
+          steward: this.#o.steward,
+          toSeq,
+          windowS: this.#o.windowS,
+          nowS: this.#o.clockS(),
+          keep: this.#o.keep,
+          runner: this.#o.runner ?? ((job) => tmp!.replaySlice(job)),
+          parallel: this.#o.parallel ?? 2,
+          logger: this.#o.logger,
+        });
+      } finally {
+        await tmp?.close();
+      }
+    };
+    const p = build();
     this.#running = p;
     try {
       const made = await p;
