@@ -5,8 +5,10 @@
  * object, UTF-8). The tool is invoked only on allow, and what it returns goes back to the caller
  * as data (§6: never as control): the bytes of the tool's JSON result.
  *
- * An endpoint that crashes or hangs gets a timeout and a clear error in the result
- * (`jcp_error: {code, message}`); the decision and its receipt stand, and the node stays up. After
+ * An endpoint that hangs gets a timeout and a clear error in the result (`jcp_error: {code,
+ * message}`); the decision and its receipt stand, and the node stays up. An endpoint that cannot
+ * start or dies before it answers rejects with {@link EndpointUnavailable}: the node charges
+ * nothing for that call (its debit is reversed, `outcome.ts`). After
  * a timeout the server process is recycled (killed, restarted on the next call), since a server
  * that hangs once may be wedged for everyone.
  */
@@ -30,13 +32,53 @@ export const EndpointErrorCodes = {
 /** One endpoint error code. */
 export type EndpointErrorCode = (typeof EndpointErrorCodes)[keyof typeof EndpointErrorCodes];
 
+/**
+ * The one way an endpoint says "this call did not happen, so charge nothing for it" (issue 12
+ * §3): invoke rejects with an error whose `code` is `endpoint-unavailable`. The endpoint could not
+ * be started or reached (`phase: 'start'`: the call was never sent), or the server went away before
+ * it answered (`phase: 'call'`). The enforcer then reverses the call's debit with a steward-signed
+ * reversal record (`outcome.ts`). Any transport (stdio, Streamable HTTP, …) plugs in by
+ * rejecting with this class, or any error carrying that `code`, typically a refused connection.
+ */
+export class EndpointUnavailable extends Error {
+  override readonly name = 'EndpointUnavailable';
+  readonly code = EndpointErrorCodes.UNAVAILABLE;
+  /** Where it failed: before the call was sent (`start`) or before it was answered (`call`). */
+  readonly phase: 'start' | 'call';
+
+  constructor(message: string, phase: 'start' | 'call', options?: ErrorOptions) {
+    super(message, options);
+    this.phase = phase;
+  }
+}
+
+/**
+ * The endpoint-unavailable failure inside `e` (itself, or a cause up to 4 levels down, e.g. inside
+ * the meter's `MeteredError`), or undefined. Duck-typed on `code`, so another transport's error
+ * class works too. A failure without a `phase` counts as `call`, the weaker claim.
+ */
+export function endpointUnavailableIn(e: unknown): { message: string; phase: 'start' | 'call' } | undefined {
+  let x: unknown = e;
+  for (let i = 0; i < 5 && x !== null && typeof x === 'object'; i++) {
+    const o = x as { code?: unknown; phase?: unknown; message?: unknown; cause?: unknown };
+    if (o.code === EndpointErrorCodes.UNAVAILABLE) {
+      return { message: String(o.message ?? 'endpoint unavailable'), phase: o.phase === 'start' ? 'start' : 'call' };
+    }
+    x = o.cause;
+  }
+  return undefined;
+}
+
 /** A tool endpoint behind a resource. */
 export interface Endpoint {
   /** For logs. */
   readonly name: string;
   /**
-   * Calls tool `tool` with `args`; resolves to the result bytes (UTF-8 JSON), never rejects: a
-   * failure is a result with `isError: true` and `jcp_error: {code, message}`.
+   * Calls tool `tool` with `args` and resolves to the result bytes (UTF-8 JSON). A failure after
+   * the tool may have acted (a timeout, a protocol error) still resolves, to a result with
+   * `isError: true` and `jcp_error: {code, message}`. It rejects only with
+   * {@link EndpointUnavailable} (or any error whose `code` is `endpoint-unavailable`), when the
+   * node got no answer from the tool; the node then charges nothing for the call.
    */
   invoke(tool: string, args: Record<string, unknown>): Promise<Uint8Array>;
   /** Starts the endpoint ahead of the first call (failures are logged, retried on the next call). */
@@ -47,10 +89,14 @@ export interface Endpoint {
 
 const enc = new TextEncoder();
 
-/** The result bytes of an endpoint failure (a CallToolResult with `isError` and `jcp_error`). */
-export function errorResult(code: EndpointErrorCode, message: string): Uint8Array {
+/**
+ * The result bytes of an endpoint failure (a CallToolResult with `isError` and
+ * `jcp_error: {code, message, ...extra}`); `extra` adds fields to `jcp_error` (text values, e.g.
+ * `refunded_uj` on a reversed call).
+ */
+export function errorResult(code: EndpointErrorCode, message: string, extra: Readonly<Record<string, string>> = {}): Uint8Array {
   return enc.encode(
-    JSON.stringify({ isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], jcp_error: { code, message } }),
+    JSON.stringify({ isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], jcp_error: { ...extra, code, message } }),
   );
 }
 
@@ -133,7 +179,7 @@ export class McpStdioEndpoint implements Endpoint {
     try {
       c = await this.#connect();
     } catch (e) {
-      return errorResult(EndpointErrorCodes.UNAVAILABLE, `cannot start ${this.name}: ${(e as Error).message}`);
+      throw new EndpointUnavailable(`cannot start ${this.name}: ${(e as Error).message}`, 'start', { cause: e });
     }
     try {
       const r = await withTimeout(
@@ -150,7 +196,7 @@ export class McpStdioEndpoint implements Endpoint {
       }
       const msg = (e as Error).message ?? String(e);
       if (this.#live !== c || /closed|EPIPE|ECONNRESET|not connected/i.test(msg)) {
-        return errorResult(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away during ${tool}: ${msg}`);
+        throw new EndpointUnavailable(`${this.name}: the server went away during ${tool}: ${msg}`, 'call', { cause: e });
       }
       return errorResult(EndpointErrorCodes.FAILED, `${this.name}: ${tool}: ${msg}`);
     }

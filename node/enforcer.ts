@@ -18,7 +18,11 @@
  *     (`capProvenance`), then the budget policy hook; the debit on allow;
  *  7. the receipt sealed (`seq`, `prev`, `request_id`, `at`) and appended to the log; the reply is
  *     sent only once the receipt's batch is durable (fsync'd);
- *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6).
+ *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6); the
+ *     call's outcome record (`outcome.ts`) is written beside the receipt: a measurement (what the
+ *     meter measured, with its provenance), or, when the endpoint could not run the call
+ *     (endpoint-unavailable), a reversal: durable before the reply, then the debit is credited
+ *     back, so nothing is charged for an effect that never happened.
  *
  * Steps 6–7 run synchronously, one request at a time, so the ledger, `seq` and the `prev` chain
  * are consistent; everything that waits (signature workers, fsync, endpoints) happens outside
@@ -30,7 +34,7 @@ import { type Decision, type DecisionRequest, type DecisionState, decide, denied
 import { DenyReasons } from '../core/deny.ts';
 import { isJcpError } from '../core/errors.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
-import type { Provenance } from '../core/energy.ts';
+import type { Cost, Provenance } from '../core/energy.ts';
 import type { Ledger } from '../core/ledger.ts';
 import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
@@ -42,7 +46,8 @@ import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessag
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
-import { type Endpoint, EndpointErrorCodes, errorResult } from './endpoint.ts';
+import { type Endpoint, EndpointErrorCodes, endpointUnavailableIn, errorResult } from './endpoint.ts';
+import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
@@ -286,9 +291,42 @@ export class Enforcer {
       m.debitedUj.inc(Number(cost.uj));
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
-      const result = await this.#invoke(binding, req.frame.action, args ?? {});
+      const inv = await this.#invoke(binding, req.frame.action, args ?? {});
+      const steward = this.#d.steward;
+      const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
+      const metered =
+        inv.metered === undefined
+          ? {}
+          : {
+              metered_uj: inv.metered.uj,
+              metered_provenance: inv.metered.provenance,
+              ...(inv.metered.measured !== undefined ? { metered_measured: inv.metered.measured } : {}),
+            };
+      if (inv.unavailable !== undefined) {
+        // Nothing is charged for a call the endpoint never answered: a durable, steward-signed
+        // reversal (replay applies it), then the credit. The receipt stands as the decision's evidence.
+        const result = errorResult(
+          EndpointErrorCodes.UNAVAILABLE,
+          `${inv.unavailable.message}; not charged: the debit of ${cost.uj} µJ was reversed (reversal record of receipt seq ${seq})`,
+          { refunded_uj: String(cost.uj), receipt_seq: String(seq), phase: inv.unavailable.phase },
+        );
+        const record = sealOutcome(
+          { ...base, kind: 'reversal', outcome: EndpointErrorCodes.UNAVAILABLE, phase: inv.unavailable.phase, ...metered, refund_uj: cost.uj },
+          steward,
+        );
+        try {
+          await this.#d.log.putOutcome('reversal', seq, record, { requestId: rid, bytes: result });
+        } catch (e) {
+          this.#fail(e as Error);
+          return this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`);
+        }
+        if (this.#d.ledger.credit(d.chainIds, cost.uj)) m.reversedUj.inc(Number(cost.uj));
+        return encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result });
+      }
+      const result = inv.result;
+      const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result), ...metered }, steward);
       release = false;
-      this.#d.log.putResult(rid, result).then(
+      this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }).then(
         () => this.#inflight.delete(rid),
         () => this.#inflight.delete(rid),
       );
@@ -298,21 +336,37 @@ export class Enforcer {
     }
   }
 
-  async #invoke(binding: EndpointBinding, tool: string, args: Record<string, unknown>): Promise<Uint8Array> {
+  /**
+   * Calls the endpoint, metered (§5). Resolves to the result bytes and the meter's figure, or to
+   * `unavailable` when the endpoint rejected with endpoint-unavailable (the call had no answer;
+   * nothing is charged for it). Never rejects.
+   */
+  async #invoke(
+    binding: EndpointBinding,
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<{ result: Uint8Array; metered?: Cost; unavailable?: { message: string; phase: 'start' | 'call' } }> {
     let result: Uint8Array;
+    let metered: Cost | undefined;
+    let unavailable: { message: string; phase: 'start' | 'call' } | undefined;
     try {
-      const metered = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args));
-      result = metered.result;
-      this.#d.metrics.meteredUj.inc({ provenance: metered.cost.provenance }, Number(metered.cost.uj));
+      const r = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args));
+      result = r.result;
+      metered = r.cost;
     } catch (e) {
-      if (e instanceof MeteredError) this.#d.metrics.meteredUj.inc({ provenance: e.cost.provenance }, Number(e.cost.uj));
-      result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(e as Error).message}`);
+      if (e instanceof MeteredError) metered = e.cost;
+      unavailable = endpointUnavailableIn(e);
+      result =
+        unavailable !== undefined
+          ? errorResult(EndpointErrorCodes.UNAVAILABLE, unavailable.message)
+          : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(e as Error).message}`);
     }
+    if (metered !== undefined) this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
     if (result.length > RESULT_CAP_BYTES) {
       result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: result of ${result.length} bytes exceeds ${RESULT_CAP_BYTES}`);
     }
-    this.#d.metrics.endpointCalls.inc({ resource: binding.name, outcome: outcomeOf(result) });
-    return result;
+    this.#d.metrics.endpointCalls.inc({ resource: binding.name, outcome: unavailable !== undefined ? EndpointErrorCodes.UNAVAILABLE : outcomeOf(result) });
+    return { result, ...(metered !== undefined ? { metered } : {}), ...(unavailable !== undefined ? { unavailable } : {}) };
   }
 
   /** The original response of a request decided before (§11 idempotent replay), or undefined if the index entry is not it. */

@@ -27,16 +27,45 @@ export {
   resourceIdOf,
   trustRootsOf,
 } from './config.ts';
-export { type Endpoint, EndpointErrorCodes, type EndpointErrorCode, errorResult, McpStdioEndpoint } from './endpoint.ts';
-export { Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
+export {
+  type Endpoint,
+  EndpointErrorCodes,
+  type EndpointErrorCode,
+  EndpointUnavailable,
+  endpointUnavailableIn,
+  errorResult,
+  McpStdioEndpoint,
+} from './endpoint.ts';
+export { Enforcer, type EnforcerDeps, type EndpointBinding, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
 export { NodeMetrics, serveMetrics } from './metrics.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
-export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
-export { DATA_FORMAT, type HeadCheck, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export {
+  checkOutcome,
+  type CheckedOutcome,
+  OUTCOME_KINDS,
+  OUTCOME_PROFILE,
+  type OutcomeCore,
+  type OutcomeKind,
+  OutcomeRefusals,
+  openOutcome,
+  readOutcomeCore,
+  sealOutcome,
+} from './outcome.ts';
+export { capProvenance, type MeterProbe, type NodeMeter, priceCall, provenanceCeiling } from './pricing.ts';
+export { DATA_FORMAT, type HeadCheck, isLockError, outcomeKey, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
 export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
-export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
+export {
+  type LogReplay,
+  type OutcomeAttribution,
+  type OutcomeReplay,
+  replayLog,
+  replayOutcomes,
+  replaySlice,
+  type SliceJob,
+  type SliceResult,
+} from './replay.ts';
 export { RequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
 export { JcpServer, type MessageHandler, type ServerLimits } from './server.ts';

@@ -69,6 +69,8 @@ export interface BootReport {
   readonly problems: ReadonlyArray<{ seq: number; code: string; why?: string }>;
   /** The log against its head mark: not ok when receipts the node had made durable are lost. */
   readonly head: HeadCheck;
+  /** Reversal records (`outcome.ts`) applied to the ledger, µJ they handed back (decimal text), and records that failed their check (never applied). */
+  readonly reversals: { readonly applied: number; readonly refunded_uj: string; readonly bad: number };
 }
 
 /** A running node. */
@@ -123,6 +125,7 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: 
     seconds: r.seconds,
     problems,
     head,
+    reversals: { applied: r.outcomes.reversals, refunded_uj: String(r.outcomes.refundedUj), bad: r.outcomes.bad.length },
   };
 }
 
@@ -219,7 +222,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
   metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
   const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
-  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || !boot.head.ok) {
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.reversals.bad > 0 || !boot.head.ok) {
     logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
   } else logger.info(bootLog, 'receipt log replayed');
 

@@ -12,11 +12,12 @@
  * id prefixes and seqs only (`requestindex.ts`).
  */
 import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
+import type { Provenance, Uj } from '../core/energy.ts';
 import type { ContentId } from '../core/hash.ts';
 import { Ledger } from '../core/ledger.ts';
 import { receiptId } from '../core/receipt.ts';
 import { type Attribution, type ContinuityBreak, type RejectedReceipt, replayReceipts } from '../core/replay.ts';
+import { type CheckedOutcome, checkOutcome, type OutcomeKind, OutcomeRefusals } from './outcome.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { REQUEST_KEY_WORDS, RequestIndex, requestKeyWords } from './requestindex.ts';
 
@@ -101,7 +102,109 @@ export interface LogReplay {
   /** The next seq to write (one past the highest key), and the id of the last verified receipt. */
   readonly nextSeq: number;
   readonly headId: ContentId | undefined;
+  /** The outcome records: reversals applied to `ledger` (after every receipt), measurements when asked for, bad ones. */
+  readonly outcomes: OutcomeReplay;
   readonly seconds: number;
+}
+
+/** Per-(grant_id, subject) totals from outcome records (`outcome.ts`): what was measured beside what was charged. */
+export interface OutcomeAttribution {
+  readonly grant_id: ContentId;
+  readonly subject: Did;
+  /** Allows with an outcome record (measurement or reversal). */
+  calls: number;
+  /** µJ the node's meter measured for them, in all and per provenance (§5). */
+  metered_uj: Uj;
+  metered_by_provenance: Partial<Record<Provenance, Uj>>;
+  /** Reversals (endpoint-unavailable) and the µJ they handed back. */
+  reversals: number;
+  refunded_uj: Uj;
+}
+
+/** What the outcome records of a log hold, once each was checked against its receipt. */
+export interface OutcomeReplay {
+  /** Reversals applied to the ledger, and the µJ they handed back. */
+  readonly reversals: number;
+  readonly refundedUj: Uj;
+  /** Measurement records read and verified (0 unless `measurements` was asked for). */
+  readonly measurements: number;
+  /** Records that failed a check: counted and reported, never applied (§8.1). */
+  readonly bad: Array<{ seq: number; kind: OutcomeKind; code: string; why: string }>;
+  /** Per (grant_id, subject), keyed `"<grant_id> <subject>"` like the receipt attribution. */
+  readonly attribution: Map<string, OutcomeAttribution>;
+}
+
+/**
+ * Reads the outcome records of a log (`outcome.ts`), checks each against the receipt it names,
+ * and applies every good reversal to `ledger` (a credit on each grant the receipt debited).
+ * Measurement records are read only when `measurements` is true (they change no budget, so boot
+ * skips them). A bad record is counted in `bad` and never applied, and so is a reversal the
+ * ledger cannot take (`outcome-bad-refund`: more than was spent). So is a measurement of a seq
+ * that also has a reversal (`outcome-duplicate`).
+ * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+ */
+export async function replayOutcomes(
+  log: ReceiptLog,
+  steward: Did,
+  ledger: Ledger,
+  opts: { readonly measurements?: boolean } = {},
+): Promise<OutcomeReplay> {
+  const bad: OutcomeReplay['bad'] = [];
+  const attribution = new Map<string, OutcomeAttribution>();
+  const reversed = new Set<number>();
+  let reversals = 0;
+  let refundedUj = 0n;
+  let measurements = 0;
+  const attribute = (c: CheckedOutcome) => {
+    const key = `${c.receipt.grant_id} ${c.receipt.subject}`;
+    let a = attribution.get(key);
+    if (a === undefined) {
+      a = { grant_id: c.receipt.grant_id, subject: c.receipt.subject, calls: 0, metered_uj: 0n, metered_by_provenance: {}, reversals: 0, refunded_uj: 0n };
+      attribution.set(key, a);
+    }
+    a.calls++;
+    if (c.core.metered_uj !== undefined) {
+      a.metered_uj += c.core.metered_uj;
+      const p = c.core.metered_provenance!;
+      a.metered_by_provenance[p] = (a.metered_by_provenance[p] ?? 0n) + c.core.metered_uj;
+    }
+    if (c.core.kind === 'reversal') {
+      a.reversals++;
+      a.refunded_uj += c.core.refund_uj!;
+    }
+  };
+  for await (const { seq, bytes } of log.outcomes('reversal')) {
+    const c = checkOutcome(bytes, { kind: 'reversal', seq }, await log.getReceipt(seq), steward);
+    if (!c.ok) {
+      bad.push({ seq, kind: 'reversal', ...c.error });
+      continue;
+    }
+    if (!ledger.credit(c.value.debited, c.value.core.refund_uj!)) {
+      bad.push({ seq, kind: 'reversal', code: OutcomeRefusals.BAD_REFUND, why: `refund of ${c.value.core.refund_uj} µJ exceeds what the ledger holds as spent` });
+      continue;
+    }
+    reversed.add(seq);
+    reversals++;
+    refundedUj += c.value.core.refund_uj!;
+    attribute(c.value);
+  }
+  if (opts.measurements) {
+    for await (const { seq, bytes } of log.outcomes('measurement')) {
+      if (reversed.has(seq)) {
+        bad.push({ seq, kind: 'measurement', code: OutcomeRefusals.DUPLICATE, why: `receipt seq ${seq} has both a reversal and a measurement` });
+        continue;
+      }
+      const c = checkOutcome(bytes, { kind: 'measurement', seq }, await log.getReceipt(seq), steward);
+      if (!c.ok) {
+        bad.push({ seq, kind: 'measurement', ...c.error });
+        continue;
+      }
+      measurements++;
+      attribute(c.value);
+    }
+  }
+  bad.sort((x, y) => x.seq - y.seq);
+  return { reversals, refundedUj, measurements, bad, attribution };
 }
 
 /** Options of {@link replayLog}. */
@@ -116,6 +219,8 @@ export interface ReplayLogOptions {
   readonly parallel?: number;
   /** Receipts the log is expected to hold (sizes the request index once; default 1024). */
   readonly expected?: number;
+  /** Also read and check the measurement records (`jcp receipts verify|attribute`; boot does not need them). */
+  readonly measurements?: boolean;
 }
 
 const inline: SliceRunner = async (job) => replaySlice(job);
@@ -193,6 +298,8 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
   }
   await dispatch();
   while (inFlight.length > 0) merge(await inFlight.shift()!);
+  // Reversals apply on top of every receipt's debit (a reversal is written after its receipt).
+  const outcomes = await replayOutcomes(log, opts.steward, ledger, { measurements: opts.measurements ?? false });
   return {
     ledger,
     requests,
@@ -205,6 +312,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     total,
     nextSeq: maxSeq + 1,
     headId,
+    outcomes,
     seconds: (performance.now() - t0) / 1000,
   };
 }
