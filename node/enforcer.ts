@@ -10,7 +10,9 @@
  *     back (the receipt from the log, the kept result), and nothing is debited twice;
  *  4. a resource the node does not serve → error `unknown-resource` (nothing decided or debited);
  *     payload check for a resource with an endpoint (a JSON object of tool arguments) → error
- *     `payload-invalid`;
+ *     `payload-invalid`; then the tool name against the upstream's `tools/list` → error
+ *     `unknown-tool` (when the node has no list yet it connects to get one; an upstream it cannot
+ *     reach has no list, and the call goes on to the decision);
  *  5. caller signature (on a worker thread when the node has them): a failure is a sealed
  *     `bad-signature` deny (`denied()`), evidence like any other decision;
  *  6. the decision with the chain (`decide`, §4.2, §7), priced at no less than the node's own
@@ -18,11 +20,14 @@
  *     (`capProvenance`), then the budget policy hook; the debit on allow;
  *  7. the receipt sealed (`seq`, `prev`, `request_id`, `at`) and appended to the log; the reply is
  *     sent only once the receipt's batch is durable (fsync'd);
- *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6); the
- *     call's outcome record (`outcome.ts`) is written beside the receipt: a measurement (what the
- *     meter measured, with its provenance), or, when the endpoint could not run the call
- *     (endpoint-unavailable), a reversal: durable before the reply, then the debit is credited
- *     back, so nothing is charged for an effect that never happened.
+ *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6); a request
+ *     with `notify: 1` gets the upstream's progress and logging notifications as `notice`
+ *     messages first. The call's outcome record (`outcome.ts`) is written beside the receipt: a
+ *     measurement (what the meter measured, with its provenance), or, when the endpoint could not
+ *     run the call (endpoint-unavailable), a reversal: durable before the reply, then the debit is
+ *     credited back, so nothing is charged for an effect that never happened.
+ *
+ * `{list_tools: {}}` is answered with every endpoint's known tools (`tool_list`), no receipt.
  *
  * Steps 6–7 run synchronously, one request at a time, so the ledger, `seq` and the `prev` chain
  * are consistent; everything that waits (signature workers, fsync, endpoints) happens outside
@@ -46,8 +51,9 @@ import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessag
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
-import { type Endpoint, EndpointErrorCodes, endpointUnavailableIn, errorResult } from './endpoint.ts';
+import { type Endpoint, EndpointError, EndpointErrorCodes, type McpNotificationMessage, endpointUnavailableIn, errorResult } from './endpoint.ts';
 import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
+import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
@@ -150,8 +156,11 @@ export class Enforcer {
     return this.#fatal;
   }
 
-  /** Handles one message body and resolves to the response body. Never rejects. */
-  async handle(body: Uint8Array): Promise<Uint8Array> {
+  /**
+   * Handles one message body and resolves to the response body. `notice` sends the `notice`
+   * messages of a request that asked for them (`notify: 1`) before its response. Never rejects.
+   */
+  async handle(body: Uint8Array, notice?: NoticeSink): Promise<Uint8Array> {
     try {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       let msg: WireMessage;
@@ -161,8 +170,9 @@ export class Enforcer {
         if (isJcpError(e)) return this.#error(e.code, e.message);
         throw e;
       }
-      if (msg.kind === 'request') return await this.#request(body, msg.request);
+      if (msg.kind === 'request') return await this.#request(body, msg.request, notice);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
+      if (msg.kind === 'list_tools') return await this.#listTools();
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
       this.#d.logger.error({ err: e }, 'internal error on the request path');
@@ -187,7 +197,17 @@ export class Enforcer {
     return errorBody(code, message);
   }
 
-  async #request(body: Uint8Array, req: WireRequest): Promise<Uint8Array> {
+  /** `tool_list`: each endpoint's last known tools, in config order (listing first where none is known). */
+  async #listTools(): Promise<Uint8Array> {
+    const bindings = [...this.#d.endpoints.entries()];
+    await Promise.all(bindings.map(([, b]) => b.endpoint.ensureTools()));
+    return encodeWireMessage({
+      kind: 'tool_list',
+      resources: bindings.map(([id, b]) => ({ name: b.name, resource: id, tools: JSON.stringify(b.endpoint.tools() ?? []) })),
+    });
+  }
+
+  async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined): Promise<Uint8Array> {
     const t0 = performance.now();
     const clock = this.#d.clockS();
     if (Math.abs(req.now - clock) > this.#d.maxSkewS) {
@@ -223,12 +243,21 @@ export class Enforcer {
       const parsed = parseArgs(req.payload);
       if (typeof parsed === 'string') return this.#error(NodeErrorCodes.PAYLOAD_INVALID, parsed);
       args = parsed;
+      let status = binding.endpoint.toolStatus(req.frame.action);
+      if (status === 'unlisted') {
+        await binding.endpoint.ensureTools();
+        status = binding.endpoint.toolStatus(req.frame.action);
+      }
+      if (status === 'unknown') {
+        return this.#error(NodeErrorCodes.UNKNOWN_TOOL, `${binding.name} has no tool ${JSON.stringify(req.frame.action.slice(0, 128))}`);
+      }
     }
+    const emit = req.notify === 1 && notice !== undefined ? noticeEmitter(rid, notice) : undefined;
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
     const p = new Promise<void>((r) => {
       start = r;
-    }).then(() => this.#decideNew(body, req, rid, t0, binding, args));
+    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit));
     this.#inflight.set(rid, p);
     start();
     return await p;
@@ -241,6 +270,7 @@ export class Enforcer {
     t0: number,
     binding: EndpointBinding | undefined,
     args: Record<string, unknown> | undefined,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
   ): Promise<Uint8Array> {
     let release = true;
     try {
@@ -291,7 +321,7 @@ export class Enforcer {
       m.debitedUj.inc(Number(cost.uj));
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
-      const inv = await this.#invoke(binding, req.frame.action, args ?? {});
+      const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
       const steward = this.#d.steward;
       const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
       const metered =
@@ -345,21 +375,27 @@ export class Enforcer {
     binding: EndpointBinding,
     tool: string,
     args: Record<string, unknown>,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
   ): Promise<{ result: Uint8Array; metered?: Cost; unavailable?: { message: string; phase: 'start' | 'call' } }> {
     let result: Uint8Array;
     let metered: Cost | undefined;
     let unavailable: { message: string; phase: 'start' | 'call' } | undefined;
     try {
-      const r = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args));
+      const opts = emit !== undefined ? { onNotification: emit } : {};
+      const r = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args, opts));
       result = r.result;
       metered = r.cost;
     } catch (e) {
       if (e instanceof MeteredError) metered = e.cost;
-      unavailable = endpointUnavailableIn(e);
+      const cause = e instanceof MeteredError ? e.cause : e;
+      unavailable = endpointUnavailableIn(cause);
+      // The receipt stands; the result says why the tool gave no answer (docs/node.md).
       result =
         unavailable !== undefined
           ? errorResult(EndpointErrorCodes.UNAVAILABLE, unavailable.message)
-          : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(e as Error).message}`);
+          : cause instanceof EndpointError
+            ? errorResult(cause.code, cause.message)
+            : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(cause as Error)?.message ?? String(cause)}`);
     }
     if (metered !== undefined) this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
     if (result.length > RESULT_CAP_BYTES) {
@@ -442,6 +478,11 @@ export class Enforcer {
     this.#d.logger.fatal({ err: e }, 'the receipt log failed; stopping');
     this.#d.onFatal(e);
   }
+}
+
+/** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
+function noticeEmitter(rid: ContentId, notice: NoticeSink): (n: McpNotificationMessage) => void {
+  return (n) => notice(encodeWireMessage({ kind: 'notice', request_id: rid, notification: JSON.stringify(n) }));
 }
 
 /** The caller signature check of §11 on this thread (never throws). */

@@ -6,8 +6,11 @@ export {
   type ClientOptions,
   type ClientSigner,
   type CallParams,
+  type CallRequestOptions,
   type CallResult,
   ConnectionLost,
+  type ListedResource,
+  type McpNotification,
   JcpClient,
   resultJson,
   WireErrorReply,
@@ -18,7 +21,10 @@ export {
   CONFIG_DEFAULTS,
   type ConfigOverrides,
   configFromJson,
+  type EndpointConfig,
+  type HeaderSource,
   loadConfig,
+  type McpHttpEndpointConfig,
   type McpStdioEndpointConfig,
   type NodeConfig,
   parseHostPort,
@@ -29,12 +35,19 @@ export {
 } from './config.ts';
 export {
   type Endpoint,
+  EndpointError,
   EndpointErrorCodes,
   type EndpointErrorCode,
   EndpointUnavailable,
   endpointUnavailableIn,
   errorResult,
+  headerValue,
+  type InvokeOptions,
+  McpHttpEndpoint,
+  type McpNotificationMessage,
   McpStdioEndpoint,
+  type ToolStatus,
+  type UnavailablePhase,
 } from './endpoint.ts';
 export { Enforcer, type EnforcerDeps, type EndpointBinding, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
@@ -68,6 +81,6 @@ export {
 } from './replay.ts';
 export { RequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
-export { JcpServer, type MessageHandler, type ServerLimits } from './server.ts';
+export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
 export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';

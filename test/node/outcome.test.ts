@@ -20,7 +20,9 @@ import {
   JcpClient,
   openOutcome,
   sealOutcome,
+  type ToolStatus,
 } from '../../node/index.ts';
+import { freePort } from '../../harness/procs.ts';
 import { cast, liveNode, mint, rid, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('outcome');
@@ -54,6 +56,13 @@ class FakeEndpoint implements Endpoint {
     if (this.mode === 'crash') throw new EndpointUnavailable('fake: the server went away during work', 'call');
     return enc.encode(JSON.stringify({ ok: true, content: [] }));
   }
+  tools(): readonly Record<string, unknown>[] | undefined {
+    return [{ name: 'work' }];
+  }
+  toolStatus(tool: string): ToolStatus {
+    return tool === 'work' ? 'known' : 'unknown';
+  }
+  async ensureTools(): Promise<void> {}
   async start(): Promise<void> {}
   async close(): Promise<void> {}
 }
@@ -122,6 +131,29 @@ describe('outcome records: reversals and measurements', () => {
     const replay = JSON.parse((await cli(['receipts', 'replay', t.dir])).out) as { budgets: unknown[]; refunded_uj: string };
     expect(replay.budgets).toEqual([]);
     expect(replay.refunded_uj).toBe('100000');
+  });
+
+  test('a Streamable HTTP endpoint that refuses connections: endpoint-unavailable (phase start), nothing charged', async () => {
+    const t = tempDir('outcome-http');
+    dirs.push(t.cleanup);
+    const port = await freePort(); // free now, and nothing listens on it
+    const node = await liveNode(
+      { resources: [{ name: 'remote', endpoint: { kind: 'mcp-http', url: `http://127.0.0.1:${port}/mcp`, timeout_ms: 1000 } }], meter: { default_estimate_uj: 0, rungs: ['estimator'] } },
+      {},
+      t.dir,
+    );
+    const g = mint(alice, bob, 'remote', ['work'], 1_000_000n, rng);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    const r = await c.call({ chain: [g], action: 'work', payload: { n: 1 }, cost: { uj: 2_500n, provenance: 'Estimator' } });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    expect([json(r.result).jcp_error?.['code'], json(r.result).jcp_error?.['phase'], json(r.result).jcp_error?.['refunded_uj']]).toEqual([
+      'endpoint-unavailable',
+      'start',
+      '2500',
+    ]);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
+    await c.close();
+    await node.close();
   });
 
   test('an endpoint that dies mid-call: not charged, the record says phase `call` (no claim that nothing ran)', async () => {
