@@ -230,7 +230,10 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   try {
     probe = await meter.probe();
     metrics.meterRung.set({ rung: probe.rung, provenance: probe.provenance }, 1);
-    logger.info({ rung: probe.rung, provenance: probe.provenance, detail: probe.detail, skipped: probe.skipped }, 'meter probed');
+    logger.info(
+      { rung: probe.rung, provenance: probe.provenance, provenance_ceiling: provenanceCeiling(probe.provenance), detail: probe.detail, skipped: probe.skipped },
+      'meter probed',
+    );
   } catch (e) {
     logger.warn({ err: (e as Error).message }, 'meter probe failed');
   }
