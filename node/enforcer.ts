@@ -39,7 +39,7 @@ import { type Decision, type DecisionRequest, type DecisionState, decide, denied
 import { DenyReasons } from '../core/deny.ts';
 import { isJcpError } from '../core/errors.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
-import type { Cost, Provenance } from '../core/energy.ts';
+import { type Cost, type Provenance, provenanceProblem } from '../core/energy.ts';
 import type { Ledger } from '../core/ledger.ts';
 import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
@@ -325,7 +325,8 @@ export class Enforcer {
       const steward = this.#d.steward;
       const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
       const metered =
-        inv.metered === undefined
+        // A figure that breaks §5's provenance rules is left out rather than sealed (never expected from meter/).
+        inv.metered === undefined || provenanceProblem(inv.metered) !== undefined
           ? {}
           : {
               metered_uj: inv.metered.uj,
