@@ -18,6 +18,7 @@ import {
   readSegments,
   type SegmentCheck,
   withSegments,
+  segmentReceiptAt,
   type HeadCheck,
   type LogReplay,
   listSnapshots,
@@ -44,11 +45,14 @@ const help = `Usage: jcp receipts <verb> <data-dir> [options]
 
 Verbs:
   verify     verify every receipt of the node's log (§8, §8.1): counts of good and bad receipts,
-             continuity breaks (a seq gap, a reorder, a broken prev link — named by seq). Exit 1
-             when anything is wrong.
-  replay     rebuild the budgets from the verified receipts: µJ spent per grant id (ancestors
-             included, §4.2), allowed/denied counts, the next seq.
-  attribute  per-(grant_id, subject) attribution: actions allowed, refused, µJ spent (§8.1).
+             continuity breaks (a seq gap, a reorder, a broken prev link — named by seq), and
+             the outcome records (measurements, reversals; each checked against its receipt).
+             Exit 1 when anything is wrong.
+  replay     rebuild the budgets from the verified receipts, with reversals applied: µJ spent per
+             grant id (ancestors included, §4.2), allowed/denied counts, the next seq.
+  attribute  per-(grant_id, subject) attribution: actions allowed, refused, µJ spent (§8.1),
+             beside what was charged after reversals and what the node's meter measured
+             (per provenance, from the outcome records).
   export     write the receipts in seq order: --format cbor (a CBOR sequence, RFC 8742: the
              COSE_Sign1 items back to back) or json (one object per receipt, verified or not);
              --out file (default stdout; a new file outside the data folder: an existing
@@ -163,6 +167,7 @@ export const command: Command = {
         let archive: SegmentCheck[] | undefined;
         const records = await archiveRecords(log);
         let source: ReturnType<typeof withSegments> | undefined;
+        let receiptAt: ((seq: number) => Promise<Uint8Array | undefined>) | undefined;
         if (records.length > 0 && verb === 'verify') {
           if (values.archive === undefined) {
             await pool?.close();
@@ -174,10 +179,15 @@ export const command: Command = {
           const seg = readSegments(path.resolve(values.archive), records);
           archive = seg.checks;
           source = withSegments(log, seg.receipts);
+          receiptAt = segmentReceiptAt(log, seg.receipts);
         }
         try {
-          if (verb === 'verify') ({ replay: r, snapshots } = await replayCheckingSnapshots(log, dataDir, meta.steward, { ...runner, ...(source ? { source } : {}) }));
-          else r = await replayLog(log, { steward: meta.steward, ...runner });
+          if (verb === 'verify') {
+            ({ replay: r, snapshots } = await replayCheckingSnapshots(log, dataDir, meta.steward, {
+              ...runner,
+              ...(source ? { source, receiptAt } : {}),
+            }));
+          } else r = await replayLog(log, { steward: meta.steward, ...runner, measurements: verb === 'attribute' });
         } finally {
           await pool?.close();
         }
@@ -186,18 +196,52 @@ export const command: Command = {
         if (!head.ok && verb !== 'verify') process.stderr.write(`jcp receipts: warning [log-damaged]: ${head.why}\n`);
         if (verb === 'replay') {
           const budgets = [...r.ledger.entries()].map(([grant_id, spent_uj]) => ({ grant_id, spent_uj }));
-          const out = { receipts: r.total, allowed: r.allowed, denied: r.denied, bad: r.rejected.length, next_seq: r.nextSeq, head: r.headId ?? null, budgets };
+          const out = {
+            receipts: r.total,
+            allowed: r.allowed,
+            denied: r.denied,
+            bad: r.rejected.length,
+            next_seq: r.nextSeq,
+            head: r.headId ?? null,
+            budgets,
+            reversals: r.outcomes.reversals,
+            refunded_uj: r.outcomes.refundedUj,
+            bad_outcomes: r.outcomes.bad.length,
+          };
           process.stdout.write(`${JSON.stringify(out, bigintJson, 2)}\n`);
           return 0;
         }
         if (verb === 'attribute') {
-          const rows = [...r.attribution.values()].map((a) => ({ grant_id: a.grant_id, subject: a.subject, allowed: a.allowed, refused: a.refused, uj: a.uj }));
-          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, attribution: rows }, bigintJson, 2)}\n`);
+          const rows = [...r.attribution.values()].map((a) => {
+            const o = r.outcomes.attribution.get(`${a.grant_id} ${a.subject}`);
+            const refunded = o?.refunded_uj ?? 0n;
+            return {
+              grant_id: a.grant_id,
+              subject: a.subject,
+              allowed: a.allowed,
+              refused: a.refused,
+              uj: a.uj,
+              charged_uj: a.uj - refunded,
+              refunded_uj: refunded,
+              reversals: o?.reversals ?? 0,
+              metered_calls: o?.calls ?? 0,
+              metered_uj: o?.metered_uj ?? 0n,
+              metered_by_provenance: o?.metered_by_provenance ?? {},
+            };
+          });
+          const outcomes = { measurements: r.outcomes.measurements, reversals: r.outcomes.reversals, bad: r.outcomes.bad.length };
+          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows }, bigintJson, 2)}\n`);
           return 0;
         }
         const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
         process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
-        const good = report.bad === 0 && report.breaks === 0 && head.ok && snapshots.every((x) => x.ok) && (archive ?? []).every((x) => x.ok);
+        const good =
+          report.bad === 0 &&
+          report.breaks === 0 &&
+          report.outcomes.bad === 0 &&
+          head.ok &&
+          snapshots.every((x) => x.ok) &&
+          (archive ?? []).every((x) => x.ok);
         return good ? 0 : 1;
       } finally {
         await log.close();
@@ -238,6 +282,13 @@ export function verifyReport(r: LogReplay, head: HeadCheck = { ok: true }) {
     rejected: r.rejected.slice(0, 50).map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
     continuity: breaks.slice(0, 50),
     head_mark: head.ok ? { ok: true, seq: head.markSeq ?? null } : { ok: false, code: head.code, seq: head.markSeq ?? null, log_ends_at: head.lastSeq, why: head.why },
+    outcomes: {
+      measurements: r.outcomes.measurements,
+      reversals: r.outcomes.reversals,
+      refunded_uj: r.outcomes.refundedUj,
+      bad: r.outcomes.bad.length,
+      rejected: r.outcomes.bad.slice(0, 50),
+    },
   };
 }
 
@@ -259,7 +310,12 @@ async function replayCheckingSnapshots(
   log: ReceiptLog,
   dataDir: string,
   steward: Did,
-  runner: { runner?: SliceRunner; parallel?: number; source?: ReturnType<typeof withSegments> },
+  runner: {
+    runner?: SliceRunner;
+    parallel?: number;
+    source?: ReturnType<typeof withSegments>;
+    receiptAt?: (seq: number) => Promise<Uint8Array | undefined>;
+  },
 ): Promise<{ replay: LogReplay; snapshots: SnapshotCheck[] }> {
   const checks: SnapshotCheck[] = [];
   const opened: Array<{ file: string; seq: number; snap: NonNullable<ReturnType<typeof openOk>> }> = [];
@@ -296,7 +352,8 @@ async function replayCheckingSnapshots(
     });
     checks.push({ file, seq, ok: false, why: `differs from the full replay at seq ${seq} (field ${field ?? '?'})` });
   }
-  r = await replayLog(log, { steward, ...runner, ...(r ? { from: r } : {}) });
+  // The end of the log: the outcome records (reversals, measurements) are checked and applied once, here.
+  r = await replayLog(log, { steward, ...runner, measurements: true, ...(r ? { from: r } : {}) });
   return { replay: r, snapshots: checks.sort((a, b) => a.seq - b.seq) };
 }
 

@@ -7,8 +7,10 @@
  * DIR` checks each segment against its record and replays it before the live log.
  *
  * Only receipts below the newest usable snapshot's seq are archived (the receipt it is bound to
- * stays, so the snapshot keeps verifying at start), and only below the lowest seq its request
- * index names: an archived receipt never answers a request id the node still keeps.
+ * stays, so the snapshot keeps verifying at start), only below the lowest seq its request index
+ * names (an archived receipt never answers a request id the node still keeps), and only below
+ * the first receipt with a reversal record (node/outcome.ts; every start checks it against its
+ * receipt). Outcome records stay in the live log.
  *
  * Segment file: `seg-<first, 16 digits>-<last, 16 digits>.cbor`, written to a temporary file,
  * fsync'd, renamed, folder fsync'd, before its record is written and its receipts deleted from
@@ -105,6 +107,11 @@ export interface Archived {
  *   report, never sealed away), or a segment file exists; NodeFault `log-corrupt` when the log fails.
  */
 export async function archiveReceipts(log: ReceiptLog, before: number, outDir: string, perSegment = SEGMENT_RECEIPTS): Promise<Archived> {
+  // A reversal is applied at every start against its receipt in the live log (node/outcome.ts):
+  // its receipt stays.
+  for await (const { seq } of log.outcomes('reversal')) {
+    if (seq < before) throw new Error(`receipt ${seq} has a reversal record, which every start checks against it: archive below ${seq} at most`);
+  }
   makeDirs(outDir, 0o755);
   const segments: ArchiveRecord[] = [];
   let receipts = 0;
@@ -210,5 +217,17 @@ export function withSegments(log: ReceiptLog, segments: Map<number, Uint8Array[]
       if (out.length > 0) yield out;
     }
     yield* log.receiptChunks(chunk, fromSeq);
+  };
+}
+
+/** Receipt `seq` from the good segments, else from the live log (for outcome records of archived receipts). */
+export function segmentReceiptAt(log: ReceiptLog, segments: Map<number, Uint8Array[]>): (seq: number) => Promise<Uint8Array | undefined> {
+  const firsts = [...segments.keys()].sort((a, b) => a - b);
+  return async (seq) => {
+    for (const f of firsts) {
+      const items = segments.get(f)!;
+      if (seq >= f && seq < f + items.length) return items[seq - f];
+    }
+    return await log.getReceipt(seq);
   };
 }

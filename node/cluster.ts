@@ -27,8 +27,9 @@ import type { Actor } from '../core/actor.ts';
 import type { Decision, DecisionRequest } from '../core/decision.ts';
 import type { Deny } from '../core/deny.ts';
 import { type Did, isDid } from '../core/didkey.ts';
-import { isContentId } from '../core/hash.ts';
-import type { SignedRevocation } from '../core/revocation.ts';
+import { encode } from '../core/cbor.ts';
+import { contentIdOfBytes, isContentId } from '../core/hash.ts';
+import { type SignedRevocation, signedRevocationToCbor } from '../core/revocation.ts';
 import type { LedgerView } from '../core/ledger.ts';
 import { type ChannelSpec, type ChannelStats, Channels } from '../channel/channels.ts';
 import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.ts';
@@ -172,9 +173,15 @@ export class ClusterHooks {
    * from construction on), or after `revocation_catch_up_ms`; chains of more than one link stay
    * refused until the assignments are read.
    */
-  get revocationFeed(): { name: string; start(sink: RevocationSinkLike): Promise<void>; stop(): Promise<void> } {
+  get revocationFeed(): {
+    name: string;
+    start(sink: RevocationSinkLike): Promise<void>;
+    stop(): Promise<void>;
+    publish(sr: SignedRevocation): Promise<void>;
+  } {
     return {
       name: this.feed.name,
+      publish: (sr) => this.publishRevocation(sr),
       start: async (sink) => {
         await Promise.all([this.feed.start(sink), this.#assignFollowing]);
       },
@@ -183,6 +190,20 @@ export class ClusterHooks {
         await this.feed.stop();
       },
     };
+  }
+
+  /**
+   * Publishes a revocation this node accepted over jcp/1 on the cluster's revocation stream
+   * (issue 12 §4), which every node follows (this one too: taking it again is a no-op), so a
+   * revocation sent to one node is enforced by all. The message id is the content id of the
+   * signed revocation's bytes, so a retried publish is stored once (the stream's duplicate
+   * window). Resolves once JetStream acknowledged it.
+   * @throws the bus's error when NATS cannot take it within its retry deadline.
+   */
+  async publishRevocation(sr: SignedRevocation): Promise<void> {
+    const bytes = encode(signedRevocationToCbor(sr));
+    await this.bus.ready();
+    await this.bus.publishRevocation(sr.body.grant_id, bytes, `rev.${contentIdOfBytes(bytes)}`);
   }
 
   /** Follows the assignment stream until stopped; resolves once caught up or after the catch-up window. Never rejects. */

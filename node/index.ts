@@ -6,8 +6,11 @@ export {
   type ClientOptions,
   type ClientSigner,
   type CallParams,
+  type CallRequestOptions,
   type CallResult,
   ConnectionLost,
+  type ListedResource,
+  type McpNotification,
   JcpClient,
   resultJson,
   WireErrorReply,
@@ -23,6 +26,7 @@ export {
   SEGMENT_RECEIPTS,
   type SegmentCheck,
   segmentFileName,
+  segmentReceiptAt,
   withSegments,
 } from './archive.ts';
 export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
@@ -31,7 +35,10 @@ export {
   CONFIG_DEFAULTS,
   type ConfigOverrides,
   configFromJson,
+  type EndpointConfig,
+  type HeaderSource,
   loadConfig,
+  type McpHttpEndpointConfig,
   type McpStdioEndpointConfig,
   type NodeConfig,
   parseHostPort,
@@ -40,17 +47,54 @@ export {
   resourceIdOf,
   trustRootsOf,
 } from './config.ts';
-export { type Endpoint, EndpointErrorCodes, type EndpointErrorCode, errorResult, McpStdioEndpoint } from './endpoint.ts';
-export { Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
+export {
+  type Endpoint,
+  EndpointError,
+  EndpointErrorCodes,
+  type EndpointErrorCode,
+  EndpointUnavailable,
+  endpointUnavailableIn,
+  errorResult,
+  headerValue,
+  type InvokeOptions,
+  McpHttpEndpoint,
+  type McpNotificationMessage,
+  McpStdioEndpoint,
+  type ToolStatus,
+  type UnavailablePhase,
+} from './endpoint.ts';
+export { Enforcer, type EnforcerDeps, type EndpointBinding, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
 export { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
 export { type PeerLimitConfig, PeerLimiter } from './ratelimit.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
-export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
-export { DATA_FORMAT, type HeadCheck, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export {
+  checkOutcome,
+  type CheckedOutcome,
+  OUTCOME_KINDS,
+  OUTCOME_PROFILE,
+  type OutcomeCore,
+  type OutcomeKind,
+  OutcomeRefusals,
+  openOutcome,
+  readOutcomeCore,
+  sealOutcome,
+} from './outcome.ts';
+export { capProvenance, type MeterProbe, type NodeMeter, priceCall, provenanceCeiling } from './pricing.ts';
+export { DATA_FORMAT, type HeadCheck, isLockError, outcomeKey, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
 export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
-export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult, type SliceRunner } from './replay.ts';
+export {
+  type LogReplay,
+  type OutcomeAttribution,
+  type OutcomeReplay,
+  replayLog,
+  replayOutcomes,
+  replaySlice,
+  type SliceJob,
+  type SliceResult,
+  type SliceRunner,
+} from './replay.ts';
 export { type RequestEntries, RequestIndex, TimedRequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
 export {
@@ -70,6 +114,6 @@ export {
   Snapshotter,
   writeSnapshotFile,
 } from './snapshot.ts';
-export { JcpServer, type MessageHandler, type ServerLimits } from './server.ts';
+export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
 export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';

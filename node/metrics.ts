@@ -43,6 +43,12 @@ export class NodeMetrics {
     registers: [this.registry],
   });
   /** µJ measured by the meter around endpoint calls, by provenance. */
+  readonly reversedUj = new Counter({
+    name: 'jcp_reversed_uj_total',
+    help: 'Microjoules handed back by reversal records: allows whose endpoint could not run the call (endpoint-unavailable)',
+    registers: [this.registry],
+  });
+
   readonly meteredUj = new Counter({
     name: 'jcp_metered_uj_total',
     help: 'Microjoules metered around endpoint invocations, by provenance',

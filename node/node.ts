@@ -12,17 +12,18 @@ import { makeDirs } from '../cli/fsutil.ts';
 import { isJcpError } from '../core/errors.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Ledger } from '../core/ledger.ts';
+import type { SignedRevocation } from '../core/revocation.ts';
 import { TrustRoots } from '../core/trust.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';
-import { McpStdioEndpoint } from './endpoint.ts';
+import { McpHttpEndpoint, McpStdioEndpoint } from './endpoint.ts';
 import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
 import { PeerLimiter } from './ratelimit.ts';
-import type { MeterProbe, NodeMeter } from './pricing.ts';
+import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
@@ -75,6 +76,8 @@ export interface BootReport {
    * replayed after it; absent after a full replay. `receipts` above still counts the whole log.
    */
   readonly snapshot?: { readonly seq: number; readonly file: string; readonly replayed: number };
+  /** Reversal records (`outcome.ts`) applied to the ledger, µJ they handed back (decimal text), and records that failed their check (never applied). */
+  readonly reversals: { readonly applied: number; readonly refunded_uj: string; readonly bad: number };
 }
 
 /** A running node. */
@@ -100,6 +103,8 @@ export interface RunningNode {
   readonly log: ReceiptLog;
   /** Writes the ledger snapshots (config `snapshot`); `snapshotNow()` makes one at once. */
   readonly snapshots: Snapshotter;
+  /** The revocation store (§4.3): admitted and waiting revocations; `taken(id)` resolves when one arrives. */
+  readonly revocations: RevocationStore;
   /** Stops listening, closes connections, endpoints, workers and the log. */
   close(): Promise<void>;
 }
@@ -130,6 +135,7 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: 
     problems,
     head,
     ...(snapshot ? { snapshot } : {}),
+    reversals: { applied: r.outcomes.reversals, refunded_uj: String(r.outcomes.refundedUj), bad: r.outcomes.bad.length },
   };
 }
 
@@ -243,7 +249,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
   metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
   const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
-  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || !boot.head.ok) {
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.reversals.bad > 0 || !boot.head.ok) {
     logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
   } else logger.info(bootLog, 'receipt log replayed');
 
@@ -251,14 +257,20 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   try {
     probe = await meter.probe();
     metrics.meterRung.set({ rung: probe.rung, provenance: probe.provenance }, 1);
-    logger.info({ rung: probe.rung, provenance: probe.provenance, detail: probe.detail, skipped: probe.skipped }, 'meter probed');
+    logger.info(
+      { rung: probe.rung, provenance: probe.provenance, provenance_ceiling: provenanceCeiling(probe.provenance), detail: probe.detail, skipped: probe.skipped },
+      'meter probed',
+    );
   } catch (e) {
     logger.warn({ err: (e as Error).message }, 'meter probe failed');
   }
 
   const endpoints = new Map<ContentId, EndpointBinding>();
   for (const r of cfg.resources) {
-    if (r.endpoint) endpoints.set(r.id, { name: r.name, endpoint: new McpStdioEndpoint(r.name, r.endpoint, logger) });
+    if (r.endpoint === undefined) continue;
+    const endpoint =
+      r.endpoint.kind === 'mcp-http' ? new McpHttpEndpoint(r.name, r.endpoint, logger) : new McpStdioEndpoint(r.name, r.endpoint, logger);
+    endpoints.set(r.id, { name: r.name, endpoint });
   }
   // Started in the background: a slow server does not hold up recovery; a call waits for it.
   void Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
@@ -270,6 +282,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let sampler: RateSampler | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      enforcer.stopRetries();
       for (const f of opts.revocationFeeds ?? []) await f.stop().catch(() => undefined);
       await server?.close();
       sampler?.stop();
@@ -294,7 +307,9 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     trust: new TrustRoots(trustRootsOf(cfg)),
     revocations,
     meter,
+    provenanceCeiling: provenanceCeiling(probe?.provenance),
     endpoints,
+    resources: new Set(cfg.resources.map((r) => r.id)),
     metrics,
     logger,
     maxSkewS: cfg.maxSkewS,
@@ -302,6 +317,9 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     pool,
     budgetPolicy: opts.budgetPolicy,
     limiter: new PeerLimiter(cfg.abuse, clockS),
+    revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
+    ),
     onFatal: (e) => {
       opts.onFatal?.(e);
       void close();
@@ -342,7 +360,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.logSource = growth;
 
   server = new JcpServer(
-    (body, peer) => enforcer.handle(body, peer),
+    (body, notice, peer) => enforcer.handle(body, notice, peer),
     {
       frameCap: cfg.frameCap,
       readTimeoutMs: cfg.readTimeoutMs,
@@ -422,6 +440,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     metrics,
     log,
     snapshots,
+    revocations,
     close,
   };
 }

@@ -16,7 +16,9 @@
  *   LevelDB, so receipts LevelDB loses from its write-ahead file are noticed on open;
  * - `receipts/`: the LevelDB database. Keys: `r` ‖ seq (8 bytes, big-endian) → receipt bytes
  *   (COSE_Sign1); `v` ‖ grant id (hex) → signed revocation (det-CBOR); `s` ‖ request id (hex) →
- *   the endpoint's result bytes, kept for idempotent replies.
+ *   the endpoint's result bytes, kept for idempotent replies; `m` / `u` ‖ receipt seq (8 bytes,
+ *   big-endian) → the steward-signed outcome record of that allow (measurement / reversal,
+ *   `outcome.ts`).
  */
 import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -27,6 +29,7 @@ import { blake3, type ContentId } from '../core/hash.ts';
 import { readFileCapped } from '../cli/fsutil.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { HeadMarkFile } from './headmark.ts';
+import type { OutcomeKind } from './outcome.ts';
 
 /** The `format` tag of `node.json`. */
 export const DATA_FORMAT = 'jcp-node/1';
@@ -35,6 +38,15 @@ const R = 0x72; // 'r': receipts by seq
 const V = 0x76; // 'v': revocations by grant id
 const S = 0x73; // 's': endpoint results by request id
 const A = 0x61; // 'a': archived segments by first seq (node/archive.ts)
+const M = 0x6d; // 'm': measurement outcome records by receipt seq (node/outcome.ts)
+const U = 0x75; // 'u': reversal outcome records by receipt seq (node/outcome.ts)
+
+/** The key of the outcome record of kind `kind` for receipt `seq`: `m` or `u` ‖ 8-byte big-endian seq. */
+export function outcomeKey(kind: OutcomeKind, seq: number): Uint8Array {
+  const k = receiptKey(seq);
+  k[0] = kind === 'reversal' ? U : M;
+  return k;
+}
 
 /** Key of receipt `seq`: `r` ‖ 8-byte big-endian seq. */
 export function receiptKey(seq: number): Uint8Array {
@@ -322,6 +334,48 @@ export class ReceiptLog {
   /** Keeps an endpoint result for idempotent replies; durable with the next batch. */
   putResult(requestId: ContentId, result: Uint8Array): Promise<void> {
     return this.#write([{ type: 'put', key: textKey(S, requestId), value: result }]);
+  }
+
+  /**
+   * Writes the outcome record of receipt `seq` (`node/outcome.ts`), and the endpoint result kept
+   * for idempotent replies when given, in one fsync'd batch: a reversal is never durable without
+   * the result that tells a re-sent request about it, nor the other way round. Resolves once durable.
+   */
+  putOutcome(kind: OutcomeKind, seq: number, record: Uint8Array, result?: { readonly requestId: ContentId; readonly bytes: Uint8Array }): Promise<void> {
+    const ops: Op[] = [{ type: 'put', key: outcomeKey(kind, seq), value: record }];
+    if (result !== undefined) ops.push({ type: 'put', key: textKey(S, result.requestId), value: result.bytes });
+    return this.#write(ops);
+  }
+
+  /** The reversal record of receipt `seq`, if the log holds one. */
+  async getReversal(seq: number): Promise<Uint8Array | undefined> {
+    return await this.#db.get(outcomeKey('reversal', seq));
+  }
+
+  /**
+   * Every outcome record of `kind`, in receipt seq order.
+   * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+   */
+  async *outcomes(kind: OutcomeKind): AsyncGenerator<{ seq: number; bytes: Uint8Array }> {
+    const p = kind === 'reversal' ? U : M;
+    const it = this.#db.iterator({ gte: Uint8Array.of(p), lt: Uint8Array.of(p + 1) });
+    try {
+      for (;;) {
+        let e: [Uint8Array, Uint8Array] | undefined;
+        try {
+          e = (await it.next()) as [Uint8Array, Uint8Array] | undefined;
+        } catch (x) {
+          throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading outcome records failed: ${(x as Error).message}`, this.location, {
+            cause: x,
+          });
+        }
+        if (e === undefined) return;
+        if (e[0].length !== 9) continue; // not an outcome key of this layout
+        yield { seq: seqOfKey(e[0]), bytes: e[1] };
+      }
+    } finally {
+      await it.close();
+    }
   }
 
   /** The kept endpoint result of `requestId`, if any. */

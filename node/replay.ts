@@ -12,11 +12,12 @@
  * id prefixes and seqs only (`requestindex.ts`).
  */
 import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
+import type { Provenance, Uj } from '../core/energy.ts';
 import type { ContentId } from '../core/hash.ts';
 import { Ledger } from '../core/ledger.ts';
 import { receiptId } from '../core/receipt.ts';
 import { type Attribution, type ContinuityBreak, type RejectedReceipt, replayReceipts } from '../core/replay.ts';
+import { type CheckedOutcome, checkOutcome, type OutcomeKind, OutcomeRefusals } from './outcome.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { REQUEST_KEY_WORDS, requestKeyWords, TimedRequestIndex } from './requestindex.ts';
 
@@ -113,7 +114,115 @@ export interface LogReplay {
   /** The next seq to write (one past the highest key), and the id of the last verified receipt. */
   readonly nextSeq: number;
   readonly headId: ContentId | undefined;
+  /** The outcome records: reversals applied to `ledger` (after every receipt), measurements when asked for, bad ones. */
+  readonly outcomes: OutcomeReplay;
   readonly seconds: number;
+}
+
+/** Per-(grant_id, subject) totals from outcome records (`outcome.ts`): what was measured beside what was charged. */
+export interface OutcomeAttribution {
+  readonly grant_id: ContentId;
+  readonly subject: Did;
+  /** Allows with an outcome record (measurement or reversal). */
+  calls: number;
+  /** µJ the node's meter measured for them, in all and per provenance (§5). */
+  metered_uj: Uj;
+  metered_by_provenance: Partial<Record<Provenance, Uj>>;
+  /** Reversals (endpoint-unavailable) and the µJ they handed back. */
+  reversals: number;
+  refunded_uj: Uj;
+}
+
+/** What the outcome records of a log hold, once each was checked against its receipt. */
+export interface OutcomeReplay {
+  /** Reversals applied to the ledger, and the µJ they handed back. */
+  readonly reversals: number;
+  readonly refundedUj: Uj;
+  /** Measurement records read and verified (0 unless `measurements` was asked for). */
+  readonly measurements: number;
+  /** Records that failed a check: counted and reported, never applied (§8.1). */
+  readonly bad: Array<{ seq: number; kind: OutcomeKind; code: string; why: string }>;
+  /** Per (grant_id, subject), keyed `"<grant_id> <subject>"` like the receipt attribution. */
+  readonly attribution: Map<string, OutcomeAttribution>;
+}
+
+/**
+ * Reads the outcome records of a log (`outcome.ts`), checks each against the receipt it names,
+ * and applies every good reversal to `ledger` (a credit on each grant the receipt debited).
+ * Measurement records are read only when `measurements` is true (they change no budget, so boot
+ * skips them). A bad record is counted in `bad` and never applied, and so is a reversal the
+ * ledger cannot take (`outcome-bad-refund`: more than was spent). So is a measurement of a seq
+ * that also has a reversal (`outcome-duplicate`).
+ * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+ */
+export async function replayOutcomes(
+  log: ReceiptLog,
+  steward: Did,
+  ledger: Ledger,
+  opts: { readonly measurements?: boolean; readonly receiptAt?: (seq: number) => Promise<Uint8Array | undefined> } = {},
+): Promise<OutcomeReplay> {
+  const receiptAt = opts.receiptAt ?? ((seq: number) => log.getReceipt(seq));
+  const bad: OutcomeReplay['bad'] = [];
+  const attribution = new Map<string, OutcomeAttribution>();
+  const reversed = new Set<number>();
+  let reversals = 0;
+  let refundedUj = 0n;
+  let measurements = 0;
+  const attribute = (c: CheckedOutcome) => {
+    const key = `${c.receipt.grant_id} ${c.receipt.subject}`;
+    let a = attribution.get(key);
+    if (a === undefined) {
+      a = { grant_id: c.receipt.grant_id, subject: c.receipt.subject, calls: 0, metered_uj: 0n, metered_by_provenance: {}, reversals: 0, refunded_uj: 0n };
+      attribution.set(key, a);
+    }
+    a.calls++;
+    if (c.core.metered_uj !== undefined) {
+      a.metered_uj += c.core.metered_uj;
+      const p = c.core.metered_provenance!;
+      a.metered_by_provenance[p] = (a.metered_by_provenance[p] ?? 0n) + c.core.metered_uj;
+    }
+    if (c.core.kind === 'reversal') {
+      a.reversals++;
+      a.refunded_uj += c.core.refund_uj!;
+    }
+  };
+  for await (const { seq, bytes } of log.outcomes('reversal')) {
+    const c = checkOutcome(bytes, { kind: 'reversal', seq }, await receiptAt(seq), steward);
+    if (!c.ok) {
+      bad.push({ seq, kind: 'reversal', ...c.error });
+      continue;
+    }
+    if (!ledger.credit(c.value.debited, c.value.core.refund_uj!)) {
+      bad.push({ seq, kind: 'reversal', code: OutcomeRefusals.BAD_REFUND, why: `refund of ${c.value.core.refund_uj} µJ exceeds what the ledger holds as spent` });
+      continue;
+    }
+    reversed.add(seq);
+    reversals++;
+    refundedUj += c.value.core.refund_uj!;
+    attribute(c.value);
+  }
+  if (opts.measurements) {
+    for await (const { seq, bytes } of log.outcomes('measurement')) {
+      if (reversed.has(seq)) {
+        bad.push({ seq, kind: 'measurement', code: OutcomeRefusals.DUPLICATE, why: `receipt seq ${seq} has both a reversal and a measurement` });
+        continue;
+      }
+      const c = checkOutcome(bytes, { kind: 'measurement', seq }, await receiptAt(seq), steward);
+      if (!c.ok) {
+        bad.push({ seq, kind: 'measurement', ...c.error });
+        continue;
+      }
+      measurements++;
+      attribute(c.value);
+    }
+  }
+  bad.sort((x, y) => x.seq - y.seq);
+  return { reversals, refundedUj, measurements, bad, attribution };
+}
+
+/** The outcome replay of a state that applied none (a snapshot's, or a replay stopped before the end). */
+export function noOutcomes(): OutcomeReplay {
+  return { reversals: 0, refundedUj: 0n, measurements: 0, bad: [], attribution: new Map() };
 }
 
 /** Options of {@link replayLog}. */
@@ -147,6 +256,16 @@ export interface ReplayLogOptions {
    */
   readonly requestWindowS?: number;
   readonly requestHorizon?: number;
+  /** Also read and check the measurement records (`jcp receipts verify|attribute`; boot does not need them). */
+  readonly measurements?: boolean;
+  /**
+   * Apply the outcome records (reversals) after the receipts (default: when replaying to the end
+   * of the log, i.e. without `toSeq`). A snapshot holds the receipts' state only: the reversals
+   * are applied on top at every start, as they may be written after the snapshot was made.
+   */
+  readonly outcomes?: boolean;
+  /** Where outcome records find their receipt (default the live log; with archived segments, those first). */
+  readonly receiptAt?: (seq: number) => Promise<Uint8Array | undefined>;
 }
 
 const inline: SliceRunner = async (job) => replaySlice(job);
@@ -235,6 +354,11 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
   await dispatch();
   coveredSeq = nextStart - 1;
   while (inFlight.length > 0) merge(await inFlight.shift()!);
+  // Reversals apply on top of every receipt's debit (a reversal is written after its receipt).
+  const outcomes =
+    (opts.outcomes ?? opts.toSeq === undefined)
+      ? await replayOutcomes(log, opts.steward, ledger, { measurements: opts.measurements ?? false, ...(opts.receiptAt ? { receiptAt: opts.receiptAt } : {}) })
+      : noOutcomes();
   return {
     ledger,
     requests,
@@ -249,6 +373,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     headId,
     coveredSeq,
     coveredId: prevId,
+    outcomes,
     seconds: (performance.now() - t0) / 1000,
   };
 }

@@ -11,7 +11,9 @@
  * request index entries at or above its horizon (node/requestindex.ts: older ids are refused
  * anyway); and the receipts that failed verification and the continuity breaks up to that seq
  * (so damage accepted once stays accounted for). Revocations are not in it: they live in the
- * log's `v` keys and are loaded from there on every start, snapshot or not.
+ * log's `v` keys and are loaded from there on every start, snapshot or not. Nor are the outcome
+ * records (node/outcome.ts): the spend is the receipts' debits, and the reversals are applied on
+ * top at every start (a reversal may be written after the snapshot of its receipt).
  *
  * File: `<data-dir>/snapshots/snap-<seq, 16 digits>.cbor`, the det-CBOR of
  * `{body, signature}` with an Ed25519 signature by the steward over `canonical_cbor(body)`
@@ -33,7 +35,7 @@ import type { BreakCode } from '../core/replay.ts';
 import type { ReceiptRefusalCode } from '../core/receipt.ts';
 import { signBody, verifyBody } from '../core/signed.ts';
 import type { ReceiptLog } from './receiptlog.ts';
-import { type LogReplay, replayLog, replaySlice, type SliceRunner } from './replay.ts';
+import { type LogReplay, noOutcomes, replayLog, replaySlice, type SliceRunner } from './replay.ts';
 import { REQUEST_KEY_WORDS, TimedRequestIndex } from './requestindex.ts';
 import { WorkerPool } from './workers.ts';
 
@@ -242,6 +244,7 @@ export function openSnapshot(bytes: Uint8Array, steward: Did): { ok: true; value
             headId: head as ContentId | undefined,
             coveredSeq: seq,
             coveredId: rid,
+            outcomes: noOutcomes(),
             seconds: 0,
           };
         },

@@ -11,7 +11,8 @@ import { main } from '../../cli/main.ts';
 import { decode, encode } from '../../core/cbor.ts';
 import { grantId } from '../../core/grant.ts';
 import { signBody } from '../../core/signed.ts';
-import { JcpClient, listSnapshots, NodeErrorCodes, TimedRequestIndex, WireErrorReply } from '../../node/index.ts';
+import { JcpClient, listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex, WireErrorReply } from '../../node/index.ts';
+import { receiptId } from '../../core/receipt.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('snapshot');
@@ -194,6 +195,49 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     await db.del(receiptKey(4));
     await db.close();
     await expect(liveNode(manual, {}, dir)).rejects.toMatchObject({ code: 'log-damaged' });
+  });
+});
+
+describe('snapshots and outcome records', () => {
+  test('a reversal written before or after a snapshot is applied exactly once at every start (the snapshot holds the receipts’ debits only)', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    const r = await calls(a.port, [g], 4, 'rev');
+    const reverse = (seq: number) =>
+      a.log.putOutcome(
+        'reversal',
+        seq,
+        sealOutcome(
+          {
+            jcp_outcome: 'jcp-node/1',
+            kind: 'reversal',
+            outcome: 'endpoint-unavailable',
+            phase: 'start',
+            at: 1,
+            receipt_seq: seq,
+            receipt_id: receiptId(r[seq]!.receipt),
+            refund_uj: 100n,
+            steward: a.did,
+          },
+          a.steward,
+        ),
+      );
+    await reverse(1); // before the snapshot
+    await calls(a.port, [g], 1, 'rev2');
+    expect((await a.snapshots.snapshotNow())?.seq).toBe(4);
+    await reverse(2); // after it, for a receipt it covers
+    await a.close();
+    for (let i = 0; i < 2; i++) {
+      const b = await liveNode(manual, {}, dir);
+      expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+      expect(b.boot.reversals).toMatchObject({ applied: 2, bad: 0 });
+      expect(b.ledger.spent(grantId(g.grant))).toBe(300n);
+      await b.close();
+    }
+    const v = await cli(['receipts', 'verify', dir]);
+    expect(JSON.parse(v.out)).toMatchObject({ snapshots: [{ seq: 4, ok: true }], outcomes: { reversals: 2, bad: 0 } });
+    expect(v.code).toBe(0);
   });
 });
 
