@@ -40,7 +40,8 @@ mint      signs a root grant (§4) as the issuer; the resource is a content id, 
           node config names it (its id is blake3 of {jcp_resource: name}).
 delegate  attenuates the chain's leaf (§4.1, §4.4) as its holder; writes the longer chain.
 revoke    signs a revocation (§4.3) of link i (default: the leaf) as that grant's issuer and sends
-          it to a node over jcp/1.
+          it to a node over jcp/1. A node in a cluster (nats) publishes it on the revocation
+          stream, so every node of the cluster enforces it.
 show      prints the chain as JSON.
 checkpoint  the agent (the leaf's subject) commits to its state (§4.7): a content id, or a file
           whose content id is taken; prints the checkpoint id.

@@ -125,7 +125,7 @@ export interface ListedResource {
   readonly toolsJson: string;
 }
 
-/** Options of {@link JcpClient.callRequest}. */
+/** Options of {@link JcpClient.callRequest} (a bare number is `timeoutS`, the older form). */
 export interface CallRequestOptions {
   /** As {@link CallParams.onNotice}; the request must carry `notify: 1` to get any. */
   readonly onNotice?: (notification: McpNotification) => void;
@@ -261,12 +261,11 @@ export class JcpClient {
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Replies completed before a bad length in the same chunk are still delivered, in order.
     for (const b of bodies) {
-      if (isNoticeBody(b)) {
-        this.#onNotice(b);
-        continue;
+      if (isNoticeBody(b)) this.#onNotice(b);
+      else {
+        const w = this.#waiting.shift();
+        if (w !== undefined && !w.abandoned) w.resolve(b);
       }
-      const w = this.#waiting.shift();
-      if (w !== undefined && !w.abandoned) w.resolve(b);
     }
     if (error) {
       // The next reply in line declared more than `replyCap`: its caller gets `frame-too-large`.
@@ -428,7 +427,7 @@ export class JcpClient {
 
   /**
    * Sends an already signed request; `onNotice` gets its notices (when it carries `notify: 1`).
-   * `opts` may also be a number: the timeout in seconds (the older form).
+   * `opts` may be a number: the `timeoutS` (the form before notices; still taken).
    * @throws WireErrorReply on an error reply; CallTimeout (carrying `req`) after `timeoutS`
    *   seconds (default the client's) without a reply.
    */
@@ -437,16 +436,17 @@ export class JcpClient {
     const body = encodeWireRequest(req);
     const rid = contentIdOfBytes(body);
     const onNotice = o.onNotice;
+    const timeoutS = o.timeoutS ?? this.#opts.timeoutS;
     const send = async (): Promise<Uint8Array> => {
       try {
-        return await this.roundTrip(body, o.timeoutS ?? this.#opts.timeoutS);
+        return await this.roundTrip(body, timeoutS);
       } catch (e) {
         if (e instanceof CallTimeout) e.request = req;
         throw e;
       }
     };
-    let replyBody: Uint8Array;
-    if (onNotice === undefined) replyBody = await send();
+    let reply: WireMessage;
+    if (onNotice === undefined) reply = decodeWireMessage(await send());
     else {
       // Two identical calls in flight are one request: both see its notices.
       const set = this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>();
@@ -454,13 +454,12 @@ export class JcpClient {
       const mine = (n: McpNotification) => onNotice(n); // a distinct entry even for a shared function
       set.add(mine);
       try {
-        replyBody = await send();
+        reply = decodeWireMessage(await send());
       } finally {
         set.delete(mine);
         if (set.size === 0 && this.#noticeHandlers.get(rid) === set) this.#noticeHandlers.delete(rid);
       }
     }
-    const reply = decodeWireMessage(replyBody);
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'response') throw new WireErrorReply('schema', `expected a response, got ${reply.kind}`);
     const r = reply.response;

@@ -38,6 +38,11 @@ export const NodeErrorCodes = {
   UNKNOWN_TOOL: 'unknown-tool',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
+  /**
+   * The peer address sent too many requests that failed before a decision, or bad-signature
+   * requests (config `abuse`): refused unread, no receipt; retry later (node/ratelimit.ts).
+   */
+  RATE_LIMITED: 'rate-limited',
 } as const;
 
 /** One node-level error code. */

@@ -22,7 +22,10 @@
  *     sent only once the receipt's batch is durable (fsync'd);
  *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6); a request
  *     with `notify: 1` gets the upstream's progress and logging notifications as `notice`
- *     messages first.
+ *     messages first. The call's outcome record (`outcome.ts`) is written beside the receipt: a
+ *     measurement (what the meter measured, with its provenance), or, when the endpoint could not
+ *     run the call (endpoint-unavailable), a reversal: durable before the reply, then the debit is
+ *     credited back, so nothing is charged for an effect that never happened.
  *
  * `{list_tools: {}}` is answered with every endpoint's known tools (`tool_list`), no receipt.
  *
@@ -36,7 +39,7 @@ import { type Decision, type DecisionRequest, type DecisionState, decide, denied
 import { DenyReasons } from '../core/deny.ts';
 import { isJcpError } from '../core/errors.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
-import type { Provenance } from '../core/energy.ts';
+import { type Cost, type Provenance, provenanceProblem } from '../core/energy.ts';
 import type { Ledger } from '../core/ledger.ts';
 import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
@@ -50,13 +53,15 @@ import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
-import { type Endpoint, EndpointError, EndpointErrorCodes, type McpNotificationMessage, errorResult } from './endpoint.ts';
+import { type Endpoint, EndpointError, EndpointErrorCodes, type McpNotificationMessage, endpointUnavailableIn, errorResult } from './endpoint.ts';
+import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
 import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
-import type { RequestIndex } from './requestindex.ts';
+import type { TimedRequestIndex } from './requestindex.ts';
+import type { PeerLimiter } from './ratelimit.ts';
 import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
@@ -83,7 +88,8 @@ export interface EnforcerDeps {
   readonly steward: Actor;
   readonly log: ReceiptLog;
   readonly ledger: Ledger;
-  readonly requests: RequestIndex;
+  /** The idempotency index, bounded by time (its horizon refuses older requests: `clock-skew`). */
+  readonly requests: TimedRequestIndex;
   /** Next `seq` to seal, and the id of the last receipt (the log head). */
   readonly nextSeq: number;
   readonly headId: ContentId | undefined;
@@ -114,6 +120,8 @@ export interface EnforcerDeps {
   /** Signature workers; undefined = verify on this thread. */
   readonly pool?: WorkerPool | undefined;
   readonly budgetPolicy?: BudgetPolicy | undefined;
+  /** Abuse limits per peer address (node/ratelimit.ts); undefined = none. */
+  readonly limiter?: PeerLimiter | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
   /**
@@ -177,10 +185,29 @@ export class Enforcer {
   }
 
   /**
-   * Handles one message body and resolves to the response body. `notice` sends the `notice`
-   * messages of a request that asked for them (`notify: 1`) before its response. Never rejects.
+   * Handles one message body from peer address `peer` and resolves to the response body.
+   * `notice` sends the `notice` messages of a request that asked for them (`notify: 1`) before
+   * its response. Never rejects. With abuse limits, a peer out of tokens gets `rate-limited`
+   * before anything else, and a reply that is the peer's failure (every error reply but the
+   * node's own faults: `UNCHARGED`) takes one of its tokens.
    */
-  async handle(body: Uint8Array, notice?: NoticeSink): Promise<Uint8Array> {
+  async handle(body: Uint8Array, notice?: NoticeSink, peer = ''): Promise<Uint8Array> {
+    const limiter = this.#d.limiter;
+    if (limiter === undefined || !limiter.enabled) return await this.#handle(body, notice, peer);
+    if (!limiter.admits(peer)) {
+      this.#d.metrics.rateLimited.inc();
+      return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
+    }
+    const reply = await this.#handle(body, notice, peer);
+    const code = this.#errorCodes.get(reply);
+    if (code !== undefined && !UNCHARGED.has(code)) limiter.charge(peer);
+    return reply;
+  }
+
+  /** The code of each error reply body this enforcer made (to charge the peer's bucket). */
+  readonly #errorCodes = new WeakMap<Uint8Array, string>();
+
+  async #handle(body: Uint8Array, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
     try {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       let msg: WireMessage;
@@ -190,7 +217,7 @@ export class Enforcer {
         if (isJcpError(e)) return this.#error(e.code, e.message);
         throw e;
       }
-      if (msg.kind === 'request') return await this.#request(body, msg.request, notice);
+      if (msg.kind === 'request') return await this.#request(body, msg.request, notice, peer);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
       if (msg.kind === 'list_tools') return await this.#listTools();
       if (msg.kind === 'amend') return await this.#amend(msg.grant, msg.checkpoint, msg.amendment);
@@ -215,7 +242,9 @@ export class Enforcer {
 
   #error(code: WireErrorCode | string, message: string): Uint8Array {
     this.#d.metrics.errors.inc({ code });
-    return errorBody(code, message);
+    const b = errorBody(code, message);
+    this.#errorCodes.set(b, code);
+    return b;
   }
 
   /** `tool_list`: each endpoint's last known tools, in config order (listing first where none is known). */
@@ -228,13 +257,24 @@ export class Enforcer {
     });
   }
 
-  async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined): Promise<Uint8Array> {
+  async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
     const t0 = performance.now();
     const clock = this.#d.clockS();
+    // Every request moves the index's horizon with the clock (dropping ids no request can match).
+    this.#d.requests.advance(clock);
     if (Math.abs(req.now - clock) > this.#d.maxSkewS) {
       return this.#error(
         NodeErrorCodes.CLOCK_SKEW,
         `request.now ${req.now} is ${req.now - clock} s from the node clock (max_skew_s ${this.#d.maxSkewS})`,
+      );
+    }
+    // The index keeps request ids by time (node/requestindex.ts): below its horizon an id may have
+    // been dropped, so such a request is refused, never decided a second time.
+    const requests = this.#d.requests;
+    if (req.now < requests.horizon) {
+      return this.#error(
+        NodeErrorCodes.CLOCK_SKEW,
+        `request.now ${req.now} is older than the request index keeps (${requests.horizon}: the node clock has been ${requests.horizon + requests.windowS})`,
       );
     }
     // The body is canonical (decode re-encoded it byte for byte), so its hash is `requestIdOf(req)`.
@@ -244,7 +284,7 @@ export class Enforcer {
       this.#d.metrics.replays.inc();
       return await inflight;
     }
-    const seq = this.#d.requests.get(rid);
+    const seq = requests.get(rid, req.now);
     if (seq !== undefined) {
       const replayed = await this.#fromLog(rid, seq);
       if (replayed !== undefined) {
@@ -278,7 +318,7 @@ export class Enforcer {
     let start!: () => void;
     const p = new Promise<void>((r) => {
       start = r;
-    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit));
+    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit, peer));
     this.#inflight.set(rid, p);
     start();
     return await p;
@@ -292,11 +332,14 @@ export class Enforcer {
     binding: EndpointBinding | undefined,
     args: Record<string, unknown> | undefined,
     emit: ((n: McpNotificationMessage) => void) | undefined,
+    peer: string,
   ): Promise<Uint8Array> {
     let release = true;
     try {
       const signed = signingBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
+      // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
+      if (!sigOk) this.#d.limiter?.charge(peer);
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
@@ -332,7 +375,7 @@ export class Enforcer {
         this.#fail(e as Error);
         return this.#error(NodeErrorCodes.LOG_FAILED, `the receipt could not be made durable: ${(e as Error).message}`);
       }
-      this.#d.requests.set(rid, seq);
+      this.#d.requests.set(rid, seq, req.now);
       const m = this.#d.metrics;
       m.decisionSeconds.observe((performance.now() - t0) / 1000);
       this.#decisionCounter(d.verdict === 'deny' ? d.deny.reason : 'none').inc();
@@ -342,9 +385,43 @@ export class Enforcer {
       m.debitedUj.inc(Number(cost.uj));
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
-      const result = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
+      const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
+      const steward = this.#d.steward;
+      const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
+      const metered =
+        // A figure that breaks §5's provenance rules is left out rather than sealed (never expected from meter/).
+        inv.metered === undefined || provenanceProblem(inv.metered) !== undefined
+          ? {}
+          : {
+              metered_uj: inv.metered.uj,
+              metered_provenance: inv.metered.provenance,
+              ...(inv.metered.measured !== undefined ? { metered_measured: inv.metered.measured } : {}),
+            };
+      if (inv.unavailable !== undefined) {
+        // Nothing is charged for a call the endpoint never answered: a durable, steward-signed
+        // reversal (replay applies it), then the credit. The receipt stands as the decision's evidence.
+        const result = errorResult(
+          EndpointErrorCodes.UNAVAILABLE,
+          `${inv.unavailable.message}; not charged: the debit of ${cost.uj} µJ was reversed (reversal record of receipt seq ${seq})`,
+          { refunded_uj: String(cost.uj), receipt_seq: String(seq), phase: inv.unavailable.phase },
+        );
+        const record = sealOutcome(
+          { ...base, kind: 'reversal', outcome: EndpointErrorCodes.UNAVAILABLE, phase: inv.unavailable.phase, ...metered, refund_uj: cost.uj },
+          steward,
+        );
+        try {
+          await this.#d.log.putOutcome('reversal', seq, record, { requestId: rid, bytes: result });
+        } catch (e) {
+          this.#fail(e as Error);
+          return this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`);
+        }
+        if (this.#d.ledger.credit(d.chainIds, cost.uj)) m.reversedUj.inc(Number(cost.uj));
+        return encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result });
+      }
+      const result = inv.result;
+      const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result), ...metered }, steward);
       release = false;
-      this.#d.log.putResult(rid, result).then(
+      this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }).then(
         () => this.#inflight.delete(rid),
         () => this.#inflight.delete(rid),
       );
@@ -354,32 +431,43 @@ export class Enforcer {
     }
   }
 
+  /**
+   * Calls the endpoint, metered (§5). Resolves to the result bytes and the meter's figure, or to
+   * `unavailable` when the endpoint rejected with endpoint-unavailable (the call had no answer;
+   * nothing is charged for it). Never rejects.
+   */
   async #invoke(
     binding: EndpointBinding,
     tool: string,
     args: Record<string, unknown>,
     emit: ((n: McpNotificationMessage) => void) | undefined,
-  ): Promise<Uint8Array> {
+  ): Promise<{ result: Uint8Array; metered?: Cost; unavailable?: { message: string; phase: 'start' | 'call' } }> {
     let result: Uint8Array;
+    let metered: Cost | undefined;
+    let unavailable: { message: string; phase: 'start' | 'call' } | undefined;
     try {
       const opts = emit !== undefined ? { onNotification: emit } : {};
-      const metered = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args, opts));
-      result = metered.result;
-      this.#d.metrics.meteredUj.inc({ provenance: metered.cost.provenance }, Number(metered.cost.uj));
+      const r = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args, opts));
+      result = r.result;
+      metered = r.cost;
     } catch (e) {
-      if (e instanceof MeteredError) this.#d.metrics.meteredUj.inc({ provenance: e.cost.provenance }, Number(e.cost.uj));
+      if (e instanceof MeteredError) metered = e.cost;
       const cause = e instanceof MeteredError ? e.cause : e;
+      unavailable = endpointUnavailableIn(cause);
       // The receipt stands; the result says why the tool gave no answer (docs/node.md).
       result =
-        cause instanceof EndpointError
-          ? errorResult(cause.code, cause.message)
-          : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(cause as Error)?.message ?? String(cause)}`);
+        unavailable !== undefined
+          ? errorResult(EndpointErrorCodes.UNAVAILABLE, unavailable.message)
+          : cause instanceof EndpointError
+            ? errorResult(cause.code, cause.message)
+            : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(cause as Error)?.message ?? String(cause)}`);
     }
+    if (metered !== undefined) this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
     if (result.length > RESULT_CAP_BYTES) {
       result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: result of ${result.length} bytes exceeds ${RESULT_CAP_BYTES}`);
     }
-    this.#d.metrics.endpointCalls.inc({ resource: binding.name, outcome: outcomeOf(result) });
-    return result;
+    this.#d.metrics.endpointCalls.inc({ resource: binding.name, outcome: unavailable !== undefined ? EndpointErrorCodes.UNAVAILABLE : outcomeOf(result) });
+    return { result, ...(metered !== undefined ? { metered } : {}), ...(unavailable !== undefined ? { unavailable } : {}) };
   }
 
   /** The original response of a request decided before (§11 idempotent replay), or undefined if the index entry is not it. */
@@ -517,6 +605,12 @@ export class Enforcer {
     this.#d.onFatal(e);
   }
 }
+
+/**
+ * Error replies that do not charge the peer's bucket: the node's own faults and refusals that are
+ * not the peer's doing. Every other error reply is a request that failed before a decision.
+ */
+const UNCHARGED: ReadonlySet<string> = new Set([NodeErrorCodes.LOG_FAILED, NodeErrorCodes.INTERNAL, NodeErrorCodes.BUSY, NodeErrorCodes.RATE_LIMITED]);
 
 /** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
 function noticeEmitter(rid: ContentId, notice: NoticeSink): (n: McpNotificationMessage) => void {

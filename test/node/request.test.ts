@@ -152,7 +152,7 @@ describe('request path: error replies (no decision, no receipt)', () => {
     await c.close();
   });
 
-  test('an allow on a resource whose endpoint cannot start: the decision and receipt stand, the result says why', async () => {
+  test('an allow on a resource whose endpoint cannot start: the decision and receipt stand, the result says why, nothing is charged', async () => {
     const g = mint(alice, bob, 'mcp', ['read'], 1000n, rng);
     const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     const r = await c.call({ chain: [g], action: 'read', payload: { path: 'x' }, cost: { uj: 7n, provenance: 'Estimator' } });
@@ -161,7 +161,7 @@ describe('request path: error replies (no decision, no receipt)', () => {
     const result = JSON.parse(new TextDecoder().decode(r.result)) as { isError: boolean; jcp_error: { code: string } };
     expect(result.isError).toBe(true);
     expect(result.jcp_error.code).toBe('endpoint-unavailable');
-    expect(node.ledger.spent(grantId(g.grant))).toBe(7n);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
     await c.close();
   });
 });
