@@ -31,6 +31,16 @@ export const ErrorCodes = {
   REFUSED: 'refused',
   /** A chain file whose readable `grant` view disagrees with its signed `cbor` (budget, actions, subject…). */
   CHAIN_FILE_MISMATCH: 'chain-file-mismatch',
+  /** A transparency-log index or tree size past the tree (RFC 9162 §2.1.3, §2.1.4): a proof for a seq the log does not hold. */
+  TLOG_RANGE: 'tlog-range',
+  /** An RFC 9162 inclusion or consistency proof that does not verify against the root(s) given. */
+  PROOF_INVALID: 'proof-invalid',
+  /** Text that is not a C2SP signed note or tlog-checkpoint (missing lines, bad base64, bad size). */
+  NOTE_MALFORMED: 'note-malformed',
+  /** A signed note with no valid signature by the expected key (signed by another key, or altered). */
+  NOTE_UNVERIFIED: 'note-unverified',
+  /** A C2SP tlog-cosignature that does not verify over the checkpoint given (another checkpoint, another key). */
+  COSIGNATURE_INVALID: 'cosignature-invalid',
 } as const;
 
 /** One of the stable error code strings. */
