@@ -41,6 +41,7 @@ import type { Did } from '../core/didkey.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
 import { errnoOf, IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from './fsutil.ts';
 import { verifyReceiptFile } from './receiptfile.ts';
+import { runTlog, TLOG_HELP, TLOG_VERBS } from './tlog.ts';
 
 const help = `Usage: jcp receipts <verb> <data-dir> [options]
        jcp receipts verify <file | ->
@@ -93,7 +94,9 @@ Options:
 The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
 own recovery, as a node's start does: its write-ahead file is folded into table files, and records
 in it that fail their checksum are dropped. The head mark (the folder's 'head' file) still names
-what was lost (verify's head_mark), but copy the folder first if you want the damaged files kept.`;
+what was lost (verify's head_mark), but copy the folder first if you want the damaged files kept.
+
+${TLOG_HELP}`;
 
 const bigintJson = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
@@ -104,6 +107,8 @@ export const command: Command = {
   help,
   async run(argv) {
     const [verb, ...rest] = argv;
+    const tlogVerb = TLOG_VERBS.find((v) => v === verb);
+    if (tlogVerb !== undefined) return await runTlog(tlogVerb, rest);
     const { values, positionals } = parse(rest, {
       workers: { type: 'string' },
       format: { type: 'string' },

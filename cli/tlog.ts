@@ -1,0 +1,227 @@
+/**
+ * `jcp receipts checkpoint|prove|verify-proof`: the node's receipt log as an RFC 9162 transparency
+ * log (docs/tlog.md). `checkpoint` prints a C2SP checkpoint signed by the steward key; `prove`
+ * prints an inclusion proof (a seq in a tree size) or a consistency proof (old size → new size);
+ * `verify-proof` checks a proof against signed checkpoint(s), the receipt, and cosignatures.
+ */
+import path from 'node:path';
+import { fromHex, toHex } from '../core/bytes.ts';
+import { type Did, isDid, parseDid } from '../core/didkey.ts';
+import { ErrorCodes, JcpError } from '../core/errors.ts';
+import { openCheckpoint, type SignedCheckpoint, verifyCosignature } from '../core/note.ts';
+import { openReceipt } from '../core/receipt.ts';
+import { type Hash32, leafHash, verifyConsistency, verifyInclusion } from '../core/tlog.ts';
+import { archiveRecords, readKeyFile, readSegments, ReceiptLog, readDataMeta, withSegments } from '../node/index.ts';
+import { buildLogTree, checkpointOf, originOf } from '../node/tlog.ts';
+import { CliError, UsageError, parse } from './command.ts';
+import { READ_CAPS, readFileCapped } from './fsutil.ts';
+
+/** The verbs of this module, for `jcp receipts`. */
+export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof'] as const;
+
+/** Help text lines for `jcp receipts --help`. */
+export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs/tlog.md):
+  checkpoint    print the log's checkpoint (origin, tree size, root hash) as a C2SP signed note,
+                signed by the steward (--key, default <data-dir>/steward.key). Leaf i is the
+                COSE_Sign1 bytes of receipt seq i; origin jcp/<steward did> unless --origin.
+                --json: {"origin", "size", "root", "note"} (root in hex).
+  prove         --inclusion SEQ [--size N]: the RFC 9162 inclusion proof of receipt SEQ in the
+                tree of N receipts (default: all); --consistency OLD [NEW]: the consistency
+                proof from the tree of OLD receipts to NEW (default: all). Text: one hash per
+                line; --json: {"type", "origin", "proof": [hex, …], …} (what verify-proof reads).
+  verify-proof  --proof FILE (prove --json) --checkpoint FILE (the signed checkpoint of the
+                proof's tree) --steward DID [--origin NAME]; inclusion: --receipt FILE (its
+                COSE_Sign1 bytes, or hex); consistency: --old-checkpoint FILE. Each
+                --cosigner NAME=DID must have cosigned --checkpoint (C2SP tlog-cosignature).
+                Exit 0 and {"ok": true, …} when everything verifies; else an error with its code:
+                tlog-range, proof-invalid, proof-mismatch, note-unverified, cosignature-invalid.
+  Archived logs: give --archive DIR (the segment folder) to checkpoint and prove.`;
+
+const hashes = (xs: readonly Hash32[]): string[] => xs.map((x) => toHex(x));
+
+function seqArg(v: string | undefined, what: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`${what}: an integer ≥ 0, not ${JSON.stringify(v)}`);
+  return n;
+}
+
+/**
+ * Runs `jcp receipts <verb>` for one of {@link TLOG_VERBS}. Returns the exit code.
+ * @throws UsageError (exit 2), CliError / JcpError / NodeFault with their codes (exit 1)
+ */
+export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    key: { type: 'string' },
+    origin: { type: 'string' },
+    archive: { type: 'string' },
+    json: { type: 'boolean' },
+    inclusion: { type: 'string' },
+    size: { type: 'string' },
+    consistency: { type: 'string' },
+    proof: { type: 'string' },
+    checkpoint: { type: 'string' },
+    'old-checkpoint': { type: 'string' },
+    receipt: { type: 'string' },
+    steward: { type: 'string' },
+    cosigner: { type: 'string', multiple: true },
+  });
+  if (verb === 'verify-proof') {
+    if (positionals.length !== 0) throw new UsageError('verify-proof takes no data folder: give --proof, --checkpoint, --steward');
+    return verifyProof(values);
+  }
+  const dataDir = path.resolve(positionals[0] ?? '');
+  if (positionals[0] === undefined) throw new UsageError(`${verb}: expected a data folder`);
+  const inclusion = seqArg(values.inclusion, '--inclusion');
+  const size = seqArg(values.size, '--size');
+  const oldSize = seqArg(values.consistency, '--consistency');
+  const newSize = seqArg(positionals[1], 'NEW');
+  if (verb === 'checkpoint' && positionals.length !== 1) throw new UsageError('checkpoint: expected one data folder');
+  if (verb === 'prove') {
+    if ((inclusion === undefined) === (oldSize === undefined)) throw new UsageError('prove: give --inclusion SEQ or --consistency OLD [NEW]');
+    if (inclusion !== undefined && positionals.length !== 1) throw new UsageError('prove --inclusion: expected one data folder');
+    if (oldSize !== undefined && (positionals.length > 2 || size !== undefined)) throw new UsageError('prove --consistency OLD [NEW]: NEW follows the data folder (no --size)');
+  }
+  const meta = readDataMeta(dataDir);
+  if (meta === undefined) throw new CliError('not-a-data-folder', `${dataDir} is not a node data folder (no node.json)`);
+  const origin = values.origin ?? originOf(meta.steward);
+  const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
+  try {
+    const records = await archiveRecords(log);
+    let source: ReturnType<typeof withSegments> | undefined;
+    if (records.length > 0) {
+      if (values.archive === undefined) {
+        throw new CliError('archive-needed', `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR`);
+      }
+      const seg = readSegments(path.resolve(values.archive), records);
+      const bad = seg.checks.find((c) => !c.ok);
+      if (bad !== undefined) throw new CliError('archive-damaged', `${bad.file}: ${bad.ok ? '' : bad.why}`);
+      source = withSegments(log, seg.receipts);
+    }
+    const tree = await buildLogTree(log, source);
+    if (verb === 'checkpoint') {
+      const actor = readKeyFile(values.key ?? path.join(dataDir, 'steward.key'));
+      if (actor.did !== meta.steward) throw new CliError('log-steward-mismatch', `${values.key ?? 'steward.key'} is ${actor.did}, not the steward of this log (${meta.steward})`);
+      const c = checkpointOf(tree, actor, origin);
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify({ origin, size: c.checkpoint.size, root: toHex(c.checkpoint.root), note: c.note }, null, 2)}\n`);
+      } else process.stdout.write(c.note);
+      return 0;
+    }
+    let out: Record<string, unknown>;
+    if (inclusion !== undefined) {
+      const n = size ?? tree.size;
+      const proof = tree.inclusionProof(inclusion, n);
+      out = { type: 'inclusion', origin, index: inclusion, size: n, leaf_hash: toHex(tree.leafHashAt(inclusion)), root: toHex(tree.root(n)), proof: hashes(proof) };
+    } else {
+      const n = newSize ?? tree.size;
+      const proof = tree.consistencyProof(oldSize!, n);
+      out = { type: 'consistency', origin, old_size: oldSize, new_size: n, old_root: toHex(tree.root(oldSize!)), new_root: toHex(tree.root(n)), proof: hashes(proof) };
+    }
+    if (values.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    else process.stdout.write((out.proof as string[]).map((h) => `${h}\n`).join(''));
+    return 0;
+  } finally {
+    await log.close();
+  }
+}
+
+interface ProofFile {
+  readonly type: 'inclusion' | 'consistency';
+  readonly index?: number;
+  readonly size?: number;
+  readonly old_size?: number;
+  readonly new_size?: number;
+  readonly proof: Hash32[];
+}
+
+function proofMalformed(why: string): never {
+  throw new CliError('proof-malformed', why);
+}
+
+function readProofFile(file: string): ProofFile {
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(readFileCapped(file, READ_CAPS.messageFile, 'proof file').toString('utf8')) as Record<string, unknown>;
+  } catch (e) {
+    if (e instanceof SyntaxError) proofMalformed(`${file}: not JSON (${e.message})`);
+    throw e;
+  }
+  if (typeof v !== 'object' || v === null) proofMalformed(`${file}: not a JSON object`);
+  if (v.type !== 'inclusion' && v.type !== 'consistency') proofMalformed(`${file}: "type" is "inclusion" or "consistency"`);
+  if (!Array.isArray(v.proof) || v.proof.some((h) => typeof h !== 'string')) proofMalformed(`${file}: "proof" is an array of hex hashes`);
+  const num = (k: string): number => {
+    const x = v[k];
+    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) proofMalformed(`${file}: "${k}" is an integer ≥ 0`);
+    return x;
+  };
+  const proof = (v.proof as string[]).map((h, i) => {
+    try {
+      return fromHex(h, 32, `proof[${i}]`);
+    } catch {
+      return proofMalformed(`${file}: proof[${i}] is not 32 bytes of hex`);
+    }
+  });
+  return v.type === 'inclusion'
+    ? { type: 'inclusion', index: num('index'), size: num('size'), proof }
+    : { type: 'consistency', old_size: num('old_size'), new_size: num('new_size'), proof };
+}
+
+function readCheckpoint(file: string, steward: Did, origin: string, cosigners: Array<[string, Did]>): SignedCheckpoint & { cosigned_by: string[] } {
+  const c = openCheckpoint(readFileCapped(file, READ_CAPS.messageFile, 'checkpoint file'), parseDid(steward), origin);
+  for (const [name, did] of cosigners) verifyCosignature(c.note, name, parseDid(did));
+  return { ...c, cosigned_by: cosigners.map(([n]) => n) };
+}
+
+/** Reads a receipt file: raw COSE_Sign1 bytes, or hex text (whitespace ignored). */
+function readReceiptBytes(file: string): Uint8Array {
+  const raw = readFileCapped(file, READ_CAPS.receiptFile, 'receipt file');
+  const text = raw.toString('latin1').trim();
+  return /^[0-9a-fA-F\s]+$/.test(text) && text.length > 0 ? fromHex(text.replace(/\s+/g, ''), undefined, 'receipt') : new Uint8Array(raw);
+}
+
+function mismatch(why: string): never {
+  throw new CliError('proof-mismatch', why);
+}
+
+function verifyProof(values: Record<string, string | boolean | string[] | undefined>): number {
+  const need = (k: string): string => {
+    const v = values[k];
+    if (typeof v !== 'string') throw new UsageError(`verify-proof: --${k} is required`);
+    return v;
+  };
+  const proofFile = need('proof');
+  const cpFile = need('checkpoint');
+  const steward = need('steward');
+  if (!isDid(steward)) throw new UsageError(`--steward ${steward}: not a did:key`);
+  const origin = typeof values.origin === 'string' ? values.origin : originOf(steward);
+  const cosigners: Array<[string, Did]> = ((values.cosigner as string[] | undefined) ?? []).map((s) => {
+    const eq = s.lastIndexOf('=');
+    const did = s.slice(eq + 1);
+    if (eq <= 0 || !isDid(did)) throw new UsageError(`--cosigner ${s}: NAME=DID (a did:key)`);
+    return [s.slice(0, eq), did];
+  });
+  const p = readProofFile(proofFile);
+  const cp = readCheckpoint(cpFile, steward, origin, cosigners);
+  if (p.type === 'inclusion') {
+    if (values['old-checkpoint'] !== undefined) throw new UsageError('verify-proof: --old-checkpoint is for a consistency proof');
+    if (p.size !== cp.size) mismatch(`the proof is for a tree of ${p.size} receipts, the checkpoint is of ${cp.size}`);
+    const bytes = readReceiptBytes(need('receipt'));
+    const r = openReceipt(bytes, steward);
+    if (!r.ok) throw new CliError(r.error.code, `the receipt does not verify under ${steward}: ${r.error.why}`);
+    if (r.value.seq !== p.index) mismatch(`the receipt is seq ${r.value.seq}, the proof is for seq ${p.index}`);
+    if (p.index! >= cp.size) throw new JcpError(ErrorCodes.TLOG_RANGE, `seq ${p.index} is past the checkpoint's tree of ${cp.size} receipts`);
+    verifyInclusion(leafHash(bytes), p.index!, cp.size, p.proof, cp.root);
+    process.stdout.write(`${JSON.stringify({ ok: true, type: 'inclusion', origin, seq: p.index, size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`);
+    return 0;
+  }
+  const old = readCheckpoint(need('old-checkpoint'), steward, origin, []);
+  if (p.old_size !== old.size || p.new_size !== cp.size) {
+    mismatch(`the proof is for ${p.old_size} → ${p.new_size} receipts, the checkpoints are of ${old.size} and ${cp.size}`);
+  }
+  verifyConsistency(old.size, cp.size, p.proof, old.root, cp.root);
+  process.stdout.write(
+    `${JSON.stringify({ ok: true, type: 'consistency', origin, old_size: old.size, new_size: cp.size, old_root: toHex(old.root), new_root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`,
+  );
+  return 0;
+}
