@@ -212,8 +212,14 @@ export interface Health {
   readonly detail: Record<string, unknown>;
 }
 
+/** A read-only responder for the transparency log's paths (`/checkpoint`, `/tile/…`; node/tlogtiles.ts). */
+export interface TlogResponder {
+  handle(url: string): Promise<{ readonly status: number; readonly type: string; readonly body: Uint8Array | string }>;
+}
+
 /**
- * Serves `/metrics` (Prometheus text) and `/healthz` (JSON, 200 when healthy, 503 otherwise).
+ * Serves `/metrics` (Prometheus text) and `/healthz` (JSON, 200 when healthy, 503 otherwise),
+ * and, when `tlog` is given, `/checkpoint` and `/tile/…` (C2SP tlog-tiles, GET only).
  * Resolves to the server and the bound port.
  */
 export async function serveMetrics(
@@ -221,9 +227,22 @@ export async function serveMetrics(
   health: () => Health,
   host: string,
   port: number,
+  tlog?: TlogResponder,
 ): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
     const url = req.url ?? '/';
+    if (tlog !== undefined && (url === '/checkpoint' || url.startsWith('/checkpoint?') || url.startsWith('/tile/'))) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { 'content-type': 'text/plain', allow: 'GET, HEAD' });
+        res.end('the transparency log is read-only\n');
+        return;
+      }
+      void tlog.handle(url).then((r) => {
+        res.writeHead(r.status, { 'content-type': r.type });
+        res.end(req.method === 'HEAD' ? undefined : r.body);
+      });
+      return;
+    }
     if (url === '/metrics' || url.startsWith('/metrics?')) {
       metrics.registry.metrics().then(
         (text) => {
@@ -244,7 +263,7 @@ export async function serveMetrics(
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end('not found: try /metrics or /healthz\n');
+    res.end(tlog ? 'not found: try /metrics, /healthz, /checkpoint or /tile/…\n' : 'not found: try /metrics or /healthz\n');
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -24,6 +24,7 @@ import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
+import { TileServer } from './tlogtiles.ts';
 import { PeerLimiter } from './ratelimit.ts';
 import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
@@ -424,6 +425,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
         },
         cfg.metrics.host,
         cfg.metrics.port,
+        new TileServer(log, steward),
       ).catch((e: Error) => {
         throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot serve metrics on ${cfg.metrics!.host}:${cfg.metrics!.port}: ${e.message}`, 'metrics', {
           cause: e,
