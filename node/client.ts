@@ -9,6 +9,11 @@
  * answers a re-sent one with its original response and never debits it twice. The same holds
  * for two calls whose fields are all equal (same chain, action, payload, cost and second): they
  * are one request. Vary the payload to make a new call within the same second.
+ *
+ * `listTools()` asks the node which MCP tools stand behind its resources (`list_tools`); a call
+ * with `onNotice` asks for the upstream's progress and logging notifications (`notify: 1`), which
+ * the node sends as `notice` messages before the response; they are routed by request id, not
+ * FIFO (docs/wire.md).
  */
 import { type Socket, connect as netConnect } from 'node:net';
 import type { Actor } from '../core/actor.ts';
@@ -73,6 +78,38 @@ export interface CallParams {
   readonly now?: number;
   /** Default: the signer's did. */
   readonly caller?: Did;
+  /**
+   * Asks the node for the upstream's notifications during the call (`notify: 1`, signed). Set
+   * when `onNotice` is given to {@link JcpClient.call}.
+   */
+  readonly notify?: boolean;
+  /**
+   * Called with each MCP notification (the JSON-RPC object: `notifications/progress` with the
+   * node's progress token, `notifications/message`) the upstream sent during this call, in order
+   * and before the call resolves. Only for allowed calls; a deny gets none.
+   */
+  readonly onNotice?: (notification: McpNotification) => void;
+}
+
+/** A JSON-RPC notification object as the upstream MCP server sent it (`{jsonrpc, method, params?}`). */
+export type McpNotification = { readonly method: string; readonly params?: Record<string, unknown> } & Record<string, unknown>;
+
+/** One resource of a node and the MCP tools behind it ({@link JcpClient.listTools}). */
+export interface ListedResource {
+  /** The resource's name in the node's config. */
+  readonly name: string;
+  /** The resource's content id (a grant's `capability.resource`). */
+  readonly resource: ContentId;
+  /** The upstream's `tools/list` `tools` (MCP `Tool` objects, all pages); `[]` when unknown. */
+  readonly tools: readonly Record<string, unknown>[];
+  /** The same, as the JSON text the node sent. */
+  readonly toolsJson: string;
+}
+
+/** Options of {@link JcpClient.callRequest}. */
+export interface CallRequestOptions {
+  /** As {@link CallParams.onNotice}; the request must carry `notify: 1` to get any. */
+  readonly onNotice?: (notification: McpNotification) => void;
 }
 
 /** A decided call (§11): the decision, the receipt bytes, and the endpoint's result on allow. */
@@ -107,6 +144,15 @@ interface Waiter {
 
 const enc = new TextEncoder();
 
+/** `{notice: …}` as det-CBOR begins: a 1-entry map, then the text key "notice". */
+const NOTICE_PREFIX = Uint8Array.of(0xa1, 0x66, 0x6e, 0x6f, 0x74, 0x69, 0x63, 0x65);
+
+function isNoticeBody(b: Uint8Array): boolean {
+  if (b.length < NOTICE_PREFIX.length) return false;
+  for (let i = 0; i < NOTICE_PREFIX.length; i++) if (b[i] !== NOTICE_PREFIX[i]) return false;
+  return true;
+}
+
 /** A jcp/1 client over one TCP connection. */
 export class JcpClient {
   readonly #opts: ClientOptions;
@@ -115,6 +161,8 @@ export class JcpClient {
   #waiting: Waiter[] = [];
   #closed = false;
   #reconnecting: Promise<void> | undefined;
+  /** request id → notice handler of a call in flight that asked for notices. */
+  readonly #noticeHandlers = new Map<ContentId, Set<(n: McpNotification) => void>>();
 
   private constructor(opts: ClientOptions) {
     this.#opts = opts;
@@ -148,13 +196,37 @@ export class JcpClient {
   #onData(chunk: Buffer): void {
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Replies completed before a bad length in the same chunk are still delivered, in order.
-    for (const b of bodies) this.#waiting.shift()?.resolve(b);
+    for (const b of bodies) {
+      if (isNoticeBody(b)) this.#onNotice(b);
+      else this.#waiting.shift()?.resolve(b);
+    }
     if (error) {
       // The next reply in line declared more than `replyCap`: its caller gets `frame-too-large`.
       // A stream cannot be resynchronised after a bad length, so the connection is dropped and
       // the requests behind it are re-sent on a new one (the node answers them from its log).
       this.#waiting.shift()?.reject(error);
       this.#sock?.destroy();
+    }
+  }
+
+  /** Routes a notice to its call's handler; one for no call in flight (or malformed) is dropped. */
+  #onNotice(body: Uint8Array): void {
+    let m: WireMessage;
+    try {
+      m = decodeWireMessage(body);
+    } catch {
+      return;
+    }
+    if (m.kind !== 'notice') return;
+    const handlers = this.#noticeHandlers.get(m.request_id);
+    if (handlers === undefined) return;
+    const n = JSON.parse(m.notification) as McpNotification;
+    for (const h of handlers) {
+      try {
+        h(n);
+      } catch {
+        // a throwing handler must not break the reply stream
+      }
     }
   }
 
@@ -238,6 +310,7 @@ export class JcpClient {
       cost: p.cost ?? { uj: 0n, provenance: 'Estimator' as const },
       now,
       ...(payload !== undefined ? { payload } : {}),
+      ...(p.notify === true || p.onNotice !== undefined ? { notify: 1 as const } : {}),
     };
     return await signWireRequest(unsigned, 'sign' in signer ? signer.sign : signer);
   }
@@ -247,13 +320,32 @@ export class JcpClient {
    * @throws WireErrorReply when the node answers with an error (no decision, no receipt).
    */
   async call(p: CallParams): Promise<CallResult> {
-    return this.callRequest(await this.request(p));
+    return this.callRequest(await this.request(p), p.onNotice !== undefined ? { onNotice: p.onNotice } : {});
   }
 
-  /** Sends an already signed request. @throws WireErrorReply on an error reply. */
-  async callRequest(req: WireRequest): Promise<CallResult> {
+  /**
+   * Sends an already signed request; `onNotice` gets its notices (when it carries `notify: 1`).
+   * @throws WireErrorReply on an error reply.
+   */
+  async callRequest(req: WireRequest, opts: CallRequestOptions = {}): Promise<CallResult> {
     const body = encodeWireRequest(req);
-    const reply = decodeWireMessage(await this.roundTrip(body));
+    const rid = contentIdOfBytes(body);
+    const onNotice = opts.onNotice;
+    let reply: WireMessage;
+    if (onNotice === undefined) reply = decodeWireMessage(await this.roundTrip(body));
+    else {
+      // Two identical calls in flight are one request: both see its notices.
+      const set = this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>();
+      this.#noticeHandlers.set(rid, set);
+      const mine = (n: McpNotification) => onNotice(n); // a distinct entry even for a shared function
+      set.add(mine);
+      try {
+        reply = decodeWireMessage(await this.roundTrip(body));
+      } finally {
+        set.delete(mine);
+        if (set.size === 0 && this.#noticeHandlers.get(rid) === set) this.#noticeHandlers.delete(rid);
+      }
+    }
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'response') throw new WireErrorReply('schema', `expected a response, got ${reply.kind}`);
     const r = reply.response;
@@ -261,7 +353,7 @@ export class JcpClient {
       decision: r.decision,
       receipt: r.receipt,
       ...(r.result !== undefined ? { result: r.result } : {}),
-      requestId: contentIdOfBytes(body),
+      requestId: rid,
       request: req,
     };
   }
@@ -277,6 +369,23 @@ export class JcpClient {
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'revoked') throw new WireErrorReply('schema', `expected revoked, got ${reply.kind}`);
     return reply.grant_id;
+  }
+
+  /**
+   * The resources the node serves and the MCP tools behind each (`list_tools`, docs/wire.md), in
+   * the order of the node's config. No receipt, no debit; any peer may ask.
+   * @throws WireErrorReply when the node answers with an error (an old node: `unknown-message`).
+   */
+  async listTools(): Promise<ListedResource[]> {
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage({ kind: 'list_tools' })));
+    if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
+    if (reply.kind !== 'tool_list') throw new WireErrorReply('schema', `expected tool_list, got ${reply.kind}`);
+    return reply.resources.map((r) => ({
+      name: r.name,
+      resource: r.resource,
+      tools: JSON.parse(r.tools) as Record<string, unknown>[],
+      toolsJson: r.tools,
+    }));
   }
 
   /** Unanswered requests. */

@@ -23,6 +23,11 @@ export const NodeErrorCodes = {
   REVOCATION_REFUSED: 'revocation-refused',
   /** The receipt could not be made durable; nothing was replied as decided. */
   LOG_FAILED: 'log-failed',
+  /**
+   * The frame's action is not a tool the resource's MCP server lists (`tools/list`); refused before
+   * the decision: no receipt, no debit.
+   */
+  UNKNOWN_TOOL: 'unknown-tool',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
 } as const;

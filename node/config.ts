@@ -28,6 +28,28 @@ export interface McpStdioEndpointConfig {
   readonly timeoutMs: number;
 }
 
+/**
+ * Where a header value of an HTTP endpoint comes from: an environment variable or a file (read
+ * at each connect, trimmed), never the config itself. `prefix` goes before it (`"Bearer "`).
+ */
+export type HeaderSource =
+  | { readonly env: string; readonly prefix?: string }
+  | { readonly file: string; readonly prefix?: string };
+
+/** How the node reaches a remote MCP server over Streamable HTTP (MCP 2025-06-18). */
+export interface McpHttpEndpointConfig {
+  readonly kind: 'mcp-http';
+  /** The server's MCP endpoint, `http://` or `https://` (e.g. `http://127.0.0.1:3001/mcp`). */
+  readonly url: string;
+  /** Request headers (name → source); values are read from env or files, never inlined. */
+  readonly headers: Readonly<Record<string, HeaderSource>>;
+  /** How long one tool call may take before it is abandoned with a clear error (milliseconds). */
+  readonly timeoutMs: number;
+}
+
+/** The MCP server behind a resource: over stdio or Streamable HTTP. */
+export type EndpointConfig = McpStdioEndpointConfig | McpHttpEndpointConfig;
+
 /** One guarded resource: its content id, its trust roots (§7), and its endpoint (if any). */
 export interface ResourceConfig {
   /** A name for people and logs. */
@@ -37,7 +59,7 @@ export interface ResourceConfig {
   /** Root issuers honoured for this resource; undefined = unconfigured (open, §7). */
   readonly trustRoots: readonly Did[] | undefined;
   /** The endpoint invoked on allow; undefined = decisions only (the reply carries no result). */
-  readonly endpoint: McpStdioEndpointConfig | undefined;
+  readonly endpoint: EndpointConfig | undefined;
 }
 
 /** Batching of the receipt log's fsync'd writes (§8.1). */
@@ -167,9 +189,71 @@ function resolveCommand(command: string, base: string): string {
   return existsSync(local) ? local : command;
 }
 
-function readEndpoint(v: unknown, where: string, base: string): McpStdioEndpointConfig {
-  const o = obj(v, where, ['kind', 'command', 'args', 'env', 'cwd', 'timeout_ms']);
-  if (o['kind'] !== 'mcp-stdio') fail(`${where}.kind`, 'expected "mcp-stdio"');
+/** Header names whose values are credentials: never inline. */
+const SECRET_HEADER = /^(authorization|proxy-authorization|cookie)$|token|key|secret|auth|session|password/i;
+/** Inline values that look like credentials: a scheme and a token, or a long run without spaces. */
+const SECRET_VALUE = /^(bearer|basic|token|digest)\s|^[A-Za-z0-9._~+/=-]{20,}$/i;
+
+function readHeaders(v: unknown, where: string, base: string): Record<string, HeaderSource> {
+  if (v === undefined) return {};
+  const o = obj(v, where, Object.keys(v as object));
+  const out: Record<string, HeaderSource> = {};
+  for (const [name, src] of Object.entries(o)) {
+    const at = `${where}.${name}`;
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) fail(at, 'not a valid HTTP header name');
+    if (typeof src === 'string') {
+      if (SECRET_HEADER.test(name) || SECRET_VALUE.test(src)) {
+        fail(at, 'looks like a secret inlined in the config: give {"env": "VAR"} or {"file": "path"} (optional "prefix": "Bearer ")');
+      }
+      fail(at, 'header values are read from {"env": "VAR"} or {"file": "path"}, never inlined');
+    }
+    const s = obj(src, at, ['env', 'file', 'prefix']);
+    const prefix = s['prefix'] === undefined ? {} : { prefix: text(s['prefix'], `${at}.prefix`) };
+    if ((s['env'] === undefined) === (s['file'] === undefined)) fail(at, 'expected exactly one of "env" or "file"');
+    if (s['env'] !== undefined) {
+      const env = text(s['env'], `${at}.env`);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(env)) fail(`${at}.env`, 'not an environment variable name');
+      if (!process.env[env]) fail(`${at}.env`, `environment variable ${env} is not set`);
+      out[name] = { env, ...prefix };
+    } else {
+      const file = path.resolve(base, text(s['file'], `${at}.file`));
+      if (!existsSync(file)) fail(`${at}.file`, `${file} does not exist`);
+      out[name] = { file, ...prefix };
+    }
+  }
+  return out;
+}
+
+function readHttpEndpoint(o: Json, where: string, base: string): McpHttpEndpointConfig {
+  const url = text(o['url'], `${where}.url`);
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    fail(`${where}.url`, `not a URL: ${JSON.stringify(url)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') fail(`${where}.url`, 'expected an http:// or https:// URL');
+  if (u.username !== '' || u.password !== '') fail(`${where}.url`, 'credentials in the URL: give them as a header from {"env"} or {"file"}');
+  return {
+    kind: 'mcp-http',
+    url,
+    headers: readHeaders(o['headers'], `${where}.headers`, base),
+    timeoutMs: int(o['timeout_ms'], `${where}.timeout_ms`, 1, 3_600_000, CONFIG_DEFAULTS.endpointTimeoutMs),
+  };
+}
+
+/**
+ * Reads a resource's endpoint: `{kind?: "mcp-http", url, headers?, timeout_ms?}` (Streamable HTTP)
+ * or `{kind?: "mcp-stdio", command, args?, env?, cwd?, timeout_ms?}` (a child process over stdio);
+ * `kind` may be left out, `url` or `command` says which.
+ * @throws NodeFault `config-invalid` naming the field.
+ */
+export function readEndpoint(v: unknown, where: string, base: string): EndpointConfig {
+  const raw = obj(v, where, ['kind', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'timeout_ms']);
+  const kind = raw['kind'] ?? (raw['url'] !== undefined ? 'mcp-http' : raw['command'] !== undefined ? 'mcp-stdio' : undefined);
+  if (kind === 'mcp-http') return readHttpEndpoint(obj(raw, where, ['kind', 'url', 'headers', 'timeout_ms']), where, base);
+  if (kind !== 'mcp-stdio') fail(`${where}.kind`, 'expected "mcp-stdio" (with command) or "mcp-http" (with url)');
+  const o = obj(raw, where, ['kind', 'command', 'args', 'env', 'cwd', 'timeout_ms']);
   const args = o['args'] ?? [];
   if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) fail(`${where}.args`, 'expected an array of strings');
   const env = o['env'] ?? {};

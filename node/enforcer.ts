@@ -9,14 +9,20 @@
  *  3. idempotent replay by `request_id`: a request decided before gets its original response
  *     back (the receipt from the log, the kept result), and nothing is debited twice;
  *  4. payload check for a resource with an endpoint (a JSON object of tool arguments) → error
- *     `payload-invalid`;
+ *     `payload-invalid`; then the tool name against the upstream's `tools/list` → error
+ *     `unknown-tool` (when the node has no list yet it connects to get one; an upstream it cannot
+ *     reach has no list, and the call goes on to the decision);
  *  5. caller signature (on a worker thread when the node has them): a failure is a sealed
  *     `bad-signature` deny (`denied()`), evidence like any other decision;
  *  6. the decision with the chain (`decide`, §4.2, §7), priced at no less than the node's own
  *     estimate for the action, then the budget policy hook; the debit on allow;
  *  7. the receipt sealed (`seq`, `prev`, `request_id`, `at`) and appended to the log; the reply is
  *     sent only once the receipt's batch is durable (fsync'd);
- *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6).
+ *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6); a request
+ *     with `notify: 1` gets the upstream's progress and logging notifications as `notice`
+ *     messages first.
+ *
+ * `{list_tools: {}}` is answered with every endpoint's known tools (`tool_list`), no receipt.
  *
  * Steps 6–7 run synchronously, one request at a time, so the ledger, `seq` and the `prev` chain
  * are consistent; everything that waits (signature workers, fsync, endpoints) happens outside
@@ -39,7 +45,8 @@ import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessag
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
-import { type Endpoint, EndpointErrorCodes, errorResult } from './endpoint.ts';
+import { type Endpoint, EndpointError, EndpointErrorCodes, type McpNotificationMessage, errorResult } from './endpoint.ts';
+import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { type NodeMeter, priceCall } from './pricing.ts';
@@ -124,8 +131,11 @@ export class Enforcer {
     return this.#fatal;
   }
 
-  /** Handles one message body and resolves to the response body. Never rejects. */
-  async handle(body: Uint8Array): Promise<Uint8Array> {
+  /**
+   * Handles one message body and resolves to the response body. `notice` sends the `notice`
+   * messages of a request that asked for them (`notify: 1`) before its response. Never rejects.
+   */
+  async handle(body: Uint8Array, notice?: NoticeSink): Promise<Uint8Array> {
     try {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       let msg: WireMessage;
@@ -135,8 +145,9 @@ export class Enforcer {
         if (isJcpError(e)) return this.#error(e.code, e.message);
         throw e;
       }
-      if (msg.kind === 'request') return await this.#request(body, msg.request);
+      if (msg.kind === 'request') return await this.#request(body, msg.request, notice);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
+      if (msg.kind === 'list_tools') return await this.#listTools();
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
       this.#d.logger.error({ err: e }, 'internal error on the request path');
@@ -161,7 +172,17 @@ export class Enforcer {
     return errorBody(code, message);
   }
 
-  async #request(body: Uint8Array, req: WireRequest): Promise<Uint8Array> {
+  /** `tool_list`: each endpoint's last known tools, in config order (listing first where none is known). */
+  async #listTools(): Promise<Uint8Array> {
+    const bindings = [...this.#d.endpoints.entries()];
+    await Promise.all(bindings.map(([, b]) => b.endpoint.ensureTools()));
+    return encodeWireMessage({
+      kind: 'tool_list',
+      resources: bindings.map(([id, b]) => ({ name: b.name, resource: id, tools: JSON.stringify(b.endpoint.tools() ?? []) })),
+    });
+  }
+
+  async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined): Promise<Uint8Array> {
     const t0 = performance.now();
     const clock = this.#d.clockS();
     if (Math.abs(req.now - clock) > this.#d.maxSkewS) {
@@ -191,12 +212,21 @@ export class Enforcer {
       const parsed = parseArgs(req.payload);
       if (typeof parsed === 'string') return this.#error(NodeErrorCodes.PAYLOAD_INVALID, parsed);
       args = parsed;
+      let status = binding.endpoint.toolStatus(req.frame.action);
+      if (status === 'unlisted') {
+        await binding.endpoint.ensureTools();
+        status = binding.endpoint.toolStatus(req.frame.action);
+      }
+      if (status === 'unknown') {
+        return this.#error(NodeErrorCodes.UNKNOWN_TOOL, `${binding.name} has no tool ${JSON.stringify(req.frame.action.slice(0, 128))}`);
+      }
     }
+    const emit = req.notify === 1 && notice !== undefined ? noticeEmitter(rid, notice) : undefined;
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
     const p = new Promise<void>((r) => {
       start = r;
-    }).then(() => this.#decideNew(body, req, rid, t0, binding, args));
+    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit));
     this.#inflight.set(rid, p);
     start();
     return await p;
@@ -209,6 +239,7 @@ export class Enforcer {
     t0: number,
     binding: EndpointBinding | undefined,
     args: Record<string, unknown> | undefined,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
   ): Promise<Uint8Array> {
     let release = true;
     try {
@@ -259,7 +290,7 @@ export class Enforcer {
       m.debitedUj.inc(Number(cost.uj));
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
-      const result = await this.#invoke(binding, req.frame.action, args ?? {});
+      const result = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
       release = false;
       this.#d.log.putResult(rid, result).then(
         () => this.#inflight.delete(rid),
@@ -271,15 +302,26 @@ export class Enforcer {
     }
   }
 
-  async #invoke(binding: EndpointBinding, tool: string, args: Record<string, unknown>): Promise<Uint8Array> {
+  async #invoke(
+    binding: EndpointBinding,
+    tool: string,
+    args: Record<string, unknown>,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
+  ): Promise<Uint8Array> {
     let result: Uint8Array;
     try {
-      const metered = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args));
+      const opts = emit !== undefined ? { onNotification: emit } : {};
+      const metered = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args, opts));
       result = metered.result;
       this.#d.metrics.meteredUj.inc({ provenance: metered.cost.provenance }, Number(metered.cost.uj));
     } catch (e) {
       if (e instanceof MeteredError) this.#d.metrics.meteredUj.inc({ provenance: e.cost.provenance }, Number(e.cost.uj));
-      result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(e as Error).message}`);
+      const cause = e instanceof MeteredError ? e.cause : e;
+      // The receipt stands; the result says why the tool gave no answer (docs/node.md).
+      result =
+        cause instanceof EndpointError
+          ? errorResult(cause.code, cause.message)
+          : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(cause as Error)?.message ?? String(cause)}`);
     }
     if (result.length > RESULT_CAP_BYTES) {
       result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: result of ${result.length} bytes exceeds ${RESULT_CAP_BYTES}`);
@@ -329,6 +371,11 @@ export class Enforcer {
     this.#d.logger.fatal({ err: e }, 'the receipt log failed; stopping');
     this.#d.onFatal(e);
   }
+}
+
+/** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
+function noticeEmitter(rid: ContentId, notice: NoticeSink): (n: McpNotificationMessage) => void {
+  return (n) => notice(encodeWireMessage({ kind: 'notice', request_id: rid, notification: JSON.stringify(n) }));
 }
 
 /** The caller signature check of §11 on this thread (never throws). */

@@ -6,8 +6,11 @@ export {
   type ClientOptions,
   type ClientSigner,
   type CallParams,
+  type CallRequestOptions,
   type CallResult,
   ConnectionLost,
+  type ListedResource,
+  type McpNotification,
   JcpClient,
   resultJson,
   WireErrorReply,
@@ -18,7 +21,10 @@ export {
   CONFIG_DEFAULTS,
   type ConfigOverrides,
   configFromJson,
+  type EndpointConfig,
+  type HeaderSource,
   loadConfig,
+  type McpHttpEndpointConfig,
   type McpStdioEndpointConfig,
   type NodeConfig,
   parseHostPort,
@@ -27,7 +33,18 @@ export {
   resourceIdOf,
   trustRootsOf,
 } from './config.ts';
-export { type Endpoint, EndpointErrorCodes, type EndpointErrorCode, errorResult, McpStdioEndpoint } from './endpoint.ts';
+export {
+  type Endpoint,
+  EndpointError,
+  EndpointErrorCodes,
+  type EndpointErrorCode,
+  errorResult,
+  type InvokeOptions,
+  McpHttpEndpoint,
+  type McpNotificationMessage,
+  McpStdioEndpoint,
+  type ToolStatus,
+} from './endpoint.ts';
 export { Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
@@ -39,6 +56,6 @@ export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
 export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
 export { RequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
-export { JcpServer, type MessageHandler, type ServerLimits } from './server.ts';
+export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
 export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';

@@ -16,7 +16,7 @@ import { TrustRoots } from '../core/trust.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';
-import { McpStdioEndpoint } from './endpoint.ts';
+import { McpHttpEndpoint, McpStdioEndpoint } from './endpoint.ts';
 import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
@@ -231,7 +231,10 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
 
   const endpoints = new Map<ContentId, EndpointBinding>();
   for (const r of cfg.resources) {
-    if (r.endpoint) endpoints.set(r.id, { name: r.name, endpoint: new McpStdioEndpoint(r.name, r.endpoint, logger) });
+    if (r.endpoint === undefined) continue;
+    const endpoint =
+      r.endpoint.kind === 'mcp-http' ? new McpHttpEndpoint(r.name, r.endpoint, logger) : new McpStdioEndpoint(r.name, r.endpoint, logger);
+    endpoints.set(r.id, { name: r.name, endpoint });
   }
   // Started in the background: a slow server does not hold up recovery; a call waits for it.
   void Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
@@ -277,7 +280,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   });
 
   server = new JcpServer(
-    (body) => enforcer.handle(body),
+    (body, notice) => enforcer.handle(body, notice),
     {
       frameCap: cfg.frameCap,
       readTimeoutMs: cfg.readTimeoutMs,

@@ -1,0 +1,167 @@
+/**
+ * Upstreams: any MCP server behind a resource (docs/node.md "Endpoints"). server-everything over
+ * Streamable HTTP behind a live node — tool list, `echo`, image content passed through unchanged,
+ * progress notices before the response, an unknown tool refused with no receipt, the server
+ * killed (`endpoint-unavailable`, the receipt stands) and restarted (the next call works) — and
+ * a bearer header read from an environment variable reaching the server.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { grantId } from '../../core/grant.ts';
+import { openReceipt } from '../../core/receipt.ts';
+import { JcpClient, type McpNotification, resultJson, type RunningNode, WireErrorReply } from '../../node/index.ts';
+import { cast, liveNode, mint, rid } from './fixtures.ts';
+import { type BearerServer, type Everything, startBearerServer, startEverything } from './upstreams.ts';
+
+const { rng, alice, bob } = cast('upstream');
+
+type ToolResult = {
+  content?: Array<{ type: string; text?: string; data?: string; mimeType?: string }>;
+  isError?: boolean;
+  jcp_error?: { code: string; message: string };
+};
+const text = (r: unknown) => ((r as ToolResult).content ?? []).map((c) => c.text ?? '').join('');
+
+describe('upstream: server-everything over Streamable HTTP', () => {
+  let everything: Everything;
+  let node: RunningNode & { cleanup: () => Promise<void> };
+  let client: JcpClient;
+
+  beforeAll(async () => {
+    everything = await startEverything();
+    node = await liveNode({
+      resources: [{ name: 'everything', endpoint: { url: everything.url, timeout_ms: 10_000 } }, { name: 'tools' }],
+    });
+    client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+  });
+  afterAll(async () => {
+    await client?.close();
+    await node?.cleanup();
+    await everything?.kill();
+  });
+
+  test('list_tools / the upstream tools, all pages, for the resource id; no receipt', async () => {
+    const seq = node.enforcer.nextSeq;
+    const listed = await client.listTools();
+    expect(listed.map((r) => [r.name, r.resource])).toEqual([['everything', rid('everything')]]);
+    const names = listed[0]!.tools.map((t) => t['name']);
+    expect(names).toEqual(expect.arrayContaining(['echo', 'get-tiny-image', 'trigger-long-running-operation']));
+    expect(JSON.parse(listed[0]!.toolsJson)).toEqual(listed[0]!.tools);
+    expect(node.enforcer.nextSeq).toBe(seq);
+  });
+
+  test('echo / an allowed call returns the tool’s CallToolResult as data', async () => {
+    const g = mint(alice, bob, 'everything', ['echo'], 1_000_000n, rng);
+    const r = await client.call({ chain: [g], action: 'echo', payload: { message: 'hello upstream' } });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    expect(text(resultJson(r.result))).toBe('Echo: hello upstream');
+  });
+
+  test('image / image content passes through exactly as the server sends it', async () => {
+    const direct = new Client({ name: 'direct', version: '1' });
+    await direct.connect(new StreamableHTTPClientTransport(new URL(everything.url)));
+    const expected = await direct.callTool({ name: 'get-tiny-image', arguments: {} });
+    await direct.close();
+    const g = mint(alice, bob, 'everything', ['get-tiny-image'], 1_000_000n, rng);
+    const r = await client.call({ chain: [g], action: 'get-tiny-image', payload: {} });
+    const got = resultJson(r.result) as ToolResult;
+    expect(got.content?.some((c) => c.type === 'image' && c.mimeType === 'image/png' && (c.data ?? '').length > 0)).toBe(true);
+    expect(got).toEqual(expected);
+  });
+
+  test('notify / progress notices arrive in order, before the response, with the node’s token', async () => {
+    const g = mint(alice, bob, 'everything', ['trigger-long-running-operation'], 1_000_000n, rng);
+    const seen: McpNotification[] = [];
+    let resolved = false;
+    const r = await client.call({
+      chain: [g],
+      action: 'trigger-long-running-operation',
+      payload: { duration: 0.3, steps: 3 },
+      onNotice: (n) => {
+        expect(resolved).toBe(false);
+        seen.push(n);
+      },
+    });
+    resolved = true;
+    expect(r.decision.verdict).toBe('allow');
+    expect(r.request.notify).toBe(1);
+    expect(text(resultJson(r.result))).toMatch(/Long running operation completed/);
+    const progress = seen.filter((n) => n.method === 'notifications/progress');
+    expect(progress.map((n) => n.params?.['progress'])).toEqual([1, 2, 3]);
+    expect(progress.every((n) => n.params?.['progressToken'] !== undefined)).toBe(true);
+  });
+
+  test('notify / a call without notify gets no notices', async () => {
+    const g = mint(alice, bob, 'everything', ['trigger-long-running-operation'], 1_000_000n, rng);
+    const req = await client.request({ chain: [g], action: 'trigger-long-running-operation', payload: { duration: 0.2, steps: 2 } });
+    const seen: McpNotification[] = [];
+    const r = await client.callRequest(req, { onNotice: (n) => seen.push(n) });
+    expect(r.decision.verdict).toBe('allow');
+    expect(seen).toEqual([]);
+  });
+
+  test('unknown-tool / a tool the upstream does not list is refused before the decision: no receipt, no debit', async () => {
+    const g = mint(alice, bob, 'everything', ['no-such-tool'], 1_000_000n, rng);
+    const seq = node.enforcer.nextSeq;
+    const e = await client
+      .call({ chain: [g], action: 'no-such-tool', payload: {}, cost: { uj: 5n, provenance: 'Estimator' } })
+      .catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(WireErrorReply);
+    expect((e as WireErrorReply).code).toBe('unknown-tool');
+    expect(node.enforcer.nextSeq).toBe(seq);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
+  });
+
+  test('restart / killed: endpoint-unavailable and the receipt stands; restarted: the next call works', async () => {
+    const g = mint(alice, bob, 'everything', ['echo'], 1_000_000n, rng);
+    await everything.kill();
+    const down = await client.call({ chain: [g], action: 'echo', payload: { message: 'anyone?' }, cost: { uj: 7n, provenance: 'Estimator' } });
+    expect(down.decision.verdict).toBe('allow');
+    expect(openReceipt(down.receipt, node.did).ok).toBe(true);
+    const result = resultJson(down.result) as ToolResult;
+    expect(result.isError).toBe(true);
+    expect(result.jcp_error?.code).toBe('endpoint-unavailable');
+    everything = await startEverything(everything.port);
+    const up = await client.call({ chain: [g], action: 'echo', payload: { message: 'back' } });
+    expect(text(resultJson(up.result))).toBe('Echo: back');
+  });
+});
+
+describe('upstream: headers from the environment', () => {
+  const TOKEN = 's3cr3t-token-for-the-test';
+  let bearer: BearerServer;
+  let node: (RunningNode & { cleanup: () => Promise<void> }) | undefined;
+
+  beforeAll(async () => {
+    bearer = await startBearerServer(TOKEN);
+  });
+  afterAll(async () => {
+    await node?.cleanup();
+    await bearer?.close();
+    delete process.env['JCP_TEST_UPSTREAM_TOKEN'];
+  });
+
+  test('bearer / the Authorization header read from an env var reaches the server', async () => {
+    process.env['JCP_TEST_UPSTREAM_TOKEN'] = TOKEN;
+    node = await liveNode({
+      resources: [
+        {
+          name: 'guarded',
+          endpoint: { url: bearer.url, headers: { Authorization: { env: 'JCP_TEST_UPSTREAM_TOKEN', prefix: 'Bearer ' } } },
+        },
+      ],
+    });
+    const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    try {
+      const g = mint(alice, bob, 'guarded', ['whoami'], 1_000_000n, rng);
+      const r = await client.call({ chain: [g], action: 'whoami', payload: {} });
+      expect(r.decision.verdict).toBe('allow');
+      expect(text(resultJson(r.result))).toBe(`Bearer ${TOKEN}`);
+      expect(bearer.seen.length).toBeGreaterThan(0);
+      expect(bearer.seen.every((h) => h === `Bearer ${TOKEN}`)).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+});
