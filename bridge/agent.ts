@@ -17,14 +17,13 @@
  */
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { toHex } from '../core/bytes.ts';
-import { decode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';
 import type { Cost } from '../core/energy.ts';
 import { type SignedGrant, grantId } from '../core/grant.ts';
 import { type ContentId, contentId } from '../core/hash.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
 import { DEFAULT_FRAME_CAP, FRAME_HEADER_BYTES, encodeWireRequest, requestIdOf } from '../core/wire.ts';
-import { type ClientSigner, type JcpClient, WireErrorReply } from '../node/client.ts';
+import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../node/client.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
 import type { CallJournal } from './journal.ts';
 
@@ -85,6 +84,12 @@ export interface CallContext {
   readonly idempotencyKey?: string;
   /** Aborted when the client cancelled or went away. */
   readonly signal?: AbortSignal;
+  /**
+   * Gets each MCP notification (progress, logging) the upstream sent during the call, in order,
+   * before the call resolves (the node's `notice` messages; only from a node that lists tools,
+   * and only on allow). Progress carries the node's progress token: the caller substitutes its own.
+   */
+  readonly onNotice?: (notification: McpNotification) => void;
 }
 
 /** An MCP `CallToolResult` (loose: upstream fields are kept as they are). */
@@ -104,8 +109,8 @@ export class BridgeAgent {
   readonly did: Did;
   readonly #o: AgentOptions;
   readonly #budgets = new Map<ContentId, { remaining: bigint; receipt: ContentId; seq: number }>();
-  /** True once the node refused `list_tools` as an unknown message (an older node). */
-  #nodeListsNoTools = false;
+  /** Whether the node answers `list_tools` (and so `notify`); undefined until asked. */
+  #nodeListsTools: boolean | undefined;
   #catalogue: BridgeTool[] | undefined;
 
   constructor(o: AgentOptions) {
@@ -116,36 +121,25 @@ export class BridgeAgent {
 
   /**
    * The node's tool list (`{list_tools: {}}` → `{tool_list}`, docs/wire.md), or undefined when
-   * the node does not know the message (it answers `schema`): then granted actions are listed.
-   * @throws McpError `node-unreachable` / `bad-reply`.
+   * the node predates the message (it answers `unknown-message`, or `schema` from older nodes):
+   * then the granted actions are listed, and requests carry no `notify`.
+   * @throws McpError `node-unreachable`, or the node's error code.
    */
   async nodeTools(): Promise<NodeResourceTools[] | undefined> {
-    if (this.#nodeListsNoTools) return undefined;
-    let body: Uint8Array;
+    if (this.#nodeListsTools === false) return undefined;
     try {
-      body = await this.#o.client.roundTrip(new Uint8Array([0xa1, 0x6a, ...enc.encode('list_tools'), 0xa0]));
+      const list = await this.#o.client.listTools();
+      this.#nodeListsTools = true;
+      return list.map((r) => ({ name: r.name, resource: r.resource, tools: r.tools.filter((t): t is McpToolDef => typeof t['name'] === 'string') }));
     } catch (e) {
-      throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.NODE_UNREACHABLE, (e as Error).message);
-    }
-    try {
-      const m = decode(body) as Record<string, unknown>;
-      const err = m['error'] as { code?: unknown } | undefined;
-      if (err !== undefined && err.code === 'schema') {
-        this.#nodeListsNoTools = true;
-        return undefined;
-      }
-      const list = (m['tool_list'] as { resources?: unknown } | undefined)?.resources;
-      if (!Array.isArray(list)) throw new Error('expected {tool_list: {resources}}');
-      return list.map((r: { name?: unknown; resource?: unknown; tools?: unknown }) => {
-        if (typeof r.name !== 'string' || typeof r.resource !== 'string' || typeof r.tools !== 'string') {
-          throw new Error('tool_list.resources[]: name, resource, tools are text');
+      if (e instanceof WireErrorReply) {
+        if (e.code === 'unknown-message' || e.code === 'schema') {
+          this.#nodeListsTools = false;
+          return undefined;
         }
-        const tools = JSON.parse(r.tools) as unknown;
-        if (!Array.isArray(tools)) throw new Error('tool_list.resources[].tools: expected a JSON array');
-        return { name: r.name, resource: r.resource, tools: tools.filter((t): t is McpToolDef => typeof t?.name === 'string') };
-      });
-    } catch (e) {
-      throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.BAD_REPLY, `list_tools: ${(e as Error).message}`);
+        throw mcpError(ErrorCode.InternalError, e.code, e.message.slice(e.code.length + 2));
+      }
+      throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.NODE_UNREACHABLE, (e as Error).message);
     }
   }
 
@@ -215,6 +209,8 @@ export class BridgeAgent {
       resource: tool.resource,
       now: nowS,
       caller: this.did,
+      // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
+      ...(this.#nodeListsTools === true ? { notify: true } : {}),
     });
     const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
     const size = encodeWireRequest(req).length;
@@ -228,7 +224,7 @@ export class BridgeAgent {
     journal.begin(callKey, contentKey, nowS);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
-      r = await client.callRequest(req);
+      r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});
     } catch (e) {
       if (e instanceof WireErrorReply) {
         // No decision, no receipt, no debit: the call is over (a re-send would get the same error).
