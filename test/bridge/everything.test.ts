@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
+import { grantId } from '../../core/grant.ts';
 import { JcpClient, type RunningNode } from '../../node/index.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 import { type Everything, startEverything } from '../node/upstreams.ts';
@@ -22,6 +23,9 @@ describe('bridge: server-everything over Streamable HTTP behind the node', () =>
   let bridge: HttpBridge;
   let client: Client;
   let direct: Client;
+  const paid = mint(alice, bob, 'everything', ['trigger-long-running-operation'], 1_000n, rng);
+  let paidBridge: HttpBridge;
+  let paidClient: Client;
   const granted = ['echo', 'get-tiny-image', 'trigger-long-running-operation', 'get-structured-content', 'not-a-tool-upstream'];
 
   beforeAll(async () => {
@@ -40,9 +44,15 @@ describe('bridge: server-everything over Streamable HTTP behind the node', () =>
     await client.connect(new StreamableHTTPClientTransport(new URL(bridge.url)));
     direct = new Client({ name: 'direct', version: '1' });
     await direct.connect(new StreamableHTTPClientTransport(new URL(everything.url)));
+    const paidAgent = new BridgeAgent({ name: 'paid', signer: bob, chains: [[paid]], client: jcp, journal: new CallJournal(), costUj: 5n });
+    paidBridge = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent: paidAgent }] });
+    paidClient = new Client({ name: 'paid', version: '1' });
+    await paidClient.connect(new StreamableHTTPClientTransport(new URL(paidBridge.url)));
   }, 60_000);
   afterAll(async () => {
     await client?.close();
+    await paidClient?.close();
+    await paidBridge?.close();
     await direct?.close();
     await bridge?.close();
     await jcp?.close();
@@ -87,5 +97,27 @@ describe('bridge: server-everything over Streamable HTTP behind the node', () =>
     seen.push('result');
     expect(r.isError).not.toBe(true);
     expect(seen.map((s) => (s === 'result' ? s : s.progress))).toEqual([1, 2, 3, 'result']);
+  });
+
+  test('cancel / a client that gives up mid-call and re-sends with its idempotency key gets the same request: one debit', async () => {
+    const params = {
+      name: 'trigger-long-running-operation',
+      arguments: { duration: 0.6, steps: 3 },
+      _meta: { 'jcp/idempotency_key': 'order-17' },
+    };
+    const abort = new AbortController();
+    const first = paidClient.request({ method: 'tools/call', params }, CallToolResultSchema, {
+      signal: abort.signal,
+      onprogress: () => abort.abort('the user gave up'),
+    });
+    await expect(first).rejects.toThrow();
+    const again = await paidClient.callTool(params);
+    expect(again.isError).not.toBe(true);
+    expect(again._meta?.['jcp/verdict']).toBe('allow');
+    expect(node.ledger.spent(grantId(paid.grant))).toBe(5n);
+    // Answered now, so the key names a new call: a second debit.
+    const next = await paidClient.callTool({ ...params, _meta: { 'jcp/idempotency_key': 'order-18' } });
+    expect(next._meta?.['jcp/request_id']).not.toBe(again._meta?.['jcp/request_id']);
+    expect(node.ledger.spent(grantId(paid.grant))).toBe(10n);
   });
 });
