@@ -111,12 +111,47 @@ export interface NodeConfig {
   readonly cluster: Readonly<Record<string, unknown>>;
 }
 
-/** Command-line overrides (`--listen`, `--data`, `--nats`, `--metrics`). */
+/** Command-line overrides (`--listen`, `--data`, `--nats`, `--metrics`, `--upstream`, `--trust-root`). */
 export interface ConfigOverrides {
   readonly listen?: string;
   readonly data?: string;
   readonly nats?: string;
   readonly metrics?: string;
+  /**
+   * `NAME=URL` (Streamable HTTP) or `NAME=COMMAND ARGS…` (stdio, split at whitespace): each one
+   * more resource NAME (id by the same rule as the config: {@link resourceIdOf}) fronting that
+   * MCP server, open to any root unless {@link trustRoot} names some (§7).
+   */
+  readonly upstream?: readonly string[];
+  /** `NAME=did:key:…`: a trust root (§7) of the `--upstream` resource NAME; repeatable. */
+  readonly trustRoot?: readonly string[];
+}
+
+/**
+ * The config entries of `--upstream` / `--trust-root` flags (see {@link ConfigOverrides}), as
+ * `resources[]` JSON; a bad one fails with `where` = the flag, so the CLI reports a usage error.
+ * @throws NodeFault `config-invalid`.
+ */
+export function upstreamResourcesJson(upstream: readonly string[], trustRoot: readonly string[] = []): Json[] {
+  const out: Json[] = [];
+  for (const u of upstream) {
+    const m = /^([^=\s]+)=(.+)$/s.exec(u);
+    if (!m) fail('--upstream', `expected NAME=URL or NAME=COMMAND ARGS…, got ${JSON.stringify(u)}`);
+    const [, name, spec] = m as unknown as [string, string, string];
+    if (out.some((r) => r['name'] === name)) fail('--upstream', `resource ${name} given twice`);
+    const words = spec.trim().split(/\s+/);
+    const endpoint = /^[a-z][a-z0-9+.-]*:\/\//i.test(spec.trim()) ? { url: spec.trim() } : { command: words[0], args: words.slice(1) };
+    out.push({ name, endpoint });
+  }
+  for (const t of trustRoot) {
+    const m = /^([^=\s]+)=(\S+)$/.exec(t);
+    if (!m) fail('--trust-root', `expected NAME=did:key:…, got ${JSON.stringify(t)}`);
+    const r = out.find((x) => x['name'] === m[1]);
+    if (r === undefined) fail('--trust-root', `no --upstream named ${m[1]}`);
+    if (!isDid(m[2])) fail('--trust-root', `${m[1]}: not a valid Ed25519 did:key`);
+    r['trust_roots'] = [...((r['trust_roots'] as string[] | undefined) ?? []), m[2]];
+  }
+  return out;
 }
 
 /** The content id of a resource named `name` when the config gives no explicit id. */
@@ -270,17 +305,17 @@ export function readEndpoint(v: unknown, where: string, base: string): EndpointC
   };
 }
 
-function readResources(v: unknown, base: string): ResourceConfig[] {
-  if (v === undefined) return [];
-  if (!Array.isArray(v)) fail('resources', 'expected an array');
+function readResources(v: unknown, base: string, upstream: readonly Json[] = []): ResourceConfig[] {
+  if (v !== undefined && !Array.isArray(v)) fail('resources', 'expected an array');
+  const fromFile = (v ?? []) as unknown[];
   const seen = new Set<string>();
-  return v.map((r, i) => {
-    const where = `resources[${i}]`;
+  return [...fromFile, ...upstream].map((r, i) => {
+    const where = i < fromFile.length ? `resources[${i}]` : `--upstream ${String((r as Json)['name'])}`;
     const o = obj(r, where, ['name', 'id', 'trust_roots', 'endpoint']);
     const name = text(o['name'], `${where}.name`);
     const id = o['id'] === undefined ? resourceIdOf(name) : o['id'];
     if (!isContentId(id)) fail(`${where}.id`, 'expected a content id (64 lowercase hex chars)');
-    if (seen.has(id)) fail(`${where}.id`, 'resource listed twice');
+    if (seen.has(id)) fail(i < fromFile.length ? `${where}.id` : where, 'resource listed twice');
     seen.add(id);
     let trustRoots: Did[] | undefined;
     if (o['trust_roots'] !== undefined) {
@@ -291,7 +326,9 @@ function readResources(v: unknown, base: string): ResourceConfig[] {
         return d as Did;
       });
     }
-    const endpoint = o['endpoint'] === undefined ? undefined : readEndpoint(o['endpoint'], `${where}.endpoint`, base);
+    // Paths of a command-line upstream are relative to the working folder, not the config file's.
+    const b = i < fromFile.length ? base : process.cwd();
+    const endpoint = o['endpoint'] === undefined ? undefined : readEndpoint(o['endpoint'], `${where}.endpoint`, b);
     return { name, id, trustRoots, endpoint };
   });
 }
@@ -368,7 +405,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     replayWorkers: int(o['replay_workers'], 'replay_workers', 0, 64, availableParallelism()),
     log: { batchMax: int(log['batch_max'], 'log.batch_max', 1, 1_000_000, CONFIG_DEFAULTS.batchMax) },
     logLevel,
-    resources: readResources(o['resources'], base),
+    resources: readResources(o['resources'], base, upstreamResourcesJson(overrides.upstream ?? [], overrides.trustRoot ?? [])),
     meter: meter as Record<string, unknown>,
     cluster: cluster as Record<string, unknown>,
   };

@@ -39,6 +39,7 @@ export {
   EndpointErrorCodes,
   type EndpointErrorCode,
   errorResult,
+  headerValue,
   type InvokeOptions,
   McpHttpEndpoint,
   type McpNotificationMessage,

@@ -3,10 +3,13 @@
  * Streamable HTTP behind a live node — tool list, `echo`, image content passed through unchanged,
  * progress notices before the response, an unknown tool refused with no receipt, the server
  * killed (`endpoint-unavailable`, the receipt stands) and restarted (the next call works) — and
- * a bearer header read from an environment variable reaching the server.
+ * a bearer header read from an environment variable reaching the server; and a stdio server of
+ * our own that pages `tools/list`, changes its tools, and logs during a call.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
@@ -163,5 +166,54 @@ describe('upstream: headers from the environment', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('upstream: a stdio server that pages its tools and changes them', () => {
+  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'paged-server.mjs');
+  let node: RunningNode & { cleanup: () => Promise<void> };
+  let client: JcpClient;
+
+  beforeAll(async () => {
+    node = await liveNode({ resources: [{ name: 'paged', endpoint: { command: process.execPath, args: [script] } }] });
+    client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+  });
+  afterAll(async () => {
+    await client?.close();
+    await node?.cleanup();
+  });
+
+  test('tools/list / every page is read, in order', async () => {
+    const [paged] = await client.listTools();
+    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty']);
+    const g = mint(alice, bob, 'paged', ['t3'], 1_000n, rng);
+    expect(text(resultJson((await client.call({ chain: [g], action: 't3', payload: {} })).result))).toBe('called t3');
+  });
+
+  test('list_changed / a tool the server adds is unknown before and callable after the refresh', async () => {
+    const g = mint(alice, bob, 'paged', ['late', 'add-tool'], 1_000n, rng);
+    const before = await client.call({ chain: [g], action: 'late', payload: {} }).catch((e: unknown) => e);
+    expect((before as WireErrorReply).code).toBe('unknown-tool');
+    await client.call({ chain: [g], action: 'add-tool', payload: {} });
+    let names: unknown[] = [];
+    for (let i = 0; i < 100 && !names.includes('late'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      names = (await client.listTools())[0]!.tools.map((t) => t['name']);
+    }
+    expect(names).toContain('late');
+    const after = await client.call({ chain: [g], action: 'late', payload: { n: 1 } });
+    expect(text(resultJson(after.result))).toBe('called late');
+  });
+
+  test('notify / a logging message and progress reach the caller in order; structuredContent passes through', async () => {
+    const g = mint(alice, bob, 'paged', ['chatty'], 1_000n, rng);
+    const seen: McpNotification[] = [];
+    const r = await client.call({ chain: [g], action: 'chatty', payload: {}, onNotice: (n) => seen.push(n) });
+    expect(seen.map((n) => [n.method, n.params?.['progress'] ?? n.params?.['data']])).toEqual([
+      ['notifications/message', 'working on it'],
+      ['notifications/progress', 1],
+      ['notifications/progress', 2],
+    ]);
+    expect(resultJson(r.result)).toEqual({ content: [{ type: 'text', text: 'done' }], structuredContent: { ok: true, ratio: 0.5 } });
   });
 });
