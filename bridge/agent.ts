@@ -1,7 +1,8 @@
 /**
  * One agent behind the bridge: its key, its grant chains, its node connection and journal. Turns
  * an MCP `tools/call` into a caller-signed jcp/1 request (spec §11; frame `tool-call` / `control`,
- * §6) and the node's answer into an MCP `CallToolResult`:
+ * §6; payload the arguments' JSON text plus the journal's whitespace salt) and the node's answer
+ * into an MCP `CallToolResult`:
  *
  * - allow: the upstream's result exactly as the node returned it (content of any type,
  *   `structuredContent`, `isError`, its own `_meta` keys), with the bridge's `_meta` keys added;
@@ -25,7 +26,7 @@ import { openReceipt, receiptId } from '../core/receipt.ts';
 import { DEFAULT_FRAME_CAP, FRAME_HEADER_BYTES, encodeWireRequest, requestIdOf } from '../core/wire.ts';
 import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../node/client.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
-import type { CallJournal } from './journal.ts';
+import { type CallJournal, saltText } from './journal.ts';
 
 /** Stable codes of the bridge's MCP errors (`error.data.code`). */
 export const BridgeErrorCodes = {
@@ -193,12 +194,12 @@ export class BridgeAgent {
     }
     const chain = this.#o.chains[tool.chainIndex]!;
     const argsText = JSON.stringify(args ?? {});
-    const payload = enc.encode(argsText);
     const contentKey = contentId([this.did, tool.resource, tool.action, argsText]);
     const callKey = contentId([contentKey, ctx.idempotencyKey ?? String(ctx.mcpRequestId), ctx.idempotencyKey === undefined ? 'mcp-id' : 'key']);
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
-    const { nowS } = journal.nowFor(callKey, contentKey, clock);
+    const stamp = journal.stampFor(callKey, contentKey, clock);
+    const payload = enc.encode(argsText + saltText(stamp.salt));
     const cost: Cost = { uj: this.#o.toolCostsUj?.get(tool.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
     const client = this.#o.client;
     const req = await client.request({
@@ -207,7 +208,7 @@ export class BridgeAgent {
       payload,
       cost,
       resource: tool.resource,
-      now: nowS,
+      now: stamp.nowS,
       caller: this.did,
       // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
       ...(this.#nodeListsTools === true ? { notify: true } : {}),
@@ -221,7 +222,7 @@ export class BridgeAgent {
         `the signed request would be ${size} bytes, above the node's frame cap of ${cap} (header ${FRAME_HEADER_BYTES} not counted); nothing was sent`,
       );
     }
-    journal.begin(callKey, contentKey, nowS);
+    journal.begin(callKey, contentKey, stamp);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
       r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});
