@@ -93,6 +93,8 @@ export interface CallParams {
   readonly now?: number;
   /** Default: the signer's did. */
   readonly caller?: Did;
+  /** Seconds to wait for this call's reply; default the client's {@link ClientOptions.timeoutS}. */
+  readonly timeoutS?: number;
   /**
    * Asks the node for the upstream's notifications during the call (`notify: 1`, signed). Set
    * when `onNotice` is given to {@link JcpClient.call}.
@@ -104,8 +106,6 @@ export interface CallParams {
    * and before the call resolves. Only for allowed calls; a deny gets none.
    */
   readonly onNotice?: (notification: McpNotification) => void;
-  /** Seconds to wait for this call's reply; default the client's {@link ClientOptions.timeoutS}. */
-  readonly timeoutS?: number;
 }
 
 /** A JSON-RPC notification object as the upstream MCP server sent it (`{jsonrpc, method, params?}`). */
@@ -418,15 +418,16 @@ export class JcpClient {
    *   CallTimeout (code `timeout`, carrying the request) after `timeoutS` seconds without a reply.
    */
   async call(p: CallParams): Promise<CallResult> {
-    return this.callRequest(await this.request(p), {
+    const opts: CallRequestOptions = {
       ...(p.onNotice !== undefined ? { onNotice: p.onNotice } : {}),
       ...(p.timeoutS !== undefined ? { timeoutS: p.timeoutS } : {}),
-    });
+    };
+    return this.callRequest(await this.request(p), opts);
   }
 
   /**
    * Sends an already signed request; `onNotice` gets its notices (when it carries `notify: 1`).
-   * `opts` may also be a number: the timeout in seconds (the older form).
+   * The second argument may also be a number: the timeout in seconds (the older form).
    * @throws WireErrorReply on an error reply; CallTimeout (carrying `req`) after `timeoutS`
    *   seconds (default the client's) without a reply.
    */
@@ -435,25 +436,21 @@ export class JcpClient {
     const body = encodeWireRequest(req);
     const rid = contentIdOfBytes(body);
     const onNotice = o.onNotice;
-    const send = async (): Promise<Uint8Array> => {
-      try {
-        return await this.roundTrip(body, o.timeoutS ?? this.#opts.timeoutS);
-      } catch (e) {
-        if (e instanceof CallTimeout) e.request = req;
-        throw e;
-      }
-    };
-    let replyBody: Uint8Array;
-    if (onNotice === undefined) replyBody = await send();
-    else {
-      // Two identical calls in flight are one request: both see its notices.
-      const set = this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>();
+    // Two identical calls in flight are one request: both see its notices.
+    const set = onNotice === undefined ? undefined : (this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>());
+    const mine = onNotice === undefined ? undefined : (n: McpNotification) => onNotice(n); // distinct even for a shared function
+    if (set !== undefined && mine !== undefined) {
       this.#noticeHandlers.set(rid, set);
-      const mine = (n: McpNotification) => onNotice(n); // a distinct entry even for a shared function
       set.add(mine);
-      try {
-        replyBody = await send();
-      } finally {
+    }
+    let replyBody: Uint8Array;
+    try {
+      replyBody = await this.roundTrip(body, o.timeoutS ?? this.#opts.timeoutS);
+    } catch (e) {
+      if (e instanceof CallTimeout) e.request = req;
+      throw e;
+    } finally {
+      if (set !== undefined && mine !== undefined) {
         set.delete(mine);
         if (set.size === 0 && this.#noticeHandlers.get(rid) === set) this.#noticeHandlers.delete(rid);
       }

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeWireMessage, FrameReader, frameMessage } from '../../core/wire.ts';
 import { contentIdOfBytes } from '../../core/hash.ts';
-import { JcpClient, type McpNotification } from '../../node/index.ts';
+import { CallTimeout, JcpClient, type McpNotification } from '../../node/index.ts';
 import { cast, mint } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('client-notice');
@@ -64,6 +64,20 @@ describe('client - notices', () => {
       expect(seenA).toEqual([]);
       expect(seenB.map((n) => n.params?.['progress'])).toEqual([1, 2]);
       expect(ra.request.notify).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('callRequest takes {onNotice, timeoutS} or, as before, a bare timeout in seconds', async () => {
+    script = () => []; // never answers
+    const client = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob });
+    try {
+      const g = mint(alice, bob, 'tools', ['a'], 10n, rng);
+      const req = await client.request({ chain: [g], action: 'a', notify: true });
+      expect(req.notify).toBe(1);
+      await expect(client.callRequest(req, 0.2)).rejects.toBeInstanceOf(CallTimeout);
+      await expect(client.callRequest(req, { timeoutS: 0.2, onNotice: () => undefined })).rejects.toBeInstanceOf(CallTimeout);
     } finally {
       await client.close();
     }
