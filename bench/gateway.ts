@@ -78,6 +78,13 @@ async function nodeLatencies(c: JcpClient, grant: SignedGrant, root: string, n: 
   return out;
 }
 
+/** Calls/s of `clients` jcp/1 clients calling the node at once, each `n` sequential calls. */
+async function nodeThroughput(clients: JcpClient[], grant: SignedGrant, root: string, n: number, from: number): Promise<number> {
+  const t0 = performance.now();
+  await Promise.all(clients.map((c, k) => nodeLatencies(c, grant, root, n, from + k * n)));
+  return (clients.length * n * 1000) / (performance.now() - t0);
+}
+
 /** Round trips (µs) to a floor server, one at a time, with a 600-byte body. */
 async function floorLatencies(port: number, n: number): Promise<number[]> {
   const sock = connect({ host: '127.0.0.1', port, noDelay: true });
@@ -143,6 +150,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const bridgeArgs = [path.join(repo, 'bin/jcp.mjs'), 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', key, '--chain', chain];
   const clients: Client[] = [];
   const jcp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent });
+  const jcpN = await Promise.all(Array.from({ length: CONCURRENT }, () => JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent })));
   const open = async (direct: boolean) => {
     const c = direct ? await connectClient(process.execPath, [FS_SERVER, root]) : await connectClient(process.execPath, bridgeArgs);
     clients.push(c);
@@ -159,6 +167,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     const nd: number[] = [];
     const dRate: number[] = [];
     const gRate: number[] = [];
+    const nRate: number[] = [];
     const directN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(true)));
     const gatewayN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(false)));
     await throughput(gatewayN, root, 10);
@@ -170,6 +179,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
       nd.push(...(await nodeLatencies(jcp, grant, root, CALLS_PER_ROUND, nd.length)));
       dRate.push(await throughput(directN, root, Math.ceil(CALLS_PER_ROUND / 4)));
       gRate.push(await throughput(gatewayN, root, Math.ceil(CALLS_PER_ROUND / 4)));
+      nRate.push(await nodeThroughput(jcpN, grant, root, Math.ceil(CALLS_PER_ROUND / 4), 1_000_000 * (r + 1)));
     }
     const added = percentile(g, 50) - percentile(d, 50);
     const ratios = dRate.map((x, i) => gRate[i]! / x);
@@ -184,6 +194,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
       { name: 'node alone: p99', value: sig(percentile(nd, 99)), unit: 'µs' },
       { name: "node's durable floor (signature work + fsync'd LevelDB batch, no protocol), one client, p50", value: sig(percentile(f, 50)), unit: 'µs' },
       { name: "node's durable floor, p99", value: sig(percentile(f, 99)), unit: 'µs' },
+      { name: `node alone: ${CONCURRENT} jcp/1 clients → node → one server, median of ${ROUNDS} rounds`, value: sig(median(nRate)), unit: 'calls/s' },
       { name: `direct: ${CONCURRENT} clients (${CONCURRENT} servers), median of ${ROUNDS} rounds`, value: sig(median(dRate)), unit: 'calls/s' },
       {
         name: `gateway: ${CONCURRENT} clients (${CONCURRENT} bridges, one node, one server); ratio: median of per-round gateway ÷ direct (${ratios.map((x) => sig(x, 2)).join(', ')})`,
@@ -198,6 +209,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
     await jcp.close();
+    for (const c of jcpN) await c.close();
     await stopNode(floor);
     await stopNode(node);
     rmSync(dir, { recursive: true, force: true });
