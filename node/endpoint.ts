@@ -12,6 +12,11 @@
  *
  * A call that cannot be made throws an {@link EndpointError} with a stable code; the enforcer turns
  * it into a result carrying `jcp_error: {code, message}` while the decision and its receipt stand.
+ * `endpoint-unavailable` means the node got no answer: the server could not be reached or started
+ * (`phase: 'start'`, the call was never sent) or went away before it answered (`phase: 'call'`).
+ * The node charges nothing for such a call: its debit is reversed by a steward-signed reversal
+ * record (`outcome.ts`, issue 12 §3). A timeout or a protocol error is charged, because the tool
+ * may have acted.
  * After a transport failure the connection is dropped and the next call reconnects (a few
  * attempts, 50 → 200 ms apart); after a timeout the server is recycled (a stdio process killed),
  * since a server that hangs once may be wedged for everyone.
@@ -39,14 +44,52 @@ export const EndpointErrorCodes = {
 /** One endpoint error code. */
 export type EndpointErrorCode = (typeof EndpointErrorCodes)[keyof typeof EndpointErrorCodes];
 
-/** A tool call that did not produce the upstream's result, with a stable {@link EndpointErrorCode}. */
+/** Where an `endpoint-unavailable` call failed: before the call was sent (`start`), or before it was answered (`call`). */
+export type UnavailablePhase = 'start' | 'call';
+
+/**
+ * A tool call that did not produce the upstream's result, with a stable {@link EndpointErrorCode}.
+ * For `endpoint-unavailable`, `phase` says where it failed (absent = `call`, the weaker claim).
+ */
 export class EndpointError extends Error {
-  override readonly name = 'EndpointError';
+  override readonly name: string = 'EndpointError';
   readonly code: EndpointErrorCode;
-  constructor(code: EndpointErrorCode, message: string, options?: ErrorOptions) {
+  readonly phase: UnavailablePhase | undefined;
+  constructor(code: EndpointErrorCode, message: string, options?: ErrorOptions & { readonly phase?: UnavailablePhase }) {
     super(message, options);
     this.code = code;
+    this.phase = options?.phase;
   }
+}
+
+/**
+ * The one way an endpoint says "this call did not happen, so charge nothing for it" (issue 12
+ * §3): an {@link EndpointError} with code `endpoint-unavailable` and its phase. Any transport
+ * plugs in by rejecting `invoke` with this, or with any error whose `code` is
+ * `endpoint-unavailable`.
+ */
+export class EndpointUnavailable extends EndpointError {
+  override readonly name = 'EndpointUnavailable';
+  constructor(message: string, phase: UnavailablePhase, options?: ErrorOptions) {
+    super(EndpointErrorCodes.UNAVAILABLE, message, { ...options, phase });
+  }
+}
+
+/**
+ * The endpoint-unavailable failure inside `e` (itself, or a cause up to 4 levels down, e.g. inside
+ * the meter's `MeteredError`), or undefined. Duck-typed on `code`, so another transport's error
+ * class works too. A failure without a `phase` counts as `call`, the weaker claim.
+ */
+export function endpointUnavailableIn(e: unknown): { message: string; phase: UnavailablePhase } | undefined {
+  let x: unknown = e;
+  for (let i = 0; i < 5 && x !== null && typeof x === 'object'; i++) {
+    const o = x as { code?: unknown; phase?: unknown; message?: unknown; cause?: unknown };
+    if (o.code === EndpointErrorCodes.UNAVAILABLE) {
+      return { message: String(o.message ?? 'endpoint unavailable'), phase: o.phase === 'start' ? 'start' : 'call' };
+    }
+    x = o.cause;
+  }
+  return undefined;
 }
 
 /** A JSON-RPC notification the upstream sent (`{jsonrpc: "2.0", method, params?}`). */
@@ -72,7 +115,8 @@ export interface Endpoint {
   /**
    * Calls tool `tool` with `args`; resolves to the result bytes (UTF-8 JSON of the upstream's
    * `CallToolResult`; a tool's own failure is a result with `isError: true`).
-   * @throws EndpointError `endpoint-unavailable` | `endpoint-timeout` | `endpoint-failed`.
+   * @throws EndpointError `endpoint-unavailable` (with its phase; the node then charges nothing
+   *   for the call) | `endpoint-timeout` | `endpoint-failed`.
    */
   invoke(tool: string, args: Record<string, unknown>, opts?: InvokeOptions): Promise<Uint8Array>;
   /** The upstream's last known `tools/list` `tools` (all pages), or undefined before any list. */
@@ -89,10 +133,14 @@ export interface Endpoint {
 
 const enc = new TextEncoder();
 
-/** The result bytes of an endpoint failure (a CallToolResult with `isError` and `jcp_error`). */
-export function errorResult(code: EndpointErrorCode, message: string): Uint8Array {
+/**
+ * The result bytes of an endpoint failure (a CallToolResult with `isError` and
+ * `jcp_error: {code, message, ...extra}`); `extra` adds fields to `jcp_error` (text values, e.g.
+ * `refunded_uj` on a reversed call).
+ */
+export function errorResult(code: EndpointErrorCode, message: string, extra: Readonly<Record<string, string>> = {}): Uint8Array {
   return enc.encode(
-    JSON.stringify({ isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], jcp_error: { code, message } }),
+    JSON.stringify({ isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], jcp_error: { ...extra, code, message } }),
   );
 }
 
@@ -352,6 +400,7 @@ abstract class McpEndpoint implements Endpoint {
     }
     throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `cannot reach ${this.name}: ${(last as Error)?.message ?? String(last)}`, {
       cause: last,
+      phase: 'start',
     });
   }
 
@@ -374,7 +423,7 @@ abstract class McpEndpoint implements Endpoint {
           }
           // A server that no longer knows our session (it restarted) never ran this call: one retry.
           if (attempt === 0 && sessionLost(e)) continue;
-          throw new EndpointError(code, `${this.name}: the server went away during ${tool}: ${(e as Error).message}`, { cause: e });
+          throw new EndpointError(code, `${this.name}: the server went away during ${tool}: ${(e as Error).message}`, { cause: e, phase: 'call' });
         }
       }
     } finally {
@@ -484,12 +533,14 @@ export function headerValue(name: string, src: HeaderSource): string {
   let v: string | undefined;
   if ('env' in src) {
     v = process.env[src.env];
-    if (v === undefined || v === '') throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: environment variable ${src.env} is not set`);
+    if (v === undefined || v === '') {
+      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: environment variable ${src.env} is not set`, { phase: 'start' });
+    }
   } else {
     try {
       v = readFileCapped(src.file, READ_CAPS.configFile, 'header file').toString('utf8').trim();
     } catch (e) {
-      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: cannot read ${src.file}: ${(e as Error).message}`, { cause: e });
+      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: cannot read ${src.file}: ${(e as Error).message}`, { cause: e, phase: 'start' });
     }
   }
   return `${src.prefix ?? ''}${v}`;
