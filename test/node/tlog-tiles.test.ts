@@ -10,6 +10,7 @@ import { openCheckpoint } from '../../core/note.ts';
 import { MerkleTree, verifyInclusion } from '../../core/tlog.ts';
 import { JcpClient } from '../../node/index.ts';
 import { hashTile, parseTilePath, tileIndexPath } from '../../node/tlogtiles.ts';
+import { fetchCheckpointView } from '../../node/tlogview.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('tlog-tiles');
@@ -79,6 +80,7 @@ describe('tlog tiles - a running node', () => {
       expect(cpR.status).toBe(200);
       const cp = openCheckpoint(cpR.body.toString('utf8'), parseDid(node.steward.did), `jcp/${node.steward.did}`);
       expect(cp.size).toBe(5);
+      expect(await fetchCheckpointView(base, node.steward.did)).toMatchObject({ size: 5, root: Buffer.from(cp.root).toString('hex') });
 
       const tile = await get('/tile/0/000.p/5');
       expect(tile.status).toBe(200);
