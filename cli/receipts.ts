@@ -103,7 +103,7 @@ const bigintJson = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toStri
 /** The `jcp receipts` command. */
 export const command: Command = {
   name: 'receipts',
-  summary: 'verify, replay, attribute, export, repair or snapshot a node receipt log',
+  summary: 'verify, replay, attribute, export, repair or snapshot a node receipt log; checkpoint and prove it as a transparency log',
   help,
   async run(argv) {
     const [verb, ...rest] = argv;
