@@ -8,7 +8,8 @@ import path from 'node:path';
 import { fromHex, toHex } from '../core/bytes.ts';
 import { type Did, isDid, parseDid } from '../core/didkey.ts';
 import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { openCheckpoint, type SignedCheckpoint, verifyCosignature } from '../core/note.ts';
+import { addSignatureLines, openCheckpoint, type SignedCheckpoint, verifyCosignature } from '../core/note.ts';
+import { witness } from '../core/witness.ts';
 import { openReceipt } from '../core/receipt.ts';
 import { type Hash32, leafHash, verifyConsistency, verifyInclusion } from '../core/tlog.ts';
 import { archiveRecords, readKeyFile, readSegments, ReceiptLog, readDataMeta, withSegments } from '../node/index.ts';
@@ -17,7 +18,7 @@ import { CliError, UsageError, parse } from './command.ts';
 import { READ_CAPS, readFileCapped } from './fsutil.ts';
 
 /** The verbs of this module, for `jcp receipts`. */
-export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof'] as const;
+export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign'] as const;
 
 /** Help text lines for `jcp receipts --help`. */
 export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs/tlog.md):
@@ -35,6 +36,12 @@ export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs
                 --cosigner NAME=DID must have cosigned --checkpoint (C2SP tlog-cosignature).
                 Exit 0 and {"ok": true, …} when everything verifies; else an error with its code:
                 tlog-range, proof-invalid, proof-mismatch, note-unverified, cosignature-invalid.
+  cosign        act as a witness by hand: --checkpoint FILE (the log's new checkpoint) --steward
+                DID --key witness.key --name NAME [--previous FILE --proof FILE (prove --json
+                --consistency from the previous size)]: when the new checkpoint verifies and is
+                consistent with --previous (none: trust on first use), prints it with a C2SP
+                cosignature/v1 line by NAME added. Not consistent: exit 1, code log-inconsistent,
+                and {"ok": false, "why", "previous", "next"} (both notes, as evidence) on stdout.
   Archived logs: give --archive DIR (the segment folder) to checkpoint and prove.`;
 
 const hashes = (xs: readonly Hash32[]): string[] => xs.map((x) => toHex(x));
@@ -65,7 +72,13 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
     receipt: { type: 'string' },
     steward: { type: 'string' },
     cosigner: { type: 'string', multiple: true },
+    previous: { type: 'string' },
+    name: { type: 'string' },
   });
+  if (verb === 'cosign') {
+    if (positionals.length !== 0) throw new UsageError('cosign takes no data folder: give --checkpoint, --steward, --key, --name');
+    return cosignNow(values);
+  }
   if (verb === 'verify-proof') {
     if (positionals.length !== 0) throw new UsageError('verify-proof takes no data folder: give --proof, --checkpoint, --steward');
     return verifyProof(values);
@@ -223,5 +236,37 @@ function verifyProof(values: Record<string, string | boolean | string[] | undefi
   process.stdout.write(
     `${JSON.stringify({ ok: true, type: 'consistency', origin, old_size: old.size, new_size: cp.size, old_root: toHex(old.root), new_root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`,
   );
+  return 0;
+}
+
+function cosignNow(values: Record<string, string | boolean | string[] | undefined>): number {
+  const need = (k: string): string => {
+    const v = values[k];
+    if (typeof v !== 'string') throw new UsageError(`cosign: --${k} is required`);
+    return v;
+  };
+  const steward = need('steward');
+  if (!isDid(steward)) throw new UsageError(`--steward ${steward}: not a did:key`);
+  const origin = typeof values.origin === 'string' ? values.origin : originOf(steward);
+  const me = readKeyFile(need('key'));
+  const name = need('name');
+  const next = readFileCapped(need('checkpoint'), READ_CAPS.messageFile, 'checkpoint file').toString('utf8');
+  let previous: string | undefined;
+  let proof: Hash32[] = [];
+  if (values.previous !== undefined) {
+    previous = readFileCapped(need('previous'), READ_CAPS.messageFile, 'checkpoint file').toString('utf8');
+    const p = readProofFile(need('proof'));
+    const sizes = [openCheckpoint(previous, parseDid(steward), origin).size, openCheckpoint(next, parseDid(steward), origin).size];
+    if (p.type !== 'consistency' || p.old_size !== sizes[0] || p.new_size !== sizes[1]) {
+      mismatch(`the proof is not the consistency proof from ${sizes[0]} to ${sizes[1]} receipts`);
+    }
+    proof = p.proof;
+  } else if (values.proof !== undefined) throw new UsageError('cosign: --proof goes with --previous');
+  const v = witness(next, previous, proof, { key: parseDid(steward), origin }, { name, key: me.key, timeS: Math.floor(Date.now() / 1000) });
+  if (!v.ok) {
+    process.stdout.write(`${JSON.stringify({ ok: false, code: v.code, why: v.why, previous: v.evidence[0], next: v.evidence[1] }, null, 2)}\n`);
+    throw new CliError(v.code, `${origin}: ${v.why}; both checkpoints are on stdout as evidence`);
+  }
+  process.stdout.write(addSignatureLines(v.checkpoint.note, [v.cosignature]));
   return 0;
 }

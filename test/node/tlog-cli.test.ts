@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { toHex } from '../../core/bytes.ts';
-import { addSignatureLines, cosign, openCheckpoint, parseNote, signCheckpoint } from '../../core/note.ts';
+import { addSignatureLines, cosign, openCheckpoint, parseNote, signCheckpoint, verifyCosignature } from '../../core/note.ts';
 import { parseDid } from '../../core/didkey.ts';
 import { JcpClient, ReceiptLog, readDataMeta, readKeyFile } from '../../node/index.ts';
 import { writeKeyFile } from '../../node/keyfile.ts';
@@ -156,9 +156,26 @@ describe('tlog cli - checkpoint, prove, verify-proof on a node log', () => {
     const rewritten = signCheckpoint({ origin, size: 7, root: MTH([...r7.slice(0, 6), Buffer.from('x')]), extensions: [] }, stewardKey.key);
     const split = await cli(['receipts', 'verify-proof', '--proof', pcFile, '--old-checkpoint', f('rw.txt', rewritten), '--checkpoint', cp10File, '--steward', steward]);
     expect([split.code, split.err]).toEqual([1, expect.stringContaining('[proof-invalid]')]);
-    // the checkpoint key is the log's own: another steward key is refused
     const k = path.join(files.dir, 'other.key');
     writeKeyFile(k, mallory);
+    // cosign by hand: first sight (trust on first use), then 7 → 10 with the proof, then a rewritten previous
+    const first = await cli(['receipts', 'cosign', '--checkpoint', cp7File, '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    expect(first.code, first.err).toBe(0);
+    expect(verifyCosignature(first.out, 'jcp/w', mallory.key.publicKey).name).toBe('jcp/w');
+    const cp10Plain = f('cp10plain.txt', j10.note);
+    const grown = await cli(['receipts', 'cosign', '--checkpoint', cp10Plain, '--previous', cp7File, '--proof', pcFile, '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    expect(grown.code, grown.err).toBe(0);
+    expect(openCheckpoint(grown.out, parseDid(steward), origin).size).toBe(10);
+    expect(verifyCosignature(grown.out, 'jcp/w', mallory.key.publicKey).name).toBe('jcp/w');
+    const rwFile = f('rw-prev.txt', rewritten);
+    const fork = await cli(['receipts', 'cosign', '--checkpoint', cp10Plain, '--previous', rwFile, '--proof', pcFile, '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    expect([fork.code, fork.err]).toEqual([1, expect.stringContaining('[log-inconsistent]')]);
+    expect(JSON.parse(fork.out)).toMatchObject({ ok: false, code: 'log-inconsistent', previous: rewritten, next: j10.note });
+    const wrongProof = await cli(['receipts', 'cosign', '--checkpoint', cp10Plain, '--previous', cp7File, '--proof', p3File, '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    expect([wrongProof.code, wrongProof.err]).toEqual([1, expect.stringContaining('[proof-mismatch]')]);
+    const notTheLog = await cli(['receipts', 'cosign', '--checkpoint', f('forged2.txt', forged), '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    expect([notTheLog.code, notTheLog.err]).toEqual([1, expect.stringContaining('[note-unverified]')]);
+    // the checkpoint key is the log's own: another steward key is refused
     const wrongKey = await cli(['receipts', 'checkpoint', dir, '--key', k]);
     expect([wrongKey.code, wrongKey.err]).toEqual([1, expect.stringContaining('[log-steward-mismatch]')]);
   }, 60_000);
