@@ -13,12 +13,12 @@ import { witness } from '../core/witness.ts';
 import { openReceipt } from '../core/receipt.ts';
 import { type Hash32, leafHash, verifyConsistency, verifyInclusion } from '../core/tlog.ts';
 import { archiveRecords, readKeyFile, readSegments, ReceiptLog, readDataMeta, withSegments } from '../node/index.ts';
-import { buildLogTree, checkpointOf, originOf } from '../node/tlog.ts';
+import { buildLogTree, checkAgainstCheckpoint, checkpointOf, originOf } from '../node/tlog.ts';
 import { CliError, UsageError, parse } from './command.ts';
 import { READ_CAPS, readFileCapped } from './fsutil.ts';
 
 /** The verbs of this module, for `jcp receipts`. */
-export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign'] as const;
+export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign', 'check-witnessed'] as const;
 
 /** Help text lines for `jcp receipts --help`. */
 export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs/tlog.md):
@@ -42,7 +42,10 @@ export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs
                 consistent with --previous (none: trust on first use), prints it with a C2SP
                 cosignature/v1 line by NAME added. Not consistent: exit 1, code log-inconsistent,
                 and {"ok": false, "why", "previous", "next"} (both notes, as evidence) on stdout.
-  Archived logs: give --archive DIR (the segment folder) to checkpoint and prove.`;
+  check-witnessed  <data-dir> --checkpoint FILE [--cosigner NAME=DID …]: holds the log to a
+                checkpoint of it (signed by its steward, cosigned by each --cosigner): a log
+                shorter than it, or different below its size, is log-damaged (exit 1), naming it.
+  Archived logs: give --archive DIR (the segment folder) to checkpoint, prove and check-witnessed.`;
 
 const hashes = (xs: readonly Hash32[]): string[] => xs.map((x) => toHex(x));
 
@@ -89,7 +92,8 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
   const size = seqArg(values.size, '--size');
   const oldSize = seqArg(values.consistency, '--consistency');
   const newSize = seqArg(positionals[1], 'NEW');
-  if (verb === 'checkpoint' && positionals.length !== 1) throw new UsageError('checkpoint: expected one data folder');
+  if ((verb === 'checkpoint' || verb === 'check-witnessed') && positionals.length !== 1) throw new UsageError(`${verb}: expected one data folder`);
+  if (verb === 'check-witnessed' && values.checkpoint === undefined) throw new UsageError('check-witnessed: --checkpoint FILE is required');
   if (verb === 'prove') {
     if ((inclusion === undefined) === (oldSize === undefined)) throw new UsageError('prove: give --inclusion SEQ or --consistency OLD [NEW]');
     if (inclusion !== undefined && positionals.length !== 1) throw new UsageError('prove --inclusion: expected one data folder');
@@ -112,6 +116,13 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
       source = withSegments(log, seg.receipts);
     }
     const tree = await buildLogTree(log, source);
+    if (verb === 'check-witnessed') {
+      const cp = readCheckpoint(values.checkpoint!, meta.steward, origin, cosignerArgs(values.cosigner));
+      const by = cp.cosigned_by.length > 0 ? `, cosigned by ${cp.cosigned_by.join(', ')}` : ' (no cosigner asked for)';
+      checkAgainstCheckpoint(tree, cp, `checkpoint ${cp.origin} size ${cp.size} root ${toHex(cp.root)}${by}`);
+      process.stdout.write(`${JSON.stringify({ ok: true, origin, size: tree.size, checkpoint_size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`);
+      return 0;
+    }
     if (verb === 'checkpoint') {
       const actor = readKeyFile(values.key ?? path.join(dataDir, 'steward.key'));
       if (actor.did !== meta.steward) throw new CliError('log-steward-mismatch', `${values.key ?? 'steward.key'} is ${actor.did}, not the steward of this log (${meta.steward})`);
@@ -193,6 +204,15 @@ function readReceiptBytes(file: string): Uint8Array {
   return /^[0-9a-fA-F\s]+$/.test(text) && text.length > 0 ? fromHex(text.replace(/\s+/g, ''), undefined, 'receipt') : new Uint8Array(raw);
 }
 
+function cosignerArgs(v: string[] | undefined): Array<[string, Did]> {
+  return (v ?? []).map((s) => {
+    const eq = s.lastIndexOf('=');
+    const did = s.slice(eq + 1);
+    if (eq <= 0 || !isDid(did)) throw new UsageError(`--cosigner ${s}: NAME=DID (a did:key)`);
+    return [s.slice(0, eq), did];
+  });
+}
+
 function mismatch(why: string): never {
   throw new CliError('proof-mismatch', why);
 }
@@ -208,12 +228,7 @@ function verifyProof(values: Record<string, string | boolean | string[] | undefi
   const steward = need('steward');
   if (!isDid(steward)) throw new UsageError(`--steward ${steward}: not a did:key`);
   const origin = typeof values.origin === 'string' ? values.origin : originOf(steward);
-  const cosigners: Array<[string, Did]> = ((values.cosigner as string[] | undefined) ?? []).map((s) => {
-    const eq = s.lastIndexOf('=');
-    const did = s.slice(eq + 1);
-    if (eq <= 0 || !isDid(did)) throw new UsageError(`--cosigner ${s}: NAME=DID (a did:key)`);
-    return [s.slice(0, eq), did];
-  });
+  const cosigners = cosignerArgs(values.cosigner as string[] | undefined);
   const p = readProofFile(proofFile);
   const cp = readCheckpoint(cpFile, steward, origin, cosigners);
   if (p.type === 'inclusion') {

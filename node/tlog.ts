@@ -11,6 +11,7 @@
 import type { Actor } from '../core/actor.ts';
 import type { Did } from '../core/didkey.ts';
 import { type Checkpoint, signCheckpoint } from '../core/note.ts';
+import { bytesEqual } from '../core/bytes.ts';
 import { MerkleTree } from '../core/tlog.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import type { ReceiptLog } from './receiptlog.ts';
@@ -66,4 +67,23 @@ export interface LogCheckpoint {
 export function checkpointOf(tree: MerkleTree, steward: Actor, origin: string = originOf(steward.did)): LogCheckpoint {
   const checkpoint: Checkpoint = { origin, size: tree.size, root: tree.root(), extensions: [] };
   return { checkpoint, note: signCheckpoint(checkpoint, steward.key, origin), tree };
+}
+
+/**
+ * Holds the log's tree to a checkpoint of it that others vouched for (a cosigned one): the log
+ * must hold at least its receipts, and its first `checkpoint.size` receipts must hash to its root.
+ * `label` names the checkpoint in the error (origin, size, cosigners).
+ * @throws NodeFault `log-damaged` (the log is shorter than the checkpoint, or was rewritten below it)
+ */
+export function checkAgainstCheckpoint(tree: MerkleTree, checkpoint: Checkpoint, label: string): void {
+  if (tree.size < checkpoint.size) {
+    throw new NodeFault(
+      NodeFaultCodes.LOG_DAMAGED,
+      `the log holds ${tree.size} receipts, but ${label} says it held ${checkpoint.size}: receipts ${tree.size}..${checkpoint.size - 1} are lost`,
+      label,
+    );
+  }
+  if (!bytesEqual(tree.root(checkpoint.size), checkpoint.root)) {
+    throw new NodeFault(NodeFaultCodes.LOG_DAMAGED, `the log's first ${checkpoint.size} receipts are not the ones ${label} vouches for: the log was rewritten`, label);
+  }
 }

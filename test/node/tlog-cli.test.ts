@@ -4,7 +4,8 @@
  * node:crypto; proofs round-trip through verify-proof; bad input gets its stable code.
  */
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { ClassicLevel } from 'classic-level';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/main.ts';
@@ -13,6 +14,7 @@ import { addSignatureLines, cosign, openCheckpoint, parseNote, signCheckpoint, v
 import { parseDid } from '../../core/didkey.ts';
 import { JcpClient, ReceiptLog, readDataMeta, readKeyFile } from '../../node/index.ts';
 import { writeKeyFile } from '../../node/keyfile.ts';
+import { receiptKey } from '../../node/receiptlog.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('tlog-cli');
@@ -178,5 +180,25 @@ describe('tlog cli - checkpoint, prove, verify-proof on a node log', () => {
     // the checkpoint key is the log's own: another steward key is refused
     const wrongKey = await cli(['receipts', 'checkpoint', dir, '--key', k]);
     expect([wrongKey.code, wrongKey.err]).toEqual([1, expect.stringContaining('[log-steward-mismatch]')]);
+
+    // check-witnessed: the log holds what the cosigned checkpoint of 10 vouches for…
+    const witnessedFile = f('witnessed.txt', grown.out);
+    const held = await cli(['receipts', 'check-witnessed', dir, '--checkpoint', witnessedFile, '--cosigner', `jcp/w=${mallory.did}`]);
+    expect(held.code, held.err).toBe(0);
+    expect(JSON.parse(held.out)).toMatchObject({ ok: true, size: 10, checkpoint_size: 10, cosigned_by: ['jcp/w'] });
+    // …not a checkpoint it was rewritten against…
+    const rw = await cli(['receipts', 'check-witnessed', dir, '--checkpoint', rwFile]);
+    expect([rw.code, rw.err]).toEqual([1, expect.stringMatching(/\[log-damaged\].*rewritten/)]);
+    // …and, cut after the witnessed checkpoint (the head mark with it), it is short and says by which checkpoint
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(path.join(dir, 'receipts'), { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+    await db.batch([
+      { type: 'del', key: receiptKey(9) },
+      { type: 'del', key: receiptKey(8) },
+    ]);
+    await db.close();
+    rmSync(path.join(dir, 'head'), { force: true });
+    const cut = await cli(['receipts', 'check-witnessed', dir, '--checkpoint', witnessedFile, '--cosigner', `jcp/w=${mallory.did}`]);
+    expect([cut.code, cut.err]).toEqual([1, expect.stringMatching(/\[log-damaged\].*holds 8 receipts.*size 10 .*cosigned by jcp\/w.*8\.\.9 are lost/)]);
   }, 60_000);
 });
