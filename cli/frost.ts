@@ -391,15 +391,16 @@ async function cmdApprovals(argv: string[]): Promise<number> {
   const rows: Record<string, unknown>[] = [];
   if (values.journal !== undefined) {
     const path = resolve(values.journal);
-    let read: ReadDecision[];
+    let read: ReturnType<typeof readDecisionFile>;
     try {
       read = readDecisionFile(path);
     } catch (e) {
       throw ioError(e, 'read approvals journal', path);
     }
-    read.forEach((d, i) => {
-      if (values.group === undefined || d.body.group === values.group) rows.push(decisionJson(d, { record: i + 1 }));
-    });
+    for (const m of read) {
+      if (!m.record) rows.push({ record: m.seq, valid: false, malformed: m.malformed });
+      else if (values.group === undefined || m.record.body.group === values.group) rows.push(decisionJson(m.record, { record: m.seq }));
+    }
   } else {
     const nc = await connectNats(values.nats);
     try {
@@ -412,7 +413,7 @@ async function cmdApprovals(argv: string[]): Promise<number> {
   }
   for (const r of rows) {
     if (values.json) process.stdout.write(`${JSON.stringify(r)}\n`);
-    else if (r['malformed'] !== undefined) process.stdout.write(`#${r['seq']} MALFORMED ${r['malformed']}\n`);
+    else if (r['malformed'] !== undefined) process.stdout.write(`#${r['seq'] ?? r['record']} MALFORMED ${r['malformed']}\n`);
     else {
       process.stdout.write(
         `#${r['seq'] ?? r['record']} ${r['valid'] ? 'ok ' : 'BAD-SIGNATURE'} ${r['decision']} by ${r['holder']} (participant ${r['identifier']} of ${r['group']})` +
@@ -421,7 +422,7 @@ async function cmdApprovals(argv: string[]): Promise<number> {
     }
   }
   const bad = rows.filter((r) => !r['valid']).length;
-  if (bad) throw new FrostError(FrostErrorCodes.BAD_SIGNATURE, `${bad} of ${rows.length} approval records do not verify`);
+  if (bad) throw new FrostError(FrostErrorCodes.BAD_SIGNATURE, `${bad} of ${rows.length} approval records do not verify (or are not records)`);
   return 0;
 }
 

@@ -191,7 +191,7 @@ export class DecisionJournal {
 
   private constructor(path: string) {
     this.path = path;
-    if (existsSync(path)) for (const d of readDecisionFile(path)) this.#note(d);
+    if (existsSync(path)) for (const d of readDecisionFile(path)) if (d.record) this.#note(d.record);
     this.#fd = openSync(path, 'a', 0o600);
   }
 
@@ -234,17 +234,21 @@ function key(group: Did, identifier: number, session: string): string {
   return `${groupTag(group)}:${identifier}:${session}`;
 }
 
-/** Every record in a decision journal file, verified (a torn or unreadable tail is skipped). */
-export function readDecisionFile(path: string): ReadDecision[] {
+/**
+ * Every record in a decision journal file, verified, in order (`seq` counts from 1); a frame
+ * that is not a decision record is returned as `malformed`; a torn last frame is ignored.
+ * @throws the file system's error when the file cannot be read.
+ */
+export function readDecisionFile(path: string): StreamedDecision[] {
   const buf = new Uint8Array(readFileSync(path));
-  const out: ReadDecision[] = [];
+  const out: StreamedDecision[] = [];
   for (let off = 0; off + 4 <= buf.length; ) {
     const n = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0, false);
     if (off + 4 + n > buf.length) break;
     try {
-      out.push(openDecision(buf.subarray(off + 4, off + 4 + n)));
-    } catch {
-      // not a record: skipped (the auditor sees fewer records, never a forged one)
+      out.push({ seq: out.length + 1, record: openDecision(buf.subarray(off + 4, off + 4 + n)) });
+    } catch (e) {
+      out.push({ seq: out.length + 1, malformed: (e as Error).message });
     }
     off += 4 + n;
   }
@@ -287,7 +291,7 @@ export async function publishDecision(nc: NatsConnection, prefix: string, group:
   }
 }
 
-/** One message of the approvals stream: a record read back, or why it is not one. */
+/** One message of the approvals stream (or record of a journal): a record read back, or why it is not one. */
 export interface StreamedDecision {
   readonly seq: number;
   readonly record?: ReadDecision;
