@@ -117,9 +117,18 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-async function sign(message: Uint8Array) {
-  return signWithGroup({ bus, registry: await natsRegistry(nc, prefix), prefix, group, message, timeoutMs: ROUND_MS, retries: 0 });
+/**
+ * Signs `message` as the group. `timeoutMs` is the coordinator's round deadline: the refusal
+ * tests give one far beyond the test's own timeout, so they pass only if the session ends as soon
+ * as enough holders refused (not when the deadline passes).
+ */
+async function sign(message: Uint8Array, timeoutMs = ROUND_MS) {
+  return signWithGroup({ bus, registry: await natsRegistry(nc, prefix), prefix, group, message, timeoutMs, retries: 0 });
 }
+
+/** A round deadline the refusal tests never reach (their test timeout is {@link REFUSAL_TEST_MS}). */
+const NEVER_MS = 600_000;
+const REFUSAL_TEST_MS = 20_000;
 
 /** The decision event holder `i` printed for `request`. */
 function decisionOf(i: number, request: string) {
@@ -140,7 +149,7 @@ describe('approvals / each holder decides on the exact call', () => {
 
   it('refuse / a path outside the folder: two holders refuse, the session ends with who refused and why, no signature', async () => {
     const m = callBytes({ args: { path: '/etc/passwd' }, costUj: 800n });
-    const e = await sign(m).catch((x) => x);
+    const e = await sign(m, NEVER_MS).catch((x) => x);
     expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
     expect(e.culprits.map((c: { did: string }) => c.did).sort()).toEqual([roster[0], roster[1]].sort());
     expect(e.message).toMatch(/argument path is not under \/srv\/out\//);
@@ -149,19 +158,19 @@ describe('approvals / each holder decides on the exact call', () => {
     expect(refusals.every((x) => x.code === FrostErrorCodes.NOT_APPROVED)).toBe(true);
     // The holder that approved drew a commitment, the two that refused drew none.
     expect((await decisionOf(2, contentIdOfBytes(m)))['decision']).toBe('approve');
-  });
+  }, REFUSAL_TEST_MS);
 
   it('refuse / bytes that are not a jcp/1 request are refused by every holder (frost-not-a-request)', async () => {
-    const e = await sign(utf8('transfer everything')).catch((x) => x);
+    const e = await sign(utf8('transfer everything'), NEVER_MS).catch((x) => x);
     expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
     expect((e.detail.refusals as { code: string }[]).map((x) => x.code)).toContain(FrostErrorCodes.NOT_A_REQUEST);
-  });
+  }, REFUSAL_TEST_MS);
 
   it('refuse / a request whose now is outside the holders skew is refused (an approval expires with its request)', async () => {
-    const e = await sign(callBytes({ args: { path: '/srv/out/old' }, nowS: Math.floor(Date.now() / 1000) - 3600 })).catch((x) => x);
+    const e = await sign(callBytes({ args: { path: '/srv/out/old' }, nowS: Math.floor(Date.now() / 1000) - 3600 }), NEVER_MS).catch((x) => x);
     expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
     expect(e.message).toMatch(/more than 300 s from the holder's clock/);
-  });
+  }, REFUSAL_TEST_MS);
 
   it('webhook / one that never answers is a refusal; the other two holders still make 2-of-3', async () => {
     const m = callBytes({ args: { path: '/srv/out/hang.txt' }, costUj: 100n });
