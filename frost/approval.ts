@@ -128,7 +128,7 @@ export interface Verdict {
 
 /** A constraint on one argument (a top-level key of the JSON arguments). */
 export interface ArgRule {
-  /** The value is a string starting with this prefix; `..` path segments are refused. */
+  /** The value (or every element of a list of strings) starts with this prefix; `..` path segments are refused. */
   readonly prefix?: string;
   /** The value is a number ≤ max / ≥ min. */
   readonly max?: number;
@@ -289,8 +289,12 @@ function ruleMiss(r: AllowRule, s: DecodedCall): string | undefined {
       const v = (args as Record<string, unknown>)[k];
       if (v === undefined) return `argument ${k} is missing`;
       if (c.prefix !== undefined) {
-        if (typeof v !== 'string' || !v.startsWith(c.prefix)) return `argument ${k} is not under ${c.prefix}`;
-        if (v.split(/[\\/]/).includes('..')) return `argument ${k} contains '..'`;
+        // A list of strings (several paths or names) is judged element by element.
+        for (const x of Array.isArray(v) ? v : [v]) {
+          if (typeof x !== 'string' || !x.startsWith(c.prefix)) return `argument ${k} is not under ${c.prefix}`;
+          if (x.split(/[\\/]/).includes('..')) return `argument ${k} contains '..'`;
+        }
+        if (Array.isArray(v) && v.length === 0) return `argument ${k} is an empty list`;
       }
       if (c.max !== undefined || c.min !== undefined) {
         if (typeof v !== 'number') return `argument ${k} is not a number`;

@@ -143,12 +143,15 @@ export class ParticipantCluster {
     this.procs = procs;
   }
 
-  /** Starts `n` participants (keystores `<dir>/p1..pn`) in parallel; `dir` defaults to a temp folder. */
-  static async start(n: number, base: Omit<ParticipantProcOpts, 'keystore'>, dir?: string): Promise<ParticipantCluster> {
+  /**
+   * Starts `n` participants (keystores `<dir>/p1..pn`) in parallel; `dir` defaults to a temp
+   * folder. `argsFor(i)` (0-based) adds arguments of participant i's own (its approval policy).
+   */
+  static async start(n: number, base: Omit<ParticipantProcOpts, 'keystore'>, dir?: string, argsFor?: (i: number) => readonly string[]): Promise<ParticipantCluster> {
     const ownsDir = dir === undefined;
     const root = dir ?? mkdtempSync(join(tmpdir(), 'jcp-frost-'));
     mkdirSync(root, { recursive: true });
-    const started = await Promise.allSettled(Array.from({ length: n }, (_, i) => startParticipantProc({ ...base, keystore: join(root, `p${i + 1}`) })));
+    const started = await Promise.allSettled(Array.from({ length: n }, (_, i) => startParticipantProc({ ...base, keystore: join(root, `p${i + 1}`), args: [...(base.args ?? []), ...(argsFor?.(i) ?? [])] })));
     const procs = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failed = started.find((s) => s.status === 'rejected');
     const c = new ParticipantCluster(root, ownsDir, procs);

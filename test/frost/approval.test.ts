@@ -84,6 +84,14 @@ describe('approval / rules file', () => {
     expect(judge(FOLDER, { args: { path: '/srv/out/x' } }).reason).toMatch(/size is missing/);
   });
 
+  it('lists / a prefix rule judges every element of a list of names (one outside refuses the call)', () => {
+    const names = rules({ allow: [{ resource: 'memory', actions: ['delete_entities'], args: { entityNames: { prefix: 'w1-' } } }] });
+    const j = (entityNames: unknown) => judge(names, { resource: 'memory', action: 'delete_entities', args: { entityNames } });
+    expect(j(['w1-a', 'w1-b']).approve).toBe(true);
+    expect(j(['w1-a', 'w2-secrets']).reason).toMatch(/entityNames is not under w1-/);
+    expect(j([]).reason).toMatch(/empty list/);
+  });
+
   it('time windows / hours_utc and not_after are judged against the request now', () => {
     const day = rules({ allow: [{ resource: 'fs', actions: ['write_file'], hours_utc: [9, 17] }] });
     expect(judge(day, {}).reason).toMatch(/hour 8 UTC is outside \[9, 17\)/);
