@@ -5,6 +5,7 @@ import { type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp node start [--config file] [--listen host:port] [--data dir] [--nats url] [--metrics host:port]
+                      [--upstream NAME=URL | --upstream 'NAME=COMMAND ARGS…' …] [--trust-root NAME=did …]
 
 Starts an enforcement node: jcp/1 over TCP in front of the configured MCP endpoints, deciding
 every call against its signed grant chain (§7, §4.2), sealing every decision as a receipt (§8)
@@ -15,12 +16,23 @@ did:key is printed here and logged. On every start the node verifies and replays
 (§8.1); a corrupt or missing log stops it (see 'jcp receipts repair'). Logs are pino JSON on
 stdout; human notes go to stderr. See docs/node.md for the config format.
 
+--upstream fronts an MCP server without a config file: NAME=http(s)://…/mcp (Streamable HTTP)
+or NAME=COMMAND ARGS… (stdio; split at whitespace, a bare command found in node_modules/.bin).
+Each becomes the resource NAME (the id 'jcp grant mint --resource NAME' names), open to any root
+issuer unless --trust-root NAME=did:key:… is given (repeatable). Every resource, its id and its
+tools are printed at start.
+
 Options:
   --config file        JSON config (docs/node.md); defaults apply without one
   --listen host:port   jcp/1 listen address (default 127.0.0.1:7400; port 0 = any free port)
   --data dir           data folder (default .data/node)
   --nats url           NATS URL for cluster streams (revocations, budget channels)
   --metrics host:port  serve /metrics and /healthz there
+  --upstream NAME=URL|'NAME=COMMAND ARGS…'
+                       one more resource NAME in front of that MCP server (repeatable)
+  --trust-root NAME=did
+                       a root issuer honoured for the --upstream resource NAME (repeatable;
+                       without any, the resource is open to every root, §7)
   --accept-damaged-log start even if boot replay finds receipts that fail verification or a
                        continuity break (their spend is then not counted); without it such a
                        log stops the node with log-damaged
@@ -44,6 +56,8 @@ export const command: Command = {
         data: { type: 'string' },
         nats: { type: 'string' },
         metrics: { type: 'string' },
+        upstream: { type: 'string', multiple: true },
+        'trust-root': { type: 'string', multiple: true },
         'accept-damaged-log': { type: 'boolean' },
       },
       false,
@@ -55,6 +69,8 @@ export const command: Command = {
         ...(values.data !== undefined ? { data: values.data } : {}),
         ...(values.nats !== undefined ? { nats: values.nats } : {}),
         ...(values.metrics !== undefined ? { metrics: values.metrics } : {}),
+        ...(values.upstream !== undefined ? { upstream: values.upstream } : {}),
+        ...(values['trust-root'] !== undefined ? { trustRoot: values['trust-root'] } : {}),
       });
     } catch (e) {
       return fault(e);
@@ -88,11 +104,14 @@ export const command: Command = {
     process.stderr.write(
       `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
         (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
-        `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s\n`,
+        `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s` +
+        (node.boot.snapshot ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)` : '') +
+        '\n',
     );
     const onSignal = () => stopped();
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    await printResources(node);
     await done;
     await node.close();
     await cluster?.close();
@@ -103,6 +122,27 @@ export const command: Command = {
     return 0;
   },
 };
+
+/**
+ * Prints each resource on stderr, one line each, once its endpoint answered `tools/list` (or
+ * could not be reached): `jcp node: resource NAME ID open|trust roots N tools: a, b` — or
+ * `decisions only` without an endpoint, `tools: unknown (not reachable yet)` for an upstream down.
+ */
+async function printResources(node: Awaited<ReturnType<typeof startNode>>): Promise<void> {
+  await Promise.all([...node.endpoints.values()].map((b) => b.endpoint.ensureTools()));
+  for (const r of node.resources) {
+    const trust = r.trustRoots === undefined ? 'open' : `trust roots ${r.trustRoots.length}`;
+    const ep = node.endpoints.get(r.id)?.endpoint;
+    const tools = ep?.tools();
+    const what =
+      ep === undefined
+        ? 'decisions only'
+        : tools === undefined
+          ? 'tools: unknown (not reachable yet)'
+          : `tools: ${tools.map((t) => String(t['name'])).join(', ') || '(none)'}`;
+    process.stderr.write(`jcp node: resource ${r.name} ${r.id} ${trust} ${what}\n`);
+  }
+}
 
 /**
  * Prints a start failure as one line `jcp node: error [code]: message` and returns exit code 1.

@@ -25,6 +25,22 @@ export class Ledger implements LedgerView {
     for (const id of chainIds) this.#spent.set(id, this.spent(id) + costUj);
   }
 
+  /**
+   * Reverses a debit of `costUj` on every id in `chainIds` (a steward-signed reversal: the
+   * endpoint could not run the call, so nothing is charged for it; node/outcome.ts). All or
+   * nothing: when any id has less than `costUj` spent, nothing changes.
+   * @returns false (and changes nothing) when the credit would take a grant's spend below zero.
+   */
+  credit(chainIds: readonly ContentId[], costUj: Uj): boolean {
+    for (const id of chainIds) if (this.spent(id) < costUj) return false;
+    for (const id of chainIds) {
+      const left = this.spent(id) - costUj;
+      if (left === 0n) this.#spent.delete(id);
+      else this.#spent.set(id, left);
+    }
+    return true;
+  }
+
   /** Every (grant id, µJ spent) pair. */
   entries(): IterableIterator<[ContentId, Uj]> {
     return this.#spent.entries();

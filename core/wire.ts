@@ -15,6 +15,17 @@
  * - revoke_grant `{revoke_grant: {revocation: SignedRevocation, grant: Grant}}`: the same, carrying
  *   the revoked grant so the node checks authority at once (§4.3) instead of letting the
  *   revocation wait for the grant; answered like revoke.
+ * - list_tools `{list_tools: {}}` → tool_list `{tool_list: {resources: [{name, resource, tools}]}}`
+ *   (the MCP tools behind each resource; no receipt, no debit);
+ * - notice `{notice: {request_id, notification}}`: an MCP notification (progress, logging) the
+ *   upstream sent during an allowed call of a request that asked for them with `notify: 1`; sent
+ *   before that request's response.
+ *
+ * MCP JSON (tool schemas, results, notifications) has floats, bools and null, which canonical CBOR
+ * forbids (§3), so it travels as UTF-8 JSON text inside CBOR text strings.
+ * - amend `{amend: {grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment}}`
+ *   (§4.7): the steered grant's issuer steers a run at a checkpoint; answered by amended
+ *   `{amended: {grant_id, continuation_id, budget_uj, steered_spent_uj}}` or an error.
  *
  * Caller signature (§11): Ed25519 by `caller` over `canonical_cbor` of the request map without
  * `signature` (payload included when present). The payload is bound by `frame.payload_hash`
@@ -35,8 +46,16 @@ import { ErrorCodes, JcpError, check } from './errors.ts';
 import { type Frame, frameToCbor, readFrame } from './frame.ts';
 import { type Grant, type SignedGrant, grantToCbor, readGrant, readSignedGrant, signedGrantToCbor } from './grant.ts';
 import { type ContentId, contentId } from './hash.ts';
+import {
+  readSignedAmendment,
+  readSignedCheckpoint,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  signedAmendmentToCbor,
+  signedCheckpointToCbor,
+} from './checkpoint.ts';
 import { type SignedRevocation, readSignedRevocation, signedRevocationToCbor } from './revocation.ts';
-import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, type Obj } from './schema.ts';
+import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, asUint, type Obj, uintOut } from './schema.ts';
 
 /** Bytes in the length prefix (§11). */
 export const FRAME_HEADER_BYTES = 4;
@@ -175,6 +194,11 @@ export interface WireRequest {
   /** Decision time the caller asserts, unix seconds (the node bounds its skew). */
   readonly now: number;
   readonly payload?: Uint8Array;
+  /**
+   * `1` asks the node to forward the upstream's progress and logging notifications of this call
+   * as `notice` messages before the response; absent = none. Signed like every field.
+   */
+  readonly notify?: 1;
   /** Ed25519 by `caller` over {@link wireRequestSigningBytes}; 64 bytes. */
   readonly signature: Uint8Array;
 }
@@ -196,6 +220,7 @@ function unsignedToCbor(r: UnsignedWireRequest): Obj {
     now: r.now,
   };
   if (r.payload !== undefined) o['payload'] = r.payload;
+  if (r.notify !== undefined) o['notify'] = r.notify;
   return o;
 }
 
@@ -278,13 +303,57 @@ export interface WireDecisionResponse {
 /** A WireResponse: a decided response, or an error. */
 export type WireResponse = WireDecisionResponse | { readonly error: WireError };
 
+/** One resource's tools in a `tool_list` message. */
+export interface ToolListEntry {
+  /** The resource's name in the node's config (for people; at most {@link MAX_NAME} characters). */
+  readonly name: string;
+  /** The resource's content id (what a grant's `capability.resource` names). */
+  readonly resource: ContentId;
+  /**
+   * The JSON text of the upstream's `tools/list` `tools` array (all pages, MCP `Tool` objects);
+   * `[]` when the node does not know them (the upstream never answered).
+   */
+  readonly tools: string;
+}
+
+/** An MCP notification forwarded during a call (`notice`). */
+export interface WireNotice {
+  /** The request id ({@link requestIdOf}) of the call the notification belongs to. */
+  readonly request_id: ContentId;
+  /** The JSON-RPC notification object (`{jsonrpc, method, params?}`) as JSON text. */
+  readonly notification: string;
+}
+
 /** Every jcp/1 message, tagged by `kind` (its top-level key, see `docs/wire.md`). */
 export type WireMessage =
   | { readonly kind: 'request'; readonly request: WireRequest }
   | { readonly kind: 'response'; readonly response: WireDecisionResponse }
   | { readonly kind: 'error'; readonly error: WireError }
   | { readonly kind: 'revoke'; readonly revocation: SignedRevocation; readonly grant?: Grant }
-  | { readonly kind: 'revoked'; readonly grant_id: ContentId };
+  | { readonly kind: 'revoked'; readonly grant_id: ContentId }
+  | { readonly kind: 'list_tools' }
+  | { readonly kind: 'tool_list'; readonly resources: readonly ToolListEntry[] }
+  | ({ readonly kind: 'notice' } & WireNotice)
+  | { readonly kind: 'amend'; readonly grant: SignedGrant; readonly checkpoint: SignedCheckpoint; readonly amendment: SignedAmendment }
+  | { readonly kind: 'amended'; readonly amended: WireAmended };
+
+/**
+ * What a node answers to an amendment it applied (§4.7): the steered grant (now refused there,
+ * `revoked`), the continuation's id, the continuation's effective cap at this node
+ * (`budget_uj` = min(amendment budget, steered budget − steered spend), µJ) and the steered
+ * grant's spend at this node when the amendment took effect (µJ).
+ */
+export interface WireAmended {
+  readonly grant_id: ContentId;
+  readonly continuation_id: ContentId;
+  readonly budget_uj: bigint;
+  readonly steered_spent_uj: bigint;
+}
+
+/** Most characters of a resource name in a `tool_list`. */
+export const MAX_NAME = 256;
+/** Most resources in one `tool_list`. */
+export const MAX_TOOL_LIST_RESOURCES = 4096;
 
 /** The most bytes of an error message we carry. */
 export const MAX_ERROR_MESSAGE = 1024;
@@ -304,6 +373,29 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
         : encode({ revoke_grant: { revocation: signedRevocationToCbor(m.revocation), grant: grantToCbor(m.grant) } });
     case 'revoked':
       return encode({ revoked: { grant_id: m.grant_id } });
+    case 'list_tools':
+      return encode({ list_tools: {} });
+    case 'tool_list':
+      return encode({ tool_list: { resources: m.resources.map((r) => ({ name: r.name, resource: r.resource, tools: r.tools })) } });
+    case 'notice':
+      return encode({ notice: { request_id: m.request_id, notification: m.notification } });
+    case 'amend':
+      return encode({
+        amend: {
+          grant: signedGrantToCbor(m.grant),
+          checkpoint: signedCheckpointToCbor(m.checkpoint),
+          amendment: signedAmendmentToCbor(m.amendment),
+        },
+      });
+    case 'amended':
+      return encode({
+        amended: {
+          grant_id: m.amended.grant_id,
+          continuation_id: m.amended.continuation_id,
+          budget_uj: uintOut(m.amended.budget_uj),
+          steered_spent_uj: uintOut(m.amended.steered_spent_uj),
+        },
+      });
   }
 }
 
@@ -403,7 +495,66 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
     const r = asObj(asObj(o, 'message', ['revoked'])['revoked'], 'revoked', ['grant_id']);
     return { kind: 'revoked', grant_id: asCid(r['grant_id'], 'revoked.grant_id') };
   }
+  if ('list_tools' in o) {
+    asObj(asObj(o, 'message', ['list_tools'])['list_tools'], 'list_tools', []);
+    return { kind: 'list_tools' };
+  }
+  if ('tool_list' in o) {
+    const t = asObj(asObj(o, 'message', ['tool_list'])['tool_list'], 'tool_list', ['resources']);
+    const resources = asArray(t['resources'], 'tool_list.resources', MAX_TOOL_LIST_RESOURCES).map((e, i) => {
+      const where = `tool_list.resources[${i}]`;
+      const r = asObj(e, where, ['name', 'resource', 'tools']);
+      const tools = asText(r['tools'], `${where}.tools`, Number.MAX_SAFE_INTEGER);
+      check(Array.isArray(jsonOrUndefined(tools)), `${where}.tools`, 'expected the JSON text of an array of MCP tools');
+      return { name: asText(r['name'], `${where}.name`, MAX_NAME), resource: asCid(r['resource'], `${where}.resource`), tools };
+    });
+    return { kind: 'tool_list', resources };
+  }
+  if ('notice' in o) {
+    const n = asObj(asObj(o, 'message', ['notice'])['notice'], 'notice', ['request_id', 'notification']);
+    const notification = asText(n['notification'], 'notice.notification', Number.MAX_SAFE_INTEGER);
+    const v = jsonOrUndefined(notification) as { method?: unknown } | undefined;
+    check(
+      typeof v === 'object' && v !== null && !Array.isArray(v) && typeof v.method === 'string',
+      'notice.notification',
+      'expected the JSON text of a JSON-RPC notification object (with a string method)',
+    );
+    return { kind: 'notice', request_id: asCid(n['request_id'], 'notice.request_id'), notification };
+  }
+  if ('amend' in o) {
+    const a = asObj(asObj(o, 'message', ['amend'])['amend'], 'amend', ['grant', 'checkpoint', 'amendment']);
+    return {
+      kind: 'amend',
+      grant: readSignedGrant(a['grant'], 'amend.grant'),
+      checkpoint: readSignedCheckpoint(a['checkpoint'], 'amend.checkpoint'),
+      amendment: readSignedAmendment(a['amendment'], 'amend.amendment'),
+    };
+  }
+  if ('amended' in o) {
+    const a = asObj(asObj(o, 'message', ['amended'])['amended'], 'amended', ['grant_id', 'continuation_id', 'budget_uj', 'steered_spent_uj']);
+    return {
+      kind: 'amended',
+      amended: {
+        grant_id: asCid(a['grant_id'], 'amended.grant_id'),
+        continuation_id: asCid(a['continuation_id'], 'amended.continuation_id'),
+        budget_uj: asUint(a['budget_uj'], 'amended.budget_uj'),
+        steered_spent_uj: asUint(a['steered_spent_uj'], 'amended.steered_spent_uj'),
+      },
+    };
+  }
   throw new JcpError(ErrorCodes.SCHEMA, 'message: not a jcp/1 message (see docs/wire.md)', { field: 'message' });
+}
+
+/** The optional fields of a request map. */
+export const REQUEST_OPTIONAL: readonly string[] = ['payload', 'notify'];
+
+/** A parsed JSON text, or undefined when it is not JSON. */
+function jsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -412,7 +563,7 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
  * @throws JcpError `schema` / `did-invalid` / `bad-length`, naming the field.
  */
 export function readWireRequest(v: unknown): WireRequest {
-  const o = asObj(v, 'request', ['frame', 'chain', 'caller', 'cost', 'now', 'signature'], ['payload']);
+  const o = asObj(v, 'request', ['frame', 'chain', 'caller', 'cost', 'now', 'signature'], REQUEST_OPTIONAL);
   const chain = asArray(o['chain'], 'request.chain', MAX_WIRE_CHAIN).map((g, i) => readSignedGrant(g, `request.chain[${i}]`));
   check(chain.length > 0, 'request.chain', 'at least one grant');
   return readWireRequestFields(o, chain);
@@ -428,6 +579,7 @@ export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): Wi
   const payload = o['payload'] === undefined ? undefined : asBytes(o['payload'], 'request.payload');
   const frame = readFrame(o['frame'], 'request.frame');
   check(frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');
+  if (o['notify'] !== undefined) check(o['notify'] === 1, 'request.notify', 'expected the unsigned integer 1 (or absent)');
   return {
     frame,
     chain,
@@ -435,6 +587,7 @@ export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): Wi
     cost: readCost(o['cost'], 'request.cost'),
     now: asSafeUint(o['now'], 'request.now'),
     ...(payload !== undefined ? { payload } : {}),
+    ...(o['notify'] !== undefined ? { notify: 1 as const } : {}),
     signature: asBytes(o['signature'], 'request.signature', 64),
   };
 }

@@ -15,7 +15,7 @@
 import { decode } from '../core/cbor.ts';
 import type { SignedGrant } from '../core/grant.ts';
 import { asObj } from '../core/schema.ts';
-import { type WireMessage, type WireRequest, decodeWireMessage, readWireRequestFields } from '../core/wire.ts';
+import { REQUEST_OPTIONAL, type WireMessage, type WireRequest, decodeWireMessage, readWireRequestFields } from '../core/wire.ts';
 
 /** Chains kept (by their exact bytes); the cache is emptied when it fills. */
 export const CHAIN_CACHE_SIZE = 4096;
@@ -76,7 +76,7 @@ function at(b: Uint8Array, off: number, key: Uint8Array): boolean {
 /** Where the chain entry of a request-shaped body is: its key's offset, its value's span. */
 export function chainEntry(body: Uint8Array): { keyAt: number; valueAt: number; end: number } | undefined {
   const h = body[0];
-  if (h !== 0xa6 && h !== 0xa7) return undefined;
+  if (h !== 0xa6 && h !== 0xa7 && h !== 0xa8) return undefined;
   let off = 1;
   if (!at(body, off, NOW)) return undefined;
   off = skipItem(body, off + NOW.length);
@@ -90,7 +90,7 @@ export function chainEntry(body: Uint8Array): { keyAt: number; valueAt: number; 
 
 /** Reads the decoded rest of a request (every field but `chain`) with the core's field rules. */
 function readRest(v: unknown, chain: readonly SignedGrant[]): WireRequest {
-  return readWireRequestFields(asObj(v, 'request', ['frame', 'caller', 'cost', 'now', 'signature'], ['payload']), chain);
+  return readWireRequestFields(asObj(v, 'request', ['frame', 'caller', 'cost', 'now', 'signature'], REQUEST_OPTIONAL), chain);
 }
 
 /** A per-node cache of decoded chains; see the module docs. */

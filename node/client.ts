@@ -10,6 +10,11 @@
  * for two calls whose fields are all equal (same chain, action, payload, cost and second): they
  * are one request. Vary the payload to make a new call within the same second.
  *
+ * `listTools()` asks the node which MCP tools stand behind its resources (`list_tools`); a call
+ * with `onNotice` asks for the upstream's progress and logging notifications (`notify: 1`), which
+ * the node sends as `notice` messages before the response; they are routed by request id, not
+ * FIFO (docs/wire.md).
+ *
  * Timeouts: with `timeoutS` (per client, or per call), a call whose reply has not come within
  * that many seconds fails with {@link CallTimeout} (code `timeout`), and so does a connect that
  * does not complete in time. The node may still decide a timed-out request (and debit it): its
@@ -26,10 +31,12 @@ import type { Cost } from '../core/energy.ts';
 import type { FrameKind, Trust } from '../core/frame.ts';
 import { type Grant, type SignedGrant, grantId } from '../core/grant.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import {
   FrameReader,
   MAX_DECLARABLE_LENGTH,
+  type WireAmended,
   type WireDecision,
   type WireMessage,
   type WireRequest,
@@ -88,7 +95,41 @@ export interface CallParams {
   readonly now?: number;
   /** Default: the signer's did. */
   readonly caller?: Did;
+  /**
+   * Asks the node for the upstream's notifications during the call (`notify: 1`, signed). Set
+   * when `onNotice` is given to {@link JcpClient.call}.
+   */
+  readonly notify?: boolean;
+  /**
+   * Called with each MCP notification (the JSON-RPC object: `notifications/progress` with the
+   * node's progress token, `notifications/message`) the upstream sent during this call, in order
+   * and before the call resolves. Only for allowed calls; a deny gets none.
+   */
+  readonly onNotice?: (notification: McpNotification) => void;
   /** Seconds to wait for this call's reply; default the client's {@link ClientOptions.timeoutS}. */
+  readonly timeoutS?: number;
+}
+
+/** A JSON-RPC notification object as the upstream MCP server sent it (`{jsonrpc, method, params?}`). */
+export type McpNotification = { readonly method: string; readonly params?: Record<string, unknown> } & Record<string, unknown>;
+
+/** One resource of a node and the MCP tools behind it ({@link JcpClient.listTools}). */
+export interface ListedResource {
+  /** The resource's name in the node's config. */
+  readonly name: string;
+  /** The resource's content id (a grant's `capability.resource`). */
+  readonly resource: ContentId;
+  /** The upstream's `tools/list` `tools` (MCP `Tool` objects, all pages); `[]` when unknown. */
+  readonly tools: readonly Record<string, unknown>[];
+  /** The same, as the JSON text the node sent. */
+  readonly toolsJson: string;
+}
+
+/** Options of {@link JcpClient.callRequest} (a bare number is `timeoutS`, the older form). */
+export interface CallRequestOptions {
+  /** As {@link CallParams.onNotice}; the request must carry `notify: 1` to get any. */
+  readonly onNotice?: (notification: McpNotification) => void;
+  /** Seconds to wait for the reply; default the client's {@link ClientOptions.timeoutS}. */
   readonly timeoutS?: number;
 }
 
@@ -150,6 +191,15 @@ interface Waiter {
 
 const enc = new TextEncoder();
 
+/** `{notice: …}` as det-CBOR begins: a 1-entry map, then the text key "notice". */
+const NOTICE_PREFIX = Uint8Array.of(0xa1, 0x66, 0x6e, 0x6f, 0x74, 0x69, 0x63, 0x65);
+
+function isNoticeBody(b: Uint8Array): boolean {
+  if (b.length < NOTICE_PREFIX.length) return false;
+  for (let i = 0; i < NOTICE_PREFIX.length; i++) if (b[i] !== NOTICE_PREFIX[i]) return false;
+  return true;
+}
+
 /** A jcp/1 client over one TCP connection. */
 export class JcpClient {
   readonly #opts: ClientOptions;
@@ -158,6 +208,8 @@ export class JcpClient {
   #waiting: Waiter[] = [];
   #closed = false;
   #reconnecting: Promise<void> | undefined;
+  /** request id → notice handler of a call in flight that asked for notices. */
+  readonly #noticeHandlers = new Map<ContentId, Set<(n: McpNotification) => void>>();
 
   private constructor(opts: ClientOptions) {
     checkTimeoutS(opts.timeoutS, 'timeoutS');
@@ -209,8 +261,11 @@ export class JcpClient {
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Replies completed before a bad length in the same chunk are still delivered, in order.
     for (const b of bodies) {
-      const w = this.#waiting.shift();
-      if (w !== undefined && !w.abandoned) w.resolve(b);
+      if (isNoticeBody(b)) this.#onNotice(b);
+      else {
+        const w = this.#waiting.shift();
+        if (w !== undefined && !w.abandoned) w.resolve(b);
+      }
     }
     if (error) {
       // The next reply in line declared more than `replyCap`: its caller gets `frame-too-large`.
@@ -218,6 +273,27 @@ export class JcpClient {
       // the requests behind it are re-sent on a new one (the node answers them from its log).
       this.#waiting.shift()?.reject(error);
       this.#sock?.destroy();
+    }
+  }
+
+  /** Routes a notice to its call's handler; one for no call in flight (or malformed) is dropped. */
+  #onNotice(body: Uint8Array): void {
+    let m: WireMessage;
+    try {
+      m = decodeWireMessage(body);
+    } catch {
+      return;
+    }
+    if (m.kind !== 'notice') return;
+    const handlers = this.#noticeHandlers.get(m.request_id);
+    if (handlers === undefined) return;
+    const n = JSON.parse(m.notification) as McpNotification;
+    for (const h of handlers) {
+      try {
+        h(n);
+      } catch {
+        // a throwing handler must not break the reply stream
+      }
     }
   }
 
@@ -332,6 +408,7 @@ export class JcpClient {
       cost: p.cost ?? { uj: 0n, provenance: 'Estimator' as const },
       now,
       ...(payload !== undefined ? { payload } : {}),
+      ...(p.notify === true || p.onNotice !== undefined ? { notify: 1 as const } : {}),
     };
     return await signWireRequest(unsigned, 'sign' in signer ? signer.sign : signer);
   }
@@ -342,23 +419,47 @@ export class JcpClient {
    *   CallTimeout (code `timeout`, carrying the request) after `timeoutS` seconds without a reply.
    */
   async call(p: CallParams): Promise<CallResult> {
-    return this.callRequest(await this.request(p), p.timeoutS);
+    return this.callRequest(await this.request(p), {
+      ...(p.onNotice !== undefined ? { onNotice: p.onNotice } : {}),
+      ...(p.timeoutS !== undefined ? { timeoutS: p.timeoutS } : {}),
+    });
   }
 
   /**
-   * Sends an already signed request. @throws WireErrorReply on an error reply; CallTimeout
-   * (carrying `req`) after `timeoutS` seconds (default the client's) without a reply.
+   * Sends an already signed request; `onNotice` gets its notices (when it carries `notify: 1`).
+   * `opts` may be a number: the `timeoutS` (the form before notices; still taken).
+   * @throws WireErrorReply on an error reply; CallTimeout (carrying `req`) after `timeoutS`
+   *   seconds (default the client's) without a reply.
    */
-  async callRequest(req: WireRequest, timeoutS?: number): Promise<CallResult> {
+  async callRequest(req: WireRequest, opts: CallRequestOptions | number = {}): Promise<CallResult> {
+    const o: CallRequestOptions = typeof opts === 'number' ? { timeoutS: opts } : opts;
     const body = encodeWireRequest(req);
-    let replyBody: Uint8Array;
-    try {
-      replyBody = await this.roundTrip(body, timeoutS ?? this.#opts.timeoutS);
-    } catch (e) {
-      if (e instanceof CallTimeout) e.request = req;
-      throw e;
+    const rid = contentIdOfBytes(body);
+    const onNotice = o.onNotice;
+    const timeoutS = o.timeoutS ?? this.#opts.timeoutS;
+    const send = async (): Promise<Uint8Array> => {
+      try {
+        return await this.roundTrip(body, timeoutS);
+      } catch (e) {
+        if (e instanceof CallTimeout) e.request = req;
+        throw e;
+      }
+    };
+    let reply: WireMessage;
+    if (onNotice === undefined) reply = decodeWireMessage(await send());
+    else {
+      // Two identical calls in flight are one request: both see its notices.
+      const set = this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>();
+      this.#noticeHandlers.set(rid, set);
+      const mine = (n: McpNotification) => onNotice(n); // a distinct entry even for a shared function
+      set.add(mine);
+      try {
+        reply = decodeWireMessage(await send());
+      } finally {
+        set.delete(mine);
+        if (set.size === 0 && this.#noticeHandlers.get(rid) === set) this.#noticeHandlers.delete(rid);
+      }
     }
-    const reply = decodeWireMessage(replyBody);
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'response') throw new WireErrorReply('schema', `expected a response, got ${reply.kind}`);
     const r = reply.response;
@@ -366,7 +467,7 @@ export class JcpClient {
       decision: r.decision,
       receipt: r.receipt,
       ...(r.result !== undefined ? { result: r.result } : {}),
-      requestId: contentIdOfBytes(body),
+      requestId: rid,
       request: req,
     };
   }
@@ -382,6 +483,35 @@ export class JcpClient {
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'revoked') throw new WireErrorReply('schema', `expected revoked, got ${reply.kind}`);
     return reply.grant_id;
+  }
+
+  /**
+   * The resources the node serves and the MCP tools behind each (`list_tools`, docs/wire.md), in
+   * the order of the node's config. No receipt, no debit; any peer may ask.
+   * @throws WireErrorReply when the node answers with an error (an old node: `unknown-message`).
+   */
+  async listTools(): Promise<ListedResource[]> {
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage({ kind: 'list_tools' })));
+    if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
+    if (reply.kind !== 'tool_list') throw new WireErrorReply('schema', `expected tool_list, got ${reply.kind}`);
+    return reply.resources.map((r) => ({
+      name: r.name,
+      resource: r.resource,
+      tools: JSON.parse(r.tools) as Record<string, unknown>[],
+      toolsJson: r.tools,
+    }));
+  }
+
+  /**
+   * Sends an amendment (§4.7) with the steered grant and its checkpoint; resolves to what the node
+   * applied (the continuation's id and its cap there, µJ).
+   * @throws WireErrorReply when the node refuses it (`amendment-refused` naming the §4.7 code).
+   */
+  async amend(grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment): Promise<WireAmended> {
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage({ kind: 'amend', grant, checkpoint, amendment })));
+    if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
+    if (reply.kind !== 'amended') throw new WireErrorReply('schema', `expected amended, got ${reply.kind}`);
+    return reply.amended;
   }
 
   /** Unanswered requests. */

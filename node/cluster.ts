@@ -27,8 +27,9 @@ import type { Actor } from '../core/actor.ts';
 import type { Decision, DecisionRequest } from '../core/decision.ts';
 import type { Deny } from '../core/deny.ts';
 import { type Did, isDid } from '../core/didkey.ts';
-import { isContentId } from '../core/hash.ts';
-import type { SignedRevocation } from '../core/revocation.ts';
+import { encode } from '../core/cbor.ts';
+import { contentIdOfBytes, isContentId } from '../core/hash.ts';
+import { type SignedRevocation, signedRevocationToCbor } from '../core/revocation.ts';
 import type { LedgerView } from '../core/ledger.ts';
 import { type ChannelSpec, type ChannelStats, Channels } from '../channel/channels.ts';
 import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.ts';
@@ -172,9 +173,17 @@ export class ClusterHooks {
    * from construction on), or after `revocation_catch_up_ms`; chains of more than one link stay
    * refused until the assignments are read.
    */
-  get revocationFeed(): { name: string; start(sink: RevocationSinkLike): Promise<void>; stop(): Promise<void> } {
+  get revocationFeed(): {
+    name: string;
+    start(sink: RevocationSinkLike): Promise<void>;
+    stop(): Promise<void>;
+    publish(sr: SignedRevocation): Promise<void>;
+    publishAmendment(steeredId: string, message: Uint8Array): Promise<void>;
+  } {
     return {
       name: this.feed.name,
+      publish: (sr) => this.publishRevocation(sr),
+      publishAmendment: (id, m) => this.publishAmendment(id, m),
       start: async (sink) => {
         await Promise.all([this.feed.start(sink), this.#assignFollowing]);
       },
@@ -183,6 +192,32 @@ export class ClusterHooks {
         await this.feed.stop();
       },
     };
+  }
+
+  /**
+   * Publishes a revocation this node accepted over jcp/1 on the cluster's revocation stream
+   * (issue 12 §4), which every node follows (this one too: taking it again is a no-op), so a
+   * revocation sent to one node is enforced by all. The message id is the content id of the
+   * signed revocation's bytes, so a retried publish is stored once (the stream's duplicate
+   * window). Resolves once JetStream acknowledged it.
+   * @throws the bus's error when NATS cannot take it within its retry deadline.
+   */
+  async publishRevocation(sr: SignedRevocation): Promise<void> {
+    const bytes = encode(signedRevocationToCbor(sr));
+    await this.bus.ready();
+    await this.bus.publishRevocation(sr.body.grant_id, bytes, `rev.${contentIdOfBytes(bytes)}`);
+  }
+
+  /**
+   * Publishes an amendment this node admitted over jcp/1 (§4.7; docs/steering.md) on the
+   * revocation stream, as the det-CBOR `{amend: …}` message, under the steered grant's subject,
+   * so every node puts it in force (channel/feed.ts hands it to the node's `amend`). Message id
+   * `amd.<content id of the bytes>`: a retried publish is stored once. Resolves once acknowledged.
+   * @throws the bus's error when NATS cannot take it within its retry deadline.
+   */
+  async publishAmendment(steeredId: string, message: Uint8Array): Promise<void> {
+    await this.bus.ready();
+    await this.bus.publishRevocation(steeredId, message, `amd.${contentIdOfBytes(message)}`);
   }
 
   /** Follows the assignment stream until stopped; resolves once caught up or after the catch-up window. Never rejects. */

@@ -19,12 +19,30 @@ export const NodeErrorCodes = {
   BUSY: 'busy',
   /** The payload is not what the resource's endpoint takes (a JSON object of tool arguments). */
   PAYLOAD_INVALID: 'payload-invalid',
+  /**
+   * The frame names a resource this node does not serve (not in its config's `resources`): no
+   * enforcement point guards it here, so the request is refused before any decision, debit or
+   * receipt (issue 12 §3).
+   */
+  UNKNOWN_RESOURCE: 'unknown-resource',
   /** A revocation failed its authority check (§4.3): wrong grant, not the issuer, bad signature. */
   REVOCATION_REFUSED: 'revocation-refused',
+  /** An amendment was not admitted (§4.7): the message names the refusal (`not-issuer: …`, `widening: …`, `already-amended: …`). */
+  AMENDMENT_REFUSED: 'amendment-refused',
   /** The receipt could not be made durable; nothing was replied as decided. */
   LOG_FAILED: 'log-failed',
+  /**
+   * The frame's action is not a tool the resource's MCP server lists (`tools/list`); refused before
+   * the decision: no receipt, no debit.
+   */
+  UNKNOWN_TOOL: 'unknown-tool',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
+  /**
+   * The peer address sent too many requests that failed before a decision, or bad-signature
+   * requests (config `abuse`): refused unread, no receipt; retry later (node/ratelimit.ts).
+   */
+  RATE_LIMITED: 'rate-limited',
 } as const;
 
 /** One node-level error code. */

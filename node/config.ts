@@ -28,6 +28,28 @@ export interface McpStdioEndpointConfig {
   readonly timeoutMs: number;
 }
 
+/**
+ * Where a header value of an HTTP endpoint comes from: an environment variable or a file (read
+ * at each connect, trimmed), never the config itself. `prefix` goes before it (`"Bearer "`).
+ */
+export type HeaderSource =
+  | { readonly env: string; readonly prefix?: string }
+  | { readonly file: string; readonly prefix?: string };
+
+/** How the node reaches a remote MCP server over Streamable HTTP (MCP 2025-06-18). */
+export interface McpHttpEndpointConfig {
+  readonly kind: 'mcp-http';
+  /** The server's MCP endpoint, `http://` or `https://` (e.g. `http://127.0.0.1:3001/mcp`). */
+  readonly url: string;
+  /** Request headers (name → source); values are read from env or files, never inlined. */
+  readonly headers: Readonly<Record<string, HeaderSource>>;
+  /** How long one tool call may take before it is abandoned with a clear error (milliseconds). */
+  readonly timeoutMs: number;
+}
+
+/** The MCP server behind a resource: over stdio or Streamable HTTP. */
+export type EndpointConfig = McpStdioEndpointConfig | McpHttpEndpointConfig;
+
 /** One guarded resource: its content id, its trust roots (§7), and its endpoint (if any). */
 export interface ResourceConfig {
   /** A name for people and logs. */
@@ -37,13 +59,33 @@ export interface ResourceConfig {
   /** Root issuers honoured for this resource; undefined = unconfigured (open, §7). */
   readonly trustRoots: readonly Did[] | undefined;
   /** The endpoint invoked on allow; undefined = decisions only (the reply carries no result). */
-  readonly endpoint: McpStdioEndpointConfig | undefined;
+  readonly endpoint: EndpointConfig | undefined;
 }
 
 /** Batching of the receipt log's fsync'd writes (§8.1). */
 export interface LogBatchConfig {
   /** Most receipts in one fsync'd batch. */
   readonly batchMax: number;
+}
+
+/** Ledger snapshots (node/snapshot.ts, issue 18): when the node writes one, and how many it keeps. */
+export interface SnapshotConfig {
+  /** Write a snapshot once this many receipts are durable past the last one (0 = not by count). */
+  readonly everyReceipts: number;
+  /** Write a snapshot once this many seconds passed since the last one, if a receipt is new (0 = not by time). */
+  readonly everyS: number;
+  /** Snapshot files kept (the newest). */
+  readonly keep: number;
+}
+
+/** Abuse limits per peer address (node/ratelimit.ts): a token bucket charged by failures. */
+export interface AbuseConfig {
+  /** Tokens per peer: failed or bad-signature requests it may send in a burst (0 = no limit). */
+  readonly burst: number;
+  /** Tokens a peer gets back per second. */
+  readonly refillPerS: number;
+  /** Most peers tracked at once. */
+  readonly maxPeers: number;
 }
 
 /** The node's whole configuration, with defaults applied. */
@@ -60,6 +102,17 @@ export interface NodeConfig {
   readonly nats: string | undefined;
   /** Largest accepted `|now − node clock|`, seconds (DESIGN "Decisions"; default 30). */
   readonly maxSkewS: number;
+  /**
+   * Seconds the request index keeps ids beyond `max_skew_s` (default 60): ids of requests whose
+   * `now` is older than `clock − max_skew_s − margin` are dropped, and such requests refused.
+   */
+  readonly requestIndexMarginS: number;
+  /** Ledger snapshots. */
+  readonly snapshot: SnapshotConfig;
+  /** Abuse limits per peer address. */
+  readonly abuse: AbuseConfig;
+  /** `/healthz` reports `log_size_alarm` (and `/metrics` `jcp_log_size_alarm` 1) once the log is larger (bytes; 0 = no alarm). */
+  readonly logSizeAlarmBytes: number;
   /** jcp/1 frame cap in bytes (§11): longer frames are refused before allocation. */
   readonly frameCap: number;
   /** A partial frame must complete within this many ms, or the connection is closed. */
@@ -89,12 +142,47 @@ export interface NodeConfig {
   readonly cluster: Readonly<Record<string, unknown>>;
 }
 
-/** Command-line overrides (`--listen`, `--data`, `--nats`, `--metrics`). */
+/** Command-line overrides (`--listen`, `--data`, `--nats`, `--metrics`, `--upstream`, `--trust-root`). */
 export interface ConfigOverrides {
   readonly listen?: string;
   readonly data?: string;
   readonly nats?: string;
   readonly metrics?: string;
+  /**
+   * `NAME=URL` (Streamable HTTP) or `NAME=COMMAND ARGS…` (stdio, split at whitespace): each one
+   * more resource NAME (id by the same rule as the config: {@link resourceIdOf}) fronting that
+   * MCP server, open to any root unless {@link trustRoot} names some (§7).
+   */
+  readonly upstream?: readonly string[];
+  /** `NAME=did:key:…`: a trust root (§7) of the `--upstream` resource NAME; repeatable. */
+  readonly trustRoot?: readonly string[];
+}
+
+/**
+ * The config entries of `--upstream` / `--trust-root` flags (see {@link ConfigOverrides}), as
+ * `resources[]` JSON; a bad one fails with `where` = the flag, so the CLI reports a usage error.
+ * @throws NodeFault `config-invalid`.
+ */
+export function upstreamResourcesJson(upstream: readonly string[], trustRoot: readonly string[] = []): Json[] {
+  const out: Json[] = [];
+  for (const u of upstream) {
+    const m = /^([^=\s]+)=(.+)$/s.exec(u);
+    if (!m) fail('--upstream', `expected NAME=URL or NAME=COMMAND ARGS…, got ${JSON.stringify(u)}`);
+    const [, name, spec] = m as unknown as [string, string, string];
+    if (out.some((r) => r['name'] === name)) fail('--upstream', `resource ${name} given twice`);
+    const words = spec.trim().split(/\s+/);
+    const endpoint = /^[a-z][a-z0-9+.-]*:\/\//i.test(spec.trim()) ? { url: spec.trim() } : { command: words[0], args: words.slice(1) };
+    out.push({ name, endpoint });
+  }
+  for (const t of trustRoot) {
+    const m = /^([^=\s]+)=(\S+)$/.exec(t);
+    if (!m) fail('--trust-root', `expected NAME=did:key:…, got ${JSON.stringify(t)}`);
+    const r = out.find((x) => x['name'] === m[1]);
+    if (r === undefined) fail('--trust-root', `no --upstream named ${m[1]}`);
+    if (!isDid(m[2])) fail('--trust-root', `${m[1]}: not a valid Ed25519 did:key`);
+    r['trust_roots'] = [...((r['trust_roots'] as string[] | undefined) ?? []), m[2]];
+  }
+  return out;
 }
 
 /** The content id of a resource named `name` when the config gives no explicit id. */
@@ -110,6 +198,14 @@ export const CONFIG_DEFAULTS = {
   listen: '127.0.0.1:7400',
   dataDir: '.data/node',
   maxSkewS: 30,
+  requestIndexMarginS: 60,
+  snapshotEveryReceipts: 100_000,
+  snapshotEveryS: 3600,
+  snapshotKeep: 2,
+  abuseBurst: 200,
+  abuseRefillPerS: 20,
+  abuseMaxPeers: 65_536,
+  logSizeAlarmBytes: 0,
   frameCap: 1 << 20,
   readTimeoutMs: 10_000,
   idleTimeoutMs: 300_000,
@@ -167,9 +263,71 @@ function resolveCommand(command: string, base: string): string {
   return existsSync(local) ? local : command;
 }
 
-function readEndpoint(v: unknown, where: string, base: string): McpStdioEndpointConfig {
-  const o = obj(v, where, ['kind', 'command', 'args', 'env', 'cwd', 'timeout_ms']);
-  if (o['kind'] !== 'mcp-stdio') fail(`${where}.kind`, 'expected "mcp-stdio"');
+/** Header names whose values are credentials: never inline. */
+const SECRET_HEADER = /^(authorization|proxy-authorization|cookie)$|token|key|secret|auth|session|password/i;
+/** Inline values that look like credentials: a scheme and a token, or a long run without spaces. */
+const SECRET_VALUE = /^(bearer|basic|token|digest)\s|^[A-Za-z0-9._~+/=-]{20,}$/i;
+
+function readHeaders(v: unknown, where: string, base: string): Record<string, HeaderSource> {
+  if (v === undefined) return {};
+  const o = obj(v, where, Object.keys(v as object));
+  const out: Record<string, HeaderSource> = {};
+  for (const [name, src] of Object.entries(o)) {
+    const at = `${where}.${name}`;
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) fail(at, 'not a valid HTTP header name');
+    if (typeof src === 'string') {
+      if (SECRET_HEADER.test(name) || SECRET_VALUE.test(src)) {
+        fail(at, 'looks like a secret inlined in the config: give {"env": "VAR"} or {"file": "path"} (optional "prefix": "Bearer ")');
+      }
+      fail(at, 'header values are read from {"env": "VAR"} or {"file": "path"}, never inlined');
+    }
+    const s = obj(src, at, ['env', 'file', 'prefix']);
+    const prefix = s['prefix'] === undefined ? {} : { prefix: text(s['prefix'], `${at}.prefix`) };
+    if ((s['env'] === undefined) === (s['file'] === undefined)) fail(at, 'expected exactly one of "env" or "file"');
+    if (s['env'] !== undefined) {
+      const env = text(s['env'], `${at}.env`);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(env)) fail(`${at}.env`, 'not an environment variable name');
+      if (!process.env[env]) fail(`${at}.env`, `environment variable ${env} is not set`);
+      out[name] = { env, ...prefix };
+    } else {
+      const file = path.resolve(base, text(s['file'], `${at}.file`));
+      if (!existsSync(file)) fail(`${at}.file`, `${file} does not exist`);
+      out[name] = { file, ...prefix };
+    }
+  }
+  return out;
+}
+
+function readHttpEndpoint(o: Json, where: string, base: string): McpHttpEndpointConfig {
+  const url = text(o['url'], `${where}.url`);
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    fail(`${where}.url`, `not a URL: ${JSON.stringify(url)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') fail(`${where}.url`, 'expected an http:// or https:// URL');
+  if (u.username !== '' || u.password !== '') fail(`${where}.url`, 'credentials in the URL: give them as a header from {"env"} or {"file"}');
+  return {
+    kind: 'mcp-http',
+    url,
+    headers: readHeaders(o['headers'], `${where}.headers`, base),
+    timeoutMs: int(o['timeout_ms'], `${where}.timeout_ms`, 1, 3_600_000, CONFIG_DEFAULTS.endpointTimeoutMs),
+  };
+}
+
+/**
+ * Reads a resource's endpoint: `{kind?: "mcp-http", url, headers?, timeout_ms?}` (Streamable HTTP)
+ * or `{kind?: "mcp-stdio", command, args?, env?, cwd?, timeout_ms?}` (a child process over stdio);
+ * `kind` may be left out, `url` or `command` says which.
+ * @throws NodeFault `config-invalid` naming the field.
+ */
+export function readEndpoint(v: unknown, where: string, base: string): EndpointConfig {
+  const raw = obj(v, where, ['kind', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'timeout_ms']);
+  const kind = raw['kind'] ?? (raw['url'] !== undefined ? 'mcp-http' : raw['command'] !== undefined ? 'mcp-stdio' : undefined);
+  if (kind === 'mcp-http') return readHttpEndpoint(obj(raw, where, ['kind', 'url', 'headers', 'timeout_ms']), where, base);
+  if (kind !== 'mcp-stdio') fail(`${where}.kind`, 'expected "mcp-stdio" (with command) or "mcp-http" (with url)');
+  const o = obj(raw, where, ['kind', 'command', 'args', 'env', 'cwd', 'timeout_ms']);
   const args = o['args'] ?? [];
   if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) fail(`${where}.args`, 'expected an array of strings');
   const env = o['env'] ?? {};
@@ -186,17 +344,17 @@ function readEndpoint(v: unknown, where: string, base: string): McpStdioEndpoint
   };
 }
 
-function readResources(v: unknown, base: string): ResourceConfig[] {
-  if (v === undefined) return [];
-  if (!Array.isArray(v)) fail('resources', 'expected an array');
+function readResources(v: unknown, base: string, upstream: readonly Json[] = []): ResourceConfig[] {
+  if (v !== undefined && !Array.isArray(v)) fail('resources', 'expected an array');
+  const fromFile = (v ?? []) as unknown[];
   const seen = new Set<string>();
-  return v.map((r, i) => {
-    const where = `resources[${i}]`;
+  return [...fromFile, ...upstream].map((r, i) => {
+    const where = i < fromFile.length ? `resources[${i}]` : `--upstream ${String((r as Json)['name'])}`;
     const o = obj(r, where, ['name', 'id', 'trust_roots', 'endpoint']);
     const name = text(o['name'], `${where}.name`);
     const id = o['id'] === undefined ? resourceIdOf(name) : o['id'];
     if (!isContentId(id)) fail(`${where}.id`, 'expected a content id (64 lowercase hex chars)');
-    if (seen.has(id)) fail(`${where}.id`, 'resource listed twice');
+    if (seen.has(id)) fail(i < fromFile.length ? `${where}.id` : where, 'resource listed twice');
     seen.add(id);
     let trustRoots: Did[] | undefined;
     if (o['trust_roots'] !== undefined) {
@@ -207,7 +365,9 @@ function readResources(v: unknown, base: string): ResourceConfig[] {
         return d as Did;
       });
     }
-    const endpoint = o['endpoint'] === undefined ? undefined : readEndpoint(o['endpoint'], `${where}.endpoint`, base);
+    // Paths of a command-line upstream are relative to the working folder, not the config file's.
+    const b = i < fromFile.length ? base : process.cwd();
+    const endpoint = o['endpoint'] === undefined ? undefined : readEndpoint(o['endpoint'], `${where}.endpoint`, b);
     return { name, id, trustRoots, endpoint };
   });
 }
@@ -225,6 +385,10 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'metrics',
     'nats',
     'max_skew_s',
+    'request_index_margin_s',
+    'snapshot',
+    'abuse',
+    'log_size_alarm_bytes',
     'frame_cap',
     'read_timeout_ms',
     'idle_timeout_ms',
@@ -249,6 +413,8 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
+  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
+  const abuse = obj(o['abuse'] ?? {}, 'abuse', ['burst', 'refill_per_s', 'max_peers']);
   const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');
@@ -269,6 +435,18 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     metrics,
     nats,
     maxSkewS: int(o['max_skew_s'], 'max_skew_s', 0, 86_400, CONFIG_DEFAULTS.maxSkewS),
+    requestIndexMarginS: int(o['request_index_margin_s'], 'request_index_margin_s', 0, 86_400 * 30, CONFIG_DEFAULTS.requestIndexMarginS),
+    snapshot: {
+      everyReceipts: int(snap['every_receipts'], 'snapshot.every_receipts', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.snapshotEveryReceipts),
+      everyS: int(snap['every_s'], 'snapshot.every_s', 0, 86_400 * 365, CONFIG_DEFAULTS.snapshotEveryS),
+      keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
+    },
+    abuse: {
+      burst: int(abuse['burst'], 'abuse.burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseBurst),
+      refillPerS: int(abuse['refill_per_s'], 'abuse.refill_per_s', 0, 1_000_000, CONFIG_DEFAULTS.abuseRefillPerS),
+      maxPeers: int(abuse['max_peers'], 'abuse.max_peers', 1, 10_000_000, CONFIG_DEFAULTS.abuseMaxPeers),
+    },
+    logSizeAlarmBytes: int(o['log_size_alarm_bytes'], 'log_size_alarm_bytes', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.logSizeAlarmBytes),
     frameCap: int(o['frame_cap'], 'frame_cap', 64, 64 << 20, CONFIG_DEFAULTS.frameCap),
     readTimeoutMs: int(o['read_timeout_ms'], 'read_timeout_ms', 10, 600_000, CONFIG_DEFAULTS.readTimeoutMs),
     idleTimeoutMs: int(o['idle_timeout_ms'], 'idle_timeout_ms', 10, 86_400_000, CONFIG_DEFAULTS.idleTimeoutMs),
@@ -284,7 +462,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     replayWorkers: int(o['replay_workers'], 'replay_workers', 0, 64, availableParallelism()),
     log: { batchMax: int(log['batch_max'], 'log.batch_max', 1, 1_000_000, CONFIG_DEFAULTS.batchMax) },
     logLevel,
-    resources: readResources(o['resources'], base),
+    resources: readResources(o['resources'], base, upstreamResourcesJson(overrides.upstream ?? [], overrides.trustRoot ?? [])),
     meter: meter as Record<string, unknown>,
     cluster: cluster as Record<string, unknown>,
   };

@@ -1,27 +1,41 @@
 /**
- * Endpoints: the real tools a node stands in front of (DESIGN "The way data flows"). A resource
- * maps to an MCP server the node starts and talks to over stdio with `@modelcontextprotocol/sdk`.
- * The frame's action is the tool name; the request's payload holds the tool's arguments (a JSON
- * object, UTF-8). The tool is invoked only on allow, and what it returns goes back to the caller
- * as data (§6: never as control): the bytes of the tool's JSON result.
+ * Endpoints: the real tools a node stands in front of. A resource maps to an MCP server the node
+ * reaches with `@modelcontextprotocol/sdk`: a child process over stdio ({@link McpStdioEndpoint})
+ * or a remote server over Streamable HTTP ({@link McpHttpEndpoint}). The frame's action is the
+ * tool name; the request's payload holds the tool's arguments (a JSON object, UTF-8). The tool is
+ * invoked only on allow, and what it returns goes back to the caller as data (§6: never as
+ * control): the UTF-8 JSON of the upstream's `CallToolResult`, exactly as it sent it (content,
+ * structuredContent, isError, _meta).
  *
- * An endpoint that crashes or hangs gets a timeout and a clear error in the result
- * (`jcp_error: {code, message}`); the decision and its receipt stand, and the node stays up. After
- * a timeout the server process is recycled (killed, restarted on the next call), since a server
- * that hangs once may be wedged for everyone.
+ * The node knows each upstream's tools (`tools/list`, every page, fetched on connect and again on
+ * `notifications/tools/list_changed`), so the enforcer can refuse an unknown tool before any debit.
+ *
+ * A call that cannot be made throws an {@link EndpointError} with a stable code; the enforcer turns
+ * it into a result carrying `jcp_error: {code, message}` while the decision and its receipt stand.
+ * `endpoint-unavailable` means the node got no answer: the server could not be reached or started
+ * (`phase: 'start'`, the call was never sent) or went away before it answered (`phase: 'call'`).
+ * The node charges nothing for such a call: its debit is reversed by a steward-signed reversal
+ * record (`outcome.ts`, issue 12 §3). A timeout or a protocol error is charged, because the tool
+ * may have acted.
+ * After a transport failure the connection is dropped and the next call reconnects (a few
+ * attempts, 50 → 200 ms apart); after a timeout the server is recycled (a stdio process killed),
+ * since a server that hangs once may be wedged for everyone.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import type { McpStdioEndpointConfig } from './config.ts';
+import { READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
+import type { HeaderSource, McpHttpEndpointConfig, McpStdioEndpointConfig } from './config.ts';
 
-/** Codes an endpoint failure carries in the result's `jcp_error` (stable). */
+/** Codes an endpoint failure carries (in {@link EndpointError} and the result's `jcp_error`; stable). */
 export const EndpointErrorCodes = {
   /** The tool did not answer within the endpoint's `timeout_ms`. */
   TIMEOUT: 'endpoint-timeout',
-  /** The server process could not be started, or died during the call. */
+  /** The server could not be reached or started, or went away during the call. */
   UNAVAILABLE: 'endpoint-unavailable',
-  /** The server answered the call with a protocol error (unknown tool, bad arguments…). */
+  /** The server answered the call with a protocol error (bad arguments…) or a reply that is not a CallToolResult. */
   FAILED: 'endpoint-failed',
   /** An idempotent replay of an allow whose result was not kept (the node stopped in between). */
   RESULT_LOST: 'result-lost',
@@ -30,15 +44,87 @@ export const EndpointErrorCodes = {
 /** One endpoint error code. */
 export type EndpointErrorCode = (typeof EndpointErrorCodes)[keyof typeof EndpointErrorCodes];
 
+/** Where an `endpoint-unavailable` call failed: before the call was sent (`start`), or before it was answered (`call`). */
+export type UnavailablePhase = 'start' | 'call';
+
+/**
+ * A tool call that did not produce the upstream's result, with a stable {@link EndpointErrorCode}.
+ * For `endpoint-unavailable`, `phase` says where it failed (absent = `call`, the weaker claim).
+ */
+export class EndpointError extends Error {
+  override readonly name: string = 'EndpointError';
+  readonly code: EndpointErrorCode;
+  readonly phase: UnavailablePhase | undefined;
+  constructor(code: EndpointErrorCode, message: string, options?: ErrorOptions & { readonly phase?: UnavailablePhase }) {
+    super(message, options);
+    this.code = code;
+    this.phase = options?.phase;
+  }
+}
+
+/**
+ * The one way an endpoint says "this call did not happen, so charge nothing for it" (issue 12
+ * §3): an {@link EndpointError} with code `endpoint-unavailable` and its phase. Any transport
+ * plugs in by rejecting `invoke` with this, or with any error whose `code` is
+ * `endpoint-unavailable`.
+ */
+export class EndpointUnavailable extends EndpointError {
+  override readonly name = 'EndpointUnavailable';
+  constructor(message: string, phase: UnavailablePhase, options?: ErrorOptions) {
+    super(EndpointErrorCodes.UNAVAILABLE, message, { ...options, phase });
+  }
+}
+
+/**
+ * The endpoint-unavailable failure inside `e` (itself, or a cause up to 4 levels down, e.g. inside
+ * the meter's `MeteredError`), or undefined. Duck-typed on `code`, so another transport's error
+ * class works too. A failure without a `phase` counts as `call`, the weaker claim.
+ */
+export function endpointUnavailableIn(e: unknown): { message: string; phase: UnavailablePhase } | undefined {
+  let x: unknown = e;
+  for (let i = 0; i < 5 && x !== null && typeof x === 'object'; i++) {
+    const o = x as { code?: unknown; phase?: unknown; message?: unknown; cause?: unknown };
+    if (o.code === EndpointErrorCodes.UNAVAILABLE) {
+      return { message: String(o.message ?? 'endpoint unavailable'), phase: o.phase === 'start' ? 'start' : 'call' };
+    }
+    x = o.cause;
+  }
+  return undefined;
+}
+
+/** A JSON-RPC notification the upstream sent (`{jsonrpc: "2.0", method, params?}`). */
+export type McpNotificationMessage = { readonly method: string; readonly params?: Record<string, unknown> } & Record<string, unknown>;
+
+/** Per-call options of {@link Endpoint.invoke}. */
+export interface InvokeOptions {
+  /**
+   * Receives the upstream's `notifications/progress` (for this call's progress token, which the
+   * endpoint then sets) and `notifications/message` (only while this is the endpoint's only call
+   * in flight, so one caller never sees another's logs), in arrival order, before invoke resolves.
+   */
+  readonly onNotification?: (n: McpNotificationMessage) => void;
+}
+
+/** What the endpoint knows of a tool name: listed by the upstream, not listed, or no list yet. */
+export type ToolStatus = 'known' | 'unknown' | 'unlisted';
+
 /** A tool endpoint behind a resource. */
 export interface Endpoint {
   /** For logs. */
   readonly name: string;
   /**
-   * Calls tool `tool` with `args`; resolves to the result bytes (UTF-8 JSON), never rejects: a
-   * failure is a result with `isError: true` and `jcp_error: {code, message}`.
+   * Calls tool `tool` with `args`; resolves to the result bytes (UTF-8 JSON of the upstream's
+   * `CallToolResult`; a tool's own failure is a result with `isError: true`).
+   * @throws EndpointError `endpoint-unavailable` (with its phase; the node then charges nothing
+   *   for the call) | `endpoint-timeout` | `endpoint-failed`.
    */
-  invoke(tool: string, args: Record<string, unknown>): Promise<Uint8Array>;
+  invoke(tool: string, args: Record<string, unknown>, opts?: InvokeOptions): Promise<Uint8Array>;
+  /** The upstream's last known `tools/list` `tools` (all pages), or undefined before any list. */
+  tools(): readonly Record<string, unknown>[] | undefined;
+  /** Whether `tool` is in the last known list ({@link ToolStatus}). Synchronous. */
+  toolStatus(tool: string): ToolStatus;
+  /** Connects (once) if no list is known yet, so {@link tools} has one; never rejects. */
+  ensureTools(): Promise<void>;
   /** Starts the endpoint ahead of the first call (failures are logged, retried on the next call). */
   start(): Promise<void>;
   /** Stops the endpoint. */
@@ -47,10 +133,14 @@ export interface Endpoint {
 
 const enc = new TextEncoder();
 
-/** The result bytes of an endpoint failure (a CallToolResult with `isError` and `jcp_error`). */
-export function errorResult(code: EndpointErrorCode, message: string): Uint8Array {
+/**
+ * The result bytes of an endpoint failure (a CallToolResult with `isError` and
+ * `jcp_error: {code, message, ...extra}`); `extra` adds fields to `jcp_error` (text values, e.g.
+ * `refunded_uj` on a reversed call).
+ */
+export function errorResult(code: EndpointErrorCode, message: string, extra: Readonly<Record<string, string>> = {}): Uint8Array {
   return enc.encode(
-    JSON.stringify({ isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], jcp_error: { code, message } }),
+    JSON.stringify({ isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], jcp_error: { ...extra, code, message } }),
   );
 }
 
@@ -58,69 +148,85 @@ class TimeoutError extends Error {}
 
 /** How long a server may take to start and answer `initialize` (at least; more if `timeout_ms` is larger). */
 const START_TIMEOUT_MS = 15_000;
+/** Connect attempts per call, and the delay before the second (doubled after each failure). */
+const CONNECT_ATTEMPTS = 3;
+const CONNECT_BACKOFF_MS = 50;
+/** Pages of `tools/list` read at most (a server that pages forever is cut off there). */
+const MAX_TOOL_PAGES = 100;
+/** The `_meta` key that marks the node's own requests on their way out (stripped before sending). */
+const MARK = 'jcp.node/call';
 
-/** An MCP server over stdio (a child process), started on demand and restarted after a crash or hang. */
-export class McpStdioEndpoint implements Endpoint {
+interface Live {
+  readonly client: Client;
+  readonly transport: Transport;
+  /** Aborted (with an `endpoint-unavailable` EndpointError) once the transport gives up on the server. */
+  readonly lost: AbortController;
+}
+
+/** A request of ours in flight: its raw JSON-RPC result, and who gets its notifications. */
+interface Slot {
+  raw?: unknown;
+  readonly emit: ((n: McpNotificationMessage) => void) | undefined;
+}
+
+type Msg = Record<string, unknown>;
+
+/** The MCP client side shared by both transports: connect, tool list, calls, notifications. */
+abstract class McpEndpoint implements Endpoint {
   readonly name: string;
-  readonly #cfg: McpStdioEndpointConfig;
-  readonly #log: Logger;
-  #conn: Promise<{ client: Client; transport: StdioClientTransport }> | undefined;
-  #live: { client: Client; transport: StdioClientTransport } | undefined;
+  protected readonly log: Logger;
+  readonly #timeoutMs: number;
+  #conn: Promise<Live> | undefined;
+  #live: Live | undefined;
+  #tools: readonly Record<string, unknown>[] | undefined;
+  #toolNames: ReadonlySet<string> = new Set();
+  #seq = 0;
+  #calls = 0;
+  readonly #slots = new Map<string, Slot>();
+  readonly #byId = new Map<string | number, Slot>();
+  readonly #byToken = new Map<string | number, Slot>();
 
-  constructor(name: string, cfg: McpStdioEndpointConfig, log: Logger) {
+  protected constructor(name: string, timeoutMs: number, log: Logger) {
     this.name = name;
-    this.#cfg = cfg;
-    this.#log = log.child({ endpoint: name });
+    this.#timeoutMs = timeoutMs;
+    this.log = log.child({ endpoint: name });
   }
 
-  /** The server's process id while it runs (for tests and operators). */
-  async pid(): Promise<number | null> {
-    try {
-      return (await this.#connect()).transport.pid;
-    } catch {
-      return null;
-    }
-  }
+  /** A new, unstarted transport to the server. */
+  protected abstract openTransport(): Promise<Transport>;
+  /** Frees what a dropped connection holds (a stdio process is killed). */
+  protected abstract dispose(live: Live): void;
 
   async start(): Promise<void> {
     try {
-      await this.#connect();
+      await this.connection();
     } catch (e) {
-      this.#log.warn({ err: (e as Error).message }, 'endpoint did not start; will retry on the next call');
+      this.log.warn({ err: (e as Error).message }, 'endpoint did not start; will retry on the next call');
     }
   }
 
-  #connect(): Promise<{ client: Client; transport: StdioClientTransport }> {
+  tools(): readonly Record<string, unknown>[] | undefined {
+    return this.#tools;
+  }
+
+  toolStatus(tool: string): ToolStatus {
+    if (this.#tools === undefined) return 'unlisted';
+    return this.#toolNames.has(tool) ? 'known' : 'unknown';
+  }
+
+  async ensureTools(): Promise<void> {
+    if (this.#tools !== undefined) return;
+    try {
+      await this.connection();
+    } catch {
+      // unreachable now: the list stays unknown
+    }
+  }
+
+  /** The live connection, made on first use; one in flight at a time. */
+  protected connection(): Promise<Live> {
     if (this.#conn) return this.#conn;
-    let conn: Promise<{ client: Client; transport: StdioClientTransport }> | undefined;
-    conn = (async () => {
-      // Loaded on first use: a node without endpoints never pays for the MCP SDK.
-      const [{ Client }, { StdioClientTransport }] = await Promise.all([
-        import('@modelcontextprotocol/sdk/client/index.js'),
-        import('@modelcontextprotocol/sdk/client/stdio.js'),
-      ]);
-      const transport = new StdioClientTransport({
-        command: this.#cfg.command,
-        args: [...this.#cfg.args],
-        env: { ...process.env, ...this.#cfg.env } as Record<string, string>,
-        ...(this.#cfg.cwd !== undefined ? { cwd: this.#cfg.cwd } : {}),
-        stderr: 'pipe',
-      });
-      transport.stderr?.on('data', (d: Buffer) => this.#log.debug({ stderr: d.toString('utf8').trimEnd() }, 'endpoint stderr'));
-      const client = new Client({ name: 'jcp-node', version: '0.1.0' });
-      transport.onclose = () => {
-        if (this.#conn === conn) {
-          this.#conn = undefined;
-          this.#live = undefined;
-        }
-        this.#log.info('endpoint process exited');
-      };
-      await withTimeout(client.connect(transport), Math.max(this.#cfg.timeoutMs, START_TIMEOUT_MS), 'connect');
-      this.#log.info({ pid: transport.pid }, 'endpoint started');
-      const live = { client, transport };
-      if (this.#conn === conn) this.#live = live;
-      return live;
-    })();
+    const conn: Promise<Live> = this.#open(() => this.#conn === conn);
     this.#conn = conn;
     conn.catch(() => {
       if (this.#conn === conn) this.#conn = undefined;
@@ -128,47 +234,210 @@ export class McpStdioEndpoint implements Endpoint {
     return conn;
   }
 
-  async invoke(tool: string, args: Record<string, unknown>): Promise<Uint8Array> {
-    let c: { client: Client; transport: StdioClientTransport };
+  async #open(current: () => boolean): Promise<Live> {
+    // Loaded on first use: a node without endpoints never pays for the MCP SDK.
+    const [{ Client }, { ToolListChangedNotificationSchema }] = await Promise.all([
+      import('@modelcontextprotocol/sdk/client/index.js'),
+      import('@modelcontextprotocol/sdk/types.js'),
+    ]);
+    const transport = await this.openTransport();
+    const client = new Client({ name: 'jcp-node', version: '0.1.0' });
+    // Set before connect: the SDK's own handler runs after ours, for every message.
+    transport.onmessage = (m) => this.#tap(m as unknown as Msg);
+    const send = transport.send.bind(transport);
+    transport.send = (m, o) => send(this.#outgoing(m as unknown as Msg) as unknown as JSONRPCMessage, o);
+    const lost = new AbortController();
+    transport.onclose = () => {
+      if (current()) {
+        this.#conn = undefined;
+        this.#live = undefined;
+      }
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the connection closed`));
+      this.log.info('endpoint connection closed');
+    };
+    // Streamable HTTP: a server that died mid-call may leave the call's stream open-ended; the
+    // transport's failed reconnects (its GET stream, or a resumable POST stream) say it is gone.
+    transport.onerror = (e) => {
+      if (!/Maximum reconnection attempts|Failed to reconnect/.test(e.message) || lost.signal.aborted) return;
+      this.log.warn({ err: e.message }, 'endpoint unreachable; calls in flight fail, the next call reconnects');
+      if (current()) {
+        this.#conn = undefined;
+        this.#live = undefined;
+      }
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away: ${e.message}`));
+      void client.close().catch(() => undefined);
+    };
     try {
-      c = await this.#connect();
+      await withTimeout(client.connect(transport), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'connect');
     } catch (e) {
-      return errorResult(EndpointErrorCodes.UNAVAILABLE, `cannot start ${this.name}: ${(e as Error).message}`);
+      void client.close().catch(() => undefined);
+      throw e;
     }
+    const live: Live = { client, transport, lost };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      void this.#listTools(live).catch((e: Error) => this.log.warn({ err: e.message }, 'tools/list after list_changed failed'));
+    });
     try {
-      const r = await withTimeout(
-        c.client.callTool({ name: tool, arguments: args }, undefined, { timeout: this.#cfg.timeoutMs + 1000 }),
-        this.#cfg.timeoutMs,
-        tool,
-      );
-      return enc.encode(JSON.stringify(r));
+      await withTimeout(this.#listTools(live), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'tools/list');
     } catch (e) {
-      if (e instanceof TimeoutError) {
-        this.#log.warn({ tool, timeoutMs: this.#cfg.timeoutMs }, 'endpoint call timed out; recycling the server');
-        this.#recycle(c);
-        return errorResult(EndpointErrorCodes.TIMEOUT, `${this.name}: tool ${tool} gave no answer within ${this.#cfg.timeoutMs} ms`);
-      }
-      const msg = (e as Error).message ?? String(e);
-      if (this.#live !== c || /closed|EPIPE|ECONNRESET|not connected/i.test(msg)) {
-        return errorResult(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away during ${tool}: ${msg}`);
-      }
-      return errorResult(EndpointErrorCodes.FAILED, `${this.name}: ${tool}: ${msg}`);
+      this.log.warn({ err: (e as Error).message }, 'tools/list failed; tool names are not checked until a list succeeds (next connection, or list_changed)');
+    }
+    this.log.info({ tools: this.#tools?.length ?? null }, 'endpoint connected');
+    if (current()) this.#live = live;
+    return live;
+  }
+
+  /** Reads every page of `tools/list` and makes it the known list (the raw `Tool` objects). */
+  async #listTools(live: Live): Promise<void> {
+    const { ListToolsResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const all: Record<string, unknown>[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const raw = (await this.#request(
+        live,
+        'tools/list',
+        cursor === undefined ? {} : { cursor },
+        ListToolsResultSchema,
+        this.#timeoutMs,
+        undefined,
+      )) as { tools?: unknown; nextCursor?: unknown };
+      if (Array.isArray(raw.tools)) all.push(...(raw.tools as Record<string, unknown>[]));
+      if (typeof raw.nextCursor !== 'string' || raw.nextCursor === '') break;
+      cursor = raw.nextCursor;
+    }
+    this.#tools = all;
+    this.#toolNames = new Set(all.map((t) => t['name']).filter((n): n is string => typeof n === 'string'));
+  }
+
+  /**
+   * Sends one request of ours, marked so that {@link #outgoing} learns its JSON-RPC id (and
+   * progress token) and {@link #tap} keeps its raw result; resolves to that raw result.
+   */
+  async #request(
+    live: Live,
+    method: 'tools/list' | 'tools/call',
+    params: Record<string, unknown>,
+    // biome-ignore lint/suspicious/noExplicitAny: the SDK's schema type is generic over zod versions
+    schema: any,
+    timeoutMs: number,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
+  ): Promise<unknown> {
+    const key = `${++this.#seq}`;
+    const slot: Slot = { emit };
+    this.#slots.set(key, slot);
+    try {
+      const parsed = await withTimeout(
+        live.client.request({ method, params: { ...params, _meta: { [MARK]: key } } } as never, schema, {
+          timeout: timeoutMs + 1000,
+          signal: live.lost.signal,
+          ...(emit !== undefined ? { onprogress: () => undefined } : {}),
+        }),
+        timeoutMs,
+        method === 'tools/call' ? String(params['name']) : method,
+      );
+      return slot.raw ?? parsed;
+    } catch (e) {
+      // The SDK reports an aborted request as a RequestTimeout McpError: say what happened.
+      if (live.lost.signal.aborted && live.lost.signal.reason instanceof EndpointError) throw live.lost.signal.reason;
+      throw e;
+    } finally {
+      this.#slots.delete(key);
+      for (const [k, s] of this.#byId) if (s === slot) this.#byId.delete(k);
+      for (const [k, s] of this.#byToken) if (s === slot) this.#byToken.delete(k);
     }
   }
 
-  #recycle(c: { client: Client; transport: StdioClientTransport }): void {
+  /** A message on its way to the server: our marked requests are noted and the mark removed. */
+  #outgoing(m: Msg): Msg {
+    const params = m['params'] as Msg | undefined;
+    const meta = params?.['_meta'] as Msg | undefined;
+    const key = meta?.[MARK];
+    if (typeof key !== 'string' || m['id'] === undefined) return m;
+    const slot = this.#slots.get(key);
+    const { [MARK]: _mark, ...rest } = meta!;
+    if (slot !== undefined) {
+      this.#byId.set(m['id'] as string | number, slot);
+      const token = rest['progressToken'];
+      if (slot.emit !== undefined && (typeof token === 'string' || typeof token === 'number')) this.#byToken.set(token, slot);
+    }
+    const { _meta: _old, ...p } = params!;
+    return { ...m, params: Object.keys(rest).length > 0 ? { ...p, _meta: rest } : p };
+  }
+
+  /** A message from the server, seen before the SDK handles it. */
+  #tap(m: Msg): void {
+    const id = m['id'];
+    if (id !== undefined && ('result' in m || 'error' in m)) {
+      const slot = this.#byId.get(id as string | number);
+      if (slot !== undefined && 'result' in m) slot.raw = m['result'];
+      return;
+    }
+    if (id !== undefined || typeof m['method'] !== 'string') return;
+    const n = m as McpNotificationMessage;
+    if (n.method === 'notifications/progress') {
+      const token = n.params?.['progressToken'];
+      const slot = typeof token === 'string' || typeof token === 'number' ? this.#byToken.get(token) : undefined;
+      slot?.emit?.(n);
+    } else if (n.method === 'notifications/message' && this.#calls === 1) {
+      // Logging is not tied to a request: it is forwarded only when one call is in flight.
+      for (const s of this.#byToken.values()) s.emit?.(n);
+    }
+  }
+
+  /** The connection, with a few attempts when the server is not reachable. @throws EndpointError `endpoint-unavailable` */
+  async #reach(): Promise<Live> {
+    let delay = CONNECT_BACKOFF_MS;
+    let last: unknown;
+    for (let i = 0; i < CONNECT_ATTEMPTS; i++) {
+      try {
+        return await this.connection();
+      } catch (e) {
+        last = e;
+        if (e instanceof TimeoutError) break; // a server that hangs on connect is not retried in this call
+        if (i + 1 < CONNECT_ATTEMPTS) await new Promise((r) => setTimeout(r, delay));
+        delay *= 2;
+      }
+    }
+    throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `cannot reach ${this.name}: ${(last as Error)?.message ?? String(last)}`, {
+      cause: last,
+      phase: 'start',
+    });
+  }
+
+  async invoke(tool: string, args: Record<string, unknown>, opts: InvokeOptions = {}): Promise<Uint8Array> {
+    const { CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    this.#calls++;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const c = await this.#reach();
+        try {
+          const r = await this.#request(c, 'tools/call', { name: tool, arguments: args }, CallToolResultSchema, this.#timeoutMs, opts.onNotification);
+          return enc.encode(JSON.stringify(r));
+        } catch (e) {
+          const code = classify(e);
+          if (code === EndpointErrorCodes.FAILED) throw new EndpointError(code, `${this.name}: ${tool}: ${(e as Error).message}`, { cause: e });
+          this.#drop(c);
+          if (code === EndpointErrorCodes.TIMEOUT) {
+            this.log.warn({ tool, timeoutMs: this.#timeoutMs }, 'endpoint call timed out; recycling the connection');
+            throw new EndpointError(code, `${this.name}: tool ${tool} gave no answer within ${this.#timeoutMs} ms`, { cause: e });
+          }
+          // A server that no longer knows our session (it restarted) never ran this call: one retry.
+          if (attempt === 0 && sessionLost(e)) continue;
+          throw new EndpointError(code, `${this.name}: the server went away during ${tool}: ${(e as Error).message}`, { cause: e, phase: 'call' });
+        }
+      }
+    } finally {
+      this.#calls--;
+    }
+  }
+
+  /** Forgets a connection after a failure (the next call reconnects) and frees it. */
+  #drop(c: Live): void {
     if (this.#live === c) {
       this.#conn = undefined;
       this.#live = undefined;
     }
-    const pid = c.transport.pid;
-    if (pid !== null) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    this.dispose(c);
     void c.client.close().catch(() => undefined);
   }
 
@@ -183,6 +452,121 @@ export class McpStdioEndpoint implements Endpoint {
     } catch {
       // never started, or already gone
     }
+  }
+}
+
+/** The endpoint code of a failed request: the server's own error, a timeout, or a lost transport. */
+function classify(e: unknown): EndpointErrorCode {
+  if (e instanceof TimeoutError) return EndpointErrorCodes.TIMEOUT;
+  if (e instanceof EndpointError) return e.code;
+  // The server answered, but not with a CallToolResult: its failure, the connection is fine.
+  const name = (e as Error)?.name;
+  if (name === 'ZodError' || name === '$ZodError') return EndpointErrorCodes.FAILED;
+  const code = (e as { code?: unknown })?.code;
+  if ((e as Error)?.name === 'McpError' && typeof code === 'number') {
+    if (code === -32001) return EndpointErrorCodes.TIMEOUT; // RequestTimeout
+    if (code === -32000) return EndpointErrorCodes.UNAVAILABLE; // ConnectionClosed
+    return EndpointErrorCodes.FAILED;
+  }
+  return EndpointErrorCodes.UNAVAILABLE;
+}
+
+/**
+ * True when a Streamable HTTP server refused the POST for its session: 404 (MCP 2025-06-18
+ * §Session Management: the session is unknown, e.g. the server restarted) or 400 (what some
+ * servers, server-everything among them, answer for an unknown session id). Either way the
+ * request was refused at the HTTP level, so no tool ran and a new session may send it again.
+ */
+function sessionLost(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return (e as object)?.constructor?.name === 'StreamableHTTPError' && (code === 404 || code === 400);
+}
+
+/** An MCP server over stdio (a child process), started on demand and restarted after a crash or hang. */
+export class McpStdioEndpoint extends McpEndpoint {
+  readonly #cfg: McpStdioEndpointConfig;
+
+  constructor(name: string, cfg: McpStdioEndpointConfig, log: Logger) {
+    super(name, cfg.timeoutMs, log);
+    this.#cfg = cfg;
+  }
+
+  /** The server's process id while it runs (for tests and operators). */
+  async pid(): Promise<number | null> {
+    try {
+      return ((await this.connection()).transport as StdioClientTransport).pid;
+    } catch {
+      return null;
+    }
+  }
+
+  protected async openTransport(): Promise<Transport> {
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const transport = new StdioClientTransport({
+      command: this.#cfg.command,
+      args: [...this.#cfg.args],
+      env: { ...process.env, ...this.#cfg.env } as Record<string, string>,
+      ...(this.#cfg.cwd !== undefined ? { cwd: this.#cfg.cwd } : {}),
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d: Buffer) => this.log.debug({ stderr: d.toString('utf8').trimEnd() }, 'endpoint stderr'));
+    return transport;
+  }
+
+  protected dispose(live: Live): void {
+    const pid = (live.transport as StdioClientTransport).pid;
+    if (pid === null) return;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/**
+ * The value of a configured header: read from its environment variable or file at each connect
+ * (so a rotated token is picked up by the next connection), with its `prefix`.
+ * @throws EndpointError `endpoint-unavailable` when the variable is unset or the file unreadable.
+ */
+export function headerValue(name: string, src: HeaderSource): string {
+  let v: string | undefined;
+  if ('env' in src) {
+    v = process.env[src.env];
+    if (v === undefined || v === '') {
+      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: environment variable ${src.env} is not set`, { phase: 'start' });
+    }
+  } else {
+    try {
+      v = readFileCapped(src.file, READ_CAPS.configFile, 'header file').toString('utf8').trim();
+    } catch (e) {
+      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: cannot read ${src.file}: ${(e as Error).message}`, { cause: e, phase: 'start' });
+    }
+  }
+  return `${src.prefix ?? ''}${v}`;
+}
+
+/** An MCP server over Streamable HTTP (MCP 2025-06-18), its headers read from env or files. */
+export class McpHttpEndpoint extends McpEndpoint {
+  readonly #cfg: McpHttpEndpointConfig;
+
+  constructor(name: string, cfg: McpHttpEndpointConfig, log: Logger) {
+    super(name, cfg.timeoutMs, log);
+    this.#cfg = cfg;
+  }
+
+  protected async openTransport(): Promise<Transport> {
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const headers: Record<string, string> = {};
+    for (const [k, src] of Object.entries(this.#cfg.headers)) headers[k] = headerValue(k, src);
+    return new StreamableHTTPClientTransport(new URL(this.#cfg.url), {
+      requestInit: { headers },
+      reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 100, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 2 },
+    });
+  }
+
+  protected dispose(): void {
+    // closing the client aborts the transport's requests and streams
   }
 }
 

@@ -8,15 +8,26 @@
  *  2. skew check: `|request.now − node clock| > max_skew_s` → error `clock-skew`;
  *  3. idempotent replay by `request_id`: a request decided before gets its original response
  *     back (the receipt from the log, the kept result), and nothing is debited twice;
- *  4. payload check for a resource with an endpoint (a JSON object of tool arguments) → error
- *     `payload-invalid`;
+ *  4. a resource the node does not serve → error `unknown-resource` (nothing decided or debited);
+ *     payload check for a resource with an endpoint (a JSON object of tool arguments) → error
+ *     `payload-invalid`; then the tool name against the upstream's `tools/list` → error
+ *     `unknown-tool` (when the node has no list yet it connects to get one; an upstream it cannot
+ *     reach has no list, and the call goes on to the decision);
  *  5. caller signature (on a worker thread when the node has them): a failure is a sealed
  *     `bad-signature` deny (`denied()`), evidence like any other decision;
  *  6. the decision with the chain (`decide`, §4.2, §7), priced at no less than the node's own
- *     estimate for the action, then the budget policy hook; the debit on allow;
+ *     estimate for the action, its provenance capped at what the node can vouch for
+ *     (`capProvenance`), then the budget policy hook; the debit on allow;
  *  7. the receipt sealed (`seq`, `prev`, `request_id`, `at`) and appended to the log; the reply is
  *     sent only once the receipt's batch is durable (fsync'd);
- *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6).
+ *  8. on allow, the endpoint is invoked (metered) and its result goes back as data (§6); a request
+ *     with `notify: 1` gets the upstream's progress and logging notifications as `notice`
+ *     messages first. The call's outcome record (`outcome.ts`) is written beside the receipt: a
+ *     measurement (what the meter measured, with its provenance), or, when the endpoint could not
+ *     run the call (endpoint-unavailable), a reversal: durable before the reply, then the debit is
+ *     credited back, so nothing is charged for an effect that never happened.
+ *
+ * `{list_tools: {}}` is answered with every endpoint's known tools (`tool_list`), no receipt.
  *
  * Steps 6–7 run synchronously, one request at a time, so the ledger, `seq` and the `prev` chain
  * are consistent; everything that waits (signature workers, fsync, endpoints) happens outside
@@ -28,26 +39,40 @@ import { type Decision, type DecisionRequest, type DecisionState, decide, denied
 import { DenyReasons } from '../core/deny.ts';
 import { isJcpError } from '../core/errors.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import { type Cost, type Provenance, provenanceProblem } from '../core/energy.ts';
 import type { Ledger } from '../core/ledger.ts';
 import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import type { TrustRoots } from '../core/trust.ts';
 import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
-import type { Grant } from '../core/grant.ts';
-import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
+import { type Result, err } from '../core/result.ts';
+import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
-import { type Endpoint, EndpointErrorCodes, errorResult } from './endpoint.ts';
+import { type Endpoint, EndpointError, EndpointErrorCodes, type McpNotificationMessage, endpointUnavailableIn, errorResult } from './endpoint.ts';
+import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
+import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
-import { type NodeMeter, priceCall } from './pricing.ts';
+import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
-import type { RequestIndex } from './requestindex.ts';
+import type { TimedRequestIndex } from './requestindex.ts';
+import type { PeerLimiter } from './ratelimit.ts';
+import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
+
+/** Where admitted amendments are handed on (a cluster's revocation stream). */
+export interface AmendmentOutlet {
+  readonly name: string;
+  /** Resolves once handed on; `message` is the det-CBOR `{amend: …}` message. */
+  publish(steeredId: ContentId, message: Uint8Array): Promise<void>;
+}
 
 /** Results larger than this (bytes) are replaced by an `endpoint-failed` error result. */
 export const RESULT_CAP_BYTES = 8 << 20;
@@ -63,15 +88,29 @@ export interface EnforcerDeps {
   readonly steward: Actor;
   readonly log: ReceiptLog;
   readonly ledger: Ledger;
-  readonly requests: RequestIndex;
+  /** The idempotency index, bounded by time (its horizon refuses older requests: `clock-skew`). */
+  readonly requests: TimedRequestIndex;
   /** Next `seq` to seal, and the id of the last receipt (the log head). */
   readonly nextSeq: number;
   readonly headId: ContentId | undefined;
   readonly trust: TrustRoots;
   readonly revocations: RevocationStore;
+  /** Amendments in force (§4.7): steered grants refused `revoked`, continuations capped. Absent = none. */
+  readonly amendments?: AmendmentStore | undefined;
   readonly meter: NodeMeter;
+  /**
+   * The best provenance a receipt may seal for a charged figure (`provenanceCeiling` of the
+   * meter's probed provenance; default `Estimator`). A caller's claim above it is capped.
+   */
+  readonly provenanceCeiling?: Provenance | undefined;
   /** resource content id → endpoint. */
   readonly endpoints: ReadonlyMap<ContentId, EndpointBinding>;
+  /**
+   * The resource ids this node serves (its config's `resources`). A request for any other is
+   * refused with the error `unknown-resource` before any decision or debit. Undefined = every
+   * resource (for embedders that decide for resources they do not list).
+   */
+  readonly resources?: ReadonlySet<ContentId> | undefined;
   readonly metrics: NodeMetrics;
   readonly logger: Logger;
   /** Largest accepted |now − clock|, seconds. */
@@ -81,8 +120,19 @@ export interface EnforcerDeps {
   /** Signature workers; undefined = verify on this thread. */
   readonly pool?: WorkerPool | undefined;
   readonly budgetPolicy?: BudgetPolicy | undefined;
+  /** Abuse limits per peer address (node/ratelimit.ts); undefined = none. */
+  readonly limiter?: PeerLimiter | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
+  /**
+   * Where a revocation accepted over jcp/1 goes on to (issue 12 §4: the cluster's revocation
+   * stream, so every node enforces it). Each is awaited before the `{revoked}` reply; one that
+   * fails is retried in the background (every 1 s, then up to 30 s apart) until it succeeds or
+   * {@link Enforcer.stopRetries} is called.
+   */
+  /** Where an amendment admitted over jcp/1 goes on to (§4.7: the revocation stream), like `revocationOutlets`. */
+  readonly amendmentOutlets?: ReadonlyArray<AmendmentOutlet> | undefined;
+  readonly revocationOutlets?: ReadonlyArray<{ readonly name: string; publish(sr: SignedRevocation): Promise<void> }> | undefined;
 }
 
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -106,7 +156,17 @@ export class Enforcer {
     this.#d = deps;
     this.#nextSeq = deps.nextSeq;
     this.#headId = deps.headId;
-    this.#state = { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust };
+    const amendments = deps.amendments;
+    this.#state =
+      amendments === undefined
+        ? { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust }
+        : {
+            // §4.7: an amendment soft-revokes the steered grant (denied `revoked`, like §4.3) and
+            // the continuation starts with the steered grant's spend carried over (its cap).
+            ledger: amendments.view(deps.ledger),
+            revoked: { has: (id) => deps.revocations.has(id) || amendments.steered(id) },
+            trust: deps.trust,
+          };
   }
 
   /** The next seq to be sealed. */
@@ -124,8 +184,30 @@ export class Enforcer {
     return this.#fatal;
   }
 
-  /** Handles one message body and resolves to the response body. Never rejects. */
-  async handle(body: Uint8Array): Promise<Uint8Array> {
+  /**
+   * Handles one message body from peer address `peer` and resolves to the response body.
+   * `notice` sends the `notice` messages of a request that asked for them (`notify: 1`) before
+   * its response. Never rejects. With abuse limits, a peer out of tokens gets `rate-limited`
+   * before anything else, and a reply that is the peer's failure (every error reply but the
+   * node's own faults: `UNCHARGED`) takes one of its tokens.
+   */
+  async handle(body: Uint8Array, notice?: NoticeSink, peer = ''): Promise<Uint8Array> {
+    const limiter = this.#d.limiter;
+    if (limiter === undefined || !limiter.enabled) return await this.#handle(body, notice, peer);
+    if (!limiter.admits(peer)) {
+      this.#d.metrics.rateLimited.inc();
+      return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
+    }
+    const reply = await this.#handle(body, notice, peer);
+    const code = this.#errorCodes.get(reply);
+    if (code !== undefined && !UNCHARGED.has(code)) limiter.charge(peer);
+    return reply;
+  }
+
+  /** The code of each error reply body this enforcer made (to charge the peer's bucket). */
+  readonly #errorCodes = new WeakMap<Uint8Array, string>();
+
+  async #handle(body: Uint8Array, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
     try {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       let msg: WireMessage;
@@ -135,8 +217,10 @@ export class Enforcer {
         if (isJcpError(e)) return this.#error(e.code, e.message);
         throw e;
       }
-      if (msg.kind === 'request') return await this.#request(body, msg.request);
+      if (msg.kind === 'request') return await this.#request(body, msg.request, notice, peer);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
+      if (msg.kind === 'list_tools') return await this.#listTools();
+      if (msg.kind === 'amend') return await this.#amend(msg.grant, msg.checkpoint, msg.amendment);
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
       this.#d.logger.error({ err: e }, 'internal error on the request path');
@@ -158,16 +242,39 @@ export class Enforcer {
 
   #error(code: WireErrorCode | string, message: string): Uint8Array {
     this.#d.metrics.errors.inc({ code });
-    return errorBody(code, message);
+    const b = errorBody(code, message);
+    this.#errorCodes.set(b, code);
+    return b;
   }
 
-  async #request(body: Uint8Array, req: WireRequest): Promise<Uint8Array> {
+  /** `tool_list`: each endpoint's last known tools, in config order (listing first where none is known). */
+  async #listTools(): Promise<Uint8Array> {
+    const bindings = [...this.#d.endpoints.entries()];
+    await Promise.all(bindings.map(([, b]) => b.endpoint.ensureTools()));
+    return encodeWireMessage({
+      kind: 'tool_list',
+      resources: bindings.map(([id, b]) => ({ name: b.name, resource: id, tools: JSON.stringify(b.endpoint.tools() ?? []) })),
+    });
+  }
+
+  async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
     const t0 = performance.now();
     const clock = this.#d.clockS();
+    // Every request moves the index's horizon with the clock (dropping ids no request can match).
+    this.#d.requests.advance(clock);
     if (Math.abs(req.now - clock) > this.#d.maxSkewS) {
       return this.#error(
         NodeErrorCodes.CLOCK_SKEW,
         `request.now ${req.now} is ${req.now - clock} s from the node clock (max_skew_s ${this.#d.maxSkewS})`,
+      );
+    }
+    // The index keeps request ids by time (node/requestindex.ts): below its horizon an id may have
+    // been dropped, so such a request is refused, never decided a second time.
+    const requests = this.#d.requests;
+    if (req.now < requests.horizon) {
+      return this.#error(
+        NodeErrorCodes.CLOCK_SKEW,
+        `request.now ${req.now} is older than the request index keeps (${requests.horizon}: the node clock has been ${requests.horizon + requests.windowS})`,
       );
     }
     // The body is canonical (decode re-encoded it byte for byte), so its hash is `requestIdOf(req)`.
@@ -177,7 +284,7 @@ export class Enforcer {
       this.#d.metrics.replays.inc();
       return await inflight;
     }
-    const seq = this.#d.requests.get(rid);
+    const seq = requests.get(rid, req.now);
     if (seq !== undefined) {
       const replayed = await this.#fromLog(rid, seq);
       if (replayed !== undefined) {
@@ -185,18 +292,33 @@ export class Enforcer {
         return replayed;
       }
     }
+    if (this.#d.resources !== undefined && !this.#d.resources.has(req.frame.resource)) {
+      return this.#error(
+        NodeErrorCodes.UNKNOWN_RESOURCE,
+        `frame.resource ${req.frame.resource} is not a resource this node serves; nothing was decided or debited`,
+      );
+    }
     const binding = this.#d.endpoints.get(req.frame.resource);
     let args: Record<string, unknown> | undefined;
     if (binding !== undefined) {
       const parsed = parseArgs(req.payload);
       if (typeof parsed === 'string') return this.#error(NodeErrorCodes.PAYLOAD_INVALID, parsed);
       args = parsed;
+      let status = binding.endpoint.toolStatus(req.frame.action);
+      if (status === 'unlisted') {
+        await binding.endpoint.ensureTools();
+        status = binding.endpoint.toolStatus(req.frame.action);
+      }
+      if (status === 'unknown') {
+        return this.#error(NodeErrorCodes.UNKNOWN_TOOL, `${binding.name} has no tool ${JSON.stringify(req.frame.action.slice(0, 128))}`);
+      }
     }
+    const emit = req.notify === 1 && notice !== undefined ? noticeEmitter(rid, notice) : undefined;
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
     const p = new Promise<void>((r) => {
       start = r;
-    }).then(() => this.#decideNew(body, req, rid, t0, binding, args));
+    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit, peer));
     this.#inflight.set(rid, p);
     start();
     return await p;
@@ -209,15 +331,19 @@ export class Enforcer {
     t0: number,
     binding: EndpointBinding | undefined,
     args: Record<string, unknown> | undefined,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
+    peer: string,
   ): Promise<Uint8Array> {
     let release = true;
     try {
       const signed = signingBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
+      // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
+      if (!sigOk) this.#d.limiter?.charge(peer);
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
-      const cost = priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action));
+      const cost = capProvenance(priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action)), this.#d.provenanceCeiling ?? 'Estimator');
       const dreq: DecisionRequest = { frame: req.frame, chain: req.chain, caller: req.caller, cost, nowS: req.now };
       let d: Decision = sigOk
         ? decide(dreq, this.#state)
@@ -249,7 +375,7 @@ export class Enforcer {
         this.#fail(e as Error);
         return this.#error(NodeErrorCodes.LOG_FAILED, `the receipt could not be made durable: ${(e as Error).message}`);
       }
-      this.#d.requests.set(rid, seq);
+      this.#d.requests.set(rid, seq, req.now);
       const m = this.#d.metrics;
       m.decisionSeconds.observe((performance.now() - t0) / 1000);
       this.#decisionCounter(d.verdict === 'deny' ? d.deny.reason : 'none').inc();
@@ -259,9 +385,43 @@ export class Enforcer {
       m.debitedUj.inc(Number(cost.uj));
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
-      const result = await this.#invoke(binding, req.frame.action, args ?? {});
+      const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
+      const steward = this.#d.steward;
+      const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
+      const metered =
+        // A figure that breaks §5's provenance rules is left out rather than sealed (never expected from meter/).
+        inv.metered === undefined || provenanceProblem(inv.metered) !== undefined
+          ? {}
+          : {
+              metered_uj: inv.metered.uj,
+              metered_provenance: inv.metered.provenance,
+              ...(inv.metered.measured !== undefined ? { metered_measured: inv.metered.measured } : {}),
+            };
+      if (inv.unavailable !== undefined) {
+        // Nothing is charged for a call the endpoint never answered: a durable, steward-signed
+        // reversal (replay applies it), then the credit. The receipt stands as the decision's evidence.
+        const result = errorResult(
+          EndpointErrorCodes.UNAVAILABLE,
+          `${inv.unavailable.message}; not charged: the debit of ${cost.uj} µJ was reversed (reversal record of receipt seq ${seq})`,
+          { refunded_uj: String(cost.uj), receipt_seq: String(seq), phase: inv.unavailable.phase },
+        );
+        const record = sealOutcome(
+          { ...base, kind: 'reversal', outcome: EndpointErrorCodes.UNAVAILABLE, phase: inv.unavailable.phase, ...metered, refund_uj: cost.uj },
+          steward,
+        );
+        try {
+          await this.#d.log.putOutcome('reversal', seq, record, { requestId: rid, bytes: result });
+        } catch (e) {
+          this.#fail(e as Error);
+          return this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`);
+        }
+        if (this.#d.ledger.credit(d.chainIds, cost.uj)) m.reversedUj.inc(Number(cost.uj));
+        return encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result });
+      }
+      const result = inv.result;
+      const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result), ...metered }, steward);
       release = false;
-      this.#d.log.putResult(rid, result).then(
+      this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }).then(
         () => this.#inflight.delete(rid),
         () => this.#inflight.delete(rid),
       );
@@ -271,21 +431,43 @@ export class Enforcer {
     }
   }
 
-  async #invoke(binding: EndpointBinding, tool: string, args: Record<string, unknown>): Promise<Uint8Array> {
+  /**
+   * Calls the endpoint, metered (§5). Resolves to the result bytes and the meter's figure, or to
+   * `unavailable` when the endpoint rejected with endpoint-unavailable (the call had no answer;
+   * nothing is charged for it). Never rejects.
+   */
+  async #invoke(
+    binding: EndpointBinding,
+    tool: string,
+    args: Record<string, unknown>,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
+  ): Promise<{ result: Uint8Array; metered?: Cost; unavailable?: { message: string; phase: 'start' | 'call' } }> {
     let result: Uint8Array;
+    let metered: Cost | undefined;
+    let unavailable: { message: string; phase: 'start' | 'call' } | undefined;
     try {
-      const metered = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args));
-      result = metered.result;
-      this.#d.metrics.meteredUj.inc({ provenance: metered.cost.provenance }, Number(metered.cost.uj));
+      const opts = emit !== undefined ? { onNotification: emit } : {};
+      const r = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args, opts));
+      result = r.result;
+      metered = r.cost;
     } catch (e) {
-      if (e instanceof MeteredError) this.#d.metrics.meteredUj.inc({ provenance: e.cost.provenance }, Number(e.cost.uj));
-      result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(e as Error).message}`);
+      if (e instanceof MeteredError) metered = e.cost;
+      const cause = e instanceof MeteredError ? e.cause : e;
+      unavailable = endpointUnavailableIn(cause);
+      // The receipt stands; the result says why the tool gave no answer (docs/node.md).
+      result =
+        unavailable !== undefined
+          ? errorResult(EndpointErrorCodes.UNAVAILABLE, unavailable.message)
+          : cause instanceof EndpointError
+            ? errorResult(cause.code, cause.message)
+            : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(cause as Error)?.message ?? String(cause)}`);
     }
+    if (metered !== undefined) this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
     if (result.length > RESULT_CAP_BYTES) {
       result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: result of ${result.length} bytes exceeds ${RESULT_CAP_BYTES}`);
     }
-    this.#d.metrics.endpointCalls.inc({ resource: binding.name, outcome: outcomeOf(result) });
-    return result;
+    this.#d.metrics.endpointCalls.inc({ resource: binding.name, outcome: unavailable !== undefined ? EndpointErrorCodes.UNAVAILABLE : outcomeOf(result) });
+    return { result, ...(metered !== undefined ? { metered } : {}), ...(unavailable !== undefined ? { unavailable } : {}) };
   }
 
   /** The original response of a request decided before (§11 idempotent replay), or undefined if the index entry is not it. */
@@ -320,7 +502,100 @@ export class Enforcer {
       return this.#error(r.error.code === 'busy' ? NodeErrorCodes.BUSY : NodeErrorCodes.REVOCATION_REFUSED, r.error.why);
     }
     this.#d.logger.info({ grant_id: r.value.grantId, admitted: r.value.admitted }, 'revocation recorded');
+    await Promise.all((this.#d.revocationOutlets ?? []).map((o) => this.#propagate(o, sr)));
     return encodeWireMessage({ kind: 'revoked', grant_id: r.value.grantId });
+  }
+
+  /**
+   * Puts an amendment in force at this node (§4.7, node/amendments.ts), reading the steered
+   * grant's spend from the ledger the decision reads, in the same turn as the soft revoke takes
+   * effect. Used by the jcp/1 `amend` message and by feeds (the cluster's revocation stream).
+   * Rejections: the §4.7 codes, `bad-signature`, `already-amended`; a node without an amendment
+   * store refuses `unknown-message`.
+   * @throws when the record cannot be made durable (the node then stops).
+   */
+  async applyAmendment(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Result<WireAmended, AmendmentRejection>> {
+    const store = this.#d.amendments;
+    if (store === undefined) return err({ code: NodeErrorCodes.UNKNOWN_MESSAGE, why: "this node does not take 'amend' messages" });
+    try {
+      const r = await store.submit(grant, cp, sa, this.#state.ledger);
+      if (r.ok) {
+        this.#d.logger.info(
+          { grant_id: r.value.grant_id, continuation_id: r.value.continuation_id, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) },
+          'amendment in force',
+        );
+      }
+      return r;
+    } catch (e) {
+      this.#fail(e as Error);
+      throw e;
+    }
+  }
+
+  /** The jcp/1 `amend` message: applies it, hands it on to the cluster, answers `amended` or `amendment-refused`. */
+  async #amend(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Uint8Array> {
+    if (this.#d.amendments === undefined) return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, "this node does not take 'amend' messages");
+    let r: Result<WireAmended, AmendmentRejection>;
+    try {
+      r = await this.applyAmendment(grant, cp, sa);
+    } catch (e) {
+      return this.#error(NodeErrorCodes.LOG_FAILED, `the amendment could not be made durable: ${(e as Error).message}`);
+    }
+    if (!r.ok) return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
+    const message = encodeWireMessage({ kind: 'amend', grant, checkpoint: cp, amendment: sa });
+    await Promise.all((this.#d.amendmentOutlets ?? []).map((o) => this.#handOnAmendment(o, r.value.grant_id, message)));
+    return encodeWireMessage({ kind: 'amended', amended: r.value });
+  }
+
+  /** Hands an admitted amendment to one outlet; on failure retries in the background like a revocation (never rejects). */
+  async #handOnAmendment(o: AmendmentOutlet, steeredId: ContentId, message: Uint8Array, attempt = 0): Promise<void> {
+    try {
+      await o.publish(steeredId, message);
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: steeredId, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'amendment in force here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#handOnAmendment(o, steeredId, message, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
+  }
+
+  #retryTimers = new Set<NodeJS.Timeout>();
+  #retriesStopped = false;
+
+  /** Hands an accepted revocation to one outlet; on failure keeps retrying in the background (never rejects). */
+  async #propagate(o: { readonly name: string; publish(sr: SignedRevocation): Promise<void> }, sr: SignedRevocation, attempt = 0): Promise<void> {
+    try {
+      await o.publish(sr);
+      if (attempt > 0) this.#d.logger.info({ grant_id: sr.body.grant_id, outlet: o.name, attempt }, 'revocation handed on after retrying');
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: sr.body.grant_id, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'revocation recorded here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#propagate(o, sr, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
+  }
+
+  /** Stops background retries of revocation hand-overs (the node is closing). */
+  stopRetries(): void {
+    this.#retriesStopped = true;
+    for (const t of this.#retryTimers) clearTimeout(t);
+    this.#retryTimers.clear();
   }
 
   #fail(e: Error): void {
@@ -329,6 +604,17 @@ export class Enforcer {
     this.#d.logger.fatal({ err: e }, 'the receipt log failed; stopping');
     this.#d.onFatal(e);
   }
+}
+
+/**
+ * Error replies that do not charge the peer's bucket: the node's own faults and refusals that are
+ * not the peer's doing. Every other error reply is a request that failed before a decision.
+ */
+const UNCHARGED: ReadonlySet<string> = new Set([NodeErrorCodes.LOG_FAILED, NodeErrorCodes.INTERNAL, NodeErrorCodes.BUSY, NodeErrorCodes.RATE_LIMITED]);
+
+/** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
+function noticeEmitter(rid: ContentId, notice: NoticeSink): (n: McpNotificationMessage) => void {
+  return (n) => notice(encodeWireMessage({ kind: 'notice', request_id: rid, notification: JSON.stringify(n) }));
 }
 
 /** The caller signature check of §11 on this thread (never throws). */

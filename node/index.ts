@@ -1,25 +1,47 @@
 /**
  * The enforcement node (DESIGN "Folders": node/): the jcp/1 daemon in front of real tools, its
- * durable receipt log, boot replay, revocations, MCP endpoints, metrics — and the client.
+ * durable receipt log, boot replay, revocations, amendments (§4.7), MCP endpoints, metrics, the
+ * standing-grant webhook server (§4.6) — and the client.
  */
 export {
   type ClientOptions,
   type ClientSigner,
   type CallParams,
+  type CallRequestOptions,
   type CallResult,
   CallTimeout,
   ConnectionLost,
+  type ListedResource,
+  type McpNotification,
   JcpClient,
   resultJson,
   WireErrorReply,
 } from './client.ts';
+export { type AmendmentLoad, AmendmentRefusals, type AmendmentRejection, AmendmentStore, type PersistAmendment } from './amendments.ts';
+export {
+  ARCHIVE_FORMAT,
+  type ArchiveRecord,
+  type Archived,
+  archiveLimit,
+  archiveReceipts,
+  archiveRecords,
+  readSegments,
+  SEGMENT_RECEIPTS,
+  type SegmentCheck,
+  segmentFileName,
+  segmentReceiptAt,
+  withSegments,
+} from './archive.ts';
 export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {
   CONFIG_DEFAULTS,
   type ConfigOverrides,
   configFromJson,
+  type EndpointConfig,
+  type HeaderSource,
   loadConfig,
+  type McpHttpEndpointConfig,
   type McpStdioEndpointConfig,
   type NodeConfig,
   parseHostPort,
@@ -28,18 +50,88 @@ export {
   resourceIdOf,
   trustRootsOf,
 } from './config.ts';
-export { type Endpoint, EndpointErrorCodes, type EndpointErrorCode, errorResult, McpStdioEndpoint } from './endpoint.ts';
-export { Enforcer, type EnforcerDeps, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
+export {
+  type Endpoint,
+  EndpointError,
+  EndpointErrorCodes,
+  type EndpointErrorCode,
+  EndpointUnavailable,
+  endpointUnavailableIn,
+  errorResult,
+  headerValue,
+  type InvokeOptions,
+  McpHttpEndpoint,
+  type McpNotificationMessage,
+  McpStdioEndpoint,
+  type ToolStatus,
+  type UnavailablePhase,
+} from './endpoint.ts';
+export { type AmendmentOutlet, Enforcer, type EnforcerDeps, type EndpointBinding, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
-export { NodeMetrics, serveMetrics } from './metrics.ts';
+export { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
+export { type PeerLimitConfig, PeerLimiter } from './ratelimit.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
-export { type MeterProbe, type NodeMeter, priceCall } from './pricing.ts';
-export { DATA_FORMAT, type HeadCheck, isLockError, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export {
+  checkOutcome,
+  type CheckedOutcome,
+  OUTCOME_KINDS,
+  OUTCOME_PROFILE,
+  type OutcomeCore,
+  type OutcomeKind,
+  OutcomeRefusals,
+  openOutcome,
+  readOutcomeCore,
+  sealOutcome,
+} from './outcome.ts';
+export { capProvenance, type MeterProbe, type NodeMeter, priceCall, provenanceCeiling } from './pricing.ts';
+export { DATA_FORMAT, type HeadCheck, isLockError, outcomeKey, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
 export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
-export { type LogReplay, replayLog, replaySlice, type SliceJob, type SliceResult } from './replay.ts';
-export { RequestIndex } from './requestindex.ts';
+export {
+  type LogReplay,
+  type OutcomeAttribution,
+  type OutcomeReplay,
+  replayLog,
+  replayOutcomes,
+  replaySlice,
+  type SliceJob,
+  type SliceResult,
+  type SliceRunner,
+} from './replay.ts';
+export { type RequestEntries, RequestIndex, TimedRequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
-export { JcpServer, type MessageHandler, type ServerLimits } from './server.ts';
+export {
+  eventClassOf,
+  eventIdOf,
+  type FiringRecord,
+  type Handoff,
+  isLoopbackHost,
+  MAX_EVENT_BYTES,
+  MINT_LEDGER_TYPE,
+  MintLedgerFile,
+  StandingError,
+  type StandingServer,
+  StandingServerCodes,
+  type StandingServerOptions,
+  startStandingServer,
+} from './standing.ts';
+export {
+  chooseSnapshot,
+  encodeSnapshot,
+  listSnapshots,
+  type MadeSnapshot,
+  makeSnapshot,
+  type OpenedSnapshot,
+  openSnapshot,
+  SNAPSHOT_CAP_BYTES,
+  SNAPSHOT_DIR,
+  SNAPSHOT_FORMAT,
+  type SnapshotChoice,
+  snapshotBody,
+  snapshotFileName,
+  Snapshotter,
+  writeSnapshotFile,
+} from './snapshot.ts';
+export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
 export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';

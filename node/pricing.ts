@@ -7,7 +7,7 @@
  * `probe()`, `measure(action, fn)` and `estimateUj(action)`. Tests and benches may pass any
  * object of that shape.
  */
-import type { Cost, Uj } from '../core/energy.ts';
+import { type Cost, type Provenance, provenanceRank, type Uj } from '../core/energy.ts';
 import type { Meter, Probe } from '../meter/index.ts';
 
 /** What the node needs from the energy meter (§5). */
@@ -23,4 +23,28 @@ export type MeterProbe = Probe;
  */
 export function priceCall(claimed: Cost, estimateUj: Uj): Cost {
   return claimed.uj >= estimateUj ? claimed : { uj: estimateUj, provenance: 'Estimator' };
+}
+
+/**
+ * The best provenance a receipt of this node may seal for a charged figure (issue 12 §3, §5): the
+ * charge is fixed at decision time, before the call runs. At that point the node holds no hardware
+ * reading of the call, so the ceiling is at best `ModelBased`. It is never better than the node's
+ * own meter either (the rung `probe()` found at start; `Estimator` when the probe failed). What the
+ * node measures afterwards is recorded in the call's outcome record (`node/outcome.ts`), with the
+ * meter's own provenance.
+ */
+export function provenanceCeiling(meterProvenance: Provenance | undefined): Provenance {
+  const p = meterProvenance ?? 'Estimator';
+  return provenanceRank(p) < provenanceRank('ModelBased') ? 'ModelBased' : p;
+}
+
+/**
+ * A caller's claimed cost with its provenance capped at `ceiling` (§5: a figure never claims
+ * better provenance than the evidence for it). The µJ are unchanged (they are what is charged).
+ * A capped cost drops `measured`, because the caller's figure is not the node's reading. Pure and
+ * deterministic: the same claim and ceiling always seal the same receipt fields.
+ */
+export function capProvenance(cost: Cost, ceiling: Provenance): Cost {
+  if (provenanceRank(cost.provenance) >= provenanceRank(ceiling)) return cost;
+  return { uj: cost.uj, provenance: ceiling };
 }

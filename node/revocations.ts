@@ -59,6 +59,8 @@ export class RevocationStore implements RevocationSink {
   readonly #persist: PersistRevocation;
   readonly #maxPending: number;
   readonly #maxKnown: number;
+  /** Waiters of {@link taken}: grant id → resolvers. */
+  readonly #takenWaiters = new Map<ContentId, Array<() => void>>();
 
   constructor(persist: PersistRevocation, opts: { maxPending?: number; maxKnownGrants?: number } = {}) {
     this.#persist = persist;
@@ -121,8 +123,36 @@ export class RevocationStore implements RevocationSink {
     }
   }
 
+  /**
+   * Resolves once a revocation of `id` has been taken by this store (admitted, or verified and
+   * waiting for its grant, and durable), whichever way it came (jcp/1 or a feed); at once when it
+   * was taken before. Event-driven: for operators' tooling and tests that must know a
+   * revocation arrived without polling.
+   */
+  taken(id: ContentId): Promise<void> {
+    if (this.set.has(id) || this.#pending.has(id)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const list = this.#takenWaiters.get(id);
+      if (list === undefined) this.#takenWaiters.set(id, [resolve]);
+      else list.push(resolve);
+    });
+  }
+
+  #notifyTaken(id: ContentId): void {
+    const list = this.#takenWaiters.get(id);
+    if (list === undefined) return;
+    this.#takenWaiters.delete(id);
+    for (const f of list) f();
+  }
+
   /** Verifies, records and persists a revocation (§4.3); see {@link RevocationSink.submit}. */
   async submit(sr: SignedRevocation, presented?: Grant): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
+    const r = await this.#submit(sr, presented);
+    if (r.ok) this.#notifyTaken(r.value.grantId);
+    return r;
+  }
+
+  async #submit(sr: SignedRevocation, presented?: Grant): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
     const id = sr.body.grant_id;
     if (this.set.has(id)) return ok({ grantId: id, admitted: true });
     if (presented !== undefined && grantId(presented) !== id) {

@@ -16,6 +16,9 @@
  *   are handled concurrently; at most `maxPending` unanswered requests per connection, and the
  *   node stops reading from a connection that does not read its replies.
  * - At most `maxConnections` connections; more get `busy` and are closed.
+ * - A `notice` (an upstream notification of a call that asked for them) is written as soon as it
+ *   arrives, ahead of the replies still queued; its own request's reply is among those, so a
+ *   request's notices always precede its response. Clients route notices by `request_id`.
  */
 import { type Server, type Socket, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -25,8 +28,18 @@ import { NodeErrorCodes } from './codes.ts';
 import { errorBody } from './enforcer.ts';
 import type { NodeMetrics } from './metrics.ts';
 
-/** Handles one message body; resolves to the response body; never rejects. */
-export type MessageHandler = (body: Uint8Array) => Promise<Uint8Array>;
+/**
+ * Sends one message body on the connection at once, ahead of the replies still owed (a `notice`
+ * of a request in flight, docs/wire.md); dropped when the connection is gone.
+ */
+export type NoticeSink = (body: Uint8Array) => void;
+
+/**
+ * Handles one message body; resolves to the response body; never rejects. `notice` sends the
+ * notices of this message's call before its response; `peer` is the connection's remote IP
+ * address (abuse limits, node/ratelimit.ts).
+ */
+export type MessageHandler = (body: Uint8Array, notice: NoticeSink, peer: string) => Promise<Uint8Array>;
 
 /** Limits of {@link JcpServer}. */
 export interface ServerLimits {
@@ -52,6 +65,7 @@ class Connection {
   readonly #sock: Socket;
   readonly #reader: FrameReader;
   readonly #server: JcpServer;
+  readonly #peer: string;
   readonly #queue: Slot[] = [];
   #readTimer: NodeJS.Timeout | undefined;
   #closing = false;
@@ -61,6 +75,7 @@ class Connection {
   constructor(sock: Socket, server: JcpServer) {
     this.#sock = sock;
     this.#server = server;
+    this.#peer = sock.remoteAddress ?? '';
     this.#reader = new FrameReader(server.limits.frameCap);
     sock.setNoDelay(true);
     sock.setTimeout(server.limits.idleTimeoutMs, () => sock.destroy());
@@ -97,7 +112,7 @@ class Connection {
     if (this.#closing) return;
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Requests completed before a bad length in the same chunk are still answered, in order.
-    for (const body of bodies) this.#enqueue(this.#server.handler(body));
+    for (const body of bodies) this.#enqueue(this.#server.handler(body, this.#notice, this.#peer));
     if (error) {
       this.#server.metrics.errors.inc({ code: error.code });
       this.#closeWith(errorBody(error.code, error.message));
@@ -146,6 +161,12 @@ class Connection {
     this.#queue.push({ body });
     this.#flush();
   }
+
+  /** Writes a notice now: its request's reply is still queued, so the notice goes out before it. */
+  readonly #notice: NoticeSink = (body) => {
+    if (this.#sock.destroyed || this.#sock.writableEnded) return;
+    this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
+  };
 
   #enqueue(p: Promise<Uint8Array>): void {
     const slot: Slot = { body: undefined };

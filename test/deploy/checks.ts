@@ -498,10 +498,10 @@ export function wiringProblems(objs: readonly K8sObject[], cfg: NodeConfig, nats
   }
 
   for (const r of cfg.resources) {
-    for (const a of r.endpoint?.args ?? []) {
+    for (const a of (r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.args : [])) {
       if (a.startsWith('/') && mountOf(node, a) === undefined) out.push(`resource ${r.name}: path ${a} is not on a mounted volume`);
     }
-    for (const [k, v] of Object.entries(r.endpoint?.env ?? {})) {
+    for (const [k, v] of Object.entries((r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.env : {}))) {
       const m = v.startsWith('/') ? mountOf(node, v) : undefined;
       if (v.startsWith('/') && (m === undefined || m.readOnly)) out.push(`resource ${r.name}: env ${k}=${v} is not on a writable volume`);
     }

@@ -38,7 +38,7 @@ describe('deploy/node.example.json', () => {
   test('the node\'s own loader accepts it, with its trust roots, endpoints and meter settings', () => {
     const did = 'did:key:z6Mkjpn6ywkCCiXkoSmpQB67LQ1E6QKA8uNyd9CRx7TNG8FJ';
     expect(trustRootsOf(example)).toEqual({ [resourceIdOf('files')]: [did], [resourceIdOf('memory')]: [did] });
-    expect(example.resources.map((r) => [r.name, path.basename(r.endpoint?.command ?? ''), r.endpoint?.env])).toEqual([
+    expect(example.resources.map((r) => [r.name, path.basename((r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : '')), r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.env : undefined])).toEqual([
       ['files', 'mcp-server-filesystem', {}],
       ['memory', 'mcp-server-memory', { MEMORY_FILE_PATH: '/var/lib/jcp/mcp-memory.jsonl' }],
     ]);

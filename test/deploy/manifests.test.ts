@@ -235,7 +235,7 @@ describe('the node config in the ConfigMap', () => {
   test('the node\'s own loader accepts it, with the trust roots and endpoints it carries', () => {
     const did = 'did:key:z6Mkjpn6ywkCCiXkoSmpQB67LQ1E6QKA8uNyd9CRx7TNG8FJ';
     expect(trustRootsOf(cfg)).toEqual({ [resourceIdOf('files')]: [did], [resourceIdOf('memory')]: [did] });
-    expect(cfg.resources.map((r) => [r.name, path.basename(r.endpoint?.command ?? ''), r.endpoint?.args])).toEqual([
+    expect(cfg.resources.map((r) => [r.name, path.basename((r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : '')), r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.args : undefined])).toEqual([
       ['files', 'mcp-server-filesystem', ['/srv/jcp/files']],
       ['memory', 'mcp-server-memory', []],
     ]);
@@ -251,7 +251,7 @@ describe('the node config in the ConfigMap', () => {
 
   test('each endpoint runs an MCP server the image ships (a runtime dependency\'s bin)', () => {
     for (const r of cfg.resources) {
-      const cmd = r.endpoint?.command ?? '';
+      const cmd = (r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : '');
       expect(cmd).toBe(path.join(ROOT, 'node_modules', '.bin', path.basename(cmd)));
       expect(existsSync(cmd)).toBe(true);
     }

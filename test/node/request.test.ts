@@ -16,7 +16,9 @@ import {
   requestIdOf,
   wireRequestToCbor,
 } from '../../core/wire.ts';
+import { createMeter, readMeterConfig } from '../../meter/index.ts';
 import { JcpClient, NodeErrorCodes, type RunningNode, WireErrorReply } from '../../node/index.ts';
+import type { NodeMeter } from '../../node/pricing.ts';
 import { cast, liveNode, mint, RawConn, request } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('request');
@@ -127,6 +129,17 @@ describe('request path: error replies (no decision, no receipt)', () => {
     expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
   });
 
+  test('unknown-resource / a resource the node does not serve: an error reply, no receipt, nothing debited', async () => {
+    const g = mint(alice, bob, 'not-served-here', ['read'], 1_000_000n, rng);
+    const seq = node.enforcer.nextSeq;
+    const req = request(bob, [g], { cost: { uj: 100_000n, provenance: 'Estimator' } });
+    const r = await errorOf(node.port, frameMessage(encodeWireRequest(req)));
+    expect(r).toEqual({ code: NodeErrorCodes.UNKNOWN_RESOURCE, closed: false, keys: ['error'] });
+    expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
+    expect(node.enforcer.nextSeq).toBe(seq);
+    expect(await node.log.getReceipt(seq)).toBeUndefined();
+  });
+
   test('revocation-refused / a revocation signed by someone other than the issuer', async () => {
     const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
     const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
@@ -139,7 +152,7 @@ describe('request path: error replies (no decision, no receipt)', () => {
     await c.close();
   });
 
-  test('an allow on a resource whose endpoint cannot start: the decision and receipt stand, the result says why', async () => {
+  test('an allow on a resource whose endpoint cannot start: the decision and receipt stand, the result says why, nothing is charged', async () => {
     const g = mint(alice, bob, 'mcp', ['read'], 1000n, rng);
     const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     const r = await c.call({ chain: [g], action: 'read', payload: { path: 'x' }, cost: { uj: 7n, provenance: 'Estimator' } });
@@ -148,8 +161,52 @@ describe('request path: error replies (no decision, no receipt)', () => {
     const result = JSON.parse(new TextDecoder().decode(r.result)) as { isError: boolean; jcp_error: { code: string } };
     expect(result.isError).toBe(true);
     expect(result.jcp_error.code).toBe('endpoint-unavailable');
-    expect(node.ledger.spent(grantId(g.grant))).toBe(7n);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
     await c.close();
+  });
+});
+
+describe('request path: provenance on a node with a model-based meter', () => {
+  test('a HwShunt claim is sealed ModelBased (no hardware reading exists before the call runs); ModelBased and Estimator claims stand', async () => {
+    const node = await liveNode({ meter: { default_estimate_uj: 0, rungs: ['cpu-time'], active_watts: 10 } });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    try {
+      expect(node.probe?.provenance).toBe('ModelBased');
+      const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+      const sealed = async (cost: { uj: bigint; provenance: 'HwShunt' | 'ModelBased' | 'Estimator'; measured?: bigint }, n: number) => {
+        const r = await c.call({ chain: [g], action: 'read', payload: { n }, cost });
+        const core = openReceipt(r.receipt, node.did);
+        return core.ok ? core.value.energy_provenance : core.error.code;
+      };
+      expect(await sealed({ uj: 5n, provenance: 'HwShunt', measured: 5n }, 1)).toBe('ModelBased');
+      expect(await sealed({ uj: 5n, provenance: 'ModelBased' }, 2)).toBe('ModelBased');
+      expect(await sealed({ uj: 5n, provenance: 'Estimator' }, 3)).toBe('Estimator');
+    } finally {
+      await c.close();
+      await node.cleanup();
+    }
+  });
+});
+
+describe('request path: provenance on a node whose meter reads hardware', () => {
+  test('a HwShunt claim is still sealed ModelBased: the charge is fixed before the call runs, so it is no hardware reading', async () => {
+    const base = createMeter(readMeterConfig({ default_estimate_uj: 0, rungs: ['estimator'] }));
+    const hw: NodeMeter = {
+      probe: async () => ({ ...(await base.probe()), rung: 'rapl', provenance: 'HwShunt' }),
+      measure: (a, fn) => base.measure(a, fn),
+      estimateUj: (a) => base.estimateUj(a),
+    };
+    const node = await liveNode({}, { meter: hw });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    try {
+      const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+      const r = await c.call({ chain: [g], action: 'read', cost: { uj: 5n, provenance: 'HwShunt', measured: 5n } });
+      const core = openReceipt(r.receipt, node.did);
+      expect(core.ok && core.value.energy_provenance).toBe('ModelBased');
+    } finally {
+      await c.close();
+      await node.cleanup();
+    }
   });
 });
 
@@ -240,9 +297,20 @@ describe('request path: decisions sealed over the socket', () => {
     const core = openReceipt(r.receipt, node.did);
     expect(core.ok && [core.value.cost_uj, core.value.energy_provenance]).toEqual([500n, 'Estimator']);
     expect(node.ledger.spent(grantId(g.grant))).toBe(500n);
+    // A claim above the estimate is charged as claimed, but this node's meter is the estimator:
+    // it cannot vouch for a model-based figure, so the receipt says Estimator (§5).
     const high = await client.call({ chain: [g], action: 'expensive', cost: { uj: 900n, provenance: 'ModelBased' } });
     const hc = openReceipt(high.receipt, node.did);
-    expect(hc.ok && [hc.value.cost_uj, hc.value.energy_provenance]).toEqual([900n, 'ModelBased']);
+    expect(hc.ok && [hc.value.cost_uj, hc.value.energy_provenance]).toEqual([900n, 'Estimator']);
+  });
+
+  test('provenance / a caller’s HwShunt claim with a measured figure is never sealed as HwShunt (§5)', async () => {
+    const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+    const r = await client.call({ chain: [g], action: 'read', cost: { uj: 700n, provenance: 'HwShunt', measured: 700n } });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    const core = openReceipt(r.receipt, node.did);
+    expect(core.ok && [core.value.cost_uj, core.value.energy_provenance]).toEqual([700n, 'Estimator']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(700n);
   });
 
   test('idempotent replay / a re-sent request gets its original response and is not debited twice', async () => {

@@ -122,3 +122,45 @@ describe('revocation over jcp/1', () => {
     expect((await asBob.call({ chain: [g], action: 'read' })).decision.verdict).toBe('allow');
   });
 });
+
+describe('revocation hand-over to the cluster (a feed with an outlet)', () => {
+  test('an accepted revocation is handed on; a failed hand-over is retried; refused and feed-borne ones are never handed on', async () => {
+    const published: string[] = [];
+    let failures = 1;
+    let handedOn!: () => void;
+    const done = new Promise<void>((r) => {
+      handedOn = r;
+    });
+    let sink: { submit: RunningNode['revocations']['submit'] } | undefined;
+    const feed = {
+      name: 'test-outlet',
+      start: async (s: typeof sink) => {
+        sink = s;
+      },
+      stop: async () => undefined,
+      publish: async (sr: { body: { grant_id: string } }) => {
+        if (failures-- > 0) throw new Error('NATS is away');
+        published.push(sr.body.grant_id);
+        handedOn();
+      },
+    };
+    const node = await liveNode({}, { revocationFeeds: [feed as never] });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    try {
+      const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+      const fromFeed = mint(alice, bob, 'tools', ['read'], 1000n, rng);
+      await c.call({ chain: [g], action: 'read' });
+      // Refused (not the issuer): nothing handed on.
+      await c.revoke(signRevocation(grantId(g.grant), mallory, rng(16))).catch(() => undefined);
+      // Accepted: the reply comes even though the first hand-over fails; the retry delivers it.
+      expect(await c.revoke(signRevocation(grantId(g.grant), alice, rng(16)))).toBe(grantId(g.grant));
+      await done;
+      // A revocation that came in through the feed is taken, but not handed on again.
+      expect((await sink!.submit(signRevocation(grantId(fromFeed.grant), alice, rng(16)), fromFeed.grant)).ok).toBe(true);
+      expect(published).toEqual([grantId(g.grant)]);
+    } finally {
+      await c.close();
+      await node.cleanup();
+    }
+  });
+});

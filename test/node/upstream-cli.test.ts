@@ -1,0 +1,138 @@
+/**
+ * `jcp node start --upstream NAME=URL | 'NAME=COMMAND ARGS…' [--trust-root NAME=did]` fronts MCP
+ * servers without a config file (docs/node.md "Upstreams from the command line"): the resources,
+ * their ids and their tools are printed, calls go through, a trust root closes its resource to
+ * other roots, and the data folder defaults to `.data/node` under the working folder.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { main } from '../../cli/main.ts';
+import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { JcpClient, resultJson, resourceIdOf } from '../../node/index.ts';
+import { cast, mint, tempDir } from './fixtures.ts';
+import { type Everything, startEverything } from './upstreams.ts';
+
+const { rng, alice, bob, mallory } = cast('upstream-cli');
+const PAGED = path.join(path.dirname(fileURLToPath(import.meta.url)), 'paged-server.mjs');
+
+/** Runs the CLI in-process, capturing stdout and stderr. */
+async function jcp(...argv: string[]): Promise<{ code: number; err: string }> {
+  let err = '';
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
+    err += typeof s === 'string' ? s : Buffer.from(s).toString('utf8');
+    return true;
+  });
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+  try {
+    return { code: await main(argv), err };
+  } finally {
+    e.mockRestore();
+    o.mockRestore();
+  }
+}
+
+describe('jcp node start --upstream', () => {
+  const cwd = tempDir('upstream-cli');
+  let everything: Everything;
+  let child: ChildProcess;
+  let err = '';
+  let port = 0;
+
+  beforeAll(async () => {
+    everything = await startEverything();
+    child = spawn(
+      process.execPath,
+      [
+        JCP_BIN,
+        'node',
+        'start',
+        '--listen',
+        '127.0.0.1:0',
+        '--upstream',
+        `everything=${everything.url}`,
+        '--upstream',
+        `paged=${process.execPath} ${PAGED}`,
+        '--trust-root',
+        `paged=${alice.did}`,
+      ],
+      { cwd: cwd.dir, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stderr!.on('data', (d: Buffer) => {
+        err += d.toString('utf8');
+        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(err);
+        if (m) port = Number(m[1]);
+        if (port > 0 && /resource paged .*\n/.test(err) && /resource everything .*\n/.test(err)) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`jcp node exited (${code}): ${err}`)));
+    });
+  });
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    await everything?.kill();
+    cwd.cleanup();
+  });
+
+  test('prints each resource with its id, who it is open to and its tools', () => {
+    const line = (name: string) => err.split('\n').find((l) => l.startsWith(`jcp node: resource ${name} `)) ?? '';
+    expect(line('everything')).toMatch(new RegExp(`^jcp node: resource everything ${resourceIdOf('everything')} open tools: .*\\becho\\b`));
+    expect(line('paged')).toBe(`jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed`);
+  });
+
+  test('calls go through to both upstreams; the trust root closes paged to other roots; the data folder defaults under cwd', async () => {
+    const client = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob });
+    try {
+      const echo = mint(alice, bob, 'everything', ['echo'], 1_000_000_000n, rng);
+      const r = await client.call({ chain: [echo], action: 'echo', payload: { message: 'via cli' } });
+      expect(r.decision).toEqual({ verdict: 'allow' });
+      expect(JSON.stringify(resultJson(r.result))).toContain('Echo: via cli');
+      const byAlice = mint(alice, bob, 'paged', ['t1'], 1_000_000_000n, rng);
+      expect((await client.call({ chain: [byAlice], action: 't1', payload: {} })).decision).toEqual({ verdict: 'allow' });
+      const byMallory = mint(mallory, bob, 'paged', ['t1'], 1_000_000_000n, rng);
+      expect((await client.call({ chain: [byMallory], action: 't1', payload: {} })).decision).toEqual({
+        verdict: 'deny',
+        deny_reason: 'untrusted-root',
+      });
+      const openToAll = mint(mallory, bob, 'everything', ['echo'], 1_000_000_000n, rng);
+      expect((await client.call({ chain: [openToAll], action: 'echo', payload: { message: 'm' } })).decision.verdict).toBe('allow');
+    } finally {
+      await client.close();
+    }
+    expect(existsSync(path.join(cwd.dir, '.data', 'node', 'steward.key'))).toBe(true);
+  });
+
+  test('SIGTERM stops it with exit 0', async () => {
+    const code = await new Promise<number | null>((r) => {
+      child.once('exit', (c) => r(c));
+      child.kill('SIGTERM');
+    });
+    expect(code).toBe(0);
+  });
+});
+
+describe('jcp node start --upstream refusals', () => {
+  test('a malformed --upstream or --trust-root is a usage error naming the flag, exit 2', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--upstream', 'no-equals-sign'], /\[usage\]: --upstream: expected NAME=URL or NAME=COMMAND ARGS/],
+      [['--upstream', 'a=x', '--upstream', 'a=y'], /\[usage\]: --upstream: resource a given twice/],
+      [['--upstream', 'a=ftp://host/mcp'], /\[usage\]: --upstream a\.endpoint\.url: expected an http:\/\/ or https:\/\/ URL/],
+      [['--upstream', 'a=http://127.0.0.1:1/mcp', '--trust-root', 'b=did:key:z6Mk'], /\[usage\]: --trust-root: no --upstream named b/],
+      [['--upstream', 'a=http://127.0.0.1:1/mcp', '--trust-root', 'a=not-a-did'], /\[usage\]: --trust-root: a: not a valid Ed25519 did:key/],
+    ];
+    const data = tempDir('upstream-cli-refused');
+    for (const [flags, want] of cases) {
+      const r = await jcp('node', 'start', '--listen', '127.0.0.1:0', '--data', data.dir, ...flags);
+      expect(r.code, flags.join(' ')).toBe(2);
+      expect(r.err, flags.join(' ')).toMatch(want);
+    }
+    expect(existsSync(path.join(data.dir, 'steward.key'))).toBe(false);
+    data.cleanup();
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * MCP servers for the upstream tests, on loopback only: `@modelcontextprotocol/server-everything`
+ * over Streamable HTTP as a child process (bound to 127.0.0.1 by a preload, on a free port or a
+ * given one for a restart), and a tiny in-process Streamable HTTP server that reports the
+ * `Authorization` header it received.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..');
+const EVERYTHING = path.join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+const PRELOAD = path.join(HERE, 'loopback-listen.mjs');
+
+/** A running server-everything (Streamable HTTP at `url`). */
+export interface Everything {
+  readonly port: number;
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** SIGKILLs the server and waits for it to exit. */
+  kill(): Promise<void>;
+}
+
+/** Starts server-everything over Streamable HTTP on 127.0.0.1 (`port` 0 = a free one). */
+export function startEverything(port = 0): Promise<Everything> {
+  const child = spawn(process.execPath, ['--import', PRELOAD, EVERYTHING, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return new Promise<Everything>((resolve, reject) => {
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server-everything did not listen within 20 s: ${err}`));
+    }, 20_000);
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString('utf8');
+      const m = /JCP-LISTENING (\d+)/.exec(err);
+      if (m && timer.hasRef()) {
+        clearTimeout(timer);
+        timer.unref();
+        const p = Number(m[1]);
+        resolve({
+          port: p,
+          url: `http://127.0.0.1:${p}/mcp`,
+          child,
+          kill: async () => {
+            if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+            await exited;
+          },
+        });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server-everything exited (${code}) before listening: ${err}`));
+    });
+  });
+}
+
+/** A Streamable HTTP MCP server that answers 401 without `Bearer <token>` and reports the header. */
+export interface BearerServer {
+  readonly url: string;
+  /** Every `Authorization` header value received, in order. */
+  readonly seen: string[];
+  close(): Promise<void>;
+}
+
+/** Starts {@link BearerServer} on 127.0.0.1, a free port; tool `whoami` returns the header it saw. */
+export async function startBearerServer(token: string): Promise<BearerServer> {
+  const seen: string[] = [];
+  const server: Server = createServer(async (req, res) => {
+    const auth = req.headers.authorization ?? '';
+    seen.push(auth);
+    if (auth !== `Bearer ${token}`) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'unauthorized' }));
+      return;
+    }
+    // Stateless: a fresh server and transport per request (the SDK's stateless pattern).
+    const mcp = new McpServer({ name: 'bearer-check', version: '1.0.0' });
+    mcp.registerTool('whoami', { description: 'returns the Authorization header it received' }, async () => ({
+      content: [{ type: 'text', text: auth }],
+    }));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((r) => server.listen({ port: 0, host: '127.0.0.1' }, () => r()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    seen,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
