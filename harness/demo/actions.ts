@@ -124,7 +124,8 @@ export interface TeamRefusal {
   /** True when no signature came out (the call never reached the node). */
   readonly refused: boolean;
   readonly code: string | null;
-  readonly refusals: readonly { readonly identifier: number | null; readonly did: string | null; readonly code: string; readonly why: string }[];
+  /** Who refused: `member` is the team's member (process) number, `identifier` the FROST identifier (roster index). */
+  readonly refusals: readonly { readonly member: number | null; readonly identifier: number | null; readonly did: string | null; readonly code: string; readonly why: string }[];
 }
 
 /**
@@ -139,7 +140,12 @@ export async function askTeamToSign(node: DemoNode, team: Team, grant: SignedGra
   } catch (e) {
     if (!isFrostError(e)) throw e;
     const list = (e.detail?.['refusals'] as { identifier?: number; did?: string; code: string; why: string }[] | undefined) ?? [];
-    return { refused: true, code: e.code, refusals: list.map((r) => ({ identifier: r.identifier ?? null, did: r.did ?? null, code: r.code, why: r.why })) };
+    const member = (did: string | undefined) => (did !== undefined && team.holders.includes(did) ? team.holders.indexOf(did) + 1 : null);
+    return {
+      refused: true,
+      code: e.code,
+      refusals: list.map((r) => ({ member: member(r.did), identifier: r.identifier ?? null, did: r.did ?? null, code: r.code, why: r.why })),
+    };
   } finally {
     await c.close();
   }

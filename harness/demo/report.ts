@@ -222,7 +222,7 @@ export function renderReport(r: DemoReport): string[] {
       const rc = t.refused_call;
       out.push(
         rc.refused
-          ? `  a call outside the policies got no signature (${rc.code}): ${rc.refusals.map((r) => `participant ${r.identifier} [${r.code}] ${r.why}`).join('; ')}`
+          ? `  a call outside the policies got no signature (${rc.code}): ${rc.refusals.map((r) => `member ${r.member} [${r.code}] ${r.why}`).join('; ')}`
           : '  a call outside the policies was SIGNED (unexpected)',
       );
     }

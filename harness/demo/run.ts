@@ -312,7 +312,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       say(`two members sign together: ${approval.group.verdict}${approval.group.denyReason ? ` (${approval.group.denyReason})` : ''}${approval.group.result ? ` — ${approval.group.result}` : ''}`);
       teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
       say(
-        `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.identifier}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
+        `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
       );
       teamDecisions = team.decisions();
       teamPolicies = team.policies;

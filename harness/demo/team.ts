@@ -45,7 +45,9 @@ export interface Team {
   readonly soloShare: ShareRecord;
   /** Where the keystores are. */
   readonly dir: string;
-  /** Each member's approval policy, in roster order of the processes (member 1..3). */
+  /** The members' dids in process order: member i is `holders[i − 1]` (the roster is sorted by did). */
+  readonly holders: readonly Did[];
+  /** Each member's approval policy, by member (process) number 1..3. */
   readonly policies: readonly TeamPolicy[];
   /** Every approval decision the members printed so far (signed records in their journals and on NATS). */
   decisions(): TeamDecision[];
@@ -167,7 +169,7 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     const done = await first.waitFor((e) => e.event === 'dkg-complete' && e['session'] === dkg.session, 'dkg-complete', 15_000);
     const soloShare = readShareFile(done['path'] as string);
     const sign = await thresholdSigner({ nc, group: dkg.did, prefix, actor: coordinator, timeoutMs: 5_000 });
-    return { group: dkg.did, members: dkg.roster, min: 2, max: 3, dkgMs: Math.round(dkg.elapsedMs), prefix, sign, soloShare, dir, policies, decisions, close };
+    return { group: dkg.did, members: dkg.roster, min: 2, max: 3, dkgMs: Math.round(dkg.elapsedMs), prefix, sign, soloShare, dir, holders: cluster.procs.map((p) => p.did as Did), policies, decisions, close };
   } catch (e) {
     await close();
     throw e;

@@ -150,9 +150,9 @@ describe('jcp demo - the main job end to end', () => {
     const approved = r.threshold.approvals.filter((d) => d.decision === 'approve');
     expect(approved.length).toBeGreaterThanOrEqual(2);
     expect(r.threshold.refused_call).toMatchObject({ refused: true, code: 'frost-not-approved' });
-    const refusers = r.threshold.refused_call!.refusals.map((x) => x.identifier).sort();
+    const refusers = r.threshold.refused_call!.refusals.map((x) => x.member).sort();
     expect(refusers).toEqual([2, 3]);
-    expect(r.threshold.refused_call!.refusals.find((x) => x.identifier === 3)!.why).toMatch(/entityNames is not under w1-/);
+    expect(r.threshold.refused_call!.refusals.find((x) => x.member === 3)!.why).toMatch(/entityNames is not under w1-/);
     expect(r.threshold.approvals.some((d) => d.member === 2 && d.decision === 'refuse' && /looks like a secret/.test(d.reason))).toBe(true);
     expect(r.denies_by_reason['bad-signature']).toBe(1);
 
