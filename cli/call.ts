@@ -3,11 +3,13 @@ import { toHex } from '../core/bytes.ts';
 import { PROVENANCES, type Provenance } from '../core/energy.ts';
 import { FRAME_KINDS, type FrameKind, TRUST_TAGS, type Trust } from '../core/frame.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
-import { JcpClient, WireErrorReply, readKeyFile, resultJson } from '../node/index.ts';
+import { CallTimeout, JcpClient, WireErrorReply, readKeyFile, resultJson } from '../node/index.ts';
 import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
-import { type Command, UsageError, connectionError, parse } from './command.ts';
+import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
+import { IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from './fsutil.ts';
 
-const help = `Usage: jcp call --node host:port --chain file --key file --action name [--payload json]
+const help = `Usage: jcp call --node host:port --chain file --key file --action name
+                [--payload json | --payload-file file|-] [--timeout-s 30]
                 [--cost uj] [--provenance Estimator|ModelBased] [--kind tool-call] [--trust control]
 
 Signs a WireRequest as the key's actor (the caller, §11) with the chain's leaf as the grant and
@@ -16,6 +18,16 @@ payload hash and the receipt cover); it must be JSON, and every number in it mus
 reads exactly (a number JavaScript would round, such as 1e400 or 12345678901234567890123, is
 refused: write it as a string). Prints {"decision", "receipt": {"id", "core", "cbor"}, "result"} as JSON;
 the result (the endpoint's output, data only, §6) is shown parsed when it is JSON.
+
+--payload-file reads the payload from a file, or from standard input with -, for payloads too
+large for a command line (at most 64 MiB read; a node refuses a request above its frame cap,
+1 MiB by default, with frame-too-large). The file's bytes are sent exactly, under the same JSON
+and exact-number rules as --payload.
+
+--timeout-s S (default 30): seconds to wait for the connection and then for the reply; past it
+the call fails with error [timeout]. The node may still have decided the request: running the
+same call again within the same second re-sends the same request, which the node answers from
+its log without debiting it twice.
 
 Exit status: 0 allow, 3 deny, 1 an error reply (no decision, no receipt) or a failure.`;
 
@@ -63,22 +75,56 @@ function numberLiterals(text: string): string[] {
  * @returns the UTF-8 bytes of `text`
  * @throws UsageError naming `--payload`: not JSON, or the first number that is not exact.
  */
-export function payloadArg(text: string): Uint8Array {
+export function payloadArg(text: string, flag = '--payload'): Uint8Array {
   try {
     JSON.parse(text);
   } catch (e) {
-    throw new UsageError(`--payload: not JSON: ${(e as Error).message}`);
+    throw new UsageError(`${flag}: not JSON: ${(e as Error).message}`);
   }
   for (const lit of numberLiterals(text)) {
     const read = Number(lit);
     if (!Number.isFinite(read) || exactDecimal(String(read)) !== exactDecimal(lit)) {
       const shown = lit.length > 40 ? `${lit.slice(0, 37)}...` : lit;
       throw new UsageError(
-        `--payload: the number ${shown} cannot be represented exactly (a JSON reader gets ${read}); write it as a string to send it as typed`,
+        `${flag}: the number ${shown} cannot be represented exactly (a JSON reader gets ${read}); write it as a string to send it as typed`,
       );
     }
   }
   return utf8.encode(text);
+}
+
+/** The default of `--timeout-s`, in seconds. */
+export const DEFAULT_CALL_TIMEOUT_S = 30;
+
+/**
+ * The payload of `--payload-file`: the bytes of `file`, or of standard input for `-`, read up to
+ * {@link READ_CAPS}.payloadFile (64 MiB), then checked as {@link payloadArg} checks `--payload`.
+ * @throws IoError `io` (unreadable, larger than 64 MiB); UsageError naming `--payload-file` (not
+ *   UTF-8, not JSON, an inexact number).
+ */
+export async function payloadFileArg(file: string): Promise<Uint8Array> {
+  let bytes: Buffer;
+  try {
+    bytes = file === '-' ? await readStdinCapped(READ_CAPS.payloadFile, 'payload') : readFileCapped(file, READ_CAPS.payloadFile, 'payload file');
+  } catch (e) {
+    if (e instanceof IoError) throw e;
+    throw ioError(e, 'read payload file', file);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new UsageError(`--payload-file ${file}: not UTF-8 text`);
+  }
+  return payloadArg(text, '--payload-file');
+}
+
+/** `--timeout-s`: seconds, a number > 0 (at most a day). @throws UsageError. */
+function timeoutArg(v: string | undefined): number {
+  if (v === undefined) return DEFAULT_CALL_TIMEOUT_S;
+  const t = Number(v);
+  if (!/^\d+(\.\d+)?$/.test(v) || !(t > 0) || t > 86_400) throw new UsageError(`--timeout-s: a number of seconds in (0, 86400], got ${v}`);
+  return t;
 }
 
 /** The `jcp call` command. */
@@ -95,6 +141,8 @@ export const command: Command = {
         key: { type: 'string' },
         action: { type: 'string' },
         payload: { type: 'string' },
+        'payload-file': { type: 'string' },
+        'timeout-s': { type: 'string' },
         cost: { type: 'string' },
         provenance: { type: 'string' },
         kind: { type: 'string' },
@@ -109,17 +157,28 @@ export const command: Command = {
     if (!FRAME_KINDS.includes(kind)) throw new UsageError(`--kind: one of ${FRAME_KINDS.join('|')}`);
     const trust = (values.trust ?? 'control') as Trust;
     if (!TRUST_TAGS.includes(trust)) throw new UsageError(`--trust: one of ${TRUST_TAGS.join('|')}`);
-    const payload = values.payload === undefined ? undefined : payloadArg(values.payload);
+    if (values.payload !== undefined && values['payload-file'] !== undefined) throw new UsageError('give --payload or --payload-file, not both');
+    let payload = values.payload === undefined ? undefined : payloadArg(values.payload);
+    const timeoutS = timeoutArg(values['timeout-s']);
     // Every usage mistake is found before any file is read or the network is touched.
     const { host, port } = hostPortArg(values.node!, '--node');
     const cost = { uj: ujArg(values.cost ?? '0', '--cost'), provenance };
+    if (values['payload-file'] !== undefined) payload = await payloadFileArg(values['payload-file']);
     const chain = readChainFile(values.chain!);
     const actor = readKeyFile(values.key!);
+    const timedOut = (e: unknown) =>
+      e instanceof CallTimeout
+        ? new CliError(
+            'timeout',
+            `node ${values.node} did not answer within ${timeoutS} s (--timeout-s)${e.request !== undefined ? '; it may still decide the request: the same call run again within the same second is answered from its log, never debited twice' : ''}`,
+            { cause: e },
+          )
+        : connectionError(e, `node ${values.node}`);
     let client: JcpClient;
     try {
-      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2 });
+      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2, timeoutS });
     } catch (e) {
-      throw connectionError(e, `node ${values.node}`);
+      throw timedOut(e);
     }
     try {
       const r = await client.call({
@@ -145,7 +204,7 @@ export const command: Command = {
         process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } }, null, 2)}\n`);
         return 1;
       }
-      throw connectionError(e, `node ${values.node}`);
+      throw timedOut(e);
     } finally {
       await client.close();
     }

@@ -2,7 +2,10 @@
  * Chain files for the CLI: a delegation chain (§4.2, root first) as JSON,
  * `{"type": "jcp-chain", "chain": [{"id", "cbor", "grant"}]}`. `cbor` is the hex of the signed
  * grant's det-CBOR and is what is read back; `id` and `grant` are for people (`grant` shows the
- * fields, with µJ as decimal strings) and are checked against `cbor` when read.
+ * fields, with µJ as decimal strings) and are checked against `cbor` when read: a file whose
+ * `grant` view says anything other than what the signed bytes say (a budget, an action, a
+ * subject edited by hand) is refused `chain-file-mismatch`, so no one reads one grant and a node
+ * enforces another. A link may leave `id` and `grant` out; then only `cbor` counts.
  */
 import { writeFileSync } from 'node:fs';
 import { fromHex, toHex } from '../core/bytes.ts';
@@ -56,7 +59,9 @@ export function writeChainFile(file: string, chain: readonly SignedGrant[], opts
 /**
  * Reads a chain file (root first); at most {@link READ_CAPS}.chainFile (8 MiB) is read.
  * @throws JcpError `schema` (unreadable, a folder, larger than 8 MiB or endless such as
- *   /dev/zero, not a chain file, id mismatch) or the decoder's codes for bad CBOR.
+ *   /dev/zero, not a chain file, id mismatch), `chain-file-mismatch` (a link's `grant` view
+ *   disagrees with its signed `cbor`; the message names the fields) or the decoder's codes for
+ *   bad CBOR.
  */
 export function readChainFile(file: string): SignedGrant[] {
   let v: { type?: unknown; chain?: unknown };
@@ -69,13 +74,48 @@ export function readChainFile(file: string): SignedGrant[] {
   if (v?.type !== CHAIN_FILE_TYPE || !Array.isArray(v.chain) || v.chain.length === 0) {
     throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected {"type": "${CHAIN_FILE_TYPE}", "chain": [...]} with at least one grant`);
   }
-  return v.chain.map((link: { id?: unknown; cbor?: unknown }, i: number) => {
+  return v.chain.map((link: { id?: unknown; cbor?: unknown; grant?: unknown }, i: number) => {
     const sg = readSignedGrant(decode(fromHex(String(link?.cbor), undefined, `chain[${i}].cbor`)), `chain[${i}]`);
     if (link.id !== undefined && link.id !== grantId(sg.grant)) {
       throw new JcpError(ErrorCodes.SCHEMA, `${file}: chain[${i}].id does not match its cbor`);
     }
+    if (link.grant !== undefined) {
+      const diffs = viewDiffs(link.grant, grantView(sg.grant));
+      if (diffs.length > 0) {
+        throw new JcpError(
+          ErrorCodes.CHAIN_FILE_MISMATCH,
+          `${file}: chain[${i}].grant disagrees with its signed cbor at ${diffs.join(', ')}: a node enforces the signed bytes; restore the view or drop it`,
+          { file, link: i, fields: diffs.map((d) => d.split(' ')[0]) },
+        );
+      }
+    }
     return sg;
   });
+}
+
+/** JSON with object keys sorted (so a view whose keys were reordered still matches); undefined for an absent value. */
+function stableJson(v: unknown): string | undefined {
+  const sort = (x: unknown): unknown =>
+    Array.isArray(x)
+      ? x.map(sort)
+      : typeof x === 'object' && x !== null
+        ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort((x as Record<string, unknown>)[k])]))
+        : x;
+  return JSON.stringify(sort(v));
+}
+
+/** The fields where a chain file's `grant` view differs from the signed grant's view, as `field (view X, signed Y)`. */
+function viewDiffs(view: unknown, signed: Record<string, unknown>): string[] {
+  if (typeof view !== 'object' || view === null || Array.isArray(view)) return ['grant (not an object)'];
+  const out: string[] = [];
+  const seen = view as Record<string, unknown>;
+  const fields = [...new Set([...Object.keys(signed), ...Object.keys(seen)])];
+  for (const f of fields) {
+    const a = stableJson(seen[f]);
+    const b = stableJson(signed[f]);
+    if (a !== b) out.push(`${f} (view ${a ?? 'absent'}, signed ${b ?? 'absent'})`);
+  }
+  return out;
 }
 
 /** A did:key given directly, or the did of a key file. */

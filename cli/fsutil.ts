@@ -157,6 +157,10 @@ export function makeDirs(dir: string, mode = 0o700): void {
  *   allows at most 64 MiB.
  * - `inspectInput` 64 MiB: any JCP object for `jcp inspect`, including an exported receipt log.
  * - `lockFile` 1 KiB: a keystore's `.lock` (a pid).
+ * - `receiptFile` 64 MiB: receipts to verify from a file (`jcp receipts verify <file>`), as large
+ *   as an exported log `jcp inspect` reads.
+ * - `payloadFile` 64 MiB: a call's payload (`jcp call --payload-file`); a node refuses a request
+ *   above its own frame cap (1 MiB by default) with `frame-too-large`.
  */
 export const READ_CAPS = {
   keyFile: 64 << 10,
@@ -168,7 +172,30 @@ export const READ_CAPS = {
   messageFile: 64 << 20,
   inspectInput: 64 << 20,
   lockFile: 1 << 10,
+  receiptFile: 64 << 20,
+  payloadFile: 64 << 20,
 } as const;
+
+/**
+ * Reads standard input to its end, refusing more than `maxBytes` as soon as they are passed.
+ * @param maxBytes the most bytes accepted (one of {@link READ_CAPS})
+ * @param what what is read, for the message ("payload", "receipts")
+ * @throws IoError `io` (`errno` EFBIG) when the input is longer than `maxBytes`.
+ */
+export async function readStdinCapped(maxBytes: number, what: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const c of process.stdin) {
+    const chunk = typeof c === 'string' ? Buffer.from(c) : (c as Buffer);
+    chunks.push(chunk);
+    total += chunk.length;
+    if (total > maxBytes) {
+      process.stdin.destroy();
+      throw new IoError('-', `${what} (standard input): larger than ${bytesInWords(maxBytes)}, the most it may be; not read (EFBIG)`, 'EFBIG');
+    }
+  }
+  return Buffer.concat(chunks, total);
+}
 
 /** "64 KiB", "4 MiB", "100 bytes": a byte count for people. */
 function bytesInWords(n: number): string {

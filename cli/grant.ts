@@ -23,7 +23,10 @@ revoke    signs a revocation (§4.3) of link i (default: the leaf) as that grant
           stream, so every node of the cluster enforces it.
 show      prints the chain as JSON.
 
-Chain files are JSON ({"type": "jcp-chain", "chain": [{id, cbor, grant}]}, root first).`;
+Chain files are JSON ({"type": "jcp-chain", "chain": [{id, cbor, grant}]}, root first). cbor is
+the signed grant; id and grant are for people and may be left out, but a grant view that
+disagrees with its cbor (an edited budget or action) is refused [chain-file-mismatch] by every
+command that reads chain files.`;
 
 const nonce = () => new Uint8Array(randomBytes(16));
 const nowS = () => Math.floor(Date.now() / 1000);

@@ -5,13 +5,16 @@ import { READ_CAPS, readFileCapped } from './fsutil.ts';
 
 const help = `Usage: jcp meter probe [--json] [--config file] [--watts W] [--powercap dir] [--nvml lib]
 
-Probes the energy ladder of spec §5 on this machine, best first: RAPL (powercap package
-counters) → NVML (GPU total energy) → time × calibrated power → per-action constant, and prints
+Probes the energy ladder of spec §5 on this machine, best first: RAPL (powercap package and
+DRAM counters) → NVML (GPU total energy) → time × calibrated power → per-action constant, and prints
 the rung in use, the provenance its figures carry (HwShunt, ModelBased, Estimator) and, for each
 better rung, why it was skipped (absent, permission-denied, read-failed, not-calibrated, disabled).
+For a hardware rung it lists the counters a figure sums and, for RAPL, the zones it does not sum
+and why (core/uncore are inside their package; psys covers the platform, package and DRAM included).
 
 Options:
-  --json           print {"rung", "provenance", "detail", "skipped": [{rung, reason, detail}], "model"}
+  --json           print {"rung", "provenance", "detail", "skipped": [{rung, reason, detail}], "model",
+                   and for a hardware rung "summed": [domain…], "notSummed": [{domain, why}]}
   --config file    a JSON file holding a "meter" section (or the section itself): rungs,
                    active_watts, model_basis, estimates_uj, default_estimate_uj, nvml_library
   --watts W        the model's calibrated active power in watts (overrides the config)
@@ -60,6 +63,8 @@ export const command: Command = {
       return 0;
     }
     process.stdout.write(`rung in use: ${p.rung} (${p.provenance}): ${p.detail}\n`);
+    if (p.summed !== undefined) process.stdout.write(`summed: ${p.summed.join(', ')}\n`);
+    for (const x of p.notSummed ?? []) process.stdout.write(`not summed: ${x.domain}: ${x.why}\n`);
     if (p.provenance === 'HwShunt') {
       const m = p.model;
       const power = m.watts === undefined ? 'not calibrated' : `${m.watts} W (${m.wattsSource})`;

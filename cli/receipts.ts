@@ -3,7 +3,7 @@
  * (§8, §8.1): verify it (good and bad receipts counted, a broken `prev` link named), rebuild the
  * budgets, attribute spend per (grant, subject), export it, or repair a damaged database.
  */
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
@@ -11,9 +11,11 @@ import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
 import { type HeadCheck, type LogReplay, NodeFault, ReceiptLog, WorkerPool, isLockError, readDataMeta, replayLog } from '../node/index.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
-import { errnoOf, ioError } from './fsutil.ts';
+import { errnoOf, IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from './fsutil.ts';
+import { verifyReceiptFile } from './receiptfile.ts';
 
 const help = `Usage: jcp receipts <verb> <data-dir> [options]
+       jcp receipts verify <file | ->
 
 Verbs:
   verify     verify every receipt of the node's log (§8, §8.1): counts of good and bad receipts,
@@ -31,6 +33,15 @@ Verbs:
              file is never overwritten).
   repair     run LevelDB's repair on a damaged log (the operator's explicit step; a node never
              repairs or recreates its log by itself), then verify it.
+
+verify <file | ->: receipts from anywhere, e.g. another implementation's: a file (or - for
+stdin, at most 64 MiB) holding either a CBOR sequence of COSE_Sign1 receipts (RFC 8742, what
+export --format cbor writes) or hex text, one receipt per line (# comments and blank lines
+skipped). Each is verified as a JCR-1 receipt (§8): envelope, EdDSA signature under its kid,
+core schema; a receipt carrying only §8's fields (no seq, prev, request_id, at) verifies.
+Prints {"form", "receipts", "good", "bad", "stewards", "without_log_fields", "items": [{item,
+line?, id, verified, steward, verdict, seq | error: {code, why}}]}; exit 1 when any is bad.
+Continuity (seq, prev) is checked only for a data folder.
 
 Options:
   --workers n     verify on n worker threads (default 0)
@@ -53,6 +64,7 @@ export const command: Command = {
     const [verb, ...rest] = argv;
     const { values, positionals } = parse(rest, { workers: { type: 'string' }, format: { type: 'string' }, out: { type: 'string' } });
     if (positionals.length !== 1) throw new UsageError('expected one data folder');
+    if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
     const dataDir = path.resolve(positionals[0]!);
     if (!['verify', 'replay', 'attribute', 'export', 'repair'].includes(verb ?? '')) {
       throw new UsageError(verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair' : `unknown verb '${verb}'`);
@@ -159,6 +171,30 @@ export const command: Command = {
     }
   },
 };
+
+/** True when `arg` is `-` (stdin) or names something other than a folder (a file of receipts). */
+function isReceiptFile(arg: string): boolean {
+  if (arg === '-') return true;
+  try {
+    return !statSync(arg).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** `jcp receipts verify <file | ->`: see the help text and cli/receiptfile.ts. */
+async function verifyFile(arg: string): Promise<number> {
+  let bytes: Buffer;
+  try {
+    bytes = arg === '-' ? await readStdinCapped(READ_CAPS.receiptFile, 'receipts') : readFileCapped(arg, READ_CAPS.receiptFile, 'receipt file');
+  } catch (e) {
+    if (e instanceof IoError) throw e;
+    throw ioError(e, 'read', arg);
+  }
+  const report = verifyReceiptFile(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
+  return report.bad === 0 ? 0 : 1;
+}
 
 /**
  * The verify report: counts, every problem named by seq (the first 50), and `head_mark`: whether

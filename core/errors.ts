@@ -29,6 +29,8 @@ export const ErrorCodes = {
   SIGNATURE_INVALID: 'signature-invalid',
   /** An attempt that the protocol forbids at mint/author time (amplification, over-sum shards…). */
   REFUSED: 'refused',
+  /** A chain file whose readable `grant` view disagrees with its signed `cbor` (budget, actions, subject…). */
+  CHAIN_FILE_MISMATCH: 'chain-file-mismatch',
 } as const;
 
 /** One of the stable error code strings. */

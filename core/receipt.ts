@@ -81,6 +81,14 @@ export interface ReceiptCore {
   readonly at: number;
 }
 
+/**
+ * A JCR-1 receipt core as another implementation seals it (§8): the spec's fields (and §8.1's
+ * `chain_ids`), with this implementation's write-ahead-log extensions (`seq`, `prev`,
+ * `request_id`, `at`) optional, since §8 does not list them. Read by {@link openJcr1Receipt};
+ * our own log still requires them ({@link openReceipt}).
+ */
+export type Jcr1ReceiptCore = Omit<ReceiptCore, 'seq' | 'at'> & { readonly seq?: number; readonly at?: number };
+
 /** Refusal codes of {@link openReceipt} that are not generic decoder codes. */
 export const ReceiptRefusals = {
   /** The receipt is validly signed, but by another steward than the one expected. */
@@ -187,6 +195,10 @@ const REQUIRED = [
   'at',
 ] as const;
 const OPTIONAL = ['deny_reason', 'chain_ids', 'prev', 'request_id'] as const;
+/** The log extensions a §8-only receipt may leave out. */
+const LOG_FIELDS = ['seq', 'at'] as const;
+const REQUIRED_JCR1 = REQUIRED.filter((f) => !(LOG_FIELDS as readonly string[]).includes(f));
+const OPTIONAL_JCR1 = [...OPTIONAL, ...LOG_FIELDS];
 
 /** The most chain ids a receipt may name (a deny may record an over-long presented chain). */
 export const MAX_RECEIPT_CHAIN_IDS = 1024;
@@ -199,7 +211,21 @@ export const MAX_RECEIPT_CHAIN_IDS = 1024;
  * @throws JcpError `schema` / `did-invalid`, naming the field.
  */
 export function readReceiptCore(v: unknown, field = 'receipt'): ReceiptCore {
-  const o = asObj(v, field, REQUIRED, OPTIONAL);
+  return readCore(v, field, true) as ReceiptCore;
+}
+
+/**
+ * Reads a decoded CBOR value as a JCR-1 receipt core that may carry only §8's fields (another
+ * implementation's receipt): as {@link readReceiptCore}, with `seq` and `at` optional (each
+ * still checked when present). No other field is accepted.
+ * @throws JcpError `schema` / `did-invalid`, naming the field.
+ */
+export function readJcr1ReceiptCore(v: unknown, field = 'receipt'): Jcr1ReceiptCore {
+  return readCore(v, field, false);
+}
+
+function readCore(v: unknown, field: string, logFields: boolean): Jcr1ReceiptCore {
+  const o = logFields ? asObj(v, field, REQUIRED, OPTIONAL) : asObj(v, field, REQUIRED_JCR1, OPTIONAL_JCR1);
   const verdict = asEnum(o['verdict'], `${field}.verdict`, VERDICTS);
   const grant = asCid(o['grant_id'], `${field}.grant_id`);
   const budget = asUint(o['budget_uj'], `${field}.budget_uj`);
@@ -238,10 +264,10 @@ export function readReceiptCore(v: unknown, field = 'receipt'): ReceiptCore {
     budget_uj: budget,
     steward: asDid(o['steward'], `${field}.steward`),
     ...(chainIds !== undefined ? { chain_ids: chainIds } : {}),
-    seq: asSafeUint(o['seq'], `${field}.seq`),
+    ...(o['seq'] !== undefined ? { seq: asSafeUint(o['seq'], `${field}.seq`) } : {}),
     ...(o['prev'] !== undefined ? { prev: asCid(o['prev'], `${field}.prev`) } : {}),
     ...(o['request_id'] !== undefined ? { request_id: asCid(o['request_id'], `${field}.request_id`) } : {}),
-    at: asSafeUint(o['at'], `${field}.at`),
+    ...(o['at'] !== undefined ? { at: asSafeUint(o['at'], `${field}.at`) } : {}),
   };
 }
 
@@ -305,6 +331,22 @@ const utf8Strict = new TextDecoder('utf-8', { fatal: true });
  * Never throws.
  */
 export function openReceipt(bytes: Uint8Array, expectedSteward?: Did): Result<ReceiptCore, ReceiptRefusal> {
+  return openWith(bytes, expectedSteward, readReceiptCore);
+}
+
+/**
+ * Verifies and reads a JCR-1 receipt that may carry only §8's fields, as another implementation
+ * seals it (no `seq`, `prev`, `request_id` or `at`): the same envelope, signature and steward
+ * checks as {@link openReceipt}, in the same order and with the same codes, with the core read
+ * by {@link readJcr1ReceiptCore}. For receipts from elsewhere (inspect, `receipts verify` of a
+ * file); a node's own log is opened with {@link openReceipt}, which requires the log fields.
+ * Never throws.
+ */
+export function openJcr1Receipt(bytes: Uint8Array, expectedSteward?: Did): Result<Jcr1ReceiptCore, ReceiptRefusal> {
+  return openWith(bytes, expectedSteward, readJcr1ReceiptCore);
+}
+
+function openWith<C extends Jcr1ReceiptCore>(bytes: Uint8Array, expectedSteward: Did | undefined, read: (v: unknown) => C): Result<C, ReceiptRefusal> {
   try {
     const { msg, kid } = decodeJcrSign1(bytes);
     let stewardDid: string;
@@ -321,7 +363,7 @@ export function openReceipt(bytes: Uint8Array, expectedSteward?: Did): Result<Re
     if (!verify(pub, sigStructure(msg.protectedBytes, msg.payload), msg.signature)) {
       return err({ code: ErrorCodes.SIGNATURE_INVALID, why: 'the steward signature does not verify' });
     }
-    const core = readReceiptCore(payload);
+    const core = read(payload);
     if (core.steward !== stewardDid) {
       return err({ code: ReceiptRefusals.STEWARD_MISMATCH, why: 'core steward is not the COSE kid' });
     }

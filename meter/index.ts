@@ -23,6 +23,6 @@ export {
   readMeterConfig,
 } from './meter.ts';
 export { type CpuUsage, DEFAULT_ESTIMATE_UJ, modelUj } from './model.ts';
-export { loadNvml, NVML_LIBRARY, type NvmlBinding, NvmlReturn, NvmlSource, openNvml } from './nvml.ts';
-export { DEFAULT_POWERCAP_ROOT, type MeterFs, nodeFs, openRapl, type RaplDomain, RaplSource, wrapDelta } from './rapl.ts';
+export { loadNvml, NVML_LIBRARY, type NvmlBinding, type NvmlDelta, NvmlReturn, NvmlSource, openNvml } from './nvml.ts';
+export { DEFAULT_POWERCAP_ROOT, type MeterFs, nodeFs, openRapl, type RaplDomain, type RaplExcluded, RaplSource, wrapDelta } from './rapl.ts';
 export { FaultyFs, type FakeNvml, type FakeZone, fakeNvml, setFakeEnergy, writeFakePowercap } from './fakes.ts';

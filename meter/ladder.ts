@@ -74,6 +74,10 @@ export interface Probe {
   readonly skipped: readonly Skipped[];
   /** The model a hardware figure degrades to when a reading fails half-way. */
   readonly model: ModelInfo;
+  /** For a hardware rung: the counters a figure sums (RAPL domains as `package-0`, `dram (package-0)`; NVML `GPU 0`). */
+  readonly summed?: readonly string[];
+  /** For RAPL: the zones found and not summed, with why (`core (package-0)`: inside package-0; `psys`: covers the platform). */
+  readonly notSummed?: readonly { readonly domain: string; readonly why: string }[];
 }
 
 /** How one figure was obtained: the rung that produced it, its raw value and what failed on the way. */
@@ -90,6 +94,14 @@ export interface Reading {
   readonly cpuUs: number;
   /** Rungs above `rung` that were tried for this figure and failed, with why. */
   readonly degraded: readonly Skipped[];
+  /** For a hardware figure: the counters summed into `rawUj` (as {@link Probe.summed}). */
+  readonly summed?: readonly string[];
+  /**
+   * For a hardware figure: counters that restarted during the call (an NVML driver reload), as
+   * `GPU 0: 5000 → 120 mJ`. Each contributes only its energy since the restart, so `rawUj` is a
+   * lower bound of the call's energy.
+   */
+  readonly reset?: readonly string[];
 }
 
 /** Builds a {@link Skipped} entry. */

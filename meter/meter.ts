@@ -8,7 +8,10 @@
  *   fails at the start or half-way, that figure degrades to the model (ModelBased, no `measured`)
  *   or, with no calibrated power, to the constant (Estimator), and `reading.degraded` says why;
  * - a call is never priced below its per-action estimate: `cost.uj = max(figure, estimateUj(action))`,
- *   while `measured` (HwShunt) keeps the raw hardware delta, so an auditor sees both.
+ *   while `measured` (HwShunt) keeps the raw hardware delta, so an auditor sees both;
+ * - a reading names the counters it summed (`reading.summed`), and an NVML counter that restarted
+ *   during the call (driver reload) counts only the energy since the restart and is named in
+ *   `reading.reset`: the figure is then a lower bound (see nvml.ts).
  * Hardware counters are system-wide; see rapl.ts for the attribution choice (package energy over
  * the call's wall interval, which over-counts under concurrency rather than under-charging).
  */
@@ -155,6 +158,7 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
     const skips: Skipped[] = [];
     let rung: Rung = 'estimator';
     let detail = '';
+    let extra: Pick<Probe, 'summed' | 'notSummed'> = {};
     for (const r of RUNGS) {
       if (r === 'estimator') {
         detail = `per-action constant (default ${defaultEstimate} µJ)`;
@@ -168,7 +172,8 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
         const o = openRapl(root, fs);
         if (o.ok) {
           hw = { rung: 'rapl', src: o.value };
-          detail = `powercap ${o.value.domains.map((d) => d.name).join(', ')}`;
+          detail = `powercap ${o.value.domains.map((d) => d.label).join(' + ')}`;
+          extra = { summed: summedOf(hw), notSummed: o.value.excluded.map((x) => ({ domain: x.label, why: x.why })) };
           rung = r;
           break;
         }
@@ -178,6 +183,7 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
         if (o.ok) {
           hw = { rung: 'nvml', src: o.value };
           detail = `NVML total energy of GPU ${o.value.deviceIndices.join(', ')}`;
+          extra = { summed: summedOf(hw) };
           rung = r;
           break;
         }
@@ -191,7 +197,7 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
         skips.push(skipped(r, notCalibrated()));
       }
     }
-    probed = { rung, provenance: RUNG_PROVENANCE[rung], detail, skipped: skips, model: model() };
+    probed = { rung, provenance: RUNG_PROVENANCE[rung], detail, skipped: skips, model: model(), ...extra };
     return probed;
   }
 
@@ -220,14 +226,19 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       failure = e;
     }
     let hwUj: Uj | undefined;
+    let reset: readonly string[] = [];
     if (source !== undefined && start?.ok) {
       const end = source.src.read();
       if (!end.ok) {
         degraded.push({ rung: source.rung, reason: 'failed-mid-reading', detail: `second reading: ${end.error.detail}` });
       } else {
-        const d = deltaOf(source, start.value, end.value);
-        if (d.ok) hwUj = d.value;
-        else degraded.push(skipped(source.rung, d.error));
+        const d = callDeltaOf(source, start.value, end.value);
+        if (d.ok) {
+          hwUj = d.value.uj;
+          reset = d.value.reset;
+        } else {
+          degraded.push(skipped(source.rung, d.error));
+        }
       }
     }
     const c1 = cpuUsage();
@@ -258,6 +269,8 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       wallNs,
       cpuUs,
       degraded,
+      ...(hwUj !== undefined ? { summed: summedOf(source!) } : {}),
+      ...(reset.length > 0 ? { reset } : {}),
     };
     if (failed) throw new MeteredError(failure, cost, reading);
     return { result: result as T, cost, reading };
@@ -297,6 +310,18 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
 
 function deltaOf(source: Hardware, a: Snapshot, b: Snapshot): Result<Uj, Failure> {
   return source.rung === 'rapl' ? source.src.deltaUj(a, b) : source.src.deltaUj(a, b);
+}
+
+/** A call's hardware delta: for NVML a counter restart (driver reload) counts the energy since it, named in `reset`. */
+function callDeltaOf(source: Hardware, a: Snapshot, b: Snapshot): Result<{ uj: Uj; reset: readonly string[] }, Failure> {
+  if (source.rung === 'nvml') return source.src.delta(a, b);
+  const d = source.src.deltaUj(a, b);
+  return d.ok ? ok({ uj: d.value, reset: [] }) : d;
+}
+
+/** The counters a hardware source sums, as reports name them. */
+function summedOf(source: Hardware): string[] {
+  return source.rung === 'rapl' ? source.src.domains.map((d) => d.label) : source.src.deviceIndices.map((i) => `GPU ${i}`);
 }
 
 /**

@@ -6,6 +6,14 @@
  * NVML_ERROR_NOT_SUPPORTED and are left out). A figure is the sum over every supporting GPU of
  * the energy over the call's wall interval; like RAPL it is device-wide, so concurrent work on
  * the same GPU is counted in full (see rapl.ts for why we over-count rather than apportion).
+ *
+ * A counter that goes backwards between the two readings of a call means the driver was
+ * reloaded during the call (the counter restarts from 0 at load). Its second reading is then
+ * the energy since the reload: a hardware figure for the tail of the call, a lower bound of the
+ * whole. {@link NvmlSource.delta} counts that (HwShunt: it is a reading, not a model) and names
+ * the GPU in `reset`, which the meter copies into the reading so an auditor sees that the figure
+ * misses the energy spent before the reload. When the second reading fails (the handle is lost
+ * with the old driver), the readings allow nothing and the figure degrades as for any failed read.
  */
 import type { Uj } from '../core/energy.ts';
 import { err, ok, type Result } from '../core/result.ts';
@@ -75,6 +83,14 @@ export async function loadNvml(library: string = NVML_LIBRARY): Promise<NvmlBind
 /** A snapshot of every device's total energy (mJ), in device order. */
 export type NvmlSnapshot = readonly bigint[];
 
+/** A delta over NVML counters: the energy (µJ) and the GPUs whose counter restarted in between. */
+export interface NvmlDelta {
+  /** Energy in µJ; for a GPU in `reset`, only the energy since its counter restarted. */
+  readonly uj: Uj;
+  /** The GPUs whose counter went backwards (driver reload), as `GPU i: before → after mJ`. */
+  readonly reset: readonly string[];
+}
+
 /** Reads NVML energy counters. Construct it with {@link openNvml}. */
 export class NvmlSource {
   readonly #nvml: NvmlBinding;
@@ -101,19 +117,41 @@ export class NvmlSource {
     return ok(out);
   }
 
-  /** The energy (µJ) between two snapshots, summed over devices. A counter that went backwards (driver reload) fails `failed-mid-reading`. */
+  /**
+   * The energy (µJ) between two snapshots, summed over devices, requiring every counter to move
+   * forward: a counter that went backwards (driver reload) fails `failed-mid-reading`. Used where
+   * a partial figure is no use (calibration).
+   */
   deltaUj(before: NvmlSnapshot, after: NvmlSnapshot): Result<Uj, Failure> {
+    const d = this.delta(before, after);
+    if (!d.ok) return d;
+    if (d.value.reset.length > 0) {
+      return err({ reason: 'failed-mid-reading', detail: `${d.value.reset.join(', ')}: energy counter went backwards (driver reload)` });
+    }
+    return ok(d.value.uj);
+  }
+
+  /**
+   * The energy (µJ) between two snapshots, summed over devices. A GPU whose counter went
+   * backwards (driver reload during the call) contributes its second reading, the energy since
+   * the reload, and is named in `reset` (`GPU 0: 5000 → 120 mJ`): the figure is then a lower
+   * bound. Fails `failed-mid-reading` only when the snapshots do not cover the same devices.
+   */
+  delta(before: NvmlSnapshot, after: NvmlSnapshot): Result<NvmlDelta, Failure> {
     if (before.length !== this.#devices.length || after.length !== this.#devices.length) {
       return err({ reason: 'failed-mid-reading', detail: 'snapshots do not cover the same devices' });
     }
     let mj = 0n;
+    const reset: string[] = [];
     for (let i = 0; i < before.length; i++) {
       if (after[i]! < before[i]!) {
-        return err({ reason: 'failed-mid-reading', detail: `GPU ${this.#devices[i]!.index}: energy counter went backwards (${before[i]} → ${after[i]} mJ)` });
+        reset.push(`GPU ${this.#devices[i]!.index}: ${before[i]} → ${after[i]} mJ`);
+        mj += after[i]!;
+      } else {
+        mj += after[i]! - before[i]!;
       }
-      mj += after[i]! - before[i]!;
     }
-    return ok(mj * 1000n);
+    return ok({ uj: mj * 1000n, reset });
   }
 
   /** Releases NVML (nvmlShutdown). */

@@ -14,6 +14,15 @@
  * with `onNotice` asks for the upstream's progress and logging notifications (`notify: 1`), which
  * the node sends as `notice` messages before the response; they are routed by request id, not
  * FIFO (docs/wire.md).
+ *
+ * Timeouts: with `timeoutS` (per client, or per call), a call whose reply has not come within
+ * that many seconds fails with {@link CallTimeout} (code `timeout`), and so does a connect that
+ * does not complete in time. The node may still decide a timed-out request (and debit it): its
+ * reply is discarded, the connection is replaced (a stream whose next reply is late cannot be
+ * trusted to be in step), and the other unanswered requests are re-sent on the new one, where
+ * the node answers them from its log. To learn a timed-out call's outcome, send the same request
+ * again ({@link JcpClient.callRequest} with `CallTimeout.request`): it is answered, never
+ * debited twice.
  */
 import { type Socket, connect as netConnect } from 'node:net';
 import type { Actor } from '../core/actor.ts';
@@ -58,6 +67,12 @@ export interface ClientOptions {
   readonly replyCap?: number;
   /** The clock for `now`, unix seconds (default wall clock). */
   readonly clockS?: () => number;
+  /**
+   * Seconds a call waits for its reply (and a connect for the connection) before failing with
+   * {@link CallTimeout}; a positive finite number. Default: no timeout (wait as long as the
+   * connection lives).
+   */
+  readonly timeoutS?: number;
 }
 
 /** One call: the chain (root first) and what to do; the frame is built from the leaf. */
@@ -78,6 +93,8 @@ export interface CallParams {
   readonly now?: number;
   /** Default: the signer's did. */
   readonly caller?: Did;
+  /** Seconds to wait for this call's reply; default the client's {@link ClientOptions.timeoutS}. */
+  readonly timeoutS?: number;
   /**
    * Asks the node for the upstream's notifications during the call (`notify: 1`, signed). Set
    * when `onNotice` is given to {@link JcpClient.call}.
@@ -110,6 +127,8 @@ export interface ListedResource {
 export interface CallRequestOptions {
   /** As {@link CallParams.onNotice}; the request must carry `notify: 1` to get any. */
   readonly onNotice?: (notification: McpNotification) => void;
+  /** Seconds to wait for the reply; default the client's {@link ClientOptions.timeoutS}. */
+  readonly timeoutS?: number;
 }
 
 /** A decided call (§11): the decision, the receipt bytes, and the endpoint's result on allow. */
@@ -136,10 +155,36 @@ export class ConnectionLost extends Error {
   override readonly name = 'ConnectionLost';
 }
 
+/**
+ * No reply (or no connection) within the timeout (seconds). The node may still have decided the
+ * request: re-send `request` to learn the outcome without a second debit.
+ */
+export class CallTimeout extends Error {
+  override readonly name = 'CallTimeout';
+  /** The stable code, `timeout`. */
+  readonly code = 'timeout';
+  /** The timeout that fired, in seconds. */
+  readonly timeoutS: number;
+  /** The signed request that went unanswered, when it was a call. */
+  request?: WireRequest;
+  constructor(message: string, timeoutS: number) {
+    super(message);
+    this.timeoutS = timeoutS;
+  }
+}
+
+/** Checks a timeout in seconds: positive and finite. @throws RangeError naming `field`. */
+function checkTimeoutS(v: number | undefined, field: string): number | undefined {
+  if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new RangeError(`${field}: a number of seconds > 0, got ${v}`);
+  return v;
+}
+
 interface Waiter {
   readonly frame: Uint8Array;
   readonly resolve: (body: Uint8Array) => void;
   readonly reject: (e: Error) => void;
+  /** Set when the caller stopped waiting (timeout): its reply, if it comes, is dropped. */
+  abandoned?: boolean;
 }
 
 const enc = new TextEncoder();
@@ -165,11 +210,16 @@ export class JcpClient {
   readonly #noticeHandlers = new Map<ContentId, Set<(n: McpNotification) => void>>();
 
   private constructor(opts: ClientOptions) {
+    checkTimeoutS(opts.timeoutS, 'timeoutS');
     this.#opts = opts;
     this.#reader = new FrameReader(opts.replyCap ?? 64 << 20);
   }
 
-  /** Connects to a node. @throws the socket error when the node cannot be reached. */
+  /**
+   * Connects to a node. @throws the socket error when the node cannot be reached;
+   * {@link CallTimeout} when `timeoutS` is set and the connection is not made in time;
+   * RangeError for a `timeoutS` that is not a positive number.
+   */
   static async connect(opts: ClientOptions): Promise<JcpClient> {
     const c = new JcpClient(opts);
     await c.#open();
@@ -179,9 +229,21 @@ export class JcpClient {
   #open(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const sock = netConnect({ host: this.#opts.host, port: this.#opts.port, noDelay: true });
-      const onError = (e: Error) => reject(e);
+      const timeoutS = this.#opts.timeoutS;
+      const timer =
+        timeoutS === undefined
+          ? undefined
+          : setTimeout(() => {
+              sock.destroy();
+              reject(new CallTimeout(`no connection to ${this.#opts.host}:${this.#opts.port} within ${timeoutS} s`, timeoutS));
+            }, timeoutS * 1000);
+      const onError = (e: Error) => {
+        clearTimeout(timer);
+        reject(e);
+      };
       sock.once('error', onError);
       sock.once('connect', () => {
+        clearTimeout(timer);
         sock.off('error', onError);
         this.#reader = new FrameReader(this.#opts.replyCap ?? 64 << 20);
         this.#sock = sock;
@@ -198,7 +260,10 @@ export class JcpClient {
     // Replies completed before a bad length in the same chunk are still delivered, in order.
     for (const b of bodies) {
       if (isNoticeBody(b)) this.#onNotice(b);
-      else this.#waiting.shift()?.resolve(b);
+      else {
+        const w = this.#waiting.shift();
+        if (w !== undefined && !w.abandoned) w.resolve(b);
+      }
     }
     if (error) {
       // The next reply in line declared more than `replyCap`: its caller gets `frame-too-large`.
@@ -233,6 +298,8 @@ export class JcpClient {
   #onClose(sock: Socket): void {
     if (this.#sock !== sock) return;
     this.#sock = undefined;
+    // A new connection starts a new reply order: requests whose callers gave up are not re-sent.
+    this.#waiting = this.#waiting.filter((w) => !w.abandoned);
     if (this.#closed) {
       for (const w of this.#waiting.splice(0)) w.reject(new ConnectionLost('client closed'));
       return;
@@ -250,6 +317,7 @@ export class JcpClient {
         try {
           await this.#open();
           // Re-send every unanswered request, in order; the node answers re-sent ones from its log.
+          this.#waiting = this.#waiting.filter((w) => !w.abandoned);
           for (const w of this.#waiting) this.#sock!.write(w.frame);
           return;
         } catch {
@@ -264,16 +332,44 @@ export class JcpClient {
     return this.#reconnecting;
   }
 
-  /** Sends one message body and resolves to the reply body (raw). */
-  async roundTrip(body: Uint8Array): Promise<Uint8Array> {
-    return this.roundTripFrame(frameMessage(body, MAX_DECLARABLE_LENGTH));
+  /**
+   * Sends one message body and resolves to the reply body (raw).
+   * @throws CallTimeout after `timeoutS` seconds (default the client's) without a reply.
+   */
+  async roundTrip(body: Uint8Array, timeoutS?: number): Promise<Uint8Array> {
+    return this.roundTripFrame(frameMessage(body, MAX_DECLARABLE_LENGTH), timeoutS);
   }
 
-  /** Sends pre-framed bytes (exactly one frame) and resolves to the reply body. */
-  roundTripFrame(frame: Uint8Array): Promise<Uint8Array> {
+  /**
+   * Sends pre-framed bytes (exactly one frame) and resolves to the reply body.
+   * @throws CallTimeout after `timeoutS` seconds (default the client's) without a reply: the
+   *   connection is then replaced and the other unanswered requests re-sent.
+   */
+  roundTripFrame(frame: Uint8Array, timeoutS: number | undefined = this.#opts.timeoutS): Promise<Uint8Array> {
     if (this.#closed) return Promise.reject(new ConnectionLost('client closed'));
+    checkTimeoutS(timeoutS, 'timeoutS');
     return new Promise<Uint8Array>((resolve, reject) => {
-      this.#waiting.push({ frame, resolve, reject });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const w: Waiter = {
+        frame,
+        resolve: (b) => {
+          clearTimeout(timer);
+          resolve(b);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      if (timeoutS !== undefined) {
+        timer = setTimeout(() => {
+          w.abandoned = true;
+          reject(new CallTimeout(`no reply from ${this.#opts.host}:${this.#opts.port} within ${timeoutS} s`, timeoutS));
+          // The late reply would arrive out of step with the calls behind it: start afresh.
+          this.#sock?.destroy();
+        }, timeoutS * 1000);
+      }
+      this.#waiting.push(w);
       if (this.#sock) this.#sock.write(frame);
       else void this.#reconnect();
     });
@@ -317,22 +413,37 @@ export class JcpClient {
 
   /**
    * Builds, signs and sends a call; resolves to the decision, receipt and result.
-   * @throws WireErrorReply when the node answers with an error (no decision, no receipt).
+   * @throws WireErrorReply when the node answers with an error (no decision, no receipt);
+   *   CallTimeout (code `timeout`, carrying the request) after `timeoutS` seconds without a reply.
    */
   async call(p: CallParams): Promise<CallResult> {
-    return this.callRequest(await this.request(p), p.onNotice !== undefined ? { onNotice: p.onNotice } : {});
+    return this.callRequest(await this.request(p), {
+      ...(p.onNotice !== undefined ? { onNotice: p.onNotice } : {}),
+      ...(p.timeoutS !== undefined ? { timeoutS: p.timeoutS } : {}),
+    });
   }
 
   /**
    * Sends an already signed request; `onNotice` gets its notices (when it carries `notify: 1`).
-   * @throws WireErrorReply on an error reply.
+   * The second argument may also be a number: the timeout in seconds (the earlier form).
+   * @throws WireErrorReply on an error reply; CallTimeout (carrying `req`) after `timeoutS`
+   *   seconds (default the client's) without a reply.
    */
-  async callRequest(req: WireRequest, opts: CallRequestOptions = {}): Promise<CallResult> {
+  async callRequest(req: WireRequest, options: CallRequestOptions | number = {}): Promise<CallResult> {
+    const opts: CallRequestOptions = typeof options === 'number' ? { timeoutS: options } : options;
     const body = encodeWireRequest(req);
     const rid = contentIdOfBytes(body);
     const onNotice = opts.onNotice;
+    const send = async (): Promise<Uint8Array> => {
+      try {
+        return await this.roundTrip(body, opts.timeoutS ?? this.#opts.timeoutS);
+      } catch (e) {
+        if (e instanceof CallTimeout) e.request = req;
+        throw e;
+      }
+    };
     let reply: WireMessage;
-    if (onNotice === undefined) reply = decodeWireMessage(await this.roundTrip(body));
+    if (onNotice === undefined) reply = decodeWireMessage(await send());
     else {
       // Two identical calls in flight are one request: both see its notices.
       const set = this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>();
@@ -340,7 +451,7 @@ export class JcpClient {
       const mine = (n: McpNotification) => onNotice(n); // a distinct entry even for a shared function
       set.add(mine);
       try {
-        reply = decodeWireMessage(await this.roundTrip(body));
+        reply = decodeWireMessage(await send());
       } finally {
         set.delete(mine);
         if (set.size === 0 && this.#noticeHandlers.get(rid) === set) this.#noticeHandlers.delete(rid);

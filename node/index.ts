@@ -8,6 +8,7 @@ export {
   type CallParams,
   type CallRequestOptions,
   type CallResult,
+  CallTimeout,
   ConnectionLost,
   type ListedResource,
   type McpNotification,

@@ -5,7 +5,9 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { channelNames } from '../../channel/names.ts';
 import { NatsUnavailable, natsGreeting } from '../../channel/reach.ts';
+import { shardStreamName } from '../../shards/stream.ts';
 import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../nats.ts';
 
 /** The default NATS url the demo tries first. */
@@ -90,4 +92,49 @@ export async function findBroker(opts: BrokerOpts): Promise<Broker> {
   process.env['JCP_NATS_SERVER'] = bin;
   const server = await NatsServer.start({ name: 'jcp-demo-nats', dir: opts.dir });
   return { mode: 'started', url: server.url, server, bin };
+}
+
+/**
+ * The subject root the demo uses on `broker`: on a NATS of the user's (`external`) a root of its
+ * own per run (`jcp-demo-<8 hex>`, so streams `JCP_DEMO_<HEX>_STATEMENTS`, `…_REVOCATIONS`,
+ * `…_SHARDS`), never the cluster's default `jcp` (a user's own cluster there is left alone and the
+ * demo's streams can be removed without touching anything else); on a server it started, `jcp`.
+ */
+export function demoSubjectRoot(broker: Broker, suffixHex: string): string {
+  return broker.mode === 'external' ? `jcp-demo-${suffixHex}` : 'jcp';
+}
+
+/** The JetStream streams the demo's nodes and bus create under subject root `root` (channel/names.ts, shards/stream.ts). */
+export function demoStreams(root: string): string[] {
+  const n = channelNames(root);
+  return [n.statementStream, n.revocationStream, shardStreamName(root)];
+}
+
+/**
+ * Deletes the streams the demo made under `root` on `url` (their consumers go with them); a
+ * stream that is not there is skipped. Deleting a whole stream is allowed although the streams
+ * are created with `deny_delete` and `deny_purge`: those refuse deleting single messages and
+ * purging (the statements and revocations are evidence while a cluster runs), not removing the
+ * stream. Run it only once the nodes have stopped (a running node would create them again).
+ * @returns the names of the streams deleted.
+ * @throws Error when NATS cannot be reached or refuses a deletion (the caller reports it).
+ */
+export async function removeDemoStreams(url: string, root: string): Promise<string[]> {
+  const nc = await connect({ servers: url, name: 'jcp-demo-cleanup', reconnect: false, timeout: 5_000 });
+  try {
+    const jsm = await jetstreamManager(nc, { timeout: 5_000 });
+    const removed: string[] = [];
+    for (const name of demoStreams(root)) {
+      try {
+        await jsm.streams.info(name);
+      } catch {
+        continue; // not there: nothing to remove
+      }
+      await jsm.streams.delete(name);
+      removed.push(name);
+    }
+    return removed;
+  } finally {
+    await nc.close();
+  }
 }

@@ -235,7 +235,7 @@ export function buildReport(f: RunFacts): DemoReport {
           `${jcp} receipts export ${n1.dataDir} --format cbor --out ${f.dir}/${n1.name}.receipts.cbor && ${jcp} inspect ${f.dir}/${n1.name}.receipts.cbor`,
         ]
       : []),
-    ...(f.broker.mode === 'external' && f.roots.channel ? [`${jcp} channel audit --grant ${memoryRootId}${f.broker.url === 'nats://127.0.0.1:4222' ? '' : ` --nats ${f.broker.url}`}`] : []),
+    // On a NATS of the user's the demo removed its streams at the end: the channel audit above is the record.
     // The demo's own NATS has stopped; its JetStream store (the signed statements) stays in the folder.
     ...(f.broker.mode === 'started' && f.roots.channel
       ? [`${f.broker.bin} -c ${f.broker.server.dir}/nats.conf -l ${f.broker.server.dir}/nats.log & ${jcp} channel audit --grant ${memoryRootId} --nats ${f.broker.url}`]

@@ -46,6 +46,12 @@ export type ToWorker =
     }
   | { readonly type: 'checkpoint' }
   | { readonly type: 'continue'; readonly amendment: string; readonly continuation: string }
+  /**
+   * Every node has acknowledged the revocation of this worker's grants; `at_ms` is when the
+   * orchestrator recorded that (its clock, ms), the instant after which the report requires
+   * every call of the worker to be refused `revoked`.
+   */
+  | { readonly type: 'revoked-everywhere'; readonly at_ms: number }
   | { readonly type: 'stop' };
 
 /** One decided call, as the worker saw it (µJ as decimal strings). */

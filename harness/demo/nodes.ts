@@ -33,6 +33,8 @@ export interface DemoNodeSpec {
   readonly meter: Record<string, unknown>;
   /** NATS url; absent = no cluster hooks. */
   readonly nats?: string;
+  /** The cluster's subject root on NATS (default `jcp`; the demo's own per run on a user's NATS). */
+  readonly subjectRoot?: string;
   /** Budget channels this node serves as a point (only with NATS). */
   readonly channels?: readonly { readonly grantId: ContentId; readonly windowUj: bigint; readonly points: readonly Did[] }[];
 }
@@ -68,7 +70,7 @@ export async function startNode(spec: DemoNodeSpec, timeoutMs = 90_000): Promise
       ? {
           nats: spec.nats,
           cluster: {
-            subject_root: 'jcp',
+            subject_root: spec.subjectRoot ?? 'jcp',
             replicas: 1,
             settle_interval_ms: 200,
             revocation_catch_up_ms: 2_000,

@@ -30,7 +30,7 @@ import { JetStreamBus } from '../../channel/jetstream.ts';
 import { channelNames } from '../../channel/names.ts';
 import { createMeter, type Probe, readMeterConfig } from '../../meter/index.ts';
 import { type Approval, approveAsTeam, revokeEverywhere, type Steering, steer } from './actions.ts';
-import { chosenBroker, findBroker, NATS_INSTALL_HINT } from './broker.ts';
+import { chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
 import { type NodeEvidence, readEvidence } from './evidence.ts';
 import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
@@ -93,6 +93,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   let ticker: NodeJS.Timeout | undefined;
   let made: string | undefined;
   let evidenceMade = false;
+  let streamsRemoved = false;
   try {
     // A NATS the user chose is checked before anything is made on disk.
     const chosen = o.nats !== undefined && !o.noNats ? await chosenBroker(o.nats) : undefined;
@@ -116,6 +117,12 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       say(`      To see everything: ${NATS_INSTALL_HINT}`);
     } else say(`NATS: ${b.mode === 'external' ? 'using' : 'started'} ${b.url}${b.mode === 'started' ? ` (${b.bin})` : ''}`);
     const natsUrl = b.mode === 'none' ? undefined : b.url;
+    // On a NATS of the user's, streams of the demo's own, removed at the end (also on failure).
+    const root = demoSubjectRoot(b, randomBytes(4).toString('hex'));
+    if (b.mode === 'external') {
+      const url = b.url;
+      cleanups.push(() => (streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root)));
+    }
 
     // 2. The issuer, the roots, the node keys.
     const issuer: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
@@ -149,7 +156,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
           resources: resourcesSection(sampleDir, join(ndir, 'memory.jsonl'), issuer.did),
           meter: meterSection(),
           ...(natsUrl !== undefined
-            ? { nats: natsUrl, channels: [{ grantId: grantId(roots.memory.grant), windowUj: BUDGETS.channelWindowUj, points }] }
+            ? { nats: natsUrl, subjectRoot: root, channels: [{ grantId: grantId(roots.memory.grant), windowUj: BUDGETS.channelWindowUj, points }] }
             : {}),
         });
         say(`node ${name} up: jcp/1 on 127.0.0.1:${nodes[i]!.port}, steward ${steward.did.slice(0, 24)}…`);
@@ -188,7 +195,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
 
     // The channel: wait until every node has settled once (a point allows nothing before, §4.5 profile).
     if (natsUrl !== undefined) {
-      bus = JetStreamBus.start(natsUrl, { names: channelNames('jcp'), name: 'jcp-demo' });
+      bus = JetStreamBus.start(natsUrl, { names: channelNames(root), name: 'jcp-demo' });
       await bus.ready(10_000);
       await waitSettled(bus, grantId(roots.memory.grant), NODES, 20_000);
       say(`budget channel: all ${NODES} nodes have settled once and serve the memory root`);
@@ -247,6 +254,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
         revokeTask = revokeEverywhere(issuer, nodes, ids).then(
           (acked) => {
             revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
+            // The worker's try at another node waits for this (it may already be refused at home:
+            // a node applies a revocation before it acknowledges it), so it falls after atMs.
+            w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
             say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
           },
           (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
@@ -303,6 +313,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       channel = { audit: a, boundUj: overdraftBound(nodes.map(() => BUDGETS.channelWindowUj)), windowUj: BUDGETS.channelWindowUj };
       await bus.close();
       bus = undefined;
+    }
+    if (b.mode === 'external') {
+      try {
+        const removed = await removeDemoStreams(b.url, root);
+        streamsRemoved = true;
+        say(`removed the demo's streams from ${b.url}: ${removed.join(', ') || 'none were left'}`);
+      } catch (e) {
+        problems.push(`could not remove the demo's streams (${demoStreams(root).join(', ')}) from ${b.url}: ${(e as Error).message}`);
+      }
     }
     evidenceMade = true;
     const evidence: NodeEvidence[] = [];

@@ -6,8 +6,16 @@
  * did:key, receives (`go`) where the nodes are and two depth-0 grant chains (files: root → its node's shard → its grant; memory:
  * the channel root → its grant), and then works in rounds — one files call and one memory call per
  * round, through its own node with `JcpClient` — until every lane is refused: `budget-exceeded`
- * ends a lane; `revoked` makes it try once at another node (the revocation reached every node)
- * and then ends the lane. Every decided call is reported to the orchestrator.
+ * ends a lane; `revoked` makes it try once at another node and then ends the lane. Every decided
+ * call is reported to the orchestrator.
+ *
+ * The try elsewhere waits for the orchestrator's `revoked-everywhere` (sent once every node has
+ * acknowledged the revocation, at most {@link REVOKED_EVERYWHERE_WAIT_MS}), and is sent strictly
+ * after its `at_ms`. A node applies a revocation before it acknowledges it (the acknowledgement
+ * waits for the record to be durable), so the home node can refuse this worker before the
+ * orchestrator has heard back from every node: without the wait, every call of a fast worker
+ * could fall before the acknowledgement, and the report's "calls sent after the revocation were
+ * all refused" would have no call to check.
  *
  * On `checkpoint` it stops at the next round boundary, commits to its state and signs a checkpoint
  * of its files grant (§4.7), sends it with its last files receipt, and waits for the issuer's
@@ -90,6 +98,30 @@ async function next<T extends ToWorker['type']>(type: T, timeoutMs: number): Pro
       setTimeout(r, 200);
     });
   }
+}
+
+/** How long a worker refused `revoked` waits for `revoked-everywhere` before trying elsewhere anyway (ms). */
+const REVOKED_EVERYWHERE_WAIT_MS = 60_000;
+
+/**
+ * The orchestrator's `revoked-everywhere`, waited for once (later calls reuse it); resolves once
+ * this process's clock is past its `at_ms`. Undefined when it did not come in time (the try
+ * elsewhere goes ahead, and the report says whether it was refused).
+ */
+let revokedEverywhere: Promise<number | undefined> | undefined;
+function awaitRevokedEverywhere(): Promise<number | undefined> {
+  revokedEverywhere ??= next('revoked-everywhere', REVOKED_EVERYWHERE_WAIT_MS).then(
+    async (m) => {
+      while (Date.now() <= m.at_ms) await sleep(1);
+      return m.at_ms;
+    },
+    (e: unknown) => {
+      // `next` took the orchestrator's stop while waiting: put it back for the main loop.
+      if ((e as Error).message === 'stopped') inbox.push({ type: 'stop' });
+      return undefined;
+    },
+  );
+  return revokedEverywhere;
 }
 
 function take(type: ToWorker['type']): boolean {
@@ -237,7 +269,8 @@ async function main(): Promise<void> {
       const reason = await callAt(l, job.home, action, args);
       if (reason === undefined) continue;
       if (reason === DenyReasons.REVOKED) {
-        // The revocation went to every node: the same call elsewhere is refused too.
+        // The revocation went to every node: once all have acknowledged it, the same call elsewhere is refused too.
+        await awaitRevokedEverywhere();
         await callAt(l, (job.home + 1) % job.nodes.length, action, args);
         l.ended = 'revoked';
       } else if (reason === DenyReasons.BUDGET_EXCEEDED) l.ended = 'budget-exceeded';

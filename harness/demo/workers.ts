@@ -124,7 +124,8 @@ export class WorkerProc {
 
   /** Sends a message (ignored once the worker is gone). */
   send(m: ToWorker): void {
-    if (this.child.connected) this.child.send(m);
+    // With a callback, a channel that closes meanwhile (EPIPE) is reported there, not as an 'error' event.
+    if (this.child.connected) this.child.send(m, () => undefined);
   }
 
   async #until<T>(get: () => T | undefined, what: string, timeoutMs: number): Promise<T> {

@@ -21,7 +21,7 @@ import { isJcpError, JcpError } from '../../core/errors.ts';
 import { readFrame } from '../../core/frame.ts';
 import { type SignedGrant, grantId, readGrant, readSignedGrant, verifyGrantSignature } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
-import { openReceipt, readReceiptCore, receiptId } from '../../core/receipt.ts';
+import { openJcr1Receipt, readJcr1ReceiptCore, receiptId } from '../../core/receipt.ts';
 import { readSignedRevocation, revocationId, revocationToCbor } from '../../core/revocation.ts';
 import { keyEventId, readKeyEvent, readSignedKeyEvent } from '../../core/rotation.ts';
 import { asArray, asBytes, asDid, asObj, asSafeUint, type Obj } from '../../core/schema.ts';
@@ -167,7 +167,7 @@ function ofMap(o: Obj, bytes: Uint8Array, hints: SignerHints): Described {
   if (has(o, 'grant', 'signature')) return signedGrant(o);
   if (has(o, 'body', 'signature')) return signedBody(o, hints);
   if (has(o, 'jcp_receipt')) {
-    const core = readReceiptCore(o);
+    const core = readJcr1ReceiptCore(o);
     return report('receipt-core', cborJson(core), { checks: { verdict: core.verdict, ...(core.deny_reason ? { deny_reason: core.deny_reason } : {}) } });
   }
   if (has(o, 'issuer', 'capability')) {
@@ -405,12 +405,14 @@ function wireOther(bytes: Uint8Array): Described {
 }
 
 /**
- * A receipt (§8): verified with `openReceipt`. A receipt whose signature does not verify (or
- * whose core names another steward than its kid) is still shown, decoded, with the verdict; any
- * other refusal is a fault.
+ * A receipt (§8): verified with `openJcr1Receipt`, so a receipt from another implementation that
+ * carries only §8's fields (no `seq`, `prev`, `request_id`, `at`) verifies like one of ours;
+ * `checks.log_fields` says whether it carries our log position. A receipt whose signature does
+ * not verify (or whose core names another steward than its kid) is still shown, decoded, with the
+ * verdict; any other refusal is a fault.
  */
 function receipt(bytes: Uint8Array): Described {
-  const opened = openReceipt(bytes);
+  const opened = openJcr1Receipt(bytes);
   // Decode the envelope again (its errors carry byte offsets) to show the content.
   const { msg, kid } = decodeJcrSign1(bytes);
   const steward = new TextDecoder().decode(kid);
@@ -422,10 +424,10 @@ function receipt(bytes: Uint8Array): Described {
       if (isJcpError(e)) throw new JcpError(e.code, `kid: ${e.message}`, { field: 'protected.kid' });
       throw e;
     }
-    readReceiptCore(payloadOf(msg.payload, bytes));
+    readJcr1ReceiptCore(payloadOf(msg.payload, bytes));
     throw new FaultError({ code: opened.error.code, message: opened.error.why });
   }
-  const core = opened.ok ? opened.value : readReceiptCore(payloadOf(msg.payload, bytes));
+  const core = opened.ok ? opened.value : readJcr1ReceiptCore(payloadOf(msg.payload, bytes));
   const valid = opened.ok || opened.error.code === 'steward-mismatch';
   return report('receipt', { protected: { alg: -8, kid: steward }, core: cborJson(core) }, {
     id: receiptId(bytes),
@@ -438,7 +440,8 @@ function receipt(bytes: Uint8Array): Described {
     checks: {
       steward,
       steward_matches_kid: core.steward === steward,
-      seq: core.seq,
+      log_fields: core.seq !== undefined && core.at !== undefined,
+      seq: core.seq ?? null,
       prev: core.prev ?? null,
       verdict: core.verdict,
       ...(core.deny_reason !== undefined ? { deny_reason: core.deny_reason } : {}),

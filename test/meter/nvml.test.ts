@@ -87,15 +87,53 @@ describe('nvml - metering', () => {
     expect(reading.degraded).toEqual([expect.objectContaining({ rung: 'nvml', reason: 'failed-mid-reading' })]);
   });
 
-  it('degrades / failed mid-reading / the counter went backwards (driver reload)', async () => {
-    const nvml = fakeNvml([1_000n]);
+  it('HwShunt / a counter that went backwards (driver reload) counts the energy since the reload, flagged as reset', async () => {
+    const nvml = fakeNvml([1_000n, 2_000n]);
     const meter = createMeter({ estimatesUj: { infer: 77n } }, { powercapRoot: noRapl, nvml: () => nvml });
     await meter.probe();
     const { cost, reading } = await meter.measure('infer', () => {
       nvml.energyMj[0] = 10n;
+      nvml.energyMj[1] = 2_500n;
     });
-    expect(cost).toEqual({ uj: 77n, provenance: 'Estimator' });
-    expect(reading.degraded[0]).toMatchObject({ rung: 'nvml', reason: 'failed-mid-reading' });
+    expect(cost).toEqual({ uj: 510_000n, provenance: 'HwShunt', measured: 510_000n });
+    expect(reading.degraded).toEqual([]);
+    expect(reading.summed).toEqual(['GPU 0', 'GPU 1']);
+    expect(reading.reset).toEqual(['GPU 0: 1000 → 10 mJ']);
+    meter.close();
+  });
+
+  it('a reading with no restart carries no reset flag', async () => {
+    const nvml = fakeNvml([1_000n]);
+    const meter = createMeter({}, { powercapRoot: noRapl, nvml: () => nvml });
+    await meter.probe();
+    const { reading } = await meter.measure('infer', () => {
+      nvml.energyMj[0] = 1_001n;
+    });
+    expect(reading.reset).toBeUndefined();
+    meter.close();
+  });
+
+  it('calibration refuses a counter that restarted (a partial figure is no power figure)', async () => {
+    const nvml = fakeNvml([1_000n]);
+    let clock = 0n;
+    let cpu = 0;
+    const meter = createMeter(
+      {},
+      {
+        powercapRoot: noRapl,
+        nvml: () => nvml,
+        cpuUsage: () => ({ user: cpu, system: 0 }),
+        clockNs: () => {
+          clock += 1_000_000n;
+          cpu += 1_000;
+          if (clock === 5_000_000n) nvml.energyMj[0] = 5n;
+          return clock;
+        },
+      },
+    );
+    const cal = await meter.calibrate({ busyMs: 10 });
+    expect(!cal.ok && cal.error).toMatchObject({ rung: 'nvml', reason: 'failed-mid-reading' });
+    meter.close();
   });
 
   it('concurrent first calls open NVML once', async () => {

@@ -21,9 +21,40 @@ beforeEach(() => {
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe('rapl - discovery', () => {
-  it('reads package domains only, in index order', () => {
+  it('sums package domains in index order; core, psys and the MMIO duplicate are listed as not summed', () => {
     const r = openRapl(root, new FaultyFs());
-    expect(r.ok && r.value.domains.map((d) => d.name)).toEqual(['package-0', 'package-1']);
+    expect(r.ok && r.value.domains.map((d) => d.label)).toEqual(['package-0', 'package-1']);
+    expect(r.ok && r.value.excluded.map((x) => x.label)).toEqual(['intel-rapl-mmio:0', 'core (package-0)', 'psys']);
+  });
+
+  it('sums DRAM domains beside their package; core and uncore are inside it, psys covers the platform', () => {
+    const tree = mkdtempSync(join(tmpdir(), 'jcp-powercap-dram-'));
+    writeFakePowercap(tree, [
+      { dir: 'intel-rapl:0', name: 'package-0', energyUj: 0n, maxRangeUj: MAX },
+      { dir: 'intel-rapl:0:0', name: 'core', energyUj: 0n, maxRangeUj: MAX },
+      { dir: 'intel-rapl:0:1', name: 'uncore', energyUj: 0n, maxRangeUj: MAX },
+      { dir: 'intel-rapl:0:2', name: 'dram', energyUj: 0n, maxRangeUj: 65_532_610_987n },
+      { dir: 'intel-rapl:1', name: 'psys', energyUj: 0n, maxRangeUj: MAX },
+    ]);
+    const r = openRapl(tree, new FaultyFs());
+    rmSync(tree, { recursive: true });
+    expect(r.ok && r.value.domains.map((d) => [d.label, d.maxRangeUj])).toEqual([
+      ['package-0', MAX],
+      ['dram (package-0)', 65_532_610_987n],
+    ]);
+    expect(r.ok && r.value.excluded).toEqual([
+      { label: 'core (package-0)', why: 'inside package-0' },
+      { label: 'uncore (package-0)', why: 'inside package-0' },
+      { label: 'psys', why: 'covers the whole platform, package and DRAM included' },
+    ]);
+  });
+
+  it('skip / permission denied / a DRAM counter that cannot be read is not silently dropped', () => {
+    writeFakePowercap(root, [{ dir: 'intel-rapl:1:0', name: 'dram', energyUj: 3n, maxRangeUj: MAX }]);
+    const fs = new FaultyFs();
+    fs.fail(join(root, 'intel-rapl:1:0', 'energy_uj'), 'EACCES');
+    const r = openRapl(root, fs);
+    expect(!r.ok && r.error).toMatchObject({ reason: 'permission-denied' });
   });
 
   it('skip / absent / no powercap folder', () => {
@@ -95,6 +126,30 @@ describe('rapl - metering', () => {
     expect(result).toBe('done');
     expect(cost).toEqual({ uj: 30_000n + 500n, provenance: 'HwShunt', measured: 30_500n });
     expect(reading.degraded).toEqual([]);
+  });
+
+  it('HwShunt / DRAM energy is charged beside the package, each wrapping at its own range, and the reading names both', async () => {
+    const DRAM_MAX = 65_532_610_987n;
+    const tree = mkdtempSync(join(tmpdir(), 'jcp-powercap-dram-'));
+    writeFakePowercap(tree, [
+      { dir: 'intel-rapl:0', name: 'package-0', energyUj: 1_000n, maxRangeUj: MAX },
+      { dir: 'intel-rapl:0:0', name: 'core', energyUj: 0n, maxRangeUj: MAX },
+      { dir: 'intel-rapl:0:1', name: 'dram', energyUj: DRAM_MAX - 2_000n, maxRangeUj: DRAM_MAX },
+      { dir: 'intel-rapl:1', name: 'psys', energyUj: 0n, maxRangeUj: MAX },
+    ]);
+    const meter = createMeter({ defaultEstimateUj: 0n }, { powercapRoot: tree, fs: new FaultyFs(), nvml: () => Promise.reject(new Error('no GPU')) });
+    const probe = await meter.probe();
+    expect(probe.summed).toEqual(['package-0', 'dram (package-0)']);
+    expect(probe.notSummed?.map((x) => x.domain)).toEqual(['core (package-0)', 'psys']);
+    const { cost, reading } = await meter.measure('read', () => {
+      setFakeEnergy(tree, 'intel-rapl:0', 11_000n);
+      setFakeEnergy(tree, 'intel-rapl:0:0', 9_000n);
+      setFakeEnergy(tree, 'intel-rapl:0:1', 3_000n);
+      setFakeEnergy(tree, 'intel-rapl:1', 99_000n);
+    });
+    rmSync(tree, { recursive: true });
+    expect(cost).toEqual({ uj: 10_000n + 5_000n, provenance: 'HwShunt', measured: 15_000n });
+    expect(reading.summed).toEqual(['package-0', 'dram (package-0)']);
   });
 
   it('degrades to ModelBased / failed mid-reading / EIO on the second read', async () => {
