@@ -35,7 +35,7 @@ export const EndpointErrorCodes = {
   TIMEOUT: 'endpoint-timeout',
   /** The server could not be reached or started, or went away during the call. */
   UNAVAILABLE: 'endpoint-unavailable',
-  /** The server answered the call with a protocol error (bad arguments…). */
+  /** The server answered the call with a protocol error (bad arguments…) or a reply that is not a CallToolResult. */
   FAILED: 'endpoint-failed',
   /** An idempotent replay of an allow whose result was not kept (the node stopped in between). */
   RESULT_LOST: 'result-lost',
@@ -159,6 +159,8 @@ const MARK = 'jcp.node/call';
 interface Live {
   readonly client: Client;
   readonly transport: Transport;
+  /** Aborted (with an `endpoint-unavailable` EndpointError) once the transport gives up on the server. */
+  readonly lost: AbortController;
 }
 
 /** A request of ours in flight: its raw JSON-RPC result, and who gets its notifications. */
@@ -244,12 +246,26 @@ abstract class McpEndpoint implements Endpoint {
     transport.onmessage = (m) => this.#tap(m as unknown as Msg);
     const send = transport.send.bind(transport);
     transport.send = (m, o) => send(this.#outgoing(m as unknown as Msg) as unknown as JSONRPCMessage, o);
+    const lost = new AbortController();
     transport.onclose = () => {
       if (current()) {
         this.#conn = undefined;
         this.#live = undefined;
       }
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the connection closed`));
       this.log.info('endpoint connection closed');
+    };
+    // Streamable HTTP: a server that died mid-call may leave the call's stream open-ended; the
+    // transport's failed reconnects (its GET stream, or a resumable POST stream) say it is gone.
+    transport.onerror = (e) => {
+      if (!/Maximum reconnection attempts|Failed to reconnect/.test(e.message) || lost.signal.aborted) return;
+      this.log.warn({ err: e.message }, 'endpoint unreachable; calls in flight fail, the next call reconnects');
+      if (current()) {
+        this.#conn = undefined;
+        this.#live = undefined;
+      }
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away: ${e.message}`));
+      void client.close().catch(() => undefined);
     };
     try {
       await withTimeout(client.connect(transport), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'connect');
@@ -257,14 +273,14 @@ abstract class McpEndpoint implements Endpoint {
       void client.close().catch(() => undefined);
       throw e;
     }
-    const live: Live = { client, transport };
+    const live: Live = { client, transport, lost };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       void this.#listTools(live).catch((e: Error) => this.log.warn({ err: e.message }, 'tools/list after list_changed failed'));
     });
     try {
       await withTimeout(this.#listTools(live), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'tools/list');
     } catch (e) {
-      this.log.warn({ err: (e as Error).message }, 'tools/list failed; tool names are not checked until it succeeds');
+      this.log.warn({ err: (e as Error).message }, 'tools/list failed; tool names are not checked until a list succeeds (next connection, or list_changed)');
     }
     this.log.info({ tools: this.#tools?.length ?? null }, 'endpoint connected');
     if (current()) this.#live = live;
@@ -313,12 +329,17 @@ abstract class McpEndpoint implements Endpoint {
       const parsed = await withTimeout(
         live.client.request({ method, params: { ...params, _meta: { [MARK]: key } } } as never, schema, {
           timeout: timeoutMs + 1000,
+          signal: live.lost.signal,
           ...(emit !== undefined ? { onprogress: () => undefined } : {}),
         }),
         timeoutMs,
         method === 'tools/call' ? String(params['name']) : method,
       );
       return slot.raw ?? parsed;
+    } catch (e) {
+      // The SDK reports an aborted request as a RequestTimeout McpError: say what happened.
+      if (live.lost.signal.aborted && live.lost.signal.reason instanceof EndpointError) throw live.lost.signal.reason;
+      throw e;
     } finally {
       this.#slots.delete(key);
       for (const [k, s] of this.#byId) if (s === slot) this.#byId.delete(k);
@@ -400,7 +421,7 @@ abstract class McpEndpoint implements Endpoint {
             this.log.warn({ tool, timeoutMs: this.#timeoutMs }, 'endpoint call timed out; recycling the connection');
             throw new EndpointError(code, `${this.name}: tool ${tool} gave no answer within ${this.#timeoutMs} ms`, { cause: e });
           }
-          // A server that no longer knows our session (it restarted) never saw this call: one retry.
+          // A server that no longer knows our session (it restarted) never ran this call: one retry.
           if (attempt === 0 && sessionLost(e)) continue;
           throw new EndpointError(code, `${this.name}: the server went away during ${tool}: ${(e as Error).message}`, { cause: e, phase: 'call' });
         }
@@ -437,6 +458,10 @@ abstract class McpEndpoint implements Endpoint {
 /** The endpoint code of a failed request: the server's own error, a timeout, or a lost transport. */
 function classify(e: unknown): EndpointErrorCode {
   if (e instanceof TimeoutError) return EndpointErrorCodes.TIMEOUT;
+  if (e instanceof EndpointError) return e.code;
+  // The server answered, but not with a CallToolResult: its failure, the connection is fine.
+  const name = (e as Error)?.name;
+  if (name === 'ZodError' || name === '$ZodError') return EndpointErrorCodes.FAILED;
   const code = (e as { code?: unknown })?.code;
   if ((e as Error)?.name === 'McpError' && typeof code === 'number') {
     if (code === -32001) return EndpointErrorCodes.TIMEOUT; // RequestTimeout
@@ -446,9 +471,15 @@ function classify(e: unknown): EndpointErrorCode {
   return EndpointErrorCodes.UNAVAILABLE;
 }
 
-/** True for a Streamable HTTP 404: the server does not know the session (MCP 2025-06-18 §Session Management). */
+/**
+ * True when a Streamable HTTP server refused the POST for its session: 404 (MCP 2025-06-18
+ * §Session Management: the session is unknown, e.g. the server restarted) or 400 (what some
+ * servers, server-everything among them, answer for an unknown session id). Either way the
+ * request was refused at the HTTP level, so no tool ran and a new session may send it again.
+ */
 function sessionLost(e: unknown): boolean {
-  return (e as Error)?.name === 'StreamableHTTPError' && (e as { code?: unknown }).code === 404;
+  const code = (e as { code?: unknown })?.code;
+  return (e as object)?.constructor?.name === 'StreamableHTTPError' && (code === 404 || code === 400);
 }
 
 /** An MCP server over stdio (a child process), started on demand and restarted after a crash or hang. */

@@ -1,5 +1,5 @@
 /**
- * The jcp/1 messages the node and an MCP bridge share (docs/wire.md "MCP gateway"): `list_tools`,
+ * The jcp/1 messages the node and an MCP bridge share (docs/wire.md "MCP tools behind a node"): `list_tools`,
  * `tool_list`, `notice`, and the request's optional `notify: 1` (part of the signed bytes).
  */
 import { describe, expect, it } from 'vitest';

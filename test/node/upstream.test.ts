@@ -8,13 +8,17 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
-import { JcpClient, type McpNotification, resultJson, type RunningNode, WireErrorReply } from '../../node/index.ts';
+import { JcpClient, type McpNotification, type McpStdioEndpoint, resultJson, type RunningNode, WireErrorReply } from '../../node/index.ts';
 import { cast, liveNode, mint, rid } from './fixtures.ts';
+// @ts-expect-error: a plain .mjs module shared with the server, no declarations
+import { ODD } from './odd-result.mjs';
 import { type BearerServer, type Everything, startBearerServer, startEverything } from './upstreams.ts';
 
 const { rng, alice, bob } = cast('upstream');
@@ -50,6 +54,9 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     expect(listed.map((r) => [r.name, r.resource])).toEqual([['everything', rid('everything')]]);
     const names = listed[0]!.tools.map((t) => t['name']);
     expect(names).toEqual(expect.arrayContaining(['echo', 'get-tiny-image', 'trigger-long-running-operation']));
+    // The node's MCP client declares no sampling / elicitation / roots: tools that need them are not offered.
+    expect(names).not.toContain('trigger-sampling-request');
+    expect(names).not.toContain('trigger-elicitation-request');
     expect(JSON.parse(listed[0]!.toolsJson)).toEqual(listed[0]!.tools);
     expect(node.enforcer.nextSeq).toBe(seq);
   });
@@ -129,6 +136,62 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     const up = await client.call({ chain: [g], action: 'echo', payload: { message: 'back' } });
     expect(text(resultJson(up.result))).toBe('Echo: back');
   });
+
+  test('restart / killed during a call: endpoint-unavailable, not a wait for the timeout; the receipt stands', async () => {
+    const g = mint(alice, bob, 'everything', ['trigger-long-running-operation', 'echo'], 1_000_000n, rng);
+    let killing: Promise<void> | undefined;
+    const r = await client.call({
+      chain: [g],
+      action: 'trigger-long-running-operation',
+      payload: { duration: 30, steps: 30 },
+      cost: { uj: 11n, provenance: 'Estimator' },
+      onNotice: () => {
+        killing ??= everything.kill();
+      },
+    });
+    await killing;
+    expect(r.decision.verdict).toBe('allow');
+    expect(openReceipt(r.receipt, node.did).ok).toBe(true);
+    expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-unavailable');
+    expect(node.ledger.spent(grantId(g.grant))).toBe(11n);
+    everything = await startEverything(everything.port);
+    const next = await client.call({ chain: [g], action: 'echo', payload: { message: 'after' } });
+    expect(text(resultJson(next.result))).toBe('Echo: after');
+  });
+
+  test('restart / restarted between two calls: the stale session is replaced and the call goes through', async () => {
+    const g = mint(alice, bob, 'everything', ['echo'], 1_000_000n, rng);
+    expect(text(resultJson((await client.call({ chain: [g], action: 'echo', payload: { message: 'one' } })).result))).toBe('Echo: one');
+    await everything.kill();
+    everything = await startEverything(everything.port);
+    const r = await client.call({ chain: [g], action: 'echo', payload: { message: 'two' } });
+    expect(text(resultJson(r.result))).toBe('Echo: two');
+  });
+});
+
+describe('upstream: a server the node never reached', () => {
+  test('no tool list: list_tools says [], names are not checked, an allowed call is endpoint-unavailable with its receipt', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const srv = createServer();
+      srv.listen({ port: 0, host: '127.0.0.1' }, () => {
+        const { port } = srv.address() as AddressInfo;
+        srv.close(() => resolve(port));
+      });
+    });
+    const node = await liveNode({ resources: [{ name: 'gone', endpoint: { url: `http://127.0.0.1:${closed}/mcp` } }] });
+    const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    try {
+      expect(await client.listTools()).toEqual([{ name: 'gone', resource: rid('gone'), tools: [], toolsJson: '[]' }]);
+      const g = mint(alice, bob, 'gone', ['anything'], 1_000n, rng);
+      const r = await client.call({ chain: [g], action: 'anything', payload: {} });
+      expect(r.decision.verdict).toBe('allow');
+      expect(openReceipt(r.receipt, node.did).ok).toBe(true);
+      expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-unavailable');
+    } finally {
+      await client.close();
+      await node.cleanup();
+    }
+  });
 });
 
 describe('upstream: headers from the environment', () => {
@@ -185,7 +248,7 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
 
   test('tools/list / every page is read, in order', async () => {
     const [paged] = await client.listTools();
-    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty']);
+    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed']);
     const g = mint(alice, bob, 'paged', ['t3'], 1_000n, rng);
     expect(text(resultJson((await client.call({ chain: [g], action: 't3', payload: {} })).result))).toBe('called t3');
   });
@@ -203,6 +266,23 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
     expect(names).toContain('late');
     const after = await client.call({ chain: [g], action: 'late', payload: { n: 1 } });
     expect(text(resultJson(after.result))).toBe('called late');
+  });
+
+  test('result / mixed content, _meta and unknown fields come back exactly as the server sent them', async () => {
+    const g = mint(alice, bob, 'paged', ['odd'], 1_000n, rng);
+    const r = await client.call({ chain: [g], action: 'odd', payload: {} });
+    expect(resultJson(r.result)).toEqual(ODD);
+  });
+
+  test('result / a reply that is not a CallToolResult is endpoint-failed; the server is kept', async () => {
+    const ep = node.endpoints.get(rid('paged'))!.endpoint as McpStdioEndpoint;
+    const pid = await ep.pid();
+    const g = mint(alice, bob, 'paged', ['malformed', 't1'], 1_000n, rng);
+    const r = await client.call({ chain: [g], action: 'malformed', payload: {} });
+    expect(r.decision.verdict).toBe('allow');
+    expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-failed');
+    expect(text(resultJson((await client.call({ chain: [g], action: 't1', payload: {} })).result))).toBe('called t1');
+    expect(await ep.pid()).toBe(pid);
   });
 
   test('notify / a logging message and progress reach the caller in order; structuredContent passes through', async () => {
