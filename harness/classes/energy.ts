@@ -58,6 +58,23 @@ export const C9: ConformanceClass = {
       meter.close();
     }
 
+    // The provenance rules themselves (§5), on costs as they arrive on the wire.
+    const refused = (c: unknown) => {
+      try {
+        readCost(c);
+        return 'accepted';
+      } catch (e) {
+        return (e as { code?: string }).code ?? 'untyped';
+      }
+    };
+    t.eq(refused({ uj: 5n, provenance: 'HwShunt' }), 'schema', 'HwShunt without measured is refused');
+    for (const measured of [0n, 1n, 5n, 500n]) {
+      t.eq(refused({ uj: 5n, provenance: 'Estimator', measured }), 'schema', `Estimator with measured ${measured} µJ is refused`);
+      t.eq(refused({ uj: 5n, provenance: 'HwShunt', measured }), 'accepted', `HwShunt with measured ${measured} µJ is accepted`);
+      t.eq(refused({ uj: 5n, provenance: 'ModelBased', measured }), 'accepted', `ModelBased may carry measured ${measured} µJ`);
+    }
+    t.eq(refused({ uj: 5n, provenance: 'ModelBased' }), 'accepted', 'ModelBased may omit measured');
+
     // No interface at all: still a figure, Estimator, without measured.
     {
       const meter = createMeter({ estimatesUj: { call: 1_234n } }, { powercapRoot: NO_RAPL, nvml: noNvml });
@@ -78,6 +95,11 @@ export const C9: ConformanceClass = {
       const wrapped = await rapl.measure('call', () => setFakeEnergy(root, 'intel-rapl:0', 4_000n));
       t.eq(wrapped.cost, { uj: 5_000n, provenance: 'HwShunt', measured: 5_000n }, 'fake RAPL: wraparound corrected, HwShunt with measured');
       consistent(t, wrapped.cost, 'fake RAPL');
+      const floored = createMeter({ activeWatts: 8, estimatesUj: { call: 9_000n }, defaultEstimateUj: 0n }, { powercapRoot: root, fs: new FaultyFs() });
+      setFakeEnergy(root, 'intel-rapl:0', 10_000n);
+      const low = await floored.measure('call', () => setFakeEnergy(root, 'intel-rapl:0', 12_000n));
+      t.eq(low.cost, { uj: 9_000n, provenance: 'HwShunt', measured: 2_000n }, 'fake RAPL: charged no less than the estimate, the raw reading kept as measured');
+      floored.close();
       const half = await rapl.measure('call', () => fs.fail(join(root, 'intel-rapl:0', 'energy_uj'), 'EIO'));
       t.eq(half.cost.provenance, 'ModelBased', 'RAPL failing mid-reading: degrades to the model');
       t.eq(half.cost.measured, undefined, 'RAPL failing mid-reading: no measured figure claimed');

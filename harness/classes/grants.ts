@@ -5,7 +5,8 @@
 import { seededRng, newActor } from '../../core/actor.ts';
 import { verifyChain } from '../../core/chain.ts';
 import { decide } from '../../core/decision.ts';
-import { type Grant, attenuate, checkHop, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
+import { sign } from '../../core/ed25519.ts';
+import { type Grant, attenuate, checkHop, grantBytes, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
 import type { ConformanceClass } from '../conformance.ts';
 import { kit, verdict } from './authority-kit.ts';
@@ -56,6 +57,17 @@ export const C1: ConformanceClass = {
       'a look-alike resource is denied wrong-resource',
     );
     t.eq(verdict(decide(k.request([k.forged(root)]), state)), 'bad-signature', 'a grant signed by a non-issuer is denied bad-signature');
+
+    // The same grant under other keys: signed by anyone but its issuer, or re-attributed to
+    // another issuer with the real signature, it fails (three keys each, not one convenient one).
+    for (const [i, key] of [other, agent, newActor(rng)].entries()) {
+      const underOther = { grant: g, signature: sign(key.key, grantBytes(g)) };
+      t.ok(!verifyGrantSignature(underOther), `grant signed by another key (${i}) fails`);
+      t.ok(!verifyGrantSignature({ grant: { ...g, issuer: key.did }, signature: sg.signature }), `grant re-attributed to another issuer (${i}) fails`);
+    }
+    for (const forger of [k.mallory, k.bob, k.carol]) {
+      t.eq(verdict(decide(k.request([k.forged(root, forger)]), state)), 'bad-signature', 'the decision denies a grant signed by another key');
+    }
   },
 };
 
@@ -104,10 +116,13 @@ export const C2: ConformanceClass = {
       ['an extra action', { capability: { resource: k.resource, actions: ['read', 'admin'] } }, 'attenuation-violation'],
       ['a larger budget', { budget_uj: 1_001n }, 'attenuation-violation'],
       ['a later expiry', { expiry: 5_001 }, 'attenuation-violation'],
-      ['an issuer other than the parent subject', { issuer: k.mallory.did }, 'chain-broken'],
+      ['an issuer other than the parent subject (mallory)', { issuer: k.mallory.did }, 'chain-broken'],
+      ['an issuer other than the parent subject (the parent issuer)', { issuer: k.alice.did }, 'chain-broken'],
+      ['an issuer other than the parent subject (the child subject)', { issuer: k.dave.did }, 'chain-broken'],
     ];
+    const signers = new Map([k.mallory, k.alice, k.dave].map((a) => [a.did, a]));
     for (const [what, over, reason] of amplifying) {
-      const signer = over.issuer === k.mallory.did ? k.mallory : k.bob;
+      const signer = (over.issuer !== undefined ? signers.get(over.issuer) : undefined) ?? k.bob;
       const child = k.handChild(root, over, signer);
       const hop = checkHop(root.grant, rootId, child.grant);
       t.eq(hop.ok ? 'accepted' : hop.error.reason, reason, `hop check: ${what}`);

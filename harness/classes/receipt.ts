@@ -17,8 +17,13 @@ import { attributionKey, replayReceipts } from '../../core/replay.ts';
 import { RevocationSet, signRevocation } from '../../core/revocation.ts';
 import { TrustRoots } from '../../core/trust.ts';
 import { payloadHash } from '../../core/wire.ts';
+import { NodeFault } from '../../node/codes.ts';
+import { ReceiptLog } from '../../node/receiptlog.ts';
+import { replayLog } from '../../node/replay.ts';
 import type { Checker } from '../checker.ts';
 import type { ConformanceClass } from '../conformance.ts';
+import { kit } from './authority-kit.ts';
+import { LiveNode } from './live-node.ts';
 
 const NOW_S = 1_700_000_000;
 
@@ -108,7 +113,7 @@ function sameLedger(t: Checker, a: Ledger, b: Ledger, label: string): void {
 export const C5: ConformanceClass = {
   id: 'C5',
   title: 'the receipt',
-  run(t) {
+  async run(t) {
     const b = new Bench('conformance/C5');
     const worker = b.actor();
     const other = b.actor();
@@ -153,6 +158,35 @@ export const C5: ConformanceClass = {
       const forged = sealReceipt({ ...honest.value, steward: other.did }, other);
       t.eq(codeOf(openReceipt(forged, b.steward.did)), ReceiptRefusals.WRONG_STEWARD, 'the same core re-sealed by another key fails for the real steward');
     }
+
+    // A real node's receipts: sealed by its steward key, the kid naming it, and the fields its decision had.
+    const k = kit('C5/live');
+    const live = await LiveNode.start('c5', [k.alice.did], 1_000);
+    try {
+      const root = k.root({ capability: { resource: live.resource, actions: ['read'] }, budget_uj: 100n });
+      const leaf = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 60n });
+      const calls = [
+        await live.call(k.bob, { chain: [root], costUj: 30n }),
+        await live.call(k.carol, { chain: [root, leaf], costUj: 61n }),
+        await live.call(k.carol, { chain: [root, leaf], costUj: 20n }),
+      ];
+      t.eq(calls.map((c) => c.verdict), ['allow', 'budget-exceeded', 'allow'], 'node: decided as planned');
+      t.eq(calls.map((c) => c.receipt?.steward), calls.map(() => live.node.did), 'node: every receipt names the node steward');
+      t.eq(calls.map((c) => c.receipt?.cost_uj), [30n, 61n, 20n], 'node: cost_uj is the request cost');
+      t.eq(calls.map((c) => c.receipt?.budget_remaining_uj), [70n, 60n, 40n], 'node: budget_remaining_uj is the leaf after the debit');
+      t.eq(calls.map((c) => c.receipt?.seq), [0, 1, 2], 'node: seq counts from 0');
+      const rawLog: Uint8Array[] = [];
+      for await (const chunk of live.node.log.receiptChunks()) for (const [, bytes] of chunk) rawLog.push(bytes);
+      for (const [i, bytes] of rawLog.entries()) {
+        const kid = decodeSign1(bytes).protectedHeader.get(4) as Uint8Array;
+        t.eq(new TextDecoder().decode(kid), live.node.did, `node receipt ${i}: kid = the steward did:key`);
+        t.eq(codeOf(openReceipt(bytes, k.alice.did)), ReceiptRefusals.WRONG_STEWARD, `node receipt ${i}: fails for another steward`);
+        const o = openReceipt(bytes);
+        t.ok(o.ok && (i === 0 ? o.value.prev === undefined : o.value.prev === receiptId(rawLog[i - 1]!)), `node receipt ${i}: prev links the one before`);
+      }
+    } finally {
+      await live.close();
+    }
   },
 };
 
@@ -164,7 +198,7 @@ function codeOf(r: ReturnType<typeof openReceipt>): string {
 export const C14: ConformanceClass = {
   id: 'C14',
   title: 'replay + group accounting',
-  run(t) {
+  async run(t) {
     const b = new Bench('conformance/C14');
     const lead = b.actor();
     const workers = [b.actor(), b.actor(), b.actor()];
@@ -209,14 +243,94 @@ export const C14: ConformanceClass = {
       t.eq(rt.ledger.spent(id), b.ledger.spent(id) - cost, `the tampered receipt contributes nothing to ${id.slice(0, 12)}…`);
     }
     t.ok(rt.breaks.length > 0, 'the hole it leaves in the log is reported');
+
+    await liveReplay(t);
   },
 };
+
+/**
+ * C14 on a real node: its log is replayed by the node's own boot path (`replayLog`, a restart),
+ * which restores spend and per-worker attribution; a receipt tampered in the LevelDB log
+ * contributes nothing, is counted, and stops the node unless the damage is accepted.
+ */
+async function liveReplay(t: Checker): Promise<void> {
+  const k = kit('C14/live');
+  const live = await LiveNode.start('c14', [k.alice.did], 1_000);
+  try {
+    const top = k.root({ capability: { resource: live.resource, actions: ['read'] }, budget_uj: 3_000n });
+    const workers = [k.carol, k.dave, k.erin];
+    const subs = workers.map((w) => k.delegate(top, k.bob, { subject: w.did, budget_uj: 1_200n }));
+    const tally = new Map<string, { allowed: number; refused: number }>();
+    const rng = seededRng('conformance/C14/live');
+    for (let i = 0; i < 24; i++) {
+      const w = rng(1)[0]! % 3;
+      const c = await live.call(workers[w]!, { chain: [top, subs[w]!], costUj: BigInt(50 + (rng(1)[0]! % 200)) });
+      const key = attributionKey(grantId(subs[w]!.grant), workers[w]!.did);
+      const row = tally.get(key) ?? { allowed: 0, refused: 0 };
+      if (c.verdict === 'allow') row.allowed++;
+      else row.refused++;
+      tally.set(key, row);
+    }
+    const ids = [top, ...subs].map((g) => grantId(g.grant));
+    const before = ids.map((id) => live.spent(id));
+    const log = await live.receipts();
+    t.ok(log.some((r) => r.verdict === 'deny') && log.some((r) => r.verdict === 'allow'), 'node: the schedule holds allows and denies');
+    await live.restart();
+    t.eq(ids.map((id) => live.spent(id)), before, 'node: a restart (boot replay) restores every link’s spend');
+    t.eq(live.node.boot.receipts, 24, 'node: boot replay read every receipt');
+    await live.stop();
+
+    // Tamper one allow late in the node's LevelDB log (not the head: past the first slice of 5).
+    let idx = -1;
+    for (let i = log.length - 2; i >= 5 && idx < 0; i--) if (log[i]!.verdict === 'allow') idx = i;
+    t.ok(idx >= 5, 'node: an allow past the first replay slice to tamper with');
+    const victim = log[idx]!;
+    const db = await ReceiptLog.open(live.dir, { steward: live.node.did, nowS: 1_000, mustExist: true });
+    try {
+      const bytes = new Uint8Array((await db.getReceipt(idx))!);
+      bytes[bytes.length - 3]! ^= 0x10;
+      await db.appendReceipt(idx, bytes);
+      // Slices of 5 receipts, so the tampered one and the workers' rows span several slices.
+      const r = await replayLog(db, { steward: live.node.did, sliceSize: 5, parallel: 2 });
+      t.eq(r.rejected.map((x) => [x.seq, x.code]), [[idx, ErrorCodes.SIGNATURE_INVALID]], 'node replay: the tampered receipt is counted, with its seq');
+      // seq-gap inside a slice; prev-mismatch when the tampered receipt ends one (the next slice starts after it).
+      t.eq(r.breaks.map((x) => x.seq), [idx + 1], 'node replay: the hole it leaves is the only break');
+      t.ok(r.breaks.every((x) => x.code === 'seq-gap' || x.code === 'prev-mismatch'), 'node replay: reported as a gap or a prev mismatch');
+      t.eq([r.total, r.allowed + r.denied, r.nextSeq], [24, 23, 24], 'node replay: every other receipt is applied');
+      const cut = (id: ContentId) => (victim.chain_ids ?? [victim.grant_id]).includes(id);
+      t.eq(ids.map((id) => r.ledger.spent(id)), ids.map((id, i) => before[i]! - (cut(id) ? victim.cost_uj : 0n)), 'node replay: it contributes nothing to any link');
+      for (const [i, w] of workers.entries()) {
+        const id = grantId(subs[i]!.grant);
+        const want = { ...(tally.get(attributionKey(id, w.did)) ?? { allowed: 0, refused: 0 }) };
+        if (victim.grant_id === id) want.allowed--;
+        const row = r.attribution.get(attributionKey(id, w.did));
+        t.eq([row?.allowed ?? 0, row?.refused ?? 0], [want.allowed, want.refused], `node replay: worker ${i} attribution`);
+        t.eq(row?.uj ?? 0n, r.ledger.spent(id), `node replay: worker ${i} µJ = its grant's replayed spend`);
+      }
+    } finally {
+      await db.close();
+    }
+    let refused = '';
+    try {
+      await live.start();
+    } catch (e) {
+      refused = e instanceof NodeFault ? e.code : String(e);
+    }
+    t.eq(refused, 'log-damaged', 'node: a tampered log stops the start');
+    if (refused === '') await live.stop();
+    await live.start({ acceptDamagedLog: true });
+    t.eq(live.node.boot.bad, 1, 'node: the accepted start reports the bad receipt');
+    t.eq(ids.map((id) => live.spent(id)), ids.map((id, i) => before[i]! - ((victim.chain_ids ?? []).includes(id) ? victim.cost_uj : 0n)), 'node: its ledger holds nothing of the tampered receipt');
+  } finally {
+    await live.close();
+  }
+}
 
 /** C16: a chained receipt names every debited link; replay restores leaf and ancestor debits exactly and keeps conserving. */
 export const C16: ConformanceClass = {
   id: 'C16',
   title: 'chained replay',
-  run(t) {
+  async run(t) {
     const b = new Bench('conformance/C16');
     const a0 = b.actor();
     const a1 = b.actor();
@@ -266,5 +380,41 @@ export const C16: ConformanceClass = {
       if (replayed.verdict === 'deny') t.eq(replayed.deny.reason, 'budget-exceeded', 'the refusal is budget-exceeded');
     }
     t.eq(decide(b.request(chainSib, a3, 101n), state).verdict, 'deny', 'the replayed ledger keeps conserving: siblings still share mid');
+
+    await liveChainedReplay(t);
   },
 };
+
+/** C16 on a real node: chained calls, its receipts' chain_ids, and boot replay restoring every link. */
+async function liveChainedReplay(t: Checker): Promise<void> {
+  const k = kit('C16/live');
+  const live = await LiveNode.start('c16', [k.alice.did], 1_000);
+  try {
+    const top = k.root({ capability: { resource: live.resource, actions: ['read'] }, budget_uj: 5_000n });
+    const mid = k.delegate(top, k.bob, { subject: k.carol.did, budget_uj: 4_000n });
+    const leaf = k.delegate(mid, k.carol, { subject: k.dave.did, budget_uj: 3_000n });
+    const sib = k.delegate(mid, k.carol, { subject: k.erin.did, budget_uj: 3_000n });
+    const plan: [SignedGrant[], Actor, bigint, string][] = [
+      [[top, mid, leaf], k.dave, 1_200n, 'allow'],
+      [[top, mid, sib], k.erin, 1_500n, 'allow'],
+      [[top, mid, leaf], k.dave, 900n, 'allow'],
+      [[top, mid, sib], k.erin, 401n, 'budget-exceeded'],
+      [[top, mid], k.carol, 300n, 'allow'],
+    ];
+    for (const [chain, who, uj, want] of plan) {
+      const c = await live.call(who, { chain, costUj: uj });
+      t.eq(c.verdict, want, `node: ${uj} µJ on a ${chain.length}-link chain`);
+      t.eq(c.receipt?.chain_ids, chain.map((g) => grantId(g.grant)), 'node: chain_ids names every link, root first');
+    }
+    const ids = [top, mid, leaf, sib].map((g) => grantId(g.grant));
+    const want = [3_900n, 3_900n, 2_100n, 1_500n];
+    t.eq(ids.map((id) => live.spent(id)), want, 'node: leaf and ancestor debits');
+    await live.restart();
+    t.eq(ids.map((id) => live.spent(id)), want, 'node: boot replay restores leaf and ancestor debits exactly');
+    t.eq((await live.call(k.erin, { chain: [top, mid, sib], costUj: 101n })).verdict, 'budget-exceeded', 'node after replay: siblings still share mid');
+    t.eq((await live.call(k.erin, { chain: [top, mid, sib], costUj: 100n })).verdict, 'allow', 'node after replay: the exact remainder of mid is allowed');
+    t.eq((await live.call(k.bob, { chain: [top], costUj: 1_001n })).verdict, 'budget-exceeded', 'node after replay: the root remembers its subtree');
+  } finally {
+    await live.close();
+  }
+}

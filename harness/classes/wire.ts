@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { encode as cborgEncode } from 'cborg';
 import { pino } from 'pino';
 import { newActor, seededRng } from '../../core/actor.ts';
 import { bytesEqual } from '../../core/bytes.ts';
@@ -98,10 +99,42 @@ export const C8: ConformanceClass = {
         t.eq(core.value.budget_remaining_uj, 700n, 'the receipt records the debit');
       }
       t.ok(!openReceipt(reply.response.receipt, issuer.did).ok, 'the receipt does not verify as another steward');
+      const gid = grantId(g.grant);
+      t.eq(node.ledger.spent(gid), 300n, 'the node ledger holds the allow');
       const again = decodeWireMessage(await client.roundTrip(body));
       t.ok(again.kind === 'response' && bytesEqual(again.response.receipt, reply.response.receipt), 'a replayed request gets its original receipt');
+      t.eq(node.ledger.spent(gid), 300n, 'a replayed request is not debited twice');
+      t.eq(await node.log.lastSeq(), 0, 'a replayed request seals no second receipt');
+
+      // Valid tokens, wrong form: the node refuses them before deciding, and nothing is debited or sealed.
+      const hex = Buffer.from(body).toString('hex');
+      t.ok(bytesEqual(cborgEncode(o), body), 'cborg with its default (length-first) key order writes the canonical body');
+      const inserted = cborgEncode(o, { mapSorter: () => 0 });
+      const nonCanonical: [string, Uint8Array][] = [
+        ['map keys in insertion order (frame, chain, …)', inserted],
+        ['the same body with two keys swapped', swapFirstKeys(body)],
+        ['cost.uj as a 4-byte integer', fromHex(replaceOnce(hex, '62756a19012c', '62756a1a0000012c'))],
+        ['now as an 8-byte integer', fromHex(hex.replace(/636e6f771a([0-9a-f]{8})/, '636e6f771b00000000$1'))],
+        ['the now key repeated', fromHex(`${(Number.parseInt(hex.slice(0, 2), 16) + 1).toString(16)}${hex.slice(2).replace(/^(636e6f771a[0-9a-f]{8})/, '$1$1')}`)],
+      ];
+      for (const [what, bytes] of nonCanonical) {
+        t.ok(!bytesEqual(bytes, body), `${what}: differs from the canonical body`);
+        const r = decodeWireMessage(await client.roundTrip(bytes));
+        t.eq(r.kind === 'error' ? r.error.code : r.kind, 'cbor-non-canonical', `the live node refuses ${what}`);
+      }
+      // Canonical bodies whose payload is not the one the frame's payload_hash binds (§11).
+      const swapped = { ...o, payload: new TextEncoder().encode('{"say":"bye"}') };
+      const dropped: Record<string, unknown> = { ...o };
+      delete dropped['payload'];
+      for (const [what, m] of [['another payload than the signed one', swapped], ['the payload removed', dropped]] as const) {
+        const r = decodeWireMessage(await client.roundTrip(encode(m)));
+        t.eq(r.kind === 'error' ? r.error.code : r.kind, 'schema', `the live node refuses a body with ${what}`);
+      }
+      t.eq(node.ledger.spent(gid), 300n, 'no non-canonical request was debited');
+      t.eq(await node.log.lastSeq(), 0, 'no non-canonical request was sealed');
       const over = await client.call({ chain: [g], action: 'echo', payload: { say: 'more' }, cost: { uj: 701n, provenance: 'Estimator' } });
       t.eq(over.decision, { verdict: 'deny', deny_reason: 'budget-exceeded' }, 'a deny is decided over the socket');
+      t.eq(node.ledger.spent(gid), 300n, 'the deny was not debited');
       const dc = openReceipt(over.receipt, node.did);
       t.ok(dc.ok && dc.value.prev === receiptId(reply.response.receipt), 'the deny is sealed and linked to the receipt before it');
       const bad = decodeWireMessage(await client.roundTrip(Uint8Array.of(0xa1, 0x61, 0x61, 0xf5)));
@@ -114,3 +147,24 @@ export const C8: ConformanceClass = {
     }
   },
 };
+
+function fromHex(h: string): Uint8Array {
+  return new Uint8Array(Buffer.from(h, 'hex'));
+}
+
+function replaceOnce(hex: string, find: string, by: string): string {
+  const i = hex.indexOf(find);
+  if (i < 0 || hex.indexOf(find, i + 1) >= 0) throw new Error(`C8: ${find} is not in the body exactly once`);
+  return hex.slice(0, i) + by + hex.slice(i + find.length);
+}
+
+/**
+ * The canonical request body with its first two top-level entries (`now`, `cost`: both keys
+ * are short text) swapped: every token is valid, only the order is wrong.
+ */
+function swapFirstKeys(body: Uint8Array): Uint8Array {
+  const hex = Buffer.from(body).toString('hex');
+  const m = /^a[67](636e6f77(?:1a[0-9a-f]{8}|1b[0-9a-f]{16}))(64636f7374a262756a19012c6a70726f76656e616e636569457374696d61746f72)/.exec(hex);
+  if (!m) throw new Error('C8: unexpected request layout');
+  return fromHex(`${hex.slice(0, 2)}${m[2]}${m[1]}${hex.slice(m[0].length)}`);
+}

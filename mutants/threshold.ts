@@ -1,0 +1,69 @@
+/**
+ * Mutants of caller authentication with threshold actors (spec §11, §2.2, C13): the product's
+ * FROST rounds (frost/sign.ts), its trusted dealer (frost/dealer.ts), and the node's caller
+ * signature check. Format: see `scripts/mutants.ts`.
+ */
+import type { Mutant } from '../scripts/mutants.ts';
+
+export default [
+  {
+    id: 'threshold-package-below-min',
+    equivalent: "noble's signShare refuses a package with fewer than min commitments itself (it throws, and signShare turns that into the same frost-bad-package); the product's check is defence in depth",
+    file: 'frost/sign.ts',
+    find: 'if (n < pub.min || n > pub.max) return bad(',
+    replace: 'if (n < 1 || n > pub.max) return bad(',
+    classes: ['C13'],
+  },
+  {
+    id: 'threshold-own-commitment-unchecked',
+    equivalent: "noble's signShare refuses a package whose commitment for this identifier is not the one made from these nonces (same frost-bad-package through signShare's catch)",
+    file: 'frost/sign.ts',
+    find: 'if (!bytesEqual(own.hiding, mine.hiding) || !bytesEqual(own.binding, mine.binding)) return bad(',
+    replace: 'if (!bytesEqual(own.hiding, own.hiding)) return bad(',
+    classes: ['C13'],
+  },
+  {
+    id: 'threshold-duplicate-signer',
+    equivalent: "noble refuses a commitment list that repeats an identifier (same frost-bad-package through signShare's catch)",
+    file: 'frost/sign.ts',
+    find: 'if (seen.has(c.identifier)) return bad(',
+    replace: 'if (seen.has(c.identifier) && n > pub.max) return bad(',
+    classes: ['C13'],
+  },
+  {
+    id: 'threshold-nonce-reuse',
+    file: 'frost/sign.ts',
+    find: 'if (Fn.is0(Fn.fromBytes(nonces.hiding)) || Fn.is0(Fn.fromBytes(nonces.binding))) {',
+    replace: 'if (Fn.is0(Fn.fromBytes(nonces.hiding)) && Fn.is0(Fn.fromBytes(nonces.binding)) && nonces.hiding.length === 0) {',
+    classes: ['C13'],
+  },
+  {
+    id: 'threshold-shares-unverified',
+    equivalent: "noble's aggregate verifies every share itself and throws naming the cheaters, which aggregate reports as the same frost-bad-signature-share with the same culprits",
+    file: 'frost/sign.ts',
+    find: "  if (bad.length) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
+    replace: "  if (bad.length > 1) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
+    classes: ['C13'],
+  },
+  {
+    id: 'threshold-dealer-degree-off-by-one',
+    file: 'frost/dealer.ts',
+    find: 'const signers = { min: t.min, max: t.max };',
+    replace: 'const signers = { min: t.min - 1, max: t.max };',
+    classes: ['C13'],
+  },
+  {
+    id: 'threshold-node-caller-signature-ignored',
+    file: 'node/enforcer.ts',
+    find: ': callerSignatureOk(req, signed);',
+    replace: ': callerSignatureOk(req, signed) || req.signature.length === 64;',
+    classes: ['C13'],
+  },
+  {
+    id: 'threshold-coordinator-signs-short',
+    file: 'frost/coordinator.ts',
+    find: 'if (commitments.size < (opts.signers !== undefined ? want : g.min)) {',
+    replace: 'if (commitments.size < 1) {',
+    classes: ['C18'],
+  },
+] satisfies Mutant[];
