@@ -259,11 +259,12 @@ export class JcpClient {
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Replies completed before a bad length in the same chunk are still delivered, in order.
     for (const b of bodies) {
-      if (isNoticeBody(b)) this.#onNotice(b);
-      else {
-        const w = this.#waiting.shift();
-        if (w !== undefined && !w.abandoned) w.resolve(b);
+      if (isNoticeBody(b)) {
+        this.#onNotice(b);
+        continue;
       }
+      const w = this.#waiting.shift();
+      if (w !== undefined && !w.abandoned) w.resolve(b);
     }
     if (error) {
       // The next reply in line declared more than `replyCap`: its caller gets `frame-too-large`.
@@ -417,46 +418,44 @@ export class JcpClient {
    *   CallTimeout (code `timeout`, carrying the request) after `timeoutS` seconds without a reply.
    */
   async call(p: CallParams): Promise<CallResult> {
-    return this.callRequest(await this.request(p), {
+    const opts: CallRequestOptions = {
       ...(p.onNotice !== undefined ? { onNotice: p.onNotice } : {}),
       ...(p.timeoutS !== undefined ? { timeoutS: p.timeoutS } : {}),
-    });
+    };
+    return this.callRequest(await this.request(p), opts);
   }
 
   /**
    * Sends an already signed request; `onNotice` gets its notices (when it carries `notify: 1`).
-   * The second argument may also be a number: the timeout in seconds (the earlier form).
+   * The second argument may also be a number: the timeout in seconds (the older form).
    * @throws WireErrorReply on an error reply; CallTimeout (carrying `req`) after `timeoutS`
    *   seconds (default the client's) without a reply.
    */
-  async callRequest(req: WireRequest, options: CallRequestOptions | number = {}): Promise<CallResult> {
-    const opts: CallRequestOptions = typeof options === 'number' ? { timeoutS: options } : options;
+  async callRequest(req: WireRequest, opts: CallRequestOptions | number = {}): Promise<CallResult> {
+    const o: CallRequestOptions = typeof opts === 'number' ? { timeoutS: opts } : opts;
     const body = encodeWireRequest(req);
     const rid = contentIdOfBytes(body);
-    const onNotice = opts.onNotice;
-    const send = async (): Promise<Uint8Array> => {
-      try {
-        return await this.roundTrip(body, opts.timeoutS ?? this.#opts.timeoutS);
-      } catch (e) {
-        if (e instanceof CallTimeout) e.request = req;
-        throw e;
-      }
-    };
-    let reply: WireMessage;
-    if (onNotice === undefined) reply = decodeWireMessage(await send());
-    else {
-      // Two identical calls in flight are one request: both see its notices.
-      const set = this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>();
+    const onNotice = o.onNotice;
+    // Two identical calls in flight are one request: both see its notices.
+    const set = onNotice === undefined ? undefined : (this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>());
+    const mine = onNotice === undefined ? undefined : (n: McpNotification) => onNotice(n); // distinct even for a shared function
+    if (set !== undefined && mine !== undefined) {
       this.#noticeHandlers.set(rid, set);
-      const mine = (n: McpNotification) => onNotice(n); // a distinct entry even for a shared function
       set.add(mine);
-      try {
-        reply = decodeWireMessage(await send());
-      } finally {
+    }
+    let replyBody: Uint8Array;
+    try {
+      replyBody = await this.roundTrip(body, o.timeoutS ?? this.#opts.timeoutS);
+    } catch (e) {
+      if (e instanceof CallTimeout) e.request = req;
+      throw e;
+    } finally {
+      if (set !== undefined && mine !== undefined) {
         set.delete(mine);
         if (set.size === 0 && this.#noticeHandlers.get(rid) === set) this.#noticeHandlers.delete(rid);
       }
     }
+    const reply = decodeWireMessage(replyBody);
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'response') throw new WireErrorReply('schema', `expected a response, got ${reply.kind}`);
     const r = reply.response;
