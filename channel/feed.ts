@@ -6,18 +6,28 @@
  * that existed at start has been submitted (or after `catchUpMs` when NATS cannot be reached: the
  * node serves meanwhile, and keeps the revocations it persisted before).
  *
- * Malformed messages and refused revocations are counted and logged, never applied.
+ * The stream also carries amendments (§4.7; docs/steering.md "Across a cluster"): a message that
+ * is the jcp/1 `{amend: {grant, checkpoint, amendment}}` map is handed to the sink's `amend` (the
+ * node re-verifies the pair and applies it against its own ledger), in stream order with the
+ * revocations. A sink without `amend` counts such messages as malformed.
+ *
+ * Malformed messages and refused revocations and amendments are counted and logged, never applied.
  */
 import { decode } from '../core/cbor.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Result } from '../core/result.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { SignedGrant } from '../core/grant.ts';
 import { readSignedRevocation, type SignedRevocation } from '../core/revocation.ts';
+import { decodeWireMessage } from '../core/wire.ts';
 import type { ChannelBus, RevocationFollow } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 
 /** The node's revocation sink (node/hooks.ts `RevocationSink`). */
 export interface RevocationSinkLike {
   submit(sr: SignedRevocation): Promise<Result<{ grantId: ContentId; admitted: boolean }, { code: string; why: string }>>;
+  /** Applies an amendment from the stream (§4.7; node/enforcer.ts `applyAmendment`). */
+  amend?(grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment): Promise<Result<unknown, { code: string; why: string }>>;
 }
 
 /** Options of a {@link RevocationStreamFeed}. */
@@ -38,8 +48,10 @@ export class RevocationStreamFeed {
   #follow: RevocationFollow | undefined;
   #queue: Promise<void> = Promise.resolve();
   #stopped = false;
-  /** Counters: delivered, taken by the sink, malformed, refused by the sink. */
+  /** Counters: delivered, taken by the sink, malformed, refused by the sink (amendments included in delivered and malformed). */
   readonly counts = { delivered: 0, taken: 0, malformed: 0, refused: 0 };
+  /** Amendments (§4.7) from the stream: applied by the sink, refused by it. */
+  readonly amendmentCounts = { applied: 0, refused: 0 };
 
   constructor(opts: RevocationStreamFeedOpts) {
     this.#opts = opts;
@@ -74,7 +86,12 @@ export class RevocationStreamFeed {
     this.counts.delivered++;
     let sr: SignedRevocation;
     try {
-      sr = readSignedRevocation(decode(bytes));
+      const v = decode(bytes);
+      if (typeof v === 'object' && v !== null && 'amend' in v) {
+        this.#deliverAmendment(sink, bytes);
+        return;
+      }
+      sr = readSignedRevocation(v);
     } catch (e) {
       this.counts.malformed++;
       this.#log.warn({ why: (e as Error).message }, 'malformed revocation on the stream: ignored');
@@ -93,6 +110,33 @@ export class RevocationStreamFeed {
       } catch (e) {
         this.counts.refused++;
         this.#log.error({ grant_id: sr.body.grant_id, why: (e as Error).message }, 'revocation from the stream could not be recorded');
+      }
+    });
+  }
+
+  #deliverAmendment(sink: RevocationSinkLike, bytes: Uint8Array): void {
+    const amend = sink.amend?.bind(sink);
+    let m: ReturnType<typeof decodeWireMessage>;
+    try {
+      m = decodeWireMessage(bytes);
+      if (m.kind !== 'amend' || amend === undefined) throw new Error(amend === undefined ? 'this node takes no amendments' : `a ${m.kind} message`);
+    } catch (e) {
+      this.counts.malformed++;
+      this.#log.warn({ why: (e as Error).message }, 'malformed amendment on the stream: ignored');
+      return;
+    }
+    const { grant, checkpoint, amendment } = m;
+    this.#queue = this.#queue.then(async () => {
+      try {
+        const r = await amend(grant, checkpoint, amendment);
+        if (r.ok) this.amendmentCounts.applied++;
+        else {
+          this.amendmentCounts.refused++;
+          this.#log.warn({ checkpoint: amendment.body.checkpoint, code: r.error.code, why: r.error.why }, 'amendment from the stream refused');
+        }
+      } catch (e) {
+        this.amendmentCounts.refused++;
+        this.#log.error({ checkpoint: amendment.body.checkpoint, why: (e as Error).message }, 'amendment from the stream could not be recorded');
       }
     });
   }

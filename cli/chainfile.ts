@@ -35,19 +35,24 @@ export function grantView(g: Grant): Record<string, unknown> {
   };
 }
 
+/** The text of a chain file for `chain` (root first): what {@link writeChainFile} writes. */
+export function chainFileText(chain: readonly SignedGrant[]): string {
+  const body = {
+    type: CHAIN_FILE_TYPE,
+    chain: chain.map((sg) => ({ id: grantId(sg.grant), cbor: toHex(encode(signedGrantToCbor(sg))), grant: grantView(sg.grant) })),
+  };
+  return `${JSON.stringify(body, null, 2)}\n`;
+}
+
 /**
  * Writes a chain file (root first). Refuses to overwrite an existing file unless `overwrite`.
  * @throws JcpError `refused` when the file exists; IoError `io` (naming the path and the system
  *   code) when it cannot be written (a missing folder, a file in the way, permissions…).
  */
 export function writeChainFile(file: string, chain: readonly SignedGrant[], opts: { overwrite?: boolean } = {}): void {
-  const body = {
-    type: CHAIN_FILE_TYPE,
-    chain: chain.map((sg) => ({ id: grantId(sg.grant), cbor: toHex(encode(signedGrantToCbor(sg))), grant: grantView(sg.grant) })),
-  };
   try {
     // 'wx': unless asked, never overwrite an existing chain file (a grant is evidence).
-    writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { flag: opts.overwrite ? 'w' : 'wx' });
+    writeFileSync(file, chainFileText(chain), { flag: opts.overwrite ? 'w' : 'wx' });
   } catch (e) {
     if ((e as { code?: string }).code === 'EEXIST') {
       throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite a chain file`, { file });

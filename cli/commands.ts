@@ -10,6 +10,7 @@ export const COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Command
   { name: 'receipts', load: async () => (await import('./receipts.ts')).command },
   { name: 'key', load: async () => (await import('./key.ts')).command },
   { name: 'grant', load: async () => (await import('./grant.ts')).command },
+  { name: 'standing', load: async () => (await import('./standing.ts')).command },
   { name: 'frost', load: async () => (await import('./frost.ts')).command },
   { name: 'cluster', load: async () => (await import('./cluster.ts')).command },
   { name: 'channel', load: async () => (await import('./channel.ts')).command },

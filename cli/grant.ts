@@ -1,11 +1,26 @@
-/** `jcp grant mint|delegate|revoke|show`: grants (§4), attenuation (§4.1), revocation (§4.3) from the command line. */
+/**
+ * `jcp grant mint|delegate|revoke|show|checkpoint|amend|continue`: grants (§4), attenuation (§4.1),
+ * revocation (§4.3) and steering (§4.7: checkpoint, amendment, continuation) from the command line.
+ */
 import { randomBytes } from 'node:crypto';
 import { isJcpError } from '../core/errors.ts';
 import { type AttenuationParams, type Grant, attenuate, grantId, grantToCbor, readGrant, signGrant } from '../core/grant.ts';
+import {
+  amend,
+  amendmentId,
+  checkpointId,
+  issueContinuation,
+  makeCheckpoint,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  type SteeringRefusal,
+  verifyAmendment,
+} from '../core/checkpoint.ts';
 import { signRevocation } from '../core/revocation.ts';
 import { JcpClient, WireErrorReply, readKeyFile } from '../node/index.ts';
 import { actionsArg, didArg, expiryArg, grantView, hostPortArg, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
-import { type Command, UsageError, connectionError, parse } from './command.ts';
+import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
+import { commitmentArg, readAmendmentFile, readCheckpointFile, writeAmendmentFile, writeCheckpointFile } from './steerfile.ts';
 
 const help = `Usage:
   jcp grant mint --key issuer.key --subject did|keyfile --resource name|cid --actions a,b
@@ -14,6 +29,12 @@ const help = `Usage:
                  [--actions a,b] [--expiry ...] [--depth n] --out child.json
   jcp grant revoke --chain chain.json --key issuer.key --node host:port [--link i]
   jcp grant show --chain chain.json
+  jcp grant checkpoint --chain run.json --key agent.key --state file|cid --out checkpoint.json
+  jcp grant amend --chain run.json --checkpoint checkpoint.json --key issuer.key --budget uj
+                 [--instructions file|cid] [--node host:port]... --out amendment.json
+  jcp grant amend --chain run.json --send amendment.json --node host:port...
+  jcp grant continue --chain run.json --amendment amendment.json --key issuer.key
+                 [--checkpoint checkpoint.json] --out continuation.json
 
 mint      signs a root grant (§4) as the issuer; the resource is a content id, or a name as the
           node config names it (its id is blake3 of {jcp_resource: name}).
@@ -22,6 +43,17 @@ revoke    signs a revocation (§4.3) of link i (default: the leaf) as that grant
           it to a node over jcp/1. A node in a cluster (nats) publishes it on the revocation
           stream, so every node of the cluster enforces it.
 show      prints the chain as JSON.
+checkpoint  the agent (the leaf's subject) commits to its state (§4.7): a content id, or a file
+          whose content id is taken; prints the checkpoint id.
+amend     the leaf's issuer steers the run at that checkpoint (§4.7): a budget no larger than the
+          leaf's, optionally a new instruction-set commitment; with --node (repeatable) the
+          amendment is sent to each node, which from then on refuses the steered grant (revoked)
+          and caps the continuation at min(budget, steered budget - steered spend there).
+          --send sends an amendment file signed before (to more nodes), checked here first.
+continue  the issuer re-issues the run as the continuation the amendment links (§4.7); writes
+          the chain with the continuation as its leaf.
+Refusals exit 1 with a stable code: not-agent, wrong-grant, self-steering, not-issuer, widening,
+wrong-checkpoint; a node's refusal is amendment-refused naming the same codes.
 
 Chain files are JSON ({"type": "jcp-chain", "chain": [{id, cbor, grant}]}, root first). cbor is
 the signed grant; id and grant are for people and may be left out, but a grant view that
@@ -34,7 +66,7 @@ const nowS = () => Math.floor(Date.now() / 1000);
 /** The `jcp grant` command. */
 export const command: Command = {
   name: 'grant',
-  summary: 'mint, delegate, revoke or show grant chains',
+  summary: 'mint, delegate, revoke, show or steer (checkpoint, amend, continue) grant chains',
   help,
   async run(argv) {
     const [verb, ...rest] = argv;
@@ -45,6 +77,12 @@ export const command: Command = {
         return delegate(rest);
       case 'revoke':
         return revoke(rest);
+      case 'checkpoint':
+        return checkpoint(rest);
+      case 'amend':
+        return amendRun(rest);
+      case 'continue':
+        return continueRun(rest);
       case 'show': {
         const { values } = parse(rest, { chain: { type: 'string' } }, false);
         const chain = readChainFile(need(values.chain, '--chain'));
@@ -52,7 +90,7 @@ export const command: Command = {
         return 0;
       }
       default:
-        throw new UsageError(verb === undefined ? 'expected a verb: mint | delegate | revoke | show' : `unknown verb '${verb}'`);
+        throw new UsageError(verb === undefined ? 'expected a verb: mint | delegate | revoke | show | checkpoint | amend | continue' : `unknown verb '${verb}'`);
     }
   },
 };
@@ -185,4 +223,105 @@ async function revoke(argv: string[]): Promise<number> {
   } finally {
     await client.close();
   }
+}
+
+function steeringRefused(what: string, r: SteeringRefusal): CliError {
+  return new CliError(r.code, `${what} refused: ${r.why}`);
+}
+
+function checkpoint(argv: string[]): number {
+  const { values } = parse(argv, { chain: { type: 'string' }, key: { type: 'string' }, state: { type: 'string' }, out: { type: 'string' } }, false);
+  const chain = readChainFile(need(values.chain, '--chain'));
+  const agent = readKeyFile(need(values.key, '--key'));
+  const state = commitmentArg(need(values.state, '--state'), 'state file');
+  const out = need(values.out, '--out');
+  const r = makeCheckpoint(chain[chain.length - 1]!, state, agent, nonce());
+  if (!r.ok) throw steeringRefused('checkpoint', r.error);
+  writeCheckpointFile(out, r.value);
+  process.stdout.write(`${checkpointId(r.value)}\n`);
+  return 0;
+}
+
+async function amendRun(argv: string[]): Promise<number> {
+  const { values } = parse(
+    argv,
+    {
+      chain: { type: 'string' },
+      checkpoint: { type: 'string' },
+      key: { type: 'string' },
+      budget: { type: 'string' },
+      instructions: { type: 'string' },
+      node: { type: 'string', multiple: true },
+      out: { type: 'string' },
+      send: { type: 'string' },
+    },
+    false,
+  );
+  const chain = readChainFile(need(values.chain, '--chain'));
+  const steered = chain[chain.length - 1]!;
+  const nodes = (values.node ?? []).map((n) => ({ name: n, ...hostPortArg(n, '--node') }));
+  let cp: SignedCheckpoint;
+  let sa: SignedAmendment;
+  if (values.send !== undefined) {
+    // Send an amendment signed before (to more nodes, or again): checked here first, as the node will.
+    for (const flag of ['checkpoint', 'key', 'budget', 'instructions', 'out'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--send takes an amendment file as it is; --${flag} does not go with it`);
+    }
+    if (nodes.length === 0) throw new UsageError('--send needs at least one --node');
+    ({ amendment: sa, checkpoint: cp } = readAmendmentFile(values.send));
+    const pair = verifyAmendment(sa, cp, steered);
+    if (!pair.ok) throw steeringRefused('amend', pair.error);
+  } else {
+    cp = readCheckpointFile(need(values.checkpoint, '--checkpoint'));
+    const issuer = readKeyFile(need(values.key, '--key'));
+    const budget = ujArg(need(values.budget, '--budget'), '--budget');
+    const instructions = values.instructions === undefined ? undefined : commitmentArg(values.instructions, 'instructions file');
+    const out = need(values.out, '--out');
+    const r = amend(cp, steered, { budget_uj: budget, nonce: nonce(), ...(instructions !== undefined ? { instructions } : {}) }, issuer);
+    if (!r.ok) throw steeringRefused('amend', r.error);
+    sa = r.value;
+    writeAmendmentFile(out, { amendment: sa, checkpoint: cp });
+  }
+  const sent: Array<Record<string, unknown>> = [];
+  let refused: CliError | undefined;
+  for (const n of nodes) {
+    let client: JcpClient;
+    try {
+      client = await JcpClient.connect({ host: n.host, port: n.port, reconnectAttempts: 0 });
+    } catch (e) {
+      throw connectionError(e, `node ${n.name}`);
+    }
+    try {
+      const a = await client.amend(steered, cp, sa);
+      sent.push({ node: n.name, continuation_id: a.continuation_id, budget_uj: a.budget_uj.toString(), steered_spent_uj: a.steered_spent_uj.toString() });
+    } catch (e) {
+      if (!(e instanceof WireErrorReply)) throw connectionError(e, `node ${n.name}`);
+      sent.push({ node: n.name, error: { code: e.code, message: e.message } });
+      refused ??= new CliError(e.code, `amend refused by node ${n.name}: ${e.message}`);
+    } finally {
+      await client.close();
+    }
+  }
+  process.stdout.write(`${JSON.stringify({ amendment: amendmentId(sa), steered: grantId(steered.grant), nodes: sent })}\n`);
+  if (refused) throw refused;
+  return 0;
+}
+
+function continueRun(argv: string[]): number {
+  const { values } = parse(
+    argv,
+    { chain: { type: 'string' }, amendment: { type: 'string' }, checkpoint: { type: 'string' }, key: { type: 'string' }, out: { type: 'string' } },
+    false,
+  );
+  const chain = readChainFile(need(values.chain, '--chain'));
+  const steered = chain[chain.length - 1]!;
+  const file = readAmendmentFile(need(values.amendment, '--amendment'));
+  const cp = values.checkpoint === undefined ? file.checkpoint : readCheckpointFile(values.checkpoint);
+  const issuer = readKeyFile(need(values.key, '--key'));
+  const out = need(values.out, '--out');
+  const r = issueContinuation(steered, cp, file.amendment, issuer);
+  if (!r.ok) throw steeringRefused('continue', r.error);
+  writeChainFile(out, [...chain.slice(0, -1), r.value]);
+  process.stdout.write(`${grantId(r.value.grant)}\n`);
+  return 0;
 }

@@ -104,7 +104,9 @@ export const command: Command = {
     process.stderr.write(
       `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
         (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
-        `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s\n`,
+        `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s` +
+        (node.boot.snapshot ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)` : '') +
+        '\n',
     );
     const onSignal = () => stopped();
     process.once('SIGINT', onSignal);

@@ -9,7 +9,35 @@ import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
 import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
-import { type HeadCheck, type LogReplay, NodeFault, ReceiptLog, WorkerPool, isLockError, readDataMeta, replayLog } from '../node/index.ts';
+import {
+  type Archived,
+  archiveLimit,
+  archiveReceipts,
+  archiveRecords,
+  chooseSnapshot,
+  readSegments,
+  type SegmentCheck,
+  withSegments,
+  segmentReceiptAt,
+  type HeadCheck,
+  type LogReplay,
+  listSnapshots,
+  makeSnapshot,
+  NodeFault,
+  openSnapshot,
+  ReceiptLog,
+  readKeyFile,
+  replayLog,
+  SNAPSHOT_CAP_BYTES,
+  snapshotBody,
+  type SliceRunner,
+  WorkerPool,
+  isLockError,
+  readDataMeta,
+} from '../node/index.ts';
+import { bytesEqual } from '../core/bytes.ts';
+import { encode } from '../core/cbor.ts';
+import type { Did } from '../core/didkey.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
 import { errnoOf, IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from './fsutil.ts';
 import { verifyReceiptFile } from './receiptfile.ts';
@@ -33,6 +61,17 @@ Verbs:
              file is never overwritten).
   repair     run LevelDB's repair on a damaged log (the operator's explicit step; a node never
              repairs or recreates its log by itself), then verify it.
+  archive    move the receipts below --before SEQ into sealed segment files in --out DIR (a CBOR
+             sequence each; first and last seq and BLAKE3 recorded in the log). Only what the
+             newest usable snapshot covers (below its seq and its request index's first seq).
+  snapshot   write a ledger snapshot now (what a start replays, signed by the steward, bound to
+             the last receipt; see docs/node.md "Snapshots"): the newest usable snapshot plus
+             the receipts after it. --key steward.key (default <data-dir>/steward.key).
+
+verify also checks every snapshot in <data-dir>/snapshots against the full replay at its seq
+(report field 'snapshots'; a snapshot that does not match makes it exit 1). A log with archived
+receipts needs --archive DIR: each segment is checked against the log's record (report field
+'archive') and replayed before the live log.
 
 verify <file | ->: receipts from anywhere, e.g. another implementation's: a file (or - for
 stdin, at most 64 MiB) holding either a CBOR sequence of COSE_Sign1 receipts (RFC 8742, what
@@ -47,6 +86,9 @@ Options:
   --workers n     verify on n worker threads (default 0)
   --format f      export format: cbor | json (default json)
   --out file      export destination (default stdout)
+  --key file      the steward key, for snapshot (default <data-dir>/steward.key)
+  --before seq    archive: the first seq kept in the live log
+  --archive dir   verify: the folder of archived segments
 
 The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
 own recovery, as a node's start does: its write-ahead file is folded into table files, and records
@@ -58,16 +100,35 @@ const bigintJson = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toStri
 /** The `jcp receipts` command. */
 export const command: Command = {
   name: 'receipts',
-  summary: 'verify, replay, attribute, export or repair a node receipt log',
+  summary: 'verify, replay, attribute, export, repair or snapshot a node receipt log',
   help,
   async run(argv) {
     const [verb, ...rest] = argv;
-    const { values, positionals } = parse(rest, { workers: { type: 'string' }, format: { type: 'string' }, out: { type: 'string' } });
+    const { values, positionals } = parse(rest, {
+      workers: { type: 'string' },
+      format: { type: 'string' },
+      out: { type: 'string' },
+      key: { type: 'string' },
+      before: { type: 'string' },
+      archive: { type: 'string' },
+    });
     if (positionals.length !== 1) throw new UsageError('expected one data folder');
     if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
     const dataDir = path.resolve(positionals[0]!);
-    if (!['verify', 'replay', 'attribute', 'export', 'repair'].includes(verb ?? '')) {
-      throw new UsageError(verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair' : `unknown verb '${verb}'`);
+    if (!['verify', 'replay', 'attribute', 'export', 'repair', 'snapshot', 'archive'].includes(verb ?? '')) {
+      throw new UsageError(
+        verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair | snapshot | archive' : `unknown verb '${verb}'`,
+      );
+    }
+    let before = -1;
+    if (verb === 'archive') {
+      before = Number(values.before);
+      if (values.before === undefined || !Number.isSafeInteger(before) || before < 0) throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
+      if (values.out === undefined) throw new UsageError('archive: --out DIR (the segment folder)');
+      const rel = path.relative(dataDir, path.resolve(values.out));
+      if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
+        throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: keep the archive elsewhere`);
+      }
     }
     if (values.out !== undefined && verb === 'export') {
       const rel = path.relative(dataDir, path.resolve(values.out));
@@ -102,15 +163,43 @@ export const command: Command = {
       }
       const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
       try {
+        if (verb === 'archive') return await archiveNow(log, dataDir, meta.steward, before, path.resolve(values.out!));
         if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out === undefined ? undefined : path.resolve(values.out));
         const pool = workers > 0 ? await WorkerPool.start(workers) : undefined;
+        const runner = pool ? { runner: ((job) => pool.replaySlice(job)) satisfies SliceRunner, parallel: pool.size * 2 } : {};
+        if (verb === 'snapshot') {
+          try {
+            return await snapshotNow(log, dataDir, meta.steward, values.key ?? path.join(dataDir, 'steward.key'), runner);
+          } finally {
+            await pool?.close();
+          }
+        }
         let r: LogReplay;
+        let snapshots: SnapshotCheck[] = [];
+        let archive: SegmentCheck[] | undefined;
+        const records = await archiveRecords(log);
+        let source: ReturnType<typeof withSegments> | undefined;
+        let receiptAt: ((seq: number) => Promise<Uint8Array | undefined>) | undefined;
+        if (records.length > 0 && verb === 'verify') {
+          if (values.archive === undefined) {
+            await pool?.close();
+            throw new CliError(
+              'archive-needed',
+              `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR (the segment folder) to verify from seq 0`,
+            );
+          }
+          const seg = readSegments(path.resolve(values.archive), records);
+          archive = seg.checks;
+          source = withSegments(log, seg.receipts);
+          receiptAt = segmentReceiptAt(log, seg.receipts);
+        }
         try {
-          r = await replayLog(log, {
-            steward: meta.steward,
-            ...(pool ? { runner: (job) => pool.replaySlice(job), parallel: pool.size * 2 } : {}),
-            measurements: verb === 'verify' || verb === 'attribute',
-          });
+          if (verb === 'verify') {
+            ({ replay: r, snapshots } = await replayCheckingSnapshots(log, dataDir, meta.steward, {
+              ...runner,
+              ...(source ? { source, receiptAt } : {}),
+            }));
+          } else r = await replayLog(log, { steward: meta.steward, ...runner, measurements: verb === 'attribute' });
         } finally {
           await pool?.close();
         }
@@ -156,9 +245,16 @@ export const command: Command = {
           process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows }, bigintJson, 2)}\n`);
           return 0;
         }
-        const report = verifyReport(r, head);
+        const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
         process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
-        return report.bad === 0 && report.breaks === 0 && report.outcomes.bad === 0 && head.ok ? 0 : 1;
+        const good =
+          report.bad === 0 &&
+          report.breaks === 0 &&
+          report.outcomes.bad === 0 &&
+          head.ok &&
+          snapshots.every((x) => x.ok) &&
+          (archive ?? []).every((x) => x.ok);
+        return good ? 0 : 1;
       } finally {
         await log.close();
       }
@@ -230,6 +326,117 @@ export function verifyReport(r: LogReplay, head: HeadCheck = { ok: true }) {
       rejected: r.outcomes.bad.slice(0, 50),
     },
   };
+}
+
+/** One snapshot checked by `verify`: it verifies under the steward and equals the full replay at its seq. */
+export interface SnapshotCheck {
+  readonly file: string;
+  readonly seq: number;
+  readonly ok: boolean;
+  readonly why?: string;
+}
+
+/**
+ * The full replay from seq 0 (the same as `replayLog`), stopping at every snapshot's seq to
+ * compare the snapshot's body with the body of the replayed state at that seq (same horizon,
+ * window and made_at_s): anything else (spend, request index, counts, problems, the receipt it is
+ * bound to) is a mismatch, named by the first field that differs.
+ */
+async function replayCheckingSnapshots(
+  log: ReceiptLog,
+  dataDir: string,
+  steward: Did,
+  runner: {
+    runner?: SliceRunner;
+    parallel?: number;
+    source?: ReturnType<typeof withSegments>;
+    receiptAt?: (seq: number) => Promise<Uint8Array | undefined>;
+  },
+): Promise<{ replay: LogReplay; snapshots: SnapshotCheck[] }> {
+  const checks: SnapshotCheck[] = [];
+  const opened: Array<{ file: string; seq: number; snap: NonNullable<ReturnType<typeof openOk>> }> = [];
+  for (const { seq, file } of listSnapshots(dataDir).reverse()) {
+    let bytes: Uint8Array;
+    try {
+      bytes = readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
+    } catch (e) {
+      checks.push({ file, seq, ok: false, why: `unreadable: ${(e as Error).message}` });
+      continue;
+    }
+    const o = openSnapshot(bytes, steward);
+    const snap = openOk(o);
+    if (snap === undefined) checks.push({ file, seq, ok: false, why: o.ok ? '' : o.why });
+    else if (snap.seq !== seq) checks.push({ file, seq, ok: false, why: `covers seq ${snap.seq}, not the seq its name says` });
+    else opened.push({ file, seq, snap });
+  }
+  let r: LogReplay | undefined;
+  for (const { file, seq, snap } of opened) {
+    r = await replayLog(log, { steward, toSeq: seq, ...runner, ...(r ? { from: r } : {}) });
+    if (r.coveredSeq !== seq) {
+      checks.push({ file, seq, ok: false, why: `the log holds no receipt at seq ${seq} (it ends at ${r.coveredSeq})` });
+      continue;
+    }
+    const want = snapshotBody(r, steward, { madeAtS: snap.madeAtS, windowS: snap.windowS, horizon: snap.horizon });
+    if (bytesEqual(encode(want), encode(snap.body))) {
+      checks.push({ file, seq, ok: true });
+      continue;
+    }
+    const field = Object.keys({ ...want, ...snap.body }).find((k) => {
+      const a = want[k];
+      const b = snap.body[k];
+      return a === undefined || b === undefined || !bytesEqual(encode(a), encode(b));
+    });
+    checks.push({ file, seq, ok: false, why: `differs from the full replay at seq ${seq} (field ${field ?? '?'})` });
+  }
+  // The end of the log: the outcome records (reversals, measurements) are checked and applied once, here.
+  r = await replayLog(log, { steward, ...runner, measurements: true, ...(r ? { from: r } : {}) });
+  return { replay: r, snapshots: checks.sort((a, b) => a.seq - b.seq) };
+}
+
+function openOk(o: ReturnType<typeof openSnapshot>) {
+  return o.ok ? o.value : undefined;
+}
+
+async function archiveNow(log: ReceiptLog, dataDir: string, steward: Did, before: number, outDir: string): Promise<number> {
+  const choice = await chooseSnapshot(log, dataDir, steward);
+  for (const x of choice.ignored) process.stderr.write(`jcp receipts: snapshot ${x.file} ignored: ${x.why}\n`);
+  const snap = choice.used;
+  if (snap === undefined) throw new CliError('not-covered', `no usable snapshot: nothing is archived that a snapshot does not cover (make one: jcp receipts snapshot ${dataDir})`);
+  const limit = archiveLimit(snap);
+  if (before > limit) {
+    throw new CliError(
+      'not-covered',
+      `--before ${before}: the newest snapshot (seq ${snap.seq}) allows archiving below seq ${limit} at most (its own receipt, and the receipts of request ids it still keeps, stay)`,
+    );
+  }
+  let a: Archived;
+  try {
+    a = await archiveReceipts(log, before, outDir);
+  } catch (e) {
+    if (e instanceof NodeFault) throw e;
+    throw new CliError('refused', (e as Error).message, { cause: e });
+  }
+  const segments = a.segments.map((s) => ({ file: path.join(outDir, s.file), first: s.first, last: s.last, count: s.count, blake3: toHex(s.blake3) }));
+  process.stdout.write(`${JSON.stringify({ archived: a.receipts, segments }, null, 2)}\n`);
+  return 0;
+}
+
+async function snapshotNow(
+  log: ReceiptLog,
+  dataDir: string,
+  steward: Did,
+  keyFile: string,
+  runner: { runner?: SliceRunner; parallel?: number },
+): Promise<number> {
+  const actor = readKeyFile(keyFile);
+  if (actor.did !== steward) throw new CliError('log-steward-mismatch', `${keyFile} is ${actor.did}, not the steward of this log (${steward})`);
+  const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), ...runner });
+  if (made === undefined) {
+    process.stderr.write('jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt)\n');
+    return 0;
+  }
+  process.stdout.write(`${JSON.stringify({ file: made.file, seq: made.seq, replayed: made.replayed, requests: made.requests, bytes: made.bytes }, null, 2)}\n`);
+  return 0;
 }
 
 async function write(out: Writable, chunk: string | Uint8Array): Promise<void> {

@@ -275,8 +275,13 @@ export function continuationNonce(amendmentIdHex: ContentId): Uint8Array {
   return blake3(concat(utf8('jcp/continuation'), fromHex(amendmentIdHex, 32, 'amendment_id'))).slice(0, 16);
 }
 
-/** The unsigned continuation grant for a verified amendment (see the module docstring). */
-function continuationOf(steered: Grant, amendment: SignedAmendment): Grant {
+/**
+ * The unsigned continuation grant the issuer re-issues for `amendment` of `steered` (§4.7; the
+ * link is in the module docstring). Its content id is what an enforcement point caps when the
+ * amendment takes effect there, before the signed continuation is ever presented. The pair is
+ * not verified here: call {@link verifyAmendment} first.
+ */
+export function continuationOf(steered: Grant, amendment: SignedAmendment): Grant {
   return {
     issuer: steered.issuer,
     subject: steered.subject,

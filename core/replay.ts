@@ -97,6 +97,8 @@ export interface ReplayResult {
   readonly breaks: ContinuityBreak[];
   /** request_id → the receipt bytes that decided it (the idempotency index). */
   readonly requests: Map<ContentId, Uint8Array>;
+  /** request_id → that receipt's `at` (the request's `now`, unix seconds): what a time-bounded index keys on. */
+  readonly requestsAt: Map<ContentId, number>;
   /** Attribution keyed by {@link attributionKey}. */
   readonly attribution: Map<string, Attribution>;
   /** Leaf grant ids of `revoked` denies (the revoked link may be an ancestor): a hint, not an admitted revocation. */
@@ -129,6 +131,7 @@ export function replayReceipts(receipts: Iterable<Uint8Array>, opts: ReplayOptio
   const rejected: RejectedReceipt[] = [];
   const breaks: ContinuityBreak[] = [];
   const requests = new Map<ContentId, Uint8Array>();
+  const requestsAt = new Map<ContentId, number>();
   const attribution = new Map<string, Attribution>();
   const revokedSeen = new Set<ContentId>();
   const seen = new Set<ContentId>();
@@ -190,11 +193,14 @@ export function replayReceipts(receipts: Iterable<Uint8Array>, opts: ReplayOptio
       denied++;
       if (core.deny_reason === 'revoked') revokedSeen.add(core.grant_id);
     }
-    if (core.request_id !== undefined && !requests.has(core.request_id)) requests.set(core.request_id, bytes);
+    if (core.request_id !== undefined && !requests.has(core.request_id)) {
+      requests.set(core.request_id, bytes);
+      requestsAt.set(core.request_id, core.at);
+    }
     if (lastSeq === undefined || core.seq > lastSeq) {
       lastSeq = core.seq;
       lastId = id;
     }
   }
-  return { ledger, allowed, denied, rejected, breaks, requests, attribution, revokedSeen, lastSeq, lastId, heads, total: index + 1 };
+  return { ledger, allowed, denied, rejected, breaks, requests, requestsAt, attribution, revokedSeen, lastSeq, lastId, heads, total: index + 1 };
 }

@@ -23,6 +23,9 @@
  *
  * MCP JSON (tool schemas, results, notifications) has floats, bools and null, which canonical CBOR
  * forbids (§3), so it travels as UTF-8 JSON text inside CBOR text strings.
+ * - amend `{amend: {grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment}}`
+ *   (§4.7): the steered grant's issuer steers a run at a checkpoint; answered by amended
+ *   `{amended: {grant_id, continuation_id, budget_uj, steered_spent_uj}}` or an error.
  *
  * Caller signature (§11): Ed25519 by `caller` over `canonical_cbor` of the request map without
  * `signature` (payload included when present). The payload is bound by `frame.payload_hash`
@@ -43,8 +46,16 @@ import { ErrorCodes, JcpError, check } from './errors.ts';
 import { type Frame, frameToCbor, readFrame } from './frame.ts';
 import { type Grant, type SignedGrant, grantToCbor, readGrant, readSignedGrant, signedGrantToCbor } from './grant.ts';
 import { type ContentId, contentId } from './hash.ts';
+import {
+  readSignedAmendment,
+  readSignedCheckpoint,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  signedAmendmentToCbor,
+  signedCheckpointToCbor,
+} from './checkpoint.ts';
 import { type SignedRevocation, readSignedRevocation, signedRevocationToCbor } from './revocation.ts';
-import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, type Obj } from './schema.ts';
+import { asArray, asBytes, asCid, asDid, asEnum, asObj, asSafeUint, asText, asUint, type Obj, uintOut } from './schema.ts';
 
 /** Bytes in the length prefix (§11). */
 export const FRAME_HEADER_BYTES = 4;
@@ -322,7 +333,22 @@ export type WireMessage =
   | { readonly kind: 'revoked'; readonly grant_id: ContentId }
   | { readonly kind: 'list_tools' }
   | { readonly kind: 'tool_list'; readonly resources: readonly ToolListEntry[] }
-  | ({ readonly kind: 'notice' } & WireNotice);
+  | ({ readonly kind: 'notice' } & WireNotice)
+  | { readonly kind: 'amend'; readonly grant: SignedGrant; readonly checkpoint: SignedCheckpoint; readonly amendment: SignedAmendment }
+  | { readonly kind: 'amended'; readonly amended: WireAmended };
+
+/**
+ * What a node answers to an amendment it applied (§4.7): the steered grant (now refused there,
+ * `revoked`), the continuation's id, the continuation's effective cap at this node
+ * (`budget_uj` = min(amendment budget, steered budget − steered spend), µJ) and the steered
+ * grant's spend at this node when the amendment took effect (µJ).
+ */
+export interface WireAmended {
+  readonly grant_id: ContentId;
+  readonly continuation_id: ContentId;
+  readonly budget_uj: bigint;
+  readonly steered_spent_uj: bigint;
+}
 
 /** Most characters of a resource name in a `tool_list`. */
 export const MAX_NAME = 256;
@@ -353,6 +379,23 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
       return encode({ tool_list: { resources: m.resources.map((r) => ({ name: r.name, resource: r.resource, tools: r.tools })) } });
     case 'notice':
       return encode({ notice: { request_id: m.request_id, notification: m.notification } });
+    case 'amend':
+      return encode({
+        amend: {
+          grant: signedGrantToCbor(m.grant),
+          checkpoint: signedCheckpointToCbor(m.checkpoint),
+          amendment: signedAmendmentToCbor(m.amendment),
+        },
+      });
+    case 'amended':
+      return encode({
+        amended: {
+          grant_id: m.amended.grant_id,
+          continuation_id: m.amended.continuation_id,
+          budget_uj: uintOut(m.amended.budget_uj),
+          steered_spent_uj: uintOut(m.amended.steered_spent_uj),
+        },
+      });
   }
 }
 
@@ -477,6 +520,27 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
       'expected the JSON text of a JSON-RPC notification object (with a string method)',
     );
     return { kind: 'notice', request_id: asCid(n['request_id'], 'notice.request_id'), notification };
+  }
+  if ('amend' in o) {
+    const a = asObj(asObj(o, 'message', ['amend'])['amend'], 'amend', ['grant', 'checkpoint', 'amendment']);
+    return {
+      kind: 'amend',
+      grant: readSignedGrant(a['grant'], 'amend.grant'),
+      checkpoint: readSignedCheckpoint(a['checkpoint'], 'amend.checkpoint'),
+      amendment: readSignedAmendment(a['amendment'], 'amend.amendment'),
+    };
+  }
+  if ('amended' in o) {
+    const a = asObj(asObj(o, 'message', ['amended'])['amended'], 'amended', ['grant_id', 'continuation_id', 'budget_uj', 'steered_spent_uj']);
+    return {
+      kind: 'amended',
+      amended: {
+        grant_id: asCid(a['grant_id'], 'amended.grant_id'),
+        continuation_id: asCid(a['continuation_id'], 'amended.continuation_id'),
+        budget_uj: asUint(a['budget_uj'], 'amended.budget_uj'),
+        steered_spent_uj: asUint(a['steered_spent_uj'], 'amended.steered_spent_uj'),
+      },
+    };
   }
   throw new JcpError(ErrorCodes.SCHEMA, 'message: not a jcp/1 message (see docs/wire.md)', { field: 'message' });
 }

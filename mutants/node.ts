@@ -37,7 +37,7 @@ export default [
   {
     id: 'enforcer-request-index-not-kept',
     file: 'node/enforcer.ts',
-    find: '      this.#d.requests.set(rid, seq);\n',
+    find: '      this.#d.requests.set(rid, seq, req.now);\n',
     replace: '',
     classes: ['C8'],
   },

@@ -90,4 +90,18 @@ export default [
     replace: 'for (const [id, uj] of r.debits) if (ledger.spent(id) === 0n) ledger.debit([id], uj);',
     classes: ['C14', 'C16'],
   },
+  {
+    id: 'receipt-core-steward-length-only',
+    file: 'core/receipt.ts',
+    find: 'if (core.steward !== stewardDid) {',
+    replace: 'if (core.steward.length !== stewardDid.length) {',
+    classes: ['C5'],
+  },
+  {
+    id: 'receipt-signature-checked-over-payload',
+    file: 'core/receipt.ts',
+    find: 'if (!verify(pub, sigStructure(msg.protectedBytes, msg.payload), msg.signature)) {',
+    replace: 'if (!verify(pub, sigStructure(new Uint8Array(0), msg.payload), msg.signature)) {',
+    classes: ['C5'],
+  },
 ] satisfies Mutant[];

@@ -31,10 +31,12 @@ import type { Cost } from '../core/energy.ts';
 import type { FrameKind, Trust } from '../core/frame.ts';
 import { type Grant, type SignedGrant, grantId } from '../core/grant.ts';
 import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import {
   FrameReader,
   MAX_DECLARABLE_LENGTH,
+  type WireAmended,
   type WireDecision,
   type WireMessage,
   type WireRequest,
@@ -93,8 +95,6 @@ export interface CallParams {
   readonly now?: number;
   /** Default: the signer's did. */
   readonly caller?: Did;
-  /** Seconds to wait for this call's reply; default the client's {@link ClientOptions.timeoutS}. */
-  readonly timeoutS?: number;
   /**
    * Asks the node for the upstream's notifications during the call (`notify: 1`, signed). Set
    * when `onNotice` is given to {@link JcpClient.call}.
@@ -106,6 +106,8 @@ export interface CallParams {
    * and before the call resolves. Only for allowed calls; a deny gets none.
    */
   readonly onNotice?: (notification: McpNotification) => void;
+  /** Seconds to wait for this call's reply; default the client's {@link ClientOptions.timeoutS}. */
+  readonly timeoutS?: number;
 }
 
 /** A JSON-RPC notification object as the upstream MCP server sent it (`{jsonrpc, method, params?}`). */
@@ -123,7 +125,7 @@ export interface ListedResource {
   readonly toolsJson: string;
 }
 
-/** Options of {@link JcpClient.callRequest}. */
+/** Options of {@link JcpClient.callRequest} (a bare number is `timeoutS`, the older form). */
 export interface CallRequestOptions {
   /** As {@link CallParams.onNotice}; the request must carry `notify: 1` to get any. */
   readonly onNotice?: (notification: McpNotification) => void;
@@ -259,12 +261,11 @@ export class JcpClient {
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Replies completed before a bad length in the same chunk are still delivered, in order.
     for (const b of bodies) {
-      if (isNoticeBody(b)) {
-        this.#onNotice(b);
-        continue;
+      if (isNoticeBody(b)) this.#onNotice(b);
+      else {
+        const w = this.#waiting.shift();
+        if (w !== undefined && !w.abandoned) w.resolve(b);
       }
-      const w = this.#waiting.shift();
-      if (w !== undefined && !w.abandoned) w.resolve(b);
     }
     if (error) {
       // The next reply in line declared more than `replyCap`: its caller gets `frame-too-large`.
@@ -418,16 +419,15 @@ export class JcpClient {
    *   CallTimeout (code `timeout`, carrying the request) after `timeoutS` seconds without a reply.
    */
   async call(p: CallParams): Promise<CallResult> {
-    const opts: CallRequestOptions = {
+    return this.callRequest(await this.request(p), {
       ...(p.onNotice !== undefined ? { onNotice: p.onNotice } : {}),
       ...(p.timeoutS !== undefined ? { timeoutS: p.timeoutS } : {}),
-    };
-    return this.callRequest(await this.request(p), opts);
+    });
   }
 
   /**
    * Sends an already signed request; `onNotice` gets its notices (when it carries `notify: 1`).
-   * The second argument may also be a number: the timeout in seconds (the older form).
+   * `opts` may be a number: the `timeoutS` (the form before notices; still taken).
    * @throws WireErrorReply on an error reply; CallTimeout (carrying `req`) after `timeoutS`
    *   seconds (default the client's) without a reply.
    */
@@ -436,26 +436,30 @@ export class JcpClient {
     const body = encodeWireRequest(req);
     const rid = contentIdOfBytes(body);
     const onNotice = o.onNotice;
-    // Two identical calls in flight are one request: both see its notices.
-    const set = onNotice === undefined ? undefined : (this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>());
-    const mine = onNotice === undefined ? undefined : (n: McpNotification) => onNotice(n); // distinct even for a shared function
-    if (set !== undefined && mine !== undefined) {
+    const timeoutS = o.timeoutS ?? this.#opts.timeoutS;
+    const send = async (): Promise<Uint8Array> => {
+      try {
+        return await this.roundTrip(body, timeoutS);
+      } catch (e) {
+        if (e instanceof CallTimeout) e.request = req;
+        throw e;
+      }
+    };
+    let reply: WireMessage;
+    if (onNotice === undefined) reply = decodeWireMessage(await send());
+    else {
+      // Two identical calls in flight are one request: both see its notices.
+      const set = this.#noticeHandlers.get(rid) ?? new Set<(n: McpNotification) => void>();
       this.#noticeHandlers.set(rid, set);
+      const mine = (n: McpNotification) => onNotice(n); // a distinct entry even for a shared function
       set.add(mine);
-    }
-    let replyBody: Uint8Array;
-    try {
-      replyBody = await this.roundTrip(body, o.timeoutS ?? this.#opts.timeoutS);
-    } catch (e) {
-      if (e instanceof CallTimeout) e.request = req;
-      throw e;
-    } finally {
-      if (set !== undefined && mine !== undefined) {
+      try {
+        reply = decodeWireMessage(await send());
+      } finally {
         set.delete(mine);
         if (set.size === 0 && this.#noticeHandlers.get(rid) === set) this.#noticeHandlers.delete(rid);
       }
     }
-    const reply = decodeWireMessage(replyBody);
     if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
     if (reply.kind !== 'response') throw new WireErrorReply('schema', `expected a response, got ${reply.kind}`);
     const r = reply.response;
@@ -496,6 +500,18 @@ export class JcpClient {
       tools: JSON.parse(r.tools) as Record<string, unknown>[],
       toolsJson: r.tools,
     }));
+  }
+
+  /**
+   * Sends an amendment (§4.7) with the steered grant and its checkpoint; resolves to what the node
+   * applied (the continuation's id and its cap there, µJ).
+   * @throws WireErrorReply when the node refuses it (`amendment-refused` naming the §4.7 code).
+   */
+  async amend(grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment): Promise<WireAmended> {
+    const reply = decodeWireMessage(await this.roundTrip(encodeWireMessage({ kind: 'amend', grant, checkpoint, amendment })));
+    if (reply.kind === 'error') throw new WireErrorReply(reply.error.code, reply.error.message);
+    if (reply.kind !== 'amended') throw new WireErrorReply('schema', `expected amended, got ${reply.kind}`);
+    return reply.amended;
   }
 
   /** Unanswered requests. */

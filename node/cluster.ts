@@ -178,10 +178,12 @@ export class ClusterHooks {
     start(sink: RevocationSinkLike): Promise<void>;
     stop(): Promise<void>;
     publish(sr: SignedRevocation): Promise<void>;
+    publishAmendment(steeredId: string, message: Uint8Array): Promise<void>;
   } {
     return {
       name: this.feed.name,
       publish: (sr) => this.publishRevocation(sr),
+      publishAmendment: (id, m) => this.publishAmendment(id, m),
       start: async (sink) => {
         await Promise.all([this.feed.start(sink), this.#assignFollowing]);
       },
@@ -204,6 +206,18 @@ export class ClusterHooks {
     const bytes = encode(signedRevocationToCbor(sr));
     await this.bus.ready();
     await this.bus.publishRevocation(sr.body.grant_id, bytes, `rev.${contentIdOfBytes(bytes)}`);
+  }
+
+  /**
+   * Publishes an amendment this node admitted over jcp/1 (§4.7; docs/steering.md) on the
+   * revocation stream, as the det-CBOR `{amend: …}` message, under the steered grant's subject,
+   * so every node puts it in force (channel/feed.ts hands it to the node's `amend`). Message id
+   * `amd.<content id of the bytes>`: a retried publish is stored once. Resolves once acknowledged.
+   * @throws the bus's error when NATS cannot take it within its retry deadline.
+   */
+  async publishAmendment(steeredId: string, message: Uint8Array): Promise<void> {
+    await this.bus.ready();
+    await this.bus.publishRevocation(steeredId, message, `amd.${contentIdOfBytes(message)}`);
   }
 
   /** Follows the assignment stream until stopped; resolves once caught up or after the catch-up window. Never rejects. */

@@ -27,6 +27,8 @@ export const NodeErrorCodes = {
   UNKNOWN_RESOURCE: 'unknown-resource',
   /** A revocation failed its authority check (§4.3): wrong grant, not the issuer, bad signature. */
   REVOCATION_REFUSED: 'revocation-refused',
+  /** An amendment was not admitted (§4.7): the message names the refusal (`not-issuer: …`, `widening: …`, `already-amended: …`). */
+  AMENDMENT_REFUSED: 'amendment-refused',
   /** The receipt could not be made durable; nothing was replied as decided. */
   LOG_FAILED: 'log-failed',
   /**
@@ -36,6 +38,11 @@ export const NodeErrorCodes = {
   UNKNOWN_TOOL: 'unknown-tool',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
+  /**
+   * The peer address sent too many requests that failed before a decision, or bad-signature
+   * requests (config `abuse`): refused unread, no receipt; retry later (node/ratelimit.ts).
+   */
+  RATE_LIMITED: 'rate-limited',
 } as const;
 
 /** One node-level error code. */

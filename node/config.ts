@@ -68,6 +68,26 @@ export interface LogBatchConfig {
   readonly batchMax: number;
 }
 
+/** Ledger snapshots (node/snapshot.ts, issue 18): when the node writes one, and how many it keeps. */
+export interface SnapshotConfig {
+  /** Write a snapshot once this many receipts are durable past the last one (0 = not by count). */
+  readonly everyReceipts: number;
+  /** Write a snapshot once this many seconds passed since the last one, if a receipt is new (0 = not by time). */
+  readonly everyS: number;
+  /** Snapshot files kept (the newest). */
+  readonly keep: number;
+}
+
+/** Abuse limits per peer address (node/ratelimit.ts): a token bucket charged by failures. */
+export interface AbuseConfig {
+  /** Tokens per peer: failed or bad-signature requests it may send in a burst (0 = no limit). */
+  readonly burst: number;
+  /** Tokens a peer gets back per second. */
+  readonly refillPerS: number;
+  /** Most peers tracked at once. */
+  readonly maxPeers: number;
+}
+
 /** The node's whole configuration, with defaults applied. */
 export interface NodeConfig {
   /** TCP listen address for jcp/1 (loopback by default). */
@@ -82,6 +102,17 @@ export interface NodeConfig {
   readonly nats: string | undefined;
   /** Largest accepted `|now − node clock|`, seconds (DESIGN "Decisions"; default 30). */
   readonly maxSkewS: number;
+  /**
+   * Seconds the request index keeps ids beyond `max_skew_s` (default 60): ids of requests whose
+   * `now` is older than `clock − max_skew_s − margin` are dropped, and such requests refused.
+   */
+  readonly requestIndexMarginS: number;
+  /** Ledger snapshots. */
+  readonly snapshot: SnapshotConfig;
+  /** Abuse limits per peer address. */
+  readonly abuse: AbuseConfig;
+  /** `/healthz` reports `log_size_alarm` (and `/metrics` `jcp_log_size_alarm` 1) once the log is larger (bytes; 0 = no alarm). */
+  readonly logSizeAlarmBytes: number;
   /** jcp/1 frame cap in bytes (§11): longer frames are refused before allocation. */
   readonly frameCap: number;
   /** A partial frame must complete within this many ms, or the connection is closed. */
@@ -167,6 +198,14 @@ export const CONFIG_DEFAULTS = {
   listen: '127.0.0.1:7400',
   dataDir: '.data/node',
   maxSkewS: 30,
+  requestIndexMarginS: 60,
+  snapshotEveryReceipts: 100_000,
+  snapshotEveryS: 3600,
+  snapshotKeep: 2,
+  abuseBurst: 200,
+  abuseRefillPerS: 20,
+  abuseMaxPeers: 65_536,
+  logSizeAlarmBytes: 0,
   frameCap: 1 << 20,
   readTimeoutMs: 10_000,
   idleTimeoutMs: 300_000,
@@ -346,6 +385,10 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'metrics',
     'nats',
     'max_skew_s',
+    'request_index_margin_s',
+    'snapshot',
+    'abuse',
+    'log_size_alarm_bytes',
     'frame_cap',
     'read_timeout_ms',
     'idle_timeout_ms',
@@ -370,6 +413,8 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
+  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
+  const abuse = obj(o['abuse'] ?? {}, 'abuse', ['burst', 'refill_per_s', 'max_peers']);
   const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');
@@ -390,6 +435,18 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     metrics,
     nats,
     maxSkewS: int(o['max_skew_s'], 'max_skew_s', 0, 86_400, CONFIG_DEFAULTS.maxSkewS),
+    requestIndexMarginS: int(o['request_index_margin_s'], 'request_index_margin_s', 0, 86_400 * 30, CONFIG_DEFAULTS.requestIndexMarginS),
+    snapshot: {
+      everyReceipts: int(snap['every_receipts'], 'snapshot.every_receipts', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.snapshotEveryReceipts),
+      everyS: int(snap['every_s'], 'snapshot.every_s', 0, 86_400 * 365, CONFIG_DEFAULTS.snapshotEveryS),
+      keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
+    },
+    abuse: {
+      burst: int(abuse['burst'], 'abuse.burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseBurst),
+      refillPerS: int(abuse['refill_per_s'], 'abuse.refill_per_s', 0, 1_000_000, CONFIG_DEFAULTS.abuseRefillPerS),
+      maxPeers: int(abuse['max_peers'], 'abuse.max_peers', 1, 10_000_000, CONFIG_DEFAULTS.abuseMaxPeers),
+    },
+    logSizeAlarmBytes: int(o['log_size_alarm_bytes'], 'log_size_alarm_bytes', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.logSizeAlarmBytes),
     frameCap: int(o['frame_cap'], 'frame_cap', 64, 64 << 20, CONFIG_DEFAULTS.frameCap),
     readTimeoutMs: int(o['read_timeout_ms'], 'read_timeout_ms', 10, 600_000, CONFIG_DEFAULTS.readTimeoutMs),
     idleTimeoutMs: int(o['idle_timeout_ms'], 'idle_timeout_ms', 10, 86_400_000, CONFIG_DEFAULTS.idleTimeoutMs),

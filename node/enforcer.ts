@@ -46,8 +46,10 @@ import type { SignedRevocation } from '../core/revocation.ts';
 import type { TrustRoots } from '../core/trust.ts';
 import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
-import type { Grant } from '../core/grant.ts';
-import { MAX_ERROR_MESSAGE, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
+import { type Result, err } from '../core/result.ts';
+import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
@@ -58,10 +60,19 @@ import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
-import type { RequestIndex } from './requestindex.ts';
+import type { TimedRequestIndex } from './requestindex.ts';
+import type { PeerLimiter } from './ratelimit.ts';
+import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
 import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
+
+/** Where admitted amendments are handed on (a cluster's revocation stream). */
+export interface AmendmentOutlet {
+  readonly name: string;
+  /** Resolves once handed on; `message` is the det-CBOR `{amend: …}` message. */
+  publish(steeredId: ContentId, message: Uint8Array): Promise<void>;
+}
 
 /** Results larger than this (bytes) are replaced by an `endpoint-failed` error result. */
 export const RESULT_CAP_BYTES = 8 << 20;
@@ -77,12 +88,15 @@ export interface EnforcerDeps {
   readonly steward: Actor;
   readonly log: ReceiptLog;
   readonly ledger: Ledger;
-  readonly requests: RequestIndex;
+  /** The idempotency index, bounded by time (its horizon refuses older requests: `clock-skew`). */
+  readonly requests: TimedRequestIndex;
   /** Next `seq` to seal, and the id of the last receipt (the log head). */
   readonly nextSeq: number;
   readonly headId: ContentId | undefined;
   readonly trust: TrustRoots;
   readonly revocations: RevocationStore;
+  /** Amendments in force (§4.7): steered grants refused `revoked`, continuations capped. Absent = none. */
+  readonly amendments?: AmendmentStore | undefined;
   readonly meter: NodeMeter;
   /**
    * The best provenance a receipt may seal for a charged figure (`provenanceCeiling` of the
@@ -106,6 +120,8 @@ export interface EnforcerDeps {
   /** Signature workers; undefined = verify on this thread. */
   readonly pool?: WorkerPool | undefined;
   readonly budgetPolicy?: BudgetPolicy | undefined;
+  /** Abuse limits per peer address (node/ratelimit.ts); undefined = none. */
+  readonly limiter?: PeerLimiter | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
   /**
@@ -114,6 +130,8 @@ export interface EnforcerDeps {
    * fails is retried in the background (every 1 s, then up to 30 s apart) until it succeeds or
    * {@link Enforcer.stopRetries} is called.
    */
+  /** Where an amendment admitted over jcp/1 goes on to (§4.7: the revocation stream), like `revocationOutlets`. */
+  readonly amendmentOutlets?: ReadonlyArray<AmendmentOutlet> | undefined;
   readonly revocationOutlets?: ReadonlyArray<{ readonly name: string; publish(sr: SignedRevocation): Promise<void> }> | undefined;
 }
 
@@ -138,7 +156,17 @@ export class Enforcer {
     this.#d = deps;
     this.#nextSeq = deps.nextSeq;
     this.#headId = deps.headId;
-    this.#state = { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust };
+    const amendments = deps.amendments;
+    this.#state =
+      amendments === undefined
+        ? { ledger: deps.ledger, revoked: deps.revocations, trust: deps.trust }
+        : {
+            // §4.7: an amendment soft-revokes the steered grant (denied `revoked`, like §4.3) and
+            // the continuation starts with the steered grant's spend carried over (its cap).
+            ledger: amendments.view(deps.ledger),
+            revoked: { has: (id) => deps.revocations.has(id) || amendments.steered(id) },
+            trust: deps.trust,
+          };
   }
 
   /** The next seq to be sealed. */
@@ -157,10 +185,29 @@ export class Enforcer {
   }
 
   /**
-   * Handles one message body and resolves to the response body. `notice` sends the `notice`
-   * messages of a request that asked for them (`notify: 1`) before its response. Never rejects.
+   * Handles one message body from peer address `peer` and resolves to the response body.
+   * `notice` sends the `notice` messages of a request that asked for them (`notify: 1`) before
+   * its response. Never rejects. With abuse limits, a peer out of tokens gets `rate-limited`
+   * before anything else, and a reply that is the peer's failure (every error reply but the
+   * node's own faults: `UNCHARGED`) takes one of its tokens.
    */
-  async handle(body: Uint8Array, notice?: NoticeSink): Promise<Uint8Array> {
+  async handle(body: Uint8Array, notice?: NoticeSink, peer = ''): Promise<Uint8Array> {
+    const limiter = this.#d.limiter;
+    if (limiter === undefined || !limiter.enabled) return await this.#handle(body, notice, peer);
+    if (!limiter.admits(peer)) {
+      this.#d.metrics.rateLimited.inc();
+      return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
+    }
+    const reply = await this.#handle(body, notice, peer);
+    const code = this.#errorCodes.get(reply);
+    if (code !== undefined && !UNCHARGED.has(code)) limiter.charge(peer);
+    return reply;
+  }
+
+  /** The code of each error reply body this enforcer made (to charge the peer's bucket). */
+  readonly #errorCodes = new WeakMap<Uint8Array, string>();
+
+  async #handle(body: Uint8Array, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
     try {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       let msg: WireMessage;
@@ -170,9 +217,10 @@ export class Enforcer {
         if (isJcpError(e)) return this.#error(e.code, e.message);
         throw e;
       }
-      if (msg.kind === 'request') return await this.#request(body, msg.request, notice);
+      if (msg.kind === 'request') return await this.#request(body, msg.request, notice, peer);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
       if (msg.kind === 'list_tools') return await this.#listTools();
+      if (msg.kind === 'amend') return await this.#amend(msg.grant, msg.checkpoint, msg.amendment);
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
       this.#d.logger.error({ err: e }, 'internal error on the request path');
@@ -194,7 +242,9 @@ export class Enforcer {
 
   #error(code: WireErrorCode | string, message: string): Uint8Array {
     this.#d.metrics.errors.inc({ code });
-    return errorBody(code, message);
+    const b = errorBody(code, message);
+    this.#errorCodes.set(b, code);
+    return b;
   }
 
   /** `tool_list`: each endpoint's last known tools, in config order (listing first where none is known). */
@@ -207,13 +257,24 @@ export class Enforcer {
     });
   }
 
-  async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined): Promise<Uint8Array> {
+  async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
     const t0 = performance.now();
     const clock = this.#d.clockS();
+    // Every request moves the index's horizon with the clock (dropping ids no request can match).
+    this.#d.requests.advance(clock);
     if (Math.abs(req.now - clock) > this.#d.maxSkewS) {
       return this.#error(
         NodeErrorCodes.CLOCK_SKEW,
         `request.now ${req.now} is ${req.now - clock} s from the node clock (max_skew_s ${this.#d.maxSkewS})`,
+      );
+    }
+    // The index keeps request ids by time (node/requestindex.ts): below its horizon an id may have
+    // been dropped, so such a request is refused, never decided a second time.
+    const requests = this.#d.requests;
+    if (req.now < requests.horizon) {
+      return this.#error(
+        NodeErrorCodes.CLOCK_SKEW,
+        `request.now ${req.now} is older than the request index keeps (${requests.horizon}: the node clock has been ${requests.horizon + requests.windowS})`,
       );
     }
     // The body is canonical (decode re-encoded it byte for byte), so its hash is `requestIdOf(req)`.
@@ -223,7 +284,7 @@ export class Enforcer {
       this.#d.metrics.replays.inc();
       return await inflight;
     }
-    const seq = this.#d.requests.get(rid);
+    const seq = requests.get(rid, req.now);
     if (seq !== undefined) {
       const replayed = await this.#fromLog(rid, seq);
       if (replayed !== undefined) {
@@ -257,7 +318,7 @@ export class Enforcer {
     let start!: () => void;
     const p = new Promise<void>((r) => {
       start = r;
-    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit));
+    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit, peer));
     this.#inflight.set(rid, p);
     start();
     return await p;
@@ -271,11 +332,14 @@ export class Enforcer {
     binding: EndpointBinding | undefined,
     args: Record<string, unknown> | undefined,
     emit: ((n: McpNotificationMessage) => void) | undefined,
+    peer: string,
   ): Promise<Uint8Array> {
     let release = true;
     try {
       const signed = signingBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
+      // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
+      if (!sigOk) this.#d.limiter?.charge(peer);
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
@@ -311,7 +375,7 @@ export class Enforcer {
         this.#fail(e as Error);
         return this.#error(NodeErrorCodes.LOG_FAILED, `the receipt could not be made durable: ${(e as Error).message}`);
       }
-      this.#d.requests.set(rid, seq);
+      this.#d.requests.set(rid, seq, req.now);
       const m = this.#d.metrics;
       m.decisionSeconds.observe((performance.now() - t0) / 1000);
       this.#decisionCounter(d.verdict === 'deny' ? d.deny.reason : 'none').inc();
@@ -442,6 +506,67 @@ export class Enforcer {
     return encodeWireMessage({ kind: 'revoked', grant_id: r.value.grantId });
   }
 
+  /**
+   * Puts an amendment in force at this node (§4.7, node/amendments.ts), reading the steered
+   * grant's spend from the ledger the decision reads, in the same turn as the soft revoke takes
+   * effect. Used by the jcp/1 `amend` message and by feeds (the cluster's revocation stream).
+   * Rejections: the §4.7 codes, `bad-signature`, `already-amended`; a node without an amendment
+   * store refuses `unknown-message`.
+   * @throws when the record cannot be made durable (the node then stops).
+   */
+  async applyAmendment(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Result<WireAmended, AmendmentRejection>> {
+    const store = this.#d.amendments;
+    if (store === undefined) return err({ code: NodeErrorCodes.UNKNOWN_MESSAGE, why: "this node does not take 'amend' messages" });
+    try {
+      const r = await store.submit(grant, cp, sa, this.#state.ledger);
+      if (r.ok) {
+        this.#d.logger.info(
+          { grant_id: r.value.grant_id, continuation_id: r.value.continuation_id, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) },
+          'amendment in force',
+        );
+      }
+      return r;
+    } catch (e) {
+      this.#fail(e as Error);
+      throw e;
+    }
+  }
+
+  /** The jcp/1 `amend` message: applies it, hands it on to the cluster, answers `amended` or `amendment-refused`. */
+  async #amend(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Uint8Array> {
+    if (this.#d.amendments === undefined) return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, "this node does not take 'amend' messages");
+    let r: Result<WireAmended, AmendmentRejection>;
+    try {
+      r = await this.applyAmendment(grant, cp, sa);
+    } catch (e) {
+      return this.#error(NodeErrorCodes.LOG_FAILED, `the amendment could not be made durable: ${(e as Error).message}`);
+    }
+    if (!r.ok) return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
+    const message = encodeWireMessage({ kind: 'amend', grant, checkpoint: cp, amendment: sa });
+    await Promise.all((this.#d.amendmentOutlets ?? []).map((o) => this.#handOnAmendment(o, r.value.grant_id, message)));
+    return encodeWireMessage({ kind: 'amended', amended: r.value });
+  }
+
+  /** Hands an admitted amendment to one outlet; on failure retries in the background like a revocation (never rejects). */
+  async #handOnAmendment(o: AmendmentOutlet, steeredId: ContentId, message: Uint8Array, attempt = 0): Promise<void> {
+    try {
+      await o.publish(steeredId, message);
+    } catch (e) {
+      if (this.#retriesStopped) return;
+      const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+      this.#d.logger.warn(
+        { grant_id: steeredId, outlet: o.name, attempt, retry_ms: delay, why: (e as Error).message },
+        'amendment in force here but not handed on to the cluster yet; retrying',
+      );
+      const t = setTimeout(() => {
+        this.#retryTimers.delete(t);
+        void this.#handOnAmendment(o, steeredId, message, attempt + 1);
+      }, delay);
+      t.unref();
+      this.#retryTimers.add(t);
+    }
+  }
+
   #retryTimers = new Set<NodeJS.Timeout>();
   #retriesStopped = false;
 
@@ -480,6 +605,12 @@ export class Enforcer {
     this.#d.onFatal(e);
   }
 }
+
+/**
+ * Error replies that do not charge the peer's bucket: the node's own faults and refusals that are
+ * not the peer's doing. Every other error reply is a request that failed before a decision.
+ */
+const UNCHARGED: ReadonlySet<string> = new Set([NodeErrorCodes.LOG_FAILED, NodeErrorCodes.INTERNAL, NodeErrorCodes.BUSY, NodeErrorCodes.RATE_LIMITED]);
 
 /** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
 function noticeEmitter(rid: ContentId, notice: NoticeSink): (n: McpNotificationMessage) => void {

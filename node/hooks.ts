@@ -3,12 +3,15 @@
  * stands (budget channels, §4.5 profile), and feeds that bring revocations from elsewhere
  * (a NATS stream, §4.3 "from NATS once the cluster exists"). The node works without either.
  */
-import type { Grant } from '../core/grant.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
 import type { Decision, DecisionRequest } from '../core/decision.ts';
 import type { Deny } from '../core/deny.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Result } from '../core/result.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
+import type { WireAmended } from '../core/wire.ts';
+import type { AmendmentRejection } from './amendments.ts';
 
 /** An allow as the pure decision made it. */
 export type AllowDecision = Extract<Decision, { verdict: 'allow' }>;
@@ -43,6 +46,12 @@ export interface RevocationSink {
    * checked against it at once and the revocation never waits.
    */
   submit(sr: SignedRevocation, grant?: Grant): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>>;
+  /**
+   * Applies an amendment that came through a feed (§4.7; node/amendments.ts): the pair is
+   * verified again and the cap computed from this node's own ledger; resolves once durable.
+   * Absent on a sink that takes no amendments. Rejections: the §4.7 codes, `already-amended`.
+   */
+  amend?(grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment): Promise<Result<WireAmended, AmendmentRejection>>;
 }
 
 /** A source of revocations besides jcp/1 (e.g. a JetStream stream), started and stopped with the node. */
@@ -59,4 +68,10 @@ export interface RevocationFeed {
    * came in through a feed, so nothing loops.
    */
   publish?(sr: SignedRevocation): Promise<void>;
+  /**
+   * Optional outlet for amendments (§4.7), like {@link publish}: told of every amendment this
+   * node admitted over jcp/1, as the det-CBOR `{amend: …}` message bytes, so every node of the
+   * cluster puts it in force. Resolves once handed on; rejects when it could not be (retried).
+   */
+  publishAmendment?(steeredId: ContentId, message: Uint8Array): Promise<void>;
 }

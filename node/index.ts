@@ -1,6 +1,7 @@
 /**
  * The enforcement node (DESIGN "Folders": node/): the jcp/1 daemon in front of real tools, its
- * durable receipt log, boot replay, revocations, MCP endpoints, metrics — and the client.
+ * durable receipt log, boot replay, revocations, amendments (§4.7), MCP endpoints, metrics, the
+ * standing-grant webhook server (§4.6) — and the client.
  */
 export {
   type ClientOptions,
@@ -16,6 +17,21 @@ export {
   resultJson,
   WireErrorReply,
 } from './client.ts';
+export { type AmendmentLoad, AmendmentRefusals, type AmendmentRejection, AmendmentStore, type PersistAmendment } from './amendments.ts';
+export {
+  ARCHIVE_FORMAT,
+  type ArchiveRecord,
+  type Archived,
+  archiveLimit,
+  archiveReceipts,
+  archiveRecords,
+  readSegments,
+  SEGMENT_RECEIPTS,
+  type SegmentCheck,
+  segmentFileName,
+  segmentReceiptAt,
+  withSegments,
+} from './archive.ts';
 export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {
@@ -50,10 +66,11 @@ export {
   type ToolStatus,
   type UnavailablePhase,
 } from './endpoint.ts';
-export { Enforcer, type EnforcerDeps, type EndpointBinding, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
+export { type AmendmentOutlet, Enforcer, type EnforcerDeps, type EndpointBinding, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
-export { NodeMetrics, serveMetrics } from './metrics.ts';
+export { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
+export { type PeerLimitConfig, PeerLimiter } from './ratelimit.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
 export {
   checkOutcome,
@@ -79,9 +96,42 @@ export {
   replaySlice,
   type SliceJob,
   type SliceResult,
+  type SliceRunner,
 } from './replay.ts';
-export { RequestIndex } from './requestindex.ts';
+export { type RequestEntries, RequestIndex, TimedRequestIndex } from './requestindex.ts';
 export { revocationRecord, RevocationStore } from './revocations.ts';
+export {
+  eventClassOf,
+  eventIdOf,
+  type FiringRecord,
+  type Handoff,
+  isLoopbackHost,
+  MAX_EVENT_BYTES,
+  MINT_LEDGER_TYPE,
+  MintLedgerFile,
+  StandingError,
+  type StandingServer,
+  StandingServerCodes,
+  type StandingServerOptions,
+  startStandingServer,
+} from './standing.ts';
+export {
+  chooseSnapshot,
+  encodeSnapshot,
+  listSnapshots,
+  type MadeSnapshot,
+  makeSnapshot,
+  type OpenedSnapshot,
+  openSnapshot,
+  SNAPSHOT_CAP_BYTES,
+  SNAPSHOT_DIR,
+  SNAPSHOT_FORMAT,
+  type SnapshotChoice,
+  snapshotBody,
+  snapshotFileName,
+  Snapshotter,
+  writeSnapshotFile,
+} from './snapshot.ts';
 export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
 export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';

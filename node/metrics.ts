@@ -81,6 +81,22 @@ export class NodeMetrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  /** Ledger snapshots written (node/snapshot.ts). */
+  readonly snapshots = new Counter({
+    name: 'jcp_snapshots_total',
+    help: 'Ledger snapshots written since start',
+    registers: [this.registry],
+  });
+  readonly snapshotSeq = new Gauge({
+    name: 'jcp_snapshot_seq',
+    help: 'The receipt seq the newest snapshot covers (-1: none)',
+    registers: [this.registry],
+  });
+  readonly snapshotSeconds = new Gauge({
+    name: 'jcp_snapshot_seconds',
+    help: 'Time the last snapshot took to build and write, seconds',
+    registers: [this.registry],
+  });
   /** The meter rung in use (1 for the rung in use). */
   readonly meterRung = new Gauge({
     name: 'jcp_meter_rung',
@@ -94,6 +110,12 @@ export class NodeMetrics {
     help: 'Open jcp/1 connections',
     registers: [this.registry],
   });
+  /** Messages refused `rate-limited` (node/ratelimit.ts), and the peers tracked. */
+  readonly rateLimited = new Counter({
+    name: 'jcp_rate_limited_total',
+    help: 'Messages refused rate-limited: the peer address sent too many failing or bad-signature requests',
+    registers: [this.registry],
+  });
   /** Endpoint call outcomes. */
   readonly endpointCalls = new Counter({
     name: 'jcp_endpoint_calls_total',
@@ -102,8 +124,85 @@ export class NodeMetrics {
     registers: [this.registry],
   });
 
+  /** Where the log gauges read from (set by the node once its log is open). */
+  logSource: (() => LogGrowth) | undefined;
+  /** The receipt log's size on disk, bytes (LevelDB files), read at each scrape. */
+  readonly logBytes = new Gauge({
+    name: 'jcp_log_bytes',
+    help: 'Size of the receipt log on disk (LevelDB files), bytes',
+    registers: [this.registry],
+    collect: () => {
+      const g = this.logSource?.();
+      if (g) this.logBytes.set(g.bytes);
+    },
+  });
+  /** Receipts appended per second, over the last few seconds. */
+  readonly logRate = new Gauge({
+    name: 'jcp_log_receipts_per_second',
+    help: 'Receipts appended to the log per second (the last 10 s)',
+    registers: [this.registry],
+    collect: () => {
+      const g = this.logSource?.();
+      if (g) this.logRate.set(g.receiptsPerS);
+    },
+  });
+  /** 1 once the log is larger than `log_size_alarm_bytes`. */
+  readonly logAlarm = new Gauge({
+    name: 'jcp_log_size_alarm',
+    help: 'Whether the receipt log is larger than log_size_alarm_bytes (1) or not (0)',
+    registers: [this.registry],
+    collect: () => {
+      const g = this.logSource?.();
+      if (g) this.logAlarm.set(g.alarm ? 1 : 0);
+    },
+  });
+
   constructor(opts: { defaults?: boolean } = {}) {
     if (opts.defaults) collectDefaultMetrics({ register: this.registry });
+  }
+}
+
+/** The log's growth as `/metrics` and `/healthz` report it. */
+export interface LogGrowth {
+  /** Bytes on disk. */
+  readonly bytes: number;
+  /** Receipts appended per second over the last 10 s (0 before two samples). */
+  readonly receiptsPerS: number;
+  /** True once `bytes` exceeds the configured `log_size_alarm_bytes` (never when it is 0). */
+  readonly alarm: boolean;
+}
+
+/**
+ * Receipts per second from the log's next seq, sampled once a second (a timer that does not keep
+ * the process alive): the rate over the last 10 samples.
+ */
+export class RateSampler {
+  readonly #read: () => number;
+  readonly #samples: Array<[number, number]> = [];
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(read: () => number) {
+    this.#read = read;
+    this.#sample();
+    this.#timer = setInterval(() => this.#sample(), 1000);
+    this.#timer.unref();
+  }
+
+  #sample(): void {
+    this.#samples.push([performance.now(), this.#read()]);
+    if (this.#samples.length > 11) this.#samples.shift();
+  }
+
+  /** Receipts per second over the samples kept (0 with fewer than two). */
+  get perSecond(): number {
+    if (this.#samples.length < 2) return 0;
+    const [t0, n0] = this.#samples[0]!;
+    const [t1, n1] = this.#samples[this.#samples.length - 1]!;
+    return t1 > t0 ? ((n1 - n0) * 1000) / (t1 - t0) : 0;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
   }
 }
 

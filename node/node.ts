@@ -12,6 +12,8 @@ import { makeDirs } from '../cli/fsutil.ts';
 import { isJcpError } from '../core/errors.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Ledger } from '../core/ledger.ts';
+import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
+import type { Grant, SignedGrant } from '../core/grant.ts';
 import type { SignedRevocation } from '../core/revocation.ts';
 import { TrustRoots } from '../core/trust.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
@@ -21,12 +23,15 @@ import { McpHttpEndpoint, McpStdioEndpoint } from './endpoint.ts';
 import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
-import { NodeMetrics, serveMetrics } from './metrics.ts';
+import { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
+import { PeerLimiter } from './ratelimit.ts';
 import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, replayLog } from './replay.ts';
+import { AmendmentStore } from './amendments.ts';
 import { RevocationStore } from './revocations.ts';
+import { chooseSnapshot, Snapshotter } from './snapshot.ts';
 import { JcpServer } from './server.ts';
 import { WorkerPool } from './workers.ts';
 
@@ -64,11 +69,18 @@ export interface BootReport {
   readonly allowed: number;
   readonly denied: number;
   readonly revocations: { readonly admitted: number; readonly pending: number; readonly bad: number };
+  /** Amendments in force (§4.7, node/amendments.ts) re-applied from their records; bad ones counted, never applied. */
+  readonly amendments: { readonly applied: number; readonly bad: number };
   readonly seconds: number;
   /** The first few rejected receipts and breaks, by seq, for the operator. */
   readonly problems: ReadonlyArray<{ seq: number; code: string; why?: string }>;
   /** The log against its head mark: not ok when receipts the node had made durable are lost. */
   readonly head: HeadCheck;
+  /**
+   * The snapshot the start continued from (node/snapshot.ts): the seq it covers and the receipts
+   * replayed after it; absent after a full replay. `receipts` above still counts the whole log.
+   */
+  readonly snapshot?: { readonly seq: number; readonly file: string; readonly replayed: number };
   /** Reversal records (`outcome.ts`) applied to the ledger, µJ they handed back (decimal text), and records that failed their check (never applied). */
   readonly reversals: { readonly applied: number; readonly refunded_uj: string; readonly bad: number };
 }
@@ -94,8 +106,12 @@ export interface RunningNode {
   readonly metrics: NodeMetrics;
   /** The receipt log (read access for operators and tests; the enforcer is its only writer). */
   readonly log: ReceiptLog;
+  /** Writes the ledger snapshots (config `snapshot`); `snapshotNow()` makes one at once. */
+  readonly snapshots: Snapshotter;
   /** The revocation store (§4.3): admitted and waiting revocations; `taken(id)` resolves when one arrives. */
   readonly revocations: RevocationStore;
+  /** The amendments in force (§4.7); `applied(id)` resolves when one of that steered grant is. */
+  readonly amendments: AmendmentStore;
   /** Stops listening, closes connections, endpoints, workers and the log. */
   close(): Promise<void>;
 }
@@ -109,7 +125,13 @@ function bootProblems(r: LogReplay, head: HeadCheck): Array<BootProblem & { why:
   ];
 }
 
-function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: HeadCheck): BootReport {
+function bootReport(
+  r: LogReplay,
+  revocations: BootReport['revocations'],
+  amendments: BootReport['amendments'],
+  head: HeadCheck,
+  snapshot?: BootReport['snapshot'],
+): BootReport {
   const problems = bootProblems(r, head)
     .sort((a, b) => a.seq - b.seq)
     .slice(0, 20)
@@ -122,9 +144,11 @@ function bootReport(r: LogReplay, revocations: BootReport['revocations'], head: 
     allowed: r.allowed,
     denied: r.denied,
     revocations,
+    amendments,
     seconds: r.seconds,
     problems,
     head,
+    ...(snapshot ? { snapshot } : {}),
     reversals: { applied: r.outcomes.reversals, refunded_uj: String(r.outcomes.refundedUj), bad: r.outcomes.bad.length },
   };
 }
@@ -167,11 +191,21 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
   let replay: LogReplay;
   let revocations: RevocationStore;
+  let amendments: AmendmentStore;
   let boot: BootReport;
   let replayPool: WorkerPool | undefined;
+  let snapshotSeq = -1;
+  // The request index keeps ids by time: `max_skew_s` plus the margin (node/requestindex.ts).
+  const windowS = cfg.maxSkewS + cfg.requestIndexMarginS;
   try {
+    // The newest snapshot that verifies and agrees with the log; the rest is replayed from it.
+    // One that does not is ignored with its reason, and the replay starts at seq 0.
+    const choice = await chooseSnapshot(log, cfg.dataDir, steward.did);
+    for (const x of choice.ignored) logger.warn({ file: x.file, why: x.why }, 'snapshot ignored: it does not verify or disagrees with the log');
+    const from = choice.used?.state(windowS, clockS() - windowS);
+    snapshotSeq = choice.used?.seq ?? -1;
     // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
-    const expected = (await log.lastSeq()) + 1;
+    const expected = (await log.lastSeq()) - snapshotSeq;
     if (cfg.replayWorkers > (pool?.size ?? 0) && expected >= (opts.replayWorkersFrom ?? REPLAY_WORKERS_MIN_RECEIPTS)) {
       replayPool = await WorkerPool.start(cfg.replayWorkers);
     }
@@ -179,14 +213,26 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     replay = await replayLog(log, {
       steward: steward.did,
       expected,
+      requestWindowS: windowS,
+      requestHorizon: clockS() - windowS,
+      ...(from ? { from } : {}),
       ...(runner ? { runner: (job) => runner.replaySlice(job), parallel: runner.size * 2 } : {}),
     });
     await replayPool?.close();
     replayPool = undefined;
     revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
     const rev = revocations.load(await log.revocations());
+    // After the replay: a record re-applies the carry it names (the steered spend cannot change).
+    amendments = new AmendmentStore(steward, (id, bytes) => log.putAmendment(id, bytes));
+    const amd = amendments.load(await log.amendments());
     const head = await log.checkHead();
-    boot = bootReport(replay, rev, head);
+    boot = bootReport(
+      replay,
+      rev,
+      amd,
+      head,
+      choice.used ? { seq: choice.used.seq, file: choice.used.file, replayed: replay.total - (from?.total ?? 0) } : undefined,
+    );
     // Damage stops the start unless the operator accepts it; accepted damage is recorded
     // (accepted.json), so later starts stop only on damage not accepted yet.
     const accepted = readAccepted(cfg.dataDir);
@@ -222,7 +268,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
   metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
   const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
-  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.reversals.bad > 0 || !boot.head.ok) {
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.amendments.bad > 0 || boot.reversals.bad > 0 || !boot.head.ok) {
     logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
   } else logger.info(bootLog, 'receipt log replayed');
 
@@ -251,11 +297,15 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let server: JcpServer | undefined;
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
+  let snapshots: Snapshotter | undefined;
+  let sampler: RateSampler | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       enforcer.stopRetries();
       for (const f of opts.revocationFeeds ?? []) await f.stop().catch(() => undefined);
       await server?.close();
+      sampler?.stop();
+      await snapshots?.close();
       await new Promise<void>((r) => (metricsServer ? metricsServer.close(() => r()) : r()));
       await Promise.all([...endpoints.values()].map((b) => b.endpoint.close()));
       await pool?.close();
@@ -275,6 +325,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     headId: replay.headId,
     trust: new TrustRoots(trustRootsOf(cfg)),
     revocations,
+    amendments,
     meter,
     provenanceCeiling: provenanceCeiling(probe?.provenance),
     endpoints,
@@ -285,6 +336,10 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     clockS,
     pool,
     budgetPolicy: opts.budgetPolicy,
+    amendmentOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publishAmendment !== undefined ? [{ name: f.name, publish: (id: ContentId, m: Uint8Array) => f.publishAmendment!(id, m) }] : [],
+    ),
+    limiter: new PeerLimiter(cfg.abuse, clockS),
     revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
       f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
     ),
@@ -294,8 +349,41 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     },
   });
 
+  const bootCovered = replay.coveredSeq;
+  snapshots = new Snapshotter({
+    log,
+    dataDir: cfg.dataDir,
+    steward,
+    everyReceipts: cfg.snapshot.everyReceipts,
+    everyS: cfg.snapshot.everyS,
+    keep: cfg.snapshot.keep,
+    windowS,
+    clockS,
+    durableSeq: () => Math.max(bootCovered, log.durableSeq),
+    coveredSeq: snapshotSeq,
+    runner: pool ? (job) => pool.replaySlice(job) : undefined,
+    parallel: pool ? pool.size : 1,
+    logger,
+    onSnapshot: (made) => {
+      metrics.snapshots.inc();
+      metrics.snapshotSeq.set(made.seq);
+      metrics.snapshotSeconds.set(made.seconds);
+    },
+  });
+  metrics.snapshotSeq.set(snapshotSeq);
+  snapshots.start();
+
+  // Log growth, for /metrics and /healthz: bytes on disk, receipts per second, the size alarm.
+  const rate = new RateSampler(() => enforcer.nextSeq);
+  sampler = rate;
+  const growth = (): LogGrowth => {
+    const bytes = log.sizeBytes();
+    return { bytes, receiptsPerS: rate.perSecond, alarm: cfg.logSizeAlarmBytes > 0 && bytes > cfg.logSizeAlarmBytes };
+  };
+  metrics.logSource = growth;
+
   server = new JcpServer(
-    (body, notice) => enforcer.handle(body, notice),
+    (body, notice, peer) => enforcer.handle(body, notice, peer),
     {
       frameCap: cfg.frameCap,
       readTimeoutMs: cfg.readTimeoutMs,
@@ -317,16 +405,23 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     if (cfg.metrics) {
       const m = await serveMetrics(
         metrics,
-        () => ({
+        () => {
+          const g = growth();
+          return {
           ok: enforcer.fatal === undefined,
           detail: {
             steward: steward.did,
             seq: enforcer.nextSeq,
             connections: server?.connections ?? 0,
             rss_bytes: process.memoryUsage.rss(),
+            log_bytes: g.bytes,
+            receipts_per_s: g.receiptsPerS,
+            log_size_alarm: g.alarm,
+            snapshot_seq: snapshots?.coveredSeq ?? -1,
             ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
           },
-        }),
+        };
+        },
         cfg.metrics.host,
         cfg.metrics.port,
       ).catch((e: Error) => {
@@ -337,7 +432,12 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       metricsServer = m.server;
       metricsPort = m.port;
     }
-    for (const f of opts.revocationFeeds ?? []) await f.start(revocations);
+    // Feeds bring revocations to the store and amendments (§4.7) to the enforcer, which applies them against its ledger.
+    const sink = {
+      submit: (sr: SignedRevocation, g?: Grant) => revocations.submit(sr, g),
+      amend: (g: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment) => enforcer.applyAmendment(g, cp, sa),
+    };
+    for (const f of opts.revocationFeeds ?? []) await f.start(sink);
   } catch (e) {
     await close();
     throw e;
@@ -367,7 +467,9 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     endpoints,
     metrics,
     log,
+    snapshots,
     revocations,
+    amendments,
     close,
   };
 }

@@ -16,11 +16,13 @@
  *   LevelDB, so receipts LevelDB loses from its write-ahead file are noticed on open;
  * - `receipts/`: the LevelDB database. Keys: `r` ‖ seq (8 bytes, big-endian) → receipt bytes
  *   (COSE_Sign1); `v` ‖ grant id (hex) → signed revocation (det-CBOR); `s` ‖ request id (hex) →
- *   the endpoint's result bytes, kept for idempotent replies; `m` / `u` ‖ receipt seq (8 bytes,
+ *   the endpoint's result bytes, kept for idempotent replies; `g` ‖ steered grant id (hex) → the
+ *   steward-signed record of an amendment in force (§4.7, node/amendments.ts).
+ *   `m` / `u` ‖ receipt seq (8 bytes,
  *   big-endian) → the steward-signed outcome record of that allow (measurement / reversal,
  *   `outcome.ts`).
  */
-import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync } from 'node:fs';
+import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { bytesEqual } from '../core/bytes.ts';
@@ -37,6 +39,8 @@ export const DATA_FORMAT = 'jcp-node/1';
 const R = 0x72; // 'r': receipts by seq
 const V = 0x76; // 'v': revocations by grant id
 const S = 0x73; // 's': endpoint results by request id
+const G = 0x67; // 'g': amendments in force, by steered grant id
+const A = 0x61; // 'a': archived segments by first seq (node/archive.ts)
 const M = 0x6d; // 'm': measurement outcome records by receipt seq (node/outcome.ts)
 const U = 0x75; // 'u': reversal outcome records by receipt seq (node/outcome.ts)
 
@@ -146,6 +150,7 @@ export class ReceiptLog {
   #flushing = false;
   #failed: Error | undefined;
   #closed = false;
+  #durableSeq = -1;
 
   private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, mark: HeadMarkFile, marked: boolean, opts: ReceiptLogOptions) {
     this.dataDir = dataDir;
@@ -289,6 +294,28 @@ export class ReceiptLog {
     this.#db = db;
   }
 
+  /** Bytes on disk of the log's LevelDB files (a directory listing and a stat per file; 0 when unreadable). */
+  sizeBytes(): number {
+    let n = 0;
+    try {
+      for (const f of readdirSync(this.location)) {
+        try {
+          n += statSync(path.join(this.location, f)).size;
+        } catch {
+          // a file LevelDB removed meanwhile (compaction)
+        }
+      }
+    } catch {
+      return 0;
+    }
+    return n;
+  }
+
+  /** The highest receipt seq made durable by this process's batches (−1 before the first). */
+  get durableSeq(): number {
+    return this.#durableSeq;
+  }
+
   /** True once a batch failed: the log can no longer be trusted to hold what the node decides. */
   get failed(): Error | undefined {
     return this.#failed;
@@ -305,6 +332,22 @@ export class ReceiptLog {
   /** Persists an admitted revocation (§4.3) durably, keyed by the grant it revokes. */
   putRevocation(grantId: ContentId, signedRevocation: Uint8Array): Promise<void> {
     return this.#write([{ type: 'put', key: textKey(V, grantId), value: signedRevocation }]);
+  }
+
+  /** Persists an amendment record (§4.7, node/amendments.ts) durably, keyed by the steered grant. */
+  putAmendment(steeredId: ContentId, record: Uint8Array): Promise<void> {
+    return this.#write([{ type: 'put', key: textKey(G, steeredId), value: record }]);
+  }
+
+  /** Every persisted amendment record (det-CBOR bytes). @throws NodeFault `log-corrupt` */
+  async amendments(): Promise<Uint8Array[]> {
+    try {
+      return (await this.#db.values({ gte: Uint8Array.of(G), lt: Uint8Array.of(G + 1) }).all()) as Uint8Array[];
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading amendments failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
   }
 
   /** Keeps an endpoint result for idempotent replies; durable with the next batch. */
@@ -400,6 +443,50 @@ export class ReceiptLog {
     }
   }
 
+  /**
+   * Moves receipts `first..last` (inclusive) out of the live log: in one fsync'd batch, puts the
+   * archive `record` (det-CBOR, node/archive.ts) under `a` ‖ first seq and deletes the receipts.
+   * Call only once their segment file is durable, with the node stopped (the CLI holds the lock).
+   * @throws NodeFault `log-corrupt` when the batch cannot be written.
+   */
+  async archiveRange(first: number, last: number, record: Uint8Array): Promise<void> {
+    const batch = this.#db.batch();
+    const key = new Uint8Array(9);
+    key[0] = A;
+    new DataView(key.buffer).setBigUint64(1, BigInt(first));
+    batch.put(key, record);
+    for (let seq = first; seq <= last; seq++) batch.del(receiptKey(seq));
+    try {
+      await batch.write({ sync: true });
+    } catch (e) {
+      await batch.close().catch(() => undefined);
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: archiving failed: ${(e as Error).message}`, this.location, { cause: e });
+    }
+  }
+
+  /** The archive records (det-CBOR bytes), by first seq. @throws NodeFault `log-corrupt` */
+  async archiveRecords(): Promise<Uint8Array[]> {
+    try {
+      return (await this.#db.values({ gte: Uint8Array.of(A), lt: Uint8Array.of(A + 1) }).all()) as Uint8Array[];
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading archive records failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
+  }
+
+  /** The lowest receipt seq in the live log, or -1 when it holds none. @throws NodeFault `log-corrupt` */
+  async firstSeq(): Promise<number> {
+    try {
+      const keys = (await this.#db.keys({ gte: Uint8Array.of(R), lt: Uint8Array.of(R + 1), limit: 1 }).all()) as Uint8Array[];
+      return keys.length === 0 ? -1 : seqOfKey(keys[0]!);
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
+    }
+  }
+
   /** Every persisted signed revocation (det-CBOR bytes). @throws NodeFault `log-corrupt` */
   async revocations(): Promise<Uint8Array[]> {
     try {
@@ -470,7 +557,8 @@ export class ReceiptLog {
       for (let j = ops.length - 1; j >= 0; j--) {
         const op = ops[j]!;
         if (op.key[0] === R && op.key.length === 9) {
-          this.#mark.note(seqOfKey(op.key), blake3(op.value));
+          this.#durableSeq = seqOfKey(op.key);
+          this.#mark.note(this.#durableSeq, blake3(op.value));
           return;
         }
       }

@@ -19,7 +19,7 @@ import { receiptId } from '../core/receipt.ts';
 import { type Attribution, type ContinuityBreak, type RejectedReceipt, replayReceipts } from '../core/replay.ts';
 import { type CheckedOutcome, checkOutcome, type OutcomeKind, OutcomeRefusals } from './outcome.ts';
 import type { ReceiptLog } from './receiptlog.ts';
-import { REQUEST_KEY_WORDS, RequestIndex, requestKeyWords } from './requestindex.ts';
+import { REQUEST_KEY_WORDS, requestKeyWords, TimedRequestIndex } from './requestindex.ts';
 
 /** One slice to replay: consecutive receipts with their log keys (seq). */
 export interface SliceJob {
@@ -46,6 +46,8 @@ export interface SliceResult {
    */
   readonly requestKeys: Uint32Array;
   readonly requestSeqs: Float64Array;
+  /** One request `now` (the receipt's `at`, unix s) per id, for the time-bounded index. */
+  readonly requestAts: Float64Array;
   readonly attribution: Attribution[];
   readonly revokedSeen: ContentId[];
   readonly lastSeq: number | undefined;
@@ -60,9 +62,11 @@ export function replaySlice(job: SliceJob): SliceResult {
   for (let i = 0; i < job.receipts.length; i++) seqOf.set(job.receipts[i]!, job.seqs[i]!);
   const requestKeys = new Uint32Array(r.requests.size * REQUEST_KEY_WORDS);
   const requestSeqs = new Float64Array(r.requests.size);
+  const requestAts = new Float64Array(r.requests.size);
   let n = 0;
   for (const [id, bytes] of r.requests) {
     requestKeyWords(id, requestKeys, n * REQUEST_KEY_WORDS);
+    requestAts[n] = r.requestsAt.get(id)!;
     requestSeqs[n++] = seqOf.get(bytes)!;
   }
   return {
@@ -73,6 +77,7 @@ export function replaySlice(job: SliceJob): SliceResult {
     breaks: r.breaks.map((x) => ({ ...x, seq: job.seqs[x.index]! })),
     requestKeys,
     requestSeqs,
+    requestAts,
     attribution: [...r.attribution.values()],
     revokedSeen: [...r.revokedSeen],
     lastSeq: r.lastSeq,
@@ -87,18 +92,25 @@ export type SliceRunner = (job: SliceJob) => Promise<SliceResult>;
 /** The state rebuilt from a log, and what was wrong with it. */
 export interface LogReplay {
   readonly ledger: Ledger;
-  readonly requests: RequestIndex;
+  /** The request index, bounded by time (entries below its horizon are not kept). */
+  readonly requests: TimedRequestIndex;
   readonly allowed: number;
   readonly denied: number;
   /** Receipts that failed verification (counted, never applied), with their log seq. */
   readonly rejected: Array<RejectedReceipt & { seq: number }>;
   /** Continuity breaks (gaps, reorders, broken `prev` links, duplicates), with their log seq. */
   readonly breaks: Array<ContinuityBreak & { seq: number }>;
-  /** Per-(grant_id, subject) attribution (§8.1). */
+  /** Per-(grant_id, subject) attribution (§8.1) of the receipts replayed here (not those a snapshot covers). */
   readonly attribution: Map<string, Attribution>;
   readonly revokedSeen: Set<ContentId>;
-  /** Receipts read. */
+  /** Receipts read (those a snapshot covers included). */
   readonly total: number;
+  /**
+   * The highest seq read (−1 when none) and the receipt id of its bytes, verified or not: what a
+   * snapshot of this state is bound to, and where a replay continuing from it starts.
+   */
+  readonly coveredSeq: number;
+  readonly coveredId: ContentId | undefined;
   /** The next seq to write (one past the highest key), and the id of the last verified receipt. */
   readonly nextSeq: number;
   readonly headId: ContentId | undefined;
@@ -147,8 +159,9 @@ export async function replayOutcomes(
   log: ReceiptLog,
   steward: Did,
   ledger: Ledger,
-  opts: { readonly measurements?: boolean } = {},
+  opts: { readonly measurements?: boolean; readonly receiptAt?: (seq: number) => Promise<Uint8Array | undefined> } = {},
 ): Promise<OutcomeReplay> {
+  const receiptAt = opts.receiptAt ?? ((seq: number) => log.getReceipt(seq));
   const bad: OutcomeReplay['bad'] = [];
   const attribution = new Map<string, OutcomeAttribution>();
   const reversed = new Set<number>();
@@ -174,7 +187,7 @@ export async function replayOutcomes(
     }
   };
   for await (const { seq, bytes } of log.outcomes('reversal')) {
-    const c = checkOutcome(bytes, { kind: 'reversal', seq }, await log.getReceipt(seq), steward);
+    const c = checkOutcome(bytes, { kind: 'reversal', seq }, await receiptAt(seq), steward);
     if (!c.ok) {
       bad.push({ seq, kind: 'reversal', ...c.error });
       continue;
@@ -194,7 +207,7 @@ export async function replayOutcomes(
         bad.push({ seq, kind: 'measurement', code: OutcomeRefusals.DUPLICATE, why: `receipt seq ${seq} has both a reversal and a measurement` });
         continue;
       }
-      const c = checkOutcome(bytes, { kind: 'measurement', seq }, await log.getReceipt(seq), steward);
+      const c = checkOutcome(bytes, { kind: 'measurement', seq }, await receiptAt(seq), steward);
       if (!c.ok) {
         bad.push({ seq, kind: 'measurement', ...c.error });
         continue;
@@ -205,6 +218,11 @@ export async function replayOutcomes(
   }
   bad.sort((x, y) => x.seq - y.seq);
   return { reversals, refundedUj, measurements, bad, attribution };
+}
+
+/** The outcome replay of a state that applied none (a snapshot's, or a replay stopped before the end). */
+export function noOutcomes(): OutcomeReplay {
+  return { reversals: 0, refundedUj: 0n, measurements: 0, bad: [], attribution: new Map() };
 }
 
 /** Options of {@link replayLog}. */
@@ -219,8 +237,35 @@ export interface ReplayLogOptions {
   readonly parallel?: number;
   /** Receipts the log is expected to hold (sizes the request index once; default 1024). */
   readonly expected?: number;
+  /**
+   * Continue from this state instead of seq 0 (a verified snapshot, or an earlier replay): its
+   * ledger and request index are taken over and filled further; replay starts at
+   * `from.coveredSeq + 1`, continuity checked against `from.coveredId`.
+   */
+  readonly from?: LogReplay;
+  /**
+   * Where the receipts come from (default the live log, `log.receiptChunks`): chunks of (seq,
+   * bytes) in seq order from `fromSeq` on, e.g. archived segments before the live log.
+   */
+  readonly source?: (chunk: number, fromSeq: number) => AsyncIterable<Array<[number, Uint8Array]>>;
+  /** Stop after this seq (default: the end of the log). */
+  readonly toSeq?: number;
+  /**
+   * The request index's window and horizon (seconds; node/requestindex.ts `TimedRequestIndex`)
+   * when not continuing `from`: default no horizon (every request id kept).
+   */
+  readonly requestWindowS?: number;
+  readonly requestHorizon?: number;
   /** Also read and check the measurement records (`jcp receipts verify|attribute`; boot does not need them). */
   readonly measurements?: boolean;
+  /**
+   * Apply the outcome records (reversals) after the receipts (default: when replaying to the end
+   * of the log, i.e. without `toSeq`). A snapshot holds the receipts' state only: the reversals
+   * are applied on top at every start, as they may be written after the snapshot was made.
+   */
+  readonly outcomes?: boolean;
+  /** Where outcome records find their receipt (default the live log; with archived segments, those first). */
+  readonly receiptAt?: (seq: number) => Promise<Uint8Array | undefined>;
 }
 
 const inline: SliceRunner = async (job) => replaySlice(job);
@@ -233,19 +278,22 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
   const t0 = performance.now();
   const runner = opts.runner ?? inline;
   const parallel = Math.max(1, opts.parallel ?? 4);
-  const ledger = new Ledger();
-  const requests = new RequestIndex(Math.max(1024, opts.expected ?? 0));
+  const from = opts.from;
+  const ledger = from?.ledger ?? new Ledger();
+  const requests = from?.requests ?? new TimedRequestIndex(opts.requestWindowS ?? Number.MAX_SAFE_INTEGER, opts.requestHorizon ?? 0);
   const attribution = new Map<string, Attribution>();
   const revokedSeen = new Set<ContentId>();
-  const rejected: Array<RejectedReceipt & { seq: number }> = [];
-  const breaks: Array<ContinuityBreak & { seq: number }> = [];
-  let allowed = 0;
-  let denied = 0;
-  let total = 0;
-  let maxSeq = -1;
-  let headId: ContentId | undefined;
-  let prevId: ContentId | undefined;
-  let nextStart = 0;
+  const rejected: Array<RejectedReceipt & { seq: number }> = [...(from?.rejected ?? [])];
+  const breaks: Array<ContinuityBreak & { seq: number }> = [...(from?.breaks ?? [])];
+  let allowed = from?.allowed ?? 0;
+  let denied = from?.denied ?? 0;
+  let total = from?.total ?? 0;
+  let maxSeq = from !== undefined ? from.nextSeq - 1 : -1;
+  let headId: ContentId | undefined = from?.headId;
+  let prevId: ContentId | undefined = from?.coveredId;
+  let nextStart = from !== undefined ? from.coveredSeq + 1 : 0;
+  let coveredSeq = from?.coveredSeq ?? -1;
+  const toSeq = opts.toSeq ?? Number.POSITIVE_INFINITY;
 
   const inFlight: Array<Promise<SliceResult>> = [];
   const merge = (r: SliceResult) => {
@@ -254,7 +302,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     denied += r.denied;
     for (const x of r.rejected) rejected.push(x);
     for (const x of r.breaks) breaks.push(x);
-    requests.insertWords(r.requestKeys, r.requestSeqs);
+    requests.insertWords(r.requestKeys, r.requestSeqs, r.requestAts);
     for (const a of r.attribution) {
       const key = `${a.grant_id} ${a.subject}`;
       const m = attribution.get(key);
@@ -288,18 +336,29 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     inFlight.push(runner(job));
     while (inFlight.length >= parallel) merge(await inFlight.shift()!);
   };
-  for await (const chunk of log.receiptChunks(size)) {
+  let done = false;
+  const chunks = opts.source ? opts.source(size, nextStart) : log.receiptChunks(size, nextStart);
+  for await (const chunk of chunks) {
     for (const [seq, bytes] of chunk) {
+      if (seq > toSeq) {
+        done = true;
+        break;
+      }
       receipts.push(bytes);
       seqs.push(seq);
       if (seq > maxSeq) maxSeq = seq;
       if (receipts.length >= size) await dispatch();
     }
+    if (done) break;
   }
   await dispatch();
+  coveredSeq = nextStart - 1;
   while (inFlight.length > 0) merge(await inFlight.shift()!);
   // Reversals apply on top of every receipt's debit (a reversal is written after its receipt).
-  const outcomes = await replayOutcomes(log, opts.steward, ledger, { measurements: opts.measurements ?? false });
+  const outcomes =
+    (opts.outcomes ?? opts.toSeq === undefined)
+      ? await replayOutcomes(log, opts.steward, ledger, { measurements: opts.measurements ?? false, ...(opts.receiptAt ? { receiptAt: opts.receiptAt } : {}) })
+      : noOutcomes();
   return {
     ledger,
     requests,
@@ -312,6 +371,8 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     total,
     nextSeq: maxSeq + 1,
     headId,
+    coveredSeq,
+    coveredId: prevId,
     outcomes,
     seconds: (performance.now() - t0) / 1000,
   };

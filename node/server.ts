@@ -36,9 +36,10 @@ export type NoticeSink = (body: Uint8Array) => void;
 
 /**
  * Handles one message body; resolves to the response body; never rejects. `notice` sends the
- * notices of this message's call before its response.
+ * notices of this message's call before its response; `peer` is the connection's remote IP
+ * address (abuse limits, node/ratelimit.ts).
  */
-export type MessageHandler = (body: Uint8Array, notice: NoticeSink) => Promise<Uint8Array>;
+export type MessageHandler = (body: Uint8Array, notice: NoticeSink, peer: string) => Promise<Uint8Array>;
 
 /** Limits of {@link JcpServer}. */
 export interface ServerLimits {
@@ -64,6 +65,7 @@ class Connection {
   readonly #sock: Socket;
   readonly #reader: FrameReader;
   readonly #server: JcpServer;
+  readonly #peer: string;
   readonly #queue: Slot[] = [];
   #readTimer: NodeJS.Timeout | undefined;
   #closing = false;
@@ -73,6 +75,7 @@ class Connection {
   constructor(sock: Socket, server: JcpServer) {
     this.#sock = sock;
     this.#server = server;
+    this.#peer = sock.remoteAddress ?? '';
     this.#reader = new FrameReader(server.limits.frameCap);
     sock.setNoDelay(true);
     sock.setTimeout(server.limits.idleTimeoutMs, () => sock.destroy());
@@ -109,7 +112,7 @@ class Connection {
     if (this.#closing) return;
     const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     // Requests completed before a bad length in the same chunk are still answered, in order.
-    for (const body of bodies) this.#enqueue(this.#server.handler(body, this.#notice));
+    for (const body of bodies) this.#enqueue(this.#server.handler(body, this.#notice, this.#peer));
     if (error) {
       this.#server.metrics.errors.inc({ code: error.code });
       this.#closeWith(errorBody(error.code, error.message));

@@ -6,13 +6,14 @@
  * and keeps conserving).
  */
 import { type Actor, newActor, type Rng, seededRng } from '../../core/actor.ts';
-import { decodeSign1, encodeProtectedHeader, encodeSign1 } from '../../core/cose.ts';
+import { decodeSign1, encodeProtectedHeader, encodeSign1, jcrProtectedHeader, sigStructure } from '../../core/cose.ts';
+import { sign } from '../../core/ed25519.ts';
 import { type Decision, type DecisionRequest, decide } from '../../core/decision.ts';
 import { ErrorCodes } from '../../core/errors.ts';
 import { attenuate, type Grant, grantId, type SignedGrant, signGrant } from '../../core/grant.ts';
 import { type ContentId, contentId } from '../../core/hash.ts';
 import { Ledger } from '../../core/ledger.ts';
-import { openReceipt, ReceiptRefusals, receiptCoreFor, receiptId, sealReceipt } from '../../core/receipt.ts';
+import { encodeReceiptCore, openReceipt, ReceiptRefusals, receiptCoreFor, receiptId, sealReceipt } from '../../core/receipt.ts';
 import { attributionKey, replayReceipts } from '../../core/replay.ts';
 import { RevocationSet, signRevocation } from '../../core/revocation.ts';
 import { TrustRoots } from '../../core/trust.ts';
@@ -157,6 +158,21 @@ export const C5: ConformanceClass = {
     if (honest.ok) {
       const forged = sealReceipt({ ...honest.value, steward: other.did }, other);
       t.eq(codeOf(openReceipt(forged, b.steward.did)), ReceiptRefusals.WRONG_STEWARD, 'the same core re-sealed by another key fails for the real steward');
+      // Forgers that name the real steward (in the core, or in the kid), three keys each.
+      const enc = new TextEncoder();
+      const sealAs = (kid: string, core: typeof honest.value, key: Actor) => {
+        const protectedBytes = jcrProtectedHeader(enc.encode(kid));
+        const payload = encodeReceiptCore(core);
+        return encodeSign1({ protectedBytes, unprotected: new Map(), payload, signature: sign(key.key, sigStructure(protectedBytes, payload)) });
+      };
+      for (const [i, forger] of [other, worker, b.root].entries()) {
+        const namesReal = sealAs(forger.did, honest.value, forger);
+        t.eq(codeOf(openReceipt(namesReal)), ReceiptRefusals.STEWARD_MISMATCH, `forger ${i} naming the real steward in the core: steward-mismatch`);
+        t.eq(codeOf(openReceipt(namesReal, b.steward.did)), ReceiptRefusals.WRONG_STEWARD, `forger ${i} naming the real steward in the core: wrong-steward`);
+        const kidReal = sealAs(b.steward.did, honest.value, forger);
+        t.eq(codeOf(openReceipt(kidReal, b.steward.did)), ErrorCodes.SIGNATURE_INVALID, `forger ${i} putting the real steward in the kid: signature-invalid`);
+        t.eq(codeOf(openReceipt(kidReal)), ErrorCodes.SIGNATURE_INVALID, `forger ${i} putting the real steward in the kid, no steward expected: signature-invalid`);
+      }
     }
 
     // A real node's receipts: sealed by its steward key, the kid naming it, and the fields its decision had.

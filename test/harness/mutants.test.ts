@@ -66,19 +66,29 @@ describe('mutants runner', () => {
       { id: 'bad-survivor', file: 'core/decision.ts', find: '/** §7 check 8: the frame', replace: '/** §7 check eight: the frame', classes: ['C1'] },
       // A type error (a string where a bigint is compared): an invalid mutant, never run.
       { id: 'bad-invalid', file: 'core/decision.ts', find: 'return v < 0n ? 0n : v;', replace: "return v < '0' ? 0n : v;", classes: ['C1'] },
+      // The file compiles, its callers do not (an exported signature changed): invalid too.
+      {
+        id: 'bad-importers',
+        file: 'core/decision.ts',
+        find: 'export function denied(req: DecisionRequest, state: DecisionState, deny: Deny): Decision {',
+        replace: 'export function denied(req: DecisionRequest, state: DecisionState, deny: Deny, why: string): Decision {',
+        classes: ['C1'],
+      },
       { id: 'other-killed', file: 'core/decision.ts', find: 'if (f.resource !== g.capability.resource) {', replace: 'if (false) {', classes: ['C1'] },
     ]);
     const json = path.join(scratch, 'bad.json');
     const r = await runner(['--lists', dir, '--only', 'bad-', '--json', json]);
     expect(r.out).toMatch(/^SURVIVED bad-survivor /m);
     expect(r.out).toMatch(/^INVALID {2}bad-invalid: invalid mutant \(does not compile\): core\/decision\.ts:\d+ /m);
-    expect(r.out).toMatch(/^mutants: 0 killed, 1 survived, 0 dropped, 1 invalid$/m);
+    expect(r.out).toMatch(/^INVALID {2}bad-importers: invalid mutant \(does not compile\): node\/enforcer\.ts:\d+ Expected 4 arguments, but got 3/m);
+    expect(r.out).toMatch(/^mutants: 0 killed, 1 survived, 0 dropped, 2 invalid$/m);
     expect(r.out).not.toContain('other-killed');
     expect(r.code).toBe(1);
     const report = JSON.parse(readFileSync(json, 'utf8')) as MutantsReport;
     expect(report.mutants.map((m) => [m.id, m.status])).toEqual([
       ['bad-survivor', 'survived'],
       ['bad-invalid', 'invalid'],
+      ['bad-importers', 'invalid'],
     ]);
   }, RUN_LIMIT_MS);
 

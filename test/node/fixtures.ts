@@ -110,9 +110,10 @@ export class RawConn {
     for (const f of w) f();
   }
 
-  static open(port: number): Promise<RawConn> {
+  /** Connects to 127.0.0.1:`port`, from `localAddress` when given (another loopback address is another peer). */
+  static open(port: number, localAddress?: string): Promise<RawConn> {
     return new Promise((resolve, reject) => {
-      const s = connect({ host: '127.0.0.1', port, noDelay: true });
+      const s = connect({ host: '127.0.0.1', port, noDelay: true, ...(localAddress ? { localAddress } : {}) });
       s.once('connect', () => resolve(new RawConn(s)));
       s.once('error', reject);
     });

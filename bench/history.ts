@@ -1,0 +1,283 @@
+/**
+ * Costs that should not grow with history (issue 18): `npm run bench -- history [--json out.json]`.
+ *
+ * For logs of `JCP_BENCH_HISTORY_SIZES` receipts (comma-separated; default 100000,1000000,5000000)
+ * a node is started (a child process, `jcp node start`, replay on two temporary workers) twice:
+ * on the log alone (a full replay) and on the same log with a ledger snapshot of its last receipt
+ * (node/snapshot.ts). Figures per size: `start seconds, <n> receipts[, snapshot]` (spawn to
+ * listening, what an operator waits) and `RSS MB after start, <n> receipts[, snapshot]`. The
+ * ratio figures hold the largest size against the smallest, with snapshots (goal ≤ 1.5×).
+ *
+ * Then the decision rate while a snapshot is written: a node on the smallest log with snapshots
+ * off, and one whose first snapshot (of the whole log) starts one second after start, both
+ * driven by the same closed-loop load (`bench/nodeload.ts`); the rate and p99 of each, and the
+ * rate ratio. Logs are built once per size and kept in the temp folder (the build seals every
+ * receipt: minutes per million on two cores). Requests in the built logs are ten days old, so
+ * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type Actor, newActor, seededRng } from '../core/actor.ts';
+import { toHex } from '../core/bytes.ts';
+import { encode } from '../core/cbor.ts';
+import { type DecisionRequest, decide } from '../core/decision.ts';
+import { grantId, type SignedGrant, signGrant, signedGrantToCbor } from '../core/grant.ts';
+import { contentId } from '../core/hash.ts';
+import { Ledger } from '../core/ledger.ts';
+import { receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
+import { TrustRoots } from '../core/trust.ts';
+import { payloadHash } from '../core/wire.ts';
+import { resourceIdOf } from '../node/config.ts';
+import { readKeyFile, writeKeyFile } from '../node/keyfile.ts';
+import { ReceiptLog } from '../node/receiptlog.ts';
+import { makeSnapshot } from '../node/snapshot.ts';
+import { type Figure, type SuiteOptions, sig } from './figures.ts';
+import type { LoadResult, LoadSpec } from './nodeload.ts';
+
+const repo = path.resolve(import.meta.dirname, '..');
+/** The request window of the nodes here (`max_skew_s` 30 + margin 60). */
+const WINDOW_S = 90;
+
+function sizes(): number[] {
+  const v = process.env['JCP_BENCH_HISTORY_SIZES'] ?? '100000,1000000,5000000';
+  const out = v.split(',').map((x) => Number(x.trim()));
+  if (out.length === 0 || out.some((x) => !Number.isSafeInteger(x) || x < 1)) throw new Error(`JCP_BENCH_HISTORY_SIZES: expected sizes like 100000,1000000, got ${v}`);
+  return out.sort((a, b) => a - b);
+}
+
+/** A data folder holding `n` sealed receipts, ten days old (built once per seed and size). */
+async function historyLog(seed: number, n: number): Promise<string> {
+  const dir = path.join(tmpdir(), `jcp-bench-history-log-${seed}-${n}`);
+  if (existsSync(path.join(dir, 'complete'))) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const rng = seededRng(`bench/history/log/${seed}`);
+  const steward = newActor(rng);
+  writeKeyFile(path.join(dir, 'steward.key'), steward);
+  const issuer = newActor(rng);
+  const workers = Array.from({ length: 16 }, () => newActor(rng));
+  const grants = workers.map((w) =>
+    signGrant(
+      { issuer: issuer.did, subject: w.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+      issuer,
+    ),
+  );
+  const t0 = Math.floor(Date.now() / 1000) - 10 * 86_400;
+  const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: t0, batchMax: 4096 });
+  const ledger = new Ledger();
+  const state = { ledger, revoked: new Set<string>(), trust: new TrustRoots() };
+  let prev: string | undefined;
+  let pending: Array<Promise<void>> = [];
+  for (let seq = 0; seq < n; seq++) {
+    const i = seq % grants.length;
+    const g = grants[i]!;
+    const dreq: DecisionRequest = {
+      frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(g.grant), action: 'call', resource: g.grant.capability.resource, payload_hash: payloadHash() },
+      chain: [g],
+      caller: workers[i]!.did,
+      cost: { uj: 1_000n + BigInt(seq % 7), provenance: 'Estimator' },
+      nowS: t0 + Math.floor(seq / 1000),
+    };
+    const d = decide(dreq, state);
+    if (d.verdict === 'allow') ledger.debit(d.chainIds, dreq.cost.uj);
+    const bytes = sealReceipt(
+      receiptCoreFor(dreq, d, { steward: steward.did, seq, ...(prev !== undefined ? { prev } : {}), requestId: contentId({ history: seed, seq }) }),
+      steward,
+    );
+    prev = receiptId(bytes);
+    pending.push(log.appendReceipt(seq, bytes));
+    if (pending.length >= 4096) {
+      await Promise.all(pending);
+      pending = [];
+    }
+  }
+  await Promise.all(pending);
+  await log.close();
+  writeFileSync(path.join(dir, 'complete'), `${n}\n`);
+  return dir;
+}
+
+/** A copy of `source` (the kept log is never changed), with a snapshot of its last receipt when asked. */
+async function copyOf(source: string, snapshot: boolean): Promise<string> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'jcp-bench-history-'));
+  cpSync(source, dir, { recursive: true });
+  if (snapshot) {
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
+    try {
+      await makeSnapshot(log, dir, { steward, nowS: Math.floor(Date.now() / 1000), windowS: WINDOW_S });
+    } finally {
+      await log.close();
+    }
+  }
+  return dir;
+}
+
+interface Started {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly seconds: number;
+}
+
+function configFile(dir: string, extra: Record<string, unknown>): string {
+  const file = `${dir}.json`;
+  writeFileSync(
+    file,
+    JSON.stringify({
+      listen: '127.0.0.1:0',
+      data_dir: dir,
+      replay_workers: 2,
+      max_skew_s: 30,
+      request_index_margin_s: WINDOW_S - 30,
+      log_level: 'warn',
+      resources: [{ name: 'bench' }],
+      meter: { default_estimate_uj: 1, rungs: ['estimator'] },
+      snapshot: { every_receipts: 0, every_s: 0 },
+      ...extra,
+    }),
+  );
+  return file;
+}
+
+/** Starts `jcp node start`; resolves once it listens, with the seconds from spawn to then. */
+function startNode(file: string): Promise<Started> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [path.join(repo, 'bin/jcp.mjs'), 'node', 'start', '--config', file], { cwd: repo });
+  child.stdout!.resume();
+  let err = '';
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const p = /listening on [^\s:]+:(\d+)/.exec(err);
+      if (p && err.includes('log replayed')) resolve({ child, port: Number(p[1]), seconds: (performance.now() - t0) / 1000 });
+    });
+    child.once('exit', (code) => reject(new Error(`jcp node start exited ${code}: ${err}`)));
+  });
+}
+
+async function stopNode(n: Started): Promise<void> {
+  if (n.child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    n.child.once('exit', () => resolve());
+    n.child.kill('SIGINT');
+    setTimeout(() => n.child.kill('SIGKILL'), 10_000).unref();
+  });
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+/** Start seconds and RSS after start of a node on a copy of `source`. */
+async function startOn(source: string, snapshot: boolean): Promise<{ seconds: number; rssMb: number }> {
+  const dir = await copyOf(source, snapshot);
+  const file = configFile(dir, {});
+  try {
+    const node = await startNode(file);
+    try {
+      return { seconds: node.seconds, rssMb: rssMb(node.child.pid!) };
+    } finally {
+      await stopNode(node);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(file, { force: true });
+  }
+}
+
+function load(spec: LoadSpec): LoadResult {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'bench/nodeload.ts'), JSON.stringify(spec)], { cwd: repo, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`load process failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as LoadResult;
+}
+
+/** Closed-loop load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
+async function rateOn(source: string, agent: Actor, grant: SignedGrant, requests: number, snapshotAfterS: number | undefined): Promise<LoadResult & { snapshotted: boolean }> {
+  const dir = await copyOf(source, false);
+  const file = configFile(dir, snapshotAfterS === undefined ? {} : { snapshot: { every_receipts: 0, every_s: snapshotAfterS } });
+  try {
+    const node = await startNode(file);
+    try {
+      const r = load({
+        host: '127.0.0.1',
+        port: node.port,
+        grantHex: toHex(encode(signedGrantToCbor(grant))),
+        agentSeedHex: toHex(agent.key.seed),
+        action: 'call',
+        connections: 8,
+        requests,
+        mode: 'closed',
+        window: 16,
+        tag: `history-${randomBytes(4).toString('hex')}`,
+        nowS: Math.floor(Date.now() / 1000),
+      });
+      return { ...r, snapshotted: existsSync(path.join(dir, 'snapshots')) };
+    } finally {
+      await stopNode(node);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(file, { force: true });
+  }
+}
+
+/** The suite: start time and memory by log size, with and without a snapshot; decisions while one is written. */
+export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const ns = sizes();
+  const starts = new Map<string, { seconds: number; rssMb: number }>();
+  for (const n of ns) {
+    const log = await historyLog(seed, n);
+    for (const snap of [false, true]) {
+      const s = await startOn(log, snap);
+      const tag = `${n} receipts${snap ? ', snapshot' : ''}`;
+      starts.set(tag, s);
+      figures.push({ name: `start seconds, ${tag}`, value: sig(s.seconds), unit: 's' });
+      figures.push({ name: `RSS MB after start, ${tag}`, value: sig(s.rssMb), unit: 'MB' });
+    }
+  }
+  if (ns.length > 1) {
+    const lo = ns[0]!;
+    const hi = ns[ns.length - 1]!;
+    for (const [what, key] of [
+      ['start seconds', 'seconds'],
+      ['RSS after start', 'rssMb'],
+    ] as const) {
+      for (const snap of [true, false]) {
+        const a = starts.get(`${lo} receipts${snap ? ', snapshot' : ''}`)![key];
+        const b = starts.get(`${hi} receipts${snap ? ', snapshot' : ''}`)![key];
+        const ratio = sig(b / a);
+        figures.push({
+          name: `${what}, ${hi} vs ${lo} receipts${snap ? ', snapshot' : ', full replay'} (×)`,
+          value: ratio,
+          unit: '×',
+          ratio,
+          ...(snap ? { goal: 'ratio ≤ 1.5', met: ratio <= 1.5 } : {}),
+        });
+      }
+    }
+  }
+  // Decisions while a snapshot of the whole smallest log is written (no workers: built on the main thread between decisions).
+  const rng = seededRng(`bench/history/agent/${seed}`);
+  const issuer = newActor(rng);
+  const agent = newActor(rng);
+  const grant = signGrant(
+    { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+    issuer,
+  );
+  const small = await historyLog(seed, ns[0]!);
+  const requests = Number(process.env['JCP_BENCH_HISTORY_REQUESTS'] ?? 20_000);
+  const base = await rateOn(small, agent, grant, requests, undefined);
+  const during = await rateOn(small, agent, grant, requests, 1);
+  figures.push({ name: `decisions/s, closed loop, no snapshot (${ns[0]} receipts in the log)`, value: sig(base.perSecond), unit: '/s' });
+  figures.push({ name: `decisions/s, closed loop, while a snapshot of ${ns[0]} receipts is written${during.snapshotted ? '' : ' (the snapshot had not finished)'}`, value: sig(during.perSecond), unit: '/s' });
+  figures.push({ name: 'decisions/s while a snapshot is written (× no snapshot)', value: sig(during.perSecond / base.perSecond), unit: '×', ratio: sig(during.perSecond / base.perSecond) });
+  figures.push({ name: 'p99 decision latency, no snapshot', value: sig(base.p99Us / 1000), unit: 'ms' });
+  figures.push({ name: 'p99 decision latency, while a snapshot is written', value: sig(during.p99Us / 1000), unit: 'ms' });
+  figures.push({ name: 'max decision latency, while a snapshot is written', value: sig(during.maxUs / 1000), unit: 'ms' });
+  return figures;
+}

@@ -1,0 +1,132 @@
+/**
+ * Checkpoint and amendment files for the CLI (spec §4.7; docs/steering.md "From the command line").
+ *
+ * - checkpoint file: `{"type": "jcp-checkpoint", "id", "cbor", "checkpoint"}`: `cbor` is the hex
+ *   of the signed checkpoint's det-CBOR and is what is read back; `id` (the checkpoint id an
+ *   amendment names) and `checkpoint` (the fields, for people) are checked against it.
+ * - amendment file: `{"type": "jcp-amendment", "id", "cbor", "checkpoint_cbor", "amendment"}`:
+ *   the signed amendment and the signed checkpoint it names (both hex det-CBOR), so a
+ *   continuation can be issued from this one file.
+ * Both are written with `wx` (never overwriting: they are evidence).
+ */
+import { writeFileSync } from 'node:fs';
+import { fromHex, toHex } from '../core/bytes.ts';
+import { decode, encode } from '../core/cbor.ts';
+import {
+  amendmentId,
+  checkpointId,
+  readSignedAmendment,
+  readSignedCheckpoint,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  signedAmendmentToCbor,
+  signedCheckpointToCbor,
+} from '../core/checkpoint.ts';
+import { ErrorCodes, JcpError } from '../core/errors.ts';
+import { type ContentId, contentId, isContentId } from '../core/hash.ts';
+import { IoError, ioError, READ_CAPS, readFileCapped } from './fsutil.ts';
+
+/** The `type` tag of a checkpoint file. */
+export const CHECKPOINT_FILE_TYPE = 'jcp-checkpoint';
+/** The `type` tag of an amendment file. */
+export const AMENDMENT_FILE_TYPE = 'jcp-amendment';
+
+/** A signed checkpoint and an amendment file's parts. */
+export interface AmendmentFile {
+  readonly amendment: SignedAmendment;
+  readonly checkpoint: SignedCheckpoint;
+}
+
+function writeJson(file: string, body: unknown, what: string): void {
+  try {
+    writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { flag: 'wx' });
+  } catch (e) {
+    if ((e as { code?: string }).code === 'EEXIST') throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite ${what}`, { file });
+    throw ioError(e, `write ${what}`, file);
+  }
+}
+
+function readJson(file: string, type: string, what: string): Record<string, unknown> {
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(readFileCapped(file, READ_CAPS.grantFile, what).toString('utf8')) as Record<string, unknown>;
+  } catch (e) {
+    if (e instanceof IoError) throw new JcpError(ErrorCodes.SCHEMA, e.message, { file }, { cause: e });
+    throw new JcpError(ErrorCodes.SCHEMA, `${file}: not a readable JSON ${what}: ${(e as Error).message}`, { file }, { cause: e });
+  }
+  if (typeof v !== 'object' || v === null || v['type'] !== type) throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected a {"type": "${type}", ...} file`, { file });
+  return v;
+}
+
+/**
+ * Writes a checkpoint file. @throws JcpError `refused` when the file exists; IoError `io`.
+ */
+export function writeCheckpointFile(file: string, sc: SignedCheckpoint): void {
+  const c = sc.body;
+  writeJson(
+    file,
+    {
+      type: CHECKPOINT_FILE_TYPE,
+      id: checkpointId(sc),
+      cbor: toHex(encode(signedCheckpointToCbor(sc))),
+      checkpoint: { grant_id: c.grant_id, state: c.state, ...(c.nonce !== undefined ? { nonce: toHex(c.nonce) } : {}) },
+    },
+    'a checkpoint file',
+  );
+}
+
+/**
+ * Reads a checkpoint file (at most 1 MiB).
+ * @throws JcpError `schema` (unreadable, not a checkpoint file, id mismatch) or the decoder's codes.
+ */
+export function readCheckpointFile(file: string): SignedCheckpoint {
+  const v = readJson(file, CHECKPOINT_FILE_TYPE, 'checkpoint file');
+  const sc = readSignedCheckpoint(decode(fromHex(String(v['cbor']), undefined, 'checkpoint.cbor')), 'checkpoint');
+  if (v['id'] !== undefined && v['id'] !== checkpointId(sc)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  return sc;
+}
+
+/** Writes an amendment file (the amendment and the checkpoint it names). @throws like {@link writeCheckpointFile}. */
+export function writeAmendmentFile(file: string, f: AmendmentFile): void {
+  const a = f.amendment.body;
+  writeJson(
+    file,
+    {
+      type: AMENDMENT_FILE_TYPE,
+      id: amendmentId(f.amendment),
+      cbor: toHex(encode(signedAmendmentToCbor(f.amendment))),
+      checkpoint_cbor: toHex(encode(signedCheckpointToCbor(f.checkpoint))),
+      amendment: {
+        checkpoint: a.checkpoint,
+        budget_uj: a.budget_uj.toString(),
+        ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
+        nonce: toHex(a.nonce),
+      },
+    },
+    'an amendment file',
+  );
+}
+
+/** Reads an amendment file (at most 1 MiB). @throws like {@link readCheckpointFile}. */
+export function readAmendmentFile(file: string): AmendmentFile {
+  const v = readJson(file, AMENDMENT_FILE_TYPE, 'amendment file');
+  const amendment = readSignedAmendment(decode(fromHex(String(v['cbor']), undefined, 'amendment.cbor')), 'amendment');
+  const checkpoint = readSignedCheckpoint(decode(fromHex(String(v['checkpoint_cbor']), undefined, 'amendment.checkpoint_cbor')), 'checkpoint');
+  if (v['id'] !== undefined && v['id'] !== amendmentId(amendment)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  return { amendment, checkpoint };
+}
+
+/**
+ * A content id given directly, or the content id of a file's bytes (as a CBOR byte string, the
+ * payload-hash convention of §6): how `--state` and `--instructions` name a commitment.
+ * @throws IoError `io` when the file cannot be read (at most 64 MiB).
+ */
+export function commitmentArg(v: string, what: string): ContentId {
+  if (isContentId(v)) return v;
+  try {
+    return contentId(new Uint8Array(readFileCapped(v, READ_CAPS.messageFile, what)));
+  } catch (e) {
+    if (e instanceof IoError) throw e;
+    throw ioError(e, `read ${what}`, v);
+  }
+}

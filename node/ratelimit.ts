@@ -1,0 +1,90 @@
+/**
+ * Abuse limits per peer address (issue 18): a token bucket per remote IP address, charged one
+ * token by every request of that peer that fails before a decision (an error reply: malformed,
+ * non-canonical, schema, clock skew, unknown resource, bad payload, refused revocation, …) and
+ * by every `bad-signature` deny. A peer whose bucket is empty gets `rate-limited` before its
+ * message is decoded, so it makes the node write no receipt and do no signature work; the bucket
+ * refills at `refill_per_s` tokens per second up to `burst`. Well-formed, well-signed requests
+ * cost nothing, and peers are independent: one peer's garbage never slows another's calls.
+ *
+ * Memory is bounded: at most `maxPeers` buckets; when full, the buckets that refilled completely
+ * (peers that behave) are dropped first, else the oldest.
+ */
+
+/** Settings of {@link PeerLimiter} (config `abuse`). */
+export interface PeerLimitConfig {
+  /** Tokens a peer starts with and may save up (0 = no limit). */
+  readonly burst: number;
+  /** Tokens added per second. */
+  readonly refillPerS: number;
+  /** Most peers tracked at once. */
+  readonly maxPeers: number;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** Token buckets by peer address; the clock is in seconds (the node's clock, injectable in tests). */
+export class PeerLimiter {
+  readonly #cfg: PeerLimitConfig;
+  readonly #clockS: () => number;
+  readonly #buckets = new Map<string, Bucket>();
+
+  constructor(cfg: PeerLimitConfig, clockS: () => number) {
+    this.#cfg = cfg;
+    this.#clockS = clockS;
+  }
+
+  /** True when limits are on (`burst` > 0). */
+  get enabled(): boolean {
+    return this.#cfg.burst > 0;
+  }
+
+  /** Peers tracked. */
+  get peers(): number {
+    return this.#buckets.size;
+  }
+
+  #refilled(peer: string): Bucket | undefined {
+    const b = this.#buckets.get(peer);
+    if (b === undefined) return undefined;
+    const now = this.#clockS();
+    if (now > b.at) {
+      b.tokens = Math.min(this.#cfg.burst, b.tokens + (now - b.at) * this.#cfg.refillPerS);
+      b.at = now;
+    }
+    return b;
+  }
+
+  /** False when `peer` has no token left: its message must be refused with `rate-limited`. */
+  admits(peer: string): boolean {
+    if (!this.enabled) return true;
+    const b = this.#refilled(peer);
+    return b === undefined || b.tokens >= 1;
+  }
+
+  /** Takes one token from `peer` (a failed request or a bad-signature deny). */
+  charge(peer: string): void {
+    if (!this.enabled) return;
+    let b = this.#refilled(peer);
+    if (b === undefined) {
+      if (this.#buckets.size >= this.#cfg.maxPeers) this.#evict();
+      b = { tokens: this.#cfg.burst, at: this.#clockS() };
+      this.#buckets.set(peer, b);
+    }
+    b.tokens = Math.max(0, b.tokens - 1);
+  }
+
+  #evict(): void {
+    for (const [peer] of this.#buckets) {
+      const b = this.#refilled(peer)!;
+      if (b.tokens >= this.#cfg.burst) this.#buckets.delete(peer);
+    }
+    if (this.#buckets.size >= this.#cfg.maxPeers) {
+      const oldest = this.#buckets.keys().next();
+      if (!oldest.done) this.#buckets.delete(oldest.value);
+    }
+  }
+}

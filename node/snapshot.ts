@@ -1,0 +1,524 @@
+/**
+ * Ledger snapshots (issue 18; spec §8.1): a steward-signed record of what boot replay rebuilds
+ * from the receipt log up to one seq, so a start replays only the receipts after it. The
+ * receipts stay the evidence: a snapshot is a cache of their replay, bound to the receipt it
+ * covers, checked against the log before it is used, and `jcp receipts verify` checks every
+ * snapshot against a full replay from seq 0.
+ *
+ * What it holds (det-CBOR, §3): the seq it covers and the receipt id of the log's bytes at that
+ * seq; the next seq and the head (id of the last verified receipt); receipts read, allowed and
+ * denied; the spend per grant id (µJ, ancestors included: the ledger as replay rebuilds it); the
+ * request index entries at or above its horizon (node/requestindex.ts: older ids are refused
+ * anyway); and the receipts that failed verification and the continuity breaks up to that seq
+ * (so damage accepted once stays accounted for). Revocations are not in it: they live in the
+ * log's `v` keys and are loaded from there on every start, snapshot or not. Nor are the outcome
+ * records (node/outcome.ts): the spend is the receipts' debits, and the reversals are applied on
+ * top at every start (a reversal may be written after the snapshot of its receipt).
+ *
+ * File: `<data-dir>/snapshots/snap-<seq, 16 digits>.cbor`, the det-CBOR of
+ * `{body, signature}` with an Ed25519 signature by the steward over `canonical_cbor(body)`
+ * (core/signed.ts, the pattern of revocations and statements). Written to a temporary file,
+ * fsync'd, renamed, and the folder fsync'd; the newest `keep` are kept.
+ */
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { setImmediate as yieldTurn } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { makeDirs, readFileCapped } from '../cli/fsutil.ts';
+import type { Actor } from '../core/actor.ts';
+import { decode, encode } from '../core/cbor.ts';
+import type { Did } from '../core/didkey.ts';
+import { type ContentId, isContentId } from '../core/hash.ts';
+import { Ledger } from '../core/ledger.ts';
+import { receiptId } from '../core/receipt.ts';
+import type { BreakCode } from '../core/replay.ts';
+import type { ReceiptRefusalCode } from '../core/receipt.ts';
+import { signBody, verifyBody } from '../core/signed.ts';
+import type { ReceiptLog } from './receiptlog.ts';
+import { type LogReplay, noOutcomes, replayLog, replaySlice, type SliceRunner } from './replay.ts';
+import { REQUEST_KEY_WORDS, TimedRequestIndex } from './requestindex.ts';
+import { WorkerPool } from './workers.ts';
+
+/** Folder of the snapshots inside a node data folder. */
+export const SNAPSHOT_DIR = 'snapshots';
+/** The `format` field of a snapshot body. */
+export const SNAPSHOT_FORMAT = 'jcp-snapshot/1';
+/** Largest snapshot file read (bytes). */
+export const SNAPSHOT_CAP_BYTES = 1 << 30;
+
+const NAME = /^snap-(\d{16})\.cbor$/;
+
+/** The file name of the snapshot covering `seq`. */
+export function snapshotFileName(seq: number): string {
+  return `snap-${String(seq).padStart(16, '0')}.cbor`;
+}
+
+/** The snapshot files of `dataDir`, newest (highest seq) first. */
+export function listSnapshots(dataDir: string): Array<{ seq: number; file: string }> {
+  const dir = path.join(dataDir, SNAPSHOT_DIR);
+  if (!existsSync(dir)) return [];
+  const out: Array<{ seq: number; file: string }> = [];
+  for (const name of readdirSync(dir)) {
+    const m = NAME.exec(name);
+    if (m) out.push({ seq: Number(m[1]), file: path.join(dir, name) });
+  }
+  return out.sort((a, b) => b.seq - a.seq);
+}
+
+/** Seconds of a snapshot's request index: its window (`max_skew_s` + margin) and horizon. */
+export interface SnapshotRequestOptions {
+  readonly madeAtS: number;
+  /** The window the snapshot records (seconds); the entries kept are those with `now` ≥ `horizon`. */
+  readonly windowS: number;
+  readonly horizon: number;
+}
+
+function u64s(xs: Float64Array): Uint8Array {
+  const out = new Uint8Array(xs.length * 8);
+  const v = new DataView(out.buffer);
+  for (let i = 0; i < xs.length; i++) v.setBigUint64(i * 8, BigInt(xs[i]!));
+  return out;
+}
+
+function fromU64s(b: Uint8Array, n: number, field: string): Float64Array {
+  if (b.length !== n * 8) throw new Error(`${field}: ${b.length} bytes for ${n} entries`);
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const x = v.getBigUint64(i * 8);
+    if (x > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`${field}: entry ${i} out of range`);
+    out[i] = Number(x);
+  }
+  return out;
+}
+
+/**
+ * The snapshot body of a replayed state (see the module docs), as a plain det-CBOR value.
+ * Deterministic: the same state and options give the same bytes (spend sorted by grant id,
+ * request entries by seq), which is how `receipts verify` compares a snapshot to a full replay.
+ * @throws Error when the state covers no receipt (`coveredSeq` −1).
+ */
+export function snapshotBody(r: LogReplay, steward: Did, o: SnapshotRequestOptions): Record<string, unknown> {
+  if (r.coveredSeq < 0 || r.coveredId === undefined) throw new Error('snapshot: the log holds no receipt to cover');
+  const spent = [...r.ledger.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([id, uj]) => [id, uj]);
+  const e = r.requests.entries(o.horizon);
+  const keys = new Uint8Array(e.keys.length * 4);
+  const kv = new DataView(keys.buffer);
+  for (let i = 0; i < e.keys.length; i++) kv.setUint32(i * 4, e.keys[i]!);
+  return {
+    format: SNAPSHOT_FORMAT,
+    steward,
+    seq: r.coveredSeq,
+    receipt_id: r.coveredId,
+    next_seq: r.nextSeq,
+    ...(r.headId !== undefined ? { head_id: r.headId } : {}),
+    receipts: r.total,
+    allowed: r.allowed,
+    denied: r.denied,
+    spent,
+    requests: { window_s: o.windowS, horizon: o.horizon, count: e.seqs.length, keys, seqs: u64s(e.seqs), ats: u64s(e.ats) },
+    rejected: r.rejected.map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
+    breaks: r.breaks.map((x) => ({ seq: x.seq, code: x.code, expected_seq: x.expectedSeq, steward: x.steward })),
+    made_at_s: o.madeAtS,
+  };
+}
+
+/** The signed snapshot file bytes of a replayed state: det-CBOR `{body, signature}` (core/signed.ts). */
+export function encodeSnapshot(r: LogReplay, steward: Actor, o: SnapshotRequestOptions): Uint8Array {
+  return encode(signBody(snapshotBody(r, steward.did, o), steward));
+}
+
+/** A snapshot that verified: its body, and the state it holds as a replay to continue from. */
+export interface OpenedSnapshot {
+  readonly seq: number;
+  readonly receiptId: ContentId;
+  readonly body: Record<string, unknown>;
+  readonly windowS: number;
+  readonly horizon: number;
+  readonly madeAtS: number;
+  readonly requestCount: number;
+  /** The lowest seq its request index names (undefined: none): receipts below it answer no request id still kept. */
+  readonly firstRequestSeq: number | undefined;
+  /** Builds the state (a fresh ledger and index): the request index with `windowS` and at least `horizon`. */
+  state(windowS: number, horizon: number): LogReplay;
+}
+
+/**
+ * Decodes and verifies a snapshot file's bytes: strict det-CBOR, the steward's signature, the
+ * format and every field's shape. Never throws: a refusal says why.
+ */
+export function openSnapshot(bytes: Uint8Array, steward: Did): { ok: true; value: OpenedSnapshot } | { ok: false; why: string } {
+  let v: { body?: unknown; signature?: unknown };
+  try {
+    v = decode(bytes) as typeof v;
+  } catch (e) {
+    return { ok: false, why: `not det-CBOR: ${(e as Error).message}` };
+  }
+  if (typeof v !== 'object' || v === null || !(v.signature instanceof Uint8Array) || typeof v.body !== 'object' || v.body === null) {
+    return { ok: false, why: 'not a {body, signature} record' };
+  }
+  const body = v.body as Record<string, unknown>;
+  if (body['format'] !== SNAPSHOT_FORMAT) return { ok: false, why: `format is not ${SNAPSHOT_FORMAT}` };
+  if (body['steward'] !== steward) return { ok: false, why: `made by ${String(body['steward'])}, not by this steward` };
+  if (!verifyBody({ body, signature: v.signature }, steward)) return { ok: false, why: 'the steward signature does not verify' };
+  try {
+    const int = (x: unknown, f: string) => {
+      if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) throw new Error(`${f}: expected an unsigned integer`);
+      return x;
+    };
+    const seq = int(body['seq'], 'seq');
+    const rid = body['receipt_id'];
+    if (!isContentId(rid)) throw new Error('receipt_id: expected a content id');
+    const head = body['head_id'];
+    if (head !== undefined && !isContentId(head)) throw new Error('head_id: expected a content id');
+    const nextSeq = int(body['next_seq'], 'next_seq');
+    const total = int(body['receipts'], 'receipts');
+    const allowed = int(body['allowed'], 'allowed');
+    const denied = int(body['denied'], 'denied');
+    const spent = body['spent'];
+    if (!Array.isArray(spent)) throw new Error('spent: expected an array');
+    const debits = spent.map((p, i) => {
+      if (!Array.isArray(p) || p.length !== 2 || !isContentId(p[0])) throw new Error(`spent[${i}]: expected [grant id, µJ]`);
+      const uj = typeof p[1] === 'bigint' ? p[1] : BigInt(int(p[1], `spent[${i}]`));
+      return [p[0] as ContentId, uj] as const;
+    });
+    const rq = body['requests'] as Record<string, unknown>;
+    if (typeof rq !== 'object' || rq === null) throw new Error('requests: expected a map');
+    const windowS = int(rq['window_s'], 'requests.window_s');
+    const horizon = int(rq['horizon'], 'requests.horizon');
+    const count = int(rq['count'], 'requests.count');
+    const kb = rq['keys'];
+    if (!(kb instanceof Uint8Array) || kb.length !== count * REQUEST_KEY_WORDS * 4) throw new Error('requests.keys: expected 16 bytes per entry');
+    const kv = new DataView(kb.buffer, kb.byteOffset, kb.byteLength);
+    const keys = new Uint32Array(count * REQUEST_KEY_WORDS);
+    for (let i = 0; i < keys.length; i++) keys[i] = kv.getUint32(i * 4);
+    if (!(rq['seqs'] instanceof Uint8Array) || !(rq['ats'] instanceof Uint8Array)) throw new Error('requests: seqs and ats must be byte strings');
+    const seqs = fromU64s(rq['seqs'], count, 'requests.seqs');
+    const ats = fromU64s(rq['ats'], count, 'requests.ats');
+    const rej = body['rejected'];
+    const brk = body['breaks'];
+    if (!Array.isArray(rej) || !Array.isArray(brk)) throw new Error('rejected, breaks: expected arrays');
+    const rejected = rej.map((x: Record<string, unknown>, i) => {
+      if (typeof x?.['code'] !== 'string' || typeof x['why'] !== 'string') throw new Error(`rejected[${i}]: expected {seq, code, why}`);
+      return { index: 0, seq: int(x['seq'], `rejected[${i}].seq`), code: x['code'] as ReceiptRefusalCode, why: x['why'] };
+    });
+    const breaks = brk.map((x: Record<string, unknown>, i) => {
+      if (typeof x?.['code'] !== 'string' || typeof x['steward'] !== 'string') throw new Error(`breaks[${i}]: expected {seq, code, expected_seq, steward}`);
+      return {
+        index: 0,
+        seq: int(x['seq'], `breaks[${i}].seq`),
+        code: x['code'] as BreakCode,
+        expectedSeq: int(x['expected_seq'], `breaks[${i}].expected_seq`),
+        steward: x['steward'] as Did,
+      };
+    });
+    const madeAtS = int(body['made_at_s'], 'made_at_s');
+    if (nextSeq <= seq) throw new Error(`next_seq ${nextSeq} is not past seq ${seq}`);
+    return {
+      ok: true,
+      value: {
+        seq,
+        receiptId: rid,
+        body,
+        windowS,
+        horizon,
+        madeAtS,
+        requestCount: count,
+        firstRequestSeq: count > 0 ? seqs[0] : undefined,
+        state(w: number, h: number): LogReplay {
+          const ledger = new Ledger();
+          for (const [id, uj] of debits) ledger.debit([id], uj);
+          const requests = new TimedRequestIndex(w, Math.max(h, horizon));
+          requests.insertWords(keys, seqs, ats);
+          return {
+            ledger,
+            requests,
+            allowed,
+            denied,
+            rejected: [...rejected],
+            breaks: [...breaks],
+            attribution: new Map(),
+            revokedSeen: new Set(),
+            total,
+            nextSeq,
+            headId: head as ContentId | undefined,
+            coveredSeq: seq,
+            coveredId: rid,
+            outcomes: noOutcomes(),
+            seconds: 0,
+          };
+        },
+      },
+    };
+  } catch (e) {
+    return { ok: false, why: `malformed: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * Writes snapshot bytes for `seq` durably: a temporary file, fsync, rename, folder fsync. Then
+ * removes all but the newest `keep` snapshots (keep ≥ 1).
+ * @throws the file system error (nothing is renamed into place unless it was fsync'd).
+ */
+export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Array, keep: number): string {
+  const dir = path.join(dataDir, SNAPSHOT_DIR);
+  makeDirs(dir, 0o700);
+  const file = path.join(dir, snapshotFileName(seq));
+  const tmp = path.join(dir, `.${snapshotFileName(seq)}.tmp`);
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+  const dfd = openSync(dir, 'r');
+  try {
+    fsyncSync(dfd);
+  } finally {
+    closeSync(dfd);
+  }
+  for (const old of listSnapshots(dataDir).slice(Math.max(1, keep))) rmSync(old.file, { force: true });
+  return file;
+}
+
+/** Why a snapshot was not used at start (logged), or the one used. */
+export interface SnapshotChoice {
+  readonly used: (OpenedSnapshot & { readonly file: string }) | undefined;
+  readonly ignored: ReadonlyArray<{ readonly file: string; readonly why: string }>;
+}
+
+/**
+ * Finds the newest snapshot of `dataDir` that verifies under `steward` and agrees with the log:
+ * the log holds a receipt at its seq, with the receipt id it names. Older snapshots are tried in
+ * turn; none usable means a full replay. Never throws on a bad snapshot (it lands in `ignored`).
+ * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+ */
+export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: Did): Promise<SnapshotChoice> {
+  const ignored: Array<{ file: string; why: string }> = [];
+  for (const { seq, file } of listSnapshots(dataDir)) {
+    let bytes: Uint8Array;
+    try {
+      bytes = readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
+    } catch (e) {
+      ignored.push({ file, why: `unreadable: ${(e as Error).message}` });
+      continue;
+    }
+    const o = openSnapshot(bytes, steward);
+    if (!o.ok) {
+      ignored.push({ file, why: o.why });
+      continue;
+    }
+    if (o.value.seq !== seq) {
+      ignored.push({ file, why: `covers seq ${o.value.seq}, not the seq its name says (${seq})` });
+      continue;
+    }
+    const at = await log.getReceipt(seq);
+    if (at === undefined) {
+      ignored.push({ file, why: `the log holds no receipt at seq ${seq}` });
+      continue;
+    }
+    if (receiptId(at) !== o.value.receiptId) {
+      ignored.push({ file, why: `the log's receipt at seq ${seq} is not the one the snapshot covers` });
+      continue;
+    }
+    return { used: { ...o.value, file }, ignored };
+  }
+  return { used: undefined, ignored };
+}
+
+/** Options of {@link makeSnapshot}. */
+export interface MakeSnapshotOptions {
+  readonly steward: Actor;
+  /** Cover the receipts up to this seq (default: the end of the log). */
+  readonly toSeq?: number;
+  /** The request index window (`max_skew_s` + margin, s); default the base snapshot's, else keep every entry. */
+  readonly windowS?: number;
+  /** Clock (unix s): sets the horizon (`clock − window`) and `made_at_s`. */
+  readonly nowS: number;
+  /** Snapshots kept (default 2). */
+  readonly keep?: number;
+  /** Where slices run (default inline, yielding between slices of 256 receipts). */
+  readonly runner?: SliceRunner;
+  readonly parallel?: number;
+  readonly logger?: Logger;
+}
+
+/** What {@link makeSnapshot} wrote. */
+export interface MadeSnapshot {
+  readonly file: string;
+  readonly seq: number;
+  /** Receipts replayed to make it (those after the snapshot it continued, if any). */
+  readonly replayed: number;
+  readonly requests: number;
+  readonly bytes: number;
+  readonly seconds: number;
+}
+
+const yielding: SliceRunner = async (job) => {
+  await yieldTurn(); // let decisions in between slices
+  return replaySlice(job);
+};
+
+/**
+ * Makes a snapshot of the log: the newest usable snapshot (if any) plus the verified receipts
+ * after it, up to `toSeq`, replayed and written durably. The state comes from the log, not from
+ * a running node's memory, so it can be built while the node decides (reads do not block writes).
+ * Returns undefined when there is nothing new to cover.
+ * @throws NodeFault `log-corrupt` when the log cannot be read; the file system error when the
+ *   snapshot cannot be written.
+ */
+export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnapshotOptions): Promise<MadeSnapshot | undefined> {
+  const t0 = performance.now();
+  const choice = await chooseSnapshot(log, dataDir, o.steward.did);
+  for (const x of choice.ignored) o.logger?.warn({ file: x.file, why: x.why }, 'snapshot ignored');
+  const base = choice.used;
+  const toSeq = o.toSeq ?? (await log.lastSeq());
+  if (toSeq < 0 || (base !== undefined && base.seq >= toSeq)) return undefined;
+  const windowS = o.windowS ?? base?.windowS ?? Number.MAX_SAFE_INTEGER;
+  const from = base?.state(windowS, 0);
+  const r = await replayLog(log, {
+    steward: o.steward.did,
+    toSeq,
+    sliceSize: o.runner ? 2048 : 256,
+    runner: o.runner ?? yielding,
+    parallel: o.runner ? (o.parallel ?? 2) : 1,
+    requestWindowS: windowS,
+    ...(from ? { from } : {}),
+  });
+  if (r.coveredSeq < 0) return undefined;
+  r.requests.advance(o.nowS);
+  const horizon = Math.max(0, r.requests.horizon);
+  const bytes = encodeSnapshot(r, o.steward, { madeAtS: o.nowS, windowS: Math.min(windowS, Number.MAX_SAFE_INTEGER), horizon });
+  const file = writeSnapshotFile(dataDir, r.coveredSeq, bytes, o.keep ?? 2);
+  const replayed = r.total - (from?.total ?? 0);
+  return { file, seq: r.coveredSeq, replayed, requests: r.requests.size, bytes: bytes.length, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** Options of {@link Snapshotter}. */
+export interface SnapshotterOptions {
+  readonly log: ReceiptLog;
+  readonly dataDir: string;
+  readonly steward: Actor;
+  /** Snapshot once this many receipts were made durable since the last one (0 = not by count). */
+  readonly everyReceipts: number;
+  /** Snapshot once this many seconds passed since the last one, if any receipt is new (0 = not by time). */
+  readonly everyS: number;
+  readonly keep: number;
+  /** The request index window (`max_skew_s` + margin, seconds). */
+  readonly windowS: number;
+  readonly clockS: () => number;
+  /** The highest seq known durable (the log's batches, or boot replay's end). */
+  readonly durableSeq: () => number;
+  /** The seq the newest usable snapshot covers at start (−1: none). */
+  readonly coveredSeq: number;
+  /**
+   * Where the replay's slices run: the node's signature workers; without them, a temporary worker
+   * thread started for each snapshot (so the main thread only reads the log and decides).
+   */
+  readonly runner?: SliceRunner | undefined;
+  readonly parallel?: number;
+  readonly logger: Logger;
+  /** Called after each snapshot written (metrics). */
+  readonly onSnapshot?: (s: MadeSnapshot) => void;
+}
+
+/**
+ * Writes snapshots of a running node's log every N receipts or T seconds (issue 18). The check
+ * runs on a 1-second timer; a snapshot is built from the log (node/snapshot.ts `makeSnapshot`),
+ * never from the live ledger, so the decision path is not paused: the replay's verification runs
+ * on the signature workers, or on a temporary worker thread, and one snapshot is built at a
+ * time. A failure is logged and retried at the next trigger; it never stops the node.
+ */
+export class Snapshotter {
+  readonly #o: SnapshotterOptions;
+  #covered: number;
+  #lastAt: number;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<MadeSnapshot | undefined> | undefined;
+  #closed = false;
+
+  constructor(o: SnapshotterOptions) {
+    this.#o = o;
+    this.#covered = o.coveredSeq;
+    this.#lastAt = o.clockS();
+  }
+
+  /** Starts the periodic check (no-op when both triggers are 0). */
+  start(): void {
+    if (this.#o.everyReceipts === 0 && this.#o.everyS === 0) return;
+    this.#timer = setInterval(() => void this.#tick(), 1000);
+    this.#timer.unref();
+  }
+
+  /** The seq the newest snapshot written (or found at start) covers; −1 when none. */
+  get coveredSeq(): number {
+    return this.#covered;
+  }
+
+  #due(): boolean {
+    const head = this.#o.durableSeq();
+    if (head <= this.#covered) return false;
+    if (this.#o.everyReceipts > 0 && head - this.#covered >= this.#o.everyReceipts) return true;
+    return this.#o.everyS > 0 && this.#o.clockS() - this.#lastAt >= this.#o.everyS;
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#running !== undefined || this.#closed || !this.#due()) return;
+    await this.snapshotNow().catch((e: Error) => this.#o.logger.warn({ err: e.message }, 'snapshot failed; retried at the next trigger'));
+  }
+
+  /**
+   * Writes a snapshot covering the receipts durable now (waits for one in progress first).
+   * Resolves to what was written, or undefined when nothing new was durable.
+   * @throws the error that stopped it (the log unreadable, the file not writable).
+   */
+  async snapshotNow(): Promise<MadeSnapshot | undefined> {
+    while (this.#running !== undefined) await this.#running.catch(() => undefined);
+    if (this.#closed) return undefined;
+    const toSeq = this.#o.durableSeq();
+    if (toSeq <= this.#covered) return undefined;
+    const build = async (): Promise<MadeSnapshot | undefined> => {
+      const tmp = this.#o.runner === undefined ? await WorkerPool.start(1) : undefined;
+      try {
+        return await makeSnapshot(this.#o.log, this.#o.dataDir, {
+          steward: this.#o.steward,
+          toSeq,
+          windowS: this.#o.windowS,
+          nowS: this.#o.clockS(),
+          keep: this.#o.keep,
+          runner: this.#o.runner ?? ((job) => tmp!.replaySlice(job)),
+          parallel: this.#o.parallel ?? 2,
+          logger: this.#o.logger,
+        });
+      } finally {
+        await tmp?.close();
+      }
+    };
+    const p = build();
+    this.#running = p;
+    try {
+      const made = await p;
+      this.#lastAt = this.#o.clockS();
+      if (made !== undefined) {
+        this.#covered = made.seq;
+        this.#o.logger.info(
+          { seq: made.seq, file: made.file, replayed: made.replayed, requests: made.requests, bytes: made.bytes, seconds: made.seconds },
+          'snapshot written',
+        );
+        this.#o.onSnapshot?.(made);
+      }
+      return made;
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  /** Stops the timer and waits for a snapshot in progress. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#running?.catch(() => undefined);
+  }
+}

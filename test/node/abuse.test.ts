@@ -1,0 +1,135 @@
+/**
+ * Abuse limits per peer address (node/ratelimit.ts, issue 18): requests that fail before a
+ * decision and bad-signature denies take a peer's tokens; past the limit the peer gets
+ * `rate-limited` with no receipt (counted in `/metrics`), while callers from other addresses
+ * are answered as before. Log growth on `/metrics` and `/healthz`: size, rate, size alarm.
+ */
+import { afterAll, describe, expect, test } from 'vitest';
+import { decodeWireMessage, encodeWireRequest, frameMessage } from '../../core/wire.ts';
+import { JcpClient, NodeErrorCodes, PeerLimiter } from '../../node/index.ts';
+import { cast, liveNode, mint, RawConn, request, tempDir } from './fixtures.ts';
+
+const { rng, alice, bob, mallory } = cast('abuse');
+const dirs: Array<() => void> = [];
+afterAll(() => {
+  for (const d of dirs) d();
+});
+
+function folder(): string {
+  const t = tempDir('abuse');
+  dirs.push(t.cleanup);
+  return t.dir;
+}
+
+/** Sends `frames` one at a time on `c`; the reply of each: an error code, or the deny reason / allow. */
+async function outcomes(c: RawConn, frames: Uint8Array[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const f of frames) {
+    c.write(f);
+    const m = decodeWireMessage(await c.next());
+    out.push(m.kind === 'error' ? m.error.code : m.kind === 'response' ? (m.response.decision.deny_reason ?? 'allow') : m.kind);
+  }
+  return out;
+}
+
+const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
+
+describe('abuse limits per peer address', () => {
+  test('failures before a decision empty a peer’s bucket: then rate-limited, no receipt; other peers are answered as before', async () => {
+    let clock = 1_900_000_000;
+    const node = await liveNode({ abuse: { burst: 3, refill_per_s: 1 }, snapshot: { every_receipts: 0, every_s: 0 } }, { clockS: () => clock }, folder());
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const bad = await RawConn.open(node.port, '127.0.0.2');
+    expect(await outcomes(bad, [garbage, garbage, garbage, garbage, garbage])).toEqual([
+      'cbor-malformed',
+      'cbor-malformed',
+      'cbor-malformed',
+      NodeErrorCodes.RATE_LIMITED,
+      NodeErrorCodes.RATE_LIMITED,
+    ]);
+    // Even a good request from that address waits for tokens; it is not decided.
+    const good = encodeWireRequest(request(bob, [g], { now: clock, payload: new TextEncoder().encode('{"a":1}') }));
+    expect(await outcomes(bad, [frameMessage(good)])).toEqual([NodeErrorCodes.RATE_LIMITED]);
+    expect(node.enforcer.nextSeq).toBe(0);
+    // Another address, another connection: decided as usual, and its failures are its own.
+    const other = await RawConn.open(node.port, '127.0.0.1');
+    expect(await outcomes(other, [garbage, frameMessage(good)])).toEqual(['cbor-malformed', 'allow']);
+    expect(node.enforcer.nextSeq).toBe(1);
+    const text = await node.metrics.registry.getSingleMetricAsString('jcp_rate_limited_total');
+    expect(text).toContain('jcp_rate_limited_total 3');
+    // Tokens come back with time: one per second here.
+    clock += 1;
+    expect(await outcomes(bad, [garbage, garbage])).toEqual(['cbor-malformed', NodeErrorCodes.RATE_LIMITED]);
+    bad.destroy();
+    other.destroy();
+    await node.close();
+  });
+
+  test('bad-signature denies are sealed until the limit, then the peer is refused without a receipt', async () => {
+    const clock = 1_900_000_000;
+    const node = await liveNode({ abuse: { burst: 2, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, { clockS: () => clock }, folder());
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const forged = (i: number) => frameMessage(encodeWireRequest(request(mallory, [g], { caller: bob.did, now: clock, payload: new TextEncoder().encode(`{"i":${i}}`) })));
+    const m = await RawConn.open(node.port, '127.0.0.3');
+    expect(await outcomes(m, [forged(1), forged(2), forged(3), forged(4)])).toEqual([
+      'bad-signature',
+      'bad-signature',
+      NodeErrorCodes.RATE_LIMITED,
+      NodeErrorCodes.RATE_LIMITED,
+    ]);
+    expect(node.enforcer.nextSeq).toBe(2);
+    // bob, calling from another address, is not slowed: allowed at once.
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    const r = await c.call({ chain: [g], action: 'read', payload: { ok: 1 }, now: clock });
+    expect(r.decision.verdict).toBe('allow');
+    expect(node.enforcer.nextSeq).toBe(3);
+    await c.close();
+    m.destroy();
+    await node.close();
+  });
+
+  test('abuse.burst 0 turns the limit off; a full table of peers drops the ones that behave first', async () => {
+    const node = await liveNode({ abuse: { burst: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const bad = await RawConn.open(node.port, '127.0.0.4');
+    expect(await outcomes(bad, Array.from({ length: 6 }, () => garbage))).toEqual(Array.from({ length: 6 }, () => 'cbor-malformed'));
+    bad.destroy();
+    await node.close();
+    let t = 0;
+    const l = new PeerLimiter({ burst: 2, refillPerS: 1, maxPeers: 2 }, () => t);
+    l.charge('a');
+    l.charge('a');
+    l.charge('b');
+    expect(l.admits('a')).toBe(false);
+    t = 1; // b is full again, a has one token
+    l.charge('c');
+    expect(l.peers).toBe(2);
+    expect(l.admits('a')).toBe(true);
+    l.charge('a');
+    expect(l.admits('a')).toBe(false);
+  });
+});
+
+describe('log growth is visible', () => {
+  test('/healthz and /metrics report the log size, receipts per second and the size alarm', async () => {
+    const node = await liveNode({ metrics: '127.0.0.1:0', log_size_alarm_bytes: 1, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    await c.call({ chain: [g], action: 'read', payload: { x: 1 } });
+    await c.close();
+    const h = (await (await fetch(`http://127.0.0.1:${node.metricsPort}/healthz`)).json()) as Record<string, unknown>;
+    expect(h['ok']).toBe(true);
+    expect(h['log_bytes']).toBe(node.log.sizeBytes());
+    expect(h['log_bytes'] as number).toBeGreaterThan(0);
+    expect(h['log_size_alarm']).toBe(true);
+    expect(typeof h['receipts_per_s']).toBe('number');
+    const text = await (await fetch(`http://127.0.0.1:${node.metricsPort}/metrics`)).text();
+    expect(text).toMatch(/^jcp_log_bytes [1-9]\d*$/m);
+    expect(text).toMatch(/^jcp_log_size_alarm 1$/m);
+    expect(text).toMatch(/^jcp_log_receipts_per_second \d/m);
+    await node.close();
+    const quietNode = await liveNode({ metrics: '127.0.0.1:0', snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const q = (await (await fetch(`http://127.0.0.1:${quietNode.metricsPort}/healthz`)).json()) as Record<string, unknown>;
+    expect(q['log_size_alarm']).toBe(false);
+    await quietNode.close();
+  });
+});

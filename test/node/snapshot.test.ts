@@ -1,0 +1,345 @@
+/**
+ * Ledger snapshots (node/snapshot.ts, issue 18) and the time-bounded request index
+ * (node/requestindex.ts `TimedRequestIndex`): a start continues from the newest snapshot that
+ * verifies and agrees with the log and replays only the receipts after it; a snapshot that does
+ * not is ignored and the start replays everything; `jcp receipts verify` checks every snapshot
+ * against the full replay; an old request sent again gets `clock-skew`, never a second debit.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, test, vi } from 'vitest';
+import { main } from '../../cli/main.ts';
+import { decode, encode } from '../../core/cbor.ts';
+import { grantId } from '../../core/grant.ts';
+import { signBody } from '../../core/signed.ts';
+import { JcpClient, listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex, WireErrorReply } from '../../node/index.ts';
+import { receiptId } from '../../core/receipt.ts';
+import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
+
+const { rng, alice, bob } = cast('snapshot');
+const dirs: Array<() => void> = [];
+afterAll(() => {
+  for (const d of dirs) d();
+});
+
+function folder(): string {
+  const t = tempDir('snap');
+  dirs.push(t.cleanup);
+  return t.dir;
+}
+
+async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+    out += typeof s === 'string' ? s : new TextDecoder().decode(s);
+    return true;
+  });
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
+    err += typeof s === 'string' ? s : new TextDecoder().decode(s);
+    return true;
+  });
+  try {
+    return { code: await main(argv), out, err };
+  } finally {
+    w.mockRestore();
+    e.mockRestore();
+  }
+}
+
+/** Snapshots only when asked (no trigger fires during a test unless it sets one). */
+const manual = { snapshot: { every_receipts: 0, every_s: 0 } };
+
+async function calls(port: number, chain: Parameters<typeof request>[1], n: number, tag: string) {
+  const c = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob });
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(await c.call({ chain, action: 'read', payload: { tag, i }, cost: { uj: 100n, provenance: 'Estimator' } }));
+  await c.close();
+  return out;
+}
+
+describe('snapshots: a start replays only the receipts after the newest snapshot', () => {
+  test('restart from a snapshot: the same ledger, seq and head as a full replay; only the tail is replayed; old requests still replay idempotently', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    const first = await calls(a.port, [g], 8, 'a');
+    const made = await a.snapshots.snapshotNow();
+    expect(made?.seq).toBe(7);
+    expect(listSnapshots(dir).map((s) => s.seq)).toEqual([7]);
+    await calls(a.port, [g], 3, 'b');
+    const ledger = new Map(a.ledger.entries());
+    const next = a.enforcer.nextSeq;
+    await a.close();
+
+    const b = await liveNode(manual, {}, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 7, replayed: 3 });
+    expect(b.boot.receipts).toBe(11);
+    expect(new Map(b.ledger.entries())).toEqual(ledger);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(1_100n);
+    expect(b.enforcer.nextSeq).toBe(next);
+    // A request decided before the snapshot gets its original receipt back, and no new debit.
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    const again = await c.callRequest(first[2]!.request);
+    expect(again.receipt).toEqual(first[2]!.receipt);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(1_100n);
+    // The chain continues from the tail (prev of the next receipt is the last one's id).
+    const more = await c.call({ chain: [g], action: 'read', payload: { tag: 'c' }, cost: { uj: 100n, provenance: 'Estimator' } });
+    expect(more.decision.verdict).toBe('allow');
+    await c.close();
+    await b.close();
+    const v = await cli(['receipts', 'verify', dir]);
+    expect(JSON.parse(v.out)).toMatchObject({ receipts: 12, bad: 0, breaks: 0, snapshots: [{ seq: 7, ok: true }] });
+    expect(v.code).toBe(0);
+  });
+
+  test('the node writes a snapshot every N receipts by itself', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ snapshot: { every_receipts: 5, every_s: 0 } }, {}, dir);
+    await calls(a.port, [g], 6, 'n');
+    for (let i = 0; i < 100 && a.snapshots.coveredSeq < 4; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(a.snapshots.coveredSeq).toBeGreaterThanOrEqual(4);
+    expect(listSnapshots(dir).length).toBe(1);
+    await a.close();
+  });
+
+  test('a snapshot that does not verify is ignored with its reason, and the start replays the whole log', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const warn = vi.fn();
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 4, 'x');
+    await a.snapshots.snapshotNow();
+    await a.close();
+    const file = listSnapshots(dir)[0]!.file;
+    const v = decode(readFileSync(file)) as { body: Record<string, unknown>; signature: Uint8Array };
+    // Forged spend: the signature no longer covers the body.
+    writeFileSync(file, encode({ body: { ...v.body, spent: [] }, signature: v.signature }));
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (s: string) => warn(JSON.parse(s)) });
+    const b = await liveNode(manual, { logger }, dir);
+    expect(b.boot.snapshot).toBeUndefined();
+    expect(b.boot.receipts).toBe(4);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(400n);
+    expect(warn.mock.calls.map((c) => c[0].why)).toContain('the steward signature does not verify');
+    await b.close();
+    const r = await cli(['receipts', 'verify', dir]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.out).snapshots[0]).toMatchObject({ seq: 3, ok: false, why: 'the steward signature does not verify' });
+  });
+
+  test('a signed snapshot that disagrees with the log at its seq is ignored; one whose state differs is caught by verify', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 4, 'y');
+    await a.snapshots.snapshotNow();
+    const steward = a.steward;
+    await a.close();
+    const file = listSnapshots(dir)[0]!.file;
+    const body = (decode(readFileSync(file)) as { body: Record<string, unknown> }).body;
+    // Signed by the steward, but bound to another receipt at seq 3.
+    writeFileSync(file, encode(signBody({ ...body, receipt_id: '00'.repeat(32) }, steward)));
+    const b = await liveNode(manual, {}, dir);
+    expect(b.boot.snapshot).toBeUndefined();
+    expect(b.ledger.spent(grantId(g.grant))).toBe(400n);
+    await b.close();
+    // Signed, bound right, but claiming less spend: the node would trust it; verify does not.
+    writeFileSync(file, encode(signBody({ ...body, spent: [[grantId(g.grant), 1n]] }, steward)));
+    const r = await cli(['receipts', 'verify', dir]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.out).snapshots[0]).toMatchObject({ seq: 3, ok: false, why: 'differs from the full replay at seq 3 (field spent)' });
+  });
+
+  test('jcp receipts snapshot makes one with the node stopped, continues from the last, and refuses a log a running node holds', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 3, 's');
+    const locked = await cli(['receipts', 'snapshot', dir]);
+    expect(locked.code).toBe(1);
+    expect(locked.err).toContain('[log-locked]');
+    expect(listSnapshots(dir)).toEqual([]);
+    await calls(a.port, [g], 2, 't');
+    await a.snapshots.snapshotNow();
+    await calls(a.port, [g], 2, 'u');
+    await a.close();
+    const made = await cli(['receipts', 'snapshot', dir]);
+    expect(made.code).toBe(0);
+    expect(JSON.parse(made.out)).toMatchObject({ seq: 6, replayed: 2 });
+    expect(listSnapshots(dir).map((s) => s.seq)).toEqual([6, 4]);
+    const v = await cli(['receipts', 'verify', dir]);
+    expect(v.code).toBe(0);
+    expect(JSON.parse(v.out).snapshots).toEqual([
+      { file: listSnapshots(dir)[1]!.file, seq: 4, ok: true },
+      { file: listSnapshots(dir)[0]!.file, seq: 6, ok: true },
+    ]);
+    const b = await liveNode(manual, {}, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 6, replayed: 0 });
+    expect(b.ledger.spent(grantId(g.grant))).toBe(700n);
+    await b.close();
+  });
+
+  test('a receipt lost after the snapshot is still damage (the head mark and continuity are checked over the tail)', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 3, 'h');
+    await a.snapshots.snapshotNow();
+    await calls(a.port, [g], 3, 'i');
+    await a.close();
+    const { ClassicLevel } = await import('classic-level');
+    const { receiptKey } = await import('../../node/index.ts');
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(`${dir}/receipts`, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+    await db.del(receiptKey(4));
+    await db.close();
+    await expect(liveNode(manual, {}, dir)).rejects.toMatchObject({ code: 'log-damaged' });
+  });
+});
+
+describe('snapshots and outcome records', () => {
+  test('a reversal written before or after a snapshot is applied exactly once at every start (the snapshot holds the receipts’ debits only)', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    const r = await calls(a.port, [g], 4, 'rev');
+    const reverse = (seq: number) =>
+      a.log.putOutcome(
+        'reversal',
+        seq,
+        sealOutcome(
+          {
+            jcp_outcome: 'jcp-node/1',
+            kind: 'reversal',
+            outcome: 'endpoint-unavailable',
+            phase: 'start',
+            at: 1,
+            receipt_seq: seq,
+            receipt_id: receiptId(r[seq]!.receipt),
+            refund_uj: 100n,
+            steward: a.did,
+          },
+          a.steward,
+        ),
+      );
+    await reverse(1); // before the snapshot
+    await calls(a.port, [g], 1, 'rev2');
+    expect((await a.snapshots.snapshotNow())?.seq).toBe(4);
+    await reverse(2); // after it, for a receipt it covers
+    await a.close();
+    for (let i = 0; i < 2; i++) {
+      const b = await liveNode(manual, {}, dir);
+      expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+      expect(b.boot.reversals).toMatchObject({ applied: 2, bad: 0 });
+      expect(b.ledger.spent(grantId(g.grant))).toBe(300n);
+      await b.close();
+    }
+    const v = await cli(['receipts', 'verify', dir]);
+    expect(JSON.parse(v.out)).toMatchObject({ snapshots: [{ seq: 4, ok: true }], outcomes: { reversals: 2, bad: 0 } });
+    expect(v.code).toBe(0);
+  });
+});
+
+describe('the request index is bounded by time', () => {
+  test('a request resent after the node clock passed the window gets clock-skew, and the ledger is unchanged', async () => {
+    const dir = folder();
+    let clock = 1_900_000_000;
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ ...manual, max_skew_s: 30, request_index_margin_s: 10 }, { clockS: () => clock }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    const req = request(bob, [g], { action: 'read', now: clock, costUj: 100n, payload: new TextEncoder().encode('{"k":1}') });
+    const first = await c.callRequest(req);
+    expect(first.decision.verdict).toBe('allow');
+    // Within the skew window a resend is an idempotent replay: the same receipt, no second debit.
+    clock += 25;
+    expect((await c.callRequest(req)).receipt).toEqual(first.receipt);
+    expect(a.ledger.spent(grantId(g.grant))).toBe(100n);
+    // Past max_skew_s + margin the id may be gone from the index: the request is refused.
+    clock += 100;
+    const err = await c.callRequest(req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WireErrorReply);
+    expect((err as WireErrorReply).code).toBe(NodeErrorCodes.CLOCK_SKEW);
+    expect(a.ledger.spent(grantId(g.grant))).toBe(100n);
+    // The clock stepping back does not bring the dropped ids' time back (the horizon never falls).
+    clock -= 100;
+    const back = await c.callRequest(req).catch((e: unknown) => e);
+    expect((back as WireErrorReply).code).toBe(NodeErrorCodes.CLOCK_SKEW);
+    expect(a.ledger.spent(grantId(g.grant))).toBe(100n);
+    expect(a.enforcer.nextSeq).toBe(1);
+    await c.close();
+    await a.close();
+  });
+
+  test('buckets below the horizon are dropped; entries at or above it are all kept and found', () => {
+    const index = new TimedRequestIndex(10);
+    const id = (n: number) => `${n.toString(16).padStart(8, '0')}${'e'.repeat(56)}`;
+    for (let i = 0; i < 100; i++) index.set(id(i), i, 1000 + i);
+    expect(index.size).toBe(100);
+    expect(index.advance(1060)).toBe(50); // horizon 1050: buckets 100..104 (at 1000..1049) go
+    expect(index.horizon).toBe(1050);
+    for (let i = 0; i < 100; i++) expect(index.get(id(i), 1000 + i)).toBe(i >= 50 ? i : undefined);
+    expect(index.get(id(70))).toBe(70);
+    index.set(id(200), 200, 1049); // below the horizon: never needed, not kept
+    expect(index.get(id(200), 1049)).toBeUndefined();
+    expect([...index.entries().seqs]).toEqual(Array.from({ length: 50 }, (_, i) => 50 + i));
+    expect(index.advance(1000)).toBe(0);
+    expect(index.horizon).toBe(1050);
+  });
+});
+
+describe('archival: receipts a snapshot covers move into sealed segments', () => {
+  test('archive below the snapshot, start from it, verify with --archive; a changed segment or a bound past what the snapshot allows is refused', async () => {
+    const dir = folder();
+    const out = folder();
+    const T = 1_900_000_000;
+    let clock = T;
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const cfg = { ...manual, max_skew_s: 30, request_index_margin_s: 60 };
+    const a = await liveNode(cfg, { clockS: () => clock }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    const cost = { uj: 100n, provenance: 'Estimator' } as const;
+    const old = [];
+    for (let i = 0; i < 6; i++) old.push(await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T }));
+    clock = T + 200; // the first six requests are now below the request index's horizon
+    for (let i = 0; i < 4; i++) await c.call({ chain: [g], action: 'read', payload: { j: i }, cost, now: clock });
+    await c.close();
+    expect((await a.snapshots.snapshotNow())?.seq).toBe(9);
+    await a.close();
+
+    // Seq 6.. answer request ids the snapshot still keeps: they stay.
+    const tooFar = await cli(['receipts', 'archive', dir, '--before', '7', '--out', out]);
+    expect(tooFar.code).toBe(1);
+    expect(tooFar.err).toContain('[not-covered]');
+    const done = await cli(['receipts', 'archive', dir, '--before', '6', '--out', out]);
+    expect(done.code).toBe(0);
+    const report = JSON.parse(done.out);
+    expect(report).toMatchObject({ archived: 6, segments: [{ first: 0, last: 5, count: 6 }] });
+    const segment = readFileSync(report.segments[0].file);
+    expect(segment).toEqual(Buffer.concat(old.map((r) => Buffer.from(r.receipt))));
+
+    const b = await liveNode(cfg, { clockS: () => clock }, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 9, replayed: 0 });
+    expect(await b.log.firstSeq()).toBe(6);
+    expect(b.ledger.spent(grantId(g.grant))).toBe(1_000n);
+    const c2 = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    const err = await c2.callRequest(old[2]!.request).catch((e: unknown) => e);
+    expect((err as WireErrorReply).code).toBe(NodeErrorCodes.CLOCK_SKEW);
+    expect((await c2.call({ chain: [g], action: 'read', payload: { k: 1 }, cost, now: clock })).decision.verdict).toBe('allow');
+    await c2.close();
+    await b.close();
+
+    const blind = await cli(['receipts', 'verify', dir]);
+    expect(blind.code).toBe(1);
+    expect(blind.err).toContain('[archive-needed]');
+    const v = await cli(['receipts', 'verify', dir, '--archive', out]);
+    expect(v.code).toBe(0);
+    expect(JSON.parse(v.out)).toMatchObject({ receipts: 11, bad: 0, breaks: 0, snapshots: [{ seq: 9, ok: true }], archive: [{ first: 0, last: 5, ok: true }] });
+    const changed = Buffer.from(segment);
+    changed[changed.length - 1]! ^= 1;
+    writeFileSync(report.segments[0].file, changed);
+    const bad = await cli(['receipts', 'verify', dir, '--archive', out]);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.out).archive[0]).toMatchObject({ ok: false, why: 'its BLAKE3 is not the one the log recorded' });
+  });
+});
