@@ -253,18 +253,20 @@ async function verifyThreads(agent: Actor, threads: number): Promise<number> {
   return rates.reduce((a, b) => a + b, 0);
 }
 
-interface Started {
+/** A server process started by the bench, and the port it listens on. */
+export interface Started {
   readonly child: ChildProcess;
   readonly port: number;
   readonly stderr: () => string;
 }
 
-function startNode(configFile: string, pin: boolean): Promise<Started> {
+/** Starts `jcp node start --config configFile` (pinned to core 0 when asked); resolves once its log is replayed and it listens. */
+export function startNode(configFile: string, pin: boolean): Promise<Started> {
   return startServer([path.join(repo, 'bin/jcp.mjs'), 'node', 'start', '--config', configFile], pin, (err) => err.includes('log replayed'));
 }
 
 /** Starts a floor server (`bench/floorserver.ts`) in `mode`, its LevelDB in `dataDir`. */
-function startFloorServer(mode: FloorMode, dataDir: string, pin: boolean): Promise<Started> {
+export function startFloorServer(mode: FloorMode, dataDir: string, pin: boolean): Promise<Started> {
   return startServer(['--import', 'tsx', path.join(repo, 'bench/floorserver.ts'), mode, dataDir], pin, () => true);
 }
 
@@ -283,7 +285,8 @@ function startServer(args: string[], pin: boolean, ready: (stderr: string) => bo
   });
 }
 
-async function stopNode(n: Started): Promise<void> {
+/** Stops a started server (SIGINT, then SIGKILL after 10 s). */
+export async function stopNode(n: Started): Promise<void> {
   if (n.child.exitCode !== null) return;
   await new Promise<void>((resolve) => {
     n.child.once('exit', () => resolve());

@@ -7,6 +7,7 @@ export const COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Command
   { name: 'meter', load: async () => (await import('./meter.ts')).command },
   { name: 'node', load: async () => (await import('./node.ts')).command },
   { name: 'call', load: async () => (await import('./call.ts')).command },
+  { name: 'bridge', load: async () => (await import('./bridge.ts')).command },
   { name: 'receipts', load: async () => (await import('./receipts.ts')).command },
   { name: 'key', load: async () => (await import('./key.ts')).command },
   { name: 'grant', load: async () => (await import('./grant.ts')).command },

@@ -137,7 +137,7 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     expect(text(resultJson(up.result))).toBe('Echo: back');
   });
 
-  test('restart / killed during a call: endpoint-unavailable, not a wait for the timeout; the receipt stands', async () => {
+  test('restart / killed during a call: endpoint-unavailable, not a wait for the timeout; the receipt stands, nothing charged', async () => {
     const g = mint(alice, bob, 'everything', ['trigger-long-running-operation', 'echo'], 1_000_000n, rng);
     let killing: Promise<void> | undefined;
     const r = await client.call({
@@ -153,8 +153,8 @@ describe('upstream: server-everything over Streamable HTTP', () => {
     expect(r.decision.verdict).toBe('allow');
     expect(openReceipt(r.receipt, node.did).ok).toBe(true);
     expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-unavailable');
+    // The call got no answer: the allow receipt stands and a reversal hands the 11 µJ back.
     everything = await startEverything(everything.port);
-    // No answer came: the call is not charged (a reversal record hands the 11 µJ back; docs/node.md).
     expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
     const next = await client.call({ chain: [g], action: 'echo', payload: { message: 'after' } });
     expect(text(resultJson(next.result))).toBe('Echo: after');

@@ -1,0 +1,217 @@
+/**
+ * The MCP gateway bench: `npm run bench -- gateway [--json out.json]`.
+ *
+ * The SDK's `Client` calls `@modelcontextprotocol/server-filesystem` `list_directory` over stdio,
+ * side by side in one run:
+ *  - direct: the client spawns the server (stdio);
+ *  - gateway: the client spawns `jcp bridge` (stdio), which signs each call and sends it to a
+ *    node (a child process, durable receipt log), which decides, seals, logs and calls its own
+ *    server-filesystem (stdio).
+ * Rounds alternate direct and gateway so machine noise hits both alike.
+ *
+ * Figures: per-call latency p50/p99 at one client (µs), the added p50 (goal ≤ 2 ms), and the
+ * node alone (a jcp/1 client straight to the node, same tool) to split the added time between
+ * bridge and node; throughput
+ * at 8 concurrent clients (calls/s; 8 servers direct, 8 bridges to one node with one server
+ * behind it), gateway ÷ direct (goal ≥ 0.70); and the node's durable floor from the same run: the
+ * round trip to the durable floor server (bench/floorserver.ts: the signature work of a decision
+ * and an fsync'd LevelDB batch, no protocol) at one client, p50/p99.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { writeChainFile } from '../cli/chainfile.ts';
+import { newActor, seededRng } from '../core/actor.ts';
+import { signGrant } from '../core/grant.ts';
+import { FrameReader, frameMessage } from '../core/wire.ts';
+import { saltText } from '../bridge/journal.ts';
+import type { SignedGrant } from '../core/grant.ts';
+import { JcpClient, resourceIdOf, writeKeyFile } from '../node/index.ts';
+import { type Figure, type SuiteOptions, median, percentile, sig } from './figures.ts';
+import { startFloorServer, startNode, stopNode } from './node.ts';
+
+const repo = path.resolve(import.meta.dirname, '..');
+const FS_SERVER = path.join(repo, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
+const ROUNDS = Number(process.env['JCP_BENCH_GATEWAY_ROUNDS'] ?? 3);
+const CALLS_PER_ROUND = Number(process.env['JCP_BENCH_GATEWAY_CALLS'] ?? 300);
+const CONCURRENT = 8;
+
+async function connectClient(command: string, args: string[]): Promise<Client> {
+  const c = new Client({ name: 'bench', version: '1' });
+  await c.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
+  return c;
+}
+
+/** Sequential calls; per-call latency samples (µs). */
+async function latencies(c: Client, root: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const r = await c.callTool({ name: 'list_directory', arguments: { path: root } });
+    out.push((performance.now() - t0) * 1000);
+    if (r.isError) throw new Error(`list_directory failed: ${JSON.stringify(r.content)}`);
+  }
+  return out;
+}
+
+/** Calls/s of `clients` calling at once, each `n` sequential calls. */
+async function throughput(clients: Client[], root: string, n: number): Promise<number> {
+  const t0 = performance.now();
+  await Promise.all(clients.map((c) => latencies(c, root, n)));
+  return (clients.length * n * 1000) / (performance.now() - t0);
+}
+
+/** Sequential jcp/1 calls straight to the node (no bridge, no MCP client side); per-call latency (µs). */
+async function nodeLatencies(c: JcpClient, grant: SignedGrant, root: string, n: number, from: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    // Distinct requests with the same arguments: insignificant trailing whitespace (bridge/journal.ts).
+    const r = await c.call({ chain: [grant], action: 'list_directory', payload: new TextEncoder().encode(JSON.stringify({ path: root }) + saltText(from + i)) });
+    out.push((performance.now() - t0) * 1000);
+    if (r.decision.verdict !== 'allow') throw new Error(`list_directory denied: ${r.decision.deny_reason}`);
+  }
+  return out;
+}
+
+/** Calls/s of `clients` jcp/1 clients calling the node at once, each `n` sequential calls. */
+async function nodeThroughput(clients: JcpClient[], grant: SignedGrant, root: string, n: number, from: number): Promise<number> {
+  const t0 = performance.now();
+  await Promise.all(clients.map((c, k) => nodeLatencies(c, grant, root, n, from + k * n)));
+  return (clients.length * n * 1000) / (performance.now() - t0);
+}
+
+/** Round trips (µs) to a floor server, one at a time, with a 600-byte body. */
+async function floorLatencies(port: number, n: number): Promise<number[]> {
+  const sock = connect({ host: '127.0.0.1', port, noDelay: true });
+  await new Promise<void>((resolve, reject) => {
+    sock.once('connect', resolve);
+    sock.once('error', reject);
+  });
+  const reader = new FrameReader(1 << 20);
+  let wake: (() => void) | undefined;
+  let got = 0;
+  sock.on('data', (d: Buffer) => {
+    got += reader.push(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).length;
+    wake?.();
+  });
+  const frame = frameMessage(new Uint8Array(600).fill(3));
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const want = got + 1;
+    const t0 = performance.now();
+    const done = new Promise<void>((r) => {
+      wake = () => {
+        if (got >= want) r();
+      };
+    });
+    sock.write(frame);
+    await done;
+    out.push((performance.now() - t0) * 1000);
+  }
+  sock.destroy();
+  return out;
+}
+
+/** The suite. */
+export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'jcp-bench-gateway-'));
+  const root = path.join(dir, 'files');
+  mkdirSync(root);
+  for (let i = 0; i < 20; i++) writeFileSync(path.join(root, `file-${i}.txt`), `file ${i}\n`);
+  const rng = seededRng(`bench/gateway/${seed}`);
+  const issuer = newActor(rng);
+  const agent = newActor(rng);
+  const key = path.join(dir, 'agent.key');
+  writeKeyFile(key, agent);
+  const chain = path.join(dir, 'fs.chain.json');
+  const grant = signGrant(
+    { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('fs'), actions: ['list_directory'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+    issuer,
+  );
+  writeChainFile(chain, [grant]);
+  const config = path.join(dir, 'node.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      listen: '127.0.0.1:0',
+      data_dir: path.join(dir, 'data'),
+      log_level: 'warn',
+      resources: [{ name: 'fs', endpoint: { command: process.execPath, args: [FS_SERVER, root] } }],
+      meter: { default_estimate_uj: 1, rungs: ['estimator'] },
+    }),
+  );
+  const node = await startNode(config, false);
+  const floor = await startFloorServer('durable', path.join(dir, 'floor'), false);
+  const bridgeArgs = [path.join(repo, 'bin/jcp.mjs'), 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', key, '--chain', chain];
+  const clients: Client[] = [];
+  const jcp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent });
+  const jcpN = await Promise.all(Array.from({ length: CONCURRENT }, () => JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent })));
+  const open = async (direct: boolean) => {
+    const c = direct ? await connectClient(process.execPath, [FS_SERVER, root]) : await connectClient(process.execPath, bridgeArgs);
+    clients.push(c);
+    return c;
+  };
+  try {
+    const direct1 = await open(true);
+    const gateway1 = await open(false);
+    await latencies(direct1, root, 50); // warm-up: JIT, the node's endpoint start
+    await latencies(gateway1, root, 50);
+    const d: number[] = [];
+    const g: number[] = [];
+    const f: number[] = [];
+    const nd: number[] = [];
+    const dRate: number[] = [];
+    const gRate: number[] = [];
+    const nRate: number[] = [];
+    const directN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(true)));
+    const gatewayN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(false)));
+    await throughput(gatewayN, root, 10);
+    await throughput(directN, root, 10);
+    for (let r = 0; r < ROUNDS; r++) {
+      d.push(...(await latencies(direct1, root, CALLS_PER_ROUND)));
+      g.push(...(await latencies(gateway1, root, CALLS_PER_ROUND)));
+      f.push(...(await floorLatencies(floor.port, CALLS_PER_ROUND)));
+      nd.push(...(await nodeLatencies(jcp, grant, root, CALLS_PER_ROUND, nd.length)));
+      dRate.push(await throughput(directN, root, Math.ceil(CALLS_PER_ROUND / 4)));
+      gRate.push(await throughput(gatewayN, root, Math.ceil(CALLS_PER_ROUND / 4)));
+      nRate.push(await nodeThroughput(jcpN, grant, root, Math.ceil(CALLS_PER_ROUND / 4), 1_000_000 * (r + 1)));
+    }
+    const added = percentile(g, 50) - percentile(d, 50);
+    const ratios = dRate.map((x, i) => gRate[i]! / x);
+    const ratio = median(ratios);
+    return [
+      { name: 'direct: SDK client → server-filesystem list_directory (stdio), one client, p50', value: sig(percentile(d, 50)), unit: 'µs' },
+      { name: 'direct: p99', value: sig(percentile(d, 99)), unit: 'µs' },
+      { name: 'gateway: SDK client → jcp bridge → node (durable log) → server-filesystem, one client, p50', value: sig(percentile(g, 50)), unit: 'µs' },
+      { name: 'gateway: p99', value: sig(percentile(g, 99)), unit: 'µs' },
+      { name: 'gateway p50 − direct p50 (added per call)', value: sig(added), unit: 'µs', goal: '≤ 2000 µs', met: added <= 2000 },
+      { name: 'node alone: jcp/1 client (in the bench process) → node → server-filesystem, one client, p50', value: sig(percentile(nd, 50)), unit: 'µs' },
+      { name: 'node alone: p99', value: sig(percentile(nd, 99)), unit: 'µs' },
+      { name: "node's durable floor (signature work + fsync'd LevelDB batch, no protocol), one client, p50", value: sig(percentile(f, 50)), unit: 'µs' },
+      { name: "node's durable floor, p99", value: sig(percentile(f, 99)), unit: 'µs' },
+      { name: `node alone: ${CONCURRENT} jcp/1 clients → node → one server, median of ${ROUNDS} rounds`, value: sig(median(nRate)), unit: 'calls/s' },
+      { name: `direct: ${CONCURRENT} clients (${CONCURRENT} servers), median of ${ROUNDS} rounds`, value: sig(median(dRate)), unit: 'calls/s' },
+      {
+        name: `gateway: ${CONCURRENT} clients (${CONCURRENT} bridges, one node, one server); ratio: median of per-round gateway ÷ direct (${ratios.map((x) => sig(x, 2)).join(', ')})`,
+        value: sig(median(gRate)),
+        unit: 'calls/s',
+        floor: sig(median(dRate)),
+        ratio: sig(ratio),
+        goal: 'ratio ≥ 0.7',
+        met: ratio >= 0.7,
+      },
+    ];
+  } finally {
+    for (const c of clients) await c.close().catch(() => undefined);
+    await jcp.close();
+    for (const c of jcpN) await c.close();
+    await stopNode(floor);
+    await stopNode(node);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

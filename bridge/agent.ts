@@ -1,0 +1,282 @@
+/**
+ * One agent behind the bridge: its key, its grant chains, its node connection and journal. Turns
+ * an MCP `tools/call` into a caller-signed jcp/1 request (spec §11; frame `tool-call` / `control`,
+ * §6; payload the arguments' JSON text plus the journal's whitespace salt) and the node's answer
+ * into an MCP `CallToolResult`:
+ *
+ * - allow: the upstream's result exactly as the node returned it (content of any type,
+ *   `structuredContent`, `isError`, its own `_meta` keys), with the bridge's `_meta` keys added;
+ * - deny: `isError: true`, one text item `denied: <deny reason>` (the spec's string, §7), and the
+ *   same `_meta` keys (the deny is sealed: its receipt is there);
+ * - no decision (the node answered `{error}`, the node is unreachable, bad input): an MCP error
+ *   (`McpError`) with `data.code`, the stable code; nothing was debited.
+ *
+ * `_meta` keys on every decided result: `jcp/verdict`, `jcp/deny_reason` (deny only),
+ * `jcp/receipt` (receipt id), `jcp/receipt_cose` (the COSE_Sign1 receipt, hex), `jcp/request_id`,
+ * `jcp/grant_id`, `jcp/cost_uj`, `jcp/budget_remaining_uj`, `jcp/budget_uj` (µJ as decimal
+ * strings: they can pass 2^53).
+ */
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { toHex } from '../core/bytes.ts';
+import type { Did } from '../core/didkey.ts';
+import type { Cost } from '../core/energy.ts';
+import { type SignedGrant, grantId } from '../core/grant.ts';
+import { type ContentId, contentId } from '../core/hash.ts';
+import { openReceipt, receiptId } from '../core/receipt.ts';
+import { DEFAULT_FRAME_CAP, FRAME_HEADER_BYTES, encodeWireRequest, requestIdOf } from '../core/wire.ts';
+import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../node/client.ts';
+import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
+import { type CallJournal, saltText } from './journal.ts';
+
+/** Stable codes of the bridge's MCP errors (`error.data.code`). */
+export const BridgeErrorCodes = {
+  /** The tool is not in this agent's catalogue (not granted, or not served by the node). */
+  UNKNOWN_TOOL: 'unknown-tool',
+  /** `arguments` is not a JSON object. */
+  ARGUMENTS_INVALID: 'arguments-invalid',
+  /** The signed request would exceed the node's frame cap. */
+  ARGUMENTS_TOO_LARGE: 'frame-too-large',
+  /** The node could not be reached; the call may be re-sent (it replays, §11). */
+  NODE_UNREACHABLE: 'node-unreachable',
+  /** The node's answer could not be read. */
+  BAD_REPLY: 'bad-reply',
+} as const;
+
+/** Options of {@link BridgeAgent}. */
+export interface AgentOptions {
+  /** For logs and the budget resource. */
+  readonly name: string;
+  /** The agent's key (an Actor, or a did with a signing function); `client` must sign with it. */
+  readonly signer: ClientSigner;
+  /** The agent's grant chains, root first in each; the leaf is the grant exercised. */
+  readonly chains: readonly (readonly SignedGrant[])[];
+  /** The node client, connected with `signer` as its signer. */
+  readonly client: JcpClient;
+  /** The journal that fixes `now` for re-sent calls. */
+  readonly journal: CallJournal;
+  /** Cost claimed per call, µJ (default 0: the node prices at no less than its estimate, §5). */
+  readonly costUj?: bigint;
+  /** Per-tool cost, µJ, by the tool's listed name; overrides `costUj`. */
+  readonly toolCostsUj?: ReadonlyMap<string, bigint>;
+  /** The node's frame cap, bytes (default 1,048,576, docs/wire.md). */
+  readonly frameCap?: number;
+  /** The clock for `now`, unix seconds (default wall clock). */
+  readonly clockS?: () => number;
+}
+
+/** What the budget resource reports per grant (µJ as decimal strings). */
+export interface GrantBudget {
+  readonly grant_id: ContentId;
+  readonly resource: ContentId;
+  readonly resource_name?: string;
+  readonly budget_uj: string;
+  /** Last remaining budget a receipt reported to this bridge; null before the first call. */
+  readonly remaining_uj: string | null;
+  /** The receipt that reported it (id and log seq). */
+  readonly as_of?: { readonly receipt: ContentId; readonly seq: number };
+  readonly tools: readonly string[];
+}
+
+/** A call's context from the MCP side. */
+export interface CallContext {
+  /** The MCP request id (JSON-RPC id) of the `tools/call`. */
+  readonly mcpRequestId: string | number;
+  /** `_meta["jcp/idempotency_key"]` of the call, when the client gave one. */
+  readonly idempotencyKey?: string;
+  /** Aborted when the client cancelled or went away. */
+  readonly signal?: AbortSignal;
+  /**
+   * Gets each MCP notification (progress, logging) the upstream sent during the call, in order,
+   * before the call resolves (the node's `notice` messages; only from a node that lists tools,
+   * and only on allow). Progress carries the node's progress token: the caller substitutes its own.
+   */
+  readonly onNotice?: (notification: McpNotification) => void;
+}
+
+/** An MCP `CallToolResult` (loose: upstream fields are kept as they are). */
+export type ToolResult = Record<string, unknown> & { content?: unknown[]; isError?: boolean; _meta?: Record<string, unknown> };
+
+const enc = new TextEncoder();
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+/** A coded MCP error. */
+function mcpError(code: ErrorCode, stable: string, message: string): McpError {
+  return new McpError(code, `${stable}: ${message}`, { code: stable });
+}
+
+/** See the module comment. */
+export class BridgeAgent {
+  readonly name: string;
+  readonly did: Did;
+  readonly #o: AgentOptions;
+  readonly #budgets = new Map<ContentId, { remaining: bigint; receipt: ContentId; seq: number }>();
+  /** Whether the node answers `list_tools` (and so `notify`); undefined until asked. */
+  #nodeListsTools: boolean | undefined;
+  #catalogue: BridgeTool[] | undefined;
+
+  constructor(o: AgentOptions) {
+    this.#o = o;
+    this.name = o.name;
+    this.did = o.signer.did;
+  }
+
+  /**
+   * The node's tool list (`{list_tools: {}}` → `{tool_list}`, docs/wire.md), or undefined when
+   * the node predates the message (it answers `unknown-message`, or `schema` from older nodes):
+   * then the granted actions are listed, and requests carry no `notify`.
+   * @throws McpError `node-unreachable`, or the node's error code.
+   */
+  async nodeTools(): Promise<NodeResourceTools[] | undefined> {
+    if (this.#nodeListsTools === false) return undefined;
+    try {
+      const list = await this.#o.client.listTools();
+      this.#nodeListsTools = true;
+      return list.map((r) => ({ name: r.name, resource: r.resource, tools: r.tools.filter((t): t is McpToolDef => typeof t['name'] === 'string') }));
+    } catch (e) {
+      if (e instanceof WireErrorReply) {
+        if (e.code === 'unknown-message' || e.code === 'schema') {
+          this.#nodeListsTools = false;
+          return undefined;
+        }
+        throw mcpError(ErrorCode.InternalError, e.code, e.message.slice(e.code.length + 2));
+      }
+      throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.NODE_UNREACHABLE, (e as Error).message);
+    }
+  }
+
+  /** Refreshes and returns the catalogue (see bridge/catalogue.ts). @throws McpError as {@link nodeTools}. */
+  async tools(): Promise<BridgeTool[]> {
+    this.#catalogue = catalogue(this.#o.chains, await this.nodeTools());
+    return this.#catalogue;
+  }
+
+  /** The budget of each leaf grant as this bridge last saw it (see {@link GrantBudget}). */
+  async budgets(): Promise<GrantBudget[]> {
+    const tools = this.#catalogue ?? (await this.tools().catch(() => [] as BridgeTool[]));
+    const out: GrantBudget[] = [];
+    const seen = new Set<ContentId>();
+    for (const chain of this.#o.chains) {
+      const leaf = chain[chain.length - 1];
+      if (leaf === undefined) continue;
+      const id = grantId(leaf.grant);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const b = this.#budgets.get(id);
+      const mine = tools.filter((t) => this.#o.chains[t.chainIndex] === chain);
+      const name = mine[0]?.resourceName;
+      out.push({
+        grant_id: id,
+        resource: leaf.grant.capability.resource,
+        ...(name !== undefined ? { resource_name: name } : {}),
+        budget_uj: leaf.grant.budget_uj.toString(),
+        remaining_uj: b === undefined ? null : b.remaining.toString(),
+        ...(b !== undefined ? { as_of: { receipt: b.receipt, seq: b.seq } } : {}),
+        tools: mine.map((t) => t.name),
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Calls tool `name` (a listed name) with `args` through the node.
+   * @returns the tool's result (allow) or a sealed deny as an `isError` result, with `_meta`.
+   * @throws McpError (InvalidParams) `unknown-tool`, `arguments-invalid`, `frame-too-large`;
+   *   (InternalError) `node-unreachable`, `bad-reply`, or the node's own error code (no decision).
+   */
+  async call(name: string, args: unknown, ctx: CallContext): Promise<ToolResult> {
+    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
+      throw mcpError(ErrorCode.InvalidParams, BridgeErrorCodes.ARGUMENTS_INVALID, 'tools/call arguments must be a JSON object');
+    }
+    let tool = this.#catalogue?.find((t) => t.name === name);
+    if (tool === undefined) tool = (await this.tools()).find((t) => t.name === name);
+    if (tool === undefined) {
+      throw mcpError(ErrorCode.InvalidParams, BridgeErrorCodes.UNKNOWN_TOOL, `no tool ${JSON.stringify(name)} is granted to ${this.name}`);
+    }
+    const chain = this.#o.chains[tool.chainIndex]!;
+    const argsText = JSON.stringify(args ?? {});
+    const contentKey = contentId([this.did, tool.resource, tool.action, argsText]);
+    const callKey = contentId([contentKey, ctx.idempotencyKey ?? String(ctx.mcpRequestId), ctx.idempotencyKey === undefined ? 'mcp-id' : 'key']);
+    const journal = this.#o.journal;
+    const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
+    const stamp = journal.stampFor(callKey, contentKey, clock);
+    const payload = enc.encode(argsText + saltText(stamp.salt));
+    const cost: Cost = { uj: this.#o.toolCostsUj?.get(tool.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
+    const client = this.#o.client;
+    const req = await client.request({
+      chain,
+      action: tool.action,
+      payload,
+      cost,
+      resource: tool.resource,
+      now: stamp.nowS,
+      caller: this.did,
+      // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
+      ...(this.#nodeListsTools === true ? { notify: true } : {}),
+    });
+    const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
+    const size = encodeWireRequest(req).length;
+    if (size > cap) {
+      throw mcpError(
+        ErrorCode.InvalidParams,
+        BridgeErrorCodes.ARGUMENTS_TOO_LARGE,
+        `the signed request would be ${size} bytes, above the node's frame cap of ${cap} (header ${FRAME_HEADER_BYTES} not counted); nothing was sent`,
+      );
+    }
+    journal.begin(callKey, contentKey, stamp);
+    let r: Awaited<ReturnType<JcpClient['callRequest']>>;
+    try {
+      r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});
+    } catch (e) {
+      if (e instanceof WireErrorReply) {
+        // No decision, no receipt, no debit: the call is over (a re-send would get the same error).
+        journal.end(callKey);
+        throw mcpError(ErrorCode.InvalidParams, e.code, e.message.slice(e.code.length + 2));
+      }
+      throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.NODE_UNREACHABLE, `${(e as Error).message}; re-send the call to replay it`);
+    }
+    // Delivered unless the client went away; an undelivered call stays open for its re-send.
+    if (ctx.signal?.aborted !== true) journal.end(callKey);
+    return this.#toResult(r.decision, r.receipt, r.result, requestIdOf(req));
+  }
+
+  #toResult(
+    decision: { verdict: 'allow' | 'deny'; deny_reason?: string },
+    receipt: Uint8Array,
+    result: Uint8Array | undefined,
+    requestId: ContentId,
+  ): ToolResult {
+    const opened = openReceipt(receipt);
+    if (!opened.ok) throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.BAD_REPLY, `receipt: ${opened.error.why}`);
+    const core = opened.value;
+    const rid = receiptId(receipt);
+    const prev = this.#budgets.get(core.grant_id);
+    if (prev === undefined || prev.seq <= core.seq) this.#budgets.set(core.grant_id, { remaining: core.budget_remaining_uj, receipt: rid, seq: core.seq });
+    const meta: Record<string, unknown> = {
+      'jcp/verdict': decision.verdict,
+      ...(decision.deny_reason !== undefined ? { 'jcp/deny_reason': decision.deny_reason } : {}),
+      'jcp/receipt': rid,
+      'jcp/receipt_cose': toHex(receipt),
+      'jcp/request_id': requestId,
+      'jcp/grant_id': core.grant_id,
+      'jcp/cost_uj': core.cost_uj.toString(),
+      'jcp/budget_remaining_uj': core.budget_remaining_uj.toString(),
+      'jcp/budget_uj': core.budget_uj.toString(),
+    };
+    if (decision.verdict === 'deny') {
+      return { isError: true, content: [{ type: 'text', text: `denied: ${decision.deny_reason ?? 'unknown'}` }], _meta: meta };
+    }
+    let upstream: ToolResult;
+    try {
+      const v = JSON.parse(dec.decode(result ?? new Uint8Array())) as unknown;
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not a JSON object');
+      upstream = v as ToolResult;
+    } catch (e) {
+      return {
+        isError: true,
+        content: [{ type: 'text', text: `bad-reply: the node's result is not a CallToolResult (${(e as Error).message})` }],
+        _meta: meta,
+      };
+    }
+    return { ...upstream, content: upstream.content ?? [], _meta: { ...(upstream._meta ?? {}), ...meta } };
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * The bridge's front door: an MCP server that holds one agent's key and grant chains and turns
+ * every `tools/call` into a caller-signed jcp/1 request decided by an enforcement node (spec §11).
+ * See docs/bridge.md.
+ */
+export {
+  type AgentOptions,
+  BridgeAgent,
+  BridgeErrorCodes,
+  type CallContext,
+  type GrantBudget,
+  type ToolResult,
+} from './agent.ts';
+export { type BridgeTool, catalogue, type McpToolDef, type NodeResourceTools, resourceLabel } from './catalogue.ts';
+export { BridgeConfigError, type HttpAgent, type HttpBridge, type HttpOptions, isLoopback, serveBridgeHttp } from './http.ts';
+export { CallJournal, type JournalOptions } from './journal.ts';
+export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';

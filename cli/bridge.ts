@@ -1,0 +1,245 @@
+/**
+ * `jcp bridge`: an MCP server (stdio, or Streamable HTTP at `/mcp`) in front of an enforcement
+ * node, holding one agent's key and grant chains (or several agents' from a config file over
+ * HTTP). Every `tools/call` becomes a caller-signed jcp/1 request (spec §11). See docs/bridge.md.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { SignedGrant } from '../core/grant.ts';
+import { DEFAULT_FRAME_CAP } from '../core/wire.ts';
+import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServer, serveBridgeHttp } from '../bridge/index.ts';
+import { JcpClient, readKeyFile } from '../node/index.ts';
+import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
+import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
+
+const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
+                  [--http host:port [--allow-remote] [--token-file file | --token-env NAME]]
+                  [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
+                  [--frame-cap bytes]
+       jcp bridge --http host:port --config bridge.json [--allow-remote]
+
+An MCP server for one agent: it lists the upstream tools the agent's grants permit (each leaf
+grant's resource and actions, intersected with the node's tool list; a name two resources share
+becomes <resource>__<tool>) and turns each tools/call into a signed jcp/1 request (frame tool-call,
+trust control, the arguments as payload). Serves stdio by default; --http serves Streamable HTTP
+at /mcp (loopback only unless --allow-remote; a bearer token from --token-file or --token-env is
+then required by every request). The resource jcp://budget reports each grant's budget.
+
+  --cost-uj       cost claimed per call, µJ (default 0; the node prices at no less than its estimate)
+  --tool-cost     cost of one tool by its listed name, µJ (repeatable; overrides --cost-uj)
+  --journal       file that fixes the time of each open call, so a call re-sent after a restart
+                  is the same request (replayed by the node, never debited twice)
+  --replay-window-s  how long an unanswered call stays re-sendable (default 300)
+  --frame-cap     the node's frame cap, bytes (default ${DEFAULT_FRAME_CAP}); larger calls are refused
+  --config        several agents over --http: {"node": "host:port", "agents": [{"name", "key",
+                  "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?}]}
+                  (paths relative to the config file)
+
+Exit status: 0 when the MCP client closes stdio (or on SIGINT/SIGTERM), 1 on a failure to start.`;
+
+/** One agent's settings, from flags or a config file entry. */
+interface AgentSpec {
+  readonly name: string;
+  readonly key: string;
+  readonly chains: readonly string[];
+  readonly token?: string;
+  readonly costUj: bigint;
+  readonly toolCosts: Map<string, bigint>;
+  readonly journal?: string;
+}
+
+function toolCostArg(v: string, flag: string): [string, bigint] {
+  const i = v.lastIndexOf('=');
+  if (i <= 0) throw new UsageError(`${flag}: expected TOOL=uj, got ${v}`);
+  return [v.slice(0, i), ujArg(v.slice(i + 1), flag)];
+}
+
+function tokenFrom(file: string | undefined, env: string | undefined, what: string): string | undefined {
+  if (file !== undefined && env !== undefined) throw new UsageError(`${what}: give a token file or an environment variable, not both`);
+  if (file !== undefined) {
+    const t = readFileSync(file, 'utf8').trim();
+    if (t.length === 0) throw new CliError('token-invalid', `${what}: ${file} is empty`);
+    return t;
+  }
+  if (env !== undefined) {
+    const t = process.env[env]?.trim();
+    if (t === undefined || t.length === 0) throw new CliError('token-invalid', `${what}: environment variable ${env} is not set`);
+    return t;
+  }
+  return undefined;
+}
+
+/** Reads a multi-agent config file. @throws CliError `config-invalid` naming the field. */
+function readConfig(file: string): { node?: string; agents: AgentSpec[] } {
+  const bad = (why: string): never => {
+    throw new CliError('config-invalid', `${file}: ${why}`);
+  };
+  let v: { node?: unknown; agents?: unknown };
+  try {
+    v = JSON.parse(readFileSync(file, 'utf8')) as typeof v;
+  } catch (e) {
+    return bad(`not a readable JSON file: ${(e as Error).message}`);
+  }
+  const dir = path.dirname(file);
+  const rel = (p: string) => path.resolve(dir, p);
+  if (!Array.isArray(v.agents) || v.agents.length === 0) bad('agents: expected a non-empty array');
+  const agents = (v.agents as Array<Record<string, unknown>>).map((a, i) => {
+    const f = `agents[${i}]`;
+    if (typeof a?.['name'] !== 'string' || a['name'].length === 0) bad(`${f}.name: expected text`);
+    if (typeof a['key'] !== 'string') bad(`${f}.key: expected a key file path`);
+    const chains = a['chains'];
+    if (!Array.isArray(chains) || chains.length === 0 || chains.some((c) => typeof c !== 'string')) bad(`${f}.chains: expected chain file paths`);
+    if ('token' in a) bad(`${f}.token: a token is never inlined; use token_file or token_env`);
+    const tf = a['token_file'];
+    const te = a['token_env'];
+    if (tf !== undefined && typeof tf !== 'string') bad(`${f}.token_file: expected a path`);
+    if (te !== undefined && typeof te !== 'string') bad(`${f}.token_env: expected a variable name`);
+    const token = tokenFrom(tf === undefined ? undefined : rel(tf as string), te as string | undefined, f);
+    if (token === undefined) bad(`${f}: token_file or token_env is required`);
+    const cost = a['cost_uj'] ?? 0;
+    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) bad(`${f}.cost_uj: expected a non-negative integer (µJ)`);
+    const tc = (a['tool_costs'] ?? {}) as Record<string, unknown>;
+    const toolCosts = new Map<string, bigint>();
+    for (const [k, c] of Object.entries(tc)) {
+      if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0) bad(`${f}.tool_costs.${k}: expected a non-negative integer (µJ)`);
+      toolCosts.set(k, BigInt(c as number));
+    }
+    const journal = a['journal'];
+    if (journal !== undefined && typeof journal !== 'string') bad(`${f}.journal: expected a path`);
+    return {
+      name: a['name'] as string,
+      key: rel(a['key'] as string),
+      chains: (chains as string[]).map(rel),
+      ...(token !== undefined ? { token } : {}),
+      costUj: BigInt(cost as number),
+      toolCosts,
+      ...(journal !== undefined ? { journal: rel(journal as string) } : {}),
+    };
+  });
+  if (v.node !== undefined && typeof v.node !== 'string') bad('node: expected host:port');
+  return { ...(typeof v.node === 'string' ? { node: v.node } : {}), agents };
+}
+
+/** The `jcp bridge` command. */
+export const command: Command = {
+  name: 'bridge',
+  summary: 'serve MCP (stdio or Streamable HTTP) for an agent, every call decided by a node',
+  help,
+  async run(argv) {
+    const { values } = parse(
+      argv,
+      {
+        node: { type: 'string' },
+        key: { type: 'string' },
+        chain: { type: 'string', multiple: true },
+        http: { type: 'string' },
+        'allow-remote': { type: 'boolean' },
+        'token-file': { type: 'string' },
+        'token-env': { type: 'string' },
+        config: { type: 'string' },
+        'cost-uj': { type: 'string' },
+        'tool-cost': { type: 'string', multiple: true },
+        journal: { type: 'string' },
+        'replay-window-s': { type: 'string' },
+        'frame-cap': { type: 'string' },
+      },
+      false,
+    );
+    const windowS = values['replay-window-s'] === undefined ? 300 : Number(ujArg(values['replay-window-s'], '--replay-window-s'));
+    const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : Number(ujArg(values['frame-cap'], '--frame-cap'));
+    const http = values.http === undefined ? undefined : hostPortArg(values.http, '--http');
+    let nodeAddr = values.node;
+    let specs: AgentSpec[];
+    if (values.config !== undefined) {
+      if (http === undefined) throw new UsageError('--config serves several agents over --http; give --http host:port');
+      for (const f of ['key', 'chain', 'token-file', 'token-env', 'cost-uj', 'tool-cost', 'journal'] as const) {
+        if (values[f] !== undefined) throw new UsageError(`--${f} goes in the config file's agents with --config`);
+      }
+      const cfg = readConfig(values.config);
+      nodeAddr ??= cfg.node;
+      specs = cfg.agents;
+    } else {
+      if (values.key === undefined) throw new UsageError('--key is required');
+      if (values.chain === undefined || values.chain.length === 0) throw new UsageError('--chain is required (one or more)');
+      if (http === undefined && (values['token-file'] !== undefined || values['token-env'] !== undefined)) {
+        throw new UsageError('--token-file/--token-env need --http (stdio has no bearer token)');
+      }
+      const token = tokenFrom(values['token-file'], values['token-env'], '--token');
+      specs = [
+        {
+          name: 'agent',
+          key: values.key,
+          chains: values.chain,
+          ...(token !== undefined ? { token } : {}),
+          costUj: ujArg(values['cost-uj'] ?? '0', '--cost-uj'),
+          toolCosts: new Map((values['tool-cost'] ?? []).map((v) => toolCostArg(v, '--tool-cost'))),
+          ...(values.journal !== undefined ? { journal: values.journal } : {}),
+        },
+      ];
+    }
+    if (nodeAddr === undefined) throw new UsageError('--node is required');
+    if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
+    const { host, port } = hostPortArg(nodeAddr, '--node');
+
+    const opened: Array<{ client: JcpClient; journal: CallJournal }> = [];
+    const closeAll = async () => {
+      for (const o of opened) {
+        await o.client.close().catch(() => undefined);
+        o.journal.close();
+      }
+    };
+    const agents: HttpAgent[] = [];
+    try {
+      for (const s of specs) {
+        const signer = readKeyFile(s.key);
+        const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
+        let client: JcpClient;
+        try {
+          client = await JcpClient.connect({ host, port, signer });
+        } catch (e) {
+          throw connectionError(e, `node ${nodeAddr}`);
+        }
+        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS });
+        opened.push({ client, journal });
+        const agent = new BridgeAgent({ name: s.name, signer, chains, client, journal, costUj: s.costUj, toolCostsUj: s.toolCosts, frameCap });
+        agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });
+      }
+    } catch (e) {
+      await closeAll();
+      throw e;
+    }
+
+    if (http === undefined) {
+      const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+      const server = bridgeServer(agents[0]!.agent);
+      const transport = new StdioServerTransport();
+      const done = new Promise<void>((resolve) => {
+        transport.onclose = () => resolve();
+        process.stdin.once('end', () => resolve());
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
+      await server.connect(transport);
+      await done;
+      await server.close().catch(() => undefined);
+      await closeAll();
+      return 0;
+    }
+    let served: Awaited<ReturnType<typeof serveBridgeHttp>>;
+    try {
+      served = await serveBridgeHttp({ host: http.host, port: http.port, agents, allowRemote: values['allow-remote'] === true });
+    } catch (e) {
+      await closeAll();
+      if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
+      throw e;
+    }
+    process.stdout.write(`${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+    await served.close();
+    await closeAll();
+    return 0;
+  },
+};

@@ -1,0 +1,103 @@
+/**
+ * `jcp bridge` as a command: several agents over `--http` from a config file (tokens from a file
+ * and from the environment, never inlined), and the refusals that stop it before it serves.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { writeChainFile } from '../../cli/chainfile.ts';
+import { type RunningNode, writeKeyFile } from '../../node/index.ts';
+import { runJcp } from '../harness/listeners.ts';
+import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
+
+const { rng, alice, bob, carol } = cast('bridge-cli');
+const JCP = path.resolve(import.meta.dirname, '../../bin/jcp.mjs');
+
+describe('jcp bridge (command)', () => {
+  const work = tempDir('bridge-cli');
+  let node: RunningNode & { cleanup: () => Promise<void> };
+  let child: ChildProcess | undefined;
+  const w = (name: string) => path.join(work.dir, name);
+
+  beforeAll(async () => {
+    node = await liveNode({ resources: [{ name: 'memory', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: w('memory.jsonl') } } }] });
+    writeKeyFile(w('bob.key'), bob);
+    writeKeyFile(w('carol.key'), carol);
+    writeChainFile(w('bob.chain.json'), [mint(alice, bob, 'memory', ['read_graph'], 1_000n, rng)]);
+    writeChainFile(w('carol.chain.json'), [mint(alice, carol, 'memory', ['read_graph', 'create_entities'], 1_000n, rng)]);
+    writeFileSync(w('bob.token'), 'bob-token-from-a-file\n', { mode: 0o600 });
+  });
+  afterAll(async () => {
+    child?.kill('SIGTERM');
+    await node.cleanup();
+    work.cleanup();
+  });
+
+  test('--http --config / two agents, each with its own token, key and chains', async () => {
+    writeFileSync(
+      w('bridge.json'),
+      JSON.stringify({
+        node: `127.0.0.1:${node.port}`,
+        agents: [
+          { name: 'bob', key: 'bob.key', chains: ['bob.chain.json'], token_file: 'bob.token' },
+          { name: 'carol', key: 'carol.key', chains: ['carol.chain.json'], token_env: 'JCP_TEST_CAROL_TOKEN', cost_uj: 4 },
+        ],
+      }),
+    );
+    child = spawn(process.execPath, [JCP, 'bridge', '--http', '127.0.0.1:0', '--config', w('bridge.json')], {
+      env: { ...process.env, JCP_TEST_CAROL_TOKEN: 'carol-token-from-env' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      let err = '';
+      child!.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) resolve(out.split('\n')[0]!);
+      });
+      child!.stderr!.on('data', (d: Buffer) => {
+        err += d.toString();
+      });
+      child!.once('exit', (code) => reject(new Error(`jcp bridge exited ${code}: ${err}`)));
+    });
+    const started = JSON.parse(line) as { listening: string; agents: Array<{ name: string; did: string }> };
+    expect(started.agents).toEqual([
+      { name: 'bob', did: bob.did },
+      { name: 'carol', did: carol.did },
+    ]);
+    const as = async (token: string) => {
+      const c = new Client({ name: 'cli-test', version: '1' });
+      await c.connect(new StreamableHTTPClientTransport(new URL(started.listening), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      return c;
+    };
+    const b = await as('bob-token-from-a-file');
+    const c = await as('carol-token-from-env');
+    expect((await b.listTools()).tools.map((t) => t.name)).toEqual(['read_graph']);
+    expect((await c.listTools()).tools.map((t) => t.name).sort()).toEqual(['create_entities', 'read_graph']);
+    const r = await c.callTool({ name: 'read_graph', arguments: {} });
+    expect(r._meta?.['jcp/cost_uj']).toBe('4');
+    await expect(as('not-a-token')).rejects.toThrow(/unauthorized/);
+    await b.close();
+    await c.close();
+  });
+
+  test('refusals / a remote address without --allow-remote, an inlined token, a missing token variable', async () => {
+    const remote = await runJcp(['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json'), '--http', '0.0.0.0:0']);
+    expect(remote.code).toBe(1);
+    expect(remote.stderr).toContain('error [remote-listen-refused]');
+    writeFileSync(w('inline.json'), JSON.stringify({ node: `127.0.0.1:${node.port}`, agents: [{ name: 'x', key: 'bob.key', chains: ['bob.chain.json'], token: 'secret' }] }));
+    const inline = await runJcp(['bridge', '--http', '127.0.0.1:0', '--config', w('inline.json')]);
+    expect(inline.code).toBe(1);
+    expect(inline.stderr).toContain('error [config-invalid]');
+    expect(inline.stderr).toContain('never inlined');
+    writeFileSync(w('noenv.json'), JSON.stringify({ node: `127.0.0.1:${node.port}`, agents: [{ name: 'x', key: 'bob.key', chains: ['bob.chain.json'], token_env: 'JCP_TEST_UNSET_TOKEN' }] }));
+    const noenv = await runJcp(['bridge', '--http', '127.0.0.1:0', '--config', w('noenv.json')], { env: { JCP_TEST_UNSET_TOKEN: '' } });
+    expect(noenv.stderr).toContain('error [token-invalid]');
+    const usage = await runJcp(['bridge', '--node', '127.0.0.1:1', '--key', w('bob.key')]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('--chain is required');
+  });
+});

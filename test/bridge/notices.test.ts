@@ -1,0 +1,74 @@
+/**
+ * Notifications and server-to-client requests through the bridge, with harness/mcp-tools-server.ts
+ * over stdio behind a node: log messages reach the client in order, before the result, at or above
+ * the level it set; an upstream's sampling request is refused (the tool fails, the client is never asked).
+ */
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CreateMessageRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
+import { JcpClient, type RunningNode } from '../../node/index.ts';
+import { cast, liveNode, mint } from '../node/fixtures.ts';
+
+const { rng, alice, bob } = cast('bridge-notices');
+const SERVER = path.resolve(import.meta.dirname, '../../harness/mcp-tools-server.ts');
+
+describe('bridge: notifications and server-to-client requests', () => {
+  let node: RunningNode & { cleanup: () => Promise<void> };
+  let jcp: JcpClient;
+  let bridge: HttpBridge;
+  let client: Client;
+  const seen: string[] = [];
+  let asked = 0;
+
+  beforeAll(async () => {
+    node = await liveNode({ resources: [{ name: 'tools', endpoint: { command: process.execPath, args: ['--import', 'tsx', SERVER, '--stdio'] } }] });
+    jcp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    const agent = new BridgeAgent({
+      name: 'bob',
+      signer: bob,
+      chains: [[mint(alice, bob, 'tools', ['test_tool_with_logging', 'test_sampling'], 1_000n, rng)]],
+      client: jcp,
+      journal: new CallJournal(),
+    });
+    bridge = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent }] });
+    client = new Client({ name: 'notices', version: '1' }, { capabilities: { sampling: {} } });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      seen.push(String(n.params.data));
+    });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => {
+      asked++;
+      return { role: 'assistant', content: { type: 'text', text: 'never' }, model: 'none' };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(bridge.url)));
+  }, 60_000);
+  afterAll(async () => {
+    await client?.close();
+    await bridge?.close();
+    await jcp?.close();
+    await node?.cleanup();
+  });
+
+  test('logging / info messages arrive in order before the result; below the set level they are dropped', async () => {
+    await client.setLoggingLevel('info');
+    seen.length = 0;
+    const r = await client.callTool({ name: 'test_tool_with_logging', arguments: {} });
+    seen.push('result');
+    expect(r.isError).not.toBe(true);
+    expect(seen).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed', 'result']);
+
+    await client.setLoggingLevel('warning');
+    seen.length = 0;
+    await client.callTool({ name: 'test_tool_with_logging', arguments: { again: 1 } });
+    expect(seen).toEqual([]);
+  });
+
+  test('sampling / an upstream asking the client for a completion is refused: the tool fails, the client is never asked', async () => {
+    const r = (await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } })) as { isError?: boolean; _meta?: Record<string, unknown> };
+    expect(r.isError).toBe(true);
+    expect(r._meta?.['jcp/verdict']).toBe('allow');
+    expect(asked).toBe(0);
+  });
+});
