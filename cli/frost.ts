@@ -12,6 +12,8 @@ import { fromHex, toHex } from '../core/bytes.ts';
 import { parseDid } from '../core/didkey.ts';
 import { verify } from '../core/ed25519.ts';
 import { natsBus, natsRegistry } from '../frost/bus.ts';
+import { type Approver, DEFAULT_APPROVE_TIMEOUT_MS, promptApprover, readDecisionFile, readDecisionStream, rulesApprover, webhookApprover } from '../frost/approvers.ts';
+import type { ReadDecision } from '../frost/approval.ts';
 import { signWithGroup } from '../frost/coordinator.ts';
 import { deal } from '../frost/dealer.ts';
 import { describeCulprits, FrostError, FrostErrorCodes } from '../frost/errors.ts';
@@ -21,7 +23,7 @@ import { readIdentityFile, shareRecord, writeShareFile } from '../frost/sharefil
 import { type Command, parse, UsageError } from './command.ts';
 import { errnoOf, fromSystemError, IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from './fsutil.ts';
 
-const help = `Usage: jcp frost <deal|participant|dkg|sign> [options]
+const help = `Usage: jcp frost <deal|participant|dkg|sign|approvals> [options]
 
 Threshold actors (spec §2.2): a k-of-n did:key whose private key never exists in one place
 (FROST, RFC 9591, Ed25519). The group key is an ordinary did:key; its signatures are ordinary
@@ -39,6 +41,15 @@ jcp frost participant --keystore DIR --nats URL [--prefix P] [--passphrase-env V
   JSON event per line on stdout ({"event":"ready",...}, "dkg-complete", "signed", "refused"…).
   --coordinator DID      only sign for these coordinators (repeatable; default any)
   --initiator DID        only join DKGs started by these (repeatable; default any)
+  --approve rules FILE   decide each call by a JSON rules file (docs/frost.md "Approvals"); a
+                         file that does not parse stops the participant (frost-policy-invalid)
+  --approve prompt       ask on this terminal (stdin; the question goes to stderr): y approves
+  --approve webhook URL  POST the decoded call as JSON; wait for {"approve": bool, "reason"}
+  --approve-timeout-ms MS  how long a person or webhook has (default 10000); no answer = refuse
+  --sign-raw             with --approve: also sign messages that are not jcp/1 wire requests
+                         (they are refused with frost-not-a-request otherwise)
+  With --approve, every decision is a signed record in DIR/approvals.journal and on the JetStream
+  stream <prefix>_approvals; without it the participant signs what an allowed coordinator asks.
 
 jcp frost dkg --threshold K --participants N --nats URL [--prefix P] [--members DID,...]
               [--timeout-ms MS] [--identity FILE [--passphrase-env VAR]] [--json]
@@ -65,6 +76,11 @@ jcp frost sign --group DID --message HEX|FILE --nats URL [--prefix P] [--signers
   --signers K            how many holders sign (default the threshold)
   --retries N            fresh sessions without blamed participants after a failure (default 1)
   --identity FILE        coordinate as this identity (for participants run with --coordinator)
+
+jcp frost approvals (--nats URL [--prefix P] [--group DID] | --journal FILE) [--json]
+  Lists the holders' signed approval decisions (from the stream <prefix>_approvals, or one
+  keystore's approvals.journal), verifying each signature: holder, decision, request, policy,
+  reason. Exit 1 (frost-bad-signature) when any record does not verify.
 
 Common: --prefix P (NATS subject prefix, default jcp.frost), -h/--help. Each option is given at
 most once, except those marked repeatable; a value starting with '-' is written --opt=-VALUE.
@@ -146,7 +162,33 @@ async function cmdDeal(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function cmdParticipant(argv: string[]): Promise<number> {
+/**
+ * Takes `--approve rules FILE | prompt | webhook URL` out of `argv` (its kind and argument are
+ * separate words, which the option parser cannot read). @throws UsageError.
+ */
+export function takeApprove(argv: readonly string[]): { rest: string[]; approve?: { kind: 'rules' | 'prompt' | 'webhook'; arg?: string } } {
+  const rest: string[] = [];
+  let approve: { kind: 'rules' | 'prompt' | 'webhook'; arg?: string } | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a !== '--approve' && !a.startsWith('--approve=')) {
+      rest.push(a);
+      continue;
+    }
+    if (approve) throw new UsageError('--approve is given more than once');
+    const kind = a === '--approve' ? argv[++i] : a.slice('--approve='.length);
+    if (kind === 'prompt') approve = { kind };
+    else if (kind === 'rules' || kind === 'webhook') {
+      const arg = argv[++i];
+      if (arg === undefined || arg === '') throw new UsageError(`--approve ${kind} needs ${kind === 'rules' ? 'a FILE' : 'a URL'}`);
+      approve = { kind, arg };
+    } else throw new UsageError(`--approve must be 'rules FILE', 'prompt' or 'webhook URL', got '${kind ?? ''}'`);
+  }
+  return approve ? { rest, approve } : { rest };
+}
+
+async function cmdParticipant(argvIn: string[]): Promise<number> {
+  const { rest: argv, approve } = takeApprove(argvIn);
   const values = parseFlags(
     argv,
     {
@@ -156,9 +198,19 @@ async function cmdParticipant(argv: string[]): Promise<number> {
       'passphrase-env': { type: 'string' },
       coordinator: { type: 'string', multiple: true },
       initiator: { type: 'string', multiple: true },
+      'approve-timeout-ms': { type: 'string' },
+      'sign-raw': { type: 'boolean' },
     },
   );
   if (!values.keystore) throw new UsageError('--keystore DIR is required');
+  const approveTimeoutMs = intFlag(values['approve-timeout-ms'], 'approve-timeout-ms', { min: 1, max: MAX_TIMEOUT_MS, dflt: DEFAULT_APPROVE_TIMEOUT_MS });
+  if (values['sign-raw'] && !approve) throw new UsageError('--sign-raw goes with --approve');
+  if (values['approve-timeout-ms'] !== undefined && !approve) throw new UsageError('--approve-timeout-ms goes with --approve');
+  const aopts = { allowRaw: values['sign-raw'] ?? false, timeoutMs: approveTimeoutMs };
+  let approver: Approver | undefined;
+  if (approve?.kind === 'rules') approver = rulesApprover(resolve(approve.arg!), aopts);
+  else if (approve?.kind === 'webhook') approver = webhookApprover(approve.arg!, aopts);
+  else if (approve?.kind === 'prompt') approver = promptApprover(process.stdin, process.stderr, aopts);
   for (const d of [...(values.coordinator ?? []), ...(values.initiator ?? [])]) parseDid(d);
   const passphrase = passphraseFrom(values['passphrase-env']);
   const nc = await connectNats(values.nats);
@@ -172,6 +224,7 @@ async function cmdParticipant(argv: string[]): Promise<number> {
       ...(passphrase !== undefined ? { passphrase } : {}),
       ...(values.coordinator ? { coordinators: values.coordinator } : {}),
       ...(values.initiator ? { initiators: values.initiator } : {}),
+      ...(approver ? { approver } : {}),
       onEvent: line,
     });
   } catch (e) {
@@ -326,7 +379,54 @@ async function cmdSign(argv: string[]): Promise<number> {
   }
 }
 
-const VERBS: Record<string, (argv: string[]) => Promise<number>> = { deal: cmdDeal, participant: cmdParticipant, dkg: cmdDkg, sign: cmdSign };
+/** One decision as `approvals` prints it (JSON), with whether its signature verifies. */
+function decisionJson(d: ReadDecision, where: Record<string, unknown>): Record<string, unknown> {
+  return { ...where, valid: d.valid, id: d.id, ...d.body };
+}
+
+async function cmdApprovals(argv: string[]): Promise<number> {
+  const values = parseFlags(argv, { nats: { type: 'string' }, prefix: { type: 'string' }, group: { type: 'string' }, journal: { type: 'string' }, json: { type: 'boolean' } });
+  if ((values.nats === undefined) === (values.journal === undefined)) throw new UsageError('give exactly one of --nats URL or --journal FILE');
+  if (values.group !== undefined) parseDid(values.group);
+  const rows: Record<string, unknown>[] = [];
+  if (values.journal !== undefined) {
+    const path = resolve(values.journal);
+    let read: ReturnType<typeof readDecisionFile>;
+    try {
+      read = readDecisionFile(path);
+    } catch (e) {
+      throw ioError(e, 'read approvals journal', path);
+    }
+    for (const m of read) {
+      if (!m.record) rows.push({ record: m.seq, valid: false, malformed: m.malformed });
+      else if (values.group === undefined || m.record.body.group === values.group) rows.push(decisionJson(m.record, { record: m.seq }));
+    }
+  } else {
+    const nc = await connectNats(values.nats);
+    try {
+      for (const m of await readDecisionStream(nc, values.prefix ?? 'jcp.frost', values.group)) {
+        rows.push(m.record ? decisionJson(m.record, { seq: m.seq }) : { seq: m.seq, valid: false, malformed: m.malformed });
+      }
+    } finally {
+      await nc.drain().catch(() => {});
+    }
+  }
+  for (const r of rows) {
+    if (values.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+    else if (r['malformed'] !== undefined) process.stdout.write(`#${r['seq'] ?? r['record']} MALFORMED ${r['malformed']}\n`);
+    else {
+      process.stdout.write(
+        `#${r['seq'] ?? r['record']} ${r['valid'] ? 'ok ' : 'BAD-SIGNATURE'} ${r['decision']} by ${r['holder']} (participant ${r['identifier']} of ${r['group']})` +
+          ` request ${r['request']} ${r['action'] ? `${r['action']} on ${r['resource']} ` : ''}policy ${r['policy_kind']}:${r['policy']} at ${r['at_s']}: ${r['reason']}\n`,
+      );
+    }
+  }
+  const bad = rows.filter((r) => !r['valid']).length;
+  if (bad) throw new FrostError(FrostErrorCodes.BAD_SIGNATURE, `${bad} of ${rows.length} approval records do not verify (or are not records)`);
+  return 0;
+}
+
+const VERBS: Record<string, (argv: string[]) => Promise<number>> = { deal: cmdDeal, participant: cmdParticipant, dkg: cmdDkg, sign: cmdSign, approvals: cmdApprovals };
 
 /** The `jcp frost` command. */
 export const command: Command = {
@@ -337,7 +437,7 @@ export const command: Command = {
     try {
       const [verb, ...rest] = argv;
       const fn = verb ? VERBS[verb] : undefined;
-      if (!fn) throw new UsageError(verb ? `unknown sub-command '${verb}' (deal|participant|dkg|sign)` : 'a sub-command is required (deal|participant|dkg|sign)');
+      if (!fn) throw new UsageError(verb ? `unknown sub-command '${verb}' (deal|participant|dkg|sign|approvals)` : 'a sub-command is required (deal|participant|dkg|sign|approvals)');
       return await fn(rest);
     } catch (e) {
       if (e instanceof UsageError) throw e; // printed by cli/main.ts: one line `error [usage]`, exit 2

@@ -73,6 +73,9 @@ const RETRYABLE = new Set<string>([
   FrostErrorCodes.TRANSPORT,
 ]);
 
+/** Refusal codes that are a holder's decision on the call (approval policy), not a fault. */
+const APPROVAL_CODES = new Set<string>([FrostErrorCodes.NOT_APPROVED, FrostErrorCodes.NOT_A_REQUEST, FrostErrorCodes.APPROVAL_MISMATCH]);
+
 let ownIdentity: Actor | undefined;
 
 /**
@@ -213,6 +216,8 @@ export interface Gathered {
   readonly session: string;
   readonly commitments: ReadonlyMap<number, SigningCommitment>;
   readonly notes: readonly string[];
+  /** Holders that refused in round one (an approval policy, a disallowed coordinator…), by identifier. */
+  readonly refusals?: ReadonlyMap<number, { readonly code: string; readonly why: string }>;
 }
 
 /**
@@ -227,6 +232,7 @@ async function gatherCommitments(
   want: number,
   excluded: ReadonlySet<number>,
   background = false,
+  message?: Uint8Array,
 ): Promise<Gathered> {
   const bus = opts.bus;
   const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
@@ -242,6 +248,7 @@ async function gatherCommitments(
     enough = r;
   });
   const online = g.max - excluded.size;
+  const refusals = new Map<number, { code: string; why: string }>();
   const unsub = bus.subscribe(inbox, (m) => {
     if (commitments.size >= want) return; // enough already: spare the signature check
     const o = openMessage(m.data);
@@ -250,12 +257,16 @@ async function gatherCommitments(
     if (!expectMessage(o.value, { kind: ['sign-commitment', 'sign-refusal'], session, round: 1, to: me.did, from: g.roster }).ok) return;
     const id = g.roster.indexOf(b.from) + 1;
     if (b.kind === 'sign-refusal') {
+      let r: { code: string; why: string } = { code: FrostErrorCodes.REFUSED, why: 'refused' };
       try {
-        const r = readRefusal(b.payload);
-        notes.push(`${who(id)} refused: [${r.code}] ${r.why}`);
+        r = readRefusal(b.payload);
       } catch {
-        notes.push(`${who(id)} refused`);
+        // an unreadable refusal is still a refusal
       }
+      notes.push(`${who(id)} refused: [${r.code}] ${r.why}`);
+      if (!excluded.has(id) && !commitments.has(id)) refusals.set(id, r);
+      // Enough refusals that `want` commitments can no longer arrive: the session ends now.
+      if (online - refusals.size < want) enough();
       return;
     }
     try {
@@ -276,7 +287,8 @@ async function gatherCommitments(
   });
   let timer: NodeJS.Timeout | undefined;
   try {
-    bus.publish(sub.signRequest(opts.group), sealMessage({ kind: 'sign-request', session, round: 1, payload: { group: opts.group } }, me), inbox);
+    const payload = message === undefined ? { group: opts.group } : { group: opts.group, message };
+    bus.publish(sub.signRequest(opts.group), sealMessage({ kind: 'sign-request', session, round: 1, payload }, me), inbox);
     await Promise.race([
       gathered,
       new Promise<void>((r) => {
@@ -288,7 +300,7 @@ async function gatherCommitments(
     clearTimeout(timer);
     unsub();
   }
-  return { session, commitments, notes };
+  return { session, commitments, notes, refusals };
 }
 
 async function attemptOnce(
@@ -304,11 +316,22 @@ async function attemptOnce(
   const timeoutMs = opts.timeoutMs ?? 3000;
   const culprit = (id: number): Culprit => ({ identifier: id, did: g.roster[id - 1]! });
   const who = (id: number) => describeCulprits([culprit(id)]);
-  const { session, commitments, notes } = pre ?? (await gatherCommitments(opts, g, me, want, excluded));
+  const { session, commitments, notes, refusals } = pre ?? (await gatherCommitments(opts, g, me, want, excluded, false, opts.message));
   const done = () => bus.publish(sub.signDone(opts.group), sealMessage({ kind: 'sign-done', session, round: 3, payload: {} }, me));
   // An explicit `signers` is a requirement, not a wish: fewer commitments than that is a failure.
   if (commitments.size < (opts.signers !== undefined ? want : g.min)) {
     done();
+    const refusers = [...(refusals ?? new Map<number, { code: string; why: string }>())];
+    if (refusers.some(([, r]) => APPROVAL_CODES.has(r.code))) {
+      // Holders decided against this call: report who and why; no retry changes their minds.
+      throw new FrostError(
+        FrostErrorCodes.NOT_APPROVED,
+        `${refusers.length} of ${g.max} holders refused the call, so ${opts.signers !== undefined ? want : g.min} signers cannot be reached: ` +
+          refusers.map(([id, r]) => `${who(id)} refused: [${r.code}] ${r.why}`).join('; '),
+        refusers.map(([id]) => culprit(id)),
+        { session, refusals: refusers.map(([id, r]) => ({ identifier: id, did: g.roster[id - 1]!, code: r.code, why: r.why })) },
+      );
+    }
     const silent = g.roster.map((_, i) => i + 1).filter((id) => !commitments.has(id) && !excluded.has(id));
     throw new FrostError(
       FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS,
@@ -371,7 +394,7 @@ async function attemptOnce(
       code,
       refused.map((r) => `${describeCulprits([r.c])} refused: [${r.code}] ${r.why}`).join('; '),
       refused.map((r) => r.c),
-      { session },
+      { session, refusals: refused.map((r) => ({ identifier: r.c.identifier, did: r.c.did, code: r.code, why: r.why })) },
     );
   }
   const sig = aggregate(g, pkg, shares);

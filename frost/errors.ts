@@ -67,6 +67,14 @@ export const FrostErrorCodes = {
   KEYSTORE_LOCKED: 'frost-keystore-locked',
   /** The messaging layer failed (NATS down, JetStream unavailable). */
   TRANSPORT: 'frost-transport',
+  /** The holder's approval policy refused the call (rules, a person at the terminal, a webhook, or no answer in time). */
+  NOT_APPROVED: 'frost-not-approved',
+  /** The message to sign is not a JCP wire request (§11 signing bytes) and the holder does not sign raw bytes. */
+  NOT_A_REQUEST: 'frost-not-a-request',
+  /** A signing package for another message than the one this holder approved for the session. */
+  APPROVAL_MISMATCH: 'frost-approval-mismatch',
+  /** An approval policy (rules file, webhook URL) that does not parse: the participant does not start. */
+  POLICY_INVALID: 'frost-policy-invalid',
 } as const;
 
 /** One of the stable FROST failure codes. */

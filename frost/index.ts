@@ -11,6 +11,41 @@
  */
 export { type ThresholdActor, issueGrant, revokeGrant, signBodyAs } from './actor.ts';
 export {
+  type AllowRule,
+  type ArgRule,
+  type DecisionBody,
+  type DecodedCall,
+  decodeCall,
+  judgeByRules,
+  openDecision,
+  parseRules,
+  precheck,
+  type RawMessage,
+  type ReadDecision,
+  resourceIdFor,
+  type Rules,
+  sealDecision,
+  type Subject,
+  type Verdict,
+} from './approval.ts';
+export {
+  type Approver,
+  type ApproverOpts,
+  approvalsStream,
+  approvalsSubject,
+  DecisionJournal,
+  DEFAULT_APPROVE_TIMEOUT_MS,
+  describeCall,
+  promptApprover,
+  publishDecision,
+  readDecisionFile,
+  readDecisionStream,
+  rulesApprover,
+  type ShownCall,
+  type StreamedDecision,
+  webhookApprover,
+} from './approvers.ts';
+export {
   type Bus,
   type BusMsg,
   DEFAULT_PREFIX,

@@ -13,10 +13,14 @@
  * - `sign-done`: release the session's unused commitment.
  */
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Rng } from '../core/actor.ts';
 import { decode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';
+import { contentIdOfBytes } from '../core/hash.ts';
+import { type DecisionBody, decodeCall, precheck, sealDecision } from './approval.ts';
+import { type Approver, DecisionJournal, publishDecision } from './approvers.ts';
 import { asDid, asObj, asSafeUint } from '../core/schema.ts';
 import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, publishEvidence, subjects } from './bus.ts';
 import { type DkgOutcome, DkgSession, type Evidence } from './dkg-session.ts';
@@ -36,6 +40,17 @@ export type ParticipantEvent =
   | { readonly event: 'dkg-aborted'; readonly session: string; readonly code: FrostErrorCode; readonly why: string; readonly culprits: readonly Culprit[] }
   | { readonly event: 'evidence'; readonly session: string; readonly path: string }
   | { readonly event: 'signed'; readonly session: string; readonly group: Did; readonly identifier: number }
+  | {
+      readonly event: 'decision';
+      readonly session: string;
+      readonly group: Did;
+      readonly identifier: number;
+      readonly request: string;
+      readonly policy: string;
+      readonly policy_kind: string;
+      readonly decision: 'approve' | 'refuse';
+      readonly reason: string;
+    }
   | { readonly event: 'refused'; readonly kind: Kind | 'unknown'; readonly session: string; readonly code: FrostErrorCode; readonly why: string }
   | { readonly event: 'error'; readonly code: string; readonly why: string };
 
@@ -59,6 +74,14 @@ export interface ParticipantOpts {
   readonly onEvent?: (e: ParticipantEvent) => void;
   /** Called just before each message this participant sends (logging; fault injection in tests). */
   readonly onPhase?: (kind: Kind, session: string) => void;
+  /**
+   * The holder's approval policy (docs/frost.md "Approvals"): when given, every message is
+   * decoded as a jcp/1 request and judged before a nonce is committed (the request carries the
+   * message) or, for prefetched round one, before the share is computed; each decision is a
+   * signed record in `<keystore>/approvals.journal` and on the stream `<prefix>_approvals`.
+   * Absent: the holder signs whatever an allowed coordinator asks (the behaviour before approvals).
+   */
+  readonly approver?: Approver;
 }
 
 const osRng: Rng = (n) => new Uint8Array(randomBytes(n));
@@ -77,6 +100,10 @@ export class Participant {
   readonly #unsubs: (() => void)[] = [];
   /** Signing session → the coordinator that opened it (only it may release the session). */
   readonly #digests = new WeakMap<ShareRecord, string>();
+  /** The decision journal (with an approver only). */
+  #decisions: DecisionJournal | undefined;
+  /** Sessions (`<group>:<identifier>:<session>`) whose decision is under way. */
+  readonly #deciding = new Set<string>();
   #stopped = false;
 
   private constructor(opts: ParticipantOpts, keystore: Keystore, registry: GroupRegistry) {
@@ -103,6 +130,7 @@ export class Participant {
     try {
       const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX);
       const p = new Participant(opts, ks, registry);
+      if (opts.approver) p.#decisions = DecisionJournal.open(join(ks.dir, 'approvals.journal'));
       for (const rec of ks.shares) await p.#publishGroup(rec);
       p.#subscribeDkg();
       for (const rec of ks.shares) p.#subscribeSigning(rec);
@@ -130,6 +158,7 @@ export class Participant {
     } catch {
       // connection already closed
     }
+    this.#decisions?.close();
     this.keystore.close();
   }
 
@@ -290,17 +319,37 @@ export class Participant {
       this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.REFUSED, `coordinator ${m.body.from} is not allowed`));
       return;
     }
-    let group: Did;
+    let req: ReturnType<typeof readRequest>;
     try {
-      group = readRequest(m.body.payload).group;
+      req = readRequest(m.body.payload);
     } catch (x) {
       this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.BAD_MESSAGE, (x as Error).message));
       return;
     }
-    if (group !== rec.did) {
-      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.MISROUTED, `request for ${group} on ${rec.did}'s subject`));
+    if (req.group !== rec.did) {
+      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.MISROUTED, `request for ${req.group} on ${rec.did}'s subject`));
       return;
     }
+    const message = req.message;
+    if (this.#opts.approver && message !== undefined) {
+      // The message is known before any nonce is drawn: decide first (spec §2.2).
+      const ruled = this.#ruled(rec, m.body.session, message);
+      if (ruled === 'pending') return; // the first request's answer is on its way
+      if (ruled) {
+        if (ruled.ok) this.#issueCommitment(rec, reply, m);
+        else this.#refuse(rec, reply, m, 1, ruled.error);
+        return;
+      }
+      void this.#decide(rec, m.body.session, message)
+        .then((f) => (f ? this.#refuse(rec, reply, m, 1, f) : this.#guard(() => this.#issueCommitment(rec, reply, m))))
+        .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
+      return;
+    }
+    this.#issueCommitment(rec, reply, m);
+  }
+
+  /** Round one proper: the session's commitment (the same one again for a repeated request). */
+  #issueCommitment(rec: ShareRecord, reply: string, m: Opened): void {
     const journal = this.keystore.journal(rec);
     const prior = journal.forSession(m.body.session);
     if (prior && prior.coordinator !== undefined && prior.coordinator !== m.body.from) {
@@ -318,6 +367,63 @@ export class Participant {
       c = fresh.commitment;
     }
     this.#reply(rec, reply, 'sign-commitment', m, 1, commitmentPayload(rec.did, c, this.#digest(rec)));
+  }
+
+  /**
+   * What this holder already decided for `session`: `undefined` when nothing yet, `'pending'`
+   * while a decision is under way, else ok (approved this exact message) or the refusal
+   * (`frost-approval-mismatch` for another message than the one decided on, or the earlier refusal).
+   */
+  #ruled(rec: ShareRecord, session: string, message: Uint8Array): { ok: true } | { ok: false; error: FrostFault } | 'pending' | undefined {
+    const k = `${rec.did}:${rec.identifier}:${session}`;
+    if (this.#deciding.has(k)) return 'pending';
+    const prior = this.#decisions?.forSession(rec.did, rec.identifier, session);
+    if (!prior) return undefined;
+    if (prior.request !== contentIdOfBytes(message)) {
+      return { ok: false, error: fault(FrostErrorCodes.APPROVAL_MISMATCH, `session ${session} was decided for request ${prior.request}, not this message`) };
+    }
+    return prior.approve ? { ok: true } : { ok: false, error: fault(FrostErrorCodes.NOT_APPROVED, prior.reason) };
+  }
+
+  /**
+   * Decodes `message`, applies the approval policy, journals the signed decision (durably) and
+   * publishes it. Resolves with the refusal, or undefined when approved.
+   */
+  async #decide(rec: ShareRecord, session: string, message: Uint8Array): Promise<FrostFault | undefined> {
+    const approver = this.#opts.approver!;
+    const k = `${rec.did}:${rec.identifier}:${session}`;
+    this.#deciding.add(k);
+    try {
+      const subject = decodeCall(message);
+      const pre = precheck(subject, { allowRaw: approver.allowRaw, nowS: Math.floor(Date.now() / 1000), maxSkewS: approver.maxSkewS });
+      const v = pre ?? (await approver.decide({ ...subject, group: rec.did, holder: rec.identity.did, session }));
+      if (this.#stopped) return fault(FrostErrorCodes.REFUSED, 'the participant is stopping');
+      const body: DecisionBody = {
+        proto: 'jcp-frost-approval/1',
+        holder: rec.identity.did,
+        group: rec.did,
+        identifier: rec.identifier,
+        session,
+        request: subject.request,
+        policy: approver.id,
+        policy_kind: approver.kind,
+        decision: v.approve ? 'approve' : 'refuse',
+        reason: v.reason,
+        at_s: Math.floor(Date.now() / 1000),
+        action: subject.kind === 'raw' ? '' : subject.action,
+        resource: subject.kind === 'raw' ? '' : subject.resource,
+      };
+      const record = sealDecision(body, rec.identity);
+      this.#decisions!.append(record);
+      this.#emit({ event: 'decision', session, group: rec.did, identifier: rec.identifier, request: body.request, policy: body.policy, policy_kind: body.policy_kind, decision: body.decision, reason: body.reason });
+      publishDecision(this.#opts.nc, this.#prefix, rec.did, rec.identifier, record).catch((x) =>
+        this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
+      );
+      if (v.approve) return undefined;
+      return fault(subject.kind === 'raw' && !approver.allowRaw ? FrostErrorCodes.NOT_A_REQUEST : FrostErrorCodes.NOT_APPROVED, v.reason);
+    } finally {
+      this.#deciding.delete(k);
+    }
   }
 
   #digest(rec: ShareRecord): string {
@@ -373,6 +479,40 @@ export class Participant {
     const c = checkPackage(rec.group, mine.commitment, parsed.pkg);
     if (!c.ok) {
       this.#refuse(rec, reply, m, 2, c.error);
+      return;
+    }
+    if (this.#opts.approver) {
+      const session = m.body.session;
+      const ruled = this.#ruled(rec, session, parsed.pkg.message);
+      // A refused or mismatched package burns the session: its nonce is dropped, never used.
+      const burn = (f: FrostFault) => {
+        journal.release(session);
+        this.#refuse(rec, reply, m, 2, f);
+      };
+      if (ruled === 'pending') {
+        this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.REFUSED, `a decision on session ${session} is under way`));
+        return;
+      }
+      if (ruled) {
+        if (ruled.ok) this.#signPackage(rec, reply, m, parsed);
+        else burn(ruled.error);
+        return;
+      }
+      // Prefetched round one (or a coordinator that did not send the message): decide now.
+      void this.#decide(rec, session, parsed.pkg.message)
+        .then((f) => (f ? burn(f) : this.#guard(() => this.#signPackage(rec, reply, m, parsed))))
+        .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
+      return;
+    }
+    this.#signPackage(rec, reply, m, parsed);
+  }
+
+  /** Round two proper, once the package is checked (and approved): claim the nonce, sign, reply. */
+  #signPackage(rec: ShareRecord, reply: string, m: Opened, parsed: ReturnType<typeof readPackage>): void {
+    const journal = this.keystore.journal(rec);
+    const mine = journal.forSession(m.body.session);
+    if (mine?.state !== 'issued') {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NONCE_USED, `the commitment of session ${m.body.session} is no longer available`));
       return;
     }
     // The `used` record is written now (a second package is refused at once) and fdatasync'd in

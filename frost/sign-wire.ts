@@ -7,10 +7,15 @@ import { asArray, asBytes, asDid, asObj, asSafeUint, asText, type Obj } from '..
 import { MAX_PARTICIPANTS, type SigningCommitment } from './group.ts';
 import type { SigningPackage } from './sign.ts';
 
-/** `sign-request` (coordinator → all holders, round 1). */
-export function readRequest(p: Obj): { group: Did } {
-  const o = asObj(p, 'request', ['group']);
-  return { group: asDid(o['group'], 'request.group') };
+/**
+ * `sign-request` (coordinator → all holders, round 1): `{group, message?}`. The message is there
+ * when the coordinator knows it (not for prefetched round one), so a holder with an approval
+ * policy decides before it commits a nonce.
+ */
+export function readRequest(p: Obj): { group: Did; message?: Uint8Array } {
+  const o = asObj(p, 'request', ['group'], ['message']);
+  const group = asDid(o['group'], 'request.group');
+  return o['message'] === undefined ? { group } : { group, message: asBytes(o['message'], 'request.message') };
 }
 
 /** `sign-commitment` (holder → coordinator, round 1). */

@@ -33,6 +33,8 @@ export interface ParticipantProcOpts {
   /** Extra arguments (e.g. `--passphrase-env VAR`). */
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
+  /** Give the child a writable stdin (`child.stdin`), for `--approve prompt`; default none. */
+  readonly stdin?: boolean;
 }
 
 /** A participant child process and the events it printed. */
@@ -122,7 +124,7 @@ export class ParticipantProc {
 export async function startParticipantProc(opts: ParticipantProcOpts, readyTimeoutMs = 30_000): Promise<ParticipantProc> {
   const flags = ['--keystore', opts.keystore, '--nats', opts.natsUrl, '--prefix', opts.prefix, ...(opts.args ?? [])];
   const argv = opts.script ? ['--import', TSX_IMPORT, opts.script, ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
-  const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
   track(child);
   const p = new ParticipantProc(opts.keystore, child);
   await p.waitFor((e) => e.event === 'ready', 'ready', readyTimeoutMs);
@@ -141,12 +143,15 @@ export class ParticipantCluster {
     this.procs = procs;
   }
 
-  /** Starts `n` participants (keystores `<dir>/p1..pn`) in parallel; `dir` defaults to a temp folder. */
-  static async start(n: number, base: Omit<ParticipantProcOpts, 'keystore'>, dir?: string): Promise<ParticipantCluster> {
+  /**
+   * Starts `n` participants (keystores `<dir>/p1..pn`) in parallel; `dir` defaults to a temp
+   * folder. `argsFor(i)` (0-based) adds arguments of participant i's own (its approval policy).
+   */
+  static async start(n: number, base: Omit<ParticipantProcOpts, 'keystore'>, dir?: string, argsFor?: (i: number) => readonly string[]): Promise<ParticipantCluster> {
     const ownsDir = dir === undefined;
     const root = dir ?? mkdtempSync(join(tmpdir(), 'jcp-frost-'));
     mkdirSync(root, { recursive: true });
-    const started = await Promise.allSettled(Array.from({ length: n }, (_, i) => startParticipantProc({ ...base, keystore: join(root, `p${i + 1}`) })));
+    const started = await Promise.allSettled(Array.from({ length: n }, (_, i) => startParticipantProc({ ...base, keystore: join(root, `p${i + 1}`), args: [...(base.args ?? []), ...(argsFor?.(i) ?? [])] })));
     const procs = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failed = started.find((s) => s.status === 'rejected');
     const c = new ParticipantCluster(root, ownsDir, procs);

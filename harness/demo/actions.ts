@@ -29,6 +29,7 @@ import type { ContentId } from '../../core/hash.ts';
 import { openReceipt } from '../../core/receipt.ts';
 import { signRevocation } from '../../core/revocation.ts';
 import { verifyWireRequestSignature } from '../../core/wire.ts';
+import { isFrostError } from '../../frost/errors.ts';
 import { soloSignature } from '../../frost/sign.ts';
 import { JcpClient, resultJson } from '../../node/client.ts';
 import type { DemoNode } from './nodes.ts';
@@ -116,6 +117,38 @@ export interface Attempt {
 export interface Approval {
   readonly solo: Attempt;
   readonly group: Attempt;
+}
+
+/** The team asked to sign a call its holders' policies refuse: who refused and why. */
+export interface TeamRefusal {
+  /** True when no signature came out (the call never reached the node). */
+  readonly refused: boolean;
+  readonly code: string | null;
+  /** Who refused: `member` is the team's member (process) number, `identifier` the FROST identifier (roster index). */
+  readonly refusals: readonly { readonly member: number | null; readonly identifier: number | null; readonly did: string | null; readonly code: string; readonly why: string }[];
+}
+
+/**
+ * Asks the team to sign `action` with `args` (a call outside the holders' policies) and never
+ * sends it: the holders must refuse, and the coordinator names who refused and why (spec §2.2).
+ */
+export async function askTeamToSign(node: DemoNode, team: Team, grant: SignedGrant, action: string, args: Record<string, unknown>): Promise<TeamRefusal> {
+  const c = await JcpClient.connect({ host: node.host, port: node.port, signer: { did: team.group, sign: team.sign } });
+  try {
+    await c.request({ chain: [grant], action, payload: args });
+    return { refused: false, code: null, refusals: [] };
+  } catch (e) {
+    if (!isFrostError(e)) throw e;
+    const list = (e.detail?.['refusals'] as { identifier?: number; did?: string; code: string; why: string }[] | undefined) ?? [];
+    const member = (did: string | undefined) => (did !== undefined && team.holders.includes(did) ? team.holders.indexOf(did) + 1 : null);
+    return {
+      refused: true,
+      code: e.code,
+      refusals: list.map((r) => ({ member: member(r.did), identifier: r.identifier ?? null, did: r.did ?? null, code: r.code, why: r.why })),
+    };
+  } finally {
+    await c.close();
+  }
 }
 
 function resultText(result: Uint8Array | undefined): string | null {

@@ -12,7 +12,8 @@ import type { ContentId } from '../../core/hash.ts';
 import type { ReceiptCore } from '../../core/receipt.ts';
 import type { ChannelAudit } from '../../channel/audit.ts';
 import type { Probe } from '../../meter/index.ts';
-import type { Approval, Steering } from './actions.ts';
+import type { Approval, Steering, TeamRefusal } from './actions.ts';
+import type { TeamDecision, TeamPolicy } from './team.ts';
 import { type Broker, NATS_INSTALL_HINT } from './broker.ts';
 import { addToTally, decisionsByRequest, emptyTally, type NodeEvidence, type Tally } from './evidence.ts';
 import type { DemoNode } from './nodes.ts';
@@ -35,6 +36,11 @@ export interface RunFacts {
   readonly revocation: { readonly worker: string; readonly grantIds: readonly ContentId[]; readonly acked: readonly string[]; readonly atMs: number } | undefined;
   readonly steering: Steering | undefined;
   readonly approval: Approval | undefined;
+  /** The call the team was asked to sign outside its holders' policies. */
+  readonly teamRefusal: TeamRefusal | undefined;
+  /** Every approval decision the team's holders took, and their policies. */
+  readonly teamDecisions: readonly TeamDecision[];
+  readonly teamPolicies: readonly TeamPolicy[];
   readonly team: { readonly group: Did; readonly members: readonly Did[]; readonly min: number; readonly max: number; readonly dkgMs: number } | undefined;
   readonly teamGrant: SignedGrant | undefined;
   readonly teamAction: string;
@@ -162,6 +168,8 @@ export function buildReport(f: RunFacts): DemoReport {
     if (solo?.verdict !== 'deny') problems.push('the single-share attempt was not refused by a verified receipt');
     if (a.solo.signatureVerifies) problems.push('a single share produced a signature that verifies');
     if (group?.verdict !== 'allow') problems.push('the group-signed action was not allowed by a verified receipt');
+    if (!f.teamRefusal?.refused) problems.push('the team signed a call outside its holders\' policies');
+    if (!f.teamDecisions.some((d) => d.decision === 'approve')) problems.push('no holder recorded an approval of the team call');
     threshold = {
       available: true,
       group: f.team.group,
@@ -174,6 +182,9 @@ export function buildReport(f: RunFacts): DemoReport {
       node: f.nodes[0]!.name,
       solo: { signature_verifies: a.solo.signatureVerifies, verdict: solo?.verdict ?? 'no verified receipt', deny_reason: solo?.deny_reason ?? null },
       group_call: { signature_verifies: a.group.signatureVerifies, verdict: group?.verdict ?? 'no verified receipt', deny_reason: group?.deny_reason ?? null, result: a.group.result },
+      policies: f.teamPolicies,
+      approvals: f.teamDecisions,
+      refused_call: f.teamRefusal ?? null,
     };
   }
 

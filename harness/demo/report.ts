@@ -5,6 +5,8 @@
  */
 import type { Did } from '../../core/didkey.ts';
 import type { ContentId } from '../../core/hash.ts';
+import type { TeamRefusal } from './actions.ts';
+import type { TeamDecision, TeamPolicy } from './team.ts';
 
 /** A grant as the report names it (µJ as decimal strings). */
 export interface GrantLine {
@@ -101,6 +103,12 @@ export interface DemoReport {
         readonly node: string;
         readonly solo: { readonly signature_verifies: boolean; readonly verdict: string; readonly deny_reason: string | null };
         readonly group_call: { readonly signature_verifies: boolean; readonly verdict: string; readonly deny_reason: string | null; readonly result: string | null };
+        /** Each holder's approval policy (docs/frost.md "Approvals"). */
+        readonly policies: readonly TeamPolicy[];
+        /** Every decision the holders took, approve or refuse, with holder, policy and reason (each a signed record). */
+        readonly approvals: readonly TeamDecision[];
+        /** A call outside the policies the team was asked to sign: refused, by whom and why. */
+        readonly refused_call: TeamRefusal | null;
       }
     | { readonly available: false; readonly why: string };
   channel:
@@ -208,6 +216,16 @@ export function renderReport(r: DemoReport): string[] {
       `  one member alone: its signature ${t.solo.signature_verifies ? 'VERIFIES (unexpected)' : 'does not verify under the group key'}; node ${t.node}: ${t.solo.verdict}${t.solo.deny_reason ? ` (${t.solo.deny_reason})` : ''}`,
       `  two members together: signature ${t.group_call.signature_verifies ? 'verifies' : 'does NOT verify'}; node ${t.node}: ${t.group_call.verdict}${t.group_call.deny_reason ? ` (${t.group_call.deny_reason})` : ''} — ${t.action} ${JSON.stringify([t.target])}${t.group_call.result ? `: ${t.group_call.result}` : ''}`,
     );
+    for (const p of t.policies) out.push(`  member ${p.member} decides by ${p.kind}: ${p.what}`);
+    for (const d of t.approvals) out.push(`  member ${d.member} ${d.decision === 'approve' ? 'approved' : 'REFUSED'} request ${short(d.request)} (${d.policy_kind} ${short(d.policy)}): ${d.reason}`);
+    if (t.refused_call) {
+      const rc = t.refused_call;
+      out.push(
+        rc.refused
+          ? `  a call outside the policies got no signature (${rc.code}): ${rc.refusals.map((r) => `member ${r.member} [${r.code}] ${r.why}`).join('; ')}`
+          : '  a call outside the policies was SIGNED (unexpected)',
+      );
+    }
   }
 
   out.push('', 'Budget channel (§4.5 profile): the memory root shared by all nodes');

@@ -29,7 +29,7 @@ import { auditChannel } from '../../channel/audit.ts';
 import { JetStreamBus } from '../../channel/jetstream.ts';
 import { channelNames } from '../../channel/names.ts';
 import { createMeter, type Probe, readMeterConfig } from '../../meter/index.ts';
-import { type Approval, approveAsTeam, revokeEverywhere, type Steering, steer } from './actions.ts';
+import { type Approval, approveAsTeam, askTeamToSign, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
 import { chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
 import { type NodeEvidence, readEvidence } from './evidence.ts';
@@ -38,8 +38,13 @@ import { type DemoNode, metricsText, startNode, stopNode } from './nodes.ts';
 import { delegateWorker, leafId, mintRoots, type Roots, teamGrant, type WorkerChains } from './plan.ts';
 import { buildReport, type RunFacts } from './compile.ts';
 import type { DemoReport } from './report.ts';
-import { BUDGETS, FS_ACTIONS, MEMORY_ACTIONS, meterSection, resourcesSection, TEAM_ACTION, writeSample } from './setup.ts';
-import { type Team, startTeam } from './team.ts';
+import { BUDGETS, FS_ACTIONS, MEMORY_ACTIONS, MEMORY_RESOURCE, meterSection, resourcesSection, TEAM_ACTION, writeSample } from './setup.ts';
+import { type Team, type TeamDecision, type TeamPolicy, startTeam } from './team.ts';
+
+/** The entity prefix member 3's rules keep the team's deletions under (its "folder"). */
+const TEAM_FOLDER = 'w1-';
+/** A call outside the holders' policies: outside the folder, and it looks secret to the reviewer. */
+const REFUSED_TARGET = 'w2-secrets';
 import { listTools, missingTools, type ToolInfo } from './tools.ts';
 import { WorkerProc } from './workers.ts';
 
@@ -165,7 +170,13 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const teamReady = (async () => {
       if (natsUrl === undefined) return;
       nc = await connect({ servers: natsUrl, name: 'jcp-demo' });
-      team = await startTeam(nc, natsUrl, join(dir, 'team'));
+      team = await startTeam(nc, natsUrl, join(dir, 'team'), {
+        resource: MEMORY_RESOURCE,
+        action: TEAM_ACTION,
+        costCapUj: BUDGETS.teamUj,
+        arg: 'entityNames',
+        folder: TEAM_FOLDER,
+      });
       const t = team;
       cleanups.push(() => t.close());
       say(`threshold team: 3 participant processes made a 2-of-3 group key by DKG over NATS in ${t.dkgMs} ms: ${t.group.slice(0, 24)}…`);
@@ -285,6 +296,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
 
     // 5. The team's irreversible action.
     let approval: Approval | undefined;
+    let teamRefusal: TeamRefusal | undefined;
+    let teamDecisions: TeamDecision[] = [];
+    let teamPolicies: readonly TeamPolicy[] = [];
     let teamGrantLine: RunFacts['teamGrant'];
     let teamInfo: RunFacts['team'];
     const target = 'w1-findings';
@@ -296,6 +310,12 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       approval = await approveAsTeam(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [target] });
       say(`one member alone signs: ${approval.solo.verdict}${approval.solo.denyReason ? ` (${approval.solo.denyReason})` : ''}`);
       say(`two members sign together: ${approval.group.verdict}${approval.group.denyReason ? ` (${approval.group.denyReason})` : ''}${approval.group.result ? ` — ${approval.group.result}` : ''}`);
+      teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
+      say(
+        `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
+      );
+      teamDecisions = team.decisions();
+      teamPolicies = team.policies;
     }
 
     // 6. Stop everything, then read the evidence.
@@ -340,6 +360,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       revocation,
       steering,
       approval,
+      teamRefusal,
+      teamDecisions,
+      teamPolicies,
       team: teamInfo,
       teamGrant: teamGrantLine,
       teamAction: TEAM_ACTION,

@@ -143,6 +143,17 @@ describe('jcp demo - the main job end to end', () => {
     expect(r.threshold.members).toHaveLength(3);
     expect(r.threshold.solo).toEqual({ signature_verifies: false, verdict: 'deny', deny_reason: 'bad-signature' });
     expect(r.threshold.group_call).toMatchObject({ signature_verifies: true, verdict: 'allow', deny_reason: null });
+    // Each holder decided by its own policy: the allowed call was approved by the holders that
+    // signed it; the call outside the policies got no signature, refused by the reviewer and the
+    // folder rule, each named with its reason (docs/frost.md "Approvals").
+    expect(r.threshold.policies.map((p) => p.kind)).toEqual(['rules', 'webhook', 'rules']);
+    const approved = r.threshold.approvals.filter((d) => d.decision === 'approve');
+    expect(approved.length).toBeGreaterThanOrEqual(2);
+    expect(r.threshold.refused_call).toMatchObject({ refused: true, code: 'frost-not-approved' });
+    const refusers = r.threshold.refused_call!.refusals.map((x) => x.member).sort();
+    expect(refusers).toEqual([2, 3]);
+    expect(r.threshold.refused_call!.refusals.find((x) => x.member === 3)!.why).toMatch(/entityNames is not under w1-/);
+    expect(r.threshold.approvals.some((d) => d.member === 2 && d.decision === 'refuse' && /looks like a secret/.test(d.reason))).toBe(true);
     expect(r.denies_by_reason['bad-signature']).toBe(1);
 
     // The channel: three points, the statements prove the spend the receipts show, within the bound.

@@ -8,6 +8,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed } from '../../core/actor.ts';
 import { newBoxKey, pairKey, seal } from '../../frost/box.ts';
+import { approvalsStream } from '../../frost/approvers.ts';
 import { evidenceStream, natsBus, registryBucket, subjects } from '../../frost/bus.ts';
 import { dkgRound1, dkgRound2, type Round1Package } from '../../frost/dkg.ts';
 import { boxContext, readRound1, readStart } from '../../frost/dkg-wire.ts';
@@ -26,7 +27,7 @@ export function uniquePrefix(tag: string): string {
 export async function cleanupPrefix(nc: NatsConnection, prefix: string): Promise<void> {
   try {
     const jsm = await jetstreamManager(nc);
-    for (const name of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix)]) {
+    for (const name of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)]) {
       await jsm.streams.delete(name).catch(() => false);
     }
   } catch {

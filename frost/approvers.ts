@@ -1,0 +1,337 @@
+/**
+ * Threshold approvals at the edges (spec §2.2): the three approval policies a holder runs
+ * (`--approve rules FILE | prompt | webhook URL`), the holder's decision journal, and the
+ * JetStream stream decisions are published on. The pure parts (decoding, rules, records) are in
+ * `approval.ts`; docs/frost.md "Approvals" documents the formats and subjects.
+ */
+import { closeSync, existsSync, fdatasyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { ContentId } from '../core/hash.ts';
+import { contentId } from '../core/hash.ts';
+import type { Did } from '../core/didkey.ts';
+import { type DecodedCall, DEFAULT_MAX_SKEW_S, judgeByRules, openDecision, parseRules, type ReadDecision, type Subject, type Verdict } from './approval.ts';
+import { groupTag } from './group.ts';
+import { FrostError, FrostErrorCodes } from './errors.ts';
+
+/** The call as a person or a webhook is shown it: the decoded call plus who asks whom. */
+export type ShownCall = Subject & { readonly group: Did; readonly holder: Did; readonly session: string };
+
+/** An approval policy: decides one call. Must resolve (never reject); a failure is a refusal. */
+export interface Approver {
+  /** `rules`, `prompt`, `webhook`. */
+  readonly kind: string;
+  /** Content id of the policy (rules: its canonical form; prompt/webhook: `{policy, url?}`). */
+  readonly id: ContentId;
+  /** Sign raw (non-request) messages too, after the policy approves them. */
+  readonly allowRaw: boolean;
+  /** Largest |holder clock − request now|, seconds. */
+  readonly maxSkewS: number;
+  decide(call: ShownCall): Promise<Verdict>;
+}
+
+/** Common options of the approvers. `timeoutMs`: how long a person or webhook may take (ms). */
+export interface ApproverOpts {
+  readonly allowRaw?: boolean;
+  readonly timeoutMs?: number;
+  readonly maxSkewS?: number;
+}
+
+/** Default time a person or webhook has to answer (ms): no answer in time is a refusal. */
+export const DEFAULT_APPROVE_TIMEOUT_MS = 10_000;
+
+/**
+ * A rules-file approver (`--approve rules FILE`). @throws FrostError `frost-policy-invalid`
+ * naming the field when the file does not parse, `frost-policy-invalid` when it cannot be read.
+ */
+export function rulesApprover(path: string, opts: ApproverOpts = {}): Approver {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new FrostError(FrostErrorCodes.POLICY_INVALID, `rules file ${path}: ${(e as Error).message}`);
+  }
+  const r = parseRules(text);
+  if (!r.ok) throw new FrostError(FrostErrorCodes.POLICY_INVALID, `${path}: ${r.error.why}`);
+  const rules = r.value;
+  return { kind: 'rules', id: rules.id, allowRaw: opts.allowRaw ?? false, maxSkewS: opts.maxSkewS ?? rules.max_skew_s, decide: async (c) => judgeByRules(rules, c) };
+}
+
+/** One line per field of a decoded call, for a person. */
+export function describeCall(c: ShownCall): string {
+  if (c.kind === 'raw') return `  raw message ${c.request} (${c.bytes} bytes): ${c.why}\n  group ${c.group}, session ${c.session}`;
+  const d: DecodedCall = c;
+  const args = d.arguments !== undefined ? JSON.stringify(d.arguments) : d.payload_hex !== undefined ? `0x${d.payload_hex}` : '(none)';
+  return [
+    `  request   ${d.request}`,
+    `  tool      ${d.action} (${d.frame_kind}, ${d.trust})`,
+    `  resource  ${d.resource}`,
+    `  arguments ${args}`,
+    `  cost      ${d.cost_uj} µJ (${d.provenance})`,
+    `  caller    ${d.caller}`,
+    `  now       ${d.now} (${new Date(d.now * 1000).toISOString()})`,
+    ...d.chain.map((g, i) => `  chain[${i}]  ${g.issuer} → ${g.subject}: [${g.actions.join(', ')}] on ${g.resource}, ${g.budget_uj} µJ, expires ${g.expiry}`),
+    `  group     ${c.group}, session ${c.session}`,
+  ].join('\n');
+}
+
+/**
+ * A person at the participant's terminal (`--approve prompt`): shows each call on `output` and
+ * reads one line from `input` (`y`/`yes` approves; anything else refuses, the text after `n` is
+ * the reason). One question at a time; no answer within `timeoutMs` (or input closed) refuses.
+ */
+export function promptApprover(input: Readable, output: Writable, opts: ApproverOpts = {}): Approver {
+  const rl = createInterface({ input, terminal: false });
+  const lines: string[] = [];
+  let waiter: ((l: string | undefined) => void) | undefined;
+  let closed = false;
+  rl.on('line', (l) => {
+    if (waiter) {
+      const w = waiter;
+      waiter = undefined;
+      w(l);
+    } else lines.push(l);
+  });
+  rl.on('close', () => {
+    closed = true;
+    waiter?.(undefined);
+    waiter = undefined;
+  });
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_APPROVE_TIMEOUT_MS;
+  let queue: Promise<unknown> = Promise.resolve();
+  const ask = async (c: ShownCall): Promise<Verdict> => {
+    lines.length = 0; // answers typed before the question are not answers to it
+    output.write(`\njcp frost: approve this call? [y/N]\n${describeCall(c)}\n> `);
+    if (closed) return { approve: false, reason: 'the terminal is closed' };
+    let timer: NodeJS.Timeout | undefined;
+    const line = await new Promise<string | undefined>((resolve) => {
+      waiter = resolve;
+      timer = setTimeout(() => {
+        waiter = undefined;
+        resolve(undefined);
+      }, timeoutMs);
+    });
+    clearTimeout(timer);
+    if (line === undefined) return { approve: false, reason: closed ? 'the terminal is closed' : `no answer at the terminal within ${timeoutMs} ms` };
+    const a = line.trim();
+    if (/^(y|yes)$/i.test(a)) return { approve: true, reason: 'approved at the terminal' };
+    const why = a.replace(/^(n|no)\b\s*/i, '');
+    return { approve: false, reason: `refused at the terminal${why ? `: ${why}` : ''}` };
+  };
+  return {
+    kind: 'prompt',
+    id: contentId({ policy: 'prompt' }),
+    allowRaw: opts.allowRaw ?? false,
+    maxSkewS: opts.maxSkewS ?? DEFAULT_MAX_SKEW_S,
+    decide(c) {
+      const p = queue.then(() => ask(c));
+      queue = p.catch(() => undefined);
+      return p.catch((e: unknown) => ({ approve: false, reason: `prompt failed: ${(e as Error).message}` }));
+    },
+  };
+}
+
+/**
+ * An external approver (`--approve webhook URL`): POSTs the decoded call as JSON
+ * (`{call: ShownCall, policy}`) and waits at most `timeoutMs` for `{"approve": true|false,
+ * "reason": "…"}` with status 2xx. No answer in time, another status or another body refuses.
+ * @throws FrostError `frost-policy-invalid` for a URL that is not http(s).
+ */
+export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook URL ${url} does not parse`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook URL ${url}: only http and https`);
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_APPROVE_TIMEOUT_MS;
+  const id = contentId({ policy: 'webhook', url: u.href });
+  return {
+    kind: 'webhook',
+    id,
+    allowRaw: opts.allowRaw ?? false,
+    maxSkewS: opts.maxSkewS ?? DEFAULT_MAX_SKEW_S,
+    async decide(c) {
+      try {
+        const res = await fetch(u, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ call: c, policy: id }),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        const text = await res.text();
+        if (!res.ok) return { approve: false, reason: `webhook answered HTTP ${res.status}` };
+        const v = JSON.parse(text) as { approve?: unknown; reason?: unknown };
+        if (typeof v.approve !== 'boolean') return { approve: false, reason: 'webhook answer has no boolean "approve"' };
+        const reason = typeof v.reason === 'string' && v.reason !== '' ? v.reason : v.approve ? 'approved by webhook' : 'refused by webhook';
+        return { approve: v.approve, reason: `webhook: ${reason}`.slice(0, 2000) };
+      } catch (e) {
+        const name = (e as Error).name;
+        if (name === 'TimeoutError' || name === 'AbortError') return { approve: false, reason: `webhook gave no answer within ${timeoutMs} ms` };
+        return { approve: false, reason: `webhook failed: ${(e as Error).message}` };
+      }
+    },
+  };
+}
+
+/**
+ * A holder's decision journal (`<keystore>/approvals.journal`, mode 0600): each signed decision
+ * record, length-prefixed (4-byte big-endian), appended and fdatasync'd before the share (or the
+ * refusal) leaves. Read back at start, it keeps each session bound to the request it decided on,
+ * across restarts. A torn last record is ignored.
+ */
+export class DecisionJournal {
+  readonly path: string;
+  readonly #fd: number;
+  /** `<groupTag>:<identifier>:<session>` → the last decision taken for it. */
+  readonly #bySession = new Map<string, { request: ContentId; approve: boolean; reason: string }>();
+
+  private constructor(path: string) {
+    this.path = path;
+    if (existsSync(path)) for (const d of readDecisionFile(path)) if (d.record) this.#note(d.record);
+    this.#fd = openSync(path, 'a', 0o600);
+  }
+
+  /** Opens (or creates) the journal at `path`. @throws on a file that cannot be read or opened. */
+  static open(path: string): DecisionJournal {
+    return new DecisionJournal(path);
+  }
+
+  #note(d: ReadDecision): void {
+    if (!d.valid) return;
+    this.#bySession.set(key(d.body.group, d.body.identifier, d.body.session), { request: d.body.request, approve: d.body.decision === 'approve', reason: d.body.reason });
+  }
+
+  /** The last decision taken for this share's `session`, if any. */
+  forSession(group: Did, identifier: number, session: string): { request: ContentId; approve: boolean; reason: string } | undefined {
+    return this.#bySession.get(key(group, identifier, session));
+  }
+
+  /** Appends a record (durably: fdatasync) and indexes it. @throws FrostError `frost-journal-io`. */
+  append(record: Uint8Array): void {
+    const d = openDecision(record);
+    const head = new Uint8Array(4);
+    new DataView(head.buffer).setUint32(0, record.length, false);
+    try {
+      writeSync(this.#fd, Buffer.concat([head, record]));
+      fdatasyncSync(this.#fd);
+    } catch (e) {
+      throw new FrostError(FrostErrorCodes.JOURNAL_IO, `${this.path}: ${(e as Error).message}`);
+    }
+    this.#note(d);
+  }
+
+  /** Closes the file. */
+  close(): void {
+    closeSync(this.#fd);
+  }
+}
+
+function key(group: Did, identifier: number, session: string): string {
+  return `${groupTag(group)}:${identifier}:${session}`;
+}
+
+/**
+ * Every record in a decision journal file, verified, in order (`seq` counts from 1); a frame
+ * that is not a decision record is returned as `malformed`; a torn last frame is ignored.
+ * @throws the file system's error when the file cannot be read.
+ */
+export function readDecisionFile(path: string): StreamedDecision[] {
+  const buf = new Uint8Array(readFileSync(path));
+  const out: StreamedDecision[] = [];
+  for (let off = 0; off + 4 <= buf.length; ) {
+    const n = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0, false);
+    if (off + 4 + n > buf.length) break;
+    try {
+      out.push({ seq: out.length + 1, record: openDecision(buf.subarray(off + 4, off + 4 + n)) });
+    } catch (e) {
+      out.push({ seq: out.length + 1, malformed: (e as Error).message });
+    }
+    off += 4 + n;
+  }
+  return out;
+}
+
+/** A name safe for JetStream stream names, derived from a subject prefix. */
+function storeName(prefix: string): string {
+  return prefix.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+/** The approvals stream name for `prefix`: `<prefix>_approvals`. */
+export function approvalsStream(prefix: string): string {
+  return `${storeName(prefix)}_approvals`;
+}
+
+/** The subject a holder publishes its decisions on: `<prefix>.approvals.<groupTag>.<identifier>`. */
+export function approvalsSubject(prefix: string, group: Did, identifier: number): string {
+  return `${prefix}.approvals.${groupTag(group)}.${identifier}`;
+}
+
+/**
+ * Publishes a decision record on the JetStream stream `<prefix>_approvals` (subjects
+ * `<prefix>.approvals.>`, created if absent, kept 30 days). Returns the stream sequence.
+ * @throws FrostError `frost-transport`.
+ */
+export async function publishDecision(nc: NatsConnection, prefix: string, group: Did, identifier: number, record: Uint8Array): Promise<number> {
+  try {
+    const jsm = await jetstreamManager(nc);
+    const name = approvalsStream(prefix);
+    try {
+      await jsm.streams.info(name);
+    } catch {
+      await jsm.streams.add({ name, subjects: [`${prefix}.approvals.>`], max_age: 30 * 24 * 3600 * 1e9 });
+    }
+    const ack = await jetstream(nc).publish(approvalsSubject(prefix, group, identifier), record);
+    return ack.seq;
+  } catch (e) {
+    throw new FrostError(FrostErrorCodes.TRANSPORT, `approvals stream: ${(e as Error).message}`, [], undefined, { cause: e });
+  }
+}
+
+/** One message of the approvals stream (or record of a journal): a record read back, or why it is not one. */
+export interface StreamedDecision {
+  readonly seq: number;
+  readonly record?: ReadDecision;
+  readonly malformed?: string;
+}
+
+/**
+ * Every decision record on the approvals stream of `prefix` (optionally only `group`'s), each
+ * verified; `seq` is the stream sequence. An absent stream is no records.
+ * @throws FrostError `frost-transport`.
+ */
+export async function readDecisionStream(nc: NatsConnection, prefix: string, group?: Did): Promise<StreamedDecision[]> {
+  const out: StreamedDecision[] = [];
+  try {
+    const jsm = await jetstreamManager(nc);
+    const name = approvalsStream(prefix);
+    let last: number;
+    try {
+      last = (await jsm.streams.info(name)).state.last_seq;
+    } catch {
+      return [];
+    }
+    const filter = group ? `${prefix}.approvals.${groupTag(group)}.*` : `${prefix}.approvals.>`;
+    for (let seq = 1; seq <= last; seq++) {
+      let m: Awaited<ReturnType<typeof jsm.streams.getMessage>>;
+      try {
+        m = await jsm.streams.getMessage(name, { seq });
+      } catch {
+        continue; // deleted or aged out
+      }
+      if (!m) continue;
+      if (group && !m.subject.startsWith(filter.slice(0, -1))) continue;
+      try {
+        out.push({ seq, record: openDecision(m.data) });
+      } catch (e) {
+        out.push({ seq, malformed: (e as Error).message });
+      }
+    }
+  } catch (e) {
+    throw new FrostError(FrostErrorCodes.TRANSPORT, `approvals stream: ${(e as Error).message}`, [], undefined, { cause: e });
+  }
+  return out;
+}
