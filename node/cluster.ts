@@ -285,11 +285,13 @@ export class ClusterHooks {
   /**
    * Attaches the running node: its steward signs statements and close records, its replayed
    * ledger gives each channel's starting spend; `steering` (the node's amendments, §4.7) makes a
-   * channel grant's continuations spend from its channel. Starts settlement (each channel settles before
+   * channel grant's continuations spend from its channel and binds a shard's continuations to
+   * that shard's point. Starts settlement (each channel settles before
    * it allows anything) and acknowledges the shard assignments already in force.
    */
   attach(steward: Actor, ledger: LedgerView, steering?: ChannelSteering): void {
     this.channels.attach(steward, (id) => ledger.spent(id), steering);
+    this.shards.steering = steering;
     this.#steward = steward;
     this.#ackInForce();
     this.#closer = new ShardCloser(this.bus, steward, ledger);
