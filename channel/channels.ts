@@ -21,6 +21,18 @@ import type { ChannelBus } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ChannelPoint, type SettleOutcome } from './settlement.ts';
 
+/**
+ * §4.7 steering as the channels see it (node/amendments.ts `AmendmentStore`, structurally): a
+ * continuation of a channel grant spends from that grant's channel, under the steered grant's
+ * budget, so steering never gives the cluster more than the channel had left.
+ */
+export interface ChannelSteering {
+  /** The first steered grant of continuation `id`'s line and its budget_uj; undefined for other grants. */
+  origin(id: ContentId): { readonly steeredId: ContentId; readonly budgetUj: Uj } | undefined;
+  /** Every continuation whose line starts at `steeredId`. */
+  continuationsOf(steeredId: ContentId): ContentId[];
+}
+
 /** One channel grant this node serves as a point. */
 export interface ChannelSpec {
   /** The shared grant's id. */
@@ -98,8 +110,11 @@ export class Channels {
    * budget policy before it opens its log). Until then {@link admit} refuses every chain that
    * contains a channel grant (the restart rule).
    */
-  attach(self: Actor, spentOf: (grantId: ContentId) => Uj): void {
+  attach(self: Actor, spentOf: (grantId: ContentId) => Uj, steering?: ChannelSteering): void {
     if (this.#points.size > 0) return;
+    this.#steering = steering;
+    // A point's own spend includes what its node debited from the channel grant's continuations.
+    const spentWith = (id: ContentId): Uj => (steering?.continuationsOf(id) ?? []).reduce((sum, c) => sum + spentOf(c), spentOf(id));
     for (const s of this.#specs) {
       this.#points.set(
         s.grantId,
@@ -108,13 +123,28 @@ export class Channels {
           windowUj: s.windowUj,
           self,
           bus: this.#opts.bus,
-          spentUj: spentOf(s.grantId),
+          spentUj: spentWith(s.grantId),
           log: this.#log,
           ...(s.points ? { points: s.points } : {}),
           ...(this.#opts.nowMs ? { nowMs: this.#opts.nowMs } : {}),
         }),
       );
     }
+  }
+
+  #steering: ChannelSteering | undefined;
+
+  /**
+   * The point that pays for chain link `id` and the budget it is checked against: the link's own
+   * channel, or, for the continuation of a channel grant, the steered grant's channel under the
+   * steered grant's budget.
+   */
+  #payer(id: ContentId, link: SignedGrant | undefined): { p: ChannelPoint; budgetUj: Uj | undefined; own: boolean } | undefined {
+    const p = this.#points.get(id);
+    if (p) return { p, budgetUj: link?.grant.budget_uj, own: true };
+    const o = this.#steering?.origin(id);
+    const q = o === undefined ? undefined : this.#points.get(o.steeredId);
+    return q && o ? { p: q, budgetUj: o.budgetUj, own: false } : undefined;
   }
 
   /** The point serving `grantId`, if it is a channel grant here. */
@@ -139,10 +169,11 @@ export class Channels {
       if (this.#points.size === 0 && this.#specs.some((s) => s.grantId === id)) {
         return { reason: DenyReasons.BUDGET_EXCEEDED, link: i, why: 'budget channel (not-settled): this point has not started its channels yet', requestedUj: req.cost.uj, remainingUj: 0n };
       }
-      const p = this.#points.get(id);
       const link = req.chain[i];
-      if (!p || !link) continue;
-      const r = p.tryReserve(req.cost.uj, link.grant.budget_uj);
+      const payer = this.#payer(id, link);
+      if (!payer || !link || payer.budgetUj === undefined) continue;
+      const p = payer.p;
+      const r = p.tryReserve(req.cost.uj, payer.budgetUj);
       if (!r.ok) {
         for (const q of reserved) q.release(req.cost.uj);
         return {
@@ -154,7 +185,7 @@ export class Channels {
         };
       }
       reserved.push(p);
-      if (!this.#announced.has(id)) this.#announce(id, link);
+      if (payer.own && !this.#announced.has(id)) this.#announce(id, link);
     }
     return undefined;
   }
@@ -170,7 +201,7 @@ export class Channels {
 
   /** The budget policy's commit (node `BudgetPolicy.committed`): the allow's receipt is durable. */
   committed(req: DecisionRequest, decision: AllowDecision): void {
-    for (const id of decision.chainIds) this.#points.get(id)?.commit(req.cost.uj);
+    for (const [i, id] of decision.chainIds.entries()) this.#payer(id, req.chain[i])?.p.commit(req.cost.uj);
   }
 
   /** Starts the settlement timer and settles every channel once (the restart rule). */

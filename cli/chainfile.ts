@@ -109,9 +109,12 @@ function stableJson(v: unknown): string | undefined {
   return JSON.stringify(sort(v));
 }
 
-/** The fields where a chain file's `grant` view differs from the signed grant's view, as `field (view X, signed Y)`. */
-function viewDiffs(view: unknown, signed: Record<string, unknown>): string[] {
-  if (typeof view !== 'object' || view === null || Array.isArray(view)) return ['grant (not an object)'];
+/**
+ * The fields where a file's readable view (a chain file's `grant`, a steering or policy file's
+ * fields) differs from the view of its signed bytes, as `field (view X, signed Y)`.
+ */
+export function viewDiffs(view: unknown, signed: Record<string, unknown>, what = 'grant'): string[] {
+  if (typeof view !== 'object' || view === null || Array.isArray(view)) return [`${what} (not an object)`];
   const out: string[] = [];
   const seen = view as Record<string, unknown>;
   const fields = [...new Set([...Object.keys(signed), ...Object.keys(seen)])];

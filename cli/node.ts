@@ -100,7 +100,7 @@ export const command: Command = {
       await cluster?.close();
       return fault(e);
     }
-    cluster?.attach(node.steward, node.ledger);
+    cluster?.attach(node.steward, node.ledger, node.amendments);
     process.stderr.write(
       `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
         (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +

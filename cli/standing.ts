@@ -14,6 +14,7 @@ import { eventClassOf, isLoopbackHost, readKeyFile, StandingError, StandingServe
 import { chainFileText, didArg, expiryArg, hostPortArg, readChainFile, ujArg, writeChainFile } from './chainfile.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
 import { IoError, ioError, READ_CAPS, readFileCapped } from './fsutil.ts';
+import { checkFileView } from './steerfile.ts';
 
 const help = `Usage:
   jcp standing policy --chain standing.json --key issuer.key (--source s --kind k | --event-class cid)
@@ -46,19 +47,11 @@ function need(v: string | undefined, flag: string): string {
 
 /** Writes a policy file `{type, id, cbor, policy}` (never overwriting). @throws JcpError `refused`, IoError `io`. */
 export function writePolicyFile(file: string, sp: SignedMintPolicy, source?: { source: string; kind: string }): void {
-  const p = sp.body;
   const body = {
     type: POLICY_FILE_TYPE,
     id: mintPolicyId(sp),
     cbor: toHex(encode(signedMintPolicyToCbor(sp))),
-    policy: {
-      grant_id: p.grant_id,
-      event_class: p.event_class,
-      ...(source !== undefined ? { event_source: source.source, event_kind: source.kind } : {}),
-      per_firing_uj: p.per_firing_uj.toString(),
-      max_firings: p.max_firings,
-      nonce: toHex(p.nonce),
-    },
+    policy: policyView(sp, source),
   };
   try {
     writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { flag: 'wx' });
@@ -68,7 +61,24 @@ export function writePolicyFile(file: string, sp: SignedMintPolicy, source?: { s
   }
 }
 
-/** Reads a policy file (at most 1 MiB). @throws JcpError `schema` or the decoder's codes. */
+/** The readable view of a signed policy, as a policy file carries it (the event's source and kind when known). */
+function policyView(sp: SignedMintPolicy, source?: { source: string; kind: string }): Record<string, unknown> {
+  const p = sp.body;
+  return {
+    grant_id: p.grant_id,
+    event_class: p.event_class,
+    ...(source !== undefined ? { event_source: source.source, event_kind: source.kind } : {}),
+    per_firing_uj: p.per_firing_uj.toString(),
+    max_firings: p.max_firings,
+    nonce: toHex(p.nonce),
+  };
+}
+
+/**
+ * Reads a policy file (at most 1 MiB). @throws JcpError `schema`, `chain-file-mismatch` (the
+ * `policy` view disagrees with `cbor`, or its event source and kind are not of its class) or the
+ * decoder's codes.
+ */
 export function readPolicyFile(file: string): SignedMintPolicy {
   let v: Record<string, unknown>;
   try {
@@ -80,6 +90,14 @@ export function readPolicyFile(file: string): SignedMintPolicy {
   if (v?.['type'] !== POLICY_FILE_TYPE) throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected a {"type": "${POLICY_FILE_TYPE}", ...} file`, { file });
   const sp = readSignedMintPolicy(decode(fromHex(String(v['cbor']), undefined, 'policy.cbor')), 'policy');
   if (v['id'] !== undefined && v['id'] !== mintPolicyId(sp)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  const view = v['policy'] as Record<string, unknown> | undefined;
+  // The source and kind are not signed (only their class is): taken from the view when both are text.
+  const src = view?.['event_source'];
+  const kind = view?.['event_kind'];
+  const named = typeof src === 'string' && typeof kind === 'string' ? { source: src, kind } : undefined;
+  const signed = policyView(sp, named);
+  if (named !== undefined && eventClassOf(named.source, named.kind) !== sp.body.event_class) signed['event_class'] = `${sp.body.event_class} (not the class of this source and kind)`;
+  checkFileView(file, 'policy', view, signed);
   return sp;
 }
 

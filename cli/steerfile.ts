@@ -24,6 +24,7 @@ import {
 } from '../core/checkpoint.ts';
 import { ErrorCodes, JcpError } from '../core/errors.ts';
 import { type ContentId, contentId, isContentId } from '../core/hash.ts';
+import { viewDiffs } from './chainfile.ts';
 import { IoError, ioError, READ_CAPS, readFileCapped } from './fsutil.ts';
 
 /** The `type` tag of a checkpoint file. */
@@ -58,18 +59,49 @@ function readJson(file: string, type: string, what: string): Record<string, unkn
   return v;
 }
 
+/** The readable view of a signed checkpoint, as a checkpoint file carries it. */
+function checkpointView(sc: SignedCheckpoint): Record<string, unknown> {
+  const c = sc.body;
+  return { grant_id: c.grant_id, state: c.state, ...(c.nonce !== undefined ? { nonce: toHex(c.nonce) } : {}) };
+}
+
+/** The readable view of a signed amendment, as an amendment file carries it. */
+function amendmentView(sa: SignedAmendment): Record<string, unknown> {
+  const a = sa.body;
+  return {
+    checkpoint: a.checkpoint,
+    budget_uj: a.budget_uj.toString(),
+    ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
+    nonce: toHex(a.nonce),
+  };
+}
+
+/**
+ * A file's readable view (when present) must say what its signed bytes say, as for chain files.
+ * @throws JcpError `chain-file-mismatch` naming the fields.
+ */
+export function checkFileView(file: string, field: string, view: unknown, signed: Record<string, unknown>): void {
+  if (view === undefined) return;
+  const diffs = viewDiffs(view, signed, field);
+  if (diffs.length === 0) return;
+  throw new JcpError(
+    ErrorCodes.CHAIN_FILE_MISMATCH,
+    `${file}: ${field} disagrees with its signed cbor at ${diffs.join(', ')}: the signed bytes are what counts; restore the view or drop it`,
+    { file, fields: diffs.map((d) => d.split(' ')[0]) },
+  );
+}
+
 /**
  * Writes a checkpoint file. @throws JcpError `refused` when the file exists; IoError `io`.
  */
 export function writeCheckpointFile(file: string, sc: SignedCheckpoint): void {
-  const c = sc.body;
   writeJson(
     file,
     {
       type: CHECKPOINT_FILE_TYPE,
       id: checkpointId(sc),
       cbor: toHex(encode(signedCheckpointToCbor(sc))),
-      checkpoint: { grant_id: c.grant_id, state: c.state, ...(c.nonce !== undefined ? { nonce: toHex(c.nonce) } : {}) },
+      checkpoint: checkpointView(sc),
     },
     'a checkpoint file',
   );
@@ -77,18 +109,19 @@ export function writeCheckpointFile(file: string, sc: SignedCheckpoint): void {
 
 /**
  * Reads a checkpoint file (at most 1 MiB).
- * @throws JcpError `schema` (unreadable, not a checkpoint file, id mismatch) or the decoder's codes.
+ * @throws JcpError `schema` (unreadable, not a checkpoint file, id mismatch), `chain-file-mismatch`
+ * (the `checkpoint` view disagrees with `cbor`) or the decoder's codes.
  */
 export function readCheckpointFile(file: string): SignedCheckpoint {
   const v = readJson(file, CHECKPOINT_FILE_TYPE, 'checkpoint file');
   const sc = readSignedCheckpoint(decode(fromHex(String(v['cbor']), undefined, 'checkpoint.cbor')), 'checkpoint');
   if (v['id'] !== undefined && v['id'] !== checkpointId(sc)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  checkFileView(file, 'checkpoint', v['checkpoint'], checkpointView(sc));
   return sc;
 }
 
 /** Writes an amendment file (the amendment and the checkpoint it names). @throws like {@link writeCheckpointFile}. */
 export function writeAmendmentFile(file: string, f: AmendmentFile): void {
-  const a = f.amendment.body;
   writeJson(
     file,
     {
@@ -96,12 +129,7 @@ export function writeAmendmentFile(file: string, f: AmendmentFile): void {
       id: amendmentId(f.amendment),
       cbor: toHex(encode(signedAmendmentToCbor(f.amendment))),
       checkpoint_cbor: toHex(encode(signedCheckpointToCbor(f.checkpoint))),
-      amendment: {
-        checkpoint: a.checkpoint,
-        budget_uj: a.budget_uj.toString(),
-        ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
-        nonce: toHex(a.nonce),
-      },
+      amendment: amendmentView(f.amendment),
     },
     'an amendment file',
   );
@@ -113,6 +141,7 @@ export function readAmendmentFile(file: string): AmendmentFile {
   const amendment = readSignedAmendment(decode(fromHex(String(v['cbor']), undefined, 'amendment.cbor')), 'amendment');
   const checkpoint = readSignedCheckpoint(decode(fromHex(String(v['checkpoint_cbor']), undefined, 'amendment.checkpoint_cbor')), 'checkpoint');
   if (v['id'] !== undefined && v['id'] !== amendmentId(amendment)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  checkFileView(file, 'amendment', v['amendment'], amendmentView(amendment));
   return { amendment, checkpoint };
 }
 

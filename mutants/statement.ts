@@ -142,8 +142,8 @@ export default [
   {
     id: 'channels-commit-skips-leaf',
     file: 'channel/channels.ts',
-    find: 'for (const id of decision.chainIds) this.#points.get(id)?.commit(req.cost.uj);',
-    replace: 'for (const id of decision.chainIds.slice(1)) this.#points.get(id)?.commit(req.cost.uj);',
+    find: 'for (const [i, id] of decision.chainIds.entries()) this.#payer(id, req.chain[i])?.p.commit(req.cost.uj);',
+    replace: 'for (const [i, id] of decision.chainIds.entries()) if (i > 0) this.#payer(id, req.chain[i])?.p.commit(req.cost.uj);',
     classes: ['C17'],
   },
   {

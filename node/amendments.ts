@@ -100,12 +100,24 @@ function recordBody(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendmen
   };
 }
 
+/** Where a continuation's line of steering starts: that steered grant and its budget_uj. */
+export interface ContinuationOrigin {
+  readonly steeredId: ContentId;
+  readonly budgetUj: Uj;
+}
+
 /** The amendments in force at one node (see the module docs). */
 export class AmendmentStore {
   /** steered grant id → the amendment applied to it here. */
   readonly #bySteered = new Map<ContentId, Applied>();
   /** continuation id → µJ carried over from the steered grant (counted as already spent). */
   readonly #carry = new Map<ContentId, Uj>();
+  /**
+   * continuation id → the first steered grant of its line (a continuation of a continuation
+   * leads back to the same one) and that grant's budget: a budget channel of the steered grant
+   * also bounds its continuations (channel/channels.ts).
+   */
+  readonly #origin = new Map<ContentId, ContinuationOrigin>();
   readonly #persist: PersistAmendment;
   readonly #steward: Actor;
 
@@ -117,6 +129,18 @@ export class AmendmentStore {
   /** True when `id` is a steered grant here: the decision denies it `revoked` (§4.7 soft revoke). */
   steered(id: ContentId): boolean {
     return this.#bySteered.has(id);
+  }
+
+  /** The first steered grant of the continuation `id`'s line and its budget (undefined for any other grant). */
+  origin(id: ContentId): ContinuationOrigin | undefined {
+    return this.#origin.get(id);
+  }
+
+  /** Every continuation whose line starts at the steered grant `steeredId`. */
+  continuationsOf(steeredId: ContentId): ContentId[] {
+    const out: ContentId[] = [];
+    for (const [c, o] of this.#origin) if (o.steeredId === steeredId) out.push(c);
+    return out;
   }
 
   /** µJ the continuation `id` starts with as spent (0n for any other grant). */
@@ -195,6 +219,7 @@ export class AmendmentStore {
     const applied: Applied = { amendmentId: amendmentId(sa), continuationId, capUj, steeredSpentUj, carryUj: sa.body.budget_uj - capUj };
     this.#bySteered.set(steeredId, applied);
     if (applied.carryUj > 0n) this.#carry.set(continuationId, applied.carryUj);
+    this.#origin.set(continuationId, this.#origin.get(steeredId) ?? { steeredId, budgetUj: grant.grant.budget_uj });
     return applied;
   }
 

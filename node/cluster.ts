@@ -31,7 +31,7 @@ import { encode } from '../core/cbor.ts';
 import { contentIdOfBytes, isContentId } from '../core/hash.ts';
 import { type SignedRevocation, signedRevocationToCbor } from '../core/revocation.ts';
 import type { LedgerView } from '../core/ledger.ts';
-import { type ChannelSpec, type ChannelStats, Channels } from '../channel/channels.ts';
+import { type ChannelSpec, type ChannelStats, type ChannelSteering, Channels } from '../channel/channels.ts';
 import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.ts';
 import { JetStreamBus } from '../channel/jetstream.ts';
 import type { Logger } from '../channel/log.ts';
@@ -284,11 +284,14 @@ export class ClusterHooks {
 
   /**
    * Attaches the running node: its steward signs statements and close records, its replayed
-   * ledger gives each channel's starting spend. Starts settlement (each channel settles before
+   * ledger gives each channel's starting spend; `steering` (the node's amendments, §4.7) makes a
+   * channel grant's continuations spend from its channel and binds a shard's continuations to
+   * that shard's point. Starts settlement (each channel settles before
    * it allows anything) and acknowledges the shard assignments already in force.
    */
-  attach(steward: Actor, ledger: LedgerView): void {
-    this.channels.attach(steward, (id) => ledger.spent(id));
+  attach(steward: Actor, ledger: LedgerView, steering?: ChannelSteering): void {
+    this.channels.attach(steward, (id) => ledger.spent(id), steering);
+    this.shards.steering = steering;
     this.#steward = steward;
     this.#ackInForce();
     this.#closer = new ShardCloser(this.bus, steward, ledger);

@@ -166,6 +166,8 @@ interface Live {
 /** A request of ours in flight: its raw JSON-RPC result, and who gets its notifications. */
 interface Slot {
   raw?: unknown;
+  /** Set when the server answered this request with a JSON-RPC error (its answer, not a lost connection). */
+  answeredError?: boolean;
   readonly emit: ((n: McpNotificationMessage) => void) | undefined;
 }
 
@@ -339,6 +341,11 @@ abstract class McpEndpoint implements Endpoint {
     } catch (e) {
       // The SDK reports an aborted request as a RequestTimeout McpError: say what happened.
       if (live.lost.signal.aborted && live.lost.signal.reason instanceof EndpointError) throw live.lost.signal.reason;
+      // The server's own JSON-RPC error (even -32000, which the SDK also uses for a closed
+      // connection): it answered, so the call happened and is charged (endpoint-failed).
+      if (slot.answeredError === true && !(e instanceof EndpointError) && !(e instanceof TimeoutError)) {
+        throw new EndpointError(EndpointErrorCodes.FAILED, (e as Error)?.message ?? String(e), { cause: e });
+      }
       throw e;
     } finally {
       this.#slots.delete(key);
@@ -370,6 +377,7 @@ abstract class McpEndpoint implements Endpoint {
     if (id !== undefined && ('result' in m || 'error' in m)) {
       const slot = this.#byId.get(id as string | number);
       if (slot !== undefined && 'result' in m) slot.raw = m['result'];
+      else if (slot !== undefined) slot.answeredError = true;
       return;
     }
     if (id !== undefined || typeof m['method'] !== 'string') return;

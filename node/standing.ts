@@ -306,6 +306,10 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
     const eventClass = eventClassOf(source, kind);
     const eventId = eventIdOf(body);
     let record = ledger.firingOf(eventId);
+    // The same body POSTed to another source is another event class: refused, never a replay.
+    if (record !== undefined && record.event_class !== eventClass) {
+      return refuse(res, 403, StandingRefusals.WRONG_EVENT_CLASS, `event class ${eventClass} does not fire this policy`);
+    }
     const replayed = record !== undefined;
     if (record === undefined) {
       // Synchronous from the check to the fsync'd append: no other firing can interleave.

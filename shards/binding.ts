@@ -33,6 +33,11 @@ export class ShardBindings {
   /** `<parent id> <holder did>` → the latest assignment's shards (grant id → point). */
   readonly #sets = new Map<string, { readonly id: ContentId; readonly generation: number; readonly shards: ReadonlyMap<ContentId, Did> }>();
   #ready = false;
+  /**
+   * §4.7 steering (the node's amendments, structurally): the continuation of a steered shard is
+   * bound to that shard's point, as the shard was (it spends what the shard had left there).
+   */
+  steering: { origin(id: ContentId): { readonly steeredId: ContentId } | undefined } | undefined;
   /** Assignments taken, refused (bad signature), and allows refused by {@link check}. */
   readonly counts = { taken: 0, refused: 0, denied: 0 };
 
@@ -93,7 +98,8 @@ export class ShardBindings {
       if (parentId === undefined || id === undefined || link === undefined) continue;
       const set = this.#sets.get(`${parentId} ${link.grant.issuer}`);
       if (set === undefined) continue;
-      const assigned = set.shards.get(id);
+      const steered = set.shards.has(id) ? undefined : this.steering?.origin(id)?.steeredId;
+      const assigned = set.shards.get(id) ?? (steered === undefined ? undefined : set.shards.get(steered));
       if (point === undefined) return refuse(i, `shard (not-attached): ${id} is a child of sharded grant ${parentId} and this point does not know its own did yet`);
       if (assigned === point) continue;
       return refuse(

@@ -81,3 +81,71 @@ describe('cluster: an amendment sent to one node is enforced by every node', () 
     await Promise.all([atA.close(), atB.close(), issuerAtA.close()]);
   }, 60_000);
 });
+
+describe('cluster: the continuation of a budget-channel grant shares what the channel had left (break12 F8)', () => {
+  let nats: NatsServer;
+  const hooks: ClusterHooks[] = [];
+  const nodes: Live[] = [];
+  const run = mint(alice, bob, 'tools', ['read'], 1_000n, rng);
+  const id = grantId(run.grant);
+
+  beforeAll(async () => {
+    nats = await NatsServer.start();
+    const root = `amdc${process.pid}x${Date.now().toString(36)}`;
+    for (let i = 0; i < 2; i++) {
+      const h = new ClusterHooks(
+        nats.url,
+        readClusterConfig({ subject_root: root, revocation_catch_up_ms: 10_000, settle_interval_ms: 60_000, channels: [{ grant_id: id, window_uj: 1_000 }] }),
+        quiet,
+      );
+      hooks.push(h);
+      const n = await liveNode({}, { budgetPolicy: h.budgetPolicy, revocationFeeds: [h.revocationFeed] });
+      h.attach(n.steward, n.ledger, n.amendments);
+      nodes.push(n);
+    }
+    for (const h of hooks) expect(await h.channels.ready(20_000)).toBe(true);
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const n of nodes) await n.cleanup().catch(() => undefined);
+    for (const h of hooks) await h.close().catch(() => undefined);
+    await nats?.dispose();
+  });
+
+  test('900 of 1,000 µJ spent over two nodes, amended "to 1,000": the continuation gets 100 µJ across the cluster, not 100 + 550 + 550', async () => {
+    const [a, b] = nodes as [Live, Live];
+    const atA = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    const atB = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    const spend = (c: JcpClient, chain: typeof run, uj: bigint, n: number) =>
+      c.call({ chain: [chain], action: 'read', cost: { uj, provenance: 'Estimator' }, payload: { n } });
+    const settle = async () => {
+      for (const h of hooks) await h.channels.settleAll();
+      for (const h of hooks) await h.channels.settleAll();
+    };
+    expect((await spend(atA, run, 450n, 1)).decision).toEqual({ verdict: 'allow' });
+    expect((await spend(atB, run, 450n, 2)).decision).toEqual({ verdict: 'allow' });
+    await settle();
+
+    const cp = makeCheckpoint(run, contentId({ step: 1 }), bob, rng(16));
+    if (!cp.ok) throw new Error(cp.error.why);
+    const sa = amend(cp.value, run, { budget_uj: 1_000n, nonce: rng(16) }, alice);
+    if (!sa.ok) throw new Error(sa.error.why);
+    const cont = issueContinuation(run, cp.value, sa.value, alice);
+    if (!cont.ok) throw new Error(cont.error.why);
+    const arrivedAtB = b.amendments.applied(id);
+    const issuerAtA = await JcpClient.connect({ host: '127.0.0.1', port: a.port });
+    await issuerAtA.amend(run, cp.value, sa.value);
+    await orFail(arrivedAtB, 'node B never applied the amendment that node A admitted');
+
+    // The channel had 100 µJ left: more than that is refused at either node.
+    expect((await spend(atA, cont.value, 101n, 3)).decision).toEqual({ verdict: 'deny', deny_reason: 'budget-exceeded' });
+    expect((await spend(atA, cont.value, 60n, 4)).decision).toEqual({ verdict: 'allow' });
+    await settle();
+    expect((await spend(atB, cont.value, 41n, 5)).decision).toEqual({ verdict: 'deny', deny_reason: 'budget-exceeded' });
+    expect((await spend(atB, cont.value, 40n, 6)).decision).toEqual({ verdict: 'allow' });
+    await settle();
+    expect((await spend(atA, cont.value, 1n, 7)).decision).toEqual({ verdict: 'deny', deny_reason: 'budget-exceeded' });
+    expect((await spend(atB, cont.value, 1n, 8)).decision).toEqual({ verdict: 'deny', deny_reason: 'budget-exceeded' });
+    await Promise.all([atA.close(), atB.close(), issuerAtA.close()]);
+  }, 60_000);
+});

@@ -65,6 +65,16 @@ describe('shards - ShardBindings (the check each node makes)', () => {
     expect(s.check([root], ids([root]), p1.did, 10n)).toBeUndefined();
   });
 
+  it('allow / the continuation of a steered shard at its shard’s point only (break12 F9)', () => {
+    const s = ready();
+    const cont = child(root, holder, holder, 500n); // a sibling of shard a, as §4.7 re-issues it
+    const steering = { origin: (id: string) => (id === grantId(cont.grant) ? { steeredId: grantId(a.grant) } : undefined) };
+    expect(s.check([root, cont], ids([root, cont]), p1.did, 10n)?.why).toMatch(/not-in-set/);
+    s.steering = steering;
+    expect(s.check([root, cont], ids([root, cont]), p1.did, 10n)).toBeUndefined();
+    expect(s.check([root, cont], ids([root, cont]), p2.did, 10n)?.why).toMatch(/assigned-elsewhere/);
+  });
+
   it('deny / budget-exceeded / a sibling shard assigned to another point', () => {
     const d = ready().check([root, b], ids([root, b]), p1.did, 10n);
     expect(d).toMatchObject({ reason: DenyReasons.BUDGET_EXCEEDED, link: 1, requestedUj: 10n, remainingUj: 0n });

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { readChainFile } from '../../cli/chainfile.ts';
 import { main } from '../../cli/main.ts';
+import { readPolicyFile } from '../../cli/standing.ts';
+import { readAmendmentFile, readCheckpointFile } from '../../cli/steerfile.ts';
 import { codeOf } from '../support.ts';
 import { tempDir } from './fixtures.ts';
 
@@ -93,5 +95,67 @@ describe('chain file - view against signed bytes', () => {
     expect(readChainFile(bare)).toHaveLength(1);
     const show = await jcp('grant', 'show', '--chain', f('g.json'));
     expect(show.code, show.err).toBe(0);
+  });
+});
+
+describe('steering and policy files - view against signed bytes (break12 F2)', () => {
+  const t = tempDir('steerfile-view');
+  const f = (n: string) => path.join(t.dir, n);
+  const edit = (from: string, name: string, change: (c: Record<string, Record<string, unknown>>) => void): string => {
+    const c = JSON.parse(readFileSync(f(from), 'utf8')) as Record<string, Record<string, unknown>>;
+    change(c);
+    writeFileSync(f(name), JSON.stringify(c, null, 2));
+    return f(name);
+  };
+  beforeAll(async () => {
+    for (const k of ['issuer', 'agent', 'holder']) expect((await jcp('key', 'new', '--out', f(`${k}.key`))).code).toBe(0);
+    const run = await jcp('grant', 'mint', '--key', f('issuer.key'), '--subject', f('agent.key'), '--resource', 'r', '--actions', 'a', '--budget', '1000', '--out', f('run.json'));
+    expect(run.code, run.err).toBe(0);
+    const cp = await jcp('grant', 'checkpoint', '--chain', f('run.json'), '--key', f('agent.key'), '--state', f('run.json'), '--out', f('cp.json'));
+    expect(cp.code, cp.err).toBe(0);
+    const am = await jcp('grant', 'amend', '--chain', f('run.json'), '--checkpoint', f('cp.json'), '--key', f('issuer.key'), '--budget', '1000', '--out', f('am.json'));
+    expect(am.code, am.err).toBe(0);
+    const st = await jcp('grant', 'mint', '--key', f('issuer.key'), '--subject', f('holder.key'), '--resource', 'r', '--actions', 'a', '--budget', '100', '--depth', '1', '--out', f('st.json'));
+    expect(st.code, st.err).toBe(0);
+    const pol = await jcp('standing', 'policy', '--chain', f('st.json'), '--key', f('issuer.key'), '--source', 'tickets', '--kind', 'opened', '--per-firing', '30', '--max-firings', '4', '--out', f('pol.json'));
+    expect(pol.code, pol.err).toBe(0);
+  });
+  afterAll(() => t.cleanup());
+
+  test('accepted / the files as written, and with their views left out', async () => {
+    expect(readCheckpointFile(f('cp.json')).body.grant_id).toBeTypeOf('string');
+    expect(readAmendmentFile(f('am.json')).amendment.body.budget_uj).toBe(1000n);
+    expect(readPolicyFile(f('pol.json')).body.max_firings).toBe(4);
+    expect(readAmendmentFile(edit('am.json', 'am-noview.json', (c) => delete c['amendment'])).amendment.body.budget_uj).toBe(1000n);
+    expect(readPolicyFile(edit('pol.json', 'pol-noview.json', (c) => delete c['policy'])).body.max_firings).toBe(4);
+  });
+
+  test('refused / chain-file-mismatch / an amendment budget lowered in the view', async () => {
+    const file = edit('am.json', 'am-budget.json', (c) => {
+      c['amendment']!['budget_uj'] = '5';
+    });
+    expect(codeOf(() => readAmendmentFile(file))).toBe('chain-file-mismatch');
+    const r = await jcp('grant', 'continue', '--chain', f('run.json'), '--amendment', file, '--key', f('issuer.key'), '--out', f('cont.json'));
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('[chain-file-mismatch]');
+    expect(r.err).toContain('budget_uj (view "5", signed "1000")');
+  });
+
+  test('refused / chain-file-mismatch / a checkpoint state edited in the view', () => {
+    const file = edit('cp.json', 'cp-state.json', (c) => {
+      c['checkpoint']!['state'] = '00'.repeat(32);
+    });
+    expect(codeOf(() => readCheckpointFile(file))).toBe('chain-file-mismatch');
+  });
+
+  test('refused / chain-file-mismatch / a policy max_firings raised, or its source renamed, in the view', () => {
+    const more = edit('pol.json', 'pol-max.json', (c) => {
+      c['policy']!['max_firings'] = 400;
+    });
+    expect(codeOf(() => readPolicyFile(more))).toBe('chain-file-mismatch');
+    const other = edit('pol.json', 'pol-src.json', (c) => {
+      c['policy']!['event_source'] = 'payments';
+    });
+    expect(codeOf(() => readPolicyFile(other))).toBe('chain-file-mismatch');
   });
 });

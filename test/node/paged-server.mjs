@@ -1,13 +1,14 @@
 // A stdio MCP server for the upstream tests, built on the SDK's low-level Server: `tools/list`
 // pages two tools at a time; `add-tool` registers one more tool and sends
 // `notifications/tools/list_changed`; `chatty` sends a logging message and two progress
-// notifications (when the call has a progress token) before it answers; `odd` returns ODD; `malformed` a result that is not a CallToolResult.
+// notifications (when the call has a progress token) before it answers; `odd` returns ODD; `malformed` a result that is not a CallToolResult;
+// `server-error` answers with the JSON-RPC error -32000 (a server-defined error; the server stays up).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ODD } from './odd-result.mjs';
 
-const tools = ['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const tools = ['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
 const server = new Server({ name: 'paged', version: '1.0.0' }, { capabilities: { tools: { listChanged: true }, logging: {} } });
 
 server.setRequestHandler(ListToolsRequestSchema, (req) => {
@@ -34,6 +35,7 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     return { content: [{ type: 'text', text: 'done' }], structuredContent: { ok: true, ratio: 0.5 } };
   }
   if (name === 'odd') return ODD;
+  if (name === 'server-error') throw new McpError(-32000, 'kaput');
   if (name === 'malformed') return { content: [{ type: 'text', text: MALFORMED }] };
   return { content: [{ type: 'text', text: `called ${name}` }] };
 });

@@ -237,6 +237,38 @@ describe('the mint ledger file (§4.6)', () => {
     }
   });
 
+  test('a fired body sent again to another source is wrong-event-class, not a replay of the first child (break12 F3)', async () => {
+    const t = tempDir('mintledger-src');
+    try {
+      const s = await startStandingServer({
+        chain: [standing],
+        policy,
+        holder: trigger,
+        agent: worker.did,
+        ledgerFile: path.join(t.dir, 'l.jsonl'),
+        handoff: { dir: t.dir },
+        writeChain: (file: string, c: readonly (typeof standing)[]) => writeChainFile(file, c),
+        chainJson: chainFileText,
+        host: '127.0.0.1',
+        port: 0,
+      });
+      try {
+        const body = '{"kind":"failed","run":1}';
+        expect((await post(s.port, '/events/ci', body)).body.fired?.replayed).toBe(false);
+        const elsewhere = await post(s.port, '/events/deploy', body);
+        expect(elsewhere.status).toBe(403);
+        expect(elsewhere.body.fired).toBeUndefined();
+        expect(elsewhere.body.error?.code).toBe('wrong-event-class');
+        expect((await post(s.port, '/events/ci', body)).body.fired?.replayed).toBe(true);
+        expect(s.ledger.ledger).toEqual({ firings: 1, spent_uj: 10n });
+      } finally {
+        await s.close();
+      }
+    } finally {
+      t.cleanup();
+    }
+  });
+
   test('a leaf-only standing grant cannot fire: delegation-forbidden, nothing recorded', async () => {
     const t = tempDir('mintleaf');
     const leaf = signGrant({ ...standing.grant, delegate_depth: 0, nonce: rng(16) }, owner);

@@ -249,7 +249,7 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
 
   test('tools/list / every page is read, in order', async () => {
     const [paged] = await client.listTools();
-    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed']);
+    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error']);
     const g = mint(alice, bob, 'paged', ['t3'], 1_000n, rng);
     expect(text(resultJson((await client.call({ chain: [g], action: 't3', payload: {} })).result))).toBe('called t3');
   });
@@ -283,6 +283,23 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
     expect(r.decision.verdict).toBe('allow');
     expect((resultJson(r.result) as ToolResult).jcp_error?.code).toBe('endpoint-failed');
     expect(text(resultJson((await client.call({ chain: [g], action: 't1', payload: {} })).result))).toBe('called t1');
+    expect(await ep.pid()).toBe(pid);
+  });
+
+  test('result / a JSON-RPC error -32000 from a live server is endpoint-failed and charged, not a reversal', async () => {
+    // -32000 is also the SDK's own ConnectionClosed code: only an error the server sent is its answer.
+    const ep = node.endpoints.get(rid('paged'))!.endpoint as McpStdioEndpoint;
+    const pid = await ep.pid();
+    const g = mint(alice, bob, 'paged', ['server-error', 't1'], 1_000n, rng);
+    const cost = { uj: 100n, provenance: 'Estimator' } as const;
+    const r = await client.call({ chain: [g], action: 'server-error', payload: {}, cost });
+    expect(r.decision.verdict).toBe('allow');
+    const got = resultJson(r.result) as ToolResult;
+    expect(got.jcp_error?.code).toBe('endpoint-failed');
+    expect(got.jcp_error?.message).toContain('kaput');
+    const next = await client.call({ chain: [g], action: 't1', payload: {}, cost });
+    const core = openReceipt(next.receipt, node.did);
+    expect(core.ok && core.value.budget_remaining_uj).toBe(800n);
     expect(await ep.pid()).toBe(pid);
   });
 
