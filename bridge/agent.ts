@@ -199,30 +199,40 @@ export class BridgeAgent {
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
     const stamp = journal.stampFor(callKey, contentKey, clock);
+    // Recorded before the first await: a call stamped while this one is being signed must see this
+    // stamp (and take the next salt), or two real calls would be one request. A call that is never
+    // sent (signing failed, past the frame cap) is closed again below.
+    journal.begin(callKey, contentKey, stamp);
     const payload = enc.encode(argsText + saltText(stamp.salt));
     const cost: Cost = { uj: this.#o.toolCostsUj?.get(tool.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
     const client = this.#o.client;
-    const req = await client.request({
-      chain,
-      action: tool.action,
-      payload,
-      cost,
-      resource: tool.resource,
-      now: stamp.nowS,
-      caller: this.did,
-      // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
-      ...(this.#nodeListsTools === true ? { notify: true } : {}),
-    });
+    let req: Awaited<ReturnType<JcpClient['request']>>;
+    try {
+      req = await client.request({
+        chain,
+        action: tool.action,
+        payload,
+        cost,
+        resource: tool.resource,
+        now: stamp.nowS,
+        caller: this.did,
+        // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
+        ...(this.#nodeListsTools === true ? { notify: true } : {}),
+      });
+    } catch (e) {
+      if (!stamp.resent) journal.end(callKey);
+      throw e;
+    }
     const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
     const size = encodeWireRequest(req).length;
     if (size > cap) {
+      if (!stamp.resent) journal.end(callKey);
       throw mcpError(
         ErrorCode.InvalidParams,
         BridgeErrorCodes.ARGUMENTS_TOO_LARGE,
         `the signed request would be ${size} bytes, above the node's frame cap of ${cap} (header ${FRAME_HEADER_BYTES} not counted); nothing was sent`,
       );
     }
-    journal.begin(callKey, contentKey, stamp);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
       r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});

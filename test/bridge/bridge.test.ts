@@ -197,6 +197,15 @@ describe('bridge: real MCP clients and servers through a node', () => {
     restarted.close();
   });
 
+  test('concurrency / identical calls in flight at once (distinct MCP ids) are distinct requests: one debit each', async () => {
+    const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
+    const agent = await agentFor(bob, [[g]], { costUj: 5n });
+    const rs = await Promise.all([1, 2, 3, 4].map((id) => agent.call('list_directory', { path: root }, { mcpRequestId: id })));
+    expect(new Set(rs.map((r) => r._meta!['jcp/request_id'])).size).toBe(4);
+    expect(new Set(rs.map((r) => r._meta!['jcp/receipt'])).size).toBe(4);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(20n);
+  });
+
   test('http / several agents: each by its own bearer token (401 otherwise), with its own key and chains', async () => {
     const bobAgent = await agentFor(bob, [[mint(alice, bob, 'fs', ['list_directory'], 1_000n, rng)]]);
     const carolAgent = await agentFor(carol, [[mint(alice, carol, 'memory', ['read_graph'], 1_000n, rng)]]);
