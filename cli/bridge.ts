@@ -193,13 +193,16 @@ export const command: Command = {
       for (const s of specs) {
         const signer = readKeyFile(s.key);
         const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
+        // The journal first: a journal that cannot be opened must not leave a node connection
+        // open (it kept the process alive after the error).
+        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS });
         let client: JcpClient;
         try {
           client = await JcpClient.connect({ host, port, signer });
         } catch (e) {
+          journal.close();
           throw connectionError(e, `node ${nodeAddr}`);
         }
-        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS });
         opened.push({ client, journal });
         const agent = new BridgeAgent({ name: s.name, signer, chains, client, journal, costUj: s.costUj, toolCostsUj: s.toolCosts, frameCap });
         agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });

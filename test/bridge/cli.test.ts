@@ -100,4 +100,14 @@ describe('jcp bridge (command)', () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--chain is required');
   });
+
+  test('refusals / a journal that cannot be opened: one error line and exit 1, not a hung process', async () => {
+    const r = await runJcp(
+      ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json'), '--journal', w('no/such/dir/calls.journal')],
+      { killAfterMs: 10_000 },
+    );
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('error [io]');
+  });
 });
