@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SignedGrant } from '../core/grant.ts';
 import { DEFAULT_FRAME_CAP } from '../core/wire.ts';
-import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServer, serveBridgeHttp } from '../bridge/index.ts';
+import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServer, randomSaltBase, serveBridgeHttp } from '../bridge/index.ts';
 import { JcpClient, readKeyFile } from '../node/index.ts';
 import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
@@ -195,7 +195,8 @@ export const command: Command = {
         const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
         // The journal first: a journal that cannot be opened must not leave a node connection
         // open (it kept the process alive after the error).
-        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS });
+        // A random salt start per process: two bridges of one agent never sign one request for two calls.
+        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS, saltBase: randomSaltBase() });
         let client: JcpClient;
         try {
           client = await JcpClient.connect({ host, port, signer });

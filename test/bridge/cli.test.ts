@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { writeChainFile } from '../../cli/chainfile.ts';
@@ -99,6 +100,26 @@ describe('jcp bridge (command)', () => {
     const usage = await runJcp(['bridge', '--node', '127.0.0.1:1', '--key', w('bob.key')]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--chain is required');
+  });
+
+  test('stdio / two bridge processes of one agent: the same call at the same moment is two requests', async () => {
+    const open = async () => {
+      const c = new Client({ name: 'cli-test', version: '1' });
+      await c.connect(new StdioClientTransport({ command: process.execPath, args: [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')] }));
+      return c;
+    };
+    const [one, two] = await Promise.all([open(), open()]);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const rs = await Promise.all([one, two].map((c) => c.callTool({ name: 'read_graph', arguments: {} })));
+        const ids = rs.map((r) => r._meta?.['jcp/request_id']);
+        expect(ids[0]).toMatch(/^[0-9a-f]{64}$/);
+        expect(ids[0]).not.toBe(ids[1]);
+      }
+    } finally {
+      await one.close();
+      await two.close();
+    }
   });
 
   test('refusals / a journal that cannot be opened: one error line and exit 1, not a hung process', async () => {
