@@ -99,9 +99,15 @@ export type ToolResult = Record<string, unknown> & { content?: unknown[]; isErro
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
-/** A coded MCP error. */
-function mcpError(code: ErrorCode, stable: string, message: string): McpError {
-  return new McpError(code, `${stable}: ${message}`, { code: stable });
+/**
+ * A coded MCP error whose message starts with the stable code. `McpError`'s constructor prefixes
+ * `MCP error <n>: `, which the SDK's server would send on as the JSON-RPC message (and the client
+ * prefixes again); the message is set back to `<code>: <message>`.
+ */
+export function mcpError(code: ErrorCode, stable: string, message: string): McpError {
+  const e = new McpError(code, `${stable}: ${message}`, { code: stable });
+  Object.defineProperty(e, 'message', { value: `${stable}: ${message}`, writable: true, configurable: true, enumerable: false });
+  return e;
 }
 
 /** See the module comment. */

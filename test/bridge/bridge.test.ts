@@ -164,6 +164,9 @@ describe('bridge: real MCP clients and servers through a node', () => {
     toClose.push(() => served.close());
     const c = await httpClient(served.url);
     expect(await mcpCode(c.callTool({ name: 'read_text_file', arguments: { path: root } }))).toBe('unknown-tool');
+    // On the wire the message starts with the stable code (the client adds its one `MCP error <n>: `).
+    await expect(c.callTool({ name: 'read_text_file', arguments: {} })).rejects.toThrow(/^MCP error -32602: unknown-tool: no tool/);
+    await expect(c.readResource({ uri: 'jcp://other' })).rejects.toThrow(/^MCP error -32602: unknown-resource: /);
     expect(await mcpCode(agent.call('list_directory', [1, 2], { mcpRequestId: 1 }))).toBe('arguments-invalid');
     expect(await mcpCode(agent.call('list_directory', 'x', { mcpRequestId: 2 }))).toBe('arguments-invalid');
     const big = 'x'.repeat(1_100_000);
