@@ -35,7 +35,8 @@ then required by every request). The resource jcp://budget reports each grant's 
                   "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?}]}
                   (paths relative to the config file)
 
-Exit status: 0 when the MCP client closes stdio (or on SIGINT/SIGTERM), 1 on a failure to start.`;
+Exit status: 0 when the MCP client closes stdio (or on SIGINT/SIGTERM), 1 on a failure to start, or
+[message-too-large] when a stdio message from the client passes the SDK's 10 MiB read buffer.`;
 
 /** One agent's settings, from flags or a config file entry. */
 interface AgentSpec {
@@ -217,6 +218,12 @@ export const command: Command = {
       const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
       const server = bridgeServer(agents[0]!.agent);
       const transport = new StdioServerTransport();
+      // The SDK's stdio transport closes itself on a message past its read buffer (10 MiB): say so
+      // and exit 1, rather than ending as if the client had closed stdio.
+      let overflow: Error | undefined;
+      transport.onerror = (e: Error) => {
+        if (/ReadBuffer exceeded/.test(e.message)) overflow = e;
+      };
       const done = new Promise<void>((resolve) => {
         transport.onclose = () => resolve();
         process.stdin.once('end', () => resolve());
@@ -227,6 +234,9 @@ export const command: Command = {
       await done;
       await server.close().catch(() => undefined);
       await closeAll();
+      if (overflow !== undefined) {
+        throw new CliError('message-too-large', `an MCP message from the client passed the stdio read buffer (${overflow.message}); the session is closed`);
+      }
       return 0;
     }
     let served: Awaited<ReturnType<typeof serveBridgeHttp>>;

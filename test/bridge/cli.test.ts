@@ -122,6 +122,24 @@ describe('jcp bridge (command)', () => {
     }
   });
 
+  test('stdio / a message past the SDK stdio buffer (10 MiB) ends the bridge with an error line and exit 1, not silently', async () => {
+    const c = spawn(process.execPath, [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let err = '';
+    c.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      err += d;
+    });
+    c.stdout!.resume();
+    c.stdin!.on('error', () => undefined);
+    const init = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    c.stdin!.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    c.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_graph', arguments: { x: 'x'.repeat(11 * 1024 * 1024) } } })}\n`);
+    const code = await new Promise<number | null>((resolve) => c.once('exit', (n) => resolve(n)));
+    expect(err).toContain('error [message-too-large]');
+    expect(code).toBe(1);
+  });
+
   test('refusals / a journal that cannot be opened: one error line and exit 1, not a hung process', async () => {
     const r = await runJcp(
       ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json'), '--journal', w('no/such/dir/calls.journal')],
