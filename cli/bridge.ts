@@ -49,6 +49,12 @@ interface AgentSpec {
   readonly journal?: string;
 }
 
+/** A whole number flag of at least `min`, in `unit`. @throws UsageError */
+function intArg(v: string, flag: string, unit: string, min: number): number {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min) throw new UsageError(`${flag}: expected a whole number of ${unit} ≥ ${min}, got ${v}`);
+  return Number(v);
+}
+
 function toolCostArg(v: string, flag: string): [string, bigint] {
   const i = v.lastIndexOf('=');
   if (i <= 0) throw new UsageError(`${flag}: expected TOOL=uj, got ${v}`);
@@ -146,8 +152,8 @@ export const command: Command = {
       },
       false,
     );
-    const windowS = values['replay-window-s'] === undefined ? 300 : Number(ujArg(values['replay-window-s'], '--replay-window-s'));
-    const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : Number(ujArg(values['frame-cap'], '--frame-cap'));
+    const windowS = values['replay-window-s'] === undefined ? 300 : intArg(values['replay-window-s'], '--replay-window-s', 'seconds', 0);
+    const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : intArg(values['frame-cap'], '--frame-cap', 'bytes', 1);
     const http = values.http === undefined ? undefined : hostPortArg(values.http, '--http');
     let nodeAddr = values.node;
     let specs: AgentSpec[];
@@ -245,6 +251,7 @@ export const command: Command = {
     } catch (e) {
       await closeAll();
       if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
+      if ((e as { syscall?: string }).syscall === 'listen') throw new CliError('listen-failed', `cannot listen on ${http.host}:${http.port}: ${(e as Error).message}`);
       throw e;
     }
     process.stdout.write(`${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`);

@@ -100,6 +100,16 @@ describe('jcp bridge (command)', () => {
     const usage = await runJcp(['bridge', '--node', '127.0.0.1:1', '--key', w('bob.key')]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--chain is required');
+    const bridgeArgs = ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')];
+    const win = await runJcp([...bridgeArgs, '--replay-window-s', 'abc']);
+    expect(win.code).toBe(2);
+    expect(win.stderr).toContain('--replay-window-s: expected a whole number of seconds');
+    const cap = await runJcp([...bridgeArgs, '--frame-cap', '0']);
+    expect(cap.code).toBe(2);
+    expect(cap.stderr).toContain('--frame-cap: expected a whole number of bytes ≥ 1');
+    const busy = await runJcp([...bridgeArgs, '--http', `127.0.0.1:${node.port}`]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain(`error [listen-failed]: cannot listen on 127.0.0.1:${node.port}`);
   });
 
   test('stdio / two bridge processes of one agent: the same call at the same moment is two requests', async () => {
