@@ -86,6 +86,12 @@ export interface CallContext {
   /** Aborted when the client cancelled or went away. */
   readonly signal?: AbortSignal;
   /**
+   * The MCP session the call came in on (Streamable HTTP's `Mcp-Session-Id`; absent over stdio).
+   * MCP request ids are per session: the same call with the same id from another session while
+   * this process still has the first in flight for a client that is still waiting is another call.
+   */
+  readonly sessionId?: string;
+  /**
    * Gets each MCP notification (progress, logging) the upstream sent during the call, in order,
    * before the call resolves (the node's `notice` messages; only from a node that lists tools,
    * and only on allow). Progress carries the node's progress token: the caller substitutes its own.
@@ -119,6 +125,8 @@ export class BridgeAgent {
   /** Whether the node answers `list_tools` (and so `notify`); undefined until asked. */
   #nodeListsTools: boolean | undefined;
   #catalogue: BridgeTool[] | undefined;
+  /** Calls in flight in this process, by call key: the session that sent each and its signal. */
+  readonly #inflight = new Map<ContentId, { session: string | undefined; signal: AbortSignal | undefined }>();
 
   constructor(o: AgentOptions) {
     this.#o = o;
@@ -201,7 +209,24 @@ export class BridgeAgent {
     const chain = this.#o.chains[tool.chainIndex]!;
     const argsText = JSON.stringify(args ?? {});
     const contentKey = contentId([this.did, tool.resource, tool.action, argsText]);
-    const callKey = contentId([contentKey, ctx.idempotencyKey ?? String(ctx.mcpRequestId), ctx.idempotencyKey === undefined ? 'mcp-id' : 'key']);
+    let callKey = contentId([contentKey, ctx.idempotencyKey ?? String(ctx.mcpRequestId), ctx.idempotencyKey === undefined ? 'mcp-id' : 'key']);
+    if (ctx.idempotencyKey === undefined) {
+      // The same MCP id from another live session is not a re-send: its own key (docs/bridge.md).
+      const holder = this.#inflight.get(callKey);
+      if (holder !== undefined && holder.session !== ctx.sessionId && holder.signal?.aborted !== true) {
+        callKey = contentId([callKey, ctx.sessionId ?? '', 'session']);
+      }
+    }
+    const mine = !this.#inflight.has(callKey);
+    if (mine) this.#inflight.set(callKey, { session: ctx.sessionId, signal: ctx.signal });
+    try {
+      return await this.#call(tool, chain, argsText, contentKey, callKey, ctx);
+    } finally {
+      if (mine) this.#inflight.delete(callKey);
+    }
+  }
+
+  async #call(tool: BridgeTool, chain: readonly SignedGrant[], argsText: string, contentKey: ContentId, callKey: ContentId, ctx: CallContext): Promise<ToolResult> {
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
     const stamp = journal.stampFor(callKey, contentKey, clock);

@@ -75,6 +75,7 @@ export function bridgeServer(agent: BridgeAgent): Server {
     const result = await agent.call(req.params.name, req.params.arguments, {
       mcpRequestId: extra.requestId,
       ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+      ...(extra.sessionId !== undefined ? { sessionId: extra.sessionId } : {}),
       signal: extra.signal,
       onNotice: relay,
     });

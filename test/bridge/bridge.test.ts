@@ -209,6 +209,28 @@ describe('bridge: real MCP clients and servers through a node', () => {
     expect(node.ledger.spent(grantId(g.grant))).toBe(20n);
   });
 
+  test('sessions / the same call with the same MCP id from two live sessions at once is two requests; from one session, one', async () => {
+    const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
+    const agent = await agentFor(bob, [[g]], { costUj: 5n });
+    const args = { path: root };
+    const two = await Promise.all(['session-a', 'session-b'].map((sessionId) => agent.call('list_directory', args, { mcpRequestId: 1, sessionId })));
+    expect(two[0]!._meta!['jcp/request_id']).not.toBe(two[1]!._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(10n);
+    // Over HTTP: two SDK clients of one agent, each its own session, whose first calls are the same.
+    const served = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent }] });
+    toClose.push(() => served.close());
+    const [c1, c2] = await Promise.all([httpClient(served.url), httpClient(served.url)]);
+    const rs = await Promise.all([c1, c2].map((c) => c.callTool({ name: 'list_directory', arguments: { path: root } })));
+    expect(rs[0]!._meta!['jcp/request_id']).not.toBe(rs[1]!._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(20n);
+    // An explicit idempotency key is one call whatever the session.
+    const keyed = await Promise.all(
+      ['session-a', 'session-b'].map((sessionId) => agent.call('list_directory', args, { mcpRequestId: 9, sessionId, idempotencyKey: 'same-call' })),
+    );
+    expect(keyed[0]!._meta!['jcp/request_id']).toBe(keyed[1]!._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(25n);
+  });
+
   test('http / several agents: each by its own bearer token (401 otherwise), with its own key and chains', async () => {
     const bobAgent = await agentFor(bob, [[mint(alice, bob, 'fs', ['list_directory'], 1_000n, rng)]]);
     const carolAgent = await agentFor(carol, [[mint(alice, carol, 'memory', ['read_graph'], 1_000n, rng)]]);
