@@ -86,6 +86,12 @@ export interface CallContext {
   /** Aborted when the client cancelled or went away. */
   readonly signal?: AbortSignal;
   /**
+   * The MCP session the call came in on (Streamable HTTP's `Mcp-Session-Id`; absent over stdio).
+   * MCP request ids are per session: the same call with the same id from another session while
+   * this process still has the first in flight for a client that is still waiting is another call.
+   */
+  readonly sessionId?: string;
+  /**
    * Gets each MCP notification (progress, logging) the upstream sent during the call, in order,
    * before the call resolves (the node's `notice` messages; only from a node that lists tools,
    * and only on allow). Progress carries the node's progress token: the caller substitutes its own.
@@ -99,9 +105,15 @@ export type ToolResult = Record<string, unknown> & { content?: unknown[]; isErro
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
-/** A coded MCP error. */
-function mcpError(code: ErrorCode, stable: string, message: string): McpError {
-  return new McpError(code, `${stable}: ${message}`, { code: stable });
+/**
+ * A coded MCP error whose message starts with the stable code. `McpError`'s constructor prefixes
+ * `MCP error <n>: `, which the SDK's server would send on as the JSON-RPC message (and the client
+ * prefixes again); the message is set back to `<code>: <message>`.
+ */
+export function mcpError(code: ErrorCode, stable: string, message: string): McpError {
+  const e = new McpError(code, `${stable}: ${message}`, { code: stable });
+  Object.defineProperty(e, 'message', { value: `${stable}: ${message}`, writable: true, configurable: true, enumerable: false });
+  return e;
 }
 
 /** See the module comment. */
@@ -113,6 +125,8 @@ export class BridgeAgent {
   /** Whether the node answers `list_tools` (and so `notify`); undefined until asked. */
   #nodeListsTools: boolean | undefined;
   #catalogue: BridgeTool[] | undefined;
+  /** Calls in flight in this process, by call key: the session that sent each and its signal. */
+  readonly #inflight = new Map<ContentId, { session: string | undefined; signal: AbortSignal | undefined }>();
 
   constructor(o: AgentOptions) {
     this.#o = o;
@@ -195,34 +209,61 @@ export class BridgeAgent {
     const chain = this.#o.chains[tool.chainIndex]!;
     const argsText = JSON.stringify(args ?? {});
     const contentKey = contentId([this.did, tool.resource, tool.action, argsText]);
-    const callKey = contentId([contentKey, ctx.idempotencyKey ?? String(ctx.mcpRequestId), ctx.idempotencyKey === undefined ? 'mcp-id' : 'key']);
+    let callKey = contentId([contentKey, ctx.idempotencyKey ?? String(ctx.mcpRequestId), ctx.idempotencyKey === undefined ? 'mcp-id' : 'key']);
+    if (ctx.idempotencyKey === undefined) {
+      // The same MCP id from another live session is not a re-send: its own key (docs/bridge.md).
+      const holder = this.#inflight.get(callKey);
+      if (holder !== undefined && holder.session !== ctx.sessionId && holder.signal?.aborted !== true) {
+        callKey = contentId([callKey, ctx.sessionId ?? '', 'session']);
+      }
+    }
+    const mine = !this.#inflight.has(callKey);
+    if (mine) this.#inflight.set(callKey, { session: ctx.sessionId, signal: ctx.signal });
+    try {
+      return await this.#call(tool, chain, argsText, contentKey, callKey, ctx);
+    } finally {
+      if (mine) this.#inflight.delete(callKey);
+    }
+  }
+
+  async #call(tool: BridgeTool, chain: readonly SignedGrant[], argsText: string, contentKey: ContentId, callKey: ContentId, ctx: CallContext): Promise<ToolResult> {
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
     const stamp = journal.stampFor(callKey, contentKey, clock);
+    // Recorded before the first await: a call stamped while this one is being signed must see this
+    // stamp (and take the next salt), or two real calls would be one request. A call that is never
+    // sent (signing failed, past the frame cap) is closed again below.
+    journal.begin(callKey, contentKey, stamp);
     const payload = enc.encode(argsText + saltText(stamp.salt));
     const cost: Cost = { uj: this.#o.toolCostsUj?.get(tool.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
     const client = this.#o.client;
-    const req = await client.request({
-      chain,
-      action: tool.action,
-      payload,
-      cost,
-      resource: tool.resource,
-      now: stamp.nowS,
-      caller: this.did,
-      // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
-      ...(this.#nodeListsTools === true ? { notify: true } : {}),
-    });
+    let req: Awaited<ReturnType<JcpClient['request']>>;
+    try {
+      req = await client.request({
+        chain,
+        action: tool.action,
+        payload,
+        cost,
+        resource: tool.resource,
+        now: stamp.nowS,
+        caller: this.did,
+        // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
+        ...(this.#nodeListsTools === true ? { notify: true } : {}),
+      });
+    } catch (e) {
+      if (!stamp.resent) journal.end(callKey);
+      throw e;
+    }
     const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
     const size = encodeWireRequest(req).length;
     if (size > cap) {
+      if (!stamp.resent) journal.end(callKey);
       throw mcpError(
         ErrorCode.InvalidParams,
         BridgeErrorCodes.ARGUMENTS_TOO_LARGE,
         `the signed request would be ${size} bytes, above the node's frame cap of ${cap} (header ${FRAME_HEADER_BYTES} not counted); nothing was sent`,
       );
     }
-    journal.begin(callKey, contentKey, stamp);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
       r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});

@@ -13,5 +13,5 @@ export {
 } from './agent.ts';
 export { type BridgeTool, catalogue, type McpToolDef, type NodeResourceTools, resourceLabel } from './catalogue.ts';
 export { BridgeConfigError, type HttpAgent, type HttpBridge, type HttpOptions, isLoopback, serveBridgeHttp } from './http.ts';
-export { CallJournal, type JournalOptions } from './journal.ts';
+export { CallJournal, type JournalOptions, randomSaltBase } from './journal.ts';
 export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';

@@ -26,6 +26,7 @@
  * bridge restarted with calls in flight replays them when the client re-sends; without one the
  * journal lives in memory (re-sends within one bridge process only).
  */
+import { randomInt } from 'node:crypto';
 import { closeSync, fdatasyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 
 /** One journal line: a call opened (`now` and salt set) or closed (`done`). */
@@ -74,6 +75,17 @@ export interface JournalOptions {
   readonly file?: string;
   /** How long an unanswered call stays re-sendable, seconds (default 300). */
   readonly windowS?: number;
+  /**
+   * The salt a fresh call starts at (default 0). Two bridge processes of one agent share no
+   * journal, so with the same start their identical calls in one second would be one request;
+   * `jcp bridge` draws a random start per process ({@link randomSaltBase}).
+   */
+  readonly saltBase?: number;
+}
+
+/** A random salt start below 4^10 (at most 10 whitespace characters; see {@link JournalOptions.saltBase}). */
+export function randomSaltBase(): number {
+  return randomInt(0, 4 ** 10);
 }
 
 /** See the module comment. */
@@ -81,6 +93,7 @@ export class CallJournal {
   readonly #open = new Map<string, Line>();
   readonly #last = new Map<string, Last>();
   readonly #windowS: number;
+  readonly #saltBase: number;
   #fd: number | undefined;
 
   /**
@@ -89,6 +102,8 @@ export class CallJournal {
    */
   constructor(opts: JournalOptions = {}, nowS: number = Math.floor(Date.now() / 1000)) {
     this.#windowS = opts.windowS ?? 300;
+    this.#saltBase = opts.saltBase ?? 0;
+    if (!Number.isSafeInteger(this.#saltBase) || this.#saltBase < 0) throw new RangeError('saltBase: expected a non-negative integer');
     if (opts.file === undefined) return;
     let text = '';
     try {
@@ -141,8 +156,8 @@ export class CallJournal {
     const open = this.#open.get(callKey);
     if (open !== undefined) return { nowS: open.now, salt: open.s ?? 0, resent: true };
     const last = this.#last.get(contentKey);
-    if (last === undefined || last.now < clockS) return { nowS: clockS, salt: 0, resent: false };
-    return { nowS: last.now, salt: last.salt + 1, resent: false };
+    if (last === undefined || last.now < clockS) return { nowS: clockS, salt: this.#saltBase, resent: false };
+    return { nowS: last.now, salt: Math.max(last.salt + 1, this.#saltBase), resent: false };
   }
 
   /** Records a call as open with its stamp, durably when the journal has a file, before it is sent. */

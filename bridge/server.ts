@@ -24,13 +24,12 @@ import {
   ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   type LoggingLevel,
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { McpNotification } from '../node/client.ts';
-import type { BridgeAgent } from './agent.ts';
+import { type BridgeAgent, mcpError } from './agent.ts';
 
 /** The URI of the budget resource. */
 export const BUDGET_URI = 'jcp://budget';
@@ -76,6 +75,7 @@ export function bridgeServer(agent: BridgeAgent): Server {
     const result = await agent.call(req.params.name, req.params.arguments, {
       mcpRequestId: extra.requestId,
       ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+      ...(extra.sessionId !== undefined ? { sessionId: extra.sessionId } : {}),
       signal: extra.signal,
       onNotice: relay,
     });
@@ -95,7 +95,7 @@ export function bridgeServer(agent: BridgeAgent): Server {
   }));
   server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
     if (req.params.uri !== BUDGET_URI) {
-      throw new McpError(ErrorCode.InvalidParams, `unknown-resource: ${req.params.uri}`, { code: 'unknown-resource' });
+      throw mcpError(ErrorCode.InvalidParams, 'unknown-resource', req.params.uri);
     }
     const body = { agent: agent.did, grants: await agent.budgets() };
     return { contents: [{ uri: BUDGET_URI, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SignedGrant } from '../core/grant.ts';
 import { DEFAULT_FRAME_CAP } from '../core/wire.ts';
-import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServer, serveBridgeHttp } from '../bridge/index.ts';
+import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServer, randomSaltBase, serveBridgeHttp } from '../bridge/index.ts';
 import { JcpClient, readKeyFile } from '../node/index.ts';
 import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
@@ -35,7 +35,8 @@ then required by every request). The resource jcp://budget reports each grant's 
                   "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?}]}
                   (paths relative to the config file)
 
-Exit status: 0 when the MCP client closes stdio (or on SIGINT/SIGTERM), 1 on a failure to start.`;
+Exit status: 0 when the MCP client closes stdio (or on SIGINT/SIGTERM), 1 on a failure to start, or
+[message-too-large] when a stdio message from the client passes the SDK's 10 MiB read buffer.`;
 
 /** One agent's settings, from flags or a config file entry. */
 interface AgentSpec {
@@ -46,6 +47,12 @@ interface AgentSpec {
   readonly costUj: bigint;
   readonly toolCosts: Map<string, bigint>;
   readonly journal?: string;
+}
+
+/** A whole number flag of at least `min`, in `unit`. @throws UsageError */
+function intArg(v: string, flag: string, unit: string, min: number): number {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min) throw new UsageError(`${flag}: expected a whole number of ${unit} ≥ ${min}, got ${v}`);
+  return Number(v);
 }
 
 function toolCostArg(v: string, flag: string): [string, bigint] {
@@ -145,8 +152,8 @@ export const command: Command = {
       },
       false,
     );
-    const windowS = values['replay-window-s'] === undefined ? 300 : Number(ujArg(values['replay-window-s'], '--replay-window-s'));
-    const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : Number(ujArg(values['frame-cap'], '--frame-cap'));
+    const windowS = values['replay-window-s'] === undefined ? 300 : intArg(values['replay-window-s'], '--replay-window-s', 'seconds', 0);
+    const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : intArg(values['frame-cap'], '--frame-cap', 'bytes', 1);
     const http = values.http === undefined ? undefined : hostPortArg(values.http, '--http');
     let nodeAddr = values.node;
     let specs: AgentSpec[];
@@ -193,13 +200,17 @@ export const command: Command = {
       for (const s of specs) {
         const signer = readKeyFile(s.key);
         const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
+        // The journal first: a journal that cannot be opened must not leave a node connection
+        // open (it kept the process alive after the error).
+        // A random salt start per process: two bridges of one agent never sign one request for two calls.
+        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS, saltBase: randomSaltBase() });
         let client: JcpClient;
         try {
           client = await JcpClient.connect({ host, port, signer });
         } catch (e) {
+          journal.close();
           throw connectionError(e, `node ${nodeAddr}`);
         }
-        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS });
         opened.push({ client, journal });
         const agent = new BridgeAgent({ name: s.name, signer, chains, client, journal, costUj: s.costUj, toolCostsUj: s.toolCosts, frameCap });
         agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });
@@ -213,6 +224,12 @@ export const command: Command = {
       const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
       const server = bridgeServer(agents[0]!.agent);
       const transport = new StdioServerTransport();
+      // The SDK's stdio transport closes itself on a message past its read buffer (10 MiB): say so
+      // and exit 1, rather than ending as if the client had closed stdio.
+      let overflow: Error | undefined;
+      transport.onerror = (e: Error) => {
+        if (/ReadBuffer exceeded/.test(e.message)) overflow = e;
+      };
       const done = new Promise<void>((resolve) => {
         transport.onclose = () => resolve();
         process.stdin.once('end', () => resolve());
@@ -223,6 +240,9 @@ export const command: Command = {
       await done;
       await server.close().catch(() => undefined);
       await closeAll();
+      if (overflow !== undefined) {
+        throw new CliError('message-too-large', `an MCP message from the client passed the stdio read buffer (${overflow.message}); the session is closed`);
+      }
       return 0;
     }
     let served: Awaited<ReturnType<typeof serveBridgeHttp>>;
@@ -231,6 +251,7 @@ export const command: Command = {
     } catch (e) {
       await closeAll();
       if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
+      if ((e as { syscall?: string }).syscall === 'listen') throw new CliError('listen-failed', `cannot listen on ${http.host}:${http.port}: ${(e as Error).message}`);
       throw e;
     }
     process.stdout.write(`${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`);

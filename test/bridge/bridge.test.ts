@@ -164,6 +164,9 @@ describe('bridge: real MCP clients and servers through a node', () => {
     toClose.push(() => served.close());
     const c = await httpClient(served.url);
     expect(await mcpCode(c.callTool({ name: 'read_text_file', arguments: { path: root } }))).toBe('unknown-tool');
+    // On the wire the message starts with the stable code (the client adds its one `MCP error <n>: `).
+    await expect(c.callTool({ name: 'read_text_file', arguments: {} })).rejects.toThrow(/^MCP error -32602: unknown-tool: no tool/);
+    await expect(c.readResource({ uri: 'jcp://other' })).rejects.toThrow(/^MCP error -32602: unknown-resource: /);
     expect(await mcpCode(agent.call('list_directory', [1, 2], { mcpRequestId: 1 }))).toBe('arguments-invalid');
     expect(await mcpCode(agent.call('list_directory', 'x', { mcpRequestId: 2 }))).toBe('arguments-invalid');
     const big = 'x'.repeat(1_100_000);
@@ -195,6 +198,37 @@ describe('bridge: real MCP clients and servers through a node', () => {
     expect(next._meta!['jcp/request_id']).not.toBe(first._meta!['jcp/request_id']);
     expect(node.ledger.spent(grantId(g.grant))).toBe(6n);
     restarted.close();
+  });
+
+  test('concurrency / identical calls in flight at once (distinct MCP ids) are distinct requests: one debit each', async () => {
+    const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
+    const agent = await agentFor(bob, [[g]], { costUj: 5n });
+    const rs = await Promise.all([1, 2, 3, 4].map((id) => agent.call('list_directory', { path: root }, { mcpRequestId: id })));
+    expect(new Set(rs.map((r) => r._meta!['jcp/request_id'])).size).toBe(4);
+    expect(new Set(rs.map((r) => r._meta!['jcp/receipt'])).size).toBe(4);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(20n);
+  });
+
+  test('sessions / the same call with the same MCP id from two live sessions at once is two requests; from one session, one', async () => {
+    const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
+    const agent = await agentFor(bob, [[g]], { costUj: 5n });
+    const args = { path: root };
+    const two = await Promise.all(['session-a', 'session-b'].map((sessionId) => agent.call('list_directory', args, { mcpRequestId: 1, sessionId })));
+    expect(two[0]!._meta!['jcp/request_id']).not.toBe(two[1]!._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(10n);
+    // Over HTTP: two SDK clients of one agent, each its own session, whose first calls are the same.
+    const served = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent }] });
+    toClose.push(() => served.close());
+    const [c1, c2] = await Promise.all([httpClient(served.url), httpClient(served.url)]);
+    const rs = await Promise.all([c1, c2].map((c) => c.callTool({ name: 'list_directory', arguments: { path: root } })));
+    expect(rs[0]!._meta!['jcp/request_id']).not.toBe(rs[1]!._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(20n);
+    // An explicit idempotency key is one call whatever the session.
+    const keyed = await Promise.all(
+      ['session-a', 'session-b'].map((sessionId) => agent.call('list_directory', args, { mcpRequestId: 9, sessionId, idempotencyKey: 'same-call' })),
+    );
+    expect(keyed[0]!._meta!['jcp/request_id']).toBe(keyed[1]!._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(25n);
   });
 
   test('http / several agents: each by its own bearer token (401 otherwise), with its own key and chains', async () => {

@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { writeChainFile } from '../../cli/chainfile.ts';
@@ -99,5 +100,63 @@ describe('jcp bridge (command)', () => {
     const usage = await runJcp(['bridge', '--node', '127.0.0.1:1', '--key', w('bob.key')]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--chain is required');
+    const bridgeArgs = ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')];
+    const win = await runJcp([...bridgeArgs, '--replay-window-s', 'abc']);
+    expect(win.code).toBe(2);
+    expect(win.stderr).toContain('--replay-window-s: expected a whole number of seconds');
+    const cap = await runJcp([...bridgeArgs, '--frame-cap', '0']);
+    expect(cap.code).toBe(2);
+    expect(cap.stderr).toContain('--frame-cap: expected a whole number of bytes ≥ 1');
+    const busy = await runJcp([...bridgeArgs, '--http', `127.0.0.1:${node.port}`]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain(`error [listen-failed]: cannot listen on 127.0.0.1:${node.port}`);
+  });
+
+  test('stdio / two bridge processes of one agent: the same call at the same moment is two requests', async () => {
+    const open = async () => {
+      const c = new Client({ name: 'cli-test', version: '1' });
+      await c.connect(new StdioClientTransport({ command: process.execPath, args: [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')] }));
+      return c;
+    };
+    const [one, two] = await Promise.all([open(), open()]);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const rs = await Promise.all([one, two].map((c) => c.callTool({ name: 'read_graph', arguments: {} })));
+        const ids = rs.map((r) => r._meta?.['jcp/request_id']);
+        expect(ids[0]).toMatch(/^[0-9a-f]{64}$/);
+        expect(ids[0]).not.toBe(ids[1]);
+      }
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
+  test('stdio / a message past the SDK stdio buffer (10 MiB) ends the bridge with an error line and exit 1, not silently', async () => {
+    const c = spawn(process.execPath, [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let err = '';
+    c.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      err += d;
+    });
+    c.stdout!.resume();
+    c.stdin!.on('error', () => undefined);
+    const init = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    c.stdin!.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    c.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_graph', arguments: { x: 'x'.repeat(11 * 1024 * 1024) } } })}\n`);
+    const code = await new Promise<number | null>((resolve) => c.once('exit', (n) => resolve(n)));
+    expect(err).toContain('error [message-too-large]');
+    expect(code).toBe(1);
+  });
+
+  test('refusals / a journal that cannot be opened: one error line and exit 1, not a hung process', async () => {
+    const r = await runJcp(
+      ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json'), '--journal', w('no/such/dir/calls.journal')],
+      { killAfterMs: 10_000 },
+    );
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('error [io]');
   });
 });

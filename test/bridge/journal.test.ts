@@ -2,7 +2,7 @@
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { CallJournal, saltText } from '../../bridge/journal.ts';
+import { CallJournal, randomSaltBase, saltText } from '../../bridge/journal.ts';
 import { tempDir } from '../node/fixtures.ts';
 
 describe('bridge journal', () => {
@@ -33,6 +33,17 @@ describe('bridge journal', () => {
     expect(j.stampFor('call-5', 'other', 100)).toEqual({ nowS: 100, salt: 0, resent: false });
     // A clock that stepped back keeps the later second: never one request for two calls.
     expect(j.stampFor('call-6', 'same', 99)).toEqual({ nowS: 100, salt: 2, resent: false });
+  });
+
+  test('saltBase / fresh calls start at the base; the next salt never falls below it', () => {
+    const j = new CallJournal({ saltBase: 4000 }, 100);
+    const a = j.stampFor('call-1', 'same', 100);
+    j.begin('call-1', 'same', a);
+    expect(a).toEqual({ nowS: 100, salt: 4000, resent: false });
+    expect(j.stampFor('call-2', 'same', 100)).toEqual({ nowS: 100, salt: 4001, resent: false });
+    expect(j.stampFor('call-3', 'same', 101)).toEqual({ nowS: 101, salt: 4000, resent: false });
+    expect(() => new CallJournal({ saltBase: -1 })).toThrow(RangeError);
+    expect(randomSaltBase()).toBeLessThan(4 ** 10);
   });
 
   test('re-send / an open call keeps its stamp until its answer is delivered', () => {
