@@ -257,7 +257,8 @@ export function openSnapshot(bytes: Uint8Array, steward: Did): { ok: true; value
 
 /**
  * Writes snapshot bytes for `seq` durably: a temporary file, fsync, rename, folder fsync. Then
- * removes all but the newest `keep` snapshots (keep ≥ 1).
+ * removes the older snapshots (seq below `seq`) but the newest `keep` − 1 (keep ≥ 1); files named
+ * with a higher seq are left alone and do not count.
  * @throws the file system error (nothing is renamed into place unless it was fsync'd).
  */
 export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Array, keep: number): string {
@@ -279,7 +280,11 @@ export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Arra
   } finally {
     closeSync(dfd);
   }
-  for (const old of listSnapshots(dataDir).slice(Math.max(1, keep))) rmSync(old.file, { force: true });
+  // Pruned: the snapshots below this one beyond the newest `keep` (this one counts). A file named
+  // above it is never what this log's replay made (the node only covers higher seqs as it goes):
+  // it is left alone, and never counts toward `keep`, so it cannot push out the one just written.
+  const older = listSnapshots(dataDir).filter((s) => s.seq < seq);
+  for (const old of older.slice(Math.max(0, keep - 1))) rmSync(old.file, { force: true });
   return file;
 }
 

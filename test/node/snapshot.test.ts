@@ -180,6 +180,25 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     await b.close();
   });
 
+  test('a stray snapshot file with a higher seq never makes the node delete the snapshot it just wrote (break18 F1)', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ snapshot: { every_receipts: 0, every_s: 0, keep: 1 } }, {}, dir);
+    await calls(a.port, [g], 3, 'p');
+    await a.snapshots.snapshotNow();
+    // Junk (or a snapshot of a log restored from an older copy) named above anything the log holds.
+    writeFileSync(`${dir}/snapshots/snap-0000000000009999.cbor`, 'junk');
+    await calls(a.port, [g], 2, 'q');
+    const made = await a.snapshots.snapshotNow();
+    expect(made?.seq).toBe(4);
+    expect(listSnapshots(dir).map((s) => s.seq)).toEqual([9999, 4]);
+    await a.close();
+    const b = await liveNode(manual, {}, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+    expect(b.ledger.spent(grantId(g.grant))).toBe(500n);
+    await b.close();
+  });
+
   test('a receipt lost after the snapshot is still damage (the head mark and continuity are checked over the tail)', async () => {
     const dir = folder();
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
