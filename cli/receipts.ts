@@ -11,6 +11,7 @@ import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
 import {
   type Archived,
+  type ArchiveRecord,
   archiveLimit,
   archiveReceipts,
   archiveRecords,
@@ -71,7 +72,9 @@ Verbs:
 verify also checks every snapshot in <data-dir>/snapshots against the full replay at its seq
 (report field 'snapshots'; a snapshot that does not match makes it exit 1). A log with archived
 receipts needs --archive DIR: each segment is checked against the log's record (report field
-'archive') and replayed before the live log.
+'archive') and replayed before the live log. replay and attribute read the live log only
+unless given --archive DIR too: on such a log they warn [archive-needed] on stderr and report
+'archived' ({first, last, receipts, included}).
 
 verify <file | ->: receipts from anywhere, e.g. another implementation's: a file (or - for
 stdin, at most 64 MiB) holding either a CBOR sequence of COSE_Sign1 receipts (RFC 8742, what
@@ -88,7 +91,7 @@ Options:
   --out file      export destination (default stdout)
   --key file      the steward key, for snapshot (default <data-dir>/steward.key)
   --before seq    archive: the first seq kept in the live log
-  --archive dir   verify: the folder of archived segments
+  --archive dir   verify, replay, attribute: the folder of archived segments
 
 The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
 own recovery, as a node's start does: its write-ahead file is folded into table files, and records
@@ -180,7 +183,13 @@ export const command: Command = {
         const records = await archiveRecords(log);
         let source: ReturnType<typeof withSegments> | undefined;
         let receiptAt: ((seq: number) => Promise<Uint8Array | undefined>) | undefined;
-        if (records.length > 0 && verb === 'verify') {
+        if (records.length > 0 && verb !== 'verify' && values.archive === undefined) {
+          // replay / attribute read the live log only: say so, or their budgets look complete.
+          process.stderr.write(
+            `jcp receipts: warning [archive-needed]: receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived and not counted here; give --archive DIR to include them\n`,
+          );
+        }
+        if (records.length > 0 && (verb === 'verify' || values.archive !== undefined)) {
           if (values.archive === undefined) {
             await pool?.close();
             throw new CliError(
@@ -199,7 +208,7 @@ export const command: Command = {
               ...runner,
               ...(source ? { source, receiptAt } : {}),
             }));
-          } else r = await replayLog(log, { steward: meta.steward, ...runner, measurements: verb === 'attribute' });
+          } else r = await replayLog(log, { steward: meta.steward, ...runner, measurements: verb === 'attribute', ...(source ? { source, receiptAt } : {}) });
         } finally {
           await pool?.close();
         }
@@ -219,6 +228,7 @@ export const command: Command = {
             reversals: r.outcomes.reversals,
             refunded_uj: r.outcomes.refundedUj,
             bad_outcomes: r.outcomes.bad.length,
+            ...archivedField(records, archive),
           };
           process.stdout.write(`${JSON.stringify(out, bigintJson, 2)}\n`);
           return 0;
@@ -242,7 +252,7 @@ export const command: Command = {
             };
           });
           const outcomes = { measurements: r.outcomes.measurements, reversals: r.outcomes.reversals, bad: r.outcomes.bad.length };
-          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows }, bigintJson, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows, ...archivedField(records, archive) }, bigintJson, 2)}\n`);
           return 0;
         }
         const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
@@ -267,6 +277,24 @@ export const command: Command = {
     }
   },
 };
+
+/**
+ * `archived` of the replay and attribute reports on a log with archived receipts: the range, how
+ * many, and whether they are counted (only with `--archive DIR`, from the segments that check out;
+ * `archive` then lists each segment's check as in verify).
+ */
+function archivedField(records: readonly ArchiveRecord[], archive: SegmentCheck[] | undefined) {
+  if (records.length === 0) return {};
+  return {
+    archived: {
+      first: records[0]!.first,
+      last: records[records.length - 1]!.last,
+      receipts: records.reduce((n, x) => n + x.count, 0),
+      included: archive?.every((x) => x.ok) ?? false,
+    },
+    ...(archive ? { archive } : {}),
+  };
+}
 
 /** True when `arg` is `-` (stdin) or names something other than a folder (a file of receipts). */
 function isReceiptFile(arg: string): boolean {

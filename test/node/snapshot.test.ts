@@ -354,6 +354,22 @@ describe('archival: receipts a snapshot covers move into sealed segments', () =>
     const v = await cli(['receipts', 'verify', dir, '--archive', out]);
     expect(v.code).toBe(0);
     expect(JSON.parse(v.out)).toMatchObject({ receipts: 11, bad: 0, breaks: 0, snapshots: [{ seq: 9, ok: true }], archive: [{ first: 0, last: 5, ok: true }] });
+    // replay and attribute: the live log only unless given the segments, and they say so (break18 F3).
+    const partial = await cli(['receipts', 'replay', dir]);
+    expect(partial.code).toBe(0);
+    expect(partial.err).toContain('warning [archive-needed]: receipts 0..5 of this log are archived and not counted here');
+    expect(JSON.parse(partial.out)).toMatchObject({ receipts: 5, archived: { first: 0, last: 5, receipts: 6, included: false } });
+    const whole = await cli(['receipts', 'replay', dir, '--archive', out]);
+    expect(whole.code).toBe(0);
+    expect(whole.err).toBe('');
+    expect(JSON.parse(whole.out)).toMatchObject({
+      receipts: 11,
+      budgets: [{ grant_id: grantId(g.grant), spent_uj: '1100' }],
+      archived: { first: 0, last: 5, receipts: 6, included: true },
+      archive: [{ first: 0, last: 5, ok: true }],
+    });
+    const attr = await cli(['receipts', 'attribute', dir, '--archive', out]);
+    expect(JSON.parse(attr.out)).toMatchObject({ receipts: 11, attribution: [{ allowed: 11, uj: '1100' }], archived: { included: true } });
     const changed = Buffer.from(segment);
     changed[changed.length - 1]! ^= 1;
     writeFileSync(report.segments[0].file, changed);
