@@ -28,8 +28,8 @@ import {
   openSnapshot,
   ReceiptLog,
   readKeyFile,
+  readSnapshotFile,
   replayLog,
-  SNAPSHOT_CAP_BYTES,
   snapshotBody,
   type SliceRunner,
   WorkerPool,
@@ -386,7 +386,7 @@ async function replayCheckingSnapshots(
   for (const { seq, file } of listSnapshots(dataDir).reverse()) {
     let bytes: Uint8Array;
     try {
-      bytes = readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
+      bytes = readSnapshotFile(file);
     } catch (e) {
       checks.push({ file, seq, ok: false, why: `unreadable: ${(e as Error).message}` });
       continue;

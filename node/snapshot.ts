@@ -20,7 +20,7 @@
  * (core/signed.ts, the pattern of revocations and statements). Written to a temporary file,
  * fsync'd, renamed, and the folder fsync'd; the newest `keep` are kept.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -63,6 +63,19 @@ export function listSnapshots(dataDir: string): Array<{ seq: number; file: strin
     if (m) out.push({ seq: Number(m[1]), file: path.join(dir, name) });
   }
   return out.sort((a, b) => b.seq - a.seq);
+}
+
+/**
+ * Reads a snapshot file: a regular file of at most {@link SNAPSHOT_CAP_BYTES}. A symbolic link (or
+ * anything but a regular file) is refused, not followed: a snapshot is the steward's own file in
+ * the data folder, like the head mark.
+ * @throws Error saying why it was not read.
+ */
+export function readSnapshotFile(file: string): Uint8Array {
+  const st = lstatSync(file);
+  if (st.isSymbolicLink()) throw new Error(`${file}: a symbolic link, not a snapshot file; not followed`);
+  if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+  return readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
 }
 
 /** Seconds of a snapshot's request index: its window (`max_skew_s` + margin) and horizon. */
@@ -305,7 +318,7 @@ export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: 
   for (const { seq, file } of listSnapshots(dataDir)) {
     let bytes: Uint8Array;
     try {
-      bytes = readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
+      bytes = readSnapshotFile(file);
     } catch (e) {
       ignored.push({ file, why: `unreadable: ${(e as Error).message}` });
       continue;

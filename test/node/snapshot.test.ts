@@ -5,7 +5,7 @@
  * not is ignored and the start replays everything; `jcp receipts verify` checks every snapshot
  * against the full replay; an old request sent again gets `clock-skew`, never a second debit.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { decode, encode } from '../../core/cbor.ts';
@@ -197,6 +197,31 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
     expect(b.ledger.spent(grantId(g.grant))).toBe(500n);
     await b.close();
+  });
+
+  test('a snapshot that is a symbolic link is not followed: ignored at start with its reason, not ok in verify (break18 F4)', async () => {
+    const dir = folder();
+    const away = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 3, 'l');
+    await a.snapshots.snapshotNow();
+    await a.close();
+    const file = listSnapshots(dir)[0]!.file;
+    const target = `${away}/snap.cbor`;
+    renameSync(file, target);
+    symlinkSync(target, file);
+    const warn = vi.fn();
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (s: string) => warn(JSON.parse(s)) });
+    const b = await liveNode(manual, { logger }, dir);
+    expect(b.boot.snapshot).toBeUndefined();
+    expect(b.ledger.spent(grantId(g.grant))).toBe(300n);
+    expect(warn.mock.calls.map((c) => String(c[0].why))).toContainEqual(expect.stringContaining('a symbolic link, not a snapshot file'));
+    await b.close();
+    const r = await cli(['receipts', 'verify', dir]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.out).snapshots[0]).toMatchObject({ seq: 2, ok: false });
   });
 
   test('a receipt lost after the snapshot is still damage (the head mark and continuity are checked over the tail)', async () => {
