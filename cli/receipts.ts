@@ -90,6 +90,8 @@ Options:
   --format f      export format: cbor | json (default json)
   --out file      export destination (default stdout)
   --key file      the steward key, for snapshot (default <data-dir>/steward.key)
+  --keep n        snapshot: snapshots kept, this one included (default 2; give the node's
+                  snapshot.keep)
   --before seq    archive: the first seq kept in the live log
   --archive dir   verify, replay, attribute: the folder of archived segments
 
@@ -114,6 +116,7 @@ export const command: Command = {
       key: { type: 'string' },
       before: { type: 'string' },
       archive: { type: 'string' },
+      keep: { type: 'string' },
     });
     if (positionals.length !== 1) throw new UsageError('expected one data folder');
     if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
@@ -139,6 +142,9 @@ export const command: Command = {
         throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: write the export elsewhere (the node's own files are never overwritten)`);
       }
     }
+    // snapshot --keep: the snapshots kept after this one (the node's snapshot.keep; default 2).
+    const keep = values.keep === undefined ? 2 : Number(values.keep);
+    if (!Number.isInteger(keep) || keep < 1 || keep > 1000) throw new UsageError('--keep: an integer in 1..1000 (snapshots kept)');
     const workers = values.workers === undefined ? 0 : Number(values.workers);
     if (!Number.isInteger(workers) || workers < 0 || workers > 64) throw new UsageError('--workers: an integer in 0..64');
     try {
@@ -172,7 +178,7 @@ export const command: Command = {
         const runner = pool ? { runner: ((job) => pool.replaySlice(job)) satisfies SliceRunner, parallel: pool.size * 2 } : {};
         if (verb === 'snapshot') {
           try {
-            return await snapshotNow(log, dataDir, meta.steward, values.key ?? path.join(dataDir, 'steward.key'), runner);
+            return await snapshotNow(log, dataDir, meta.steward, values.key ?? path.join(dataDir, 'steward.key'), runner, keep);
           } finally {
             await pool?.close();
           }
@@ -455,10 +461,11 @@ async function snapshotNow(
   steward: Did,
   keyFile: string,
   runner: { runner?: SliceRunner; parallel?: number },
+  keep = 2,
 ): Promise<number> {
   const actor = readKeyFile(keyFile);
   if (actor.did !== steward) throw new CliError('log-steward-mismatch', `${keyFile} is ${actor.did}, not the steward of this log (${steward})`);
-  const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), ...runner });
+  const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), keep, ...runner });
   if (made === undefined) {
     process.stderr.write('jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt)\n');
     return 0;

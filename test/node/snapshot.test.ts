@@ -168,15 +168,24 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(made.code).toBe(0);
     expect(JSON.parse(made.out)).toMatchObject({ seq: 6, replayed: 2 });
     expect(listSnapshots(dir).map((s) => s.seq)).toEqual([6, 4]);
+    // --keep: as many as the node's snapshot.keep, not always 2 (break18 F6).
+    const c3 = await liveNode(manual, {}, dir);
+    await calls(c3.port, [g], 1, 'k');
+    await c3.close();
+    const kept = await cli(['receipts', 'snapshot', dir, '--keep', '3']);
+    expect(kept.code).toBe(0);
+    expect(listSnapshots(dir).map((s) => s.seq)).toEqual([7, 6, 4]);
+    expect((await cli(['receipts', 'snapshot', dir, '--keep', '0'])).code).toBe(2);
     const v = await cli(['receipts', 'verify', dir]);
     expect(v.code).toBe(0);
     expect(JSON.parse(v.out).snapshots).toEqual([
-      { file: listSnapshots(dir)[1]!.file, seq: 4, ok: true },
-      { file: listSnapshots(dir)[0]!.file, seq: 6, ok: true },
+      { file: listSnapshots(dir)[2]!.file, seq: 4, ok: true },
+      { file: listSnapshots(dir)[1]!.file, seq: 6, ok: true },
+      { file: listSnapshots(dir)[0]!.file, seq: 7, ok: true },
     ]);
     const b = await liveNode(manual, {}, dir);
-    expect(b.boot.snapshot).toMatchObject({ seq: 6, replayed: 0 });
-    expect(b.ledger.spent(grantId(g.grant))).toBe(700n);
+    expect(b.boot.snapshot).toMatchObject({ seq: 7, replayed: 0 });
+    expect(b.ledger.spent(grantId(g.grant))).toBe(800n);
     await b.close();
   });
 
