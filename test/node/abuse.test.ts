@@ -109,6 +109,24 @@ describe('abuse limits per peer address', () => {
     await node.close();
   });
 
+  test('one address holding every connection slot does not keep another address out (break18 F10)', async () => {
+    const node = await liveNode({ max_connections: 3, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const hog = [await RawConn.open(node.port, '127.0.0.6'), await RawConn.open(node.port, '127.0.0.6'), await RawConn.open(node.port, '127.0.0.6')];
+    const open = async () => await node.metrics.registry.getSingleMetricAsString('jcp_connections');
+    for (let i = 0; i < 50 && !(await open()).includes('jcp_connections 3'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await open()).toContain('jcp_connections 3');
+    // Another address: one of the hog's idle connections makes room, and this one is answered.
+    const other = await RawConn.open(node.port, '127.0.0.7');
+    expect(await outcomes(other, [garbage])).toEqual(['cbor-malformed']);
+    const told = await hog[0]!.next();
+    expect(decodeWireMessage(told)).toMatchObject({ kind: 'error', error: { code: NodeErrorCodes.BUSY } });
+    // The hog itself gets no more: busy, as before.
+    const more = await RawConn.open(node.port, '127.0.0.6');
+    expect(decodeWireMessage(await more.next())).toMatchObject({ kind: 'error', error: { code: NodeErrorCodes.BUSY } });
+    for (const c of [...hog, other, more]) c.destroy();
+    await node.close();
+  });
+
   test('abuse.burst 0 turns the limit off; a full table of peers drops the ones that behave first', async () => {
     const node = await liveNode({ abuse: { burst: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
     const bad = await RawConn.open(node.port, '127.0.0.4');
