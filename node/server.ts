@@ -283,7 +283,11 @@ export class JcpServer {
     if (!this.#accepting || this.#conns.size - this.#evicting >= this.limits.maxConnections) {
       this.metrics.errors.inc({ code: NodeErrorCodes.BUSY });
       sock.on('error', () => undefined);
-      sock.end(frameMessage(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit or stopping')));
+      // Closed for good once the reply is written (and at the latest after the read timeout): the
+      // listener allows half-open connections, and a refused client that never closes its half
+      // would otherwise hold this socket, uncounted, and keep the node from stopping.
+      sock.setTimeout(this.limits.readTimeoutMs, () => sock.destroy());
+      sock.end(frameMessage(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit or stopping')), () => sock.destroy());
       return;
     }
     const c = new Connection(sock, this);

@@ -222,6 +222,27 @@ describe('request path: busy', () => {
     b.destroy();
     await node.cleanup();
   });
+
+  test('a refused client that keeps its half of the connection open holds no socket: the node still stops at once (break18 F11)', async () => {
+    const node = await liveNode({ max_connections: 1 });
+    const a = await RawConn.open(node.port);
+    await new Promise((r) => setTimeout(r, 50));
+    const { connect } = await import('node:net');
+    const held = connect({ host: '127.0.0.1', port: node.port, allowHalfOpen: true });
+    held.on('error', () => undefined);
+    let got = 0;
+    held.on('data', (d: Buffer) => {
+      got += d.length;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got).toBeGreaterThan(0); // the busy reply
+    const t0 = Date.now();
+    a.destroy();
+    await node.close();
+    expect(Date.now() - t0).toBeLessThan(2_500);
+    held.destroy();
+    await node.cleanup();
+  }, 15_000);
 });
 
 describe('request path: decisions sealed over the socket', () => {
