@@ -228,7 +228,9 @@ class Connection {
     }
     if (corked) this.#sock.uncork();
     if (this.#closing && this.#queue.length === 0) {
-      this.#sock.end();
+      // Fully closed once the last reply is written: the listener allows half-open connections,
+      // and a client that never closes its half would otherwise hold this slot until the idle timeout.
+      this.#sock.end(() => this.#sock.destroy());
       return;
     }
     this.#maybeResume();
