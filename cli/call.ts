@@ -29,7 +29,8 @@ the call fails with error [timeout]. The node may still have decided the request
 same call again within the same second re-sends the same request, which the node answers from
 its log without debiting it twice.
 
-Exit status: 0 allow, 3 deny, 1 an error reply (no decision, no receipt) or a failure.`;
+Exit status: 0 allow, 3 deny, 1 an error reply (no decision, no receipt: the reply {"error": {code,
+message}} on stdout, and one line "jcp call: error [code]: …" on stderr) or a failure.`;
 
 const utf8 = new TextEncoder();
 
@@ -202,6 +203,9 @@ export const command: Command = {
     } catch (e) {
       if (e instanceof WireErrorReply) {
         process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } }, null, 2)}\n`);
+        // And the one line every command's errors are (README): `jcp call: error [code]: …`.
+        const why = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+        process.stderr.write(`jcp call: error [${e.code}]: ${why.replace(/\s*\n\s*/g, ' ')}\n`);
         return 1;
       }
       throw timedOut(e);

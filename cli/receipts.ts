@@ -11,6 +11,7 @@ import { toHex } from '../core/bytes.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
 import {
   type Archived,
+  type ArchiveRecord,
   archiveLimit,
   archiveReceipts,
   archiveRecords,
@@ -27,8 +28,8 @@ import {
   openSnapshot,
   ReceiptLog,
   readKeyFile,
+  readSnapshotFile,
   replayLog,
-  SNAPSHOT_CAP_BYTES,
   snapshotBody,
   type SliceRunner,
   WorkerPool,
@@ -72,7 +73,9 @@ Verbs:
 verify also checks every snapshot in <data-dir>/snapshots against the full replay at its seq
 (report field 'snapshots'; a snapshot that does not match makes it exit 1). A log with archived
 receipts needs --archive DIR: each segment is checked against the log's record (report field
-'archive') and replayed before the live log.
+'archive') and replayed before the live log. replay and attribute read the live log only
+unless given --archive DIR too: on such a log they warn [archive-needed] on stderr and report
+'archived' ({first, last, receipts, included}).
 
 verify <file | ->: receipts from anywhere, e.g. another implementation's: a file (or - for
 stdin, at most 64 MiB) holding either a CBOR sequence of COSE_Sign1 receipts (RFC 8742, what
@@ -88,8 +91,10 @@ Options:
   --format f      export format: cbor | json (default json)
   --out file      export destination (default stdout)
   --key file      the steward key, for snapshot (default <data-dir>/steward.key)
+  --keep n        snapshot: snapshots kept, this one included (default 2; give the node's
+                  snapshot.keep)
   --before seq    archive: the first seq kept in the live log
-  --archive dir   verify: the folder of archived segments
+  --archive dir   verify, replay, attribute: the folder of archived segments
 
 The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
 own recovery, as a node's start does: its write-ahead file is folded into table files, and records
@@ -116,6 +121,7 @@ export const command: Command = {
       key: { type: 'string' },
       before: { type: 'string' },
       archive: { type: 'string' },
+      keep: { type: 'string' },
     });
     if (positionals.length !== 1) throw new UsageError('expected one data folder');
     if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
@@ -141,6 +147,9 @@ export const command: Command = {
         throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: write the export elsewhere (the node's own files are never overwritten)`);
       }
     }
+    // snapshot --keep: the snapshots kept after this one (the node's snapshot.keep; default 2).
+    const keep = values.keep === undefined ? 2 : Number(values.keep);
+    if (!Number.isInteger(keep) || keep < 1 || keep > 1000) throw new UsageError('--keep: an integer in 1..1000 (snapshots kept)');
     const workers = values.workers === undefined ? 0 : Number(values.workers);
     if (!Number.isInteger(workers) || workers < 0 || workers > 64) throw new UsageError('--workers: an integer in 0..64');
     try {
@@ -174,7 +183,7 @@ export const command: Command = {
         const runner = pool ? { runner: ((job) => pool.replaySlice(job)) satisfies SliceRunner, parallel: pool.size * 2 } : {};
         if (verb === 'snapshot') {
           try {
-            return await snapshotNow(log, dataDir, meta.steward, values.key ?? path.join(dataDir, 'steward.key'), runner);
+            return await snapshotNow(log, dataDir, meta.steward, values.key ?? path.join(dataDir, 'steward.key'), runner, keep);
           } finally {
             await pool?.close();
           }
@@ -185,7 +194,13 @@ export const command: Command = {
         const records = await archiveRecords(log);
         let source: ReturnType<typeof withSegments> | undefined;
         let receiptAt: ((seq: number) => Promise<Uint8Array | undefined>) | undefined;
-        if (records.length > 0 && verb === 'verify') {
+        if (records.length > 0 && verb !== 'verify' && values.archive === undefined) {
+          // replay / attribute read the live log only: say so, or their budgets look complete.
+          process.stderr.write(
+            `jcp receipts: warning [archive-needed]: receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived and not counted here; give --archive DIR to include them\n`,
+          );
+        }
+        if (records.length > 0 && (verb === 'verify' || values.archive !== undefined)) {
           if (values.archive === undefined) {
             await pool?.close();
             throw new CliError(
@@ -204,7 +219,7 @@ export const command: Command = {
               ...runner,
               ...(source ? { source, receiptAt } : {}),
             }));
-          } else r = await replayLog(log, { steward: meta.steward, ...runner, measurements: verb === 'attribute' });
+          } else r = await replayLog(log, { steward: meta.steward, ...runner, measurements: verb === 'attribute', ...(source ? { source, receiptAt } : {}) });
         } finally {
           await pool?.close();
         }
@@ -224,6 +239,7 @@ export const command: Command = {
             reversals: r.outcomes.reversals,
             refunded_uj: r.outcomes.refundedUj,
             bad_outcomes: r.outcomes.bad.length,
+            ...archivedField(records, archive),
           };
           process.stdout.write(`${JSON.stringify(out, bigintJson, 2)}\n`);
           return 0;
@@ -247,7 +263,7 @@ export const command: Command = {
             };
           });
           const outcomes = { measurements: r.outcomes.measurements, reversals: r.outcomes.reversals, bad: r.outcomes.bad.length };
-          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows }, bigintJson, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows, ...archivedField(records, archive) }, bigintJson, 2)}\n`);
           return 0;
         }
         const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
@@ -272,6 +288,24 @@ export const command: Command = {
     }
   },
 };
+
+/**
+ * `archived` of the replay and attribute reports on a log with archived receipts: the range, how
+ * many, and whether they are counted (only with `--archive DIR`, from the segments that check out;
+ * `archive` then lists each segment's check as in verify).
+ */
+function archivedField(records: readonly ArchiveRecord[], archive: SegmentCheck[] | undefined) {
+  if (records.length === 0) return {};
+  return {
+    archived: {
+      first: records[0]!.first,
+      last: records[records.length - 1]!.last,
+      receipts: records.reduce((n, x) => n + x.count, 0),
+      included: archive?.every((x) => x.ok) ?? false,
+    },
+    ...(archive ? { archive } : {}),
+  };
+}
 
 /** True when `arg` is `-` (stdin) or names something other than a folder (a file of receipts). */
 function isReceiptFile(arg: string): boolean {
@@ -363,7 +397,7 @@ async function replayCheckingSnapshots(
   for (const { seq, file } of listSnapshots(dataDir).reverse()) {
     let bytes: Uint8Array;
     try {
-      bytes = readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
+      bytes = readSnapshotFile(file);
     } catch (e) {
       checks.push({ file, seq, ok: false, why: `unreadable: ${(e as Error).message}` });
       continue;
@@ -432,10 +466,11 @@ async function snapshotNow(
   steward: Did,
   keyFile: string,
   runner: { runner?: SliceRunner; parallel?: number },
+  keep = 2,
 ): Promise<number> {
   const actor = readKeyFile(keyFile);
   if (actor.did !== steward) throw new CliError('log-steward-mismatch', `${keyFile} is ${actor.did}, not the steward of this log (${steward})`);
-  const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), ...runner });
+  const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), keep, ...runner });
   if (made === undefined) {
     process.stderr.write('jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt)\n');
     return 0;

@@ -535,7 +535,8 @@ export class McpStdioEndpoint extends McpEndpoint {
 /**
  * The value of a configured header: read from its environment variable or file at each connect
  * (so a rotated token is picked up by the next connection), with its `prefix`.
- * @throws EndpointError `endpoint-unavailable` when the variable is unset or the file unreadable.
+ * @throws EndpointError `endpoint-unavailable` when the variable is unset, the file unreadable, or
+ *   the value is not an HTTP header value (the message names its source, never the value).
  */
 export function headerValue(name: string, src: HeaderSource): string {
   let v: string | undefined;
@@ -551,7 +552,20 @@ export function headerValue(name: string, src: HeaderSource): string {
       throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: cannot read ${src.file}: ${(e as Error).message}`, { cause: e, phase: 'start' });
     }
   }
-  return `${src.prefix ?? ''}${v}`;
+  const value = `${src.prefix ?? ''}${v}`;
+  // An HTTP field value (RFC 9110 §5.5): visible Latin-1 text, spaces and tabs. Anything else
+  // would be refused by fetch with the value quoted in its message, and that message becomes the
+  // caller's result: the secret is never quoted, only where it came from.
+  const bad = value.search(/[^\t\x20-\x7e\x80-\xff]/);
+  if (bad >= 0) {
+    const from = 'env' in src ? `environment variable ${src.env}` : src.file;
+    throw new EndpointError(
+      EndpointErrorCodes.UNAVAILABLE,
+      `header ${name}: the value read from ${from} is not a valid HTTP header value (a control character or a character past U+00FF at index ${bad}); not sent`,
+      { phase: 'start' },
+    );
+  }
+  return value;
 }
 
 /** An MCP server over Streamable HTTP (MCP 2025-06-18), its headers read from env or files. */

@@ -339,7 +339,13 @@ export class Enforcer {
       const signed = signingBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
       // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
-      if (!sigOk) this.#d.limiter?.charge(peer);
+      // The token is taken here, once the check is done, not when the message arrived: requests
+      // pipelined or sent on many connections all pass the entry check before any of them is
+      // charged, so a peer already out of tokens gets `rate-limited` and no receipt.
+      if (!sigOk && this.#d.limiter !== undefined && !this.#d.limiter.take(peer)) {
+        this.#d.metrics.rateLimited.inc();
+        return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
+      }
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);

@@ -123,6 +123,7 @@ export {
   makeSnapshot,
   type OpenedSnapshot,
   openSnapshot,
+  readSnapshotFile,
   SNAPSHOT_CAP_BYTES,
   SNAPSHOT_DIR,
   SNAPSHOT_FORMAT,

@@ -65,6 +65,23 @@ export class PeerLimiter {
     return b === undefined || b.tokens >= 1;
   }
 
+  /**
+   * Takes one token from `peer` if it has one (a bad-signature deny about to be sealed): true
+   * when taken (or limits are off), false when the bucket is empty and nothing was taken.
+   */
+  take(peer: string): boolean {
+    if (!this.enabled) return true;
+    let b = this.#refilled(peer);
+    if (b === undefined) {
+      if (this.#buckets.size >= this.#cfg.maxPeers) this.#evict();
+      b = { tokens: this.#cfg.burst, at: this.#clockS() };
+      this.#buckets.set(peer, b);
+    }
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
   /** Takes one token from `peer` (a failed request or a bad-signature deny). */
   charge(peer: string): void {
     if (!this.enabled) return;

@@ -15,7 +15,10 @@
  * - Replies go out in request order on each connection (clients match them FIFO), but requests
  *   are handled concurrently; at most `maxPending` unanswered requests per connection, and the
  *   node stops reading from a connection that does not read its replies.
- * - At most `maxConnections` connections; more get `busy` and are closed.
+ * - At most `maxConnections` connections; more get `busy` and are closed. When the node is full,
+ *   a newcomer from an address holding fewer connections than the address holding the most (by
+ *   more than one) takes the place of one of that address's idle connections (nothing buffered,
+ *   no reply owed; it gets `busy` and is closed): one address cannot keep every other out.
  * - A `notice` (an upstream notification of a call that asked for them) is written as soon as it
  *   arrives, ahead of the replies still queued; its own request's reply is among those, so a
  *   request's notices always precede its response. Clients route notices by `request_id`.
@@ -93,6 +96,21 @@ class Connection {
 
   destroy(): void {
     this.#sock.destroy();
+  }
+
+  /** The remote IP address. */
+  get peer(): string {
+    return this.#peer;
+  }
+
+  /** Nothing buffered, nothing owed, not closing: closing it loses no request. */
+  get idle(): boolean {
+    return !this.#closing && !this.#sock.destroyed && this.#queue.length === 0 && this.#reader.buffered === 0;
+  }
+
+  /** Closed to make room for a connection from another address: told `busy`, then ended. */
+  evict(): void {
+    this.#closeWith(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit: this idle connection was closed for a caller from another address'));
   }
 
   /** Stops reading; sends the replies still owed, then ends the connection. */
@@ -210,7 +228,9 @@ class Connection {
     }
     if (corked) this.#sock.uncork();
     if (this.#closing && this.#queue.length === 0) {
-      this.#sock.end();
+      // Fully closed once the last reply is written: the listener allows half-open connections,
+      // and a client that never closes its half would otherwise hold this slot until the idle timeout.
+      this.#sock.end(() => this.#sock.destroy());
       return;
     }
     this.#maybeResume();
@@ -233,6 +253,8 @@ export class JcpServer {
   readonly metrics: NodeMetrics;
   readonly #log: Logger;
   readonly #conns = new Set<Connection>();
+  /** Open connections per remote address. */
+  readonly #perPeer = new Map<string, number>();
   readonly #server: Server;
   #accepting = true;
 
@@ -251,20 +273,66 @@ export class JcpServer {
   }
 
   #accept(sock: Socket): void {
-    if (!this.#accepting || this.#conns.size >= this.limits.maxConnections) {
+    const peer = sock.remoteAddress ?? '';
+    if (this.#accepting && this.#conns.size >= this.limits.maxConnections) {
+      const victim = this.#victimFor(peer);
+      if (victim !== undefined) {
+        this.metrics.errors.inc({ code: NodeErrorCodes.BUSY });
+        victim.evict();
+        this.#log.warn({ peer, evicted: victim.peer }, 'connection limit: an idle connection of the address holding the most was closed');
+      }
+    }
+    if (!this.#accepting || this.#conns.size - this.#evicting >= this.limits.maxConnections) {
       this.metrics.errors.inc({ code: NodeErrorCodes.BUSY });
       sock.on('error', () => undefined);
-      sock.end(frameMessage(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit or stopping')));
+      // Closed for good once the reply is written (and at the latest after the read timeout): the
+      // listener allows half-open connections, and a refused client that never closes its half
+      // would otherwise hold this socket, uncounted, and keep the node from stopping.
+      sock.setTimeout(this.limits.readTimeoutMs, () => sock.destroy());
+      sock.end(frameMessage(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit or stopping')), () => sock.destroy());
       return;
     }
     const c = new Connection(sock, this);
     this.#conns.add(c);
+    this.#perPeer.set(peer, (this.#perPeer.get(peer) ?? 0) + 1);
     this.metrics.connections.set(this.#conns.size);
+  }
+
+  /** Connections told to close for a newcomer that have not closed yet (they no longer count). */
+  #evicting = 0;
+  readonly #evicted = new WeakSet<Connection>();
+
+  /**
+   * At the limit: an idle connection of the address that holds the most connections, if that is
+   * another address holding more than one connection more than `peer` does; else undefined.
+   */
+  #victimFor(peer: string): Connection | undefined {
+    let top = '';
+    let most = 0;
+    for (const [p, n] of this.#perPeer) {
+      if (n > most) {
+        top = p;
+        most = n;
+      }
+    }
+    if (top === peer || most <= (this.#perPeer.get(peer) ?? 0) + 1) return undefined;
+    for (const c of this.#conns) {
+      if (c.peer === top && c.idle && !this.#evicted.has(c)) {
+        this.#evicted.add(c);
+        this.#evicting++;
+        return c;
+      }
+    }
+    return undefined;
   }
 
   /** @internal Called when a connection closes. */
   forget(c: Connection): void {
-    this.#conns.delete(c);
+    if (!this.#conns.delete(c)) return;
+    if (this.#evicted.has(c)) this.#evicting--;
+    const n = (this.#perPeer.get(c.peer) ?? 1) - 1;
+    if (n <= 0) this.#perPeer.delete(c.peer);
+    else this.#perPeer.set(c.peer, n);
     this.metrics.connections.set(this.#conns.size);
   }
 

@@ -20,7 +20,7 @@
  * (core/signed.ts, the pattern of revocations and statements). Written to a temporary file,
  * fsync'd, renamed, and the folder fsync'd; the newest `keep` are kept.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -63,6 +63,19 @@ export function listSnapshots(dataDir: string): Array<{ seq: number; file: strin
     if (m) out.push({ seq: Number(m[1]), file: path.join(dir, name) });
   }
   return out.sort((a, b) => b.seq - a.seq);
+}
+
+/**
+ * Reads a snapshot file: a regular file of at most {@link SNAPSHOT_CAP_BYTES}. A symbolic link (or
+ * anything but a regular file) is refused, not followed: a snapshot is the steward's own file in
+ * the data folder, like the head mark.
+ * @throws Error saying why it was not read.
+ */
+export function readSnapshotFile(file: string): Uint8Array {
+  const st = lstatSync(file);
+  if (st.isSymbolicLink()) throw new Error(`${file}: a symbolic link, not a snapshot file; not followed`);
+  if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+  return readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
 }
 
 /** Seconds of a snapshot's request index: its window (`max_skew_s` + margin) and horizon. */
@@ -257,7 +270,8 @@ export function openSnapshot(bytes: Uint8Array, steward: Did): { ok: true; value
 
 /**
  * Writes snapshot bytes for `seq` durably: a temporary file, fsync, rename, folder fsync. Then
- * removes all but the newest `keep` snapshots (keep ≥ 1).
+ * removes the older snapshots (seq below `seq`) but the newest `keep` − 1 (keep ≥ 1); files named
+ * with a higher seq are left alone and do not count.
  * @throws the file system error (nothing is renamed into place unless it was fsync'd).
  */
 export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Array, keep: number): string {
@@ -279,7 +293,11 @@ export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Arra
   } finally {
     closeSync(dfd);
   }
-  for (const old of listSnapshots(dataDir).slice(Math.max(1, keep))) rmSync(old.file, { force: true });
+  // Pruned: the snapshots below this one beyond the newest `keep` (this one counts). A file named
+  // above it is never what this log's replay made (the node only covers higher seqs as it goes):
+  // it is left alone, and never counts toward `keep`, so it cannot push out the one just written.
+  const older = listSnapshots(dataDir).filter((s) => s.seq < seq);
+  for (const old of older.slice(Math.max(0, keep - 1))) rmSync(old.file, { force: true });
   return file;
 }
 
@@ -300,7 +318,7 @@ export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: 
   for (const { seq, file } of listSnapshots(dataDir)) {
     let bytes: Uint8Array;
     try {
-      bytes = readFileCapped(file, SNAPSHOT_CAP_BYTES, 'snapshot');
+      bytes = readSnapshotFile(file);
     } catch (e) {
       ignored.push({ file, why: `unreadable: ${(e as Error).message}` });
       continue;

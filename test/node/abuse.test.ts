@@ -88,6 +88,45 @@ describe('abuse limits per peer address', () => {
     await node.close();
   });
 
+  test.each([0, 2])('pipelined bad-signature requests seal no more denies than the burst (workers %i; break18 F2)', async (workers) => {
+    const clock = 1_900_000_000;
+    const node = await liveNode({ workers, abuse: { burst: 2, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, { clockS: () => clock }, folder());
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const forged = (i: number) => frameMessage(encodeWireRequest(request(mallory, [g], { caller: bob.did, now: clock, payload: new TextEncoder().encode(`{"p":${i}}`) })));
+    const m = await RawConn.open(node.port, '127.0.0.5');
+    const n = 24;
+    // All in one write: every one of them arrives before the first signature check is done.
+    m.write(Buffer.concat(Array.from({ length: n }, (_, i) => forged(i))));
+    const got: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = decodeWireMessage(await m.next());
+      got.push(r.kind === 'error' ? r.error.code : r.kind === 'response' ? (r.response.decision.deny_reason ?? 'allow') : r.kind);
+    }
+    expect(got.filter((x) => x === 'bad-signature')).toHaveLength(2);
+    expect(got.filter((x) => x === NodeErrorCodes.RATE_LIMITED)).toHaveLength(n - 2);
+    expect(node.enforcer.nextSeq).toBe(2);
+    m.destroy();
+    await node.close();
+  });
+
+  test('one address holding every connection slot does not keep another address out (break18 F10)', async () => {
+    const node = await liveNode({ max_connections: 3, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const hog = [await RawConn.open(node.port, '127.0.0.6'), await RawConn.open(node.port, '127.0.0.6'), await RawConn.open(node.port, '127.0.0.6')];
+    const open = async () => await node.metrics.registry.getSingleMetricAsString('jcp_connections');
+    for (let i = 0; i < 50 && !(await open()).includes('jcp_connections 3'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await open()).toContain('jcp_connections 3');
+    // Another address: one of the hog's idle connections makes room, and this one is answered.
+    const other = await RawConn.open(node.port, '127.0.0.7');
+    expect(await outcomes(other, [garbage])).toEqual(['cbor-malformed']);
+    const told = await hog[0]!.next();
+    expect(decodeWireMessage(told)).toMatchObject({ kind: 'error', error: { code: NodeErrorCodes.BUSY } });
+    // The hog itself gets no more: busy, as before.
+    const more = await RawConn.open(node.port, '127.0.0.6');
+    expect(decodeWireMessage(await more.next())).toMatchObject({ kind: 'error', error: { code: NodeErrorCodes.BUSY } });
+    for (const c of [...hog, other, more]) c.destroy();
+    await node.close();
+  });
+
   test('abuse.burst 0 turns the limit off; a full table of peers drops the ones that behave first', async () => {
     const node = await liveNode({ abuse: { burst: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
     const bad = await RawConn.open(node.port, '127.0.0.4');

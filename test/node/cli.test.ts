@@ -89,6 +89,16 @@ describe('jcp CLI around a node', () => {
     expect(JSON.parse(call.out).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
   });
 
+  test('an error reply exits 1, prints the reply on stdout and one line `jcp call: error [code]` on stderr (break18 F7)', async () => {
+    const mint = await jcp('grant', 'mint', '--key', f('alice.key'), '--subject', f('bob.key'), '--resource', 'elsewhere', '--actions', 'read', '--budget', '10', '--out', f('elsewhere.json'));
+    expect(mint.code).toBe(0);
+    const r = await jcp('call', '--node', addr, '--chain', f('elsewhere.json'), '--key', f('bob.key'), '--action', 'read');
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.out).error.code).toBe('unknown-resource');
+    expect(r.err).toMatch(/^jcp call: error \[unknown-resource\]: frame\.resource [0-9a-f]{64} is not a resource this node serves/);
+    expect(r.err.trimEnd().split('\n')).toHaveLength(1);
+  });
+
   test('receipts repair and verify refuse a log a running node holds (log-locked), and change nothing', async () => {
     for (const verb of ['repair', 'verify']) {
       const r = await jcp('receipts', verb, node.dataDir);

@@ -98,6 +98,20 @@ describe('endpoint config', () => {
     expect(headerValue('Authorization', ep.headers['Authorization']!)).toBe('Bearer first');
     writeFileSync(f, 'second');
     expect(headerValue('Authorization', ep.headers['Authorization']!)).toBe('Bearer second');
+    // A value that is no HTTP header value (a line break inside, a character past U+00FF) is not
+    // sent, and the error never quotes it: it is a secret, and the message reaches the caller (break18).
+    for (const bad of ['sk-secret-1\r\nX-Evil: 1', 'sk-secret-2\u0000', 'sk-secret-3\u2028x']) {
+      writeFileSync(f, bad);
+      let err: unknown;
+      try {
+        headerValue('Authorization', ep.headers['Authorization']!);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toMatchObject({ code: 'endpoint-unavailable' });
+      expect((err as Error).message).toMatch(/^header Authorization: the value read from .*token is not a valid HTTP header value/);
+      expect((err as Error).message).not.toContain('sk-secret');
+    }
   });
 
   test('deploy/node.upstream.example.json loads once its env vars and token file exist', () => {

@@ -222,6 +222,47 @@ describe('request path: busy', () => {
     b.destroy();
     await node.cleanup();
   });
+
+  test('a connection closed with an error reply, its client holding its half open, frees its slot at once (break18 F11)', async () => {
+    const node = await liveNode({ max_connections: 1, frame_cap: 4096 });
+    const { connect } = await import('node:net');
+    const held = connect({ host: '127.0.0.1', port: node.port, allowHalfOpen: true });
+    held.on('error', () => undefined);
+    held.on('data', () => undefined);
+    await new Promise((r) => held.once('connect', r));
+    const head = new Uint8Array(4);
+    new DataView(head.buffer).setUint32(0, 4097);
+    held.write(head);
+    const gauge = async () => await node.metrics.registry.getSingleMetricAsString('jcp_connections');
+    for (let i = 0; i < 100 && !(await gauge()).includes('jcp_connections 0'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await gauge()).toContain('jcp_connections 0');
+    // The slot is free: the next caller is served, not told busy.
+    const r = await errorOf(node.port, head, true);
+    expect(r.code).toBe('frame-too-large');
+    held.destroy();
+    await node.cleanup();
+  }, 15_000);
+
+  test('a refused client that keeps its half of the connection open holds no socket: the node still stops at once (break18 F11)', async () => {
+    const node = await liveNode({ max_connections: 1 });
+    const a = await RawConn.open(node.port);
+    await new Promise((r) => setTimeout(r, 50));
+    const { connect } = await import('node:net');
+    const held = connect({ host: '127.0.0.1', port: node.port, allowHalfOpen: true });
+    held.on('error', () => undefined);
+    let got = 0;
+    held.on('data', (d: Buffer) => {
+      got += d.length;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got).toBeGreaterThan(0); // the busy reply
+    const t0 = Date.now();
+    a.destroy();
+    await node.close();
+    expect(Date.now() - t0).toBeLessThan(2_500);
+    held.destroy();
+    await node.cleanup();
+  }, 15_000);
 });
 
 describe('request path: decisions sealed over the socket', () => {

@@ -5,7 +5,7 @@
  * not is ignored and the start replays everything; `jcp receipts verify` checks every snapshot
  * against the full replay; an old request sent again gets `clock-skew`, never a second debit.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { decode, encode } from '../../core/cbor.ts';
@@ -168,16 +168,69 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(made.code).toBe(0);
     expect(JSON.parse(made.out)).toMatchObject({ seq: 6, replayed: 2 });
     expect(listSnapshots(dir).map((s) => s.seq)).toEqual([6, 4]);
+    // --keep: as many as the node's snapshot.keep, not always 2 (break18 F6).
+    const c3 = await liveNode(manual, {}, dir);
+    await calls(c3.port, [g], 1, 'k');
+    await c3.close();
+    const kept = await cli(['receipts', 'snapshot', dir, '--keep', '3']);
+    expect(kept.code).toBe(0);
+    expect(listSnapshots(dir).map((s) => s.seq)).toEqual([7, 6, 4]);
+    expect((await cli(['receipts', 'snapshot', dir, '--keep', '0'])).code).toBe(2);
     const v = await cli(['receipts', 'verify', dir]);
     expect(v.code).toBe(0);
     expect(JSON.parse(v.out).snapshots).toEqual([
-      { file: listSnapshots(dir)[1]!.file, seq: 4, ok: true },
-      { file: listSnapshots(dir)[0]!.file, seq: 6, ok: true },
+      { file: listSnapshots(dir)[2]!.file, seq: 4, ok: true },
+      { file: listSnapshots(dir)[1]!.file, seq: 6, ok: true },
+      { file: listSnapshots(dir)[0]!.file, seq: 7, ok: true },
     ]);
     const b = await liveNode(manual, {}, dir);
-    expect(b.boot.snapshot).toMatchObject({ seq: 6, replayed: 0 });
-    expect(b.ledger.spent(grantId(g.grant))).toBe(700n);
+    expect(b.boot.snapshot).toMatchObject({ seq: 7, replayed: 0 });
+    expect(b.ledger.spent(grantId(g.grant))).toBe(800n);
     await b.close();
+  });
+
+  test('a stray snapshot file with a higher seq never makes the node delete the snapshot it just wrote (break18 F1)', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ snapshot: { every_receipts: 0, every_s: 0, keep: 1 } }, {}, dir);
+    await calls(a.port, [g], 3, 'p');
+    await a.snapshots.snapshotNow();
+    // Junk (or a snapshot of a log restored from an older copy) named above anything the log holds.
+    writeFileSync(`${dir}/snapshots/snap-0000000000009999.cbor`, 'junk');
+    await calls(a.port, [g], 2, 'q');
+    const made = await a.snapshots.snapshotNow();
+    expect(made?.seq).toBe(4);
+    expect(listSnapshots(dir).map((s) => s.seq)).toEqual([9999, 4]);
+    await a.close();
+    const b = await liveNode(manual, {}, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+    expect(b.ledger.spent(grantId(g.grant))).toBe(500n);
+    await b.close();
+  });
+
+  test('a snapshot that is a symbolic link is not followed: ignored at start with its reason, not ok in verify (break18 F4)', async () => {
+    const dir = folder();
+    const away = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 3, 'l');
+    await a.snapshots.snapshotNow();
+    await a.close();
+    const file = listSnapshots(dir)[0]!.file;
+    const target = `${away}/snap.cbor`;
+    renameSync(file, target);
+    symlinkSync(target, file);
+    const warn = vi.fn();
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (s: string) => warn(JSON.parse(s)) });
+    const b = await liveNode(manual, { logger }, dir);
+    expect(b.boot.snapshot).toBeUndefined();
+    expect(b.ledger.spent(grantId(g.grant))).toBe(300n);
+    expect(warn.mock.calls.map((c) => String(c[0].why))).toContainEqual(expect.stringContaining('a symbolic link, not a snapshot file'));
+    await b.close();
+    const r = await cli(['receipts', 'verify', dir]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.out).snapshots[0]).toMatchObject({ seq: 2, ok: false });
   });
 
   test('a receipt lost after the snapshot is still damage (the head mark and continuity are checked over the tail)', async () => {
@@ -335,6 +388,22 @@ describe('archival: receipts a snapshot covers move into sealed segments', () =>
     const v = await cli(['receipts', 'verify', dir, '--archive', out]);
     expect(v.code).toBe(0);
     expect(JSON.parse(v.out)).toMatchObject({ receipts: 11, bad: 0, breaks: 0, snapshots: [{ seq: 9, ok: true }], archive: [{ first: 0, last: 5, ok: true }] });
+    // replay and attribute: the live log only unless given the segments, and they say so (break18 F3).
+    const partial = await cli(['receipts', 'replay', dir]);
+    expect(partial.code).toBe(0);
+    expect(partial.err).toContain('warning [archive-needed]: receipts 0..5 of this log are archived and not counted here');
+    expect(JSON.parse(partial.out)).toMatchObject({ receipts: 5, archived: { first: 0, last: 5, receipts: 6, included: false } });
+    const whole = await cli(['receipts', 'replay', dir, '--archive', out]);
+    expect(whole.code).toBe(0);
+    expect(whole.err).toBe('');
+    expect(JSON.parse(whole.out)).toMatchObject({
+      receipts: 11,
+      budgets: [{ grant_id: grantId(g.grant), spent_uj: '1100' }],
+      archived: { first: 0, last: 5, receipts: 6, included: true },
+      archive: [{ first: 0, last: 5, ok: true }],
+    });
+    const attr = await cli(['receipts', 'attribute', dir, '--archive', out]);
+    expect(JSON.parse(attr.out)).toMatchObject({ receipts: 11, attribution: [{ allowed: 11, uj: '1100' }], archived: { included: true } });
     const changed = Buffer.from(segment);
     changed[changed.length - 1]! ^= 1;
     writeFileSync(report.segments[0].file, changed);
