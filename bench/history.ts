@@ -1,5 +1,5 @@
 /**
- * Costs that should not grow with history (issue 18): `npm run bench -- history [--json out.json]`.
+ * Costs that should not grow with history: `npm run bench -- history [--json out.json]`.
  *
  * For logs of `JCP_BENCH_HISTORY_SIZES` receipts (comma-separated; default 100000,1000000,5000000)
  * a node is started (a child process, `jcp node start`, replay on two temporary workers) twice:

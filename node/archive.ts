@@ -1,5 +1,5 @@
 /**
- * Archival of old receipts (issue 18): receipts a snapshot covers can be moved out of the live
+ * Archival of old receipts: receipts a snapshot covers can be moved out of the live
  * log into sealed segment files, so the log does not grow with history. The receipts stay the
  * evidence (§8.1): a segment is the receipts' exact bytes back to back (a CBOR sequence, RFC
  * 8742), and the log keeps, for each segment, a record of its first and last seq, its receipt

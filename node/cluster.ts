@@ -195,8 +195,8 @@ export class ClusterHooks {
   }
 
   /**
-   * Publishes a revocation this node accepted over jcp/1 on the cluster's revocation stream
-   * (issue 12 §4), which every node follows (this one too: taking it again is a no-op), so a
+   * Publishes a revocation this node accepted over jcp/1 on the cluster's revocation stream,
+   * which every node follows (this one too: taking it again is a no-op), so a
    * revocation sent to one node is enforced by all. The message id is the content id of the
    * signed revocation's bytes, so a retried publish is stored once (the stream's duplicate
    * window). Resolves once JetStream acknowledged it.

@@ -22,7 +22,7 @@ export const NodeErrorCodes = {
   /**
    * The frame names a resource this node does not serve (not in its config's `resources`): no
    * enforcement point guards it here, so the request is refused before any decision, debit or
-   * receipt (issue 12 §3).
+   * receipt.
    */
   UNKNOWN_RESOURCE: 'unknown-resource',
   /** A revocation failed its authority check (§4.3): wrong grant, not the issuer, bad signature. */

@@ -68,7 +68,7 @@ export interface LogBatchConfig {
   readonly batchMax: number;
 }
 
-/** Ledger snapshots (node/snapshot.ts, issue 18): when the node writes one, and how many it keeps. */
+/** Ledger snapshots (node/snapshot.ts): when the node writes one, and how many it keeps. */
 export interface SnapshotConfig {
   /** Write a snapshot once this many receipts are durable past the last one (0 = not by count). */
   readonly everyReceipts: number;

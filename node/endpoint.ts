@@ -15,7 +15,7 @@
  * `endpoint-unavailable` means the node got no answer: the server could not be reached or started
  * (`phase: 'start'`, the call was never sent) or went away before it answered (`phase: 'call'`).
  * The node charges nothing for such a call: its debit is reversed by a steward-signed reversal
- * record (`outcome.ts`, issue 12 §3). A timeout or a protocol error is charged, because the tool
+ * record (`outcome.ts`). A timeout or a protocol error is charged, because the tool
  * may have acted.
  * After a transport failure the connection is dropped and the next call reconnects (a few
  * attempts, 50 → 200 ms apart); after a timeout the server is recycled (a stdio process killed),
@@ -63,8 +63,7 @@ export class EndpointError extends Error {
 }
 
 /**
- * The one way an endpoint says "this call did not happen, so charge nothing for it" (issue 12
- * §3): an {@link EndpointError} with code `endpoint-unavailable` and its phase. Any transport
+ * The one way an endpoint says "this call did not happen, so charge nothing for it": an {@link EndpointError} with code `endpoint-unavailable` and its phase. Any transport
  * plugs in by rejecting `invoke` with this, or with any error whose `code` is
  * `endpoint-unavailable`.
  */

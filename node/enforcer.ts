@@ -125,7 +125,7 @@ export interface EnforcerDeps {
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
   /**
-   * Where a revocation accepted over jcp/1 goes on to (issue 12 §4: the cluster's revocation
+   * Where a revocation accepted over jcp/1 goes on to (the cluster's revocation
    * stream, so every node enforces it). Each is awaited before the `{revoked}` reply; one that
    * fails is retried in the background (every 1 s, then up to 30 s apart) until it succeeds or
    * {@link Enforcer.stopRetries} is called.

@@ -60,7 +60,7 @@ export interface RevocationFeed {
   start(sink: RevocationSink): Promise<void>;
   stop(): Promise<void>;
   /**
-   * Optional outlet (issue 12 §4): told of every revocation this node accepted over jcp/1
+   * Optional outlet: told of every revocation this node accepted over jcp/1
    * (`{revoke}`, `jcp grant revoke --node`), so it reaches the other nodes of a cluster (the
    * cluster's feed publishes it on the revocation stream, which every node follows). Resolves
    * once the revocation is handed on (e.g. the JetStream publish was acknowledged); rejects when

@@ -1,5 +1,5 @@
 /**
- * Outcome records (issue 12 §3): what happened after an allow, sealed by the steward beside the
+ * Outcome records: what happened after an allow, sealed by the steward beside the
  * receipt in the node's log. A receipt records the decision and the charge made before the call
  * ran (§7, §8). The outcome record says what the node knows once the endpoint answered, or failed
  * to:

@@ -26,7 +26,7 @@ export function priceCall(claimed: Cost, estimateUj: Uj): Cost {
 }
 
 /**
- * The best provenance a receipt of this node may seal for a charged figure (issue 12 §3, §5): the
+ * The best provenance a receipt of this node may seal for a charged figure (§5): the
  * charge is fixed at decision time, before the call runs. At that point the node holds no hardware
  * reading of the call, so the ceiling is at best `ModelBased`. It is never better than the node's
  * own meter either (the rung `probe()` found at start; `Estimator` when the probe failed). What the

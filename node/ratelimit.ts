@@ -1,5 +1,5 @@
 /**
- * Abuse limits per peer address (issue 18): a token bucket per remote IP address, charged one
+ * Abuse limits per peer address: a token bucket per remote IP address, charged one
  * token by every request of that peer that fails before a decision (an error reply: malformed,
  * non-canonical, schema, clock skew, unknown resource, bad payload, refused revocation, …) and
  * by every `bad-signature` deny. A peer whose bucket is empty gets `rate-limited` before its

@@ -7,7 +7,7 @@
  * the request's `now` (f64), about 48 bytes per entry at most. A 128-bit prefix is a lookup key,
  * not a proof: callers compare the full `request_id` of the receipt they load before answering.
  *
- * {@link TimedRequestIndex} bounds the index by time, not by history (issue 18; docs/node.md
+ * {@link TimedRequestIndex} bounds the index by time, not by history (docs/node.md
  * "The request index is bounded by time"): a request id includes the request's `now`, and a
  * request whose `now` is further than `max_skew_s` from the node clock is refused before the
  * index is consulted, so an id only needs keeping while its `now` is within the window.

@@ -1,5 +1,5 @@
 /**
- * Ledger snapshots (issue 18; spec §8.1): a steward-signed record of what boot replay rebuilds
+ * Ledger snapshots (spec §8.1): a steward-signed record of what boot replay rebuilds
  * from the receipt log up to one seq, so a start replays only the receipts after it. The
  * receipts stay the evidence: a snapshot is a cache of their replay, bound to the receipt it
  * covers, checked against the log before it is used, and `jcp receipts verify` checks every
@@ -443,7 +443,7 @@ export interface SnapshotterOptions {
 }
 
 /**
- * Writes snapshots of a running node's log every N receipts or T seconds (issue 18). The check
+ * Writes snapshots of a running node's log every N receipts or T seconds. The check
  * runs on a 1-second timer; a snapshot is built from the log (node/snapshot.ts `makeSnapshot`),
  * never from the live ledger, so the decision path is not paused: the replay's verification runs
  * on the signature workers, or on a temporary worker thread, and one snapshot is built at a

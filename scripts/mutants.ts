@@ -1,5 +1,5 @@
 /**
- * `npm run mutants`: the mutation run of issue 12 §1. Each mutant is a small, realistic,
+ * `npm run mutants`: the mutation run over the conformance classes. Each mutant is a small, realistic,
  * spec-forbidden change to the product (core/, node/, meter/, …); it is applied to a fresh
  * temporary copy of the repository and the conformance classes (spec §9) it names are run
  * against that copy with `node bin/jcp.mjs conformance --json --class …`. A mutant is killed

@@ -1,5 +1,5 @@
 /**
- * A revocation accepted by one node of a cluster reaches every node (issue 12 §4, spec §4.3):
+ * A revocation accepted by one node of a cluster reaches every node (spec §4.3):
  * two live nodes on one NATS (a `nats-server` of the test's own, removed afterwards); the
  * revocation is sent over jcp/1 to node A only, and node B denies `revoked` for the whole subtree
  * afterwards. The wait is event-driven: B's revocation store says when it took the revocation.

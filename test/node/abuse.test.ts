@@ -1,5 +1,5 @@
 /**
- * Abuse limits per peer address (node/ratelimit.ts, issue 18): requests that fail before a
+ * Abuse limits per peer address (node/ratelimit.ts): requests that fail before a
  * decision and bad-signature denies take a peer's tokens; past the limit the peer gets
  * `rate-limited` with no receipt (counted in `/metrics`), while callers from other addresses
  * are answered as before. Log growth on `/metrics` and `/healthz`: size, rate, size alarm.

@@ -1,5 +1,5 @@
 /**
- * No silent charges (issue 12 §3): an allow whose endpoint cannot run the call is not charged (a
+ * No silent charges: an allow whose endpoint cannot run the call is not charged (a
  * durable, steward-signed reversal that replay applies), and what the node measures for a call
  * is recorded beside its receipt (a measurement record) and shows in `jcp receipts attribute`
  * beside what was charged. Receipts stay JCR-1; `jcp receipts verify` checks these records too.

@@ -1,5 +1,5 @@
 /**
- * Ledger snapshots (node/snapshot.ts, issue 18) and the time-bounded request index
+ * Ledger snapshots (node/snapshot.ts) and the time-bounded request index
  * (node/requestindex.ts `TimedRequestIndex`): a start continues from the newest snapshot that
  * verifies and agrees with the log and replays only the receipts after it; a snapshot that does
  * not is ignored and the start replays everything; `jcp receipts verify` checks every snapshot
