@@ -83,7 +83,7 @@ describe('jcp node start --upstream', () => {
   test('prints each resource with its id, who it is open to and its tools', () => {
     const line = (name: string) => err.split('\n').find((l) => l.startsWith(`jcp node: resource ${name} `)) ?? '';
     expect(line('everything')).toMatch(new RegExp(`^jcp node: resource everything ${resourceIdOf('everything')} open tools: .*\\becho\\b`));
-    expect(line('paged')).toBe(`jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed`);
+    expect(line('paged')).toBe(`jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed, server-error`);
   });
 
   test('calls go through to both upstreams; the trust root closes paged to other roots; the data folder defaults under cwd', async () => {
