@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { asCoded, renderReport, runDemo } from '../harness/demo/index.ts';
 import { loopbackNatsUrlProblem } from '../harness/nats.ts';
+import { exitAfterInterrupt } from '../harness/procs.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms]
@@ -60,11 +61,11 @@ export const command: Command = {
     const pace = values.pace === undefined ? undefined : Number(values.pace);
     if (pace !== undefined && (!Number.isInteger(pace) || pace < 0 || pace > 10_000)) throw new UsageError('--pace: milliseconds, 0..10000');
     const print = (line: string) => process.stdout.write(`${line}\n`);
-    // harness/procs.ts SIGKILLs every child it tracks on SIGINT/SIGTERM and exits; say so first
-    // (and exit here if nothing was started yet).
+    // On SIGINT/SIGTERM every child harness/procs.ts tracks is SIGKILLed, the demo's streams and
+    // buckets on a user's NATS are removed (registered with whenInterrupted), then it exits 130.
     const onSignal = () => {
       process.stderr.write('\njcp demo: interrupted; stopping every process it started\n');
-      setImmediate(() => process.exit(130));
+      exitAfterInterrupt(130);
     };
     // Every child (nodes, FROST participants) inherits this and exits if the demo is SIGKILLed.
     process.env['JCP_EXIT_WITH_PARENT'] = '1';

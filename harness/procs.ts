@@ -33,12 +33,40 @@ export function track(child: ChildProcess): void {
     hooked = true;
     process.once('exit', killAllTracked);
     for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-      process.once(sig, () => {
-        killAllTracked();
-        process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
-      });
+      process.once(sig, () => exitAfterInterrupt(128 + (sig === 'SIGINT' ? 2 : 15)));
     }
   }
+}
+
+const interruptCleanups = new Set<() => Promise<unknown>>();
+let exiting = false;
+
+/** How long the clean-ups registered with {@link whenInterrupted} may take before the exit, ms. */
+export const INTERRUPT_CLEANUP_MS = 4_000;
+
+/**
+ * Registers `fn` to run when this process is interrupted (SIGINT/SIGTERM), after every tracked
+ * child has been SIGKILLed and before the exit (for example: deleting the streams a run made on a
+ * NATS server that outlives it). Clean-ups run together, bounded by {@link INTERRUPT_CLEANUP_MS};
+ * a failing one is ignored. @returns the function that unregisters `fn`.
+ */
+export function whenInterrupted(fn: () => Promise<unknown>): () => void {
+  interruptCleanups.add(fn);
+  return () => interruptCleanups.delete(fn);
+}
+
+/**
+ * The interrupted exit: SIGKILLs every tracked child, runs the clean-ups registered with
+ * {@link whenInterrupted} (at most {@link INTERRUPT_CLEANUP_MS}), then exits with `code`. A second
+ * call while the first runs does nothing.
+ */
+export function exitAfterInterrupt(code: number): void {
+  if (exiting) return;
+  exiting = true;
+  killAllTracked();
+  const all = Promise.allSettled([...interruptCleanups].map((f) => f()));
+  const deadline = new Promise((resolve) => setTimeout(resolve, INTERRUPT_CLEANUP_MS));
+  void Promise.race([all, deadline]).finally(() => process.exit(code));
 }
 
 /** SIGKILLs every tracked child that is still alive (synchronous; used on exit). */

@@ -31,6 +31,7 @@ import { channelNames } from '../../channel/names.ts';
 import { createMeter, type Probe, readMeterConfig } from '../../meter/index.ts';
 import { type Approval, approveAsTeam, askTeamToSign, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
 import { chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
+import { whenInterrupted } from '../procs.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
 import { type NodeEvidence, readEvidence } from './evidence.ts';
 import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
@@ -126,7 +127,10 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const root = demoSubjectRoot(b, randomBytes(4).toString('hex'));
     if (b.mode === 'external') {
       const url = b.url;
-      cleanups.push(() => (streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root)));
+      const remove = () => (streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root));
+      cleanups.push(remove);
+      cleanups.push(async () => unregisterStreams());
+      const unregisterStreams = whenInterrupted(remove);
     }
 
     // 2. The issuer, the roots, the node keys.

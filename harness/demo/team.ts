@@ -27,6 +27,7 @@ import { type Signer, thresholdSigner } from '../../frost/coordinator.ts';
 import { runDkg } from '../../frost/initiator.ts';
 import { readShareFile, type ShareRecord } from '../../frost/sharefile.ts';
 import { ParticipantCluster } from '../frost-procs.ts';
+import { whenInterrupted } from '../procs.ts';
 
 /** A running 2-of-3 team. */
 export interface Team {
@@ -142,7 +143,10 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     reviewer.close();
     throw e;
   }
+  // Interrupted (Ctrl-C): the participants are SIGKILLed; the registry bucket and streams go too.
+  const unregister = whenInterrupted(() => removePrefix(nc, prefix));
   const close = async () => {
+    unregister();
     await cluster.dispose();
     reviewer.closeAllConnections();
     reviewer.close();

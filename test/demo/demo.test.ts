@@ -12,6 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readDataMeta, ReceiptLog, replayLog } from '../../node/index.ts';
 import type { DemoReport } from '../../harness/demo/report.ts';
 import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 
 const dirs: string[] = [];
 const children = new Set<ChildProcess>();
@@ -112,6 +114,19 @@ function expectWorkersRanOut(r: DemoReport): void {
   expect(BigInt(cont.spent_uj)).toBeLessThanOrEqual(BigInt(s.amended_budget_uj));
 }
 
+/** The demo's streams and KV buckets (`JCP_DEMO_…`, `KV_jcpdemo_…`) on the shared NATS now. */
+async function demoStreamsOnNats(): Promise<string[]> {
+  const nc = await connect({ servers: '127.0.0.1:4222', reconnect: false });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const names: string[] = [];
+    for await (const si of jsm.streams.list()) if (/^(JCP_DEMO_|KV_jcpdemo_)/.test(si.config.name)) names.push(si.config.name);
+    return names.sort();
+  } finally {
+    await nc.close();
+  }
+}
+
 describe('jcp demo - the main job end to end', () => {
   it('with NATS: every receipt verifies, workers run out or are revoked, the team needs two, the channel stays within its bound', async () => {
     const root = tmp();
@@ -197,18 +212,22 @@ describe('jcp demo - the main job end to end', () => {
     expect(processesUsing(dir)).toEqual([]);
   }, 150_000);
 
-  it('interrupted (SIGINT) while it starts: exits 130 and leaves no process behind', async () => {
+  it('interrupted (SIGINT) while it starts: exits 130, leaves no process behind and removes its streams and buckets from the NATS', async () => {
     const root = tmp();
     const dir = join(root, 'run');
+    const before = await demoStreamsOnNats();
     const run = demo(['--dir', dir]);
     const deadline = Date.now() + 90_000;
-    while (!/node n\d up/.test(run.out()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(run.out()).toMatch(/node n\d up/);
+    while (!/threshold team: 3 participant processes/.test(run.out()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(run.out()).toMatch(/threshold team: 3 participant processes/);
+    // The run's own streams and the team's bucket exist now (so their removal below is the demo's doing).
+    expect((await demoStreamsOnNats()).filter((n) => !before.includes(n)).length).toBeGreaterThan(0);
     expect(processesUsing(dir).length).toBeGreaterThan(0);
     run.child.kill('SIGINT');
     const { code } = await run.exited;
     expect(code).toBe(130);
     expect(run.out()).toContain('interrupted');
+    expect((await demoStreamsOnNats()).filter((n) => !before.includes(n))).toEqual([]);
     // Children SIGKILLed by the parent's exit hook may take a moment to be reaped.
     const until = Date.now() + 5_000;
     while (processesUsing(dir).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
