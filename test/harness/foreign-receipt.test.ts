@@ -12,8 +12,8 @@ import path from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { base58 } from '@scure/base';
 import { encode, rfc8949EncodeOptions, Tagged } from 'cborg';
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../cli/main.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runJcpInProcess } from '../support.ts';
 import { openJcr1Receipt, openReceipt } from '../../core/receipt.ts';
 import { JCP_BIN } from '../../harness/frost-procs.ts';
 import { VECTORS_DIR } from '../vectors/load.ts';
@@ -62,24 +62,8 @@ function foreignReceipt(steward: { seed: Uint8Array; did: string }, over: Record
   return cbor(new Tagged(18, [protectedBytes, new Map(), payload, signature]));
 }
 
-async function jcp(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += String(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += String(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** The `jcp` command run in this process (test/support.ts). */
+const jcp = (...argv: string[]) => runJcpInProcess(argv);
 
 const dir = mkdtempSync(path.join(tmpdir(), 'jcp-foreign-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

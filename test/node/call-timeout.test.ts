@@ -6,8 +6,8 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { main } from '../../cli/main.ts';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { runJcpInProcess } from '../support.ts';
 import { FrameReader, frameMessage, decodeWireMessage, type WireRequest } from '../../core/wire.ts';
 import { JCP_BIN } from '../../harness/frost-procs.ts';
 import { CallTimeout, JcpClient } from '../../node/index.ts';
@@ -16,24 +16,8 @@ import { cast, mint, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('call-timeout');
 
-async function jcp(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += String(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += String(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** The `jcp` command run in this process (test/support.ts). */
+const jcp = (...argv: string[]) => runJcpInProcess(argv);
 
 /** A listener that decodes every jcp/1 request it gets and never answers. */
 async function capturingListener(): Promise<FakeListener & { requests: WireRequest[] }> {

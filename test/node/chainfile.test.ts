@@ -1,32 +1,16 @@
 /** Chain files: a readable `grant` view that disagrees with the signed `cbor` is refused `chain-file-mismatch` wherever a chain file is read. */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readChainFile } from '../../cli/chainfile.ts';
-import { main } from '../../cli/main.ts';
+import { runJcpInProcess } from '../support.ts';
 import { readPolicyFile } from '../../cli/standing.ts';
 import { readAmendmentFile, readCheckpointFile } from '../../cli/steerfile.ts';
 import { codeOf } from '../support.ts';
 import { tempDir } from './fixtures.ts';
 
-async function jcp(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += String(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += String(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** The `jcp` command run in this process (test/support.ts). */
+const jcp = (...argv: string[]) => runJcpInProcess(argv);
 
 type ChainJson = { type: string; chain: { id: string; cbor: string; grant: Record<string, unknown> }[] };
 

@@ -5,30 +5,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { decode } from '../../core/cbor.ts';
-import { main } from '../../cli/main.ts';
+import { runJcpInProcess } from '../support.ts';
 import { JCP_BIN } from '../../harness/frost-procs.ts';
 import { JcpClient } from '../../node/index.ts';
 import { liveNode, tempDir } from './fixtures.ts';
 
-async function jcp(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const text = (s: string | Uint8Array) => (typeof s === 'string' ? s : Buffer.from(s).toString('latin1'));
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += text(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += text(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** The `jcp` command run in this process (test/support.ts). */
+const jcp = (...argv: string[]) => runJcpInProcess(argv, 'latin1');
 
 describe('jcp CLI around a node', () => {
   const t = tempDir('cli');

@@ -7,36 +7,19 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { newActor, seededRng } from '../../core/actor.ts';
 import { grantId, signGrant } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
 import { authorPolicy } from '../../core/standing.ts';
 import { chainFileText, readChainFile, writeChainFile } from '../../cli/chainfile.ts';
-import { main } from '../../cli/main.ts';
+import { runJcpInProcess } from '../support.ts';
 import { JCP_BIN } from '../../harness/frost-procs.ts';
 import { eventClassOf, MintLedgerFile, startStandingServer } from '../../node/standing.ts';
 import { tempDir } from './fixtures.ts';
 
-async function jcp(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const text = (s: string | Uint8Array) => (typeof s === 'string' ? s : Buffer.from(s).toString('utf8'));
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += text(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += text(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** The `jcp` command run in this process (test/support.ts). */
+const jcp = (...argv: string[]) => runJcpInProcess(argv);
 
 type Answer = { status: number; body: { fired?: { child_id: string; firings: number; spent_uj: string; replayed: boolean; file?: string }; error?: { code: string }; ledger?: { firings: number; spent_uj: string } } };
 

@@ -4,36 +4,19 @@
  * capping the continuation at what the steered grant had left, across a restart.
  */
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { newActor, seededRng } from '../../core/actor.ts';
 import { amend, makeCheckpoint } from '../../core/checkpoint.ts';
 import { grantId } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
-import { main } from '../../cli/main.ts';
+import { runJcpInProcess } from '../support.ts';
 import { readChainFile } from '../../cli/chainfile.ts';
 import { readAmendmentFile, readCheckpointFile } from '../../cli/steerfile.ts';
 import { JcpClient, WireErrorReply } from '../../node/index.ts';
 import { liveNode, request, tempDir } from './fixtures.ts';
 
-async function jcp(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const text = (s: string | Uint8Array) => (typeof s === 'string' ? s : Buffer.from(s).toString('utf8'));
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += text(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += text(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** The `jcp` command run in this process (test/support.ts). */
+const jcp = (...argv: string[]) => runJcpInProcess(argv);
 
 type CallOut = { decision: { verdict: string; deny_reason?: string }; receipt: { core: { budget_remaining_uj: string; cost_uj: string } } };
 
