@@ -12,8 +12,8 @@
  * - {@link IoError} is the one coded failure for files and folders: code `io`, a message naming
  *   the path and what was wrong, the system code (`ENOENT`, `EACCES`…) kept in `errno`.
  */
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 
 /** The stable code of every {@link IoError}. */
 export const IO_ERROR_CODE = 'io';
@@ -247,5 +247,30 @@ export function readFileCapped(path: string, maxBytes: number, what = 'file'): B
     return Buffer.concat(chunks, total);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Writes `bytes` to `file` so that a crash leaves either the old file or the whole new one: a
+ * temporary `.<name>.tmp` beside it (mode `mode`), every byte written, fsync, rename over `file`,
+ * then the folder fsync'd so the rename itself is durable.
+ * @throws the file system error (nothing is renamed into place unless it was fsync'd).
+ */
+export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600): void {
+  const dir = dirname(file);
+  const tmp = join(dir, `.${basename(file)}.tmp`);
+  const fd = openSync(tmp, 'w', mode);
+  try {
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+  const dfd = openSync(dir, 'r');
+  try {
+    fsyncSync(dfd);
+  } finally {
+    closeSync(dfd);
   }
 }

@@ -17,9 +17,9 @@
  * the log in one fsync'd batch. Record: det-CBOR `{format: "jcp-archive/1", first, last, count,
  * blake3, file, bytes}`.
  */
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { makeDirs, readFileCapped } from '../cli/fsutil.ts';
+import { makeDirs, readFileCapped, writeFileDurably } from '../cli/fsutil.ts';
 import { bytesEqual, concat } from '../core/bytes.ts';
 import { decode, encode } from '../core/cbor.ts';
 import { blake3 } from '../core/hash.ts';
@@ -76,21 +76,7 @@ export function archiveLimit(s: OpenedSnapshot): number {
 function writeDurable(dir: string, name: string, bytes: Uint8Array): void {
   const file = path.join(dir, name);
   if (existsSync(file)) throw new Error(`${file} exists: an archive segment is never overwritten`);
-  const tmp = path.join(dir, `.${name}.tmp`);
-  const fd = openSync(tmp, 'w', 0o644);
-  try {
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-  const dfd = openSync(dir, 'r');
-  try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
-  }
+  writeFileDurably(file, bytes, 0o644);
 }
 
 /** What {@link archiveReceipts} moved. */

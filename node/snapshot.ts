@@ -20,11 +20,11 @@
  * (core/signed.ts, the pattern of revocations and statements). Written to a temporary file,
  * fsync'd, renamed, and the folder fsync'd; the newest `keep` are kept.
  */
-import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { makeDirs, readFileCapped } from '../cli/fsutil.ts';
+import { makeDirs, readFileCapped, writeFileDurably } from '../cli/fsutil.ts';
 import type { Actor } from '../core/actor.ts';
 import { decode, encode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';
@@ -278,21 +278,7 @@ export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Arra
   const dir = path.join(dataDir, SNAPSHOT_DIR);
   makeDirs(dir, 0o700);
   const file = path.join(dir, snapshotFileName(seq));
-  const tmp = path.join(dir, `.${snapshotFileName(seq)}.tmp`);
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-  const dfd = openSync(dir, 'r');
-  try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
-  }
+  writeFileDurably(file, bytes, 0o600);
   // Pruned: the snapshots below this one beyond the newest `keep` (this one counts). A file named
   // above it is never what this log's replay made (the node only covers higher seqs as it goes):
   // it is left alone, and never counts toward `keep`, so it cannot push out the one just written.
