@@ -49,7 +49,15 @@ import { verify } from '../core/ed25519.ts';
 import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
 import type { Grant, SignedGrant } from '../core/grant.ts';
 import { type Result, err } from '../core/result.ts';
-import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import {
+  MAX_ERROR_MESSAGE,
+  type WireAmended,
+  type WireMessage,
+  type WireRequest,
+  encodeWireMessage,
+  encodeWireResponse,
+  wireRequestSigningBytesOf,
+} from '../core/wire.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
@@ -64,7 +72,6 @@ import type { TimedRequestIndex } from './requestindex.ts';
 import type { PeerLimiter } from './ratelimit.ts';
 import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
-import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
 
 /** Where admitted amendments are handed on (a cluster's revocation stream). */
@@ -336,7 +343,7 @@ export class Enforcer {
   ): Promise<Uint8Array> {
     let release = true;
     try {
-      const signed = signingBytesOf(body, req);
+      const signed = wireRequestSigningBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
       // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
       // The token is taken here, once the check is done, not when the message arrived: requests

@@ -5,8 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toHex } from '../../core/bytes.ts';
-import { decode, encode, Tagged } from '../../core/cbor.ts';
-import { FlatMapWriter, headLength, readFlatMap, readHead, writeHead } from '../../core/cbor-flat.ts';
+import { decode, encode, FlatMapWriter, headLength, readFlatMap, readHead, Tagged, writeHead } from '../../core/cbor.ts';
 import { encodeSign1, sigStructure } from '../../core/cose.ts';
 import { JcpError } from '../../core/errors.ts';
 
@@ -23,7 +22,7 @@ function normal(o: Record<string, unknown>): Record<string, unknown> {
   );
 }
 
-describe('cbor-flat - writing', () => {
+describe('cbor flat maps and heads - writing', () => {
   it('heads are the shortest form, as the general encoder writes them', () => {
     fc.assert(
       fc.property(uint, (n) => {
@@ -70,7 +69,7 @@ describe('cbor-flat - writing', () => {
   });
 });
 
-describe('cbor-flat - reading', () => {
+describe('cbor flat maps and heads - reading', () => {
   it('reads back what it writes, equal to the general decoder', () => {
     fc.assert(
       fc.property(flatMap, (m) => {

@@ -17,9 +17,10 @@ import {
   verifyWireRequestSignature,
   type WireMessage,
   wireRequestSigningBytes,
+  wireRequestSigningBytesOf,
   wireRequestToCbor,
 } from '../../core/wire.ts';
-import { ChainCache, signingBytesOf } from '../../node/index.ts';
+import { ChainCache } from '../../node/index.ts';
 import { codeOf } from '../support.ts';
 import { alice, bob, child, frameFor, rootGrant } from './evidence-fixtures.ts';
 
@@ -141,7 +142,7 @@ describe('wire - request notify: 1', () => {
   it('the node splices the signed bytes from an 8-entry body (payload and notify) like it re-encodes them', () => {
     const body = encodeWireRequest(noisy);
     expect(body[0]).toBe(0xa8);
-    expect(toHex(signingBytesOf(body, noisy))).toBe(toHex(wireRequestSigningBytes(noisy)));
+    expect(toHex(wireRequestSigningBytesOf(body, noisy))).toBe(toHex(wireRequestSigningBytes(noisy)));
   });
 
   it('the chain cache decodes a request with notify as the core decoder does, hit or miss', () => {
