@@ -215,6 +215,13 @@ function headAt(b: Uint8Array, off: number): boolean {
   return false;
 }
 
+/** The big-endian argument of `n` bytes at `at` (n ≤ 8; approximate above 2^53, enough for the shortest-form check). */
+function readArg(data: Uint8Array, at: number, n: number): number {
+  let v = 0;
+  for (let i = 0; i < n; i++) v = v * 256 + data[at + i]!;
+  return v;
+}
+
 /**
  * The tag number at the head of `bytes` (any width, shortest or not), or undefined when the first
  * item is not a tag or its head is truncated or reserved. Used to name a wrong tag before the
@@ -227,9 +234,7 @@ export function leadingTag(bytes: Uint8Array): number | undefined {
   if (ai < 24) return ai;
   const width = ai === 24 ? 1 : ai === 25 ? 2 : ai === 26 ? 4 : ai === 27 ? 8 : 0;
   if (width === 0 || bytes.length < 1 + width) return undefined;
-  let n = 0;
-  for (let i = 1; i <= width; i++) n = n * 256 + bytes[i]!;
-  return n;
+  return readArg(bytes, 1, width);
 }
 
 /** Deepest container nesting {@link skipItem} walks. */
@@ -254,8 +259,7 @@ export function skipItem(b: Uint8Array, off: number): number {
       if (ai > 27) return -1;
       const n = 1 << (ai - 24);
       if (off + n > b.length) return -1;
-      arg = 0;
-      for (let i = 0; i < n; i++) arg = arg * 256 + b[off + i]!;
+      arg = readArg(b, off, n);
       off += n;
     }
     pending--;
@@ -851,13 +855,6 @@ interface Frame {
   readonly isMap: boolean;
   readonly total: number;
   remaining: number;
-}
-
-/** The big-endian argument of `n` bytes at `at` (n ≤ 8; approximate above 2^53, enough for the shortest-form check). */
-function readArg(data: Uint8Array, at: number, n: number): number {
-  let v = 0;
-  for (let i = 0; i < n; i++) v = v * 256 + data[at + i]!;
-  return v;
 }
 
 /**
