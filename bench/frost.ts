@@ -41,7 +41,7 @@ import { runDkg } from '../frost/initiator.ts';
 import { Participant } from '../frost/participant.ts';
 import { shareRecord, writeShareFile } from '../frost/sharefile.ts';
 import { aggregate, commit, signShare } from '../frost/sign.ts';
-import { ParticipantCluster } from '../harness/frost-procs.ts';
+import { ParticipantCluster } from '../testkit/frost-procs.ts';
 import { type Figure, median, percentile, type SuiteOptions, sig } from './figures.ts';
 import { bridgeFigures } from './frost-bridge.ts';
 

@@ -19,7 +19,7 @@ import { grantId, type SignedGrant, signGrant } from '../../core/grant.ts';
 import { deal } from '../../frost/dealer.ts';
 import { NO_POLICY_REASON } from '../../frost/participant.ts';
 import { shareRecord, writeShareFile } from '../../frost/sharefile.ts';
-import { type ParticipantProc, startParticipantProc } from '../../harness/frost-procs.ts';
+import { type ParticipantProc, startParticipantProc } from '../../testkit/frost-procs.ts';
 import { type RunningNode, writeKeyFile } from '../../node/index.ts';
 import { cleanupPrefix, NATS_URL, uniquePrefix } from '../frost/helpers.ts';
 import { cast, liveNode, rid, tempDir } from '../node/fixtures.ts';
