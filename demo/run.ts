@@ -29,7 +29,7 @@ import { auditChannel } from '../channel/audit.ts';
 import { JetStreamBus } from '../channel/jetstream.ts';
 import { channelNames } from '../channel/names.ts';
 import { createMeter, type Probe, readMeterConfig } from '../meter/index.ts';
-import { type Approval, approveAsTeam, askTeamToSign, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
+import { type Approval, approveAsTeam, askTeamToSign, type BridgeCall, callTeamViaBridge, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
 import { chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
 import { whenInterrupted } from '../testkit/procs.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
@@ -46,6 +46,8 @@ import { type Team, type TeamDecision, type TeamPolicy, startTeam } from './team
 const TEAM_FOLDER = 'w1-';
 /** A call outside the holders' policies: outside the folder, and it looks secret to the reviewer. */
 const REFUSED_TARGET = 'w2-secrets';
+/** The entity the team deletes through the bridge: inside every member's policy. */
+const BRIDGE_TARGET = 'w1-scratch';
 import { listTools, missingTools, type ToolInfo } from './tools.ts';
 import { WorkerProc } from './workers.ts';
 
@@ -301,6 +303,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     // 5. The team's irreversible action.
     let approval: Approval | undefined;
     let teamRefusal: TeamRefusal | undefined;
+    let bridgeCall: BridgeCall | undefined;
     let teamDecisions: TeamDecision[] = [];
     let teamPolicies: readonly TeamPolicy[] = [];
     let teamGrantLine: RunFacts['teamGrant'];
@@ -317,6 +320,11 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
       say(
         `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
+      );
+      // The same team through the bridge: an MCP client's tools/call becomes a signing session.
+      bridgeCall = await callTeamViaBridge(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [BRIDGE_TARGET] });
+      say(
+        `an MCP client calls ${TEAM_ACTION} ${JSON.stringify([BRIDGE_TARGET])} through the bridge as the team: ${bridgeCall.verdict ?? `not signed (${bridgeCall.error})`} in ${bridgeCall.ms} ms`,
       );
       teamDecisions = team.decisions();
       teamPolicies = team.policies;
@@ -365,6 +373,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       steering,
       approval,
       teamRefusal,
+      bridgeCall,
       teamDecisions,
       teamPolicies,
       team: teamInfo,
