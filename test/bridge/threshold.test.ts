@@ -5,7 +5,9 @@
  * processes over the local NATS, each with its own rules file), and the call reaches the node only
  * with a 2-of-3 aggregate. One holder refusing by rule: the call still passes with the other two.
  * Two refusing: a tool error result `threshold-refused` naming both holders and the reasons from
- * their signed decision records; the node has no receipt for it and debited nothing.
+ * their signed decision records; the node has no receipt for it and debited nothing. A holder
+ * without --approve refuses control calls; --approve allow-all signs them. Too few holders
+ * online: `threshold-unavailable` after the round deadline, nothing sent.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -148,4 +150,17 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     expect(ok._meta?.['jcp/verdict']).toBe('allow');
     expect(node.log.durableSeq).toBe(before + 1);
   }, 60_000);
+
+  test('too few holders online: a threshold-unavailable tool error after the round deadline; nothing sent, nothing debited', async () => {
+    await holders[1]!.stop();
+    await holders[2]!.stop();
+    const spent = node.ledger.spent(grantId(grant.grant));
+    const before = node.log.durableSeq;
+    const r = await client.callTool({ name: 'delete_entities', arguments: { entityNames: ['scratch-4'] } });
+    expect(r.isError).toBe(true);
+    expect(r._meta).toMatchObject({ 'jcp/error': 'threshold-unavailable', 'jcp/frost_code': 'frost-not-enough-participants', 'jcp/refusals': [] });
+    expect((r.content as { text: string }[])[0]!.text).toMatch(/^threshold-unavailable: \[frost-not-enough-participants\] .*nothing was sent to the node$/);
+    expect(node.log.durableSeq).toBe(before);
+    expect(node.ledger.spent(grantId(grant.grant))).toBe(spent);
+  }, 30_000);
 });
