@@ -5,7 +5,12 @@
  * folder was swapped for an older copy after a witnessed checkpoint refuses to start `log-damaged`
  * naming that checkpoint.
  */
-import { cpSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { type FleetRecord, verifyFleetRecord } from '../../core/fleet.ts';
+import { writeKeyFile } from '../../node/keyfile.ts';
+import { runJcpInProcess } from '../support.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { signCheckpoint, verifyCosignature } from '../../core/note.ts';
 import { parseDid } from '../../core/didkey.ts';
@@ -139,6 +144,44 @@ describe('tlog witnessing over NATS', () => {
     expect((await stream.newestWitnessed(aDid)).newest?.checkpoint.size).toBe(5);
     expect(b.hooks.witnessing?.lastCosigned(aDid)).toContain('\n5\n');
     expect(() => verifyCosignature(forged, witnessName(b.node.steward.did), parseDid(b.node.steward.did))).toThrow();
+
+    // The audit CLI over the stream: both logs with their cosigners, the alarm, exit 1.
+    const audit = await runJcpInProcess(['receipts', 'witness-audit', '--nats', nats.url, '--subject-root', root, '--json']);
+    expect(audit.code).toBe(1);
+    // A's latest checkpoint on the stream is the forged one: cosigned by nobody, B behind at 5.
+    type L = { steward: string; size: number; cosigned_by: string[]; behind: Array<{ witness: string; size: number }> };
+    const aj = JSON.parse(audit.out) as { logs: L[]; alarms: Array<{ why: string }> };
+    const by = new Map(aj.logs.map((l) => [l.steward, l]));
+    expect(by.get(aDid)).toMatchObject({ size: 7, cosigned_by: [], behind: [{ witness: b.node.steward.did, size: 5 }] });
+    expect(by.get(b.node.steward.did)).toMatchObject({ size: 0, cosigned_by: [aDid], behind: [] });
+    expect(aj.alarms).toHaveLength(1);
+
+    // The fleet record over both logs, signed by the team root (alice), verifies; a member's
+    // membership proof altered does not.
+    const keyFile = path.join(dirs[2]!.dir, '..', `${path.basename(dirs[2]!.dir)}-root.key`);
+    writeKeyFile(keyFile, alice);
+    const fleet = await runJcpInProcess(['receipts', 'fleet', '--nats', nats.url, '--subject-root', root, '--key', keyFile, '--json']);
+    rmSync(keyFile, { force: true });
+    expect(fleet.code).toBe(0);
+    const rec = JSON.parse(fleet.out) as FleetRecord;
+    expect(rec.size).toBe(2);
+    // Each member is the node's newest cosigned checkpoint (not A's forged, uncosigned one).
+    expect(new Map(rec.members.map((m) => [m.steward, m.size]))).toEqual(new Map([[aDid, 5], [b.node.steward.did, 0]]));
+    expect(verifyFleetRecord(rec, alice.did).origin).toBe(`jcp-fleet/${alice.did}`);
+    // Independently: the record's root is RFC 9162 MTH over the two member notes in origin order.
+    const H = (...p: Buffer[]) => createHash('sha256').update(Buffer.concat(p)).digest();
+    const leaf = (n: string) => H(Buffer.from([0]), Buffer.from(n, 'utf8'));
+    expect(H(Buffer.from([1]), leaf(rec.members[0]!.note), leaf(rec.members[1]!.note)).toString('hex')).toBe(rec.root);
+    const recFile = path.join(dirs[1]!.dir, 'fleet.json');
+    const bad = { ...rec, members: [{ ...rec.members[0]!, proof: ['00'.repeat(32)] }, rec.members[1]!] };
+    writeFileSync(recFile, JSON.stringify(rec));
+    expect((await runJcpInProcess(['receipts', 'verify-fleet', '--record', recFile, '--root', alice.did])).code).toBe(0);
+    writeFileSync(recFile, JSON.stringify(bad));
+    const refusedFleet = await runJcpInProcess(['receipts', 'verify-fleet', '--record', recFile, '--root', alice.did]);
+    expect(refusedFleet.code).toBe(1);
+    expect(refusedFleet.err).toContain('proof-invalid');
+    const otherRoot = await runJcpInProcess(['receipts', 'verify-fleet', '--record', recFile, '--root', bob.did]);
+    expect(otherRoot.err).toContain('note-unverified');
 
     // Rolled back: A stopped, its folder swapped for the older copy (3 receipts < the witnessed 5).
     await stop(a2);
