@@ -457,3 +457,60 @@ export class TlogWitnessing {
     await this.#queue;
   }
 }
+
+/** One node's latest checkpoint on the stream, verified, and who cosigned exactly it. */
+export interface WitnessAuditLog {
+  readonly steward: Did;
+  readonly origin: string;
+  readonly size: number;
+  readonly root: string;
+  readonly note: string;
+  readonly cosigned_by: readonly Did[];
+  /** Cosigned checkpoints of this log older than the latest (witnesses that have not caught up), by witness. */
+  readonly behind: ReadonlyArray<{ readonly witness: Did; readonly size: number }>;
+}
+
+/** What `witness-audit --json` prints. */
+export interface WitnessAudit {
+  readonly logs: readonly WitnessAuditLog[];
+  readonly alarms: ReadonlyArray<{ steward: Did; origin: string; witness: Did; why: string; time_s: number; evidence: readonly string[] }>;
+  /** Messages that did not verify (a checkpoint not signed by its log, a cosignature over another checkpoint): never counted. */
+  readonly ignored: readonly string[];
+}
+
+/**
+ * Reads the stream: every log's latest checkpoint (verified under its steward), its cosigners
+ * (cosignatures verified), the alarms (evidence verified).
+ * @throws Error when the stream cannot be read
+ */
+export async function witnessAudit(s: TlogStream): Promise<WitnessAudit> {
+  const { checkpoints, cosignatures } = await s.latest();
+  const ignored: string[] = [];
+  const logs: WitnessAuditLog[] = [];
+  for (const c of checkpoints) {
+    let cp: ReturnType<typeof openCheckpoint>;
+    try {
+      cp = openCheckpoint(c.note, parseDid(c.steward), c.origin);
+    } catch (e) {
+      ignored.push(`checkpoint of ${c.steward}: ${(e as Error).message}`);
+      continue;
+    }
+    const cosigned: Did[] = [];
+    const behind: Array<{ witness: Did; size: number }> = [];
+    for (const w of cosignatures.filter((x) => x.steward === c.steward)) {
+      try {
+        if (!isDid(w.witness)) throw new Error('no witness did');
+        const wc = openCheckpoint(w.note, parseDid(c.steward), c.origin);
+        verifyCosignature(w.note, witnessName(w.witness), parseDid(w.witness));
+        if (wc.size === cp.size && Buffer.from(wc.root).equals(Buffer.from(cp.root))) cosigned.push(w.witness);
+        else behind.push({ witness: w.witness, size: wc.size });
+      } catch (e) {
+        ignored.push(`cosignature of ${c.steward} by ${String(w.witness)}: ${(e as Error).message}`);
+      }
+    }
+    logs.push({ steward: c.steward, origin: cp.origin, size: cp.size, root: Buffer.from(cp.root).toString('hex'), note: c.note, cosigned_by: cosigned, behind });
+  }
+  logs.sort((a, b) => (a.origin < b.origin ? -1 : 1));
+  const alarms = (await s.alarms()).map((a) => ({ steward: a.steward, origin: a.origin, witness: a.witness, why: a.why, time_s: a.time_s, evidence: a.evidence }));
+  return { logs, alarms, ignored };
+}
