@@ -13,7 +13,7 @@ import { NatsUnavailable, natsHostPort } from '../channel/reach.ts';
 import { readKeyFile } from '../node/index.ts';
 import { TlogStream, witnessAudit } from '../node/witnessing.ts';
 import { CliError, UsageError } from './command.ts';
-import { READ_CAPS, readFileCapped } from './fsutil.ts';
+import { READ_CAPS, readFileCapped } from '../io/files.ts';
 
 /** Opens the bus for `--nats` (default nats://127.0.0.1:4222). @throws UsageError, NatsUnavailable */
 async function openBus(url: string | undefined, root: string): Promise<JetStreamBus> {

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openReceipt } from '../../core/receipt.ts';
 import { ConsoleData } from '../../console/data.ts';
 import { type RunningConsole, serveConsole } from '../../console/server.ts';
-import { NatsServer } from '../../harness/nats.ts';
+import { NatsServer } from '../../testkit/nats.ts';
 import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
 import { JcpClient, ReceiptLog } from '../../node/index.ts';
 import { TlogStream } from '../../node/witnessing.ts';

@@ -14,7 +14,7 @@ import { runJcpInProcess } from '../support.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { signCheckpoint, verifyCosignature } from '../../core/note.ts';
 import { parseDid } from '../../core/didkey.ts';
-import { NatsServer } from '../../harness/nats.ts';
+import { NatsServer } from '../../testkit/nats.ts';
 import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
 import { JcpClient, NodeFault } from '../../node/index.ts';
 import { originOf } from '../../node/tlog.ts';
