@@ -2,12 +2,12 @@
  * `jcp console`: the read-only audit console in the browser (docs/console.md, console/).
  */
 import path from 'node:path';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import { channelNames } from '../channel/names.ts';
-import { NatsUnavailable, natsHostPort } from '../channel/reach.ts';
-import { ConsoleData } from '../console/data.ts';
-import { serveConsole } from '../console/server.ts';
-import { TlogStream } from '../node/witnessing.ts';
+import { JetStreamBus } from '../channel/index.ts';
+import { channelNames } from '../channel/index.ts';
+import { NatsUnavailable, natsHostPort } from '../channel/index.ts';
+import { ConsoleData } from '../console/index.ts';
+import { serveConsole } from '../console/index.ts';
+import { TlogStream } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp console [--listen host:port] [--data dir …] [--nats url] [--subject-root R]

@@ -5,15 +5,15 @@
  * signed by the team's root key, with its verifier.
  */
 import path from 'node:path';
-import { type Did, isDid } from '../core/didkey.ts';
-import { buildFleetRecord, type FleetRecord, verifyFleetRecord } from '../core/fleet.ts';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import { channelNames } from '../channel/names.ts';
-import { NatsUnavailable, natsHostPort } from '../channel/reach.ts';
+import { type Did, isDid } from '../core/index.ts';
+import { buildFleetRecord, type FleetRecord, verifyFleetRecord } from '../core/index.ts';
+import { JetStreamBus } from '../channel/index.ts';
+import { channelNames } from '../channel/index.ts';
+import { NatsUnavailable, natsHostPort } from '../channel/index.ts';
 import { readKeyFile } from '../node/index.ts';
-import { TlogStream, witnessAudit } from '../node/witnessing.ts';
+import { TlogStream, witnessAudit } from '../node/index.ts';
 import { CliError, UsageError } from './command.ts';
-import { READ_CAPS, readFileCapped } from '../io/files.ts';
+import { READ_CAPS, readFileCapped } from '../io/index.ts';
 
 /** Opens the bus for `--nats` (default nats://127.0.0.1:4222). @throws UsageError, NatsUnavailable */
 async function openBus(url: string | undefined, root: string): Promise<JetStreamBus> {

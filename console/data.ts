@@ -11,14 +11,14 @@
  *   node's log checked against the log's root.
  * All amounts are µJ as decimal strings (uint64 does not fit a JS number).
  */
-import type { Did } from '../core/didkey.ts';
-import { isJcpError } from '../core/errors.ts';
-import { openReceipt } from '../core/receipt.ts';
-import { leafHash, type MerkleTree, verifyInclusion } from '../core/tlog.ts';
+import type { Did } from '../core/index.ts';
+import { isJcpError } from '../core/index.ts';
+import { openReceipt } from '../core/index.ts';
+import { leafHash, type MerkleTree, verifyInclusion } from '../core/index.ts';
 import { NodeFault, ReceiptLog, readDataMeta } from '../node/index.ts';
-import { replayLog } from '../node/replay.ts';
-import { buildLogTree } from '../node/tlog.ts';
-import { type TlogStream, type WitnessAudit, witnessAudit } from '../node/witnessing.ts';
+import { replayLog } from '../node/index.ts';
+import { buildLogTree } from '../node/index.ts';
+import { type TlogStream, type WitnessAudit, witnessAudit } from '../node/index.ts';
 
 /** One attribution row, as `jcp receipts attribute --json` prints it (µJ as decimal text). */
 export interface AttributionRow {

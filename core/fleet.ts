@@ -16,7 +16,7 @@ import type { Did } from './didkey.ts';
 import { parseDid } from './didkey.ts';
 import { ErrorCodes, JcpError } from './errors.ts';
 import type { SigningKey } from './ed25519.ts';
-import { openCheckpoint, parseNote, type SignedCheckpoint, signCheckpoint } from './note.ts';
+import { openCheckpoint, parseNote, type SignedLogCheckpoint, signCheckpoint } from './note.ts';
 import { type Hash32, leafHash, MerkleTree, verifyInclusion } from './tlog.ts';
 
 /** The fleet record's origin for a team under root `root`. */
@@ -49,7 +49,7 @@ export interface FleetRecord {
 }
 
 /** The member note without cosignature lines: the text and the signature by the log's own key name. */
-function ownNote(c: SignedCheckpoint): string {
+function ownNote(c: SignedLogCheckpoint): string {
   const own = c.parsed.signatures.filter((s) => s.name === c.origin);
   return `${c.parsed.text}\n${own.map((s) => `${s.line}\n`).join('')}`;
 }
@@ -104,7 +104,7 @@ export function buildFleetRecord(
  *   `proof-invalid` (a membership proof that does not verify), `proof-invalid` also when the record's
  *   size, root or time disagree with its note, or a member's fields with its checkpoint)
  */
-export function verifyFleetRecord(record: FleetRecord, root: Did): SignedCheckpoint {
+export function verifyFleetRecord(record: FleetRecord, root: Did): SignedLogCheckpoint {
   const c = openCheckpoint(record.note, parseDid(root), fleetOrigin(root));
   const rootHex = Buffer.from(c.root).toString('hex');
   if (c.size !== record.size || rootHex !== record.root || c.extensions[0] !== `time ${record.time_s}` || record.members.length !== c.size) {

@@ -20,8 +20,8 @@ import { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metric
 import { TileServer } from './tlogtiles.ts';
 import { buildLogTree, checkAgainstCheckpoint } from './tlog.ts';
 import type { WitnessedCheckpoint } from './witnessing.ts';
-import type { MerkleTree } from '../core/tlog.ts';
-import type { Did } from '../core/didkey.ts';
+import type { MerkleTree } from '../core/index.ts';
+import type { Did } from '../core/index.ts';
 import { PeerLimiter } from './ratelimit.ts';
 import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';

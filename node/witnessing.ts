@@ -34,13 +34,13 @@ import {
 } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { Actor } from '../core/actor.ts';
-import { utf8 } from '../core/bytes.ts';
-import { type Did, isDid, parseDid } from '../core/didkey.ts';
-import { isJcpError } from '../core/errors.ts';
-import { contentIdOfBytes } from '../core/hash.ts';
-import { addSignatureLines, openCheckpoint, type SignedCheckpoint, verifyCosignature } from '../core/note.ts';
-import { witness } from '../core/witness.ts';
+import type { Actor } from '../core/index.ts';
+import { utf8 } from '../core/index.ts';
+import { type Did, isDid, parseDid } from '../core/index.ts';
+import { isJcpError } from '../core/index.ts';
+import { contentIdOfBytes } from '../core/index.ts';
+import { addSignatureLines, openCheckpoint, type SignedLogCheckpoint, verifyCosignature } from '../core/index.ts';
+import { witness } from '../core/index.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { originOf } from './tlog.ts';
 import type { TileServer } from './tlogtiles.ts';
@@ -122,7 +122,7 @@ function asCheckpointMsg(o: Record<string, unknown> | undefined): CheckpointMsg 
 
 /** A checkpoint of one log that a peer cosigned, verified (the log's key, the witness's cosignature). */
 export interface WitnessedCheckpoint {
-  readonly checkpoint: SignedCheckpoint;
+  readonly checkpoint: SignedLogCheckpoint;
   /** The witnesses whose cosignature over exactly this checkpoint verified. */
   readonly cosigners: readonly Did[];
   /** How the checkpoint is named in errors: origin, size, root, cosigners. */
@@ -227,7 +227,7 @@ export class TlogStream {
   async newestWitnessed(steward: Did, origin: string = originOf(steward)): Promise<{ newest: WitnessedCheckpoint | undefined; ignored: string[] }> {
     const found = await this.lastOf(`${this.root}.tlog.cosig.${didToken(steward)}.*`);
     const ignored: string[] = [];
-    const bySize = new Map<string, { checkpoint: SignedCheckpoint; cosigners: Did[] }>();
+    const bySize = new Map<string, { checkpoint: SignedLogCheckpoint; cosigners: Did[] }>();
     for (const { subject, msg } of found) {
       const c = asCheckpointMsg(msg);
       const w = msg['witness'];
@@ -246,7 +246,7 @@ export class TlogStream {
         ignored.push(`${subject}: ${(e as Error).message}`);
       }
     }
-    let newest: { checkpoint: SignedCheckpoint; cosigners: Did[] } | undefined;
+    let newest: { checkpoint: SignedLogCheckpoint; cosigners: Did[] } | undefined;
     for (const e of bySize.values()) if (newest === undefined || e.checkpoint.size > newest.checkpoint.size) newest = e;
     if (newest === undefined) return { newest: undefined, ignored };
     const cp = newest.checkpoint;
@@ -409,7 +409,7 @@ export class TlogWitnessing {
     if (c === undefined) return this.#refuse('note-malformed', 'a checkpoint message that is not {v, steward, origin, size, note}', {});
     if (c.steward === this.#me.did) return;
     const previous = this.#cosigned.get(c.steward);
-    let next: SignedCheckpoint;
+    let next: SignedLogCheckpoint;
     try {
       next = openCheckpoint(c.note, parseDid(c.steward), c.origin);
     } catch (e) {

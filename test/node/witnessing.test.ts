@@ -8,17 +8,18 @@
 import { createHash } from 'node:crypto';
 import { cpSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type FleetRecord, verifyFleetRecord } from '../../core/fleet.ts';
-import { writeKeyFile } from '../../node/keyfile.ts';
+import { type FleetRecord, verifyFleetRecord } from '../../core/index.ts';
+import { writeKeyFile } from '../../node/index.ts';
 import { runJcpInProcess } from '../support.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { signCheckpoint, verifyCosignature } from '../../core/note.ts';
-import { parseDid } from '../../core/didkey.ts';
-import { NatsServer } from '../../testkit/nats.ts';
-import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
-import { JcpClient, NodeFault } from '../../node/index.ts';
-import { originOf } from '../../node/tlog.ts';
-import { TlogStream, witnessName } from '../../node/witnessing.ts';
+import { signCheckpoint, verifyCosignature } from '../../core/index.ts';
+import { parseDid } from '../../core/index.ts';
+import { NatsServer } from '../../testkit/index.ts';
+import { ClusterHooks, readClusterConfig } from '../../node/index.ts';
+import { NodeFault } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { originOf } from '../../node/index.ts';
+import { TlogStream, witnessName } from '../../node/index.ts';
 import { cast, liveNode, mint, quiet, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('tlog-witnessing');
