@@ -1,5 +1,6 @@
 /** `jcp node start`: runs an enforcement node (issue 3; DESIGN "The way data flows"). */
 import { pino } from 'pino';
+import type { Did } from '../core/index.ts';
 import { ClusterHooks, readClusterConfig } from '../node/index.ts';
 import { type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
@@ -90,7 +91,9 @@ export const command: Command = {
       node = await startNode(cfg, {
         logger,
         ...(values['accept-damaged-log'] ? { acceptDamagedLog: true } : {}),
-        ...(cluster ? { budgetPolicy: cluster.budgetPolicy, revocationFeeds: [cluster.revocationFeed] } : {}),
+        ...(cluster
+          ? { budgetPolicy: cluster.budgetPolicy, revocationFeeds: [cluster.revocationFeed], witnessed: (d: Did) => cluster!.witnessed(d) }
+          : {}),
         onFatal: (e) => {
           fatal = e;
           stopped();
@@ -101,12 +104,14 @@ export const command: Command = {
       return fault(e);
     }
     cluster?.attach(node.steward, node.ledger, node.amendments);
+    cluster?.startWitnessing(node, logger);
     process.stderr.write(
       `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
         (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
         `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s` +
         (node.boot.snapshot ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)` : '') +
-        '\n',
+        '\n' +
+        (cluster ? `jcp node: transparency log: ${node.witnessCheck}\n` : ''),
     );
     const onSignal = () => stopped();
     process.once('SIGINT', onSignal);

@@ -7,6 +7,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { channelNames, natsGreeting, NatsUnavailable } from '../channel/index.ts';
 import { shardStreamName } from '../shards/index.ts';
+import { tlogStreamName } from '../node/index.ts';
 import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../testkit/index.ts';
 
 /** The default NATS url the demo tries first. */
@@ -96,17 +97,17 @@ export async function findBroker(opts: BrokerOpts): Promise<Broker> {
 /**
  * The subject root the demo uses on `broker`: on a NATS of the user's (`external`) a root of its
  * own per run (`jcp-demo-<8 hex>`, so streams `JCP_DEMO_<HEX>_STATEMENTS`, `…_REVOCATIONS`,
- * `…_SHARDS`), never the cluster's default `jcp` (a user's own cluster there is left alone and the
+ * `…_SHARDS`, `…_TLOG`), never the cluster's default `jcp` (a user's own cluster there is left alone and the
  * demo's streams can be removed without touching anything else); on a server it started, `jcp`.
  */
 export function demoSubjectRoot(broker: Broker, suffixHex: string): string {
   return broker.mode === 'external' ? `jcp-demo-${suffixHex}` : 'jcp';
 }
 
-/** The JetStream streams the demo's nodes and bus create under subject root `root` (channel/names.ts, shards/stream.ts). */
+/** The JetStream streams the demo's nodes and bus create under subject root `root` (channel/names.ts, shards/stream.ts, node/witnessing.ts). */
 export function demoStreams(root: string): string[] {
   const n = channelNames(root);
-  return [n.statementStream, n.revocationStream, shardStreamName(root)];
+  return [n.statementStream, n.revocationStream, shardStreamName(root), tlogStreamName(root)];
 }
 
 /**

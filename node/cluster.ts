@@ -27,6 +27,10 @@ import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type
 import { channelNames, Channels, type ChannelSpec, type ChannelStats, type ChannelSteering, JetStreamBus, type Logger, type RevocationSinkLike, RevocationStreamFeed } from '../channel/index.ts';
 import { type AssignmentFollow, decodeShardAssignment, ShardAssignmentStream, ShardBindings, ShardCloser, signShardAck } from '../shards/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
+import type { Logger as PinoLogger } from 'pino';
+import type { NodeMetrics } from './metrics.ts';
+import type { TileServer } from './tlogtiles.ts';
+import { TlogStream, TlogWitnessing, type WitnessedCheckpoint } from './witnessing.ts';
 
 /** The `cluster` section of a node config, with defaults applied. */
 export interface ClusterConfig {
@@ -40,6 +44,10 @@ export interface ClusterConfig {
   readonly revocationCatchUpMs: number;
   /** The channel grants this node serves as a point. */
   readonly channels: readonly ChannelSpec[];
+  /** Publish a checkpoint of the receipt log at least this often while it grows (ms; docs/tlog.md). */
+  readonly checkpointEveryMs: number;
+  /** …or once this many receipts were added since the last one. */
+  readonly checkpointEveryReceipts: number;
 }
 
 function bad(where: string, what: string): never {
@@ -59,7 +67,7 @@ function intIn(v: unknown, where: string, min: number, max: number, dflt: number
 export function readClusterConfig(v: unknown): ClusterConfig {
   const o = (v ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
-  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels'];
+  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts'];
   for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
   const root = o['subject_root'] ?? 'jcp';
   if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
@@ -96,6 +104,8 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     settleIntervalMs: intIn(o['settle_interval_ms'], 'cluster.settle_interval_ms', 10, 600_000, 250),
     revocationCatchUpMs: intIn(o['revocation_catch_up_ms'], 'cluster.revocation_catch_up_ms', 0, 600_000, 5_000),
     channels,
+    checkpointEveryMs: intIn(o['checkpoint_every_ms'], 'cluster.checkpoint_every_ms', 50, 3_600_000, 5_000),
+    checkpointEveryReceipts: intIn(o['checkpoint_every_receipts'], 'cluster.checkpoint_every_receipts', 1, 1_000_000_000, 1_000),
   };
 }
 
@@ -117,6 +127,8 @@ export class ClusterHooks {
   /** The assignment follow, started with the hooks so it is usually caught up before the node listens. */
   readonly #assignFollowing: Promise<void>;
   #stopped = false;
+  #tlog: TlogStream | undefined;
+  #witnessing: TlogWitnessing | undefined;
   /** Revocations taken before {@link attach} (boot catch-up): closed once the ledger is known. */
   readonly #taken: SignedRevocation[] = [];
 
@@ -286,6 +298,57 @@ export class ClusterHooks {
     this.#log.info({ channels: this.config.channels.length, subject_root: this.config.subjectRoot }, 'cluster hooks attached');
   }
 
+  /**
+   * For `startNode`'s `witnessed` (the start-up check, docs/tlog.md): the newest checkpoint of
+   * the log of `steward` that peers cosigned, read from the transparency-log stream.
+   * @throws Error when NATS is not reachable within `revocation_catch_up_ms` or the stream cannot be read
+   */
+  async witnessed(steward: Did): Promise<WitnessedCheckpoint | undefined> {
+    const ms = this.config.revocationCatchUpMs;
+    await Promise.race([
+      this.bus.ready(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`NATS not reachable within ${ms} ms`)), ms).unref()),
+    ]);
+    const r = await this.#tlogStream().newestWitnessed(steward);
+    for (const why of r.ignored) this.#log.warn({ why }, 'tlog: a stored cosignature of this log does not verify: ignored');
+    return r.newest;
+  }
+
+  #tlogStream(): TlogStream {
+    this.#tlog ??= new TlogStream(this.bus.connection!, { root: this.config.subjectRoot, replicas: this.config.replicas });
+    return this.#tlog;
+  }
+
+  /**
+   * Starts witnessing (node/witnessing.ts) for a running node: publishes its checkpoints and
+   * cosigns its peers'. Retried in the background until NATS answers; never rejects.
+   */
+  startWitnessing(node: { readonly steward: Actor; readonly tiles: TileServer; readonly metrics: NodeMetrics }, logger: PinoLogger): void {
+    void (async () => {
+      for (let attempt = 0; !this.#stopped; attempt++) {
+        try {
+          await this.bus.ready();
+          const w = new TlogWitnessing(this.#tlogStream(), node.steward, node.tiles, node.metrics, logger, {
+            everyMs: this.config.checkpointEveryMs,
+            everyReceipts: this.config.checkpointEveryReceipts,
+          });
+          await w.start();
+          if (this.#stopped) await w.stop();
+          else this.#witnessing = w;
+          return;
+        } catch (e) {
+          this.#log.warn({ why: (e as Error).message, attempt }, 'tlog: witnessing not started yet; retrying');
+          await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 4))));
+        }
+      }
+    })();
+  }
+
+  /** The node's witnessing, once started. */
+  get witnessing(): TlogWitnessing | undefined {
+    return this.#witnessing;
+  }
+
   /** Channel state for `/healthz` and logs. */
   stats(): ChannelStats[] {
     return this.channels.stats();
@@ -295,6 +358,7 @@ export class ClusterHooks {
   async close(): Promise<void> {
     await this.channels.stop(this.bus.connected);
     await this.#stopAssignments();
+    await this.#witnessing?.stop();
     await this.feed.stop();
     await this.bus.close();
   }

@@ -134,3 +134,20 @@ export {
 } from './tlogview.ts';
 export { ClusterHooks, readClusterConfig } from './cluster.ts';
 
+export {
+  type AlarmMsg,
+  type CheckpointMsg,
+  type CosignatureMsg,
+  didToken,
+  TlogStream,
+  type TlogStreamOpts,
+  tlogStreamConfig,
+  tlogStreamName,
+  TlogWitnessing,
+  type WitnessAudit,
+  type WitnessAuditLog,
+  witnessAudit,
+  type WitnessedCheckpoint,
+  type WitnessingOpts,
+  witnessName,
+} from './witnessing.ts';

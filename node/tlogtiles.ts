@@ -88,11 +88,15 @@ export class TileServer {
   #broken: string | undefined;
   #note: { size: number; note: string } | undefined;
 
-  /** `origin` defaults to `jcp/<steward did>` (node/tlog.ts). */
-  constructor(log: ReceiptLog, steward: Actor, origin: string = originOf(steward.did)) {
+  /**
+   * `origin` defaults to `jcp/<steward did>` (node/tlog.ts); `tree`, when given, is the log's
+   * tree already built (the start-up check's), followed from its size on.
+   */
+  constructor(log: ReceiptLog, steward: Actor, origin: string = originOf(steward.did), tree?: MerkleTree) {
     this.#log = log;
     this.#steward = steward;
     this.#origin = origin;
+    this.#tree = tree;
   }
 
   /** Brings the tree up to the log's durable receipts. @throws NodeFault `log-damaged` (a gap, an archived log) */

@@ -32,6 +32,7 @@ const LAYERS: Readonly<Record<string, number>> = {
   chaos: 9,
   vectors: 10,
   inspect: 11,
+  console: 11,
   demo: 9,
   cli: 12,
 };

@@ -32,7 +32,7 @@ function jcp(args: string[]): { code: number; out: string; err: string } {
 
 describe('node config - the cluster section', () => {
   it('defaults to subject root jcp, one replica and no channels', () => {
-    expect(readClusterConfig(undefined)).toEqual({ subjectRoot: 'jcp', replicas: 1, settleIntervalMs: 250, revocationCatchUpMs: 5_000, channels: [] });
+    expect(readClusterConfig(undefined)).toEqual({ subjectRoot: 'jcp', replicas: 1, settleIntervalMs: 250, revocationCatchUpMs: 5_000, channels: [], checkpointEveryMs: 5_000, checkpointEveryReceipts: 1_000 });
   });
 
   it('reads a channel with its window in µJ', () => {
