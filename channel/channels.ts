@@ -17,7 +17,7 @@ import type { Uj } from '../core/energy.ts';
 import { encode } from '../core/cbor.ts';
 import { type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
 import type { ContentId } from '../core/hash.ts';
-import type { ChannelBus } from './bus.ts';
+import type { StatementBus } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ChannelPoint, type SettleOutcome } from './settlement.ts';
 
@@ -47,7 +47,7 @@ export interface ChannelSpec {
 export interface ChannelsOpts {
   /** This node's steward actor (signs its statements); when absent, call {@link Channels.attach} later. */
   readonly self?: Actor;
-  readonly bus: ChannelBus;
+  readonly bus: StatementBus;
   readonly specs: readonly ChannelSpec[];
   /** This node's replayed spend on a grant at start (µJ), e.g. `ledger.spent(id)`. Default 0. */
   readonly spentOf?: (grantId: ContentId) => Uj;
@@ -81,7 +81,7 @@ export class Channels {
   readonly #opts: ChannelsOpts;
   readonly #intervalMs: number;
   readonly #log: Logger;
-  readonly #bus: ChannelBus;
+  readonly #bus: StatementBus;
   /** Channel grants already stored on the stream (or being stored) by this node. */
   readonly #announced = new Set<ContentId>();
   #timer: NodeJS.Timeout | undefined;
@@ -190,7 +190,7 @@ export class Channels {
     return undefined;
   }
 
-  /** Stores the channel grant on the stream once, for auditors (see `ChannelBus.publishGrant`). */
+  /** Stores the channel grant on the stream once, for auditors (see `StatementBus.publishGrant`). */
   #announce(id: ContentId, link: SignedGrant): void {
     this.#announced.add(id);
     this.#bus.publishGrant(id, encode(signedGrantToCbor(link))).catch((e: unknown) => {

@@ -20,7 +20,7 @@ import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
 import type { SignedGrant } from '../core/grant.ts';
 import { readSignedRevocation, type SignedRevocation } from '../core/revocation.ts';
 import { decodeWireMessage } from '../core/wire.ts';
-import type { ChannelBus, RevocationFollow } from './bus.ts';
+import type { RevocationBus, RevocationFollow } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 
 /** The node's revocation sink (node/hooks.ts `RevocationSink`). */
@@ -32,7 +32,7 @@ export interface RevocationSinkLike {
 
 /** Options of a {@link RevocationStreamFeed}. */
 export interface RevocationStreamFeedOpts {
-  readonly bus: ChannelBus;
+  readonly bus: RevocationBus;
   readonly log?: Logger;
   /** How long start waits for the backlog (ms). Default 5,000. */
   readonly catchUpMs?: number;

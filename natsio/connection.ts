@@ -149,9 +149,14 @@ export class NatsLink {
     return { jsm: this.#jsm, js: this.#js };
   }
 
-  /** Records why the link is not usable yet (shown by the next `nats-unavailable`); undefined clears it. */
-  setProblem(problem: string | undefined): void {
-    this.#problem = problem;
+  /** Resolves with the connection once open, however long that takes. @throws Error when the link is closed first. */
+  opened(): Promise<NatsConnection> {
+    return this.#ready;
+  }
+
+  /** Why the link is not connected yet (the last failed attempt), or undefined. */
+  get problem(): string | undefined {
+    return this.#problem;
   }
 
   /**
