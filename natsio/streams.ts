@@ -95,7 +95,7 @@ export function isStreamNotFound(e: unknown): boolean {
  * once: a lost creation race re-reads the winner's stream.
  * @throws the server's error when the stream can be neither read nor created after the attempts.
  */
-export async function ensureStream(jsm: JetStreamManager, cfg: StreamSpec, opts: EnsureOpts = {}): Promise<EnsureOutcome> {
+export async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & { name: string }, opts: EnsureOpts = {}): Promise<EnsureOutcome> {
   const attempts = opts.attempts ?? 3;
   for (let attempt = 0; ; attempt++) {
     let info: StreamInfo;
