@@ -1,0 +1,59 @@
+/**
+ * The streams and subjects the buses put on NATS are the ones every node has always used (a node
+ * on older code and one on this code share the streams): the configs are pinned here field by
+ * field, as older nodes create them.
+ */
+import { describe, expect, it } from 'vitest';
+import { streamConfigs } from '../../channel/jetstream.ts';
+import { channelNames, closeSubject, grantSubject, revocationSubject, statementSubject } from '../../channel/names.ts';
+import { evidenceStream, registryBucket, subjects } from '../../frost/bus.ts';
+import { shardStreamConfig, shardStreamName } from '../../shards/stream.ts';
+
+const common = {
+  storage: 'file',
+  retention: 'limits',
+  duplicate_window: 120_000_000_000,
+  allow_direct: false,
+  deny_delete: true,
+  deny_purge: true,
+};
+
+describe('natsio wire: stream names, configs and subjects unchanged', () => {
+  it('channel streams', () => {
+    const c = streamConfigs(channelNames('jcp-x'), 3);
+    expect(c.statements).toEqual({
+      ...common,
+      num_replicas: 3,
+      name: 'JCP_X_STATEMENTS',
+      subjects: ['jcp-x.stmt.>', 'jcp-x.grant.>', 'jcp-x.close.>'],
+      max_msgs_per_subject: 1,
+      discard: 'old',
+    });
+    expect(c.revocations).toEqual({ ...common, num_replicas: 3, name: 'JCP_X_REVOCATIONS', subjects: ['jcp-x.rev.>'], max_msgs_per_subject: -1, discard: 'new' });
+    expect(streamConfigs(channelNames(), 1, { cluster: 'c1', tags: ['eu'] }).revocations.placement).toEqual({ cluster: 'c1', tags: ['eu'] });
+  });
+
+  it('channel subjects', () => {
+    const n = channelNames('jcp');
+    const g = 'a'.repeat(64);
+    const did = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK';
+    // blake3(utf8(did)) in hex
+    const h = statementSubject(n, g, did).split('.')[3]!;
+    expect(h).toMatch(/^[0-9a-f]{64}$/);
+    expect(statementSubject(n, g, did)).toBe(`jcp.stmt.${g}.${h}`);
+    expect(closeSubject(n, g, did)).toBe(`jcp.close.${g}.${h}`);
+    expect(grantSubject(n, g)).toBe(`jcp.grant.${g}`);
+    expect(revocationSubject(n, g)).toBe(`jcp.rev.${g}`);
+  });
+
+  it('shard stream', () => {
+    expect(shardStreamName('jcp')).toBe('JCP_SHARDS');
+    expect(shardStreamConfig('jcp', 1)).toEqual({ ...common, num_replicas: 1, name: 'JCP_SHARDS', subjects: ['jcp.shard.>'], max_msgs_per_subject: -1, discard: 'new' });
+  });
+
+  it('frost names', () => {
+    expect(registryBucket('jcp.frost')).toBe('jcp_frost_groups');
+    expect(evidenceStream('jcp.frost')).toBe('jcp_frost_evidence');
+    expect(subjects('jcp.frost').evidenceAll).toBe('jcp.frost.evidence.>');
+  });
+});
