@@ -18,7 +18,7 @@ export {
   streamConfigs,
 } from './jetstream.ts';
 export { type Logger, silentLogger } from './log.ts';
-export { type Greeting, greetingServers, NATS_UNAVAILABLE, NatsUnavailable, natsGreeting, natsHostPort } from './reach.ts';
+export { type Greeting, greetingServers, NATS_UNAVAILABLE, NatsUnavailable, natsGreeting, natsHostPort } from '../natsio/index.ts';
 export { MemoryBus, MemoryStore } from './memory.ts';
 export {
   type ChannelNames,

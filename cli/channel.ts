@@ -4,7 +4,7 @@ import { isContentId } from '../core/hash.ts';
 import { auditChannel } from '../channel/audit.ts';
 import { JetStreamBus } from '../channel/jetstream.ts';
 import { channelNames } from '../channel/names.ts';
-import { NatsUnavailable, natsHostPort } from '../channel/reach.ts';
+import { NatsUnavailable, natsHostPort } from '../natsio/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp channel audit --grant ID [--nats url] [--subject-root jcp] [--budget uj] [--json]

@@ -6,7 +6,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { channelNames } from '../channel/names.ts';
-import { NatsUnavailable, natsGreeting } from '../channel/reach.ts';
+import { NatsUnavailable, natsGreeting } from '../natsio/index.ts';
 import { shardStreamName } from '../shards/stream.ts';
 import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../testkit/nats.ts';
 
@@ -26,7 +26,7 @@ export type Broker =
 /**
  * Why `url` is no NATS with JetStream (nothing listens, the listener is not NATS, no JetStream),
  * or undefined when it is one; each step within `timeoutMs`. The url must first greet as NATS
- * (channel/reach.ts): the NATS client alone leaks a socket that keeps this process alive when a
+ * (natsio/reach.ts): the NATS client alone leaks a socket that keeps this process alive when a
  * listener accepts but never speaks NATS.
  */
 export async function natsProblem(url: string, timeoutMs = 1_500): Promise<string | undefined> {

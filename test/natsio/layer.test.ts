@@ -5,8 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsServer } from '../../harness/nats.ts';
-import { freePort } from '../../harness/procs.ts';
+import { NatsServer } from '../../testkit/nats.ts';
+import { freePort } from '../../testkit/procs.ts';
 import {
   ensureStream,
   type FollowedMsg,
