@@ -38,3 +38,4 @@ export {
   type SettleOutcome,
   type SpendRefusal,
 } from './settlement.ts';
+export type { ChannelSteering } from './channels.ts';

@@ -36,30 +36,20 @@
  * {@link ChannelBus}. Subjects, stream names, configs, message ids and bytes are those of
  * channel/names.ts and {@link streamConfigs}, unchanged.
  */
-import type { StreamConfig } from '@nats-io/jetstream';
-import type { Did } from '../core/didkey.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import {
   ensureStream,
+  followFromStart,
   NatsLink,
   type NatsLinkOpts,
   type StreamPlacement,
   type StreamSpec,
   streamConfig,
   withDeadline,
-  followFromStart,
 } from '../natsio/index.ts';
-import type { JetStreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
-import type {
-  BusEvent,
-  ChannelBus,
-  CloseRecordBus,
-  RevocationBus,
-  RevocationFollow,
-  StatementBus,
-  StoredStatement,
-} from './bus.ts';
+import type { BusEvent, ChannelBus, CloseRecordBus, RevocationBus, RevocationFollow, StatementBus, StoredStatement } from './bus.ts';
 import {
   type ChannelNames,
   channelNames,

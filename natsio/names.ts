@@ -11,7 +11,7 @@
  * - a stream or bucket name: 1–255 bytes of printable ASCII without spaces, `.`, `*`, `>`, `/` or
  *   `\`; refused with {@link NatsNameError} `nats-bad-stream-name`.
  */
-import { ErrorCodes, JcpError } from '../core/errors.ts';
+import { ErrorCodes, JcpError } from '../core/index.ts';
 import { NatsNameCodes, NatsNameError } from './errors.ts';
 
 const ROOT_RE = /^[a-z][a-z0-9_-]{0,31}$/;

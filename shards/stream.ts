@@ -17,9 +17,7 @@
  */
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { utf8 } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import { type ContentId, contentIdOfBytes, type Did, utf8 } from '../core/index.ts';
 import { ensureStream, followFromStart, NatsLink, retryUntil, rootStreamName, type StreamPlacement, type StreamSpec, streamConfig } from '../natsio/index.ts';
 import { assignmentId, encodeShardAck, encodeShardAssignment, type SignedShardAck, type SignedShardAssignment } from './assignment.ts';
 

@@ -5,8 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsServer } from '../../testkit/nats.ts';
-import { freePort } from '../../testkit/procs.ts';
+import { freePort, NatsServer } from '../../testkit/index.ts';
 import {
   ensureStream,
   type FollowedMsg,

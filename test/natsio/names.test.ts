@@ -3,7 +3,7 @@
  * (natsio/streams.ts `streamConfig`): stable error codes, no server needed.
  */
 import { describe, expect, it } from 'vitest';
-import { isJcpError } from '../../core/errors.ts';
+import { isJcpError } from '../../core/index.ts';
 import { checkStreamName, checkSubject, checkSubjectRoot, NatsNameCodes, NatsNameError, rootStreamName, storeNameOf, streamConfig } from '../../natsio/index.ts';
 
 const codeOf = (f: () => unknown): string | undefined => {

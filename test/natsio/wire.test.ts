@@ -4,10 +4,9 @@
  * field, as older nodes create them.
  */
 import { describe, expect, it } from 'vitest';
-import { streamConfigs } from '../../channel/jetstream.ts';
-import { channelNames, closeSubject, grantSubject, revocationSubject, statementSubject } from '../../channel/names.ts';
-import { evidenceStream, registryBucket, subjects } from '../../frost/bus.ts';
-import { shardStreamConfig, shardStreamName } from '../../shards/stream.ts';
+import { channelNames, closeSubject, grantSubject, revocationSubject, statementSubject, streamConfigs } from '../../channel/index.ts';
+import { evidenceStream, registryBucket, subjects } from '../../frost/index.ts';
+import { shardStreamConfig, shardStreamName } from '../../shards/index.ts';
 
 const common = {
   storage: 'file',
