@@ -10,7 +10,7 @@
  * which is what the next statement claims.
  */
 import { type Actor, type ContentId, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, type SignedGrant, signedGrantToCbor, type Uj } from '../core/index.ts';
-import type { ChannelBus } from './bus.ts';
+import type { StatementBus } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ChannelPoint, type SettleOutcome } from './settlement.ts';
 
@@ -40,7 +40,7 @@ export interface ChannelSpec {
 export interface ChannelsOpts {
   /** This node's steward actor (signs its statements); when absent, call {@link Channels.attach} later. */
   readonly self?: Actor;
-  readonly bus: ChannelBus;
+  readonly bus: StatementBus;
   readonly specs: readonly ChannelSpec[];
   /** This node's replayed spend on a grant at start (µJ), e.g. `ledger.spent(id)`. Default 0. */
   readonly spentOf?: (grantId: ContentId) => Uj;
@@ -74,7 +74,7 @@ export class Channels {
   readonly #opts: ChannelsOpts;
   readonly #intervalMs: number;
   readonly #log: Logger;
-  readonly #bus: ChannelBus;
+  readonly #bus: StatementBus;
   /** Channel grants already stored on the stream (or being stored) by this node. */
   readonly #announced = new Set<ContentId>();
   #timer: NodeJS.Timeout | undefined;
@@ -183,7 +183,7 @@ export class Channels {
     return undefined;
   }
 
-  /** Stores the channel grant on the stream once, for auditors (see `ChannelBus.publishGrant`). */
+  /** Stores the channel grant on the stream once, for auditors (see `StatementBus.publishGrant`). */
   #announce(id: ContentId, link: SignedGrant): void {
     this.#announced.add(id);
     this.#bus.publishGrant(id, encode(signedGrantToCbor(link))).catch((e: unknown) => {

@@ -14,7 +14,7 @@
  * Malformed messages and refused revocations and amendments are counted and logged, never applied.
  */
 import { type ContentId, decode, decodeWireMessage, readSignedRevocation, type Result, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation } from '../core/index.ts';
-import type { ChannelBus, RevocationFollow } from './bus.ts';
+import type { RevocationBus, RevocationFollow } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 
 /** The node's revocation sink (node/hooks.ts `RevocationSink`). */
@@ -26,7 +26,7 @@ export interface RevocationSinkLike {
 
 /** Options of a {@link RevocationStreamFeed}. */
 export interface RevocationStreamFeedOpts {
-  readonly bus: ChannelBus;
+  readonly bus: RevocationBus;
   readonly log?: Logger;
   /** How long start waits for the backlog (ms). Default 5,000. */
   readonly catchUpMs?: number;

@@ -27,7 +27,7 @@
  * Amounts are µJ (bigint); times are milliseconds.
  */
 import { type Actor, channelAllows, ChannelLedger, type ChannelRefusal, type ContentId, decode, type Did, encode, err, ok, type OverdraftProof, readSignedStatement, type Result, type SignedStatement, signedStatementToCbor, signStatement, type Statement, type StatementRefusalCode, StatementRefusals, type Uj } from '../core/index.ts';
-import type { ChannelBus, StoredStatement } from './bus.ts';
+import type { StatementBus, StoredStatement } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { pointHash } from './names.ts';
 
@@ -65,7 +65,7 @@ export interface ChannelPointOpts {
   readonly windowUj: Uj;
   /** This point's signing actor (the steward key); its did is the statement's `point`. */
   readonly self: Actor;
-  readonly bus: ChannelBus;
+  readonly bus: StatementBus;
   /** This point's cumulative spend on the grant when it starts, replayed from its receipts (µJ). */
   readonly spentUj?: Uj;
   /** The channel's points, when fixed; statements from any other point are refused. */
@@ -83,7 +83,7 @@ export class ChannelPoint {
   readonly grantId: ContentId;
   readonly windowUj: Uj;
   readonly self: Actor;
-  readonly #bus: ChannelBus;
+  readonly #bus: StatementBus;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #ledger: ChannelLedger;

@@ -26,7 +26,7 @@ export type Broker =
 /**
  * Why `url` is no NATS with JetStream (nothing listens, the listener is not NATS, no JetStream),
  * or undefined when it is one; each step within `timeoutMs`. The url must first greet as NATS
- * (channel/reach.ts): the NATS client alone leaks a socket that keeps this process alive when a
+ * (natsio/reach.ts): the NATS client alone leaks a socket that keeps this process alive when a
  * listener accepts but never speaks NATS.
  */
 export async function natsProblem(url: string, timeoutMs = 1_500): Promise<string | undefined> {

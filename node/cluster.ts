@@ -141,9 +141,9 @@ export class ClusterHooks {
       if (e.type === 'slow-consumer' || e.type === 'consumer-reset') log.warn({ nats_event: e.type, detail: e.detail }, 'NATS: consumer trouble');
       else if (e.type === 'disconnect' || e.type === 'reconnect') log.info({ nats_event: e.type, detail: e.detail }, `NATS ${e.type}`);
     });
-    this.channels = new Channels({ bus: this.bus, specs: config.channels, settleIntervalMs: config.settleIntervalMs, log });
+    this.channels = new Channels({ bus: this.bus.statements, specs: config.channels, settleIntervalMs: config.settleIntervalMs, log });
     this.feed = new RevocationStreamFeed({
-      bus: this.bus,
+      bus: this.bus.revocations,
       log,
       catchUpMs: config.revocationCatchUpMs,
       onTaken: (sr) => {
@@ -203,7 +203,7 @@ export class ClusterHooks {
   async publishRevocation(sr: SignedRevocation): Promise<void> {
     const bytes = encode(signedRevocationToCbor(sr));
     await this.bus.ready();
-    await this.bus.publishRevocation(sr.body.grant_id, bytes, `rev.${contentIdOfBytes(bytes)}`);
+    await this.bus.revocations.publishRevocation(sr.body.grant_id, bytes, `rev.${contentIdOfBytes(bytes)}`);
   }
 
   /**
@@ -215,7 +215,7 @@ export class ClusterHooks {
    */
   async publishAmendment(steeredId: string, message: Uint8Array): Promise<void> {
     await this.bus.ready();
-    await this.bus.publishRevocation(steeredId, message, `amd.${contentIdOfBytes(message)}`);
+    await this.bus.revocations.publishRevocation(steeredId, message, `amd.${contentIdOfBytes(message)}`);
   }
 
   /** Follows the assignment stream until stopped; resolves once caught up or after the catch-up window. Never rejects. */
@@ -292,7 +292,7 @@ export class ClusterHooks {
     this.shards.steering = steering;
     this.#steward = steward;
     this.#ackInForce();
-    this.#closer = new ShardCloser(this.bus, steward, ledger);
+    this.#closer = new ShardCloser(this.bus.closes, steward, ledger);
     for (const sr of this.#taken.splice(0)) void this.#closer.closed(sr);
     this.channels.start();
     this.#log.info({ channels: this.config.channels.length, subject_root: this.config.subjectRoot }, 'cluster hooks attached');

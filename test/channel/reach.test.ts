@@ -7,7 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { channelNames, greetingServers, JetStreamBus, natsGreeting, natsHostPort } from '../../channel/index.ts';
+import { channelNames, JetStreamBus } from '../../channel/index.ts';
+import { greetingServers, natsGreeting, natsHostPort } from '../../natsio/index.ts';
 import { freePort } from '../../testkit/index.ts';
 import { type FakeListener, fakeListener, httpListener, runJcp, silentListener } from '../listeners.ts';
 
