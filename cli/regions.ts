@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ClusterState, clusterStatus, JCP_BIN } from '../harness/cluster.ts';
-import { whenInterrupted } from '../harness/procs.ts';
+import { type ClusterState, clusterStatus, JCP_BIN } from '../testkit/cluster.ts';
+import { whenInterrupted } from '../testkit/procs.ts';
 import { type RegionState, type RegionStatus, startRegions } from '../testkit/regions.ts';
 import { CliError, UsageError } from './command.ts';
 

@@ -23,13 +23,12 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { streamConfigs } from '../channel/jetstream.ts';
-import { channelNames } from '../channel/names.ts';
-import { type ClusterNode, type ClusterOpts, LocalCluster } from '../harness/cluster.ts';
-import { NatsServer } from '../harness/nats.ts';
-import { freePort } from '../harness/procs.ts';
-import { TcpProxy } from '../harness/proxy.ts';
-import { shardStreamConfig } from '../shards/stream.ts';
+import { channelNames, streamConfigs } from '../channel/index.ts';
+import { type ClusterNode, type ClusterOpts, LocalCluster } from './cluster.ts';
+import { NatsServer } from './nats.ts';
+import { freePort } from './procs.ts';
+import { TcpProxy } from './proxy.ts';
+import { shardStreamConfig } from '../shards/index.ts';
 
 /** The region names, in order. */
 export const REGION_NAMES = ['a', 'b', 'c', 'd'] as const;
