@@ -67,6 +67,12 @@ export interface JetStreamBusOpts {
   readonly names?: ChannelNames;
   /** Replicas of both streams: 1 for a single server, 3 for a 3-server cluster. Default 1. */
   readonly replicas?: number;
+  /**
+   * The NATS cluster (region) a stream this bus creates is placed in (JetStream placement), in a
+   * supercluster (docs/regions.md "Where the streams live"). Default: no placement, the cluster of
+   * the server the request reaches.
+   */
+  readonly streamCluster?: string;
   /** Timeout of one JetStream request (publish ack, message get, stream info). Default 2,000 ms. */
   readonly requestTimeoutMs?: number;
   /** How long one publish or read keeps retrying (across reconnects) before it fails. Default 5,000 ms. */
@@ -81,8 +87,9 @@ export interface JetStreamBusOpts {
 export type StreamSpec = Partial<StreamConfig> & { name: string; subjects: string[]; max_msgs_per_subject: number };
 
 /** The stream configs this bus creates (exported for docs and tests). */
-export function streamConfigs(names: ChannelNames, replicas: number): { statements: StreamSpec; revocations: StreamSpec } {
+export function streamConfigs(names: ChannelNames, replicas: number, streamCluster?: string): { statements: StreamSpec; revocations: StreamSpec } {
   const common = {
+    ...(streamCluster !== undefined ? { placement: { cluster: streamCluster, tags: [] } } : {}),
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     num_replicas: replicas,
@@ -114,8 +121,8 @@ export function streamConfigs(names: ChannelNames, replicas: number): { statemen
  * limit or direct-get flag differ; a stream that already matches is left alone. Safe to run from
  * every node at once (a lost creation race re-reads the winner's stream).
  */
-export async function ensureStreams(jsm: JetStreamManager, names: ChannelNames, replicas: number): Promise<void> {
-  const cfgs = streamConfigs(names, replicas);
+export async function ensureStreams(jsm: JetStreamManager, names: ChannelNames, replicas: number, streamCluster?: string): Promise<void> {
+  const cfgs = streamConfigs(names, replicas, streamCluster);
   for (const cfg of [cfgs.statements, cfgs.revocations]) {
     const name = cfg.name;
     for (let attempt = 0; ; attempt++) {
@@ -260,7 +267,7 @@ export class JetStreamBus implements ChannelBus {
     const jsm = await jetstreamManager(nc, { timeout: this.#requestTimeout(), checkAPI: false });
     for (let attempt = 0; ; attempt++) {
       try {
-        await ensureStreams(jsm, this.names, this.replicas);
+        await ensureStreams(jsm, this.names, this.replicas, this.#opts.streamCluster);
         break;
       } catch (e) {
         if (this.#closed) throw e;

@@ -45,8 +45,9 @@ export function shardStreamName(root: string): string {
 }
 
 /** The stream config this module creates (exported for docs and tests). */
-export function shardStreamConfig(root: string, replicas: number): Partial<StreamConfig> & { name: string; subjects: string[] } {
+export function shardStreamConfig(root: string, replicas: number, streamCluster?: string): Partial<StreamConfig> & { name: string; subjects: string[] } {
   return {
+    ...(streamCluster !== undefined ? { placement: { cluster: streamCluster, tags: [] } } : {}),
     name: shardStreamName(root),
     subjects: [`${root}.shard.>`],
     storage: StorageType.File,
@@ -83,6 +84,8 @@ export interface ShardStreamOpts {
   readonly requestTimeoutMs?: number;
   /** How long a publish or read is retried. Default 5,000 ms. */
   readonly deadlineMs?: number;
+  /** The NATS cluster (region) the stream is created in when missing (JetStream placement). Default: none. */
+  readonly streamCluster?: string;
 }
 
 /** The assignment stream over one NATS connection. See the module docs. */
@@ -93,6 +96,7 @@ export class ShardAssignmentStream implements AssignmentTransport {
   readonly #replicas: number;
   readonly #timeoutMs: number;
   readonly #deadlineMs: number;
+  readonly #streamCluster: string | undefined;
   #ensured: Promise<{ jsm: JetStreamManager; js: JetStreamClient }> | undefined;
 
   constructor(nc: NatsConnection, opts: ShardStreamOpts = {}) {
@@ -102,6 +106,7 @@ export class ShardAssignmentStream implements AssignmentTransport {
     this.#replicas = opts.replicas ?? 1;
     this.#timeoutMs = opts.requestTimeoutMs ?? 2_000;
     this.#deadlineMs = opts.deadlineMs ?? 5_000;
+    this.#streamCluster = opts.streamCluster;
   }
 
   /** Creates the stream if it is missing (idempotent, safe to race). Retried until the deadline. */
@@ -113,7 +118,7 @@ export class ShardAssignmentStream implements AssignmentTransport {
       } catch (e) {
         if (!String((e as Error).message).toLowerCase().includes('not found')) throw e;
         try {
-          await jsm.streams.add(shardStreamConfig(this.root, this.#replicas));
+          await jsm.streams.add(shardStreamConfig(this.root, this.#replicas, this.#streamCluster));
         } catch (e2) {
           // another process created it first: it must be readable now
           await jsm.streams.info(this.stream).catch(() => Promise.reject(e2));

@@ -11,7 +11,8 @@
  *
  * The channel statement, revocation and shard assignment streams are created before the nodes
  * start, placed in the home region (`a`) with the home region's replica count; the nodes find
- * them there (docs/regions.md "Where the streams live").
+ * them there, and are configured (`cluster.stream_cluster`) to create any missing one there too
+ * (docs/regions.md "Where the streams live").
  *
  * Only loopback addresses are used. Used by `jcp cluster up --regions`, the chaos runner, the bench
  * and the tests.
@@ -296,7 +297,7 @@ export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
         nodeConfig: (i) => {
           const patch = opts.nodeConfig?.(r, i) ?? {};
           const c = (patch['cluster'] ?? {}) as Record<string, unknown>;
-          return { ...patch, cluster: { replicas, ...c } };
+          return { ...patch, cluster: { replicas, stream_cluster: names[0]!, ...c } };
         },
       });
       regions.push({
@@ -328,12 +329,12 @@ async function createHomeStreams(home: NatsServer[], root: string, replicas: num
   const nc = await connect({ servers: home.map((s) => s.url), ...(tls ? { tls: { caFile: tls.caFile } } : {}) });
   try {
     const jsm = await jetstreamManager(nc);
-    const cfgs = streamConfigs(channelNames(root), replicas);
-    for (const cfg of [cfgs.statements, cfgs.revocations, shardStreamConfig(root, replicas)]) {
+    const cfgs = streamConfigs(channelNames(root), replicas, cluster);
+    for (const cfg of [cfgs.statements, cfgs.revocations, shardStreamConfig(root, replicas, cluster)]) {
       try {
         await jsm.streams.info(cfg.name);
       } catch {
-        await jsm.streams.add({ ...cfg, placement: { cluster, tags: [] } });
+        await jsm.streams.add(cfg);
       }
     }
   } finally {
