@@ -9,9 +9,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ClusterState, clusterStatus, JCP_BIN } from '../testkit/cluster.ts';
-import { whenInterrupted } from '../testkit/procs.ts';
-import { type RegionState, type RegionStatus, startRegions } from '../testkit/regions.ts';
+import { type ClusterState, clusterStatus, JCP_BIN, type RegionState, type RegionStatus, startRegions, whenInterrupted } from '../testkit/index.ts';
 import { CliError, UsageError } from './command.ts';
 
 /** The options `up --regions` reads (strings as parsed). */

@@ -23,7 +23,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
+import { type Actor, actorFromSeed } from '../core/index.ts';
 import { channelNames, streamConfigs } from '../channel/index.ts';
 import { type ClusterNode, type ClusterOpts, LocalCluster } from './cluster.ts';
 import { NatsServer } from './nats.ts';

@@ -5,17 +5,12 @@
  * re-issues exactly what is left (no µJ created) with the old shards dead in both regions.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { DenyReasons } from '../../core/deny.ts';
-import { type SignedGrant, signGrant } from '../../core/grant.ts';
-import { JetStreamBus } from '../../channel/jetstream.ts';
-import { channelNames } from '../../channel/names.ts';
-import { JcpClient, resourceIdOf } from '../../node/index.ts';
-import { assignShards } from '../../shards/assign.ts';
-import { rebalance } from '../../shards/rebalance.ts';
-import { mintShardSet, parseSplit, type ShardManifest } from '../../shards/set.ts';
-import { ShardAssignmentStream } from '../../shards/stream.ts';
-import { type RegionCluster, startRegions } from '../../testkit/regions.ts';
+import { type Actor, actorFromSeed, DenyReasons, type SignedGrant, seededRng, signGrant } from '../../core/index.ts';
+import { channelNames, JetStreamBus } from '../../channel/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { resourceIdOf } from '../../node/index.ts';
+import { assignShards, mintShardSet, parseSplit, rebalance, ShardAssignmentStream, type ShardManifest } from '../../shards/index.ts';
+import { type RegionCluster, startRegions } from '../../testkit/index.ts';
 
 const rng = seededRng('regions/shards');
 const actor = (): Actor => actorFromSeed(rng(32));

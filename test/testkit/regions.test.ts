@@ -8,12 +8,9 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { actorFromSeed, seededRng } from '../../core/actor.ts';
-import { contentIdOfBytes } from '../../core/hash.ts';
-import { JetStreamBus } from '../../channel/jetstream.ts';
-import { channelNames } from '../../channel/names.ts';
-import { ChannelPoint } from '../../channel/settlement.ts';
-import { type RegionCluster, startRegions } from '../../testkit/regions.ts';
+import { actorFromSeed, contentIdOfBytes, seededRng } from '../../core/index.ts';
+import { ChannelPoint, channelNames, JetStreamBus } from '../../channel/index.ts';
+import { type RegionCluster, startRegions } from '../../testkit/index.ts';
 import { runJcpInProcess } from '../support.ts';
 
 const RTT = 40;
