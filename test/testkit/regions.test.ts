@@ -7,6 +7,10 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actorFromSeed, contentIdOfBytes, seededRng } from '../../core/index.ts';
 import { ChannelPoint, channelNames, JetStreamBus } from '../../channel/index.ts';
@@ -239,5 +243,48 @@ describe('regions - 3 regions', () => {
     for (const x of pairs) expect(await until(p[x]!, 15_000)).toBe(true);
     expect(() => rc.cut('a', 'e')).toThrow(RangeError);
     expect(() => rc.cut('a', 'a')).toThrow(RangeError);
+  });
+});
+
+describe('regions - TLS on every NATS link', () => {
+  let rc: RegionCluster;
+  let dir: string;
+
+  /** A CA and one certificate for 127.0.0.1 (server and client use), made with openssl. */
+  function certificates(d: string) {
+    const run = (args: string[]) => execFileSync('openssl', args, { cwd: d, stdio: 'pipe' });
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+    run(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=jcp test CA']);
+    run(['req', ...ec, '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=127.0.0.1']);
+    writeFileSync(join(d, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
+    run(['x509', '-req', '-in', 'srv.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'srv.pem', '-days', '1', '-extfile', 'ext.cnf']);
+    return { caFile: join(d, 'ca.pem'), certFile: join(d, 'srv.pem'), keyFile: join(d, 'srv.key') };
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'jcp-regions-tls-'));
+    rc = await startRegions({ regions: 2, nodesPerRegion: 0, serversPerRegion: 1, rttMs: RTT, tls: certificates(dir) });
+  }, 60_000);
+  afterAll(async () => {
+    await rc?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('clients and gateways speak TLS through the proxies, and a message crosses', async () => {
+    const tls = { caFile: join(dir, 'ca.pem') };
+    const a = await connect({ servers: rc.region('a').natsUrls, tls });
+    const b = await connect({ servers: rc.region('b').natsUrls, tls });
+    try {
+      const p = await probe(a, b, 'tls.ab');
+      expect(await until(p, 10_000)).toBe(true);
+      expect(Math.min(...p.delays)).toBeGreaterThanOrEqual(RTT / 2);
+      const gz = (await (await fetch(`http://127.0.0.1:${rc.region('a').servers[0]!.httpPort}/gatewayz`)).json()) as {
+        outbound_gateways: Record<string, { connection: { tls_version?: string } }>;
+      };
+      expect(gz.outbound_gateways['b']?.connection.tls_version).toMatch(/^1\.[23]$/);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });
