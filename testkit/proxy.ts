@@ -141,18 +141,18 @@ export class TcpProxy {
     const flush = () => {
       timer = undefined;
       const now = performance.now();
-      while (queue.length > 0 && queue[0]!.at <= now + 0.5) {
+      while (queue.length > 0 && queue[0]!.at <= now) {
         const { chunk } = queue.shift()!;
         if (!to.destroyed) to.write(chunk);
       }
-      if (queue.length > 0) timer = setTimeout(flush, Math.max(0, queue[0]!.at - performance.now()));
+      if (queue.length > 0) timer = setTimeout(flush, Math.max(0, Math.ceil(queue[0]!.at - performance.now())));
       else if (ended && !to.destroyed) to.end();
     };
     from.on('data', (chunk: Buffer) => {
       const at = Math.max(lastAt, performance.now() + this.#delayMs + Math.random() * this.#jitterMs);
       lastAt = at;
       queue.push({ at, chunk });
-      timer ??= setTimeout(flush, Math.max(0, at - performance.now()));
+      timer ??= setTimeout(flush, Math.max(0, Math.ceil(at - performance.now())));
     });
     from.on('end', () => {
       ended = true;
