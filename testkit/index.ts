@@ -6,6 +6,20 @@ export { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } 
 export { ParticipantCluster } from './frost-procs.ts';
 export { serveToolsHttp } from './mcp-tools-server.ts';
 export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
-export { exitAfterInterrupt, freePort, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
 export { ParticipantProc } from './frost-procs.ts';
 export { startParticipantProc } from './frost-procs.ts';
+export { exitAfterInterrupt, freePort, JCP_BIN, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
+export {
+  type LinkStatus,
+  type Region,
+  type RegionCluster,
+  type RegionLink,
+  type RegionNode,
+  type RegionOpts,
+  type RegionState,
+  type RegionStatus,
+  REGION_NAMES,
+  startRegions,
+  type TlsMaterial,
+} from './regions.ts';
+export { type LinkDelay, TcpProxy } from './proxy.ts';

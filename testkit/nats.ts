@@ -59,6 +59,24 @@ export interface NatsServerOpts {
   readonly cluster?: { readonly name: string; readonly port: number; readonly routes: readonly number[] };
   /** Outlive this process (`jcp cluster up`): not killed on exit; stop it by pid. Default false. */
   readonly detached?: boolean;
+  /**
+   * Gateway membership (a supercluster, testkit/regions.ts): this server's gateway port, the
+   * gateway name (must equal the cluster name), the gateway url it advertises to other clusters
+   * (`host:port`), and the urls of every remote cluster's gateways. Unknown clusters are refused.
+   */
+  readonly gateway?: {
+    readonly name: string;
+    readonly port: number;
+    readonly advertise?: string;
+    readonly remotes: readonly { readonly name: string; readonly urls: readonly string[] }[];
+  };
+  /** Extra config lines appended as they are. */
+  readonly extraConfig?: readonly string[];
+  /**
+   * TLS on client, route and gateway connections (PEM files): this server's certificate and key,
+   * and the CA it trusts; routes and gateways verify the peer's certificate against that CA.
+   */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly caFile: string };
 }
 
 /** One `nats-server` child process with JetStream enabled, on 127.0.0.1 only. */
@@ -68,6 +86,9 @@ export class NatsServer {
   readonly port: number;
   readonly httpPort: number;
   readonly cluster: NatsServerOpts['cluster'];
+  readonly gateway: NatsServerOpts['gateway'];
+  readonly extraConfig: readonly string[];
+  readonly tls: NatsServerOpts['tls'];
   readonly #ownsDir: boolean;
   readonly #detached: boolean;
   readonly #bin: string;
@@ -82,7 +103,13 @@ export class NatsServer {
     cluster: NatsServerOpts['cluster'],
     detached: boolean,
     bin: string,
+    gateway?: NatsServerOpts['gateway'],
+    extraConfig: readonly string[] = [],
+    tls?: NatsServerOpts['tls'],
   ) {
+    this.tls = tls;
+    this.gateway = gateway;
+    this.extraConfig = extraConfig;
     this.#detached = detached;
     this.#bin = bin;
     this.name = name;
@@ -121,7 +148,7 @@ export class NatsServer {
     const port = opts.port ?? (await freePort());
     const httpPort = opts.httpPort ?? (await freePort());
     const name = opts.name ?? `jcp-${port}`;
-    const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin);
+    const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin, opts.gateway, opts.extraConfig, opts.tls);
     s.#writeConfig();
     s.#spawn();
     if (wait) await s.ready(timeoutMs);
@@ -139,6 +166,18 @@ export class NatsServer {
       '  max_file_store: 2GB',
       '}',
     ];
+    const tls = (indent: string, verify: boolean) =>
+      this.tls
+        ? [
+            `${indent}tls {`,
+            `${indent}  cert_file: ${JSON.stringify(this.tls.certFile)}`,
+            `${indent}  key_file: ${JSON.stringify(this.tls.keyFile)}`,
+            `${indent}  ca_file: ${JSON.stringify(this.tls.caFile)}`,
+            ...(verify ? [`${indent}  verify: true`] : []),
+            `${indent}}`,
+          ]
+        : [];
+    lines.push(...tls('', false));
     if (this.cluster) {
       const routes = this.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
       lines.push(
@@ -146,9 +185,19 @@ export class NatsServer {
         `  name: ${JSON.stringify(this.cluster.name)}`,
         `  listen: "127.0.0.1:${this.cluster.port}"`,
         `  routes: [${routes}]`,
+        ...tls('  ', true),
         '}',
       );
     }
+    if (this.gateway) {
+      const g = this.gateway;
+      lines.push('gateway {', `  name: ${JSON.stringify(g.name)}`, `  listen: "127.0.0.1:${g.port}"`, '  reject_unknown_cluster: true');
+      if (g.advertise) lines.push(`  advertise: ${JSON.stringify(g.advertise)}`);
+      lines.push('  gateways: [');
+      for (const r of g.remotes) lines.push(`    { name: ${JSON.stringify(r.name)}, urls: [${r.urls.map((u) => JSON.stringify(u)).join(', ')}] }`);
+      lines.push('  ]', ...tls('  ', true), '}');
+    }
+    lines.push(...this.extraConfig);
     writeFileSync(join(this.dir, 'nats.conf'), `${lines.join('\n')}\n`);
   }
 
