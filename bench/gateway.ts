@@ -28,7 +28,6 @@ import { writeChainFile } from '../cli/chainfile.ts';
 import { newActor, seededRng } from '../core/actor.ts';
 import { signGrant } from '../core/grant.ts';
 import { FrameReader, frameMessage } from '../core/wire.ts';
-import { saltText } from '../bridge/journal.ts';
 import type { SignedGrant } from '../core/grant.ts';
 import { JcpClient, resourceIdOf, writeKeyFile } from '../node/index.ts';
 import { type Figure, type SuiteOptions, median, percentile, sig } from './figures.ts';
@@ -70,8 +69,10 @@ async function nodeLatencies(c: JcpClient, grant: SignedGrant, root: string, n: 
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    // Distinct requests with the same arguments: insignificant trailing whitespace (bridge/journal.ts).
-    const r = await c.call({ chain: [grant], action: 'list_directory', payload: new TextEncoder().encode(JSON.stringify({ path: root }) + saltText(from + i)) });
+    // Distinct requests with the same arguments: a nonce per call (as the bridge sends them).
+    const nonce = new Uint8Array(16);
+    new DataView(nonce.buffer).setFloat64(0, from + i);
+    const r = await c.call({ chain: [grant], action: 'list_directory', payload: { path: root }, nonce });
     out.push((performance.now() - t0) * 1000);
     if (r.decision.verdict !== 'allow') throw new Error(`list_directory denied: ${r.decision.deny_reason}`);
   }

@@ -8,7 +8,7 @@
  * has exactly one wire form.
  *
  * Messages are maps; `docs/wire.md` lists them all. Which message a map is follows from its keys:
- * - request `{frame, chain, caller, cost, now, signature, payload?}` (WireRequest, §11);
+ * - request `{frame, chain, caller, cost, now, signature, payload?, notify?, nonce?}` (WireRequest, §11);
  * - response `{decision: {verdict, deny_reason?}, receipt, result?}` (WireResponse, §11);
  * - error `{error: {code, message}}` (never reached a decision; no receipt);
  * - revoke `{revoke: SignedRevocation}` → answered by revoked `{revoked: {grant_id}}` or an error.
@@ -199,6 +199,14 @@ export interface WireRequest {
    * as `notice` messages before the response; absent = none. Signed like every field.
    */
   readonly notify?: 1;
+  /**
+   * {@link REQUEST_NONCE_BYTES} bytes the caller chooses so that two calls with the same fields
+   * in the same second are two requests (§11: the request id is the content id of the signed
+   * request, so without it they would be one, and the second an idempotent replay of the first).
+   * Signed like every field; absent in requests that need none (the request bytes are then what
+   * they were before the field existed).
+   */
+  readonly nonce?: Uint8Array;
   /** Ed25519 by `caller` over {@link wireRequestSigningBytes}; 64 bytes. */
   readonly signature: Uint8Array;
 }
@@ -221,6 +229,7 @@ function unsignedToCbor(r: UnsignedWireRequest): Obj {
   };
   if (r.payload !== undefined) o['payload'] = r.payload;
   if (r.notify !== undefined) o['notify'] = r.notify;
+  if (r.nonce !== undefined) o['nonce'] = r.nonce;
   return o;
 }
 
@@ -546,7 +555,10 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
 }
 
 /** The optional fields of a request map. */
-export const REQUEST_OPTIONAL: readonly string[] = ['payload', 'notify'];
+export const REQUEST_OPTIONAL: readonly string[] = ['payload', 'notify', 'nonce'];
+
+/** Length of a request's optional `nonce` (bytes). */
+export const REQUEST_NONCE_BYTES = 16;
 
 /** A parsed JSON text, or undefined when it is not JSON. */
 function jsonOrUndefined(text: string): unknown {
@@ -588,6 +600,7 @@ export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): Wi
     now: asSafeUint(o['now'], 'request.now'),
     ...(payload !== undefined ? { payload } : {}),
     ...(o['notify'] !== undefined ? { notify: 1 as const } : {}),
+    ...(o['nonce'] !== undefined ? { nonce: asBytes(o['nonce'], 'request.nonce', REQUEST_NONCE_BYTES) } : {}),
     signature: asBytes(o['signature'], 'request.signature', 64),
   };
 }

@@ -17,13 +17,13 @@ const TAIL_BYTES = TAIL.length + 64;
 
 /**
  * The bytes the caller signed, for a canonical request `body` decoded as `req`: spliced from the
- * body when it has the expected shape (a 6- to 8-entry map ending with the signature), else
+ * body when it has the expected shape (a 6- to 9-entry map ending with the signature), else
  * re-encoded by `wireRequestSigningBytes`. Either way equal to `wireRequestSigningBytes(req)`.
  */
 export function signingBytesOf(body: Uint8Array, req: WireRequest): Uint8Array {
   const head = body[0];
   const at = body.length - TAIL_BYTES;
-  if ((head === 0xa6 || head === 0xa7 || head === 0xa8) && at > 1 && bytesEqual(body.subarray(at, at + TAIL.length), TAIL)) {
+  if (head !== undefined && head >= 0xa6 && head <= 0xa9 && at > 1 && bytesEqual(body.subarray(at, at + TAIL.length), TAIL)) {
     const sig = body.subarray(at + TAIL.length);
     if (bytesEqual(sig, req.signature)) {
       const out = new Uint8Array(at);
