@@ -5,8 +5,7 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
+import { parseDid, verify } from '../core/index.ts';
 import { replaySlice, type SliceJob } from './replay.ts';
 
 /** One caller-signature check: the caller's did, the signed bytes, the signature. */

@@ -9,7 +9,7 @@
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import { pino } from 'pino';
-import { McpStdioEndpoint } from '../../node/endpoint.ts';
+import { McpStdioEndpoint } from '../../node/index.ts';
 
 const [root, n] = [process.argv[2]!, Number(process.argv[3] ?? 50)];
 const repo = path.resolve(import.meta.dirname, '../..');

@@ -4,14 +4,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { toHex } from '../../core/bytes.ts';
-import { sign } from '../../core/ed25519.ts';
-import { grantId } from '../../core/grant.ts';
-import { ReceiptLog } from '../../node/receiptlog.ts';
-import { type LogReplay, replayLog } from '../../node/replay.ts';
-import { SNAPSHOT_WORKER_NICE } from '../../node/snapshot.ts';
-import { VERIFY_CHUNK, WorkerPool } from '../../node/workers.ts';
+import { grantId, newActor, seededRng, sign, toHex } from '../../core/index.ts';
+import { type LogReplay, ReceiptLog, replayLog, SNAPSHOT_WORKER_NICE, VERIFY_CHUNK, WorkerPool } from '../../node/internal.ts';
 import { bob as worker, carol, child, request, rootGrant, TestSteward } from '../core/evidence-fixtures.ts';
 import { tempDir } from './fixtures.ts';
 
