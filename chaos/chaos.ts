@@ -251,7 +251,7 @@ interface RunState {
   readonly series: Map<string, [number, number][]>;
   readonly ackedByRegion: Map<string, bigint>;
   /** Allows and denies of the revoked grant: node, when the request was sent (ms since t0), verdict, reason. */
-  readonly revokeeReplies: { node: number; sentMs: number; verdict: 'allow' | 'deny'; reason: string | undefined }[];
+  readonly revokeeReplies: RevokeeReply[];
   /** When the revocation was acknowledged by the node it was sent to (ms since t0). */
   revokedAtMs: number | undefined;
   stopping: boolean;
@@ -599,31 +599,48 @@ function totalSeries(byRegion: ReadonlyMap<string, readonly [number, number][]>)
   return (all[0] ?? []).map(([t], k) => [t, all.reduce((a, s) => a + (s[k]?.[1] ?? 0), 0)]);
 }
 
-/**
- * Counts the allows of the revoked grant that a node gave after the revocation reached it — after
- * that node first denied the grant as `revoked` — or, where it never did, after the staleness
- * limit past the revocation (a node that cannot confirm it has seen the latest revocations for
- * that long must stop allowing). Times are when the agent sent the request.
- */
 function revocationCheck(o: ChaosOpts, st: RunState): NonNullable<ChaosReport['revocation']> {
-  const stalenessS = o.revocationStalenessS ?? 10;
-  if (st.revokedAtMs === undefined) return { revoked_at_s: null, staleness_s: stalenessS, reached_nodes: 0, allowed_before_reach: 0, allowed_after_reach: 0 };
-  const limitMs = st.revokedAtMs + stalenessS * 1000;
+  return revocationCount(st.revokeeReplies, st.revokedAtMs, o.revocationStalenessS ?? 10, o.nodes);
+}
+
+/** One reply to a call on the revoked grant: node index, when the request was sent (ms since start), verdict, deny reason. */
+export interface RevokeeReply {
+  readonly node: number;
+  readonly sentMs: number;
+  readonly verdict: 'allow' | 'deny';
+  readonly reason: string | undefined;
+}
+
+/**
+ * Counts the allows of a revoked grant that a node gave after the revocation reached it — after
+ * that node first denied the grant as `revoked` — or, where it never did, after `stalenessS`
+ * seconds past the revocation (a node that cannot confirm it has seen the latest revocations for
+ * that long must stop allowing). Times are when the agent sent the request (ms since the start);
+ * `revokedAtMs` undefined (never revoked) counts nothing.
+ */
+export function revocationCount(
+  replies: readonly RevokeeReply[],
+  revokedAtMs: number | undefined,
+  stalenessS: number,
+  nodes: number,
+): NonNullable<ChaosReport['revocation']> {
+  if (revokedAtMs === undefined) return { revoked_at_s: null, staleness_s: stalenessS, reached_nodes: 0, allowed_before_reach: 0, allowed_after_reach: 0 };
+  const limitMs = revokedAtMs + stalenessS * 1000;
   let after = 0;
   let before = 0;
   let reached = 0;
-  for (let i = 0; i < o.nodes; i++) {
-    const mine = st.revokeeReplies.filter((r) => r.node === i).sort((a, b) => a.sentMs - b.sentMs);
+  for (let i = 0; i < nodes; i++) {
+    const mine = replies.filter((r) => r.node === i).sort((a, b) => a.sentMs - b.sentMs);
     const firstDeny = mine.find((r) => r.verdict === 'deny' && r.reason === 'revoked')?.sentMs;
     if (firstDeny !== undefined) reached++;
     const from = Math.min(firstDeny ?? Number.POSITIVE_INFINITY, limitMs);
     for (const r of mine) {
       if (r.verdict !== 'allow') continue;
       if (r.sentMs > from) after++;
-      else if (r.sentMs >= st.revokedAtMs) before++;
+      else if (r.sentMs >= revokedAtMs) before++;
     }
   }
-  return { revoked_at_s: Math.round(st.revokedAtMs / 10) / 100, staleness_s: stalenessS, reached_nodes: reached, allowed_before_reach: before, allowed_after_reach: after };
+  return { revoked_at_s: Math.round(revokedAtMs / 10) / 100, staleness_s: stalenessS, reached_nodes: reached, allowed_before_reach: before, allowed_after_reach: after };
 }
 
 /**
