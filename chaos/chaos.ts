@@ -145,6 +145,8 @@ export interface ChaosReport {
     readonly reached_nodes: number;
     readonly allowed_before_reach: number;
     readonly allowed_after_reach: number;
+    /** Per node: when it first denied the grant as revoked (s; null = never seen), allows after reach. */
+    readonly per_node?: readonly { readonly node: number; readonly first_revoked_deny_s: number | null; readonly allowed_after_reach: number }[];
   };
 }
 
@@ -367,9 +369,9 @@ async function runFault(cluster: ChaosCluster, st: RunState, f: FaultEvent, appl
   }
 }
 
-/** The printed target of a fault: a node name, `natsK`, or `region X`. */
+/** The printed target of a fault: a node name, `natsK` (`nats X`: region X's NATS), or `region X`. */
 function faultTarget(f: FaultEvent, cluster: ChaosCluster): string {
-  if (f.kind === 'nats-restart') return `nats${f.target + 1}`;
+  if (f.kind === 'nats-restart') return cluster.regionNames.length > 1 ? `nats ${cluster.regionNames[f.target % cluster.regionNames.length]}` : `nats${f.target + 1}`;
   if (f.kind === 'region-cut') return `region ${cluster.regionNames[f.target % cluster.regionNames.length]}`;
   return cluster.node(f.target).name;
 }
@@ -629,7 +631,9 @@ export function revocationCount(
   let after = 0;
   let before = 0;
   let reached = 0;
+  const perNode: { node: number; first_revoked_deny_s: number | null; allowed_after_reach: number }[] = [];
   for (let i = 0; i < nodes; i++) {
+    const afterBefore = after;
     const mine = replies.filter((r) => r.node === i).sort((a, b) => a.sentMs - b.sentMs);
     const firstDeny = mine.find((r) => r.verdict === 'deny' && r.reason === 'revoked')?.sentMs;
     if (firstDeny !== undefined) reached++;
@@ -639,8 +643,16 @@ export function revocationCount(
       if (r.sentMs > from) after++;
       else if (r.sentMs >= revokedAtMs) before++;
     }
+    perNode.push({ node: i, first_revoked_deny_s: firstDeny === undefined ? null : Math.round(firstDeny / 10) / 100, allowed_after_reach: after - afterBefore });
   }
-  return { revoked_at_s: Math.round(revokedAtMs / 10) / 100, staleness_s: stalenessS, reached_nodes: reached, allowed_before_reach: before, allowed_after_reach: after };
+  return {
+    revoked_at_s: Math.round(revokedAtMs / 10) / 100,
+    staleness_s: stalenessS,
+    reached_nodes: reached,
+    allowed_before_reach: before,
+    allowed_after_reach: after,
+    per_node: perNode,
+  };
 }
 
 /**
@@ -678,6 +690,9 @@ export function chaosTable(r: ChaosReport): string {
     ...(r.revocation
       ? [
           `revoked   a second grant at ${r.revocation.revoked_at_s ?? '-'} s; ${r.revocation.reached_nodes} node(s) seen denying it; ${r.revocation.allowed_before_reach} allow(s) before reach, ${r.revocation.allowed_after_reach} after (staleness limit ${r.revocation.staleness_s} s)`,
+          ...(r.revocation.per_node ?? [])
+            .filter((n) => n.first_revoked_deny_s === null || n.allowed_after_reach > 0)
+            .map((n) => `          ${r.decisions.per_node[n.node]?.node ?? n.node}: first revoked deny ${n.first_revoked_deny_s ?? 'never'}, ${n.allowed_after_reach} allow(s) after reach`),
         ]
       : []),
     '',

@@ -80,7 +80,11 @@ describe('chaos - allows of a revoked grant', () => {
 
   it('counts an allow after the node first denied the grant as revoked, and none before', () => {
     const r = revocationCount([allow(0, 900), allow(0, 1_100), deny(0, 1_200), allow(0, 1_300), deny(1, 1_050)], 1_000, 10, 2);
-    expect(r).toEqual({ revoked_at_s: 1, staleness_s: 10, reached_nodes: 2, allowed_before_reach: 1, allowed_after_reach: 1 });
+    expect(r).toMatchObject({ revoked_at_s: 1, staleness_s: 10, reached_nodes: 2, allowed_before_reach: 1, allowed_after_reach: 1 });
+    expect(r.per_node).toEqual([
+      { node: 0, first_revoked_deny_s: 1.2, allowed_after_reach: 1 },
+      { node: 1, first_revoked_deny_s: 1.05, allowed_after_reach: 0 },
+    ]);
   });
 
   it('counts an allow at a node it never reached once the staleness limit has passed', () => {
