@@ -20,7 +20,7 @@ statements:
   4. every receipt verifies and every chain was debited as §4.2 says;
   5. a second grant, revoked halfway through, is never allowed by a node after the revocation
      reached it, nor anywhere after --revocation-staleness seconds (revoked_allowed_after_reach).
---regions N (2..6) splits the nodes over N regions, each its own NATS cluster, joined by gateways
+--regions N (2..4) splits the nodes evenly over N regions, each its own NATS cluster, joined by gateways
 through proxies adding --rtt-ms round trip; then the faults may include region-cut, and
 nats-restart restarts one region's NATS.
 Prints a table; --json writes the report, --svg a plot of the overdraft (spend − budget) against
@@ -73,7 +73,7 @@ export const command: Command = {
     if (mode !== 'channel' && mode !== 'shards') throw new UsageError('--mode: channel or shards');
     const faults = (values.faults ?? FAULT_KINDS.join(',')).split(',').filter(Boolean);
     for (const f of faults) if (!(ALL_FAULT_KINDS as readonly string[]).includes(f)) throw new UsageError(`--faults: unknown fault ${f}`);
-    const regions = int(values.regions, '--regions', 1, 1, 6);
+    const regions = int(values.regions, '--regions', 1, 1, 4);
     if (regions === 1 && faults.includes('region-cut')) throw new UsageError('--faults: region-cut needs --regions 2 or more');
     const cost = uj(values.cost, '--cost');
     const budget = uj(values.budget, '--budget');
