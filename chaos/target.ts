@@ -48,6 +48,7 @@ export interface ChaosPlanLike {
 
 /** Starts the cluster of a run: a {@link LocalCluster} for one region. */
 export async function startChaosCluster(o: ChaosOpts, plan: ChaosPlanLike, dir: string, say: (l: string) => void): Promise<ChaosCluster> {
+  if ((o.regions ?? 1) > 1) throw new Error('multi-region chaos runs need the multi-region launcher (testkit/regions.ts), not in this build');
   const natsServers = o.natsServers ?? 1;
   say(`starting ${o.nodes} nodes (${o.mode} mode, ${natsServers} NATS server${natsServers > 1 ? 's' : ''}) in ${dir}`);
   const cluster = await LocalCluster.start({
