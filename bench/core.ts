@@ -17,17 +17,7 @@
 import { verify as nodeVerify, sign as nodeSign } from 'node:crypto';
 import { encode as cborgEncode, rfc8949EncodeOptions } from 'cborg';
 import { createBLAKE3 } from 'hash-wasm';
-import { type Actor, newActor, seededRng } from '../core/actor.ts';
-import { encode } from '../core/cbor.ts';
-import { verifyChain } from '../core/chain.ts';
-import { jcrProtectedHeader, sigStructure } from '../core/cose.ts';
-import { type DecisionRequest, type DecisionState, decide } from '../core/decision.ts';
-import type { Frame } from '../core/frame.ts';
-import { attenuate, type Grant, grantId, grantToCbor, type SignedGrant, signGrant } from '../core/grant.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import { Ledger } from '../core/ledger.ts';
-import { receiptCoreFor, receiptCoreToCbor, sealReceipt } from '../core/receipt.ts';
-import { TrustRoots } from '../core/trust.ts';
+import { type Actor, attenuate, contentId, type ContentId, decide, type DecisionRequest, type DecisionState, encode, type Frame, type Grant, grantId, grantToCbor, jcrProtectedHeader, Ledger, newActor, receiptCoreFor, receiptCoreToCbor, sealReceipt, seededRng, type SignedGrant, signGrant, sigStructure, TrustRoots, verifyChain } from '../core/index.ts';
 import { type Figure, median, opsPerSecond, paired, type SuiteOptions, sig } from './figures.ts';
 
 const NOW_S = 1_800_000_000;

@@ -17,14 +17,8 @@
  * strings: they can pass 2^53).
  */
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { toHex } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Cost } from '../core/energy.ts';
-import { type SignedGrant, grantId } from '../core/grant.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import { openReceipt, receiptId } from '../core/receipt.ts';
-import { DEFAULT_FRAME_CAP, FRAME_HEADER_BYTES, encodeWireRequest, requestIdOf } from '../core/wire.ts';
-import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/client.ts';
+import { contentId, type ContentId, type Cost, DEFAULT_FRAME_CAP, type Did, encodeWireRequest, FRAME_HEADER_BYTES, grantId, openReceipt, receiptId, requestIdOf, type SignedGrant, toHex } from '../core/index.ts';
+import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
 import { type CallJournal, saltText } from './journal.ts';
 

@@ -6,12 +6,7 @@
  * The budget comes from the caller, or from the signed channel grant the points store on the
  * stream (`ChannelBus.readGrant`), which is checked against the id before it is believed.
  */
-import { decode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { grantId as grantIdOf, readSignedGrant, verifyGrantSignature } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { ChannelLedger, type OverdraftProof, verifyOverdraftProof } from '../core/statement.ts';
+import { ChannelLedger, type ContentId, decode, type Did, grantId as grantIdOf, type OverdraftProof, readSignedGrant, type Uj, verifyGrantSignature, verifyOverdraftProof } from '../core/index.ts';
 import type { ChannelBus, StoredStatement } from './bus.ts';
 import { admitStored, type ReadRefusal } from './settlement.ts';
 

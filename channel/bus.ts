@@ -11,8 +11,7 @@
  *   the read began is visible (or a newer one from the same point). A follower read can miss the
  *   latest statement, and then the bound breaks.
  */
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
+import type { ContentId, Did } from '../core/index.ts';
 
 /** One stored statement as read back from the stream: the point-hash token and the raw bytes. */
 export interface StoredStatement {

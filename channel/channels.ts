@@ -9,14 +9,7 @@
  * naming the link; {@link Channels.committed} marks the cost durable once the receipt is on disk,
  * which is what the next statement claims.
  */
-import type { Actor } from '../core/actor.ts';
-import type { Decision, DecisionRequest } from '../core/decision.ts';
-import { type Deny, DenyReasons } from '../core/deny.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { encode } from '../core/cbor.ts';
-import { type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
+import { type Actor, type ContentId, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, type SignedGrant, signedGrantToCbor, type Uj } from '../core/index.ts';
 import type { ChannelBus } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ChannelPoint, type SettleOutcome } from './settlement.ts';

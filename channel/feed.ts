@@ -13,13 +13,7 @@
  *
  * Malformed messages and refused revocations and amendments are counted and logged, never applied.
  */
-import { decode } from '../core/cbor.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { Result } from '../core/result.ts';
-import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import { readSignedRevocation, type SignedRevocation } from '../core/revocation.ts';
-import { decodeWireMessage } from '../core/wire.ts';
+import { type ContentId, decode, decodeWireMessage, readSignedRevocation, type Result, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation } from '../core/index.ts';
 import type { ChannelBus, RevocationFollow } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 

@@ -29,3 +29,4 @@ export {
   type SettleOutcome,
   type SpendRefusal,
 } from './settlement.ts';
+export type { ChannelSteering } from './channels.ts';

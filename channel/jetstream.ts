@@ -43,8 +43,7 @@ import {
 } from '@nats-io/jetstream';
 import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Did } from '../core/didkey.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import { type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import type { BusEvent, ChannelBus, RevocationFollow, StoredStatement } from './bus.ts';
 import {
   type ChannelNames,

@@ -26,25 +26,7 @@
  *
  * Amounts are µJ (bigint); times are milliseconds.
  */
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Result, err, ok } from '../core/result.ts';
-import {
-  ChannelLedger,
-  type ChannelRefusal,
-  channelAllows,
-  type OverdraftProof,
-  readSignedStatement,
-  type SignedStatement,
-  type Statement,
-  type StatementRefusalCode,
-  signedStatementToCbor,
-  signStatement,
-  StatementRefusals,
-} from '../core/statement.ts';
+import { type Actor, channelAllows, ChannelLedger, type ChannelRefusal, type ContentId, decode, type Did, encode, err, ok, type OverdraftProof, readSignedStatement, type Result, type SignedStatement, signedStatementToCbor, signStatement, type Statement, type StatementRefusalCode, StatementRefusals, type Uj } from '../core/index.ts';
 import type { ChannelBus, StoredStatement } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { pointHash } from './names.ts';

@@ -3,8 +3,8 @@
  * multi-region launcher, so the runner's steps (agents, faults, heal, check) do not care which.
  * Node indices run over every node of every region; regions are named `a`, `b`, ….
  */
-import type { Actor } from '../core/actor.ts';
-import { LocalCluster } from '../testkit/cluster.ts';
+import type { Actor } from '../core/index.ts';
+import { LocalCluster } from '../testkit/index.ts';
 import type { ChaosOpts, FaultEvent } from './chaos.ts';
 
 /** One node as the runner sees it. */

@@ -5,11 +5,12 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { SignedGrant } from '../core/grant.ts';
-import { DEFAULT_FRAME_CAP } from '../core/wire.ts';
+import { DEFAULT_FRAME_CAP, type SignedGrant } from '../core/index.ts';
 import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServer, randomSaltBase, serveBridgeHttp } from '../bridge/index.ts';
-import { JcpClient, readKeyFile } from '../node/index.ts';
-import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
+import { readKeyFile } from '../node/index.ts';
+import { JcpClient } from '../client/index.ts';
+import { readChainFile } from '../client/index.ts';
+import { hostPortArg, ujArg } from './args.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]

@@ -8,20 +8,10 @@ import { join, resolve, sep } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
-import { natsBus, natsRegistry } from '../frost/bus.ts';
-import { type Approver, DEFAULT_APPROVE_TIMEOUT_MS, promptApprover, readDecisionFile, readDecisionStream, rulesApprover, webhookApprover } from '../frost/approvers.ts';
-import type { ReadDecision } from '../frost/approval.ts';
-import { signWithGroup } from '../frost/coordinator.ts';
-import { deal } from '../frost/dealer.ts';
-import { describeCulprits, FrostError, FrostErrorCodes } from '../frost/errors.ts';
-import { runDkg } from '../frost/initiator.ts';
-import { Participant } from '../frost/participant.ts';
-import { readIdentityFile, shareRecord, writeShareFile } from '../frost/sharefile.ts';
+import { fromHex, parseDid, toHex, verify } from '../core/index.ts';
+import { type Approver, deal, DEFAULT_APPROVE_TIMEOUT_MS, describeCulprits, FrostError, FrostErrorCodes, natsBus, natsRegistry, Participant, promptApprover, type ReadDecision, readDecisionFile, readDecisionStream, readIdentityFile, rulesApprover, runDkg, shareRecord, signWithGroup, webhookApprover, writeShareFile } from '../frost/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
-import { errnoOf, fromSystemError, IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from '../io/files.ts';
+import { errnoOf, fromSystemError, ioError, IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/index.ts';
 
 const help = `Usage: jcp frost <deal|participant|dkg|sign|approvals> [options]
 

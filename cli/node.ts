@@ -1,6 +1,6 @@
 /** `jcp node start`: runs an enforcement node (issue 3; DESIGN "The way data flows"). */
 import { pino } from 'pino';
-import { ClusterHooks, readClusterConfig } from '../node/cluster.ts';
+import { ClusterHooks, readClusterConfig } from '../node/index.ts';
 import { type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 

@@ -5,17 +5,11 @@
  * `verify-proof` checks a proof against signed checkpoint(s), the receipt, and cosignatures.
  */
 import path from 'node:path';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { type Did, isDid, parseDid } from '../core/didkey.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { addSignatureLines, openCheckpoint, type SignedCheckpoint, verifyCosignature } from '../core/note.ts';
-import { witness } from '../core/witness.ts';
-import { openReceipt } from '../core/receipt.ts';
-import { type Hash32, leafHash, verifyConsistency, verifyInclusion } from '../core/tlog.ts';
+import { addSignatureLines, type Did, ErrorCodes, fromHex, type Hash32, isDid, JcpError, leafHash, openCheckpoint, openReceipt, parseDid, type SignedLogCheckpoint, toHex, verifyConsistency, verifyCosignature, verifyInclusion, witness } from '../core/index.ts';
 import { archiveRecords, readKeyFile, readSegments, ReceiptLog, readDataMeta, withSegments } from '../node/index.ts';
-import { buildLogTree, checkAgainstCheckpoint, checkpointOf, originOf } from '../node/tlog.ts';
+import { buildLogTree, checkAgainstCheckpoint, checkpointOf, originOf } from '../node/index.ts';
 import { CliError, UsageError, parse } from './command.ts';
-import { READ_CAPS, readFileCapped } from '../io/files.ts';
+import { READ_CAPS, readFileCapped } from '../io/index.ts';
 
 /** The verbs of this module, for `jcp receipts`. */
 export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign', 'check-witnessed'] as const;
@@ -191,7 +185,7 @@ function readProofFile(file: string): ProofFile {
     : { type: 'consistency', old_size: num('old_size'), new_size: num('new_size'), proof };
 }
 
-function readCheckpoint(file: string, steward: Did, origin: string, cosigners: Array<[string, Did]>): SignedCheckpoint & { cosigned_by: string[] } {
+function readCheckpoint(file: string, steward: Did, origin: string, cosigners: Array<[string, Did]>): SignedLogCheckpoint & { cosigned_by: string[] } {
   const c = openCheckpoint(readFileCapped(file, READ_CAPS.messageFile, 'checkpoint file'), parseDid(steward), origin);
   for (const [name, did] of cosigners) verifyCosignature(c.note, name, parseDid(did));
   return { ...c, cosigned_by: cosigners.map(([n]) => n) };

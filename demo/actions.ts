@@ -11,27 +11,9 @@
  *   a signing session.
  */
 import { randomBytes } from 'node:crypto';
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { fromHex, toHex } from '../core/bytes.ts';
-import {
-  amend,
-  amendmentId,
-  checkpointId,
-  issueContinuation,
-  readSignedCheckpoint,
-  signedAmendmentToCbor,
-  verifyCheckpoint,
-  verifyContinuation,
-} from '../core/checkpoint.ts';
-import { grantId, type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { openReceipt } from '../core/receipt.ts';
-import { signRevocation } from '../core/revocation.ts';
-import { verifyWireRequestSignature } from '../core/wire.ts';
-import { isFrostError } from '../frost/errors.ts';
-import { soloSignature } from '../frost/sign.ts';
-import { JcpClient, resultJson } from '../client/client.ts';
+import { type Actor, amend, amendmentId, checkpointId, type ContentId, decode, encode, fromHex, grantId, issueContinuation, openReceipt, readSignedCheckpoint, signedAmendmentToCbor, type SignedGrant, signedGrantToCbor, signRevocation, toHex, verifyCheckpoint, verifyContinuation, verifyWireRequestSignature } from '../core/index.ts';
+import { isFrostError, soloSignature } from '../frost/index.ts';
+import { JcpClient, resultJson } from '../client/index.ts';
 import type { DemoNode } from './nodes.ts';
 import type { Team } from './team.ts';
 import type { WorkerProc } from './workers.ts';

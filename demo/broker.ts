@@ -5,10 +5,9 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { channelNames } from '../channel/names.ts';
-import { NatsUnavailable, natsGreeting } from '../channel/reach.ts';
-import { shardStreamName } from '../shards/stream.ts';
-import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../testkit/nats.ts';
+import { channelNames, natsGreeting, NatsUnavailable } from '../channel/index.ts';
+import { shardStreamName } from '../shards/index.ts';
+import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../testkit/index.ts';
 
 /** The default NATS url the demo tries first. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';

@@ -6,11 +6,8 @@
  */
 import { isAbsolute, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Did } from '../core/didkey.ts';
-import { grantId, type SignedGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { ReceiptCore } from '../core/receipt.ts';
-import type { ChannelAudit } from '../channel/audit.ts';
+import { type ContentId, type Did, grantId, type ReceiptCore, type SignedGrant } from '../core/index.ts';
+import type { ChannelAudit } from '../channel/index.ts';
 import type { Probe } from '../meter/index.ts';
 import type { Approval, Steering, TeamRefusal } from './actions.ts';
 import type { TeamDecision, TeamPolicy } from './team.ts';

@@ -3,8 +3,7 @@
  * plain lines for people. Every count and µJ figure about decisions comes from verified receipts
  * (demo/evidence.ts); µJ are decimal strings in the JSON, as in the other `jcp` commands.
  */
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
+import type { ContentId, Did } from '../core/index.ts';
 import type { TeamRefusal } from './actions.ts';
 import type { TeamDecision, TeamPolicy } from './team.ts';
 

@@ -19,15 +19,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import { approvalsStream } from '../frost/approvers.ts';
-import { evidenceStream, natsBus, registryBucket } from '../frost/bus.ts';
-import { type Signer, thresholdSigner } from '../frost/coordinator.ts';
-import { runDkg } from '../frost/initiator.ts';
-import { readShareFile, type ShareRecord } from '../frost/sharefile.ts';
-import { ParticipantCluster } from '../testkit/frost-procs.ts';
-import { whenInterrupted } from '../testkit/procs.ts';
+import { type Actor, actorFromSeed, type Did } from '../core/index.ts';
+import { approvalsStream, evidenceStream, natsBus, readShareFile, registryBucket, runDkg, type ShareRecord, type Signer, thresholdSigner } from '../frost/index.ts';
+import { ParticipantCluster, whenInterrupted } from '../testkit/index.ts';
 
 /** A running 2-of-3 team. */
 export interface Team {

@@ -17,10 +17,7 @@ import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { bytesEqual, toHex, utf8 } from '../core/bytes.ts';
-import { decode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { blake3 } from '../core/hash.ts';
+import { blake3, bytesEqual, decode, type Did, toHex, utf8 } from '../core/index.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { checkGroup, type GroupPublic, groupBytes, groupDigest, groupTag, readGroup } from './group.ts';
 

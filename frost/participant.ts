@@ -15,13 +15,9 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Rng } from '../core/actor.ts';
-import { decode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { contentIdOfBytes } from '../core/hash.ts';
+import { asDid, asObj, asSafeUint, contentIdOfBytes, decode, type Did, type Rng } from '../core/index.ts';
 import { type DecisionBody, decodeCall, precheck, sealDecision } from './approval.ts';
 import { type Approver, DecisionJournal, publishDecision } from './approvers.ts';
-import { asDid, asObj, asSafeUint } from '../core/schema.ts';
 import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, publishEvidence, subjects } from './bus.ts';
 import { type DkgOutcome, DkgSession, type Evidence } from './dkg-session.ts';
 import { type Culprit, fault, type FrostErrorCode, FrostErrorCodes, type FrostFault, isFrostError } from './errors.ts';

@@ -19,10 +19,8 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { makeDirs, readFileCapped, writeFileDurably } from '../io/files.ts';
-import { bytesEqual, concat } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { blake3 } from '../core/hash.ts';
+import { makeDirs, readFileCapped, writeFileDurably } from '../io/index.ts';
+import { blake3, bytesEqual, concat, decode, encode } from '../core/index.ts';
 import { skipItem } from './chaincache.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { OpenedSnapshot } from './snapshot.ts';

@@ -12,10 +12,7 @@
  * falls back to the core's `decodeWireMessage` on the whole body, so errors keep their codes.
  * `test/node/chaincache.test.ts` checks both paths give the same result on valid and mutated bodies.
  */
-import { decode } from '../core/cbor.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import { asObj } from '../core/schema.ts';
-import { REQUEST_OPTIONAL, type WireMessage, type WireRequest, decodeWireMessage, readWireRequestFields } from '../core/wire.ts';
+import { asObj, decode, decodeWireMessage, readWireRequestFields, REQUEST_OPTIONAL, type SignedGrant, type WireMessage, type WireRequest } from '../core/index.ts';
 
 /** Chains kept (by their exact bytes); the cache is emptied when it fills. */
 export const CHAIN_CACHE_SIZE = 4096;

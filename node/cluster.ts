@@ -23,23 +23,9 @@
  * `{"subject_root": "jcp", "replicas": 1, "settle_interval_ms": 250, "revocation_catch_up_ms": 5000,
  *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
  */
-import type { Actor } from '../core/actor.ts';
-import type { Decision, DecisionRequest } from '../core/decision.ts';
-import type { Deny } from '../core/deny.ts';
-import { type Did, isDid } from '../core/didkey.ts';
-import { encode } from '../core/cbor.ts';
-import { contentIdOfBytes, isContentId } from '../core/hash.ts';
-import { type SignedRevocation, signedRevocationToCbor } from '../core/revocation.ts';
-import type { LedgerView } from '../core/ledger.ts';
-import { type ChannelSpec, type ChannelStats, type ChannelSteering, Channels } from '../channel/channels.ts';
-import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.ts';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import type { Logger } from '../channel/log.ts';
-import { channelNames } from '../channel/names.ts';
-import { decodeShardAssignment, signShardAck } from '../shards/assignment.ts';
-import { ShardBindings } from '../shards/binding.ts';
-import { ShardCloser } from '../shards/closer.ts';
-import { type AssignmentFollow, ShardAssignmentStream } from '../shards/stream.ts';
+import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type Deny, type Did, encode, isContentId, isDid, type LedgerView, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
+import { channelNames, Channels, type ChannelSpec, type ChannelStats, type ChannelSteering, JetStreamBus, type Logger, type RevocationSinkLike, RevocationStreamFeed } from '../channel/index.ts';
+import { type AssignmentFollow, decodeShardAssignment, ShardAssignmentStream, ShardBindings, ShardCloser, signShardAck } from '../shards/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 
 /** The `cluster` section of a node config, with defaults applied. */

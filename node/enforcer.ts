@@ -34,22 +34,7 @@
  * that section, so a slow request never holds up the others.
  */
 import type { Logger } from 'pino';
-import type { Actor } from '../core/actor.ts';
-import { type Decision, type DecisionRequest, type DecisionState, decide, denied } from '../core/decision.ts';
-import { DenyReasons } from '../core/deny.ts';
-import { isJcpError } from '../core/errors.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
-import { type Cost, type Provenance, provenanceProblem } from '../core/energy.ts';
-import type { Ledger } from '../core/ledger.ts';
-import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
-import type { SignedRevocation } from '../core/revocation.ts';
-import type { TrustRoots } from '../core/trust.ts';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
-import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
-import type { Grant, SignedGrant } from '../core/grant.ts';
-import { type Result, err } from '../core/result.ts';
-import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import { type Actor, type ContentId, contentIdOfBytes, type Cost, decide, type Decision, type DecisionRequest, type DecisionState, denied, DenyReasons, encodeWireMessage, encodeWireResponse, err, type Grant, isJcpError, type Ledger, MAX_ERROR_MESSAGE, openReceipt, parseDid, type Provenance, provenanceProblem, receiptCoreFor, receiptId, type Result, sealReceipt, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, type TrustRoots, verify, type WireAmended, type WireMessage, type WireRequest } from '../core/index.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';

@@ -1,22 +1,8 @@
 /**
  * The enforcement node (DESIGN "Folders": node/): the jcp/1 daemon in front of real tools, its
  * durable receipt log, boot replay, revocations, amendments (§4.7), MCP endpoints, metrics, the
- * standing-grant webhook server (§4.6) — and the client.
+ * standing-grant webhook server (§4.6) (the agent-side client is in client/).
  */
-export {
-  type ClientOptions,
-  type ClientSigner,
-  type CallParams,
-  type CallRequestOptions,
-  type CallResult,
-  CallTimeout,
-  ConnectionLost,
-  type ListedResource,
-  type McpNotification,
-  JcpClient,
-  resultJson,
-  WireErrorReply,
-} from '../client/client.ts';
 export { type AmendmentLoad, AmendmentRefusals, type AmendmentRejection, AmendmentStore, type PersistAmendment } from './amendments.ts';
 export {
   ARCHIVE_FORMAT,
@@ -147,3 +133,4 @@ export {
   fetchCheckpointView,
   type Witness,
 } from './tlogview.ts';
+export { ClusterHooks, readClusterConfig } from './cluster.ts';

@@ -7,15 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { type Logger, pino } from 'pino';
-import type { Actor, Rng } from '../core/actor.ts';
-import { makeDirs } from '../io/files.ts';
-import { isJcpError } from '../core/errors.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { Ledger } from '../core/ledger.ts';
-import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
-import type { Grant, SignedGrant } from '../core/grant.ts';
-import type { SignedRevocation } from '../core/revocation.ts';
-import { TrustRoots } from '../core/trust.ts';
+import { type Actor, type ContentId, type Grant, isJcpError, type Ledger, type Rng, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, TrustRoots } from '../core/index.ts';
+import { makeDirs } from '../io/index.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';

@@ -8,8 +8,7 @@
  * count gives exactly `canonical_cbor(request without signature)` — what `wireRequestSigningBytes`
  * would re-encode — without encoding the request again.
  */
-import { bytesEqual } from '../core/bytes.ts';
-import { type WireRequest, wireRequestSigningBytes } from '../core/wire.ts';
+import { bytesEqual, type WireRequest, wireRequestSigningBytes } from '../core/index.ts';
 
 /** `0x69 "signature" 0x58 0x40`: the text key and the 64-byte string header that end a request body. */
 const TAIL = Uint8Array.of(0x69, 0x73, 0x69, 0x67, 0x6e, 0x61, 0x74, 0x75, 0x72, 0x65, 0x58, 0x40);

@@ -11,9 +11,7 @@
  * A malformed path is 400; a tile the tree does not (yet) hold is 404. A partial tile is served
  * while the tree holds at least W of its entries (a smaller one is a prefix of a larger one).
  */
-import type { Actor } from '../core/actor.ts';
-import { concat } from '../core/bytes.ts';
-import type { MerkleTree } from '../core/tlog.ts';
+import { type Actor, concat, type MerkleTree } from '../core/index.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { buildLogTree, checkpointOf, originOf } from './tlog.ts';
 

@@ -27,10 +27,7 @@ import {
 } from '@nats-io/jetstream';
 import { type NatsConnection, nanos } from '@nats-io/transport-node';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { utf8 } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import { type ContentId, contentIdOfBytes, type Did, ErrorCodes, JcpError, utf8 } from '../core/index.ts';
 import { assignmentId, encodeShardAck, encodeShardAssignment, type SignedShardAck, type SignedShardAssignment } from './assignment.ts';
 
 const ROOT_RE = /^[a-z][a-z0-9_-]{0,31}$/;

@@ -20,15 +20,18 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import type { Did } from '../../core/didkey.ts';
-import { contentId, type ContentId } from '../../core/hash.ts';
-import { overdraftBound } from '../../core/statement.ts';
-import { auditChannel } from '../../channel/audit.ts';
-import type { BusEvent, ChannelBus, RevocationFollow, StoredStatement } from '../../channel/bus.ts';
-import { MemoryBus, MemoryStore } from '../../channel/memory.ts';
-import { pointHash } from '../../channel/names.ts';
-import { ChannelPoint } from '../../channel/settlement.ts';
+import { type Actor, actorFromSeed, type ContentId, contentId, type Did, overdraftBound, seededRng } from '../../core/index.ts';
+import {
+  auditChannel,
+  type BusEvent,
+  type ChannelBus,
+  ChannelPoint,
+  MemoryBus,
+  MemoryStore,
+  pointHash,
+  type RevocationFollow,
+  type StoredStatement,
+} from '../../channel/index.ts';
 
 const grant = contentId({ jcp_test_grant: 'regions-model' });
 const actors: Actor[] = Array.from({ length: 12 }, (_, i) => actorFromSeed(seededRng(`regions-model/point/${i}`)(32)));

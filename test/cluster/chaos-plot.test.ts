@@ -4,8 +4,7 @@
  */
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { revocationCount } from '../../chaos/chaos.ts';
-import { laneLabels, overdraftPlot, spreadLabels } from '../../chaos/plot.ts';
+import { laneLabels, overdraftPlot, revocationCount, spreadLabels } from '../../chaos/internal.ts';
 
 type El = Record<string, unknown>;
 const parse = (svg: string): El => new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '' }).parse(svg) as El;

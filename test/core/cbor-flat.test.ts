@@ -4,11 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { toHex } from '../../core/bytes.ts';
-import { decode, encode, Tagged } from '../../core/cbor.ts';
-import { FlatMapWriter, headLength, readFlatMap, readHead, writeHead } from '../../core/cbor-flat.ts';
-import { encodeSign1, sigStructure } from '../../core/cose.ts';
-import { JcpError } from '../../core/errors.ts';
+import { decode, encode, encodeSign1, FlatMapWriter, headLength, JcpError, readFlatMap, readHead, sigStructure, Tagged, toHex, writeHead } from '../../core/internal.ts';
 
 const KEYS = ['a', 'b', 'aa', 'seq', 'steward', 'chain_ids', 'budget_remaining_uj', 'é', 'zz', 'k'.repeat(30)];
 const writer = new FlatMapWriter(KEYS);

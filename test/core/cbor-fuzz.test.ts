@@ -18,10 +18,7 @@
 import { encode as cborgEncode, rfc8949EncodeOptions } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decode, decodeByCborg, encode } from '../../core/cbor.ts';
-import { readCanonical } from '../../core/cbor-flat.ts';
-import { encodeCanonical } from '../../core/detcbor.ts';
-import { type ErrorCode, ErrorCodes, JcpError } from '../../core/errors.ts';
+import { decode, decodeByCborg, encode, encodeCanonical, type ErrorCode, ErrorCodes, JcpError, readCanonical } from '../../core/internal.ts';
 
 const CBOR_CODES: readonly string[] = [ErrorCodes.CBOR_MALFORMED, ErrorCodes.CBOR_NON_CANONICAL, ErrorCodes.CBOR_FORBIDDEN_TYPE];
 const U64 = 2n ** 64n - 1n;

@@ -3,22 +3,7 @@
  * `tool_list`, `notice`, and the request's optional `notify: 1` (part of the signed bytes).
  */
 import { describe, expect, it } from 'vitest';
-import { toHex } from '../../core/bytes.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import {
-  decodeWireMessage,
-  encodeWireMessage,
-  encodeWireRequest,
-  payloadHash,
-  requestIdOf,
-  signWireRequestSync,
-  type UnsignedWireRequest,
-  verifyWireRequestSignature,
-  type WireMessage,
-  wireRequestSigningBytes,
-  wireRequestToCbor,
-} from '../../core/wire.ts';
+import { decode, decodeWireMessage, encode, encodeWireMessage, encodeWireRequest, ErrorCodes, payloadHash, requestIdOf, signWireRequestSync, toHex, type UnsignedWireRequest, verifyWireRequestSignature, type WireMessage, wireRequestSigningBytes, wireRequestToCbor } from '../../core/index.ts';
 import { ChainCache, signingBytesOf } from '../../node/index.ts';
 import { codeOf } from '../support.ts';
 import { alice, bob, child, frameFor, rootGrant } from './evidence-fixtures.ts';

@@ -3,16 +3,8 @@
  * the rules-file policy, the common checks (raw bytes, skew) and the signed decision record.
  */
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { utf8 } from '../../core/bytes.ts';
-import { encode } from '../../core/cbor.ts';
-import { contentIdOfBytes } from '../../core/hash.ts';
-import { wireRequestSigningBytes } from '../../core/wire.ts';
-import { signedGrantToCbor } from '../../core/grant.ts';
-import { costToCbor } from '../../core/energy.ts';
-import { frameToCbor } from '../../core/frame.ts';
-import { type DecisionBody, decodeCall, judgeByRules, openDecision, parseRules, precheck, resourceIdFor, type Rules, sealDecision } from '../../frost/approval.ts';
-import { FrostErrorCodes } from '../../frost/errors.ts';
+import { actorFromSeed, contentIdOfBytes, costToCbor, encode, frameToCbor, signedGrantToCbor, utf8, wireRequestSigningBytes } from '../../core/index.ts';
+import { type DecisionBody, decodeCall, FrostErrorCodes, judgeByRules, openDecision, parseRules, precheck, resourceIdFor, type Rules, sealDecision } from '../../frost/index.ts';
 import { callBytes, unsignedCall } from './approval-call.ts';
 
 const NOW = 1_760_000_000; // 2025-10-09T08:53:20Z: hour 8 UTC

@@ -3,8 +3,7 @@
  * same error code on every mutated one — with and without the chain in the cache.
  */
 import { describe, expect, test } from 'vitest';
-import { attenuate } from '../../core/grant.ts';
-import { decodeWireMessage, encodeWireRequest } from '../../core/wire.ts';
+import { attenuate, decodeWireMessage, encodeWireRequest } from '../../core/index.ts';
 import { ChainCache, skipItem } from '../../node/index.ts';
 import { cast, mint, request } from './fixtures.ts';
 

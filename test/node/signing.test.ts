@@ -1,7 +1,7 @@
 /** The caller signature's message spliced from a request's own bytes equals the re-encoded one (§11). */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { encodeWireRequest, wireRequestSigningBytes } from '../../core/wire.ts';
+import { encodeWireRequest, wireRequestSigningBytes } from '../../core/index.ts';
 import { signingBytesOf } from '../../node/index.ts';
 import { cast, mint, request } from './fixtures.ts';
 

@@ -1,0 +1,9 @@
+/**
+ * The front door of testkit/: the names other folders use. Siblings and tests import from here
+ * (tests may also use internal.ts); files inside testkit/ import each other directly.
+ */
+export { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } from './cluster.ts';
+export { ParticipantCluster } from './frost-procs.ts';
+export { serveToolsHttp } from './mcp-tools-server.ts';
+export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
+export { exitAfterInterrupt, freePort, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
