@@ -37,6 +37,9 @@ export interface ChaosCluster {
   stop(): Promise<void>;
 }
 
+/** Whether this build can run multi-region chaos (the launcher testkit/regions.ts is in it). */
+export const MULTI_REGION_BUILD = false;
+
 /** What the runner needs of its plan to start a cluster. */
 export interface ChaosPlanLike {
   readonly seeds: readonly Uint8Array[];

@@ -1,6 +1,6 @@
 /** `jcp chaos`: the chaos runner (chaos/chaos.ts) — proves the overdraft bound under faults. */
 import { writeFileSync } from 'node:fs';
-import { ALL_FAULT_KINDS, chaosPlot, chaosTable, FAULT_KINDS, type FaultKind, runChaos } from '../chaos/index.ts';
+import { ALL_FAULT_KINDS, chaosPlot, chaosTable, FAULT_KINDS, type FaultKind, MULTI_REGION_BUILD, runChaos } from '../chaos/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp chaos [--nodes 3] [--mode channel|shards] [--faults kill,pause,partition,nats-restart]
@@ -74,6 +74,7 @@ export const command: Command = {
     const faults = (values.faults ?? FAULT_KINDS.join(',')).split(',').filter(Boolean);
     for (const f of faults) if (!(ALL_FAULT_KINDS as readonly string[]).includes(f)) throw new UsageError(`--faults: unknown fault ${f}`);
     const regions = int(values.regions, '--regions', 1, 1, 4);
+    if (regions > 1 && !MULTI_REGION_BUILD) throw new UsageError('--regions: this build has no multi-region launcher (testkit/regions.ts)');
     if (regions === 1 && faults.includes('region-cut')) throw new UsageError('--faults: region-cut needs --regions 2 or more');
     const cost = uj(values.cost, '--cost');
     const budget = uj(values.budget, '--budget');
