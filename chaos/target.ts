@@ -5,6 +5,7 @@
  */
 import type { Actor } from '../core/index.ts';
 import { LocalCluster } from '../testkit/index.ts';
+import { startRegionTarget } from './regions.ts';
 import type { ChaosOpts, FaultEvent } from './chaos.ts';
 
 /** One node as the runner sees it. */
@@ -38,7 +39,7 @@ export interface ChaosCluster {
 }
 
 /** Whether this build can run multi-region chaos (the launcher testkit/regions.ts is in it). */
-export const MULTI_REGION_BUILD = false;
+export const MULTI_REGION_BUILD = true;
 
 /** What the runner needs of its plan to start a cluster. */
 export interface ChaosPlanLike {
@@ -49,9 +50,9 @@ export interface ChaosPlanLike {
   readonly window: bigint;
 }
 
-/** Starts the cluster of a run: a {@link LocalCluster} for one region. */
+/** Starts the cluster of a run: a {@link LocalCluster} for one region, the supercluster (chaos/regions.ts) for more. */
 export async function startChaosCluster(o: ChaosOpts, plan: ChaosPlanLike, dir: string, say: (l: string) => void): Promise<ChaosCluster> {
-  if ((o.regions ?? 1) > 1) throw new Error('multi-region chaos runs need the multi-region launcher (testkit/regions.ts), not in this build');
+  if ((o.regions ?? 1) > 1) return await startRegionTarget(o, plan, dir, say);
   const natsServers = o.natsServers ?? 1;
   say(`starting ${o.nodes} nodes (${o.mode} mode, ${natsServers} NATS server${natsServers > 1 ? 's' : ''}) in ${dir}`);
   const cluster = await LocalCluster.start({
