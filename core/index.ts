@@ -34,3 +34,5 @@ export { type Hash32, leafHash, MerkleTree, verifyConsistency, verifyInclusion }
 export { TrustRoots } from './trust.ts';
 export { decodeWireMessage, decodeWireResponse, DEFAULT_FRAME_CAP, encodeWireMessage, encodeWireRequest, encodeWireResponse, FRAME_HEADER_BYTES, frameMessage, FrameReader, MAX_DECLARABLE_LENGTH, MAX_ERROR_MESSAGE, MAX_WIRE_CHAIN, payloadHash, readWireRequestFields, REQUEST_OPTIONAL, requestIdOf, signWireRequest, signWireRequestSync, type UnsignedWireRequest, verifyWireRequestSignature, type WireAmended, type WireDecision, type WireMessage, type WireRequest, wireRequestSigningBytes, wireRequestToCbor, type WireResponse } from './wire.ts';
 export { witness } from './witness.ts';
+export { splitSequence } from './cbor.ts';
+export { decodeWireRequestWithChain, requestChainEntry, wireRequestSigningBytesOf } from './wire.ts';

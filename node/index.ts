@@ -18,7 +18,7 @@ export {
   segmentReceiptAt,
   withSegments,
 } from './archive.ts';
-export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
+export { CHAIN_CACHE_SIZE, ChainCache } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {
   CONFIG_DEFAULTS,
@@ -120,7 +120,6 @@ export {
   writeSnapshotFile,
 } from './snapshot.ts';
 export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
-export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';
 export { buildLogTree, checkAgainstCheckpoint, checkpointOf, type LogCheckpoint, originOf, type ReceiptSource } from './tlog.ts';
 export { hashTile, parseTilePath, TILE_WIDTH, type TilePath, type TileReply, TileServer, tileIndexPath } from './tlogtiles.ts';
