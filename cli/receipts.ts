@@ -8,33 +8,7 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
 import { bytesEqual, type Did, encode, openReceipt, receiptId, toHex } from '../core/index.ts';
-import {
-  type Archived,
-  type ArchiveRecord,
-  archiveLimit,
-  archiveReceipts,
-  archiveRecords,
-  chooseSnapshot,
-  readSegments,
-  type SegmentCheck,
-  withSegments,
-  segmentReceiptAt,
-  type HeadCheck,
-  type LogReplay,
-  listSnapshots,
-  makeSnapshot,
-  NodeFault,
-  openSnapshot,
-  ReceiptLog,
-  readKeyFile,
-  readSnapshotFile,
-  replayLog,
-  snapshotBody,
-  type SliceRunner,
-  WorkerPool,
-  isLockError,
-  readDataMeta,
-} from '../node/index.ts';
+import { type Archived, type ArchiveRecord, archiveLimit, archiveReceipts, archiveRecords, chooseSnapshot, readSegments, type SegmentCheck, withSegments, segmentReceiptAt, type HeadCheck, type LogReplay, listSnapshots, makeSnapshot, NodeFault, openSnapshot, ReceiptLog, readKeyFile, readSnapshotFile, replayLog, snapshotBody, type SliceRunner, WorkerPool, isLockError, readDataMeta } from '../node/index.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
 import { errnoOf, ioError, IoError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/index.ts';
 import { verifyReceiptFile } from './receiptfile.ts';

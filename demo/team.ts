@@ -36,6 +36,10 @@ export interface Team {
   readonly prefix: string;
   /** Signs as the group: one signing session over NATS per call (two members take part). */
   readonly sign: Signer;
+  /** The identity the members accept signing sessions from (`--coordinator`): the bridge coordinates with it. */
+  readonly coordinator: Actor;
+  /** The NATS connection the team was started on. */
+  readonly nc: NatsConnection;
   /** Member 1's share, read from its keystore: what one member alone holds. */
   readonly soloShare: ShareRecord;
   /** Where the keystores are. */
@@ -167,7 +171,7 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     const done = await first.waitFor((e) => e.event === 'dkg-complete' && e['session'] === dkg.session, 'dkg-complete', 15_000);
     const soloShare = readShareFile(done['path'] as string);
     const sign = await thresholdSigner({ nc, group: dkg.did, prefix, actor: coordinator, timeoutMs: 5_000 });
-    return { group: dkg.did, members: dkg.roster, min: 2, max: 3, dkgMs: Math.round(dkg.elapsedMs), prefix, sign, soloShare, dir, holders: cluster.procs.map((p) => p.did as Did), policies, decisions, close };
+    return { group: dkg.did, members: dkg.roster, min: 2, max: 3, dkgMs: Math.round(dkg.elapsedMs), prefix, sign, coordinator, nc, soloShare, dir, holders: cluster.procs.map((p) => p.did as Did), policies, decisions, close };
   } catch (e) {
     await close();
     throw e;

@@ -66,7 +66,8 @@ export type Subject = DecodedCall | RawMessage;
 export function decodeCall(message: Uint8Array): Subject {
   const request = contentIdOfBytes(message);
   try {
-    const o = asObj(decode(message), 'request', ['frame', 'chain', 'caller', 'cost', 'now'], ['payload']);
+    // `notify` (docs/wire.md) is part of the signed bytes: the bridge asks for notices on every call.
+    const o = asObj(decode(message), 'request', ['frame', 'chain', 'caller', 'cost', 'now'], ['payload', 'notify']);
     const chain = asArray(o['chain'], 'request.chain', MAX_WIRE_CHAIN).map((g, i) => readSignedGrant(g, `request.chain[${i}]`));
     if (chain.length === 0) throw new Error('request.chain: at least one grant');
     const r = readWireRequestFields({ ...o, signature: new Uint8Array(64) }, chain);

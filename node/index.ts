@@ -133,3 +133,4 @@ export {
   type Witness,
 } from './tlogview.ts';
 export { ClusterHooks, readClusterConfig } from './cluster.ts';
+

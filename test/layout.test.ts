@@ -66,7 +66,7 @@ function specifiers(file: string): string[] {
 const top = (f: string): string => (f.includes('/') ? f.split('/')[0]! : '.');
 
 /** The violations of the layout rules among `files` (paths relative to the repository). */
-export function layoutViolations(files: readonly string[], read: (f: string) => string[] = specifiers): string[] {
+function layoutViolations(files: readonly string[], read: (f: string) => string[] = specifiers): string[] {
   const bad: string[] = [];
   const edges = new Map<string, Set<string>>();
   for (const f of files) {

@@ -7,3 +7,5 @@ export { ParticipantCluster } from './frost-procs.ts';
 export { serveToolsHttp } from './mcp-tools-server.ts';
 export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
 export { exitAfterInterrupt, freePort, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
+export { ParticipantProc } from './frost-procs.ts';
+export { startParticipantProc } from './frost-procs.ts';

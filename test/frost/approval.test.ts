@@ -35,6 +35,13 @@ describe('approval / decoding the message to sign', () => {
     expect(c.chain[0]!.subject).toBe(u.caller);
   });
 
+  it('decode / a request asking for notices (notify: 1, as the bridge sends to a node that lists tools) is still a call', () => {
+    const u = { ...unsignedCall({ args: { path: '/srv/out/a.txt' }, nowS: NOW }), notify: 1 as const };
+    const d = decodeCall(wireRequestSigningBytes(u));
+    expect(d).toMatchObject({ kind: 'jcp-request', action: 'write_file', arguments: { path: '/srv/out/a.txt' } });
+    expect(d.request).toBe(contentIdOfBytes(wireRequestSigningBytes(u)));
+  });
+
   it('decode / raw bytes, a payload that does not match frame.payload_hash, and a signed request are not calls', () => {
     expect(decodeCall(utf8('sign me')).kind).toBe('raw');
     const u = unsignedCall({ args: { path: '/srv/out/a' }, nowS: NOW });
