@@ -71,9 +71,17 @@ export interface ChannelBus {
   publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void>;
   /**
    * Delivers every stored revocation from the start of the stream, then new ones as they arrive,
-   * each exactly once per follow (a reconnect resumes where delivery stopped).
+   * each exactly once per follow (a reconnect resumes where delivery stopped), with its stream
+   * sequence (from 1, increasing).
    */
-  followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow>;
+  followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow>;
+  /**
+   * The revocation stream's last sequence as the stream leader reports it now (0 = empty): one
+   * request, no retry, so a cut-off node learns it within `timeoutMs` (milliseconds). Used to
+   * confirm a node has seen the latest revocations (channel/freshness.ts).
+   * @throws Error when the leader does not answer within `timeoutMs`.
+   */
+  revocationStreamLastSeq?(timeoutMs: number): Promise<number>;
   /** Registers a listener for bus events (slow consumers, reconnects, consumer resets, retries). */
   onEvent(listener: (e: BusEvent) => void): void;
   /** Releases the bus's resources (subscriptions; the connection if the bus owns it). */

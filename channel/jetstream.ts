@@ -75,6 +75,12 @@ export interface JetStreamBusOpts {
   readonly name?: string;
   /** Pending messages on a subscription that make it a slow consumer (client side). Default 10,000. */
   readonly slowConsumerPending?: number;
+  /**
+   * TLS of the client connection (docs/tls.md): PEM file paths of the CA that signs the servers'
+   * certificates and, when the servers ask for one, the client certificate and key. Undefined =
+   * as the URL says (`tls://` asks for TLS with the system CAs).
+   */
+  readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
 }
 
 /** A stream config with the fields this module always sets. */
@@ -177,6 +183,11 @@ export class JetStreamBus implements ChannelBus {
   #problem: string | undefined;
   /** Counters for metrics and the chaos report. */
   readonly counts = { slowConsumers: 0, disconnects: 0, reconnects: 0, consumerResets: 0, publishRetries: 0 };
+  /**
+   * Retries and failures (the deadline passed) per operation (`publish statement`, `read statements`,
+   * `publish revocation`, …), for `/metrics`. `publishRetries` above counts the retries of all.
+   */
+  readonly opCounts = new Map<string, { retries: number; failures: number }>();
 
   private constructor(servers: string[], opts: JetStreamBusOpts) {
     this.#servers = servers;
@@ -245,6 +256,15 @@ export class JetStreamBus implements ChannelBus {
           pingInterval: 5_000,
           maxPingOut: 2,
           timeout: this.#requestTimeout(),
+          ...(this.#opts.tls !== undefined
+            ? {
+                tls: {
+                  ...(this.#opts.tls.caFile !== undefined ? { caFile: this.#opts.tls.caFile } : {}),
+                  ...(this.#opts.tls.certFile !== undefined ? { certFile: this.#opts.tls.certFile } : {}),
+                  ...(this.#opts.tls.keyFile !== undefined ? { keyFile: this.#opts.tls.keyFile } : {}),
+                },
+              }
+            : {}),
         });
       } catch (e) {
         this.#problem = `${usable.join(',')}: ${(e as Error).message}`;
@@ -332,7 +352,12 @@ export class JetStreamBus implements ChannelBus {
   /** Runs `op` until it succeeds or the deadline passes, retrying with backoff. */
   async #retry<T>(what: string, op: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + this.#deadline();
-    await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
+    try {
+      await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
+    } catch (e) {
+      this.#op(what).failures++;
+      throw e;
+    }
     let last: unknown;
     for (let attempt = 0; Date.now() < deadline; attempt++) {
       if (this.#closed) throw new Error('bus closed');
@@ -341,12 +366,23 @@ export class JetStreamBus implements ChannelBus {
       } catch (e) {
         last = e;
         this.counts.publishRetries++;
+        this.#op(what).retries++;
         this.#emit({ type: 'publish-retry', detail: `${what}: ${(e as Error).message}` });
         const wait = Math.min(500, 25 * 2 ** Math.min(attempt, 5));
         await sleep(Math.max(0, Math.min(wait, deadline - Date.now())));
       }
     }
+    this.#op(what).failures++;
     throw new Error(`${what} failed within ${this.#deadline()} ms: ${(last as Error | undefined)?.message ?? 'no attempt'}`);
+  }
+
+  #op(what: string): { retries: number; failures: number } {
+    let c = this.opCounts.get(what);
+    if (c === undefined) {
+      c = { retries: 0, failures: 0 };
+      this.opCounts.set(what, c);
+    }
+    return c;
   }
 
   /** See {@link ChannelBus.publishStatement}: an acked, de-duplicated JetStream publish. */
@@ -429,7 +465,7 @@ export class JetStreamBus implements ChannelBus {
    * delivered stream sequence, so nothing is lost or delivered twice. Resets and missed
    * heartbeats are reported as bus events.
    */
-  async followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
+  async followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
     await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
     const jsm = this.#jsm!;
     const js = this.#js!;
@@ -456,7 +492,7 @@ export class JetStreamBus implements ChannelBus {
     const loop = (async () => {
       for await (const m of messages) {
         try {
-          onRevocation(m.data);
+          onRevocation(m.data, m.seq);
         } catch {
           // the caller counts and logs its own refusals
         }
@@ -475,6 +511,19 @@ export class JetStreamBus implements ChannelBus {
         await stop();
       },
     };
+  }
+
+  /**
+   * See {@link ChannelBus.revocationStreamLastSeq}: one `$JS.API.STREAM.INFO` request (answered
+   * by the stream leader in clustered mode, like the statement reads), `timeoutMs` at most, no
+   * retry; fails at once while the connection is not open.
+   */
+  async revocationStreamLastSeq(timeoutMs: number): Promise<number> {
+    const nc = this.#nc;
+    if (nc === undefined || nc.isClosed() || this.#jsm === undefined) throw new Error(`revocation stream info: NATS not connected${this.#problem ? ` (${this.#problem})` : ''}`);
+    const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
+    const info = await withDeadline(jsm.streams.info(this.names.revocationStream), timeoutMs, 'revocation stream info');
+    return info.state.last_seq;
   }
 
   /** The NATS connection, once open (for tools that share it, e.g. the KV baseline). */

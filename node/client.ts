@@ -25,6 +25,7 @@
  * debited twice.
  */
 import { type Socket, connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import type { Actor } from '../core/actor.ts';
 import type { Did } from '../core/didkey.ts';
 import type { Cost } from '../core/energy.ts';
@@ -75,6 +76,22 @@ export interface ClientOptions {
    * connection lives).
    */
   readonly timeoutS?: number;
+  /**
+   * jcp/1 over TLS (docs/tls.md): the node's certificate is verified against `ca` (PEM; default
+   * the system CAs) for `servername` (default `host`); `cert`/`key` (PEM) present a client
+   * certificate to a node that asks for one. A client certificate only opens the connection:
+   * every request is still signed by the caller (§11). Undefined = plain TCP.
+   */
+  readonly tls?: ClientTlsOptions;
+}
+
+/** TLS settings of a {@link JcpClient} (PEM contents, not file names). */
+export interface ClientTlsOptions {
+  readonly ca?: string | Buffer;
+  readonly cert?: string | Buffer;
+  readonly key?: string | Buffer;
+  /** The name the node's certificate must carry (default: the host). */
+  readonly servername?: string;
 }
 
 /** One call: the chain (root first) and what to do; the frame is built from the leaf. */
@@ -230,7 +247,20 @@ export class JcpClient {
 
   #open(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const sock = netConnect({ host: this.#opts.host, port: this.#opts.port, noDelay: true });
+      const t = this.#opts.tls;
+      const sock: Socket =
+        t === undefined
+          ? netConnect({ host: this.#opts.host, port: this.#opts.port, noDelay: true })
+          : tlsConnect({
+              host: this.#opts.host,
+              port: this.#opts.port,
+              servername: t.servername ?? this.#opts.host,
+              ...(t.ca !== undefined ? { ca: t.ca } : {}),
+              ...(t.cert !== undefined ? { cert: t.cert } : {}),
+              ...(t.key !== undefined ? { key: t.key } : {}),
+              minVersion: 'TLSv1.2',
+            }).setNoDelay(true);
+      const ready = t === undefined ? 'connect' : 'secureConnect';
       const timeoutS = this.#opts.timeoutS;
       const timer =
         timeoutS === undefined
@@ -244,7 +274,7 @@ export class JcpClient {
         reject(e);
       };
       sock.once('error', onError);
-      sock.once('connect', () => {
+      sock.once(ready, () => {
         clearTimeout(timer);
         sock.off('error', onError);
         this.#reader = new FrameReader(this.#opts.replyCap ?? 64 << 20);
