@@ -59,6 +59,12 @@ export interface NatsServerOpts {
   readonly cluster?: { readonly name: string; readonly port: number; readonly routes: readonly number[] };
   /** Outlive this process (`jcp cluster up`): not killed on exit; stop it by pid. Default false. */
   readonly detached?: boolean;
+  /**
+   * TLS (docs/tls.md): nats-server `tls { … }` blocks (testkit/tls.ts `natsTlsBlock`) for client
+   * connections (`client`, at the top level: the server then refuses plaintext clients) and for
+   * route connections (`route`, inside `cluster { }`).
+   */
+  readonly tls?: { readonly client?: string; readonly route?: string };
 }
 
 /** One `nats-server` child process with JetStream enabled, on 127.0.0.1 only. */
@@ -68,6 +74,8 @@ export class NatsServer {
   readonly port: number;
   readonly httpPort: number;
   readonly cluster: NatsServerOpts['cluster'];
+  /** The TLS blocks written into the config, if any. */
+  tls: NatsServerOpts['tls'];
   readonly #ownsDir: boolean;
   readonly #detached: boolean;
   readonly #bin: string;
@@ -93,9 +101,9 @@ export class NatsServer {
     this.cluster = cluster;
   }
 
-  /** Client url, `nats://127.0.0.1:<port>`. */
+  /** Client url, `nats://127.0.0.1:<port>` (`tls://…` when client connections run TLS). */
   get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
+    return `${this.tls?.client !== undefined ? 'tls' : 'nats'}://127.0.0.1:${this.port}`;
   }
 
   /** The OS process id while running. */
@@ -122,6 +130,7 @@ export class NatsServer {
     const httpPort = opts.httpPort ?? (await freePort());
     const name = opts.name ?? `jcp-${port}`;
     const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin);
+    s.tls = opts.tls;
     s.#writeConfig();
     s.#spawn();
     if (wait) await s.ready(timeoutMs);
@@ -139,6 +148,7 @@ export class NatsServer {
       '  max_file_store: 2GB',
       '}',
     ];
+    if (this.tls?.client !== undefined) lines.push(this.tls.client);
     if (this.cluster) {
       const routes = this.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
       lines.push(
@@ -146,6 +156,7 @@ export class NatsServer {
         `  name: ${JSON.stringify(this.cluster.name)}`,
         `  listen: "127.0.0.1:${this.cluster.port}"`,
         `  routes: [${routes}]`,
+        ...(this.tls?.route !== undefined ? [this.tls.route] : []),
         '}',
       );
     }

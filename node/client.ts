@@ -24,7 +24,7 @@
  * again ({@link JcpClient.callRequest} with `CallTimeout.request`): it is answered, never
  * debited twice.
  */
-import { type Socket, connect as netConnect } from 'node:net';
+import { type Socket, isIP, connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Actor } from '../core/actor.ts';
 import type { Did } from '../core/didkey.ts';
@@ -254,7 +254,8 @@ export class JcpClient {
           : tlsConnect({
               host: this.#opts.host,
               port: this.#opts.port,
-              servername: t.servername ?? this.#opts.host,
+              // RFC 6066: SNI carries host names only; an IP address is checked against the certificate's IP SANs.
+              ...(t.servername !== undefined || isIP(this.#opts.host) === 0 ? { servername: t.servername ?? this.#opts.host } : {}),
               ...(t.ca !== undefined ? { ca: t.ca } : {}),
               ...(t.cert !== undefined ? { cert: t.cert } : {}),
               ...(t.key !== undefined ? { key: t.key } : {}),

@@ -276,6 +276,8 @@ export class JcpServer {
   /** Open connections per remote address. */
   readonly #perPeer = new Map<string, number>();
   readonly #server: Server;
+  /** TLS only: raw sockets accepted by TCP, until they close. */
+  readonly #handshaking = new Set<Socket>();
   #accepting = true;
 
   constructor(handler: MessageHandler, limits: ServerLimits, metrics: NodeMetrics, log: Logger) {
@@ -310,6 +312,11 @@ export class JcpServer {
             },
           );
     if (tls !== undefined) {
+      // Sockets still in (or failed at) the handshake are not connections yet: close() ends them.
+      this.#server.on('connection', (raw: Socket) => {
+        this.#handshaking.add(raw);
+        raw.once('close', () => this.#handshaking.delete(raw));
+      });
       // A plaintext client (or a failed handshake) never reaches #accept: counted and logged.
       this.#server.on('tlsClientError', (e: Error & { code?: string }) => {
         this.metrics.tlsRefused.inc({ why: 'handshake' });
@@ -411,6 +418,7 @@ export class JcpServer {
     const end = Date.now() + graceMs;
     while (this.#conns.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     for (const c of this.#conns) c.destroy();
+    for (const raw of this.#handshaking) raw.destroy();
     await closed;
   }
 }
