@@ -11,11 +11,12 @@ import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServ
 import { JcpClient, readKeyFile } from '../node/index.ts';
 import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
+import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
                   [--http host:port [--allow-remote] [--token-file file | --token-env NAME]]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
-                  [--frame-cap bytes]
+                  [--frame-cap bytes] [--ca file [--cert file --client-key file]]
        jcp bridge --http host:port --config bridge.json [--allow-remote]
 
 An MCP server for one agent: it lists the upstream tools the agent's grants permit (each leaf
@@ -30,6 +31,7 @@ then required by every request). The resource jcp://budget reports each grant's 
   --journal       file that fixes the time of each open call, so a call re-sent after a restart
                   is the same request (replayed by the node, never debited twice)
   --replay-window-s  how long an unanswered call stays re-sendable (default 300)
+${TLS_HELP}
   --frame-cap     the node's frame cap, bytes (default ${DEFAULT_FRAME_CAP}); larger calls are refused
   --config        several agents over --http: {"node": "host:port", "agents": [{"name", "key",
                   "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?}]}
@@ -149,6 +151,7 @@ export const command: Command = {
         journal: { type: 'string' },
         'replay-window-s': { type: 'string' },
         'frame-cap': { type: 'string' },
+        ...TLS_FLAGS,
       },
       false,
     );
@@ -187,6 +190,7 @@ export const command: Command = {
     if (nodeAddr === undefined) throw new UsageError('--node is required');
     if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
     const { host, port } = hostPortArg(nodeAddr, '--node');
+    const tls = clientTlsArgs(values);
 
     const opened: Array<{ client: JcpClient; journal: CallJournal }> = [];
     const closeAll = async () => {
@@ -206,7 +210,7 @@ export const command: Command = {
         const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS, saltBase: randomSaltBase() });
         let client: JcpClient;
         try {
-          client = await JcpClient.connect({ host, port, signer });
+          client = await JcpClient.connect({ host, port, signer, ...(tls !== undefined ? { tls } : {}) });
         } catch (e) {
           journal.close();
           throw connectionError(e, `node ${nodeAddr}`);

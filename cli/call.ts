@@ -7,10 +7,12 @@ import { CallTimeout, JcpClient, WireErrorReply, readKeyFile, resultJson } from 
 import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
 import { IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from './fsutil.ts';
+import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp call --node host:port --chain file --key file --action name
                 [--payload json | --payload-file file|-] [--timeout-s 30]
                 [--cost uj] [--provenance Estimator|ModelBased] [--kind tool-call] [--trust control]
+                [--ca file [--cert file --client-key file]]
 
 Signs a WireRequest as the key's actor (the caller, §11) with the chain's leaf as the grant and
 sends it to the node. The payload is sent as the exact UTF-8 bytes given (what the request's
@@ -28,6 +30,9 @@ and exact-number rules as --payload.
 the call fails with error [timeout]. The node may still have decided the request: running the
 same call again within the same second re-sends the same request, which the node answers from
 its log without debiting it twice.
+
+TLS (docs/tls.md), for a node started with --tls-cert/--tls-key:
+${TLS_HELP}
 
 Exit status: 0 allow, 3 deny, 1 an error reply (no decision, no receipt: the reply {"error": {code,
 message}} on stdout, and one line "jcp call: error [code]: …" on stderr) or a failure.`;
@@ -148,6 +153,7 @@ export const command: Command = {
         provenance: { type: 'string' },
         kind: { type: 'string' },
         trust: { type: 'string' },
+        ...TLS_FLAGS,
       },
       false,
     );
@@ -167,6 +173,7 @@ export const command: Command = {
     if (values['payload-file'] !== undefined) payload = await payloadFileArg(values['payload-file']);
     const chain = readChainFile(values.chain!);
     const actor = readKeyFile(values.key!);
+    const tls = clientTlsArgs(values);
     const timedOut = (e: unknown) =>
       e instanceof CallTimeout
         ? new CliError(
@@ -177,7 +184,7 @@ export const command: Command = {
         : connectionError(e, `node ${values.node}`);
     let client: JcpClient;
     try {
-      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2, timeoutS });
+      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2, timeoutS, ...(tls !== undefined ? { tls } : {}) });
     } catch (e) {
       throw timedOut(e);
     }

@@ -11,6 +11,10 @@ import { NatsServer } from '../../harness/nats.ts';
 import { JcpClient } from '../../node/index.ts';
 import { freePort } from '../../harness/procs.ts';
 import { makeTlsMaterial, natsTlsBlock, type TlsMaterial } from '../../testkit/tls.ts';
+import { join } from 'node:path';
+import { writeChainFile } from '../../cli/chainfile.ts';
+import { writeKeyFile } from '../../node/keyfile.ts';
+import { runJcpInProcess } from '../support.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('tls');
@@ -38,6 +42,27 @@ describe('tls - jcp/1', () => {
       expect(await node.metrics.tlsRefused.get()).toMatchObject({ values: [expect.objectContaining({ labels: { why: 'handshake' } })] });
       // A client that does not trust the node's CA does not connect either.
       await expect(JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob, tls: {}, reconnectAttempts: 0, timeoutS: 5 })).rejects.toThrow();
+    } finally {
+      await node.cleanup();
+    }
+  }, 60_000);
+
+  test('jcp call --ca: allow over TLS; without --ca the TLS node is not reached', async () => {
+    const node = await liveNode({ tls: { cert_file: m.server.certFile, key_file: m.server.keyFile } });
+    try {
+      const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
+      const chainFile = join(m.dir, 'bob.chain.json');
+      const keyFile = join(m.dir, 'bob.key');
+      writeChainFile(chainFile, [g], { overwrite: true });
+      writeKeyFile(keyFile, bob);
+      const base = ['call', '--node', `127.0.0.1:${node.port}`, '--chain', chainFile, '--key', keyFile, '--action', 'read', '--payload', '{}', '--timeout-s', '5'];
+      const ok = await runJcpInProcess([...base, '--ca', m.caFile]);
+      expect(ok.code, ok.err).toBe(0);
+      expect(JSON.parse(ok.out).decision).toEqual({ verdict: 'allow' });
+      const plain = await runJcpInProcess(base);
+      expect(plain.code).toBe(1);
+      const half = await runJcpInProcess([...base, '--ca', m.caFile, '--cert', m.client.certFile]);
+      expect(half.code).toBe(2);
     } finally {
       await node.cleanup();
     }
