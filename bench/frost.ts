@@ -39,7 +39,7 @@ import { runDkg } from '../frost/initiator.ts';
 import { Participant } from '../frost/participant.ts';
 import { shareRecord, writeShareFile } from '../frost/sharefile.ts';
 import { aggregate, commit, signShare } from '../frost/sign.ts';
-import { ParticipantCluster } from '../harness/frost-procs.ts';
+import { ParticipantCluster } from '../testkit/frost-procs.ts';
 import { type Figure, median, percentile, type SuiteOptions, sig } from './figures.ts';
 
 const NATS_URL = process.env['JCP_NATS_URL'] ?? 'nats://127.0.0.1:4222';

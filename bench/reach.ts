@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { actorFromSeed, seededRng } from '../core/actor.ts';
 import { grantId, signGrant } from '../core/grant.ts';
 import { signRevocation } from '../core/revocation.ts';
-import { NatsServer } from '../harness/nats.ts';
+import { NatsServer } from '../testkit/nats.ts';
 import { ClusterHooks, readClusterConfig } from '../node/cluster.ts';
 import { configFromJson, JcpClient, type RunningNode, resourceIdOf, startNode } from '../node/index.ts';
 import { feedReachTarget, measureRevocationReach } from '../testkit/reach.ts';

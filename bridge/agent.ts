@@ -24,7 +24,7 @@ import { type SignedGrant, grantId } from '../core/grant.ts';
 import { type ContentId, contentId } from '../core/hash.ts';
 import { openReceipt, receiptId } from '../core/receipt.ts';
 import { DEFAULT_FRAME_CAP, FRAME_HEADER_BYTES, encodeWireRequest, requestIdOf } from '../core/wire.ts';
-import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../node/client.ts';
+import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/client.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
 import { type CallJournal, saltText } from './journal.ts';
 

@@ -6,7 +6,7 @@ import { openReceipt, receiptId } from '../core/receipt.ts';
 import { CallTimeout, JcpClient, WireErrorReply, readKeyFile, resultJson } from '../node/index.ts';
 import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
-import { IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from './fsutil.ts';
+import { IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/files.ts';
 import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp call --node host:port --chain file --key file --action name

@@ -16,7 +16,7 @@ import { type Grant, type SignedGrant, grantId, readSignedGrant, signedGrantToCb
 import { type ContentId, isContentId } from '../core/hash.ts';
 import { NodeFault, parseHostPort, readKeyFile, resourceIdOf } from '../node/index.ts';
 import { UsageError } from './command.ts';
-import { IoError, ioError, READ_CAPS, readFileCapped } from './fsutil.ts';
+import { IoError, ioError, READ_CAPS, readFileCapped } from '../io/files.ts';
 
 /** The `type` tag of a chain file. */
 export const CHAIN_FILE_TYPE = 'jcp-chain';

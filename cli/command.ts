@@ -55,7 +55,7 @@ const NET_WHY: Readonly<Record<string, string>> = {
 /** True when `e` is a network failure: a socket error (`ECONNREFUSED`…) or a lost jcp/1 connection. */
 export function isNetworkError(e: unknown): boolean {
   if (!(e instanceof Error)) return false;
-  if (e.name === 'ConnectionLost') return true; // node/client.ts: the connection is gone for good
+  if (e.name === 'ConnectionLost') return true; // client/client.ts: the connection is gone for good
   const { code, syscall } = e as NodeJS.ErrnoException;
   return (typeof code === 'string' && code in NET_WHY) || syscall === 'connect' || syscall === 'getaddrinfo';
 }

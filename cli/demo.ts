@@ -1,9 +1,9 @@
-/** `jcp demo` (`npm start`): the main job — a local enforcement cluster on real MCP servers, end to end (harness/demo/). */
+/** `jcp demo` (`npm start`): the main job — a local enforcement cluster on real MCP servers, end to end (demo/). */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { asCoded, renderReport, runDemo } from '../harness/demo/index.ts';
-import { loopbackNatsUrlProblem } from '../harness/nats.ts';
-import { exitAfterInterrupt } from '../harness/procs.ts';
+import { asCoded, renderReport, runDemo } from '../demo/index.ts';
+import { loopbackNatsUrlProblem } from '../testkit/nats.ts';
+import { exitAfterInterrupt } from '../testkit/procs.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms]
@@ -61,7 +61,7 @@ export const command: Command = {
     const pace = values.pace === undefined ? undefined : Number(values.pace);
     if (pace !== undefined && (!Number.isInteger(pace) || pace < 0 || pace > 10_000)) throw new UsageError('--pace: milliseconds, 0..10000');
     const print = (line: string) => process.stdout.write(`${line}\n`);
-    // On SIGINT/SIGTERM every child harness/procs.ts tracks is SIGKILLed, the demo's streams and
+    // On SIGINT/SIGTERM every child testkit/procs.ts tracks is SIGKILLed, the demo's streams and
     // buckets on a user's NATS are removed (registered with whenInterrupted), then it exits 130.
     const onSignal = () => {
       process.stderr.write('\njcp demo: interrupted; stopping every process it started\n');

@@ -21,7 +21,7 @@ import { runDkg } from '../frost/initiator.ts';
 import { Participant } from '../frost/participant.ts';
 import { readIdentityFile, shareRecord, writeShareFile } from '../frost/sharefile.ts';
 import { type Command, parse, UsageError } from './command.ts';
-import { errnoOf, fromSystemError, IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from './fsutil.ts';
+import { errnoOf, fromSystemError, IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from '../io/files.ts';
 
 const help = `Usage: jcp frost <deal|participant|dkg|sign|approvals> [options]
 

@@ -2,10 +2,10 @@
 import { existsSync, statSync } from 'node:fs';
 import { decode } from '../core/cbor.ts';
 import { readSignedGrant } from '../core/grant.ts';
-import { type InspectOptions, type InspectOutcome, inspectContents, inspectHex, parseHex, renderFault, renderHuman } from '../harness/inspect.ts';
-import { bytesOfContents } from '../harness/inspect.ts';
+import { type InspectOptions, type InspectOutcome, inspectContents, inspectHex, parseHex, renderFault, renderHuman } from '../inspect/inspect.ts';
+import { bytesOfContents } from '../inspect/inspect.ts';
 import { type Command, parse, UsageError } from './command.ts';
-import { IoError, READ_CAPS, readFileCapped } from './fsutil.ts';
+import { IoError, READ_CAPS, readFileCapped } from '../io/files.ts';
 
 const help = `Usage: jcp inspect <hex | file | -> [--json] [--grant <hex | file>] [--signer <did:key>]...
 

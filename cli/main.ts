@@ -7,7 +7,7 @@
 import { JcpError } from '../core/errors.ts';
 import { CONNECTION_FAILED, type Command, UsageError, connectionError, isNetworkError } from './command.ts';
 import { COMMANDS } from './commands.ts';
-import { errnoOf, fromSystemError, IO_ERROR_CODE, type IoError, isSystemError } from './fsutil.ts';
+import { errnoOf, fromSystemError, IO_ERROR_CODE, type IoError, isSystemError } from '../io/files.ts';
 
 async function topHelp(): Promise<string> {
   const lines = ['Usage: jcp <command> [options]', '', 'Commands:'];

@@ -12,7 +12,7 @@
  * read as a CBOR sequence.
  */
 import { openJcr1Receipt, receiptId } from '../core/receipt.ts';
-import { FaultError, splitSequence } from '../harness/inspect/input.ts';
+import { FaultError, splitSequence } from '../inspect/input.ts';
 import { CliError } from './command.ts';
 
 /** How a receipt file was read. */

@@ -40,7 +40,7 @@ import { bytesEqual } from '../core/bytes.ts';
 import { encode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
-import { errnoOf, IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from './fsutil.ts';
+import { errnoOf, IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/files.ts';
 import { verifyReceiptFile } from './receiptfile.ts';
 import { runTlog, TLOG_HELP, TLOG_VERBS } from './tlog.ts';
 

@@ -7,7 +7,7 @@ import { ErrorCodes, JcpError } from '../core/errors.ts';
 import { grantId } from '../core/grant.ts';
 import { JetStreamBus } from '../channel/jetstream.ts';
 import { channelNames } from '../channel/names.ts';
-import type { ClusterState } from '../harness/cluster.ts';
+import type { ClusterState } from '../testkit/cluster.ts';
 import { readKeyFile } from '../node/index.ts';
 import {
   assignShards,
@@ -21,7 +21,7 @@ import {
 } from '../shards/index.ts';
 import { didArg, readChainFile, writeChainFile } from './chainfile.ts';
 import { type Command, UsageError, parse } from './command.ts';
-import { makeDirs } from './fsutil.ts';
+import { makeDirs } from '../io/files.ts';
 
 const help = `Usage:
   jcp shards mint --parent chain.json --key holder.key --split a=40%,b=30%,c=30%

@@ -13,7 +13,7 @@ import { authorPolicy, mintPolicyId, readSignedMintPolicy, type SignedMintPolicy
 import { eventClassOf, isLoopbackHost, readKeyFile, StandingError, StandingServerCodes, startStandingServer } from '../node/index.ts';
 import { chainFileText, didArg, expiryArg, hostPortArg, readChainFile, ujArg, writeChainFile } from './chainfile.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
-import { IoError, ioError, READ_CAPS, readFileCapped } from './fsutil.ts';
+import { IoError, ioError, READ_CAPS, readFileCapped } from '../io/files.ts';
 import { checkFileView } from './steerfile.ts';
 
 const help = `Usage:

@@ -25,7 +25,7 @@ import {
 import { ErrorCodes, JcpError } from '../core/errors.ts';
 import { type ContentId, contentId, isContentId } from '../core/hash.ts';
 import { viewDiffs } from './chainfile.ts';
-import { IoError, ioError, READ_CAPS, readFileCapped } from './fsutil.ts';
+import { IoError, ioError, READ_CAPS, readFileCapped } from '../io/files.ts';
 
 /** The `type` tag of a checkpoint file. */
 export const CHECKPOINT_FILE_TYPE = 'jcp-checkpoint';

@@ -15,7 +15,7 @@ import { type Hash32, leafHash, verifyConsistency, verifyInclusion } from '../co
 import { archiveRecords, readKeyFile, readSegments, ReceiptLog, readDataMeta, withSegments } from '../node/index.ts';
 import { buildLogTree, checkAgainstCheckpoint, checkpointOf, originOf } from '../node/tlog.ts';
 import { CliError, UsageError, parse } from './command.ts';
-import { READ_CAPS, readFileCapped } from './fsutil.ts';
+import { READ_CAPS, readFileCapped } from '../io/files.ts';
 
 /** The verbs of this module, for `jcp receipts`. */
 export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign', 'check-witnessed'] as const;

@@ -20,7 +20,7 @@ import { randomBytes, scryptSync, createCipheriv, createDecipheriv, timingSafeEq
 import { closeSync, fsyncSync, openSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { ioError, READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
+import { ioError, READ_CAPS, readFileCapped } from '../io/files.ts';
 import { bytesEqual } from '../core/bytes.ts';
 import { decode, encode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';

@@ -19,7 +19,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { makeDirs, readFileCapped, writeFileDurably } from '../cli/fsutil.ts';
+import { makeDirs, readFileCapped, writeFileDurably } from '../io/files.ts';
 import { bytesEqual, concat } from '../core/bytes.ts';
 import { decode, encode } from '../core/cbor.ts';
 import { blake3 } from '../core/hash.ts';

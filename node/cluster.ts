@@ -33,7 +33,7 @@ import { type SignedRevocation, signedRevocationToCbor } from '../core/revocatio
 import type { LedgerView } from '../core/ledger.ts';
 import { type ChannelSpec, type ChannelStats, type ChannelSteering, Channels } from '../channel/channels.ts';
 import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.ts';
-import { type FreshnessView, REVOCATION_STALE } from '../channel/freshness.ts';
+import { type FreshnessView, REVOCATION_STALE } from '../channel/index.ts';
 import { DenyReasons } from '../core/deny.ts';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { JetStreamBus } from '../channel/jetstream.ts';

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { IoError, READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
+import { IoError, READ_CAPS, readFileCapped } from '../io/files.ts';
 import { type Did, isDid } from '../core/didkey.ts';
 import { type ContentId, contentId, isContentId } from '../core/hash.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';

@@ -17,7 +17,7 @@ export {
   JcpClient,
   resultJson,
   WireErrorReply,
-} from './client.ts';
+} from '../client/client.ts';
 export { type AmendmentLoad, AmendmentRefusals, type AmendmentRejection, AmendmentStore, type PersistAmendment } from './amendments.ts';
 export {
   ARCHIVE_FORMAT,

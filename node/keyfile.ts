@@ -5,7 +5,7 @@
  */
 import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { IoError, makeDirs, READ_CAPS, readFileCapped } from '../cli/fsutil.ts';
+import { IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/files.ts';
 import { type Actor, actorFromSeed, type Rng } from '../core/actor.ts';
 import { fromHex, toHex } from '../core/bytes.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { type Logger, pino } from 'pino';
 import type { Actor, Rng } from '../core/actor.ts';
-import { makeDirs } from '../cli/fsutil.ts';
+import { makeDirs } from '../io/files.ts';
 import { isJcpError } from '../core/errors.ts';
 import type { ContentId } from '../core/hash.ts';
 import type { Ledger } from '../core/ledger.ts';

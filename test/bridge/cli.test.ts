@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { writeChainFile } from '../../cli/chainfile.ts';
 import { type RunningNode, writeKeyFile } from '../../node/index.ts';
-import { runJcp } from '../harness/listeners.ts';
+import { runJcp } from '../listeners.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('bridge-cli');

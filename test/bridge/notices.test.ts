@@ -1,5 +1,5 @@
 /**
- * Notifications and server-to-client requests through the bridge, with harness/mcp-tools-server.ts
+ * Notifications and server-to-client requests through the bridge, with testkit/mcp-tools-server.ts
  * over stdio behind a node: log messages reach the client in order, before the result, at or above
  * the level it set; an upstream's sampling request is refused (the tool fails, the client is never asked).
  */
@@ -13,7 +13,7 @@ import { JcpClient, type RunningNode } from '../../node/index.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 
 const { rng, alice, bob } = cast('bridge-notices');
-const SERVER = path.resolve(import.meta.dirname, '../../harness/mcp-tools-server.ts');
+const SERVER = path.resolve(import.meta.dirname, '../../testkit/mcp-tools-server.ts');
 
 describe('bridge: notifications and server-to-client requests', () => {
   let node: RunningNode & { cleanup: () => Promise<void> };

@@ -10,8 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { JetStreamBus } from '../../channel/jetstream.ts';
 import { channelNames } from '../../channel/names.ts';
 import { greetingServers, natsGreeting, natsHostPort } from '../../channel/reach.ts';
-import { freePort } from '../../harness/procs.ts';
-import { type FakeListener, fakeListener, httpListener, runJcp, silentListener } from '../harness/listeners.ts';
+import { freePort } from '../../testkit/procs.ts';
+import { type FakeListener, fakeListener, httpListener, runJcp, silentListener } from '../listeners.ts';
 
 const NATS = 'nats://127.0.0.1:4222';
 const listeners: FakeListener[] = [];

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { amend, issueContinuation, makeCheckpoint } from '../../core/checkpoint.ts';
 import { grantId } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
-import { NatsServer } from '../../harness/nats.ts';
+import { NatsServer } from '../../testkit/nats.ts';
 import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
 import { JcpClient } from '../../node/index.ts';
 import { cast, liveNode, mint, quiet, tempDir } from '../node/fixtures.ts';

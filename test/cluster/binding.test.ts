@@ -18,7 +18,7 @@ import type { Did } from '../../core/didkey.ts';
 import { type SignedGrant, grantId, signGrant } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
 import { readChainFile, writeChainFile } from '../../cli/chainfile.ts';
-import { JCP_BIN } from '../../harness/cluster.ts';
+import { JCP_BIN } from '../../testkit/cluster.ts';
 import { JcpClient, resourceIdOf } from '../../node/index.ts';
 import { writeKeyFile } from '../../node/keyfile.ts';
 import { signShardAssignment } from '../../shards/assignment.ts';

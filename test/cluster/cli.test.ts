@@ -11,7 +11,7 @@ import { actorFromSeed, seededRng } from '../../core/actor.ts';
 import { grantId, signGrant } from '../../core/grant.ts';
 import { contentId } from '../../core/hash.ts';
 import { writeChainFile } from '../../cli/chainfile.ts';
-import { JCP_BIN } from '../../harness/cluster.ts';
+import { JCP_BIN } from '../../testkit/cluster.ts';
 import { readClusterConfig } from '../../node/cluster.ts';
 import { writeKeyFile } from '../../node/keyfile.ts';
 

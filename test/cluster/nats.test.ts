@@ -12,8 +12,8 @@ import { readSignedRevocation, signedRevocationToCbor, signRevocation } from '..
 import { JetStreamBus } from '../../channel/jetstream.ts';
 import { channelNames } from '../../channel/names.ts';
 import { ChannelPoint } from '../../channel/settlement.ts';
-import { NatsCluster, NatsServer } from '../../harness/nats.ts';
-import { TcpProxy } from '../../harness/proxy.ts';
+import { NatsCluster, NatsServer } from '../../testkit/nats.ts';
+import { TcpProxy } from '../../testkit/proxy.ts';
 
 const actor = (name: string): Actor => actorFromSeed(seededRng(`cluster-nats/${name}`)(32));
 const alice = actor('alice');
@@ -24,7 +24,7 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => {});
 });
 
-describe('harness - one nats-server', () => {
+describe('testkit - one nats-server', () => {
   it('starts on a free loopback port, restarts on the same port, and keeps the statements', async () => {
     const server = await NatsServer.start();
     cleanups.push(() => server.dispose());
@@ -45,7 +45,7 @@ describe('harness - one nats-server', () => {
   });
 });
 
-describe('harness - the revocation stream across a NATS restart', () => {
+describe('testkit - the revocation stream across a NATS restart', () => {
   it('a follower resumes after the server restarts: nothing lost, nothing twice', async () => {
     const server = await NatsServer.start();
     cleanups.push(() => server.dispose());
@@ -71,7 +71,7 @@ describe('harness - the revocation stream across a NATS restart', () => {
   });
 });
 
-describe('harness - a 3-server JetStream cluster', () => {
+describe('testkit - a 3-server JetStream cluster', () => {
   it('replicates the streams three ways and keeps settling after the stream leader is killed', async () => {
     const cluster = await NatsCluster.start(3);
     cleanups.push(() => cluster.dispose());
@@ -99,7 +99,7 @@ describe('harness - a 3-server JetStream cluster', () => {
   });
 });
 
-describe('harness - the TCP proxy', () => {
+describe('testkit - the TCP proxy', () => {
   it('a cut proxy partitions a point from NATS: settlement fails until the link is healed', async () => {
     const proxy = await TcpProxy.start(4222);
     cleanups.push(() => proxy.close());

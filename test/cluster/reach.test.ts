@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/grant.ts';
 import { signRevocation } from '../../core/revocation.ts';
-import { NatsServer } from '../../harness/nats.ts';
+import { NatsServer } from '../../testkit/nats.ts';
 import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
 import { JcpClient } from '../../node/index.ts';
 import { feedReachTarget, measureRevocationReach, metricsReachTarget, quantileMs } from '../../testkit/reach.ts';

@@ -8,7 +8,7 @@ import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
 import { type SignedGrant, signGrant } from '../../core/grant.ts';
 import { JetStreamBus } from '../../channel/jetstream.ts';
 import { channelNames } from '../../channel/names.ts';
-import { LocalCluster } from '../../harness/cluster.ts';
+import { LocalCluster } from '../../testkit/cluster.ts';
 import { JcpClient, resourceIdOf } from '../../node/index.ts';
 import { rebalance } from '../../shards/rebalance.ts';
 import { mintShardSet, parseSplit, type ShardManifest } from '../../shards/set.ts';

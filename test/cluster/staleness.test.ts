@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/grant.ts';
 import { openReceipt } from '../../core/receipt.ts';
-import { NatsServer } from '../../harness/nats.ts';
-import { TcpProxy } from '../../harness/proxy.ts';
+import { NatsServer } from '../../testkit/nats.ts';
+import { TcpProxy } from '../../testkit/proxy.ts';
 import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
 import { JcpClient } from '../../node/index.ts';
 import { cast, liveNode, mint, quiet } from '../node/fixtures.ts';

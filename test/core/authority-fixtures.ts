@@ -2,13 +2,13 @@
  * Shared fixtures for the authority tests (attenuation, chains, revocation, trust roots, the
  * decision): fixed actors (alice issues roots, bob/carol/dave hold, mallory attacks), two
  * resources, and builders for grants, chains, frames, requests and state. The builders are the
- * conformance kit's (`harness/classes/authority-kit.ts`), drawn from this file's own seed.
+ * conformance kit's (`conformance/classes/authority-kit.ts`), drawn from this file's own seed.
  */
 import { seededRng } from '../../core/actor.ts';
 import type { Frame } from '../../core/frame.ts';
 import { type SignedGrant, grantId } from '../../core/grant.ts';
 import { type ContentId, contentId } from '../../core/hash.ts';
-import { type Kit, kitFrom } from '../../harness/classes/authority-kit.ts';
+import { type Kit, kitFrom } from '../../conformance/classes/authority-kit.ts';
 
 const k: Kit = kitFrom(seededRng('test/core/authority'), 'fixture');
 

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_NATS_URL, findBroker, natsAnswers, natsProblem } from '../../harness/demo/broker.ts';
-import { freePort } from '../../harness/procs.ts';
-import { silentListener } from '../harness/listeners.ts';
+import { DEFAULT_NATS_URL, findBroker, natsAnswers, natsProblem } from '../../demo/broker.ts';
+import { freePort } from '../../testkit/procs.ts';
+import { silentListener } from '../listeners.ts';
 
 const dirs: string[] = [];
 const tmp = () => {

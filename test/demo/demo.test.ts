@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readDataMeta, ReceiptLog, replayLog } from '../../node/index.ts';
-import type { DemoReport } from '../../harness/demo/report.ts';
-import { JCP_BIN } from '../../harness/frost-procs.ts';
+import type { DemoReport } from '../../demo/report.ts';
+import { JCP_BIN } from '../../testkit/frost-procs.ts';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 

@@ -13,11 +13,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JCP_BIN } from '../../harness/cluster.ts';
-import { jcpCommand } from '../../harness/demo/compile.ts';
-import { WorkerProc } from '../../harness/demo/workers.ts';
-import { freePort } from '../../harness/procs.ts';
-import { type FakeListener, httpListener, runJcp, silentListener } from '../harness/listeners.ts';
+import { JCP_BIN } from '../../testkit/cluster.ts';
+import { jcpCommand } from '../../demo/compile.ts';
+import { WorkerProc } from '../../demo/workers.ts';
+import { freePort } from '../../testkit/procs.ts';
+import { type FakeListener, httpListener, runJcp, silentListener } from '../listeners.ts';
 
 const dirs: string[] = [];
 const listeners: FakeListener[] = [];

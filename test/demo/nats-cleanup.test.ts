@@ -12,8 +12,8 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JCP_BIN } from '../../harness/frost-procs.ts';
-import { NatsServer } from '../../harness/nats.ts';
+import { JCP_BIN } from '../../testkit/frost-procs.ts';
+import { NatsServer } from '../../testkit/nats.ts';
 
 let server: NatsServer;
 let nc: NatsConnection;

@@ -1,20 +1,20 @@
 /**
- * The demo's revocation check (harness/demo/compile.ts: every call the revoked worker sends after
+ * The demo's revocation check (demo/compile.ts: every call the revoked worker sends after
  * every node acknowledged the revocation is refused `revoked`, and there is at least one) must not
  * race the acknowledgement. A node applies a revocation before it acknowledges it, so the worker's
  * home node can refuse it while the orchestrator still waits for another node's acknowledgement;
  * here that slow acknowledgement is played by holding `revoked-everywhere` back. The worker must
  * make its try at another node only after it, strictly after `at_ms`, or the check has no call.
- * A real worker process (harness/demo/worker.ts) against two real nodes on loopback.
+ * A real worker process (demo/worker.ts) against two real nodes on loopback.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../../core/actor.ts';
 import { grantId } from '../../core/grant.ts';
 import { signRevocation } from '../../core/revocation.ts';
-import type { CallEvent } from '../../harness/demo/messages.ts';
-import { chainToHex } from '../../harness/demo/messages.ts';
-import { WorkerProc } from '../../harness/demo/workers.ts';
+import type { CallEvent } from '../../demo/messages.ts';
+import { chainToHex } from '../../demo/messages.ts';
+import { WorkerProc } from '../../demo/workers.ts';
 import { JcpClient } from '../../node/index.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
 

@@ -32,7 +32,7 @@ import type { SigningCommitment } from '../../frost/group.ts';
 import { openMessage, sealMessage } from '../../frost/message.ts';
 import { shareRecord, writeShareFile } from '../../frost/sharefile.ts';
 import { packagePayload, readCommitment, readRefusal } from '../../frost/sign-wire.ts';
-import { JCP_BIN, type ParticipantProc, startParticipantProc } from '../../harness/frost-procs.ts';
+import { JCP_BIN, type ParticipantProc, startParticipantProc } from '../../testkit/frost-procs.ts';
 import { callBytes } from './approval-call.ts';
 import { cleanupPrefix, NATS_URL, uniquePrefix } from './helpers.ts';
 

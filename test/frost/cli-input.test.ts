@@ -1,6 +1,6 @@
 /**
  * `jcp frost` input handling, driven as a child process (bin/jcp.mjs), plus the shared folder
- * helper (cli/fsutil.ts) the node uses too:
+ * helper (io/files.ts) the node uses too:
  *
  * - every usage error is one line `jcp frost: error [usage]: …` (then the help hint), exit 2;
  * - a file or folder that cannot be read or created is `error [io]` naming the path, exit 1
@@ -22,7 +22,7 @@ import { actorFromSeed } from '../../core/actor.ts';
 import { readMessage } from '../../cli/frost.ts';
 import { isFrostError } from '../../frost/errors.ts';
 import { Keystore } from '../../frost/keystore.ts';
-import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { JCP_BIN } from '../../testkit/frost-procs.ts';
 import { NATS_URL, uniquePrefix } from './helpers.ts';
 
 const exec = promisify(execFile);
@@ -233,7 +233,7 @@ describe.runIf(LINUX)('folders under /proc fail at once (Node 20 recursive mkdir
 
   it('the key file writer and the helper itself (used by jcp shards too): typed errors, no hang', async () => {
     const r = await tsChild(`
-      const { makeDirs } = await import(${JSON.stringify(new URL('../../cli/fsutil.ts', import.meta.url).pathname)});
+      const { makeDirs } = await import(${JSON.stringify(new URL('../../io/files.ts', import.meta.url).pathname)});
       const { writeKeyFile } = await import(${JSON.stringify(new URL('../../node/keyfile.ts', import.meta.url).pathname)});
       const { actorFromSeed } = await import(${JSON.stringify(new URL('../../core/actor.ts', import.meta.url).pathname)});
       const codes = [];
@@ -262,7 +262,7 @@ describe('keystore lock / read through a size cap', () => {
 
 describe('makeDirs', () => {
   it('creates missing parents with the mode, accepts existing folders, refuses a file in the way', async () => {
-    const { makeDirs } = await import('../../cli/fsutil.ts');
+    const { makeDirs } = await import('../../io/files.ts');
     const base = tmp('mk');
     const deep = join(base, 'a', 'b', 'c');
     makeDirs(deep, 0o700);

@@ -24,7 +24,7 @@ import { newActor, seededRng } from '../../core/actor.ts';
 import { subjects } from '../../frost/bus.ts';
 import { openMessage, sealMessage } from '../../frost/message.ts';
 import { packagePayload, readCommitment, readRefusal } from '../../frost/sign-wire.ts';
-import { JCP_BIN, type ParticipantProc, startParticipantProc } from '../../harness/frost-procs.ts';
+import { JCP_BIN, type ParticipantProc, startParticipantProc } from '../../testkit/frost-procs.ts';
 import { cleanupPrefix, EvilParticipant, NATS_URL, uniquePrefix } from './helpers.ts';
 
 const run = promisify(execFile);

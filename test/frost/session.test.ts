@@ -26,7 +26,7 @@ import { FrostErrorCodes } from '../../frost/errors.ts';
 import { runDkg } from '../../frost/initiator.ts';
 import { readShareFile, writeIdentityFile } from '../../frost/sharefile.ts';
 import { soloSignature } from '../../frost/sign.ts';
-import { JCP_BIN, ParticipantCluster, startDealtGroup, startParticipantProc } from '../../harness/frost-procs.ts';
+import { JCP_BIN, ParticipantCluster, startDealtGroup, startParticipantProc } from '../../testkit/frost-procs.ts';
 import { cleanupPrefix, NATS_URL, uniquePrefix } from './helpers.ts';
 
 const run = promisify(execFile);

@@ -9,9 +9,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runJcpInProcess } from '../support.ts';
 import { FrameReader, frameMessage, decodeWireMessage, type WireRequest } from '../../core/wire.ts';
-import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { JCP_BIN } from '../../testkit/frost-procs.ts';
 import { CallTimeout, JcpClient } from '../../node/index.ts';
-import { fakeListener, type FakeListener, silentListener } from '../harness/listeners.ts';
+import { fakeListener, type FakeListener, silentListener } from '../listeners.ts';
 import { cast, mint, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('call-timeout');

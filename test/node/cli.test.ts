@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { decode } from '../../core/cbor.ts';
 import { runJcpInProcess } from '../support.ts';
-import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { JCP_BIN } from '../../testkit/frost-procs.ts';
 import { JcpClient } from '../../node/index.ts';
 import { liveNode, tempDir } from './fixtures.ts';
 

@@ -1,8 +1,8 @@
-/** cli/fsutil.ts readFileCapped: the one way key, config and chain files are read — bounded, and never blocked by a pipe. */
+/** io/files.ts readFileCapped: the one way key, config and chain files are read — bounded, and never blocked by a pipe. */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { readFileCapped } from '../../cli/fsutil.ts';
+import { readFileCapped } from '../../io/files.ts';
 import { tempDir } from './fixtures.ts';
 
 const t = tempDir('fsutil');

@@ -22,7 +22,7 @@ import {
   sealOutcome,
   type ToolStatus,
 } from '../../node/index.ts';
-import { freePort } from '../../harness/procs.ts';
+import { freePort } from '../../testkit/procs.ts';
 import { cast, liveNode, mint, rid, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('outcome');

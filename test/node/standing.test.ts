@@ -14,7 +14,7 @@ import { contentId } from '../../core/hash.ts';
 import { authorPolicy } from '../../core/standing.ts';
 import { chainFileText, readChainFile, writeChainFile } from '../../cli/chainfile.ts';
 import { runJcpInProcess } from '../support.ts';
-import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { JCP_BIN } from '../../testkit/frost-procs.ts';
 import { eventClassOf, MintLedgerFile, startStandingServer } from '../../node/standing.ts';
 import { tempDir } from './fixtures.ts';
 

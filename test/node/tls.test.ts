@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JetStreamBus } from '../../channel/jetstream.ts';
 import { channelNames } from '../../channel/names.ts';
-import { NatsServer } from '../../harness/nats.ts';
+import { NatsServer } from '../../testkit/nats.ts';
 import { JcpClient } from '../../node/index.ts';
-import { freePort } from '../../harness/procs.ts';
+import { freePort } from '../../testkit/procs.ts';
 import { makeTlsMaterial, natsTlsBlock, type TlsMaterial } from '../../testkit/tls.ts';
 import { join } from 'node:path';
 import { writeChainFile } from '../../cli/chainfile.ts';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/main.ts';
-import { JCP_BIN } from '../../harness/frost-procs.ts';
+import { JCP_BIN } from '../../testkit/frost-procs.ts';
 import { JcpClient, resultJson, resourceIdOf } from '../../node/index.ts';
 import { cast, mint, tempDir } from './fixtures.ts';
 import { type Everything, startEverything } from './upstreams.ts';

@@ -1,0 +1,52 @@
+/**
+ * The client library's front door (`jcp-cluster/client`): what an agent or an issuer needs to
+ * use a node from code, without the daemon. Keys (did:key, RFC 8032 Ed25519), grants and their
+ * attenuation (spec §4.1, §4.2), revocation (§4.3), the jcp/1 client (§11) and receipts (§8).
+ *
+ * @example
+ * ```ts
+ * import { JcpClient, newActor, randomRng, resourceIdOf, signGrant } from 'jcp-cluster/client';
+ * const issuer = newActor(randomRng), agent = newActor(randomRng);
+ * const grant = signGrant({ issuer: issuer.did, subject: agent.did, expiry: 0, nonce: randomRng(16),
+ *   capability: { resource: resourceIdOf('fs'), actions: ['list_directory'] }, budget_uj: 1_000_000n }, issuer);
+ * const client = await JcpClient.connect({ host: '127.0.0.1', port: 7070, signer: agent });
+ * const r = await client.call({ chain: [grant], action: 'list_directory', payload: { path: '/tmp' } });
+ * ```
+ */
+import { randomBytes } from 'node:crypto';
+import type { Rng } from '../core/actor.ts';
+
+export { type Actor, actorFromSeed, newActor, type Rng } from '../core/actor.ts';
+export type { Did } from '../core/didkey.ts';
+export type { Cost, Provenance, Uj } from '../core/energy.ts';
+export {
+  type AttenuationParams,
+  attenuate,
+  type Capability,
+  type Grant,
+  grantId,
+  type MintRefusal,
+  type SignedGrant,
+  signGrant,
+  verifyGrantSignature,
+} from '../core/grant.ts';
+export type { ContentId } from '../core/hash.ts';
+export { openReceipt, type ReceiptCore, receiptId } from '../core/receipt.ts';
+export { type Revocation, type SignedRevocation, signRevocation } from '../core/revocation.ts';
+export {
+  type CallParams,
+  type CallResult,
+  type ClientOptions,
+  type ClientSigner,
+  ConnectionLost,
+  JcpClient,
+  type ListedResource,
+  type McpNotification,
+  resultJson,
+  WireErrorReply,
+} from './client.ts';
+export { resourceIdOf } from '../node/config.ts';
+export { readKeyFile, writeKeyFile } from '../node/keyfile.ts';
+
+/** Random bytes from the operating system (node:crypto), as the {@link Rng} key and nonce makers take. */
+export const randomRng: Rng = (n: number) => new Uint8Array(randomBytes(n));

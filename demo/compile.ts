@@ -1,0 +1,313 @@
+/**
+ * Compiles the demo's report from what the run did and, for every decision, from the verified
+ * receipts (demo/evidence.ts): per-worker attribution, denies by reason, what happened
+ * after the revocation, the steered run, the team's two attempts, the channel audit against its
+ * bound, the energy provenance, and the commands to inspect the logs.
+ */
+import { isAbsolute, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Did } from '../core/didkey.ts';
+import { grantId, type SignedGrant } from '../core/grant.ts';
+import type { ContentId } from '../core/hash.ts';
+import type { ReceiptCore } from '../core/receipt.ts';
+import type { ChannelAudit } from '../channel/audit.ts';
+import type { Probe } from '../meter/index.ts';
+import type { Approval, Steering, TeamRefusal } from './actions.ts';
+import type { TeamDecision, TeamPolicy } from './team.ts';
+import { type Broker, NATS_INSTALL_HINT } from './broker.ts';
+import { addToTally, decisionsByRequest, emptyTally, type NodeEvidence, type Tally } from './evidence.ts';
+import type { DemoNode } from './nodes.ts';
+import { leafId, type Roots, type WorkerChains } from './plan.ts';
+import type { DemoReport, WorkerLine } from './report.ts';
+import type { WorkerProc } from './workers.ts';
+
+/** What the run knows besides the receipts. */
+export interface RunFacts {
+  readonly startedAt: string;
+  readonly runS: number;
+  readonly dir: string;
+  readonly broker: Broker;
+  readonly tools: { readonly files: readonly string[]; readonly memory: readonly string[] } | null;
+  readonly roots: Roots;
+  readonly nodes: readonly DemoNode[];
+  readonly evidence: readonly NodeEvidence[];
+  readonly workers: readonly WorkerProc[];
+  readonly chains: readonly WorkerChains[];
+  readonly revocation: { readonly worker: string; readonly grantIds: readonly ContentId[]; readonly acked: readonly string[]; readonly atMs: number } | undefined;
+  readonly steering: Steering | undefined;
+  readonly approval: Approval | undefined;
+  /** The call the team was asked to sign outside its holders' policies. */
+  readonly teamRefusal: TeamRefusal | undefined;
+  /** Every approval decision the team's holders took, and their policies. */
+  readonly teamDecisions: readonly TeamDecision[];
+  readonly teamPolicies: readonly TeamPolicy[];
+  readonly team: { readonly group: Did; readonly members: readonly Did[]; readonly min: number; readonly max: number; readonly dkgMs: number } | undefined;
+  readonly teamGrant: SignedGrant | undefined;
+  readonly teamAction: string;
+  readonly target: string;
+  readonly channel: { readonly audit: ChannelAudit; readonly boundUj: bigint; readonly windowUj: bigint } | undefined;
+  readonly probe: Probe | undefined;
+  /** Each node's `/metrics` text, taken before it stopped. */
+  readonly metrics: readonly string[];
+  readonly problems: readonly string[];
+}
+
+type Role = 'grant' | 'steered' | 'continuation';
+
+/** Sum of `jcp_metered_uj_total{provenance=…}` over the nodes' metrics texts (µJ, by provenance). */
+export function meteredByProvenance(texts: readonly string[]): Record<string, bigint> {
+  const out: Record<string, bigint> = {};
+  const re = /^jcp_metered_uj_total\{[^}]*provenance="([A-Za-z]+)"[^}]*\}\s+([0-9.e+]+)$/gm;
+  for (const t of texts) {
+    for (const m of t.matchAll(re)) out[m[1]!] = (out[m[1]!] ?? 0n) + BigInt(Math.round(Number(m[2])));
+  }
+  return out;
+}
+
+function energyWhy(p: Probe | undefined): string {
+  const base =
+    'every call is debited before its tool runs (§5: enforced before the side effect), at the node’s per-action estimate (the workers claim nothing), so the receipts say Estimator: an estimate is never passed off as a measurement';
+  if (p === undefined) return base;
+  if (p.provenance === 'HwShunt') return `${base}; this machine can measure (${p.rung}), and the nodes meter each tool call with it after the decision`;
+  return `${base}; this machine has no usable energy counter either (best rung: ${p.rung})`;
+}
+
+/** Builds the report (see {@link DemoReport}); `ok` needs every receipt to verify and no problem. */
+export function buildReport(f: RunFacts): DemoReport {
+  const problems = [...f.problems];
+  const all: ReceiptCore[] = f.evidence.flatMap((e) => e.verified);
+  const byRequest = decisionsByRequest(f.evidence);
+
+  // Who owns which grant.
+  const owner = new Map<ContentId, { worker: number; lane: 'files' | 'memory'; role: Role; budget: bigint }>();
+  for (const [i, c] of f.chains.entries()) {
+    const filesLeaf = c.files.at(-1)!;
+    const steered = f.steering !== undefined && f.steering.steeredId === leafId(c.files);
+    owner.set(leafId(c.files), { worker: i, lane: 'files', role: steered ? 'steered' : 'grant', budget: filesLeaf.grant.budget_uj });
+    owner.set(leafId(c.memory), { worker: i, lane: 'memory', role: 'grant', budget: c.memory.at(-1)!.grant.budget_uj });
+    if (steered && f.steering) owner.set(grantId(f.steering.continuation.grant), { worker: i, lane: 'files', role: 'continuation', budget: f.steering.amendedUj });
+  }
+  const tallies: Tally[] = f.workers.map(() => emptyTally());
+  const denies: Record<string, number> = {};
+  const lastOnLane = f.workers.map(() => ({ files: undefined as ReceiptCore | undefined, memory: undefined as ReceiptCore | undefined }));
+  for (const [ni, e] of f.evidence.entries()) {
+    for (const c of e.verified) {
+      if (c.verdict === 'deny') denies[c.deny_reason ?? 'deny'] = (denies[c.deny_reason ?? 'deny'] ?? 0) + 1;
+      const o = owner.get(c.grant_id);
+      if (!o) continue;
+      addToTally(tallies[o.worker]!, c);
+      // A worker works through its own node; its last receipt there on a lane is how the lane ended.
+      if (ni === o.worker) lastOnLane[o.worker]![o.lane] = c;
+    }
+  }
+  const workers: WorkerLine[] = f.workers.map((w, i) => {
+    const t = tallies[i]!;
+    const last = lastOnLane[i]!;
+    const ends = [last.files?.deny_reason, last.memory?.deny_reason];
+    const ended = ends.includes('revoked') ? 'revoked' : ends.every((r) => r === 'budget-exceeded') ? 'budget-exceeded' : (w.end ?? w.failure ?? 'unfinished');
+    if (ended !== 'revoked' && ended !== 'budget-exceeded') problems.push(`${w.name} did not end refused budget-exceeded or revoked (${ended})`);
+    if (t.allowed === 0) problems.push(`${w.name} made no allowed call`);
+    const grants = [...owner.entries()]
+      .filter(([, o]) => o.worker === i)
+      .map(([id, o]) => {
+        const g = t.grants[id] ?? { allowed: 0, refused: 0, spentUj: 0n };
+        return { lane: o.lane, role: o.role, id, budget_uj: o.budget.toString(), allowed: g.allowed, refused: g.refused, spent_uj: g.spentUj.toString() };
+      });
+    return { name: w.name, did: w.did ?? ('' as Did), node: f.nodes[i]?.name ?? '', ended, allowed: t.allowed, refused: t.refused, spent_uj: t.spentUj.toString(), denies: t.denies, grants };
+  });
+
+  // The revocation: every call sent after every node acknowledged it, as the receipts decided it.
+  let revocation: DemoReport['revocation'] = null;
+  if (f.revocation) {
+    const r = f.revocation;
+    const w = f.workers.find((x) => x.name === r.worker)!;
+    const after = w.calls.filter((c) => c.sent_ms > r.atMs);
+    const byReason: Record<string, number> = {};
+    for (const c of after) {
+      const d = byRequest.get(c.request_id);
+      const k = d === undefined ? 'no verified receipt' : d.verdict === 'allow' ? 'allow' : (d.deny_reason ?? 'deny');
+      byReason[k] = (byReason[k] ?? 0) + 1;
+    }
+    const allRevoked = after.length > 0 && byReason['revoked'] === after.length;
+    if (!allRevoked) problems.push(`after the revocation ${r.worker}'s calls were not all refused revoked: ${JSON.stringify(byReason)}`);
+    revocation = { worker: r.worker, grant_ids: r.grantIds, nodes_acked: r.acked, calls_after: after.length, after_by_reason: byReason, all_after_revoked: allRevoked };
+  } else problems.push('the revocation did not happen');
+
+  let steering: DemoReport['steering'] = null;
+  if (f.steering) {
+    const s = f.steering;
+    const cid = grantId(s.continuation.grant);
+    const wi = owner.get(cid)?.worker ?? 1;
+    const g = tallies[wi]!.grants[cid] ?? { allowed: 0, refused: 0, spentUj: 0n };
+    if (!(s.amendedUj < s.budgetBeforeUj)) problems.push('the amendment did not tighten the budget');
+    if (!s.continuationVerifies) problems.push('the continuation grant does not verify');
+    steering = {
+      worker: f.workers[wi]!.name,
+      steered_grant_id: s.steeredId,
+      checkpoint_id: s.checkpointId,
+      amendment_id: s.amendmentId,
+      continuation_id: cid,
+      budget_before_uj: s.budgetBeforeUj.toString(),
+      remaining_at_checkpoint_uj: s.remainingUj.toString(),
+      amended_budget_uj: s.amendedUj.toString(),
+      continuation_verifies: s.continuationVerifies,
+      continued_allowed: g.allowed,
+      continued_refused: g.refused,
+    };
+  } else problems.push('the checkpoint and amendment did not happen');
+
+  let threshold: DemoReport['threshold'];
+  if (f.broker.mode === 'none') threshold = { available: false, why: `the DKG and the signing sessions run over NATS; ${NATS_INSTALL_HINT}` };
+  else if (!f.approval || !f.team || !f.teamGrant) {
+    threshold = { available: false, why: 'the team did not run (see problems)' };
+    problems.push('the threshold team did not run');
+  } else {
+    const a = f.approval;
+    const solo = byRequest.get(a.solo.requestId);
+    const group = byRequest.get(a.group.requestId);
+    if (solo?.verdict !== 'deny') problems.push('the single-share attempt was not refused by a verified receipt');
+    if (a.solo.signatureVerifies) problems.push('a single share produced a signature that verifies');
+    if (group?.verdict !== 'allow') problems.push('the group-signed action was not allowed by a verified receipt');
+    if (!f.teamRefusal?.refused) problems.push('the team signed a call outside its holders\' policies');
+    if (!f.teamDecisions.some((d) => d.decision === 'approve')) problems.push('no holder recorded an approval of the team call');
+    threshold = {
+      available: true,
+      group: f.team.group,
+      members: f.team.members,
+      threshold: `${f.team.min}-of-${f.team.max}`,
+      dkg_ms: f.team.dkgMs,
+      grant: { id: grantId(f.teamGrant.grant), budget_uj: f.teamGrant.grant.budget_uj.toString() },
+      action: f.teamAction,
+      target: f.target,
+      node: f.nodes[0]!.name,
+      solo: { signature_verifies: a.solo.signatureVerifies, verdict: solo?.verdict ?? 'no verified receipt', deny_reason: solo?.deny_reason ?? null },
+      group_call: { signature_verifies: a.group.signatureVerifies, verdict: group?.verdict ?? 'no verified receipt', deny_reason: group?.deny_reason ?? null, result: a.group.result },
+      policies: f.teamPolicies,
+      approvals: f.teamDecisions,
+      refused_call: f.teamRefusal ?? null,
+    };
+  }
+
+  let channel: DemoReport['channel'];
+  const memoryRootId = grantId(f.roots.memory.grant);
+  if (!f.roots.channel || !f.channel) {
+    channel = { available: false, why: f.broker.mode === 'none' ? 'budget channels settle over NATS, and there is none here; the memory root was sharded instead' : 'the audit did not run' };
+  } else {
+    const a = f.channel.audit;
+    const nameOf = new Map(f.nodes.map((n) => [n.did as string, n.name]));
+    let receiptsSpent = 0n;
+    for (const c of all) if (c.verdict === 'allow' && (c.chain_ids ?? [c.grant_id]).includes(memoryRootId)) receiptsSpent += c.cost_uj;
+    const overdraft = a.overdraftUj ?? 0n;
+    const within = overdraft <= f.channel.boundUj;
+    if (!within) problems.push(`the channel's overdraft ${overdraft} µJ is over its bound ${f.channel.boundUj} µJ`);
+    if (a.proofVerifies !== true) problems.push('the channel overdraft proof does not verify');
+    if (a.totalUj !== receiptsSpent) problems.push(`the channel statements (${a.totalUj} µJ) disagree with the receipts (${receiptsSpent} µJ)`);
+    channel = {
+      available: true,
+      grant_id: memoryRootId,
+      budget_uj: f.roots.memory.grant.budget_uj.toString(),
+      window_uj: f.channel.windowUj.toString(),
+      spent_uj: a.totalUj.toString(),
+      overdraft_uj: overdraft.toString(),
+      bound_uj: f.channel.boundUj.toString(),
+      within_bound: within,
+      proof_verifies: a.proofVerifies === true,
+      points: a.lines
+        .map((l) => ({ node: nameOf.get(l.point) ?? l.point, did: l.point, spent_uj: l.spentUj.toString(), seq: l.seq }))
+        .sort((x, y) => (x.node < y.node ? -1 : 1)),
+      children_budget_uj: f.chains.reduce((sum, c) => sum + c.memory.at(-1)!.grant.budget_uj, 0n).toString(),
+      refused_statements: a.refused.length,
+      receipts_spent_uj: receiptsSpent.toString(),
+    };
+  }
+
+  const debits: Record<string, { receipts: number; uj: bigint }> = {};
+  for (const c of all) {
+    if (c.verdict !== 'allow') continue;
+    const d = debits[c.energy_provenance] ?? { receipts: 0, uj: 0n };
+    debits[c.energy_provenance] = d;
+    d.receipts++;
+    d.uj += c.cost_uj;
+  }
+  const metered = meteredByProvenance(f.metrics);
+
+  const total = f.evidence.reduce((s, e) => s + e.total, 0);
+  const verified = f.evidence.reduce((s, e) => s + e.verified.length, 0);
+  const rejected = f.evidence.reduce((s, e) => s + e.rejected.length, 0);
+  const breaks = f.evidence.reduce((s, e) => s + e.breaks.length, 0);
+  const allVerify = total > 0 && rejected === 0 && breaks === 0 && verified === total;
+  const jcp = jcpCommand();
+  const n1 = f.nodes[0];
+  const commands = [
+    ...f.nodes.map((n) => `${jcp} receipts verify ${n.dataDir}`),
+    ...(n1
+      ? [
+          `${jcp} receipts attribute ${n1.dataDir}`,
+          `${jcp} receipts export ${n1.dataDir} --format cbor --out ${f.dir}/${n1.name}.receipts.cbor && ${jcp} inspect ${f.dir}/${n1.name}.receipts.cbor`,
+        ]
+      : []),
+    // On a NATS of the user's the demo removed its streams at the end: the channel audit above is the record.
+    // The demo's own NATS has stopped; its JetStream store (the signed statements) stays in the folder.
+    ...(f.broker.mode === 'started' && f.roots.channel
+      ? [`${f.broker.bin} -c ${f.broker.server.dir}/nats.conf -l ${f.broker.server.dir}/nats.log & ${jcp} channel audit --grant ${memoryRootId} --nats ${f.broker.url}`]
+      : []),
+  ];
+  const ok = allVerify && problems.length === 0;
+  return {
+    format: 'jcp-demo-report/1',
+    ok,
+    exit_code: ok ? 0 : 1,
+    started_at: f.startedAt,
+    run_s: Math.round(f.runS * 10) / 10,
+    dir: f.dir,
+    nats:
+      f.broker.mode === 'none'
+        ? { mode: 'none', why: f.broker.why, install: NATS_INSTALL_HINT }
+        : { mode: f.broker.mode, url: f.broker.url },
+    tools: f.tools,
+    issuer: f.roots.issuer.did,
+    grants: {
+      files_root: { id: grantId(f.roots.files.grant), budget_uj: f.roots.files.grant.budget_uj.toString() },
+      file_shards: f.roots.fileShards.map((s, i) => ({ node: f.nodes[i]?.name ?? `n${i + 1}`, id: grantId(s.grant), budget_uj: s.grant.budget_uj.toString() })),
+      memory_root: { id: memoryRootId, budget_uj: f.roots.memory.grant.budget_uj.toString(), mode: f.roots.channel ? 'channel' : 'shards' },
+      memory_shards: f.roots.memoryShards.map((s, i) => ({ node: f.nodes[i]?.name ?? `n${i + 1}`, id: grantId(s.grant), budget_uj: s.grant.budget_uj.toString() })),
+    },
+    nodes: f.evidence.map((e, i) => ({
+      name: e.name,
+      did: e.did,
+      address: `${f.nodes[i]!.host}:${f.nodes[i]!.port}`,
+      data_dir: e.dataDir,
+      log_file: f.nodes[i]!.logFile,
+      receipts: e.total,
+      verified: e.verified.length,
+      rejected: e.rejected.length,
+      breaks: e.breaks.length,
+    })),
+    workers,
+    denies_by_reason: denies,
+    revocation,
+    steering,
+    threshold,
+    channel,
+    energy: {
+      debits_by_provenance: Object.fromEntries(Object.entries(debits).map(([k, v]) => [k, { receipts: v.receipts, uj: v.uj.toString() }])),
+      probe: f.probe ? { rung: f.probe.rung, provenance: f.probe.provenance, detail: f.probe.detail, skipped: f.probe.skipped.map((s) => ({ ...s })) } : null,
+      metered_uj_by_provenance: Object.fromEntries(Object.entries(metered).map(([k, v]) => [k, v.toString()])),
+      why: energyWhy(f.probe),
+    },
+    receipts: { total, verified, rejected, breaks, all_verify: allVerify, commands },
+    problems,
+  };
+}
+
+/**
+ * How to run `jcp` from where the demo was started: `npx jcp` inside this package (npx finds its
+ * bin there), else `node <absolute path>/bin/jcp.mjs` (npx elsewhere would look the name up on the
+ * registry).
+ */
+export function jcpCommand(cwd = process.cwd()): string {
+  const root = fileURLToPath(new URL('../', import.meta.url));
+  const rel = relative(root, cwd);
+  const inside = rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+  return inside ? 'npx jcp' : `node ${fileURLToPath(new URL('../bin/jcp.mjs', import.meta.url))}`;
+}

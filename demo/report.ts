@@ -1,0 +1,273 @@
+/**
+ * The demo's report: one value (`DemoReport`, written as JSON by `jcp demo --json`), rendered as
+ * plain lines for people. Every count and µJ figure about decisions comes from verified receipts
+ * (demo/evidence.ts); µJ are decimal strings in the JSON, as in the other `jcp` commands.
+ */
+import type { Did } from '../core/didkey.ts';
+import type { ContentId } from '../core/hash.ts';
+import type { TeamRefusal } from './actions.ts';
+import type { TeamDecision, TeamPolicy } from './team.ts';
+
+/** A grant as the report names it (µJ as decimal strings). */
+export interface GrantLine {
+  readonly id: ContentId;
+  readonly budget_uj: string;
+}
+
+/** One worker's line, from verified receipts. */
+export interface WorkerLine {
+  readonly name: string;
+  readonly did: Did;
+  readonly node: string;
+  /** How the worker's run ended, from its last refusals. */
+  readonly ended: string;
+  readonly allowed: number;
+  readonly refused: number;
+  readonly spent_uj: string;
+  readonly denies: Readonly<Record<string, number>>;
+  readonly grants: readonly {
+    readonly lane: 'files' | 'memory';
+    readonly role: 'grant' | 'steered' | 'continuation';
+    readonly id: ContentId;
+    readonly budget_uj: string;
+    readonly allowed: number;
+    readonly refused: number;
+    readonly spent_uj: string;
+  }[];
+}
+
+/** The whole report. */
+export interface DemoReport {
+  readonly format: 'jcp-demo-report/1';
+  /** True when every receipt verifies and nothing failed. */
+  ok: boolean;
+  exit_code: number;
+  readonly started_at: string;
+  run_s: number;
+  readonly dir: string;
+  readonly nats: { readonly mode: 'external' | 'started' | 'none'; readonly url?: string; readonly why?: string; readonly install?: string };
+  tools: { readonly files: readonly string[]; readonly memory: readonly string[] } | null;
+  readonly issuer: Did;
+  readonly grants: {
+    readonly files_root: GrantLine;
+    readonly file_shards: readonly (GrantLine & { readonly node: string })[];
+    readonly memory_root: GrantLine & { readonly mode: 'channel' | 'shards' };
+    readonly memory_shards: readonly (GrantLine & { readonly node: string })[];
+  };
+  nodes: {
+    readonly name: string;
+    readonly did: Did;
+    readonly address: string;
+    readonly data_dir: string;
+    readonly log_file: string;
+    readonly receipts: number;
+    readonly verified: number;
+    readonly rejected: number;
+    readonly breaks: number;
+  }[];
+  workers: WorkerLine[];
+  denies_by_reason: Record<string, number>;
+  revocation: {
+    readonly worker: string;
+    readonly grant_ids: readonly ContentId[];
+    readonly nodes_acked: readonly string[];
+    /** Calls the worker sent after every node had acknowledged the revocation, and how they were decided. */
+    readonly calls_after: number;
+    readonly after_by_reason: Readonly<Record<string, number>>;
+    readonly all_after_revoked: boolean;
+  } | null;
+  steering: {
+    readonly worker: string;
+    readonly steered_grant_id: ContentId;
+    readonly checkpoint_id: ContentId;
+    readonly amendment_id: ContentId;
+    readonly continuation_id: ContentId;
+    readonly budget_before_uj: string;
+    readonly remaining_at_checkpoint_uj: string;
+    readonly amended_budget_uj: string;
+    readonly continuation_verifies: boolean;
+    /** Calls decided under the continuation (from receipts). */
+    readonly continued_allowed: number;
+    readonly continued_refused: number;
+  } | null;
+  threshold:
+    | {
+        readonly available: true;
+        readonly group: Did;
+        readonly members: readonly Did[];
+        readonly threshold: string;
+        readonly dkg_ms: number;
+        readonly grant: GrantLine;
+        readonly action: string;
+        readonly target: string;
+        readonly node: string;
+        readonly solo: { readonly signature_verifies: boolean; readonly verdict: string; readonly deny_reason: string | null };
+        readonly group_call: { readonly signature_verifies: boolean; readonly verdict: string; readonly deny_reason: string | null; readonly result: string | null };
+        /** Each holder's approval policy (docs/frost.md "Approvals"). */
+        readonly policies: readonly TeamPolicy[];
+        /** Every decision the holders took, approve or refuse, with holder, policy and reason (each a signed record). */
+        readonly approvals: readonly TeamDecision[];
+        /** A call outside the policies the team was asked to sign: refused, by whom and why. */
+        readonly refused_call: TeamRefusal | null;
+      }
+    | { readonly available: false; readonly why: string };
+  channel:
+    | {
+        readonly available: true;
+        readonly grant_id: ContentId;
+        readonly budget_uj: string;
+        readonly window_uj: string;
+        readonly spent_uj: string;
+        readonly overdraft_uj: string;
+        readonly bound_uj: string;
+        readonly within_bound: boolean;
+        readonly proof_verifies: boolean;
+        readonly points: readonly { readonly node: string; readonly did: Did; readonly spent_uj: string; readonly seq: number }[];
+        readonly refused_statements: number;
+        readonly receipts_spent_uj: string;
+        /** Σ of the budgets of the workers' grants under the channel root (they may ask for more than it holds). */
+        readonly children_budget_uj: string;
+      }
+    | { readonly available: false; readonly why: string };
+  energy: {
+    readonly debits_by_provenance: Readonly<Record<string, { readonly receipts: number; readonly uj: string }>>;
+    readonly probe: { readonly rung: string; readonly provenance: string; readonly detail: string; readonly skipped: readonly { readonly rung: string; readonly reason: string; readonly detail: string }[] } | null;
+    readonly metered_uj_by_provenance: Readonly<Record<string, string>>;
+    readonly why: string;
+  };
+  receipts: {
+    readonly total: number;
+    readonly verified: number;
+    readonly rejected: number;
+    readonly breaks: number;
+    readonly all_verify: boolean;
+    readonly commands: readonly string[];
+  };
+  problems: string[];
+}
+
+/** µJ with thousands separators. */
+export function fmtUj(v: bigint | string): string {
+  return `${BigInt(v).toLocaleString('en-US')} µJ`;
+}
+
+const short = (s: string, n = 16): string => (s.length > n + 1 ? `${s.slice(0, n)}…` : s);
+
+function table(rows: readonly (readonly string[])[], right: ReadonlySet<number> = new Set()): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => `  ${r.map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ')}`.trimEnd());
+}
+
+/** The report as lines for people (no colours, no cursor tricks: fine for pipes and CI logs). */
+export function renderReport(r: DemoReport): string[] {
+  const out: string[] = ['', '== Report =='];
+  const g = r.grants;
+  out.push('', `Grants (issuer ${r.issuer})`);
+  out.push(`  files root   ${short(g.files_root.id)}  ${fmtUj(g.files_root.budget_uj)}, split into shards: ${g.file_shards.map((s) => `${s.node} ${fmtUj(s.budget_uj)}`).join(', ')}`);
+  out.push(
+    g.memory_root.mode === 'channel'
+      ? `  memory root  ${short(g.memory_root.id)}  ${fmtUj(g.memory_root.budget_uj)}, one budget channel served by every node`
+      : `  memory root  ${short(g.memory_root.id)}  ${fmtUj(g.memory_root.budget_uj)}, split into shards: ${g.memory_shards.map((s) => `${s.node} ${fmtUj(s.budget_uj)}`).join(', ')}`,
+  );
+  out.push('', 'Per-worker attribution (from verified receipts)');
+  const rows: string[][] = [['worker', 'node', 'allowed', 'refused', 'µJ spent', 'ended with', 'did']];
+  for (const w of r.workers) rows.push([w.name, w.node, String(w.allowed), String(w.refused), BigInt(w.spent_uj).toLocaleString('en-US'), w.ended, short(w.did, 24)]);
+  out.push(...table(rows, new Set([2, 3, 4])));
+  for (const w of r.workers) {
+    for (const g of w.grants) {
+      out.push(
+        `    ${w.name} ${g.lane.padEnd(6)} ${g.role.padEnd(12)} ${short(g.id)}  ${fmtUj(g.spent_uj)} of ${fmtUj(g.budget_uj)}  (${g.allowed} allowed, ${g.refused} refused)`,
+      );
+    }
+  }
+  out.push('', 'Denies by reason (verified receipts, all nodes)');
+  const reasons = Object.entries(r.denies_by_reason).sort((a, b) => b[1] - a[1]);
+  if (reasons.length === 0) out.push('  none');
+  for (const [reason, n] of reasons) out.push(`  ${reason.padEnd(16)} ${String(n).padStart(5)}`);
+
+  out.push('', 'Revocation (§4.3)');
+  if (r.revocation === null) out.push('  not run');
+  else {
+    const v = r.revocation;
+    out.push(
+      `  the issuer revoked ${v.worker}'s ${v.grant_ids.length} grants; acknowledged by ${v.nodes_acked.join(', ')}`,
+      `  calls ${v.worker} sent afterwards: ${v.calls_after}, decided ${Object.entries(v.after_by_reason).map(([k, n]) => `${k} ×${n}`).join(', ') || 'none'}${v.all_after_revoked ? ' — every one refused' : ' — NOT all refused revoked'}`,
+    );
+  }
+
+  out.push('', 'Checkpoint and amendment (§4.7)');
+  if (r.steering === null) out.push('  not run');
+  else {
+    const s = r.steering;
+    out.push(
+      `  ${s.worker} checkpointed its files grant ${short(s.steered_grant_id)} (checkpoint ${short(s.checkpoint_id)}), signed by ${s.worker}`,
+      `  the issuer amended it (amendment ${short(s.amendment_id)}): budget ${fmtUj(s.budget_before_uj)} → ${fmtUj(s.amended_budget_uj)} (${fmtUj(s.remaining_at_checkpoint_uj)} were left)`,
+      `  continuation grant ${short(s.continuation_id)} ${s.continuation_verifies ? 'verifies against the checkpoint + amendment' : 'DOES NOT verify'}; ${s.worker} continued: ${s.continued_allowed} allowed, ${s.continued_refused} refused`,
+    );
+  }
+
+  out.push('', 'Threshold team (§2.2): one irreversible action needs 2 of 3');
+  if (!r.threshold.available) out.push(`  not run: ${r.threshold.why}`);
+  else {
+    const t = r.threshold;
+    out.push(
+      `  group ${short(t.group, 24)} (${t.threshold}, made by DKG over NATS in ${t.dkg_ms} ms; members ${t.members.map((m) => short(m, 14)).join(', ')})`,
+      `  grant ${short(t.grant.id)}: ${t.action} on memory, subject = the group`,
+      `  one member alone: its signature ${t.solo.signature_verifies ? 'VERIFIES (unexpected)' : 'does not verify under the group key'}; node ${t.node}: ${t.solo.verdict}${t.solo.deny_reason ? ` (${t.solo.deny_reason})` : ''}`,
+      `  two members together: signature ${t.group_call.signature_verifies ? 'verifies' : 'does NOT verify'}; node ${t.node}: ${t.group_call.verdict}${t.group_call.deny_reason ? ` (${t.group_call.deny_reason})` : ''} — ${t.action} ${JSON.stringify([t.target])}${t.group_call.result ? `: ${t.group_call.result}` : ''}`,
+    );
+    for (const p of t.policies) out.push(`  member ${p.member} decides by ${p.kind}: ${p.what}`);
+    for (const d of t.approvals) out.push(`  member ${d.member} ${d.decision === 'approve' ? 'approved' : 'REFUSED'} request ${short(d.request)} (${d.policy_kind} ${short(d.policy)}): ${d.reason}`);
+    if (t.refused_call) {
+      const rc = t.refused_call;
+      out.push(
+        rc.refused
+          ? `  a call outside the policies got no signature (${rc.code}): ${rc.refusals.map((r) => `member ${r.member} [${r.code}] ${r.why}`).join('; ')}`
+          : '  a call outside the policies was SIGNED (unexpected)',
+      );
+    }
+  }
+
+  out.push('', 'Budget channel (§4.5 profile): the memory root shared by all nodes');
+  if (!r.channel.available) out.push(`  channel mode not available: ${r.channel.why}`);
+  else {
+    const c = r.channel;
+    out.push(
+      `  the workers' memory grants ask for ${fmtUj(c.children_budget_uj)} in all, the root holds ${fmtUj(c.budget_uj)}: siblings share their root's budget (§4.2), so the channel refuses them (budget-exceeded) once the root is spent, whatever is left on their own grants`,
+    );
+    for (const p of c.points) out.push(`  ${p.node}  ${short(p.did, 24)}  ${fmtUj(p.spent_uj)} in its latest signed statement`);
+    out.push(
+      `  spent ${fmtUj(c.spent_uj)} of ${fmtUj(c.budget_uj)}; overdraft ${fmtUj(c.overdraft_uj)} against the bound ΣW − min W = ${fmtUj(c.bound_uj)} (W = ${fmtUj(c.window_uj)} per node): ${c.within_bound ? 'within' : 'OVER'} the bound`,
+      `  the signed statements ${c.proof_verifies ? 'prove it (the overdraft proof verifies)' : 'do NOT verify'}; receipts show ${fmtUj(c.receipts_spent_uj)} on the channel grant${c.refused_statements ? `; ${c.refused_statements} statement(s) refused` : ''}`,
+    );
+  }
+
+  out.push('', 'Energy (§5)');
+  for (const [prov, v] of Object.entries(r.energy.debits_by_provenance)) out.push(`  debited: ${v.receipts} allow receipts, ${fmtUj(v.uj)}, provenance ${prov}`);
+  out.push(`  ${r.energy.why}`);
+  if (r.energy.probe) {
+    const p = r.energy.probe;
+    out.push(`  meter probe on this machine: ${p.rung} (${p.provenance}): ${p.detail}`);
+    for (const s of p.skipped) out.push(`    skipped ${s.rung.padEnd(9)} ${s.reason.padEnd(17)} ${s.detail}`);
+  }
+  const metered = Object.entries(r.energy.metered_uj_by_provenance);
+  if (metered.length) out.push(`  metered by the nodes around the tool calls (after the decision, /metrics): ${metered.map(([k, v]) => `${fmtUj(v)} ${k}`).join(', ')}`);
+
+  out.push('', 'Receipts');
+  for (const n of r.nodes) {
+    out.push(`  ${n.name}  ${n.receipts} receipts, ${n.verified} verify, ${n.rejected} rejected, ${n.breaks} breaks  ${n.data_dir}`);
+  }
+  out.push(`  inspect them (the nodes have stopped, so the logs are free):`);
+  for (const c of r.receipts.commands) out.push(`    ${c}`);
+  if (r.problems.length) {
+    out.push('', 'Problems');
+    for (const p of r.problems) out.push(`  - ${p}`);
+  }
+  out.push(
+    '',
+    r.ok
+      ? `OK: all ${r.receipts.total} receipts on ${r.nodes.length} nodes verify; run took ${r.run_s.toFixed(1)} s. Everything the demo started has stopped; its files are in ${r.dir}`
+      : `FAILED: ${r.receipts.all_verify ? '' : `${r.receipts.rejected} receipt(s) do not verify, ${r.receipts.breaks} break(s); `}${r.problems.length} problem(s). Files in ${r.dir}`,
+  );
+  return out;
+}

@@ -1,0 +1,402 @@
+/**
+ * The demo (`jcp demo`, `npm start`): a local enforcement cluster on real MCP servers, end to end.
+ *
+ * 1. NATS: the server on 127.0.0.1:4222, else one started here, else none (single-node parts only).
+ * 2. The issuer mints a files root (split into one shard per node, §4.5) and a memory root (one
+ *    shared grant every node serves as a budget channel; sharded when there is no NATS), then
+ *    three nodes start, each fronting `@modelcontextprotocol/server-filesystem` over a sample
+ *    folder and `@modelcontextprotocol/server-memory`.
+ * 3. Three agent workers (separate processes) get depth-0 grants and call tools until their
+ *    budgets run out; mid-run the issuer revokes one (§4.3) and steers another through a
+ *    checkpoint and amendment to a tighter budget (§4.7).
+ * 4. A 2-of-3 team made by FROST DKG over NATS approves one irreversible action (§2.2); one member
+ *    alone is refused.
+ * 5. Everything stops; the report is computed from each node's verified receipt log.
+ *
+ * Every child process is tracked (testkit/procs.ts): stopped here on success and failure, and
+ * SIGKILLed if this process exits or is interrupted.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { type Actor, actorFromSeed } from '../core/actor.ts';
+import type { ContentId } from '../core/hash.ts';
+import { grantId } from '../core/grant.ts';
+import { overdraftBound } from '../core/statement.ts';
+import { auditChannel } from '../channel/audit.ts';
+import { JetStreamBus } from '../channel/jetstream.ts';
+import { channelNames } from '../channel/names.ts';
+import { createMeter, type Probe, readMeterConfig } from '../meter/index.ts';
+import { type Approval, approveAsTeam, askTeamToSign, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
+import { chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
+import { whenInterrupted } from '../testkit/procs.ts';
+import { DemoError, DemoErrorCodes } from './errors.ts';
+import { type NodeEvidence, readEvidence } from './evidence.ts';
+import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
+import { type DemoNode, metricsText, startNode, stopNode } from './nodes.ts';
+import { delegateWorker, leafId, mintRoots, type Roots, teamGrant, type WorkerChains } from './plan.ts';
+import { buildReport, type RunFacts } from './compile.ts';
+import type { DemoReport } from './report.ts';
+import { BUDGETS, FS_ACTIONS, MEMORY_ACTIONS, MEMORY_RESOURCE, meterSection, resourcesSection, TEAM_ACTION, writeSample } from './setup.ts';
+import { type Team, type TeamDecision, type TeamPolicy, startTeam } from './team.ts';
+
+/** The entity prefix member 3's rules keep the team's deletions under (its "folder"). */
+const TEAM_FOLDER = 'w1-';
+/** A call outside the holders' policies: outside the folder, and it looks secret to the reviewer. */
+const REFUSED_TARGET = 'w2-secrets';
+import { listTools, missingTools, type ToolInfo } from './tools.ts';
+import { WorkerProc } from './workers.ts';
+
+/** Options of {@link runDemo}. */
+export interface DemoOptions {
+  /** The demo's folder (must be empty or absent); a new temp folder by default. Kept afterwards: it holds the receipts. */
+  readonly dir?: string;
+  /** A NATS url to use (must answer). */
+  readonly nats?: string;
+  /** Run without NATS (no channel, no threshold team). */
+  readonly noNats?: boolean;
+  /** The NATS url tried first when `nats` is not given (default 127.0.0.1:4222). */
+  readonly defaultNatsUrl?: string;
+  /** Pause between a worker's rounds (ms, default 150). */
+  readonly paceMs?: number;
+  /** Where progress lines go. */
+  readonly print: (line: string) => void;
+}
+
+/** Worker 3 is revoked once it has this many allowed calls. */
+const REVOKE_AFTER = 5;
+/** Worker 2 is steered once it has this many allowed files calls. */
+const STEER_AFTER = 6;
+/** How long the workers may run, all together (ms). */
+const RUN_DEADLINE_MS = 90_000;
+const NODES = 3;
+const WORKERS = ['w1', 'w2', 'w3'] as const;
+
+function prepareDir(dir: string | undefined): string {
+  if (dir === undefined) return mkdtempSync(join(tmpdir(), 'jcp-demo-'));
+  const d = resolve(dir);
+  if (existsSync(d) && readdirSync(d).length > 0) {
+    throw new DemoError(DemoErrorCodes.DIR_NOT_EMPTY, `--dir ${d} is not empty: choose a new or empty folder (the demo's receipts go there)`);
+  }
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+/** Runs the demo; resolves to the report (whose `exit_code` the command returns). @throws Error when the demo cannot run. */
+export async function runDemo(o: DemoOptions): Promise<DemoReport> {
+  const t0 = Date.now();
+  const stamp = () => `[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s]`;
+  const say = (s: string) => o.print(`${stamp()} ${s}`);
+  const problems: string[] = [];
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const nodes: DemoNode[] = [];
+  const workers: WorkerProc[] = [];
+  let nc: NatsConnection | undefined;
+  let bus: JetStreamBus | undefined;
+  let team: Team | undefined;
+  let ticker: NodeJS.Timeout | undefined;
+  let made: string | undefined;
+  let evidenceMade = false;
+  let streamsRemoved = false;
+  try {
+    // A NATS the user chose is checked before anything is made on disk.
+    const chosen = o.nats !== undefined && !o.noNats ? await chosenBroker(o.nats) : undefined;
+    const dir = prepareDir(o.dir);
+    made = dir;
+    o.print(`JCP demo: a local enforcement cluster on real MCP servers. Files go to ${dir}`);
+    const sampleDir = join(dir, 'sample');
+    const paths = writeSample(sampleDir);
+
+    // 1. NATS.
+    const b =
+      chosen ??
+      (await findBroker({
+        ...(o.noNats ? { disabled: true } : {}),
+        ...(o.defaultNatsUrl !== undefined ? { defaultUrl: o.defaultNatsUrl } : {}),
+        dir: join(dir, 'nats'),
+      }));
+    if (b.mode === 'started') cleanups.push(() => b.server.stop());
+    if (b.mode === 'none') {
+      say(`NATS: none (${b.why}). Running the parts that need no NATS: no budget channel, no threshold team.`);
+      say(`      To see everything: ${NATS_INSTALL_HINT}`);
+    } else say(`NATS: ${b.mode === 'external' ? 'using' : 'started'} ${b.url}${b.mode === 'started' ? ` (${b.bin})` : ''}`);
+    const natsUrl = b.mode === 'none' ? undefined : b.url;
+    // On a NATS of the user's, streams of the demo's own, removed at the end (also on failure).
+    const root = demoSubjectRoot(b, randomBytes(4).toString('hex'));
+    if (b.mode === 'external') {
+      const url = b.url;
+      const remove = () => (streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root));
+      cleanups.push(remove);
+      cleanups.push(async () => unregisterStreams());
+      const unregisterStreams = whenInterrupted(remove);
+    }
+
+    // 2. The issuer, the roots, the node keys.
+    const issuer: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
+    const stewards = Array.from({ length: NODES }, () => actorFromSeed(new Uint8Array(randomBytes(32))));
+    const roots: Roots = mintRoots(issuer, Math.floor(Date.now() / 1000), NODES, natsUrl !== undefined);
+    say(`issuer ${issuer.did}`);
+    say(`minted the files root ${grantId(roots.files.grant).slice(0, 16)}… (${fmt(roots.files.grant.budget_uj)}) and split it into ${NODES} shards of ${fmt(BUDGETS.shardUj)}, one per node (§4.5)`);
+    say(
+      roots.channel
+        ? `minted the memory root ${grantId(roots.memory.grant).slice(0, 16)}… (${fmt(roots.memory.grant.budget_uj)}): one shared grant, a budget channel across the ${NODES} nodes (window ${fmt(BUDGETS.channelWindowUj)} each)`
+        : `minted the memory root ${grantId(roots.memory.grant).slice(0, 16)}… (${fmt(roots.memory.grant.budget_uj)}); channel mode not available without NATS, so it is sharded too`,
+    );
+
+    // 3. In parallel: nodes, workers, the team, the tool lists, the meter probe.
+    say(
+      `starting ${NODES} nodes (each with a filesystem and a memory MCP server), ${WORKERS.length} worker processes${natsUrl !== undefined ? ' and 3 threshold participants' : ''}; this takes a few seconds`,
+    );
+    const onCall = (w: WorkerProc, e: CallEvent) => react(w, e);
+    for (const name of WORKERS) workers.push(new WorkerProc(name, dir, onCall));
+    cleanups.push(() => Promise.all(workers.map((w) => w.stop())));
+    cleanups.push(() => Promise.all(nodes.map((n) => stopNode(n))));
+    const points = stewards.map((s) => s.did);
+    const nodesReady = Promise.all(
+      stewards.map(async (steward, i) => {
+        const name = `n${i + 1}`;
+        const ndir = join(dir, name);
+        nodes[i] = await startNode({
+          name,
+          dir: ndir,
+          steward,
+          resources: resourcesSection(sampleDir, join(ndir, 'memory.jsonl'), issuer.did),
+          meter: meterSection(),
+          ...(natsUrl !== undefined
+            ? { nats: natsUrl, subjectRoot: root, channels: [{ grantId: grantId(roots.memory.grant), windowUj: BUDGETS.channelWindowUj, points }] }
+            : {}),
+        });
+        say(`node ${name} up: jcp/1 on 127.0.0.1:${nodes[i]!.port}, steward ${steward.did.slice(0, 24)}…`);
+      }),
+    );
+    const teamReady = (async () => {
+      if (natsUrl === undefined) return;
+      nc = await connect({ servers: natsUrl, name: 'jcp-demo' });
+      team = await startTeam(nc, natsUrl, join(dir, 'team'), {
+        resource: MEMORY_RESOURCE,
+        action: TEAM_ACTION,
+        costCapUj: BUDGETS.teamUj,
+        arg: 'entityNames',
+        folder: TEAM_FOLDER,
+      });
+      const t = team;
+      cleanups.push(() => t.close());
+      say(`threshold team: 3 participant processes made a 2-of-3 group key by DKG over NATS in ${t.dkgMs} ms: ${t.group.slice(0, 24)}…`);
+    })();
+    const toolsReady = Promise.all([
+      listTools('mcp-server-filesystem', [sampleDir], {}),
+      listTools('mcp-server-memory', [], { MEMORY_FILE_PATH: join(dir, 'tools-probe.jsonl') }),
+    ]);
+    const probeReady = (async () => {
+      const m = createMeter(readMeterConfig(meterSection()));
+      try {
+        return await m.probe();
+      } finally {
+        m.close();
+      }
+    })();
+    // Wait for all of them, even when one fails, so everything started is stopped by the cleanups.
+    const started = await Promise.allSettled([nodesReady, teamReady, toolsReady, probeReady]);
+    const failed = started.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+    if (failed) throw failed.reason;
+    const tools = (started[2] as PromiseFulfilledResult<[ToolInfo[], ToolInfo[]]>).value;
+    const probe = (started[3] as PromiseFulfilledResult<Probe>).value;
+    say(`filesystem server tools: ${tools[0].map((t) => t.name).join(', ')}`);
+    say(`memory server tools: ${tools[1].map((t) => t.name).join(', ')}`);
+    const missing = [...missingTools(tools[0], FS_ACTIONS), ...missingTools(tools[1], [...MEMORY_ACTIONS, TEAM_ACTION])];
+    if (missing.length) throw new Error(`the installed MCP servers lack tools the grants name: ${missing.join(', ')}`);
+
+    // The channel: wait until every node has settled once (a point allows nothing before, §4.5 profile).
+    if (natsUrl !== undefined) {
+      bus = JetStreamBus.start(natsUrl, { names: channelNames(root), name: 'jcp-demo' });
+      await bus.ready(10_000);
+      await waitSettled(bus, grantId(roots.memory.grant), NODES, 20_000);
+      say(`budget channel: all ${NODES} nodes have settled once and serve the memory root`);
+    }
+
+    // 4. Workers: hello → grants → go.
+    const addresses: NodeAddress[] = nodes.map((n) => ({ name: n.name, host: n.host, port: n.port, did: n.did }));
+    const chains: WorkerChains[] = [];
+    for (const [i, w] of workers.entries()) {
+      const did = await w.hello();
+      chains[i] = delegateWorker(roots, i, did);
+      w.send({
+        type: 'go',
+        name: w.name,
+        nodes: addresses,
+        home: i,
+        sampleDir,
+        paths,
+        paceMs: o.paceMs ?? 150,
+        files: chainToHex(chains[i]!.files),
+        memory: chainToHex(chains[i]!.memory),
+      });
+      say(
+        `${w.name} (${did.slice(0, 24)}…) on ${nodes[i]!.name}: files grant ${fmt(chains[i]!.files.at(-1)!.grant.budget_uj)} from shard ${i + 1}, memory grant ${fmt(chains[i]!.memory.at(-1)!.grant.budget_uj)}, both depth 0`,
+      );
+    }
+
+    // The run: progress, revocation and steering as the workers go.
+    let revocation: RunFacts['revocation'];
+    let steering: Steering | undefined;
+    let revokeTask: Promise<void> | undefined;
+    let steerTask: Promise<void> | undefined;
+    const shown = new Map<WorkerProc, number>();
+    const progress = () => {
+      for (const w of workers) {
+        if (shown.get(w) === w.version) continue;
+        shown.set(w, w.version);
+        const f = w.lanes.files;
+        const m = w.lanes.memory;
+        say(
+          `${w.name}  files ${fmtN(f.spentUj)} of ${fmtN(f.capUj)} µJ  memory ${fmtN(m.spentUj)} of ${fmtN(m.capUj)} µJ  allowed ${w.allowed}  refused ${w.refused}${w.end ? `  — ended: ${w.end}` : ''}`,
+        );
+      }
+    };
+    ticker = setInterval(progress, 1_000);
+    const sampled = new Set<string>();
+    function react(w: WorkerProc, e: CallEvent): void {
+      if (e.verdict === 'deny') say(`${w.name} ${e.lane} ${e.action} at ${e.node}: refused ${e.reason}`);
+      else if (!sampled.has(`${w.name} ${e.lane}`)) {
+        // One real tool answer per worker and lane, to show what went through.
+        sampled.add(`${w.name} ${e.lane}`);
+        say(`${w.name} ${e.lane} ${e.action} at ${e.node}: allowed, ${fmt(BigInt(e.cost_uj))} debited; the tool said: ${e.note ?? '(nothing)'}`);
+      }
+      if (w === workers[2] && revokeTask === undefined && w.allowed >= REVOKE_AFTER) {
+        const ids = [leafId(chains[2]!.files), leafId(chains[2]!.memory)];
+        revokeTask = revokeEverywhere(issuer, nodes, ids).then(
+          (acked) => {
+            revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
+            // The worker's try at another node waits for this (it may already be refused at home:
+            // a node applies a revocation before it acknowledges it), so it falls after atMs.
+            w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
+            say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
+          },
+          (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
+        );
+      }
+      const filesAllowed = w.calls.filter((c) => c.lane === 'files' && c.verdict === 'allow').length;
+      if (w === workers[1] && steerTask === undefined && filesAllowed >= STEER_AFTER) {
+        say(`the issuer asks ${w.name} to checkpoint its files grant (§4.7)`);
+        steerTask = steer(issuer, nodes, w, chains[1]!.files.at(-1)!).then(
+          (s) => {
+            steering = s;
+            say(
+              `${w.name} checkpointed; the issuer amended its files budget ${fmt(s.budgetBeforeUj)} → ${fmt(s.amendedUj)} (${fmt(s.remainingUj)} were left), revoked the steered grant, and ${w.name} continues under ${grantId(s.continuation.grant).slice(0, 16)}…`,
+            );
+          },
+          (err: unknown) => void problems.push(`steering failed: ${(err as Error).message}`),
+        );
+      }
+    }
+    const ends = await Promise.allSettled(workers.map((w) => w.done(RUN_DEADLINE_MS)));
+    clearInterval(ticker);
+    progress();
+    for (const [i, e] of ends.entries()) if (e.status === 'rejected') problems.push(`${workers[i]!.name}: ${(e.reason as Error).message}`);
+    await revokeTask;
+    await steerTask;
+
+    // 5. The team's irreversible action.
+    let approval: Approval | undefined;
+    let teamRefusal: TeamRefusal | undefined;
+    let teamDecisions: TeamDecision[] = [];
+    let teamPolicies: readonly TeamPolicy[] = [];
+    let teamGrantLine: RunFacts['teamGrant'];
+    let teamInfo: RunFacts['team'];
+    const target = 'w1-findings';
+    if (team !== undefined) {
+      teamInfo = { group: team.group, members: team.members, min: team.min, max: team.max, dkgMs: team.dkgMs };
+      const tg = teamGrant(roots, team.group);
+      teamGrantLine = tg;
+      say(`the issuer grants the team (subject = the group key) ${TEAM_ACTION} on memory; target: the entity ${JSON.stringify(target)} on ${nodes[0]!.name}`);
+      approval = await approveAsTeam(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [target] });
+      say(`one member alone signs: ${approval.solo.verdict}${approval.solo.denyReason ? ` (${approval.solo.denyReason})` : ''}`);
+      say(`two members sign together: ${approval.group.verdict}${approval.group.denyReason ? ` (${approval.group.denyReason})` : ''}${approval.group.result ? ` — ${approval.group.result}` : ''}`);
+      teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
+      say(
+        `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
+      );
+      teamDecisions = team.decisions();
+      teamPolicies = team.policies;
+    }
+
+    // 6. Stop everything, then read the evidence.
+    const metrics = await Promise.all(nodes.map((n) => metricsText(n)));
+    await Promise.all(workers.map((w) => w.stop()));
+    if (team) await team.close();
+    team = undefined;
+    await nc?.close();
+    nc = undefined;
+    say(natsUrl !== undefined ? 'stopping the nodes (each settles its channel once more and closes its log)' : 'stopping the nodes (each closes its log)');
+    await Promise.all(nodes.map((n) => stopNode(n)));
+    let channel: RunFacts['channel'];
+    if (bus !== undefined) {
+      const a = await auditChannel(bus, grantId(roots.memory.grant), roots.memory.grant.budget_uj);
+      channel = { audit: a, boundUj: overdraftBound(nodes.map(() => BUDGETS.channelWindowUj)), windowUj: BUDGETS.channelWindowUj };
+      await bus.close();
+      bus = undefined;
+    }
+    if (b.mode === 'external') {
+      try {
+        const removed = await removeDemoStreams(b.url, root);
+        streamsRemoved = true;
+        say(`removed the demo's streams from ${b.url}: ${removed.join(', ') || 'none were left'}`);
+      } catch (e) {
+        problems.push(`could not remove the demo's streams (${demoStreams(root).join(', ')}) from ${b.url}: ${(e as Error).message}`);
+      }
+    }
+    evidenceMade = true;
+    const evidence: NodeEvidence[] = [];
+    for (const n of nodes) evidence.push(await readEvidence(n.name, n.did, n.dataDir));
+    return buildReport({
+      startedAt: new Date(t0).toISOString(),
+      runS: (Date.now() - t0) / 1000,
+      dir,
+      broker: b,
+      tools: { files: tools[0].map((t) => t.name), memory: tools[1].map((t) => t.name) },
+      roots,
+      nodes,
+      evidence,
+      workers,
+      chains,
+      revocation,
+      steering,
+      approval,
+      teamRefusal,
+      teamDecisions,
+      teamPolicies,
+      team: teamInfo,
+      teamGrant: teamGrantLine,
+      teamAction: TEAM_ACTION,
+      target,
+      channel,
+      probe,
+      metrics,
+      problems,
+    });
+  } finally {
+    clearInterval(ticker);
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await bus?.close().catch(() => undefined);
+    await nc?.close().catch(() => undefined);
+    // A temp folder from a run that failed before any node started holds nothing worth keeping.
+    if (made !== undefined && o.dir === undefined && !evidenceMade && nodes.length === 0) rmSync(made, { recursive: true, force: true });
+  }
+}
+
+const fmt = (v: bigint): string => `${v.toLocaleString('en-US')} µJ`;
+const fmtN = (v: bigint): string => v.toLocaleString('en-US');
+
+/** Waits until `points` points have a statement on the channel `grant` (each settled once), plus two settle intervals. */
+async function waitSettled(bus: JetStreamBus, grant: ContentId, points: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const stored = await bus.readLatest(grant).catch(() => []);
+    if (stored.length >= points) break;
+    if (Date.now() > deadline) throw new Error(`only ${stored.length} of ${points} nodes settled the budget channel within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+}

@@ -1,0 +1,41 @@
+/**
+ * The real MCP servers the demo's nodes front, asked directly for their tool lists before the run:
+ * the demo prints them and checks that every action its grants name is a tool the server has, so a
+ * server release that renames a tool fails here with a clear message rather than mid-run.
+ */
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const bin = (name: string): string => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
+
+/** A tool as the server lists it. */
+export interface ToolInfo {
+  readonly name: string;
+  /** The server's own annotation: the tool may destroy data. */
+  readonly destructive: boolean;
+}
+
+/** Starts `command` over stdio, lists its tools, stops it. @throws Error when the server does not start within `timeoutMs`. */
+export async function listTools(command: string, args: readonly string[], env: Record<string, string>, timeoutMs = 20_000): Promise<ToolInfo[]> {
+  const transport = new StdioClientTransport({ command: bin(command), args: [...args], env: { ...process.env, ...env } as Record<string, string>, stderr: 'pipe' });
+  const client = new Client({ name: 'jcp-demo', version: '0.1.0' });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${command} did not list its tools within ${timeoutMs} ms`)), timeoutMs);
+    });
+    await Promise.race([client.connect(transport), timeout]);
+    const { tools } = await Promise.race([client.listTools(), timeout]);
+    return tools.map((t) => ({ name: t.name, destructive: t.annotations?.destructiveHint === true }));
+  } finally {
+    clearTimeout(timer);
+    await client.close().catch(() => undefined);
+  }
+}
+
+/** The actions a server lacks, of those a grant names. */
+export function missingTools(tools: readonly ToolInfo[], actions: readonly string[]): string[] {
+  const have = new Set(tools.map((t) => t.name));
+  return actions.filter((a) => !have.has(a));
+}

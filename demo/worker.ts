@@ -1,0 +1,295 @@
+/**
+ * One agent worker of the demo, as its own process (`node --import <tsx> demo/worker.ts`,
+ * spawned with an IPC channel by demo/workers.ts).
+ *
+ * It draws its own Ed25519 key (the private key never leaves this process), says `hello` with its
+ * did:key, receives (`go`) where the nodes are and two depth-0 grant chains (files: root → its node's shard → its grant; memory:
+ * the channel root → its grant), and then works in rounds — one files call and one memory call per
+ * round, through its own node with `JcpClient` — until every lane is refused: `budget-exceeded`
+ * ends a lane; `revoked` makes it try once at another node and then ends the lane. Every decided
+ * call is reported to the orchestrator.
+ *
+ * The try elsewhere waits for the orchestrator's `revoked-everywhere` (sent once every node has
+ * acknowledged the revocation, at most {@link REVOKED_EVERYWHERE_WAIT_MS}), and is sent strictly
+ * after its `at_ms`. A node applies a revocation before it acknowledges it (the acknowledgement
+ * waits for the record to be durable), so the home node can refuse this worker before the
+ * orchestrator has heard back from every node: without the wait, every call of a fast worker
+ * could fall before the acknowledgement, and the report's "calls sent after the revocation were
+ * all refused" would have no call to check.
+ *
+ * On `checkpoint` it stops at the next round boundary, commits to its state and signs a checkpoint
+ * of its files grant (§4.7), sends it with its last files receipt, and waits for the issuer's
+ * amendment and continuation grant; it checks the pair (core `verifyContinuation`) and continues
+ * under the continuation.
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Actor, actorFromSeed } from '../core/actor.ts';
+import { decode, encode } from '../core/cbor.ts';
+import { fromHex, toHex } from '../core/bytes.ts';
+import {
+  makeCheckpoint,
+  readSignedAmendment,
+  type SignedCheckpoint,
+  signedCheckpointToCbor,
+  verifyContinuation,
+} from '../core/checkpoint.ts';
+import { DenyReasons } from '../core/deny.ts';
+import { grantId, readSignedGrant, type SignedGrant } from '../core/grant.ts';
+import { contentId } from '../core/hash.ts';
+import { openReceipt, receiptId } from '../core/receipt.ts';
+import { JcpClient, resultJson } from '../client/client.ts';
+import { type CallEvent, chainFromHex, type FromWorker, type Lane, type ToWorker } from './messages.ts';
+
+type Go = Extract<ToWorker, { type: 'go' }>;
+type Continue = Extract<ToWorker, { type: 'continue' }>;
+
+interface LaneState {
+  readonly lane: Lane;
+  chain: SignedGrant[];
+  /** Calls made on this lane (drives the payloads). */
+  n: number;
+  /** µJ allowed on this lane, all grants together. */
+  spentUj: bigint;
+  /** How the lane ended; undefined while it runs. */
+  ended: 'budget-exceeded' | 'revoked' | 'stopped' | undefined;
+  lastReceipt: Uint8Array | undefined;
+  lastNode: string;
+}
+
+function send(m: FromWorker): void {
+  process.send?.(m);
+}
+
+/** Sends `m` and resolves once it has left this process (the last message before disconnecting). */
+function sendLast(m: FromWorker): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (!process.send) resolve();
+    else process.send(m, undefined, {}, () => resolve());
+  });
+}
+
+let finishing = false;
+
+const inbox: ToWorker[] = [];
+let wake: (() => void) | undefined;
+process.on('message', (m: ToWorker) => {
+  inbox.push(m);
+  wake?.();
+});
+// The orchestrator is gone: nothing to report to.
+process.on('disconnect', () => {
+  if (!finishing) process.exit(0);
+});
+
+/** The next message of `type`, waiting up to `timeoutMs`. */
+async function next<T extends ToWorker['type']>(type: T, timeoutMs: number): Promise<Extract<ToWorker, { type: T }>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const i = inbox.findIndex((m) => m.type === type || m.type === 'stop');
+    if (i >= 0) {
+      const m = inbox.splice(i, 1)[0]!;
+      if (m.type === 'stop' && type !== 'stop') throw new Error('stopped');
+      return m as Extract<ToWorker, { type: T }>;
+    }
+    if (Date.now() > deadline) throw new Error(`no '${type}' from the orchestrator within ${timeoutMs} ms`);
+    await new Promise<void>((r) => {
+      wake = r;
+      setTimeout(r, 200);
+    });
+  }
+}
+
+/** How long a worker refused `revoked` waits for `revoked-everywhere` before trying elsewhere anyway (ms). */
+const REVOKED_EVERYWHERE_WAIT_MS = 60_000;
+
+/**
+ * The orchestrator's `revoked-everywhere`, waited for once (later calls reuse it); resolves once
+ * this process's clock is past its `at_ms`. Undefined when it did not come in time (the try
+ * elsewhere goes ahead, and the report says whether it was refused).
+ */
+let revokedEverywhere: Promise<number | undefined> | undefined;
+function awaitRevokedEverywhere(): Promise<number | undefined> {
+  revokedEverywhere ??= next('revoked-everywhere', REVOKED_EVERYWHERE_WAIT_MS).then(
+    async (m) => {
+      while (Date.now() <= m.at_ms) await sleep(1);
+      return m.at_ms;
+    },
+    (e: unknown) => {
+      // `next` took the orchestrator's stop while waiting: put it back for the main loop.
+      if ((e as Error).message === 'stopped') inbox.push({ type: 'stop' });
+      return undefined;
+    },
+  );
+  return revokedEverywhere;
+}
+
+function take(type: ToWorker['type']): boolean {
+  const i = inbox.findIndex((m) => m.type === type);
+  if (i < 0) return false;
+  inbox.splice(i, 1);
+  return true;
+}
+
+/** The tool and its arguments for call `n` of a lane. Arguments vary per call: two equal requests in one second are one request (§11). */
+function callOf(job: Go, lane: Lane, n: number): { action: string; args: Record<string, unknown> } {
+  const me = job.name;
+  const files = job.paths;
+  if (lane === 'files') {
+    switch (n % 4) {
+      case 0:
+        return { action: 'read_text_file', args: { path: files[(n / 4) % files.length]!, head: 20 + n } };
+      case 1:
+        return { action: 'search_files', args: { path: job.sampleDir, pattern: '**/*.txt', excludePatterns: [`skip-${me}-${n}`] } };
+      case 2:
+        return { action: 'directory_tree', args: { path: job.sampleDir, excludePatterns: [`skip-${me}-${n}`] } };
+      default:
+        return { action: 'get_file_info', args: { path: files[((n - 3) / 4) % files.length]! } };
+    }
+  }
+  const findings = `${me}-findings`;
+  if (n === 0) return { action: 'create_entities', args: { entities: [{ name: findings, entityType: 'report', observations: [`${me} started`] }] } };
+  switch (n % 4) {
+    case 1:
+      return { action: 'create_entities', args: { entities: [{ name: `${me}-note-${n}`, entityType: 'note', observations: [`read pass ${n}`] }] } };
+    case 2:
+      return { action: 'add_observations', args: { observations: [{ entityName: findings, contents: [`observation ${n} by ${me}`] }] } };
+    case 3:
+      return { action: 'search_nodes', args: { query: `${me}-note-${n - 2}` } };
+    default:
+      return { action: 'open_nodes', args: { names: [findings, `${me}-note-${n - 3}`] } };
+  }
+}
+
+/** The start of a tool result's text (whitespace collapsed), for the progress log. */
+function noteOf(result: Uint8Array | undefined): string | undefined {
+  const v = resultJson(result) as { content?: { text?: string }[]; jcp_error?: { code?: string } } | string | undefined;
+  if (v === undefined) return undefined;
+  if (typeof v === 'string') return v.slice(0, 80);
+  if (v.jcp_error?.code) return `endpoint error: ${v.jcp_error.code}`;
+  const text = v.content?.[0]?.text;
+  return typeof text === 'string' ? text.replace(/\s+/g, ' ').trim().slice(0, 100) : undefined;
+}
+
+async function main(): Promise<void> {
+  const me: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
+  send({ type: 'hello', did: me.did });
+  const job = await next('go', 120_000);
+  const clients = new Map<number, JcpClient>();
+  const client = async (i: number): Promise<JcpClient> => {
+    let c = clients.get(i);
+    if (c === undefined) {
+      const n = job.nodes[i]!;
+      c = await JcpClient.connect({ host: n.host, port: n.port, signer: me });
+      clients.set(i, c);
+    }
+    return c;
+  };
+  const lanes: LaneState[] = [
+    { lane: 'files', chain: chainFromHex(job.files), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
+    { lane: 'memory', chain: chainFromHex(job.memory), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
+  ];
+
+  // Two requests equal in every field within one second are one request (§11 idempotent
+  // replay); the payloads vary per call, and this guard makes sure an exact repeat waits it out.
+  const lastSent = new Map<string, number>();
+  /** Makes one call on `lane` at node `at`; returns the deny reason, or undefined on allow. */
+  const callAt = async (l: LaneState, at: number, action: string, args: Record<string, unknown>): Promise<string | undefined> => {
+    const key = `${at} ${action} ${JSON.stringify(args)}`;
+    const wait = (lastSent.get(key) ?? 0) + 1_100 - Date.now();
+    if (wait > 0) await sleep(wait);
+    const sent = Date.now();
+    lastSent.set(key, sent);
+    const r = await (await client(at)).call({ chain: l.chain, action, payload: args });
+    const node = job.nodes[at]!;
+    const opened = openReceipt(r.receipt, node.did);
+    if (!opened.ok) throw new Error(`the receipt from ${node.name} does not verify: ${opened.error.why}`);
+    const core = opened.value;
+    if (core.verdict === 'allow') l.spentUj += core.cost_uj;
+    if (l.lane === 'files') {
+      l.lastReceipt = r.receipt;
+      l.lastNode = node.name;
+    }
+    const note = noteOf(r.result);
+    const ev: CallEvent = {
+      type: 'call',
+      lane: l.lane,
+      node: node.name,
+      action,
+      verdict: r.decision.verdict,
+      ...(r.decision.deny_reason !== undefined ? { reason: r.decision.deny_reason } : {}),
+      grant_id: core.grant_id,
+      request_id: r.requestId,
+      cost_uj: core.cost_uj.toString(),
+      remaining_uj: core.budget_remaining_uj.toString(),
+      budget_uj: core.budget_uj.toString(),
+      sent_ms: sent,
+      done_ms: Date.now(),
+      ...(note !== undefined ? { note } : {}),
+    };
+    send(ev);
+    return r.decision.verdict === 'allow' ? undefined : (r.decision.deny_reason ?? 'deny');
+  };
+
+  const checkpoint = async (): Promise<void> => {
+    const files = lanes[0]!;
+    const steered = files.chain[files.chain.length - 1]!;
+    const state = contentId({
+      worker: job.name,
+      files_calls: files.n,
+      memory_calls: lanes[1]!.n,
+      files_spent_uj: files.spentUj,
+      memory_spent_uj: lanes[1]!.spentUj,
+      last_receipt: files.lastReceipt ? receiptId(files.lastReceipt) : '',
+    });
+    const cp = makeCheckpoint(steered, state, me, new Uint8Array(randomBytes(16)));
+    if (!cp.ok) throw new Error(`checkpoint refused: ${cp.error.why}`);
+    const sc: SignedCheckpoint = cp.value;
+    send({ type: 'checkpoint', checkpoint: toHex(encode(signedCheckpointToCbor(sc))), receipt: toHex(files.lastReceipt ?? new Uint8Array()), node: files.lastNode });
+    const c: Continue = await next('continue', 30_000);
+    const amendment = readSignedAmendment(decode(fromHex(c.amendment)));
+    const continuation = readSignedGrant(decode(fromHex(c.continuation)));
+    const ok = verifyContinuation(steered, sc, amendment, continuation);
+    if (!ok.ok) throw new Error(`the continuation does not verify (${ok.error.code}): ${ok.error.why}`);
+    files.chain = [...files.chain.slice(0, -1), continuation];
+    send({ type: 'resumed', grant_id: grantId(continuation.grant), budget_uj: continuation.grant.budget_uj.toString() });
+  };
+
+  let stopped = false;
+  while (lanes.some((l) => l.ended === undefined)) {
+    if (take('stop')) {
+      stopped = true;
+      break;
+    }
+    if (take('checkpoint') && lanes[0]!.ended === undefined) await checkpoint();
+    for (const l of lanes) {
+      if (l.ended !== undefined) continue;
+      const { action, args } = callOf(job, l.lane, l.n);
+      l.n++;
+      const reason = await callAt(l, job.home, action, args);
+      if (reason === undefined) continue;
+      if (reason === DenyReasons.REVOKED) {
+        // The revocation went to every node: once all have acknowledged it, the same call elsewhere is refused too.
+        await awaitRevokedEverywhere();
+        await callAt(l, (job.home + 1) % job.nodes.length, action, args);
+        l.ended = 'revoked';
+      } else if (reason === DenyReasons.BUDGET_EXCEEDED) l.ended = 'budget-exceeded';
+      else l.ended = 'stopped';
+    }
+    await sleep(job.paceMs);
+  }
+  for (const c of clients.values()) await c.close();
+  const status = stopped ? 'stopped' : lanes.some((l) => l.ended === 'revoked') ? 'revoked' : lanes.every((l) => l.ended === 'budget-exceeded') ? 'budget-exceeded' : 'stopped';
+  finishing = true;
+  await sendLast({ type: 'done', status });
+}
+
+main().then(
+  () => process.disconnect?.(),
+  async (e: unknown) => {
+    finishing = true;
+    process.exitCode = 1;
+    await sendLast({ type: 'failed', message: (e as Error)?.message ?? String(e) });
+    process.disconnect?.();
+  },
+);
