@@ -141,10 +141,13 @@ describe('tls - NATS', () => {
       );
     }
     const [a] = servers.slice(-2) as [NatsServer, NatsServer];
-    const end = Date.now() + 20_000;
+    const end = Date.now() + 40_000;
     let routes = 0;
     while (Date.now() < end) {
-      const r = (await (await fetch(`http://127.0.0.1:${a.httpPort}/routez`)).json()) as { num_routes: number };
+      // The monitor port may not listen yet (the servers were started without waiting).
+      const r = await fetch(`http://127.0.0.1:${a.httpPort}/routez`, { signal: AbortSignal.timeout(2_000) })
+        .then((x) => x.json() as Promise<{ num_routes: number }>)
+        .catch(() => ({ num_routes: 0 }));
       routes = r.num_routes;
       if (routes > 0) break;
       await new Promise((r) => setTimeout(r, 100));
