@@ -21,6 +21,7 @@
  * Config: the `cluster` section of the node config (docs/cluster.md), read by
  * {@link readClusterConfig}:
  * `{"subject_root": "jcp", "replicas": 1, "settle_interval_ms": 250, "revocation_catch_up_ms": 5000,
+ *   "nats_monitor_url": "http://127.0.0.1:8222",
  *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
  */
 import type { Actor } from '../core/actor.ts';
@@ -57,6 +58,12 @@ export interface ClusterConfig {
   readonly revocationCatchUpMs: number;
   /** The channel grants this node serves as a point. */
   readonly channels: readonly ChannelSpec[];
+  /**
+   * `nats_monitor_url` (optional): the HTTP monitoring address of this node's nats-server
+   * (`http://127.0.0.1:8222`); when set, `/metrics` reads its `/gatewayz` at each scrape and
+   * reports `jcp_nats_gateway_connected{region,gateway,direction}`.
+   */
+  readonly natsMonitorUrl?: string;
 }
 
 function bad(where: string, what: string): never {
@@ -76,7 +83,7 @@ function intIn(v: unknown, where: string, min: number, max: number, dflt: number
 export function readClusterConfig(v: unknown): ClusterConfig {
   const o = (v ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
-  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels'];
+  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'nats_monitor_url'];
   for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
   const root = o['subject_root'] ?? 'jcp';
   if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
@@ -113,7 +120,35 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     settleIntervalMs: intIn(o['settle_interval_ms'], 'cluster.settle_interval_ms', 10, 600_000, 250),
     revocationCatchUpMs: intIn(o['revocation_catch_up_ms'], 'cluster.revocation_catch_up_ms', 0, 600_000, 5_000),
     channels,
+    ...(o['nats_monitor_url'] !== undefined ? { natsMonitorUrl: monitorUrl(o['nats_monitor_url']) } : {}),
   };
+}
+
+function monitorUrl(v: unknown): string {
+  if (typeof v !== 'string' || !/^https?:\/\/[^\s/]+\/?$/.test(v)) bad('cluster.nats_monitor_url', 'expected http://host:port of the nats-server monitoring port');
+  return v.replace(/\/$/, '');
+}
+
+/** One gateway as a nats-server's `/gatewayz` lists it: name, direction, connected. */
+export interface GatewayState {
+  readonly gateway: string;
+  readonly direction: 'outbound' | 'inbound';
+  readonly connected: boolean;
+}
+
+/**
+ * Reads `<monitor>/gatewayz` (nats-server monitoring): every outbound and inbound gateway and
+ * whether it has a connection. Empty when the server has no gateways.
+ * @throws Error when the monitor does not answer within `timeoutMs` (milliseconds).
+ */
+export async function readGateways(monitor: string, timeoutMs = 1_000): Promise<GatewayState[]> {
+  const r = await fetch(`${monitor}/gatewayz`, { signal: AbortSignal.timeout(timeoutMs) });
+  if (!r.ok) throw new Error(`${monitor}/gatewayz answered ${r.status}`);
+  const g = (await r.json()) as { outbound_gateways?: Record<string, { connection?: unknown }>; inbound_gateways?: Record<string, unknown[]> };
+  const out: GatewayState[] = [];
+  for (const [name, v] of Object.entries(g.outbound_gateways ?? {})) out.push({ gateway: name, direction: 'outbound', connected: v?.connection != null });
+  for (const [name, v] of Object.entries(g.inbound_gateways ?? {})) out.push({ gateway: name, direction: 'inbound', connected: Array.isArray(v) && v.length > 0 });
+  return out;
 }
 
 type AllowDecision = Extract<Decision, { verdict: 'allow' }>;
@@ -297,6 +332,36 @@ export class ClusterHooks {
         this.set({ region }, hooks.bus.connected ? 1 : 0);
       },
     });
+    const monitor = this.config.natsMonitorUrl;
+    if (monitor !== undefined) {
+      const known = new Set<string>();
+      new Gauge({
+        name: 'jcp_nats_gateway_connected',
+        help: "Whether this node's nats-server has a connection for each gateway (1) or not (0), by region, gateway and direction (from /gatewayz)",
+        labelNames: ['region', 'gateway', 'direction'] as const,
+        registers: [registry],
+        async collect() {
+          let seen: GatewayState[];
+          try {
+            seen = await readGateways(monitor);
+          } catch {
+            seen = [];
+          }
+          const now = new Set<string>();
+          for (const g of seen) {
+            now.add(`${g.gateway}\u0000${g.direction}`);
+            this.set({ region, gateway: g.gateway, direction: g.direction }, g.connected ? 1 : 0);
+          }
+          // A gateway seen before and gone now (or the monitor unreachable) reads 0, not a stale 1.
+          for (const k of known) {
+            if (now.has(k)) continue;
+            const [gateway, direction] = k.split('\u0000') as [string, string];
+            this.set({ region, gateway, direction }, 0);
+          }
+          for (const k of now) known.add(k);
+        },
+      });
+    }
     new Counter({
       name: 'jcp_nats_disconnects_total',
       help: 'NATS disconnects seen by this node, by region',

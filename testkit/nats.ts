@@ -65,6 +65,8 @@ export interface NatsServerOpts {
    * route connections (`route`, inside `cluster { }`).
    */
   readonly tls?: { readonly client?: string; readonly route?: string };
+  /** More nats-server config text appended as given (e.g. a `gateway { … }` section). */
+  readonly extraConfig?: string;
 }
 
 /** One `nats-server` child process with JetStream enabled, on 127.0.0.1 only. */
@@ -76,6 +78,8 @@ export class NatsServer {
   readonly cluster: NatsServerOpts['cluster'];
   /** The TLS blocks written into the config, if any. */
   tls: NatsServerOpts['tls'];
+  /** Config text appended as given. */
+  extraConfig: string | undefined;
   readonly #ownsDir: boolean;
   readonly #detached: boolean;
   readonly #bin: string;
@@ -131,6 +135,7 @@ export class NatsServer {
     const name = opts.name ?? `jcp-${port}`;
     const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin);
     s.tls = opts.tls;
+    s.extraConfig = opts.extraConfig;
     s.#writeConfig();
     s.#spawn();
     if (wait) await s.ready(timeoutMs);
@@ -160,6 +165,7 @@ export class NatsServer {
         '}',
       );
     }
+    if (this.extraConfig !== undefined) lines.push(this.extraConfig);
     writeFileSync(join(this.dir, 'nats.conf'), `${lines.join('\n')}\n`);
   }
 
