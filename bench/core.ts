@@ -13,21 +13,14 @@
  * - content id of a grant (a fresh grant object, so nothing is memoized) vs one bare det-CBOR
  *   encoding with cborg plus one BLAKE3 (hash-wasm) of those bytes and its hex: goal ratio ≤ 2.
  *   An extra figure without a goal shows the id against the BLAKE3 + hex of ready bytes alone.
+ * - decoding a one-link wire request body (§11; no goal, to watch the det-CBOR fast path): the
+ *   strict canonical decode, and the whole message decode (strict decode, schema, the grant read),
+ *   each vs a plain cborg decode of the same bytes (no canonical checks).
  */
 import { verify as nodeVerify, sign as nodeSign } from 'node:crypto';
-import { encode as cborgEncode, rfc8949EncodeOptions } from 'cborg';
+import { decode as cborgDecode, encode as cborgEncode, rfc8949EncodeOptions } from 'cborg';
 import { createBLAKE3 } from 'hash-wasm';
-import { type Actor, newActor, seededRng } from '../core/actor.ts';
-import { encode } from '../core/cbor.ts';
-import { verifyChain } from '../core/chain.ts';
-import { jcrProtectedHeader, sigStructure } from '../core/cose.ts';
-import { type DecisionRequest, type DecisionState, decide } from '../core/decision.ts';
-import type { Frame } from '../core/frame.ts';
-import { attenuate, type Grant, grantId, grantToCbor, type SignedGrant, signGrant } from '../core/grant.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import { Ledger } from '../core/ledger.ts';
-import { receiptCoreFor, receiptCoreToCbor, sealReceipt } from '../core/receipt.ts';
-import { TrustRoots } from '../core/trust.ts';
+import { type Actor, attenuate, contentId, type ContentId, decide, type DecisionRequest, type DecisionState, decode, decodeWireMessage, encode, encodeWireRequest, type Frame, type Grant, grantId, grantToCbor, jcrProtectedHeader, Ledger, newActor, payloadHash, receiptCoreFor, receiptCoreToCbor, sealReceipt, seededRng, type SignedGrant, signGrant, signWireRequestSync, sigStructure, TrustRoots, verifyChain } from '../core/index.ts';
 import { type Figure, median, opsPerSecond, paired, type SuiteOptions, sig } from './figures.ts';
 
 const NOW_S = 1_800_000_000;
@@ -43,6 +36,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   figures.push(sealFigure(rng));
   figures.push(chainFigure(rng));
   figures.push(...(await contentIdFigures(rng)));
+  figures.push(...decodeFigures(rng));
   return figures;
 }
 
@@ -271,6 +265,32 @@ async function contentIdFigures(rng: (n: number) => Uint8Array): Promise<Figure[
       unit: 'µs',
       floor: sig(vsHash.floorUs),
       ratio: sig(vsHash.ratio, 3),
+    },
+  ];
+}
+
+function decodeFigures(rng: (n: number) => Uint8Array): Figure[] {
+  const { agent, sg, req } = oneLink(rng);
+  const body = encodeWireRequest(
+    signWireRequestSync({ frame: { ...req.frame, payload_hash: payloadHash() }, chain: [sg], caller: agent.did, cost: req.cost, now: NOW_S }, agent),
+  );
+  const bare = () => cborgDecode(body);
+  const strict = paired(() => decode(body), bare, { budgetMs: 1_500, batch: 16, warmupPairs: 100 });
+  const message = paired(() => decodeWireMessage(body), bare, { budgetMs: 1_500, batch: 16, warmupPairs: 100 });
+  return [
+    {
+      name: 'strict det-CBOR decode of a wire request vs plain cborg decode (×)',
+      value: sig(strict.valueUs),
+      unit: 'µs',
+      floor: sig(strict.floorUs),
+      ratio: sig(strict.ratio, 3),
+    },
+    {
+      name: 'decodeWireMessage of a wire request vs plain cborg decode (×)',
+      value: sig(message.valueUs),
+      unit: 'µs',
+      floor: sig(message.floorUs),
+      ratio: sig(message.ratio, 3),
     },
   ];
 }

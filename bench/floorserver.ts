@@ -20,7 +20,7 @@
 import { generateKeyPairSync, randomBytes, sign, verify } from 'node:crypto';
 import { createServer } from 'node:net';
 import { ClassicLevel } from 'classic-level';
-import { FrameReader, frameMessage } from '../core/wire.ts';
+import { frameMessage, FrameReader } from '../core/index.ts';
 
 /** What a floor server does per request. */
 export type FloorMode = 'durable' | 'echo';

@@ -18,6 +18,8 @@
  * signer, verify every share, aggregate, Ed25519 verify. Goals: DKG 3-of-5 ≤ 250 ms p50;
  * signing overhead ≤ 3 ms p50, read as the median of per-session differences (session − the
  * floor run right after it), in-process. Sessions and floors alternate so noise hits both alike.
+ * Last, bench/frost-bridge.ts: an approved 2-of-3 call through the bridge, p50/p99, against a
+ * single-key call through the same bridge.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -26,21 +28,11 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { type Rng, seededRng } from '../core/actor.ts';
-import { utf8 } from '../core/bytes.ts';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
-import { evidenceStream, natsBus, natsRegistry, registryBucket } from '../frost/bus.ts';
-import { CommitmentPrefetch, signWithGroup } from '../frost/coordinator.ts';
-import { type Deal, deal } from '../frost/dealer.ts';
-import { dkgRound1, dkgRound2, dkgRound3 } from '../frost/dkg.ts';
-import { type GroupPublic, groupDid, type ShareSecret, warmUp } from '../frost/group.ts';
-import { runDkg } from '../frost/initiator.ts';
-import { Participant } from '../frost/participant.ts';
-import { shareRecord, writeShareFile } from '../frost/sharefile.ts';
-import { aggregate, commit, signShare } from '../frost/sign.ts';
-import { ParticipantCluster } from '../testkit/frost-procs.ts';
+import { parseDid, type Rng, seededRng, utf8, verify } from '../core/index.ts';
+import { aggregate, commit, CommitmentPrefetch, deal, type Deal, dkgRound1, dkgRound2, dkgRound3, evidenceStream, groupDid, type GroupPublic, natsBus, natsRegistry, Participant, registryBucket, runDkg, shareRecord, type ShareSecret, signShare, signWithGroup, warmUp, writeShareFile } from '../frost/index.ts';
+import { ParticipantCluster } from '../testkit/index.ts';
 import { type Figure, median, percentile, type SuiteOptions, sig } from './figures.ts';
+import { bridgeFigures } from './frost-bridge.ts';
 
 const NATS_URL = process.env['JCP_NATS_URL'] ?? 'nats://127.0.0.1:4222';
 const DKG_RUNS = 5;
@@ -290,6 +282,8 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     await dkgFigures(nc, procsAt, rng, figures, async (session, n) => {
       await Promise.all(procs.slice(0, n).map((p) => p.waitFor((e) => e.event === 'dkg-complete' && e['session'] === session, 'dkg-complete')));
     });
+    // An approved 2-of-3 call through the bridge against a single-key call (bench/frost-bridge.ts).
+    figures.push(...(await bridgeFigures(nc, rng)));
   } finally {
     for (const p of inproc) await p.stop();
     await cluster?.dispose();

@@ -24,13 +24,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { writeChainFile } from '../cli/chainfile.ts';
-import { newActor, seededRng } from '../core/actor.ts';
-import { signGrant } from '../core/grant.ts';
-import { FrameReader, frameMessage } from '../core/wire.ts';
-import { saltText } from '../bridge/journal.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import { JcpClient, resourceIdOf, writeKeyFile } from '../node/index.ts';
+import { writeChainFile } from '../client/index.ts';
+import { frameMessage, FrameReader, newActor, seededRng, type SignedGrant, signGrant } from '../core/index.ts';
+import { saltText } from '../bridge/index.ts';
+import { resourceIdOf, writeKeyFile } from '../node/index.ts';
+import { JcpClient } from '../client/index.ts';
 import { type Figure, type SuiteOptions, median, percentile, sig } from './figures.ts';
 import { startFloorServer, startNode, stopNode } from './node.ts';
 

@@ -8,11 +8,7 @@
  * sends at a fixed `rate` (requests/s) regardless of replies (latency under a given load).
  */
 import { connect, type Socket } from 'node:net';
-import { actorFromSeed } from '../core/actor.ts';
-import { fromHex } from '../core/bytes.ts';
-import { decode } from '../core/cbor.ts';
-import { grantId, readSignedGrant } from '../core/grant.ts';
-import { encodeWireRequest, FrameReader, frameMessage, payloadHash, signWireRequestSync } from '../core/wire.ts';
+import { actorFromSeed, decode, encodeWireRequest, frameMessage, FrameReader, fromHex, grantId, payloadHash, readSignedGrant, signWireRequestSync } from '../core/index.ts';
 
 /** What the load process is asked to do. */
 export interface LoadSpec {

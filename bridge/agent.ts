@@ -17,16 +17,11 @@
  * strings: they can pass 2^53).
  */
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { toHex } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Cost } from '../core/energy.ts';
-import { type SignedGrant, grantId } from '../core/grant.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import { openReceipt, receiptId } from '../core/receipt.ts';
-import { DEFAULT_FRAME_CAP, FRAME_HEADER_BYTES, encodeWireRequest, requestIdOf } from '../core/wire.ts';
-import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/client.ts';
+import { contentId, type ContentId, type Cost, DEFAULT_FRAME_CAP, type Did, encodeWireRequest, FRAME_HEADER_BYTES, grantId, openReceipt, receiptId, requestIdOf, type SignedGrant, toHex, type WireRequest } from '../core/index.ts';
+import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
 import { type CallJournal, saltText } from './journal.ts';
+import { type ThresholdCaller, thresholdToolError } from './threshold.ts';
 
 /** Stable codes of the bridge's MCP errors (`error.data.code`). */
 export const BridgeErrorCodes = {
@@ -62,6 +57,13 @@ export interface AgentOptions {
   readonly frameCap?: number;
   /** The clock for `now`, unix seconds (default wall clock). */
   readonly clockS?: () => number;
+  /**
+   * The chains' subject is this FROST group (spec §2.2): `signer` (and `client`'s signer) is
+   * `{did: threshold.did, sign: threshold.sign}`, and a call whose signing session fails (holders
+   * refused, too few answered) is an MCP tool error result naming who refused and why
+   * (bridge/threshold.ts), never sent to the node.
+   */
+  readonly threshold?: Pick<ThresholdCaller, 'did' | 'explain'>;
 }
 
 /** What the budget resource reports per grant (µJ as decimal strings). */
@@ -103,6 +105,8 @@ export interface CallContext {
 export type ToolResult = Record<string, unknown> & { content?: unknown[]; isError?: boolean; _meta?: Record<string, unknown> };
 
 const enc = new TextEncoder();
+/** How long an undelivered call's signed request is kept for a re-send, ms (twice the default replay window). */
+const SIGNED_KEEP_MS = 600_000;
 const dec = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -127,6 +131,12 @@ export class BridgeAgent {
   #catalogue: BridgeTool[] | undefined;
   /** Calls in flight in this process, by call key: the session that sent each and its signal. */
   readonly #inflight = new Map<ContentId, { session: string | undefined; signal: AbortSignal | undefined }>();
+  /**
+   * Signed requests of open calls, by call key: a re-send sends the same bytes. An Ed25519 key
+   * signs the same fields the same way (RFC 8032), but a FROST signature is randomized (RFC 9591
+   * nonces), so a re-signed threshold request would be another request (§11 request id).
+   */
+  readonly #signed = new Map<ContentId, { req: WireRequest; atMs: number }>();
 
   constructor(o: AgentOptions) {
     this.#o = o;
@@ -237,8 +247,10 @@ export class BridgeAgent {
     const payload = enc.encode(argsText + saltText(stamp.salt));
     const cost: Cost = { uj: this.#o.toolCostsUj?.get(tool.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
     const client = this.#o.client;
-    let req: Awaited<ReturnType<JcpClient['request']>>;
-    try {
+    let req: WireRequest;
+    const kept = stamp.resent ? this.#signed.get(callKey)?.req : undefined;
+    if (kept !== undefined) req = kept;
+    else try {
       req = await client.request({
         chain,
         action: tool.action,
@@ -252,12 +264,17 @@ export class BridgeAgent {
       });
     } catch (e) {
       if (!stamp.resent) journal.end(callKey);
+      // A threshold call its holders did not sign: a tool error naming who refused; nothing was sent.
+      const why = await this.#o.threshold?.explain(e);
+      if (why !== undefined) return thresholdToolError(why);
       throw e;
     }
+    if (kept === undefined) this.#keep(callKey, req);
     const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
     const size = encodeWireRequest(req).length;
     if (size > cap) {
       if (!stamp.resent) journal.end(callKey);
+      this.#signed.delete(callKey);
       throw mcpError(
         ErrorCode.InvalidParams,
         BridgeErrorCodes.ARGUMENTS_TOO_LARGE,
@@ -271,13 +288,24 @@ export class BridgeAgent {
       if (e instanceof WireErrorReply) {
         // No decision, no receipt, no debit: the call is over (a re-send would get the same error).
         journal.end(callKey);
+        this.#signed.delete(callKey);
         throw mcpError(ErrorCode.InvalidParams, e.code, e.message.slice(e.code.length + 2));
       }
       throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.NODE_UNREACHABLE, `${(e as Error).message}; re-send the call to replay it`);
     }
     // Delivered unless the client went away; an undelivered call stays open for its re-send.
-    if (ctx.signal?.aborted !== true) journal.end(callKey);
+    if (ctx.signal?.aborted !== true) {
+      journal.end(callKey);
+      this.#signed.delete(callKey);
+    }
     return this.#toResult(r.decision, r.receipt, r.result, requestIdOf(req));
+  }
+
+  /** Keeps an open call's signed request for its re-sends (dropped after {@link SIGNED_KEEP_MS}). */
+  #keep(callKey: ContentId, req: WireRequest): void {
+    const now = Date.now();
+    for (const [k, v] of this.#signed) if (now - v.atMs > SIGNED_KEEP_MS) this.#signed.delete(k);
+    this.#signed.set(callKey, { req, atMs: now });
   }
 
   #toResult(

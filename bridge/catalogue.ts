@@ -17,8 +17,7 @@
  *     the node gave no name).
  *  4. A qualified name that is still taken gets `_2`, `_3`, … appended, in listing order.
  */
-import type { SignedGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
+import type { ContentId, SignedGrant } from '../core/index.ts';
 
 /** An MCP tool definition as an upstream lists it (`tools/list`); only `name` is read here. */
 export interface McpToolDef {

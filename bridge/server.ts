@@ -28,7 +28,7 @@ import {
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { McpNotification } from '../client/client.ts';
+import type { McpNotification } from '../client/index.ts';
 import { type BridgeAgent, mcpError } from './agent.ts';
 
 /** The URI of the budget resource. */

@@ -4,15 +4,10 @@
  * verify each, merge them, and — when the budget is known — build and check the overdraft proof.
  *
  * The budget comes from the caller, or from the signed channel grant the points store on the
- * stream (`ChannelBus.readGrant`), which is checked against the id before it is believed.
+ * stream (`StatementBus.readGrant`), which is checked against the id before it is believed.
  */
-import { decode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { grantId as grantIdOf, readSignedGrant, verifyGrantSignature } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { ChannelLedger, type OverdraftProof, verifyOverdraftProof } from '../core/statement.ts';
-import type { ChannelBus, StoredStatement } from './bus.ts';
+import { ChannelLedger, type ContentId, decode, type Did, grantId as grantIdOf, type OverdraftProof, readSignedGrant, type Uj, verifyGrantSignature, verifyOverdraftProof } from '../core/index.ts';
+import type { StatementBus, StoredStatement } from './bus.ts';
 import { admitStored, type ReadRefusal } from './settlement.ts';
 
 /** One point's line in the merged ledger. */
@@ -58,7 +53,7 @@ export function mergeStatements(grantId: ContentId, stored: readonly StoredState
  * Audits the channel on `grantId` over `bus` (leader reads). `budgetUj` overrides the budget
  * read from the stored grant.
  */
-export async function auditChannel(bus: ChannelBus, grantId: ContentId, budgetUj?: Uj): Promise<ChannelAudit> {
+export async function auditChannel(bus: StatementBus, grantId: ContentId, budgetUj?: Uj): Promise<ChannelAudit> {
   const stored = await bus.readLatest(grantId);
   const { ledger, refused } = mergeStatements(grantId, stored);
   let budget = budgetUj;

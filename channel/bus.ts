@@ -11,8 +11,7 @@
  *   the read began is visible (or a newer one from the same point). A follower read can miss the
  *   latest statement, and then the bound breaks.
  */
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
+import type { ContentId, Did } from '../core/index.ts';
 
 /** One stored statement as read back from the stream: the point-hash token and the raw bytes. */
 export interface StoredStatement {
@@ -37,8 +36,11 @@ export type BusEvent =
   | { readonly type: 'consumer-reset'; readonly detail: string }
   | { readonly type: 'publish-retry'; readonly detail: string };
 
-/** Statement and revocation transport (NATS JetStream in the cluster, memory in tests). */
-export interface ChannelBus {
+/**
+ * The statement stream's channel messages: signed statements and channel grants (spec §4.5
+ * profile). Implemented over JetStream by channel/jetstream.ts `JetStreamStatementBus`.
+ */
+export interface StatementBus {
   /**
    * Stores `bytes` (a signed statement) as the latest statement of `point` on `grantId`.
    * Resolves once stored (acked); `msgId` de-duplicates retries.
@@ -52,25 +54,36 @@ export interface ChannelBus {
   readLatest(grantId: ContentId): Promise<StoredStatement[]>;
   /**
    * Stores the channel grant itself (canonical CBOR of the signed grant) once, so an auditor who
-   * knows only the grant id can read its budget. `msgId` de-duplicates (use the grant id).
+   * knows only the grant id can read its budget. De-duplicated by the grant id.
    */
   publishGrant(grantId: ContentId, bytes: Uint8Array): Promise<void>;
   /** The stored signed grant of `grantId` (unverified bytes), or undefined. */
   readGrant(grantId: ContentId): Promise<Uint8Array | undefined>;
-  /**
-   * Stores a point's signed close record of a revoked grant (shards/close.ts), one kept per
-   * (grant, point). Resolves once stored.
-   */
+}
+
+/**
+ * Shard close records (spec §4.5; shards/close.ts), kept on the statement stream one per
+ * (grant, point). Implemented over JetStream by channel/jetstream.ts `JetStreamCloseRecordBus`.
+ */
+export interface CloseRecordBus {
+  /** Stores a point's signed close record of a revoked grant. Resolves once stored (acked, de-duplicated by content id). */
   publishClose(grantId: ContentId, point: Did, bytes: Uint8Array): Promise<void>;
   /** Every point's stored close record of `grantId` (unverified bytes), read from the stream leader. */
   readCloses(grantId: ContentId): Promise<Uint8Array[]>;
+}
+
+/**
+ * The revocation stream: signed revocations (spec §4.4) and steering amendments, every message
+ * kept. Implemented over JetStream by channel/jetstream.ts `JetStreamRevocationBus`.
+ */
+export interface RevocationBus {
   /**
-   * Appends a signed revocation (canonical CBOR bytes) to the revocation stream; `msgId`
+   * Appends a signed revocation or amendment (canonical CBOR bytes) under `grantId`; `msgId`
    * de-duplicates retries. Resolves once stored.
    */
   publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void>;
   /**
-   * Delivers every stored revocation from the start of the stream, then new ones as they arrive,
+   * Delivers every stored message from the start of the stream, then new ones as they arrive,
    * each exactly once per follow (a reconnect resumes where delivery stopped), with its stream
    * sequence (from 1, increasing).
    */
@@ -82,6 +95,13 @@ export interface ChannelBus {
    * @throws Error when the leader does not answer within `timeoutMs`.
    */
   revocationStreamLastSeq?(timeoutMs: number): Promise<number>;
+}
+
+/**
+ * Everything a node moves over NATS for its channels, as one object (the three typed buses
+ * above, plus events and release). NATS JetStream in the cluster, memory in tests.
+ */
+export interface ChannelBus extends StatementBus, CloseRecordBus, RevocationBus {
   /** Registers a listener for bus events (slow consumers, reconnects, consumer resets, retries). */
   onEvent(listener: (e: BusEvent) => void): void;
   /** Releases the bus's resources (subscriptions; the connection if the bus owns it). */

@@ -9,15 +9,8 @@
  * naming the link; {@link Channels.committed} marks the cost durable once the receipt is on disk,
  * which is what the next statement claims.
  */
-import type { Actor } from '../core/actor.ts';
-import type { Decision, DecisionRequest } from '../core/decision.ts';
-import { type Deny, DenyReasons } from '../core/deny.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { encode } from '../core/cbor.ts';
-import { type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { ChannelBus } from './bus.ts';
+import { type Actor, type ContentId, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, type SignedGrant, signedGrantToCbor, type Uj } from '../core/index.ts';
+import type { StatementBus } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ChannelPoint, type SettleOutcome } from './settlement.ts';
 
@@ -47,7 +40,7 @@ export interface ChannelSpec {
 export interface ChannelsOpts {
   /** This node's steward actor (signs its statements); when absent, call {@link Channels.attach} later. */
   readonly self?: Actor;
-  readonly bus: ChannelBus;
+  readonly bus: StatementBus;
   readonly specs: readonly ChannelSpec[];
   /** This node's replayed spend on a grant at start (µJ), e.g. `ledger.spent(id)`. Default 0. */
   readonly spentOf?: (grantId: ContentId) => Uj;
@@ -81,7 +74,7 @@ export class Channels {
   readonly #opts: ChannelsOpts;
   readonly #intervalMs: number;
   readonly #log: Logger;
-  readonly #bus: ChannelBus;
+  readonly #bus: StatementBus;
   /** Channel grants already stored on the stream (or being stored) by this node. */
   readonly #announced = new Set<ContentId>();
   #timer: NodeJS.Timeout | undefined;
@@ -190,7 +183,7 @@ export class Channels {
     return undefined;
   }
 
-  /** Stores the channel grant on the stream once, for auditors (see `ChannelBus.publishGrant`). */
+  /** Stores the channel grant on the stream once, for auditors (see `StatementBus.publishGrant`). */
   #announce(id: ContentId, link: SignedGrant): void {
     this.#announced.add(id);
     this.#bus.publishGrant(id, encode(signedGrantToCbor(link))).catch((e: unknown) => {

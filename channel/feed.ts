@@ -13,14 +13,8 @@
  *
  * Malformed messages and refused revocations and amendments are counted and logged, never applied.
  */
-import { decode } from '../core/cbor.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { Result } from '../core/result.ts';
-import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import { readSignedRevocation, type SignedRevocation } from '../core/revocation.ts';
-import { decodeWireMessage } from '../core/wire.ts';
-import type { ChannelBus, RevocationFollow } from './bus.ts';
+import { type ContentId, decode, decodeWireMessage, readSignedRevocation, type Result, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation } from '../core/index.ts';
+import type { RevocationBus, RevocationFollow } from './bus.ts';
 import { type FreshnessView, RevocationFreshness } from './freshness.ts';
 import { type Logger, silentLogger } from './log.ts';
 
@@ -33,7 +27,7 @@ export interface RevocationSinkLike {
 
 /** Options of a {@link RevocationStreamFeed}. */
 export interface RevocationStreamFeedOpts {
-  readonly bus: ChannelBus;
+  readonly bus: RevocationBus;
   readonly log?: Logger;
   /** How long start waits for the backlog (ms). Default 5,000. */
   readonly catchUpMs?: number;

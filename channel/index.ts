@@ -3,14 +3,23 @@
  * prove"): the transport interface and its JetStream and in-memory implementations, the
  * settlement engine, the node's budget policy, and the audit. See docs/cluster.md.
  */
-export type { BusEvent, ChannelBus, RevocationFollow, StoredStatement } from './bus.ts';
+export type { BusEvent, ChannelBus, CloseRecordBus, RevocationBus, RevocationFollow, StatementBus, StoredStatement } from './bus.ts';
 export { type ChannelAudit, type AuditLine, auditChannel, mergeStatements } from './audit.ts';
 export { type ChannelSpec, type ChannelStats, Channels, type ChannelsOpts } from './channels.ts';
 export { RevocationStreamFeed, type RevocationStreamFeedOpts, type RevocationSinkLike } from './feed.ts';
 export { type FreshnessView, REVOCATION_STALE, RevocationFreshness } from './freshness.ts';
-export { ensureStreams, JetStreamBus, type JetStreamBusOpts, type StreamSpec, streamConfigs } from './jetstream.ts';
+export {
+  ensureStreams,
+  JetStreamBus,
+  type JetStreamBusOpts,
+  JetStreamCloseRecordBus,
+  JetStreamRevocationBus,
+  JetStreamStatementBus,
+  type StreamSpec,
+  streamConfigs,
+} from './jetstream.ts';
 export { type Logger, silentLogger } from './log.ts';
-export { type Greeting, greetingServers, NATS_UNAVAILABLE, NatsUnavailable, natsGreeting, natsHostPort } from './reach.ts';
+export { type Greeting, greetingServers, NATS_UNAVAILABLE, NatsUnavailable, natsGreeting, natsHostPort } from '../natsio/index.ts';
 export { MemoryBus, MemoryStore } from './memory.ts';
 export {
   type ChannelNames,
@@ -30,3 +39,4 @@ export {
   type SettleOutcome,
   type SpendRefusal,
 } from './settlement.ts';
+export type { ChannelSteering } from './channels.ts';

@@ -23,43 +23,48 @@
  * ack is stored once. Core NATS publishing (at-most-once) is never used for statements or
  * revocations.
  *
- * The connection is opened in the background and retried forever: a node that starts while NATS
+ * The connection, retry, stream creation and follow are the NATS layer's (natsio/): the
+ * connection is opened in the background and retried forever, so a node that starts while NATS
  * is down (or partitioned) still serves everything that needs no settlement; every bus call waits
- * for the connection up to its deadline and then fails (`nats-unavailable`, with the reason of the
- * last attempt), which a channel point treats as a failed settlement. Each attempt first checks
- * that the servers greet as NATS (channel/reach.ts), so a listener that is not NATS costs no
- * leaked socket and is named in the error.
+ * for the connection and the streams up to its deadline and then fails (`nats-unavailable`, with
+ * the reason of the last attempt), which a channel point treats as a failed settlement.
+ *
+ * Each stream's messages have their own typed bus over the one link: {@link JetStreamStatementBus}
+ * (statements, channel grants), {@link JetStreamCloseRecordBus} (shard close records, on the
+ * statement stream) and {@link JetStreamRevocationBus} (revocations and amendments).
+ * {@link JetStreamBus} owns the link, sets up both streams and offers the three as one
+ * {@link ChannelBus}. Subjects, stream names, configs, message ids and bytes are those of
+ * channel/names.ts and {@link streamConfigs}, unchanged.
  */
+import { jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import {
-  DeliverPolicy,
-  DiscardPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-  type StreamConfig,
-} from '@nats-io/jetstream';
-import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Did } from '../core/didkey.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
-import type { BusEvent, ChannelBus, RevocationFollow, StoredStatement } from './bus.ts';
+  ensureStream,
+  followFromStart,
+  NatsLink,
+  type NatsLinkOpts,
+  type StreamPlacement,
+  type StreamSpec,
+  streamConfig,
+  withDeadline,
+} from '../natsio/index.ts';
+import type { BusEvent, ChannelBus, CloseRecordBus, RevocationBus, RevocationFollow, StatementBus, StoredStatement } from './bus.ts';
 import {
   type ChannelNames,
   channelNames,
-  pointHashOfSubject,
-  revocationStreamSubjects,
-  revocationSubject,
   closeFilter,
   closeSubject,
   grantSubject,
+  pointHashOfSubject,
+  revocationStreamSubjects,
+  revocationSubject,
   statementFilter,
   statementStreamSubjects,
   statementSubject,
 } from './names.ts';
-import { greetingServers, NatsUnavailable } from './reach.ts';
+
+export type { StreamSpec } from '../natsio/index.ts';
 
 /** Options of a {@link JetStreamBus}. Times in milliseconds. */
 export interface JetStreamBusOpts {
@@ -67,51 +72,34 @@ export interface JetStreamBusOpts {
   readonly names?: ChannelNames;
   /** Replicas of both streams: 1 for a single server, 3 for a 3-server cluster. Default 1. */
   readonly replicas?: number;
+  /** Where both streams are placed (JetStream placement: a cluster and server tags); omitted: the server chooses. */
+  readonly placement?: StreamPlacement['placement'];
   /** Timeout of one JetStream request (publish ack, message get, stream info). Default 2,000 ms. */
   readonly requestTimeoutMs?: number;
   /** How long one publish or read keeps retrying (across reconnects) before it fails. Default 5,000 ms. */
   readonly deadlineMs?: number;
-  /** Client name shown by the server. */
+  /** Client name shown by the server. Default `jcp-channel`. */
   readonly name?: string;
+  /** TLS options handed to the NATS client unchanged. */
+  readonly tls?: NatsLinkOpts['tls'];
   /** Pending messages on a subscription that make it a slow consumer (client side). Default 10,000. */
   readonly slowConsumerPending?: number;
-  /**
-   * TLS of the client connection (docs/tls.md): PEM file paths of the CA that signs the servers'
-   * certificates and, when the servers ask for one, the client certificate and key. Undefined =
-   * as the URL says (`tls://` asks for TLS with the system CAs).
-   */
-  readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
 }
 
-/** A stream config with the fields this module always sets. */
-export type StreamSpec = Partial<StreamConfig> & { name: string; subjects: string[]; max_msgs_per_subject: number };
-
-/** The stream configs this bus creates (exported for docs and tests). */
-export function streamConfigs(names: ChannelNames, replicas: number): { statements: StreamSpec; revocations: StreamSpec } {
-  const common = {
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
-    num_replicas: replicas,
-    duplicate_window: nanos(120_000),
-    allow_direct: false,
-    deny_delete: true,
-    deny_purge: true,
-  };
+/**
+ * The stream configs this bus creates (exported for docs and tests): the statement stream keeps
+ * one message per subject and drops old ones; the revocation stream keeps everything and refuses
+ * new ones when full. `placement`, when given, is set on both.
+ */
+export function streamConfigs(
+  names: ChannelNames,
+  replicas: number,
+  placement?: StreamPlacement['placement'],
+): { statements: StreamSpec; revocations: StreamSpec } {
+  const where = { replicas, ...(placement !== undefined ? { placement } : {}) };
   return {
-    statements: {
-      ...common,
-      name: names.statementStream,
-      subjects: statementStreamSubjects(names),
-      max_msgs_per_subject: 1,
-      discard: DiscardPolicy.Old,
-    },
-    revocations: {
-      ...common,
-      name: names.revocationStream,
-      subjects: [revocationStreamSubjects(names)],
-      max_msgs_per_subject: -1,
-      discard: DiscardPolicy.New,
-    },
+    statements: streamConfig({ ...where, name: names.statementStream, subjects: statementStreamSubjects(names), maxMsgsPerSubject: 1, discard: 'old' }),
+    revocations: streamConfig({ ...where, name: names.revocationStream, subjects: [revocationStreamSubjects(names)], maxMsgsPerSubject: -1, discard: 'new' }),
   };
 }
 
@@ -119,96 +107,253 @@ export function streamConfigs(names: ChannelNames, replicas: number): { statemen
  * Creates the two streams if they are missing, or updates a stream whose subjects, per-subject
  * limit or direct-get flag differ; a stream that already matches is left alone. Safe to run from
  * every node at once (a lost creation race re-reads the winner's stream).
+ * @throws the server's error when a stream can be neither read nor created.
  */
-export async function ensureStreams(jsm: JetStreamManager, names: ChannelNames, replicas: number): Promise<void> {
-  const cfgs = streamConfigs(names, replicas);
+export async function ensureStreams(jsm: JetStreamManager, names: ChannelNames, replicas: number, placement?: StreamPlacement['placement']): Promise<void> {
+  const cfgs = streamConfigs(names, replicas, placement);
   for (const cfg of [cfgs.statements, cfgs.revocations]) {
-    const name = cfg.name;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const info = await jsm.streams.info(name);
-        const c = info.config;
+    await ensureStream(jsm, cfg, {
+      reconcile: (c: StreamConfig) => {
         const same =
           JSON.stringify(c.subjects) === JSON.stringify(cfg.subjects) &&
           c.max_msgs_per_subject === cfg.max_msgs_per_subject &&
           (c.allow_direct ?? false) === false &&
           c.deny_delete === true;
-        if (!same) {
-          await jsm.streams.update(name, {
-            subjects: cfg.subjects,
-            max_msgs_per_subject: cfg.max_msgs_per_subject,
-            allow_direct: false,
-            deny_delete: true,
-            deny_purge: true,
-            discard: cfg.discard!,
-          });
-        }
-        break;
-      } catch (e) {
-        if (!isNotFound(e) || attempt >= 3) throw e;
-        try {
-          await jsm.streams.add(cfg);
-          break;
-        } catch (e2) {
-          if (attempt >= 3) throw e2;
-          // another node created it first, or the cluster is electing: read it again
-          await sleep(50 * (attempt + 1));
-        }
-      }
-    }
+        if (same) return undefined;
+        return { subjects: cfg.subjects, max_msgs_per_subject: cfg.max_msgs_per_subject, allow_direct: false, deny_delete: true, deny_purge: true, discard: cfg.discard! };
+      },
+    });
   }
 }
 
-function isNotFound(e: unknown): boolean {
-  const m = String((e as Error)?.message ?? e).toLowerCase();
-  return m.includes('not found');
+/** Waits until the link is connected and the streams are in place. @throws NatsUnavailable `nats-unavailable`. */
+type StreamsGate = () => Promise<void>;
+
+/** A gate that only waits for the link (for a caller that set up the streams itself). */
+function linkGate(link: NatsLink): StreamsGate {
+  return async () => {
+    await link.ready();
+  };
 }
 
-/** A {@link ChannelBus} on NATS JetStream. See the module docs for the guarantees. */
+/** {@link StatementBus} on JetStream: acked, de-duplicated publishes and leader reads of the statement stream. */
+export class JetStreamStatementBus implements StatementBus {
+  readonly #link: NatsLink;
+  readonly #names: ChannelNames;
+  readonly #gate: StreamsGate;
+
+  /** A bus on `link` for the streams of `names`; `gate` waits for the streams (default: only for the connection). */
+  constructor(link: NatsLink, names: ChannelNames, gate: StreamsGate = linkGate(link)) {
+    this.#link = link;
+    this.#names = names;
+    this.#gate = gate;
+  }
+
+  /** See {@link StatementBus.publishStatement}: an acked, de-duplicated JetStream publish. */
+  async publishStatement(grantId: ContentId, point: Did, bytes: Uint8Array, msgId: string): Promise<void> {
+    const subject = statementSubject(this.#names, grantId, point);
+    await this.#gate();
+    const { js } = await this.#link.jetstream();
+    await this.#link.retry('publish statement', async () => {
+      await js.publish(subject, bytes, { msgID: msgId, timeout: this.#link.requestTimeoutMs });
+    });
+  }
+
+  /**
+   * See {@link StatementBus.readLatest}. Two leader reads: `STREAM.INFO` with a subject filter lists
+   * every point that has published on the grant, then `STREAM.MSG.GET` with `last_by_subj` fetches
+   * each one's latest statement. Both are answered by the stream leader only.
+   */
+  async readLatest(grantId: ContentId): Promise<StoredStatement[]> {
+    const filter = statementFilter(this.#names, grantId);
+    await this.#gate();
+    const { jsm } = await this.#link.jetstream();
+    return await this.#link.retry('read statements', async () => {
+      const stream = this.#names.statementStream;
+      const info = await jsm.streams.info(stream, { subjects_filter: filter });
+      const subjects = Object.keys(info.state.subjects ?? {});
+      const msgs = await Promise.all(subjects.map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })));
+      const out: StoredStatement[] = [];
+      for (const m of msgs) {
+        if (m === null) continue;
+        const hash = pointHashOfSubject(this.#names, m.subject);
+        if (hash !== undefined) out.push({ pointHash: hash, bytes: m.data });
+      }
+      return out;
+    });
+  }
+
+  /** See {@link StatementBus.publishGrant} (message id `grant.<grant id>`). */
+  async publishGrant(grantId: ContentId, bytes: Uint8Array): Promise<void> {
+    const subject = grantSubject(this.#names, grantId);
+    await this.#gate();
+    const { js } = await this.#link.jetstream();
+    await this.#link.retry('publish grant', async () => {
+      await js.publish(subject, bytes, { msgID: `grant.${grantId}`, timeout: this.#link.requestTimeoutMs });
+    });
+  }
+
+  /** See {@link StatementBus.readGrant} (a leader read, `STREAM.MSG.GET` with `last_by_subj`). */
+  async readGrant(grantId: ContentId): Promise<Uint8Array | undefined> {
+    const subject = grantSubject(this.#names, grantId);
+    await this.#gate();
+    const { jsm } = await this.#link.jetstream();
+    return await this.#link.retry('read grant', async () => {
+      const m = await jsm.streams.getMessage(this.#names.statementStream, { last_by_subj: subject });
+      return m?.data;
+    });
+  }
+}
+
+/** {@link CloseRecordBus} on JetStream: shard close records on the statement stream (message id `close.<content id>`). */
+export class JetStreamCloseRecordBus implements CloseRecordBus {
+  readonly #link: NatsLink;
+  readonly #names: ChannelNames;
+  readonly #gate: StreamsGate;
+
+  /** A bus on `link` for the streams of `names`; `gate` waits for the streams (default: only for the connection). */
+  constructor(link: NatsLink, names: ChannelNames, gate: StreamsGate = linkGate(link)) {
+    this.#link = link;
+    this.#names = names;
+    this.#gate = gate;
+  }
+
+  /** See {@link CloseRecordBus.publishClose}. */
+  async publishClose(grantId: ContentId, point: Did, bytes: Uint8Array): Promise<void> {
+    const subject = closeSubject(this.#names, grantId, point);
+    const msgID = `close.${contentIdOfBytes(bytes)}`;
+    await this.#gate();
+    const { js } = await this.#link.jetstream();
+    await this.#link.retry('publish close', async () => {
+      await js.publish(subject, bytes, { msgID, timeout: this.#link.requestTimeoutMs });
+    });
+  }
+
+  /** See {@link CloseRecordBus.readCloses} (leader reads, as {@link JetStreamStatementBus.readLatest}). */
+  async readCloses(grantId: ContentId): Promise<Uint8Array[]> {
+    const filter = closeFilter(this.#names, grantId);
+    await this.#gate();
+    const { jsm } = await this.#link.jetstream();
+    return await this.#link.retry('read close records', async () => {
+      const stream = this.#names.statementStream;
+      const info = await jsm.streams.info(stream, { subjects_filter: filter });
+      const msgs = await Promise.all(Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })));
+      return msgs.filter((m) => m !== null).map((m) => m.data);
+    });
+  }
+}
+
+/** {@link RevocationBus} on JetStream: acked publishes to, and follows from the start of, the revocation stream. */
+export class JetStreamRevocationBus implements RevocationBus {
+  readonly #link: NatsLink;
+  readonly #names: ChannelNames;
+  readonly #gate: StreamsGate;
+
+  /** A bus on `link` for the streams of `names`; `gate` waits for the streams (default: only for the connection). */
+  constructor(link: NatsLink, names: ChannelNames, gate: StreamsGate = linkGate(link)) {
+    this.#link = link;
+    this.#names = names;
+    this.#gate = gate;
+  }
+
+  /** See {@link RevocationBus.publishRevocation}. */
+  async publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void> {
+    const subject = revocationSubject(this.#names, grantId);
+    await this.#gate();
+    const { js } = await this.#link.jetstream();
+    await this.#link.retry('publish revocation', async () => {
+      await js.publish(subject, bytes, { msgID: msgId, timeout: this.#link.requestTimeoutMs });
+    });
+  }
+
+  /**
+   * See {@link RevocationBus.revocationStreamLastSeq}: one `$JS.API.STREAM.INFO` request (answered
+   * by the stream leader in clustered mode, like the statement reads), `timeoutMs` at most, no
+   * retry; fails at once while the connection is not open.
+   */
+  async revocationStreamLastSeq(timeoutMs: number): Promise<number> {
+    const nc = this.#link.connection;
+    if (nc === undefined || nc.isClosed()) throw new Error(`revocation stream info: NATS not connected${this.#link.problem ? ` (${this.#link.problem})` : ''}`);
+    const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
+    const info = await withDeadline(jsm.streams.info(this.#names.revocationStream), timeoutMs, 'revocation stream info');
+    return info.state.last_seq;
+  }
+
+  /**
+   * See {@link RevocationBus.followRevocations}: the NATS layer's follow-from-start (an ordered
+   * consumer from the first message, resumed after a gap, a missed heartbeat or a reconnect).
+   * Resets and missed heartbeats are reported as bus events. Stopped by the link's close.
+   */
+  async followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
+    await this.#gate();
+    const { jsm, js } = await this.#link.jetstream();
+    const stream = this.#names.revocationStream;
+    await this.#link.retry('revocation stream info', () => jsm.streams.info(stream));
+    const follow = await followFromStart(jsm, js, stream, (m) => onRevocation(m.data, m.seq), {
+      onStatus: (s) => {
+        if (s.type === 'reset') this.#link.counts.consumerResets++;
+        this.#link.emit({ type: 'consumer-reset', detail: `revocation ${s.detail}` });
+      },
+    });
+    const remove = this.#link.onClose(follow.stop);
+    return {
+      caughtUp: follow.caughtUp,
+      stop: async () => {
+        remove();
+        await follow.stop();
+      },
+    };
+  }
+}
+
+/**
+ * A {@link ChannelBus} on NATS JetStream: one {@link NatsLink} it owns, both streams ensured on
+ * start, and the three typed buses ({@link statements}, {@link closes}, {@link revocations}) over
+ * it. See the module docs for the guarantees.
+ */
 export class JetStreamBus implements ChannelBus {
   readonly names: ChannelNames;
   readonly replicas: number;
-  readonly #servers: string[];
+  /** The NATS link (connection, retry, events) all three buses share. */
+  readonly link: NatsLink;
+  /** Statements and channel grants. */
+  readonly statements: JetStreamStatementBus;
+  /** Shard close records. */
+  readonly closes: JetStreamCloseRecordBus;
+  /** Revocations and amendments. */
+  readonly revocations: JetStreamRevocationBus;
   readonly #opts: JetStreamBusOpts;
-  readonly #listeners: ((e: BusEvent) => void)[] = [];
-  readonly #follows = new Set<() => Promise<void>>();
-  #nc: NatsConnection | undefined;
-  #js: JetStreamClient | undefined;
-  #jsm: JetStreamManager | undefined;
-  #ready: Promise<void>;
-  #closed = false;
-  /** Stops the connection attempts (probes, pauses) on close. */
-  readonly #abort = new AbortController();
-  /** Why the bus is not ready yet (the last failed attempt), for the error a caller sees. */
-  #problem: string | undefined;
-  /** Counters for metrics and the chaos report. */
-  readonly counts = { slowConsumers: 0, disconnects: 0, reconnects: 0, consumerResets: 0, publishRetries: 0 };
-  /**
-   * Retries and failures (the deadline passed) per operation (`publish statement`, `read statements`,
-   * `publish revocation`, …), for `/metrics`. `publishRetries` above counts the retries of all.
-   */
-  readonly opCounts = new Map<string, { retries: number; failures: number }>();
+  readonly #ready: Promise<void>;
+  #streamsReady = false;
 
-  private constructor(servers: string[], opts: JetStreamBusOpts) {
-    this.#servers = servers;
+  private constructor(servers: string | readonly string[], opts: JetStreamBusOpts) {
     this.#opts = opts;
     this.names = opts.names ?? channelNames();
     this.replicas = opts.replicas ?? 1;
-    this.#ready = this.#open();
+    this.link = NatsLink.start(servers, {
+      name: opts.name ?? 'jcp-channel',
+      ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
+      ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}),
+      ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
+    });
+    this.#ready = this.#setUp();
     // A bus that never connects must not crash the process with an unhandled rejection.
     this.#ready.catch(() => {});
+    const gate = () => this.ready();
+    this.statements = new JetStreamStatementBus(this.link, this.names, gate);
+    this.closes = new JetStreamCloseRecordBus(this.link, this.names, gate);
+    this.revocations = new JetStreamRevocationBus(this.link, this.names, gate);
   }
 
   /**
-   * Starts a bus on `servers` (loopback NATS urls). Returns at once; the connection and the
-   * streams are set up in the background ({@link ready}).
+   * Starts a bus on `servers` (NATS urls). Returns at once; the connection and the streams are
+   * set up in the background ({@link ready}).
    */
   static start(servers: string | readonly string[], opts: JetStreamBusOpts = {}): JetStreamBus {
-    const list = (typeof servers === 'string' ? servers.split(',') : [...servers]).map((s) => s.trim()).filter(Boolean);
-    return new JetStreamBus(list, opts);
+    return new JetStreamBus(servers, opts);
   }
 
-  /** Starts a bus and waits until it is connected with its streams in place. */
+  /** Starts a bus and waits until it is connected with its streams in place. @throws NatsUnavailable after `timeoutMs`. */
   static async connect(servers: string | readonly string[], opts: JetStreamBusOpts = {}, timeoutMs = 15_000): Promise<JetStreamBus> {
     const bus = JetStreamBus.start(servers, opts);
     try {
@@ -220,352 +365,112 @@ export class JetStreamBus implements ChannelBus {
     return bus;
   }
 
-  /** Resolves once connected with both streams ensured; rejects after `timeoutMs`. */
-  async ready(timeoutMs = this.#deadline()): Promise<void> {
-    await withDeadline(this.#ready, timeoutMs, 'NATS connection', () => this.#problem);
+  /** Resolves once connected with both streams ensured. @throws NatsUnavailable `nats-unavailable` after `timeoutMs`. */
+  async ready(timeoutMs = this.link.deadlineMs): Promise<void> {
+    await withDeadline(this.#ready, timeoutMs, 'NATS connection', () => this.#problem ?? this.link.problem);
   }
+
+  #problem: string | undefined;
 
   /** True once connected and the streams are ensured, while the connection is not closed. */
   get connected(): boolean {
-    return this.#nc !== undefined && !this.#nc.isClosed() && this.#jsm !== undefined;
+    return this.link.connected && this.#streamsReady;
   }
 
-  async #open(): Promise<void> {
-    let nc: NatsConnection | undefined;
-    // The first connection is retried here (not with waitOnFirstConnect) so close() can stop it.
-    for (let attempt = 0; nc === undefined; attempt++) {
-      if (this.#closed) throw new Error('bus closed');
-      // connect() leaks its socket when a listener accepts but never speaks NATS (channel/reach.ts),
-      // which kept processes alive forever: such a server is left out of this attempt. A server
-      // that is down stays in (connect() fails fast there, and the pool keeps it for reconnects).
-      const { greeted, usable, problems } = await greetingServers(this.#servers, this.#requestTimeout(), this.#abort.signal);
-      if (this.#closed) throw new Error('bus closed');
-      if (greeted.length === 0) {
-        this.#problem = problems.join('; ') || 'no NATS url given';
-        await this.#pause(Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)));
-        continue;
-      }
-      try {
-        nc = await connect({
-          servers: usable,
-          name: this.#opts.name ?? 'jcp-channel',
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 250,
-          // Only the urls given: a node behind a proxy must not bypass it through gossiped servers.
-          ignoreClusterUpdates: true,
-          pingInterval: 5_000,
-          maxPingOut: 2,
-          timeout: this.#requestTimeout(),
-          ...(this.#opts.tls !== undefined
-            ? {
-                tls: {
-                  ...(this.#opts.tls.caFile !== undefined ? { caFile: this.#opts.tls.caFile } : {}),
-                  ...(this.#opts.tls.certFile !== undefined ? { certFile: this.#opts.tls.certFile } : {}),
-                  ...(this.#opts.tls.keyFile !== undefined ? { keyFile: this.#opts.tls.keyFile } : {}),
-                },
-              }
-            : {}),
-        });
-      } catch (e) {
-        this.#problem = `${usable.join(',')}: ${(e as Error).message}`;
-        await this.#pause(Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)));
-      }
-    }
-    if (this.#closed) {
-      await nc.close();
-      throw new Error('bus closed');
-    }
-    this.#nc = nc;
-    void this.#watch(nc);
-    const jsm = await jetstreamManager(nc, { timeout: this.#requestTimeout(), checkAPI: false });
+  /** Counters for metrics and the chaos report (the link's). */
+  get counts(): NatsLink['counts'] {
+    return this.link.counts;
+  }
+
+  async #setUp(): Promise<void> {
+    await this.link.opened();
+    const { jsm } = await this.link.jetstream();
     for (let attempt = 0; ; attempt++) {
       try {
-        await ensureStreams(jsm, this.names, this.replicas);
+        await ensureStreams(jsm, this.names, this.replicas, this.#opts.placement);
         break;
       } catch (e) {
-        if (this.#closed) throw e;
+        if (this.link.closed) throw e;
         this.#problem = `connected, but the JetStream streams could not be set up: ${(e as Error).message}`;
-        this.#emit({ type: 'publish-retry', detail: `ensure streams: ${(e as Error).message}` });
-        await this.#pause(Math.min(2_000, 100 * 2 ** Math.min(attempt, 4)));
+        this.link.emit({ type: 'publish-retry', detail: `ensure streams: ${(e as Error).message}` });
+        await this.link.pause(Math.min(2_000, 100 * 2 ** Math.min(attempt, 4)));
       }
     }
-    this.#jsm = jsm;
-    this.#js = jetstream(nc, { timeout: this.#requestTimeout() });
     this.#problem = undefined;
-  }
-
-  /** Sleeps `ms`, or less if the bus is closed meanwhile. */
-  async #pause(ms: number): Promise<void> {
-    await sleep(ms, undefined, { signal: this.#abort.signal }).catch(() => undefined);
-  }
-
-  async #watch(nc: NatsConnection): Promise<void> {
-    for await (const s of nc.status()) {
-      switch (s.type) {
-        case 'slowConsumer':
-          this.counts.slowConsumers++;
-          this.#emit({ type: 'slow-consumer', detail: `subscription ${s.sub.getSubject()} has ${s.pending} pending messages` });
-          break;
-        case 'error':
-          if (/slow consumer/i.test(s.error.message)) {
-            this.counts.slowConsumers++;
-            this.#emit({ type: 'slow-consumer', detail: `server: ${s.error.message}` });
-          }
-          break;
-        case 'disconnect':
-          this.counts.disconnects++;
-          this.#emit({ type: 'disconnect', detail: s.server });
-          break;
-        case 'reconnect':
-          this.counts.reconnects++;
-          this.#emit({ type: 'reconnect', detail: s.server });
-          break;
-        default:
-          break;
-      }
-    }
-  }
-
-  #requestTimeout(): number {
-    return this.#opts.requestTimeoutMs ?? 2_000;
-  }
-
-  #deadline(): number {
-    return this.#opts.deadlineMs ?? 5_000;
-  }
-
-  #emit(e: BusEvent): void {
-    for (const l of this.#listeners) {
-      try {
-        l(e);
-      } catch {
-        // a listener's failure is not the bus's
-      }
-    }
+    this.#streamsReady = true;
   }
 
   /** See {@link ChannelBus.onEvent}. */
   onEvent(listener: (e: BusEvent) => void): void {
-    this.#listeners.push(listener);
+    this.link.onEvent(listener);
   }
 
-  /** Runs `op` until it succeeds or the deadline passes, retrying with backoff. */
-  async #retry<T>(what: string, op: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.#deadline();
-    try {
-      await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
-    } catch (e) {
-      this.#op(what).failures++;
-      throw e;
-    }
-    let last: unknown;
-    for (let attempt = 0; Date.now() < deadline; attempt++) {
-      if (this.#closed) throw new Error('bus closed');
-      try {
-        return await op();
-      } catch (e) {
-        last = e;
-        this.counts.publishRetries++;
-        this.#op(what).retries++;
-        this.#emit({ type: 'publish-retry', detail: `${what}: ${(e as Error).message}` });
-        const wait = Math.min(500, 25 * 2 ** Math.min(attempt, 5));
-        await sleep(Math.max(0, Math.min(wait, deadline - Date.now())));
-      }
-    }
-    this.#op(what).failures++;
-    throw new Error(`${what} failed within ${this.#deadline()} ms: ${(last as Error | undefined)?.message ?? 'no attempt'}`);
+  /** See {@link StatementBus.publishStatement}. */
+  publishStatement(grantId: ContentId, point: Did, bytes: Uint8Array, msgId: string): Promise<void> {
+    return this.statements.publishStatement(grantId, point, bytes, msgId);
   }
 
-  #op(what: string): { retries: number; failures: number } {
-    let c = this.opCounts.get(what);
-    if (c === undefined) {
-      c = { retries: 0, failures: 0 };
-      this.opCounts.set(what, c);
-    }
-    return c;
+  /** See {@link StatementBus.readLatest}. */
+  readLatest(grantId: ContentId): Promise<StoredStatement[]> {
+    return this.statements.readLatest(grantId);
   }
 
-  /** See {@link ChannelBus.publishStatement}: an acked, de-duplicated JetStream publish. */
-  async publishStatement(grantId: ContentId, point: Did, bytes: Uint8Array, msgId: string): Promise<void> {
-    const subject = statementSubject(this.names, grantId, point);
-    await this.#retry('publish statement', async () => {
-      await this.#js!.publish(subject, bytes, { msgID: msgId, timeout: this.#requestTimeout() });
-    });
+  /** See {@link StatementBus.publishGrant}. */
+  publishGrant(grantId: ContentId, bytes: Uint8Array): Promise<void> {
+    return this.statements.publishGrant(grantId, bytes);
   }
 
-  /**
-   * See {@link ChannelBus.readLatest}. Two leader reads: `STREAM.INFO` with a subject filter lists
-   * every point that has published on the grant, then `STREAM.MSG.GET` with `last_by_subj` fetches
-   * each one's latest statement. Both are answered by the stream leader only.
-   */
-  async readLatest(grantId: ContentId): Promise<StoredStatement[]> {
-    return await this.#retry('read statements', async () => {
-      const jsm = this.#jsm!;
-      const stream = this.names.statementStream;
-      const info = await jsm.streams.info(stream, { subjects_filter: statementFilter(this.names, grantId) });
-      const subjects = Object.keys(info.state.subjects ?? {});
-      const msgs = await Promise.all(subjects.map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })));
-      const out: StoredStatement[] = [];
-      for (const m of msgs) {
-        if (m === null) continue;
-        const hash = pointHashOfSubject(this.names, m.subject);
-        if (hash !== undefined) out.push({ pointHash: hash, bytes: m.data });
-      }
-      return out;
-    });
+  /** See {@link StatementBus.readGrant}. */
+  readGrant(grantId: ContentId): Promise<Uint8Array | undefined> {
+    return this.statements.readGrant(grantId);
   }
 
-  /** See {@link ChannelBus.publishGrant}. */
-  async publishGrant(grantId: ContentId, bytes: Uint8Array): Promise<void> {
-    const subject = grantSubject(this.names, grantId);
-    await this.#retry('publish grant', async () => {
-      await this.#js!.publish(subject, bytes, { msgID: `grant.${grantId}`, timeout: this.#requestTimeout() });
-    });
+  /** See {@link CloseRecordBus.publishClose}. */
+  publishClose(grantId: ContentId, point: Did, bytes: Uint8Array): Promise<void> {
+    return this.closes.publishClose(grantId, point, bytes);
   }
 
-  /** See {@link ChannelBus.readGrant} (a leader read, `STREAM.MSG.GET` with `last_by_subj`). */
-  async readGrant(grantId: ContentId): Promise<Uint8Array | undefined> {
-    return await this.#retry('read grant', async () => {
-      const m = await this.#jsm!.streams.getMessage(this.names.statementStream, { last_by_subj: grantSubject(this.names, grantId) });
-      return m?.data;
-    });
+  /** See {@link CloseRecordBus.readCloses}. */
+  readCloses(grantId: ContentId): Promise<Uint8Array[]> {
+    return this.closes.readCloses(grantId);
   }
 
-  /** See {@link ChannelBus.publishClose}. */
-  async publishClose(grantId: ContentId, point: Did, bytes: Uint8Array): Promise<void> {
-    const subject = closeSubject(this.names, grantId, point);
-    const msgID = `close.${contentIdOfBytes(bytes)}`;
-    await this.#retry('publish close', async () => {
-      await this.#js!.publish(subject, bytes, { msgID, timeout: this.#requestTimeout() });
-    });
+  /** See {@link RevocationBus.publishRevocation}. */
+  publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void> {
+    return this.revocations.publishRevocation(grantId, bytes, msgId);
   }
 
-  /** See {@link ChannelBus.readCloses} (leader reads, as {@link readLatest}). */
-  async readCloses(grantId: ContentId): Promise<Uint8Array[]> {
-    return await this.#retry('read close records', async () => {
-      const jsm = this.#jsm!;
-      const stream = this.names.statementStream;
-      const info = await jsm.streams.info(stream, { subjects_filter: closeFilter(this.names, grantId) });
-      const msgs = await Promise.all(Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })));
-      return msgs.filter((m) => m !== null).map((m) => m.data);
-    });
+  /** See {@link RevocationBus.revocationStreamLastSeq}. */
+  revocationStreamLastSeq(timeoutMs: number): Promise<number> {
+    return this.revocations.revocationStreamLastSeq(timeoutMs);
   }
 
-  /** See {@link ChannelBus.publishRevocation}. */
-  async publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void> {
-    const subject = revocationSubject(this.names, grantId);
-    await this.#retry('publish revocation', async () => {
-      await this.#js!.publish(subject, bytes, { msgID: msgId, timeout: this.#requestTimeout() });
-    });
+  /** Retries and failures per operation (natsio/ `NatsLink.opCounts`), for `/metrics`. */
+  get opCounts(): NatsLink['opCounts'] {
+    return this.link.opCounts;
   }
 
-  /**
-   * See {@link ChannelBus.followRevocations}. An ordered consumer from the first message: the
-   * client recreates it after a gap, a missed heartbeat or a reconnect, resuming after the last
-   * delivered stream sequence, so nothing is lost or delivered twice. Resets and missed
-   * heartbeats are reported as bus events.
-   */
-  async followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
-    await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
-    const jsm = this.#jsm!;
-    const js = this.#js!;
-    const stream = this.names.revocationStream;
-    const info = await this.#retry('revocation stream info', () => jsm.streams.info(stream));
-    const backlog = info.state.last_seq;
-    let resolveCaughtUp!: () => void;
-    const caughtUp = new Promise<void>((r) => {
-      resolveCaughtUp = r;
-    });
-    if (backlog === 0 || info.state.messages === 0) resolveCaughtUp();
-    const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.All });
-    const messages = await consumer.consume({ max_messages: 256 });
-    void (async () => {
-      for await (const s of messages.status()) {
-        if (s.type === 'ordered_consumer_recreated' || s.type === 'reset') {
-          this.counts.consumerResets++;
-          this.#emit({ type: 'consumer-reset', detail: `revocation consumer ${s.type}` });
-        } else if (s.type === 'heartbeats_missed') {
-          this.#emit({ type: 'consumer-reset', detail: `revocation consumer missed ${s.count} heartbeats` });
-        }
-      }
-    })().catch(() => {});
-    const loop = (async () => {
-      for await (const m of messages) {
-        try {
-          onRevocation(m.data, m.seq);
-        } catch {
-          // the caller counts and logs its own refusals
-        }
-        if (m.seq >= backlog) resolveCaughtUp();
-      }
-    })().catch(() => {});
-    const stop = async () => {
-      await messages.close().catch(() => {});
-      await loop;
-    };
-    this.#follows.add(stop);
-    return {
-      caughtUp,
-      stop: async () => {
-        this.#follows.delete(stop);
-        await stop();
-      },
-    };
+  /** See {@link RevocationBus.followRevocations}. */
+  followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
+    return this.revocations.followRevocations(onRevocation);
   }
 
-  /**
-   * See {@link ChannelBus.revocationStreamLastSeq}: one `$JS.API.STREAM.INFO` request (answered
-   * by the stream leader in clustered mode, like the statement reads), `timeoutMs` at most, no
-   * retry; fails at once while the connection is not open.
-   */
-  async revocationStreamLastSeq(timeoutMs: number): Promise<number> {
-    const nc = this.#nc;
-    if (nc === undefined || nc.isClosed() || this.#jsm === undefined) throw new Error(`revocation stream info: NATS not connected${this.#problem ? ` (${this.#problem})` : ''}`);
-    const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
-    const info = await withDeadline(jsm.streams.info(this.names.revocationStream), timeoutMs, 'revocation stream info');
-    return info.state.last_seq;
-  }
-
-  /** The NATS connection, once open (for tools that share it, e.g. the KV baseline). */
+  /** The NATS connection, once open (for tools that share it, e.g. the KV baseline and the shard stream). */
   get connection(): NatsConnection | undefined {
-    return this.#nc;
+    return this.link.connection;
   }
 
   /** Stops every revocation follow and closes the connection. */
   async close(): Promise<void> {
-    this.#closed = true;
-    this.#abort.abort();
-    for (const stop of [...this.#follows]) await stop();
-    this.#follows.clear();
-    if (this.#nc && !this.#nc.isClosed()) await this.#nc.close().catch(() => {});
+    await this.link.close();
   }
 
   /** Deletes both streams (tests and `cluster down --purge` only: this destroys the evidence). */
   async deleteStreams(): Promise<void> {
-    await withDeadline(this.#ready, this.#deadline(), 'NATS connection', () => this.#problem);
+    await this.ready();
+    const { jsm } = await this.link.jetstream();
     for (const name of [this.names.statementStream, this.names.revocationStream]) {
-      await this.#jsm!.streams.delete(name).catch(() => false);
+      await jsm.streams.delete(name).catch(() => false);
     }
-  }
-}
-
-/**
- * Same as `p`, but rejects after `ms` milliseconds with a {@link NatsUnavailable} naming `what`
- * and, when `why` says one, the reason of the last failed attempt.
- */
-async function withDeadline<T>(p: Promise<T>, ms: number, what: string, why?: () => string | undefined): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          const reason = why?.();
-          reject(new NatsUnavailable(`${what}: not ready within ${ms} ms${reason ? ` (${reason})` : ''}`));
-        }, ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -12,8 +12,7 @@
  * Several points share one {@link MemoryStore}; each gets its own {@link MemoryBus} view so a
  * partition can cut one point only.
  */
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
+import type { ContentId, Did } from '../core/index.ts';
 import type { BusEvent, ChannelBus, RevocationFollow, StoredStatement } from './bus.ts';
 import { pointHash } from './names.ts';
 

@@ -13,10 +13,7 @@
  * subject token never carries the did's mixed-case base58 and always has one length. Tests use a
  * unique root per run so their streams never collide with the cluster's.
  */
-import { utf8 } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import { JcpError, ErrorCodes } from '../core/errors.ts';
-import { type ContentId, contentIdOfBytes, isContentId } from '../core/hash.ts';
+import { type ContentId, contentIdOfBytes, type Did, ErrorCodes, isContentId, JcpError, utf8 } from '../core/index.ts';
 
 /** The names one cluster uses on NATS. */
 export interface ChannelNames {

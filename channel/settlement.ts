@@ -26,26 +26,8 @@
  *
  * Amounts are µJ (bigint); times are milliseconds.
  */
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Result, err, ok } from '../core/result.ts';
-import {
-  ChannelLedger,
-  type ChannelRefusal,
-  channelAllows,
-  type OverdraftProof,
-  readSignedStatement,
-  type SignedStatement,
-  type Statement,
-  type StatementRefusalCode,
-  signedStatementToCbor,
-  signStatement,
-  StatementRefusals,
-} from '../core/statement.ts';
-import type { ChannelBus, StoredStatement } from './bus.ts';
+import { type Actor, channelAllows, ChannelLedger, type ChannelRefusal, type ContentId, decode, type Did, encode, err, ok, type OverdraftProof, readSignedStatement, type Result, type SignedStatement, signedStatementToCbor, signStatement, type Statement, type StatementRefusalCode, StatementRefusals, type Uj } from '../core/index.ts';
+import type { StatementBus, StoredStatement } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { pointHash } from './names.ts';
 
@@ -83,7 +65,7 @@ export interface ChannelPointOpts {
   readonly windowUj: Uj;
   /** This point's signing actor (the steward key); its did is the statement's `point`. */
   readonly self: Actor;
-  readonly bus: ChannelBus;
+  readonly bus: StatementBus;
   /** This point's cumulative spend on the grant when it starts, replayed from its receipts (µJ). */
   readonly spentUj?: Uj;
   /** The channel's points, when fixed; statements from any other point are refused. */
@@ -101,7 +83,7 @@ export class ChannelPoint {
   readonly grantId: ContentId;
   readonly windowUj: Uj;
   readonly self: Actor;
-  readonly #bus: ChannelBus;
+  readonly #bus: StatementBus;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #ledger: ChannelLedger;

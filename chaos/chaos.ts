@@ -23,19 +23,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { actorFromSeed, type Rng, seededRng } from '../core/actor.ts';
-import type { Uj } from '../core/energy.ts';
-import { type Grant, grantId, type SignedGrant, signGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { openReceipt, type ReceiptCore, receiptId } from '../core/receipt.ts';
-import { replayReceipts } from '../core/replay.ts';
-import { overdraftBound } from '../core/statement.ts';
-import { auditChannel, type ChannelAudit } from '../channel/audit.ts';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import { channelNames } from '../channel/names.ts';
-import { JcpClient, ReceiptLog, resourceIdOf } from '../node/index.ts';
-import { mintShardSet } from '../shards/set.ts';
-import { LocalCluster } from '../testkit/cluster.ts';
+import { actorFromSeed, type ContentId, type Grant, grantId, openReceipt, overdraftBound, type ReceiptCore, receiptId, replayReceipts, type Rng, seededRng, type SignedGrant, signGrant, type Uj } from '../core/index.ts';
+import { auditChannel, type ChannelAudit, channelNames, JetStreamBus } from '../channel/index.ts';
+import { ReceiptLog, resourceIdOf } from '../node/index.ts';
+import { JcpClient } from '../client/index.ts';
+import { mintShardSet } from '../shards/index.ts';
+import { LocalCluster } from '../testkit/index.ts';
 import { spendPlot } from './plot.ts';
 
 /** The faults the runner knows. */

@@ -5,18 +5,32 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { SignedGrant } from '../core/grant.ts';
-import { DEFAULT_FRAME_CAP } from '../core/wire.ts';
-import { BridgeAgent, BridgeConfigError, CallJournal, type HttpAgent, bridgeServer, randomSaltBase, serveBridgeHttp } from '../bridge/index.ts';
-import { JcpClient, readKeyFile } from '../node/index.ts';
-import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
+import { DEFAULT_FRAME_CAP, type SignedGrant } from '../core/index.ts';
+import { connect as connectNats, type NatsConnection } from '@nats-io/transport-node';
+import {
+  BridgeAgent,
+  BridgeConfigError,
+  CallJournal,
+  DEFAULT_THRESHOLD_TIMEOUT_MS,
+  type HttpAgent,
+  ThresholdCaller,
+  bridgeServer,
+  randomSaltBase,
+  serveBridgeHttp,
+} from '../bridge/index.ts';
+import { isFrostError } from '../frost/index.ts';
+import { type ClientSigner, JcpClient } from '../client/index.ts';
+import { readKeyFile } from '../node/index.ts';
+import { hostPortArg, ujArg } from './args.ts';
+import { readChainFile } from '../client/index.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
 import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
                   [--http host:port [--allow-remote] [--token-file file | --token-env NAME]]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
-                  [--frame-cap bytes] [--ca file [--cert file --client-key file]]
+                  [--frame-cap bytes] [--nats URL [--frost-prefix P] [--frost-timeout-ms MS]]
+                  [--ca file [--cert file --client-key file]]
        jcp bridge --http host:port --config bridge.json [--allow-remote]
 
 An MCP server for one agent: it lists the upstream tools the agent's grants permit (each leaf
@@ -33,6 +47,14 @@ then required by every request). The resource jcp://budget reports each grant's 
   --replay-window-s  how long an unanswered call stays re-sendable (default 300)
 ${TLS_HELP}
   --frame-cap     the node's frame cap, bytes (default ${DEFAULT_FRAME_CAP}); larger calls are refused
+  --nats          the chains' subject is a FROST threshold group (spec §2.2): each call is a
+                  signing session with the group's holders over this NATS (each holder applies its
+                  approval policy to the exact call); --key is then the coordinator identity the
+                  sessions are signed with. A call the holders do not sign is a tool error result
+                  (_meta jcp/error threshold-refused | threshold-unavailable | threshold-failed,
+                  jcp/refusals naming each holder and its reason) and is never sent to the node
+  --frost-prefix  the FROST subject prefix (default jcp.frost)
+  --frost-timeout-ms  deadline of each signing round, ms (default ${DEFAULT_THRESHOLD_TIMEOUT_MS})
   --config        several agents over --http: {"node": "host:port", "agents": [{"name", "key",
                   "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?}]}
                   (paths relative to the config file)
@@ -151,6 +173,9 @@ export const command: Command = {
         journal: { type: 'string' },
         'replay-window-s': { type: 'string' },
         'frame-cap': { type: 'string' },
+        nats: { type: 'string' },
+        'frost-prefix': { type: 'string' },
+        'frost-timeout-ms': { type: 'string' },
         ...TLS_FLAGS,
       },
       false,
@@ -160,7 +185,13 @@ export const command: Command = {
     const http = values.http === undefined ? undefined : hostPortArg(values.http, '--http');
     let nodeAddr = values.node;
     let specs: AgentSpec[];
+    if (values.nats === undefined && (values['frost-prefix'] !== undefined || values['frost-timeout-ms'] !== undefined)) {
+      throw new UsageError('--frost-prefix/--frost-timeout-ms go with --nats');
+    }
+    const frostTimeoutMs =
+      values['frost-timeout-ms'] === undefined ? DEFAULT_THRESHOLD_TIMEOUT_MS : intArg(values['frost-timeout-ms'], '--frost-timeout-ms', 'milliseconds', 1);
     if (values.config !== undefined) {
+      if (values.nats !== undefined) throw new UsageError('--nats (a threshold subject) is for one agent, not with --config');
       if (http === undefined) throw new UsageError('--config serves several agents over --http; give --http host:port');
       for (const f of ['key', 'chain', 'token-file', 'token-env', 'cost-uj', 'tool-cost', 'journal'] as const) {
         if (values[f] !== undefined) throw new UsageError(`--${f} goes in the config file's agents with --config`);
@@ -193,17 +224,45 @@ export const command: Command = {
     const tls = clientTlsArgs(values);
 
     const opened: Array<{ client: JcpClient; journal: CallJournal }> = [];
+    let nc: NatsConnection | undefined;
     const closeAll = async () => {
       for (const o of opened) {
         await o.client.close().catch(() => undefined);
         o.journal.close();
       }
+      await nc?.close().catch(() => undefined);
     };
     const agents: HttpAgent[] = [];
     try {
       for (const s of specs) {
-        const signer = readKeyFile(s.key);
+        const key = readKeyFile(s.key);
         const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
+        let signer: ClientSigner = key;
+        let threshold: ThresholdCaller | undefined;
+        if (values.nats !== undefined) {
+          // A threshold subject: the caller is the group the leaf grants name; the key coordinates.
+          const subjects = [...new Set(chains.map((c) => c[c.length - 1]?.grant.subject))];
+          if (subjects.length !== 1 || subjects[0] === undefined) throw new UsageError('--nats: every --chain must name the same subject (the threshold group) in its leaf grant');
+          const group = subjects[0];
+          try {
+            nc = await connectNats({ servers: values.nats.split(','), name: 'jcp-bridge' });
+          } catch (e) {
+            throw new CliError('nats-unreachable', `cannot reach NATS at ${values.nats}: ${(e as Error).message}`);
+          }
+          try {
+            threshold = await ThresholdCaller.open({
+              nc,
+              group,
+              coordinator: key,
+              timeoutMs: frostTimeoutMs,
+              ...(values['frost-prefix'] !== undefined ? { prefix: values['frost-prefix'] } : {}),
+            });
+          } catch (e) {
+            if (isFrostError(e)) throw new CliError(e.code, e.message);
+            throw e;
+          }
+          signer = { did: threshold.did, sign: threshold.sign };
+        }
         // The journal first: a journal that cannot be opened must not leave a node connection
         // open (it kept the process alive after the error).
         // A random salt start per process: two bridges of one agent never sign one request for two calls.
@@ -216,7 +275,17 @@ export const command: Command = {
           throw connectionError(e, `node ${nodeAddr}`);
         }
         opened.push({ client, journal });
-        const agent = new BridgeAgent({ name: s.name, signer, chains, client, journal, costUj: s.costUj, toolCostsUj: s.toolCosts, frameCap });
+        const agent = new BridgeAgent({
+          name: s.name,
+          signer,
+          chains,
+          client,
+          journal,
+          costUj: s.costUj,
+          toolCostsUj: s.toolCosts,
+          frameCap,
+          ...(threshold !== undefined ? { threshold } : {}),
+        });
         agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });
       }
     } catch (e) {

@@ -1,12 +1,11 @@
 /** `jcp call`: one signed jcp/1 call to a node (§11), printing the decision and the receipt as JSON. */
-import { toHex } from '../core/bytes.ts';
-import { PROVENANCES, type Provenance } from '../core/energy.ts';
-import { FRAME_KINDS, type FrameKind, TRUST_TAGS, type Trust } from '../core/frame.ts';
-import { openReceipt, receiptId } from '../core/receipt.ts';
-import { CallTimeout, JcpClient, WireErrorReply, readKeyFile, resultJson } from '../node/index.ts';
-import { hostPortArg, readChainFile, ujArg } from './chainfile.ts';
+import { FRAME_KINDS, type FrameKind, openReceipt, type Provenance, PROVENANCES, receiptId, toHex, type Trust, TRUST_TAGS } from '../core/index.ts';
+import { readKeyFile } from '../node/index.ts';
+import { CallTimeout, JcpClient, WireErrorReply, resultJson } from '../client/index.ts';
+import { readChainFile } from '../client/index.ts';
+import { hostPortArg, ujArg } from './args.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
-import { IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/files.ts';
+import { ioError, IoError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/index.ts';
 import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp call --node host:port --chain file --key file --action name

@@ -1,10 +1,6 @@
 /** `jcp channel audit`: the merged ledger of a budget channel from its signed statements (§4.5 profile, C17). */
-import { toHex } from '../core/bytes.ts';
-import { isContentId } from '../core/hash.ts';
-import { auditChannel } from '../channel/audit.ts';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import { channelNames } from '../channel/names.ts';
-import { NatsUnavailable, natsHostPort } from '../channel/reach.ts';
+import { isContentId, toHex } from '../core/index.ts';
+import { auditChannel, channelNames, JetStreamBus, natsHostPort, NatsUnavailable } from '../channel/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp channel audit --grant ID [--nats url] [--subject-root jcp] [--budget uj] [--json]

@@ -1,6 +1,6 @@
 /** `jcp chaos`: the chaos runner (chaos/chaos.ts) — proves the overdraft bound under faults. */
 import { writeFileSync } from 'node:fs';
-import { chaosPlot, chaosTable, FAULT_KINDS, type FaultKind, runChaos } from '../chaos/chaos.ts';
+import { chaosPlot, chaosTable, FAULT_KINDS, type FaultKind, runChaos } from '../chaos/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp chaos [--nodes 3] [--mode channel|shards] [--faults kill,pause,partition,nats-restart]

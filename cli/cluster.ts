@@ -1,8 +1,7 @@
 /** `jcp cluster up|down|status`: a local enforcement cluster on loopback (testkit/cluster.ts). */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } from '../testkit/cluster.ts';
-import { loopbackNatsUrlProblem } from '../testkit/nats.ts';
+import { type ClusterState, clusterStatus, LocalCluster, loopbackNatsUrlProblem, stopClusterFromState } from '../testkit/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage:

@@ -19,5 +19,6 @@ export const COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Command
   { name: 'chaos', load: async () => (await import('./chaos.ts')).command },
   { name: 'vectors', load: async () => (await import('./vectors.ts')).command },
   { name: 'inspect', load: async () => (await import('./inspect.ts')).command },
+  { name: 'console', load: async () => (await import('./console.ts')).command },
   { name: 'demo', load: async () => (await import('./demo.ts')).command },
 ];

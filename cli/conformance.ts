@@ -1,5 +1,5 @@
 /** `jcp conformance`: runs the spec §9 conformance classes and prints a table or JSON. */
-import { CLASS_IDS, type ClassId, runConformance } from '../conformance/runner.ts';
+import { CLASS_IDS, type ClassId, runConformance } from '../conformance/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
 
 const help = `Usage: jcp conformance [--json] [--class CN]...

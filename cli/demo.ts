@@ -2,8 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { asCoded, renderReport, runDemo } from '../demo/index.ts';
-import { loopbackNatsUrlProblem } from '../testkit/nats.ts';
-import { exitAfterInterrupt } from '../testkit/procs.ts';
+import { exitAfterInterrupt, loopbackNatsUrlProblem } from '../testkit/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms]

@@ -8,20 +8,10 @@ import { join, resolve, sep } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
-import { natsBus, natsRegistry } from '../frost/bus.ts';
-import { type Approver, DEFAULT_APPROVE_TIMEOUT_MS, promptApprover, readDecisionFile, readDecisionStream, rulesApprover, webhookApprover } from '../frost/approvers.ts';
-import type { ReadDecision } from '../frost/approval.ts';
-import { signWithGroup } from '../frost/coordinator.ts';
-import { deal } from '../frost/dealer.ts';
-import { describeCulprits, FrostError, FrostErrorCodes } from '../frost/errors.ts';
-import { runDkg } from '../frost/initiator.ts';
-import { Participant } from '../frost/participant.ts';
-import { readIdentityFile, shareRecord, writeShareFile } from '../frost/sharefile.ts';
+import { fromHex, parseDid, toHex, verify } from '../core/index.ts';
+import { type Approver, deal, DEFAULT_APPROVE_TIMEOUT_MS, describeCulprits, FrostError, FrostErrorCodes, natsBus, natsRegistry, Participant, promptApprover, type ReadDecision, readDecisionFile, readDecisionStream, readIdentityFile, rulesApprover, runDkg, shareRecord, signWithGroup, webhookApprover, writeShareFile } from '../frost/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
-import { errnoOf, fromSystemError, IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from '../io/files.ts';
+import { errnoOf, fromSystemError, ioError, IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/index.ts';
 
 const help = `Usage: jcp frost <deal|participant|dkg|sign|approvals> [options]
 
@@ -46,10 +36,14 @@ jcp frost participant --keystore DIR --nats URL [--prefix P] [--passphrase-env V
   --approve prompt       ask on this terminal (stdin; the question goes to stderr): y approves
   --approve webhook URL  POST the decoded call as JSON; wait for {"approve": bool, "reason"}
   --approve-timeout-ms MS  how long a person or webhook has (default 10000); no answer = refuse
+  --approve allow-all    sign whatever an allowed coordinator asks, control calls included (the
+                         behaviour of a participant without --approve before approvals existed)
   --sign-raw             with --approve: also sign messages that are not jcp/1 wire requests
                          (they are refused with frost-not-a-request otherwise)
   With --approve, every decision is a signed record in DIR/approvals.journal and on the JetStream
-  stream <prefix>_approvals; without it the participant signs what an allowed coordinator asks.
+  stream <prefix>_approvals. Without --approve the participant refuses every jcp/1 request with a
+  control frame (a call that exercises a capability: frost-not-approved) and signs anything else
+  an allowed coordinator asks (grants, revocations, other bytes); --approve allow-all signs all.
 
 jcp frost dkg --threshold K --participants N --nats URL [--prefix P] [--members DID,...]
               [--timeout-ms MS] [--identity FILE [--passphrase-env VAR]] [--json]
@@ -166,9 +160,9 @@ async function cmdDeal(argv: string[]): Promise<number> {
  * Takes `--approve rules FILE | prompt | webhook URL` out of `argv` (its kind and argument are
  * separate words, which the option parser cannot read). @throws UsageError.
  */
-export function takeApprove(argv: readonly string[]): { rest: string[]; approve?: { kind: 'rules' | 'prompt' | 'webhook'; arg?: string } } {
+export function takeApprove(argv: readonly string[]): { rest: string[]; approve?: { kind: 'rules' | 'prompt' | 'webhook' | 'allow-all'; arg?: string } } {
   const rest: string[] = [];
-  let approve: { kind: 'rules' | 'prompt' | 'webhook'; arg?: string } | undefined;
+  let approve: { kind: 'rules' | 'prompt' | 'webhook' | 'allow-all'; arg?: string } | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a !== '--approve' && !a.startsWith('--approve=')) {
@@ -177,12 +171,12 @@ export function takeApprove(argv: readonly string[]): { rest: string[]; approve?
     }
     if (approve) throw new UsageError('--approve is given more than once');
     const kind = a === '--approve' ? argv[++i] : a.slice('--approve='.length);
-    if (kind === 'prompt') approve = { kind };
+    if (kind === 'prompt' || kind === 'allow-all') approve = { kind };
     else if (kind === 'rules' || kind === 'webhook') {
       const arg = argv[++i];
       if (arg === undefined || arg === '') throw new UsageError(`--approve ${kind} needs ${kind === 'rules' ? 'a FILE' : 'a URL'}`);
       approve = { kind, arg };
-    } else throw new UsageError(`--approve must be 'rules FILE', 'prompt' or 'webhook URL', got '${kind ?? ''}'`);
+    } else throw new UsageError(`--approve must be 'rules FILE', 'prompt', 'webhook URL' or 'allow-all', got '${kind ?? ''}'`);
   }
   return approve ? { rest, approve } : { rest };
 }
@@ -204,8 +198,9 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
   );
   if (!values.keystore) throw new UsageError('--keystore DIR is required');
   const approveTimeoutMs = intFlag(values['approve-timeout-ms'], 'approve-timeout-ms', { min: 1, max: MAX_TIMEOUT_MS, dflt: DEFAULT_APPROVE_TIMEOUT_MS });
-  if (values['sign-raw'] && !approve) throw new UsageError('--sign-raw goes with --approve');
-  if (values['approve-timeout-ms'] !== undefined && !approve) throw new UsageError('--approve-timeout-ms goes with --approve');
+  const judged = approve !== undefined && approve.kind !== 'allow-all';
+  if (values['sign-raw'] && !judged) throw new UsageError('--sign-raw goes with --approve rules|prompt|webhook');
+  if (values['approve-timeout-ms'] !== undefined && !judged) throw new UsageError('--approve-timeout-ms goes with --approve rules|prompt|webhook');
   const aopts = { allowRaw: values['sign-raw'] ?? false, timeoutMs: approveTimeoutMs };
   let approver: Approver | undefined;
   if (approve?.kind === 'rules') approver = rulesApprover(resolve(approve.arg!), aopts);
@@ -225,6 +220,7 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
       ...(values.coordinator ? { coordinators: values.coordinator } : {}),
       ...(values.initiator ? { initiators: values.initiator } : {}),
       ...(approver ? { approver } : {}),
+      ...(approve?.kind === 'allow-all' ? { signAll: true } : {}),
       onEvent: line,
     });
   } catch (e) {

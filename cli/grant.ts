@@ -3,22 +3,11 @@
  * revocation (§4.3) and steering (§4.7: checkpoint, amendment, continuation) from the command line.
  */
 import { randomBytes } from 'node:crypto';
-import { isJcpError } from '../core/errors.ts';
-import { type AttenuationParams, type Grant, attenuate, grantId, grantToCbor, readGrant, signGrant } from '../core/grant.ts';
-import {
-  amend,
-  amendmentId,
-  checkpointId,
-  issueContinuation,
-  makeCheckpoint,
-  type SignedAmendment,
-  type SignedCheckpoint,
-  type SteeringRefusal,
-  verifyAmendment,
-} from '../core/checkpoint.ts';
-import { signRevocation } from '../core/revocation.ts';
-import { JcpClient, WireErrorReply, readKeyFile } from '../node/index.ts';
-import { actionsArg, didArg, expiryArg, grantView, hostPortArg, readChainFile, resourceArg, ujArg, writeChainFile } from './chainfile.ts';
+import { amend, amendmentId, attenuate, type AttenuationParams, checkpointId, type Grant, grantId, grantToCbor, isJcpError, issueContinuation, makeCheckpoint, readGrant, type SignedAmendment, type SignedCheckpoint, signGrant, signRevocation, type SteeringRefusal, verifyAmendment } from '../core/index.ts';
+import { readKeyFile } from '../node/index.ts';
+import { JcpClient, WireErrorReply } from '../client/index.ts';
+import { grantView, readChainFile, writeChainFile } from '../client/index.ts';
+import { actionsArg, didArg, expiryArg, hostPortArg, resourceArg, ujArg } from './args.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
 import { commitmentArg, readAmendmentFile, readCheckpointFile, writeAmendmentFile, writeCheckpointFile } from './steerfile.ts';
 

@@ -1,11 +1,9 @@
 /** `jcp inspect <hex | file | ->`: decodes any JCP object and says whether its signature verifies. */
 import { existsSync, statSync } from 'node:fs';
-import { decode } from '../core/cbor.ts';
-import { readSignedGrant } from '../core/grant.ts';
-import { type InspectOptions, type InspectOutcome, inspectContents, inspectHex, parseHex, renderFault, renderHuman } from '../inspect/inspect.ts';
-import { bytesOfContents } from '../inspect/inspect.ts';
+import { decode, readSignedGrant } from '../core/index.ts';
+import { bytesOfContents, inspectContents, inspectHex, type InspectOptions, type InspectOutcome, parseHex, renderFault, renderHuman } from '../inspect/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
-import { IoError, READ_CAPS, readFileCapped } from '../io/files.ts';
+import { IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 
 const help = `Usage: jcp inspect <hex | file | -> [--json] [--grant <hex | file>] [--signer <did:key>]...
 

@@ -1,6 +1,6 @@
 /** `jcp key new|show`: Ed25519 actor key files (§2), mode 0600. */
 import { randomBytes } from 'node:crypto';
-import { actorFromSeed } from '../core/actor.ts';
+import { actorFromSeed } from '../core/index.ts';
 import { readKeyFile, writeKeyFile } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 

@@ -4,10 +4,10 @@
  * `jcp <command>: error [code]: message` with one of the product's stable codes: a raw system
  * code (ENOENT, ECONNREFUSED…) never stands as the code, only inside the message.
  */
-import { JcpError } from '../core/errors.ts';
+import { JcpError } from '../core/index.ts';
 import { CONNECTION_FAILED, type Command, UsageError, connectionError, isNetworkError } from './command.ts';
 import { COMMANDS } from './commands.ts';
-import { errnoOf, fromSystemError, IO_ERROR_CODE, type IoError, isSystemError } from '../io/files.ts';
+import { errnoOf, fromSystemError, IO_ERROR_CODE, type IoError, isSystemError } from '../io/index.ts';
 
 async function topHelp(): Promise<string> {
   const lines = ['Usage: jcp <command> [options]', '', 'Commands:'];

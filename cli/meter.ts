@@ -1,7 +1,7 @@
 /** `jcp meter probe`: which rung of the energy ladder (spec §5) works on this machine, and why better ones were skipped. */
 import { createMeter, type MeterConfig, readMeterConfig } from '../meter/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
-import { READ_CAPS, readFileCapped } from '../io/files.ts';
+import { READ_CAPS, readFileCapped } from '../io/index.ts';
 
 const help = `Usage: jcp meter probe [--json] [--config file] [--watts W] [--powercap dir] [--nvml lib]
 

@@ -1,6 +1,7 @@
 /** `jcp node start`: runs an enforcement node (issue 3; DESIGN "The way data flows"). */
 import { pino } from 'pino';
-import { ClusterHooks, readClusterConfig } from '../node/cluster.ts';
+import type { Did } from '../core/index.ts';
+import { ClusterHooks, readClusterConfig } from '../node/index.ts';
 import { type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
@@ -127,7 +128,7 @@ export const command: Command = {
       node = await startNode(cfg, {
         logger,
         ...(values['accept-damaged-log'] ? { acceptDamagedLog: true } : {}),
-        ...(cluster ? cluster.nodeOptions : {}),
+        ...(cluster ? { ...cluster.nodeOptions, witnessed: (d: Did) => cluster!.witnessed(d) } : {}),
         onFatal: (e) => {
           fatal = e;
           stopped();
@@ -138,13 +139,15 @@ export const command: Command = {
       return fault(e);
     }
     cluster?.attach(node.steward, node.ledger, node.amendments);
+    cluster?.startWitnessing(node, logger);
     cluster?.observe(node.metrics.registry);
     process.stderr.write(
       `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
         (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
         `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s` +
         (node.boot.snapshot ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)` : '') +
-        '\n',
+        '\n' +
+        (cluster ? `jcp node: transparency log: ${node.witnessCheck}\n` : ''),
     );
     const onSignal = () => stopped();
     process.once('SIGINT', onSignal);

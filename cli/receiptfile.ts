@@ -11,8 +11,8 @@
  * The input is hex lines when it is UTF-8 text whose every other line is hex; otherwise it is
  * read as a CBOR sequence.
  */
-import { openJcr1Receipt, receiptId } from '../core/receipt.ts';
-import { FaultError, splitSequence } from '../inspect/input.ts';
+import { openJcr1Receipt, receiptId } from '../core/index.ts';
+import { FaultError, splitSequence } from '../inspect/index.ts';
 import { CliError } from './command.ts';
 
 /** How a receipt file was read. */

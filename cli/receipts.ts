@@ -7,40 +7,10 @@ import { createWriteStream, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
-import { toHex } from '../core/bytes.ts';
-import { openReceipt, receiptId } from '../core/receipt.ts';
-import {
-  type Archived,
-  type ArchiveRecord,
-  archiveLimit,
-  archiveReceipts,
-  archiveRecords,
-  chooseSnapshot,
-  readSegments,
-  type SegmentCheck,
-  withSegments,
-  segmentReceiptAt,
-  type HeadCheck,
-  type LogReplay,
-  listSnapshots,
-  makeSnapshot,
-  NodeFault,
-  openSnapshot,
-  ReceiptLog,
-  readKeyFile,
-  readSnapshotFile,
-  replayLog,
-  snapshotBody,
-  type SliceRunner,
-  WorkerPool,
-  isLockError,
-  readDataMeta,
-} from '../node/index.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import { encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
+import { bytesEqual, type Did, encode, openReceipt, receiptId, toHex } from '../core/index.ts';
+import { type Archived, type ArchiveRecord, archiveLimit, archiveReceipts, archiveRecords, chooseSnapshot, readSegments, type SegmentCheck, withSegments, segmentReceiptAt, type HeadCheck, type LogReplay, listSnapshots, makeSnapshot, NodeFault, openSnapshot, ReceiptLog, readKeyFile, readSnapshotFile, replayLog, snapshotBody, type SliceRunner, WorkerPool, isLockError, readDataMeta } from '../node/index.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
-import { errnoOf, IoError, ioError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/files.ts';
+import { errnoOf, ioError, IoError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/index.ts';
 import { verifyReceiptFile } from './receiptfile.ts';
 import { runTlog, TLOG_HELP, TLOG_VERBS } from './tlog.ts';
 

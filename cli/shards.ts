@@ -2,12 +2,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Did } from '../core/didkey.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { grantId } from '../core/grant.ts';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import { channelNames } from '../channel/names.ts';
-import type { ClusterState } from '../testkit/cluster.ts';
+import { type Did, ErrorCodes, grantId, JcpError } from '../core/index.ts';
+import { channelNames, JetStreamBus } from '../channel/index.ts';
+import type { ClusterState } from '../testkit/index.ts';
 import { readKeyFile } from '../node/index.ts';
 import {
   assignShards,
@@ -19,9 +16,10 @@ import {
   type ShardManifest,
   writeManifest,
 } from '../shards/index.ts';
-import { didArg, readChainFile, writeChainFile } from './chainfile.ts';
+import { readChainFile, writeChainFile } from '../client/index.ts';
+import { didArg } from './args.ts';
 import { type Command, UsageError, parse } from './command.ts';
-import { makeDirs } from '../io/files.ts';
+import { makeDirs } from '../io/index.ts';
 
 const help = `Usage:
   jcp shards mint --parent chain.json --key holder.key --split a=40%,b=30%,c=30%

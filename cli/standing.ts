@@ -4,16 +4,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { grantId } from '../core/grant.ts';
-import { isContentId } from '../core/hash.ts';
-import { authorPolicy, mintPolicyId, readSignedMintPolicy, type SignedMintPolicy, signedMintPolicyToCbor } from '../core/standing.ts';
+import { authorPolicy, decode, encode, ErrorCodes, fromHex, grantId, isContentId, JcpError, mintPolicyId, readSignedMintPolicy, type SignedMintPolicy, signedMintPolicyToCbor, toHex } from '../core/index.ts';
 import { eventClassOf, isLoopbackHost, readKeyFile, StandingError, StandingServerCodes, startStandingServer } from '../node/index.ts';
-import { chainFileText, didArg, expiryArg, hostPortArg, readChainFile, ujArg, writeChainFile } from './chainfile.ts';
+import { chainFileText, readChainFile, writeChainFile } from '../client/index.ts';
+import { didArg, expiryArg, hostPortArg, ujArg } from './args.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
-import { IoError, ioError, READ_CAPS, readFileCapped } from '../io/files.ts';
+import { ioError, IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { checkFileView } from './steerfile.ts';
 
 const help = `Usage:

@@ -10,22 +10,9 @@
  * Both are written with `wx` (never overwriting: they are evidence).
  */
 import { writeFileSync } from 'node:fs';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import {
-  amendmentId,
-  checkpointId,
-  readSignedAmendment,
-  readSignedCheckpoint,
-  type SignedAmendment,
-  type SignedCheckpoint,
-  signedAmendmentToCbor,
-  signedCheckpointToCbor,
-} from '../core/checkpoint.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { type ContentId, contentId, isContentId } from '../core/hash.ts';
-import { viewDiffs } from './chainfile.ts';
-import { IoError, ioError, READ_CAPS, readFileCapped } from '../io/files.ts';
+import { amendmentId, checkpointId, contentId, type ContentId, decode, encode, ErrorCodes, fromHex, isContentId, JcpError, readSignedAmendment, readSignedCheckpoint, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, toHex } from '../core/index.ts';
+import { viewDiffs } from '../client/index.ts';
+import { ioError, IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 
 /** The `type` tag of a checkpoint file. */
 export const CHECKPOINT_FILE_TYPE = 'jcp-checkpoint';

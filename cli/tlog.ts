@@ -5,20 +5,15 @@
  * `verify-proof` checks a proof against signed checkpoint(s), the receipt, and cosignatures.
  */
 import path from 'node:path';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { type Did, isDid, parseDid } from '../core/didkey.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { addSignatureLines, openCheckpoint, type SignedCheckpoint, verifyCosignature } from '../core/note.ts';
-import { witness } from '../core/witness.ts';
-import { openReceipt } from '../core/receipt.ts';
-import { type Hash32, leafHash, verifyConsistency, verifyInclusion } from '../core/tlog.ts';
+import { addSignatureLines, type Did, ErrorCodes, fromHex, type Hash32, isDid, JcpError, leafHash, openCheckpoint, openReceipt, parseDid, type SignedLogCheckpoint, toHex, verifyConsistency, verifyCosignature, verifyInclusion, witness } from '../core/index.ts';
 import { archiveRecords, readKeyFile, readSegments, ReceiptLog, readDataMeta, withSegments } from '../node/index.ts';
-import { buildLogTree, checkAgainstCheckpoint, checkpointOf, originOf } from '../node/tlog.ts';
+import { buildLogTree, checkAgainstCheckpoint, checkpointOf, originOf } from '../node/index.ts';
 import { CliError, UsageError, parse } from './command.ts';
-import { READ_CAPS, readFileCapped } from '../io/files.ts';
+import { READ_CAPS, readFileCapped } from '../io/index.ts';
+import { runTlogWitness } from './tlogwitness.ts';
 
 /** The verbs of this module, for `jcp receipts`. */
-export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign', 'check-witnessed'] as const;
+export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign', 'check-witnessed', 'witness-audit', 'fleet', 'verify-fleet'] as const;
 
 /** Help text lines for `jcp receipts --help`. */
 export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs/tlog.md):
@@ -45,7 +40,16 @@ export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs
   check-witnessed  <data-dir> --checkpoint FILE [--cosigner NAME=DID …]: holds the log to a
                 checkpoint of it (signed by its steward, cosigned by each --cosigner): a log
                 shorter than it, or different below its size, is log-damaged (exit 1), naming it.
-  Archived logs: give --archive DIR (the segment folder) to checkpoint, prove and check-witnessed.`;
+  Archived logs: give --archive DIR (the segment folder) to checkpoint, prove and check-witnessed.
+  witness-audit [--nats URL] [--subject-root R] [--json]: the transparency-log stream (nodes
+                started with --nats publish and cosign there): each node's latest checkpoint and
+                who cosigned it, and every log-inconsistent alarm with both checkpoints as
+                evidence (exit 1 when there is one).
+  fleet         --key root.key [--nats URL] [--subject-root R] [--json]: the fleet record, one
+                checkpoint signed by the team root over each node's newest cosigned checkpoint (origin
+                jcp-fleet/<root did>); --json adds each member's membership proof.
+  verify-fleet  --record FILE (fleet --json) --root DID: checks the record, every member's
+                checkpoint and membership proof (proof-invalid, note-unverified).`;
 
 const hashes = (xs: readonly Hash32[]): string[] => xs.map((x) => toHex(x));
 
@@ -77,7 +81,15 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
     cosigner: { type: 'string', multiple: true },
     previous: { type: 'string' },
     name: { type: 'string' },
+    nats: { type: 'string' },
+    'subject-root': { type: 'string' },
+    record: { type: 'string' },
+    root: { type: 'string' },
   });
+  if (verb === 'witness-audit' || verb === 'fleet' || verb === 'verify-fleet') {
+    if (positionals.length !== 0) throw new UsageError(`${verb} takes no data folder`);
+    return await runTlogWitness(verb, values);
+  }
   if (verb === 'cosign') {
     if (positionals.length !== 0) throw new UsageError('cosign takes no data folder: give --checkpoint, --steward, --key, --name');
     return cosignNow(values);
@@ -191,7 +203,7 @@ function readProofFile(file: string): ProofFile {
     : { type: 'consistency', old_size: num('old_size'), new_size: num('new_size'), proof };
 }
 
-function readCheckpoint(file: string, steward: Did, origin: string, cosigners: Array<[string, Did]>): SignedCheckpoint & { cosigned_by: string[] } {
+function readCheckpoint(file: string, steward: Did, origin: string, cosigners: Array<[string, Did]>): SignedLogCheckpoint & { cosigned_by: string[] } {
   const c = openCheckpoint(readFileCapped(file, READ_CAPS.messageFile, 'checkpoint file'), parseDid(steward), origin);
   for (const [name, did] of cosigners) verifyCosignature(c.note, name, parseDid(did));
   return { ...c, cosigned_by: cosigners.map(([n]) => n) };

@@ -1,7 +1,7 @@
 /** The client TLS flags of `jcp call` and `jcp bridge` (docs/tls.md): `--ca`, `--cert`, `--key`. */
-import type { ClientTlsOptions } from '../node/index.ts';
+import type { ClientTlsOptions } from '../client/index.ts';
 import { UsageError } from './command.ts';
-import { READ_CAPS, readFileCapped } from '../io/files.ts';
+import { READ_CAPS, readFileCapped } from '../io/index.ts';
 
 /** The flag definitions, for `parse`. */
 export const TLS_FLAGS = {

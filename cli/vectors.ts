@@ -1,5 +1,5 @@
 /** `jcp vectors gen|verify [dir]`: writes and re-checks the published vectors (`conformance/v1/`). */
-import { DEFAULT_VECTOR_DIR, verifyVectors, writeVectors } from '../vectors/vectors.ts';
+import { DEFAULT_VECTOR_DIR, verifyVectors, writeVectors } from '../vectors/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
 
 const help = `Usage: jcp vectors gen [dir]

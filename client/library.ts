@@ -14,25 +14,9 @@
  * ```
  */
 import { randomBytes } from 'node:crypto';
-import type { Rng } from '../core/actor.ts';
+import type { Rng } from '../core/index.ts';
 
-export { type Actor, actorFromSeed, newActor, type Rng } from '../core/actor.ts';
-export type { Did } from '../core/didkey.ts';
-export type { Cost, Provenance, Uj } from '../core/energy.ts';
-export {
-  type AttenuationParams,
-  attenuate,
-  type Capability,
-  type Grant,
-  grantId,
-  type MintRefusal,
-  type SignedGrant,
-  signGrant,
-  verifyGrantSignature,
-} from '../core/grant.ts';
-export type { ContentId } from '../core/hash.ts';
-export { openReceipt, type ReceiptCore, receiptId } from '../core/receipt.ts';
-export { type Revocation, type SignedRevocation, signRevocation } from '../core/revocation.ts';
+export { type Actor, actorFromSeed, attenuate, type AttenuationParams, type Capability, type ContentId, type Cost, type Did, type Grant, grantId, type MintRefusal, newActor, openReceipt, type Provenance, type ReceiptCore, receiptId, type Revocation, type Rng, type SignedGrant, type SignedRevocation, signGrant, signRevocation, type Uj, verifyGrantSignature } from '../core/index.ts';
 export {
   type CallParams,
   type CallResult,
@@ -45,8 +29,7 @@ export {
   resultJson,
   WireErrorReply,
 } from './client.ts';
-export { resourceIdOf } from '../node/config.ts';
-export { readKeyFile, writeKeyFile } from '../node/keyfile.ts';
+export { readKeyFile, resourceIdOf, writeKeyFile } from '../node/index.ts';
 
 /** Random bytes from the operating system (node:crypto), as the {@link Rng} key and nonce makers take. */
 export const randomRng: Rng = (n: number) => new Uint8Array(randomBytes(n));

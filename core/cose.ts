@@ -9,7 +9,7 @@
  * - the JCR-1 profile ({@link decodeJcrSign1}) additionally requires the protected header to be
  *   exactly `{1: -8, 4: kid}` and the unprotected header to be empty. `core/receipt.ts` uses it.
  *
- * Policy (spec §8, issue 2):
+ * Policy (spec §8):
  * - the algorithm is taken ONLY from the protected header; an `alg` that appears only in the
  *   unprotected header does not count, and anything but EdDSA (-8) is `cose-unsupported`;
  * - the structure's own bytes must be canonical det-CBOR (§3), and so must the serialized
@@ -17,8 +17,7 @@
  * - only Ed25519 keys: an OKP key on another curve (Ed448) is `cose-unsupported`;
  * - `crit` (label 2) is refused (`cose-unsupported`): we understand no extension parameters.
  */
-import { decode, encode, Tagged } from './cbor.ts';
-import { headLength, MAJOR, readString, writeHead } from './cbor-flat.ts';
+import { concatItems, decode, encode, headBytes, itemAt, leadingTag, MAJOR, readString, Tagged } from './cbor.ts';
 import { type PublicKey, publicKeyFromBytes, type SigningKey, sign, verify } from './ed25519.ts';
 import { ErrorCodes, JcpError } from './errors.ts';
 
@@ -82,30 +81,11 @@ function unsupported(why: string): never {
 export function sigStructure(protectedBytes: Uint8Array, payload: Uint8Array, externalAad: Uint8Array = EMPTY): Uint8Array {
   // Assembled by hand (it is on the sealing hot path); equal to encode([...]) — tested against it
   // and against the cose-wg ToBeSign bytes.
-  return assemble([SIG1_PREFIX, { bstr: protectedBytes }, { bstr: externalAad }, { bstr: payload }]);
+  return concatItems([SIG1_PREFIX, { bstr: protectedBytes }, { bstr: externalAad }, { bstr: payload }]);
 }
 
 /** `0x84` (array of 4) ‖ `"Signature1"` as a CBOR text string. */
-const SIG1_PREFIX = Uint8Array.of(0x84, 0x6a, ...new TextEncoder().encode('Signature1'));
-
-/** Concatenates byte strings, each preceded by its shortest bstr head (raw parts are copied as is). */
-function assemble(parts: readonly (Uint8Array | { readonly bstr: Uint8Array })[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p instanceof Uint8Array ? p.length : headLength(p.bstr.length) + p.bstr.length;
-  const out = new Uint8Array(n);
-  let off = 0;
-  for (const p of parts) {
-    if (p instanceof Uint8Array) {
-      out.set(p, off);
-      off += p.length;
-    } else {
-      off = writeHead(out, off, MAJOR.bytes, p.bstr.length);
-      out.set(p.bstr, off);
-      off += p.bstr.length;
-    }
-  }
-  return out;
-}
+const SIG1_PREFIX = concatItems([headBytes(MAJOR.array, 4), encode('Signature1')]);
 
 /**
  * Serializes a protected header (RFC 9052 §3): canonical det-CBOR of the map, or the empty byte
@@ -132,12 +112,13 @@ export function encodeSign1(m: Omit<CoseSign1, 'protectedHeader'>): Uint8Array {
     return encode(new Tagged(COSE_SIGN1_TAG, [m.protectedBytes, m.unprotected, m.payload, m.signature]));
   }
   // The JCR-1 shape (empty unprotected map), assembled by hand for the sealing hot path.
-  return assemble([SIGN1_HEAD, { bstr: m.protectedBytes }, EMPTY_MAP, { bstr: m.payload }, { bstr: m.signature }]);
+  return concatItems([SIGN1_HEAD, { bstr: m.protectedBytes }, EMPTY_MAP, { bstr: m.payload }, { bstr: m.signature }]);
 }
 
 /** `0xd2` (tag 18) ‖ `0x84` (array of 4). */
-const SIGN1_HEAD = Uint8Array.of(0xd2, 0x84);
-const EMPTY_MAP = Uint8Array.of(0xa0);
+const SIGN1_HEAD = concatItems([headBytes(MAJOR.tag, COSE_SIGN1_TAG), headBytes(MAJOR.array, 4)]);
+/** `0xa0`, the empty map. */
+const EMPTY_MAP = headBytes(MAJOR.map, 0);
 
 /**
  * Signs `payload` as a tagged COSE_Sign1 (RFC 9052 §4.4) with EdDSA/Ed25519.
@@ -154,19 +135,6 @@ export function signSign1(
   const tbs = sigStructure(parts.protectedBytes, parts.payload);
   const signature = typeof signer === 'function' ? signer(tbs) : sign(signer, tbs);
   return encodeSign1({ ...parts, unprotected: parts.unprotected ?? NO_HEADERS, signature });
-}
-
-/** Reads the tag number at the head of `bytes`; undefined when the item is not a (readable) tag. */
-function leadingTag(bytes: Uint8Array): number | undefined {
-  const b0 = bytes[0]!;
-  if (b0 >> 5 !== 6) return undefined;
-  const ai = b0 & 31;
-  if (ai < 24) return ai;
-  const width = ai === 24 ? 1 : ai === 25 ? 2 : ai === 26 ? 4 : ai === 27 ? 8 : 0;
-  if (width === 0 || bytes.length < 1 + width) return undefined;
-  let n = 0;
-  for (let i = 1; i <= width; i++) n = n * 256 + bytes[i]!;
-  return n;
 }
 
 /**
@@ -239,9 +207,9 @@ const headerCache = new Map<string, HeaderMap>();
  * decoded strictly once and cached by their bytes.
  */
 function fastJcrSign1(bytes: Uint8Array): CoseSign1 | undefined {
-  if (!(bytes instanceof Uint8Array) || bytes.length < 4 || bytes[0] !== 0xd2 || bytes[1] !== 0x84) return undefined;
-  const p = readString(bytes, 2, MAJOR.bytes);
-  if (!p || bytes[p.end] !== 0xa0) return undefined;
+  if (!(bytes instanceof Uint8Array) || bytes.length < 4 || !itemAt(bytes, 0, SIGN1_HEAD)) return undefined;
+  const p = readString(bytes, SIGN1_HEAD.length, MAJOR.bytes);
+  if (!p || !itemAt(bytes, p.end, EMPTY_MAP)) return undefined;
   const payload = readString(bytes, p.end + 1, MAJOR.bytes);
   if (!payload) return undefined;
   const sig = readString(bytes, payload.end, MAJOR.bytes);

@@ -184,7 +184,7 @@ export function parseCheckpointText(text: string): Checkpoint {
 }
 
 /** A checkpoint signed as a note by its log. */
-export interface SignedCheckpoint extends Checkpoint {
+export interface SignedLogCheckpoint extends Checkpoint {
   /** The whole signed note. */
   readonly note: string;
   /** The parsed note (text and every signature line, cosignatures included). */
@@ -204,7 +204,7 @@ export function signCheckpoint(c: Checkpoint, key: SigningKey, name: string = c.
  * parses it. When `origin` is given, the checkpoint must name it.
  * @throws JcpError `note-malformed`, `note-unverified` (another key, altered text, or another origin)
  */
-export function openCheckpoint(note: string | Uint8Array, pub: PublicKey, origin?: string, name?: string): SignedCheckpoint {
+export function openCheckpoint(note: string | Uint8Array, pub: PublicKey, origin?: string, name?: string): SignedLogCheckpoint {
   const pre = parseNote(note);
   const c = parseCheckpointText(pre.text);
   if (origin !== undefined && c.origin !== origin) throw new JcpError(ErrorCodes.NOTE_UNVERIFIED, `the checkpoint is of log ${c.origin}, not ${origin}`);

@@ -19,8 +19,7 @@
  * and deny alike (a deny debits nothing — the verdict says so).
  */
 import type { Actor } from './actor.ts';
-import { decode } from './cbor.ts';
-import { FlatMapWriter, type FlatValue, readFlatMap } from './cbor-flat.ts';
+import { decode, FlatMapWriter, type FlatValue, readFlatMap } from './cbor.ts';
 import { decodeJcrSign1, encodeSign1, jcrProtectedHeader, sigStructure } from './cose.ts';
 import type { Decision, DecisionRequest } from './decision.ts';
 import { type DenyReason, isDenyReason } from './deny.ts';
@@ -324,7 +323,7 @@ const utf8Strict = new TextDecoder('utf-8', { fatal: true });
  * 3. the kid is not the UTF-8 of a valid Ed25519 did:key — `did-invalid`;
  * 4. `expectedSteward` given and the kid is another key — `wrong-steward`;
  * 5. the payload is not canonical det-CBOR — `cbor-*` (a canonical flat map is read by the fast
- *    path in `cbor-flat.ts`; anything else goes through the strict decoder for its code);
+ *    path in `cbor.ts` `readFlatMap`; anything else goes through the strict decoder for its code);
  * 6. the signature does not verify under the kid — `signature-invalid`;
  * 7. the core fails its schema — `schema` | `did-invalid`;
  * 8. the core's `steward` is not the kid — `steward-mismatch`.

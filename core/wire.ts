@@ -36,8 +36,8 @@
  * `cbor-malformed`, `cbor-non-canonical`, `cbor-forbidden-type`, `schema`, `did-invalid`, `bad-length`.
  */
 import type { Actor } from './actor.ts';
-import { decode, encode } from './cbor.ts';
-import { headLength, MAJOR, writeHead } from './cbor-flat.ts';
+import { bytesEqual } from './bytes.ts';
+import { concatItems, decode, encode, headBytes, itemAt, MAJOR, skipItem, stringItemLength, withoutMapEntry, writeHead, writeRaw, writeStringItem } from './cbor.ts';
 import { type DenyReason, isDenyReason } from './deny.ts';
 import { type Did, parseDid } from './didkey.ts';
 import { sign, verify } from './ed25519.ts';
@@ -403,11 +403,11 @@ const TEXT = new TextEncoder();
 
 /** Encoded map keys of a decided response (`result` < `receipt` < `decision`, and `verdict` < `deny_reason`: RFC 8949 §4.2.1). */
 const KEY = {
-  result: Uint8Array.of(0x66, ...TEXT.encode('result')),
-  receipt: Uint8Array.of(0x67, ...TEXT.encode('receipt')),
-  decision: Uint8Array.of(0x68, ...TEXT.encode('decision')),
-  verdict: Uint8Array.of(0x67, ...TEXT.encode('verdict')),
-  deny_reason: Uint8Array.of(0x6b, ...TEXT.encode('deny_reason')),
+  result: encode('result'),
+  receipt: encode('receipt'),
+  decision: encode('decision'),
+  verdict: encode('verdict'),
+  deny_reason: encode('deny_reason'),
 };
 
 /**
@@ -419,33 +419,17 @@ const KEY = {
 function encodeDecisionResponse(r: WireDecisionResponse): Uint8Array {
   const verdict = TEXT.encode(r.decision.verdict);
   const reason = r.decision.deny_reason === undefined ? undefined : TEXT.encode(r.decision.deny_reason);
-  let n = 1 + KEY.receipt.length + itemLength(r.receipt) + KEY.decision.length + 1 + KEY.verdict.length + itemLength(verdict);
-  if (reason !== undefined) n += KEY.deny_reason.length + itemLength(reason);
-  if (r.result !== undefined) n += KEY.result.length + itemLength(r.result);
+  let n = 1 + KEY.receipt.length + stringItemLength(r.receipt.length) + KEY.decision.length + 1 + KEY.verdict.length + stringItemLength(verdict.length);
+  if (reason !== undefined) n += KEY.deny_reason.length + stringItemLength(reason.length);
+  if (r.result !== undefined) n += KEY.result.length + stringItemLength(r.result.length);
   const out = new Uint8Array(n);
   let off = writeHead(out, 0, MAJOR.map, r.result === undefined ? 2 : 3);
-  if (r.result !== undefined) off = putItem(out, putRaw(out, off, KEY.result), MAJOR.bytes, r.result);
-  off = putItem(out, putRaw(out, off, KEY.receipt), MAJOR.bytes, r.receipt);
-  off = writeHead(out, putRaw(out, off, KEY.decision), MAJOR.map, reason === undefined ? 1 : 2);
-  off = putItem(out, putRaw(out, off, KEY.verdict), MAJOR.text, verdict);
-  if (reason !== undefined) off = putItem(out, putRaw(out, off, KEY.deny_reason), MAJOR.text, reason);
+  if (r.result !== undefined) off = writeStringItem(out, writeRaw(out, off, KEY.result), MAJOR.bytes, r.result);
+  off = writeStringItem(out, writeRaw(out, off, KEY.receipt), MAJOR.bytes, r.receipt);
+  off = writeHead(out, writeRaw(out, off, KEY.decision), MAJOR.map, reason === undefined ? 1 : 2);
+  off = writeStringItem(out, writeRaw(out, off, KEY.verdict), MAJOR.text, verdict);
+  if (reason !== undefined) off = writeStringItem(out, writeRaw(out, off, KEY.deny_reason), MAJOR.text, reason);
   return out;
-}
-
-/** Bytes of a byte or text string item whose content is `b`. */
-function itemLength(b: Uint8Array): number {
-  return headLength(b.length) + b.length;
-}
-
-/** Copies `b` into `out` at `off`; returns the new offset. */
-function putRaw(out: Uint8Array, off: number, b: Uint8Array): number {
-  out.set(b, off);
-  return off + b.length;
-}
-
-/** Writes a byte or text string item (`major` 2 or 3) holding `b`; returns the new offset. */
-function putItem(out: Uint8Array, off: number, major: number, b: Uint8Array): number {
-  return putRaw(out, writeHead(out, off, major, b.length), b);
 }
 
 /** Canonical det-CBOR body of a WireResponse (decided or error). */
@@ -590,6 +574,82 @@ export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): Wi
     ...(o['notify'] !== undefined ? { notify: 1 as const } : {}),
     signature: asBytes(o['signature'], 'request.signature', 64),
   };
+}
+
+/** The first byte of a request map: 6 required fields, plus `payload` and `notify` when present. */
+const REQUEST_HEAD_MIN = headBytes(MAJOR.map, 6)[0]!;
+const REQUEST_HEAD_MAX = headBytes(MAJOR.map, 8)[0]!;
+/** `now`, `cost`, `chain`: the first three keys of every request map in canonical key order (§3, length first). */
+const NOW_KEY = encode('now');
+const COST_KEY = encode('cost');
+const CHAIN_KEY = encode('chain');
+
+/** Where the `chain` entry of a request body is: its key's offset, its value's start and end. */
+export interface RequestChainEntry {
+  readonly keyAt: number;
+  readonly valueAt: number;
+  readonly end: number;
+}
+
+/**
+ * Finds the `chain` entry of a request-shaped body (a 6- to 8-entry map whose first keys are
+ * `now`, `cost`, `chain`) by walking the item structure only; undefined for any other shape.
+ * Nothing is checked canonical here: the caller still decodes the body strictly
+ * ({@link decodeWireRequestWithChain} or {@link decodeWireMessage}).
+ */
+export function requestChainEntry(body: Uint8Array): RequestChainEntry | undefined {
+  const h = body[0];
+  if (h === undefined || h < REQUEST_HEAD_MIN || h > REQUEST_HEAD_MAX) return undefined;
+  let off = 1;
+  if (!itemAt(body, off, NOW_KEY)) return undefined;
+  off = skipItem(body, off + NOW_KEY.length);
+  if (off < 0 || !itemAt(body, off, COST_KEY)) return undefined;
+  off = skipItem(body, off + COST_KEY.length);
+  if (off < 0 || !itemAt(body, off, CHAIN_KEY)) return undefined;
+  const valueAt = off + CHAIN_KEY.length;
+  const end = skipItem(body, valueAt);
+  return end < 0 ? undefined : { keyAt: off, valueAt, end };
+}
+
+/**
+ * Decodes a request body whose chain (the entry at `entry`) the caller already holds decoded,
+ * e.g. from a cache keyed by the chain's exact bytes: the body without that entry is decoded
+ * strictly (canonical-checked, §3) and read with the field rules of {@link readWireRequest};
+ * `chain` is used as is (its grants are not read again).
+ * @throws JcpError `cbor-*` (the rest is not canonical det-CBOR), `schema` / `did-invalid` /
+ *   `bad-length` (a field), `schema` when `entry` does not lie inside a small map. On any error
+ *   the caller decodes the whole body with {@link decodeWireMessage} for the verdict to report.
+ */
+export function decodeWireRequestWithChain(body: Uint8Array, entry: RequestChainEntry, chain: readonly SignedGrant[]): WireRequest {
+  const rest = withoutMapEntry(body, entry.keyAt, entry.end);
+  if (rest === undefined) throw new JcpError(ErrorCodes.SCHEMA, 'request: the chain entry is not inside a request map', { field: 'request' });
+  const o = asObj(decode(rest), 'request', ['frame', 'caller', 'cost', 'now', 'signature'], REQUEST_OPTIONAL);
+  return readWireRequestFields(o, chain);
+}
+
+/** `"signature"` as a text key, then the head of a 64-byte string: how every request body ends. */
+const SIGNATURE_TAIL = concatItems([encode('signature'), headBytes(MAJOR.bytes, 64)]);
+const SIGNATURE_TAIL_BYTES = SIGNATURE_TAIL.length + 64;
+
+/**
+ * The bytes the caller signed (§11), taken from a canonical request `body` decoded as `req`:
+ * `signature` is the longest key of a request, so in canonical key order (length first) it is
+ * the map's last entry, and dropping it (with the entry count one less) gives exactly
+ * `canonical_cbor(request without signature)` without encoding the request again. Falls back to
+ * {@link wireRequestSigningBytes} when the body has another shape (not a 6- to 8-entry map
+ * ending with `req.signature`). Either way equal to `wireRequestSigningBytes(req)`. Never throws
+ * for a `req` that encodes.
+ */
+export function wireRequestSigningBytesOf(body: Uint8Array, req: WireRequest): Uint8Array {
+  const head = body[0];
+  const at = body.length - SIGNATURE_TAIL_BYTES;
+  if (head !== undefined && head >= REQUEST_HEAD_MIN && head <= REQUEST_HEAD_MAX && at > 1 && itemAt(body, at, SIGNATURE_TAIL)) {
+    if (bytesEqual(body.subarray(at + SIGNATURE_TAIL.length), req.signature)) {
+      const out = withoutMapEntry(body, at, body.length);
+      if (out !== undefined) return out;
+    }
+  }
+  return wireRequestSigningBytes(req);
 }
 
 function readDecisionResponse(o: Obj): WireDecisionResponse {

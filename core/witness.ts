@@ -6,12 +6,12 @@
  */
 import type { PublicKey, SigningKey } from './ed25519.ts';
 import { isJcpError } from './errors.ts';
-import { cosign, openCheckpoint, type SignedCheckpoint } from './note.ts';
+import { cosign, openCheckpoint, type SignedLogCheckpoint } from './note.ts';
 import { type Hash32, verifyConsistency } from './tlog.ts';
 
 /** What {@link witness} decided. */
 export type WitnessVerdict =
-  | { readonly ok: true; readonly checkpoint: SignedCheckpoint; readonly cosignature: string }
+  | { readonly ok: true; readonly checkpoint: SignedLogCheckpoint; readonly cosignature: string }
   | { readonly ok: false; readonly code: 'log-inconsistent'; readonly why: string; readonly evidence: readonly [previous: string, next: string] };
 
 /**

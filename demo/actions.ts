@@ -11,27 +11,12 @@
  *   a signing session.
  */
 import { randomBytes } from 'node:crypto';
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { fromHex, toHex } from '../core/bytes.ts';
-import {
-  amend,
-  amendmentId,
-  checkpointId,
-  issueContinuation,
-  readSignedCheckpoint,
-  signedAmendmentToCbor,
-  verifyCheckpoint,
-  verifyContinuation,
-} from '../core/checkpoint.ts';
-import { grantId, type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { openReceipt } from '../core/receipt.ts';
-import { signRevocation } from '../core/revocation.ts';
-import { verifyWireRequestSignature } from '../core/wire.ts';
-import { isFrostError } from '../frost/errors.ts';
-import { soloSignature } from '../frost/sign.ts';
-import { JcpClient, resultJson } from '../client/client.ts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { BridgeAgent, bridgeServer, CallJournal, ThresholdCaller } from '../bridge/index.ts';
+import { type Actor, amend, amendmentId, checkpointId, type ContentId, decode, encode, fromHex, grantId, issueContinuation, openReceipt, readSignedCheckpoint, signedAmendmentToCbor, type SignedGrant, signedGrantToCbor, signRevocation, toHex, verifyCheckpoint, verifyContinuation, verifyWireRequestSignature } from '../core/index.ts';
+import { isFrostError, soloSignature } from '../frost/index.ts';
+import { JcpClient, resultJson } from '../client/index.ts';
 import type { DemoNode } from './nodes.ts';
 import type { Team } from './team.ts';
 import type { WorkerProc } from './workers.ts';
@@ -148,6 +133,53 @@ export async function askTeamToSign(node: DemoNode, team: Team, grant: SignedGra
     };
   } finally {
     await c.close();
+  }
+}
+
+/** The team's call through `jcp bridge`'s code (an MCP client in memory → bridge → node). */
+export interface BridgeCall {
+  readonly tool: string;
+  readonly arguments: Record<string, unknown>;
+  /** `allow`/`deny` when the node decided; null when the holders did not sign (never sent). */
+  readonly verdict: string | null;
+  readonly requestId: string | null;
+  /** The bridge's stable code when not signed (`threshold-refused`, …). */
+  readonly error: string | null;
+  readonly ms: number;
+}
+
+/**
+ * Calls `action` with `args` as the team through the bridge (spec §2.2, §11; bridge/threshold.ts):
+ * the SDK's MCP client in memory, the bridge agent whose caller is the group, one signing session
+ * in which each member's policy judges the call, then the node.
+ */
+export async function callTeamViaBridge(node: DemoNode, team: Team, grant: SignedGrant, action: string, args: Record<string, unknown>): Promise<BridgeCall> {
+  const t0 = Date.now();
+  const caller = await ThresholdCaller.open({ nc: team.nc, group: team.group, prefix: team.prefix, coordinator: team.coordinator, timeoutMs: 5_000 });
+  const signer = { did: caller.did, sign: caller.sign };
+  const c = await JcpClient.connect({ host: node.host, port: node.port, signer });
+  const journal = new CallJournal({});
+  const agent = new BridgeAgent({ name: 'team', signer, chains: [[grant]], client: c, journal, threshold: caller });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  const server = bridgeServer(agent);
+  const mcp = new Client({ name: 'jcp-demo', version: '1' });
+  try {
+    await server.connect(b);
+    await mcp.connect(a);
+    const r = await mcp.callTool({ name: action, arguments: args });
+    const meta = (r._meta ?? {}) as Record<string, unknown>;
+    return {
+      tool: action,
+      arguments: args,
+      verdict: typeof meta['jcp/verdict'] === 'string' ? meta['jcp/verdict'] : null,
+      requestId: typeof meta['jcp/request_id'] === 'string' ? meta['jcp/request_id'] : null,
+      error: typeof meta['jcp/error'] === 'string' ? meta['jcp/error'] : null,
+      ms: Date.now() - t0,
+    };
+  } finally {
+    await mcp.close().catch(() => undefined);
+    await c.close();
+    journal.close();
   }
 }
 

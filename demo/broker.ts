@@ -5,10 +5,10 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { channelNames } from '../channel/names.ts';
-import { NatsUnavailable, natsGreeting } from '../channel/reach.ts';
-import { shardStreamName } from '../shards/stream.ts';
-import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../testkit/nats.ts';
+import { channelNames, natsGreeting, NatsUnavailable } from '../channel/index.ts';
+import { shardStreamName } from '../shards/index.ts';
+import { tlogStreamName } from '../node/index.ts';
+import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../testkit/index.ts';
 
 /** The default NATS url the demo tries first. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -26,7 +26,7 @@ export type Broker =
 /**
  * Why `url` is no NATS with JetStream (nothing listens, the listener is not NATS, no JetStream),
  * or undefined when it is one; each step within `timeoutMs`. The url must first greet as NATS
- * (channel/reach.ts): the NATS client alone leaks a socket that keeps this process alive when a
+ * (natsio/reach.ts): the NATS client alone leaks a socket that keeps this process alive when a
  * listener accepts but never speaks NATS.
  */
 export async function natsProblem(url: string, timeoutMs = 1_500): Promise<string | undefined> {
@@ -97,17 +97,17 @@ export async function findBroker(opts: BrokerOpts): Promise<Broker> {
 /**
  * The subject root the demo uses on `broker`: on a NATS of the user's (`external`) a root of its
  * own per run (`jcp-demo-<8 hex>`, so streams `JCP_DEMO_<HEX>_STATEMENTS`, `…_REVOCATIONS`,
- * `…_SHARDS`), never the cluster's default `jcp` (a user's own cluster there is left alone and the
+ * `…_SHARDS`, `…_TLOG`), never the cluster's default `jcp` (a user's own cluster there is left alone and the
  * demo's streams can be removed without touching anything else); on a server it started, `jcp`.
  */
 export function demoSubjectRoot(broker: Broker, suffixHex: string): string {
   return broker.mode === 'external' ? `jcp-demo-${suffixHex}` : 'jcp';
 }
 
-/** The JetStream streams the demo's nodes and bus create under subject root `root` (channel/names.ts, shards/stream.ts). */
+/** The JetStream streams the demo's nodes and bus create under subject root `root` (channel/names.ts, shards/stream.ts, node/witnessing.ts). */
 export function demoStreams(root: string): string[] {
   const n = channelNames(root);
-  return [n.statementStream, n.revocationStream, shardStreamName(root)];
+  return [n.statementStream, n.revocationStream, shardStreamName(root), tlogStreamName(root)];
 }
 
 /**

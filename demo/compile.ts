@@ -6,13 +6,10 @@
  */
 import { isAbsolute, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Did } from '../core/didkey.ts';
-import { grantId, type SignedGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { ReceiptCore } from '../core/receipt.ts';
-import type { ChannelAudit } from '../channel/audit.ts';
+import { type ContentId, type Did, grantId, type ReceiptCore, type SignedGrant } from '../core/index.ts';
+import type { ChannelAudit } from '../channel/index.ts';
 import type { Probe } from '../meter/index.ts';
-import type { Approval, Steering, TeamRefusal } from './actions.ts';
+import type { Approval, BridgeCall, Steering, TeamRefusal } from './actions.ts';
 import type { TeamDecision, TeamPolicy } from './team.ts';
 import { type Broker, NATS_INSTALL_HINT } from './broker.ts';
 import { addToTally, decisionsByRequest, emptyTally, type NodeEvidence, type Tally } from './evidence.ts';
@@ -38,6 +35,8 @@ export interface RunFacts {
   readonly approval: Approval | undefined;
   /** The call the team was asked to sign outside its holders' policies. */
   readonly teamRefusal: TeamRefusal | undefined;
+  /** The team's call through the bridge (an MCP client → bridge → signing session → node). */
+  readonly bridgeCall?: BridgeCall | undefined;
   /** Every approval decision the team's holders took, and their policies. */
   readonly teamDecisions: readonly TeamDecision[];
   readonly teamPolicies: readonly TeamPolicy[];
@@ -168,6 +167,8 @@ export function buildReport(f: RunFacts): DemoReport {
     if (solo?.verdict !== 'deny') problems.push('the single-share attempt was not refused by a verified receipt');
     if (a.solo.signatureVerifies) problems.push('a single share produced a signature that verifies');
     if (group?.verdict !== 'allow') problems.push('the group-signed action was not allowed by a verified receipt');
+    const viaBridge = f.bridgeCall?.requestId ? byRequest.get(f.bridgeCall.requestId) : undefined;
+    if (f.bridgeCall && viaBridge?.verdict !== 'allow') problems.push('the team call through the bridge was not allowed by a verified receipt');
     if (!f.teamRefusal?.refused) problems.push('the team signed a call outside its holders\' policies');
     if (!f.teamDecisions.some((d) => d.decision === 'approve')) problems.push('no holder recorded an approval of the team call');
     threshold = {
@@ -185,6 +186,9 @@ export function buildReport(f: RunFacts): DemoReport {
       policies: f.teamPolicies,
       approvals: f.teamDecisions,
       refused_call: f.teamRefusal ?? null,
+      bridge_call: f.bridgeCall
+        ? { tool: f.bridgeCall.tool, arguments: f.bridgeCall.arguments, verdict: viaBridge?.verdict ?? f.bridgeCall.verdict ?? 'not signed', error: f.bridgeCall.error, ms: f.bridgeCall.ms }
+        : null,
     };
   }
 

@@ -3,8 +3,6 @@
  * `jcp demo: error [code]: message` (cli/main.ts): a failure that already has a code keeps it
  * (`nats-unavailable`, `io`, a node fault…); these name the rest.
  */
-import { CliError } from '../cli/command.ts';
-
 /** Stable codes of {@link DemoError}. */
 export const DemoErrorCodes = {
   /** The demo could not run to its report: a process it started failed, a step timed out, … */
@@ -16,12 +14,17 @@ export const DemoErrorCodes = {
 /** One {@link DemoErrorCodes} value. */
 export type DemoErrorCode = (typeof DemoErrorCodes)[keyof typeof DemoErrorCodes];
 
-/** A demo failure with a stable `code`: the CLI's coded failure, with the demo's codes. */
-export class DemoError extends CliError {
-  declare readonly code: DemoErrorCode;
+/**
+ * A demo failure with a stable `code` (one of {@link DemoErrorCodes}). cli/main.ts prints any error
+ * with a string `code` as `jcp demo: error [code]: message`, exit 1.
+ */
+export class DemoError extends Error {
+  override readonly name = 'DemoError';
+  readonly code: DemoErrorCode;
 
   constructor(code: DemoErrorCode, message: string, options?: ErrorOptions) {
-    super(code, message, options);
+    super(message, options);
+    this.code = code;
   }
 }
 

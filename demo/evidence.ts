@@ -4,11 +4,8 @@
  * fail verification are counted, never used; attribution, denies and energy provenance are
  * computed from the verified receipts only.
  */
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
-import { openReceipt, type ReceiptCore } from '../core/receipt.ts';
-import { replayReceipts } from '../core/replay.ts';
-import { ReceiptLog } from '../node/receiptlog.ts';
+import { type ContentId, type Did, openReceipt, type ReceiptCore, replayReceipts } from '../core/index.ts';
+import { ReceiptLog } from '../node/index.ts';
 
 /** One node's log, verified. */
 export interface NodeEvidence {

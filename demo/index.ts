@@ -8,7 +8,7 @@
  *   the issuer and the team do mid-run; `evidence.ts` reads the receipt logs; `compile.ts` and
  *   `report.ts` build and render the report.
  */
-export { findNatsServerBin } from '../testkit/nats.ts';
+export { findNatsServerBin } from '../testkit/index.ts';
 export { type Broker, chosenBroker, DEFAULT_NATS_URL, findBroker, NATS_INSTALL_HINT, natsAnswers, natsProblem } from './broker.ts';
 export { asCoded, DemoError, type DemoErrorCode, DemoErrorCodes } from './errors.ts';
 export { buildReport, meteredByProvenance, type RunFacts } from './compile.ts';

@@ -10,11 +10,7 @@
  * decided call), `checkpoint` (the signed checkpoint and its last receipt), `resumed`, `done`,
  * `failed`.
  */
-import { decode, encode } from '../core/cbor.ts';
-import { fromHex, toHex } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import { readSignedGrant, type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
+import { type ContentId, decode, type Did, encode, fromHex, readSignedGrant, type SignedGrant, signedGrantToCbor, toHex } from '../core/index.ts';
 
 /** A lane of a worker's work: files (sharded budget) or memory (the budget channel). */
 export type Lane = 'files' | 'memory';

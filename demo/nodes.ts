@@ -11,12 +11,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Actor } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
-import { writeKeyFile } from '../node/keyfile.ts';
+import type { Actor, ContentId, Did } from '../core/index.ts';
+import { writeKeyFile } from '../node/index.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, stopChild, track } from '../testkit/procs.ts';
+import { freePort, stopChild, track } from '../testkit/index.ts';
 
 /** The `jcp` entry point the nodes run. */
 const JCP_BIN = fileURLToPath(new URL('../bin/jcp.mjs', import.meta.url));

@@ -11,12 +11,8 @@
  * The threshold team's grant is its own root: issuer → the group's did:key, one action.
  */
 import { randomBytes } from 'node:crypto';
-import type { Actor } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import { attenuate, type Grant, grantId, type SignedGrant, signGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { mintShards } from '../core/shard.ts';
-import { resourceIdOf } from '../node/config.ts';
+import { type Actor, attenuate, type ContentId, type Did, type Grant, grantId, mintShards, type SignedGrant, signGrant } from '../core/index.ts';
+import { resourceIdOf } from '../node/index.ts';
 import { BUDGETS, FS_ACTIONS, FS_RESOURCE, MEMORY_ACTIONS, MEMORY_RESOURCE, TEAM_ACTION } from './setup.ts';
 
 const nonce = (): Uint8Array => new Uint8Array(randomBytes(16));

@@ -3,8 +3,7 @@
  * plain lines for people. Every count and µJ figure about decisions comes from verified receipts
  * (demo/evidence.ts); µJ are decimal strings in the JSON, as in the other `jcp` commands.
  */
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
+import type { ContentId, Did } from '../core/index.ts';
 import type { TeamRefusal } from './actions.ts';
 import type { TeamDecision, TeamPolicy } from './team.ts';
 
@@ -109,6 +108,8 @@ export interface DemoReport {
         readonly approvals: readonly TeamDecision[];
         /** A call outside the policies the team was asked to sign: refused, by whom and why. */
         readonly refused_call: TeamRefusal | null;
+        /** The team's call made by an MCP client through the bridge: the verdict of its verified receipt, or the bridge's code when not signed. */
+        readonly bridge_call?: { readonly tool: string; readonly arguments: Record<string, unknown>; readonly verdict: string; readonly error: string | null; readonly ms: number } | null;
       }
     | { readonly available: false; readonly why: string };
   channel:
@@ -216,6 +217,10 @@ export function renderReport(r: DemoReport): string[] {
       `  one member alone: its signature ${t.solo.signature_verifies ? 'VERIFIES (unexpected)' : 'does not verify under the group key'}; node ${t.node}: ${t.solo.verdict}${t.solo.deny_reason ? ` (${t.solo.deny_reason})` : ''}`,
       `  two members together: signature ${t.group_call.signature_verifies ? 'verifies' : 'does NOT verify'}; node ${t.node}: ${t.group_call.verdict}${t.group_call.deny_reason ? ` (${t.group_call.deny_reason})` : ''} — ${t.action} ${JSON.stringify([t.target])}${t.group_call.result ? `: ${t.group_call.result}` : ''}`,
     );
+    if (t.bridge_call) {
+      const b = t.bridge_call;
+      out.push(`  through the bridge (an MCP client's tools/call → a signing session → node ${t.node}): ${b.tool} ${JSON.stringify(b.arguments)}: ${b.verdict}${b.error ? ` (${b.error})` : ''}, ${b.ms} ms`);
+    }
     for (const p of t.policies) out.push(`  member ${p.member} decides by ${p.kind}: ${p.what}`);
     for (const d of t.approvals) out.push(`  member ${d.member} ${d.decision === 'approve' ? 'approved' : 'REFUSED'} request ${short(d.request)} (${d.policy_kind} ${short(d.policy)}): ${d.reason}`);
     if (t.refused_call) {

@@ -21,17 +21,12 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import type { ContentId } from '../core/hash.ts';
-import { grantId } from '../core/grant.ts';
-import { overdraftBound } from '../core/statement.ts';
-import { auditChannel } from '../channel/audit.ts';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import { channelNames } from '../channel/names.ts';
+import { type Actor, actorFromSeed, type ContentId, grantId, overdraftBound } from '../core/index.ts';
+import { auditChannel, channelNames, JetStreamBus } from '../channel/index.ts';
 import { createMeter, type Probe, readMeterConfig } from '../meter/index.ts';
-import { type Approval, approveAsTeam, askTeamToSign, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
+import { type Approval, approveAsTeam, askTeamToSign, type BridgeCall, callTeamViaBridge, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
 import { chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
-import { whenInterrupted } from '../testkit/procs.ts';
+import { whenInterrupted } from '../testkit/index.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
 import { type NodeEvidence, readEvidence } from './evidence.ts';
 import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
@@ -46,6 +41,8 @@ import { type Team, type TeamDecision, type TeamPolicy, startTeam } from './team
 const TEAM_FOLDER = 'w1-';
 /** A call outside the holders' policies: outside the folder, and it looks secret to the reviewer. */
 const REFUSED_TARGET = 'w2-secrets';
+/** The entity the team deletes through the bridge: inside every member's policy. */
+const BRIDGE_TARGET = 'w1-scratch';
 import { listTools, missingTools, type ToolInfo } from './tools.ts';
 import { WorkerProc } from './workers.ts';
 
@@ -301,6 +298,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     // 5. The team's irreversible action.
     let approval: Approval | undefined;
     let teamRefusal: TeamRefusal | undefined;
+    let bridgeCall: BridgeCall | undefined;
     let teamDecisions: TeamDecision[] = [];
     let teamPolicies: readonly TeamPolicy[] = [];
     let teamGrantLine: RunFacts['teamGrant'];
@@ -317,6 +315,11 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
       say(
         `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
+      );
+      // The same team through the bridge: an MCP client's tools/call becomes a signing session.
+      bridgeCall = await callTeamViaBridge(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [BRIDGE_TARGET] });
+      say(
+        `an MCP client calls ${TEAM_ACTION} ${JSON.stringify([BRIDGE_TARGET])} through the bridge as the team: ${bridgeCall.verdict ?? `not signed (${bridgeCall.error})`} in ${bridgeCall.ms} ms`,
       );
       teamDecisions = team.decisions();
       teamPolicies = team.policies;
@@ -365,6 +368,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       steering,
       approval,
       teamRefusal,
+      bridgeCall,
       teamDecisions,
       teamPolicies,
       team: teamInfo,

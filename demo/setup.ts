@@ -9,8 +9,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
+import type { Did, Uj } from '../core/index.ts';
 
 /** Resource names as the nodes configure them (the resource id is `blake3({jcp_resource: name})`). */
 export const FS_RESOURCE = 'files';

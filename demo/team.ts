@@ -19,15 +19,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import { approvalsStream } from '../frost/approvers.ts';
-import { evidenceStream, natsBus, registryBucket } from '../frost/bus.ts';
-import { type Signer, thresholdSigner } from '../frost/coordinator.ts';
-import { runDkg } from '../frost/initiator.ts';
-import { readShareFile, type ShareRecord } from '../frost/sharefile.ts';
-import { ParticipantCluster } from '../testkit/frost-procs.ts';
-import { whenInterrupted } from '../testkit/procs.ts';
+import { type Actor, actorFromSeed, type Did } from '../core/index.ts';
+import { approvalsStream, evidenceStream, natsBus, readShareFile, registryBucket, runDkg, type ShareRecord, type Signer, thresholdSigner } from '../frost/index.ts';
+import { ParticipantCluster, whenInterrupted } from '../testkit/index.ts';
 
 /** A running 2-of-3 team. */
 export interface Team {
@@ -42,6 +36,10 @@ export interface Team {
   readonly prefix: string;
   /** Signs as the group: one signing session over NATS per call (two members take part). */
   readonly sign: Signer;
+  /** The identity the members accept signing sessions from (`--coordinator`): the bridge coordinates with it. */
+  readonly coordinator: Actor;
+  /** The NATS connection the team was started on. */
+  readonly nc: NatsConnection;
   /** Member 1's share, read from its keystore: what one member alone holds. */
   readonly soloShare: ShareRecord;
   /** Where the keystores are. */
@@ -173,7 +171,7 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     const done = await first.waitFor((e) => e.event === 'dkg-complete' && e['session'] === dkg.session, 'dkg-complete', 15_000);
     const soloShare = readShareFile(done['path'] as string);
     const sign = await thresholdSigner({ nc, group: dkg.did, prefix, actor: coordinator, timeoutMs: 5_000 });
-    return { group: dkg.did, members: dkg.roster, min: 2, max: 3, dkgMs: Math.round(dkg.elapsedMs), prefix, sign, soloShare, dir, holders: cluster.procs.map((p) => p.did as Did), policies, decisions, close };
+    return { group: dkg.did, members: dkg.roster, min: 2, max: 3, dkgMs: Math.round(dkg.elapsedMs), prefix, sign, coordinator, nc, soloShare, dir, holders: cluster.procs.map((p) => p.did as Did), policies, decisions, close };
   } catch (e) {
     await close();
     throw e;

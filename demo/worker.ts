@@ -24,21 +24,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { fromHex, toHex } from '../core/bytes.ts';
-import {
-  makeCheckpoint,
-  readSignedAmendment,
-  type SignedCheckpoint,
-  signedCheckpointToCbor,
-  verifyContinuation,
-} from '../core/checkpoint.ts';
-import { DenyReasons } from '../core/deny.ts';
-import { grantId, readSignedGrant, type SignedGrant } from '../core/grant.ts';
-import { contentId } from '../core/hash.ts';
-import { openReceipt, receiptId } from '../core/receipt.ts';
-import { JcpClient, resultJson } from '../client/client.ts';
+import { type Actor, actorFromSeed, contentId, decode, DenyReasons, encode, fromHex, grantId, makeCheckpoint, openReceipt, readSignedAmendment, readSignedGrant, receiptId, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, toHex, verifyContinuation } from '../core/index.ts';
+import { JcpClient, resultJson } from '../client/index.ts';
 import { type CallEvent, chainFromHex, type FromWorker, type Lane, type ToWorker } from './messages.ts';
 
 type Go = Extract<ToWorker, { type: 'go' }>;

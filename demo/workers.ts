@@ -8,9 +8,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { stopChild, TSX_IMPORT, track } from '../testkit/procs.ts';
+import type { Did, Uj } from '../core/index.ts';
+import { stopChild, track, TSX_IMPORT } from '../testkit/index.ts';
 import type { CallEvent, FromWorker, Lane, ToWorker } from './messages.ts';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('./worker.ts', import.meta.url));

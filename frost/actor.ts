@@ -4,14 +4,7 @@
  * and jcp/1 requests (`core/wire.ts` `signWireRequest` takes the signer function directly) with
  * the same bytes as any other actor; only the signature comes from a signing session.
  */
-import { encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { check } from '../core/errors.ts';
-import { type Grant, grantBytes, type SignedGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Revocation, revocationToCbor, type SignedRevocation } from '../core/revocation.ts';
-import { asBytes, asCid } from '../core/schema.ts';
-import type { Signed } from '../core/signed.ts';
+import { asBytes, asCid, check, type ContentId, type Did, encode, type Grant, grantBytes, type Revocation, revocationToCbor, type Signed, type SignedGrant, type SignedRevocation } from '../core/index.ts';
 import type { Signer } from './coordinator.ts';
 
 /** A did:key whose signatures come from a signer function (a threshold group, or any remote signer). */

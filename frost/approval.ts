@@ -9,17 +9,8 @@
  * grant chain, the caller and `now`. Anything else is a raw message, refused unless the holder
  * signs raw bytes. docs/frost.md "Approvals" documents the formats.
  */
-import type { Actor } from '../core/actor.ts';
-import { toHex } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { type ContentId, contentId, contentIdOfBytes, isContentId } from '../core/hash.ts';
-import { readSigned, signBody, verifyBody } from '../core/signed.ts';
-import { asArray, asCid, asDid, asEnum, asObj, asSafeUint, asText } from '../core/schema.ts';
-import { MAX_WIRE_CHAIN, readWireRequestFields, wireRequestSigningBytes, type UnsignedWireRequest } from '../core/wire.ts';
-import { readSignedGrant } from '../core/grant.ts';
+import { type Actor, asArray, asCid, asDid, asEnum, asObj, asSafeUint, asText, contentId, type ContentId, contentIdOfBytes, decode, type Did, encode, err, isContentId, MAX_WIRE_CHAIN, ok, readSigned, readSignedGrant, readWireRequestFields, type Result, signBody, toHex, type UnsignedWireRequest, verifyBody, wireRequestSigningBytes } from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
-import { err, ok, type Result } from '../core/result.ts';
 
 /** One link of the grant chain as a holder is shown it. `budget_uj` in µJ (decimal string), `expiry` unix seconds. */
 export interface ShownGrant {
@@ -75,7 +66,8 @@ export type Subject = DecodedCall | RawMessage;
 export function decodeCall(message: Uint8Array): Subject {
   const request = contentIdOfBytes(message);
   try {
-    const o = asObj(decode(message), 'request', ['frame', 'chain', 'caller', 'cost', 'now'], ['payload']);
+    // `notify` (docs/wire.md) is part of the signed bytes: the bridge asks for notices on every call.
+    const o = asObj(decode(message), 'request', ['frame', 'chain', 'caller', 'cost', 'now'], ['payload', 'notify']);
     const chain = asArray(o['chain'], 'request.chain', MAX_WIRE_CHAIN).map((g, i) => readSignedGrant(g, `request.chain[${i}]`));
     if (chain.length === 0) throw new Error('request.chain: at least one grant');
     const r = readWireRequestFields({ ...o, signature: new Uint8Array(64) }, chain);

@@ -10,8 +10,7 @@
  * recompute the pairwise key and read the share ({@link pairKey}).
  */
 import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync } from 'node:crypto';
-import { encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
+import { type Did, encode } from '../core/index.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 
 const PKCS8_X25519 = Buffer.from('302e020100300506032b656e04220420', 'hex');

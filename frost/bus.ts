@@ -17,10 +17,8 @@ import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { bytesEqual, toHex, utf8 } from '../core/bytes.ts';
-import { decode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { blake3 } from '../core/hash.ts';
+import { blake3, bytesEqual, decode, type Did, toHex, utf8 } from '../core/index.ts';
+import { ensureStream, isStreamNotFound, storeNameOf } from '../natsio/index.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { checkGroup, type GroupPublic, groupBytes, groupDigest, groupTag, readGroup } from './group.ts';
 
@@ -107,10 +105,8 @@ export function subjects(prefix: string) {
   };
 }
 
-/** A name safe for JetStream stream/bucket names, derived from a subject prefix. */
-function storeName(prefix: string): string {
-  return prefix.replace(/[^A-Za-z0-9_-]/g, '_');
-}
+/** A name safe for JetStream stream/bucket names, derived from a subject prefix (the NATS layer's rule). */
+const storeName = storeNameOf;
 
 /** Where coordinators find a group's public package. */
 export interface GroupRegistry {
@@ -140,7 +136,7 @@ async function bucketExists(nc: NatsConnection, bucket: string): Promise<boolean
     await jsm.streams.info(`KV_${bucket}`);
     return true;
   } catch (e) {
-    if (/stream not found/i.test((e as Error).message)) return false;
+    if (isStreamNotFound(e)) return false;
     throw e;
   }
 }
@@ -212,18 +208,14 @@ export async function natsRegistry(nc: NatsConnection, prefix = DEFAULT_PREFIX, 
 }
 
 /**
- * Publishes evidence durably on the JetStream stream `<prefix>_evidence` (created if absent).
+ * Publishes evidence durably on the JetStream stream `<prefix>_evidence` (created if absent, by
+ * the NATS layer's create-if-missing: a lost creation race re-reads the winner's stream).
  * Returns the stream sequence. @throws FrostError `frost-transport`.
  */
 export async function publishEvidence(nc: NatsConnection, prefix: string, session: string, bytes: Uint8Array): Promise<number> {
   try {
     const jsm = await jetstreamManager(nc);
-    const name = evidenceStream(prefix);
-    try {
-      await jsm.streams.info(name);
-    } catch {
-      await jsm.streams.add({ name, subjects: [subjects(prefix).evidenceAll], max_age: 30 * 24 * 3600 * 1e9 });
-    }
+    await ensureStream(jsm, { name: evidenceStream(prefix), subjects: [subjects(prefix).evidenceAll], max_age: 30 * 24 * 3600 * 1e9 });
     const js: JetStreamClient = jetstream(nc);
     const ack = await js.publish(subjects(prefix).evidence(session), bytes);
     return ack.seq;

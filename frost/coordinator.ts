@@ -16,9 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
+import { type Actor, actorFromSeed, bytesEqual, type Did } from '../core/index.ts';
 import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, subjects } from './bus.ts';
 import { type Culprit, describeCulprits, FrostError, FrostErrorCodes } from './errors.ts';
 import { type GroupPublic, groupDigest, IDENTITY_ENCODING, type SigningCommitment } from './group.ts';

@@ -9,11 +9,9 @@
  * with noble's `validateSecret` (RFC 9591 App. C.2 `vss_verify`) before it is returned.
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { type Actor, actorFromSeed, type Rng } from '../core/actor.ts';
-import { err, ok, type Result } from '../core/result.ts';
+import { type Actor, actorFromSeed, type Did, err, ok, type Result, type Rng } from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 import { checkThreshold, Fn, type GroupPublic, groupDid, idHex, nobleRng, type ShareSecret, suite, type Threshold, toNoblePublic } from './group.ts';
-import type { Did } from '../core/didkey.ts';
 
 /** One participant's output of a deal: its share, its identity, and the group package. */
 export interface DealtShare extends ShareSecret {

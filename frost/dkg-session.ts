@@ -14,11 +14,7 @@
  * participant re-checks before it blames anyone.
  */
 import { randomBytes } from 'node:crypto';
-import type { Actor, Rng } from '../core/actor.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import { encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Obj } from '../core/schema.ts';
+import { type Actor, bytesEqual, type Did, encode, type Obj, type Rng } from '../core/index.ts';
 import { type BoxKeyPair, newBoxKey, open, pairKey, seal } from './box.ts';
 import type { Bus, subjects } from './bus.ts';
 import { type DkgState, dkgAbandon, dkgRound1, dkgRound2, dkgRound3, type Round1Package } from './dkg.ts';

@@ -4,10 +4,7 @@
  * field; callers turn that into `frost-bad-message` blaming the sender.
  */
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { bytesEqual } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import { err, ok, type Result } from '../core/result.ts';
-import { asArray, asBytes, asDid, asObj, asSafeUint, asText, type Obj } from '../core/schema.ts';
+import { asArray, asBytes, asDid, asObj, asSafeUint, asText, bytesEqual, type Did, err, type Obj, ok, type Result } from '../core/index.ts';
 import { type BoxContext, open, pairKey } from './box.ts';
 import { checkRound2Share, type Round1Package } from './dkg.ts';
 import { fault, type FrostErrorCode, FrostErrorCodes, type FrostFault } from './errors.ts';

@@ -14,9 +14,7 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
 import type { DKG_Secret } from '@noble/curves/abstract/frost.js';
 import { sha512 } from '@noble/hashes/sha2.js';
-import type { Rng } from '../core/actor.ts';
-import { concat, utf8 } from '../core/bytes.ts';
-import { err, ok, type Result } from '../core/result.ts';
+import { concat, err, ok, type Result, type Rng, utf8 } from '../core/index.ts';
 import { type Culprit, fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 import {
   checkThreshold,

@@ -7,7 +7,7 @@
  * blamed participants in `culprits` (FROST identifier and, where known, did:key), so "who" is
  * data, as in noble's aggregate error.
  */
-import type { Did } from '../core/didkey.ts';
+import type { Did } from '../core/index.ts';
 
 /** Every failure a threshold actor reports, by stable code. */
 export const FrostErrorCodes = {

@@ -10,14 +10,7 @@
 import { ed25519, ed25519_FROST } from '@noble/curves/ed25519.js';
 import type { FrostPublic, NonceCommitments, RNG } from '@noble/curves/abstract/frost.js';
 import type { TArg } from '@noble/curves/utils.js';
-import type { Rng } from '../core/actor.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import { encode } from '../core/cbor.ts';
-import { type Did, didFromPublicKey } from '../core/didkey.ts';
-import { blake3, type ContentId, contentIdOfBytes } from '../core/hash.ts';
-import { toHex, utf8 } from '../core/bytes.ts';
-import { asArray, asBytes, asDid, asObj, asSafeUint } from '../core/schema.ts';
-import { err, ok, type Result } from '../core/result.ts';
+import { asArray, asBytes, asDid, asObj, asSafeUint, blake3, bytesEqual, type ContentId, contentIdOfBytes, type Did, didFromPublicKey, encode, err, ok, type Result, type Rng, toHex, utf8 } from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 
 /** The FROST ciphersuite used throughout: FROST(Ed25519, SHA-512), RFC 9591 §6.1. */

@@ -106,3 +106,5 @@ export {
   writeShareFile,
 } from './sharefile.ts';
 export { aggregate, badShares, checkPackage, commit, type SigningPackage, signShare, soloSignature } from './sign.ts';
+export { CommitmentPrefetch } from './coordinator.ts';
+export { warmUp } from './group.ts';

@@ -12,9 +12,7 @@
  *    who never confirmed, and the initiator broadcasts an abort so nobody keeps a key).
  */
 import { randomBytes } from 'node:crypto';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
+import { type Actor, actorFromSeed, bytesEqual, type Did } from '../core/index.ts';
 import { type Bus, DEFAULT_PREFIX, subjects } from './bus.ts';
 import { readAbort } from './dkg-wire.ts';
 import { type Culprit, describeCulprits, FrostError, FrostErrorCodes } from './errors.ts';

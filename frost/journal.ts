@@ -22,11 +22,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { Nonces } from '@noble/curves/abstract/frost.js';
-import { bytesEqual, concat, utf8 } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { blake3, type ContentId } from '../core/hash.ts';
-import { err, ok, type Result } from '../core/result.ts';
-import { asBytes, asEnum, asObj, asSafeUint, asText, type Obj } from '../core/schema.ts';
+import { asBytes, asEnum, asObj, asSafeUint, asText, blake3, bytesEqual, concat, type ContentId, decode, encode, err, type Obj, ok, type Result, utf8 } from '../core/index.ts';
 import { fault, FrostError, FrostErrorCodes, type FrostFault } from './errors.ts';
 import { commitmentId, type SigningCommitment } from './group.ts';
 import { writeFileAtomic0600 } from './sharefile.ts';

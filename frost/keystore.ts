@@ -15,8 +15,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { IoError, ioError, makeDirs, READ_CAPS, readFileCapped } from '../io/files.ts';
+import { type Actor, actorFromSeed } from '../core/index.ts';
+import { ioError, IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { groupTag } from './group.ts';
 import { DEFAULT_NONCE_TTL_MS, journalKey, NonceJournal } from './journal.ts';

@@ -9,16 +9,7 @@
  * session, round, kind or recipient is refused as `frost-misrouted`, which is how replayed and
  * misrouted messages are turned away. docs/frost.md lists every kind and its payload.
  */
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { check } from '../core/errors.ts';
-import type { Did } from '../core/didkey.ts';
-import { err, ok, type Result } from '../core/result.ts';
-import { asDid, asEnum, asObj, asSafeUint, asText, type Obj } from '../core/schema.ts';
-import { readSigned, signBody } from '../core/signed.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
+import { type Actor, asDid, asEnum, asObj, asSafeUint, asText, bytesEqual, check, decode, type Did, encode, err, type Obj, ok, parseDid, readSigned, type Result, signBody, verify } from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 
 /** The protocol tag carried in every body. */

@@ -15,13 +15,9 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Rng } from '../core/actor.ts';
-import { decode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { contentIdOfBytes } from '../core/hash.ts';
+import { asDid, asObj, asSafeUint, contentIdOfBytes, decode, type Did, type Rng } from '../core/index.ts';
 import { type DecisionBody, decodeCall, precheck, sealDecision } from './approval.ts';
 import { type Approver, DecisionJournal, publishDecision } from './approvers.ts';
-import { asDid, asObj, asSafeUint } from '../core/schema.ts';
 import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, publishEvidence, subjects } from './bus.ts';
 import { type DkgOutcome, DkgSession, type Evidence } from './dkg-session.ts';
 import { type Culprit, fault, type FrostErrorCode, FrostErrorCodes, type FrostFault, isFrostError } from './errors.ts';
@@ -79,9 +75,27 @@ export interface ParticipantOpts {
    * decoded as a jcp/1 request and judged before a nonce is committed (the request carries the
    * message) or, for prefetched round one, before the share is computed; each decision is a
    * signed record in `<keystore>/approvals.journal` and on the stream `<prefix>_approvals`.
-   * Absent: the holder signs whatever an allowed coordinator asks (the behaviour before approvals).
+   * Absent: the holder refuses every jcp/1 request whose frame is `control` (a call that
+   * exercises a capability, §6) with `frost-not-approved`, and signs anything else an allowed
+   * coordinator asks (grants, revocations, other bytes), unless {@link signAll}.
    */
   readonly approver?: Approver;
+  /**
+   * Without an approver: sign whatever an allowed coordinator asks, control calls included (the
+   * behaviour before approvals; CLI `--approve allow-all`). Ignored with an approver.
+   */
+  readonly signAll?: boolean;
+}
+
+/** The reason a holder without an approval policy gives for refusing a control call. */
+export const NO_POLICY_REASON =
+  'no approval policy: a holder started without --approve signs no control call (a jcp/1 request that exercises a capability, spec §2.2); ' +
+  'start it with --approve rules FILE | prompt | webhook URL, or --approve allow-all to sign anything';
+
+/** Whether `message` is a control call a holder without a policy refuses (see {@link ParticipantOpts.approver}). */
+function controlCall(message: Uint8Array): boolean {
+  const d = decodeCall(message);
+  return d.kind === 'jcp-request' && d.trust === 'control';
 }
 
 const osRng: Rng = (n) => new Uint8Array(randomBytes(n));
@@ -345,6 +359,10 @@ export class Participant {
         .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
       return;
     }
+    if (!this.#opts.approver && !this.#opts.signAll && message !== undefined && controlCall(message)) {
+      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.NOT_APPROVED, NO_POLICY_REASON));
+      return;
+    }
     this.#issueCommitment(rec, reply, m);
   }
 
@@ -502,6 +520,12 @@ export class Participant {
       void this.#decide(rec, session, parsed.pkg.message)
         .then((f) => (f ? burn(f) : this.#guard(() => this.#signPackage(rec, reply, m, parsed))))
         .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
+      return;
+    }
+    if (!this.#opts.signAll && controlCall(parsed.pkg.message)) {
+      // Prefetched round one without a policy: the commitment is burnt, never signed with.
+      journal.release(m.body.session);
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NOT_APPROVED, NO_POLICY_REASON));
       return;
     }
     this.#signPackage(rec, reply, m, parsed);

@@ -19,13 +19,8 @@
 import { randomBytes, scryptSync, createCipheriv, createDecipheriv, timingSafeEqual } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { ioError, READ_CAPS, readFileCapped } from '../io/files.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { blake3 } from '../core/hash.ts';
-import { asBytes, asDid, asObj, asSafeUint, asText, type Obj } from '../core/schema.ts';
+import { type Actor, actorFromSeed, asBytes, asDid, asObj, asSafeUint, asText, blake3, bytesEqual, decode, type Did, encode, type Obj } from '../core/index.ts';
+import { ioError, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { checkGroup, Fn, type GroupPublic, groupDid, groupToCbor, readGroup, type ShareSecret } from './group.ts';

@@ -2,8 +2,7 @@
  * Payloads of the signing-session messages (docs/frost.md, "Signing messages"). Readers throw
  * JcpError `schema`/`bad-length`/`did-invalid` naming the field.
  */
-import type { Did } from '../core/didkey.ts';
-import { asArray, asBytes, asDid, asObj, asSafeUint, asText, type Obj } from '../core/schema.ts';
+import { asArray, asBytes, asDid, asObj, asSafeUint, asText, type Did, type Obj } from '../core/index.ts';
 import { MAX_PARTICIPANTS, type SigningCommitment } from './group.ts';
 import type { SigningPackage } from './sign.ts';
 

@@ -9,11 +9,7 @@
  * Pure: randomness is an argument; no I/O, no clock.
  */
 import type { Nonces } from '@noble/curves/abstract/frost.js';
-import type { Rng } from '../core/actor.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
-import { err, ok, type Result } from '../core/result.ts';
+import { bytesEqual, err, ok, parseDid, type Result, type Rng, verify } from '../core/index.ts';
 import { type Culprit, fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 import {
   decodeElement,

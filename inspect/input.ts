@@ -4,8 +4,7 @@
  * fault can say where it is. Faults are values with a stable code, never untyped throws.
  */
 import { decode as looseDecode, Tagged } from 'cborg';
-import { encode } from '../core/cbor.ts';
-import { DEFAULT_FRAME_CAP } from '../core/wire.ts';
+import { DEFAULT_FRAME_CAP, encode } from '../core/index.ts';
 
 /** Why an input could not be decoded: a stable code, a message, and where, when known. */
 export interface InspectFault {

@@ -10,7 +10,7 @@
  * input when known. Every decoder used is the core's strict one, so inspect refuses exactly what
  * a node would refuse.
  */
-import type { SignedGrant } from '../core/grant.ts';
+import type { SignedGrant } from '../core/index.ts';
 import {
   bytesOfContents,
   FaultError,

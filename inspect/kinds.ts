@@ -4,39 +4,8 @@
  * strings), its id, and whether its signature verifies under which did:key. Every decoder used is
  * the core's own strict one, so a refusal here is the refusal a node would give.
  */
-import { decode } from '../core/cbor.ts';
-import { verifyChain } from '../core/chain.ts';
-import {
-  amendmentId,
-  checkpointId,
-  readSignedAmendment,
-  readSignedCheckpoint,
-  readAmendment,
-  readCheckpoint,
-} from '../core/checkpoint.ts';
-import { decodeJcrSign1 } from '../core/cose.ts';
-import { type Did, parseDid } from '../core/didkey.ts';
-import { readCost } from '../core/energy.ts';
-import { isJcpError, JcpError } from '../core/errors.ts';
-import { readFrame } from '../core/frame.ts';
-import { type SignedGrant, grantId, readGrant, readSignedGrant, verifyGrantSignature } from '../core/grant.ts';
-import { contentId } from '../core/hash.ts';
-import { openJcr1Receipt, readJcr1ReceiptCore, receiptId } from '../core/receipt.ts';
-import { readSignedRevocation, revocationId, revocationToCbor } from '../core/revocation.ts';
-import { keyEventId, readKeyEvent, readSignedKeyEvent } from '../core/rotation.ts';
-import { asArray, asBytes, asDid, asObj, asSafeUint, type Obj } from '../core/schema.ts';
-import { type Signed, verifyBody } from '../core/signed.ts';
-import { mintPolicyId, readMintPolicy, readSignedMintPolicy } from '../core/standing.ts';
-import { readOverdraftProof, readSignedStatement, readStatement, statementToCbor, verifyOverdraftProof, verifyStatement } from '../core/statement.ts';
-import {
-  type WireRequest,
-  decodeWireMessage,
-  payloadHash,
-  requestIdOf,
-  verifyWireRequestSignature,
-} from '../core/wire.ts';
-import { cborJson } from '../vectors/fixtures.ts';
-import { hex, type Json, type JsonObj } from '../vectors/json.ts';
+import { amendmentId, asArray, asBytes, asDid, asObj, asSafeUint, checkpointId, contentId, decode, decodeJcrSign1, decodeWireMessage, type Did, grantId, isJcpError, JcpError, keyEventId, mintPolicyId, type Obj, openJcr1Receipt, parseDid, payloadHash, readAmendment, readCheckpoint, readCost, readFrame, readGrant, readJcr1ReceiptCore, readKeyEvent, readMintPolicy, readOverdraftProof, readSignedAmendment, readSignedCheckpoint, readSignedGrant, readSignedKeyEvent, readSignedMintPolicy, readSignedRevocation, readSignedStatement, readStatement, receiptId, requestIdOf, revocationId, revocationToCbor, type Signed, type SignedGrant, statementToCbor, verifyBody, verifyChain, verifyGrantSignature, verifyOverdraftProof, verifyStatement, verifyWireRequestSignature, type WireRequest } from '../core/index.ts';
+import { cborJson, hex, type Json, type JsonObj } from '../vectors/index.ts';
 import { fail, FaultError, firstForbiddenByte, firstNonCanonicalByte, type InspectFault, InputCodes, type Item } from './input.ts';
 
 /** Every kind `jcp inspect` recognises. */

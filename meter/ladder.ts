@@ -2,7 +2,7 @@
  * The vocabulary of the energy ladder (spec §5, DESIGN "Energy"): its rungs, best first, the
  * provenance each rung earns, and the structured reasons a rung is skipped or a figure degrades.
  */
-import type { Provenance, Uj } from '../core/energy.ts';
+import type { Provenance, Uj } from '../core/index.ts';
 
 /** The rungs of the ladder, best first (§5 "Recommended ladder"). */
 export const RUNGS = ['rapl', 'nvml', 'cpu-time', 'estimator'] as const;

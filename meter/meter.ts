@@ -15,10 +15,7 @@
  * Hardware counters are system-wide; see rapl.ts for the attribution choice (package energy over
  * the call's wall interval, which over-counts under concurrency rather than under-charging).
  */
-import type { Cost, Uj } from '../core/energy.ts';
-import { check } from '../core/errors.ts';
-import { err, ok, type Result } from '../core/result.ts';
-import { asArray, asEnum, asObj, asText, asUint } from '../core/schema.ts';
+import { asArray, asEnum, asObj, asText, asUint, check, type Cost, err, ok, type Result, type Uj } from '../core/index.ts';
 import {
   type Failure,
   type ModelInfo,

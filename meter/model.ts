@@ -10,8 +10,7 @@
  * this process's CPU time: a caller that meters such work passes a `cpuUsage` that includes it,
  * or chooses the `wall-time` basis, which charges the whole wall interval at active power.
  */
-import type { Uj } from '../core/energy.ts';
-import { check } from '../core/errors.ts';
+import { check, type Uj } from '../core/index.ts';
 
 /** CPU time consumed so far, in µs, as `process.cpuUsage()` reports it. */
 export interface CpuUsage {

@@ -15,8 +15,7 @@
  * misses the energy spent before the reload. When the second reading fails (the handle is lost
  * with the old driver), the readings allow nothing and the figure degrades as for any failed read.
  */
-import type { Uj } from '../core/energy.ts';
-import { err, ok, type Result } from '../core/result.ts';
+import { err, ok, type Result, type Uj } from '../core/index.ts';
 import { type Failure, messageOf } from './ladder.ts';
 
 /**

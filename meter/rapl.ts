@@ -35,8 +35,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Uj } from '../core/energy.ts';
-import { err, ok, type Result } from '../core/result.ts';
+import { err, ok, type Result, type Uj } from '../core/index.ts';
 import { type Failure, messageOf, reasonOfErrno } from './ladder.ts';
 
 /** The two file operations the RAPL reader needs; injectable so tests drive a fake sysfs (and inject read errors). */

@@ -1,5 +1,5 @@
 /**
- * Mutants of canonical CBOR (spec §3; core/cbor.ts, core/detcbor.ts): the re-encoding check
+ * Mutants of canonical CBOR (spec §3; core/cbor.ts, encoder and decoder): the re-encoding check
  * weakened, key order by string instead of encoded bytes, floats and bools let through.
  */
 import type { Mutant } from '../scripts/mutants.ts';
@@ -22,14 +22,14 @@ export default [
   },
   {
     id: 'cbor-flat-key-order-unchecked',
-    file: 'core/cbor-flat.ts',
+    file: 'core/cbor.ts',
     find: 'compareRanges(b, prevStart, prevEnd, keyStart, keyEnd) >= 0',
     replace: 'compareRanges(b, prevStart, prevEnd, keyStart, keyEnd) === 0',
     classes: ['C8'],
   },
   {
     id: 'cbor-flat-duplicate-keys',
-    file: 'core/cbor-flat.ts',
+    file: 'core/cbor.ts',
     find: 'compareRanges(b, prevStart, prevEnd, keyStart, keyEnd) >= 0',
     replace: 'compareRanges(b, prevStart, prevEnd, keyStart, keyEnd) > 0',
     classes: ['C8'],
@@ -44,23 +44,23 @@ export default [
   },
   {
     id: 'detcbor-keys-sorted-as-strings',
-    file: 'core/detcbor.ts',
+    file: 'core/cbor.ts',
     find: 'pairs.sort((x, y) => compareBytes(x.e, y.e));',
     replace: 'pairs.sort((x, y) => (x.k < y.k ? -1 : x.k > y.k ? 1 : 0));',
     classes: ['C8'],
   },
   {
     id: 'detcbor-bools-encoded',
-    file: 'core/detcbor.ts',
+    file: 'core/cbor.ts',
     find: "    case 'boolean':\n      forbid('a bool');\n      break;",
     replace: "    case 'boolean':\n      w.head(7, v ? 21 : 20);\n      return;",
     classes: ['C-neg'],
   },
   {
     id: 'detcbor-shortest-form-off-by-one',
-    file: 'core/detcbor.ts',
-    find: '} else if (arg < 0x10000) {',
-    replace: '} else if (arg < 0x1000) {',
+    file: 'core/cbor.ts',
+    find: '    if (v < 0x10000) {',
+    replace: '    if (v < 0x1000) {',
     classes: ['C8', 'C-neg'],
   },
 ] satisfies Mutant[];

@@ -1,5 +1,5 @@
 /**
- * Mutants of the jcp/1 wire binding (spec §11; core/wire.ts, node/signing.ts): the payload
+ * Mutants of the jcp/1 wire binding (spec §11; core/wire.ts, core/cbor.ts): the payload
  * binding weakened, the caller signature checked over the wrong bytes.
  */
 import type { Mutant } from '../scripts/mutants.ts';
@@ -21,16 +21,16 @@ export default [
   },
   {
     id: 'signing-map-count-kept',
-    file: 'node/signing.ts',
+    file: 'core/cbor.ts',
     find: 'out[0] = head - 1;',
     replace: 'out[0] = head;',
     classes: ['C8', 'C3'],
   },
   {
     id: 'signing-over-whole-body',
-    file: 'node/signing.ts',
-    find: '      const out = new Uint8Array(at);\n      out.set(body.subarray(0, at));',
-    replace: '      const out = new Uint8Array(at);\n      out.set(body.subarray(body.length - at));',
+    file: 'core/cbor.ts',
+    find: '  out.set(body.subarray(0, start));',
+    replace: '  out.set(body.subarray(body.length - start));',
     classes: ['C-neg'],
   },
 ] satisfies Mutant[];

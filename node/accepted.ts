@@ -15,7 +15,7 @@
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { readFileCapped } from '../io/files.ts';
+import { readFileCapped } from '../io/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 
 /** File name of the accepted-damage record inside a node data folder. */

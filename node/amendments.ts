@@ -32,28 +32,7 @@
  * steered here is refused `already-amended` (two continuations would each get the remainder).
  * The same amendment again is answered as before (idempotent).
  */
-import { decode, encode } from '../core/cbor.ts';
-import {
-  amendmentId,
-  continuationOf,
-  readSignedAmendment,
-  readSignedCheckpoint,
-  type SignedAmendment,
-  type SignedCheckpoint,
-  signedAmendmentToCbor,
-  signedCheckpointToCbor,
-  verifyAmendment,
-} from '../core/checkpoint.ts';
-import type { Actor } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { grantId, readSignedGrant, type SignedGrant, signedGrantToCbor, verifyGrantSignature } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { LedgerView } from '../core/ledger.ts';
-import { type Result, err, ok } from '../core/result.ts';
-import { asCid, asObj, asUint, type Obj, uintOut } from '../core/schema.ts';
-import { readSigned, signBody, verifyBody } from '../core/signed.ts';
-import type { WireAmended } from '../core/wire.ts';
+import { type Actor, amendmentId, asCid, asObj, asUint, type ContentId, continuationOf, decode, type Did, encode, err, grantId, type LedgerView, type Obj, ok, readSigned, readSignedAmendment, readSignedCheckpoint, readSignedGrant, type Result, signBody, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, signedGrantToCbor, uintOut, type Uj, verifyAmendment, verifyBody, verifyGrantSignature, type WireAmended } from '../core/index.ts';
 
 /** Where the store persists (the receipt log's `putAmendment`), keyed by the steered grant id. */
 export type PersistAmendment = (steeredId: ContentId, bytes: Uint8Array) => Promise<void>;

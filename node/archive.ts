@@ -19,11 +19,8 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { makeDirs, readFileCapped, writeFileDurably } from '../io/files.ts';
-import { bytesEqual, concat } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { blake3 } from '../core/hash.ts';
-import { skipItem } from './chaincache.ts';
+import { makeDirs, readFileCapped, writeFileDurably } from '../io/index.ts';
+import { blake3, bytesEqual, concat, decode, encode, splitSequence } from '../core/index.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { OpenedSnapshot } from './snapshot.ts';
 
@@ -164,15 +161,8 @@ export function readSegments(dir: string, records: readonly ArchiveRecord[]): { 
       checks.push({ ...base, ok: false, why: 'its BLAKE3 is not the one the log recorded' });
       continue;
     }
-    const items: Uint8Array[] = [];
-    let off = 0;
-    while (off < bytes.length) {
-      const end = skipItem(bytes, off);
-      if (end < 0) break;
-      items.push(bytes.subarray(off, end));
-      off = end;
-    }
-    if (off !== bytes.length || items.length !== r.count || r.count !== r.last - r.first + 1) {
+    const { items, end } = splitSequence(bytes);
+    if (end !== bytes.length || items.length !== r.count || r.count !== r.last - r.first + 1) {
       checks.push({ ...base, ok: false, why: `holds ${items.length} whole items, the log recorded ${r.count}` });
       continue;
     }

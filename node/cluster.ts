@@ -24,27 +24,15 @@
  *   "nats_monitor_url": "http://127.0.0.1:8222",
  *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
  */
-import type { Actor } from '../core/actor.ts';
-import type { Decision, DecisionRequest } from '../core/decision.ts';
-import type { Deny } from '../core/deny.ts';
-import { type Did, isDid } from '../core/didkey.ts';
-import { encode } from '../core/cbor.ts';
-import { contentIdOfBytes, isContentId } from '../core/hash.ts';
-import { type SignedRevocation, signedRevocationToCbor } from '../core/revocation.ts';
-import type { LedgerView } from '../core/ledger.ts';
-import { type ChannelSpec, type ChannelStats, type ChannelSteering, Channels } from '../channel/channels.ts';
-import { RevocationStreamFeed, type RevocationSinkLike } from '../channel/feed.ts';
-import { type FreshnessView, REVOCATION_STALE } from '../channel/index.ts';
-import { DenyReasons } from '../core/deny.ts';
+import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, isContentId, isDid, type LedgerView, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
+import { channelNames, Channels, type ChannelSpec, type ChannelStats, type ChannelSteering, type FreshnessView, JetStreamBus, type Logger, REVOCATION_STALE, type RevocationSinkLike, RevocationStreamFeed } from '../channel/index.ts';
+import { type AssignmentFollow, decodeShardAssignment, ShardAssignmentStream, ShardBindings, ShardCloser, signShardAck } from '../shards/index.ts';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { JetStreamBus } from '../channel/jetstream.ts';
-import type { Logger } from '../channel/log.ts';
-import { channelNames } from '../channel/names.ts';
-import { decodeShardAssignment, signShardAck } from '../shards/assignment.ts';
-import { ShardBindings } from '../shards/binding.ts';
-import { ShardCloser } from '../shards/closer.ts';
-import { type AssignmentFollow, ShardAssignmentStream } from '../shards/stream.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
+import type { Logger as PinoLogger } from 'pino';
+import type { NodeMetrics } from './metrics.ts';
+import type { TileServer } from './tlogtiles.ts';
+import { TlogStream, TlogWitnessing, type WitnessedCheckpoint } from './witnessing.ts';
 
 /** The `cluster` section of a node config, with defaults applied. */
 export interface ClusterConfig {
@@ -58,6 +46,10 @@ export interface ClusterConfig {
   readonly revocationCatchUpMs: number;
   /** The channel grants this node serves as a point. */
   readonly channels: readonly ChannelSpec[];
+  /** Publish a checkpoint of the receipt log at least this often while it grows (ms; docs/tlog.md). */
+  readonly checkpointEveryMs: number;
+  /** …or once this many receipts were added since the last one. */
+  readonly checkpointEveryReceipts: number;
   /**
    * `nats_monitor_url` (optional): the HTTP monitoring address of this node's nats-server
    * (`http://127.0.0.1:8222`); when set, `/metrics` reads its `/gatewayz` at each scrape and
@@ -83,7 +75,7 @@ function intIn(v: unknown, where: string, min: number, max: number, dflt: number
 export function readClusterConfig(v: unknown): ClusterConfig {
   const o = (v ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
-  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'nats_monitor_url'];
+  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts', 'nats_monitor_url'];
   for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
   const root = o['subject_root'] ?? 'jcp';
   if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
@@ -120,6 +112,8 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     settleIntervalMs: intIn(o['settle_interval_ms'], 'cluster.settle_interval_ms', 10, 600_000, 250),
     revocationCatchUpMs: intIn(o['revocation_catch_up_ms'], 'cluster.revocation_catch_up_ms', 0, 600_000, 5_000),
     channels,
+    checkpointEveryMs: intIn(o['checkpoint_every_ms'], 'cluster.checkpoint_every_ms', 50, 3_600_000, 5_000),
+    checkpointEveryReceipts: intIn(o['checkpoint_every_receipts'], 'cluster.checkpoint_every_receipts', 1, 1_000_000_000, 1_000),
     ...(o['nats_monitor_url'] !== undefined ? { natsMonitorUrl: monitorUrl(o['nats_monitor_url']) } : {}),
   };
 }
@@ -187,6 +181,8 @@ export class ClusterHooks {
   /** The assignment follow, started with the hooks so it is usually caught up before the node listens. */
   readonly #assignFollowing: Promise<void>;
   #stopped = false;
+  #tlog: TlogStream | undefined;
+  #witnessing: TlogWitnessing | undefined;
   /** Revocations taken before {@link attach} (boot catch-up): closed once the ledger is known. */
   readonly #taken: SignedRevocation[] = [];
   /** This node's region label (config `region`). */
@@ -220,9 +216,9 @@ export class ClusterHooks {
       if (e.type === 'slow-consumer' || e.type === 'consumer-reset') log.warn({ nats_event: e.type, detail: e.detail }, 'NATS: consumer trouble');
       else if (e.type === 'disconnect' || e.type === 'reconnect') log.info({ nats_event: e.type, detail: e.detail }, `NATS ${e.type}`);
     });
-    this.channels = new Channels({ bus: this.bus, specs: config.channels, settleIntervalMs: config.settleIntervalMs, log });
+    this.channels = new Channels({ bus: this.bus.statements, specs: config.channels, settleIntervalMs: config.settleIntervalMs, log });
     this.feed = new RevocationStreamFeed({
-      bus: this.bus,
+      bus: this.bus.revocations,
       log,
       catchUpMs: config.revocationCatchUpMs,
       stalenessS: opts.revocationStalenessS ?? 0,
@@ -573,7 +569,7 @@ export class ClusterHooks {
   async publishRevocation(sr: SignedRevocation): Promise<void> {
     const bytes = encode(signedRevocationToCbor(sr));
     await this.bus.ready();
-    await this.bus.publishRevocation(sr.body.grant_id, bytes, `rev.${contentIdOfBytes(bytes)}`);
+    await this.bus.revocations.publishRevocation(sr.body.grant_id, bytes, `rev.${contentIdOfBytes(bytes)}`);
   }
 
   /**
@@ -585,7 +581,7 @@ export class ClusterHooks {
    */
   async publishAmendment(steeredId: string, message: Uint8Array): Promise<void> {
     await this.bus.ready();
-    await this.bus.publishRevocation(steeredId, message, `amd.${contentIdOfBytes(message)}`);
+    await this.bus.revocations.publishRevocation(steeredId, message, `amd.${contentIdOfBytes(message)}`);
   }
 
   /** Follows the assignment stream until stopped; resolves once caught up or after the catch-up window. Never rejects. */
@@ -662,10 +658,61 @@ export class ClusterHooks {
     this.shards.steering = steering;
     this.#steward = steward;
     this.#ackInForce();
-    this.#closer = new ShardCloser(this.bus, steward, ledger);
+    this.#closer = new ShardCloser(this.bus.closes, steward, ledger);
     for (const sr of this.#taken.splice(0)) void this.#closer.closed(sr);
     this.channels.start();
     this.#log.info({ channels: this.config.channels.length, subject_root: this.config.subjectRoot }, 'cluster hooks attached');
+  }
+
+  /**
+   * For `startNode`'s `witnessed` (the start-up check, docs/tlog.md): the newest checkpoint of
+   * the log of `steward` that peers cosigned, read from the transparency-log stream.
+   * @throws Error when NATS is not reachable within `revocation_catch_up_ms` or the stream cannot be read
+   */
+  async witnessed(steward: Did): Promise<WitnessedCheckpoint | undefined> {
+    const ms = this.config.revocationCatchUpMs;
+    await Promise.race([
+      this.bus.ready(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`NATS not reachable within ${ms} ms`)), ms).unref()),
+    ]);
+    const r = await this.#tlogStream().newestWitnessed(steward);
+    for (const why of r.ignored) this.#log.warn({ why }, 'tlog: a stored cosignature of this log does not verify: ignored');
+    return r.newest;
+  }
+
+  #tlogStream(): TlogStream {
+    this.#tlog ??= new TlogStream(this.bus.connection!, { root: this.config.subjectRoot, replicas: this.config.replicas });
+    return this.#tlog;
+  }
+
+  /**
+   * Starts witnessing (node/witnessing.ts) for a running node: publishes its checkpoints and
+   * cosigns its peers'. Retried in the background until NATS answers; never rejects.
+   */
+  startWitnessing(node: { readonly steward: Actor; readonly tiles: TileServer; readonly metrics: NodeMetrics }, logger: PinoLogger): void {
+    void (async () => {
+      for (let attempt = 0; !this.#stopped; attempt++) {
+        try {
+          await this.bus.ready();
+          const w = new TlogWitnessing(this.#tlogStream(), node.steward, node.tiles, node.metrics, logger, {
+            everyMs: this.config.checkpointEveryMs,
+            everyReceipts: this.config.checkpointEveryReceipts,
+          });
+          await w.start();
+          if (this.#stopped) await w.stop();
+          else this.#witnessing = w;
+          return;
+        } catch (e) {
+          this.#log.warn({ why: (e as Error).message, attempt }, 'tlog: witnessing not started yet; retrying');
+          await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 4))));
+        }
+      }
+    })();
+  }
+
+  /** The node's witnessing, once started. */
+  get witnessing(): TlogWitnessing | undefined {
+    return this.#witnessing;
   }
 
   /** Channel state for `/healthz` and logs. */
@@ -677,6 +724,7 @@ export class ClusterHooks {
   async close(): Promise<void> {
     await this.channels.stop(this.bus.connected);
     await this.#stopAssignments();
+    await this.#witnessing?.stop();
     await this.feed.stop();
     await this.bus.close();
   }

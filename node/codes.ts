@@ -5,7 +5,7 @@
  * `did-invalid`, `bad-length`, …). An error reply never carries a receipt: the message never
  * reached a decision, so nothing was debited.
  */
-import type { ErrorCode } from '../core/errors.ts';
+import type { ErrorCode } from '../core/index.ts';
 
 /** Node-level error codes, one const table; callers switch on the code, never the message. */
 export const NodeErrorCodes = {

@@ -11,9 +11,8 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { IoError, READ_CAPS, readFileCapped } from '../io/files.ts';
-import { type Did, isDid } from '../core/didkey.ts';
-import { type ContentId, contentId, isContentId } from '../core/hash.ts';
+import { IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
+import { contentId, type ContentId, type Did, isContentId, isDid } from '../core/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 
 /** How the node reaches the MCP server behind a resource: a child process over stdio. */

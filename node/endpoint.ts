@@ -26,7 +26,7 @@ import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdi
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import { READ_CAPS, readFileCapped } from '../io/files.ts';
+import { READ_CAPS, readFileCapped } from '../io/index.ts';
 import type { HeaderSource, McpHttpEndpointConfig, McpStdioEndpointConfig } from './config.ts';
 
 /** Codes an endpoint failure carries (in {@link EndpointError} and the result's `jcp_error`; stable). */

@@ -34,22 +34,7 @@
  * that section, so a slow request never holds up the others.
  */
 import type { Logger } from 'pino';
-import type { Actor } from '../core/actor.ts';
-import { type Decision, type DecisionRequest, type DecisionState, decide, denied } from '../core/decision.ts';
-import { DenyReasons } from '../core/deny.ts';
-import { isJcpError } from '../core/errors.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
-import { type Cost, type Provenance, provenanceProblem } from '../core/energy.ts';
-import type { Ledger } from '../core/ledger.ts';
-import { openReceipt, receiptCoreFor, receiptId, sealReceipt } from '../core/receipt.ts';
-import type { SignedRevocation } from '../core/revocation.ts';
-import type { TrustRoots } from '../core/trust.ts';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
-import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
-import type { Grant, SignedGrant } from '../core/grant.ts';
-import { type Result, err } from '../core/result.ts';
-import { MAX_ERROR_MESSAGE, type WireAmended, type WireMessage, type WireRequest, encodeWireMessage, encodeWireResponse } from '../core/wire.ts';
+import { type Actor, type ContentId, contentIdOfBytes, type Cost, decide, type Decision, type DecisionRequest, type DecisionState, denied, DenyReasons, encodeWireMessage, encodeWireResponse, err, type Grant, isJcpError, type Ledger, MAX_ERROR_MESSAGE, openReceipt, parseDid, type Provenance, provenanceProblem, receiptCoreFor, receiptId, type Result, sealReceipt, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, type TrustRoots, verify, type WireAmended, type WireMessage, type WireRequest, wireRequestSigningBytesOf } from '../core/index.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
@@ -64,7 +49,6 @@ import type { TimedRequestIndex } from './requestindex.ts';
 import type { PeerLimiter } from './ratelimit.ts';
 import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
-import { signingBytesOf } from './signing.ts';
 import type { WorkerPool } from './workers.ts';
 
 /** Where admitted amendments are handed on (a cluster's revocation stream). */
@@ -336,7 +320,7 @@ export class Enforcer {
   ): Promise<Uint8Array> {
     let release = true;
     try {
-      const signed = signingBytesOf(body, req);
+      const signed = wireRequestSigningBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
       // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
       // The token is taken here, once the check is done, not when the message arrived: requests

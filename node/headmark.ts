@@ -23,8 +23,7 @@
  */
 import { closeSync, constants, fdatasync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { bytesEqual } from '../core/bytes.ts';
-import { blake3 } from '../core/hash.ts';
+import { blake3, bytesEqual } from '../core/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 
 /** File name of the head mark inside a node data folder. */

@@ -3,14 +3,7 @@
  * stands (budget channels, §4.5 profile), and feeds that bring revocations from elsewhere
  * (a NATS stream, §4.3 "from NATS once the cluster exists"). The node works without either.
  */
-import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
-import type { Grant, SignedGrant } from '../core/grant.ts';
-import type { Decision, DecisionRequest } from '../core/decision.ts';
-import type { Deny } from '../core/deny.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { Result } from '../core/result.ts';
-import type { SignedRevocation } from '../core/revocation.ts';
-import type { WireAmended } from '../core/wire.ts';
+import type { ContentId, Decision, DecisionRequest, Deny, Grant, Result, SignedAmendment, SignedCheckpoint, SignedGrant, SignedRevocation, WireAmended } from '../core/index.ts';
 import type { AmendmentRejection } from './amendments.ts';
 
 /** An allow as the pure decision made it. */

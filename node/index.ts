@@ -1,23 +1,8 @@
 /**
  * The enforcement node (DESIGN "Folders": node/): the jcp/1 daemon in front of real tools, its
  * durable receipt log, boot replay, revocations, amendments (§4.7), MCP endpoints, metrics, the
- * standing-grant webhook server (§4.6) — and the client.
+ * standing-grant webhook server (§4.6) (the agent-side client is in client/).
  */
-export {
-  type ClientOptions,
-  type ClientTlsOptions,
-  type ClientSigner,
-  type CallParams,
-  type CallRequestOptions,
-  type CallResult,
-  CallTimeout,
-  ConnectionLost,
-  type ListedResource,
-  type McpNotification,
-  JcpClient,
-  resultJson,
-  WireErrorReply,
-} from '../client/client.ts';
 export { type AmendmentLoad, AmendmentRefusals, type AmendmentRejection, AmendmentStore, type PersistAmendment } from './amendments.ts';
 export {
   ARCHIVE_FORMAT,
@@ -33,7 +18,7 @@ export {
   segmentReceiptAt,
   withSegments,
 } from './archive.ts';
-export { CHAIN_CACHE_SIZE, ChainCache, chainEntry, skipItem } from './chaincache.ts';
+export { CHAIN_CACHE_SIZE, ChainCache } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {
   CONFIG_DEFAULTS,
@@ -135,7 +120,6 @@ export {
   writeSnapshotFile,
 } from './snapshot.ts';
 export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
-export { signingBytesOf } from './signing.ts';
 export { WorkerPool } from './workers.ts';
 export { buildLogTree, checkAgainstCheckpoint, checkpointOf, type LogCheckpoint, originOf, type ReceiptSource } from './tlog.ts';
 export { hashTile, parseTilePath, TILE_WIDTH, type TilePath, type TileReply, TileServer, tileIndexPath } from './tlogtiles.ts';
@@ -148,3 +132,22 @@ export {
   fetchCheckpointView,
   type Witness,
 } from './tlogview.ts';
+export { ClusterHooks, type ClusterHookOpts, type GatewayState, type NotReady, readClusterConfig, readGateways } from './cluster.ts';
+
+export {
+  type AlarmMsg,
+  type CheckpointMsg,
+  type CosignatureMsg,
+  didToken,
+  TlogStream,
+  type TlogStreamOpts,
+  tlogStreamConfig,
+  tlogStreamName,
+  TlogWitnessing,
+  type WitnessAudit,
+  type WitnessAuditLog,
+  witnessAudit,
+  type WitnessedCheckpoint,
+  type WitnessingOpts,
+  witnessName,
+} from './witnessing.ts';

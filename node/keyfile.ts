@@ -5,9 +5,8 @@
  */
 import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/files.ts';
-import { type Actor, actorFromSeed, type Rng } from '../core/actor.ts';
-import { fromHex, toHex } from '../core/bytes.ts';
+import { IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/index.ts';
+import { type Actor, actorFromSeed, fromHex, type Rng, toHex } from '../core/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 
 /** The `type` tag of a key file. */

@@ -149,6 +149,29 @@ export class NodeMetrics {
     registers: [this.registry],
   });
 
+  /** Transparency-log witnessing over NATS (node/witnessing.ts, docs/tlog.md "Witnessing over NATS"). */
+  readonly tlogPublished = new Counter({
+    name: 'jcp_tlog_checkpoints_published_total',
+    help: 'Signed checkpoints of this node\'s receipt log published on the transparency-log stream',
+    registers: [this.registry],
+  });
+  readonly tlogSize = new Gauge({
+    name: 'jcp_tlog_published_size',
+    help: 'Tree size (receipts) of the newest checkpoint this node published',
+    registers: [this.registry],
+  });
+  readonly tlogCosigned = new Counter({
+    name: 'jcp_tlog_cosignatures_total',
+    help: 'Cosignatures (C2SP tlog-cosignature) this node made over peers\' checkpoints',
+    registers: [this.registry],
+  });
+  readonly tlogRefused = new Counter({
+    name: 'jcp_tlog_witness_refusals_total',
+    help: 'Peer checkpoints this node refused to cosign, by code (log-inconsistent, note-unverified, note-malformed, proof-unavailable)',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
   /** Where the log gauges read from (set by the node once its log is open). */
   logSource: (() => LogGrowth) | undefined;
   /** The receipt log's size on disk, bytes (LevelDB files), read at each scrape. */

@@ -8,15 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { type Logger, pino } from 'pino';
-import type { Actor, Rng } from '../core/actor.ts';
-import { makeDirs } from '../io/files.ts';
-import { isJcpError } from '../core/errors.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { Ledger } from '../core/ledger.ts';
-import type { SignedAmendment, SignedCheckpoint } from '../core/checkpoint.ts';
-import type { Grant, SignedGrant } from '../core/grant.ts';
-import type { SignedRevocation } from '../core/revocation.ts';
-import { TrustRoots } from '../core/trust.ts';
+import { type Actor, type ContentId, type Grant, isJcpError, type Ledger, type Rng, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, TrustRoots } from '../core/index.ts';
+import { makeDirs } from '../io/index.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';
@@ -26,6 +19,10 @@ import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
 import { loadOrCreateKey } from './keyfile.ts';
 import { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
 import { TileServer } from './tlogtiles.ts';
+import { buildLogTree, checkAgainstCheckpoint } from './tlog.ts';
+import type { WitnessedCheckpoint } from './witnessing.ts';
+import type { MerkleTree } from '../core/index.ts';
+import type { Did } from '../core/index.ts';
 import { PeerLimiter } from './ratelimit.ts';
 import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
@@ -60,6 +57,13 @@ export interface NodeOptions {
   readonly acceptDamagedLog?: boolean;
   /** Receipts from which boot replay uses temporary workers (default {@link REPLAY_WORKERS_MIN_RECEIPTS}). */
   readonly replayWorkersFrom?: number;
+  /**
+   * The newest checkpoint of this node's own log that peers cosigned (node/witnessing.ts
+   * `TlogStream.newestWitnessed`), asked for at boot with the steward's did. A log shorter than it,
+   * or different below its size, stops the start with `log-damaged` naming it (docs/tlog.md
+   * "The start-up check"); `--accept-damaged-log` does not override this. Undefined: no check.
+   */
+  readonly witnessed?: (steward: Did) => Promise<WitnessedCheckpoint | undefined>;
   /**
    * Readiness and health beyond the node's own (the cluster hooks: revocation staleness, NATS):
    * `/healthz` adds each source's detail under its `name`, `ready: false` and `not_ready` when a
@@ -130,6 +134,10 @@ export interface RunningNode {
   readonly revocations: RevocationStore;
   /** The amendments in force (§4.7); `applied(id)` resolves when one of that steered grant is. */
   readonly amendments: AmendmentStore;
+  /** The log's Merkle tree and checkpoints (C2SP tlog-tiles; served on the metrics port when on). */
+  readonly tiles: TileServer;
+  /** What the start-up check held the log to: the witnessed checkpoint's label, or why there was none. */
+  readonly witnessCheck: string;
   /** Stops listening, closes connections, endpoints, workers and the log. */
   close(): Promise<void>;
 }
@@ -234,6 +242,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   let boot: BootReport;
   let replayPool: WorkerPool | undefined;
   let snapshotSeq = -1;
+  let witnessCheck: { said: string; tree?: MerkleTree } = { said: 'not asked' };
+  let tiles = new TileServer(log, steward);
   // The request index keeps ids by time: `max_skew_s` plus the margin (node/requestindex.ts).
   const windowS = cfg.maxSkewS + cfg.requestIndexMarginS;
   try {
@@ -265,6 +275,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     amendments = new AmendmentStore(steward, (id, bytes) => log.putAmendment(id, bytes));
     const amd = amendments.load(await log.amendments());
     const head = await log.checkHead();
+    witnessCheck = await checkWitnessed(log, steward.did, opts.witnessed, logger);
+    if (witnessCheck.tree) tiles = new TileServer(log, steward, undefined, witnessCheck.tree);
     boot = bootReport(
       replay,
       rev,
@@ -470,7 +482,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
         },
         cfg.metrics.host,
         cfg.metrics.port,
-        new TileServer(log, steward),
+        tiles,
       ).catch((e: Error) => {
         throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot serve metrics on ${cfg.metrics!.host}:${cfg.metrics!.port}: ${e.message}`, 'metrics', {
           cause: e,
@@ -517,6 +529,44 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     snapshots,
     revocations,
     amendments,
+    tiles,
+    witnessCheck: witnessCheck.said,
     close,
   };
+}
+
+/**
+ * The start-up check against the witnessed checkpoint (docs/tlog.md): builds the log's tree and
+ * holds it to the newest checkpoint of this log peers cosigned. Returns what it did (and the
+ * tree, for the tiles). A log that cannot be read as one run from seq 0 (archived receipts) is
+ * not checked, with a warning.
+ * @throws NodeFault `log-damaged` naming the checkpoint (the log is shorter, or was rewritten below it)
+ */
+async function checkWitnessed(
+  log: ReceiptLog,
+  steward: Did,
+  witnessed: NodeOptions['witnessed'],
+  logger: Logger,
+): Promise<{ said: string; tree?: MerkleTree }> {
+  if (witnessed === undefined) return { said: 'not asked' };
+  let w: WitnessedCheckpoint | undefined;
+  try {
+    w = await witnessed(steward);
+  } catch (e) {
+    const said = `no witnessed checkpoint could be read: ${(e as Error).message}`;
+    logger.warn({ why: (e as Error).message }, 'tlog start-up check skipped: the witnessed checkpoints could not be read');
+    return { said };
+  }
+  if (w === undefined) return { said: 'no checkpoint of this log was cosigned yet' };
+  let tree: MerkleTree;
+  try {
+    tree = await buildLogTree(log);
+  } catch (e) {
+    if (!(e instanceof NodeFault && e.code === NodeFaultCodes.LOG_DAMAGED && (await log.firstSeq()) > 0)) throw e;
+    logger.warn({ why: e.message, checkpoint: w.label }, 'tlog start-up check skipped: the log was archived (its first receipts are not on this path)');
+    return { said: `not checked: ${e.message}` };
+  }
+  checkAgainstCheckpoint(tree, w.checkpoint, w.label);
+  logger.info({ size: tree.size, checkpoint: w.label }, 'tlog start-up check: the log holds the witnessed checkpoint');
+  return { said: w.label, tree };
 }

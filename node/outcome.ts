@@ -25,17 +25,7 @@
  * In the log (`receiptlog.ts`): `m` ‖ receipt seq (8 bytes, big-endian) → a measurement record,
  * `u` ‖ receipt seq → a reversal record. A receipt has at most one outcome record.
  */
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { decodeJcrSign1, encodeSign1, jcrProtectedHeader, sigStructure } from '../core/cose.ts';
-import { type Did, parseDid } from '../core/didkey.ts';
-import { sign, verify } from '../core/ed25519.ts';
-import { PROVENANCES, type Provenance, provenanceProblem, type Uj } from '../core/energy.ts';
-import { ErrorCodes, check, isJcpError } from '../core/errors.ts';
-import type { ContentId } from '../core/hash.ts';
-import { openReceipt, type ReceiptCore, receiptId } from '../core/receipt.ts';
-import { type Result, err, ok } from '../core/result.ts';
-import { asCid, asDid, asEnum, asObj, asSafeUint, asText, asUint, type Obj, uintOut } from '../core/schema.ts';
+import { type Actor, asCid, asDid, asEnum, asObj, asSafeUint, asText, asUint, check, type ContentId, decode, decodeJcrSign1, type Did, encode, encodeSign1, err, ErrorCodes, isJcpError, jcrProtectedHeader, type Obj, ok, openReceipt, parseDid, type Provenance, provenanceProblem, PROVENANCES, type ReceiptCore, receiptId, type Result, sign, sigStructure, uintOut, type Uj, verify } from '../core/index.ts';
 
 /** The profile tag of every outcome record. */
 export const OUTCOME_PROFILE = 'jcp-node/1';

@@ -7,7 +7,7 @@
  * `probe()`, `measure(action, fn)` and `estimateUj(action)`. Tests and benches may pass any
  * object of that shape.
  */
-import { type Cost, type Provenance, provenanceRank, type Uj } from '../core/energy.ts';
+import { type Cost, type Provenance, provenanceRank, type Uj } from '../core/index.ts';
 import type { Meter, Probe } from '../meter/index.ts';
 
 /** What the node needs from the energy meter (§5). */

@@ -25,10 +25,8 @@
 import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
-import { bytesEqual } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import { blake3, type ContentId } from '../core/hash.ts';
-import { readFileCapped } from '../io/files.ts';
+import { blake3, bytesEqual, type ContentId, type Did } from '../core/index.ts';
+import { readFileCapped } from '../io/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { HeadMarkFile } from './headmark.ts';
 import type { OutcomeKind } from './outcome.ts';

@@ -11,12 +11,7 @@
  * stays bounded: a slice's receipt bytes are dropped once merged; the request index keeps 128-bit
  * id prefixes and seqs only (`requestindex.ts`).
  */
-import type { Did } from '../core/didkey.ts';
-import type { Provenance, Uj } from '../core/energy.ts';
-import type { ContentId } from '../core/hash.ts';
-import { Ledger } from '../core/ledger.ts';
-import { receiptId } from '../core/receipt.ts';
-import { type Attribution, type ContinuityBreak, type RejectedReceipt, replayReceipts } from '../core/replay.ts';
+import { type Attribution, type ContentId, type ContinuityBreak, type Did, Ledger, type Provenance, receiptId, type RejectedReceipt, replayReceipts, type Uj } from '../core/index.ts';
 import { type CheckedOutcome, checkOutcome, type OutcomeKind, OutcomeRefusals } from './outcome.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { REQUEST_KEY_WORDS, requestKeyWords, TimedRequestIndex } from './requestindex.ts';

@@ -12,7 +12,7 @@
  * request whose `now` is further than `max_skew_s` from the node clock is refused before the
  * index is consulted, so an id only needs keeping while its `now` is within the window.
  */
-import type { ContentId } from '../core/hash.ts';
+import type { ContentId } from '../core/index.ts';
 
 const EMPTY = -1;
 

@@ -13,19 +13,7 @@
  * (and so cancel) the issuer's; at most {@link MAX_WAITING_PER_GRANT} signers wait per grant
  * and `maxPending` in all (`busy` beyond), so a flood of strangers' revocations is bounded.
  */
-import { decode, encode } from '../core/cbor.ts';
-import { type Grant, type SignedGrant, grantId, grantToCbor, readGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Result, err, ok } from '../core/result.ts';
-import {
-  RevocationSet,
-  type SignedRevocation,
-  readSignedRevocation,
-  revocationToCbor,
-  signedRevocationToCbor,
-} from '../core/revocation.ts';
-import { asObj } from '../core/schema.ts';
-import { verifyBody } from '../core/signed.ts';
+import { asObj, type ContentId, decode, encode, err, type Grant, grantId, grantToCbor, ok, readGrant, readSignedRevocation, type Result, RevocationSet, revocationToCbor, type SignedGrant, type SignedRevocation, signedRevocationToCbor, verifyBody } from '../core/index.ts';
 import type { RevocationRejection, RevocationSink } from './hooks.ts';
 
 /** Distinct signers whose revocations may wait for one unseen grant. */

@@ -27,7 +27,7 @@ import { type Server, type Socket, createServer } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { FrameReader, MAX_DECLARABLE_LENGTH, frameMessage } from '../core/wire.ts';
+import { frameMessage, FrameReader, MAX_DECLARABLE_LENGTH } from '../core/index.ts';
 import { NodeErrorCodes } from './codes.ts';
 import { errorBody } from './enforcer.ts';
 import type { NodeMetrics } from './metrics.ts';

@@ -30,14 +30,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
-import type { Actor } from '../core/actor.ts';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { grantId, readSignedGrant, type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
-import { type ContentId, contentId, contentIdOfBytes } from '../core/hash.ts';
-import { fire, type MintLedger, mintPolicyId, type SignedMintPolicy, StandingRefusals, verifyPolicy } from '../core/standing.ts';
+import { type Actor, contentId, type ContentId, contentIdOfBytes, decode, type Did, encode, fire, fromHex, grantId, type MintLedger, mintPolicyId, readSignedGrant, type SignedGrant, signedGrantToCbor, type SignedMintPolicy, StandingRefusals, toHex, type Uj, verifyPolicy } from '../core/index.ts';
 
 /** Stable codes of the standing server besides the §4.6 refusals of `StandingRefusals`. */
 export const StandingServerCodes = {

@@ -8,11 +8,7 @@
  * origin). The steward's did:key is the log's identity already (node.json, every receipt's kid),
  * so the origin is stable for the life of the data folder and unique per steward.
  */
-import type { Actor } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import { type Checkpoint, signCheckpoint } from '../core/note.ts';
-import { bytesEqual } from '../core/bytes.ts';
-import { MerkleTree } from '../core/tlog.ts';
+import { type Actor, bytesEqual, type Checkpoint, type Did, MerkleTree, signCheckpoint } from '../core/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 

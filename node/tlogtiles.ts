@@ -11,9 +11,7 @@
  * A malformed path is 400; a tile the tree does not (yet) hold is 404. A partial tile is served
  * while the tree holds at least W of its entries (a smaller one is a prefix of a larger one).
  */
-import type { Actor } from '../core/actor.ts';
-import { concat } from '../core/bytes.ts';
-import type { MerkleTree } from '../core/tlog.ts';
+import { type Actor, concat, type MerkleTree } from '../core/index.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { buildLogTree, checkpointOf, originOf } from './tlog.ts';
 
@@ -90,11 +88,15 @@ export class TileServer {
   #broken: string | undefined;
   #note: { size: number; note: string } | undefined;
 
-  /** `origin` defaults to `jcp/<steward did>` (node/tlog.ts). */
-  constructor(log: ReceiptLog, steward: Actor, origin: string = originOf(steward.did)) {
+  /**
+   * `origin` defaults to `jcp/<steward did>` (node/tlog.ts); `tree`, when given, is the log's
+   * tree already built (the start-up check's), followed from its size on.
+   */
+  constructor(log: ReceiptLog, steward: Actor, origin: string = originOf(steward.did), tree?: MerkleTree) {
     this.#log = log;
     this.#steward = steward;
     this.#origin = origin;
+    this.#tree = tree;
   }
 
   /** Brings the tree up to the log's durable receipts. @throws NodeFault `log-damaged` (a gap, an archived log) */

@@ -5,11 +5,7 @@
  * (with both as evidence when they are not). Every checkpoint returned here has verified under
  * its log's steward key; nothing unverified is reported as a fact.
  */
-import type { Did } from '../core/didkey.ts';
-import { parseDid } from '../core/didkey.ts';
-import { isJcpError } from '../core/errors.ts';
-import { openCheckpoint, type SignedCheckpoint, verifyCosignature } from '../core/note.ts';
-import { type Hash32, verifyConsistency } from '../core/tlog.ts';
+import { type Did, type Hash32, isJcpError, openCheckpoint, parseDid, type SignedLogCheckpoint, verifyConsistency, verifyCosignature } from '../core/index.ts';
 import { readDataMeta, ReceiptLog } from './receiptlog.ts';
 import { buildLogTree, originOf } from './tlog.ts';
 
@@ -37,7 +33,7 @@ export interface Witness {
   readonly did: Did;
 }
 
-function view(c: SignedCheckpoint, steward: Did, witnesses: readonly Witness[]): CheckpointView {
+function view(c: SignedLogCheckpoint, steward: Did, witnesses: readonly Witness[]): CheckpointView {
   const cosigners: Array<{ name: string; timeS: number }> = [];
   const bad: Array<{ name: string; why: string }> = [];
   for (const w of witnesses) {

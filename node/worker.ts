@@ -3,8 +3,7 @@
  * replays receipt-log slices (§8.1), so both cores do signature work.
  */
 import { parentPort } from 'node:worker_threads';
-import { parseDid } from '../core/didkey.ts';
-import { verify } from '../core/ed25519.ts';
+import { parseDid, verify } from '../core/index.ts';
 import { replaySlice, type SliceJob } from './replay.ts';
 
 /** One caller-signature check: the caller's did, the signed bytes, the signature. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the services the tests talk to are up on loopback: NATS with JetStream on
 # 127.0.0.1:4222 (plus the nats-server binary, for tests that start their own servers) and
-# Redis on 127.0.0.1:6379 (the cluster bench's baseline). Starts or installs what is missing;
+# Redis on 127.0.0.1:6379 (the cluster bench's baseline), and Debian's chromium for the audit
+# console's browser test. Starts or installs what is missing;
 # never touches a service that already answers. Used by `npm test` (pretest) and .ci/run.
 set -u
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -31,6 +32,11 @@ if ! up 6379; then
     for _ in $(seq 1 50); do up 6379 && break; sleep 0.2; done
   fi
 fi
+# Debian's chromium: the audit console's browser test (test/console/) drives it with playwright-core.
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  apt_install chromium
+fi
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || echo "ensure-services: chromium is not installed (the console test needs it)" >&2
 up 4222 || echo "ensure-services: NATS is not answering on 127.0.0.1:4222" >&2
 up 6379 || echo "ensure-services: Redis is not answering on 127.0.0.1:6379" >&2
 exit 0

@@ -21,10 +21,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { BridgeAgent, CallJournal, serveBridgeHttp } from '../bridge/index.ts';
-import { newActor, seededRng } from '../core/actor.ts';
-import { signGrant } from '../core/grant.ts';
-import { serveToolsHttp } from '../testkit/mcp-tools-server.ts';
-import { configFromJson, JcpClient, resourceIdOf, startNode } from '../node/index.ts';
+import { newActor, seededRng, signGrant } from '../core/index.ts';
+import { serveToolsHttp } from '../testkit/index.ts';
+import { configFromJson, resourceIdOf, startNode } from '../node/index.ts';
+import { JcpClient } from '../client/index.ts';
 
 const REPO = path.resolve(import.meta.dirname, '..');
 const require = createRequire(import.meta.url);

@@ -5,11 +5,7 @@
  * to agents: from that moment every point refuses a shard that is not its own, so the shards' sum
  * is a hard limit on the parent.
  */
-import type { Actor } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import { grantId } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Result, err, ok } from '../core/result.ts';
+import { type Actor, type ContentId, type Did, err, grantId, ok, type Result } from '../core/index.ts';
 import { assignmentId, decodeShardAck, type ShardAssignment, signShardAssignment, verifyShardAck } from './assignment.ts';
 import { parentOf, type ShardManifest } from './set.ts';
 import type { AssignmentTransport } from './stream.ts';

@@ -14,13 +14,7 @@
  * Wire shape of both: `{body, signature}`, Ed25519 over `canonical_cbor(body)` (DESIGN's
  * signed-body pattern). `assignment` is the content id of the assignment body.
  */
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import { check } from '../core/errors.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import { asArray, asCid, asDid, asObj, asSafeUint, type Obj } from '../core/schema.ts';
-import { readSigned, type Signed, signBody, verifyBody } from '../core/signed.ts';
+import { type Actor, asArray, asCid, asDid, asObj, asSafeUint, check, contentId, type ContentId, decode, type Did, encode, type Obj, readSigned, signBody, type Signed, verifyBody } from '../core/index.ts';
 
 /** The current shard set of one parent grant: which point each shard is for. */
 export interface ShardAssignment {

@@ -15,11 +15,7 @@
  * a shard from an ordinary child, so it refuses every chain with more than one link (fail closed,
  * like a channel point that has not settled yet).
  */
-import type { Did } from '../core/didkey.ts';
-import { type Deny, DenyReasons } from '../core/deny.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Result, err, ok } from '../core/result.ts';
+import { type ContentId, type Deny, DenyReasons, type Did, err, ok, type Result, type SignedGrant } from '../core/index.ts';
 import { assignmentId, type SignedShardAssignment, verifyShardAssignment } from './assignment.ts';
 
 /** Why an assignment was not taken. */

@@ -10,14 +10,7 @@
  * DESIGN's signed-body pattern). `revocation` is the content id of the revocation body that
  * closed the grant.
  */
-import type { Actor } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { check } from '../core/errors.ts';
-import type { ContentId } from '../core/hash.ts';
-import { asCid, asDid, asObj, asUint, type Obj, uintOut } from '../core/schema.ts';
-import { readSigned, type Signed, signBody, verifyBody } from '../core/signed.ts';
+import { type Actor, asCid, asDid, asObj, asUint, check, type ContentId, decode, type Did, encode, type Obj, readSigned, signBody, type Signed, uintOut, type Uj, verifyBody } from '../core/index.ts';
 
 /** A point's final spend on a revoked grant. */
 export interface ShardClose {

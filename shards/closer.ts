@@ -3,11 +3,7 @@
  * publish a signed close record of this point's final spend on the revoked grant
  * (`shards/close.ts`), so the rebalancer can re-issue exactly what is left.
  */
-import type { Actor } from '../core/actor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { ContentId } from '../core/hash.ts';
-import type { LedgerView } from '../core/ledger.ts';
-import { revocationId, type SignedRevocation } from '../core/revocation.ts';
+import { type Actor, type ContentId, type Did, type LedgerView, revocationId, type SignedRevocation } from '../core/index.ts';
 import { encodeShardClose, signShardClose } from './close.ts';
 
 /** Where close records go (the channel bus implements it). */

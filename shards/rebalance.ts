@@ -16,15 +16,7 @@
  * points, shards/binding.ts, and were spent at several), nothing is re-issued: the report carries
  * the overspend (`overspentUj`) and a manifest with no live shards that records what was spent.
  */
-import type { Actor, Rng } from '../core/actor.ts';
-import { encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { grantId } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Result, err, ok } from '../core/result.ts';
-import { revocationId, type SignedRevocation, signedRevocationToCbor, signRevocation } from '../core/revocation.ts';
-import type { ShardRefusal } from '../core/shard.ts';
+import { type Actor, type ContentId, type Did, encode, err, grantId, ok, type Result, revocationId, type Rng, type ShardRefusal, type SignedRevocation, signedRevocationToCbor, signRevocation, type Uj } from '../core/index.ts';
 import { decodeShardClose, verifyShardClose } from './close.ts';
 import { type ClosedShard, mintShardSet, type ShardManifest, type SplitEntry } from './set.ts';
 

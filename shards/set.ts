@@ -9,16 +9,7 @@
  * set that would hand out more than the parent has left.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import type { Actor, Rng } from '../core/actor.ts';
-import { fromHex, toHex } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import type { Did } from '../core/didkey.ts';
-import type { Uj } from '../core/energy.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { grantId, readSignedGrant, type SignedGrant, signedGrantToCbor } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { type Result, err, ok } from '../core/result.ts';
-import { mintShards, planSplit, type ShardRefusal, ShardRefusals } from '../core/shard.ts';
+import { type Actor, type ContentId, decode, type Did, encode, err, ErrorCodes, fromHex, grantId, JcpError, mintShards, ok, planSplit, readSignedGrant, type Result, type Rng, type ShardRefusal, ShardRefusals, type SignedGrant, signedGrantToCbor, toHex, type Uj } from '../core/index.ts';
 
 /** One slice of a split: a name (usually the point it goes to) and its share in percent. */
 export interface SplitEntry {

@@ -11,54 +11,34 @@
  *
  * `<holder hash>` / `<point hash>` are `blake3(utf8(did))` (64 hex), as in the statement stream.
  * Publishes wait for the stream's ack and carry a message id (the record's content id), and are
- * retried with backoff until a deadline. It runs on a connection the caller owns (a node's or
+ * retried with backoff until a deadline; the stream is created if missing and followed from the
+ * start, all by the NATS layer (natsio/). It runs on a connection the caller owns (a node's or
  * the CLI's `JetStreamBus.connection`) and never closes it.
  */
-import {
-  DeliverPolicy,
-  DiscardPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-  type StreamConfig,
-} from '@nats-io/jetstream';
-import { type NatsConnection, nanos } from '@nats-io/transport-node';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { utf8 } from '../core/bytes.ts';
-import type { Did } from '../core/didkey.ts';
-import { ErrorCodes, JcpError } from '../core/errors.ts';
-import { type ContentId, contentIdOfBytes } from '../core/hash.ts';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { type ContentId, contentIdOfBytes, type Did, utf8 } from '../core/index.ts';
+import { ensureStream, followFromStart, NatsLink, retryUntil, rootStreamName, type StreamPlacement, type StreamSpec, streamConfig } from '../natsio/index.ts';
 import { assignmentId, encodeShardAck, encodeShardAssignment, type SignedShardAck, type SignedShardAssignment } from './assignment.ts';
-
-const ROOT_RE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 /** `blake3(utf8(did))`: the subject token of a did. */
 const didHash = (did: Did): ContentId => contentIdOfBytes(utf8(did));
 
 /** The stream's name for subject root `root` (`jcp` → `JCP_SHARDS`). @throws JcpError `schema` */
 export function shardStreamName(root: string): string {
-  if (!ROOT_RE.test(root)) throw new JcpError(ErrorCodes.SCHEMA, `subject root ${JSON.stringify(root)}: expected 1-32 of [a-z0-9_-], a letter first`);
-  return `${root.toUpperCase().replaceAll('-', '_')}_SHARDS`;
+  return rootStreamName(root, 'SHARDS');
 }
 
-/** The stream config this module creates (exported for docs and tests). */
-export function shardStreamConfig(root: string, replicas: number): Partial<StreamConfig> & { name: string; subjects: string[] } {
-  return {
+/** The stream config this module creates (exported for docs and tests); `placement` only when given. */
+export function shardStreamConfig(root: string, replicas: number, placement?: StreamPlacement['placement']): StreamSpec {
+  return streamConfig({
     name: shardStreamName(root),
     subjects: [`${root}.shard.>`],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
-    num_replicas: replicas,
-    duplicate_window: nanos(120_000),
-    allow_direct: false,
-    deny_delete: true,
-    deny_purge: true,
-    max_msgs_per_subject: -1,
-    discard: DiscardPolicy.New,
-  };
+    replicas,
+    ...(placement !== undefined ? { placement } : {}),
+    maxMsgsPerSubject: -1,
+    discard: 'new',
+  });
 }
 
 /** A running follow of the assignments: `caughtUp` resolves once the backlog at start is delivered. */
@@ -79,47 +59,41 @@ export interface ShardStreamOpts {
   readonly root?: string;
   /** Stream replicas: 1 for one NATS server, 3 for a 3-server cluster. Default 1. */
   readonly replicas?: number;
+  /** Where the stream is placed (JetStream placement: a cluster and server tags); omitted: the server chooses. */
+  readonly placement?: StreamPlacement['placement'];
   /** Per-request timeout. Default 2,000 ms. */
   readonly requestTimeoutMs?: number;
   /** How long a publish or read is retried. Default 5,000 ms. */
   readonly deadlineMs?: number;
 }
 
-/** The assignment stream over one NATS connection. See the module docs. */
+/** The assignment stream over one NATS connection: the typed bus of shard assignments and acknowledgements. See the module docs. */
 export class ShardAssignmentStream implements AssignmentTransport {
   readonly root: string;
   readonly stream: string;
-  readonly #nc: NatsConnection;
+  readonly #link: NatsLink;
   readonly #replicas: number;
-  readonly #timeoutMs: number;
-  readonly #deadlineMs: number;
+  readonly #placement: StreamPlacement['placement'] | undefined;
   #ensured: Promise<{ jsm: JetStreamManager; js: JetStreamClient }> | undefined;
 
+  /** @throws JcpError `schema` for a bad subject root. */
   constructor(nc: NatsConnection, opts: ShardStreamOpts = {}) {
     this.root = opts.root ?? 'jcp';
     this.stream = shardStreamName(this.root);
-    this.#nc = nc;
+    this.#link = NatsLink.over(nc, {
+      ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
+      ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}),
+    });
     this.#replicas = opts.replicas ?? 1;
-    this.#timeoutMs = opts.requestTimeoutMs ?? 2_000;
-    this.#deadlineMs = opts.deadlineMs ?? 5_000;
+    this.#placement = opts.placement;
   }
 
   /** Creates the stream if it is missing (idempotent, safe to race). Retried until the deadline. */
   async ensure(): Promise<{ jsm: JetStreamManager; js: JetStreamClient }> {
     this.#ensured ??= this.#retry('ensure the shard stream', async () => {
-      const jsm = await jetstreamManager(this.#nc, { timeout: this.#timeoutMs, checkAPI: false });
-      try {
-        await jsm.streams.info(this.stream);
-      } catch (e) {
-        if (!String((e as Error).message).toLowerCase().includes('not found')) throw e;
-        try {
-          await jsm.streams.add(shardStreamConfig(this.root, this.#replicas));
-        } catch (e2) {
-          // another process created it first: it must be readable now
-          await jsm.streams.info(this.stream).catch(() => Promise.reject(e2));
-        }
-      }
-      return { jsm, js: jetstream(this.#nc, { timeout: this.#timeoutMs }) };
+      const { jsm, js } = await this.#link.jetstream();
+      await ensureStream(jsm, shardStreamConfig(this.root, this.#replicas, this.#placement), { attempts: 1 });
+      return { jsm, js };
     });
     this.#ensured.catch(() => {
       this.#ensured = undefined;
@@ -133,7 +107,7 @@ export class ShardAssignmentStream implements AssignmentTransport {
     const subject = `${this.root}.shard.set.${sa.body.parent_id}.${didHash(sa.body.holder)}`;
     const msgID = `set.${assignmentId(sa.body)}`;
     await this.#retry('publish shard assignment', async () => {
-      await js.publish(subject, encodeShardAssignment(sa), { msgID, timeout: this.#timeoutMs });
+      await js.publish(subject, encodeShardAssignment(sa), { msgID, timeout: this.#link.requestTimeoutMs });
     });
   }
 
@@ -143,7 +117,7 @@ export class ShardAssignmentStream implements AssignmentTransport {
     const subject = `${this.root}.shard.ack.${ack.body.assignment}.${didHash(ack.body.point)}`;
     const msgID = `ack.${ack.body.assignment}.${didHash(ack.body.point)}`;
     await this.#retry('publish shard acknowledgement', async () => {
-      await js.publish(subject, encodeShardAck(ack), { msgID, timeout: this.#timeoutMs });
+      await js.publish(subject, encodeShardAck(ack), { msgID, timeout: this.#link.requestTimeoutMs });
     });
   }
 
@@ -158,55 +132,25 @@ export class ShardAssignmentStream implements AssignmentTransport {
   }
 
   /**
-   * Follows every assignment from the first message (an ordered consumer: recreated after a gap
-   * or a reconnect, nothing lost or delivered twice), calling `onAssignment` with each message's
-   * bytes in stream order. @throws Error when the stream cannot be reached before the deadline.
+   * Follows every assignment from the first message (the NATS layer's follow-from-start: an
+   * ordered consumer, recreated after a gap or a reconnect, nothing lost or delivered twice),
+   * calling `onAssignment` with each message's bytes in stream order.
+   * @throws Error when the stream cannot be reached before the deadline.
    */
   async follow(onAssignment: (bytes: Uint8Array) => void): Promise<AssignmentFollow> {
     const { jsm, js } = await this.ensure();
     const filter = `${this.root}.shard.set.>`;
-    const info = await this.#retry('shard stream info', () => jsm.streams.info(this.stream, { subjects_filter: filter }));
-    const backlog = Object.values(info.state.subjects ?? {}).reduce((a, n) => a + n, 0);
-    let resolveCaughtUp!: () => void;
-    const caughtUp = new Promise<void>((r) => {
-      resolveCaughtUp = r;
-    });
-    if (backlog === 0) resolveCaughtUp();
-    const consumer = await js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.All, filter_subjects: filter });
-    const messages = await consumer.consume({ max_messages: 256 });
-    let delivered = 0;
-    const loop = (async () => {
-      for await (const m of messages) {
-        delivered++;
-        try {
-          onAssignment(m.data);
-        } catch {
-          // the caller counts and logs its own refusals
-        }
-        if (delivered >= backlog || m.info.pending === 0) resolveCaughtUp();
-      }
-    })().catch(() => {});
-    return {
-      caughtUp,
-      stop: async () => {
-        await messages.close().catch(() => {});
-        await loop;
-      },
-    };
+    await this.#retry('shard stream info', () => jsm.streams.info(this.stream, { subjects_filter: filter }));
+    return await followFromStart(jsm, js, this.stream, (m) => onAssignment(m.data), { filter });
   }
 
+  /** {@link retryUntil} to this stream's deadline; stops at once when the caller's connection is closed. */
   async #retry<T>(what: string, op: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.#deadlineMs;
-    let last: unknown;
-    for (let attempt = 0; attempt === 0 || Date.now() < deadline; attempt++) {
-      if (this.#nc.isClosed()) throw new Error(`${what}: the NATS connection is closed`);
-      try {
-        return await op();
-      } catch (e) {
-        last = e;
-        await sleep(Math.max(0, Math.min(25 * 2 ** Math.min(attempt, 5), deadline - Date.now())));
-      }
-    }
-    throw new Error(`${what} failed within ${this.#deadlineMs} ms: ${(last as Error | undefined)?.message ?? 'no attempt'}`);
+    const nc = this.#link.connection!;
+    return await retryUntil(what, op, {
+      deadlineMs: this.#link.deadlineMs,
+      capMs: 800,
+      stopped: () => (nc.isClosed() ? 'the NATS connection is closed' : undefined),
+    });
   }
 }

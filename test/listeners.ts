@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
-import { JCP_BIN } from '../testkit/cluster.ts';
+import { JCP_BIN } from '../testkit/internal.ts';
 
 /** A loopback TCP listener; `open` counts the connections still open on the server side. */
 export interface FakeListener {

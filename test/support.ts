@@ -1,7 +1,7 @@
 /** Small helpers shared by the test files. */
 import { vi } from 'vitest';
-import { main } from '../cli/main.ts';
-import { JcpError } from '../core/errors.ts';
+import { main } from '../cli/internal.ts';
+import { JcpError } from '../core/index.ts';
 
 /** The JcpError code `f` throws, `untyped: …` for any other throw, or undefined when it returns. */
 export function codeOf(f: () => unknown): string | undefined {

@@ -14,15 +14,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type Actor, actorFromSeed } from '../core/actor.ts';
-import { readKeyFile, writeKeyFile } from '../node/keyfile.ts';
+import { type Actor, actorFromSeed } from '../core/index.ts';
+import { readKeyFile, writeKeyFile } from '../node/index.ts';
 import { loopbackNatsUrlProblem, NatsCluster, NatsServer } from './nats.ts';
-import { freePort, killChild, stopChild, track, waitUntil } from './procs.ts';
+import { freePort, JCP_BIN, killChild, stopChild, track, waitUntil } from './procs.ts';
 import { TcpProxy } from './proxy.ts';
 
 /** The `jcp` entry point the nodes run. */
-export const JCP_BIN = fileURLToPath(new URL('../bin/jcp.mjs', import.meta.url));
 
 /** Options of {@link LocalCluster.start}. */
 export interface ClusterOpts {

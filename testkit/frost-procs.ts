@@ -10,15 +10,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import type { Did } from '../core/didkey.ts';
-import { deal } from '../frost/dealer.ts';
-import { FrostError } from '../frost/errors.ts';
-import { shareRecord, writeShareFile } from '../frost/sharefile.ts';
-import { killChild, stopChild, TSX_IMPORT, track } from './procs.ts';
+import type { Did } from '../core/index.ts';
+import { deal, FrostError, shareRecord, writeShareFile } from '../frost/index.ts';
+import { JCP_BIN, killChild, stopChild, TSX_IMPORT, track } from './procs.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The `jcp` entry point. */
-export const JCP_BIN = join(ROOT, 'bin', 'jcp.mjs');
 
 /** One event line printed by a participant. */
 export type ProcEvent = { readonly event: string } & Record<string, unknown>;

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /**
  * tsx's loader as an absolute file URL, resolved from this package: spawn TypeScript children as
@@ -17,6 +17,9 @@ import { pathToFileURL } from 'node:url';
  * working directory, so `jcp demo` run from any folder but the repository failed with
  * ERR_MODULE_NOT_FOUND.
  */
+/** The `jcp` command line of this checkout (bin/jcp.mjs), for the launchers that start nodes and FROST processes. */
+export const JCP_BIN: string = fileURLToPath(new URL('../bin/jcp.mjs', import.meta.url));
+
 export const TSX_IMPORT: string = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 const live = new Set<ChildProcess>();

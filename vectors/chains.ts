@@ -2,9 +2,8 @@
  * `chains.json`: delegation chains (spec §4.2, §4.4; C7, C10), root first, each with the result
  * of hop-by-hop verification: the grant ids, or the deny reason and the failing link.
  */
-import { verifyChain } from '../core/chain.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { type SignedGrant, verifyChain } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import {
   HOUR_S,
   NOW_S,

@@ -5,15 +5,8 @@
  * Every deny reason appears on the direct path (a one-link chain without a parent) where it can,
  * and every one on the chained path; the file lists that coverage and verify re-derives it.
  */
-import { type Decision, type DecisionRequest, decide } from '../core/decision.ts';
-import { ALL_DENY_REASONS, DenyReasons } from '../core/deny.ts';
-import type { Cost } from '../core/energy.ts';
-import type { Frame } from '../core/frame.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import type { ContentId } from '../core/hash.ts';
-import { Ledger } from '../core/ledger.ts';
-import { TrustRoots } from '../core/trust.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { ALL_DENY_REASONS, type ContentId, type Cost, decide, type Decision, type DecisionRequest, DenyReasons, type Frame, Ledger, type SignedGrant, TrustRoots } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
 import {
   costFromJson,

@@ -5,24 +5,8 @@
  * repeatable. Also the JSON forms shared by several files (grants, signed grants, frames,
  * costs) and the per-vector check context used by `jcp vectors verify`.
  */
-import { type Actor, actorFromSeed, seededRng } from '../core/actor.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { sign } from '../core/ed25519.ts';
-import { type Cost, readCost } from '../core/energy.ts';
-import { type Frame, frameToCbor, readFrame } from '../core/frame.ts';
-import {
-  type AttenuationParams,
-  type Grant,
-  type SignedGrant,
-  attenuate,
-  grantBytes,
-  grantId,
-  readGrant,
-  readSignedGrant,
-  signedGrantToCbor,
-} from '../core/grant.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { type Actor, actorFromSeed, attenuate, type AttenuationParams, contentId, type ContentId, type Cost, decode, encode, type Frame, frameToCbor, type Grant, grantBytes, grantId, readCost, readFrame, readGrant, readSignedGrant, seededRng, sign, type SignedGrant, signedGrantToCbor } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { compact, dec, hex, type J, type Json, type JsonObj, VectorFormatError } from './json.ts';
 
 /** The format tag every vector file carries. */

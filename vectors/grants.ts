@@ -3,21 +3,8 @@
  * signatures that must not verify; attenuations (§4.1, §4.4, C2, C10) accepted and refused; and
  * signed-grant bytes that a strict decoder must refuse, each with its error code.
  */
-import { concat } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { ED25519_L, sign } from '../core/ed25519.ts';
-import {
-  type Grant,
-  type SignedGrant,
-  attenuate,
-  grantBytes,
-  grantId,
-  grantToCbor,
-  readSignedGrant,
-  signedGrantToCbor,
-  verifyGrantSignature,
-} from '../core/grant.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { attenuate, concat, decode, ED25519_L, encode, type Grant, grantBytes, grantId, grantToCbor, readSignedGrant, sign, type SignedGrant, signedGrantToCbor, verifyGrantSignature } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import {
   type ActorName,
   HOUR_S,

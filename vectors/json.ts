@@ -4,7 +4,7 @@
  * counters as JSON numbers, absent optional fields left out. This module writes those values and
  * reads them back with titled accessors that name the JSON path of a bad field.
  */
-import { toHex } from '../core/bytes.ts';
+import { toHex } from '../core/index.ts';
 
 /** A JSON value as written to a vector file. */
 export type Json = string | number | boolean | null | Json[] | { [k: string]: Json };

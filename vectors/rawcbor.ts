@@ -3,7 +3,7 @@
  * unsorted keys, long-form integers, indefinite lengths, floats, simple values. The canonical
  * encoder (`core/cbor.ts`) refuses to write any of these, which is the point of having both.
  */
-import { concat, utf8 } from '../core/bytes.ts';
+import { concat, utf8 } from '../core/index.ts';
 
 /** An item head with a chosen argument width: 0 = shortest, else 1, 2, 4 or 8 bytes. */
 export function rawHead(major: number, n: number | bigint, width: 0 | 1 | 2 | 4 | 8 = 0): Uint8Array {

@@ -5,29 +5,8 @@
  * replayed into a fresh ledger (§8.1; C14, C16): debits, rejections, continuity breaks,
  * attribution.
  */
-import { concat, utf8 } from '../core/bytes.ts';
-import { encode, Tagged } from '../core/cbor.ts';
-import { encodeSign1, jcrProtectedHeader, sigStructure } from '../core/cose.ts';
-import { type DecisionRequest, decide } from '../core/decision.ts';
-import { ED25519_L, sign } from '../core/ed25519.ts';
-import type { Cost } from '../core/energy.ts';
-import type { Frame } from '../core/frame.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import { Ledger } from '../core/ledger.ts';
-import {
-  type ReceiptCore,
-  encodeReceiptCore,
-  openReceipt,
-  readReceiptCore,
-  receiptCoreFor,
-  receiptCoreToCbor,
-  receiptId,
-  sealReceipt,
-} from '../core/receipt.ts';
-import { replayReceipts } from '../core/replay.ts';
-import { TrustRoots } from '../core/trust.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { concat, contentId, type ContentId, type Cost, decide, type DecisionRequest, ED25519_L, encode, encodeReceiptCore, encodeSign1, type Frame, jcrProtectedHeader, Ledger, openReceipt, readReceiptCore, type ReceiptCore, receiptCoreFor, receiptCoreToCbor, receiptId, replayReceipts, sealReceipt, sign, type SignedGrant, sigStructure, Tagged, TrustRoots, utf8 } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
 import {
   actor,

@@ -4,19 +4,8 @@
  * issuer, the signature verifies — and admitted or refused with its code; plus revocation bytes
  * that a strict decoder must refuse. Subtree death is in `decisions.json` (`chained/revoked-*`).
  */
-import { decode, encode } from '../core/cbor.ts';
-import { sign } from '../core/ed25519.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import {
-  type Revocation,
-  type SignedRevocation,
-  readSignedRevocation,
-  revocationId,
-  revocationToCbor,
-  RevocationSet,
-  signedRevocationToCbor,
-} from '../core/revocation.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { decode, encode, readSignedRevocation, type Revocation, revocationId, RevocationSet, revocationToCbor, sign, type SignedGrant, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
 import { type ActorName, actor, did, fileHeader, idOf, nonce, sgFromHex, sgHex, VectorCheck } from './fixtures.ts';
 import { hex, type J, type JsonObj } from './json.ts';

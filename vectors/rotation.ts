@@ -3,22 +3,8 @@
  * body, the actor that signed it, its canonical signed bytes and its id; each log the verified
  * key state, or the refusal code and the index of the failing event.
  */
-import { decode, encode } from '../core/cbor.ts';
-import {
-  type KeyEvent,
-  type SignedKeyEvent,
-  inception,
-  keyEventId,
-  keyEventToCbor,
-  nextKeyHash,
-  readKeyEvent,
-  readSignedKeyEvent,
-  rotate,
-  signedKeyEventToCbor,
-  verifyKeyLog,
-} from '../core/rotation.ts';
-import { signBody } from '../core/signed.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { decode, encode, inception, type KeyEvent, keyEventId, keyEventToCbor, nextKeyHash, readKeyEvent, readSignedKeyEvent, rotate, signBody, type SignedKeyEvent, signedKeyEventToCbor, verifyKeyLog } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { type ActorName, actor, did, fileHeader, nonce, VectorCheck } from './fixtures.ts';
 import { compact, hex, type J, type JsonObj } from './json.ts';
 

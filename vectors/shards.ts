@@ -3,10 +3,8 @@
  * byte, or the refusal code when the slices sum past the parent (or break another attenuation
  * rule) — and integer split plans from percentages.
  */
-import { verifyChain } from '../core/chain.ts';
-import { grantId, type SignedGrant } from '../core/grant.ts';
-import { type ShardSlice, mintShards, planSplit, type Remainder } from '../core/shard.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { grantId, mintShards, planSplit, type Remainder, type ShardSlice, type SignedGrant, verifyChain } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { type ActorName, actor, did, fileHeader, nonce, rootGrant, sgFromHex, sgHex, VectorCheck } from './fixtures.ts';
 import { compact, dec, hex, type J, type JsonObj } from './json.ts';
 

@@ -8,42 +8,8 @@
  * grant; and steering that must be refused (self-steering, a non-issuer, widening, an amendment
  * bound to another checkpoint, …), each with its code.
  */
-import { decode, encode } from '../core/cbor.ts';
-import {
-  type SignedAmendment,
-  type SignedCheckpoint,
-  amend,
-  amendmentId,
-  amendmentToCbor,
-  checkpointId,
-  checkpointToCbor,
-  continuationNonce,
-  issueContinuation,
-  makeCheckpoint,
-  readSignedAmendment,
-  readSignedCheckpoint,
-  signedAmendmentToCbor,
-  signedCheckpointToCbor,
-  verifyAmendment,
-  verifyContinuation,
-} from '../core/checkpoint.ts';
-import { verifyChain } from '../core/chain.ts';
-import { sign } from '../core/ed25519.ts';
-import { type SignedGrant, grantId } from '../core/grant.ts';
-import { type ContentId, contentId } from '../core/hash.ts';
-import {
-  type MintLedger,
-  type SignedMintPolicy,
-  EMPTY_MINT_LEDGER,
-  authorPolicy,
-  fire,
-  mintPolicyId,
-  mintPolicyToCbor,
-  readSignedMintPolicy,
-  signedMintPolicyToCbor,
-  verifyPolicy,
-} from '../core/standing.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { amend, amendmentId, amendmentToCbor, authorPolicy, checkpointId, checkpointToCbor, contentId, type ContentId, continuationNonce, decode, EMPTY_MINT_LEDGER, encode, fire, grantId, issueContinuation, makeCheckpoint, type MintLedger, mintPolicyId, mintPolicyToCbor, readSignedAmendment, readSignedCheckpoint, readSignedMintPolicy, sign, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, type SignedMintPolicy, signedMintPolicyToCbor, verifyAmendment, verifyChain, verifyContinuation, verifyPolicy } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import {
   type ActorName,
   RESOURCE,

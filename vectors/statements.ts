@@ -4,25 +4,8 @@
  * its code, and the settled spend after; overdraft proofs a third party verifies from the signed
  * statements alone; and the channel spending rule with its worst-case bound.
  */
-import { decode, encode } from '../core/cbor.ts';
-import { sign } from '../core/ed25519.ts';
-import type { ContentId } from '../core/hash.ts';
-import {
-  type OverdraftProof,
-  type SignedStatement,
-  type Statement,
-  ChannelLedger,
-  channelAllows,
-  overdraftBound,
-  overdraftProofToCbor,
-  readOverdraftProof,
-  readSignedStatement,
-  readStatement,
-  signedStatementToCbor,
-  statementToCbor,
-  verifyOverdraftProof,
-} from '../core/statement.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { channelAllows, ChannelLedger, type ContentId, decode, encode, overdraftBound, type OverdraftProof, overdraftProofToCbor, readOverdraftProof, readSignedStatement, readStatement, sign, type SignedStatement, signedStatementToCbor, type Statement, statementToCbor, verifyOverdraftProof } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { type ActorName, actor, did, fileHeader, idOf, rootGrant, VectorCheck } from './fixtures.ts';
 import { compact, dec, hex, type J, type JsonObj } from './json.ts';
 

@@ -12,7 +12,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Checker } from '../conformance/checker.ts';
+import { Checker } from '../conformance/index.ts';
 import * as chains from './chains.ts';
 import * as decisions from './decisions.ts';
 import * as grants from './grants.ts';

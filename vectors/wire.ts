@@ -4,38 +4,8 @@
  * impersonations whose caller signature must not verify; responses and the other messages; and
  * byte streams a receiver must refuse, each with its error code.
  */
-import { concat, utf8 } from '../core/bytes.ts';
-import { decode, encode } from '../core/cbor.ts';
-import { decide } from '../core/decision.ts';
-import { sign } from '../core/ed25519.ts';
-import type { Cost } from '../core/energy.ts';
-import type { Frame } from '../core/frame.ts';
-import type { SignedGrant } from '../core/grant.ts';
-import { Ledger } from '../core/ledger.ts';
-import { receiptCoreFor, sealReceipt } from '../core/receipt.ts';
-import { readSignedRevocation, signedRevocationToCbor, signRevocation } from '../core/revocation.ts';
-import { TrustRoots } from '../core/trust.ts';
-import {
-  DEFAULT_FRAME_CAP,
-  FrameReader,
-  type UnsignedWireRequest,
-  type WireMessage,
-  type WireRequest,
-  type WireResponse,
-  decodeWireMessage,
-  decodeWireResponse,
-  encodeWireMessage,
-  encodeWireRequest,
-  encodeWireResponse,
-  frameMessage,
-  payloadHash,
-  requestIdOf,
-  signWireRequestSync,
-  verifyWireRequestSignature,
-  wireRequestSigningBytes,
-  wireRequestToCbor,
-} from '../core/wire.ts';
-import type { Checker } from '../conformance/checker.ts';
+import { concat, type Cost, decide, decode, decodeWireMessage, decodeWireResponse, DEFAULT_FRAME_CAP, encode, encodeWireMessage, encodeWireRequest, encodeWireResponse, type Frame, frameMessage, FrameReader, Ledger, payloadHash, readSignedRevocation, receiptCoreFor, requestIdOf, sealReceipt, sign, type SignedGrant, signedRevocationToCbor, signRevocation, signWireRequestSync, TrustRoots, type UnsignedWireRequest, utf8, verifyWireRequestSignature, type WireMessage, type WireRequest, wireRequestSigningBytes, wireRequestToCbor, type WireResponse } from '../core/index.ts';
+import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
 import {
   actor,

@@ -3,14 +3,7 @@
  * deterministic cast of actors per class, grants, hand-built (unchecked) children, forged
  * signatures, frames, requests and fresh decision state. Not a conformance class itself.
  */
-import { type Actor, newActor, type Rng, seededRng } from '../../core/actor.ts';
-import type { Decision, DecisionRequest, DecisionState } from '../../core/decision.ts';
-import type { Did } from '../../core/didkey.ts';
-import { sign } from '../../core/ed25519.ts';
-import { type AttenuationParams, type Grant, type SignedGrant, attenuate, grantBytes, grantId, signGrant } from '../../core/grant.ts';
-import { type ContentId, contentId } from '../../core/hash.ts';
-import { Ledger } from '../../core/ledger.ts';
-import { TrustRoots } from '../../core/trust.ts';
+import { type Actor, attenuate, type AttenuationParams, contentId, type ContentId, type Decision, type DecisionRequest, type DecisionState, type Did, type Grant, grantBytes, grantId, Ledger, newActor, type Rng, seededRng, sign, type SignedGrant, signGrant, TrustRoots } from '../../core/index.ts';
 
 /** A deterministic cast for one class: `alice` issues roots to `bob`; `carol`, `dave`, `erin` hold; `mallory` attacks. */
 export interface Kit {

@@ -5,11 +5,7 @@
  * then sends the same kinds of calls through a real node (`live-node.ts`) and reads the node's own
  * ledger and receipt log: "never debited" is the node's ledger, not a loop of the harness.
  */
-import { decode, encode } from '../../core/cbor.ts';
-import { decide } from '../../core/decision.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import { FRAME_KINDS } from '../../core/frame.ts';
-import { grantId } from '../../core/grant.ts';
+import { decide, decode, encode, ErrorCodes, FRAME_KINDS, grantId } from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { kit, verdict } from './authority-kit.ts';
 import { LiveNode } from './live-node.ts';

@@ -3,9 +3,7 @@
  * siblings share the root budget — in the pure decision and through a real node, whose ledger
  * must hold the debit of every ancestor (`live-node.ts`).
  */
-import { verifyChain } from '../../core/chain.ts';
-import { decide } from '../../core/decision.ts';
-import { type SignedGrant, grantId } from '../../core/grant.ts';
+import { decide, grantId, type SignedGrant, verifyChain } from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { type Kit, kit, verdict } from './authority-kit.ts';
 import { LiveNode } from './live-node.ts';

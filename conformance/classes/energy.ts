@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Cost, costToCbor, provenanceProblem, provenanceRank, readCost } from '../../core/energy.ts';
+import { type Cost, costToCbor, provenanceProblem, provenanceRank, readCost } from '../../core/index.ts';
 import {
   createMeter,
   FaultyFs,

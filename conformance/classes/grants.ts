@@ -2,12 +2,7 @@
  * Conformance classes about grants themselves: C1 (signature and audience binding), C2
  * (attenuation monotonicity, §4.1) and C10 (delegation control, §4.4).
  */
-import { seededRng, newActor } from '../../core/actor.ts';
-import { verifyChain } from '../../core/chain.ts';
-import { decide } from '../../core/decision.ts';
-import { sign } from '../../core/ed25519.ts';
-import { type Grant, attenuate, checkHop, grantBytes, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
+import { attenuate, checkHop, contentId, decide, type Grant, grantBytes, grantId, newActor, seededRng, sign, signGrant, verifyChain, verifyGrantSignature } from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { kit, verdict } from './authority-kit.ts';
 

@@ -9,15 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import type { Actor } from '../../core/actor.ts';
-import type { Did } from '../../core/didkey.ts';
-import type { ContentId } from '../../core/hash.ts';
-import { openReceipt, type ReceiptCore } from '../../core/receipt.ts';
-import { sign } from '../../core/ed25519.ts';
-import { decodeWireMessage, type WireMessage, wireRequestSigningBytes } from '../../core/wire.ts';
-import { type CallParams, JcpClient, WireErrorReply } from '../../client/client.ts';
-import { configFromJson, resourceIdOf } from '../../node/config.ts';
-import { type NodeOptions, type RunningNode, startNode } from '../../node/node.ts';
+import { type Actor, type ContentId, decodeWireMessage, type Did, openReceipt, type ReceiptCore, sign, type WireMessage, wireRequestSigningBytes } from '../../core/index.ts';
+import { type CallParams, JcpClient, WireErrorReply } from '../../client/index.ts';
+import { configFromJson, type NodeOptions, resourceIdOf, type RunningNode, startNode } from '../../node/index.ts';
 
 /** The outcome of one call: `allow`, the deny reason, or `error:<code>` (no decision, no receipt). */
 export interface LiveCall {

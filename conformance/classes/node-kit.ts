@@ -10,12 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import type { Actor } from '../../core/actor.ts';
-import type { Did } from '../../core/didkey.ts';
-import { grantId, type SignedGrant } from '../../core/grant.ts';
-import type { ContentId } from '../../core/hash.ts';
-import { payloadHash, signWireRequestSync } from '../../core/wire.ts';
-import { type BudgetPolicy, configFromJson, JcpClient, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
+import { type Actor, type ContentId, type Did, grantId, payloadHash, type SignedGrant, signWireRequestSync } from '../../core/index.ts';
+import { type BudgetPolicy, configFromJson, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 
 /** The node's clock and every request's `now` (Unix seconds): inside the kit grants' lifetime. */
 export const LIVE_NOW_S = 1_000;

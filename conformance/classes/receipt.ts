@@ -5,22 +5,8 @@
  * (chained receipts name every debited link; replay restores leaf and ancestor debits exactly
  * and keeps conserving).
  */
-import { type Actor, newActor, type Rng, seededRng } from '../../core/actor.ts';
-import { decodeSign1, encodeProtectedHeader, encodeSign1, jcrProtectedHeader, sigStructure } from '../../core/cose.ts';
-import { sign } from '../../core/ed25519.ts';
-import { type Decision, type DecisionRequest, decide } from '../../core/decision.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import { attenuate, type Grant, grantId, type SignedGrant, signGrant } from '../../core/grant.ts';
-import { type ContentId, contentId } from '../../core/hash.ts';
-import { Ledger } from '../../core/ledger.ts';
-import { encodeReceiptCore, openReceipt, ReceiptRefusals, receiptCoreFor, receiptId, sealReceipt } from '../../core/receipt.ts';
-import { attributionKey, replayReceipts } from '../../core/replay.ts';
-import { RevocationSet, signRevocation } from '../../core/revocation.ts';
-import { TrustRoots } from '../../core/trust.ts';
-import { payloadHash } from '../../core/wire.ts';
-import { NodeFault } from '../../node/codes.ts';
-import { ReceiptLog } from '../../node/receiptlog.ts';
-import { replayLog } from '../../node/replay.ts';
+import { type Actor, attenuate, attributionKey, contentId, type ContentId, decide, type Decision, type DecisionRequest, decodeSign1, encodeProtectedHeader, encodeReceiptCore, encodeSign1, ErrorCodes, type Grant, grantId, jcrProtectedHeader, Ledger, newActor, openReceipt, payloadHash, receiptCoreFor, receiptId, ReceiptRefusals, replayReceipts, RevocationSet, type Rng, sealReceipt, seededRng, sign, type SignedGrant, signGrant, signRevocation, sigStructure, TrustRoots } from '../../core/index.ts';
+import { NodeFault, ReceiptLog, replayLog } from '../../node/index.ts';
 import type { Checker } from '../checker.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { kit } from './authority-kit.ts';

@@ -2,20 +2,7 @@
  * Conformance classes about withdrawing and anchoring authority: C6 (revocation, §4.3) and C15
  * (trust roots, §7).
  */
-import { decode, encode } from '../../core/cbor.ts';
-import { decide } from '../../core/decision.ts';
-import { sign } from '../../core/ed25519.ts';
-import type { Actor } from '../../core/actor.ts';
-import { grantId, type SignedGrant } from '../../core/grant.ts';
-import {
-  RevocationSet,
-  type SignedRevocation,
-  readSignedRevocation,
-  revocationToCbor,
-  signRevocation,
-  signedRevocationToCbor,
-} from '../../core/revocation.ts';
-import { TrustRoots } from '../../core/trust.ts';
+import { type Actor, decide, decode, encode, grantId, readSignedRevocation, RevocationSet, revocationToCbor, sign, type SignedGrant, type SignedRevocation, signedRevocationToCbor, signRevocation, TrustRoots } from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { kit, verdict } from './authority-kit.ts';
 import { withLiveNode } from './node-kit.ts';

@@ -1,20 +1,5 @@
 /** Conformance class C12 (spec §2.1): identity continuity by pre-committed key rotation. */
-import { newActor, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import {
-  advanceKeyState,
-  inception,
-  type KeyEvent,
-  keyEventId,
-  nextKeyHash,
-  readSignedKeyEvent,
-  RotationRefusals,
-  rotate,
-  type SignedKeyEvent,
-  signedKeyEventToCbor,
-  verifyKeyLog,
-} from '../../core/rotation.ts';
-import { signBody } from '../../core/signed.ts';
+import { advanceKeyState, decode, encode, inception, type KeyEvent, keyEventId, newActor, nextKeyHash, readSignedKeyEvent, rotate, RotationRefusals, seededRng, signBody, type SignedKeyEvent, signedKeyEventToCbor, verifyKeyLog } from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 
 /** C12: an un-pre-committed key cannot rotate an identity, the pre-committed key can, the DID is stable. */

@@ -5,25 +5,7 @@
  * stale, regressing and misplaced statements refused; the merged view binds; the overdraft of a
  * worst-case partition read from the product's audit and proven to a third party).
  */
-import { newActor, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { attenuate, checkHop, type Grant, grantId, type SignedGrant, signGrant, verifyGrantSignature } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { mintShards, planSplit, ShardRefusals } from '../../core/shard.ts';
-import { signBody } from '../../core/signed.ts';
-import {
-  type OverdraftProof,
-  overdraftBound,
-  overdraftProofToCbor,
-  ProofRefusals,
-  readOverdraftProof,
-  type SignedStatement,
-  type Statement,
-  signedStatementToCbor,
-  signStatement,
-  spendBound,
-  verifyOverdraftProof,
-} from '../../core/statement.ts';
+import { attenuate, checkHop, contentId, decode, encode, type Grant, grantId, mintShards, newActor, overdraftBound, type OverdraftProof, overdraftProofToCbor, planSplit, ProofRefusals, readOverdraftProof, seededRng, ShardRefusals, signBody, type SignedGrant, type SignedStatement, signedStatementToCbor, signGrant, signStatement, spendBound, type Statement, verifyGrantSignature, verifyOverdraftProof } from '../../core/index.ts';
 import { auditChannel, ChannelPoint, Channels, MemoryBus, MemoryStore, pointHash } from '../../channel/index.ts';
 import { type BudgetPolicy, resourceIdOf } from '../../node/index.ts';
 import { assignmentOf, mintShardSet, parseSplit, ShardBindings, signShardAssignment } from '../../shards/index.ts';

@@ -9,25 +9,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chainFileText, readChainFile, writeChainFile } from '../../cli/chainfile.ts';
-import { newActor, seededRng } from '../../core/actor.ts';
-import {
-  amend,
-  checkpointId,
-  issueContinuation,
-  makeCheckpoint,
-  type SignedAmendment,
-  type SignedCheckpoint,
-  SteeringRefusals,
-  verifyAmendment,
-  verifyCheckpoint,
-  verifyContinuation,
-} from '../../core/checkpoint.ts';
-import { attenuate, checkHop, grantId, type SignedGrant, signGrant, verifyGrantSignature } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { signBody } from '../../core/signed.ts';
-import { authorPolicy, EMPTY_MINT_LEDGER, fire, StandingRefusals } from '../../core/standing.ts';
-import { encodeWireMessage } from '../../core/wire.ts';
+import { chainFileText, readChainFile, writeChainFile } from '../../client/index.ts';
+import { amend, attenuate, authorPolicy, checkHop, checkpointId, contentId, EMPTY_MINT_LEDGER, encodeWireMessage, fire, grantId, issueContinuation, makeCheckpoint, newActor, seededRng, signBody, type SignedAmendment, type SignedCheckpoint, type SignedGrant, signGrant, StandingRefusals, SteeringRefusals, verifyAmendment, verifyCheckpoint, verifyContinuation, verifyGrantSignature } from '../../core/index.ts';
 import { AmendmentRefusals, eventClassOf, resourceIdOf, type StandingServer, startStandingServer } from '../../node/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { LiveNode } from './live-node.ts';

@@ -10,14 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { parseDid } from '../../core/didkey.ts';
-import { sign, verify } from '../../core/ed25519.ts';
-import { grantId, signGrant } from '../../core/grant.ts';
-import { openReceipt } from '../../core/receipt.ts';
-import { payloadHash, signWireRequest, signWireRequestSync } from '../../core/wire.ts';
+import { grantId, newActor, openReceipt, parseDid, payloadHash, seededRng, sign, signGrant, signWireRequest, signWireRequestSync, verify } from '../../core/index.ts';
 import { aggregate, commit, type DealtShare, deal, FrostErrorCodes, type SigningPackage, signShare, soloSignature } from '../../frost/index.ts';
-import { JcpClient, configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
+import { configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 
 /** C13: impersonation is denied bad-signature; 2-of-3 signs, one share cannot. */

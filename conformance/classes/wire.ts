@@ -8,23 +8,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { encode as cborgEncode } from 'cborg';
 import { pino } from 'pino';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { bytesEqual } from '../../core/bytes.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { grantId, signGrant } from '../../core/grant.ts';
-import { openReceipt, receiptId } from '../../core/receipt.ts';
-import {
-  FrameReader,
-  decodeWireMessage,
-  encodeWireRequest,
-  encodeWireResponse,
-  frameMessage,
-  payloadHash,
-  requestIdOf,
-  signWireRequestSync,
-  wireRequestToCbor,
-} from '../../core/wire.ts';
-import { JcpClient, configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
+import { bytesEqual, decode, decodeWireMessage, encode, encodeWireRequest, encodeWireResponse, frameMessage, FrameReader, grantId, newActor, openReceipt, payloadHash, receiptId, requestIdOf, seededRng, signGrant, signWireRequestSync, wireRequestToCbor } from '../../core/index.ts';
+import { configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 
 /** C8: jcp/1 round-trips canonically; a live node decides and seals over a socket. */

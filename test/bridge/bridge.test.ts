@@ -11,13 +11,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
-import { writeChainFile } from '../../cli/chainfile.ts';
-import type { Actor } from '../../core/actor.ts';
-import type { SignedGrant } from '../../core/grant.ts';
-import { grantId } from '../../core/grant.ts';
-import { openReceipt, receiptId } from '../../core/receipt.ts';
-import { fromHex } from '../../core/bytes.ts';
-import { JcpClient, type RunningNode, writeKeyFile } from '../../node/index.ts';
+import { writeChainFile } from '../../client/index.ts';
+import { type Actor, fromHex, grantId, openReceipt, receiptId, type SignedGrant } from '../../core/index.ts';
+import { type RunningNode, writeKeyFile } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('bridge');

@@ -1,6 +1,6 @@
 /** The bridge's tool catalogue (bridge/catalogue.ts): what an agent's grants list, under which names. */
 import { describe, expect, test } from 'vitest';
-import { catalogue, type NodeResourceTools } from '../../bridge/catalogue.ts';
+import { catalogue, type NodeResourceTools } from '../../bridge/index.ts';
 import { cast, mint, rid } from '../node/fixtures.ts';
 
 const { rng, alice, bob } = cast('bridge-catalogue');

@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { writeChainFile } from '../../cli/chainfile.ts';
+import { writeChainFile } from '../../client/index.ts';
 import { type RunningNode, writeKeyFile } from '../../node/index.ts';
 import { runJcp } from '../listeners.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';

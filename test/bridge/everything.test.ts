@@ -9,8 +9,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
-import { grantId } from '../../core/grant.ts';
-import { JcpClient, type RunningNode } from '../../node/index.ts';
+import { grantId } from '../../core/index.ts';
+import type { RunningNode } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 import { type Everything, startEverything } from '../node/upstreams.ts';
 

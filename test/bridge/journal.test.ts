@@ -2,7 +2,7 @@
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { CallJournal, randomSaltBase, saltText } from '../../bridge/journal.ts';
+import { CallJournal, randomSaltBase, saltText } from '../../bridge/index.ts';
 import { tempDir } from '../node/fixtures.ts';
 
 describe('bridge journal', () => {

@@ -9,7 +9,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CreateMessageRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
-import { JcpClient, type RunningNode } from '../../node/index.ts';
+import type { RunningNode } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 
 const { rng, alice, bob } = cast('bridge-notices');

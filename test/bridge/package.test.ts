@@ -37,7 +37,7 @@ describe('package: npm pack, installed into an empty Node 20 project', () => {
     ) as Array<{ filename: string; files: Array<{ path: string }> }>;
     const tarball = packed[0]!.filename;
     const shipped = packed[0]!.files.map((f) => f.path);
-    expect(shipped).toContain('dist/node/library.d.ts');
+    expect(shipped).toContain('dist/client/library.d.ts');
     expect(shipped).toContain('dist/bridge/index.js');
     expect(shipped.some((f) => f.startsWith('test/'))).toBe(false);
 

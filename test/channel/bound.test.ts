@@ -7,12 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { contentId } from '../../core/hash.ts';
-import { overdraftBound } from '../../core/statement.ts';
-import { auditChannel } from '../../channel/audit.ts';
-import { MemoryBus, MemoryStore } from '../../channel/memory.ts';
-import { ChannelPoint } from '../../channel/settlement.ts';
+import { type Actor, actorFromSeed, contentId, overdraftBound, seededRng } from '../../core/index.ts';
+import { auditChannel, ChannelPoint, MemoryBus, MemoryStore } from '../../channel/index.ts';
 
 const grant = contentId({ jcp_test_grant: 'bound' });
 const actors: Actor[] = [0, 1, 2, 3, 4].map((i) => actorFromSeed(seededRng(`bound/point/${i}`)(32)));

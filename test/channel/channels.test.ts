@@ -3,18 +3,8 @@
  * revocation stream feed (channel/feed.ts), over the in-memory bus.
  */
 import { describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { encode } from '../../core/cbor.ts';
-import { type Decision, type DecisionRequest, decide } from '../../core/decision.ts';
-import { type SignedGrant, attenuate, grantId, signGrant } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { Ledger } from '../../core/ledger.ts';
-import { err, ok } from '../../core/result.ts';
-import { RevocationSet, signedRevocationToCbor, signRevocation } from '../../core/revocation.ts';
-import { TrustRoots } from '../../core/trust.ts';
-import { Channels } from '../../channel/channels.ts';
-import { RevocationStreamFeed } from '../../channel/feed.ts';
-import { MemoryBus, MemoryStore } from '../../channel/memory.ts';
+import { type Actor, actorFromSeed, attenuate, contentId, decide, type Decision, type DecisionRequest, encode, err, grantId, Ledger, ok, RevocationSet, seededRng, type SignedGrant, signedRevocationToCbor, signGrant, signRevocation, TrustRoots } from '../../core/index.ts';
+import { Channels, MemoryBus, MemoryStore, RevocationStreamFeed } from '../../channel/index.ts';
 
 const rng = seededRng('channels/policy');
 const actor = (): Actor => actorFromSeed(rng(32));

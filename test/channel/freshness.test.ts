@@ -3,7 +3,7 @@
  * the latest revocations, with the clock passed in.
  */
 import { describe, expect, test } from 'vitest';
-import { RevocationFreshness } from '../../channel/freshness.ts';
+import { RevocationFreshness } from '../../channel/index.ts';
 
 describe('freshness - confirmation', () => {
   test('stale / never confirmed: unbounded staleness, refused once a limit is set', () => {

@@ -4,17 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { encode } from '../../core/cbor.ts';
-import { grantId, signedGrantToCbor, signGrant } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { signedRevocationToCbor, signRevocation } from '../../core/revocation.ts';
-import { signedStatementToCbor, signStatement } from '../../core/statement.ts';
-import type { BusEvent } from '../../channel/bus.ts';
-import { JetStreamBus } from '../../channel/jetstream.ts';
-import { channelNames } from '../../channel/names.ts';
-import { ChannelPoint } from '../../channel/settlement.ts';
-import { auditChannel } from '../../channel/audit.ts';
+import { type Actor, actorFromSeed, contentId, encode, grantId, seededRng, signedGrantToCbor, signedRevocationToCbor, signedStatementToCbor, signGrant, signRevocation, signStatement } from '../../core/index.ts';
+import { auditChannel, type BusEvent, channelNames, ChannelPoint, JetStreamBus } from '../../channel/index.ts';
 
 const NATS = 'nats://127.0.0.1:4222';
 const names = channelNames(`t${randomBytes(5).toString('hex')}`);

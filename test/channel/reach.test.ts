@@ -7,10 +7,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JetStreamBus } from '../../channel/jetstream.ts';
-import { channelNames } from '../../channel/names.ts';
-import { greetingServers, natsGreeting, natsHostPort } from '../../channel/reach.ts';
-import { freePort } from '../../testkit/procs.ts';
+import { channelNames, JetStreamBus } from '../../channel/index.ts';
+import { greetingServers, natsGreeting, natsHostPort } from '../../natsio/index.ts';
+import { freePort } from '../../testkit/index.ts';
 import { type FakeListener, fakeListener, httpListener, runJcp, silentListener } from '../listeners.ts';
 
 const NATS = 'nats://127.0.0.1:4222';

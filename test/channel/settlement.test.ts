@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { contentId } from '../../core/hash.ts';
-import { signBody } from '../../core/signed.ts';
-import { readSignedStatement, signedStatementToCbor, signStatement } from '../../core/statement.ts';
-import { MemoryBus, MemoryStore } from '../../channel/memory.ts';
-import { pointHash } from '../../channel/names.ts';
-import { ChannelPoint } from '../../channel/settlement.ts';
+import { type Actor, actorFromSeed, contentId, decode, encode, readSignedStatement, seededRng, signBody, signedStatementToCbor, signStatement } from '../../core/index.ts';
+import { ChannelPoint, MemoryBus, MemoryStore, pointHash } from '../../channel/index.ts';
 
 const grant = contentId({ jcp_test_grant: 'settlement' });
 const actor = (name: string): Actor => actorFromSeed(seededRng(`channel/${name}`)(32));

@@ -6,12 +6,10 @@
  * grant had left AT B. The wait is event-driven: B's amendment store says when it applied it.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { amend, issueContinuation, makeCheckpoint } from '../../core/checkpoint.ts';
-import { grantId } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { NatsServer } from '../../testkit/nats.ts';
-import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
-import { JcpClient } from '../../node/index.ts';
+import { amend, contentId, grantId, issueContinuation, makeCheckpoint } from '../../core/index.ts';
+import { NatsServer } from '../../testkit/index.ts';
+import { ClusterHooks, readClusterConfig } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, quiet, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice, bob } = cast('cluster-amendment');

@@ -3,7 +3,7 @@
  * from the seed; every invariant must hold. Longer runs belong to `jcp chaos` and the bench.
  */
 import { describe, expect, it } from 'vitest';
-import { FAULT_KINDS, faultSchedule, runChaos } from '../../chaos/chaos.ts';
+import { FAULT_KINDS, faultSchedule, runChaos } from '../../chaos/internal.ts';
 
 describe('chaos - the fault schedule', () => {
   it('is a function of the seed alone', () => {

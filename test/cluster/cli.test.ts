@@ -7,13 +7,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { actorFromSeed, seededRng } from '../../core/actor.ts';
-import { grantId, signGrant } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { writeChainFile } from '../../cli/chainfile.ts';
-import { JCP_BIN } from '../../testkit/cluster.ts';
-import { readClusterConfig } from '../../node/cluster.ts';
-import { writeKeyFile } from '../../node/keyfile.ts';
+import { actorFromSeed, contentId, grantId, seededRng, signGrant } from '../../core/index.ts';
+import { writeChainFile } from '../../client/index.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
+import { readClusterConfig, writeKeyFile } from '../../node/index.ts';
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -35,7 +32,7 @@ function jcp(args: string[]): { code: number; out: string; err: string } {
 
 describe('node config - the cluster section', () => {
   it('defaults to subject root jcp, one replica and no channels', () => {
-    expect(readClusterConfig(undefined)).toEqual({ subjectRoot: 'jcp', replicas: 1, settleIntervalMs: 250, revocationCatchUpMs: 5_000, channels: [] });
+    expect(readClusterConfig(undefined)).toEqual({ subjectRoot: 'jcp', replicas: 1, settleIntervalMs: 250, revocationCatchUpMs: 5_000, channels: [], checkpointEveryMs: 5_000, checkpointEveryReceipts: 1_000 });
   });
 
   it('reads a channel with its window in µJ', () => {

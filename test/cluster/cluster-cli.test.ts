@@ -10,9 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ClusterState, clusterStatus } from '../../testkit/cluster.ts';
-import { loopbackNatsUrlProblem } from '../../testkit/nats.ts';
-import { freePort } from '../../testkit/procs.ts';
+import { type ClusterState, clusterStatus, freePort, loopbackNatsUrlProblem } from '../../testkit/index.ts';
 import { runJcp } from '../listeners.ts';
 
 const dirs: string[] = [];

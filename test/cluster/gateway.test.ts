@@ -6,9 +6,9 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Registry } from 'prom-client';
 import { afterAll, describe, expect, test } from 'vitest';
-import { ClusterHooks, readClusterConfig, readGateways } from '../../node/cluster.ts';
-import { NatsServer } from '../../testkit/nats.ts';
-import { freePort } from '../../testkit/procs.ts';
+import { ClusterHooks, readClusterConfig, readGateways } from '../../node/index.ts';
+import { NatsServer } from '../../testkit/index.ts';
+import { freePort } from '../../testkit/index.ts';
 import { quiet } from '../node/fixtures.ts';
 import { sample } from './prom.ts';
 

@@ -5,15 +5,9 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { contentId } from '../../core/hash.ts';
-import { readSignedRevocation, signedRevocationToCbor, signRevocation } from '../../core/revocation.ts';
-import { JetStreamBus } from '../../channel/jetstream.ts';
-import { channelNames } from '../../channel/names.ts';
-import { ChannelPoint } from '../../channel/settlement.ts';
-import { NatsCluster, NatsServer } from '../../testkit/nats.ts';
-import { TcpProxy } from '../../testkit/proxy.ts';
+import { type Actor, actorFromSeed, contentId, decode, encode, readSignedRevocation, seededRng, signedRevocationToCbor, signRevocation } from '../../core/index.ts';
+import { channelNames, ChannelPoint, JetStreamBus } from '../../channel/index.ts';
+import { NatsCluster, NatsServer, TcpProxy } from '../../testkit/internal.ts';
 
 const actor = (name: string): Actor => actorFromSeed(seededRng(`cluster-nats/${name}`)(32));
 const alice = actor('alice');

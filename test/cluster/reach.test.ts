@@ -3,12 +3,12 @@
  * node A, reach measured on both — B through its `/metrics`, as a launcher's node processes are.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { grantId } from '../../core/grant.ts';
-import { signRevocation } from '../../core/revocation.ts';
-import { NatsServer } from '../../testkit/nats.ts';
-import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
-import { JcpClient } from '../../node/index.ts';
-import { feedReachTarget, measureRevocationReach, metricsReachTarget, quantileMs } from '../../testkit/reach.ts';
+import { grantId } from '../../core/index.ts';
+import { signRevocation } from '../../core/index.ts';
+import { NatsServer } from '../../testkit/index.ts';
+import { ClusterHooks, readClusterConfig } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { feedReachTarget, measureRevocationReach, metricsReachTarget, quantileMs } from '../../testkit/index.ts';
 import { cast, liveNode, mint, quiet } from '../node/fixtures.ts';
 
 const { rng, alice, bob } = cast('cluster-reach');

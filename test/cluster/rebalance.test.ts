@@ -4,14 +4,12 @@
  * re-issued from what is left.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { type SignedGrant, signGrant } from '../../core/grant.ts';
-import { JetStreamBus } from '../../channel/jetstream.ts';
-import { channelNames } from '../../channel/names.ts';
-import { LocalCluster } from '../../testkit/cluster.ts';
-import { JcpClient, resourceIdOf } from '../../node/index.ts';
-import { rebalance } from '../../shards/rebalance.ts';
-import { mintShardSet, parseSplit, type ShardManifest } from '../../shards/set.ts';
+import { type Actor, actorFromSeed, seededRng, type SignedGrant, signGrant } from '../../core/index.ts';
+import { channelNames, JetStreamBus } from '../../channel/index.ts';
+import { LocalCluster } from '../../testkit/index.ts';
+import { resourceIdOf } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { mintShardSet, parseSplit, rebalance, type ShardManifest } from '../../shards/index.ts';
 
 const rng = seededRng('rebalance/live');
 const actor = (): Actor => actorFromSeed(rng(32));

@@ -5,11 +5,10 @@
  * afterwards. The wait is event-driven: B's revocation store says when it took the revocation.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { attenuate, grantId } from '../../core/grant.ts';
-import { signRevocation } from '../../core/revocation.ts';
-import { NatsServer } from '../../testkit/nats.ts';
-import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
-import { JcpClient } from '../../node/index.ts';
+import { attenuate, grantId, signRevocation } from '../../core/index.ts';
+import { NatsServer } from '../../testkit/index.ts';
+import { ClusterHooks, readClusterConfig } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, quiet, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('cluster-revocation');

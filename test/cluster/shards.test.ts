@@ -4,16 +4,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, seededRng } from '../../core/actor.ts';
-import { type SignedGrant, grantId, signGrant } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { Ledger } from '../../core/ledger.ts';
-import { ok } from '../../core/result.ts';
-import { RevocationStreamFeed } from '../../channel/feed.ts';
-import { MemoryBus, MemoryStore } from '../../channel/memory.ts';
-import { ShardCloser } from '../../shards/closer.ts';
-import { rebalance } from '../../shards/rebalance.ts';
-import { manifestFromJson, manifestToJson, mintShardSet, parseSplit, type ShardManifest } from '../../shards/set.ts';
+import { type Actor, actorFromSeed, contentId, grantId, Ledger, ok, seededRng, type SignedGrant, signGrant } from '../../core/index.ts';
+import { MemoryBus, MemoryStore, RevocationStreamFeed } from '../../channel/index.ts';
+import { manifestFromJson, manifestToJson, mintShardSet, parseSplit, rebalance, ShardCloser, type ShardManifest } from '../../shards/index.ts';
 
 const actor = (name: string): Actor => actorFromSeed(seededRng(`shards/${name}`)(32));
 const issuer = actor('issuer');

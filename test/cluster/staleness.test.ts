@@ -5,12 +5,12 @@
  * `/readyz` and `/metrics`, and allows again by itself once the link heals.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { grantId } from '../../core/grant.ts';
-import { openReceipt } from '../../core/receipt.ts';
-import { NatsServer } from '../../testkit/nats.ts';
-import { TcpProxy } from '../../testkit/proxy.ts';
-import { ClusterHooks, readClusterConfig } from '../../node/cluster.ts';
-import { JcpClient } from '../../node/index.ts';
+import { grantId } from '../../core/index.ts';
+import { openReceipt } from '../../core/index.ts';
+import { NatsServer } from '../../testkit/index.ts';
+import { TcpProxy } from '../../testkit/index.ts';
+import { ClusterHooks, readClusterConfig } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, quiet } from '../node/fixtures.ts';
 import { sample, scrape } from './prom.ts';
 

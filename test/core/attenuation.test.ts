@@ -1,8 +1,7 @@
 /** Attenuation (§4.1) and delegation depth (§4.4) at mint time: `attenuate` and `checkHop`. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { verifyChain } from '../../core/chain.ts';
-import { type Grant, attenuate, checkHop, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
+import { attenuate, checkHop, type Grant, grantId, signGrant, verifyChain, verifyGrantSignature } from '../../core/index.ts';
 import { OTHER_RESOURCE, RESOURCE, alice, bob, carol, dave, delegate, handChild, mallory, rng, rootGrant } from './authority-fixtures.ts';
 
 describe('attenuation - narrowing mints', () => {

@@ -4,11 +4,8 @@
  * resources, and builders for grants, chains, frames, requests and state. The builders are the
  * conformance kit's (`conformance/classes/authority-kit.ts`), drawn from this file's own seed.
  */
-import { seededRng } from '../../core/actor.ts';
-import type { Frame } from '../../core/frame.ts';
-import { type SignedGrant, grantId } from '../../core/grant.ts';
-import { type ContentId, contentId } from '../../core/hash.ts';
-import { type Kit, kitFrom } from '../../conformance/classes/authority-kit.ts';
+import { contentId, type ContentId, type Frame, grantId, seededRng, type SignedGrant } from '../../core/index.ts';
+import { type Kit, kitFrom } from '../../conformance/internal.ts';
 
 const k: Kit = kitFrom(seededRng('test/core/authority'), 'fixture');
 

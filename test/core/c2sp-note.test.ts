@@ -4,20 +4,7 @@
  */
 import { createHash, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { isJcpError } from '../../core/errors.ts';
-import {
-  addSignatureLines,
-  checkpointText,
-  cosign,
-  openCheckpoint,
-  parseCheckpointText,
-  parseNote,
-  signCheckpoint,
-  verifyCosignature,
-  verifyNote,
-} from '../../core/note.ts';
-import { MerkleTree } from '../../core/tlog.ts';
+import { actorFromSeed, addSignatureLines, checkpointText, cosign, isJcpError, MerkleTree, openCheckpoint, parseCheckpointText, parseNote, signCheckpoint, verifyCosignature, verifyNote } from '../../core/internal.ts';
 
 const log = actorFromSeed(new Uint8Array(32).fill(1));
 const witness = actorFromSeed(new Uint8Array(32).fill(2));

@@ -4,11 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { toHex } from '../../core/bytes.ts';
-import { decode, encode, Tagged } from '../../core/cbor.ts';
-import { FlatMapWriter, headLength, readFlatMap, readHead, writeHead } from '../../core/cbor-flat.ts';
-import { encodeSign1, sigStructure } from '../../core/cose.ts';
-import { JcpError } from '../../core/errors.ts';
+import { concatItems, decode, encode, encodeSign1, FlatMapWriter, headBytes, headLength, JcpError, leadingTag, readFlatMap, readHead, sigStructure, skipItem, splitSequence, Tagged, toHex, withoutMapEntry, writeHead } from '../../core/internal.ts';
 
 const KEYS = ['a', 'b', 'aa', 'seq', 'steward', 'chain_ids', 'budget_remaining_uj', 'é', 'zz', 'k'.repeat(30)];
 const writer = new FlatMapWriter(KEYS);
@@ -23,7 +19,7 @@ function normal(o: Record<string, unknown>): Record<string, unknown> {
   );
 }
 
-describe('cbor-flat - writing', () => {
+describe('cbor flat maps and heads - writing', () => {
   it('heads are the shortest form, as the general encoder writes them', () => {
     fc.assert(
       fc.property(uint, (n) => {
@@ -70,7 +66,7 @@ describe('cbor-flat - writing', () => {
   });
 });
 
-describe('cbor-flat - reading', () => {
+describe('cbor flat maps and heads - reading', () => {
   it('reads back what it writes, equal to the general decoder', () => {
     fc.assert(
       fc.property(flatMap, (m) => {
@@ -119,5 +115,67 @@ describe('cbor-flat - reading', () => {
     expect(readHead(Uint8Array.of(0x18, 0x17), 0)).toBeUndefined();
     expect(readHead(Uint8Array.of(0x19, 0x00, 0xff), 0)).toBeUndefined();
     expect(readHead(Uint8Array.of(0x18, 0x18), 0)).toEqual({ major: 0, value: 24, next: 2 });
+  });
+});
+
+describe('cbor items - sequences, splices and constant heads', () => {
+  const smallMap = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), fc.oneof(fc.nat(), fc.string({ maxLength: 20 })), {
+    minKeys: 1,
+    maxKeys: 23,
+  });
+
+  it('withoutMapEntry gives the canonical encoding of the map without that entry', () => {
+    fc.assert(
+      fc.property(smallMap, fc.nat(), (m, pick) => {
+        const body = encode(m);
+        // Walk the entries (key, value) to find each one's span.
+        const spans: [number, number][] = [];
+        let off = 1;
+        for (let i = 0; i < Object.keys(m).length; i++) {
+          const end = skipItem(body, skipItem(body, off));
+          spans.push([off, end]);
+          off = end;
+        }
+        const [start, end] = spans[pick % spans.length]!;
+        const key = decode(body.subarray(start, skipItem(body, start))) as string;
+        const rest = { ...m };
+        delete rest[key];
+        expect(toHex(withoutMapEntry(body, start, end)!)).toBe(toHex(encode(rest)));
+      }),
+      { numRuns: 500, seed: 13 },
+    );
+  });
+
+  it('withoutMapEntry declines what is not a 1- to 23-entry map or a span outside it', () => {
+    expect(withoutMapEntry(encode([1, 2]), 1, 2)).toBeUndefined();
+    expect(withoutMapEntry(encode({}), 1, 1)).toBeUndefined();
+    const big = encode(Object.fromEntries(Array.from({ length: 24 }, (_, i) => [`k${i}`, i])));
+    expect(withoutMapEntry(big, 2, 6)).toBeUndefined();
+    const body = encode({ a: 1 });
+    expect(withoutMapEntry(body, 0, 2)).toBeUndefined();
+    expect(withoutMapEntry(body, 1, body.length + 1)).toBeUndefined();
+    expect(toHex(withoutMapEntry(body, 1, body.length)!)).toBe('a0');
+  });
+
+  it('splitSequence splits items back to back and stops at the first broken one', () => {
+    const items = [encode({ a: [1, 2] }), encode('x'), encode(new Tagged(18, [new Uint8Array(3)]))];
+    const seq = concatItems(items);
+    const whole = splitSequence(seq);
+    expect(whole.end).toBe(seq.length);
+    expect(whole.items.map(toHex)).toEqual(items.map(toHex));
+    const cut = splitSequence(seq.subarray(0, seq.length - 1));
+    expect(cut.items.map(toHex)).toEqual(items.slice(0, 2).map(toHex));
+    expect(cut.end).toBe(items[0]!.length + items[1]!.length);
+    expect(splitSequence(Uint8Array.of(0x9f, 0x01, 0xff))).toEqual({ items: [], end: 0 });
+  });
+
+  it('headBytes, concatItems and leadingTag agree with the general codec', () => {
+    expect(toHex(concatItems([headBytes(4, 2), { bstr: Uint8Array.of(1) }, encode('z')]))).toBe(toHex(encode([Uint8Array.of(1), 'z'])));
+    expect(toHex(headBytes(6, 18))).toBe('d2');
+    expect(leadingTag(encode(new Tagged(18, 1)))).toBe(18);
+    expect(leadingTag(encode(new Tagged(1000, 1)))).toBe(1000);
+    expect(leadingTag(Uint8Array.of(0xd8, 0x12, 0x01))).toBe(18); // long form: named, the strict decoder refuses it
+    expect(leadingTag(encode([1]))).toBeUndefined();
+    expect(leadingTag(Uint8Array.of(0xd9, 0x01))).toBeUndefined();
   });
 });

@@ -4,8 +4,7 @@
  * floats, bools/null and invalid UTF-8, and drops a leading BOM), refused here with a stable code.
  */
 import { describe, expect, it } from 'vitest';
-import { decode, encode, Tagged } from '../../core/cbor.ts';
-import { ErrorCodes } from '../../core/errors.ts';
+import { decode, encode, ErrorCodes, Tagged } from '../../core/index.ts';
 import { codeOf } from '../support.ts';
 
 const h = (s: string) => new Uint8Array(Buffer.from(s.replace(/\s+/g, ''), 'hex'));

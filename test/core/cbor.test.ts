@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decode, encode } from '../../core/cbor.ts';
-import { ErrorCodes } from '../../core/errors.ts';
+import { decode, encode, ErrorCodes } from '../../core/index.ts';
 import { codeOf } from '../support.ts';
 
 const hex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));

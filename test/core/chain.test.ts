@@ -1,9 +1,7 @@
 /** Chain verification (§4.2), depth in chains (§4.4), and energy conservation across siblings (C7). */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_CHAIN_LENGTH, verifyChain } from '../../core/chain.ts';
-import { decide } from '../../core/decision.ts';
-import { type SignedGrant, grantId } from '../../core/grant.ts';
+import { decide, grantId, MAX_CHAIN_LENGTH, type SignedGrant, verifyChain } from '../../core/internal.ts';
 import {
   bob,
   carol,

@@ -1,27 +1,6 @@
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
 import { describe, expect, it } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import {
-  type SignedAmendment,
-  type SignedCheckpoint,
-  SteeringRefusals,
-  amend,
-  amendmentId,
-  checkpointId,
-  continuationNonce,
-  issueContinuation,
-  makeCheckpoint,
-  readSignedAmendment,
-  readSignedCheckpoint,
-  signedAmendmentToCbor,
-  signedCheckpointToCbor,
-  verifyAmendment,
-  verifyContinuation,
-} from '../../core/checkpoint.ts';
-import { type SignedGrant, attenuate, checkHop, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { signBody } from '../../core/signed.ts';
+import { amend, amendmentId, attenuate, checkHop, checkpointId, contentId, continuationNonce, decode, encode, grantId, issueContinuation, makeCheckpoint, newActor, readSignedAmendment, readSignedCheckpoint, seededRng, signBody, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, signGrant, SteeringRefusals, verifyAmendment, verifyContinuation, verifyGrantSignature } from '../../core/index.ts';
 
 const rng = seededRng('test/core/checkpoint');
 const root = newActor(rng);

@@ -12,23 +12,7 @@ import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { toHex } from '../../core/bytes.ts';
-import { decode, encode, Tagged } from '../../core/cbor.ts';
-import {
-  COSE_ALG_EDDSA,
-  decodeJcrSign1,
-  decodeSign1,
-  ed25519KeyFromCose,
-  encodeProtectedHeader,
-  encodeSign1,
-  jcrProtectedHeader,
-  sigStructure,
-  signSign1,
-  verifySign1,
-} from '../../core/cose.ts';
-import { publicKeyFromBytes, sign, signingKeyFromSeed } from '../../core/ed25519.ts';
-import { ErrorCodes } from '../../core/errors.ts';
+import { actorFromSeed, COSE_ALG_EDDSA, decode, decodeJcrSign1, decodeSign1, ed25519KeyFromCose, encode, encodeProtectedHeader, encodeSign1, ErrorCodes, jcrProtectedHeader, publicKeyFromBytes, sign, signingKeyFromSeed, signSign1, sigStructure, Tagged, toHex, verifySign1 } from '../../core/internal.ts';
 import { codeOf } from '../support.ts';
 
 const DIR = fileURLToPath(new URL('cose-wg-examples/', VECTORS_DIR));

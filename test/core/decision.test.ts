@@ -4,14 +4,7 @@
  * boundary, budgets, and debit-only-on-allow.
  */
 import { describe, expect, it } from 'vitest';
-import { type Decision, type DecisionRequest, decide, denied, isExpired } from '../../core/decision.ts';
-import type { Deny } from '../../core/deny.ts';
-import type { Did } from '../../core/didkey.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import { type SignedGrant, grantId } from '../../core/grant.ts';
-import type { ContentId } from '../../core/hash.ts';
-import { Ledger } from '../../core/ledger.ts';
-import { TrustRoots } from '../../core/trust.ts';
+import { type ContentId, decide, type Decision, type DecisionRequest, denied, type Deny, type Did, ErrorCodes, grantId, isExpired, Ledger, type SignedGrant, TrustRoots } from '../../core/internal.ts';
 import {
   NOW_S,
   OTHER_RESOURCE,

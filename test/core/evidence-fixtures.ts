@@ -3,17 +3,7 @@
  * a root grant with two workers under sub-grants, and a steward that decides, debits only on
  * allow, and seals each decision with the next seq and prev — what a node does, minus I/O.
  */
-import { type Actor, newActor, seededRng } from '../../core/actor.ts';
-import { type Decision, type DecisionRequest, decide } from '../../core/decision.ts';
-import type { Cost } from '../../core/energy.ts';
-import type { Frame, Trust } from '../../core/frame.ts';
-import { attenuate, type Grant, grantId, type SignedGrant, signGrant } from '../../core/grant.ts';
-import { type ContentId, contentId } from '../../core/hash.ts';
-import { Ledger } from '../../core/ledger.ts';
-import { receiptCoreFor, receiptId, sealReceipt } from '../../core/receipt.ts';
-import { RevocationSet } from '../../core/revocation.ts';
-import { TrustRoots } from '../../core/trust.ts';
-import { payloadHash } from '../../core/wire.ts';
+import { type Actor, attenuate, contentId, type ContentId, type Cost, decide, type Decision, type DecisionRequest, type Frame, type Grant, grantId, Ledger, newActor, payloadHash, receiptCoreFor, receiptId, RevocationSet, sealReceipt, seededRng, type SignedGrant, signGrant, type Trust, TrustRoots } from '../../core/index.ts';
 
 export const rng = seededRng('test/core/evidence');
 export const root = newActor(rng);

@@ -1,23 +1,7 @@
 /** The JCR-1 receipt (spec §8, C5): seal, open, and every refusal with its stable code. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { toHex, utf8 } from '../../core/bytes.ts';
-import { decode, encode, Tagged } from '../../core/cbor.ts';
-import { decodeSign1, encodeProtectedHeader, encodeSign1, jcrProtectedHeader, signSign1 } from '../../core/cose.ts';
-import { ALL_DENY_REASONS } from '../../core/deny.ts';
-import { didFromPublicKey } from '../../core/didkey.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
-import { grantId } from '../../core/grant.ts';
-import {
-  openReceipt,
-  type ReceiptCore,
-  ReceiptRefusals,
-  receiptCoreFor,
-  receiptCoreToCbor,
-  receiptId,
-  sealReceipt,
-} from '../../core/receipt.ts';
+import { actorFromSeed, ALL_DENY_REASONS, decode, decodeSign1, didFromPublicKey, encode, encodeProtectedHeader, encodeSign1, ErrorCodes, grantId, JcpError, jcrProtectedHeader, openReceipt, type ReceiptCore, receiptCoreFor, receiptCoreToCbor, receiptId, ReceiptRefusals, sealReceipt, signSign1, Tagged, toHex, utf8 } from '../../core/internal.ts';
 import { alice, bob, child, mallory, request, rootGrant, steward, TestSteward } from './evidence-fixtures.ts';
 
 const refusal = (bytes: Uint8Array, expected?: string) => {

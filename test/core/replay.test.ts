@@ -1,14 +1,7 @@
 /** Replay of the receipt stream (spec §8.1, C14, C16): the log is the write-ahead log. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decide } from '../../core/decision.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import { grantId, type SignedGrant } from '../../core/grant.ts';
-import type { Ledger } from '../../core/ledger.ts';
-import { receiptCoreFor, receiptId, ReceiptRefusals, sealReceipt } from '../../core/receipt.ts';
-import { attributionKey, BreakCodes, replayReceipts } from '../../core/replay.ts';
-import { RevocationSet, signRevocation } from '../../core/revocation.ts';
-import { TrustRoots } from '../../core/trust.ts';
+import { attributionKey, BreakCodes, decide, ErrorCodes, grantId, type Ledger, receiptCoreFor, receiptId, ReceiptRefusals, replayReceipts, RevocationSet, sealReceipt, type SignedGrant, signRevocation, TrustRoots } from '../../core/internal.ts';
 import { alice, bob, carol, child, mallory, request, root, rootGrant, steward, TestSteward } from './evidence-fixtures.ts';
 
 const ledgerOf = (l: Ledger) => new Map(l.entries());

@@ -1,22 +1,6 @@
 /** Revocation (§4.3, C6): authority checks, the admitted set, and subtree death in the decision. */
 import { describe, expect, it } from 'vitest';
-import { decode, encode } from '../../core/cbor.ts';
-import { decide } from '../../core/decision.ts';
-import { sign } from '../../core/ed25519.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import { grantId } from '../../core/grant.ts';
-import { Ledger } from '../../core/ledger.ts';
-import {
-  RevocationSet,
-  type SignedRevocation,
-  readSignedRevocation,
-  revocationId,
-  revocationToCbor,
-  signRevocation,
-  signedRevocationToCbor,
-  verifyRevocation,
-} from '../../core/revocation.ts';
-import { TrustRoots } from '../../core/trust.ts';
+import { decide, decode, encode, ErrorCodes, grantId, Ledger, readSignedRevocation, revocationId, RevocationSet, revocationToCbor, sign, type SignedRevocation, signedRevocationToCbor, signRevocation, TrustRoots, verifyRevocation } from '../../core/internal.ts';
 import { alice, bob, carol, dave, delegate, erin, mallory, requestFor, rng, rootGrant } from './authority-fixtures.ts';
 import { codeOf } from '../support.ts';
 

@@ -6,8 +6,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isJcpError } from '../../core/errors.ts';
-import { EMPTY_ROOT, MerkleTree, leafHash, verifyConsistency, verifyInclusion } from '../../core/tlog.ts';
+import { EMPTY_ROOT, isJcpError, leafHash, MerkleTree, verifyConsistency, verifyInclusion } from '../../core/internal.ts';
 
 // ---- the reference: RFC 9162 §2.1.1, §2.1.3.1, §2.1.4.1, as written there ----
 const H = (...parts: Buffer[]): Buffer => createHash('sha256').update(Buffer.concat(parts)).digest();

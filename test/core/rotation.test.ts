@@ -1,22 +1,7 @@
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Actor, newActor, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { parseDid } from '../../core/didkey.ts';
-import {
-  type KeyEvent,
-  RotationRefusals,
-  type SignedKeyEvent,
-  inception,
-  keyEventId,
-  nextKeyHash,
-  readSignedKeyEvent,
-  rotate,
-  signedKeyEventToCbor,
-  verifyKeyLog,
-} from '../../core/rotation.ts';
-import { signBody } from '../../core/signed.ts';
+import { type Actor, decode, encode, inception, type KeyEvent, keyEventId, newActor, nextKeyHash, parseDid, readSignedKeyEvent, rotate, RotationRefusals, seededRng, signBody, type SignedKeyEvent, signedKeyEventToCbor, verifyKeyLog } from '../../core/index.ts';
 
 const rng = seededRng('test/core/rotation');
 const keys: Actor[] = Array.from({ length: 5 }, () => newActor(rng));

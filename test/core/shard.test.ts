@@ -1,9 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { type Grant, checkHop, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { ShardRefusals, mintShards, planSplit } from '../../core/shard.ts';
+import { checkHop, contentId, type Grant, grantId, mintShards, newActor, planSplit, seededRng, ShardRefusals, signGrant, verifyGrantSignature } from '../../core/index.ts';
 
 const rng = seededRng('test/core/shard');
 const issuer = newActor(rng);

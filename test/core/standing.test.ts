@@ -1,21 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { type Grant, checkHop, grantId, signGrant, verifyGrantSignature } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { signBody } from '../../core/signed.ts';
-import {
-  EMPTY_MINT_LEDGER,
-  type MintLedger,
-  StandingRefusals,
-  authorPolicy,
-  fire,
-  mintPolicyId,
-  readSignedMintPolicy,
-  signedMintPolicyToCbor,
-  verifyPolicy,
-} from '../../core/standing.ts';
+import { authorPolicy, checkHop, contentId, decode, EMPTY_MINT_LEDGER, encode, fire, type Grant, grantId, type MintLedger, mintPolicyId, newActor, readSignedMintPolicy, seededRng, signBody, signedMintPolicyToCbor, signGrant, StandingRefusals, verifyGrantSignature, verifyPolicy } from '../../core/index.ts';
 
 const rng = seededRng('test/core/standing');
 const owner = newActor(rng); // the standing grant's issuer: authors the policy

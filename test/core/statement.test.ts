@@ -1,28 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import type { Did } from '../../core/didkey.ts';
-import { contentId } from '../../core/hash.ts';
-import { signBody } from '../../core/signed.ts';
-import {
-  ChannelLedger,
-  ChannelRefusals,
-  type OverdraftProof,
-  ProofRefusals,
-  type SignedStatement,
-  StatementRefusals,
-  channelAllows,
-  overdraftBound,
-  overdraftProofToCbor,
-  readOverdraftProof,
-  readSignedStatement,
-  signStatement,
-  signedStatementToCbor,
-  spendBound,
-  verifyOverdraftProof,
-  verifyStatement,
-} from '../../core/statement.ts';
+import { channelAllows, ChannelLedger, ChannelRefusals, contentId, decode, type Did, encode, newActor, overdraftBound, type OverdraftProof, overdraftProofToCbor, ProofRefusals, readOverdraftProof, readSignedStatement, seededRng, signBody, type SignedStatement, signedStatementToCbor, signStatement, spendBound, StatementRefusals, verifyOverdraftProof, verifyStatement } from '../../core/internal.ts';
 
 const rng = seededRng('test/core/statement');
 const pts = [newActor(rng), newActor(rng), newActor(rng)];

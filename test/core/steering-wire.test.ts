@@ -1,12 +1,6 @@
 /** The jcp/1 `amend` / `amended` messages (§4.7; docs/wire.md): canonical round trip and strict schema. */
 import { describe, expect, test } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { encode } from '../../core/cbor.ts';
-import { amend, makeCheckpoint, signedAmendmentToCbor, signedCheckpointToCbor } from '../../core/checkpoint.ts';
-import { isJcpError } from '../../core/errors.ts';
-import { signedGrantToCbor, signGrant } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { decodeWireMessage, encodeWireMessage } from '../../core/wire.ts';
+import { amend, contentId, decodeWireMessage, encode, encodeWireMessage, isJcpError, makeCheckpoint, newActor, seededRng, signedAmendmentToCbor, signedCheckpointToCbor, signedGrantToCbor, signGrant } from '../../core/index.ts';
 
 const rng = seededRng('test/core/steering-wire');
 const [issuer, agent] = [newActor(rng), newActor(rng)];

@@ -1,8 +1,6 @@
 /** Trust roots (§7 "Trust roots", check 3, C15): per-resource root issuers, on both decision paths. */
 import { describe, expect, it } from 'vitest';
-import { decide } from '../../core/decision.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import { TrustRoots } from '../../core/trust.ts';
+import { decide, ErrorCodes, TrustRoots } from '../../core/index.ts';
 import {
   OTHER_RESOURCE,
   RESOURCE,

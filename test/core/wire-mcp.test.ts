@@ -3,23 +3,8 @@
  * `tool_list`, `notice`, and the request's optional `notify: 1` (part of the signed bytes).
  */
 import { describe, expect, it } from 'vitest';
-import { toHex } from '../../core/bytes.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { ErrorCodes } from '../../core/errors.ts';
-import {
-  decodeWireMessage,
-  encodeWireMessage,
-  encodeWireRequest,
-  payloadHash,
-  requestIdOf,
-  signWireRequestSync,
-  type UnsignedWireRequest,
-  verifyWireRequestSignature,
-  type WireMessage,
-  wireRequestSigningBytes,
-  wireRequestToCbor,
-} from '../../core/wire.ts';
-import { ChainCache, signingBytesOf } from '../../node/index.ts';
+import { decode, decodeWireMessage, encode, encodeWireMessage, encodeWireRequest, ErrorCodes, payloadHash, requestIdOf, signWireRequestSync, toHex, type UnsignedWireRequest, verifyWireRequestSignature, type WireMessage, wireRequestSigningBytes, wireRequestSigningBytesOf, wireRequestToCbor } from '../../core/index.ts';
+import { ChainCache } from '../../node/index.ts';
 import { codeOf } from '../support.ts';
 import { alice, bob, child, frameFor, rootGrant } from './evidence-fixtures.ts';
 
@@ -141,7 +126,7 @@ describe('wire - request notify: 1', () => {
   it('the node splices the signed bytes from an 8-entry body (payload and notify) like it re-encodes them', () => {
     const body = encodeWireRequest(noisy);
     expect(body[0]).toBe(0xa8);
-    expect(toHex(signingBytesOf(body, noisy))).toBe(toHex(wireRequestSigningBytes(noisy)));
+    expect(toHex(wireRequestSigningBytesOf(body, noisy))).toBe(toHex(wireRequestSigningBytes(noisy)));
   });
 
   it('the chain cache decodes a request with notify as the core decoder does, hit or miss', () => {

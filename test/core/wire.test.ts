@@ -1,35 +1,7 @@
 /** The jcp/1 wire codec (spec §11): framing with a cap, canonical bodies, caller signature, messages. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { seededRng } from '../../core/actor.ts';
-import { concat, toHex } from '../../core/bytes.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { sign } from '../../core/ed25519.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
-import { grantId } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { signRevocation } from '../../core/revocation.ts';
-import {
-  DEFAULT_FRAME_CAP,
-  decodeWireMessage,
-  decodeWireResponse,
-  encodeWireMessage,
-  encodeWireRequest,
-  encodeWireResponse,
-  errorResponseOf,
-  FrameReader,
-  frameMessage,
-  MAX_DECLARABLE_LENGTH,
-  payloadHash,
-  requestIdOf,
-  signWireRequest,
-  signWireRequestSync,
-  type UnsignedWireRequest,
-  verifyWireRequestSignature,
-  type WireMessage,
-  wireRequestSigningBytes,
-  wireRequestToCbor,
-} from '../../core/wire.ts';
+import { concat, contentId, decode, decodeWireMessage, decodeWireResponse, DEFAULT_FRAME_CAP, encode, encodeWireMessage, encodeWireRequest, encodeWireResponse, ErrorCodes, errorResponseOf, frameMessage, FrameReader, grantId, JcpError, MAX_DECLARABLE_LENGTH, payloadHash, requestIdOf, seededRng, sign, signRevocation, signWireRequest, signWireRequestSync, toHex, type UnsignedWireRequest, verifyWireRequestSignature, type WireMessage, wireRequestSigningBytes, wireRequestToCbor } from '../../core/internal.ts';
 import { alice, bob, child, mallory, root, rootGrant, TestSteward, frameFor, request } from './evidence-fixtures.ts';
 import { codeOf } from '../support.ts';
 

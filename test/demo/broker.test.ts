@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_NATS_URL, findBroker, natsAnswers, natsProblem } from '../../demo/broker.ts';
-import { freePort } from '../../testkit/procs.ts';
+import { DEFAULT_NATS_URL, findBroker, natsAnswers, natsProblem } from '../../demo/index.ts';
+import { freePort } from '../../testkit/index.ts';
 import { silentListener } from '../listeners.ts';
 
 const dirs: string[] = [];

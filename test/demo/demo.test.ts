@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readDataMeta, ReceiptLog, replayLog } from '../../node/index.ts';
-import type { DemoReport } from '../../demo/report.ts';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
+import type { DemoReport } from '../../demo/index.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 
@@ -165,6 +165,8 @@ describe('jcp demo - the main job end to end', () => {
     const approved = r.threshold.approvals.filter((d) => d.decision === 'approve');
     expect(approved.length).toBeGreaterThanOrEqual(2);
     expect(r.threshold.refused_call).toMatchObject({ refused: true, code: 'frost-not-approved' });
+    // The same team through the bridge: an MCP client's call, signed 2-of-3 and allowed by a verified receipt.
+    expect(r.threshold.bridge_call).toMatchObject({ tool: 'delete_entities', verdict: 'allow', error: null });
     const refusers = r.threshold.refused_call!.refusals.map((x) => x.member).sort();
     expect(refusers).toEqual([2, 3]);
     expect(r.threshold.refused_call!.refusals.find((x) => x.member === 3)!.why).toMatch(/entityNames is not under w1-/);

@@ -13,10 +13,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JCP_BIN } from '../../testkit/cluster.ts';
-import { jcpCommand } from '../../demo/compile.ts';
-import { WorkerProc } from '../../demo/workers.ts';
-import { freePort } from '../../testkit/procs.ts';
+import { freePort, JCP_BIN } from '../../testkit/internal.ts';
+import { jcpCommand, WorkerProc } from '../../demo/internal.ts';
 import { type FakeListener, httpListener, runJcp, silentListener } from '../listeners.ts';
 
 const dirs: string[] = [];

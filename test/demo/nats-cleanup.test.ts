@@ -12,8 +12,7 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
-import { NatsServer } from '../../testkit/nats.ts';
+import { JCP_BIN, NatsServer } from '../../testkit/internal.ts';
 
 let server: NatsServer;
 let nc: NatsConnection;

@@ -9,13 +9,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Actor } from '../../core/actor.ts';
-import { grantId } from '../../core/grant.ts';
-import { signRevocation } from '../../core/revocation.ts';
-import type { CallEvent } from '../../demo/messages.ts';
-import { chainToHex } from '../../demo/messages.ts';
-import { WorkerProc } from '../../demo/workers.ts';
-import { JcpClient } from '../../node/index.ts';
+import { type Actor, grantId, signRevocation } from '../../core/index.ts';
+import { type CallEvent, chainToHex, WorkerProc } from '../../demo/internal.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice } = cast('revocation-ack');

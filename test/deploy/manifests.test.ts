@@ -11,7 +11,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
+import { actorFromSeed } from '../../core/index.ts';
 import { readMeterConfig } from '../../meter/index.ts';
 import { pino } from 'pino';
 import { configFromJson, type NodeConfig, NodeFault, readKeyFile, resourceIdOf, startNode, trustRootsOf, writeKeyFile } from '../../node/index.ts';

@@ -3,12 +3,8 @@
  * canonical bytes of the request without its `signature`), with a grant issued to the group.
  */
 import { randomBytes } from 'node:crypto';
-import { actorFromSeed } from '../../core/actor.ts';
-import { utf8 } from '../../core/bytes.ts';
-import type { Did } from '../../core/didkey.ts';
-import { grantId, signGrant } from '../../core/grant.ts';
-import { payloadHash, type UnsignedWireRequest, wireRequestSigningBytes } from '../../core/wire.ts';
-import { resourceIdFor } from '../../frost/approval.ts';
+import { actorFromSeed, type Did, grantId, payloadHash, signGrant, type UnsignedWireRequest, utf8, wireRequestSigningBytes } from '../../core/index.ts';
+import { resourceIdFor } from '../../frost/index.ts';
 
 /** The steward that issues the group's grant (fixed, so tests are reproducible). */
 export const STEWARD = actorFromSeed(new Uint8Array(32).fill(7));

@@ -3,16 +3,8 @@
  * the rules-file policy, the common checks (raw bytes, skew) and the signed decision record.
  */
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { utf8 } from '../../core/bytes.ts';
-import { encode } from '../../core/cbor.ts';
-import { contentIdOfBytes } from '../../core/hash.ts';
-import { wireRequestSigningBytes } from '../../core/wire.ts';
-import { signedGrantToCbor } from '../../core/grant.ts';
-import { costToCbor } from '../../core/energy.ts';
-import { frameToCbor } from '../../core/frame.ts';
-import { type DecisionBody, decodeCall, judgeByRules, openDecision, parseRules, precheck, resourceIdFor, type Rules, sealDecision } from '../../frost/approval.ts';
-import { FrostErrorCodes } from '../../frost/errors.ts';
+import { actorFromSeed, contentIdOfBytes, costToCbor, encode, frameToCbor, signedGrantToCbor, utf8, wireRequestSigningBytes } from '../../core/index.ts';
+import { type DecisionBody, decodeCall, FrostErrorCodes, judgeByRules, openDecision, parseRules, precheck, resourceIdFor, type Rules, sealDecision } from '../../frost/index.ts';
 import { callBytes, unsignedCall } from './approval-call.ts';
 
 const NOW = 1_760_000_000; // 2025-10-09T08:53:20Z: hour 8 UTC
@@ -41,6 +33,13 @@ describe('approval / decoding the message to sign', () => {
     expect(c.now).toBe(NOW);
     expect(c.chain).toHaveLength(1);
     expect(c.chain[0]!.subject).toBe(u.caller);
+  });
+
+  it('decode / a request asking for notices (notify: 1, as the bridge sends to a node that lists tools) is still a call', () => {
+    const u = { ...unsignedCall({ args: { path: '/srv/out/a.txt' }, nowS: NOW }), notify: 1 as const };
+    const d = decodeCall(wireRequestSigningBytes(u));
+    expect(d).toMatchObject({ kind: 'jcp-request', action: 'write_file', arguments: { path: '/srv/out/a.txt' } });
+    expect(d.request).toBe(contentIdOfBytes(wireRequestSigningBytes(u)));
   });
 
   it('decode / raw bytes, a payload that does not match frame.payload_hash, and a signed request are not calls', () => {

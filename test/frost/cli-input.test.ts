@@ -18,11 +18,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { readMessage } from '../../cli/frost.ts';
-import { isFrostError } from '../../frost/errors.ts';
-import { Keystore } from '../../frost/keystore.ts';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
+import { actorFromSeed } from '../../core/index.ts';
+import { readMessage } from '../../cli/internal.ts';
+import { isFrostError, Keystore } from '../../frost/index.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
 import { NATS_URL, uniquePrefix } from './helpers.ts';
 
 const exec = promisify(execFile);
@@ -262,7 +261,7 @@ describe('keystore lock / read through a size cap', () => {
 
 describe('makeDirs', () => {
   it('creates missing parents with the mode, accepts existing folders, refuses a file in the way', async () => {
-    const { makeDirs } = await import('../../io/files.ts');
+    const { makeDirs } = await import('../../io/index.ts');
     const base = tmp('mk');
     const deep = join(base, 'a', 'b', 'c');
     makeDirs(deep, 0o700);

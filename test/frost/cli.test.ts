@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
 
 const run = promisify(execFile);
 const jcp = async (...args: string[]) =>

@@ -7,14 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { seededRng } from '../../core/actor.ts';
-import { fromHex, toHex } from '../../core/bytes.ts';
-import { parseDid } from '../../core/didkey.ts';
-import { verify } from '../../core/ed25519.ts';
-import { checkRound1, checkRound2Share, dkgRound1, dkgRound2, dkgRound3, dkgStateFromCoefficients, type Round1Package } from '../../frost/dkg.ts';
-import { FrostErrorCodes } from '../../frost/errors.ts';
-import { Fn, groupDid, type PublicPackage } from '../../frost/group.ts';
-import { aggregate, commit, signShare, soloSignature } from '../../frost/sign.ts';
+import { fromHex, parseDid, seededRng, toHex, verify } from '../../core/index.ts';
+import { aggregate, checkRound1, checkRound2Share, commit, dkgRound1, dkgRound2, dkgRound3, dkgStateFromCoefficients, Fn, FrostErrorCodes, groupDid, type PublicPackage, type Round1Package, signShare, soloSignature } from '../../frost/internal.ts';
 
 const VECTORS = fileURLToPath(VECTORS_DIR);
 

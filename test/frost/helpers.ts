@@ -6,14 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { type Actor, actorFromSeed } from '../../core/actor.ts';
-import { newBoxKey, pairKey, seal } from '../../frost/box.ts';
-import { approvalsStream } from '../../frost/approvers.ts';
-import { evidenceStream, natsBus, registryBucket, subjects } from '../../frost/bus.ts';
-import { dkgRound1, dkgRound2, type Round1Package } from '../../frost/dkg.ts';
-import { boxContext, readRound1, readStart } from '../../frost/dkg-wire.ts';
-import { Fn } from '../../frost/group.ts';
-import { openMessage, sealMessage } from '../../frost/message.ts';
+import { type Actor, actorFromSeed } from '../../core/index.ts';
+import { approvalsStream, boxContext, dkgRound1, dkgRound2, evidenceStream, Fn, natsBus, newBoxKey, openMessage, pairKey, readRound1, readStart, registryBucket, type Round1Package, seal, sealMessage, subjects } from '../../frost/internal.ts';
 
 /** The local NATS server the tests use. */
 export const NATS_URL = process.env['JCP_NATS_URL'] ?? 'nats://127.0.0.1:4222';

@@ -7,11 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { seededRng } from '../../core/actor.ts';
-import { deal } from '../../frost/dealer.ts';
-import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
-import { journalKey, NonceJournal } from '../../frost/journal.ts';
-import { commit } from '../../frost/sign.ts';
+import { seededRng } from '../../core/index.ts';
+import { commit, deal, FrostErrorCodes, isFrostError, journalKey, NonceJournal } from '../../frost/internal.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'jcp-frost-journal-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -3,11 +3,8 @@
  * by its sender and bound to its session, round, kind and recipient; anything else is refused.
  */
 import { describe, expect, it } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { newBoxKey, open, pairKey, seal } from '../../frost/box.ts';
-import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
-import { expectMessage, openMessage, sealMessage } from '../../frost/message.ts';
+import { decode, encode, newActor, seededRng } from '../../core/index.ts';
+import { expectMessage, FrostErrorCodes, isFrostError, newBoxKey, open, openMessage, pairKey, seal, sealMessage } from '../../frost/internal.ts';
 
 const rng = seededRng('test/frost/message');
 const alice = newActor(rng);

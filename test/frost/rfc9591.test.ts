@@ -9,13 +9,8 @@ import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { describe, expect, it } from 'vitest';
-import { concat, fromHex, toHex, utf8 } from '../../core/bytes.ts';
-import { parseDid } from '../../core/didkey.ts';
-import { verify } from '../../core/ed25519.ts';
-import { deal } from '../../frost/dealer.ts';
-import { FrostErrorCodes } from '../../frost/errors.ts';
-import { decodeElement, Fn, groupDid, IDENTITY_ENCODING, type SigningCommitment } from '../../frost/group.ts';
-import { aggregate, badShares, checkPackage, commit, type SigningPackage, signShare } from '../../frost/sign.ts';
+import { concat, fromHex, parseDid, toHex, utf8, verify } from '../../core/index.ts';
+import { aggregate, badShares, checkPackage, commit, deal, decodeElement, Fn, FrostErrorCodes, groupDid, IDENTITY_ENCODING, type SigningCommitment, type SigningPackage, signShare } from '../../frost/internal.ts';
 
 const VECTORS = fileURLToPath(VECTORS_DIR);
 

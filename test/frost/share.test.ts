@@ -7,15 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { seededRng } from '../../core/actor.ts';
-import { encode } from '../../core/cbor.ts';
-import { blake3 } from '../../core/hash.ts';
-import { deal } from '../../frost/dealer.ts';
-import { FrostErrorCodes, isFrostError } from '../../frost/errors.ts';
-import { Fn, groupToCbor } from '../../frost/group.ts';
-import { Keystore } from '../../frost/keystore.ts';
-import { decodeShareFile, encodeShareFile, peekShareFile, readIdentityFile, readShareFile, shareRecord, writeShareFile } from '../../frost/sharefile.ts';
-import { readMessage } from '../../cli/frost.ts';
+import { blake3, encode, seededRng } from '../../core/index.ts';
+import { deal, decodeShareFile, encodeShareFile, Fn, FrostErrorCodes, groupToCbor, isFrostError, Keystore, peekShareFile, readIdentityFile, readShareFile, shareRecord, writeShareFile } from '../../frost/internal.ts';
+import { readMessage } from '../../cli/internal.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'jcp-frost-share-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

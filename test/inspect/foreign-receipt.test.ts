@@ -14,8 +14,8 @@ import { base58 } from '@scure/base';
 import { encode, rfc8949EncodeOptions, Tagged } from 'cborg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runJcpInProcess } from '../support.ts';
-import { openJcr1Receipt, openReceipt } from '../../core/receipt.ts';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
+import { openJcr1Receipt, openReceipt } from '../../core/index.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
 import { VECTORS_DIR } from '../vectors/load.ts';
 
 const cbor = (v: unknown): Uint8Array => encode(v, { ...rfc8949EncodeOptions, typeEncoders: { Object: undefined } } as never);

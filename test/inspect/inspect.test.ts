@@ -8,18 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decode, encode } from '../../core/cbor.ts';
-import { frameToCbor, readFrame } from '../../core/frame.ts';
-import { readSignedGrant } from '../../core/grant.ts';
-import {
-  type InspectOutcome,
-  type InspectReport,
-  inspectBytes,
-  inspectContents,
-  inspectHex,
-  renderFault,
-  renderHuman,
-} from '../../inspect/inspect.ts';
+import { decode, encode, frameToCbor, readFrame, readSignedGrant } from '../../core/index.ts';
+import { inspectBytes, inspectContents, inspectHex, type InspectOutcome, type InspectReport, renderFault, renderHuman } from '../../inspect/internal.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 type Vec = Record<string, unknown> & { name: string };

@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { costToCbor, provenanceProblem, provenanceRank, readCost } from '../../core/energy.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { costToCbor, ErrorCodes, JcpError, provenanceProblem, provenanceRank, readCost } from '../../core/index.ts';
 import {
   createMeter,
   FaultyFs,

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../cli/main.ts';
+import { main } from '../../cli/internal.ts';
 import { writeFakePowercap } from '../../meter/index.ts';
 
 const MAX = 262_143_328_850n;

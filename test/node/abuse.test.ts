@@ -5,8 +5,9 @@
  * are answered as before. Log growth on `/metrics` and `/healthz`: size, rate, size alarm.
  */
 import { afterAll, describe, expect, test } from 'vitest';
-import { decodeWireMessage, encodeWireRequest, frameMessage } from '../../core/wire.ts';
-import { JcpClient, NodeErrorCodes, PeerLimiter } from '../../node/index.ts';
+import { decodeWireMessage, encodeWireRequest, frameMessage } from '../../core/index.ts';
+import { NodeErrorCodes, PeerLimiter } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, RawConn, request, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('abuse');

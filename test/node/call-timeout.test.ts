@@ -8,9 +8,9 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runJcpInProcess } from '../support.ts';
-import { FrameReader, frameMessage, decodeWireMessage, type WireRequest } from '../../core/wire.ts';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
-import { CallTimeout, JcpClient } from '../../node/index.ts';
+import { decodeWireMessage, frameMessage, FrameReader, type WireRequest } from '../../core/index.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
+import { CallTimeout, JcpClient } from '../../client/index.ts';
 import { fakeListener, type FakeListener, silentListener } from '../listeners.ts';
 import { cast, mint, tempDir } from './fixtures.ts';
 

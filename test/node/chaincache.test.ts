@@ -3,9 +3,8 @@
  * same error code on every mutated one — with and without the chain in the cache.
  */
 import { describe, expect, test } from 'vitest';
-import { attenuate } from '../../core/grant.ts';
-import { decodeWireMessage, encodeWireRequest } from '../../core/wire.ts';
-import { ChainCache, skipItem } from '../../node/index.ts';
+import { attenuate, decodeWireMessage, encodeWireRequest, skipItem } from '../../core/internal.ts';
+import { ChainCache } from '../../node/index.ts';
 import { cast, mint, request } from './fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('chaincache');

@@ -2,10 +2,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { readChainFile } from '../../cli/chainfile.ts';
+import { readChainFile } from '../../client/index.ts';
 import { runJcpInProcess } from '../support.ts';
-import { readPolicyFile } from '../../cli/standing.ts';
-import { readAmendmentFile, readCheckpointFile } from '../../cli/steerfile.ts';
+import { readAmendmentFile, readCheckpointFile, readPolicyFile } from '../../cli/internal.ts';
 import { codeOf } from '../support.ts';
 import { tempDir } from './fixtures.ts';
 

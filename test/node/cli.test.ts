@@ -4,10 +4,10 @@ import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { decode } from '../../core/cbor.ts';
+import { decode } from '../../core/index.ts';
 import { runJcpInProcess } from '../support.ts';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
-import { JcpClient } from '../../node/index.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
+import { JcpClient } from '../../client/index.ts';
 import { liveNode, tempDir } from './fixtures.ts';
 
 /** The `jcp` command run in this process (test/support.ts). */
@@ -273,7 +273,7 @@ describe('jcp CLI error lines: `jcp <command>: error [code]: message` with the p
   });
 
   test('any command\'s stray system error is mapped too: EEXIST is [io], ECONNRESET [connection-failed]', async () => {
-    const { command } = await import('../../cli/key.ts');
+    const { keyCommand: command } = await import('../../cli/internal.ts');
     const sys = (code: string, syscall: string, extra: object) => Object.assign(new Error(`${code}: raw ${syscall}`), { code, syscall, errno: -1, ...extra });
     const run = vi.spyOn(command, 'run');
     try {

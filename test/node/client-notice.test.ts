@@ -6,9 +6,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { encodeWireMessage, FrameReader, frameMessage } from '../../core/wire.ts';
-import { contentIdOfBytes } from '../../core/hash.ts';
-import { CallTimeout, JcpClient, type McpNotification } from '../../node/index.ts';
+import { contentIdOfBytes, encodeWireMessage, frameMessage, FrameReader } from '../../core/index.ts';
+import { CallTimeout, JcpClient, type McpNotification } from '../../client/index.ts';
 import { cast, mint } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('client-notice');

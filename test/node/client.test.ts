@@ -5,11 +5,8 @@
  */
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, test } from 'vitest';
-import { sign } from '../../core/ed25519.ts';
-import { FrameReader, frameMessage } from '../../core/wire.ts';
-import { grantId } from '../../core/grant.ts';
-import { openReceipt } from '../../core/receipt.ts';
-import { ConnectionLost, JcpClient } from '../../node/index.ts';
+import { frameMessage, FrameReader, grantId, openReceipt, sign } from '../../core/index.ts';
+import { ConnectionLost, JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('client');

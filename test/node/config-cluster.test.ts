@@ -3,8 +3,8 @@
  * docs/tls.md) — defaults, flag overrides, and refusals naming the field.
  */
 import { describe, expect, test } from 'vitest';
-import { configFromJson } from '../../node/config.ts';
-import { NodeFault } from '../../node/codes.ts';
+import { configFromJson } from '../../node/index.ts';
+import { NodeFault } from '../../node/index.ts';
 
 function refused(v: unknown, overrides: Parameters<typeof configFromJson>[1] = {}): string {
   try {

@@ -2,7 +2,7 @@
 import { chmodSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { readClusterConfig } from '../../node/cluster.ts';
+import { readClusterConfig } from '../../node/index.ts';
 import { CONFIG_DEFAULTS, configFromJson, loadConfig, loadOrCreateKey, NodeFault, readKeyFile, resourceIdOf, startNode } from '../../node/index.ts';
 import { cast, quiet, tempDir } from './fixtures.ts';
 

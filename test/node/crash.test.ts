@@ -14,12 +14,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { bytesEqual } from '../../core/bytes.ts';
-import { grantId } from '../../core/grant.ts';
-import { openReceipt, receiptId } from '../../core/receipt.ts';
-import { replayReceipts } from '../../core/replay.ts';
-import type { WireRequest } from '../../core/wire.ts';
-import { type CallResult, JcpClient, ReceiptLog, readDataMeta, replayLog } from '../../node/index.ts';
+import { bytesEqual, grantId, openReceipt, receiptId, replayReceipts, type WireRequest } from '../../core/index.ts';
+import { ReceiptLog, readDataMeta, replayLog } from '../../node/index.ts';
+import { type CallResult, JcpClient } from '../../client/index.ts';
 import { cast, mint, request, tempDir } from './fixtures.ts';
 
 const ROUNDS = 20;

@@ -7,9 +7,9 @@
 import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { grantId } from '../../core/grant.ts';
-import { openReceipt } from '../../core/receipt.ts';
-import { JcpClient, type McpStdioEndpoint, resultJson, type RunningNode } from '../../node/index.ts';
+import { grantId, openReceipt } from '../../core/index.ts';
+import type { McpStdioEndpoint, RunningNode } from '../../node/index.ts';
+import { JcpClient, resultJson } from '../../client/index.ts';
 import { cast, liveNode, mint, rid, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('endpoint');

@@ -4,10 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { type Actor, newActor, seededRng } from '../../core/actor.ts';
-import { type Grant, type SignedGrant, signGrant } from '../../core/grant.ts';
-import type { ContentId } from '../../core/hash.ts';
-import { FrameReader } from '../../core/wire.ts';
+import { type Actor, type ContentId, type Cost, type Frame, FrameReader, type Grant, grantId, newActor, payloadHash, seededRng, type SignedGrant, signGrant, signWireRequestSync, type WireRequest } from '../../core/index.ts';
 import { configFromJson, type NodeOptions, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
 
 /** A temp folder, removed by the returned cleanup. */
@@ -155,10 +152,6 @@ export class RawConn {
   }
 }
 
-import { grantId } from '../../core/grant.ts';
-import type { Cost } from '../../core/energy.ts';
-import type { Frame } from '../../core/frame.ts';
-import { type WireRequest, payloadHash, signWireRequestSync } from '../../core/wire.ts';
 
 /** A request signed by `signer` (the caller by default), with the chain's leaf as the grant. */
 export function request(

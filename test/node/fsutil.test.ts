@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { readFileCapped } from '../../io/files.ts';
+import { readFileCapped } from '../../io/index.ts';
 import { tempDir } from './fixtures.ts';
 
 const t = tempDir('fsutil');

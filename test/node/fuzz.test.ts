@@ -7,10 +7,9 @@
 import { encode as cborgEncode } from 'cborg';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { bytesEqual } from '../../core/bytes.ts';
-import { grantId } from '../../core/grant.ts';
-import { decodeWireMessage, encodeWireRequest, frameMessage, wireRequestToCbor } from '../../core/wire.ts';
-import { JcpClient, type RunningNode } from '../../node/index.ts';
+import { bytesEqual, decodeWireMessage, encodeWireRequest, frameMessage, grantId, wireRequestToCbor } from '../../core/index.ts';
+import type { RunningNode } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, RawConn, request } from './fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('fuzz');

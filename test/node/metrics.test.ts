@@ -1,6 +1,6 @@
 /** Observability: Prometheus `/metrics` and `/healthz` on the metrics port. */
 import { describe, expect, test } from 'vitest';
-import { JcpClient } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('metrics');

@@ -4,9 +4,9 @@
  * the next process while the current one is under load, so the restarts measure recovery, not
  * module loading.
  */
-import { main } from '../../cli/main.ts';
+import { main, nodeCommand } from '../../cli/internal.ts';
 
-await import('../../cli/node.ts');
+void nodeCommand; // loaded before `ready`: the restarts measure recovery, not module loading
 process.stderr.write('ready\n');
 process.stdin.once('data', (d: Buffer) => {
   process.stdin.pause();

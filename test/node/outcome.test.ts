@@ -5,24 +5,11 @@
  * beside what was charged. Receipts stay JCR-1; `jcp receipts verify` checks these records too.
  */
 import { afterAll, describe, expect, test, vi } from 'vitest';
-import { newActor } from '../../core/actor.ts';
-import { grantId } from '../../core/grant.ts';
-import { Ledger } from '../../core/ledger.ts';
-import { openReceipt, readReceiptCore, receiptId } from '../../core/receipt.ts';
-import { decode } from '../../core/cbor.ts';
-import { decodeJcrSign1 } from '../../core/cose.ts';
-import { main } from '../../cli/main.ts';
-import {
-  checkOutcome,
-  type Endpoint,
-  type EndpointBinding,
-  EndpointUnavailable,
-  JcpClient,
-  openOutcome,
-  sealOutcome,
-  type ToolStatus,
-} from '../../node/index.ts';
-import { freePort } from '../../testkit/procs.ts';
+import { decode, decodeJcrSign1, grantId, Ledger, newActor, openReceipt, readReceiptCore, receiptId } from '../../core/index.ts';
+import { main } from '../../cli/internal.ts';
+import { checkOutcome, type Endpoint, type EndpointBinding, EndpointUnavailable, openOutcome, sealOutcome, type ToolStatus } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { freePort } from '../../testkit/index.ts';
 import { cast, liveNode, mint, rid, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('outcome');

@@ -7,11 +7,10 @@ import { readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterAll, describe, expect, test, vi } from 'vitest';
-import { attenuate, grantId } from '../../core/grant.ts';
-import { openReceipt } from '../../core/receipt.ts';
-import { signRevocation } from '../../core/revocation.ts';
-import { main } from '../../cli/main.ts';
-import { HeadMarkFile, JcpClient, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey, WireErrorReply } from '../../node/index.ts';
+import { attenuate, grantId, openReceipt, signRevocation } from '../../core/index.ts';
+import { main } from '../../cli/internal.ts';
+import { HeadMarkFile, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey } from '../../node/index.ts';
+import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, carol, mallory } = cast('receiptlog');

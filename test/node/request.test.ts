@@ -3,22 +3,11 @@
  * every error code, sealed decisions, pricing, and idempotent replay.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { concat } from '../../core/bytes.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { grantId } from '../../core/grant.ts';
-import { openReceipt, receiptId } from '../../core/receipt.ts';
-import { signRevocation } from '../../core/revocation.ts';
-import {
-  decodeWireMessage,
-  encodeWireMessage,
-  encodeWireRequest,
-  frameMessage,
-  requestIdOf,
-  wireRequestToCbor,
-} from '../../core/wire.ts';
+import { concat, decode, decodeWireMessage, encode, encodeWireMessage, encodeWireRequest, frameMessage, grantId, openReceipt, receiptId, requestIdOf, signRevocation, wireRequestToCbor } from '../../core/index.ts';
 import { createMeter, readMeterConfig } from '../../meter/index.ts';
-import { JcpClient, NodeErrorCodes, type RunningNode, WireErrorReply } from '../../node/index.ts';
-import type { NodeMeter } from '../../node/pricing.ts';
+import { NodeErrorCodes, type RunningNode } from '../../node/index.ts';
+import { JcpClient, WireErrorReply } from '../../client/index.ts';
+import type { NodeMeter } from '../../node/index.ts';
 import { cast, liveNode, mint, RawConn, request } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('request');

@@ -1,8 +1,7 @@
 /** The request index (node/requestindex.ts): id → seq by 128-bit prefix, first record wins, packed inserts equal one-by-one ones (§11 idempotent replay). */
 import { describe, expect, test } from 'vitest';
-import { seededRng } from '../../core/actor.ts';
-import { toHex } from '../../core/bytes.ts';
-import { REQUEST_KEY_WORDS, RequestIndex, requestKeyWords } from '../../node/requestindex.ts';
+import { seededRng, toHex } from '../../core/index.ts';
+import { REQUEST_KEY_WORDS, RequestIndex, requestKeyWords } from '../../node/internal.ts';
 
 const rng = seededRng('requestindex');
 const ids = (n: number) => Array.from({ length: n }, () => toHex(rng(32)));

@@ -3,11 +3,10 @@
  * before they take effect, enforced on the direct and the chained decision paths.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { attenuate, grantId } from '../../core/grant.ts';
-import { actorFromSeed } from '../../core/actor.ts';
-import { signRevocation } from '../../core/revocation.ts';
-import { JcpClient, NodeErrorCodes, type RunningNode, type WireErrorReply } from '../../node/index.ts';
-import { MAX_WAITING_PER_GRANT } from '../../node/revocations.ts';
+import { actorFromSeed, attenuate, grantId, signRevocation } from '../../core/index.ts';
+import { NodeErrorCodes, type RunningNode } from '../../node/index.ts';
+import { JcpClient, type WireErrorReply } from '../../client/index.ts';
+import { MAX_WAITING_PER_GRANT } from '../../node/internal.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
 
 const { rng, alice, bob, carol, mallory } = cast('revocation');

@@ -7,12 +7,10 @@
  */
 import { readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, test, vi } from 'vitest';
-import { main } from '../../cli/main.ts';
-import { decode, encode } from '../../core/cbor.ts';
-import { grantId } from '../../core/grant.ts';
-import { signBody } from '../../core/signed.ts';
-import { JcpClient, listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex, WireErrorReply } from '../../node/index.ts';
-import { receiptId } from '../../core/receipt.ts';
+import { main } from '../../cli/internal.ts';
+import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
+import { listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex } from '../../node/index.ts';
+import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('snapshot');

@@ -8,14 +8,11 @@ import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { grantId, signGrant } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
-import { authorPolicy } from '../../core/standing.ts';
-import { chainFileText, readChainFile, writeChainFile } from '../../cli/chainfile.ts';
+import { authorPolicy, contentId, grantId, newActor, seededRng, signGrant } from '../../core/index.ts';
+import { chainFileText, readChainFile, writeChainFile } from '../../client/index.ts';
 import { runJcpInProcess } from '../support.ts';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
-import { eventClassOf, MintLedgerFile, startStandingServer } from '../../node/standing.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
+import { eventClassOf, MintLedgerFile, startStandingServer } from '../../node/index.ts';
 import { tempDir } from './fixtures.ts';
 
 /** The `jcp` command run in this process (test/support.ts). */

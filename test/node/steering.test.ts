@@ -5,14 +5,11 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { amend, makeCheckpoint } from '../../core/checkpoint.ts';
-import { grantId } from '../../core/grant.ts';
-import { contentId } from '../../core/hash.ts';
+import { amend, contentId, grantId, makeCheckpoint, newActor, seededRng } from '../../core/index.ts';
 import { runJcpInProcess } from '../support.ts';
-import { readChainFile } from '../../cli/chainfile.ts';
-import { readAmendmentFile, readCheckpointFile } from '../../cli/steerfile.ts';
-import { JcpClient, WireErrorReply } from '../../node/index.ts';
+import { readChainFile } from '../../client/index.ts';
+import { readAmendmentFile, readCheckpointFile } from '../../cli/internal.ts';
+import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { liveNode, request, tempDir } from './fixtures.ts';
 
 /** The `jcp` command run in this process (test/support.ts). */
@@ -159,10 +156,10 @@ describe('the node refuses amendments §4.7 forbids, and debits nothing for them
     const node = await liveNode({ resources: [{ name: 'tools' }] });
     const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, reconnectAttempts: 0 });
     try {
-      const { signGrant } = await import('../../core/grant.ts');
+      const { signGrant } = await import('../../core/index.ts');
       const { resourceIdOf } = await import('../../node/index.ts');
-      const { signBody } = await import('../../core/signed.ts');
-      const { checkpointId } = await import('../../core/checkpoint.ts');
+      const { signBody } = await import('../../core/index.ts');
+      const { checkpointId } = await import('../../core/index.ts');
       const run = signGrant(
         { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('tools'), actions: ['read'] }, budget_uj: 500n, expiry: 0, nonce: rng(16) },
         issuer,

@@ -5,8 +5,7 @@
  * request gets every reply.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { concat } from '../../core/bytes.ts';
-import { decodeWireMessage, encodeWireRequest, frameMessage } from '../../core/wire.ts';
+import { concat, decodeWireMessage, encodeWireRequest, frameMessage } from '../../core/index.ts';
 import type { RunningNode } from '../../node/index.ts';
 import { cast, liveNode, mint, RawConn, request } from './fixtures.ts';
 

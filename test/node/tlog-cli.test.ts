@@ -8,13 +8,11 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { ClassicLevel } from 'classic-level';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
-import { main } from '../../cli/main.ts';
-import { toHex } from '../../core/bytes.ts';
-import { addSignatureLines, cosign, openCheckpoint, parseNote, signCheckpoint, verifyCosignature } from '../../core/note.ts';
-import { parseDid } from '../../core/didkey.ts';
-import { JcpClient, ReceiptLog, readDataMeta, readKeyFile } from '../../node/index.ts';
-import { writeKeyFile } from '../../node/keyfile.ts';
-import { receiptKey } from '../../node/receiptlog.ts';
+import { main } from '../../cli/internal.ts';
+import { addSignatureLines, cosign, openCheckpoint, parseDid, parseNote, signCheckpoint, toHex, verifyCosignature } from '../../core/internal.ts';
+import { ReceiptLog, readDataMeta, readKeyFile } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { receiptKey, writeKeyFile } from '../../node/index.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('tlog-cli');

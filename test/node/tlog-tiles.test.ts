@@ -5,12 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, test } from 'vitest';
-import { parseDid } from '../../core/didkey.ts';
-import { openCheckpoint } from '../../core/note.ts';
-import { MerkleTree, verifyInclusion } from '../../core/tlog.ts';
-import { JcpClient } from '../../node/index.ts';
-import { hashTile, parseTilePath, tileIndexPath } from '../../node/tlogtiles.ts';
-import { fetchCheckpointView } from '../../node/tlogview.ts';
+import { MerkleTree, openCheckpoint, parseDid, verifyInclusion } from '../../core/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { fetchCheckpointView, hashTile, parseTilePath, tileIndexPath } from '../../node/index.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('tlog-tiles');

@@ -3,10 +3,8 @@
  * cosigners (good and bad), and consistency verdicts with both checkpoints as evidence.
  */
 import { describe, expect, test } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { addSignatureLines, cosign, parseNote, signCheckpoint } from '../../core/note.ts';
-import { MerkleTree } from '../../core/tlog.ts';
-import { checkpointView, compareCheckpoints } from '../../node/tlogview.ts';
+import { actorFromSeed, addSignatureLines, cosign, MerkleTree, parseNote, signCheckpoint } from '../../core/internal.ts';
+import { checkpointView, compareCheckpoints } from '../../node/index.ts';
 
 const log = actorFromSeed(new Uint8Array(32).fill(7));
 const w1 = actorFromSeed(new Uint8Array(32).fill(8));

@@ -5,15 +5,15 @@
  * certificates are made at test time (testkit/tls.ts, openssl).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { JetStreamBus } from '../../channel/jetstream.ts';
-import { channelNames } from '../../channel/names.ts';
-import { NatsServer } from '../../testkit/nats.ts';
-import { JcpClient } from '../../node/index.ts';
-import { freePort } from '../../testkit/procs.ts';
-import { makeTlsMaterial, natsTlsBlock, type TlsMaterial } from '../../testkit/tls.ts';
+import { JetStreamBus } from '../../channel/index.ts';
+import { channelNames } from '../../channel/index.ts';
+import { NatsServer } from '../../testkit/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { freePort } from '../../testkit/index.ts';
+import { makeTlsMaterial, natsTlsBlock, type TlsMaterial } from '../../testkit/index.ts';
 import { join } from 'node:path';
-import { writeChainFile } from '../../cli/chainfile.ts';
-import { writeKeyFile } from '../../node/keyfile.ts';
+import { writeChainFile } from '../../client/index.ts';
+import { writeKeyFile } from '../../node/index.ts';
 import { runJcpInProcess } from '../support.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 

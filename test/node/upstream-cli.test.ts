@@ -9,9 +9,10 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { main } from '../../cli/main.ts';
-import { JCP_BIN } from '../../testkit/frost-procs.ts';
-import { JcpClient, resultJson, resourceIdOf } from '../../node/index.ts';
+import { main } from '../../cli/internal.ts';
+import { JCP_BIN } from '../../testkit/internal.ts';
+import { resourceIdOf } from '../../node/index.ts';
+import { JcpClient, resultJson } from '../../client/index.ts';
 import { cast, mint, tempDir } from './fixtures.ts';
 import { type Everything, startEverything } from './upstreams.ts';
 

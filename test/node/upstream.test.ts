@@ -13,9 +13,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { grantId } from '../../core/grant.ts';
-import { openReceipt } from '../../core/receipt.ts';
-import { JcpClient, type McpNotification, type McpStdioEndpoint, resultJson, type RunningNode, WireErrorReply } from '../../node/index.ts';
+import { grantId, openReceipt } from '../../core/index.ts';
+import type { McpStdioEndpoint, RunningNode } from '../../node/index.ts';
+import { JcpClient, type McpNotification, resultJson, WireErrorReply } from '../../client/index.ts';
 import { cast, liveNode, mint, rid } from './fixtures.ts';
 // @ts-expect-error: a plain .mjs module shared with the server, no declarations
 import { ODD } from './odd-result.mjs';

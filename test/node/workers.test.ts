@@ -3,13 +3,8 @@
  * order and verdicts (§11); log slices replayed on workers rebuild what an inline replay does (§8.1).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { newActor, seededRng } from '../../core/actor.ts';
-import { toHex } from '../../core/bytes.ts';
-import { sign } from '../../core/ed25519.ts';
-import { grantId } from '../../core/grant.ts';
-import { ReceiptLog } from '../../node/receiptlog.ts';
-import { type LogReplay, replayLog } from '../../node/replay.ts';
-import { VERIFY_CHUNK, WorkerPool } from '../../node/workers.ts';
+import { grantId, newActor, seededRng, sign, toHex } from '../../core/index.ts';
+import { type LogReplay, ReceiptLog, replayLog, VERIFY_CHUNK, WorkerPool } from '../../node/internal.ts';
 import { bob as worker, carol, child, request, rootGrant, TestSteward } from '../core/evidence-fixtures.ts';
 import { tempDir } from './fixtures.ts';
 

@@ -6,7 +6,7 @@
  */
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
 import { describe, expect, it } from 'vitest';
-import { blake3, contentIdOfBytes } from '../../core/hash.ts';
+import { blake3, contentIdOfBytes } from '../../core/index.ts';
 import { vectorJson } from './load.ts';
 
 interface Blake3Case {

@@ -11,8 +11,7 @@
  * - not well-formed (a two-byte simple value below 32, RFC 8949 §3.3; truncation; trailing bytes) → `cbor-malformed`.
  */
 import { describe, expect, it } from 'vitest';
-import { decode, encode } from '../../core/cbor.ts';
-import { type ErrorCode, ErrorCodes, JcpError } from '../../core/errors.ts';
+import { decode, encode, type ErrorCode, ErrorCodes, JcpError } from '../../core/index.ts';
 import { hex, vectorJson, vectorText } from './load.ts';
 
 interface AppendixItem {

@@ -5,9 +5,7 @@
  */
 import { base58, base64urlnopad } from '@scure/base';
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed } from '../../core/actor.ts';
-import { didFromPublicKey, isDid, parseDid } from '../../core/didkey.ts';
-import { ErrorCodes } from '../../core/errors.ts';
+import { actorFromSeed, didFromPublicKey, ErrorCodes, isDid, parseDid } from '../../core/index.ts';
 import { hex, vectorJson } from './load.ts';
 
 interface DidVector {

@@ -9,18 +9,7 @@
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { describe, expect, it } from 'vitest';
-import { didFromPublicKey, parseDid } from '../../core/didkey.ts';
-import {
-  ED25519_L,
-  isCanonicalPointEncoding,
-  isCanonicalSignature,
-  publicKeyFromBytes,
-  type PublicKey,
-  signingKeyFromSeed,
-  sign,
-  verify,
-} from '../../core/ed25519.ts';
-import { ErrorCodes, JcpError } from '../../core/errors.ts';
+import { didFromPublicKey, ED25519_L, ErrorCodes, isCanonicalPointEncoding, isCanonicalSignature, JcpError, parseDid, type PublicKey, publicKeyFromBytes, sign, signingKeyFromSeed, verify } from '../../core/internal.ts';
 import { hex, vectorJson } from './load.ts';
 
 /** What the policy says about one case, and the layer that must refuse it. */

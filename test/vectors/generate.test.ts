@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateVectors, VECTOR_FILES, verifyVectors, writeVectors } from '../../vectors/vectors.ts';
+import { generateVectors, VECTOR_FILES, verifyVectors, writeVectors } from '../../vectors/internal.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const COMMITTED = path.join(ROOT, 'conformance/v1');

@@ -5,14 +5,7 @@
  */
 import { base64urlnopad } from '@scure/base';
 import { describe, expect, it } from 'vitest';
-import {
-  publicKeyFromJwk,
-  signingKeyFromJwk,
-  signingKeyFromSeed,
-  sign,
-  verify,
-} from '../../core/ed25519.ts';
-import { JcpError } from '../../core/errors.ts';
+import { JcpError, publicKeyFromJwk, sign, signingKeyFromJwk, signingKeyFromSeed, verify } from '../../core/internal.ts';
 import { hex, vectorJson } from './load.ts';
 
 interface Jwk {

@@ -4,8 +4,7 @@
  * case must be refused, either at key parse or by `verify` returning false.
  */
 import { describe, expect, it } from 'vitest';
-import { publicKeyFromBytes, type PublicKey, verify } from '../../core/ed25519.ts';
-import { JcpError } from '../../core/errors.ts';
+import { JcpError, type PublicKey, publicKeyFromBytes, verify } from '../../core/internal.ts';
 import { hex, vectorJson } from './load.ts';
 
 interface WycheproofTest {

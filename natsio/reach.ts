@@ -13,14 +13,7 @@
  */
 import { connect as tcpConnect } from 'node:net';
 
-/** The stable code of {@link NatsUnavailable}. */
-export const NATS_UNAVAILABLE = 'nats-unavailable';
-
-/** No usable NATS: nothing listens, a listener that is not NATS, or no answer in time. Code `nats-unavailable`. */
-export class NatsUnavailable extends Error {
-  override readonly name = 'NatsUnavailable';
-  readonly code = NATS_UNAVAILABLE;
-}
+export { NATS_UNAVAILABLE, NatsUnavailable } from './errors.ts';
 
 /**
  * The outcome of {@link natsGreeting}. A failure is `down` when nothing held the connection open

@@ -1,0 +1,89 @@
+/**
+ * Follow-from-start: every stored message of a stream (optionally under a subject filter) in
+ * stream order, then new ones as they arrive. An ordered consumer (`deliver_policy: all`): the
+ * client recreates it after a gap, a missed heartbeat or a reconnect, resuming after the last
+ * delivered stream sequence, so nothing is lost or delivered twice within one follow.
+ */
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { checkSubject } from './names.ts';
+
+/** A running follow: `caughtUp` resolves once the backlog present at start is delivered. */
+export interface Follow {
+  readonly caughtUp: Promise<void>;
+  /** Stops delivery; resolves after the handler's last call. */
+  stop(): Promise<void>;
+}
+
+/** One delivered message. */
+export interface FollowedMsg {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  /** Its stream sequence. */
+  readonly seq: number;
+}
+
+/** Options of {@link followFromStart}. */
+export interface FollowOpts {
+  /** Only subjects matching this filter (wildcards allowed). */
+  readonly filter?: string;
+  /** Messages pulled per batch. Default 256. */
+  readonly batch?: number;
+  /** Consumer status changes: `reset` (recreated after a gap or reconnect) and `heartbeats-missed`. */
+  readonly onStatus?: (s: { readonly type: 'reset' | 'heartbeats-missed'; readonly detail: string }) => void;
+}
+
+/**
+ * Follows `stream` from its first message, calling `onMessage` with each in stream order; a
+ * handler that throws does not stop the follow (the caller counts its own refusals).
+ * `stream info` is read first (the caller retries it as it wishes), so a missing stream rejects.
+ * @throws NatsNameError `nats-bad-subject` for a bad filter; the server's error when the stream is missing.
+ */
+export async function followFromStart(
+  jsm: JetStreamManager,
+  js: JetStreamClient,
+  stream: string,
+  onMessage: (m: FollowedMsg) => void,
+  opts: FollowOpts = {},
+): Promise<Follow> {
+  const filter = opts.filter === undefined ? undefined : checkSubject(opts.filter, { wildcards: true });
+  const info = await jsm.streams.info(stream, filter === undefined ? undefined : { subjects_filter: filter });
+  // The backlog: every message up to the last sequence at start (unfiltered), or as many as the
+  // filter matched at start. The ordered consumer neither skips nor repeats, so either count is exact.
+  const lastSeq = info.state.last_seq;
+  const backlog = filter === undefined ? info.state.messages : Object.values(info.state.subjects ?? {}).reduce((a, n) => a + n, 0);
+  let resolveCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((r) => {
+    resolveCaughtUp = r;
+  });
+  if (backlog === 0 || lastSeq === 0) resolveCaughtUp();
+  const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.All, ...(filter !== undefined ? { filter_subjects: filter } : {}) });
+  const messages = await consumer.consume({ max_messages: opts.batch ?? 256 });
+  void (async () => {
+    for await (const s of messages.status()) {
+      if (s.type === 'ordered_consumer_recreated' || s.type === 'reset') {
+        opts.onStatus?.({ type: 'reset', detail: `consumer ${s.type}` });
+      } else if (s.type === 'heartbeats_missed') {
+        opts.onStatus?.({ type: 'heartbeats-missed', detail: `consumer missed ${s.count} heartbeats` });
+      }
+    }
+  })().catch(() => {});
+  let delivered = 0;
+  const loop = (async () => {
+    for await (const m of messages) {
+      delivered++;
+      try {
+        onMessage({ subject: m.subject, data: m.data, seq: m.seq });
+      } catch {
+        // the caller counts and logs its own refusals
+      }
+      if (m.seq >= lastSeq || delivered >= backlog || m.info.pending === 0) resolveCaughtUp();
+    }
+  })().catch(() => {});
+  return {
+    caughtUp,
+    stop: async () => {
+      await messages.close().catch(() => {});
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,8 @@
+/**
+ * Names of node/ that only the tests reach (beside the front door, index.ts, which this
+ * re-exports). Product code never imports this file.
+ */
+export * from './index.ts';
+export { REQUEST_KEY_WORDS, requestKeyWords } from './requestindex.ts';
+export { MAX_WAITING_PER_GRANT } from './revocations.ts';
+export { VERIFY_CHUNK } from './workers.ts';

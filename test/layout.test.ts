@@ -1,0 +1,136 @@
+/**
+ * The tree's layout rules (docs/design.md "Folders and layers"), checked on every source file:
+ * - a file imports another folder only through its front door, `<folder>/index.ts` (tests and
+ *   mutant lists may also use `<folder>/internal.ts`); files inside a folder import each other
+ *   directly;
+ * - folders form no cycle, and each imports only folders below it in {@link LAYERS};
+ * - nothing outside cli/ imports cli/ and nothing in a product folder imports testkit/ or a job
+ *   folder (demo/, conformance/, vectors/, chaos/, inspect/).
+ * Imports are read with the TypeScript parser (static imports, `export … from`, `import()`).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Product folders, bottom first; a folder may import only folders of a lower rank. */
+const LAYERS: Readonly<Record<string, number>> = {
+  core: 0,
+  io: 1,
+  meter: 2,
+  natsio: 2,
+  channel: 3,
+  shards: 4,
+  frost: 4,
+  node: 5,
+  client: 6,
+  bridge: 7,
+  testkit: 8,
+  conformance: 9,
+  chaos: 9,
+  vectors: 10,
+  inspect: 11,
+  console: 11,
+  demo: 9,
+  cli: 12,
+};
+/** Folders that consume the product and have no front door of their own. */
+const LEAVES = new Set(['test', 'bench', 'scripts', 'mutants']);
+const JOBS = new Set(['demo', 'conformance', 'vectors', 'chaos', 'inspect']);
+
+function sourceFiles(dir: string, out: string[] = []): string[] {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (['node_modules', 'dist', '.git', '.scratch', 'v1'].includes(e.name) || e.name.startsWith('.')) continue;
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) sourceFiles(p, out);
+    else if (e.name.endsWith('.ts')) out.push(path.relative(ROOT, p));
+  }
+  return out;
+}
+
+/** Every relative module specifier of `file` (static and dynamic). */
+function specifiers(file: string): string[] {
+  const sf = ts.createSourceFile(file, readFileSync(path.join(ROOT, file), 'utf8'), ts.ScriptTarget.Latest, true);
+  const out: string[] = [];
+  const visit = (n: ts.Node): void => {
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) out.push(n.moduleSpecifier.text);
+    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0])) out.push(n.arguments[0].text);
+    if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument) && ts.isStringLiteral(n.argument.literal)) out.push(n.argument.literal.text);
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return out.filter((s) => s.startsWith('.'));
+}
+
+const top = (f: string): string => (f.includes('/') ? f.split('/')[0]! : '.');
+
+/** The violations of the layout rules among `files` (paths relative to the repository). */
+function layoutViolations(files: readonly string[], read: (f: string) => string[] = specifiers): string[] {
+  const bad: string[] = [];
+  const edges = new Map<string, Set<string>>();
+  for (const f of files) {
+    const from = top(f);
+    for (const spec of read(f)) {
+      const target = path.normalize(path.join(path.dirname(f), spec));
+      const to = top(target);
+      if (to === from || !(to in LAYERS)) continue;
+      const door = path.relative(to, target);
+      const testish = from === 'test' || from === 'mutants';
+      if (door !== 'index.ts' && !(testish && door === 'internal.ts')) bad.push(`${f}: imports ${target} past the front door of ${to}/`);
+      if (!(from in LAYERS)) continue;
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+      if (LAYERS[to]! >= LAYERS[from]!) bad.push(`${f}: ${from}/ imports ${to}/, which is not below it`);
+      if (to === 'cli') bad.push(`${f}: only cli/ itself imports cli/`);
+      if ((to === 'testkit' || JOBS.has(to)) && LAYERS[from]! < LAYERS.testkit!) bad.push(`${f}: product folder ${from}/ imports ${to}/`);
+    }
+  }
+  // Cycles between folders (implied by the ranks, checked on their own so a rank typo cannot hide one).
+  const state = new Map<string, 'open' | 'done'>();
+  const walk = (n: string, trail: string[]): void => {
+    if (state.get(n) === 'done') return;
+    if (state.get(n) === 'open') {
+      bad.push(`cycle: ${[...trail.slice(trail.indexOf(n)), n].join(' → ')}`);
+      return;
+    }
+    state.set(n, 'open');
+    for (const m of edges.get(n) ?? []) walk(m, [...trail, n]);
+    state.set(n, 'done');
+  };
+  for (const n of edges.keys()) walk(n, []);
+  return bad;
+}
+
+describe('layout', () => {
+  const files = sourceFiles(ROOT);
+
+  it('every source file keeps the layout rules (front doors, layers, no cycles)', () => {
+    expect(files.length).toBeGreaterThan(300);
+    expect(layoutViolations(files)).toEqual([]);
+  });
+
+  it('every top-level folder with code is a product folder or a leaf', () => {
+    const tops = new Set(files.map(top).filter((t) => t !== '.'));
+    expect([...tops].filter((t) => !(t in LAYERS) && !LEAVES.has(t))).toEqual([]);
+  });
+
+  it('the rules bite: a deep import, an upward import, a cycle and a cli/ import are each reported', () => {
+    const fake: Record<string, string[]> = {
+      'node/a.ts': ['../core/decision.ts', '../client/index.ts'],
+      'client/b.ts': ['../node/index.ts'],
+      'frost/c.ts': ['../cli/index.ts', '../testkit/index.ts'],
+      'test/t.test.ts': ['../core/internal.ts', '../node/index.ts'],
+      'bench/b.ts': ['../core/internal.ts'],
+    };
+    const v = layoutViolations(Object.keys(fake), (f) => fake[f]!);
+    expect(v).toContain('node/a.ts: imports core/decision.ts past the front door of core/');
+    expect(v).toContain('node/a.ts: node/ imports client/, which is not below it');
+    expect(v).toContain('frost/c.ts: only cli/ itself imports cli/');
+    expect(v).toContain('frost/c.ts: product folder frost/ imports testkit/');
+    expect(v).toContain('bench/b.ts: imports core/internal.ts past the front door of core/');
+    expect(v.some((l) => l.startsWith('cycle: '))).toBe(true);
+    expect(v.filter((l) => l.startsWith('test/'))).toEqual([]);
+  });
+});

@@ -1,0 +1,23 @@
+/**
+ * The front door of testkit/: the names other folders use. Siblings and tests import from here
+ * (tests may also use internal.ts); files inside testkit/ import each other directly.
+ */
+export { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } from './cluster.ts';
+export { ParticipantCluster } from './frost-procs.ts';
+export { serveToolsHttp } from './mcp-tools-server.ts';
+export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
+export { exitAfterInterrupt, freePort, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
+export { ParticipantProc } from './frost-procs.ts';
+export { startParticipantProc } from './frost-procs.ts';
+export { TcpProxy } from './proxy.ts';
+export {
+  feedReachTarget,
+  measureRevocationReach,
+  metricsReachTarget,
+  quantileMs,
+  type ReachOptions,
+  type ReachReport,
+  type ReachStats,
+  type ReachTarget,
+} from './reach.ts';
+export { type CertFiles, makeTlsMaterial, natsTlsBlock, type TlsMaterial } from './tls.ts';
