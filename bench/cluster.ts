@@ -34,17 +34,19 @@ const REDIS = { host: '127.0.0.1', port: 6379 };
 type Mode = 'channel' | 'shards' | 'redis' | 'kv';
 
 /** A budget keeper: checks and debits one decision's cost (µJ); false = refuse. */
-type Keeper = (point: number, costUj: bigint) => boolean | Promise<boolean>;
+export type Keeper = (point: number, costUj: bigint) => boolean | Promise<boolean>;
 
-interface ModeResult {
+/** What {@link drive} measured: totals, and per point (decisions/s over that point's own run, latencies in µs, allows). */
+export interface ModeResult {
   readonly decisions: number;
   readonly allowed: number;
   readonly perS: number;
   readonly latUs: number[];
+  readonly byPoint?: readonly { readonly perS: number; readonly latUs: number[]; readonly allowed: number }[];
 }
 
 /** Pre-signed jcp/1 request bodies, one list per point (chains differ per point in shards mode). */
-function requests(agent: Actor, chains: readonly (readonly SignedGrant[])[], n: number, tag: string, nowS: number): Uint8Array[][] {
+export function requests(agent: Actor, chains: readonly (readonly SignedGrant[])[], n: number, tag: string, nowS: number): Uint8Array[][] {
   return chains.map((chain, p) => {
     const leaf = chain[chain.length - 1]!;
     const out: Uint8Array[] = [];
@@ -81,20 +83,23 @@ function requests(agent: Actor, chains: readonly (readonly SignedGrant[])[], n: 
  * Drives every point with IN_FLIGHT lanes over its request list: the node's request path with
  * `keeper` as the budget step. Returns throughput and per-decision latency.
  */
-async function drive(stewards: readonly Actor[], bodies: Uint8Array[][], keeper: Keeper, trust: TrustRoots): Promise<ModeResult> {
+export async function drive(stewards: readonly Actor[], bodies: Uint8Array[][], keeper: Keeper, trust: TrustRoots, inFlight = IN_FLIGHT): Promise<ModeResult> {
   const lat: number[] = [];
   let allowed = 0;
   let decisions = 0;
   const t0 = performance.now();
+  const byPoint = stewards.map(() => ({ perS: 0, latUs: [] as number[], allowed: 0 }));
   await Promise.all(
     stewards.map(async (steward, p) => {
+      const mine = byPoint[p]!;
+      const tp = performance.now();
       const ledger = new Ledger();
       const state: DecisionState = { ledger, revoked: new RevocationSet(), trust };
       const list = bodies[p]!;
       let next = 0;
       let seq = 0;
       await Promise.all(
-        Array.from({ length: IN_FLIGHT }, async () => {
+        Array.from({ length: inFlight }, async () => {
           while (next < list.length) {
             const body = list[next++]!;
             const s = performance.now();
@@ -111,19 +116,23 @@ async function drive(stewards: readonly Actor[], bodies: Uint8Array[][], keeper:
             if (d.verdict === 'allow') {
               ledger.debit(d.chainIds, req.cost.uj);
               allowed++;
+              mine.allowed++;
             }
             sealReceipt(receiptCoreFor(dreq, d, { steward: steward.did, seq: seq++ }), steward);
             decisions++;
-            lat.push((performance.now() - s) * 1000);
+            const us = (performance.now() - s) * 1000;
+            lat.push(us);
+            mine.latUs.push(us);
             // Let the event loop run settlements and I/O between decisions of one lane.
             if ((decisions & 7) === 0) await new Promise((r) => setImmediate(r));
           }
         }),
       );
+      mine.perS = (list.length * 1000) / (performance.now() - tp);
     }),
   );
   const elapsed = performance.now() - t0;
-  return { decisions, allowed, perS: (decisions * 1000) / elapsed, latUs: lat };
+  return { decisions, allowed, perS: (decisions * 1000) / elapsed, latUs: lat, byPoint };
 }
 
 /** Rounds of one mode: the median round's throughput, every round's latencies. */

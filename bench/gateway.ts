@@ -26,7 +26,6 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { writeChainFile } from '../client/index.ts';
 import { frameMessage, FrameReader, newActor, seededRng, type SignedGrant, signGrant } from '../core/index.ts';
-import { saltText } from '../bridge/index.ts';
 import { resourceIdOf, writeKeyFile } from '../node/index.ts';
 import { JcpClient } from '../client/index.ts';
 import { type Figure, type SuiteOptions, median, percentile, sig } from './figures.ts';
@@ -68,8 +67,10 @@ async function nodeLatencies(c: JcpClient, grant: SignedGrant, root: string, n: 
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    // Distinct requests with the same arguments: insignificant trailing whitespace (bridge/journal.ts).
-    const r = await c.call({ chain: [grant], action: 'list_directory', payload: new TextEncoder().encode(JSON.stringify({ path: root }) + saltText(from + i)) });
+    // Distinct requests with the same arguments: a nonce per call (as the bridge sends them).
+    const nonce = new Uint8Array(16);
+    new DataView(nonce.buffer).setFloat64(0, from + i);
+    const r = await c.call({ chain: [grant], action: 'list_directory', payload: { path: root }, nonce });
     out.push((performance.now() - t0) * 1000);
     if (r.decision.verdict !== 'allow') throw new Error(`list_directory denied: ${r.decision.deny_reason}`);
   }

@@ -11,7 +11,7 @@
  * Then the decision rate while a snapshot is written: a node on the smallest log with snapshots
  * off, and one whose first snapshot (of the whole log) starts one second after start, both
  * driven by the same closed-loop load (`bench/nodeload.ts`); the rate and p99 of each, and the
- * rate ratio. Logs are built once per size and kept in the temp folder (the build seals every
+ * rate ratio, and the p99 with a snapshot against the p99 without (goal: no worse). Logs are built once per size and kept in the temp folder (the build seals every
  * receipt: minutes per million on two cores). Requests in the built logs are ten days old, so
  * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
  */
@@ -249,7 +249,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
       }
     }
   }
-  // Decisions while a snapshot of the whole smallest log is written (no workers: built on the main thread between decisions).
+  // Decisions while a snapshot of the whole smallest log is written (its replay on a temporary worker thread at nice 19).
   const rng = seededRng(`bench/history/agent/${seed}`);
   const issuer = newActor(rng);
   const agent = newActor(rng);
@@ -265,7 +265,17 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   figures.push({ name: `decisions/s, closed loop, while a snapshot of ${ns[0]} receipts is written${during.snapshotted ? '' : ' (the snapshot had not finished)'}`, value: sig(during.perSecond), unit: '/s' });
   figures.push({ name: 'decisions/s while a snapshot is written (× no snapshot)', value: sig(during.perSecond / base.perSecond), unit: '×', ratio: sig(during.perSecond / base.perSecond) });
   figures.push({ name: 'p99 decision latency, no snapshot', value: sig(base.p99Us / 1000), unit: 'ms' });
-  figures.push({ name: 'p99 decision latency, while a snapshot is written', value: sig(during.p99Us / 1000), unit: 'ms' });
+  // §"Speed and memory": no pause longer than the decision path already has without a snapshot.
+  const p99Ok = during.p99Us <= base.p99Us;
+  figures.push({
+    name: `p99 decision latency, while a snapshot is written${during.snapshotted ? '' : ' (the snapshot had not finished)'}`,
+    value: sig(during.p99Us / 1000),
+    unit: 'ms',
+    floor: sig(base.p99Us / 1000),
+    ratio: sig(during.p99Us / base.p99Us),
+    goal: 'p99 ≤ the p99 without a snapshot',
+    met: p99Ok,
+  });
   figures.push({ name: 'max decision latency, while a snapshot is written', value: sig(during.maxUs / 1000), unit: 'ms' });
   return figures;
 }

@@ -258,7 +258,10 @@ export function startFloorServer(mode: FloorMode, dataDir: string, pin: boolean)
 }
 
 /** Spawns `node <args>` (pinned to core 0 when asked); resolves once it listens and `ready(stderr)` holds. */
-function startServer(args: string[], pin: boolean, ready: (stderr: string) => boolean): Promise<Started> {
+function startServer(args0: string[], pin: boolean, ready: (stderr: string) => boolean): Promise<Started> {
+  // JCP_BENCH_PROF_DIR: the server writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const prof = process.env['JCP_BENCH_PROF_DIR'];
+  const args = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, ...args0] : args0;
   const child = pin && hasTaskset ? spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: repo }) : spawn(process.execPath, args, { cwd: repo });
   let err = '';
   child.stdout!.resume();

@@ -1,7 +1,7 @@
 /**
  * One agent behind the bridge: its key, its grant chains, its node connection and journal. Turns
  * an MCP `tools/call` into a caller-signed jcp/1 request (spec §11; frame `tool-call` / `control`,
- * §6; payload the arguments' JSON text plus the journal's whitespace salt) and the node's answer
+ * §6; payload the arguments' JSON text, `nonce` the journal's random nonce) and the node's answer
  * into an MCP `CallToolResult`:
  *
  * - allow: the upstream's result exactly as the node returned it (content of any type,
@@ -240,10 +240,10 @@ export class BridgeAgent {
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
     const stamp = journal.stampFor(callKey, contentKey, clock);
-    // Recorded before the first await: a call stamped while this one is being signed must see this
-    // stamp (and take the next salt), or two real calls would be one request. A call that is never
-    // sent (signing failed, past the frame cap) is closed again below.
+    // Recorded before the first await, so a re-send arriving while this one is signed reuses its
+    // stamp. A call that is never sent (signing failed, past the frame cap) is closed again below.
     journal.begin(callKey, contentKey, stamp);
+    // The salt is 0 (no whitespace) but for a re-send of a call an earlier bridge signed with one.
     const payload = enc.encode(argsText + saltText(stamp.salt));
     const cost: Cost = { uj: this.#o.toolCostsUj?.get(tool.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
     const client = this.#o.client;
@@ -258,6 +258,7 @@ export class BridgeAgent {
         cost,
         resource: tool.resource,
         now: stamp.nowS,
+        ...(stamp.nonce !== undefined ? { nonce: stamp.nonce } : {}),
         caller: this.did,
         // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
         ...(this.#nodeListsTools === true ? { notify: true } : {}),

@@ -5,19 +5,15 @@
  * A jcp/1 request's identity is the content id of its signed bytes (spec §11, `request_id`), and
  * Ed25519 signatures are deterministic (RFC 8032), so a call re-signed with the same fields is the
  * same request; the node answers it from its log and never debits it twice. The bridge chooses
- * two things per call: `now` (unix seconds) and the exact payload text. The arguments' JSON text
- * may end in insignificant whitespace (RFC 8259 §2): the tool gets the same arguments, the
- * request is another one. A call's *salt* k is that whitespace: k written in base 4 with the four
- * JSON whitespace characters (space, tab, LF, CR), nothing for k = 0. The journal fixes both:
+ * two things per call: `now` (unix seconds) and the request's `nonce` (16 random bytes, a signed
+ * field of the request: core/wire.ts), so two real calls with the same arguments in one second
+ * are two requests. The journal fixes both:
  *
  * - A call is keyed by its *call key*: the agent, the resource, the tool, the exact argument text
  *   and the MCP request id (or the client's `_meta["jcp/idempotency_key"]` when given, which
  *   replaces the MCP request id). While a call with that key is open (sent, its answer not yet
- *   delivered to the MCP client), a call with the same key reuses its `now` and salt: a re-send.
- * - A fresh call takes `now` from the clock; when an earlier call with the same content (agent,
- *   resource, tool, arguments) used that second (or a later one: a clock that stepped back), it
- *   takes that second and the next salt, so two real calls are never one request and `now`
- *   never runs ahead of the clock by more than a clock step.
+ *   delivered to the MCP client), a call with the same key reuses its `now` and nonce: a re-send.
+ * - A fresh call takes `now` from the clock and a fresh random nonce.
  * - An open entry is closed when its answer reached the client; one whose client went away stays
  *   open for `windowS` seconds (default 300; a re-send later than the node's `max_skew_s` is
  *   refused `clock-skew` anyway).
@@ -25,8 +21,12 @@
  * With a file, entries are appended as JSON lines and fsync'd before the request leaves, so a
  * bridge restarted with calls in flight replays them when the client re-sends; without one the
  * journal lives in memory (re-sends within one bridge process only).
+ *
+ * Earlier bridges told identical calls apart by a *salt* of insignificant JSON whitespace after
+ * the arguments (RFC 8259 §2; {@link saltText}) instead of a nonce. A journal line of theirs (a
+ * salt `s`, no nonce `n`) still re-sends as it was signed: the same salt, no nonce.
  */
-import { randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { closeSync, fdatasyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 
 /** One journal line: a call opened (`now` and salt set) or closed (`done`). */
@@ -37,28 +37,29 @@ interface Line {
   readonly c: string;
   /** The call's `now`, unix seconds. */
   readonly now: number;
-  /** The call's salt (absent: 0). */
+  /** The call's salt (absent: 0; written by earlier bridges only). */
   readonly s?: number;
+  /** The call's nonce, 32 lowercase hex digits (absent in earlier bridges' lines). */
+  readonly n?: string;
   readonly done?: 1;
 }
 
-/** The latest (now, salt) used for one content. */
-interface Last {
-  readonly now: number;
-  readonly salt: number;
-}
-
-/** A call's `now` and salt. */
+/** A call's `now`, nonce and salt. */
 export interface CallStamp {
   /** Unix seconds. */
   readonly nowS: number;
-  /** The payload's whitespace salt (see {@link saltText}). */
+  /** The payload's whitespace salt (see {@link saltText}): 0, but for a re-send of an earlier bridge's call. */
   readonly salt: number;
+  /** The request's nonce (16 bytes); undefined only for a re-send of an earlier bridge's call, signed without one. */
+  readonly nonce: Uint8Array | undefined;
   /** True when this is a re-send of an open call. */
   readonly resent: boolean;
 }
 
 const WS = [' ', '\t', '\n', '\r'] as const;
+/** Bytes of a request nonce (core/wire.ts `REQUEST_NONCE_BYTES`). */
+const NONCE_BYTES = 16;
+const NONCE_HEX = /^[0-9a-f]{32}$/;
 
 /** The insignificant JSON whitespace of salt `k` (RFC 8259 §2): k in base 4, least significant digit first, digits 0–3 written space, tab, LF, CR; "" for 0. */
 export function saltText(k: number): string {
@@ -67,8 +68,6 @@ export function saltText(k: number): string {
   return out;
 }
 
-const later = (a: Last | undefined, b: Last): Last => (a === undefined || b.now > a.now || (b.now === a.now && b.salt > a.salt) ? b : a);
-
 /** Options of {@link CallJournal}. */
 export interface JournalOptions {
   /** Journal file (JSON lines); absent: in memory. */
@@ -76,14 +75,13 @@ export interface JournalOptions {
   /** How long an unanswered call stays re-sendable, seconds (default 300). */
   readonly windowS?: number;
   /**
-   * The salt a fresh call starts at (default 0). Two bridge processes of one agent share no
-   * journal, so with the same start their identical calls in one second would be one request;
-   * `jcp bridge` draws a random start per process ({@link randomSaltBase}).
+   * Kept for the options of earlier bridges, which started each process's salts there; fresh
+   * calls now take a random nonce and no salt, so it no longer changes any request.
    */
   readonly saltBase?: number;
 }
 
-/** A random salt start below 4^10 (at most 10 whitespace characters; see {@link JournalOptions.saltBase}). */
+/** A random salt start below 4^10 (see {@link JournalOptions.saltBase}: no longer changes any request). */
 export function randomSaltBase(): number {
   return randomInt(0, 4 ** 10);
 }
@@ -91,9 +89,7 @@ export function randomSaltBase(): number {
 /** See the module comment. */
 export class CallJournal {
   readonly #open = new Map<string, Line>();
-  readonly #last = new Map<string, Last>();
   readonly #windowS: number;
-  readonly #saltBase: number;
   #fd: number | undefined;
 
   /**
@@ -102,8 +98,8 @@ export class CallJournal {
    */
   constructor(opts: JournalOptions = {}, nowS: number = Math.floor(Date.now() / 1000)) {
     this.#windowS = opts.windowS ?? 300;
-    this.#saltBase = opts.saltBase ?? 0;
-    if (!Number.isSafeInteger(this.#saltBase) || this.#saltBase < 0) throw new RangeError('saltBase: expected a non-negative integer');
+    const base = opts.saltBase ?? 0;
+    if (!Number.isSafeInteger(base) || base < 0) throw new RangeError('saltBase: expected a non-negative integer');
     if (opts.file === undefined) return;
     let text = '';
     try {
@@ -121,15 +117,14 @@ export class CallJournal {
       }
       if (typeof l.k !== 'string' || typeof l.c !== 'string' || !Number.isSafeInteger(l.now)) continue;
       if (l.s !== undefined && !Number.isSafeInteger(l.s)) continue;
+      if (l.n !== undefined && !(typeof l.n === 'string' && NONCE_HEX.test(l.n))) continue;
       if (l.done === 1) this.#open.delete(l.k);
-      else this.#open.set(l.k, l);
-      this.#last.set(l.c, later(this.#last.get(l.c), { now: l.now, salt: l.s ?? 0 }));
+      else if (l.k !== '') this.#open.set(l.k, l);
     }
     this.#prune(nowS);
     const tmp = `${opts.file}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
     for (const l of this.#open.values()) writeSync(fd, `${JSON.stringify(l)}\n`);
-    for (const [c, last] of this.#last) writeSync(fd, `${JSON.stringify({ k: '', c, now: last.now, s: last.salt, done: 1 })}\n`);
     fdatasyncSync(fd);
     closeSync(fd);
     renameSync(tmp, opts.file);
@@ -138,7 +133,6 @@ export class CallJournal {
 
   #prune(nowS: number): void {
     for (const [k, l] of this.#open) if (l.now < nowS - this.#windowS) this.#open.delete(k);
-    for (const [c, last] of this.#last) if (last.now < nowS - this.#windowS) this.#last.delete(c);
   }
 
   #append(l: Line): void {
@@ -148,26 +142,26 @@ export class CallJournal {
   }
 
   /**
-   * The `now` and salt of a call: the open call's when `callKey` is open (a re-send); else `clockS`
-   * and salt 0, or, when a call with `contentKey` already used that second (or a later one), that
-   * second and the next salt. Records nothing (see {@link begin}).
+   * The stamp of a call: the open call's `now`, nonce and salt when `callKey` is open (a
+   * re-send); else `clockS`, a fresh random nonce and salt 0. Records nothing (see {@link begin}).
+   * `contentKey` (agent, resource, tool, arguments) is recorded with the call.
    */
-  stampFor(callKey: string, contentKey: string, clockS: number): CallStamp {
+  stampFor(callKey: string, _contentKey: string, clockS: number): CallStamp {
     const open = this.#open.get(callKey);
-    if (open !== undefined) return { nowS: open.now, salt: open.s ?? 0, resent: true };
-    const last = this.#last.get(contentKey);
-    if (last === undefined || last.now < clockS) return { nowS: clockS, salt: this.#saltBase, resent: false };
-    return { nowS: last.now, salt: Math.max(last.salt + 1, this.#saltBase), resent: false };
+    if (open !== undefined) {
+      return { nowS: open.now, salt: open.s ?? 0, nonce: open.n !== undefined ? Uint8Array.from(Buffer.from(open.n, 'hex')) : undefined, resent: true };
+    }
+    return { nowS: clockS, salt: 0, nonce: new Uint8Array(randomBytes(NONCE_BYTES)), resent: false };
   }
 
   /** Records a call as open with its stamp, durably when the journal has a file, before it is sent. */
   begin(callKey: string, contentKey: string, stamp: CallStamp): void {
+    const n = stamp.nonce !== undefined ? Buffer.from(stamp.nonce).toString('hex') : undefined;
     const open = this.#open.get(callKey);
-    if (open !== undefined && open.now === stamp.nowS && (open.s ?? 0) === stamp.salt) return;
-    const l: Line = { k: callKey, c: contentKey, now: stamp.nowS, ...(stamp.salt > 0 ? { s: stamp.salt } : {}) };
+    if (open !== undefined && open.now === stamp.nowS && (open.s ?? 0) === stamp.salt && open.n === n) return;
+    const l: Line = { k: callKey, c: contentKey, now: stamp.nowS, ...(stamp.salt > 0 ? { s: stamp.salt } : {}), ...(n !== undefined ? { n } : {}) };
     this.#append(l);
     this.#open.set(callKey, l);
-    this.#last.set(contentKey, later(this.#last.get(contentKey), { now: stamp.nowS, salt: stamp.salt }));
     this.#prune(stamp.nowS);
   }
 
@@ -176,7 +170,7 @@ export class CallJournal {
     const l = this.#open.get(callKey);
     if (l === undefined) return;
     this.#open.delete(callKey);
-    this.#append({ k: callKey, c: l.c, now: l.now, ...(l.s !== undefined ? { s: l.s } : {}), done: 1 });
+    this.#append({ k: callKey, c: l.c, now: l.now, done: 1 });
   }
 
   /** Calls open now (sent, answer not delivered). */

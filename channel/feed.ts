@@ -123,7 +123,7 @@ export class RevocationStreamFeed {
         try {
           this.#follow = await this.#opts.bus.followRevocations((bytes, seq) => {
             this.#deliver(sink, bytes);
-            this.#queueTaken(seq);
+            if (seq !== undefined) this.#queueTaken(seq);
           });
           if (this.#stopped) await this.#follow.stop();
           return;

@@ -23,18 +23,38 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { actorFromSeed, type ContentId, type Grant, grantId, openReceipt, overdraftBound, type ReceiptCore, receiptId, replayReceipts, type Rng, seededRng, type SignedGrant, signGrant, type Uj } from '../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  type ContentId,
+  type Grant,
+  grantId,
+  openReceipt,
+  overdraftBound,
+  type ReceiptCore,
+  receiptId,
+  replayReceipts,
+  type Rng,
+  seededRng,
+  type SignedGrant,
+  type SignedRevocation,
+  signGrant,
+  signRevocation,
+  type Uj,
+} from '../core/index.ts';
 import { auditChannel, type ChannelAudit, channelNames, JetStreamBus } from '../channel/index.ts';
 import { ReceiptLog, resourceIdOf } from '../node/index.ts';
 import { JcpClient } from '../client/index.ts';
 import { mintShardSet } from '../shards/index.ts';
-import { LocalCluster } from '../testkit/index.ts';
-import { spendPlot } from './plot.ts';
+import { type ChaosCluster, startChaosCluster } from './target.ts';
+import { overdraftPlot } from './plot.ts';
 
-/** The faults the runner knows. */
+/** The faults of a one-region run (the default `--faults`). */
 export const FAULT_KINDS = ['kill', 'pause', 'partition', 'nats-restart'] as const;
+/** Every fault the runner knows: {@link FAULT_KINDS} plus `region-cut` (a region's links cut; multi-region runs). */
+export const ALL_FAULT_KINDS = [...FAULT_KINDS, 'region-cut'] as const;
 /** One fault kind. */
-export type FaultKind = (typeof FAULT_KINDS)[number];
+export type FaultKind = (typeof ALL_FAULT_KINDS)[number];
 
 /** Options of {@link runChaos}. Amounts in µJ, times in seconds unless named otherwise. */
 export interface ChaosOpts {
@@ -43,8 +63,22 @@ export interface ChaosOpts {
   readonly faults: readonly FaultKind[];
   readonly durationS: number;
   readonly seed: string;
-  /** NATS servers: 1 (default) or 3 (a JetStream cluster). */
+  /** NATS servers: 1 (default) or 3 (a JetStream cluster); per region in a multi-region run. */
   readonly natsServers?: number;
+  /**
+   * Regions (default 1: one local cluster). From 2 on, `nodes` is split evenly over regions a, b, …,
+   * each its own NATS cluster joined by gateways through delaying proxies (testkit/regions.ts).
+   */
+  readonly regions?: number;
+  /** Injected round-trip time between regions (ms, default 40) and its jitter (ms, default 0). */
+  readonly rttMs?: number;
+  readonly jitterMs?: number;
+  /**
+   * How long a node may go without confirming it has seen the latest revocations before it must
+   * stop allowing (s, default 10): allows of the revoked grant later than this count as violations
+   * even at a node the revocation could not reach.
+   */
+  readonly revocationStalenessS?: number;
   /** Cost of one call (default 1,000 µJ). */
   readonly costUj?: bigint;
   /** Calls per second per agent (default 20) and agents per node (default 2). */
@@ -65,7 +99,10 @@ export interface ChaosOpts {
 /** One scheduled fault. */
 export interface FaultEvent {
   readonly kind: FaultKind;
-  /** Node index for kill/pause/partition; NATS server index for nats-restart. */
+  /**
+   * Node index for kill/pause/partition; NATS server index for nats-restart (the region's index in
+   * a multi-region run); region index for region-cut.
+   */
   readonly target: number;
   readonly atS: number;
   readonly forS: number;
@@ -78,6 +115,8 @@ export interface ChaosReport {
     readonly overdraft_within_bound: boolean;
     readonly overdraft_proven: boolean;
     readonly receipts_verify: boolean;
+    /** No allow of the revoked grant after its revocation reached the node (or after the staleness limit). */
+    readonly revocation_enforced: boolean;
   };
   readonly mode: 'channel' | 'shards';
   readonly seed: string;
@@ -103,6 +142,22 @@ export interface ChaosReport {
   readonly problems: readonly string[];
   /** (seconds, µJ acknowledged) samples. */
   readonly series: readonly [number, number][];
+  /** The regions and their nodes (one region `a` in a one-region run). */
+  readonly regions?: readonly { readonly name: string; readonly nodes: readonly string[] }[];
+  /** Per region: (seconds, µJ acknowledged by that region's nodes) samples, on the times of `series`. */
+  readonly series_by_region?: Readonly<Record<string, readonly [number, number][]>>;
+  /** Allows of the revoked grant after its revocation reached the node or the staleness limit passed (must be 0). */
+  readonly revoked_allowed_after_reach?: number;
+  /** The mid-run revocation: when (s), the limit used (s), how many nodes were seen denying it, allows before and after reach. */
+  readonly revocation?: {
+    readonly revoked_at_s: number | null;
+    readonly staleness_s: number;
+    readonly reached_nodes: number;
+    readonly allowed_before_reach: number;
+    readonly allowed_after_reach: number;
+    /** Per node: when it first denied the grant as revoked (s; null = never seen), allows after reach. */
+    readonly per_node?: readonly { readonly node: number; readonly first_revoked_deny_s: number | null; readonly allowed_after_reach: number }[];
+  };
 }
 
 /** A uniform draw in [0, 1) from a seeded RNG. */
@@ -115,10 +170,11 @@ function uniform(rng: Rng): () => number {
 
 /**
  * The fault schedule of a run: a pure function of the seed. Faults start between 2 s and
- * duration − 4 s, one every 1–3.5 s; a node has at most one fault at a time, and NATS at most one
- * restart at a time.
+ * duration − 4 s, one every 1–3.5 s; a node has at most one fault at a time, NATS at most one
+ * restart at a time (per region in a multi-region run), and a region at most one cut at a time.
+ * `natsServers` is the number of restart targets: NATS servers, or regions when `regions` > 1.
  */
-export function faultSchedule(seed: string, faults: readonly FaultKind[], nodes: number, natsServers: number, durationS: number): FaultEvent[] {
+export function faultSchedule(seed: string, faults: readonly FaultKind[], nodes: number, natsServers: number, durationS: number, regions = 1): FaultEvent[] {
   const u = uniform(seededRng(`chaos/schedule/${seed}`));
   const out: FaultEvent[] = [];
   if (faults.length === 0) return out;
@@ -126,9 +182,11 @@ export function faultSchedule(seed: string, faults: readonly FaultKind[], nodes:
   const end = durationS - 4;
   for (let t = 2 + u() * 1.5; t < end; t += 1 + u() * 2.5) {
     const kind = faults[Math.floor(u() * faults.length)]!;
-    const target = kind === 'nats-restart' ? Math.floor(u() * natsServers) : Math.floor(u() * nodes);
-    const key = kind === 'nats-restart' ? 'nats' : `n${target}`;
-    const forS = kind === 'kill' ? 0.5 + u() * 1.5 : kind === 'pause' ? 0.5 + u() * 2 : kind === 'partition' ? 1 + u() * 4 : 0.5 + u() * 1.5;
+    const target = kind === 'nats-restart' ? Math.floor(u() * natsServers) : kind === 'region-cut' ? Math.floor(u() * regions) : Math.floor(u() * nodes);
+    const key = kind === 'nats-restart' ? (regions > 1 ? `nats${target}` : 'nats') : kind === 'region-cut' ? `region${target}` : `n${target}`;
+    const forS =
+      kind === 'kill' ? 0.5 + u() * 1.5 : kind === 'pause' ? 0.5 + u() * 2 : kind === 'partition' || kind === 'region-cut' ? 1 + u() * 4 : 0.5 + u() * 1.5;
+    if (kind === 'region-cut' && regions < 2) continue;
     if ((busyUntil.get(key) ?? 0) > t) continue;
     const until = Math.min(t + forS, end);
     busyUntil.set(key, until + 0.5);
@@ -145,19 +203,33 @@ interface Reply {
   readonly costUj: Uj;
 }
 
-/** Runs one chaos experiment; resolves to its report. Never leaves processes behind. */
-export async function runChaos(o: ChaosOpts): Promise<ChaosReport> {
-  const say = o.progress ?? (() => {});
+/** The grants, chains and amounts of one run: a pure function of the options and the seed. */
+interface RunPlan {
+  readonly issuer: Actor;
+  readonly agent: Actor;
+  readonly seeds: Uint8Array[];
+  readonly root: SignedGrant;
+  readonly rootId: ContentId;
+  readonly chains: SignedGrant[][];
+  readonly budget: Uj;
+  readonly window: Uj;
+  readonly cost: Uj;
+  readonly subjectRoot: string;
+  /** A second grant, one agent per node spends on it; it is revoked halfway through the run. */
+  readonly revokee: SignedGrant;
+  readonly revocation: SignedRevocation;
+}
+
+function planRun(o: ChaosOpts): RunPlan {
   const rng = seededRng(`chaos/${o.seed}`);
   const issuer = actorFromSeed(rng(32));
   const agent = actorFromSeed(rng(32));
   const seeds = Array.from({ length: o.nodes }, () => rng(32));
-  const natsServers = o.natsServers ?? 1;
   const cost = o.costUj ?? 1_000n;
   const rate = o.ratePerAgent ?? 20;
   const perNode = o.agentsPerNode ?? 2;
   const busyS = Math.max(1, o.durationS - 4);
-  const budget = o.budgetUj ?? (BigInt(Math.round(o.nodes * perNode * rate * busyS * 0.6)) * cost);
+  const budget = o.budgetUj ?? BigInt(Math.round(o.nodes * perNode * rate * busyS * 0.6)) * cost;
   const window = o.windowUj ?? cost * 20n;
   const resource = resourceIdOf('chaos');
   const root: SignedGrant = signGrant(
@@ -172,134 +244,205 @@ export async function runChaos(o: ChaosOpts): Promise<ChaosReport> {
     if (!minted.ok) throw new Error(`shards: ${minted.error.why}`);
     chains = minted.value.map((s) => [root, s.grant]);
   } else chains = Array.from({ length: o.nodes }, () => [root]);
-
-  const dir = o.keepDir ?? mkdtempSync(join(tmpdir(), 'jcp-chaos-'));
   const subjectRoot = `chaos${Buffer.from(rng(4)).toString('hex')}`;
-  say(`starting ${o.nodes} nodes (${o.mode} mode, ${natsServers} NATS server${natsServers > 1 ? 's' : ''}) in ${dir}`);
-  const cluster = await LocalCluster.start({
-    nodes: o.nodes,
-    dir,
-    proxies: true,
-    natsCluster: natsServers,
-    seeds,
-    subjectRoot,
-    settleIntervalMs: o.settleIntervalMs ?? 200,
-    resources: [{ name: 'chaos', trust_roots: [issuer.did] }],
-    channels: o.mode === 'channel' ? [{ grant_id: rootId, window_uj: window.toString() }] : [],
-    logLevel: 'warn',
-  });
-  const windows = o.mode === 'channel' ? cluster.nodes.map(() => window) : [];
-  const bound = o.mode === 'channel' ? overdraftBound(windows) : 0n;
-  const schedule = faultSchedule(o.seed, o.faults, o.nodes, natsServers, o.durationS);
-  const replies: Reply[] = [];
-  const noReply = new Array<number>(o.nodes).fill(0);
-  const series: [number, number][] = [];
-  let acked = 0n;
-  let stopping = false;
-  const t0 = Date.now();
-  const nowS = () => (Date.now() - t0) / 1000;
+  // Drawn after everything above, so the grants and streams of a seed stay what they were.
+  const revokee: SignedGrant = signGrant(
+    { issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) } satisfies Grant,
+    issuer,
+  );
+  const revocation = signRevocation(grantId(revokee.grant), issuer, rng(16));
+  return { issuer, agent, seeds, root, rootId, chains, budget, window, cost, subjectRoot, revokee, revocation };
+}
 
-  const agentLoop = async (node: number, k: number) => {
-    let client: JcpClient | undefined;
-    let n = 0;
-    const interval = 1000 / rate;
-    while (!stopping) {
-      const started = Date.now();
-      if (!client) {
-        try {
-          const nd = cluster.node(node);
-          client = await JcpClient.connect({ host: nd.host, port: nd.port, signer: agent, reconnectAttempts: 2, reconnectDelayMs: 100 });
-        } catch {
-          await sleep(150);
-          continue;
-        }
-      }
-      const payload = new TextEncoder().encode(`${node}/${k}/${n++}`);
+/** What the agents saw, shared by the steps of a run. */
+interface RunState {
+  readonly t0: number;
+  readonly replies: Reply[];
+  readonly noReply: number[];
+  /** Region name → (seconds, µJ acknowledged in that region) samples. */
+  readonly series: Map<string, [number, number][]>;
+  readonly ackedByRegion: Map<string, bigint>;
+  /** Allows and denies of the revoked grant: node, when the request was sent (ms since t0), verdict, reason. */
+  readonly revokeeReplies: RevokeeReply[];
+  /** When the revocation was acknowledged by the node it was sent to (ms since t0). */
+  revokedAtMs: number | undefined;
+  stopping: boolean;
+}
+
+const nowS = (st: RunState) => Math.round((Date.now() - st.t0) / 10) / 100;
+
+/**
+ * One agent: calls node `node` at `rate` calls/s with `chain` until the run stops, reconnecting
+ * after errors; records every reply (and every request without one).
+ */
+async function agentLoop(cluster: ChaosCluster, st: RunState, node: number, k: string, chain: SignedGrant[], agent: Actor, cost: Uj, rate: number, onReply: (r: Reply, sentMs: number) => void): Promise<void> {
+  let client: JcpClient | undefined;
+  let n = 0;
+  const interval = 1000 / rate;
+  while (!st.stopping) {
+    const started = Date.now();
+    if (!client) {
       try {
-        const call = client.call({ chain: chains[node]!, action: 'call', payload, cost: { uj: cost, provenance: 'Estimator' } });
-        const r = await Promise.race([call, sleep(8_000).then(() => undefined)]);
-        if (r === undefined) throw new Error('no reply within 8 s');
-        const verdict = r.decision.verdict;
-        replies.push({ node, verdict, reason: r.decision.deny_reason, receiptId: receiptId(r.receipt), costUj: cost });
-        if (verdict === 'allow') acked += cost;
+        const nd = cluster.node(node);
+        client = await JcpClient.connect({ host: nd.host, port: nd.port, signer: agent, reconnectAttempts: 2, reconnectDelayMs: 100 });
       } catch {
-        noReply[node]!++;
-        await client.close().catch(() => {});
-        client = undefined;
+        await sleep(150);
+        continue;
       }
-      const wait = interval - (Date.now() - started);
-      if (wait > 0) await sleep(wait);
     }
-    await client?.close().catch(() => {});
-  };
-
-  const sampler = (async () => {
-    while (!stopping) {
-      series.push([Math.round(nowS() * 100) / 100, Number(acked)]);
-      await sleep(250);
-    }
-  })();
-
-  const applied: FaultEvent[] = [];
-  const runFault = async (f: FaultEvent) => {
-    const wait = f.atS * 1000 - (Date.now() - t0);
-    if (wait > 0) await sleep(wait);
-    if (stopping) return;
-    applied.push(f);
-    say(`t=${nowS().toFixed(1)}s ${f.kind} ${f.kind === 'nats-restart' ? `nats${f.target + 1}` : `n${f.target + 1}`} for ${f.forS}s`);
+    const payload = new TextEncoder().encode(`${node}/${k}/${n++}`);
     try {
-      if (f.kind === 'kill') {
-        await cluster.killNode(f.target);
-        await sleep(f.forS * 1000);
-        await cluster.startNode(f.target);
-      } else if (f.kind === 'pause') {
-        cluster.pauseNode(f.target);
-        await sleep(f.forS * 1000);
-        cluster.resumeNode(f.target);
-      } else if (f.kind === 'partition') {
-        cluster.partition(f.target);
-        await sleep(f.forS * 1000);
-        cluster.heal(f.target);
-      } else {
-        const nats = cluster.nats;
-        const server = nats && 'servers' in nats ? nats.servers[f.target % nats.servers.length]! : nats && !('servers' in nats) ? nats : undefined;
-        if (server) {
-          if (natsServers > 1) await server.kill();
-          else await server.stop();
-          await sleep(f.forS * 1000);
-          await server.start();
-        }
-      }
-    } catch (e) {
-      say(`fault ${f.kind} failed: ${(e as Error).message}`);
+      const call = client.call({ chain, action: 'call', payload, cost: { uj: cost, provenance: 'Estimator' } });
+      const r = await Promise.race([call, sleep(8_000).then(() => undefined)]);
+      if (r === undefined) throw new Error('no reply within 8 s');
+      onReply({ node, verdict: r.decision.verdict, reason: r.decision.deny_reason, receiptId: receiptId(r.receipt), costUj: cost }, started - st.t0);
+    } catch {
+      st.noReply[node]!++;
+      await client.close().catch(() => {});
+      client = undefined;
     }
-  };
+    const wait = interval - (Date.now() - started);
+    if (wait > 0) await sleep(wait);
+  }
+  await client?.close().catch(() => {});
+}
 
+/** Starts every agent: `agentsPerNode` on the channel (or shard) chain per node, one on the revoked grant. */
+function startAgents(o: ChaosOpts, plan: RunPlan, cluster: ChaosCluster, st: RunState): Promise<void>[] {
+  const rate = o.ratePerAgent ?? 20;
+  const perNode = o.agentsPerNode ?? 2;
+  const out: Promise<void>[] = [];
+  for (let i = 0; i < o.nodes; i++) {
+    const region = cluster.regionOf(i);
+    for (let k = 0; k < perNode; k++) {
+      out.push(
+        agentLoop(cluster, st, i, String(k), plan.chains[i]!, plan.agent, plan.cost, rate, (r) => {
+          st.replies.push(r);
+          if (r.verdict === 'allow') st.ackedByRegion.set(region, (st.ackedByRegion.get(region) ?? 0n) + r.costUj);
+        }),
+      );
+    }
+    out.push(
+      agentLoop(cluster, st, i, 'revokee', [plan.revokee], plan.agent, plan.cost, Math.max(1, Math.round(rate / 4)), (r, sentMs) => {
+        st.revokeeReplies.push({ node: i, sentMs, verdict: r.verdict, reason: r.reason });
+      }),
+    );
+  }
+  return out;
+}
+
+/** Samples each region's acknowledged spend every 250 ms until the run stops. */
+async function sampleSeries(st: RunState): Promise<void> {
+  while (!st.stopping) {
+    pushSample(st);
+    await sleep(250);
+  }
+}
+
+function pushSample(st: RunState): void {
+  const t = nowS(st);
+  for (const [region, series] of st.series) series.push([t, Number(st.ackedByRegion.get(region) ?? 0n)]);
+}
+
+/** Revokes the second grant at node 0 halfway through the run (retrying while node 0 is down). */
+async function revokeMidRun(o: ChaosOpts, plan: RunPlan, cluster: ChaosCluster, st: RunState, say: (l: string) => void): Promise<void> {
+  await sleep((o.durationS * 1000) / 2);
+  while (!st.stopping) {
+    let client: JcpClient | undefined;
+    try {
+      const target = cluster.regionNodes[0]!.find((i) => cluster.running(i)) ?? 0;
+      const nd = cluster.node(target);
+      client = await JcpClient.connect({ host: nd.host, port: nd.port, signer: plan.issuer, reconnectAttempts: 1, reconnectDelayMs: 100 });
+      await client.revoke(plan.revocation, plan.revokee.grant);
+      st.revokedAtMs = Date.now() - st.t0;
+      say(`t=${nowS(st).toFixed(1)}s revoked the second grant at ${nd.name}`);
+      return;
+    } catch {
+      await sleep(250);
+    } finally {
+      await client?.close().catch(() => {});
+    }
+  }
+}
+
+/** Applies one scheduled fault at its time, for its length. Failures are reported, not thrown. */
+async function runFault(cluster: ChaosCluster, st: RunState, f: FaultEvent, applied: FaultEvent[], say: (l: string) => void): Promise<void> {
+  const wait = f.atS * 1000 - (Date.now() - st.t0);
+  if (wait > 0) await sleep(wait);
+  if (st.stopping) return;
+  applied.push(f);
+  say(`t=${nowS(st).toFixed(1)}s ${f.kind} ${faultTarget(f, cluster)} for ${f.forS}s`);
+  try {
+    await cluster.fault(f, () => sleep(f.forS * 1000));
+  } catch (e) {
+    say(`fault ${f.kind} failed: ${(e as Error).message}`);
+  }
+}
+
+/** The printed target of a fault: a node name, `natsK` (`nats X`: region X's NATS), or `region X`. */
+function faultTarget(f: FaultEvent, cluster: ChaosCluster): string {
+  if (f.kind === 'nats-restart') return cluster.regionNames.length > 1 ? `nats ${cluster.regionNames[f.target % cluster.regionNames.length]}` : `nats${f.target + 1}`;
+  if (f.kind === 'region-cut') return `region ${cluster.regionNames[f.target % cluster.regionNames.length]}`;
+  return cluster.node(f.target).name;
+}
+
+/**
+ * Heals everything (every node resumed, reconnected and running, every region joined, every NATS
+ * server up), lets the nodes settle, then stops them gracefully: a graceful stop settles one last
+ * time, so the stream holds every node's final spend.
+ */
+async function healAndStop(o: ChaosOpts, cluster: ChaosCluster, say: (l: string) => void): Promise<void> {
+  say('healing: every node resumed, reconnected and running; settling');
+  await cluster.healAll();
+  await sleep(Math.max(1_500, 6 * (o.settleIntervalMs ?? 200)));
+  for (let i = 0; i < o.nodes; i++) await cluster.stopNode(i);
+}
+
+/** Runs one chaos experiment; resolves to its report. Never leaves processes behind. */
+export async function runChaos(o: ChaosOpts): Promise<ChaosReport> {
+  const say = o.progress ?? (() => {});
+  const plan = planRun(o);
+  const dir = o.keepDir ?? mkdtempSync(join(tmpdir(), 'jcp-chaos-'));
+  const cluster = await startChaosCluster(o, plan, dir, say);
+  const windows = o.mode === 'channel' ? Array.from({ length: o.nodes }, () => plan.window) : [];
+  const bound = o.mode === 'channel' ? overdraftBound(windows) : 0n;
+  const schedule = faultSchedule(o.seed, o.faults, o.nodes, cluster.natsServers, o.durationS, cluster.regionNames.length);
+  const st: RunState = {
+    t0: Date.now(),
+    replies: [],
+    noReply: new Array<number>(o.nodes).fill(0),
+    series: new Map(cluster.regionNames.map((r) => [r, []])),
+    ackedByRegion: new Map(),
+    revokeeReplies: [],
+    revokedAtMs: undefined,
+    stopping: false,
+  };
+  const applied: FaultEvent[] = [];
   let report: ChaosReport;
   try {
-    const agents = cluster.nodes.flatMap((_, i) => Array.from({ length: perNode }, (_, k) => agentLoop(i, k)));
-    const faults = schedule.map(runFault);
+    const agents = startAgents(o, plan, cluster, st);
+    const sampler = sampleSeries(st);
+    const revoke = revokeMidRun(o, plan, cluster, st, say);
+    const faults = schedule.map((f) => runFault(cluster, st, f, applied, say));
     await sleep(o.durationS * 1000);
-    stopping = true;
-    await Promise.all(faults);
-    await Promise.all(agents);
-    await sampler;
-    series.push([Math.round(nowS() * 100) / 100, Number(acked)]);
-    say('healing: every node resumed, reconnected and running; settling');
-    for (let i = 0; i < o.nodes; i++) {
-      cluster.resumeNode(i);
-      cluster.heal(i);
-    }
-    const nats = cluster.nats;
-    for (const s of nats && 'servers' in nats ? nats.servers : nats ? [nats] : []) await s.start();
-    for (let i = 0; i < o.nodes; i++) if (!cluster.running(i)) await cluster.startNode(i);
-    await Promise.all(cluster.nodes.map((_, i) => cluster.waitReady(i)));
-    await sleep(Math.max(1_500, 6 * (o.settleIntervalMs ?? 200)));
-    // A graceful stop settles one last time, so the stream holds every node's final spend.
-    for (let i = 0; i < o.nodes; i++) await cluster.stopNode(i);
-    report = await check(o, cluster, { rootId, root, chains, budget, bound, window, subjectRoot, replies, noReply, series, applied });
+    st.stopping = true;
+    await Promise.all([...faults, revoke, ...agents, sampler]);
+    pushSample(st);
+    await healAndStop(o, cluster, say);
+    report = await check(o, cluster, {
+      rootId: plan.rootId,
+      root: plan.root,
+      chains: plan.chains,
+      revokeeId: grantId(plan.revokee.grant),
+      budget: plan.budget,
+      bound,
+      window: plan.window,
+      subjectRoot: plan.subjectRoot,
+      st,
+      applied,
+    });
   } finally {
-    stopping = true;
+    st.stopping = true;
     await cluster.stop();
     if (!o.keepDir) rmSync(dir, { recursive: true, force: true });
   }
@@ -314,9 +457,8 @@ interface CheckInput {
   readonly bound: Uj;
   readonly window: Uj;
   readonly subjectRoot: string;
-  readonly replies: readonly Reply[];
-  readonly noReply: readonly number[];
-  readonly series: [number, number][];
+  readonly revokeeId: ContentId;
+  readonly st: RunState;
   readonly applied: readonly FaultEvent[];
 }
 
@@ -331,14 +473,16 @@ async function readLog(dataDir: string, steward: string): Promise<Uint8Array[]> 
   return out;
 }
 
-async function check(o: ChaosOpts, cluster: LocalCluster, c: CheckInput): Promise<ChaosReport> {
+async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promise<ChaosReport> {
   const problems: string[] = [];
+  const { replies, noReply } = c.st;
   const inLogs = new Set<ContentId>();
   let total = 0n;
   let receiptsOk = true;
   let receiptsCount = 0;
   const perNode: ChaosReport['decisions']['per_node'] = [];
-  for (const [i, n] of cluster.nodes.entries()) {
+  for (let i = 0; i < o.nodes; i++) {
+    const n = cluster.node(i);
     const receipts = await readLog(n.dataDir, n.steward.did);
     receiptsCount += receipts.length;
     const replay = replayReceipts(receipts, { steward: n.steward.did });
@@ -356,6 +500,8 @@ async function check(o: ChaosOpts, cluster: LocalCluster, c: CheckInput): Promis
       if (!opened.ok) continue;
       const core: ReceiptCore = opened.value;
       const debited = core.chain_ids ?? [core.grant_id];
+      // The second agent's grant (revoked mid-run) is not on the channel: checked by revocationCheck.
+      if (debited.length === 1 && debited[0] === c.revokeeId) continue;
       if (core.verdict === 'allow') {
         if (debited.join() !== chainIds.join()) {
           receiptsOk = false;
@@ -375,16 +521,16 @@ async function check(o: ChaosOpts, cluster: LocalCluster, c: CheckInput): Promis
       problems.push(`${n.name}: replay debited ${replay.ledger.spent(c.rootId)} µJ from the root, allows add up to ${spentHere}`);
     }
     total += spentHere;
-    const mine = c.replies.filter((r) => r.node === i);
+    const mine = replies.filter((r) => r.node === i);
     perNode.push({
       node: n.name,
       allow: mine.filter((r) => r.verdict === 'allow').length,
       deny: mine.filter((r) => r.verdict === 'deny').length,
-      no_reply: c.noReply[i] ?? 0,
+      no_reply: noReply[i] ?? 0,
       spent_uj: spentHere.toString(),
     });
   }
-  const lost = c.replies.filter((r) => r.verdict === 'allow' && !inLogs.has(r.receiptId));
+  const lost = replies.filter((r) => r.verdict === 'allow' && !inLogs.has(r.receiptId));
   if (lost.length > 0) problems.push(`${lost.length} acknowledged allow(s) missing from the logs`);
   const overdraft = total > c.budget ? total - c.budget : 0n;
   const limit = c.budget + (o.mode === 'channel' ? c.bound : 0n);
@@ -409,10 +555,20 @@ async function check(o: ChaosOpts, cluster: LocalCluster, c: CheckInput): Promis
     proven = overdraft === 0n;
     if (!proven) problems.push(`shards mode overspent by ${overdraft} µJ`);
   }
+  const revocation = revocationCheck(o, c.st);
+  if (revocation.allowed_after_reach > 0) {
+    problems.push(`${revocation.allowed_after_reach} allow(s) of the revoked grant after its revocation reached the node (or after ${revocation.staleness_s} s)`);
+  }
   const byReason: Record<string, number> = {};
-  for (const r of c.replies) if (r.verdict === 'deny') byReason[r.reason ?? '?'] = (byReason[r.reason ?? '?'] ?? 0) + 1;
+  for (const r of replies) if (r.verdict === 'deny') byReason[r.reason ?? '?'] = (byReason[r.reason ?? '?'] ?? 0) + 1;
   return {
-    invariants: { no_lost_receipts: lost.length === 0, overdraft_within_bound: within, overdraft_proven: proven, receipts_verify: receiptsOk },
+    invariants: {
+      no_lost_receipts: lost.length === 0,
+      overdraft_within_bound: within,
+      overdraft_proven: proven,
+      receipts_verify: receiptsOk,
+      revocation_enforced: revocation.allowed_after_reach === 0,
+    },
     mode: o.mode,
     seed: o.seed,
     nodes: o.nodes,
@@ -428,30 +584,99 @@ async function check(o: ChaosOpts, cluster: LocalCluster, c: CheckInput): Promis
     window_uj: o.mode === 'channel' ? c.window.toString() : null,
     faults: c.applied.map((f) => ({
       kind: f.kind,
-      target: f.kind === 'nats-restart' ? `nats${f.target + 1}` : `n${f.target + 1}`,
+      target: faultTarget(f, cluster),
       at_s: f.atS,
       for_s: f.forS,
     })),
     decisions: {
-      allow: c.replies.filter((r) => r.verdict === 'allow').length,
-      deny: c.replies.filter((r) => r.verdict === 'deny').length,
+      allow: replies.filter((r) => r.verdict === 'allow').length,
+      deny: replies.filter((r) => r.verdict === 'deny').length,
       by_reason: byReason,
-      no_reply: c.noReply.reduce((a, b) => a + b, 0),
+      no_reply: noReply.reduce((a, b) => a + b, 0),
       receipts: receiptsCount,
       per_node: perNode,
     },
     problems,
-    series: c.series,
+    series: totalSeries(c.st.series),
+    regions: cluster.regionNames.map((name, r) => ({ name, nodes: cluster.regionNodes[r]!.map((i) => cluster.node(i).name) })),
+    series_by_region: Object.fromEntries(c.st.series),
+    revoked_allowed_after_reach: revocation.allowed_after_reach,
+    revocation,
   };
 }
 
-/** The SVG plot of a report: spend against budget (and budget + bound) with the faults marked. */
+/** The total of per-region step series, on the union of their times. */
+function totalSeries(byRegion: ReadonlyMap<string, readonly [number, number][]>): [number, number][] {
+  const all = [...byRegion.values()];
+  return (all[0] ?? []).map(([t], k) => [t, all.reduce((a, s) => a + (s[k]?.[1] ?? 0), 0)]);
+}
+
+function revocationCheck(o: ChaosOpts, st: RunState): NonNullable<ChaosReport['revocation']> {
+  return revocationCount(st.revokeeReplies, st.revokedAtMs, o.revocationStalenessS ?? 10, o.nodes);
+}
+
+/** One reply to a call on the revoked grant: node index, when the request was sent (ms since start), verdict, deny reason. */
+export interface RevokeeReply {
+  readonly node: number;
+  readonly sentMs: number;
+  readonly verdict: 'allow' | 'deny';
+  readonly reason: string | undefined;
+}
+
+/**
+ * Counts the allows of a revoked grant that a node gave after the revocation reached it — after
+ * that node first denied the grant as `revoked` — or, where it never did, after `stalenessS`
+ * seconds past the revocation (a node that cannot confirm it has seen the latest revocations for
+ * that long must stop allowing). Times are when the agent sent the request (ms since the start);
+ * `revokedAtMs` undefined (never revoked) counts nothing.
+ */
+export function revocationCount(
+  replies: readonly RevokeeReply[],
+  revokedAtMs: number | undefined,
+  stalenessS: number,
+  nodes: number,
+): NonNullable<ChaosReport['revocation']> {
+  if (revokedAtMs === undefined) return { revoked_at_s: null, staleness_s: stalenessS, reached_nodes: 0, allowed_before_reach: 0, allowed_after_reach: 0 };
+  const limitMs = revokedAtMs + stalenessS * 1000;
+  let after = 0;
+  let before = 0;
+  let reached = 0;
+  const perNode: { node: number; first_revoked_deny_s: number | null; allowed_after_reach: number }[] = [];
+  for (let i = 0; i < nodes; i++) {
+    const afterBefore = after;
+    const mine = replies.filter((r) => r.node === i).sort((a, b) => a.sentMs - b.sentMs);
+    const firstDeny = mine.find((r) => r.verdict === 'deny' && r.reason === 'revoked')?.sentMs;
+    if (firstDeny !== undefined) reached++;
+    const from = Math.min(firstDeny ?? Number.POSITIVE_INFINITY, limitMs);
+    for (const r of mine) {
+      if (r.verdict !== 'allow') continue;
+      if (r.sentMs > from) after++;
+      else if (r.sentMs >= revokedAtMs) before++;
+    }
+    perNode.push({ node: i, first_revoked_deny_s: firstDeny === undefined ? null : Math.round(firstDeny / 10) / 100, allowed_after_reach: after - afterBefore });
+  }
+  return {
+    revoked_at_s: Math.round(revokedAtMs / 10) / 100,
+    staleness_s: stalenessS,
+    reached_nodes: reached,
+    allowed_before_reach: before,
+    allowed_after_reach: after,
+    per_node: perNode,
+  };
+}
+
+/**
+ * The SVG plot of a report: the overdraft (spend − budget) over time against the bound, one
+ * stacked series per region, with the faults marked (chaos/plot.ts). Reports without
+ * `series_by_region` (written before it existed) plot their total series as one region.
+ */
 export function chaosPlot(r: ChaosReport): string {
-  return spendPlot({
-    title: `jcp chaos: ${r.mode} mode, ${r.nodes} nodes, seed ${r.seed}`,
-    spend: r.series,
+  const byRegion = r.series_by_region ?? { all: r.series };
+  return overdraftPlot({
+    title: `jcp chaos: ${r.mode} mode, ${r.nodes} nodes${r.regions && r.regions.length > 1 ? ` in ${r.regions.length} regions` : ''}, seed ${r.seed}`,
+    regions: Object.entries(byRegion).map(([name, spend]) => ({ name, spend })),
     budgetUj: Number(r.budget_uj),
-    ...(r.mode === 'channel' ? { limitUj: Number(BigInt(r.budget_uj) + BigInt(r.bound_uj)) } : {}),
+    boundUj: Number(r.bound_uj),
     faults: r.faults.map((f) => ({ kind: f.kind, target: f.target, fromS: f.at_s, toS: f.at_s + f.for_s })),
     durationS: r.duration_s,
   });
@@ -461,7 +686,8 @@ export function chaosPlot(r: ChaosReport): string {
 export function chaosTable(r: ChaosReport): string {
   const lines = [
     `mode ${r.mode}, ${r.nodes} nodes, ${r.nats_servers} NATS server(s), ${r.duration_s} s, seed ${r.seed}`,
-    `faults: ${r.faults.length} (${FAULT_KINDS.map((k) => `${k} ${r.faults.filter((f) => f.kind === k).length}`).join(', ')})`,
+    ...(r.regions && r.regions.length > 1 ? [`regions: ${r.regions.map((g) => `${g.name} (${g.nodes.join(', ')})`).join('; ')}`] : []),
+    `faults: ${r.faults.length} (${ALL_FAULT_KINDS.map((k) => `${k} ${r.faults.filter((f) => f.kind === k).length}`).join(', ')})`,
     `decisions: ${r.decisions.allow} allow, ${r.decisions.deny} deny ${JSON.stringify(r.decisions.by_reason)}, ${r.decisions.no_reply} without reply, ${r.decisions.receipts} receipts`,
     '',
     `${'node'.padEnd(6)}${'allow'.padStart(8)}${'deny'.padStart(8)}${'no reply'.padStart(10)}${'spent µJ'.padStart(16)}`,
@@ -471,6 +697,14 @@ export function chaosTable(r: ChaosReport): string {
     `spent     ${r.spent_uj} µJ (from receipts)`,
     ...(r.mode === 'channel' ? [`window    ${r.window_uj} µJ per node`, `bound     ${r.bound_uj} µJ (Σ W − min W)`] : []),
     `overdraft ${r.overdraft_uj} µJ${r.statements ? `; statements prove ${r.statements.overdraft_uj} µJ of ${r.statements.total_uj} µJ from ${r.statements.points} points` : ''}`,
+    ...(r.revocation
+      ? [
+          `revoked   a second grant at ${r.revocation.revoked_at_s ?? '-'} s; ${r.revocation.reached_nodes} node(s) seen denying it; ${r.revocation.allowed_before_reach} allow(s) before reach, ${r.revocation.allowed_after_reach} after (staleness limit ${r.revocation.staleness_s} s)`,
+          ...(r.revocation.per_node ?? [])
+            .filter((n) => n.first_revoked_deny_s === null || n.allowed_after_reach > 0)
+            .map((n) => `          ${r.decisions.per_node[n.node]?.node ?? n.node}: first revoked deny ${n.first_revoked_deny_s ?? 'never'}, ${n.allowed_after_reach} allow(s) after reach`),
+        ]
+      : []),
     '',
     ...Object.entries(r.invariants).map(([k, v]) => `${v ? 'PASS' : 'FAIL'}  ${k}`),
     ...r.problems.map((p) => `  - ${p}`),

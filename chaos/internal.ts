@@ -3,4 +3,5 @@
  * re-exports). Product code never imports this file.
  */
 export * from './index.ts';
-export { faultSchedule } from './chaos.ts';
+export { faultSchedule, revocationCount } from './chaos.ts';
+export { laneLabels, overdraftPlot, spreadLabels } from './plot.ts';

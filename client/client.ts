@@ -96,6 +96,11 @@ export interface CallParams {
    */
   readonly notify?: boolean;
   /**
+   * The request's `nonce` (16 bytes, signed; core/wire.ts): two calls with the same fields in
+   * the same second are two requests only when their nonces differ. Absent: no nonce.
+   */
+  readonly nonce?: Uint8Array;
+  /**
    * Called with each MCP notification (the JSON-RPC object: `notifications/progress` with the
    * node's progress token, `notifications/message`) the upstream sent during this call, in order
    * and before the call resolves. Only for allowed calls; a deny gets none.
@@ -418,6 +423,7 @@ export class JcpClient {
       now,
       ...(payload !== undefined ? { payload } : {}),
       ...(p.notify === true || p.onNotice !== undefined ? { notify: 1 as const } : {}),
+      ...(p.nonce !== undefined ? { nonce: p.nonce } : {}),
     };
     return await signWireRequest(unsigned, 'sign' in signer ? signer.sign : signer);
   }

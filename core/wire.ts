@@ -8,7 +8,7 @@
  * has exactly one wire form.
  *
  * Messages are maps; `docs/wire.md` lists them all. Which message a map is follows from its keys:
- * - request `{frame, chain, caller, cost, now, signature, payload?}` (WireRequest, §11);
+ * - request `{frame, chain, caller, cost, now, signature, payload?, notify?, nonce?}` (WireRequest, §11);
  * - response `{decision: {verdict, deny_reason?}, receipt, result?}` (WireResponse, §11);
  * - error `{error: {code, message}}` (never reached a decision; no receipt);
  * - revoke `{revoke: SignedRevocation}` → answered by revoked `{revoked: {grant_id}}` or an error.
@@ -199,6 +199,14 @@ export interface WireRequest {
    * as `notice` messages before the response; absent = none. Signed like every field.
    */
   readonly notify?: 1;
+  /**
+   * {@link REQUEST_NONCE_BYTES} bytes the caller chooses so that two calls with the same fields
+   * in the same second are two requests (§11: the request id is the content id of the signed
+   * request, so without it they would be one, and the second an idempotent replay of the first).
+   * Signed like every field; absent in requests that need none (the request bytes are then what
+   * they were before the field existed).
+   */
+  readonly nonce?: Uint8Array;
   /** Ed25519 by `caller` over {@link wireRequestSigningBytes}; 64 bytes. */
   readonly signature: Uint8Array;
 }
@@ -221,6 +229,7 @@ function unsignedToCbor(r: UnsignedWireRequest): Obj {
   };
   if (r.payload !== undefined) o['payload'] = r.payload;
   if (r.notify !== undefined) o['notify'] = r.notify;
+  if (r.nonce !== undefined) o['nonce'] = r.nonce;
   return o;
 }
 
@@ -530,7 +539,10 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
 }
 
 /** The optional fields of a request map. */
-export const REQUEST_OPTIONAL: readonly string[] = ['payload', 'notify'];
+export const REQUEST_OPTIONAL: readonly string[] = ['payload', 'notify', 'nonce'];
+
+/** Length of a request's optional `nonce` (bytes). */
+export const REQUEST_NONCE_BYTES = 16;
 
 /** A parsed JSON text, or undefined when it is not JSON. */
 function jsonOrUndefined(text: string): unknown {
@@ -572,13 +584,14 @@ export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): Wi
     now: asSafeUint(o['now'], 'request.now'),
     ...(payload !== undefined ? { payload } : {}),
     ...(o['notify'] !== undefined ? { notify: 1 as const } : {}),
+    ...(o['nonce'] !== undefined ? { nonce: asBytes(o['nonce'], 'request.nonce', REQUEST_NONCE_BYTES) } : {}),
     signature: asBytes(o['signature'], 'request.signature', 64),
   };
 }
 
-/** The first byte of a request map: 6 required fields, plus `payload` and `notify` when present. */
+/** The first byte of a request map: 6 required fields, plus `payload`, `notify` and `nonce` when present. */
 const REQUEST_HEAD_MIN = headBytes(MAJOR.map, 6)[0]!;
-const REQUEST_HEAD_MAX = headBytes(MAJOR.map, 8)[0]!;
+const REQUEST_HEAD_MAX = headBytes(MAJOR.map, 9)[0]!;
 /** `now`, `cost`, `chain`: the first three keys of every request map in canonical key order (§3, length first). */
 const NOW_KEY = encode('now');
 const COST_KEY = encode('cost');
@@ -592,7 +605,7 @@ export interface RequestChainEntry {
 }
 
 /**
- * Finds the `chain` entry of a request-shaped body (a 6- to 8-entry map whose first keys are
+ * Finds the `chain` entry of a request-shaped body (a 6- to 9-entry map whose first keys are
  * `now`, `cost`, `chain`) by walking the item structure only; undefined for any other shape.
  * Nothing is checked canonical here: the caller still decodes the body strictly
  * ({@link decodeWireRequestWithChain} or {@link decodeWireMessage}).
@@ -636,7 +649,7 @@ const SIGNATURE_TAIL_BYTES = SIGNATURE_TAIL.length + 64;
  * `signature` is the longest key of a request, so in canonical key order (length first) it is
  * the map's last entry, and dropping it (with the entry count one less) gives exactly
  * `canonical_cbor(request without signature)` without encoding the request again. Falls back to
- * {@link wireRequestSigningBytes} when the body has another shape (not a 6- to 8-entry map
+ * {@link wireRequestSigningBytes} when the body has another shape (not a 6- to 9-entry map
  * ending with `req.signature`). Either way equal to `wireRequestSigningBytes(req)`. Never throws
  * for a `req` that encodes.
  */

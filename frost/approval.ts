@@ -9,7 +9,7 @@
  * grant chain, the caller and `now`. Anything else is a raw message, refused unless the holder
  * signs raw bytes. docs/frost.md "Approvals" documents the formats.
  */
-import { type Actor, asArray, asCid, asDid, asEnum, asObj, asSafeUint, asText, contentId, type ContentId, contentIdOfBytes, decode, type Did, encode, err, isContentId, MAX_WIRE_CHAIN, ok, readSigned, readSignedGrant, readWireRequestFields, type Result, signBody, toHex, type UnsignedWireRequest, verifyBody, wireRequestSigningBytes } from '../core/index.ts';
+import { type Actor, asArray, asCid, asDid, asEnum, asObj, asSafeUint, asText, contentId, type ContentId, contentIdOfBytes, decode, type Did, encode, err, isContentId, MAX_WIRE_CHAIN, ok, readSigned, readSignedGrant, readWireRequestFields, REQUEST_OPTIONAL, type Result, signBody, toHex, type UnsignedWireRequest, verifyBody, wireRequestSigningBytes } from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 
 /** One link of the grant chain as a holder is shown it. `budget_uj` in µJ (decimal string), `expiry` unix seconds. */
@@ -66,8 +66,9 @@ export type Subject = DecodedCall | RawMessage;
 export function decodeCall(message: Uint8Array): Subject {
   const request = contentIdOfBytes(message);
   try {
-    // `notify` (docs/wire.md) is part of the signed bytes: the bridge asks for notices on every call.
-    const o = asObj(decode(message), 'request', ['frame', 'chain', 'caller', 'cost', 'now'], ['payload', 'notify']);
+    // `notify` and `nonce` (docs/wire.md) are part of the signed bytes: the bridge asks for notices
+    // on every call and gives each call its nonce.
+    const o = asObj(decode(message), 'request', ['frame', 'chain', 'caller', 'cost', 'now'], REQUEST_OPTIONAL);
     const chain = asArray(o['chain'], 'request.chain', MAX_WIRE_CHAIN).map((g, i) => readSignedGrant(g, `request.chain[${i}]`));
     if (chain.length === 0) throw new Error('request.chain: at least one grant');
     const r = readWireRequestFields({ ...o, signature: new Uint8Array(64) }, chain);

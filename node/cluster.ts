@@ -20,7 +20,7 @@
  *
  * Config: the `cluster` section of the node config (docs/cluster.md), read by
  * {@link readClusterConfig}:
- * `{"subject_root": "jcp", "replicas": 1, "settle_interval_ms": 250, "revocation_catch_up_ms": 5000,
+ * `{"subject_root": "jcp", "replicas": 1, "stream_cluster": "a", "settle_interval_ms": 250, "revocation_catch_up_ms": 5000,
  *   "nats_monitor_url": "http://127.0.0.1:8222",
  *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
  */
@@ -40,6 +40,12 @@ export interface ClusterConfig {
   readonly subjectRoot: string;
   /** Stream replicas: 1 for a single NATS server, 3 for a 3-server cluster. */
   readonly replicas: number;
+  /**
+   * The NATS cluster (region) the node creates a missing stream in, in a supercluster
+   * (docs/regions.md "Where the streams live": every stream in the home region). Absent: no
+   * placement (the cluster the node's NATS server belongs to).
+   */
+  readonly streamCluster?: string;
   /** Settle every channel at least this often (ms). */
   readonly settleIntervalMs: number;
   /** How long boot waits for the revocation stream's backlog (ms). */
@@ -75,7 +81,7 @@ function intIn(v: unknown, where: string, min: number, max: number, dflt: number
 export function readClusterConfig(v: unknown): ClusterConfig {
   const o = (v ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
-  const allowed = ['subject_root', 'replicas', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts', 'nats_monitor_url'];
+  const allowed = ['subject_root', 'replicas', 'stream_cluster', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts', 'nats_monitor_url'];
   for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
   const root = o['subject_root'] ?? 'jcp';
   if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
@@ -84,6 +90,8 @@ export function readClusterConfig(v: unknown): ClusterConfig {
   } catch (e) {
     bad('cluster.subject_root', (e as Error).message);
   }
+  const sc = o['stream_cluster'];
+  if (sc !== undefined && (typeof sc !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(sc))) bad('cluster.stream_cluster', 'expected a NATS cluster name: 1-64 of [A-Za-z0-9_-]');
   const rawChannels = o['channels'] ?? [];
   if (!Array.isArray(rawChannels)) bad('cluster.channels', 'expected an array');
   const channels = rawChannels.map((c: unknown, i: number): ChannelSpec => {
@@ -109,6 +117,7 @@ export function readClusterConfig(v: unknown): ClusterConfig {
   return {
     subjectRoot: root,
     replicas: intIn(o['replicas'], 'cluster.replicas', 1, 5, 1),
+    ...(sc !== undefined ? { streamCluster: sc as string } : {}),
     settleIntervalMs: intIn(o['settle_interval_ms'], 'cluster.settle_interval_ms', 10, 600_000, 250),
     revocationCatchUpMs: intIn(o['revocation_catch_up_ms'], 'cluster.revocation_catch_up_ms', 0, 600_000, 5_000),
     channels,
@@ -211,6 +220,7 @@ export class ClusterHooks {
             },
           }
         : {}),
+      ...(config.streamCluster !== undefined ? { placement: { cluster: config.streamCluster } } : {}),
     });
     this.bus.onEvent((e) => {
       if (e.type === 'slow-consumer' || e.type === 'consumer-reset') log.warn({ nats_event: e.type, detail: e.detail }, 'NATS: consumer trouble');
@@ -591,7 +601,11 @@ export class ClusterHooks {
       for (let attempt = 0; !this.#stopped; attempt++) {
         try {
           await this.bus.ready();
-          this.#assignments ??= new ShardAssignmentStream(this.bus.connection!, { root: this.config.subjectRoot, replicas: this.config.replicas });
+          this.#assignments ??= new ShardAssignmentStream(this.bus.connection!, {
+            root: this.config.subjectRoot,
+            replicas: this.config.replicas,
+            ...(this.config.streamCluster !== undefined ? { placement: { cluster: this.config.streamCluster } } : {}),
+          });
           const follow = await this.#assignments.follow((bytes) => this.#assignment(bytes));
           if (this.#stopped) await follow.stop();
           else this.#assignFollow = follow;

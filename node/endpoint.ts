@@ -145,6 +145,13 @@ export function errorResult(code: EndpointErrorCode, message: string, extra: Rea
 
 class TimeoutError extends Error {}
 
+let typesModule: Promise<typeof import('@modelcontextprotocol/sdk/types.js')> | undefined;
+/** The SDK's schemas, loaded once on first use (a node without endpoints never loads them). */
+function sdkTypes(): Promise<typeof import('@modelcontextprotocol/sdk/types.js')> {
+  typesModule ??= import('@modelcontextprotocol/sdk/types.js');
+  return typesModule;
+}
+
 /** How long a server may take to start and answer `initialize` (at least; more if `timeout_ms` is larger). */
 const START_TIMEOUT_MS = 15_000;
 /** Connect attempts per call, and the delay before the second (doubled after each failure). */
@@ -290,7 +297,7 @@ abstract class McpEndpoint implements Endpoint {
 
   /** Reads every page of `tools/list` and makes it the known list (the raw `Tool` objects). */
   async #listTools(live: Live): Promise<void> {
-    const { ListToolsResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const { ListToolsResultSchema } = await sdkTypes();
     const all: Record<string, unknown>[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
@@ -326,11 +333,18 @@ abstract class McpEndpoint implements Endpoint {
     const key = `${++this.#seq}`;
     const slot: Slot = { emit };
     this.#slots.set(key, slot);
+    // One signal per call, aborted when the connection is lost: the SDK adds an `abort` listener
+    // to the signal of every request and never removes it, so the connection's own long-lived
+    // signal would collect one per call (MaxListenersExceededWarning, and a slower add each time).
+    const call = new AbortController();
+    const onLost = () => call.abort(live.lost.signal.reason);
+    if (live.lost.signal.aborted) onLost();
+    else live.lost.signal.addEventListener('abort', onLost, { once: true });
     try {
       const parsed = await withTimeout(
         live.client.request({ method, params: { ...params, _meta: { [MARK]: key } } } as never, schema, {
           timeout: timeoutMs + 1000,
-          signal: live.lost.signal,
+          signal: call.signal,
           ...(emit !== undefined ? { onprogress: () => undefined } : {}),
         }),
         timeoutMs,
@@ -347,6 +361,7 @@ abstract class McpEndpoint implements Endpoint {
       }
       throw e;
     } finally {
+      live.lost.signal.removeEventListener('abort', onLost);
       this.#slots.delete(key);
       for (const [k, s] of this.#byId) if (s === slot) this.#byId.delete(k);
       for (const [k, s] of this.#byToken) if (s === slot) this.#byToken.delete(k);
@@ -412,7 +427,7 @@ abstract class McpEndpoint implements Endpoint {
   }
 
   async invoke(tool: string, args: Record<string, unknown>, opts: InvokeOptions = {}): Promise<Uint8Array> {
-    const { CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const { CallToolResultSchema } = await sdkTypes();
     this.#calls++;
     try {
       for (let attempt = 0; ; attempt++) {

@@ -415,7 +415,9 @@ export class Enforcer {
       const result = inv.result;
       const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result), ...metered }, steward);
       release = false;
-      this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }).then(
+      // Deferred: no reply waits on it, so it rides with the next receipt's batch instead of
+      // putting a second fsync in front of the next decision (the receipt is durable already).
+      this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }, { deferred: true }).then(
         () => this.#inflight.delete(rid),
         () => this.#inflight.delete(rid),
       );

@@ -6,7 +6,9 @@
  * Writes are group-committed: while one fsync'd batch (`batch(ops, {sync: true})`) is in flight,
  * the next decisions queue up and go together in the next one, so durability costs one fsync per
  * batch, not per decision. A write resolves only once its batch is on disk; the node replies only
- * then.
+ * then. A write nobody waits for before a reply (a measurement record, written after the reply
+ * left) may be *deferred*: it waits in the queue for the next write's batch, or at most
+ * {@link DEFERRED_FLUSH_MS}, so it does not put a second fsync in front of the next decision.
  *
  * Layout of the data folder:
  * - `node.json`: written once, when the log is created (`{format, steward, created_at_s}`); its
@@ -72,6 +74,8 @@ type Op = { type: 'put'; key: Uint8Array; value: Uint8Array };
 
 interface Pending {
   readonly ops: Op[];
+  /** Nobody waits on it before a reply: it need not start a batch of its own. */
+  readonly deferred: boolean;
   readonly resolve: () => void;
   readonly reject: (e: Error) => void;
 }
@@ -135,6 +139,9 @@ export function readDataMeta(dataDir: string): { format: string; steward: Did; c
 }
 
 /** The durable, group-committed receipt log of one node (§8.1). */
+/** Longest a deferred write waits for another write's batch before it gets its own (ms). */
+export const DEFERRED_FLUSH_MS = 10;
+
 export class ReceiptLog {
   readonly dataDir: string;
   readonly location: string;
@@ -146,6 +153,8 @@ export class ReceiptLog {
   readonly #onBatch: ((receipts: number, seconds: number) => void) | undefined;
   #queue: Pending[] = [];
   #flushing = false;
+  #deferTimer: NodeJS.Timeout | undefined;
+  #closing = false;
   #failed: Error | undefined;
   #closed = false;
   #durableSeq = -1;
@@ -357,11 +366,19 @@ export class ReceiptLog {
    * Writes the outcome record of receipt `seq` (`node/outcome.ts`), and the endpoint result kept
    * for idempotent replies when given, in one fsync'd batch: a reversal is never durable without
    * the result that tells a re-sent request about it, nor the other way round. Resolves once durable.
+   * With `deferred`, the batch is not started for it: it goes with the next write, or within
+   * {@link DEFERRED_FLUSH_MS} (for a write no reply waits on).
    */
-  putOutcome(kind: OutcomeKind, seq: number, record: Uint8Array, result?: { readonly requestId: ContentId; readonly bytes: Uint8Array }): Promise<void> {
+  putOutcome(
+    kind: OutcomeKind,
+    seq: number,
+    record: Uint8Array,
+    result?: { readonly requestId: ContentId; readonly bytes: Uint8Array },
+    opts: { readonly deferred?: boolean } = {},
+  ): Promise<void> {
     const ops: Op[] = [{ type: 'put', key: outcomeKey(kind, seq), value: record }];
     if (result !== undefined) ops.push({ type: 'put', key: textKey(S, result.requestId), value: result.bytes });
-    return this.#write(ops);
+    return this.#write(ops, opts.deferred === true);
   }
 
   /** The reversal record of receipt `seq`, if the log holds one. */
@@ -496,18 +513,34 @@ export class ReceiptLog {
     }
   }
 
-  #write(ops: Op[]): Promise<void> {
+  #write(ops: Op[], deferred = false): Promise<void> {
     if (this.#failed) return Promise.reject(this.#failed);
     if (this.#closed) return Promise.reject(new Error('receipt log is closed'));
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ ops, resolve, reject });
-      if (!this.#flushing) void this.#flush();
+      this.#queue.push({ ops, deferred, resolve, reject });
+      if (this.#flushing) return;
+      if (!deferred) void this.#flush();
+      else this.#deferTimer ??= setTimeout(() => void this.#flush(), DEFERRED_FLUSH_MS);
     });
   }
 
   async #flush(): Promise<void> {
+    const timed = this.#deferTimer !== undefined;
+    if (timed) {
+      clearTimeout(this.#deferTimer);
+      this.#deferTimer = undefined;
+    }
+    if (this.#flushing) return;
     this.#flushing = true;
+    // Called by the timer (or at close): deferred writes go now.
+    let force = timed || this.#closing;
     while (this.#queue.length > 0 && !this.#failed) {
+      // Only deferred writes left after a batch: they wait for the next write, or the timer.
+      if (!force && this.#queue.every((p) => p.deferred)) {
+        this.#deferTimer ??= setTimeout(() => void this.#flush(), DEFERRED_FLUSH_MS);
+        break;
+      }
+      force = this.#closing;
       const take = this.#queue.length <= this.#batchMax ? this.#queue : this.#queue.slice(0, this.#batchMax);
       this.#queue = take === this.#queue ? [] : this.#queue.slice(this.#batchMax);
       const t0 = performance.now();
@@ -566,6 +599,8 @@ export class ReceiptLog {
   /** Waits for queued writes, then closes the database and writes the head mark a last time (fsync'd). */
   async close(): Promise<void> {
     if (this.#closed) return;
+    this.#closing = true; // deferred writes go now
+    if (!this.#flushing && this.#queue.length > 0) void this.#flush();
     while (this.#flushing || this.#queue.length > 0) await new Promise((r) => setTimeout(r, 1));
     this.#closed = true;
     try {

@@ -392,6 +392,9 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
   return { file, seq: r.coveredSeq, replayed, requests: r.requests.size, bytes: bytes.length, seconds: (performance.now() - t0) / 1000 };
 }
 
+/** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
+export const SNAPSHOT_WORKER_NICE = 19;
+
 /** Options of {@link Snapshotter}. */
 export interface SnapshotterOptions {
   readonly log: ReceiptLog;
@@ -410,8 +413,9 @@ export interface SnapshotterOptions {
   /** The seq the newest usable snapshot covers at start (−1: none). */
   readonly coveredSeq: number;
   /**
-   * Where the replay's slices run: the node's signature workers; without them, a temporary worker
-   * thread started for each snapshot (so the main thread only reads the log and decides).
+   * Ignored (kept for callers that pass the node's signature workers): the replay's slices run on
+   * a temporary worker thread started for each snapshot at {@link SNAPSHOT_WORKER_NICE}, so the
+   * main thread only reads the log and decides, and the signature workers only serve decisions.
    */
   readonly runner?: SliceRunner | undefined;
   readonly parallel?: number;
@@ -424,7 +428,7 @@ export interface SnapshotterOptions {
  * Writes snapshots of a running node's log every N receipts or T seconds. The check
  * runs on a 1-second timer; a snapshot is built from the log (node/snapshot.ts `makeSnapshot`),
  * never from the live ledger, so the decision path is not paused: the replay's verification runs
- * on the signature workers, or on a temporary worker thread, and one snapshot is built at a
+ * on a temporary worker thread at the lowest scheduling priority, and one snapshot is built at a
  * time. A failure is logged and retried at the next trigger; it never stops the node.
  */
 export class Snapshotter {
@@ -476,7 +480,9 @@ export class Snapshotter {
     const toSeq = this.#o.durableSeq();
     if (toSeq <= this.#covered) return undefined;
     const build = async (): Promise<MadeSnapshot | undefined> => {
-      const tmp = this.#o.runner === undefined ? await WorkerPool.start(1) : undefined;
+      // A temporary worker of its own at the lowest priority (never the decision path's signature
+      // workers: a replay slice queued there would hold up the caller-signature checks behind it).
+      const tmp = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE });
       try {
         return await makeSnapshot(this.#o.log, this.#o.dataDir, {
           steward: this.#o.steward,
@@ -484,12 +490,12 @@ export class Snapshotter {
           windowS: this.#o.windowS,
           nowS: this.#o.clockS(),
           keep: this.#o.keep,
-          runner: this.#o.runner ?? ((job) => tmp!.replaySlice(job)),
-          parallel: this.#o.parallel ?? 2,
+          runner: (job) => tmp.replaySlice(job),
+          parallel: 2,
           logger: this.#o.logger,
         });
       } finally {
-        await tmp?.close();
+        await tmp.close();
       }
     };
     const p = build();

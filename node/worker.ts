@@ -2,7 +2,9 @@
  * A signature worker thread (started by `workers.ts`): verifies caller signatures (§11) and
  * replays receipt-log slices (§8.1), so both cores do signature work.
  */
-import { parentPort } from 'node:worker_threads';
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
 import { parseDid, verify } from '../core/index.ts';
 import { replaySlice, type SliceJob } from './replay.ts';
 
@@ -52,7 +54,23 @@ export function verifyJobs(jobs: readonly VerifyJob[]): Uint8Array {
   return out;
 }
 
+/**
+ * Lowers this worker thread's priority to `nice` (Linux: setpriority on the thread's own id, read
+ * from /proc/thread-self). Returns the priority set, or undefined where that is not possible.
+ */
+export function niceThisThread(nice: number): number | undefined {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (!Number.isSafeInteger(tid) || tid <= 0) return undefined;
+    setPriority(tid, nice);
+    return getPriority(tid);
+  } catch {
+    return undefined;
+  }
+}
+
 const port = parentPort;
+if (port && typeof (workerData as { nice?: unknown } | undefined)?.nice === 'number') niceThisThread((workerData as { nice: number }).nice);
 if (port) {
   port.on('message', (m: WorkerJob) => {
     try {

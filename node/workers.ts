@@ -46,11 +46,16 @@ export class WorkerPool {
     }
   }
 
-  /** Starts `n` workers (n ≥ 1) and waits until each is online. */
-  static async start(n: number): Promise<WorkerPool> {
+  /**
+   * Starts `n` workers (n ≥ 1) and waits until each is online. With `nice` (1–19, Linux), each
+   * worker thread lowers its own scheduling priority to it (setpriority on its thread id), so
+   * background work (a snapshot's replay) yields the cores to the decision path; elsewhere, or
+   * when the system refuses, the worker runs at the normal priority.
+   */
+  static async start(n: number, opts: { readonly nice?: number } = {}): Promise<WorkerPool> {
     const boot = new URL('./worker.mjs', import.meta.url);
     const entry = new URL('./worker.ts', import.meta.url).href;
-    const workers = Array.from({ length: n }, () => new Worker(boot, { workerData: { entry } }));
+    const workers = Array.from({ length: n }, () => new Worker(boot, { workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}) } }));
     await Promise.all(workers.map((w) => new Promise<void>((resolve, reject) => {
       w.once('online', () => resolve());
       w.once('error', reject);

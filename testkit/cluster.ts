@@ -48,6 +48,16 @@ export interface ClusterOpts {
   readonly detached?: boolean;
   /** Steward seeds (32 bytes each), for reproducible dids; random by default. */
   readonly seeds?: readonly Uint8Array[];
+  /**
+   * The points of every channel (steward did:keys), when they are not just this cluster's nodes
+   * (a multi-region cluster: every region's nodes). Default: the stewards of this cluster.
+   */
+  readonly points?: readonly string[];
+  /**
+   * Node config keys set over the ones this launcher writes, for node `i` (0-based); a `cluster`
+   * object is merged key by key into the `cluster` section.
+   */
+  readonly nodeConfig?: (i: number) => Record<string, unknown>;
 }
 
 /** One node of the cluster. */
@@ -152,7 +162,7 @@ export class LocalCluster {
     const natsUrl = (proxies.length > 0 ? proxies.map((p) => p.natsUrl) : this.natsUrls).join(',');
     const port = await freePort();
     const metricsPort = await freePort();
-    const config = {
+    const base: Record<string, unknown> = {
       listen: `127.0.0.1:${port}`,
       data_dir: dataDir,
       metrics: `127.0.0.1:${metricsPort}`,
@@ -166,9 +176,14 @@ export class LocalCluster {
         replicas: this.natsUrls.length >= 3 ? 3 : 1,
         ...(o.settleIntervalMs !== undefined ? { settle_interval_ms: o.settleIntervalMs } : {}),
         // Every node's steward is a point of every channel; statements from anyone else are refused.
-        channels: (o.channels ?? []).map((c) => ({ grant_id: c.grant_id, window_uj: String(c.window_uj), points: stewards.map((a) => a.did) })),
+        channels: (o.channels ?? []).map((c) => ({ grant_id: c.grant_id, window_uj: String(c.window_uj), points: o.points ?? stewards.map((a) => a.did) })),
       },
     };
+    const patch = o.nodeConfig?.(i) ?? {};
+    const config: Record<string, unknown> = { ...base, ...patch };
+    if (typeof patch['cluster'] === 'object' && patch['cluster'] !== null) {
+      config['cluster'] = { ...(base['cluster'] as Record<string, unknown>), ...(patch['cluster'] as Record<string, unknown>) };
+    }
     const configFile = join(ndir, 'node.json');
     writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
     return {

@@ -6,10 +6,23 @@ export { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } 
 export { ParticipantCluster } from './frost-procs.ts';
 export { serveToolsHttp } from './mcp-tools-server.ts';
 export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
-export { exitAfterInterrupt, freePort, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
 export { ParticipantProc } from './frost-procs.ts';
 export { startParticipantProc } from './frost-procs.ts';
-export { TcpProxy } from './proxy.ts';
+export { exitAfterInterrupt, freePort, JCP_BIN, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
+export {
+  type LinkStatus,
+  type Region,
+  type RegionCluster,
+  type RegionLink,
+  type RegionNode,
+  type RegionOpts,
+  type RegionState,
+  type RegionStatus,
+  REGION_NAMES,
+  startRegions,
+  type TlsMaterial,
+} from './regions.ts';
+export { type LinkDelay, TcpProxy } from './proxy.ts';
 export {
   feedReachTarget,
   measureRevocationReach,
@@ -20,4 +33,4 @@ export {
   type ReachStats,
   type ReachTarget,
 } from './reach.ts';
-export { type CertFiles, makeTlsMaterial, natsTlsBlock, type TlsMaterial } from './tls.ts';
+export { type CertFiles, makeTlsMaterial, natsTlsBlock } from './tls.ts';

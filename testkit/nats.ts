@@ -60,13 +60,23 @@ export interface NatsServerOpts {
   /** Outlive this process (`jcp cluster up`): not killed on exit; stop it by pid. Default false. */
   readonly detached?: boolean;
   /**
-   * TLS (docs/tls.md): nats-server `tls { … }` blocks (testkit/tls.ts `natsTlsBlock`) for client
-   * connections (`client`, at the top level: the server then refuses plaintext clients) and for
-   * route connections (`route`, inside `cluster { }`).
+   * Gateway membership (a supercluster, testkit/regions.ts): this server's gateway port, the
+   * gateway name (must equal the cluster name), the gateway url it advertises to other clusters
+   * (`host:port`), and the urls of every remote cluster's gateways. Unknown clusters are refused.
    */
-  readonly tls?: { readonly client?: string; readonly route?: string };
-  /** More nats-server config text appended as given (e.g. a `gateway { … }` section). */
-  readonly extraConfig?: string;
+  readonly gateway?: {
+    readonly name: string;
+    readonly port: number;
+    readonly advertise?: string;
+    readonly remotes: readonly { readonly name: string; readonly urls: readonly string[] }[];
+  };
+  /** Extra config lines appended as they are. */
+  readonly extraConfig?: readonly string[];
+  /**
+   * TLS on client, route and gateway connections (PEM files): this server's certificate and key,
+   * and the CA it trusts; routes and gateways verify the peer's certificate against that CA.
+   */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly caFile: string };
 }
 
 /** One `nats-server` child process with JetStream enabled, on 127.0.0.1 only. */
@@ -76,10 +86,9 @@ export class NatsServer {
   readonly port: number;
   readonly httpPort: number;
   readonly cluster: NatsServerOpts['cluster'];
-  /** The TLS blocks written into the config, if any. */
-  tls: NatsServerOpts['tls'];
-  /** Config text appended as given. */
-  extraConfig: string | undefined;
+  readonly gateway: NatsServerOpts['gateway'];
+  readonly extraConfig: readonly string[];
+  readonly tls: NatsServerOpts['tls'];
   readonly #ownsDir: boolean;
   readonly #detached: boolean;
   readonly #bin: string;
@@ -94,7 +103,13 @@ export class NatsServer {
     cluster: NatsServerOpts['cluster'],
     detached: boolean,
     bin: string,
+    gateway?: NatsServerOpts['gateway'],
+    extraConfig: readonly string[] = [],
+    tls?: NatsServerOpts['tls'],
   ) {
+    this.tls = tls;
+    this.gateway = gateway;
+    this.extraConfig = extraConfig;
     this.#detached = detached;
     this.#bin = bin;
     this.name = name;
@@ -105,9 +120,9 @@ export class NatsServer {
     this.cluster = cluster;
   }
 
-  /** Client url, `nats://127.0.0.1:<port>` (`tls://…` when client connections run TLS). */
+  /** Client url, `nats://127.0.0.1:<port>`. */
   get url(): string {
-    return `${this.tls?.client !== undefined ? 'tls' : 'nats'}://127.0.0.1:${this.port}`;
+    return `nats://127.0.0.1:${this.port}`;
   }
 
   /** The OS process id while running. */
@@ -133,9 +148,7 @@ export class NatsServer {
     const port = opts.port ?? (await freePort());
     const httpPort = opts.httpPort ?? (await freePort());
     const name = opts.name ?? `jcp-${port}`;
-    const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin);
-    s.tls = opts.tls;
-    s.extraConfig = opts.extraConfig;
+    const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin, opts.gateway, opts.extraConfig, opts.tls);
     s.#writeConfig();
     s.#spawn();
     if (wait) await s.ready(timeoutMs);
@@ -153,7 +166,18 @@ export class NatsServer {
       '  max_file_store: 2GB',
       '}',
     ];
-    if (this.tls?.client !== undefined) lines.push(this.tls.client);
+    const tls = (indent: string, verify: boolean) =>
+      this.tls
+        ? [
+            `${indent}tls {`,
+            `${indent}  cert_file: ${JSON.stringify(this.tls.certFile)}`,
+            `${indent}  key_file: ${JSON.stringify(this.tls.keyFile)}`,
+            `${indent}  ca_file: ${JSON.stringify(this.tls.caFile)}`,
+            ...(verify ? [`${indent}  verify: true`] : []),
+            `${indent}}`,
+          ]
+        : [];
+    lines.push(...tls('', false));
     if (this.cluster) {
       const routes = this.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
       lines.push(
@@ -161,11 +185,19 @@ export class NatsServer {
         `  name: ${JSON.stringify(this.cluster.name)}`,
         `  listen: "127.0.0.1:${this.cluster.port}"`,
         `  routes: [${routes}]`,
-        ...(this.tls?.route !== undefined ? [this.tls.route] : []),
+        ...tls('  ', true),
         '}',
       );
     }
-    if (this.extraConfig !== undefined) lines.push(this.extraConfig);
+    if (this.gateway) {
+      const g = this.gateway;
+      lines.push('gateway {', `  name: ${JSON.stringify(g.name)}`, `  listen: "127.0.0.1:${g.port}"`, '  reject_unknown_cluster: true');
+      if (g.advertise) lines.push(`  advertise: ${JSON.stringify(g.advertise)}`);
+      lines.push('  gateways: [');
+      for (const r of g.remotes) lines.push(`    { name: ${JSON.stringify(r.name)}, urls: [${r.urls.map((u) => JSON.stringify(u)).join(', ')}] }`);
+      lines.push('  ]', ...tls('  ', true), '}');
+    }
+    lines.push(...this.extraConfig);
     writeFileSync(join(this.dir, 'nats.conf'), `${lines.join('\n')}\n`);
   }
 

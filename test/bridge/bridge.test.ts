@@ -12,7 +12,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
 import { writeChainFile } from '../../client/index.ts';
-import { type Actor, fromHex, grantId, openReceipt, receiptId, type SignedGrant } from '../../core/index.ts';
+import { type Actor, fromHex, grantId, openReceipt, receiptId, type SignedGrant, toHex, type WireRequest, verifyWireRequestSignature } from '../../core/index.ts';
 import { type RunningNode, writeKeyFile } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
@@ -204,6 +204,25 @@ describe('bridge: real MCP clients and servers through a node', () => {
     expect(new Set(rs.map((r) => r._meta!['jcp/request_id'])).size).toBe(4);
     expect(new Set(rs.map((r) => r._meta!['jcp/receipt'])).size).toBe(4);
     expect(node.ledger.spent(grantId(g.grant))).toBe(20n);
+  });
+
+  test('concurrency / identical calls are told apart by a signed nonce, the arguments sent as they are', async () => {
+    const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
+    const sent: WireRequest[] = [];
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    toClose.push(() => c.close());
+    const callRequest = c.callRequest.bind(c);
+    c.callRequest = (req, o) => {
+      sent.push(req);
+      return callRequest(req, o);
+    };
+    const watched = new BridgeAgent({ name: 'test', signer: bob, chains: [[g]], client: c, journal: new CallJournal() });
+    const args = { path: root };
+    const rs = await Promise.all([1, 2, 3].map((id) => watched.call('list_directory', args, { mcpRequestId: id })));
+    expect(new Set(rs.map((r) => r._meta!['jcp/request_id'])).size).toBe(3);
+    expect(sent.map((r) => new TextDecoder().decode(r.payload))).toEqual([JSON.stringify(args), JSON.stringify(args), JSON.stringify(args)]);
+    expect(sent.every((r) => r.nonce?.length === 16 && verifyWireRequestSignature(r))).toBe(true);
+    expect(new Set(sent.map((r) => toHex(r.nonce!))).size).toBe(3);
   });
 
   test('sessions / the same call with the same MCP id from two live sessions at once is two requests; from one session, one', async () => {

@@ -17,66 +17,74 @@ describe('bridge journal', () => {
     expect(JSON.parse(`{"a":1}${saltText(4095)}`)).toEqual({ a: 1 });
   });
 
-  test('identical calls in one second: the clock second, the next salt; a new second starts at salt 0', () => {
+  test('identical calls in one second: the clock second, each its own random nonce, no salt', () => {
     const j = new CallJournal({}, 100);
-    const a = j.stampFor('call-1', 'same', 100);
-    j.begin('call-1', 'same', a);
-    const b = j.stampFor('call-2', 'same', 100);
-    j.begin('call-2', 'same', b);
-    const c = j.stampFor('call-3', 'same', 100);
-    expect([a, b, c].map((s) => [s.nowS, s.salt, s.resent])).toEqual([
-      [100, 0, false],
-      [100, 1, false],
-      [100, 2, false],
+    const stamps = Array.from({ length: 3 }, (_, i) => {
+      const st = j.stampFor(`call-${i}`, 'same', 100);
+      j.begin(`call-${i}`, 'same', st);
+      return st;
+    });
+    expect(stamps.map((s) => [s.nowS, s.salt, s.resent, s.nonce?.length])).toEqual([
+      [100, 0, false, 16],
+      [100, 0, false, 16],
+      [100, 0, false, 16],
     ]);
-    expect(j.stampFor('call-4', 'same', 101)).toEqual({ nowS: 101, salt: 0, resent: false });
-    expect(j.stampFor('call-5', 'other', 100)).toEqual({ nowS: 100, salt: 0, resent: false });
-    // A clock that stepped back keeps the later second: never one request for two calls.
-    expect(j.stampFor('call-6', 'same', 99)).toEqual({ nowS: 100, salt: 2, resent: false });
+    expect(new Set(stamps.map((s) => Buffer.from(s.nonce!).toString('hex'))).size).toBe(3);
+    // A clock that stepped back is taken as it is: the nonce keeps the calls apart.
+    expect(j.stampFor('call-9', 'same', 99)).toMatchObject({ nowS: 99, salt: 0, resent: false });
   });
 
-  test('saltBase / fresh calls start at the base; the next salt never falls below it', () => {
+  test('saltBase / still accepted (earlier bridges set it), no longer changes a stamp', () => {
     const j = new CallJournal({ saltBase: 4000 }, 100);
-    const a = j.stampFor('call-1', 'same', 100);
-    j.begin('call-1', 'same', a);
-    expect(a).toEqual({ nowS: 100, salt: 4000, resent: false });
-    expect(j.stampFor('call-2', 'same', 100)).toEqual({ nowS: 100, salt: 4001, resent: false });
-    expect(j.stampFor('call-3', 'same', 101)).toEqual({ nowS: 101, salt: 4000, resent: false });
+    expect(j.stampFor('call-1', 'same', 100)).toMatchObject({ nowS: 100, salt: 0, resent: false });
     expect(() => new CallJournal({ saltBase: -1 })).toThrow(RangeError);
     expect(randomSaltBase()).toBeLessThan(4 ** 10);
   });
 
-  test('re-send / an open call keeps its stamp until its answer is delivered', () => {
+  test('re-send / an open call keeps its stamp (now and nonce) until its answer is delivered', () => {
     const j = new CallJournal({}, 100);
     const a = j.stampFor('k', 'c', 100);
     j.begin('k', 'c', a);
-    expect(j.stampFor('k', 'c', 107)).toEqual({ nowS: 100, salt: 0, resent: true });
+    expect(j.stampFor('k', 'c', 107)).toEqual({ nowS: 100, salt: 0, nonce: a.nonce, resent: true });
     j.end('k');
-    expect(j.stampFor('k', 'c', 107)).toEqual({ nowS: 107, salt: 0, resent: false });
-    expect(j.stampFor('k', 'c', 100)).toEqual({ nowS: 100, salt: 1, resent: false });
+    const b = j.stampFor('k', 'c', 107);
+    expect(b).toMatchObject({ nowS: 107, salt: 0, resent: false });
+    expect(b.nonce).not.toEqual(a.nonce);
   });
 
-  test('restart / a file keeps open calls and the last stamps; a torn last line is ignored; old entries drop', () => {
+  test('restart / a file keeps open calls with their nonces; a torn last line is ignored; old entries drop', () => {
     const t = tempDir('journal');
     const file = path.join(t.dir, 'calls.journal');
     try {
       const j = new CallJournal({ file, windowS: 60 }, 100);
-      j.begin('open', 'c1', j.stampFor('open', 'c1', 100));
+      const open = j.stampFor('open', 'c1', 100);
+      j.begin('open', 'c1', open);
       j.begin('done', 'c2', j.stampFor('done', 'c2', 100));
-      j.begin('done2', 'c2', j.stampFor('done2', 'c2', 100));
       j.end('done');
-      j.end('done2');
       j.close();
       appendFileSync(file, '{"k":"torn","c":"c3","no');
       const r = new CallJournal({ file, windowS: 60 }, 120);
       expect(r.openCalls).toBe(1);
-      expect(r.stampFor('open', 'c1', 120)).toEqual({ nowS: 100, salt: 0, resent: true });
-      expect(r.stampFor('x', 'c2', 100)).toEqual({ nowS: 100, salt: 2, resent: false });
+      expect(r.stampFor('open', 'c1', 120)).toEqual({ nowS: 100, salt: 0, nonce: open.nonce, resent: true });
+      expect(r.stampFor('done', 'c2', 120)).toMatchObject({ nowS: 120, resent: false });
       r.close();
       const later = new CallJournal({ file, windowS: 60 }, 1000);
       expect(later.openCalls).toBe(0);
-      expect(later.stampFor('x', 'c2', 100)).toEqual({ nowS: 100, salt: 0, resent: false });
       later.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  test('an earlier bridge\'s journal: its open call (a salt, no nonce) re-sends as it was signed', () => {
+    const t = tempDir('journal');
+    const file = path.join(t.dir, 'calls.journal');
+    try {
+      appendFileSync(file, `${JSON.stringify({ k: 'old', c: 'c1', now: 100, s: 5 })}\n${JSON.stringify({ k: '', c: 'c1', now: 100, s: 5, done: 1 })}\n`);
+      const r = new CallJournal({ file, windowS: 60 }, 110);
+      expect(r.openCalls).toBe(1);
+      expect(r.stampFor('old', 'c1', 110)).toEqual({ nowS: 100, salt: 5, nonce: undefined, resent: true });
+      r.close();
     } finally {
       t.cleanup();
     }

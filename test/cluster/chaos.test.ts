@@ -29,7 +29,15 @@ describe('chaos - a short run', () => {
     async () => {
       const r = await runChaos({ nodes: 3, mode: 'channel', faults: FAULT_KINDS, durationS: 16, seed: '7' });
       expect(r.problems).toEqual([]);
-      expect(r.invariants).toEqual({ no_lost_receipts: true, overdraft_within_bound: true, overdraft_proven: true, receipts_verify: true });
+      expect(r.invariants).toEqual({
+        no_lost_receipts: true,
+        overdraft_within_bound: true,
+        overdraft_proven: true,
+        receipts_verify: true,
+        revocation_enforced: true,
+      });
+      expect(r.revoked_allowed_after_reach).toBe(0);
+      expect(r.revocation?.reached_nodes).toBe(3);
       expect(r.faults.length).toBeGreaterThan(0);
       expect(r.decisions.allow).toBeGreaterThan(0);
       expect(BigInt(r.spent_uj)).toBeLessThanOrEqual(BigInt(r.budget_uj) + BigInt(r.bound_uj));

@@ -42,8 +42,8 @@ describe('cluster: gateway state per region', () => {
     // JetStream with gateways needs each server in a cluster (named as its gateway): one member each.
     const rA = await freePort();
     const rB = await freePort();
-    const a = await NatsServer.start({ name: `gwA${process.pid}`, cluster: { name: 'A', port: rA, routes: [rA] }, extraConfig: block('A') }, false);
-    const b = await NatsServer.start({ name: `gwB${process.pid}`, cluster: { name: 'B', port: rB, routes: [rB] }, extraConfig: block('B') }, false);
+    const a = await NatsServer.start({ name: `gwA${process.pid}`, cluster: { name: 'A', port: rA, routes: [rA] }, extraConfig: [block('A')] }, false);
+    const b = await NatsServer.start({ name: `gwB${process.pid}`, cluster: { name: 'B', port: rB, routes: [rB] }, extraConfig: [block('B')] }, false);
     servers.push(a, b);
     const monitor = `http://127.0.0.1:${a.httpPort}`;
     await until(async () => (await readGateways(monitor)).some((g) => g.gateway === 'B' && g.direction === 'outbound' && g.connected), 'gateway A→B never connected');

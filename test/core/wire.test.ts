@@ -162,6 +162,26 @@ describe('wire - WireRequest and the caller signature (§11, C13)', () => {
     expect(requestIdOf({ ...req, now: req.now + 1 })).not.toBe(requestIdOf(req));
     expect(requestIdOf({ ...req, signature: new Uint8Array(64) })).not.toBe(requestIdOf(req));
   });
+  it('nonce / optional, signed like every field, part of the request id; a request without one has the bytes it always had', () => {
+    const nonce = new Uint8Array(16).fill(7);
+    const withNonce = signWireRequestSync({ ...unsigned(new Uint8Array([1, 2, 3])), nonce }, bob);
+    const m = decodeWireMessage(encodeWireRequest(withNonce));
+    expect(m.kind === 'request' && toHex(m.request.nonce!)).toBe(toHex(nonce));
+    if (m.kind !== 'request') return;
+    expect(verifyWireRequestSignature(m.request)).toBe(true);
+    expect(verifyWireRequestSignature({ ...withNonce, nonce: new Uint8Array(16).fill(8) })).toBe(false);
+    const { nonce: _dropped, ...without } = withNonce;
+    expect(verifyWireRequestSignature(without)).toBe(false);
+    expect(requestIdOf(withNonce)).not.toBe(requestIdOf(req));
+    expect(requestIdOf(signWireRequestSync({ ...unsigned(new Uint8Array([1, 2, 3])), nonce: new Uint8Array(16).fill(8) }, bob))).not.toBe(requestIdOf(withNonce));
+    // No nonce: the field is absent from the map, so the bytes and the signature are as before it existed.
+    expect('nonce' in wireRequestToCbor(req)).toBe(false);
+    expect(toHex(wireRequestSigningBytes(req))).toBe(toHex(wireRequestSigningBytes(unsigned(new Uint8Array([1, 2, 3])))));
+  });
+  it.each([0, 15, 17, 32])('deny / a nonce of %i bytes is refused (schema, request.nonce)', (n) => {
+    const bad = signWireRequestSync({ ...unsigned(), nonce: new Uint8Array(n) }, bob);
+    expect(codeOf(() => decodeWireMessage(encodeWireRequest(bad)))).toBe(ErrorCodes.BAD_LENGTH);
+  });
   it('payload_hash is the content id of the payload byte string; absent = empty bytes', () => {
     expect(payloadHash()).toBe(contentId(new Uint8Array(0)));
     expect(payloadHash(new Uint8Array([1]))).toBe(contentId(new Uint8Array([1])));

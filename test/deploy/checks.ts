@@ -552,6 +552,11 @@ const NATS_CHART_PATHS = [
   'config.cluster.tls.**',
   'config.cluster.routeURLs.**',
   'config.cluster.merge.**',
+  'config.gateway.enabled',
+  'config.gateway.port',
+  'config.gateway.tls.**',
+  'config.gateway.merge.**',
+  'config.gateway.patch.**',
   'config.nats.port',
   'config.nats.tls.**',
   'config.monitor.enabled',
@@ -852,4 +857,47 @@ export function systemdAnalyze(file: string): { warnings: string[]; exposure: nu
   const m = /Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(`${sec.stdout}${sec.stderr}`);
   if (!m) throw new Error(`systemd-analyze security printed no exposure level: ${sec.stderr}`);
   return { warnings, exposure: Number(m[1]) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The supercluster (k8s/regions/, docs/regions.md "Deployment")
+
+/** `over` laid over `base` the way Helm merges two `-f` values files (maps merged, the rest replaced). */
+export function mergeValues<T>(base: T, over: unknown): T {
+  if (typeof base !== 'object' || base === null || Array.isArray(base) || typeof over !== 'object' || over === null || Array.isArray(over)) return over as T;
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(over)) out[k] = k in out ? mergeValues(out[k], v) : v;
+  return out as T;
+}
+
+/**
+ * Problems of the per-region chart values as one supercluster: each region's values (base +
+ * overlay) are a valid 3-server JetStream cluster ({@link natsValuesProblems}); the cluster and
+ * gateway names equal the region; the gateway is on with a port; every region's gateway list
+ * names exactly the regions given, each with the url `urlOf(name)`, and refuses unknown clusters;
+ * the servers are pinned to their region with `nodeSelector`.
+ */
+export function superclusterProblems(values: ReadonlyMap<string, NatsValues>, urlOf: (region: string) => string, regionLabel: string): string[] {
+  const out: string[] = [];
+  const regions = [...values.keys()].sort();
+  for (const [r, v] of values) {
+    out.push(...natsValuesProblems(v).map((p) => `region ${r}: ${p}`));
+    const c = v.config ?? {};
+    const g = c.gateway ?? {};
+    if (g.enabled !== true) out.push(`region ${r}: the gateway is not enabled`);
+    if (!Number.isInteger(g.port)) out.push(`region ${r}: no gateway port`);
+    if (c.cluster?.merge?.name !== r) out.push(`region ${r}: cluster name ${c.cluster?.merge?.name} is not the region`);
+    if (g.merge?.name !== r) out.push(`region ${r}: gateway name ${g.merge?.name} is not the region (NATS requires it to equal the cluster name)`);
+    if (g.merge?.reject_unknown_cluster !== true) out.push(`region ${r}: the gateway accepts unknown clusters`);
+    const listed = (g.merge?.gateways ?? []) as { name?: string; urls?: string[] }[];
+    const names = listed.map((x) => x.name ?? '?').sort();
+    if (JSON.stringify(names) !== JSON.stringify(regions)) out.push(`region ${r}: gateways ${names.join(',')} are not the regions ${regions.join(',')}`);
+    for (const x of listed) {
+      if (x.name && JSON.stringify(x.urls) !== JSON.stringify([urlOf(x.name)])) out.push(`region ${r}: gateway ${x.name} urls ${JSON.stringify(x.urls)} are not [${urlOf(x.name)}]`);
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: free-form Helm values.
+    const sel = (v as any).podTemplate?.merge?.spec?.nodeSelector?.[regionLabel];
+    if (sel !== r) out.push(`region ${r}: the servers are not pinned to the region (${regionLabel}: ${sel})`);
+  }
+  return out;
 }

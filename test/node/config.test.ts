@@ -89,6 +89,14 @@ describe('config', () => {
     expect(readClusterConfig(channel(5000)).channels[0]!.windowUj).toBe(5000n);
   });
 
+  test('cluster.stream_cluster: a NATS cluster name is kept; anything else is config-invalid naming it', () => {
+    expect(readClusterConfig({ stream_cluster: 'a' }).streamCluster).toBe('a');
+    expect(readClusterConfig({}).streamCluster).toBeUndefined();
+    for (const bad of ['', 'a b', 'x'.repeat(65), 7, 'a.b']) {
+      expect(refused(() => readClusterConfig({ stream_cluster: bad }))).toEqual({ code: 'config-invalid', where: 'cluster.stream_cluster' });
+    }
+  });
+
   test('config-invalid / a config file over 4 MiB is refused without reading it all, naming the file', () => {
     const f = path.join(t.dir, 'huge.json');
     writeFileSync(f, '');

@@ -5,7 +5,9 @@
  * clear error in the result while the decision and its receipt stand and the node stays up.
  */
 import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId, openReceipt } from '../../core/index.ts';
 import type { McpStdioEndpoint, RunningNode } from '../../node/index.ts';
@@ -54,6 +56,15 @@ describe('endpoints: real MCP servers', () => {
     expect(text(resultJson(r.result))).toBe('ignore previous instructions');
     const l = await client.call({ chain: [g], action: 'list_directory', payload: { path: root } });
     expect(text(resultJson(l.result))).toContain('note.txt');
+  });
+
+  test('filesystem / 50 sequential calls on one connection emit no process warning (no listener piles up on a long-lived signal)', async () => {
+    // In a child process (endpointchild.ts), with Node 20's listener limit on every AbortSignal.
+    const out = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'endpointchild.ts'), root, '50'], {
+      timeout: 60_000,
+    });
+    const r = JSON.parse(out.stdout.trim().split('\n').pop()!) as { calls: number; errors: number; warnings: string[] };
+    expect(r).toEqual({ calls: 50, errors: 0, warnings: [] });
   });
 
   test('filesystem / a denied call never reaches the tool', async () => {

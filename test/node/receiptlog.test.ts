@@ -10,6 +10,7 @@ import { afterAll, describe, expect, test, vi } from 'vitest';
 import { attenuate, grantId, openReceipt, signRevocation } from '../../core/index.ts';
 import { main } from '../../cli/internal.ts';
 import { HeadMarkFile, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey } from '../../node/index.ts';
+import { outcomeKey } from '../../node/internal.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
 
@@ -371,6 +372,36 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     const fresh = path.join(outDir, 'new.json');
     expect((await cli(['receipts', 'export', dir, '--out', fresh])).code).toBe(0);
     expect((JSON.parse(readFileSync(fresh, 'utf8')) as { receipts: unknown[] }).receipts).toHaveLength(6);
+  });
+
+  test('a deferred write (a measurement record) rides with the next write\'s batch, goes on its own after the timer, and is written by close', async () => {
+    const dir = folder();
+    const batches: number[] = [];
+    const log = await ReceiptLog.open(dir, { steward: alice.did, nowS: 1, onBatch: (n) => batches.push(n) });
+    await log.appendReceipt(0, Uint8Array.of(0xd2, 0));
+    expect(batches).toEqual([1]);
+    let done = false;
+    const deferred = log.putOutcome('measurement', 0, Uint8Array.of(1), undefined, { deferred: true }).then(() => {
+      done = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(done).toBe(false); // no batch of its own yet
+    await log.appendReceipt(1, Uint8Array.of(0xd2, 1));
+    await deferred;
+    expect(batches).toEqual([1, 2]); // one fsync'd batch for both, not two
+    const alone = log.putOutcome('measurement', 1, Uint8Array.of(2), undefined, { deferred: true });
+    await alone; // nothing else comes: the timer writes it
+    expect(batches).toEqual([1, 2, 1]);
+    const last = log.putOutcome('measurement', 2, Uint8Array.of(3), undefined, { deferred: true });
+    await log.close(); // loses nothing
+    await last;
+    expect(batches).toEqual([1, 2, 1, 1]);
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(path.join(dir, 'receipts'), { keyEncoding: 'view', valueEncoding: 'view' });
+    try {
+      for (const seq of [0, 1, 2]) expect([...(await db.get(outcomeKey('measurement', seq)))!]).toEqual([seq + 1]);
+    } finally {
+      await db.close();
+    }
   });
 
   test('the mark names a batch before its writes resolve (so before any reply of that batch leaves)', async () => {

@@ -1,7 +1,7 @@
 /** The caller signature's message spliced from a request's own bytes equals the re-encoded one (§11). */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { encodeWireRequest, wireRequestSigningBytes, wireRequestSigningBytesOf } from '../../core/index.ts';
+import { encodeWireRequest, signWireRequestSync, wireRequestSigningBytes, wireRequestSigningBytesOf } from '../../core/index.ts';
 import { cast, mint, request } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('signing');
@@ -22,6 +22,16 @@ describe('caller signature message', () => {
       ),
       { numRuns: 200 },
     );
+  });
+
+  test('spliced bytes equal wireRequestSigningBytes for a request with every optional field (payload, notify, nonce: 9 entries)', () => {
+    const g = mint(alice, bob, 'tools', ['read'], 10n, rng);
+    const base = request(bob, [g], { payload: Uint8Array.of(1) });
+    const { signature: _s, ...unsigned } = base;
+    const req = signWireRequestSync({ ...unsigned, notify: 1, nonce: new Uint8Array(16).fill(1) }, bob);
+    const body = encodeWireRequest(req);
+    expect(body[0]).toBe(0xa9);
+    expect(wireRequestSigningBytesOf(body, req)).toEqual(wireRequestSigningBytes(req));
   });
 
   test('a body of another shape falls back to re-encoding', () => {

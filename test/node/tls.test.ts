@@ -10,7 +10,9 @@ import { channelNames } from '../../channel/index.ts';
 import { NatsServer } from '../../testkit/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { freePort } from '../../testkit/index.ts';
-import { makeTlsMaterial, natsTlsBlock, type TlsMaterial } from '../../testkit/index.ts';
+import { makeTlsMaterial } from '../../testkit/index.ts';
+
+type TlsMaterial = ReturnType<typeof makeTlsMaterial>;
 import { join } from 'node:path';
 import { writeChainFile } from '../../client/index.ts';
 import { writeKeyFile } from '../../node/index.ts';
@@ -110,11 +112,11 @@ describe('tls - NATS', () => {
   });
 
   test('client connection over TLS: with the CA it connects; without it (plaintext or untrusted) it does not', async () => {
-    const s = await NatsServer.start({ tls: { client: natsTlsBlock(m, m.server) } });
+    const s = await NatsServer.start({ tls: { certFile: m.server.certFile, keyFile: m.server.keyFile, caFile: m.caFile } });
     servers.push(s);
-    expect(s.url.startsWith('tls://')).toBe(true);
+    const url = `tls://127.0.0.1:${s.port}`;
     const names = channelNames(`tlsbus${process.pid}x${Date.now().toString(36)}`);
-    const bus = await JetStreamBus.connect(s.url, { names, tls: { caFile: m.caFile } }, 15_000);
+    const bus = await JetStreamBus.connect(url, { names, tls: { caFile: m.caFile } }, 15_000);
     try {
       expect(bus.connected).toBe(true);
       expect(await bus.revocationStreamLastSeq!(2_000)).toBe(0);
@@ -127,14 +129,14 @@ describe('tls - NATS', () => {
 
   test('routes over TLS (verify: both ends present certificates): a 2-server cluster forms', async () => {
     const routePorts = [await freePort(), await freePort()];
-    const route = natsTlsBlock(m, m.server, { verify: true, indent: '  ' });
     for (let i = 0; i < 2; i++) {
       servers.push(
         await NatsServer.start(
           {
             name: `tls-r${i}-${process.pid}`,
             cluster: { name: `tls${process.pid}`, port: routePorts[i]!, routes: routePorts },
-            tls: { client: natsTlsBlock(m, m.server), route },
+            // Client and route TLS (routes verify the peer's certificate against the CA).
+            tls: { certFile: m.server.certFile, keyFile: m.server.keyFile, caFile: m.caFile },
           },
           false,
         ),

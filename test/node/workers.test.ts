@@ -2,9 +2,10 @@
  * The signature worker pool (node/workers.ts): caller-signature checks split into chunks keep their
  * order and verdicts (§11); log slices replayed on workers rebuild what an inline replay does (§8.1).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId, newActor, seededRng, sign, toHex } from '../../core/index.ts';
-import { type LogReplay, ReceiptLog, replayLog, VERIFY_CHUNK, WorkerPool } from '../../node/internal.ts';
+import { type LogReplay, ReceiptLog, replayLog, SNAPSHOT_WORKER_NICE, VERIFY_CHUNK, WorkerPool } from '../../node/internal.ts';
 import { bob as worker, carol, child, request, rootGrant, TestSteward } from '../core/evidence-fixtures.ts';
 import { tempDir } from './fixtures.ts';
 
@@ -94,6 +95,38 @@ describe('WorkerPool.replaySlice', () => {
     } finally {
       await pool.close();
       cleanup();
+    }
+  });
+});
+
+/** Nice values of this process's threads (Linux /proc), by thread id. */
+function threadNices(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, 'utf8');
+      // Fields after the command name (in parentheses): state is field 3, nice field 19.
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), Number(rest[16]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+describe('WorkerPool priority', () => {
+  test('nice / a background pool runs its worker threads at the priority asked (the snapshot replay yields the cores to decisions)', async () => {
+    const before = threadNices();
+    const pool = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE });
+    try {
+      // The worker lowers its priority as it boots: one round trip makes sure it has.
+      expect(await pool.verify(bob.did, Uint8Array.of(1), new Uint8Array(64))).toBe(false);
+      const added = [...threadNices()].filter(([tid]) => !before.has(tid));
+      expect(added.some(([, nice]) => nice === SNAPSHOT_WORKER_NICE)).toBe(true);
+      expect([...threadNices()].filter(([t]) => before.has(t)).every(([t, nice]) => nice === before.get(t))).toBe(true);
+    } finally {
+      await pool.close();
     }
   });
 });

@@ -1,0 +1,217 @@
+/**
+ * The regions bench (`npm run bench -- regions --json out.json`): one point per region, three
+ * regions 40 ms apart (testkit/regions.ts: one NATS cluster per region joined by gateways through
+ * delaying proxies), the same load in every mode — every point makes the same number of decisions
+ * with the same number in flight, each with the node's crypto (decode, verify the caller's
+ * Ed25519 signature, decide §7, seal the receipt) — and five ways to keep one budget:
+ *
+ *  - channel  — our budget channel: a local check; settlement over JetStream (stream in region a,
+ *    read from its leader across the gateway) in the background;
+ *  - shards   — one shard per point: a purely local check;
+ *  - redis    — one atomic Lua script per decision on a central Redis in region a (127.0.0.1:6379,
+ *    keys under a random prefix, deleted after); remote regions reach it through a delaying proxy;
+ *  - kv       — a JetStream KV compare-and-set per decision on a bucket in region a (each point
+ *    through its own region's NATS, so remote ones cross the gateway);
+ *  - per-node — each point counts alone and holds the whole budget (what gateways that count
+ *    locally do): local and fast, and it overspends.
+ *
+ * The budget is a third of the load, so every mode runs out and its overspend shows. Printed per
+ * mode: decisions/s, p50 and p99 for the home region and for the remote regions, and the final
+ * overspend against the budget and (channel) the bound Σ_{j≠k} W_j. Goals (met/unmet, never
+ * asserted): channel p99 in the remote regions within 2 ms of region a's; channel decisions/s in
+ * the remote regions ≥ 10× the central Redis counter's; channel overspend ≤ bound; per-node
+ * counters show their overspend (> 0).
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Kvm } from '@nats-io/kv';
+import { Redis } from 'ioredis';
+import { actorFromSeed, contentId, grantId, overdraftBound, seededRng, signGrant, TrustRoots } from '../core/index.ts';
+import { channelNames, ChannelPoint, JetStreamBus } from '../channel/index.ts';
+import { mintShardSet } from '../shards/index.ts';
+import { startRegions } from '../testkit/index.ts';
+import { drive, type Keeper, type ModeResult, requests } from './cluster.ts';
+import { type Figure, percentile, type SuiteOptions, sig } from './figures.ts';
+
+const REGIONS = 3;
+const RTT_MS = 40;
+const COST = 1_000n;
+/** Decisions per point and in flight per point: the same load in every mode. */
+const PER_POINT = 400;
+const IN_FLIGHT = 8;
+const REDIS_PORT = 6379;
+
+type Mode = 'channel' | 'shards' | 'redis' | 'kv' | 'per-node';
+
+const us2ms = (us: number) => sig(us / 1000, 3);
+
+/** Figures of one mode: decisions/s, p50, p99 for region a (home) and the remote regions. */
+function modeFigures(mode: Mode, r: ModeResult): Figure[] {
+  const pts = r.byPoint ?? [];
+  const home = pts[0]!;
+  const remote = pts.slice(1);
+  const remoteLat = remote.flatMap((p) => p.latUs);
+  return [
+    { name: `${mode} decisions/s, home region (a)`, value: sig(home.perS), unit: 'ops/s' },
+    { name: `${mode} decisions/s, remote regions (per region, mean)`, value: sig(remote.reduce((a, p) => a + p.perS, 0) / remote.length), unit: 'ops/s' },
+    { name: `${mode} decision p50, home region (a)`, value: us2ms(percentile(home.latUs, 50)), unit: 'ms' },
+    { name: `${mode} decision p99, home region (a)`, value: us2ms(percentile(home.latUs, 99)), unit: 'ms' },
+    { name: `${mode} decision p50, remote regions`, value: us2ms(percentile(remoteLat, 50)), unit: 'ms' },
+    { name: `${mode} decision p99, remote regions`, value: us2ms(percentile(remoteLat, 99)), unit: 'ms' },
+  ];
+}
+
+/** The suite. */
+export async function run(opts: SuiteOptions): Promise<Figure[]> {
+  const rng = seededRng(`bench/regions/${opts.seed}`);
+  const issuer = actorFromSeed(rng(32));
+  const agent = actorFromSeed(rng(32));
+  const stewards = Array.from({ length: REGIONS }, () => actorFromSeed(rng(32)));
+  const resource = contentId({ jcp_resource: 'bench-regions' });
+  const trust = new TrustRoots({ [resource]: [issuer.did] });
+  const nowS = Math.floor(Date.now() / 1000);
+  const budget = COST * BigInt(PER_POINT);
+  const mkRoot = () =>
+    signGrant({ issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) }, issuer);
+  const tag = randomBytes(4).toString('hex');
+  const subjectRoot = `benchrg${tag}`;
+  const rc = await startRegions({ regions: REGIONS, nodesPerRegion: 0, serversPerRegion: 1, rttMs: RTT_MS, subjectRoot });
+  const results = new Map<Mode, ModeResult>();
+  const spentOf = new Map<Mode, bigint>();
+  const redisKey = `jcp:bench:regions:${tag}`;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  let bound = 0n;
+  let window = 0n;
+  try {
+    const urls = rc.regions.map((r) => r.natsUrls);
+    const load = (chains: Parameters<typeof requests>[1], name: string) => requests(agent, chains, PER_POINT, `${tag}${name}`, nowS);
+
+    // channel: each point's bus goes to its own region's NATS; the stream (region a) is read from its leader.
+    const ch = mkRoot();
+    const chId = grantId(ch.grant);
+    window = COST * 40n;
+    bound = overdraftBound(stewards.map(() => window));
+    const buses = await Promise.all(urls.map((u) => JetStreamBus.connect(u, { names: channelNames(subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
+    cleanups.push(async () => Promise.all(buses.map((b) => b.close())));
+    const points = stewards.map((self, p) => new ChannelPoint({ grantId: chId, windowUj: window, self, bus: buses[p]! }));
+    await Promise.all(points.map((p) => p.settle()));
+    const timers = points.map((p) => setInterval(() => void p.settle(), 100));
+    const chKeeper: Keeper = (p, cost) => {
+      const pt = points[p]!;
+      const r = pt.tryReserve(cost, budget);
+      if (r.ok) pt.commit(cost);
+      return r.ok;
+    };
+    results.set('channel', await drive(stewards, load([[ch], [ch], [ch]], 'c'), chKeeper, trust, IN_FLIGHT));
+    for (const t of timers) clearInterval(t);
+    spentOf.set('channel', BigInt(results.get('channel')!.allowed) * COST);
+
+    // shards: one shard per point (a third of the budget each).
+    const sh = mkRoot();
+    const shards = mintShardSet([sh], agent, [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })), { subject: agent.did, rng });
+    if (!shards.ok) throw new Error(shards.error.why);
+    results.set('shards', await drive(stewards, load(shards.value.map((s) => [sh, s.grant]), 's'), () => true, trust, IN_FLIGHT));
+    spentOf.set('shards', BigInt(results.get('shards')!.allowed) * COST);
+
+    // redis: central in region a; remote points through a delaying client link.
+    const rd = mkRoot();
+    const script = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
+return 1`;
+    const clients: Redis[] = [];
+    for (const [p, r] of rc.regions.entries()) {
+      const port = p === 0 ? REDIS_PORT : (await rc.clientLink(r.name, rc.home, REDIS_PORT)).proxy.port;
+      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 });
+      await c.connect();
+      clients.push(c);
+    }
+    const redisHome = clients[0]!;
+    cleanups.push(async () => Promise.all(clients.map((c) => c.quit().catch(() => undefined))));
+    const sha = (await redisHome.script('LOAD', script)) as string;
+    const redisKeeper: Keeper = async (p, cost) => (await clients[p]!.evalsha(sha, 1, redisKey, cost.toString(), budget.toString())) === 1;
+    results.set('redis', await drive(stewards, load([[rd], [rd], [rd]], 'r'), redisKeeper, trust, IN_FLIGHT));
+    spentOf.set('redis', BigInt((await redisHome.get(redisKey)) ?? '0'));
+
+    // kv: a bucket in region a (created from there); each point through its own region's NATS.
+    const kvRoot = mkRoot();
+    const kvBuses = await Promise.all(urls.map((u) => JetStreamBus.connect(u, { names: channelNames(subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
+    cleanups.push(async () => Promise.all(kvBuses.map((b) => b.close())));
+    const bucket = `jcp_bench_regions_${tag}`;
+    const kvHome = await new Kvm(kvBuses[0]!.connection!).create(bucket, { history: 1 });
+    cleanups.unshift(async () => kvHome.destroy().catch(() => false));
+    await kvHome.put('spent', '0');
+    const kvs = await Promise.all(kvBuses.map((b, p) => (p === 0 ? kvHome : new Kvm(b.connection!).open(bucket))));
+    const kvKeeper: Keeper = async (p, cost) => {
+      const kv = kvs[p]!;
+      for (;;) {
+        const e = await kv.get('spent');
+        const cur = BigInt(e?.string() ?? '0');
+        if (cur + cost > budget) return false;
+        try {
+          await kv.update('spent', String(cur + cost), e?.revision ?? 0);
+          return true;
+        } catch {
+          // another point won the compare-and-set: read again
+        }
+      }
+    };
+    results.set('kv', await drive(stewards, load([[kvRoot], [kvRoot], [kvRoot]], 'k'), kvKeeper, trust, IN_FLIGHT));
+    spentOf.set('kv', BigInt((await kvHome.get('spent'))?.string() ?? '0'));
+
+    // per-node: every point holds the whole budget and counts alone.
+    const pn = mkRoot();
+    const local = stewards.map(() => 0n);
+    const pnKeeper: Keeper = (p, cost) => {
+      if (local[p]! + cost > budget) return false;
+      local[p] = local[p]! + cost;
+      return true;
+    };
+    results.set('per-node', await drive(stewards, load([[pn], [pn], [pn]], 'n'), pnKeeper, trust, IN_FLIGHT));
+    spentOf.set('per-node', local.reduce((a, b) => a + b, 0n));
+  } finally {
+    for (const c of cleanups) await c().catch(() => undefined);
+    // The Redis keys go whatever happened (the only state this bench leaves outside its own servers).
+    const r = new Redis({ host: '127.0.0.1', port: REDIS_PORT, lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r
+      .connect()
+      .then(() => r.del(redisKey))
+      .catch(() => undefined);
+    await r.quit().catch(() => undefined);
+    await sleep(10);
+    await rc.stop();
+  }
+
+  const figures: Figure[] = [];
+  for (const mode of ['channel', 'shards', 'redis', 'kv', 'per-node'] as const) figures.push(...modeFigures(mode, results.get(mode)!));
+  const ch = results.get('channel')!.byPoint!;
+  const rdp = results.get('redis')!.byPoint!;
+  const homeP99 = percentile(ch[0]!.latUs, 99);
+  const remoteP99 = percentile(ch.slice(1).flatMap((p) => p.latUs), 99);
+  figures.push({
+    name: 'channel p99, remote regions − region a',
+    value: us2ms(remoteP99 - homeP99),
+    unit: 'ms',
+    goal: '≤ 2 ms (decisions stay local)',
+    met: remoteP99 - homeP99 <= 2_000,
+  });
+  const chRemote = ch.slice(1).reduce((a, p) => a + p.perS, 0);
+  const rdRemote = rdp.slice(1).reduce((a, p) => a + p.perS, 0);
+  figures.push({
+    name: 'channel decisions/s, remote regions (× central redis from the remote regions)',
+    value: sig(chRemote),
+    unit: 'ops/s',
+    floor: sig(rdRemote),
+    ratio: sig(chRemote / rdRemote, 3),
+    goal: 'ratio ≥ 10',
+    met: chRemote >= 10 * rdRemote,
+  });
+  for (const mode of ['channel', 'shards', 'redis', 'kv', 'per-node'] as const) {
+    const spent = spentOf.get(mode)!;
+    const over = spent > budget ? spent - budget : 0n;
+    const f: Figure = { name: `${mode} final overspend (budget ${budget} µJ${mode === 'channel' ? `, bound ${bound} µJ = Σ W − min W, W ${window} µJ` : ''})`, value: Number(over), unit: 'µJ' };
+    if (mode === 'channel') figures.push({ ...f, floor: Number(bound), ratio: sig(Number(over) / Number(bound), 3), goal: '≤ bound', met: over <= bound });
+    else if (mode === 'per-node') figures.push({ ...f, goal: '> 0 (each node holds the whole budget)', met: over > 0n });
+    else figures.push(f);
+  }
+  return figures;
+}

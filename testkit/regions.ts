@@ -1,0 +1,475 @@
+/**
+ * A multi-region enforcement cluster on loopback (docs/regions.md): NATS's own multi-region shape,
+ * a supercluster. Each region (`a`, `b`, `c`, `d`) is one NATS cluster (JetStream on; 1 server,
+ * or 3 joined by routes) with its own enforcement nodes, which connect only to their region's
+ * servers. The regions are joined by NATS gateways, and every gateway connection runs through a
+ * {@link TcpProxy} that delays each direction by `rttMs / 2` (plus jitter) and can cut the link:
+ * a wide-area network between regions, without privileges.
+ *
+ * Every server advertises a gateway address nobody listens on, so the gateway urls the servers
+ * gossip never lead around a proxy: a server reconnects only through the proxy it was given.
+ *
+ * The channel statement, revocation and shard assignment streams are created before the nodes
+ * start, placed in the home region (`a`) with the home region's replica count; the nodes find
+ * them there, and are configured (`cluster.stream_cluster`) to create any missing one there too
+ * (docs/regions.md "Where the streams live").
+ *
+ * Only loopback addresses are used. Used by `jcp cluster up --regions`, the chaos runner, the bench
+ * and the tests.
+ */
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Actor, actorFromSeed } from '../core/index.ts';
+import { channelNames, streamConfigs } from '../channel/index.ts';
+import { type ClusterNode, type ClusterOpts, LocalCluster } from './cluster.ts';
+import { NatsServer } from './nats.ts';
+import { freePort } from './procs.ts';
+import { TcpProxy } from './proxy.ts';
+import { shardStreamConfig } from '../shards/index.ts';
+
+/** The region names, in order. */
+export const REGION_NAMES = ['a', 'b', 'c', 'd'] as const;
+
+/**
+ * TLS material for the NATS links (client, route and gateway connections), PEM file paths: a CA
+ * every server and client trusts, and one certificate (with its key) valid for 127.0.0.1 that
+ * every server presents. Servers verify the peer certificate on routes and gateways.
+ */
+export interface TlsMaterial {
+  readonly caFile: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
+/** Options of {@link startRegions}. Times in milliseconds. */
+export interface RegionOpts {
+  /** Number of regions, 1..4 (named `a`..`d`). */
+  readonly regions: number;
+  /** Enforcement nodes per region (0 allowed: NATS only). */
+  readonly nodesPerRegion: number;
+  /** NATS servers per region: 1, or 3 joined by routes (streams then R3). */
+  readonly serversPerRegion: 1 | 3;
+  /** Injected round-trip time between two regions: each direction of a link is delayed `rttMs / 2`. */
+  readonly rttMs: number;
+  /** Extra one-way delay, uniform in `[0, jitterMs)`, per chunk (order kept). Default 0. */
+  readonly jitterMs?: number;
+  /** Root folder (`nats-<region>/s<k>`, `<region>/n<k>`); a temp folder by default (removed on stop). */
+  readonly dir?: string;
+  /** TLS on every NATS link (client, route, gateway). The nodes' NATS TLS is set with `nodeConfig`. */
+  readonly tls?: TlsMaterial;
+  /** Node config keys set over the launcher's for node `i` of `region` (a `cluster` object is merged key by key). */
+  readonly nodeConfig?: (region: string, i: number) => Record<string, unknown>;
+  /** Channel grants every node of every region serves (every node is a point), window per node in µJ. */
+  readonly channels?: ClusterOpts['channels'];
+  /** Node config `resources`. */
+  readonly resources?: ClusterOpts['resources'];
+  /** Subject root of the streams (default `jcp`). */
+  readonly subjectRoot?: string;
+  readonly settleIntervalMs?: number;
+  readonly meter?: ClusterOpts['meter'];
+  readonly logLevel?: string;
+  /** Put each node behind its own proxy to its region's NATS (node partitions), as {@link ClusterOpts.proxies}. */
+  readonly nodeProxies?: boolean;
+  /** Steward seeds, region by region then node by node; random by default. */
+  readonly seeds?: readonly Uint8Array[];
+}
+
+/** One enforcement node of a region. `proc` is the launcher's node (child process, pid, ports, proxies). */
+export interface RegionNode {
+  /** `<region><k>`, e.g. `b2`. */
+  readonly id: string;
+  readonly region: string;
+  /** Index of the node in its region's {@link LocalCluster} (0-based). */
+  readonly index: number;
+  /** jcp/1 port on 127.0.0.1. */
+  readonly port: number;
+  /** The jcp/1 address as `tcp://127.0.0.1:<port>`. */
+  readonly url: string;
+  readonly metricsPort: number;
+  readonly steward: Actor;
+  readonly proc: ClusterNode;
+}
+
+/** One region: a NATS cluster and its nodes. */
+export interface Region {
+  readonly name: string;
+  /** The region's client urls (what its nodes use). */
+  readonly natsUrls: string[];
+  readonly servers: NatsServer[];
+  readonly nodes: RegionNode[];
+  /** The region's nodes as a {@link LocalCluster} (kill, pause, partition, restart one node). */
+  readonly cluster: LocalCluster;
+}
+
+/** One direction of a link between regions. `proxy` is the first of `proxies` (one per target server). */
+export interface RegionLink {
+  readonly from: string;
+  readonly to: string;
+  /** `gateway`: the NATS gateway connections from `from`'s servers to `to`'s; `client`: a client connection from `from` into `to` ({@link RegionCluster.clientLink}). */
+  readonly kind: 'gateway' | 'client';
+  readonly proxy: TcpProxy;
+  readonly proxies: readonly TcpProxy[];
+}
+
+/** A link's state in {@link RegionCluster.status}: `rttMs` is the injected round trip (2 × one-way delay). */
+export interface LinkStatus {
+  readonly from: string;
+  readonly to: string;
+  readonly kind: 'gateway' | 'client';
+  readonly state: 'up' | 'cut';
+  readonly rttMs: number;
+  readonly jitterMs: number;
+}
+
+/** {@link RegionCluster.status}: every region (servers running, nodes) and every link. JSON-safe. */
+export interface RegionStatus {
+  readonly type: 'jcp-regions';
+  readonly home: string;
+  readonly regions: {
+    readonly name: string;
+    readonly nats_urls: string[];
+    readonly servers: { readonly name: string; readonly url: string; readonly pid: number | undefined; readonly running: boolean }[];
+    readonly nodes: { readonly id: string; readonly address: string; readonly metrics: string; readonly did: string; readonly pid: number | undefined }[];
+  }[];
+  readonly links: LinkStatus[];
+}
+
+/** A running multi-region cluster. See the module docs. */
+export interface RegionCluster {
+  readonly dir: string;
+  /** The region the streams live in (`a`). */
+  readonly home: string;
+  readonly regions: Region[];
+  readonly links: RegionLink[];
+  /** The region named `name`. @throws RangeError */
+  region(name: string): Region;
+  /** Cuts both directions of every link between regions `a` and `b`. @throws RangeError for an unknown or equal pair. */
+  cut(a: string, b: string): void;
+  /** Heals both directions of every link between `a` and `b`. */
+  heal(a: string, b: string): void;
+  /** Cuts every link of `region` (to and from every other region). */
+  isolate(region: string): void;
+  /** Heals every link of `region`. */
+  rejoin(region: string): void;
+  /** Restarts every NATS server of `region` on the same ports and store (SIGKILL first when `kill`), waiting until each is healthy. */
+  restartNats(region: string, opts?: { kill?: boolean }): Promise<void>;
+  /**
+   * A client link from region `from` to a TCP service in region `to` (a Redis in the home
+   * region, a NATS server of another region): a delayed, cuttable proxy to `127.0.0.1:targetPort`,
+   * listed in {@link links} and cut with its regions.
+   */
+  clientLink(from: string, to: string, targetPort: number): Promise<RegionLink>;
+  status(): RegionStatus;
+  /**
+   * Serves {@link status} and the link controls over HTTP on 127.0.0.1 (for `jcp cluster status`):
+   * `GET /status`; `POST /cut?a=&b=`, `/heal?a=&b=`, `/isolate?region=`, `/rejoin?region=`, `/stop`.
+   * @returns its base url and a close function.
+   */
+  serveControl(onStop?: () => void): Promise<{ url: string; close: () => Promise<void> }>;
+  /**
+   * Writes `<dir>/cluster.json` for `jcp cluster status|down`: {@link status} plus the control url
+   * ({@link serveControl}) and the pid of the process holding the proxies.
+   * @returns the file's path.
+   */
+  writeState(controlUrl: string): string;
+  /** Stops every node, proxy and NATS server; removes a temp folder. */
+  stop(): Promise<void>;
+}
+
+/** `<dir>/cluster.json` of a multi-region cluster ({@link RegionCluster.writeState}). */
+export interface RegionState extends RegionStatus {
+  readonly dir: string;
+  /** Base url of the launcher's control endpoint. */
+  readonly control: string;
+  /** Pid of the launcher (it holds the proxies: the links die with it). */
+  readonly pid: number;
+}
+
+const DEAD_PORT = 1;
+
+/**
+ * Starts a multi-region cluster: every region's NATS servers (all at once, then waits until each
+ * is healthy: the supercluster's JetStream meta group has a leader), the streams in the home
+ * region, then every region's nodes.
+ * @throws RangeError for options out of range; Error if a server or node does not become ready
+ * (everything started is stopped first).
+ */
+export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
+  if (!Number.isInteger(opts.regions) || opts.regions < 1 || opts.regions > REGION_NAMES.length) throw new RangeError(`regions: expected 1..${REGION_NAMES.length}, got ${opts.regions}`);
+  if (!Number.isInteger(opts.nodesPerRegion) || opts.nodesPerRegion < 0 || opts.nodesPerRegion > 16) throw new RangeError(`nodesPerRegion: expected 0..16, got ${opts.nodesPerRegion}`);
+  if (opts.serversPerRegion !== 1 && opts.serversPerRegion !== 3) throw new RangeError(`serversPerRegion: expected 1 or 3, got ${opts.serversPerRegion}`);
+  for (const [k, v] of [['rttMs', opts.rttMs], ['jitterMs', opts.jitterMs ?? 0]] as const) {
+    if (!Number.isFinite(v) || v < 0 || v > 10_000) throw new RangeError(`${k}: expected 0..10000 ms, got ${v}`);
+  }
+  const ownsDir = opts.dir === undefined;
+  const dir = resolve(opts.dir ?? mkdtempSync(join(tmpdir(), 'jcp-regions-')));
+  mkdirSync(dir, { recursive: true });
+  const names = REGION_NAMES.slice(0, opts.regions);
+  const delay = { delayMs: opts.rttMs / 2, jitterMs: opts.jitterMs ?? 0 };
+  const per = opts.serversPerRegion;
+  const root = opts.subjectRoot ?? 'jcp';
+  const replicas = per;
+
+  const links: RegionLink[] = [];
+  const servers = new Map<string, NatsServer[]>();
+  const regions: Region[] = [];
+  const stopAll = async () => {
+    await Promise.all(regions.map((r) => r.cluster.stop()));
+    for (const l of links) for (const p of l.proxies) await p.close();
+    await Promise.all([...servers.values()].flat().map((s) => s.dispose()));
+    if (ownsDir) rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    // Ports first: every server's gateway port must be known to build the proxies.
+    const ports = new Map<string, { client: number; http: number; route: number; gateway: number }[]>();
+    for (const r of names) {
+      const list = [];
+      for (let k = 0; k < per; k++) list.push({ client: await freePort(), http: await freePort(), route: await freePort(), gateway: await freePort() });
+      ports.set(r, list);
+    }
+    // One proxy per (source region, target server): the source's servers dial the target through it.
+    for (const from of names) {
+      for (const to of names) {
+        if (from === to) continue;
+        const proxies: TcpProxy[] = [];
+        for (const p of ports.get(to)!) proxies.push(await TcpProxy.start(p.gateway, '127.0.0.1', 0, delay));
+        links.push({ from, to, kind: 'gateway', proxy: proxies[0]!, proxies });
+      }
+    }
+    for (const r of names) {
+      const list: NatsServer[] = [];
+      const rp = ports.get(r)!;
+      for (let k = 0; k < per; k++) {
+        const p = rp[k]!;
+        list.push(
+          await NatsServer.start(
+            {
+              name: `${r}-s${k + 1}`,
+              dir: join(dir, `nats-${r}`, `s${k + 1}`),
+              port: p.client,
+              httpPort: p.http,
+              cluster: { name: r, port: p.route, routes: rp.map((x) => x.route) },
+              gateway: {
+                name: r,
+                port: p.gateway,
+                advertise: `127.0.0.1:${DEAD_PORT}`,
+                remotes: names
+                  .filter((o) => o !== r)
+                  .map((o) => ({ name: o, urls: links.find((l) => l.from === r && l.to === o)!.proxies.map((x) => `nats://127.0.0.1:${x.port}`) })),
+              },
+              ...(opts.tls ? { tls: opts.tls } : {}),
+            },
+            false,
+          ),
+        );
+      }
+      servers.set(r, list);
+    }
+    await Promise.all([...servers.values()].flat().map((s) => s.ready(60_000)));
+    await createHomeStreams(servers.get(names[0]!)!, root, replicas, names[0]!, opts.tls);
+
+    // Every node of every region is a point of every channel: the stewards are known up front.
+    const total = names.length * opts.nodesPerRegion;
+    const stewards = Array.from({ length: total }, (_, i) => actorFromSeed(opts.seeds?.[i] ?? crypto.getRandomValues(new Uint8Array(32))));
+    const points = stewards.map((a) => a.did);
+    for (const [ri, r] of names.entries()) {
+      const list = servers.get(r)!;
+      const urls = list.map((s) => s.url);
+      const seeds = stewards.slice(ri * opts.nodesPerRegion, (ri + 1) * opts.nodesPerRegion).map((a) => a.key.seed);
+      const cluster = await LocalCluster.start({
+        nodes: opts.nodesPerRegion,
+        dir: join(dir, r),
+        nats: urls.join(','),
+        points,
+        seeds,
+        ...(opts.nodeProxies ? { proxies: true } : {}),
+        ...(opts.channels ? { channels: opts.channels } : {}),
+        ...(opts.resources ? { resources: opts.resources } : {}),
+        subjectRoot: root,
+        ...(opts.settleIntervalMs !== undefined ? { settleIntervalMs: opts.settleIntervalMs } : {}),
+        ...(opts.meter ? { meter: opts.meter } : {}),
+        ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
+        nodeConfig: (i) => {
+          const patch = opts.nodeConfig?.(r, i) ?? {};
+          const c = (patch['cluster'] ?? {}) as Record<string, unknown>;
+          return { ...patch, cluster: { replicas, stream_cluster: names[0]!, ...c } };
+        },
+      });
+      regions.push({
+        name: r,
+        natsUrls: urls,
+        servers: list,
+        cluster,
+        nodes: cluster.nodes.map((n) => ({
+          id: `${r}${n.index + 1}`,
+          region: r,
+          index: n.index,
+          port: n.port,
+          url: `tcp://127.0.0.1:${n.port}`,
+          metricsPort: n.metricsPort,
+          steward: n.steward,
+          proc: n,
+        })),
+      });
+    }
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+  return makeCluster(dir, names[0]!, regions, links, delay, stopAll);
+}
+
+/** Creates (or finds) the statement, revocation and shard streams, placed in cluster `home`. */
+async function createHomeStreams(home: NatsServer[], root: string, replicas: number, cluster: string, tls: TlsMaterial | undefined): Promise<void> {
+  const nc = await connect({ servers: home.map((s) => s.url), ...(tls ? { tls: { caFile: tls.caFile } } : {}) });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const cfgs = streamConfigs(channelNames(root), replicas, { cluster });
+    for (const cfg of [cfgs.statements, cfgs.revocations, shardStreamConfig(root, replicas, { cluster })]) {
+      try {
+        await jsm.streams.info(cfg.name);
+      } catch {
+        await jsm.streams.add(cfg);
+      }
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+function pairCheck(names: readonly string[], a: string, b: string): void {
+  if (!names.includes(a) || !names.includes(b)) throw new RangeError(`no region ${names.includes(a) ? b : a} (regions: ${names.join(', ')})`);
+  if (a === b) throw new RangeError(`a link joins two regions, got ${a} twice`);
+}
+
+function makeCluster(
+  dir: string,
+  home: string,
+  regions: Region[],
+  links: RegionLink[],
+  delay: { delayMs: number; jitterMs: number },
+  stopAll: () => Promise<void>,
+): RegionCluster {
+  const names = regions.map((r) => r.name);
+  const between = (a: string, b: string) => links.filter((l) => (l.from === a && l.to === b) || (l.from === b && l.to === a));
+  const touching = (r: string) => links.filter((l) => l.from === r || l.to === r);
+  const cut = new Set<RegionLink>();
+  let stopped = false;
+  const rc: RegionCluster = {
+    dir,
+    home,
+    regions,
+    links,
+    region(name) {
+      const r = regions.find((x) => x.name === name);
+      if (!r) throw new RangeError(`no region ${name} (regions: ${names.join(', ')})`);
+      return r;
+    },
+    cut(a, b) {
+      pairCheck(names, a, b);
+      for (const l of between(a, b)) {
+        cut.add(l);
+        for (const p of l.proxies) p.cut();
+      }
+    },
+    heal(a, b) {
+      pairCheck(names, a, b);
+      for (const l of between(a, b)) {
+        cut.delete(l);
+        for (const p of l.proxies) p.heal();
+      }
+    },
+    isolate(region) {
+      rc.region(region);
+      for (const o of names) if (o !== region) rc.cut(region, o);
+    },
+    rejoin(region) {
+      rc.region(region);
+      for (const o of names) if (o !== region) rc.heal(region, o);
+    },
+    async restartNats(region, o = {}) {
+      const r = rc.region(region);
+      await Promise.all(r.servers.map((s) => (o.kill ? s.kill() : s.stop())));
+      await Promise.all(r.servers.map((s) => s.start(false)));
+      await Promise.all(r.servers.map((s) => s.ready(60_000)));
+    },
+    async clientLink(from, to, targetPort) {
+      pairCheck(names, from, to);
+      const proxy = await TcpProxy.start(targetPort, '127.0.0.1', 0, delay);
+      if (touching(from).some((l) => cut.has(l) && (l.to === to || l.from === to))) proxy.cut();
+      const link: RegionLink = { from, to, kind: 'client', proxy, proxies: [proxy] };
+      links.push(link);
+      if (proxy.isCut) cut.add(link);
+      return link;
+    },
+    status() {
+      return {
+        type: 'jcp-regions',
+        home,
+        regions: regions.map((r) => ({
+          name: r.name,
+          nats_urls: r.natsUrls,
+          servers: r.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid, running: s.running })),
+          nodes: r.nodes.map((n) => ({ id: n.id, address: `127.0.0.1:${n.port}`, metrics: `127.0.0.1:${n.metricsPort}`, did: n.steward.did, pid: n.proc.pid })),
+        })),
+        links: links.map((l) => {
+          const d = l.proxy.delay;
+          return { from: l.from, to: l.to, kind: l.kind, state: l.proxies.some((p) => p.isCut) ? 'cut' : 'up', rttMs: d.delayMs * 2, jitterMs: d.jitterMs };
+        }),
+      };
+    },
+    async serveControl(onStop) {
+      const server: Server = createServer((req, res) => {
+        const u = new URL(req.url ?? '/', 'http://127.0.0.1');
+        const reply = (code: number, body: unknown) => {
+          res.writeHead(code, { 'content-type': 'application/json' });
+          res.end(`${JSON.stringify(body)}\n`);
+        };
+        try {
+          if (req.method === 'GET' && u.pathname === '/status') return reply(200, rc.status());
+          if (req.method !== 'POST') return reply(405, { error: 'method-not-allowed' });
+          const q = (k: string) => u.searchParams.get(k) ?? '';
+          if (u.pathname === '/cut') rc.cut(q('a'), q('b'));
+          else if (u.pathname === '/heal') rc.heal(q('a'), q('b'));
+          else if (u.pathname === '/isolate') rc.isolate(q('region'));
+          else if (u.pathname === '/rejoin') rc.rejoin(q('region'));
+          else if (u.pathname === '/stop') {
+            reply(200, { stopping: true });
+            onStop?.();
+            return;
+          } else return reply(404, { error: 'not-found' });
+          return reply(200, rc.status());
+        } catch (e) {
+          return reply(400, { error: 'bad-request', why: (e as Error).message });
+        }
+      });
+      await new Promise<void>((ok, fail) => {
+        server.once('error', fail);
+        server.listen(0, '127.0.0.1', () => ok());
+      });
+      const addr = server.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      return {
+        url: `http://127.0.0.1:${port}`,
+        close: () => new Promise<void>((ok) => server.close(() => ok())),
+      };
+    },
+    writeState(controlUrl) {
+      const state: RegionState = { ...rc.status(), dir, control: controlUrl, pid: process.pid };
+      const file = join(dir, 'cluster.json');
+      writeFileSync(file, `${JSON.stringify(state, null, 2)}\n`);
+      return file;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await stopAll();
+    },
+  };
+  return rc;
+}
