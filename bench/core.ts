@@ -1,5 +1,5 @@
 /**
- * The core bench (issue 2 "Speed"): each figure against a floor measured in the same run, with
+ * The core bench (docs/crypto-policy.md; README "Figures"): each figure against a floor measured in the same run, with
  * seeded inputs (keys, nonces, grants) so two runs measure the same work.
  *
  * - decide() on a cached one-link grant, signature work excluded (its verification is cached,

@@ -1,5 +1,5 @@
 /**
- * The FROST bench (issue 5 "Speed"): threshold sessions over NATS, each beside the bare library
+ * The FROST bench (docs/frost.md; README "Figures"): threshold sessions over NATS, each beside the bare library
  * time of the same rounds measured in the same run (its floor).
  *
  * Two placements of the participants, both talking through the local nats-server:

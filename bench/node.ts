@@ -1,5 +1,5 @@
 /**
- * The node bench (issue 3 "Speed"): a running node, driven from a separate load process over
+ * The node bench (docs/node.md; README "Figures"): a running node, driven from a separate load process over
  * loopback with several connections, against crypto floors measured in the same run.
  *
  * - Floor, one core: one caller-signature verification plus one receipt signature (node:crypto

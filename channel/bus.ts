@@ -4,7 +4,7 @@
  * so they are unit-tested against an in-memory bus (channel/memory.ts) and run in the cluster
  * against JetStream (channel/jetstream.ts).
  *
- * The contract that carries the overdraft bound (DESIGN "Budget channels"):
+ * The contract that carries the overdraft bound (docs/design.md "Budget channels: the bound we prove"):
  * - `publishStatement` resolves only once the stream has stored the message (a JetStream ack);
  * - `readLatest` returns, for every point that has published on the grant, the latest stored
  *   statement as the stream LEADER holds it when the read starts: every statement acked before

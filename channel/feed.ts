@@ -6,7 +6,7 @@
  * that existed at start has been submitted (or after `catchUpMs` when NATS cannot be reached: the
  * node serves meanwhile, and keeps the revocations it persisted before).
  *
- * The stream also carries amendments (§4.7; docs/steering.md "Across a cluster"): a message that
+ * The stream also carries amendments (§4.7; docs/steering.md "At the node"): a message that
  * is the jcp/1 `{amend: {grant, checkpoint, amendment}}` map is handed to the sink's `amend` (the
  * node re-verifies the pair and applies it against its own ledger), in stream order with the
  * revocations. A sink without `amend` counts such messages as malformed.

@@ -1,5 +1,5 @@
 /**
- * Budget channels over NATS (spec §4.5 profile, C17; DESIGN "Budget channels: the bound we
+ * Budget channels over NATS (spec §4.5 profile, C17; docs/design.md "Budget channels: the bound we
  * prove"): the transport interface and its JetStream and in-memory implementations, the
  * settlement engine, the node's budget policy, and the audit. See docs/cluster.md.
  */

@@ -1,5 +1,5 @@
 /**
- * Stream and subject names of the cluster (DESIGN "Budget channels"; docs/cluster.md):
+ * Stream and subject names of the cluster (docs/design.md "Budget channels: the bound we prove"; docs/cluster.md):
  *
  * - statements: stream `<STREAM>_STATEMENTS`, subject `<root>.stmt.<grant id>.<point hash>`, one
  *   message kept per subject (`max_msgs_per_subject = 1`): the latest signed statement of each

@@ -1,5 +1,5 @@
 /**
- * Settlement (spec §4.5 profile, C17; DESIGN "Budget channels: the bound we prove"): one
+ * Settlement (spec §4.5 profile, C17; docs/design.md "Budget channels: the bound we prove"): one
  * enforcement point's side of a budget channel on one grant.
  *
  * A settlement is, in this order:

@@ -1,5 +1,5 @@
 /**
- * The chaos runner (issue 4; DESIGN "Budget channels: the bound we prove"): agents spend against
+ * The chaos runner (docs/chaos.md; docs/design.md "Budget channels: the bound we prove"): agents spend against
  * every node of a local cluster on one root grant while faults drawn from a seed hit the cluster
  * — SIGKILL and restart, SIGSTOP/SIGCONT, a node cut off from NATS through its proxy, NATS server
  * restarts. Then everything is healed, the nodes settle and stop, and four invariants are checked

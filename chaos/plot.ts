@@ -1,6 +1,6 @@
 /**
  * The chaos runner's plot: the overdraft (total spend − budget, µJ) over time against the bound
- * (`Σ_{j≠k} W_j`, core `overdraftBound`; DESIGN "Budget channels: the bound we prove"), with the
+ * (`Σ_{j≠k} W_j`, core `overdraftBound`; docs/design.md "Budget channels: the bound we prove"), with the
  * faults marked. The y axis is the overdraft, so the budget is the zero line and the bound a line
  * above it, never drawn on top of each other.
  *

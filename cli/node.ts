@@ -1,4 +1,4 @@
-/** `jcp node start`: runs an enforcement node (issue 3; DESIGN "The way data flows"). */
+/** `jcp node start`: runs an enforcement node (docs/node.md; docs/design.md "The way data flows"). */
 import { pino } from 'pino';
 import type { Did } from '../core/index.ts';
 import { ClusterHooks, readClusterConfig } from '../node/index.ts';

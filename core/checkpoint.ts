@@ -6,7 +6,7 @@
  * {@link Amendment} `{checkpoint, budget_uj, instructions?, nonce}` is signed by the grant's
  * issuer, who must be a different principal from the agent; it names exactly one checkpoint (by
  * the content id of the signed checkpoint's body) and only tightens: `budget_uj` ≤ the checkpoint
- * grant's budget_uj. Both are `{body, signature}` over `canonical_cbor(body)` (DESIGN "Encodings").
+ * grant's budget_uj. Both are `{body, signature}` over `canonical_cbor(body)` (docs/design.md "Encodings").
  * An amendment has no signer field: the only key it can verify under is the grant issuer's.
  *
  * The continuation grant and how it is linked back. The run resumes under a grant the issuer

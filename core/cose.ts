@@ -1,6 +1,6 @@
 /**
  * COSE_Sign1 (RFC 9052 §4.2, §4.4) for EdDSA over Ed25519 (RFC 9053 §2.2), as the JCR-1 receipt
- * envelope uses it (spec §8, DESIGN "Encodings").
+ * envelope uses it (spec §8, docs/design.md "Encodings").
  *
  * Two layers, as noble splits generic from concrete:
  * - the general Sign1 layer here ({@link decodeSign1}, {@link verifySign1}, {@link signSign1})
@@ -96,7 +96,7 @@ export function encodeProtectedHeader(header: HeaderMap): Uint8Array {
   return header.size === 0 ? EMPTY : encode(header);
 }
 
-/** The JCR-1 protected header `{1: -8, 4: kid}` serialized (spec §8, DESIGN "Encodings"). */
+/** The JCR-1 protected header `{1: -8, 4: kid}` serialized (spec §8, docs/design.md "Encodings"). */
 export function jcrProtectedHeader(kid: Uint8Array): Uint8Array {
   return encode(
     new Map<number, unknown>([

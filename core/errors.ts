@@ -59,7 +59,7 @@ export class JcpError extends Error {
     this.detail = detail;
   }
 
-  /** Wire form `{code, message}` as carried in a jcp/1 error reply (§11, DESIGN "Encodings"). */
+  /** Wire form `{code, message}` as carried in a jcp/1 error reply (§11, docs/design.md "Encodings"). */
   toJSON(): { code: ErrorCode; message: string } {
     return { code: this.code, message: this.message };
   }

@@ -2,7 +2,7 @@
  * The Grant (spec §4): a signed, content-addressed capability with a joule budget, and
  * attenuation (§4.1) with delegation depth (§4.4).
  *
- * Wire shape (DESIGN "Encodings"): `SignedGrant = {grant, signature}`, the signature Ed25519 by
+ * Wire shape (docs/design.md "Encodings"): `SignedGrant = {grant, signature}`, the signature Ed25519 by
  * `grant.issuer` over `canonical_cbor(grant)`; the grant id is the content id of `grant` alone.
  * Absent optional fields (`parent`, `delegate_depth`) are left out of the map, never null.
  */

@@ -2,7 +2,7 @@
  * The JCR-1 receipt (spec §8, conformance C5): every decision, allow and deny alike, sealed as a
  * tagged COSE_Sign1 (RFC 9052) signed with EdDSA/Ed25519 by the enforcement point (the steward).
  *
- * Envelope (DESIGN "Encodings", `cose.ts`): protected header `{1: -8, 4: kid}` with kid = the
+ * Envelope (docs/design.md "Encodings", `cose.ts`): protected header `{1: -8, 4: kid}` with kid = the
  * UTF-8 bytes of the steward's did:key, an empty unprotected map, payload = canonical det-CBOR of
  * the {@link ReceiptCore}, signature over `["Signature1", protected, h'', payload]`.
  *

@@ -2,7 +2,7 @@
  * Revocation (spec §4.3, conformance C6): the issuer of a grant withdraws it with a signed
  * statement, and an enforcement point honours it only after checking its authority.
  *
- * Wire shape (DESIGN "Encodings"): `SignedRevocation = {body, signature}`, `body` the
+ * Wire shape (docs/design.md "Encodings"): `SignedRevocation = {body, signature}`, `body` the
  * {@link Revocation} map, the signature Ed25519 by `body.revoked_by` over `canonical_cbor(body)`.
  *
  * Authority (§4.3): the ids match, the revoker is the grant's issuer, the signature verifies.

@@ -3,7 +3,7 @@
  *
  * An identity is its inception did:key, forever; the key that controls it rotates through a
  * verified log of {@link KeyEvent}s, each `{body, signature}` over `canonical_cbor(body)`
- * (DESIGN "Encodings"). Event 0 (inception) is signed by the identity key and its `current` is
+ * (docs/design.md "Encodings"). Event 0 (inception) is signed by the identity key and its `current` is
  * the identity. Event N is signed by its new `current` key, whose 32 public bytes must hash
  * (BLAKE3, lowercase hex) to event N−1's `next_hash`: possession of the pre-committed key is the
  * proof of control. A thief holding only the current key cannot rotate the identity away; an

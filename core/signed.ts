@@ -1,6 +1,6 @@
 /**
  * The signed-body pattern shared by Revocation, Statement, KeyEvent, MintPolicy, Checkpoint and
- * Amendment (DESIGN "Encodings"): `{body, signature}`, Ed25519 over `canonical_cbor(body)`.
+ * Amendment (docs/design.md "Encodings"): `{body, signature}`, Ed25519 over `canonical_cbor(body)`.
  */
 import type { Actor } from './actor.ts';
 import { encode } from './cbor.ts';

@@ -3,7 +3,7 @@
  * work. A standing grant is an ordinary grant (§4) plus a {@link MintPolicy} signed by that
  * grant's issuer, which fixes three bounds at once: the event class that may fire it (a content
  * id), the per-firing budget (µJ, no larger than the grant's budget) and the maximum number of
- * firings. Wire shape (DESIGN "Encodings"): `{body, signature}` over `canonical_cbor(body)`.
+ * firings. Wire shape (docs/design.md "Encodings"): `{body, signature}` over `canonical_cbor(body)`.
  *
  * Who does what — our reading of §4.6. The spec says the issuer "holds" the standing grant and
  * that each firing mints a child "through the ordinary attenuation path (§4.1)". Attenuation

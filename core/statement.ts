@@ -3,7 +3,7 @@
  *
  * N enforcement points spend optimistically against one grant and settle by exchanging signed
  * statements of cumulative local spend. A {@link Statement} is `{grant_id, point, spent_uj, seq}`,
- * signed by `point` over its canonical bytes (DESIGN "Encodings": `{body, signature}`).
+ * signed by `point` over its canonical bytes (docs/design.md "Encodings": `{body, signature}`).
  *
  * {@link ChannelLedger} is the merged view one point keeps for one grant: it admits a statement
  * only if it is for this grant, from a known point (when a membership set is configured), signed
@@ -12,7 +12,7 @@
  * spend is the sum of every point's latest statement; an overdraft past the budget is provable to
  * a third party from those signed statements alone ({@link overdraftProof}).
  *
- * The spending rule and its bound (DESIGN "Budget channels"): {@link channelAllows} and
+ * The spending rule and its bound (docs/design.md "Budget channels: the bound we prove"): {@link channelAllows} and
  * {@link overdraftBound}. The NATS transport lives in `channel/`.
  */
 import type { Actor } from './actor.ts';
@@ -340,7 +340,7 @@ export interface ChannelRefusal {
 }
 
 /**
- * The channel spending rule (DESIGN "Budget channels"): point i allows `cost` only if
+ * The channel spending rule (docs/design.md "Budget channels: the bound we prove"): point i allows `cost` only if
  * (a) mySpent + cost + peersSettled ≤ budget, and (b) mySpent + cost − mySpentAtLastSettle ≤ windowUj.
  * A point cut off from settlement therefore stops after W_i. Pure; the caller debits on allow.
  * Refusals: `budget-exceeded` (a), `window-exhausted` (b).
@@ -373,7 +373,7 @@ export function channelAllows(s: ChannelSpendState): Result<void, ChannelRefusal
  * `windows` and all follow {@link channelAllows} with leader reads: Σ_{j≠k} W_j, maximised over k,
  * i.e. Σ W − min W (0 for zero or one point).
  *
- * Why (DESIGN "Budget channels"): let k be the point whose last allowed spend was checked against
+ * Why (docs/design.md "Budget channels: the bound we prove"): let k be the point whose last allowed spend was checked against
  * the most recent settlement (in the DESIGN's words, the point that settled last). That check
  * gave s_k + Σ_{j≠k} S_j ≤ budget, where S_j is what j had published by then. Every other point
  * j has spent at most W_j since its own last settlement, so s_j ≤ S_j + W_j, and the total is

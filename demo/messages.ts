@@ -1,6 +1,6 @@
 /**
  * The messages between the demo's orchestrator and its agent workers (Node IPC, JSON). Grants,
- * checkpoints and amendments travel as hex of their canonical det-CBOR (DESIGN "Encodings"), µJ
+ * checkpoints and amendments travel as hex of their canonical det-CBOR (docs/design.md "Encodings"), µJ
  * as decimal strings, times as milliseconds of the shared wall clock.
  *
  * Orchestrator → worker: `go` (who it is, where the nodes are, its two grant chains), `checkpoint`

@@ -33,7 +33,7 @@ export async function revokeGrant(grantId: ContentId, actor: ThresholdActor, non
   return { body, signature: await actor.sign(encode(revocationToCbor(body))) };
 }
 
-/** Signs any signed-body object (DESIGN "Encodings": Ed25519 over `canonical_cbor(body)`) as a threshold actor. */
+/** Signs any signed-body object (docs/design.md "Encodings": Ed25519 over `canonical_cbor(body)`) as a threshold actor. */
 export async function signBodyAs<B>(body: B, actor: ThresholdActor): Promise<Signed<B>> {
   return { body, signature: await actor.sign(encode(body)) };
 }

@@ -1,6 +1,6 @@
 /**
  * The jcp-frost/1 round message: every message of a DKG or signing session is the signed-body
- * pattern of DESIGN "Encodings", `{body, signature}` in canonical det-CBOR, where the body binds
+ * pattern of docs/design.md "Encodings", `{body, signature}` in canonical det-CBOR, where the body binds
  * the protocol, the message kind, the session id and the round, names its sender (`from`, whose
  * own Ed25519 key signs it) and, for directed messages, its recipient (`to`).
  *

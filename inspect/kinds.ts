@@ -158,7 +158,7 @@ function ofMap(o: Obj, bytes: Uint8Array, hints: SignerHints): Described {
 
 type BodyKind = 'revocation' | 'statement' | 'key-event' | 'mint-policy' | 'checkpoint' | 'amendment';
 
-/** Which signed-body kind a body map is, by its keys (DESIGN "Encodings": `{body, signature}`). */
+/** Which signed-body kind a body map is, by its keys (docs/design.md "Encodings": `{body, signature}`). */
 function bodyKind(o: Obj): BodyKind | undefined {
   if (has(o, 'revoked_by')) return 'revocation';
   if (has(o, 'point', 'spent_uj')) return 'statement';

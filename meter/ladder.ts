@@ -1,5 +1,5 @@
 /**
- * The vocabulary of the energy ladder (spec §5, DESIGN "Energy"): its rungs, best first, the
+ * The vocabulary of the energy ladder (spec §5, docs/design.md "Energy"): its rungs, best first, the
  * provenance each rung earns, and the structured reasons a rung is skipped or a figure degrades.
  */
 import type { Provenance, Uj } from '../core/index.ts';

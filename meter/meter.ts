@@ -1,5 +1,5 @@
 /**
- * The energy meter (spec §5, DESIGN "Energy"): walks the ladder RAPL → NVML → time × calibrated
+ * The energy meter (spec §5, docs/design.md "Energy"): walks the ladder RAPL → NVML → time × calibrated
  * power → per-action constant, and meters calls with the best rung that works.
  *
  * Honesty rules kept here:

@@ -1,5 +1,5 @@
 /**
- * Subject and stream-name rules of the NATS layer (docs/cluster.md "Names"), checked before a
+ * Subject and stream-name rules of the NATS layer (docs/cluster.md "Streams and subjects"), checked before a
  * name reaches the server so that a bad name is a clear error with a stable code, never a
  * server-side refusal halfway through a setup:
  *

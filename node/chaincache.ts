@@ -1,5 +1,5 @@
 /**
- * Decoding requests whose chain the node has seen before (DESIGN "Decisions and the ledger":
+ * Decoding requests whose chain the node has seen before (docs/design.md "Decisions and the ledger":
  * grant work is done once per grant). An agent presents the same delegation chain on every
  * call; decoding it again, and re-deriving its grant ids, is most of a request's decode cost.
  *

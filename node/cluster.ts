@@ -1,5 +1,5 @@
 /**
- * The node's cluster hooks (issue 4; DESIGN "Budget channels", §4.3, §4.5): what a node started
+ * The node's cluster hooks (docs/cluster.md; docs/design.md "Budget channels: the bound we prove", §4.3, §4.5): what a node started
  * with `nats` adds through the seams of node/hooks.ts —
  *
  * - a budget policy: the budget channels this node serves as a point (channel/), consulted after

@@ -1,5 +1,5 @@
 /**
- * Stable error codes of the enforcement node (spec §11, DESIGN "Encodings"): what a jcp/1 error
+ * Stable error codes of the enforcement node (spec §11, docs/design.md "Encodings"): what a jcp/1 error
  * reply `{error: {code, message}}` can carry, besides the core codes of `core/errors.ts`
  * (`frame-too-large`, `cbor-malformed`, `cbor-non-canonical`, `cbor-forbidden-type`, `schema`,
  * `did-invalid`, `bad-length`, …). An error reply never carries a receipt: the message never
@@ -9,7 +9,7 @@ import type { ErrorCode } from '../core/index.ts';
 
 /** Node-level error codes, one const table; callers switch on the code, never the message. */
 export const NodeErrorCodes = {
-  /** The request's `now` is further than `max_skew_s` from the node's clock (DESIGN "Decisions"). */
+  /** The request's `now` is further than `max_skew_s` from the node's clock (docs/design.md "Decisions and the ledger"). */
   CLOCK_SKEW: 'clock-skew',
   /** A well-formed message whose top-level key the node does not serve. */
   UNKNOWN_MESSAGE: 'unknown-message',

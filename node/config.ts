@@ -1,5 +1,5 @@
 /**
- * The node's configuration (DESIGN "Folders": node/ owns config): where it listens, where its
+ * The node's configuration (docs/design.md "Folders and layers": node/ owns config): where it listens, where its
  * data lives, the trust roots per resource (§7), the endpoint behind each resource, `max_skew_s`,
  * the frame cap (§11), the receipt log's batching, and the meter's settings (§5).
  *
@@ -99,7 +99,7 @@ export interface NodeConfig {
   readonly metrics: { readonly host: string; readonly port: number } | undefined;
   /** NATS URL for the cluster streams (revocations, budget channels); undefined = standalone. */
   readonly nats: string | undefined;
-  /** Largest accepted `|now − node clock|`, seconds (DESIGN "Decisions"; default 30). */
+  /** Largest accepted `|now − node clock|`, seconds (docs/design.md "Decisions and the ledger"; default 30). */
   readonly maxSkewS: number;
   /**
    * Seconds the request index keeps ids beyond `max_skew_s` (default 60): ids of requests whose

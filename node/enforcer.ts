@@ -1,5 +1,5 @@
 /**
- * The request path of the enforcement node (spec §11, §7, §8.1; DESIGN "The way data flows"),
+ * The request path of the enforcement node (spec §11, §7, §8.1; docs/design.md "The way data flows"),
  * from one decoded jcp/1 message body to the response body, in this order:
  *
  *  1. canonical check and schema check (`decodeWireMessage`, or `ChainCache` for a chain seen

@@ -1,5 +1,5 @@
 /**
- * Seams for the cluster (issue 4 builds on these): a budget policy consulted before an allow
+ * Seams for the cluster (the cluster, node/cluster.ts, builds on these): a budget policy consulted before an allow
  * stands (budget channels, §4.5 profile), and feeds that bring revocations from elsewhere
  * (a NATS stream, §4.3 "from NATS once the cluster exists"). The node works without either.
  */
@@ -11,7 +11,7 @@ export type AllowDecision = Extract<Decision, { verdict: 'allow' }>;
 
 /**
  * A budget policy beyond the grant's own ledger (e.g. a budget channel's settled view of peers,
- * DESIGN "Budget channels"). Consulted synchronously, inside the node's serialized decision step,
+ * docs/design.md "Budget channels: the bound we prove"). Consulted synchronously, inside the node's serialized decision step,
  * after the pure decision allowed and before the debit: returning a Deny turns the allow into
  * that deny (sealed like any other; nothing debited).
  */

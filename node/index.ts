@@ -1,5 +1,5 @@
 /**
- * The enforcement node (DESIGN "Folders": node/): the jcp/1 daemon in front of real tools, its
+ * The enforcement node (docs/design.md "Folders and layers": node/): the jcp/1 daemon in front of real tools, its
  * durable receipt log, boot replay, revocations, amendments (§4.7), MCP endpoints, metrics, the
  * standing-grant webhook server (§4.6) (the agent-side client is in client/).
  */

@@ -1,5 +1,5 @@
 /**
- * Starting and stopping an enforcement node (DESIGN "The way data flows"): the steward key
+ * Starting and stopping an enforcement node (docs/design.md "The way data flows"): the steward key
  * (created 0600 on first start), the receipt log (opened, never recreated empty), boot replay
  * (§8.1), revocations (§4.3), trust roots (§7), the meter (§5), the MCP endpoints, the jcp/1
  * listener (§11), and `/metrics` + `/healthz`.
@@ -42,9 +42,9 @@ export interface NodeOptions {
   readonly clockS?: () => number;
   /** The energy meter (default `createMeter(config.meter)`). */
   readonly meter?: NodeMeter;
-  /** Consulted before an allow stands (issue 4: budget channels). */
+  /** Consulted before an allow stands (budget channels, §4.5). */
   readonly budgetPolicy?: BudgetPolicy;
-  /** Revocation sources besides jcp/1 (issue 4: a NATS stream). */
+  /** Revocation sources besides jcp/1 (the cluster: a NATS stream). */
   readonly revocationFeeds?: readonly RevocationFeed[];
   /** The logger (default pino JSON on stdout at `config.logLevel`). */
   readonly logger?: Logger;

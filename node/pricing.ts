@@ -1,5 +1,5 @@
 /**
- * Pricing a call (§5; DESIGN "Decisions and the ledger": the node prices a call as no less than
+ * Pricing a call (§5; docs/design.md "Decisions and the ledger": the node prices a call as no less than
  * its own estimate for that action). The caller's signed request names a cost; the node debits
  * the larger of that and its own estimate, so a caller cannot under-declare its way past a budget.
  *

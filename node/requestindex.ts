@@ -1,5 +1,5 @@
 /**
- * The request index (§11 idempotent replay; DESIGN "Decisions and the ledger": rebuilt from the
+ * The request index (§11 idempotent replay; docs/design.md "Decisions and the ledger": rebuilt from the
  * receipts): request id → the seq of the receipt that decided it.
  *
  * Memory matters here (a busy node keeps an entry per request of the last window), so the table

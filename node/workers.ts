@@ -1,5 +1,5 @@
 /**
- * Worker threads for signature work (DESIGN "Decisions and the ledger": caller signatures are
+ * Worker threads for signature work (docs/design.md "Decisions and the ledger": caller signatures are
  * verified for every request): caller-signature checks of request bodies, batched per event-loop
  * turn, and boot-replay slices. The decision itself, the debit and the receipt signature stay on
  * the main thread, in order (each receipt links to the previous one's bytes).

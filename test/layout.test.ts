@@ -103,6 +103,34 @@ function layoutViolations(files: readonly string[], read: (f: string) => string[
   return bad;
 }
 
+/** Every `docs/<file>.md "<section>"` citation in `files` whose file or section does not exist. */
+function brokenCitations(files: readonly string[]): string[] {
+  const headings = new Map<string, string[]>();
+  const sections = (doc: string): string[] => {
+    if (!headings.has(doc)) {
+      let text = '';
+      try {
+        text = readFileSync(path.join(ROOT, doc), 'utf8');
+      } catch {
+        // a missing file has no sections
+      }
+      headings.set(doc, [...text.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]!.trim()));
+    }
+    return headings.get(doc)!;
+  };
+  const bad: string[] = [];
+  for (const f of files) {
+    const text = readFileSync(path.join(ROOT, f), 'utf8');
+    for (const m of text.matchAll(/docs\/([\w-]+\.md) "([^"]+)"/g)) {
+      const doc = `docs/${m[1]}`;
+      const cited = m[2]!.replace(/\s*\n\s*(\*\s*)?/g, ' ');
+      if (cited === '…') continue;
+      if (!sections(doc).some((h) => h.startsWith(cited))) bad.push(`${f}: cites ${doc} "${cited}", which has no such section`);
+    }
+  }
+  return bad;
+}
+
 describe('layout', () => {
   const files = sourceFiles(ROOT);
 
@@ -114,6 +142,19 @@ describe('layout', () => {
   it('every top-level folder with code is a product folder or a leaf', () => {
     const tops = new Set(files.map(top).filter((t) => t !== '.'));
     expect([...tops].filter((t) => !(t in LAYERS) && !LEAVES.has(t))).toEqual([]);
+  });
+
+  it('every docs/<file>.md "<section>" citation names a section that exists, and no comment names an issue number', () => {
+    const docs = sourceFiles(ROOT).concat(readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`), ['README.md']);
+    expect(brokenCitations(docs.filter((f) => f !== "test/layout.test.ts"))).toEqual([]);
+    const numbered = files.filter((f) => f !== "test/layout.test.ts" && /\b(issue|task) \d+\b/i.test(readFileSync(path.join(ROOT, f), 'utf8')));
+    expect(numbered).toEqual([]);
+  });
+
+  it('a citation of a missing section is reported', () => {
+    const probe = 'test/layout.test.ts';
+    expect(brokenCitations([probe]).some((l) => l.includes('"No such section here"'))).toBe(true);
+    // docs/design.md "No such section here" (the line above cites it on purpose)
   });
 
   it('the rules bite: a deep import, an upward import, a cycle and a cli/ import are each reported', () => {

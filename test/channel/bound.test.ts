@@ -1,5 +1,5 @@
 /**
- * The overdraft bound (DESIGN "Budget channels: the bound we prove") as a property: random
+ * The overdraft bound (docs/design.md "Budget channels: the bound we prove") as a property: random
  * schedules of 2–5 points spending, settling, crashing and restarting, being cut off and healed,
  * with every bus call interleaved by fast-check's scheduler. With leader reads the total spend
  * never passes budget + Σ_{j≠k} W_j, and after healing the signed statements prove exactly what

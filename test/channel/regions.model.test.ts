@@ -1,5 +1,5 @@
 /**
- * The overdraft bound across regions, as a randomized model (DESIGN "Budget channels: the bound we
+ * The overdraft bound across regions, as a randomized model (docs/design.md "Budget channels: the bound we
  * prove"; spec §4.5 profile): 2–4 regions, 1–3 points each, a per-link one-way delay with jitter,
  * regions cut off and healed, points crashing and restarting, every point spending at its own rate
  * and settling on a timer and whenever half of its window is used. Virtual time: every bus call

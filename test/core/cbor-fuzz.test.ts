@@ -1,5 +1,5 @@
 /**
- * det-CBOR under generated and mutated input (spec §3, issue 2 "Bad input"):
+ * det-CBOR under generated and mutated input (spec §3, bad input: a stable code, nothing lost):
  * - fast-check: canonical round-trip of arbitrary JCP values (integers to 64 bits, text, bytes,
  *   arrays, text-keyed maps), and key-order independence of the encoding;
  * - a seeded, deterministic corpus of more than 100,000 byte strings (valid encodings mutated by

@@ -1,5 +1,5 @@
 /**
- * Checks of the deployment files (issue 6 "Deployment"): each takes parsed objects or file text
+ * Checks of the deployment files (deploy/README.md): each takes parsed objects or file text
  * and returns the problems it found as strings (empty = fine), so a test can assert that the real
  * files pass and that a deliberately broken copy is refused by the same check.
  *

@@ -1,5 +1,5 @@
 /**
- * deploy/ (issue 6 "Deployment"): the example config loads with the node's own loader, the
+ * deploy/ (deploy/README.md): the example config loads with the node's own loader, the
  * Containerfile builds what the node needs (checked by structure: no container engine runs on
  * the development machines or CI), and the systemd unit passes `systemd-analyze verify` with a
  * low exposure score. Every check is also shown refusing a deliberately broken copy.

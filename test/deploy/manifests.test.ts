@@ -1,5 +1,5 @@
 /**
- * The Kubernetes manifests in k8s/ (issue 6 "Deployment"): every object validates against the
+ * The Kubernetes manifests in k8s/ (k8s/README.md): every object validates against the
  * Kubernetes schemas (kubernetes-models, @kubernetes-models/prometheus-operator) with no unknown
  * field, meets the "restricted" Pod Security Standard, references only objects that exist or that
  * k8s/README.md names as operator-provided, and carries a node config that the node's own loader

@@ -1,5 +1,5 @@
 /**
- * Endpoints (DESIGN "The way data flows"): real MCP servers from the registry behind a node —
+ * Endpoints (docs/design.md "The way data flows"): real MCP servers from the registry behind a node —
  * `@modelcontextprotocol/server-filesystem` over a temp folder and `@modelcontextprotocol/server-memory`
  * — invoked only on allow, their results returned as data (§6); a crashed or hung server gets a
  * clear error in the result while the decision and its receipt stand and the node stays up.

@@ -1,5 +1,5 @@
 /**
- * The node's request path over a live loopback socket (spec §11, §7, §8; DESIGN "Decisions"):
+ * The node's request path over a live loopback socket (spec §11, §7, §8; docs/design.md "Decisions and the ledger"):
  * every error code, sealed decisions, pricing, and idempotent replay.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

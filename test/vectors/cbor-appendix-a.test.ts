@@ -2,7 +2,7 @@
  * RFC 8949 Appendix A (cbor/test-vectors `appendix_a.json`, 82 items) through `core/cbor.ts`.
  *
  * The expected verdict of each item is derived from its bytes by `classify` below, a small
- * independent reading of RFC 8949 §3 and the JCP rules of spec §3 / DESIGN "Encodings":
+ * independent reading of RFC 8949 §3 and the JCP rules of spec §3 / docs/design.md "Encodings":
  * integers (to 64 bits), text, byte strings, arrays and text-keyed maps in canonical form are
  * accepted and must re-encode byte-identically; the first offending feature in byte order
  * decides the refusal code otherwise:
