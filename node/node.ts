@@ -67,7 +67,7 @@ export interface NodeOptions {
   /**
    * Readiness and health beyond the node's own (the cluster hooks: revocation staleness, NATS):
    * `/healthz` adds each source's detail under its `name`, `ready: false` and `not_ready` when a
-   * source lists problems, and `/readyz` answers 503 then (docs/node.md "Health").
+   * source lists problems, and `/readyz` answers 503 then (docs/node.md "Operations").
    */
   readonly health?: ReadonlyArray<HealthSource>;
 }
