@@ -7,6 +7,7 @@ export type { BusEvent, ChannelBus, CloseRecordBus, RevocationBus, RevocationFol
 export { type ChannelAudit, type AuditLine, auditChannel, mergeStatements } from './audit.ts';
 export { type ChannelSpec, type ChannelStats, Channels, type ChannelsOpts } from './channels.ts';
 export { RevocationStreamFeed, type RevocationStreamFeedOpts, type RevocationSinkLike } from './feed.ts';
+export { type FreshnessView, REVOCATION_STALE, RevocationFreshness } from './freshness.ts';
 export {
   ensureStreams,
   JetStreamBus,

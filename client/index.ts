@@ -5,6 +5,7 @@
  */
 export {
   type ClientOptions,
+  type ClientTlsOptions,
   type ClientSigner,
   type CallParams,
   type CallRequestOptions,
