@@ -8,6 +8,6 @@ export { NatsLink, type NatsLinkOpts } from './connection.ts';
 export { NATS_DEADLINE, NATS_UNAVAILABLE, NatsNameCodes, NatsNameError, NatsUnavailable } from './errors.ts';
 export { type FollowedMsg, followFromStart } from './follow.ts';
 export { checkStreamName, checkSubject, checkSubjectRoot, rootStreamName, storeNameOf } from './names.ts';
-export { type Greeting, greetingServers, natsGreeting, natsHostPort } from './reach.ts';
+export { greetingServers, natsGreeting, natsHostPort } from './reach.ts';
 export { retryUntil, withDeadline } from './retry.ts';
 export { ensureStream, isStreamNotFound, type StreamPlacement, type StreamSpec, streamConfig } from './streams.ts';

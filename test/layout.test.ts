@@ -131,12 +131,54 @@ function brokenCitations(files: readonly string[]): string[] {
   return bad;
 }
 
+/** Names a folder's front door exports that no file outside the folder imports (bridge/ and client/library.ts are the npm API). */
+function unusedDoorNames(files: readonly string[]): string[] {
+  const used = new Map<string, Set<string>>();
+  const exported = new Map<string, string[]>();
+  for (const f of files) {
+    const sf = ts.createSourceFile(f, readFileSync(path.join(ROOT, f), 'utf8'), ts.ScriptTarget.Latest, true);
+    const isDoor = /^[a-z]+\/index\.ts$/.test(f);
+    // A dynamic import may use any name of the door it loads.
+    for (const m of sf.text.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g)) {
+      const t = path.normalize(path.join(path.dirname(f), m[1]!)).replace(/internal\.ts$/, 'index.ts');
+      if (!used.has(t)) used.set(t, new Set());
+      used.get(t)!.add('*');
+    }
+    for (const st of sf.statements) {
+      if (!(ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) || !st.moduleSpecifier || !ts.isStringLiteral(st.moduleSpecifier)) continue;
+      if (isDoor && ts.isExportDeclaration(st) && st.exportClause && ts.isNamedExports(st.exportClause)) {
+        exported.set(f, [...(exported.get(f) ?? []), ...st.exportClause.elements.map((el) => el.name.text)]);
+      }
+      const spec = st.moduleSpecifier.text;
+      if (!spec.startsWith('.')) continue;
+      const t = path.normalize(path.join(path.dirname(f), spec));
+      if (top(t) === top(f) || !/\/(index|internal)\.ts$/.test(t)) continue;
+      const door = t.replace(/internal\.ts$/, 'index.ts');
+      const names = used.get(door) ?? new Set<string>();
+      used.set(door, names);
+      const bindings = ts.isImportDeclaration(st) ? st.importClause?.namedBindings : st.exportClause;
+      if (bindings && (ts.isNamedImports(bindings) || ts.isNamedExports(bindings))) for (const el of bindings.elements) names.add((el.propertyName ?? el.name).text);
+      else names.add('*');
+    }
+  }
+  const out: string[] = [];
+  for (const [door, names] of exported) {
+    if (door === 'bridge/index.ts' || used.get(door)?.has('*')) continue;
+    for (const n of names) if (!used.get(door)?.has(n)) out.push(`${door}: ${n}`);
+  }
+  return out;
+}
+
 describe('layout', () => {
   const files = sourceFiles(ROOT);
 
   it('every source file keeps the layout rules (front doors, layers, no cycles)', () => {
     expect(files.length).toBeGreaterThan(300);
     expect(layoutViolations(files)).toEqual([]);
+  });
+
+  it('every name a front door exports is imported by another folder (bridge/, the npm API, aside)', () => {
+    expect(unusedDoorNames(files)).toEqual([]);
   });
 
   it('every top-level folder with code is a product folder or a leaf', () => {
