@@ -144,6 +144,11 @@ describe('layout', () => {
     expect([...tops].filter((t) => !(t in LAYERS) && !LEAVES.has(t))).toEqual([]);
   });
 
+  it('the npm package ships every product folder (bin/jcp.mjs runs the sources, so a missing one breaks every command)', () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { files: string[] };
+    expect(Object.keys(LAYERS).filter((folder) => !pkg.files.includes(folder))).toEqual([]);
+  });
+
   it('every docs/<file>.md "<section>" citation names a section that exists, and no comment names an issue number', () => {
     const docs = sourceFiles(ROOT).concat(readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`), ['README.md']);
     expect(brokenCitations(docs.filter((f) => f !== "test/layout.test.ts"))).toEqual([]);
