@@ -170,6 +170,16 @@ describe('layout', () => {
     expect(numbered).toEqual([]);
   });
 
+  it("every path in the README's spec map exists", () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('### From the spec to the code'), readme.indexOf('`test/layout.test.ts` checks that every path in this table exists'));
+    const paths = [...table.matchAll(/`((?:core|io|meter|natsio|channel|shards|frost|node|client|bridge|test)\/[^`*]*)`/g)].map((m) => m[1]!);
+    expect(paths.length).toBeGreaterThan(40);
+    expect(paths.filter((p) => !existsSync(path.join(ROOT, p)))).toEqual([]);
+    const globs = [...table.matchAll(/`(test\/[^`]*)\*([^`]*)`/g)];
+    for (const g of globs) expect(readdirSync(path.join(ROOT, path.dirname(g[1]!))).some((f) => f.startsWith(path.basename(g[1]!)) && f.endsWith(g[2]!))).toBe(true);
+  });
+
   it('a citation of a missing section is reported', () => {
     const probe = 'test/layout.test.ts';
     expect(brokenCitations([probe]).some((l) => l.includes('"No such section here"'))).toBe(true);
