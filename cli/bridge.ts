@@ -262,6 +262,16 @@ export const command: Command = {
             throw e;
           }
           signer = { did: threshold.did, sign: threshold.sign };
+        } else {
+          // The caller must be each leaf grant's subject (spec §7), else every call is a sealed deny.
+          const foreign = s.chains.filter((_, i) => chains[i]![chains[i]!.length - 1]?.grant.subject !== key.did);
+          if (foreign.length > 0) {
+            const leaf = chains[s.chains.indexOf(foreign[0]!)]!;
+            throw new CliError(
+              'key-not-subject',
+              `${s.key} is ${key.did}, but the leaf grant of ${foreign.join(', ')} names ${String(leaf[leaf.length - 1]?.grant.subject)} as its subject: pass that subject's key`,
+            );
+          }
         }
         // The journal first: a journal that cannot be opened must not leave a node connection
         // open (it kept the process alive after the error).

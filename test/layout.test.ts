@@ -186,6 +186,25 @@ describe('layout', () => {
     expect([...tops].filter((t) => !(t in LAYERS) && !LEAVES.has(t))).toEqual([]);
   });
 
+  it('the npm package ships every product folder (bin/jcp.mjs runs the sources, so a missing one breaks every command)', () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { files: string[] };
+    expect(Object.keys(LAYERS).filter((folder) => !pkg.files.includes(folder))).toEqual([]);
+  });
+
+  it('every folder README.md names and every .ts file the docs name exist', () => {
+    const missing: string[] = [];
+    const docs = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`)];
+    for (const doc of docs) {
+      for (const m of readFileSync(path.join(ROOT, doc), 'utf8').matchAll(/`([a-z][\w-]*\/(?:[\w.-]+\/)*(?:[\w.-]+\.ts)?)`/g)) {
+        const named = m[1]!;
+        const folder = named.endsWith('/') && named.split('/').length === 2;
+        if (!(named.endsWith('.ts') || (doc === 'README.md' && folder)) || named.startsWith('node_modules/')) continue;
+        if (!existsSync(path.join(ROOT, named)) && !existsSync(path.join(ROOT, path.dirname(doc), named))) missing.push(`${doc}: ${named}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('every docs/<file>.md "<section>" citation names a section that exists, and no comment names an issue number', () => {
     const docs = sourceFiles(ROOT).concat(readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`), ['README.md']);
     expect(brokenCitations(docs.filter((f) => f !== "test/layout.test.ts"))).toEqual([]);
