@@ -164,7 +164,10 @@ export async function regionsStatus(dir: string, json: boolean): Promise<number 
 
 function printStatus(s: RegionStatus, report: RegionStatusReport | undefined): void {
   for (const r of s.regions) {
-    process.stdout.write(`region ${r.name}${r.name === s.home ? ' (home: the streams live here)' : ''}  NATS ${r.nats_urls.join(',')}\n`);
+    const stopped = r.servers.filter((x) => x.running === false).map((x) => x.name);
+    process.stdout.write(
+      `region ${r.name}${r.name === s.home ? ' (home: the streams live here)' : ''}  NATS ${r.nats_urls.join(',')}${stopped.length > 0 ? `  NATS server(s) not running: ${stopped.join(', ')}` : ''}\n`,
+    );
     for (const n of r.nodes) {
       const h = report?.nodes.find((x) => x.id === n.id)?.health;
       process.stdout.write(`  ${n.id.padEnd(4)} jcp/1 ${n.address.padEnd(22)} metrics ${n.metrics.padEnd(22)}${h ? ` ${h.padEnd(10)}` : ''} ${n.did}\n`);

@@ -2,7 +2,8 @@
  * `jcp cluster status` of a multi-region cluster whose launcher was killed (kill -9): the proxies
  * lived in the launcher, so every link between regions is gone. Status used to print the links
  * `up` (the state recorded at start); it now says `down` (launcher gone) or `unknown` (running,
- * not answering), keeps the recorded state in `recorded_state`, and exits 1.
+ * not answering), keeps the recorded state in `recorded_state`, and exits 1. The text also names
+ * a region's NATS server that is not running (it was only in `--json`).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,7 +29,7 @@ function forgedState(pid: number, control: string): string {
       home: 'a',
       regions: [
         { name: 'a', nats_urls: ['nats://127.0.0.1:1'], servers: [], nodes: [] },
-        { name: 'b', nats_urls: ['nats://127.0.0.1:1'], servers: [], nodes: [] },
+        { name: 'b', nats_urls: ['nats://127.0.0.1:1'], servers: [{ name: 'b-s1', url: 'nats://127.0.0.1:1', pid: 0, running: false }], nodes: [] },
       ],
       links: [link('a', 'b'), link('b', 'a')],
       dir,
@@ -56,6 +57,9 @@ describe('jcp cluster status without its launcher', () => {
     expect(text.stdout).toMatch(/link a -> b gateway {2}down rtt 40 ms/);
     expect(text.stdout).not.toMatch(/ up /);
     expect(text.stderr).toContain(`jcp cluster down --dir ${dir}`);
+    // a region's NATS server that is not running is named in the text too (it was only in --json)
+    expect(text.stdout).toMatch(/region b {2}NATS nats:\/\/127\.0\.0\.1:1 {2}NATS server\(s\) not running: b-s1\n/);
+    expect(text.stdout).toMatch(/region a \(home: the streams live here\) {2}NATS nats:\/\/127\.0\.0\.1:1\n/);
   });
 
   it('a launcher that runs but does not answer: links unknown', async () => {
