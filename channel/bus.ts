@@ -86,14 +86,7 @@ export interface RevocationBus {
    * Delivers every stored message from the start of the stream, then new ones as they arrive,
    * each exactly once per follow (a reconnect resumes where delivery stopped).
    */
-  followRevocations(onRevocation: (bytes: Uint8Array, seq?: number) => void): Promise<RevocationFollow>;
-  /**
-   * Optional: the stream sequence of the newest stored revocation, read from the stream's LEADER
-   * (0 for an empty stream). A node that has taken every message up to it has seen the latest
-   * revocations as of the moment it asked (docs/regions.md "Revocation staleness"). Rejects when
-   * the leader cannot be reached. Buses without it cannot confirm, and their feeds never go stale.
-   */
-  revocationHead?(): Promise<number>;
+  followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow>;
 }
 
 /**

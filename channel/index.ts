@@ -6,7 +6,7 @@
 export type { BusEvent, ChannelBus, CloseRecordBus, RevocationBus, RevocationFollow, StatementBus, StoredStatement } from './bus.ts';
 export { type ChannelAudit, type AuditLine, auditChannel, mergeStatements } from './audit.ts';
 export { type ChannelSpec, type ChannelStats, Channels, type ChannelsOpts } from './channels.ts';
-export { type RevocationStaleness, RevocationStreamFeed, type RevocationStreamFeedOpts, type RevocationSinkLike } from './feed.ts';
+export { RevocationStreamFeed, type RevocationStreamFeedOpts, type RevocationSinkLike } from './feed.ts';
 export {
   ensureStreams,
   JetStreamBus,

@@ -267,28 +267,16 @@ export class JetStreamRevocationBus implements RevocationBus {
   }
 
   /**
-   * See {@link RevocationBus.revocationHead}: one `STREAM.INFO` of the revocation stream (answered
-   * by its leader, in the home region of a supercluster), no retry: `state.last_seq`.
-   * @throws the NATS error when the leader does not answer within the request timeout.
-   */
-  async revocationHead(): Promise<number> {
-    await this.#gate();
-    const { jsm } = await this.#link.jetstream();
-    const info = await jsm.streams.info(this.#names.revocationStream);
-    return info.state.last_seq;
-  }
-
-  /**
    * See {@link RevocationBus.followRevocations}: the NATS layer's follow-from-start (an ordered
    * consumer from the first message, resumed after a gap, a missed heartbeat or a reconnect).
    * Resets and missed heartbeats are reported as bus events. Stopped by the link's close.
    */
-  async followRevocations(onRevocation: (bytes: Uint8Array, seq?: number) => void): Promise<RevocationFollow> {
+  async followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
     await this.#gate();
     const { jsm, js } = await this.#link.jetstream();
     const stream = this.#names.revocationStream;
     await this.#link.retry('revocation stream info', () => jsm.streams.info(stream));
-    const follow = await followFromStart(jsm, js, stream, (m) => onRevocation(m.data, m.seq), {
+    const follow = await followFromStart(jsm, js, stream, (m) => onRevocation(m.data), {
       onStatus: (s) => {
         if (s.type === 'reset') this.#link.counts.consumerResets++;
         this.#link.emit({ type: 'consumer-reset', detail: `revocation ${s.detail}` });
@@ -440,13 +428,8 @@ export class JetStreamBus implements ChannelBus {
   }
 
   /** See {@link RevocationBus.followRevocations}. */
-  followRevocations(onRevocation: (bytes: Uint8Array, seq?: number) => void): Promise<RevocationFollow> {
+  followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
     return this.revocations.followRevocations(onRevocation);
-  }
-
-  /** See {@link RevocationBus.revocationHead}. */
-  revocationHead(): Promise<number> {
-    return this.revocations.revocationHead();
   }
 
   /** The NATS connection, once open (for tools that share it, e.g. the KV baseline and the shard stream). */

@@ -26,7 +26,7 @@ export class MemoryStore {
   /** grant id → signed grant bytes. */
   readonly grants = new Map<ContentId, Uint8Array>();
   readonly #msgIds = new Set<string>();
-  readonly #followers = new Set<(bytes: Uint8Array, seq: number) => void>();
+  readonly #followers = new Set<(bytes: Uint8Array) => void>();
 
   /** Stores a message unless its id was seen (de-duplication); returns false for a duplicate. */
   dedupe(msgId: string): boolean {
@@ -38,11 +38,11 @@ export class MemoryStore {
   /** Appends a revocation and delivers it to every follower. */
   appendRevocation(bytes: Uint8Array): void {
     this.revocations.push(bytes);
-    for (const f of this.#followers) f(bytes, this.revocations.length);
+    for (const f of this.#followers) f(bytes);
   }
 
   /** Registers a live follower; returns its remover. */
-  follow(f: (bytes: Uint8Array, seq: number) => void): () => void {
+  follow(f: (bytes: Uint8Array) => void): () => void {
     this.#followers.add(f);
     return () => this.#followers.delete(f);
   }
@@ -140,17 +140,11 @@ export class MemoryBus implements ChannelBus {
   }
 
   /** See {@link ChannelBus.followRevocations}: the backlog first (synchronously), then live ones. */
-  async followRevocations(onRevocation: (bytes: Uint8Array, seq?: number) => void): Promise<RevocationFollow> {
+  async followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
     await this.#gate('follow revocations');
-    for (const [i, b] of [...this.store.revocations].entries()) onRevocation(b, i + 1);
+    for (const b of [...this.store.revocations]) onRevocation(b);
     const remove = this.store.follow(onRevocation);
     return { caughtUp: Promise.resolve(), stop: async () => void remove() };
-  }
-
-  /** See {@link RevocationBus.revocationHead}: the number of stored revocations (their last seq); rejects while `down`. */
-  async revocationHead(): Promise<number> {
-    await this.#gate('revocation head');
-    return this.store.revocations.length;
   }
 
   /** See {@link ChannelBus.onEvent}. */

@@ -20,23 +20,17 @@
  *
  * Config: the `cluster` section of the node config (docs/cluster.md), read by
  * {@link readClusterConfig}:
- * `{"subject_root": "jcp", "replicas": 1, "stream_cluster": "a", "settle_interval_ms": 250, "revocation_catch_up_ms": 5000, "revocation_staleness_s": 10,
+ * `{"subject_root": "jcp", "replicas": 1, "stream_cluster": "a", "settle_interval_ms": 250, "revocation_catch_up_ms": 5000,
  *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
  */
-import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, isContentId, isDid, type LedgerView, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
+import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type Deny, type Did, encode, isContentId, isDid, type LedgerView, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
 import { channelNames, Channels, type ChannelSpec, type ChannelStats, type ChannelSteering, JetStreamBus, type Logger, type RevocationSinkLike, RevocationStreamFeed } from '../channel/index.ts';
 import { type AssignmentFollow, decodeShardAssignment, ShardAssignmentStream, ShardBindings, ShardCloser, signShardAck } from '../shards/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import type { Logger as PinoLogger } from 'pino';
-import type { NodeMetrics, RevocationFreshness } from './metrics.ts';
+import type { NodeMetrics } from './metrics.ts';
 import type { TileServer } from './tlogtiles.ts';
 import { TlogStream, TlogWitnessing, type WitnessedCheckpoint } from './witnessing.ts';
-
-/** Default `cluster.revocation_staleness_s` (seconds). */
-export const DEFAULT_REVOCATION_STALENESS_S = 10;
-
-/** The `why` every refusal for revocation staleness starts with (the wire and receipt carry `revoked`). */
-export const REVOCATION_STALE = 'revocation-stale';
 
 /** The `cluster` section of a node config, with defaults applied. */
 export interface ClusterConfig {
@@ -54,12 +48,6 @@ export interface ClusterConfig {
   readonly settleIntervalMs: number;
   /** How long boot waits for the revocation stream's backlog (ms). */
   readonly revocationCatchUpMs: number;
-  /**
-   * `revocation_staleness_s`: once the node has not confirmed for this long that it has seen the
-   * latest revocations (the stream leader unreachable, or the node behind it), it refuses every
-   * call `revoked` until it confirms again (docs/regions.md "Revocation staleness"). 0: off. Default 10.
-   */
-  readonly revocationStalenessS: number;
   /** The channel grants this node serves as a point. */
   readonly channels: readonly ChannelSpec[];
   /** Publish a checkpoint of the receipt log at least this often while it grows (ms; docs/tlog.md). */
@@ -85,7 +73,7 @@ function intIn(v: unknown, where: string, min: number, max: number, dflt: number
 export function readClusterConfig(v: unknown): ClusterConfig {
   const o = (v ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
-  const allowed = ['subject_root', 'replicas', 'stream_cluster', 'settle_interval_ms', 'revocation_catch_up_ms', 'revocation_staleness_s', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts'];
+  const allowed = ['subject_root', 'replicas', 'stream_cluster', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts'];
   for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
   const root = o['subject_root'] ?? 'jcp';
   if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
@@ -124,7 +112,6 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     ...(sc !== undefined ? { streamCluster: sc as string } : {}),
     settleIntervalMs: intIn(o['settle_interval_ms'], 'cluster.settle_interval_ms', 10, 600_000, 250),
     revocationCatchUpMs: intIn(o['revocation_catch_up_ms'], 'cluster.revocation_catch_up_ms', 0, 600_000, 5_000),
-    revocationStalenessS: intIn(o['revocation_staleness_s'], 'cluster.revocation_staleness_s', 0, 86_400, DEFAULT_REVOCATION_STALENESS_S),
     channels,
     checkpointEveryMs: intIn(o['checkpoint_every_ms'], 'cluster.checkpoint_every_ms', 50, 3_600_000, 5_000),
     checkpointEveryReceipts: intIn(o['checkpoint_every_receipts'], 'cluster.checkpoint_every_receipts', 1, 1_000_000_000, 1_000),
@@ -173,7 +160,6 @@ export class ClusterHooks {
       bus: this.bus.revocations,
       log,
       catchUpMs: config.revocationCatchUpMs,
-      stalenessMs: config.revocationStalenessS * 1000,
       onTaken: (sr) => {
         if (this.#closer) void this.#closer.closed(sr);
         else this.#taken.push(sr);
@@ -188,28 +174,10 @@ export class ClusterHooks {
     committed(req: DecisionRequest, d: AllowDecision): void;
   } {
     return {
-      admit: (req, d) => this.#staleDeny() ?? this.shards.check(req.chain, d.chainIds, this.#steward?.did, req.cost.uj) ?? this.channels.admit(req, d),
+      admit: (req, d) => this.shards.check(req.chain, d.chainIds, this.#steward?.did, req.cost.uj) ?? this.channels.admit(req, d),
       committed: (req, d) => this.channels.committed(req, d),
     };
   }
-
-  /**
-   * The refusal while the node cannot confirm it has seen the latest revocations (§4.3; docs/regions.md
-   * "Revocation staleness"): `revoked` (the spec's reason: as far as this node can tell, the grant
-   * may be revoked), `why` starting with {@link REVOCATION_STALE}; counted in `staleRefusals`.
-   */
-  #staleDeny(): Deny | undefined {
-    const st = this.feed.staleness();
-    if (!st.stale) return undefined;
-    this.staleRefusals++;
-    return {
-      reason: DenyReasons.REVOKED,
-      why: `${REVOCATION_STALE}: the latest revocations not confirmed for ${st.ageS.toFixed(1)} s (limit ${st.limitS} s)`,
-    };
-  }
-
-  /** Calls refused because the revocations could not be confirmed ({@link REVOCATION_STALE}). */
-  staleRefusals = 0;
 
   /**
    * The revocation feed for `startNode` (node/hooks.ts `RevocationFeed`). Its start resolves once
@@ -223,11 +191,9 @@ export class ClusterHooks {
     stop(): Promise<void>;
     publish(sr: SignedRevocation): Promise<void>;
     publishAmendment(steeredId: string, message: Uint8Array): Promise<void>;
-    freshness(): RevocationFreshness;
   } {
     return {
       name: this.feed.name,
-      freshness: () => ({ ...this.feed.staleness(), refusals: this.staleRefusals }),
       publish: (sr) => this.publishRevocation(sr),
       publishAmendment: (id, m) => this.publishAmendment(id, m),
       start: async (sink) => {

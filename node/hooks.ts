@@ -5,7 +5,6 @@
  */
 import type { ContentId, Decision, DecisionRequest, Deny, Grant, Result, SignedAmendment, SignedCheckpoint, SignedGrant, SignedRevocation, WireAmended } from '../core/index.ts';
 import type { AmendmentRejection } from './amendments.ts';
-import type { RevocationFreshness } from './metrics.ts';
 
 /** An allow as the pure decision made it. */
 export type AllowDecision = Extract<Decision, { verdict: 'allow' }>;
@@ -68,10 +67,4 @@ export interface RevocationFeed {
    * cluster puts it in force. Resolves once handed on; rejects when it could not be (retried).
    */
   publishAmendment?(steeredId: ContentId, message: Uint8Array): Promise<void>;
-  /**
-   * Optional: whether this feed can vouch that the node has seen the latest revocations
-   * (docs/regions.md "Revocation staleness"). While `stale`, `/healthz` is 503 with
-   * `revocations.why: "revocation-stale"`, and the `jcp_revocation_*` gauges report it.
-   */
-  freshness?(): RevocationFreshness;
 }

@@ -169,55 +169,6 @@ export class NodeMetrics {
       if (g) this.logRate.set(g.receiptsPerS);
     },
   });
-  /**
-   * Where the revocation-staleness gauges read from (set by a clustered node: node/cluster.ts,
-   * docs/regions.md "Revocation staleness"); absent on a node without a revocation stream.
-   */
-  revocationSource: (() => RevocationFreshness) | undefined;
-  /** 1 while the node cannot confirm it has seen the latest revocations and refuses every call. */
-  readonly revocationStale = new Gauge({
-    name: 'jcp_revocation_stale',
-    help: 'Whether the node could not confirm the latest revocations within revocation_staleness_s and refuses every call (1) or not (0)',
-    registers: [this.registry],
-    collect: () => {
-      const r = this.revocationSource?.();
-      if (r) this.revocationStale.set(r.stale ? 1 : 0);
-    },
-  });
-  /** Seconds since the latest revocations were last confirmed against the stream leader. */
-  readonly revocationAge = new Gauge({
-    name: 'jcp_revocation_confirmed_age_seconds',
-    help: 'Seconds since the node last confirmed it had taken every revocation on the stream (leader head)',
-    registers: [this.registry],
-    collect: () => {
-      const r = this.revocationSource?.();
-      if (r) this.revocationAge.set(r.ageS);
-    },
-  });
-  /** The revocation stream position: the last sequence taken, and the leader's head when last asked. */
-  readonly revocationSeq = new Gauge({
-    name: 'jcp_revocation_stream_seq',
-    help: 'Revocation stream sequence: taken (the last message the node took) and head (the leader, when last asked)',
-    labelNames: ['which'],
-    registers: [this.registry],
-    collect: () => {
-      const r = this.revocationSource?.();
-      if (r) {
-        this.revocationSeq.set({ which: 'taken' }, r.seenSeq);
-        this.revocationSeq.set({ which: 'head' }, r.headSeq);
-      }
-    },
-  });
-  /** Calls refused because the revocations could not be confirmed. */
-  readonly revocationStaleRefusals = new Gauge({
-    name: 'jcp_revocation_stale_refusals',
-    help: 'Calls refused (revoked, why revocation-stale) since start because the latest revocations could not be confirmed',
-    registers: [this.registry],
-    collect: () => {
-      const r = this.revocationSource?.();
-      if (r) this.revocationStaleRefusals.set(r.refusals);
-    },
-  });
   /** 1 once the log is larger than `log_size_alarm_bytes`. */
   readonly logAlarm = new Gauge({
     name: 'jcp_log_size_alarm',
@@ -232,20 +183,6 @@ export class NodeMetrics {
   constructor(opts: { defaults?: boolean } = {}) {
     if (opts.defaults) collectDefaultMetrics({ register: this.registry });
   }
-}
-
-/** Revocation freshness as `/metrics` and `/healthz` report it (channel/feed.ts `RevocationStaleness` plus refusals). */
-export interface RevocationFreshness {
-  readonly stale: boolean;
-  /** Seconds since last confirmed. */
-  readonly ageS: number;
-  /** The limit, seconds (0: off). */
-  readonly limitS: number;
-  readonly seenSeq: number;
-  readonly headSeq: number;
-  readonly confirmed: boolean;
-  /** Calls refused for staleness since start. */
-  readonly refusals: number;
 }
 
 /** The log's growth as `/metrics` and `/healthz` report it. */

@@ -394,10 +394,6 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     return { bytes, receiptsPerS: rate.perSecond, alarm: cfg.logSizeAlarmBytes > 0 && bytes > cfg.logSizeAlarmBytes };
   };
   metrics.logSource = growth;
-  // Revocation staleness (docs/regions.md): the first feed that can tell.
-  const fresh = (opts.revocationFeeds ?? []).find((f) => f.freshness !== undefined);
-  const freshness = fresh?.freshness?.bind(fresh);
-  metrics.revocationSource = freshness;
 
   server = new JcpServer(
     (body, notice, peer) => enforcer.handle(body, notice, peer),
@@ -424,9 +420,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
         metrics,
         () => {
           const g = growth();
-          const rf = freshness?.();
           return {
-          ok: enforcer.fatal === undefined && rf?.stale !== true,
+          ok: enforcer.fatal === undefined,
           detail: {
             steward: steward.did,
             seq: enforcer.nextSeq,
@@ -436,19 +431,6 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
             receipts_per_s: g.receiptsPerS,
             log_size_alarm: g.alarm,
             snapshot_seq: snapshots?.coveredSeq ?? -1,
-            ...(rf
-              ? {
-                  revocations: {
-                    stale: rf.stale,
-                    ...(rf.stale ? { why: 'revocation-stale' } : {}),
-                    confirmed_age_s: Math.round(rf.ageS * 1000) / 1000,
-                    staleness_limit_s: rf.limitS,
-                    taken_seq: rf.seenSeq,
-                    head_seq: rf.headSeq,
-                    refused: rf.refusals,
-                  },
-                }
-              : {}),
             ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
           },
         };
