@@ -28,6 +28,9 @@ export async function startRegionTarget(o: ChaosOpts, plan: ChaosPlanLike, dir: 
     resources: [{ name: 'chaos', trust_roots: [plan.issuer.did] }],
     channels: o.mode === 'channel' ? [{ grant_id: plan.rootId, window_uj: plan.window.toString() }] : [],
     logLevel: 'warn',
+    // The nodes stop allowing at the same staleness limit the runner counts allows after
+    // (`--revocation-staleness`, default 10 s); they would otherwise use the node default (30 s).
+    nodeConfig: () => ({ revocation_staleness_s: o.revocationStalenessS ?? 10 }),
   });
   const at = (i: number) => {
     const region = rc.regions[Math.floor(i / per)];

@@ -131,7 +131,12 @@ export async function regionsStatus(dir: string, json: boolean): Promise<number 
   } catch {
     // not answering: reported below
   }
-  const cur = live ?? s;
+  // Without an answering launcher nobody knows the links: gone, its proxies (the links) went with it.
+  const launcherAlive = live === undefined && alive(s.pid);
+  const cur: RegionStatus = live ?? {
+    ...s,
+    links: s.links.map((l) => ({ ...l, state: launcherAlive ? 'unknown' : 'down', recorded_state: l.state })),
+  };
   const nodes = cur.regions.flatMap((r) => r.nodes.map((n) => ({ ...n, region: r.name })));
   const state: ClusterState = {
     type: 'jcp-cluster',
@@ -147,13 +152,22 @@ export async function regionsStatus(dir: string, json: boolean): Promise<number 
   };
   if (json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else printStatus(cur, report);
-  if (!live) process.stderr.write(`the region launcher (pid ${s.pid}, ${alive(s.pid) ? 'running' : 'gone'}) does not answer on ${s.control}: link states are the ones recorded at start\n`);
+  if (!live) {
+    process.stderr.write(
+      launcherAlive
+        ? `the region launcher (pid ${s.pid}, running) does not answer on ${s.control}: link states unknown\n`
+        : `the region launcher (pid ${s.pid}, gone) does not answer on ${s.control}: the links between regions went with it (down); stop what is left with 'jcp cluster down --dir ${dir}'\n`,
+    );
+  }
   return live ? 0 : 1;
 }
 
 function printStatus(s: RegionStatus, report: RegionStatusReport | undefined): void {
   for (const r of s.regions) {
-    process.stdout.write(`region ${r.name}${r.name === s.home ? ' (home: the streams live here)' : ''}  NATS ${r.nats_urls.join(',')}\n`);
+    const stopped = r.servers.filter((x) => x.running === false).map((x) => x.name);
+    process.stdout.write(
+      `region ${r.name}${r.name === s.home ? ' (home: the streams live here)' : ''}  NATS ${r.nats_urls.join(',')}${stopped.length > 0 ? `  NATS server(s) not running: ${stopped.join(', ')}` : ''}\n`,
+    );
     for (const n of r.nodes) {
       const h = report?.nodes.find((x) => x.id === n.id)?.health;
       process.stdout.write(`  ${n.id.padEnd(4)} jcp/1 ${n.address.padEnd(22)} metrics ${n.metrics.padEnd(22)}${h ? ` ${h.padEnd(10)}` : ''} ${n.did}\n`);

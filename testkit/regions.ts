@@ -120,7 +120,14 @@ export interface LinkStatus {
   readonly from: string;
   readonly to: string;
   readonly kind: 'gateway' | 'client';
-  readonly state: 'up' | 'cut';
+  /**
+   * `up` or `cut` as the launcher reports it. `jcp cluster status` without an answering launcher
+   * says `down` when the launcher is gone (its proxies carried the link, so nothing does now) and
+   * `unknown` when it runs but does not answer; the state recorded at start is then in `recorded_state`.
+   */
+  readonly state: 'up' | 'cut' | 'down' | 'unknown';
+  /** Only in `jcp cluster status` when the launcher did not answer: the state recorded at start. */
+  readonly recorded_state?: 'up' | 'cut' | 'down' | 'unknown';
   readonly rttMs: number;
   readonly jitterMs: number;
 }
