@@ -24,11 +24,13 @@ import { readKeyFile } from '../node/index.ts';
 import { hostPortArg, ujArg } from './args.ts';
 import { readChainFile } from '../client/index.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
+import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
                   [--http host:port [--allow-remote] [--token-file file | --token-env NAME]]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
                   [--frame-cap bytes] [--nats URL [--frost-prefix P] [--frost-timeout-ms MS]]
+                  [--ca file [--cert file --client-key file]]
        jcp bridge --http host:port --config bridge.json [--allow-remote]
 
 An MCP server for one agent: it lists the upstream tools the agent's grants permit (each leaf
@@ -43,6 +45,7 @@ then required by every request). The resource jcp://budget reports each grant's 
   --journal       file that fixes the time of each open call, so a call re-sent after a restart
                   is the same request (replayed by the node, never debited twice)
   --replay-window-s  how long an unanswered call stays re-sendable (default 300)
+${TLS_HELP}
   --frame-cap     the node's frame cap, bytes (default ${DEFAULT_FRAME_CAP}); larger calls are refused
   --nats          the chains' subject is a FROST threshold group (spec §2.2): each call is a
                   signing session with the group's holders over this NATS (each holder applies its
@@ -166,6 +169,7 @@ const OPTIONS = {
   nats: { type: 'string' },
   'frost-prefix': { type: 'string' },
   'frost-timeout-ms': { type: 'string' },
+  ...TLS_FLAGS,
 } as const;
 
 /** The parsed flags of `jcp bridge`. */
@@ -185,6 +189,8 @@ interface BridgePlan {
   readonly frameCap: number;
   /** How long a threshold signing session may take (ms). */
   readonly frostTimeoutMs: number;
+  /** TLS to the node (`--ca`, `--cert`, `--client-key`), or undefined for plain TCP. */
+  readonly tls: ReturnType<typeof clientTlsArgs>;
 }
 
 /** The node connections and journals opened so far, and the NATS connection of a threshold subject. */
@@ -223,7 +229,8 @@ function planBridge(values: BridgeValues): BridgePlan {
   if (nodeAddr === undefined) throw new UsageError('--node is required');
   if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
   const { host, port } = hostPortArg(nodeAddr, '--node');
-  return { host, port, nodeAddr, specs, http, windowS, frameCap, frostTimeoutMs };
+  const tls = clientTlsArgs(values);
+  return { host, port, nodeAddr, specs, http, windowS, frameCap, frostTimeoutMs, tls };
 }
 
 /** The one agent of `--key`/`--chain` (its costs in µJ). @throws UsageError when `--key` or `--chain` is missing, or a token flag comes without `--http`. */
@@ -313,7 +320,7 @@ async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened
     const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS: plan.windowS, saltBase: randomSaltBase() });
     let client: JcpClient;
     try {
-      client = await JcpClient.connect({ host: plan.host, port: plan.port, signer });
+      client = await JcpClient.connect({ host: plan.host, port: plan.port, signer, ...(plan.tls !== undefined ? { tls: plan.tls } : {}) });
     } catch (e) {
       journal.close();
       throw connectionError(e, `node ${plan.nodeAddr}`);

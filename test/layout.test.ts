@@ -8,7 +8,7 @@
  *   folder (demo/, conformance/, vectors/, chaos/, inspect/).
  * Imports are read with the TypeScript parser (static imports, `export … from`, `import()`).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -149,6 +149,16 @@ describe('layout', () => {
     expect(brokenCitations(docs.filter((f) => f !== "test/layout.test.ts"))).toEqual([]);
     const numbered = files.filter((f) => f !== "test/layout.test.ts" && /\b(issue|task) \d+\b/i.test(readFileSync(path.join(ROOT, f), 'utf8')));
     expect(numbered).toEqual([]);
+  });
+
+  it("every path in the README's spec map exists", () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('### From the spec to the code'), readme.indexOf('`test/layout.test.ts` checks that every path in this table exists'));
+    const paths = [...table.matchAll(/`((?:core|io|meter|natsio|channel|shards|frost|node|client|bridge|test)\/[^`*]*)`/g)].map((m) => m[1]!);
+    expect(paths.length).toBeGreaterThan(40);
+    expect(paths.filter((p) => !existsSync(path.join(ROOT, p)))).toEqual([]);
+    const globs = [...table.matchAll(/`(test\/[^`]*)\*([^`]*)`/g)];
+    for (const g of globs) expect(readdirSync(path.join(ROOT, path.dirname(g[1]!))).some((f) => f.startsWith(path.basename(g[1]!)) && f.endsWith(g[2]!))).toBe(true);
   });
 
   it('a citation of a missing section is reported', () => {

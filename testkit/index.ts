@@ -23,3 +23,14 @@ export {
   type TlsMaterial,
 } from './regions.ts';
 export { type LinkDelay, TcpProxy } from './proxy.ts';
+export {
+  feedReachTarget,
+  measureRevocationReach,
+  metricsReachTarget,
+  quantileMs,
+  type ReachOptions,
+  type ReachReport,
+  type ReachStats,
+  type ReachTarget,
+} from './reach.ts';
+export { type CertFiles, makeTlsMaterial, natsTlsBlock } from './tls.ts';
