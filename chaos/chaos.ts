@@ -473,6 +473,72 @@ async function readLog(dataDir: string, steward: string): Promise<Uint8Array[]> 
   return out;
 }
 
+/** One node's log checked (§8): its receipts, whether they all verify and agree with the replay, and the µJ allowed on the root. */
+interface NodeLogCheck {
+  readonly count: number;
+  readonly ok: boolean;
+  readonly spentUj: bigint;
+  readonly line: ChaosReport['decisions']['per_node'][number];
+}
+
+/**
+ * Checks node `i`'s receipt log: every receipt verifies with no continuity break, each allow
+ * debited the chain presented, each leaf receipt's remaining budget (µJ) matches the log, and the
+ * replay debited the root what the allows add up to. Adds every receipt id to `inLogs` and pushes a
+ * problem for each mismatch.
+ */
+async function checkNodeLog(cluster: ChaosCluster, c: CheckInput, i: number, inLogs: Set<ContentId>, problems: string[]): Promise<NodeLogCheck> {
+  const { replies, noReply } = c.st;
+  let receiptsOk = true;
+  const n = cluster.node(i);
+  const receipts = await readLog(n.dataDir, n.steward.did);
+  const replay = replayReceipts(receipts, { steward: n.steward.did });
+  if (replay.rejected.length > 0 || replay.breaks.length > 0) {
+    receiptsOk = false;
+    problems.push(`${n.name}: ${replay.rejected.length} receipt(s) failed verification, ${replay.breaks.length} continuity break(s)`);
+  }
+  const chainIds = c.chains[i]!.map((sg) => grantId(sg.grant));
+  const leaf = c.chains[i]![c.chains[i]!.length - 1]!.grant;
+  let spentHere = 0n;
+  let leafRunning = 0n;
+  for (const bytes of receipts) {
+    inLogs.add(receiptId(bytes));
+    const opened = openReceipt(bytes, n.steward.did);
+    if (!opened.ok) continue;
+    const core: ReceiptCore = opened.value;
+    const debited = core.chain_ids ?? [core.grant_id];
+    // The second agent's grant (revoked mid-run) is not on the channel: checked by revocationCheck.
+    if (debited.length === 1 && debited[0] === c.revokeeId) continue;
+    if (core.verdict === 'allow') {
+      if (debited.join() !== chainIds.join()) {
+        receiptsOk = false;
+        problems.push(`${n.name}: seq ${core.seq} debited ${debited.length} link(s), not the chain presented`);
+      }
+      spentHere += core.cost_uj;
+      leafRunning += core.cost_uj;
+    }
+    const expected = leaf.budget_uj > leafRunning ? leaf.budget_uj - leafRunning : 0n;
+    if (core.grant_id === chainIds[chainIds.length - 1] && core.budget_remaining_uj !== expected) {
+      receiptsOk = false;
+      problems.push(`${n.name}: seq ${core.seq} says ${core.budget_remaining_uj} µJ remain, the log says ${expected}`);
+    }
+  }
+  if (replay.ledger.spent(c.rootId) !== spentHere) {
+    receiptsOk = false;
+    problems.push(`${n.name}: replay debited ${replay.ledger.spent(c.rootId)} µJ from the root, allows add up to ${spentHere}`);
+  }
+  const mine = replies.filter((r) => r.node === i);
+  const line = {
+    node: n.name,
+    allow: mine.filter((r) => r.verdict === 'allow').length,
+    deny: mine.filter((r) => r.verdict === 'deny').length,
+    no_reply: noReply[i] ?? 0,
+    spent_uj: spentHere.toString(),
+  };
+  return { count: receipts.length, ok: receiptsOk, spentUj: spentHere, line };
+}
+
+/** Checks the run's invariants from the nodes' logs, the channel's statements and the replies, and builds the report (docs/chaos.md). */
 async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promise<ChaosReport> {
   const problems: string[] = [];
   const { replies, noReply } = c.st;
@@ -482,53 +548,11 @@ async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promis
   let receiptsCount = 0;
   const perNode: ChaosReport['decisions']['per_node'] = [];
   for (let i = 0; i < o.nodes; i++) {
-    const n = cluster.node(i);
-    const receipts = await readLog(n.dataDir, n.steward.did);
-    receiptsCount += receipts.length;
-    const replay = replayReceipts(receipts, { steward: n.steward.did });
-    if (replay.rejected.length > 0 || replay.breaks.length > 0) {
-      receiptsOk = false;
-      problems.push(`${n.name}: ${replay.rejected.length} receipt(s) failed verification, ${replay.breaks.length} continuity break(s)`);
-    }
-    const chainIds = c.chains[i]!.map((sg) => grantId(sg.grant));
-    const leaf = c.chains[i]![c.chains[i]!.length - 1]!.grant;
-    let spentHere = 0n;
-    let leafRunning = 0n;
-    for (const bytes of receipts) {
-      inLogs.add(receiptId(bytes));
-      const opened = openReceipt(bytes, n.steward.did);
-      if (!opened.ok) continue;
-      const core: ReceiptCore = opened.value;
-      const debited = core.chain_ids ?? [core.grant_id];
-      // The second agent's grant (revoked mid-run) is not on the channel: checked by revocationCheck.
-      if (debited.length === 1 && debited[0] === c.revokeeId) continue;
-      if (core.verdict === 'allow') {
-        if (debited.join() !== chainIds.join()) {
-          receiptsOk = false;
-          problems.push(`${n.name}: seq ${core.seq} debited ${debited.length} link(s), not the chain presented`);
-        }
-        spentHere += core.cost_uj;
-        leafRunning += core.cost_uj;
-      }
-      const expected = leaf.budget_uj > leafRunning ? leaf.budget_uj - leafRunning : 0n;
-      if (core.grant_id === chainIds[chainIds.length - 1] && core.budget_remaining_uj !== expected) {
-        receiptsOk = false;
-        problems.push(`${n.name}: seq ${core.seq} says ${core.budget_remaining_uj} µJ remain, the log says ${expected}`);
-      }
-    }
-    if (replay.ledger.spent(c.rootId) !== spentHere) {
-      receiptsOk = false;
-      problems.push(`${n.name}: replay debited ${replay.ledger.spent(c.rootId)} µJ from the root, allows add up to ${spentHere}`);
-    }
-    total += spentHere;
-    const mine = replies.filter((r) => r.node === i);
-    perNode.push({
-      node: n.name,
-      allow: mine.filter((r) => r.verdict === 'allow').length,
-      deny: mine.filter((r) => r.verdict === 'deny').length,
-      no_reply: noReply[i] ?? 0,
-      spent_uj: spentHere.toString(),
-    });
+    const n = await checkNodeLog(cluster, c, i, inLogs, problems);
+    receiptsCount += n.count;
+    if (!n.ok) receiptsOk = false;
+    total += n.spentUj;
+    perNode.push(n.line);
   }
   const lost = replies.filter((r) => r.verdict === 'allow' && !inLogs.has(r.receiptId));
   if (lost.length > 0) problems.push(`${lost.length} acknowledged allow(s) missing from the logs`);

@@ -151,199 +151,285 @@ function readConfig(file: string): { node?: string; agents: AgentSpec[] } {
   return { ...(typeof v.node === 'string' ? { node: v.node } : {}), agents };
 }
 
+/** The flags of `jcp bridge` (see `help`). */
+const OPTIONS = {
+  node: { type: 'string' },
+  key: { type: 'string' },
+  chain: { type: 'string', multiple: true },
+  http: { type: 'string' },
+  'allow-remote': { type: 'boolean' },
+  'token-file': { type: 'string' },
+  'token-env': { type: 'string' },
+  config: { type: 'string' },
+  'cost-uj': { type: 'string' },
+  'tool-cost': { type: 'string', multiple: true },
+  journal: { type: 'string' },
+  'replay-window-s': { type: 'string' },
+  'frame-cap': { type: 'string' },
+  nats: { type: 'string' },
+  'frost-prefix': { type: 'string' },
+  'frost-timeout-ms': { type: 'string' },
+  ...TLS_FLAGS,
+} as const;
+
+/** The parsed flags of `jcp bridge`. */
+type BridgeValues = ReturnType<typeof parse<typeof OPTIONS>>['values'];
+
+/** What the flags ask for, checked: the node, the agents, and the shared settings. */
+interface BridgePlan {
+  readonly host: string;
+  readonly port: number;
+  /** `host:port` of the node, as given (for error messages). */
+  readonly nodeAddr: string;
+  readonly specs: readonly AgentSpec[];
+  readonly http: { host: string; port: number } | undefined;
+  /** The replay window of the call journals (seconds). */
+  readonly windowS: number;
+  /** The largest frame the bridge sends (bytes). */
+  readonly frameCap: number;
+  /** How long a threshold signing session may take (ms). */
+  readonly frostTimeoutMs: number;
+  /** TLS to the node (`--ca`, `--cert`, `--client-key`), or undefined for plain TCP. */
+  readonly tls: ReturnType<typeof clientTlsArgs>;
+}
+
+/** The node connections and journals opened so far, and the NATS connection of a threshold subject. */
+interface Opened {
+  readonly list: Array<{ client: JcpClient; journal: CallJournal }>;
+  nc: NatsConnection | undefined;
+}
+
+/**
+ * Checks the flags and reads the agents (from `--config` or from `--key`/`--chain`), in this
+ * order of errors: the numbers, the `--frost-*` flags without `--nats`, the config's exclusions, a
+ * missing `--key`/`--chain`/`--node`, `--allow-remote` without `--http`.
+ * @throws UsageError for a bad combination of flags; CliError `config-invalid` for a bad config file.
+ */
+function planBridge(values: BridgeValues): BridgePlan {
+  const windowS = values['replay-window-s'] === undefined ? 300 : intArg(values['replay-window-s'], '--replay-window-s', 'seconds', 0);
+  const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : intArg(values['frame-cap'], '--frame-cap', 'bytes', 1);
+  const http = values.http === undefined ? undefined : hostPortArg(values.http, '--http');
+  let nodeAddr = values.node;
+  let specs: AgentSpec[];
+  if (values.nats === undefined && (values['frost-prefix'] !== undefined || values['frost-timeout-ms'] !== undefined)) {
+    throw new UsageError('--frost-prefix/--frost-timeout-ms go with --nats');
+  }
+  const frostTimeoutMs =
+    values['frost-timeout-ms'] === undefined ? DEFAULT_THRESHOLD_TIMEOUT_MS : intArg(values['frost-timeout-ms'], '--frost-timeout-ms', 'milliseconds', 1);
+  if (values.config !== undefined) {
+    if (values.nats !== undefined) throw new UsageError('--nats (a threshold subject) is for one agent, not with --config');
+    if (http === undefined) throw new UsageError('--config serves several agents over --http; give --http host:port');
+    for (const f of ['key', 'chain', 'token-file', 'token-env', 'cost-uj', 'tool-cost', 'journal'] as const) {
+      if (values[f] !== undefined) throw new UsageError(`--${f} goes in the config file's agents with --config`);
+    }
+    const cfg = readConfig(values.config);
+    nodeAddr ??= cfg.node;
+    specs = cfg.agents;
+  } else specs = [agentFromFlags(values, http !== undefined)];
+  if (nodeAddr === undefined) throw new UsageError('--node is required');
+  if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
+  const { host, port } = hostPortArg(nodeAddr, '--node');
+  const tls = clientTlsArgs(values);
+  return { host, port, nodeAddr, specs, http, windowS, frameCap, frostTimeoutMs, tls };
+}
+
+/** The one agent of `--key`/`--chain` (its costs in µJ). @throws UsageError when `--key` or `--chain` is missing, or a token flag comes without `--http`. */
+function agentFromFlags(values: BridgeValues, overHttp: boolean): AgentSpec {
+  if (values.key === undefined) throw new UsageError('--key is required');
+  if (values.chain === undefined || values.chain.length === 0) throw new UsageError('--chain is required (one or more)');
+  if (!overHttp && (values['token-file'] !== undefined || values['token-env'] !== undefined)) {
+    throw new UsageError('--token-file/--token-env need --http (stdio has no bearer token)');
+  }
+  const token = tokenFrom(values['token-file'], values['token-env'], '--token');
+  return {
+    name: 'agent',
+    key: values.key,
+    chains: values.chain,
+    ...(token !== undefined ? { token } : {}),
+    costUj: ujArg(values['cost-uj'] ?? '0', '--cost-uj'),
+    toolCosts: new Map((values['tool-cost'] ?? []).map((v) => toolCostArg(v, '--tool-cost'))),
+    ...(values.journal !== undefined ? { journal: values.journal } : {}),
+  };
+}
+
+/** Closes every node connection and journal opened, then the NATS connection; never throws. */
+async function closeOpened(o: Opened): Promise<void> {
+  for (const x of o.list) {
+    await x.client.close().catch(() => undefined);
+    x.journal.close();
+  }
+  await o.nc?.close().catch(() => undefined);
+}
+
+/**
+ * A threshold subject's signer: the group every chain's leaf names, signing through a FROST session
+ * over the NATS at `natsUrls` (comma-separated) that `key` coordinates (docs/bridge.md "A threshold
+ * subject"). @throws UsageError when the chains name different subjects; CliError `nats-unreachable`,
+ * or the FROST error's own code.
+ */
+async function thresholdSigner(
+  values: BridgeValues & { nats: string },
+  plan: BridgePlan,
+  key: ReturnType<typeof readKeyFile>,
+  chains: readonly SignedGrant[][],
+  opened: Opened,
+): Promise<{ signer: ClientSigner; threshold: ThresholdCaller }> {
+  // A threshold subject: the caller is the group the leaf grants name; the key coordinates.
+  const subjects = [...new Set(chains.map((c) => c[c.length - 1]?.grant.subject))];
+  if (subjects.length !== 1 || subjects[0] === undefined) throw new UsageError('--nats: every --chain must name the same subject (the threshold group) in its leaf grant');
+  const group = subjects[0];
+  let nc: NatsConnection;
+  try {
+    nc = await connectNats({ servers: values.nats.split(','), name: 'jcp-bridge' });
+  } catch (e) {
+    throw new CliError('nats-unreachable', `cannot reach NATS at ${values.nats}: ${(e as Error).message}`);
+  }
+  opened.nc = nc;
+  let threshold: ThresholdCaller;
+  try {
+    threshold = await ThresholdCaller.open({
+      nc,
+      group,
+      coordinator: key,
+      timeoutMs: plan.frostTimeoutMs,
+      ...(values['frost-prefix'] !== undefined ? { prefix: values['frost-prefix'] } : {}),
+    });
+  } catch (e) {
+    if (isFrostError(e)) throw new CliError(e.code, e.message);
+    throw e;
+  }
+  return { signer: { did: threshold.did, sign: threshold.sign }, threshold };
+}
+
+/**
+ * The caller must be each leaf grant's subject (spec §7), else every call is a sealed deny.
+ * @throws CliError `key-not-subject` naming the chain file and the subject its leaf grant names.
+ */
+function refuseForeignChains(s: AgentSpec, did: string, chains: readonly SignedGrant[][]): void {
+  const foreign = s.chains.filter((_, i) => chains[i]![chains[i]!.length - 1]?.grant.subject !== did);
+  if (foreign.length === 0) return;
+  const leaf = chains[s.chains.indexOf(foreign[0]!)]!;
+  throw new CliError(
+    'key-not-subject',
+    `${s.key} is ${did}, but the leaf grant of ${foreign.join(', ')} names ${String(leaf[leaf.length - 1]?.grant.subject)} as its subject: pass that subject's key`,
+  );
+}
+
+/**
+ * Opens each agent: its key and chains, its signer (a threshold group's with `--nats`), its call
+ * journal, then its node connection (recorded in `opened`). @throws the key, chain, journal or
+ * threshold errors; a connection error for the node.
+ */
+async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened): Promise<HttpAgent[]> {
+  const agents: HttpAgent[] = [];
+  for (const s of plan.specs) {
+    const key = readKeyFile(s.key);
+    const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
+    let signer: ClientSigner = key;
+    let threshold: ThresholdCaller | undefined;
+    if (values.nats !== undefined) ({ signer, threshold } = await thresholdSigner({ ...values, nats: values.nats }, plan, key, chains, opened));
+    else refuseForeignChains(s, key.did, chains);
+    // The journal first: a journal that cannot be opened must not leave a node connection
+    // open (it kept the process alive after the error).
+    // A random salt start per process: two bridges of one agent never sign one request for two calls.
+    const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS: plan.windowS, saltBase: randomSaltBase() });
+    let client: JcpClient;
+    try {
+      client = await JcpClient.connect({ host: plan.host, port: plan.port, signer, ...(plan.tls !== undefined ? { tls: plan.tls } : {}) });
+    } catch (e) {
+      journal.close();
+      throw connectionError(e, `node ${plan.nodeAddr}`);
+    }
+    opened.list.push({ client, journal });
+    const agent = new BridgeAgent({
+      name: s.name,
+      signer,
+      chains,
+      client,
+      journal,
+      costUj: s.costUj,
+      toolCostsUj: s.toolCosts,
+      frameCap: plan.frameCap,
+      ...(threshold !== undefined ? { threshold } : {}),
+    });
+    agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });
+  }
+  return agents;
+}
+
+/**
+ * Serves one agent over stdio until the client closes stdin or a signal comes, then closes
+ * everything; resolves to 0. @throws CliError `message-too-large` when a message passed the SDK's
+ * stdio read buffer (10 MiB).
+ */
+async function serveStdio(agent: BridgeAgent, opened: Opened): Promise<number> {
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  const server = bridgeServer(agent);
+  const transport = new StdioServerTransport();
+  // The SDK's stdio transport closes itself on a message past its read buffer (10 MiB): say so
+  // and exit 1, rather than ending as if the client had closed stdio.
+  let overflow: Error | undefined;
+  transport.onerror = (e: Error) => {
+    if (/ReadBuffer exceeded/.test(e.message)) overflow = e;
+  };
+  const done = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    process.stdin.once('end', () => resolve());
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  await server.connect(transport);
+  await done;
+  await server.close().catch(() => undefined);
+  await closeOpened(opened);
+  if (overflow !== undefined) {
+    throw new CliError('message-too-large', `an MCP message from the client passed the stdio read buffer (${overflow.message}); the session is closed`);
+  }
+  return 0;
+}
+
+/**
+ * Serves the agents over Streamable HTTP at `http`, prints `{listening, agents}` as one JSON line,
+ * and runs until SIGINT or SIGTERM; resolves to 0. @throws CliError with the config error's code,
+ * or `listen-failed`.
+ */
+async function serveHttp(http: { host: string; port: number }, agents: HttpAgent[], allowRemote: boolean, opened: Opened): Promise<number> {
+  let served: Awaited<ReturnType<typeof serveBridgeHttp>>;
+  try {
+    served = await serveBridgeHttp({ host: http.host, port: http.port, agents, allowRemote });
+  } catch (e) {
+    await closeOpened(opened);
+    if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
+    if ((e as { syscall?: string }).syscall === 'listen') throw new CliError('listen-failed', `cannot listen on ${http.host}:${http.port}: ${(e as Error).message}`);
+    throw e;
+  }
+  process.stdout.write(`${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  await served.close();
+  await closeOpened(opened);
+  return 0;
+}
+
 /** The `jcp bridge` command. */
 export const command: Command = {
   name: 'bridge',
   summary: 'serve MCP (stdio or Streamable HTTP) for an agent, every call decided by a node',
   help,
   async run(argv) {
-    const { values } = parse(
-      argv,
-      {
-        node: { type: 'string' },
-        key: { type: 'string' },
-        chain: { type: 'string', multiple: true },
-        http: { type: 'string' },
-        'allow-remote': { type: 'boolean' },
-        'token-file': { type: 'string' },
-        'token-env': { type: 'string' },
-        config: { type: 'string' },
-        'cost-uj': { type: 'string' },
-        'tool-cost': { type: 'string', multiple: true },
-        journal: { type: 'string' },
-        'replay-window-s': { type: 'string' },
-        'frame-cap': { type: 'string' },
-        nats: { type: 'string' },
-        'frost-prefix': { type: 'string' },
-        'frost-timeout-ms': { type: 'string' },
-        ...TLS_FLAGS,
-      },
-      false,
-    );
-    const windowS = values['replay-window-s'] === undefined ? 300 : intArg(values['replay-window-s'], '--replay-window-s', 'seconds', 0);
-    const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : intArg(values['frame-cap'], '--frame-cap', 'bytes', 1);
-    const http = values.http === undefined ? undefined : hostPortArg(values.http, '--http');
-    let nodeAddr = values.node;
-    let specs: AgentSpec[];
-    if (values.nats === undefined && (values['frost-prefix'] !== undefined || values['frost-timeout-ms'] !== undefined)) {
-      throw new UsageError('--frost-prefix/--frost-timeout-ms go with --nats');
-    }
-    const frostTimeoutMs =
-      values['frost-timeout-ms'] === undefined ? DEFAULT_THRESHOLD_TIMEOUT_MS : intArg(values['frost-timeout-ms'], '--frost-timeout-ms', 'milliseconds', 1);
-    if (values.config !== undefined) {
-      if (values.nats !== undefined) throw new UsageError('--nats (a threshold subject) is for one agent, not with --config');
-      if (http === undefined) throw new UsageError('--config serves several agents over --http; give --http host:port');
-      for (const f of ['key', 'chain', 'token-file', 'token-env', 'cost-uj', 'tool-cost', 'journal'] as const) {
-        if (values[f] !== undefined) throw new UsageError(`--${f} goes in the config file's agents with --config`);
-      }
-      const cfg = readConfig(values.config);
-      nodeAddr ??= cfg.node;
-      specs = cfg.agents;
-    } else {
-      if (values.key === undefined) throw new UsageError('--key is required');
-      if (values.chain === undefined || values.chain.length === 0) throw new UsageError('--chain is required (one or more)');
-      if (http === undefined && (values['token-file'] !== undefined || values['token-env'] !== undefined)) {
-        throw new UsageError('--token-file/--token-env need --http (stdio has no bearer token)');
-      }
-      const token = tokenFrom(values['token-file'], values['token-env'], '--token');
-      specs = [
-        {
-          name: 'agent',
-          key: values.key,
-          chains: values.chain,
-          ...(token !== undefined ? { token } : {}),
-          costUj: ujArg(values['cost-uj'] ?? '0', '--cost-uj'),
-          toolCosts: new Map((values['tool-cost'] ?? []).map((v) => toolCostArg(v, '--tool-cost'))),
-          ...(values.journal !== undefined ? { journal: values.journal } : {}),
-        },
-      ];
-    }
-    if (nodeAddr === undefined) throw new UsageError('--node is required');
-    if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
-    const { host, port } = hostPortArg(nodeAddr, '--node');
-    const tls = clientTlsArgs(values);
-
-    const opened: Array<{ client: JcpClient; journal: CallJournal }> = [];
-    let nc: NatsConnection | undefined;
-    const closeAll = async () => {
-      for (const o of opened) {
-        await o.client.close().catch(() => undefined);
-        o.journal.close();
-      }
-      await nc?.close().catch(() => undefined);
-    };
-    const agents: HttpAgent[] = [];
+    const { values } = parse(argv, OPTIONS, false);
+    const plan = planBridge(values);
+    const opened: Opened = { list: [], nc: undefined };
+    let agents: HttpAgent[];
     try {
-      for (const s of specs) {
-        const key = readKeyFile(s.key);
-        const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
-        let signer: ClientSigner = key;
-        let threshold: ThresholdCaller | undefined;
-        if (values.nats !== undefined) {
-          // A threshold subject: the caller is the group the leaf grants name; the key coordinates.
-          const subjects = [...new Set(chains.map((c) => c[c.length - 1]?.grant.subject))];
-          if (subjects.length !== 1 || subjects[0] === undefined) throw new UsageError('--nats: every --chain must name the same subject (the threshold group) in its leaf grant');
-          const group = subjects[0];
-          try {
-            nc = await connectNats({ servers: values.nats.split(','), name: 'jcp-bridge' });
-          } catch (e) {
-            throw new CliError('nats-unreachable', `cannot reach NATS at ${values.nats}: ${(e as Error).message}`);
-          }
-          try {
-            threshold = await ThresholdCaller.open({
-              nc,
-              group,
-              coordinator: key,
-              timeoutMs: frostTimeoutMs,
-              ...(values['frost-prefix'] !== undefined ? { prefix: values['frost-prefix'] } : {}),
-            });
-          } catch (e) {
-            if (isFrostError(e)) throw new CliError(e.code, e.message);
-            throw e;
-          }
-          signer = { did: threshold.did, sign: threshold.sign };
-        } else {
-          // The caller must be each leaf grant's subject (spec §7), else every call is a sealed deny.
-          const foreign = s.chains.filter((_, i) => chains[i]![chains[i]!.length - 1]?.grant.subject !== key.did);
-          if (foreign.length > 0) {
-            const leaf = chains[s.chains.indexOf(foreign[0]!)]!;
-            throw new CliError(
-              'key-not-subject',
-              `${s.key} is ${key.did}, but the leaf grant of ${foreign.join(', ')} names ${String(leaf[leaf.length - 1]?.grant.subject)} as its subject: pass that subject's key`,
-            );
-          }
-        }
-        // The journal first: a journal that cannot be opened must not leave a node connection
-        // open (it kept the process alive after the error).
-        // A random salt start per process: two bridges of one agent never sign one request for two calls.
-        const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS, saltBase: randomSaltBase() });
-        let client: JcpClient;
-        try {
-          client = await JcpClient.connect({ host, port, signer, ...(tls !== undefined ? { tls } : {}) });
-        } catch (e) {
-          journal.close();
-          throw connectionError(e, `node ${nodeAddr}`);
-        }
-        opened.push({ client, journal });
-        const agent = new BridgeAgent({
-          name: s.name,
-          signer,
-          chains,
-          client,
-          journal,
-          costUj: s.costUj,
-          toolCostsUj: s.toolCosts,
-          frameCap,
-          ...(threshold !== undefined ? { threshold } : {}),
-        });
-        agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });
-      }
+      agents = await openAgents(values, plan, opened);
     } catch (e) {
-      await closeAll();
+      await closeOpened(opened);
       throw e;
     }
-
-    if (http === undefined) {
-      const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
-      const server = bridgeServer(agents[0]!.agent);
-      const transport = new StdioServerTransport();
-      // The SDK's stdio transport closes itself on a message past its read buffer (10 MiB): say so
-      // and exit 1, rather than ending as if the client had closed stdio.
-      let overflow: Error | undefined;
-      transport.onerror = (e: Error) => {
-        if (/ReadBuffer exceeded/.test(e.message)) overflow = e;
-      };
-      const done = new Promise<void>((resolve) => {
-        transport.onclose = () => resolve();
-        process.stdin.once('end', () => resolve());
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
-      });
-      await server.connect(transport);
-      await done;
-      await server.close().catch(() => undefined);
-      await closeAll();
-      if (overflow !== undefined) {
-        throw new CliError('message-too-large', `an MCP message from the client passed the stdio read buffer (${overflow.message}); the session is closed`);
-      }
-      return 0;
-    }
-    let served: Awaited<ReturnType<typeof serveBridgeHttp>>;
-    try {
-      served = await serveBridgeHttp({ host: http.host, port: http.port, agents, allowRemote: values['allow-remote'] === true });
-    } catch (e) {
-      await closeAll();
-      if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
-      if ((e as { syscall?: string }).syscall === 'listen') throw new CliError('listen-failed', `cannot listen on ${http.host}:${http.port}: ${(e as Error).message}`);
-      throw e;
-    }
-    process.stdout.write(`${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
-    await served.close();
-    await closeAll();
-    return 0;
+    if (plan.http === undefined) return serveStdio(agents[0]!.agent, opened);
+    return serveHttp(plan.http, agents, values['allow-remote'] === true, opened);
   },
 };

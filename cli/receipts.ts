@@ -76,6 +76,232 @@ ${TLOG_HELP}`;
 
 const bigintJson = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
+/** The flags of `jcp receipts <verb>` (see `help`). */
+const OPTIONS = {
+  workers: { type: 'string' },
+  format: { type: 'string' },
+  out: { type: 'string' },
+  key: { type: 'string' },
+  before: { type: 'string' },
+  archive: { type: 'string' },
+  keep: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+/** The parsed flags of `jcp receipts <verb>`. */
+type ReceiptsValues = ReturnType<typeof parse<typeof OPTIONS>>['values'];
+
+/** The verbs that take a node data folder. */
+const DATA_VERBS = ['verify', 'replay', 'attribute', 'export', 'repair', 'snapshot', 'archive'];
+
+/** The numbers the flags give: archive's first kept seq (-1 when not archiving), snapshots kept, replay worker threads. */
+interface ReceiptsNumbers {
+  readonly before: number;
+  readonly keep: number;
+  readonly workers: number;
+}
+
+/** Whether `out` is the data folder or inside it. */
+function insideDataDir(dataDir: string, out: string): boolean {
+  const rel = path.relative(dataDir, path.resolve(out));
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * Checks the verb and its flags: a known verb; archive's `--before` and `--out` (outside the data
+ * folder); export's `--out` outside the data folder; `--keep` in 1..1000; `--workers` in 0..64.
+ * @throws UsageError naming the flag.
+ */
+function checkFlags(verb: string | undefined, values: ReceiptsValues, dataDir: string): ReceiptsNumbers {
+  if (!DATA_VERBS.includes(verb ?? '')) {
+    throw new UsageError(
+      verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair | snapshot | archive' : `unknown verb '${verb}'`,
+    );
+  }
+  let before = -1;
+  if (verb === 'archive') {
+    before = Number(values.before);
+    if (values.before === undefined || !Number.isSafeInteger(before) || before < 0) throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
+    if (values.out === undefined) throw new UsageError('archive: --out DIR (the segment folder)');
+    if (insideDataDir(dataDir, values.out)) {
+      throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: keep the archive elsewhere`);
+    }
+  }
+  if (values.out !== undefined && verb === 'export') {
+    if (insideDataDir(dataDir, values.out)) {
+      throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: write the export elsewhere (the node's own files are never overwritten)`);
+    }
+  }
+  // snapshot --keep: the snapshots kept after this one (the node's snapshot.keep; default 2).
+  const keep = values.keep === undefined ? 2 : Number(values.keep);
+  if (!Number.isInteger(keep) || keep < 1 || keep > 1000) throw new UsageError('--keep: an integer in 1..1000 (snapshots kept)');
+  const workers = values.workers === undefined ? 0 : Number(values.workers);
+  if (!Number.isInteger(workers) || workers < 0 || workers > 64) throw new UsageError('--workers: an integer in 0..64');
+  return { before, keep, workers };
+}
+
+/**
+ * Runs LevelDB's repair on the folder's log, unless a running node holds it open (LevelDB's repair
+ * would move its live files aside and lose receipts already replied). Resolves to 1 after printing
+ * `log-locked`, else undefined.
+ */
+async function repairLog(dataDir: string): Promise<number | undefined> {
+  // Opening first takes (and tests) the lock.
+  const probe = new ClassicLevel(path.join(dataDir, 'receipts'), { createIfMissing: false });
+  try {
+    await probe.open();
+  } catch (e) {
+    if (isLockError(e)) {
+      process.stderr.write(`jcp receipts: error [log-locked]: ${dataDir} is in use by a running node; stop it before repairing\n`);
+      return 1;
+    }
+  } finally {
+    await probe.close().catch(() => undefined);
+  }
+  await ClassicLevel.repair(path.join(dataDir, 'receipts'));
+  process.stderr.write(`jcp receipts: LevelDB repair ran on ${path.join(dataDir, 'receipts')}\n`);
+  return undefined;
+}
+
+/** A replay of the log (§8) for verify, replay or attribute, with the snapshots checked and the archive read. */
+interface ReplayRun {
+  readonly r: LogReplay;
+  readonly snapshots: SnapshotCheck[];
+  readonly archive: SegmentCheck[] | undefined;
+  readonly records: ArchiveRecord[];
+}
+
+/**
+ * Replays the log for `verb` (verify also checks the snapshots), from seq 0 through the archived
+ * segments of `--archive` when there are any; replay and attribute without `--archive` warn
+ * `archive-needed` and count the live log only. Closes `pool` once the replay is done.
+ * @throws CliError `archive-needed` when verify meets archived receipts without `--archive`.
+ */
+async function replayForVerb(
+  verb: string,
+  values: ReceiptsValues,
+  log: ReceiptLog,
+  dataDir: string,
+  steward: Did,
+  pool: WorkerPool | undefined,
+  runner: { runner?: SliceRunner; parallel?: number },
+): Promise<ReplayRun> {
+  let r: LogReplay;
+  let snapshots: SnapshotCheck[] = [];
+  let archive: SegmentCheck[] | undefined;
+  const records = await archiveRecords(log);
+  let source: ReturnType<typeof withSegments> | undefined;
+  let receiptAt: ((seq: number) => Promise<Uint8Array | undefined>) | undefined;
+  if (records.length > 0 && verb !== 'verify' && values.archive === undefined) {
+    // replay / attribute read the live log only: say so, or their budgets look complete.
+    process.stderr.write(
+      `jcp receipts: warning [archive-needed]: receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived and not counted here; give --archive DIR to include them\n`,
+    );
+  }
+  if (records.length > 0 && (verb === 'verify' || values.archive !== undefined)) {
+    if (values.archive === undefined) {
+      await pool?.close();
+      throw new CliError(
+        'archive-needed',
+        `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR (the segment folder) to verify from seq 0`,
+      );
+    }
+    const seg = readSegments(path.resolve(values.archive), records);
+    archive = seg.checks;
+    source = withSegments(log, seg.receipts);
+    receiptAt = segmentReceiptAt(log, seg.receipts);
+  }
+  try {
+    if (verb === 'verify') {
+      ({ replay: r, snapshots } = await replayCheckingSnapshots(log, dataDir, steward, {
+        ...runner,
+        ...(source ? { source, receiptAt } : {}),
+      }));
+    } else r = await replayLog(log, { steward, ...runner, measurements: verb === 'attribute', ...(source ? { source, receiptAt } : {}) });
+  } finally {
+    await pool?.close();
+  }
+  return { r, snapshots, archive, records };
+}
+
+/** Prints `jcp receipts replay`'s JSON: counts, the next seq, the head, the budgets rebuilt (µJ per grant) and the outcomes; resolves to 0. */
+function printReplay({ r, records, archive }: ReplayRun): number {
+  const budgets = [...r.ledger.entries()].map(([grant_id, spent_uj]) => ({ grant_id, spent_uj }));
+  const out = {
+    receipts: r.total,
+    allowed: r.allowed,
+    denied: r.denied,
+    bad: r.rejected.length,
+    next_seq: r.nextSeq,
+    head: r.headId ?? null,
+    budgets,
+    reversals: r.outcomes.reversals,
+    refunded_uj: r.outcomes.refundedUj,
+    bad_outcomes: r.outcomes.bad.length,
+    ...archivedField(records, archive),
+  };
+  process.stdout.write(`${JSON.stringify(out, bigintJson, 2)}\n`);
+  return 0;
+}
+
+/** Prints `jcp receipts attribute`'s JSON: spend per (grant, subject), charged and refunded (µJ), metered by provenance; resolves to 0. */
+function printAttribution({ r, records, archive }: ReplayRun): number {
+  const rows = [...r.attribution.values()].map((a) => {
+    const o = r.outcomes.attribution.get(`${a.grant_id} ${a.subject}`);
+    const refunded = o?.refunded_uj ?? 0n;
+    return {
+      grant_id: a.grant_id,
+      subject: a.subject,
+      allowed: a.allowed,
+      refused: a.refused,
+      uj: a.uj,
+      charged_uj: a.uj - refunded,
+      refunded_uj: refunded,
+      reversals: o?.reversals ?? 0,
+      metered_calls: o?.calls ?? 0,
+      metered_uj: o?.metered_uj ?? 0n,
+      metered_by_provenance: o?.metered_by_provenance ?? {},
+    };
+  });
+  const outcomes = { measurements: r.outcomes.measurements, reversals: r.outcomes.reversals, bad: r.outcomes.bad.length };
+  process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows, ...archivedField(records, archive) }, bigintJson, 2)}\n`);
+  return 0;
+}
+
+/** Prints `jcp receipts verify`'s JSON report; resolves to 0 when nothing is bad or broken, the head mark holds and every snapshot and segment checks, else 1. */
+function printVerify({ r, snapshots, archive }: ReplayRun, head: HeadCheck): number {
+  const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
+  process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
+  const good =
+    report.bad === 0 && report.breaks === 0 && report.outcomes.bad === 0 && head.ok && snapshots.every((x) => x.ok) && (archive ?? []).every((x) => x.ok);
+  return good ? 0 : 1;
+}
+
+/**
+ * The verb on the open log: archive, export, snapshot, or a replay (verify, replay, attribute) on
+ * `workers` threads, with the head mark checked (§8). Resolves to the exit code.
+ */
+async function runOnLog(verb: string, values: ReceiptsValues, log: ReceiptLog, dataDir: string, steward: Did, n: ReceiptsNumbers): Promise<number> {
+  if (verb === 'archive') return await archiveNow(log, dataDir, steward, n.before, path.resolve(values.out!));
+  if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out === undefined ? undefined : path.resolve(values.out));
+  const pool = n.workers > 0 ? await WorkerPool.start(n.workers) : undefined;
+  const runner = pool ? { runner: ((job) => pool.replaySlice(job)) satisfies SliceRunner, parallel: pool.size * 2 } : {};
+  if (verb === 'snapshot') {
+    try {
+      return await snapshotNow(log, dataDir, steward, values.key ?? path.join(dataDir, 'steward.key'), runner, n.keep);
+    } finally {
+      await pool?.close();
+    }
+  }
+  const run = await replayForVerb(verb, values, log, dataDir, steward, pool, runner);
+  // Receipts the node made durable that the log no longer holds (the head mark, outside LevelDB).
+  const head = await log.checkHead();
+  if (!head.ok && verb !== 'verify') process.stderr.write(`jcp receipts: warning [log-damaged]: ${head.why}\n`);
+  if (verb === 'replay') return printReplay(run);
+  if (verb === 'attribute') return printAttribution(run);
+  return printVerify(run, head);
+}
+
 /** The `jcp receipts` command. */
 export const command: Command = {
   name: 'receipts',
@@ -85,16 +311,7 @@ export const command: Command = {
     const [verb, ...rest] = argv;
     const tlogVerb = TLOG_VERBS.find((v) => v === verb);
     if (tlogVerb !== undefined) return await runTlog(tlogVerb, rest);
-    const { values, positionals } = parse(rest, {
-      workers: { type: 'string' },
-      format: { type: 'string' },
-      out: { type: 'string' },
-      key: { type: 'string' },
-      before: { type: 'string' },
-      archive: { type: 'string' },
-      keep: { type: 'string' },
-      json: { type: 'boolean' },
-    });
+    const { values, positionals } = parse(rest, OPTIONS);
     if (positionals.length !== 1) throw new UsageError('expected one data folder');
     // verify, replay and attribute always print JSON; --json is accepted there (docs/console.md
     // compares the console with `attribute --json`) and changes nothing. export has --format.
@@ -103,156 +320,21 @@ export const command: Command = {
     }
     if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
     const dataDir = path.resolve(positionals[0]!);
-    if (!['verify', 'replay', 'attribute', 'export', 'repair', 'snapshot', 'archive'].includes(verb ?? '')) {
-      throw new UsageError(
-        verb === undefined ? 'expected a verb: verify | replay | attribute | export | repair | snapshot | archive' : `unknown verb '${verb}'`,
-      );
-    }
-    let before = -1;
-    if (verb === 'archive') {
-      before = Number(values.before);
-      if (values.before === undefined || !Number.isSafeInteger(before) || before < 0) throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
-      if (values.out === undefined) throw new UsageError('archive: --out DIR (the segment folder)');
-      const rel = path.relative(dataDir, path.resolve(values.out));
-      if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
-        throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: keep the archive elsewhere`);
-      }
-    }
-    if (values.out !== undefined && verb === 'export') {
-      const rel = path.relative(dataDir, path.resolve(values.out));
-      if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
-        throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: write the export elsewhere (the node's own files are never overwritten)`);
-      }
-    }
-    // snapshot --keep: the snapshots kept after this one (the node's snapshot.keep; default 2).
-    const keep = values.keep === undefined ? 2 : Number(values.keep);
-    if (!Number.isInteger(keep) || keep < 1 || keep > 1000) throw new UsageError('--keep: an integer in 1..1000 (snapshots kept)');
-    const workers = values.workers === undefined ? 0 : Number(values.workers);
-    if (!Number.isInteger(workers) || workers < 0 || workers > 64) throw new UsageError('--workers: an integer in 0..64');
+    const n = checkFlags(verb, values, dataDir);
+    const v = verb!;
     try {
       const meta = readDataMeta(dataDir);
       if (meta === undefined) {
         process.stderr.write(`jcp receipts: error [not-a-data-folder]: ${dataDir} is not a node data folder (no node.json)\n`);
         return 1;
       }
-      if (verb === 'repair') {
-        // Never repair a log a running node holds open: LevelDB's repair would move its live
-        // files aside and lose receipts already replied. Opening first takes (and tests) the lock.
-        const probe = new ClassicLevel(path.join(dataDir, 'receipts'), { createIfMissing: false });
-        try {
-          await probe.open();
-        } catch (e) {
-          if (isLockError(e)) {
-            process.stderr.write(`jcp receipts: error [log-locked]: ${dataDir} is in use by a running node; stop it before repairing\n`);
-            return 1;
-          }
-        } finally {
-          await probe.close().catch(() => undefined);
-        }
-        await ClassicLevel.repair(path.join(dataDir, 'receipts'));
-        process.stderr.write(`jcp receipts: LevelDB repair ran on ${path.join(dataDir, 'receipts')}\n`);
+      if (v === 'repair') {
+        const locked = await repairLog(dataDir);
+        if (locked !== undefined) return locked;
       }
       const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
       try {
-        if (verb === 'archive') return await archiveNow(log, dataDir, meta.steward, before, path.resolve(values.out!));
-        if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out === undefined ? undefined : path.resolve(values.out));
-        const pool = workers > 0 ? await WorkerPool.start(workers) : undefined;
-        const runner = pool ? { runner: ((job) => pool.replaySlice(job)) satisfies SliceRunner, parallel: pool.size * 2 } : {};
-        if (verb === 'snapshot') {
-          try {
-            return await snapshotNow(log, dataDir, meta.steward, values.key ?? path.join(dataDir, 'steward.key'), runner, keep);
-          } finally {
-            await pool?.close();
-          }
-        }
-        let r: LogReplay;
-        let snapshots: SnapshotCheck[] = [];
-        let archive: SegmentCheck[] | undefined;
-        const records = await archiveRecords(log);
-        let source: ReturnType<typeof withSegments> | undefined;
-        let receiptAt: ((seq: number) => Promise<Uint8Array | undefined>) | undefined;
-        if (records.length > 0 && verb !== 'verify' && values.archive === undefined) {
-          // replay / attribute read the live log only: say so, or their budgets look complete.
-          process.stderr.write(
-            `jcp receipts: warning [archive-needed]: receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived and not counted here; give --archive DIR to include them\n`,
-          );
-        }
-        if (records.length > 0 && (verb === 'verify' || values.archive !== undefined)) {
-          if (values.archive === undefined) {
-            await pool?.close();
-            throw new CliError(
-              'archive-needed',
-              `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR (the segment folder) to verify from seq 0`,
-            );
-          }
-          const seg = readSegments(path.resolve(values.archive), records);
-          archive = seg.checks;
-          source = withSegments(log, seg.receipts);
-          receiptAt = segmentReceiptAt(log, seg.receipts);
-        }
-        try {
-          if (verb === 'verify') {
-            ({ replay: r, snapshots } = await replayCheckingSnapshots(log, dataDir, meta.steward, {
-              ...runner,
-              ...(source ? { source, receiptAt } : {}),
-            }));
-          } else r = await replayLog(log, { steward: meta.steward, ...runner, measurements: verb === 'attribute', ...(source ? { source, receiptAt } : {}) });
-        } finally {
-          await pool?.close();
-        }
-        // Receipts the node made durable that the log no longer holds (the head mark, outside LevelDB).
-        const head = await log.checkHead();
-        if (!head.ok && verb !== 'verify') process.stderr.write(`jcp receipts: warning [log-damaged]: ${head.why}\n`);
-        if (verb === 'replay') {
-          const budgets = [...r.ledger.entries()].map(([grant_id, spent_uj]) => ({ grant_id, spent_uj }));
-          const out = {
-            receipts: r.total,
-            allowed: r.allowed,
-            denied: r.denied,
-            bad: r.rejected.length,
-            next_seq: r.nextSeq,
-            head: r.headId ?? null,
-            budgets,
-            reversals: r.outcomes.reversals,
-            refunded_uj: r.outcomes.refundedUj,
-            bad_outcomes: r.outcomes.bad.length,
-            ...archivedField(records, archive),
-          };
-          process.stdout.write(`${JSON.stringify(out, bigintJson, 2)}\n`);
-          return 0;
-        }
-        if (verb === 'attribute') {
-          const rows = [...r.attribution.values()].map((a) => {
-            const o = r.outcomes.attribution.get(`${a.grant_id} ${a.subject}`);
-            const refunded = o?.refunded_uj ?? 0n;
-            return {
-              grant_id: a.grant_id,
-              subject: a.subject,
-              allowed: a.allowed,
-              refused: a.refused,
-              uj: a.uj,
-              charged_uj: a.uj - refunded,
-              refunded_uj: refunded,
-              reversals: o?.reversals ?? 0,
-              metered_calls: o?.calls ?? 0,
-              metered_uj: o?.metered_uj ?? 0n,
-              metered_by_provenance: o?.metered_by_provenance ?? {},
-            };
-          });
-          const outcomes = { measurements: r.outcomes.measurements, reversals: r.outcomes.reversals, bad: r.outcomes.bad.length };
-          process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows, ...archivedField(records, archive) }, bigintJson, 2)}\n`);
-          return 0;
-        }
-        const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
-        process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
-        const good =
-          report.bad === 0 &&
-          report.breaks === 0 &&
-          report.outcomes.bad === 0 &&
-          head.ok &&
-          snapshots.every((x) => x.ok) &&
-          (archive ?? []).every((x) => x.ok);
-        return good ? 0 : 1;
+        return await runOnLog(v, values, log, dataDir, meta.steward, n);
       } finally {
         await log.close();
       }

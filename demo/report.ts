@@ -161,7 +161,24 @@ function table(rows: readonly (readonly string[])[], right: ReadonlySet<number> 
 
 /** The report as lines for people (no colours, no cursor tricks: fine for pipes and CI logs). */
 export function renderReport(r: DemoReport): string[] {
-  const out: string[] = ['', '== Report =='];
+  return [
+    '',
+    '== Report ==',
+    ...grantLines(r),
+    ...workerLines(r),
+    ...denyLines(r),
+    ...revocationLines(r),
+    ...steeringLines(r),
+    ...thresholdLines(r),
+    ...channelLines(r),
+    ...energyLines(r),
+    ...receiptLines(r),
+  ];
+}
+
+/** The grants section: each root with its id and budget (µJ), and how it is split or shared. */
+function grantLines(r: DemoReport): string[] {
+  const out: string[] = [];
   const g = r.grants;
   out.push('', `Grants (issuer ${r.issuer})`);
   out.push(`  files root   ${short(g.files_root.id)}  ${fmtUj(g.files_root.budget_uj)}, split into shards: ${g.file_shards.map((s) => `${s.node} ${fmtUj(s.budget_uj)}`).join(', ')}`);
@@ -170,6 +187,12 @@ export function renderReport(r: DemoReport): string[] {
       ? `  memory root  ${short(g.memory_root.id)}  ${fmtUj(g.memory_root.budget_uj)}, one budget channel served by every node`
       : `  memory root  ${short(g.memory_root.id)}  ${fmtUj(g.memory_root.budget_uj)}, split into shards: ${g.memory_shards.map((s) => `${s.node} ${fmtUj(s.budget_uj)}`).join(', ')}`,
   );
+  return out;
+}
+
+/** The per-worker attribution table (from verified receipts) and each worker's grants: spent of budget (µJ), allowed and refused. */
+function workerLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Per-worker attribution (from verified receipts)');
   const rows: string[][] = [['worker', 'node', 'allowed', 'refused', 'µJ spent', 'ended with', 'did']];
   for (const w of r.workers) rows.push([w.name, w.node, String(w.allowed), String(w.refused), BigInt(w.spent_uj).toLocaleString('en-US'), w.ended, short(w.did, 24)]);
@@ -181,11 +204,22 @@ export function renderReport(r: DemoReport): string[] {
       );
     }
   }
+  return out;
+}
+
+/** The denies by reason over every node's verified receipts, most frequent first. */
+function denyLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Denies by reason (verified receipts, all nodes)');
   const reasons = Object.entries(r.denies_by_reason).sort((a, b) => b[1] - a[1]);
   if (reasons.length === 0) out.push('  none');
   for (const [reason, n] of reasons) out.push(`  ${reason.padEnd(16)} ${String(n).padStart(5)}`);
+  return out;
+}
 
+/** The revocation section (§4.3): who was revoked, who acknowledged, and how the later calls were decided. */
+function revocationLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Revocation (§4.3)');
   if (r.revocation === null) out.push('  not run');
   else {
@@ -195,7 +229,12 @@ export function renderReport(r: DemoReport): string[] {
       `  calls ${v.worker} sent afterwards: ${v.calls_after}, decided ${Object.entries(v.after_by_reason).map(([k, n]) => `${k} ×${n}`).join(', ') || 'none'}${v.all_after_revoked ? ' — every one refused' : ' — NOT all refused revoked'}`,
     );
   }
+  return out;
+}
 
+/** The checkpoint and amendment section (§4.7): the steered grant, the amended budget (µJ) and the continuation. */
+function steeringLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Checkpoint and amendment (§4.7)');
   if (r.steering === null) out.push('  not run');
   else {
@@ -206,7 +245,12 @@ export function renderReport(r: DemoReport): string[] {
       `  continuation grant ${short(s.continuation_id)} ${s.continuation_verifies ? 'verifies against the checkpoint + amendment' : 'DOES NOT verify'}; ${s.worker} continued: ${s.continued_allowed} allowed, ${s.continued_refused} refused`,
     );
   }
+  return out;
+}
 
+/** The threshold team section (§2.2): the group, the single-share and group attempts, the bridge call, the holders' policies and decisions. */
+function thresholdLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Threshold team (§2.2): one irreversible action needs 2 of 3');
   if (!r.threshold.available) out.push(`  not run: ${r.threshold.why}`);
   else {
@@ -232,7 +276,12 @@ export function renderReport(r: DemoReport): string[] {
       );
     }
   }
+  return out;
+}
 
+/** The budget channel section (§4.5 profile): each point's latest statement, the overdraft (µJ) against its bound, and the proof. */
+function channelLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Budget channel (§4.5 profile): the memory root shared by all nodes');
   if (!r.channel.available) out.push(`  channel mode not available: ${r.channel.why}`);
   else {
@@ -246,7 +295,12 @@ export function renderReport(r: DemoReport): string[] {
       `  the signed statements ${c.proof_verifies ? 'prove it (the overdraft proof verifies)' : 'do NOT verify'}; receipts show ${fmtUj(c.receipts_spent_uj)} on the channel grant${c.refused_statements ? `; ${c.refused_statements} statement(s) refused` : ''}`,
     );
   }
+  return out;
+}
 
+/** The energy section (§5): debits by provenance, why, the meter probe and what the nodes metered (µJ). */
+function energyLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Energy (§5)');
   for (const [prov, v] of Object.entries(r.energy.debits_by_provenance)) out.push(`  debited: ${v.receipts} allow receipts, ${fmtUj(v.uj)}, provenance ${prov}`);
   out.push(`  ${r.energy.why}`);
@@ -257,7 +311,12 @@ export function renderReport(r: DemoReport): string[] {
   }
   const metered = Object.entries(r.energy.metered_uj_by_provenance);
   if (metered.length) out.push(`  metered by the nodes around the tool calls (after the decision, /metrics): ${metered.map(([k, v]) => `${fmtUj(v)} ${k}`).join(', ')}`);
+  return out;
+}
 
+/** The receipts section (§8): each node's counts, the commands to inspect the logs, the problems, and the closing OK or FAILED line. */
+function receiptLines(r: DemoReport): string[] {
+  const out: string[] = [];
   out.push('', 'Receipts');
   for (const n of r.nodes) {
     out.push(`  ${n.name}  ${n.receipts} receipts, ${n.verified} verify, ${n.rejected} rejected, ${n.breaks} breaks  ${n.data_dir}`);

@@ -24,8 +24,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed, type ContentId, grantId, overdraftBound } from '../core/index.ts';
 import { auditChannel, channelNames, JetStreamBus } from '../channel/index.ts';
 import { createMeter, type Probe, readMeterConfig } from '../meter/index.ts';
-import { type Approval, approveAsTeam, askTeamToSign, type BridgeCall, callTeamViaBridge, revokeEverywhere, type Steering, steer, type TeamRefusal } from './actions.ts';
-import { chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
+import { approveAsTeam, askTeamToSign, callTeamViaBridge, revokeEverywhere, type Steering, steer } from './actions.ts';
+import { type Broker, chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
 import { whenInterrupted } from '../testkit/index.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
 import { type NodeEvidence, readEvidence } from './evidence.ts';
@@ -35,7 +35,7 @@ import { delegateWorker, leafId, mintRoots, type Roots, teamGrant, type WorkerCh
 import { buildReport, type RunFacts } from './compile.ts';
 import type { DemoReport } from './report.ts';
 import { BUDGETS, FS_ACTIONS, MEMORY_ACTIONS, MEMORY_RESOURCE, meterSection, resourcesSection, TEAM_ACTION, writeSample } from './setup.ts';
-import { type Team, type TeamDecision, type TeamPolicy, startTeam } from './team.ts';
+import { startTeam, type Team } from './team.ts';
 
 /** The entity prefix member 3's rules keep the team's deletions under (its "folder"). */
 const TEAM_FOLDER = 'w1-';
@@ -81,22 +81,69 @@ function prepareDir(dir: string | undefined): string {
   return d;
 }
 
+/**
+ * What a running demo holds: its progress log, its problems, and everything it started (stopped by
+ * `cleanups`, last first, on success and failure alike).
+ */
+interface DemoRun {
+  readonly o: DemoOptions;
+  /** When the run began (ms since the epoch). */
+  readonly t0: number;
+  /** Prints a progress line stamped with the seconds since `t0`. */
+  readonly say: (s: string) => void;
+  readonly problems: string[];
+  readonly cleanups: (() => Promise<unknown>)[];
+  readonly nodes: DemoNode[];
+  readonly workers: WorkerProc[];
+  /** Called on every call event of a worker (set before any worker is told to go). */
+  react: (w: WorkerProc, e: CallEvent) => void;
+  nc: NatsConnection | undefined;
+  bus: JetStreamBus | undefined;
+  team: Team | undefined;
+  ticker: NodeJS.Timeout | undefined;
+  streamsRemoved: boolean;
+}
+
+/** The NATS the demo uses (phase 1): the broker, its url (undefined without NATS) and the demo's subject root. */
+interface DemoBroker {
+  readonly b: Broker;
+  readonly natsUrl: string | undefined;
+  readonly root: string;
+}
+
+/** The run's results that the report takes from the workers' phase (§4.3 revocation, §4.7 steering). */
+interface RunOutcome {
+  readonly revocation: RunFacts['revocation'];
+  readonly steering: Steering | undefined;
+}
+
+/** The threshold team's part of the report (phase 5), all undefined or empty without a team. */
+type TeamOutcome = Pick<RunFacts, 'approval' | 'teamRefusal' | 'bridgeCall' | 'teamDecisions' | 'teamPolicies' | 'team' | 'teamGrant'>;
+
+/** The entity the team approves deleting on the first node (§2.2). */
+const TEAM_TARGET = 'w1-findings';
+
 /** Runs the demo; resolves to the report (whose `exit_code` the command returns). @throws Error when the demo cannot run. */
 export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   const t0 = Date.now();
   const stamp = () => `[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s]`;
-  const say = (s: string) => o.print(`${stamp()} ${s}`);
-  const problems: string[] = [];
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const nodes: DemoNode[] = [];
-  const workers: WorkerProc[] = [];
-  let nc: NatsConnection | undefined;
-  let bus: JetStreamBus | undefined;
-  let team: Team | undefined;
-  let ticker: NodeJS.Timeout | undefined;
+  const run: DemoRun = {
+    o,
+    t0,
+    say: (s: string) => o.print(`${stamp()} ${s}`),
+    problems: [],
+    cleanups: [],
+    nodes: [],
+    workers: [],
+    react: () => undefined,
+    nc: undefined,
+    bus: undefined,
+    team: undefined,
+    ticker: undefined,
+    streamsRemoved: false,
+  };
   let made: string | undefined;
   let evidenceMade = false;
-  let streamsRemoved = false;
   try {
     // A NATS the user chose is checked before anything is made on disk.
     const chosen = o.nats !== undefined && !o.noNats ? await chosenBroker(o.nats) : undefined;
@@ -105,289 +152,357 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     o.print(`JCP demo: a local enforcement cluster on real MCP servers. Files go to ${dir}`);
     const sampleDir = join(dir, 'sample');
     const paths = writeSample(sampleDir);
-
-    // 1. NATS.
-    const b =
-      chosen ??
-      (await findBroker({
-        ...(o.noNats ? { disabled: true } : {}),
-        ...(o.defaultNatsUrl !== undefined ? { defaultUrl: o.defaultNatsUrl } : {}),
-        dir: join(dir, 'nats'),
-      }));
-    if (b.mode === 'started') cleanups.push(() => b.server.stop());
-    if (b.mode === 'none') {
-      say(`NATS: none (${b.why}). Running the parts that need no NATS: no budget channel, no threshold team.`);
-      say(`      To see everything: ${NATS_INSTALL_HINT}`);
-    } else say(`NATS: ${b.mode === 'external' ? 'using' : 'started'} ${b.url}${b.mode === 'started' ? ` (${b.bin})` : ''}`);
-    const natsUrl = b.mode === 'none' ? undefined : b.url;
-    // On a NATS of the user's, streams of the demo's own, removed at the end (also on failure).
-    const root = demoSubjectRoot(b, randomBytes(4).toString('hex'));
-    if (b.mode === 'external') {
-      const url = b.url;
-      const remove = () => (streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root));
-      cleanups.push(remove);
-      cleanups.push(async () => unregisterStreams());
-      const unregisterStreams = whenInterrupted(remove);
-    }
-
-    // 2. The issuer, the roots, the node keys.
-    const issuer: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
-    const stewards = Array.from({ length: NODES }, () => actorFromSeed(new Uint8Array(randomBytes(32))));
-    const roots: Roots = mintRoots(issuer, Math.floor(Date.now() / 1000), NODES, natsUrl !== undefined);
-    say(`issuer ${issuer.did}`);
-    say(`minted the files root ${grantId(roots.files.grant).slice(0, 16)}… (${fmt(roots.files.grant.budget_uj)}) and split it into ${NODES} shards of ${fmt(BUDGETS.shardUj)}, one per node (§4.5)`);
-    say(
-      roots.channel
-        ? `minted the memory root ${grantId(roots.memory.grant).slice(0, 16)}… (${fmt(roots.memory.grant.budget_uj)}): one shared grant, a budget channel across the ${NODES} nodes (window ${fmt(BUDGETS.channelWindowUj)} each)`
-        : `minted the memory root ${grantId(roots.memory.grant).slice(0, 16)}… (${fmt(roots.memory.grant.budget_uj)}); channel mode not available without NATS, so it is sharded too`,
-    );
-
-    // 3. In parallel: nodes, workers, the team, the tool lists, the meter probe.
-    say(
-      `starting ${NODES} nodes (each with a filesystem and a memory MCP server), ${WORKERS.length} worker processes${natsUrl !== undefined ? ' and 3 threshold participants' : ''}; this takes a few seconds`,
-    );
-    const onCall = (w: WorkerProc, e: CallEvent) => react(w, e);
-    for (const name of WORKERS) workers.push(new WorkerProc(name, dir, onCall));
-    cleanups.push(() => Promise.all(workers.map((w) => w.stop())));
-    cleanups.push(() => Promise.all(nodes.map((n) => stopNode(n))));
-    const points = stewards.map((s) => s.did);
-    const nodesReady = Promise.all(
-      stewards.map(async (steward, i) => {
-        const name = `n${i + 1}`;
-        const ndir = join(dir, name);
-        nodes[i] = await startNode({
-          name,
-          dir: ndir,
-          steward,
-          resources: resourcesSection(sampleDir, join(ndir, 'memory.jsonl'), issuer.did),
-          meter: meterSection(),
-          ...(natsUrl !== undefined
-            ? { nats: natsUrl, subjectRoot: root, channels: [{ grantId: grantId(roots.memory.grant), windowUj: BUDGETS.channelWindowUj, points }] }
-            : {}),
-        });
-        say(`node ${name} up: jcp/1 on 127.0.0.1:${nodes[i]!.port}, steward ${steward.did.slice(0, 24)}…`);
-      }),
-    );
-    const teamReady = (async () => {
-      if (natsUrl === undefined) return;
-      nc = await connect({ servers: natsUrl, name: 'jcp-demo' });
-      team = await startTeam(nc, natsUrl, join(dir, 'team'), {
-        resource: MEMORY_RESOURCE,
-        action: TEAM_ACTION,
-        costCapUj: BUDGETS.teamUj,
-        arg: 'entityNames',
-        folder: TEAM_FOLDER,
-      });
-      const t = team;
-      cleanups.push(() => t.close());
-      say(`threshold team: 3 participant processes made a 2-of-3 group key by DKG over NATS in ${t.dkgMs} ms: ${t.group.slice(0, 24)}…`);
-    })();
-    const toolsReady = Promise.all([
-      listTools('mcp-server-filesystem', [sampleDir], {}),
-      listTools('mcp-server-memory', [], { MEMORY_FILE_PATH: join(dir, 'tools-probe.jsonl') }),
-    ]);
-    const probeReady = (async () => {
-      const m = createMeter(readMeterConfig(meterSection()));
-      try {
-        return await m.probe();
-      } finally {
-        m.close();
-      }
-    })();
-    // Wait for all of them, even when one fails, so everything started is stopped by the cleanups.
-    const started = await Promise.allSettled([nodesReady, teamReady, toolsReady, probeReady]);
-    const failed = started.find((x): x is PromiseRejectedResult => x.status === 'rejected');
-    if (failed) throw failed.reason;
-    const tools = (started[2] as PromiseFulfilledResult<[ToolInfo[], ToolInfo[]]>).value;
-    const probe = (started[3] as PromiseFulfilledResult<Probe>).value;
-    say(`filesystem server tools: ${tools[0].map((t) => t.name).join(', ')}`);
-    say(`memory server tools: ${tools[1].map((t) => t.name).join(', ')}`);
-    const missing = [...missingTools(tools[0], FS_ACTIONS), ...missingTools(tools[1], [...MEMORY_ACTIONS, TEAM_ACTION])];
-    if (missing.length) throw new Error(`the installed MCP servers lack tools the grants name: ${missing.join(', ')}`);
-
-    // The channel: wait until every node has settled once (a point allows nothing before, §4.5 profile).
-    if (natsUrl !== undefined) {
-      bus = JetStreamBus.start(natsUrl, { names: channelNames(root), name: 'jcp-demo' });
-      await bus.ready(10_000);
-      await waitSettled(bus, grantId(roots.memory.grant), NODES, 20_000);
-      say(`budget channel: all ${NODES} nodes have settled once and serve the memory root`);
-    }
-
-    // 4. Workers: hello → grants → go.
-    const addresses: NodeAddress[] = nodes.map((n) => ({ name: n.name, host: n.host, port: n.port, did: n.did }));
+    const broker = await openBroker(run, chosen, dir);
+    const { issuer, stewards, roots } = mintPlan(run, broker.natsUrl);
+    const { tools, probe } = await startParts(run, dir, sampleDir, broker, issuer, stewards, roots);
+    if (broker.natsUrl !== undefined) await openChannel(run, broker, roots);
     const chains: WorkerChains[] = [];
-    for (const [i, w] of workers.entries()) {
-      const did = await w.hello();
-      chains[i] = delegateWorker(roots, i, did);
-      w.send({
-        type: 'go',
-        name: w.name,
-        nodes: addresses,
-        home: i,
-        sampleDir,
-        paths,
-        paceMs: o.paceMs ?? 150,
-        files: chainToHex(chains[i]!.files),
-        memory: chainToHex(chains[i]!.memory),
-      });
-      say(
-        `${w.name} (${did.slice(0, 24)}…) on ${nodes[i]!.name}: files grant ${fmt(chains[i]!.files.at(-1)!.grant.budget_uj)} from shard ${i + 1}, memory grant ${fmt(chains[i]!.memory.at(-1)!.grant.budget_uj)}, both depth 0`,
-      );
-    }
-
-    // The run: progress, revocation and steering as the workers go.
-    let revocation: RunFacts['revocation'];
-    let steering: Steering | undefined;
-    let revokeTask: Promise<void> | undefined;
-    let steerTask: Promise<void> | undefined;
-    const shown = new Map<WorkerProc, number>();
-    const progress = () => {
-      for (const w of workers) {
-        if (shown.get(w) === w.version) continue;
-        shown.set(w, w.version);
-        const f = w.lanes.files;
-        const m = w.lanes.memory;
-        say(
-          `${w.name}  files ${fmtN(f.spentUj)} of ${fmtN(f.capUj)} µJ  memory ${fmtN(m.spentUj)} of ${fmtN(m.capUj)} µJ  allowed ${w.allowed}  refused ${w.refused}${w.end ? `  — ended: ${w.end}` : ''}`,
-        );
-      }
-    };
-    ticker = setInterval(progress, 1_000);
-    const sampled = new Set<string>();
-    function react(w: WorkerProc, e: CallEvent): void {
-      if (e.verdict === 'deny') say(`${w.name} ${e.lane} ${e.action} at ${e.node}: refused ${e.reason}`);
-      else if (!sampled.has(`${w.name} ${e.lane}`)) {
-        // One real tool answer per worker and lane, to show what went through.
-        sampled.add(`${w.name} ${e.lane}`);
-        say(`${w.name} ${e.lane} ${e.action} at ${e.node}: allowed, ${fmt(BigInt(e.cost_uj))} debited; the tool said: ${e.note ?? '(nothing)'}`);
-      }
-      if (w === workers[2] && revokeTask === undefined && w.allowed >= REVOKE_AFTER) {
-        const ids = [leafId(chains[2]!.files), leafId(chains[2]!.memory)];
-        revokeTask = revokeEverywhere(issuer, nodes, ids).then(
-          (acked) => {
-            revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
-            // The worker's try at another node waits for this (it may already be refused at home:
-            // a node applies a revocation before it acknowledges it), so it falls after atMs.
-            w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
-            say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
-          },
-          (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
-        );
-      }
-      const filesAllowed = w.calls.filter((c) => c.lane === 'files' && c.verdict === 'allow').length;
-      if (w === workers[1] && steerTask === undefined && filesAllowed >= STEER_AFTER) {
-        say(`the issuer asks ${w.name} to checkpoint its files grant (§4.7)`);
-        steerTask = steer(issuer, nodes, w, chains[1]!.files.at(-1)!).then(
-          (s) => {
-            steering = s;
-            say(
-              `${w.name} checkpointed; the issuer amended its files budget ${fmt(s.budgetBeforeUj)} → ${fmt(s.amendedUj)} (${fmt(s.remainingUj)} were left), revoked the steered grant, and ${w.name} continues under ${grantId(s.continuation.grant).slice(0, 16)}…`,
-            );
-          },
-          (err: unknown) => void problems.push(`steering failed: ${(err as Error).message}`),
-        );
-      }
-    }
-    const ends = await Promise.allSettled(workers.map((w) => w.done(RUN_DEADLINE_MS)));
-    clearInterval(ticker);
-    progress();
-    for (const [i, e] of ends.entries()) if (e.status === 'rejected') problems.push(`${workers[i]!.name}: ${(e.reason as Error).message}`);
-    await revokeTask;
-    await steerTask;
-
-    // 5. The team's irreversible action.
-    let approval: Approval | undefined;
-    let teamRefusal: TeamRefusal | undefined;
-    let bridgeCall: BridgeCall | undefined;
-    let teamDecisions: TeamDecision[] = [];
-    let teamPolicies: readonly TeamPolicy[] = [];
-    let teamGrantLine: RunFacts['teamGrant'];
-    let teamInfo: RunFacts['team'];
-    const target = 'w1-findings';
-    if (team !== undefined) {
-      teamInfo = { group: team.group, members: team.members, min: team.min, max: team.max, dkgMs: team.dkgMs };
-      const tg = teamGrant(roots, team.group);
-      teamGrantLine = tg;
-      say(`the issuer grants the team (subject = the group key) ${TEAM_ACTION} on memory; target: the entity ${JSON.stringify(target)} on ${nodes[0]!.name}`);
-      approval = await approveAsTeam(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [target] });
-      say(`one member alone signs: ${approval.solo.verdict}${approval.solo.denyReason ? ` (${approval.solo.denyReason})` : ''}`);
-      say(`two members sign together: ${approval.group.verdict}${approval.group.denyReason ? ` (${approval.group.denyReason})` : ''}${approval.group.result ? ` — ${approval.group.result}` : ''}`);
-      teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
-      say(
-        `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
-      );
-      // The same team through the bridge: an MCP client's tools/call becomes a signing session.
-      bridgeCall = await callTeamViaBridge(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [BRIDGE_TARGET] });
-      say(
-        `an MCP client calls ${TEAM_ACTION} ${JSON.stringify([BRIDGE_TARGET])} through the bridge as the team: ${bridgeCall.verdict ?? `not signed (${bridgeCall.error})`} in ${bridgeCall.ms} ms`,
-      );
-      teamDecisions = team.decisions();
-      teamPolicies = team.policies;
-    }
-
-    // 6. Stop everything, then read the evidence.
-    const metrics = await Promise.all(nodes.map((n) => metricsText(n)));
-    await Promise.all(workers.map((w) => w.stop()));
-    if (team) await team.close();
-    team = undefined;
-    await nc?.close();
-    nc = undefined;
-    say(natsUrl !== undefined ? 'stopping the nodes (each settles its channel once more and closes its log)' : 'stopping the nodes (each closes its log)');
-    await Promise.all(nodes.map((n) => stopNode(n)));
-    let channel: RunFacts['channel'];
-    if (bus !== undefined) {
-      const a = await auditChannel(bus, grantId(roots.memory.grant), roots.memory.grant.budget_uj);
-      channel = { audit: a, boundUj: overdraftBound(nodes.map(() => BUDGETS.channelWindowUj)), windowUj: BUDGETS.channelWindowUj };
-      await bus.close();
-      bus = undefined;
-    }
-    if (b.mode === 'external') {
-      try {
-        const removed = await removeDemoStreams(b.url, root);
-        streamsRemoved = true;
-        say(`removed the demo's streams from ${b.url}: ${removed.join(', ') || 'none were left'}`);
-      } catch (e) {
-        problems.push(`could not remove the demo's streams (${demoStreams(root).join(', ')}) from ${b.url}: ${(e as Error).message}`);
-      }
-    }
+    const outcome = reactToCalls(run, issuer, chains);
+    await launchWorkers(run, roots, chains, sampleDir, paths);
+    const facts = await awaitRun(run, outcome);
+    const team = await teamPhase(run, roots);
+    const { metrics, channel } = await stopEverything(run, broker, roots);
     evidenceMade = true;
     const evidence: NodeEvidence[] = [];
-    for (const n of nodes) evidence.push(await readEvidence(n.name, n.did, n.dataDir));
+    for (const n of run.nodes) evidence.push(await readEvidence(n.name, n.did, n.dataDir));
     return buildReport({
       startedAt: new Date(t0).toISOString(),
       runS: (Date.now() - t0) / 1000,
       dir,
-      broker: b,
+      broker: broker.b,
       tools: { files: tools[0].map((t) => t.name), memory: tools[1].map((t) => t.name) },
       roots,
-      nodes,
+      nodes: run.nodes,
       evidence,
-      workers,
+      workers: run.workers,
       chains,
-      revocation,
-      steering,
-      approval,
-      teamRefusal,
-      bridgeCall,
-      teamDecisions,
-      teamPolicies,
-      team: teamInfo,
-      teamGrant: teamGrantLine,
+      revocation: facts.revocation,
+      steering: facts.steering,
+      ...team,
       teamAction: TEAM_ACTION,
-      target,
+      target: TEAM_TARGET,
       channel,
       probe,
       metrics,
-      problems,
+      problems: run.problems,
     });
   } finally {
-    clearInterval(ticker);
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await bus?.close().catch(() => undefined);
-    await nc?.close().catch(() => undefined);
+    clearInterval(run.ticker);
+    for (const c of run.cleanups.reverse()) await c().catch(() => undefined);
+    await run.bus?.close().catch(() => undefined);
+    await run.nc?.close().catch(() => undefined);
     // A temp folder from a run that failed before any node started holds nothing worth keeping.
-    if (made !== undefined && o.dir === undefined && !evidenceMade && nodes.length === 0) rmSync(made, { recursive: true, force: true });
+    if (made !== undefined && o.dir === undefined && !evidenceMade && run.nodes.length === 0) rmSync(made, { recursive: true, force: true });
   }
+}
+
+/**
+ * Phase 1: the NATS — the one the user chose, else the default url, else one started under `dir/nats`,
+ * else none. On a NATS of the user's, the demo's streams are removed at the end (also on failure or
+ * interruption). @throws Error from {@link findBroker}.
+ */
+async function openBroker(run: DemoRun, chosen: Broker | undefined, dir: string): Promise<DemoBroker> {
+  const { o, say, cleanups } = run;
+  const b =
+    chosen ??
+    (await findBroker({
+      ...(o.noNats ? { disabled: true } : {}),
+      ...(o.defaultNatsUrl !== undefined ? { defaultUrl: o.defaultNatsUrl } : {}),
+      dir: join(dir, 'nats'),
+    }));
+  if (b.mode === 'started') cleanups.push(() => b.server.stop());
+  if (b.mode === 'none') {
+    say(`NATS: none (${b.why}). Running the parts that need no NATS: no budget channel, no threshold team.`);
+    say(`      To see everything: ${NATS_INSTALL_HINT}`);
+  } else say(`NATS: ${b.mode === 'external' ? 'using' : 'started'} ${b.url}${b.mode === 'started' ? ` (${b.bin})` : ''}`);
+  const natsUrl = b.mode === 'none' ? undefined : b.url;
+  // On a NATS of the user's, streams of the demo's own, removed at the end (also on failure).
+  const root = demoSubjectRoot(b, randomBytes(4).toString('hex'));
+  if (b.mode === 'external') {
+    const url = b.url;
+    const remove = () => (run.streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root));
+    cleanups.push(remove);
+    cleanups.push(async () => unregisterStreams());
+    const unregisterStreams = whenInterrupted(remove);
+  }
+  return { b, natsUrl, root };
+}
+
+/** Phase 2: a fresh issuer and node stewards (Ed25519 from random seeds), and the roots (§4.5: files sharded, memory a channel when NATS is there). */
+function mintPlan(run: DemoRun, natsUrl: string | undefined): { issuer: Actor; stewards: Actor[]; roots: Roots } {
+  const { say } = run;
+  const issuer: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
+  const stewards = Array.from({ length: NODES }, () => actorFromSeed(new Uint8Array(randomBytes(32))));
+  const roots: Roots = mintRoots(issuer, Math.floor(Date.now() / 1000), NODES, natsUrl !== undefined);
+  say(`issuer ${issuer.did}`);
+  say(`minted the files root ${grantId(roots.files.grant).slice(0, 16)}… (${fmt(roots.files.grant.budget_uj)}) and split it into ${NODES} shards of ${fmt(BUDGETS.shardUj)}, one per node (§4.5)`);
+  say(
+    roots.channel
+      ? `minted the memory root ${grantId(roots.memory.grant).slice(0, 16)}… (${fmt(roots.memory.grant.budget_uj)}): one shared grant, a budget channel across the ${NODES} nodes (window ${fmt(BUDGETS.channelWindowUj)} each)`
+      : `minted the memory root ${grantId(roots.memory.grant).slice(0, 16)}… (${fmt(roots.memory.grant.budget_uj)}); channel mode not available without NATS, so it is sharded too`,
+  );
+  return { issuer, stewards, roots };
+}
+
+/**
+ * Phase 3: in parallel, the nodes, the worker processes, the threshold team (with NATS), the MCP
+ * servers' tool lists and the meter probe. Waits for all of them, even when one fails, so everything
+ * started is stopped by the cleanups. @throws the first failure, or Error when the installed MCP
+ * servers lack a tool the grants name.
+ */
+async function startParts(
+  run: DemoRun,
+  dir: string,
+  sampleDir: string,
+  broker: DemoBroker,
+  issuer: Actor,
+  stewards: readonly Actor[],
+  roots: Roots,
+): Promise<{ tools: [ToolInfo[], ToolInfo[]]; probe: Probe }> {
+  const { say, cleanups, nodes, workers } = run;
+  const { natsUrl, root } = broker;
+  say(
+    `starting ${NODES} nodes (each with a filesystem and a memory MCP server), ${WORKERS.length} worker processes${natsUrl !== undefined ? ' and 3 threshold participants' : ''}; this takes a few seconds`,
+  );
+  const onCall = (w: WorkerProc, e: CallEvent) => run.react(w, e);
+  for (const name of WORKERS) workers.push(new WorkerProc(name, dir, onCall));
+  cleanups.push(() => Promise.all(workers.map((w) => w.stop())));
+  cleanups.push(() => Promise.all(nodes.map((n) => stopNode(n))));
+  const points = stewards.map((s) => s.did);
+  const nodesReady = Promise.all(
+    stewards.map(async (steward, i) => {
+      const name = `n${i + 1}`;
+      const ndir = join(dir, name);
+      nodes[i] = await startNode({
+        name,
+        dir: ndir,
+        steward,
+        resources: resourcesSection(sampleDir, join(ndir, 'memory.jsonl'), issuer.did),
+        meter: meterSection(),
+        ...(natsUrl !== undefined
+          ? { nats: natsUrl, subjectRoot: root, channels: [{ grantId: grantId(roots.memory.grant), windowUj: BUDGETS.channelWindowUj, points }] }
+          : {}),
+      });
+      say(`node ${name} up: jcp/1 on 127.0.0.1:${nodes[i]!.port}, steward ${steward.did.slice(0, 24)}…`);
+    }),
+  );
+  const teamReady = natsUrl === undefined ? Promise.resolve() : startDemoTeam(run, natsUrl, dir);
+  const toolsReady = Promise.all([
+    listTools('mcp-server-filesystem', [sampleDir], {}),
+    listTools('mcp-server-memory', [], { MEMORY_FILE_PATH: join(dir, 'tools-probe.jsonl') }),
+  ]);
+  const probeReady = (async () => {
+    const m = createMeter(readMeterConfig(meterSection()));
+    try {
+      return await m.probe();
+    } finally {
+      m.close();
+    }
+  })();
+  const started = await Promise.allSettled([nodesReady, teamReady, toolsReady, probeReady]);
+  const failed = started.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+  if (failed) throw failed.reason;
+  const tools = (started[2] as PromiseFulfilledResult<[ToolInfo[], ToolInfo[]]>).value;
+  const probe = (started[3] as PromiseFulfilledResult<Probe>).value;
+  say(`filesystem server tools: ${tools[0].map((t) => t.name).join(', ')}`);
+  say(`memory server tools: ${tools[1].map((t) => t.name).join(', ')}`);
+  const missing = [...missingTools(tools[0], FS_ACTIONS), ...missingTools(tools[1], [...MEMORY_ACTIONS, TEAM_ACTION])];
+  if (missing.length) throw new Error(`the installed MCP servers lack tools the grants name: ${missing.join(', ')}`);
+  return { tools, probe };
+}
+
+/** Phase 3, with NATS: the 2-of-3 threshold team (FROST DKG over NATS, §2.2) under `dir/team`; its close joins the cleanups. */
+async function startDemoTeam(run: DemoRun, natsUrl: string, dir: string): Promise<void> {
+  run.nc = await connect({ servers: natsUrl, name: 'jcp-demo' });
+  run.team = await startTeam(run.nc, natsUrl, join(dir, 'team'), {
+    resource: MEMORY_RESOURCE,
+    action: TEAM_ACTION,
+    costCapUj: BUDGETS.teamUj,
+    arg: 'entityNames',
+    folder: TEAM_FOLDER,
+  });
+  const t = run.team;
+  run.cleanups.push(() => t.close());
+  run.say(`threshold team: 3 participant processes made a 2-of-3 group key by DKG over NATS in ${t.dkgMs} ms: ${t.group.slice(0, 24)}…`);
+}
+
+/** The channel: waits until every node has settled once (a point allows nothing before, §4.5 profile). @throws Error after 20 s. */
+async function openChannel(run: DemoRun, broker: DemoBroker, roots: Roots): Promise<void> {
+  run.bus = JetStreamBus.start(broker.natsUrl!, { names: channelNames(broker.root), name: 'jcp-demo' });
+  await run.bus.ready(10_000);
+  await waitSettled(run.bus, grantId(roots.memory.grant), NODES, 20_000);
+  run.say(`budget channel: all ${NODES} nodes have settled once and serve the memory root`);
+}
+
+/** Phase 4: each worker says hello, gets its depth-0 grants (filled into `chains`, by worker index) and is told to go. */
+async function launchWorkers(run: DemoRun, roots: Roots, chains: WorkerChains[], sampleDir: string, paths: string[]): Promise<void> {
+  const { nodes, workers, say } = run;
+  const addresses: NodeAddress[] = nodes.map((n) => ({ name: n.name, host: n.host, port: n.port, did: n.did }));
+  for (const [i, w] of workers.entries()) {
+    const did = await w.hello();
+    chains[i] = delegateWorker(roots, i, did);
+    w.send({
+      type: 'go',
+      name: w.name,
+      nodes: addresses,
+      home: i,
+      sampleDir,
+      paths,
+      paceMs: run.o.paceMs ?? 150,
+      files: chainToHex(chains[i]!.files),
+      memory: chainToHex(chains[i]!.memory),
+    });
+    say(
+      `${w.name} (${did.slice(0, 24)}…) on ${nodes[i]!.name}: files grant ${fmt(chains[i]!.files.at(-1)!.grant.budget_uj)} from shard ${i + 1}, memory grant ${fmt(chains[i]!.memory.at(-1)!.grant.budget_uj)}, both depth 0`,
+    );
+  }
+}
+
+/** The issuer's actions during the run, as they are started (each resolves once done; failures go to the problems). */
+interface RunReactions {
+  revokeTask: Promise<void> | undefined;
+  steerTask: Promise<void> | undefined;
+  revocation: RunFacts['revocation'];
+  steering: Steering | undefined;
+}
+
+/**
+ * Sets `run.react`: shows each refusal and one allowed answer per worker and lane; once worker 3 has
+ * {@link REVOKE_AFTER} allowed calls the issuer revokes its grants everywhere (§4.3); once worker 2
+ * has {@link STEER_AFTER} allowed files calls it is steered through a checkpoint and amendment (§4.7).
+ * `chains` is read when a worker reacts (filled by {@link launchWorkers}).
+ */
+function reactToCalls(run: DemoRun, issuer: Actor, chains: readonly WorkerChains[]): RunReactions {
+  const { say, workers, nodes, problems } = run;
+  const r: RunReactions = { revokeTask: undefined, steerTask: undefined, revocation: undefined, steering: undefined };
+  const sampled = new Set<string>();
+  run.react = (w: WorkerProc, e: CallEvent): void => {
+    if (e.verdict === 'deny') say(`${w.name} ${e.lane} ${e.action} at ${e.node}: refused ${e.reason}`);
+    else if (!sampled.has(`${w.name} ${e.lane}`)) {
+      // One real tool answer per worker and lane, to show what went through.
+      sampled.add(`${w.name} ${e.lane}`);
+      say(`${w.name} ${e.lane} ${e.action} at ${e.node}: allowed, ${fmt(BigInt(e.cost_uj))} debited; the tool said: ${e.note ?? '(nothing)'}`);
+    }
+    if (w === workers[2] && r.revokeTask === undefined && w.allowed >= REVOKE_AFTER) {
+      const ids = [leafId(chains[2]!.files), leafId(chains[2]!.memory)];
+      r.revokeTask = revokeEverywhere(issuer, nodes, ids).then(
+        (acked) => {
+          const revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
+          r.revocation = revocation;
+          // The worker's try at another node waits for this (it may already be refused at home:
+          // a node applies a revocation before it acknowledges it), so it falls after atMs.
+          w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
+          say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
+        },
+        (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
+      );
+    }
+    const filesAllowed = w.calls.filter((c) => c.lane === 'files' && c.verdict === 'allow').length;
+    if (w === workers[1] && r.steerTask === undefined && filesAllowed >= STEER_AFTER) {
+      say(`the issuer asks ${w.name} to checkpoint its files grant (§4.7)`);
+      r.steerTask = steer(issuer, nodes, w, chains[1]!.files.at(-1)!).then(
+        (s) => {
+          r.steering = s;
+          say(
+            `${w.name} checkpointed; the issuer amended its files budget ${fmt(s.budgetBeforeUj)} → ${fmt(s.amendedUj)} (${fmt(s.remainingUj)} were left), revoked the steered grant, and ${w.name} continues under ${grantId(s.continuation.grant).slice(0, 16)}…`,
+          );
+        },
+        (err: unknown) => void problems.push(`steering failed: ${(err as Error).message}`),
+      );
+    }
+  };
+  return r;
+}
+
+/**
+ * The run: a progress line per changed worker every second, until every worker ends (or
+ * {@link RUN_DEADLINE_MS} passes: its failure goes to the problems), then waits for the issuer's
+ * revocation and steering to finish.
+ */
+async function awaitRun(run: DemoRun, r: RunReactions): Promise<RunOutcome> {
+  const { workers, say, problems } = run;
+  const shown = new Map<WorkerProc, number>();
+  const progress = () => {
+    for (const w of workers) {
+      if (shown.get(w) === w.version) continue;
+      shown.set(w, w.version);
+      const f = w.lanes.files;
+      const m = w.lanes.memory;
+      say(
+        `${w.name}  files ${fmtN(f.spentUj)} of ${fmtN(f.capUj)} µJ  memory ${fmtN(m.spentUj)} of ${fmtN(m.capUj)} µJ  allowed ${w.allowed}  refused ${w.refused}${w.end ? `  — ended: ${w.end}` : ''}`,
+      );
+    }
+  };
+  run.ticker = setInterval(progress, 1_000);
+  const ends = await Promise.allSettled(workers.map((w) => w.done(RUN_DEADLINE_MS)));
+  clearInterval(run.ticker);
+  progress();
+  for (const [i, e] of ends.entries()) if (e.status === 'rejected') problems.push(`${workers[i]!.name}: ${(e.reason as Error).message}`);
+  await r.revokeTask;
+  await r.steerTask;
+  return { revocation: r.revocation, steering: r.steering };
+}
+
+/**
+ * Phase 5, with a team: the issuer grants the team {@link TEAM_ACTION}; one member alone is refused and
+ * two together are allowed (§2.2); a call outside the holders' policies is refused by them; the same
+ * team calls through the bridge. Without a team everything is undefined or empty.
+ */
+async function teamPhase(run: DemoRun, roots: Roots): Promise<TeamOutcome> {
+  const { team, nodes, say } = run;
+  if (team === undefined) return { approval: undefined, teamRefusal: undefined, bridgeCall: undefined, teamDecisions: [], teamPolicies: [], team: undefined, teamGrant: undefined };
+  const target = TEAM_TARGET;
+  const teamInfo = { group: team.group, members: team.members, min: team.min, max: team.max, dkgMs: team.dkgMs };
+  const tg = teamGrant(roots, team.group);
+  say(`the issuer grants the team (subject = the group key) ${TEAM_ACTION} on memory; target: the entity ${JSON.stringify(target)} on ${nodes[0]!.name}`);
+  const approval = await approveAsTeam(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [target] });
+  say(`one member alone signs: ${approval.solo.verdict}${approval.solo.denyReason ? ` (${approval.solo.denyReason})` : ''}`);
+  say(`two members sign together: ${approval.group.verdict}${approval.group.denyReason ? ` (${approval.group.denyReason})` : ''}${approval.group.result ? ` — ${approval.group.result}` : ''}`);
+  const teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
+  say(
+    `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
+  );
+  // The same team through the bridge: an MCP client's tools/call becomes a signing session.
+  const bridgeCall = await callTeamViaBridge(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [BRIDGE_TARGET] });
+  say(
+    `an MCP client calls ${TEAM_ACTION} ${JSON.stringify([BRIDGE_TARGET])} through the bridge as the team: ${bridgeCall.verdict ?? `not signed (${bridgeCall.error})`} in ${bridgeCall.ms} ms`,
+  );
+  return { approval, teamRefusal, bridgeCall, teamDecisions: team.decisions(), teamPolicies: team.policies, team: teamInfo, teamGrant: tg };
+}
+
+/**
+ * Phase 6: takes each node's metrics, stops the workers, the team and the nodes (each settles its
+ * channel once more), audits the channel against its overdraft bound (§4.5), and removes the demo's
+ * streams from a NATS of the user's (a failure goes to the problems).
+ */
+async function stopEverything(run: DemoRun, broker: DemoBroker, roots: Roots): Promise<{ metrics: string[]; channel: RunFacts['channel'] }> {
+  const { nodes, workers, say } = run;
+  const { b, natsUrl, root } = broker;
+  const metrics = await Promise.all(nodes.map((n) => metricsText(n)));
+  await Promise.all(workers.map((w) => w.stop()));
+  if (run.team) await run.team.close();
+  run.team = undefined;
+  await run.nc?.close();
+  run.nc = undefined;
+  say(natsUrl !== undefined ? 'stopping the nodes (each settles its channel once more and closes its log)' : 'stopping the nodes (each closes its log)');
+  await Promise.all(nodes.map((n) => stopNode(n)));
+  let channel: RunFacts['channel'];
+  if (run.bus !== undefined) {
+    const a = await auditChannel(run.bus, grantId(roots.memory.grant), roots.memory.grant.budget_uj);
+    channel = { audit: a, boundUj: overdraftBound(nodes.map(() => BUDGETS.channelWindowUj)), windowUj: BUDGETS.channelWindowUj };
+    await run.bus.close();
+    run.bus = undefined;
+  }
+  if (b.mode === 'external') {
+    try {
+      const removed = await removeDemoStreams(b.url, root);
+      run.streamsRemoved = true;
+      say(`removed the demo's streams from ${b.url}: ${removed.join(', ') || 'none were left'}`);
+    } catch (e) {
+      run.problems.push(`could not remove the demo's streams (${demoStreams(root).join(', ')}) from ${b.url}: ${(e as Error).message}`);
+    }
+  }
+  return { metrics, channel };
 }
 
 const fmt = (v: bigint): string => `${v.toLocaleString('en-US')} µJ`;

@@ -158,114 +158,143 @@ function noteOf(result: Uint8Array | undefined): string | undefined {
   return typeof text === 'string' ? text.replace(/\s+/g, ' ').trim().slice(0, 100) : undefined;
 }
 
-async function main(): Promise<void> {
-  const me: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
-  send({ type: 'hello', did: me.did });
-  const job = await next('go', 120_000);
-  const clients = new Map<number, JcpClient>();
-  const client = async (i: number): Promise<JcpClient> => {
-    let c = clients.get(i);
-    if (c === undefined) {
-      const n = job.nodes[i]!;
-      c = await JcpClient.connect({ host: n.host, port: n.port, signer: me });
-      clients.set(i, c);
-    }
-    return c;
-  };
-  const lanes: LaneState[] = [
-    { lane: 'files', chain: chainFromHex(job.files), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
-    { lane: 'memory', chain: chainFromHex(job.memory), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
-  ];
+/** One worker's session: its key, its job, a client per node index (connected on first use), its two lanes. */
+interface Session {
+  readonly me: Actor;
+  readonly job: Go;
+  readonly clients: Map<number, JcpClient>;
+  /** Files first, then memory. */
+  readonly lanes: LaneState[];
+  /** When each exact request (node, action, arguments) was last sent (ms since the epoch). */
+  readonly lastSent: Map<string, number>;
+}
 
-  // Two requests equal in every field within one second are one request (§11 idempotent
-  // replay); the payloads vary per call, and this guard makes sure an exact repeat waits it out.
-  const lastSent = new Map<string, number>();
-  /** Makes one call on `lane` at node `at`; returns the deny reason, or undefined on allow. */
-  const callAt = async (l: LaneState, at: number, action: string, args: Record<string, unknown>): Promise<string | undefined> => {
-    const key = `${at} ${action} ${JSON.stringify(args)}`;
-    const wait = (lastSent.get(key) ?? 0) + 1_100 - Date.now();
-    if (wait > 0) await sleep(wait);
-    const sent = Date.now();
-    lastSent.set(key, sent);
-    const r = await (await client(at)).call({ chain: l.chain, action, payload: args });
-    const node = job.nodes[at]!;
-    const opened = openReceipt(r.receipt, node.did);
-    if (!opened.ok) throw new Error(`the receipt from ${node.name} does not verify: ${opened.error.why}`);
-    const core = opened.value;
-    if (core.verdict === 'allow') l.spentUj += core.cost_uj;
-    if (l.lane === 'files') {
-      l.lastReceipt = r.receipt;
-      l.lastNode = node.name;
-    }
-    const note = noteOf(r.result);
-    const ev: CallEvent = {
-      type: 'call',
-      lane: l.lane,
-      node: node.name,
-      action,
-      verdict: r.decision.verdict,
-      ...(r.decision.deny_reason !== undefined ? { reason: r.decision.deny_reason } : {}),
-      grant_id: core.grant_id,
-      request_id: r.requestId,
-      cost_uj: core.cost_uj.toString(),
-      remaining_uj: core.budget_remaining_uj.toString(),
-      budget_uj: core.budget_uj.toString(),
-      sent_ms: sent,
-      done_ms: Date.now(),
-      ...(note !== undefined ? { note } : {}),
-    };
-    send(ev);
-    return r.decision.verdict === 'allow' ? undefined : (r.decision.deny_reason ?? 'deny');
-  };
+/** The client to node `i` of the job, connected on first use. @throws Error when the node does not answer. */
+async function clientFor(s: Session, i: number): Promise<JcpClient> {
+  let c = s.clients.get(i);
+  if (c === undefined) {
+    const n = s.job.nodes[i]!;
+    c = await JcpClient.connect({ host: n.host, port: n.port, signer: s.me });
+    s.clients.set(i, c);
+  }
+  return c;
+}
 
-  const checkpoint = async (): Promise<void> => {
-    const files = lanes[0]!;
-    const steered = files.chain[files.chain.length - 1]!;
-    const state = contentId({
-      worker: job.name,
-      files_calls: files.n,
-      memory_calls: lanes[1]!.n,
-      files_spent_uj: files.spentUj,
-      memory_spent_uj: lanes[1]!.spentUj,
-      last_receipt: files.lastReceipt ? receiptId(files.lastReceipt) : '',
-    });
-    const cp = makeCheckpoint(steered, state, me, new Uint8Array(randomBytes(16)));
-    if (!cp.ok) throw new Error(`checkpoint refused: ${cp.error.why}`);
-    const sc: SignedCheckpoint = cp.value;
-    send({ type: 'checkpoint', checkpoint: toHex(encode(signedCheckpointToCbor(sc))), receipt: toHex(files.lastReceipt ?? new Uint8Array()), node: files.lastNode });
-    const c: Continue = await next('continue', 30_000);
-    const amendment = readSignedAmendment(decode(fromHex(c.amendment)));
-    const continuation = readSignedGrant(decode(fromHex(c.continuation)));
-    const ok = verifyContinuation(steered, sc, amendment, continuation);
-    if (!ok.ok) throw new Error(`the continuation does not verify (${ok.error.code}): ${ok.error.why}`);
-    files.chain = [...files.chain.slice(0, -1), continuation];
-    send({ type: 'resumed', grant_id: grantId(continuation.grant), budget_uj: continuation.grant.budget_uj.toString() });
+/**
+ * Makes one call on lane `l` at node `at`, reports it to the orchestrator and returns the deny
+ * reason, or undefined on allow. Two requests equal in every field within one second are one
+ * request (§11 idempotent replay); the payloads vary per call, and an exact repeat waits it out.
+ * @throws Error when the node's receipt does not verify under its did (§8).
+ */
+async function callAt(s: Session, l: LaneState, at: number, action: string, args: Record<string, unknown>): Promise<string | undefined> {
+  const key = `${at} ${action} ${JSON.stringify(args)}`;
+  const wait = (s.lastSent.get(key) ?? 0) + 1_100 - Date.now();
+  if (wait > 0) await sleep(wait);
+  const sent = Date.now();
+  s.lastSent.set(key, sent);
+  const r = await (await clientFor(s, at)).call({ chain: l.chain, action, payload: args });
+  const node = s.job.nodes[at]!;
+  const opened = openReceipt(r.receipt, node.did);
+  if (!opened.ok) throw new Error(`the receipt from ${node.name} does not verify: ${opened.error.why}`);
+  const core = opened.value;
+  if (core.verdict === 'allow') l.spentUj += core.cost_uj;
+  if (l.lane === 'files') {
+    l.lastReceipt = r.receipt;
+    l.lastNode = node.name;
+  }
+  const note = noteOf(r.result);
+  const ev: CallEvent = {
+    type: 'call',
+    lane: l.lane,
+    node: node.name,
+    action,
+    verdict: r.decision.verdict,
+    ...(r.decision.deny_reason !== undefined ? { reason: r.decision.deny_reason } : {}),
+    grant_id: core.grant_id,
+    request_id: r.requestId,
+    cost_uj: core.cost_uj.toString(),
+    remaining_uj: core.budget_remaining_uj.toString(),
+    budget_uj: core.budget_uj.toString(),
+    sent_ms: sent,
+    done_ms: Date.now(),
+    ...(note !== undefined ? { note } : {}),
   };
+  send(ev);
+  return r.decision.verdict === 'allow' ? undefined : (r.decision.deny_reason ?? 'deny');
+}
 
-  let stopped = false;
+/**
+ * Checkpoints the files grant (§4.7): commits to the worker's state, signs and sends the checkpoint
+ * with its last files receipt, waits (30 s) for the amendment and continuation, checks the pair and
+ * continues under the continuation. @throws Error when the checkpoint is refused or the continuation does not verify.
+ */
+async function checkpoint(s: Session): Promise<void> {
+  const { job, lanes, me } = s;
+  const files = lanes[0]!;
+  const steered = files.chain[files.chain.length - 1]!;
+  const state = contentId({
+    worker: job.name,
+    files_calls: files.n,
+    memory_calls: lanes[1]!.n,
+    files_spent_uj: files.spentUj,
+    memory_spent_uj: lanes[1]!.spentUj,
+    last_receipt: files.lastReceipt ? receiptId(files.lastReceipt) : '',
+  });
+  const cp = makeCheckpoint(steered, state, me, new Uint8Array(randomBytes(16)));
+  if (!cp.ok) throw new Error(`checkpoint refused: ${cp.error.why}`);
+  const sc: SignedCheckpoint = cp.value;
+  send({ type: 'checkpoint', checkpoint: toHex(encode(signedCheckpointToCbor(sc))), receipt: toHex(files.lastReceipt ?? new Uint8Array()), node: files.lastNode });
+  const c: Continue = await next('continue', 30_000);
+  const amendment = readSignedAmendment(decode(fromHex(c.amendment)));
+  const continuation = readSignedGrant(decode(fromHex(c.continuation)));
+  const ok = verifyContinuation(steered, sc, amendment, continuation);
+  if (!ok.ok) throw new Error(`the continuation does not verify (${ok.error.code}): ${ok.error.why}`);
+  files.chain = [...files.chain.slice(0, -1), continuation];
+  send({ type: 'resumed', grant_id: grantId(continuation.grant), budget_uj: continuation.grant.budget_uj.toString() });
+}
+
+/**
+ * Works in rounds (one call per open lane, then `paceMs`) until every lane has ended or the
+ * orchestrator says stop; a checkpoint request is served at a round boundary. `budget-exceeded`
+ * ends a lane; `revoked` tries the same call once at the next node (after every node acknowledged
+ * the revocation, §4.3) and ends it. Resolves true when stopped.
+ */
+async function workRounds(s: Session): Promise<boolean> {
+  const { job, lanes } = s;
   while (lanes.some((l) => l.ended === undefined)) {
-    if (take('stop')) {
-      stopped = true;
-      break;
-    }
-    if (take('checkpoint') && lanes[0]!.ended === undefined) await checkpoint();
+    if (take('stop')) return true;
+    if (take('checkpoint') && lanes[0]!.ended === undefined) await checkpoint(s);
     for (const l of lanes) {
       if (l.ended !== undefined) continue;
       const { action, args } = callOf(job, l.lane, l.n);
       l.n++;
-      const reason = await callAt(l, job.home, action, args);
+      const reason = await callAt(s, l, job.home, action, args);
       if (reason === undefined) continue;
       if (reason === DenyReasons.REVOKED) {
         // The revocation went to every node: once all have acknowledged it, the same call elsewhere is refused too.
         await awaitRevokedEverywhere();
-        await callAt(l, (job.home + 1) % job.nodes.length, action, args);
+        await callAt(s, l, (job.home + 1) % job.nodes.length, action, args);
         l.ended = 'revoked';
       } else if (reason === DenyReasons.BUDGET_EXCEEDED) l.ended = 'budget-exceeded';
       else l.ended = 'stopped';
     }
     await sleep(job.paceMs);
   }
-  for (const c of clients.values()) await c.close();
+  return false;
+}
+
+/** The worker: hello with a fresh did:key, wait (120 s) for `go`, work the lanes, close the clients, send `done` with how it ended. */
+async function main(): Promise<void> {
+  const me: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
+  send({ type: 'hello', did: me.did });
+  const job = await next('go', 120_000);
+  const lanes: LaneState[] = [
+    { lane: 'files', chain: chainFromHex(job.files), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
+    { lane: 'memory', chain: chainFromHex(job.memory), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
+  ];
+  const s: Session = { me, job, clients: new Map(), lanes, lastSent: new Map() };
+  const stopped = await workRounds(s);
+  for (const c of s.clients.values()) await c.close();
   const status = stopped ? 'stopped' : lanes.some((l) => l.ended === 'revoked') ? 'revoked' : lanes.every((l) => l.ended === 'budget-exceeded') ? 'budget-exceeded' : 'stopped';
   finishing = true;
   await sendLast({ type: 'done', status });

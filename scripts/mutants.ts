@@ -319,6 +319,29 @@ function line(r: MutantResult): string {
   }
 }
 
+/**
+ * Runs one mutant: dropped when it is listed as equivalent, invalid when the type gate refuses the
+ * mutated file, else its classes run on a copy of the tree under `scratch` (at most `timeoutS`
+ * seconds) and it is killed when one fails. Prints the line of a mutant that ran.
+ */
+async function runMutant(m: Listed, gate: TypeGate | undefined, scratch: string, timeoutS: number): Promise<MutantResult> {
+  const base = { id: m.id, area: m.area, file: m.file, classes: m.classes };
+  if (m.equivalent !== undefined) return { ...base, status: 'dropped', killedBy: [], seconds: 0, detail: m.equivalent };
+  const text = readFileSync(join(ROOT, m.file), 'utf8').replace(m.find, () => m.replace);
+  const diag = gate?.check(m.file, text) ?? '';
+  if (diag) return { ...base, status: 'invalid', killedBy: [], seconds: 0, detail: diag };
+  const tree = copyTree(scratch);
+  try {
+    writeFileSync(join(tree, m.file), text);
+    const r = await runClasses(tree, m.classes, timeoutS);
+    const res: MutantResult = { ...base, status: r.failed.length > 0 ? 'killed' : 'survived', killedBy: r.failed, seconds: r.seconds, detail: r.detail };
+    process.stdout.write(`${line(res)}\n`);
+    return res;
+  } finally {
+    rmSync(tree, { recursive: true, force: true });
+  }
+}
+
 /** The command: parses `argv`, runs, prints, returns the exit status. */
 export async function main(argv: readonly string[]): Promise<number> {
   let values: { only?: string[]; area?: string[]; json?: string; lists?: string; jobs?: string; timeout?: string };
@@ -389,23 +412,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       }
     }
     const gate = toRun.length > 0 ? new TypeGate() : undefined;
-    const ran = await pool(selected, jobs, async (m): Promise<MutantResult> => {
-      const base = { id: m.id, area: m.area, file: m.file, classes: m.classes };
-      if (m.equivalent !== undefined) return { ...base, status: 'dropped', killedBy: [], seconds: 0, detail: m.equivalent };
-      const text = readFileSync(join(ROOT, m.file), 'utf8').replace(m.find, () => m.replace);
-      const diag = gate?.check(m.file, text) ?? '';
-      if (diag) return { ...base, status: 'invalid', killedBy: [], seconds: 0, detail: diag };
-      const tree = copyTree(scratch);
-      try {
-        writeFileSync(join(tree, m.file), text);
-        const r = await runClasses(tree, m.classes, timeoutS);
-        const res: MutantResult = { ...base, status: r.failed.length > 0 ? 'killed' : 'survived', killedBy: r.failed, seconds: r.seconds, detail: r.detail };
-        process.stdout.write(`${line(res)}\n`);
-        return res;
-      } finally {
-        rmSync(tree, { recursive: true, force: true });
-      }
-    });
+    const ran = await pool(selected, jobs, (m) => runMutant(m, gate, scratch, timeoutS));
     for (const r of ran) {
       if (r.status !== 'killed' && r.status !== 'survived') process.stdout.write(`${line(r)}\n`);
       results.push(r);
