@@ -373,6 +373,7 @@ export class Enforcer {
         return encodeWireResponse({ decision: { verdict: 'deny', deny_reason: d.deny.reason }, receipt });
       }
       m.debitedUj.inc(Number(cost.uj));
+      m.debitedJoules.inc(Number(cost.uj) / 1e6);
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
       const answered = await this.#callAndRecord(binding, req, args, emit, rid, seq, receipt, d.chainIds, cost.uj);
@@ -433,7 +434,10 @@ export class Enforcer {
         this.#fail(e as Error);
         return { response: this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`), deferred: false };
       }
-      if (this.#d.ledger.credit(chainIds, costUj)) m.reversedUj.inc(Number(costUj));
+      if (this.#d.ledger.credit(chainIds, costUj)) {
+        m.reversedUj.inc(Number(costUj));
+        m.reversedJoules.inc(Number(costUj) / 1e6);
+      }
       return { response: encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result }), deferred: false };
     }
     const result = inv.result;
@@ -478,7 +482,10 @@ export class Enforcer {
             ? errorResult(cause.code, cause.message)
             : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(cause as Error)?.message ?? String(cause)}`);
     }
-    if (metered !== undefined) this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
+    if (metered !== undefined) {
+      this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
+      this.#d.metrics.meteredJoules.inc({ provenance: metered.provenance }, Number(metered.uj) / 1e6);
+    }
     if (result.length > RESULT_CAP_BYTES) {
       result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: result of ${result.length} bytes exceeds ${RESULT_CAP_BYTES}`);
     }
