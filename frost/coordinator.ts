@@ -304,6 +304,13 @@ async function gatherCommitments(
   return { session, commitments, notes, refusals };
 }
 
+/**
+ * One signing attempt (RFC 9591 §5): round 1 commitments (gathered here unless `pre` holds a
+ * pre-drawn set), round 2 package → shares, then aggregation. Throws {@link FrostError}:
+ * NOT_APPROVED / NOT_ENOUGH_PARTICIPANTS (too few commitments), PARTICIPANT_LOST (a chosen signer
+ * sent no share within `timeoutMs` ms), the holder's code or REFUSED (a refusal or bad reply),
+ * or aggregation's code (a bad share, with culprits).
+ */
 async function attemptOnce(
   opts: SignOpts,
   g: GroupPublic,
@@ -316,36 +323,14 @@ async function attemptOnce(
   const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
   const timeoutMs = opts.timeoutMs ?? 3000;
   const culprit = (id: number): Culprit => ({ identifier: id, did: g.roster[id - 1]! });
-  const who = (id: number) => describeCulprits([culprit(id)]);
-  const { session, commitments, notes, refusals } = pre ?? (await gatherCommitments(opts, g, me, want, excluded, false, opts.message));
+  const gathered = pre ?? (await gatherCommitments(opts, g, me, want, excluded, false, opts.message));
+  const { session, commitments } = gathered;
   const done = () => bus.publish(sub.signDone(opts.group), sealMessage({ kind: 'sign-done', session, round: 3, payload: {} }, me));
   // An explicit `signers` is a requirement, not a wish: fewer commitments than that is a failure.
   const needed = opts.signers !== undefined ? want : g.min;
   if (commitments.size < needed) {
     done();
-    const refusers = [...(refusals ?? new Map<number, { code: string; why: string }>())];
-    const refusalDetail = refusers.map(([id, r]) => ({ identifier: id, did: g.roster[id - 1]!, code: r.code, why: r.why }));
-    // A policy verdict only when the refusals alone leave fewer than `needed` holders who could
-    // sign; a refusal beside silent holders who would still have made `needed` is unavailability.
-    if (refusers.some(([, r]) => APPROVAL_CODES.has(r.code)) && g.max - excluded.size - refusers.length < needed) {
-      // Holders decided against this call: report who and why; no retry changes their minds.
-      throw new FrostError(
-        FrostErrorCodes.NOT_APPROVED,
-        `${refusers.length} of ${g.max} holders refused the call, so ${opts.signers !== undefined ? want : g.min} signers cannot be reached: ` +
-          refusers.map(([id, r]) => `${who(id)} refused: [${r.code}] ${r.why}`).join('; '),
-        refusers.map(([id]) => culprit(id)),
-        { session, refusals: refusalDetail },
-      );
-    }
-    const silent = g.roster.map((_, i) => i + 1).filter((id) => !commitments.has(id) && !excluded.has(id) && !refusals?.has(id));
-    throw new FrostError(
-      FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS,
-      `only ${commitments.size} of the ${opts.signers !== undefined ? want : g.min} signers needed for ${opts.group} answered within ${timeoutMs} ms` +
-        (silent.length ? ` (no commitment from ${silent.map(who).join(', ')})` : '') +
-        (notes.length ? `; ${notes.join('; ')}` : ''),
-      [],
-      refusalDetail.length ? { session, refusals: refusalDetail } : { session },
-    );
+    throwShortOfSigners(opts, g, want, excluded, gathered, culprit);
   }
 
   // Round 2: package → shares.
@@ -360,6 +345,73 @@ async function attemptOnce(
     }),
   );
   done();
+  const shares = readShares(opts, g, me, session, chosen, replies, culprit);
+  const sig = aggregate(g, pkg, shares);
+  if (!sig.ok) {
+    const culprits = sig.error.culprits.map((c) => (c.identifier !== undefined ? culprit(c.identifier) : c));
+    throw new FrostError(sig.error.code, `${sig.error.why}${culprits.length ? `: ${describeCulprits(culprits)}` : ''} (session ${session})`, culprits, { session });
+  }
+  return { signature: sig.value, session, signers: chosen.map(culprit) };
+}
+
+/**
+ * Fails an attempt whose round 1 drew fewer than the needed signers (`want` when `signers` is
+ * explicit, else the group's `min`). Throws {@link FrostError} NOT_APPROVED when any holder refused
+ * with an approval code (with the refusals), else NOT_ENOUGH_PARTICIPANTS naming the silent holders.
+ */
+function throwShortOfSigners(
+  opts: SignOpts,
+  g: GroupPublic,
+  want: number,
+  excluded: ReadonlySet<number>,
+  gathered: Gathered,
+  culprit: (id: number) => Culprit,
+): never {
+  const { session, commitments, notes, refusals } = gathered;
+  const timeoutMs = opts.timeoutMs ?? 3000;
+  const who = (id: number) => describeCulprits([culprit(id)]);
+  const needed = opts.signers !== undefined ? want : g.min;
+  const refusers = [...(refusals ?? new Map<number, { code: string; why: string }>())];
+  const refusalDetail = refusers.map(([id, r]) => ({ identifier: id, did: g.roster[id - 1]!, code: r.code, why: r.why }));
+  // A policy verdict only when the refusals alone leave fewer than `needed` holders who could
+  // sign; a refusal beside silent holders who would still have made `needed` is unavailability.
+  if (refusers.some(([, r]) => APPROVAL_CODES.has(r.code)) && g.max - excluded.size - refusers.length < needed) {
+    // Holders decided against this call: report who and why; no retry changes their minds.
+    throw new FrostError(
+      FrostErrorCodes.NOT_APPROVED,
+      `${refusers.length} of ${g.max} holders refused the call, so ${opts.signers !== undefined ? want : g.min} signers cannot be reached: ` +
+        refusers.map(([id, r]) => `${who(id)} refused: [${r.code}] ${r.why}`).join('; '),
+      refusers.map(([id]) => culprit(id)),
+      { session, refusals: refusalDetail },
+    );
+  }
+  const silent = g.roster.map((_, i) => i + 1).filter((id) => !commitments.has(id) && !excluded.has(id) && !refusals?.has(id));
+  throw new FrostError(
+    FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS,
+    `only ${commitments.size} of the ${opts.signers !== undefined ? want : g.min} signers needed for ${opts.group} answered within ${timeoutMs} ms` +
+      (silent.length ? ` (no commitment from ${silent.map(who).join(', ')})` : '') +
+      (notes.length ? `; ${notes.join('; ')}` : ''),
+    [],
+    refusalDetail.length ? { session, refusals: refusalDetail } : { session },
+  );
+}
+
+/**
+ * Reads the round 2 replies of the `chosen` signers (in order) into identifier → signature share.
+ * Throws {@link FrostError} PARTICIPANT_LOST when a request failed (no reply within the timeout),
+ * else the first refuser's code (REFUSED when it is not a FROST code) when any reply was a
+ * refusal, a message for another session/sender, or a share for another group or identifier.
+ */
+function readShares(
+  opts: SignOpts,
+  g: GroupPublic,
+  me: Actor,
+  session: string,
+  chosen: readonly number[],
+  replies: readonly PromiseSettledResult<{ id: number; raw: Uint8Array }>[],
+  culprit: (id: number) => Culprit,
+): Map<number, Uint8Array> {
+  const timeoutMs = opts.timeoutMs ?? 3000;
   const shares = new Map<number, Uint8Array>();
   const lost: Culprit[] = [];
   const refused: { c: Culprit; code: string; why: string }[] = [];
@@ -402,12 +454,7 @@ async function attemptOnce(
       { session, refusals: refused.map((r) => ({ identifier: r.c.identifier, did: r.c.did, code: r.code, why: r.why })) },
     );
   }
-  const sig = aggregate(g, pkg, shares);
-  if (!sig.ok) {
-    const culprits = sig.error.culprits.map((c) => (c.identifier !== undefined ? culprit(c.identifier) : c));
-    throw new FrostError(sig.error.code, `${sig.error.why}${culprits.length ? `: ${describeCulprits(culprits)}` : ''} (session ${session})`, culprits, { session });
-  }
-  return { signature: sig.value, session, signers: chosen.map(culprit) };
+  return shares;
 }
 
 /** A message signer as the rest of JCP takes it (core/wire.ts `signWireRequest`, grants, revocations). */

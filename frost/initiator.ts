@@ -48,25 +48,13 @@ export interface DkgDone {
 }
 
 /**
- * Runs one DKG session and resolves with the group everyone confirmed.
- * @throws FrostError `frost-bad-params`, `frost-not-enough-participants`, `frost-aborted` (with
- *   the blamed participants), `frost-participant-lost` (who never confirmed), `frost-group-mismatch`.
+ * Step 1: publishes the dkg-invite (repeated every `inviteEveryMs`, default 250 ms) until
+ * `max` hellos for `session` arrived (only from `members` when given) or `inviteMs` ms passed.
+ * Returns the hellos by sender. @throws FrostError `frost-not-enough-participants` (the silent members).
  */
-export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
-  const t0 = performance.now();
-  const c = checkThreshold(opts);
-  if (!c.ok) throw FrostError.of(c.error);
-  if (opts.members && (opts.members.length !== opts.max || new Set(opts.members).size !== opts.max)) {
-    throw new FrostError(FrostErrorCodes.BAD_PARAMS, `--members must list exactly ${opts.max} distinct dids`);
-  }
+async function gatherHellos(opts: DkgOpts, me: Actor, session: string, timeoutMs: number, inviteMs: number): Promise<Map<Did, Opened>> {
   const bus = opts.bus;
   const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
-  const me = opts.actor ?? actorFromSeed(new Uint8Array(randomBytes(32)));
-  const session = randomBytes(16).toString('hex');
-  const timeoutMs = opts.timeoutMs ?? 5000;
-  const inviteMs = opts.inviteMs ?? timeoutMs;
-
-  // 1. Invite until enough hellos arrived.
   const hellos = new Map<Did, Opened>();
   const inbox = bus.inbox();
   let enough: () => void = () => {};
@@ -108,6 +96,57 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
       { session },
     );
   }
+  return hellos;
+}
+
+/**
+ * Step 4: checks that every participant of `roster` confirmed the same group package and did, and
+ * that the package's key is that did and its roster this one. Returns the group and its did.
+ * @throws FrostError `frost-group-mismatch` (naming a participant that confirmed another group).
+ */
+function confirmedGroup(confirms: ReadonlyMap<Did, Opened>, roster: readonly Did[], session: string): { group: GroupPublic; did: Did } {
+  const first = confirms.get(roster[0]!)!;
+  const group = readGroup(first.body.payload['package']);
+  const bytes = groupBytes(group);
+  for (const [d, m] of confirms) {
+    let same = false;
+    try {
+      same = m.body.payload['group'] === first.body.payload['group'] && bytesEqual(groupBytes(readGroup(m.body.payload['package'])), bytes);
+    } catch {
+      same = false;
+    }
+    if (!same) throw new FrostError(FrostErrorCodes.GROUP_MISMATCH, `${d} confirmed a different group`, [{ did: d }], { session });
+  }
+  // Every participant checked the algebra before confirming; the initiator checks that they all
+  // confirmed one package, for this roster, whose key is the did they name.
+  const did = groupDid(group);
+  if (did !== first.body.payload['group'] || group.roster.join() !== roster.join()) {
+    throw new FrostError(FrostErrorCodes.GROUP_MISMATCH, 'the confirmed package does not match its did or the roster', [], { session });
+  }
+  return { group, did };
+}
+
+/**
+ * Runs one DKG session and resolves with the group everyone confirmed.
+ * @throws FrostError `frost-bad-params`, `frost-not-enough-participants`, `frost-aborted` (with
+ *   the blamed participants), `frost-participant-lost` (who never confirmed), `frost-group-mismatch`.
+ */
+export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
+  const t0 = performance.now();
+  const c = checkThreshold(opts);
+  if (!c.ok) throw FrostError.of(c.error);
+  if (opts.members && (opts.members.length !== opts.max || new Set(opts.members).size !== opts.max)) {
+    throw new FrostError(FrostErrorCodes.BAD_PARAMS, `--members must list exactly ${opts.max} distinct dids`);
+  }
+  const bus = opts.bus;
+  const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
+  const me = opts.actor ?? actorFromSeed(new Uint8Array(randomBytes(32)));
+  const session = randomBytes(16).toString('hex');
+  const timeoutMs = opts.timeoutMs ?? 5000;
+  const inviteMs = opts.inviteMs ?? timeoutMs;
+
+  // 1. Invite until enough hellos arrived.
+  const hellos = await gatherHellos(opts, me, session, timeoutMs, inviteMs);
   const roster = [...hellos.keys()].sort();
   opts.onProgress?.('invited', { session, roster });
 
@@ -176,24 +215,7 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
     await bus.flush();
     throw failure;
   }
-  const first = confirms.get(roster[0]!)!;
-  const group = readGroup(first.body.payload['package']);
-  const bytes = groupBytes(group);
-  for (const [d, m] of confirms) {
-    let same = false;
-    try {
-      same = m.body.payload['group'] === first.body.payload['group'] && bytesEqual(groupBytes(readGroup(m.body.payload['package'])), bytes);
-    } catch {
-      same = false;
-    }
-    if (!same) throw new FrostError(FrostErrorCodes.GROUP_MISMATCH, `${d} confirmed a different group`, [{ did: d }], { session });
-  }
-  // Every participant checked the algebra before confirming; the initiator checks that they all
-  // confirmed one package, for this roster, whose key is the did they name.
-  const did = groupDid(group);
-  if (did !== first.body.payload['group'] || group.roster.join() !== roster.join()) {
-    throw new FrostError(FrostErrorCodes.GROUP_MISMATCH, 'the confirmed package does not match its did or the roster', [], { session });
-  }
+  const { group, did } = confirmedGroup(confirms, roster, session);
   opts.onProgress?.('confirmed', { session, did });
   return { did, group, session, roster, elapsedMs: performance.now() - t0 };
 }

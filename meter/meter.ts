@@ -135,10 +135,6 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
 
   const model = (): ModelInfo => (watts === undefined ? { basis } : { basis, watts, wattsSource: wattsSource! });
   const modelUsable = () => enabled.has('cpu-time') && watts !== undefined;
-  const notCalibrated = (): Failure => ({
-    reason: 'not-calibrated',
-    detail: 'no active power: configure meter.active_watts, or calibrate against RAPL/NVML',
-  });
 
   function estimateUj(action: string): Uj {
     const table = config.estimatesUj;
@@ -152,48 +148,9 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
 
   async function probe(): Promise<Probe> {
     release();
-    const skips: Skipped[] = [];
-    let rung: Rung = 'estimator';
-    let detail = '';
-    let extra: Pick<Probe, 'summed' | 'notSummed'> = {};
-    for (const r of RUNGS) {
-      if (r === 'estimator') {
-        detail = `per-action constant (default ${defaultEstimate} µJ)`;
-        break;
-      }
-      if (!enabled.has(r)) {
-        skips.push({ rung: r, reason: 'disabled', detail: 'left out of meter.rungs' });
-        continue;
-      }
-      if (r === 'rapl') {
-        const o = openRapl(root, fs);
-        if (o.ok) {
-          hw = { rung: 'rapl', src: o.value };
-          detail = `powercap ${o.value.domains.map((d) => d.label).join(' + ')}`;
-          extra = { summed: summedOf(hw), notSummed: o.value.excluded.map((x) => ({ domain: x.label, why: x.why })) };
-          rung = r;
-          break;
-        }
-        skips.push(skipped(r, o.error));
-      } else if (r === 'nvml') {
-        const o = await openNvml(loadBinding);
-        if (o.ok) {
-          hw = { rung: 'nvml', src: o.value };
-          detail = `NVML total energy of GPU ${o.value.deviceIndices.join(', ')}`;
-          extra = { summed: summedOf(hw) };
-          rung = r;
-          break;
-        }
-        skips.push(skipped(r, o.error));
-      } else {
-        if (watts !== undefined) {
-          detail = `${basis} × ${watts} W (${wattsSource})`;
-          rung = r;
-          break;
-        }
-        skips.push(skipped(r, notCalibrated()));
-      }
-    }
+    const picked = await openFirstRung({ enabled, root, fs, loadBinding, basis, watts, wattsSource, defaultEstimate });
+    hw = picked.hw;
+    const { rung, detail, skips, extra } = picked;
     probed = { rung, provenance: RUNG_PROVENANCE[rung], detail, skipped: skips, model: model(), ...extra };
     return probed;
   }
@@ -222,22 +179,7 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       failed = true;
       failure = e;
     }
-    let hwUj: Uj | undefined;
-    let reset: readonly string[] = [];
-    if (source !== undefined && start?.ok) {
-      const end = source.src.read();
-      if (!end.ok) {
-        degraded.push({ rung: source.rung, reason: 'failed-mid-reading', detail: `second reading: ${end.error.detail}` });
-      } else {
-        const d = callDeltaOf(source, start.value, end.value);
-        if (d.ok) {
-          hwUj = d.value.uj;
-          reset = d.value.reset;
-        } else {
-          degraded.push(skipped(source.rung, d.error));
-        }
-      }
-    }
+    const { hwUj, reset } = source !== undefined && start?.ok ? secondReading(source, start.value, degraded) : { hwUj: undefined, reset: [] };
     const c1 = cpuUsage();
     const t1 = clockNs();
     const wallNs = t1 > t0 ? t1 - t0 : 0n;
@@ -255,20 +197,7 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       if (source !== undefined && enabled.has('cpu-time')) degraded.push(skipped('cpu-time', notCalibrated()));
       rung = 'estimator';
     }
-    const provenance = RUNG_PROVENANCE[rung];
-    const uj = rawUj !== undefined && rawUj > floorUj ? rawUj : floorUj;
-    const cost: Cost =
-      provenance === 'HwShunt' ? { uj, provenance, measured: rawUj! } : { uj, provenance };
-    const reading: Reading = {
-      rung,
-      ...(rawUj !== undefined ? { rawUj } : {}),
-      floorUj,
-      wallNs,
-      cpuUs,
-      degraded,
-      ...(hwUj !== undefined ? { summed: summedOf(source!) } : {}),
-      ...(reset.length > 0 ? { reset } : {}),
-    };
+    const { cost, reading } = costOf(rung, rawUj, floorUj, { wallNs, cpuUs, degraded, reset, ...(hwUj !== undefined ? { summed: summedOf(source!) } : {}) });
     if (failed) throw new MeteredError(failure, cost, reading);
     return { result: result as T, cost, reading };
   }
@@ -280,19 +209,9 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       return err({ rung: 'cpu-time', reason: 'absent', detail: 'calibration needs a working RAPL or NVML rung' });
     }
     const busyNs = BigInt(Math.max(1, Math.round((opts.busyMs ?? 250) * 1e6)));
-    const t0 = clockNs();
-    const c0 = cpuUsage();
-    const start = source.src.read();
-    if (!start.ok) return err(skipped(source.rung, start.error));
-    let x = 0;
-    for (let i = 0; clockNs() - t0 < busyNs; i++) x = Math.sqrt(x + i);
-    const end = source.src.read();
-    const c1 = cpuUsage();
-    const t1 = clockNs();
-    if (!end.ok) return err({ rung: source.rung, reason: 'failed-mid-reading', detail: end.error.detail });
-    const d = deltaOf(source, start.value, end.value);
-    if (!d.ok) return err(skipped(source.rung, d.error));
-    const timeUs = basis === 'cpu-time' ? cpuDeltaUs(c0, c1) : Number(t1 - t0) / 1000;
+    const run = busyRun(source, busyNs, clockNs, cpuUsage, basis);
+    if (!run.ok) return run;
+    const { d, timeUs } = run.value;
     if (!(timeUs > 0) || d.value === 0n) {
       return err({ rung: source.rung, reason: 'read-failed', detail: `no usable calibration: ${d.value} µJ over ${timeUs} µs` });
     }
@@ -303,6 +222,158 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
   }
 
   return { probe, measure, estimateUj, calibrate, close: release };
+}
+
+/** The skip reason of the CPU-time model without an active power (§5). */
+function notCalibrated(): Failure {
+  return { reason: 'not-calibrated', detail: 'no active power: configure meter.active_watts, or calibrate against RAPL/NVML' };
+}
+
+/** What {@link openFirstRung} tries the rungs with: the enabled set, the hardware sources, the model's power. */
+interface RungChoice {
+  readonly enabled: ReadonlySet<Rung>;
+  readonly root: string;
+  readonly fs: MeterFs;
+  readonly loadBinding: () => NvmlBinding | Promise<NvmlBinding>;
+  readonly basis: ModelInfo['basis'];
+  readonly watts: number | undefined;
+  readonly wattsSource: WattsSource | undefined;
+  readonly defaultEstimate: Uj;
+}
+
+/**
+ * Tries the rungs in ladder order (§5: RAPL, NVML, the CPU-time model, the Estimator) and stops at
+ * the first that works: a disabled rung is skipped as `disabled`, a hardware rung that does not
+ * open with its failure, the model without a power as `not-calibrated`. Returns the opened
+ * hardware source (none for the model and the Estimator), the rung, its detail text, the skips
+ * and, for hardware, what it sums. Never throws.
+ */
+async function openFirstRung(c: RungChoice): Promise<{
+  hw: Hardware | undefined;
+  rung: Rung;
+  detail: string;
+  skips: Skipped[];
+  extra: Pick<Probe, 'summed' | 'notSummed'>;
+}> {
+  const { enabled, root, fs, loadBinding, basis, watts, wattsSource, defaultEstimate } = c;
+  let hw: Hardware | undefined;
+  const skips: Skipped[] = [];
+  let rung: Rung = 'estimator';
+  let detail = '';
+  let extra: Pick<Probe, 'summed' | 'notSummed'> = {};
+  for (const r of RUNGS) {
+    if (r === 'estimator') {
+      detail = `per-action constant (default ${defaultEstimate} µJ)`;
+      break;
+    }
+    if (!enabled.has(r)) {
+      skips.push({ rung: r, reason: 'disabled', detail: 'left out of meter.rungs' });
+      continue;
+    }
+    if (r === 'rapl') {
+      const o = openRapl(root, fs);
+      if (o.ok) {
+        hw = { rung: 'rapl', src: o.value };
+        detail = `powercap ${o.value.domains.map((d) => d.label).join(' + ')}`;
+        extra = { summed: summedOf(hw), notSummed: o.value.excluded.map((x) => ({ domain: x.label, why: x.why })) };
+        rung = r;
+        break;
+      }
+      skips.push(skipped(r, o.error));
+    } else if (r === 'nvml') {
+      const o = await openNvml(loadBinding);
+      if (o.ok) {
+        hw = { rung: 'nvml', src: o.value };
+        detail = `NVML total energy of GPU ${o.value.deviceIndices.join(', ')}`;
+        extra = { summed: summedOf(hw) };
+        rung = r;
+        break;
+      }
+      skips.push(skipped(r, o.error));
+    } else {
+      if (watts !== undefined) {
+        detail = `${basis} × ${watts} W (${wattsSource})`;
+        rung = r;
+        break;
+      }
+      skips.push(skipped(r, notCalibrated()));
+    }
+  }
+  return { hw, rung, detail, skips, extra };
+}
+
+/**
+ * A call's cost and reading (§5): `rung`'s provenance, the raw figure (µJ) raised to the action's
+ * floor `floorUj`, and for HwShunt the raw figure as `measured`. Never throws.
+ */
+function costOf(
+  rung: Rung,
+  rawUj: Uj | undefined,
+  floorUj: Uj,
+  r: { wallNs: bigint; cpuUs: number; degraded: Skipped[]; reset: readonly string[]; summed?: string[] },
+): { cost: Cost; reading: Reading } {
+  const provenance = RUNG_PROVENANCE[rung];
+  const uj = rawUj !== undefined && rawUj > floorUj ? rawUj : floorUj;
+  const cost: Cost =
+    provenance === 'HwShunt' ? { uj, provenance, measured: rawUj! } : { uj, provenance };
+  const reading: Reading = {
+    rung,
+    ...(rawUj !== undefined ? { rawUj } : {}),
+    floorUj,
+    wallNs: r.wallNs,
+    cpuUs: r.cpuUs,
+    degraded: r.degraded,
+    ...(r.summed !== undefined ? { summed: r.summed } : {}),
+    ...(r.reset.length > 0 ? { reset: r.reset } : {}),
+  };
+  return { cost, reading };
+}
+
+/**
+ * The end of a hardware-metered call: reads `source` again and returns the call's energy (µJ)
+ * from `start` and the counters that reset meanwhile; a failed read (`failed-mid-reading`) or an
+ * unusable delta is pushed to `degraded` and leaves `hwUj` undefined. Never throws.
+ */
+function secondReading(source: Hardware, start: Snapshot, degraded: Skipped[]): { hwUj: Uj | undefined; reset: readonly string[] } {
+  const end = source.src.read();
+  if (!end.ok) {
+    degraded.push({ rung: source.rung, reason: 'failed-mid-reading', detail: `second reading: ${end.error.detail}` });
+    return { hwUj: undefined, reset: [] };
+  }
+  const d = callDeltaOf(source, start, end.value);
+  if (!d.ok) {
+    degraded.push(skipped(source.rung, d.error));
+    return { hwUj: undefined, reset: [] };
+  }
+  return { hwUj: d.value.uj, reset: d.value.reset };
+}
+
+/**
+ * A calibration run: a busy loop of `busyNs` ns bracketed by two readings of `source`. Returns the
+ * energy (µJ, as `d.value`) and the time (µs: CPU time for the `cpu-time` basis, else wall time).
+ * Fails (never throws) with the rung's skip when a reading or the delta fails.
+ */
+function busyRun(
+  source: Hardware,
+  busyNs: bigint,
+  clockNs: () => bigint,
+  cpuUsage: () => CpuUsage,
+  basis: ModelInfo['basis'],
+): Result<{ d: { value: Uj }; timeUs: number }, Skipped> {
+  const t0 = clockNs();
+  const c0 = cpuUsage();
+  const start = source.src.read();
+  if (!start.ok) return err(skipped(source.rung, start.error));
+  let x = 0;
+  for (let i = 0; clockNs() - t0 < busyNs; i++) x = Math.sqrt(x + i);
+  const end = source.src.read();
+  const c1 = cpuUsage();
+  const t1 = clockNs();
+  if (!end.ok) return err({ rung: source.rung, reason: 'failed-mid-reading', detail: end.error.detail });
+  const d = deltaOf(source, start.value, end.value);
+  if (!d.ok) return err(skipped(source.rung, d.error));
+  const timeUs = basis === 'cpu-time' ? cpuDeltaUs(c0, c1) : Number(t1 - t0) / 1000;
+  return ok({ d: { value: d.value }, timeUs });
 }
 
 function deltaOf(source: Hardware, a: Snapshot, b: Snapshot): Result<Uj, Failure> {

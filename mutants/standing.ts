@@ -83,9 +83,9 @@ const mutants: Mutant[] = [
   {
     id: 'standing-server-refusal-recorded',
     file: 'node/standing.ts',
-    find: 'if (!r.ok) {\n        const status',
+    find: 'if (!r.ok) {\n      const status',
     replace:
-      'if (!r.ok) {\n        ledger.record({ firing: ledger.ledger.firings + 1, spent_uj: ledger.ledger.spent_uj, event_id: eventId, event_class: eventClass, child: standing });\n        const status',
+      'if (!r.ok) {\n      ledger.record({ firing: ledger.ledger.firings + 1, spent_uj: ledger.ledger.spent_uj, event_id: eventId, event_class: eventClass, child: standing });\n      const status',
     classes: ['C20'],
   },
   // core/checkpoint.ts

@@ -376,55 +376,79 @@ export class Enforcer {
       m.debitedJoules.inc(Number(cost.uj) / 1e6);
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
-      const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
-      const steward = this.#d.steward;
-      const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
-      const metered =
-        // A figure that breaks §5's provenance rules is left out rather than sealed (never expected from meter/).
-        inv.metered === undefined || provenanceProblem(inv.metered) !== undefined
-          ? {}
-          : {
-              metered_uj: inv.metered.uj,
-              metered_provenance: inv.metered.provenance,
-              ...(inv.metered.measured !== undefined ? { metered_measured: inv.metered.measured } : {}),
-            };
-      if (inv.unavailable !== undefined) {
-        // Nothing is charged for a call the endpoint never answered: a durable, steward-signed
-        // reversal (replay applies it), then the credit. The receipt stands as the decision's evidence.
-        const result = errorResult(
-          EndpointErrorCodes.UNAVAILABLE,
-          `${inv.unavailable.message}; not charged: the debit of ${cost.uj} µJ was reversed (reversal record of receipt seq ${seq})`,
-          { refunded_uj: String(cost.uj), receipt_seq: String(seq), phase: inv.unavailable.phase },
-        );
-        const record = sealOutcome(
-          { ...base, kind: 'reversal', outcome: EndpointErrorCodes.UNAVAILABLE, phase: inv.unavailable.phase, ...metered, refund_uj: cost.uj },
-          steward,
-        );
-        try {
-          await this.#d.log.putOutcome('reversal', seq, record, { requestId: rid, bytes: result });
-        } catch (e) {
-          this.#fail(e as Error);
-          return this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`);
-        }
-        if (this.#d.ledger.credit(d.chainIds, cost.uj)) {
-          m.reversedUj.inc(Number(cost.uj));
-          m.reversedJoules.inc(Number(cost.uj) / 1e6);
-        }
-        return encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result });
-      }
-      const result = inv.result;
-      const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result), ...metered }, steward);
-      release = false;
-      // Deferred: no reply waits on it, so it rides with the next receipt's batch instead of
-      // putting a second fsync in front of the next decision (the receipt is durable already).
-      this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }, { deferred: true }).then(
-        () => this.#inflight.delete(rid),
-        () => this.#inflight.delete(rid),
-      );
-      return encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result });
+      const answered = await this.#callAndRecord(binding, req, args, emit, rid, seq, receipt, d.chainIds, cost.uj);
+      release = !answered.deferred;
+      return answered.response;
     } finally {
       if (release) this.#inflight.delete(rid);
     }
+  }
+
+  /**
+   * After an allowed, durable receipt (seq `seq`): calls the endpoint (§5) and records what
+   * happened. An unanswered call (endpoint-unavailable) gets a durable reversal record and the
+   * `costUj` µJ debit credited back to `chainIds`, its reply an endpoint-unavailable result;
+   * otherwise a measurement record is queued (deferred: `deferred` true, the in-flight entry for
+   * `rid` is released when it is written) and the reply carries the endpoint's result. A reversal
+   * that cannot be made durable stops the node and answers log-failed.
+   */
+  async #callAndRecord(
+    binding: EndpointBinding,
+    req: WireRequest,
+    args: Record<string, unknown> | undefined,
+    emit: ((n: McpNotificationMessage) => void) | undefined,
+    rid: ContentId,
+    seq: number,
+    receipt: Uint8Array,
+    chainIds: ContentId[],
+    costUj: Cost['uj'],
+  ): Promise<{ response: Uint8Array; deferred: boolean }> {
+    const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
+    const m = this.#d.metrics;
+    const steward = this.#d.steward;
+    const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
+    const metered =
+      // A figure that breaks §5's provenance rules is left out rather than sealed (never expected from meter/).
+      inv.metered === undefined || provenanceProblem(inv.metered) !== undefined
+        ? {}
+        : {
+            metered_uj: inv.metered.uj,
+            metered_provenance: inv.metered.provenance,
+            ...(inv.metered.measured !== undefined ? { metered_measured: inv.metered.measured } : {}),
+          };
+    if (inv.unavailable !== undefined) {
+      // Nothing is charged for a call the endpoint never answered: a durable, steward-signed
+      // reversal (replay applies it), then the credit. The receipt stands as the decision's evidence.
+      const result = errorResult(
+        EndpointErrorCodes.UNAVAILABLE,
+        `${inv.unavailable.message}; not charged: the debit of ${costUj} µJ was reversed (reversal record of receipt seq ${seq})`,
+        { refunded_uj: String(costUj), receipt_seq: String(seq), phase: inv.unavailable.phase },
+      );
+      const record = sealOutcome(
+        { ...base, kind: 'reversal', outcome: EndpointErrorCodes.UNAVAILABLE, phase: inv.unavailable.phase, ...metered, refund_uj: costUj },
+        steward,
+      );
+      try {
+        await this.#d.log.putOutcome('reversal', seq, record, { requestId: rid, bytes: result });
+      } catch (e) {
+        this.#fail(e as Error);
+        return { response: this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`), deferred: false };
+      }
+      if (this.#d.ledger.credit(chainIds, costUj)) {
+        m.reversedUj.inc(Number(costUj));
+        m.reversedJoules.inc(Number(costUj) / 1e6);
+      }
+      return { response: encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result }), deferred: false };
+    }
+    const result = inv.result;
+    const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result), ...metered }, steward);
+    // Deferred: no reply waits on it, so it rides with the next receipt's batch instead of
+    // putting a second fsync in front of the next decision (the receipt is durable already).
+    this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }, { deferred: true }).then(
+      () => this.#inflight.delete(rid),
+      () => this.#inflight.delete(rid),
+    );
+    return { response: encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result }), deferred: true };
   }
 
   /**

@@ -266,6 +266,23 @@ export interface ReplayLogOptions {
 const inline: SliceRunner = async (job) => replaySlice(job);
 
 /**
+ * Adds one slice's per-(grant, subject) tallies (allowed and refused counts, µJ) into the
+ * running map keyed `"<grant_id> <subject>"`; a key seen for the first time gets a copy.
+ */
+function addAttribution(into: Map<string, Attribution>, from: readonly Attribution[]): void {
+  for (const a of from) {
+    const key = `${a.grant_id} ${a.subject}`;
+    const m = into.get(key);
+    if (m === undefined) into.set(key, { ...a });
+    else {
+      m.allowed += a.allowed;
+      m.refused += a.refused;
+      m.uj += a.uj;
+    }
+  }
+}
+
+/**
  * Verifies and replays the whole log (§8.1) and returns the rebuilt state.
  * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
  */
@@ -298,16 +315,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     for (const x of r.rejected) rejected.push(x);
     for (const x of r.breaks) breaks.push(x);
     requests.insertWords(r.requestKeys, r.requestSeqs, r.requestAts);
-    for (const a of r.attribution) {
-      const key = `${a.grant_id} ${a.subject}`;
-      const m = attribution.get(key);
-      if (m === undefined) attribution.set(key, { ...a });
-      else {
-        m.allowed += a.allowed;
-        m.refused += a.refused;
-        m.uj += a.uj;
-      }
-    }
+    addAttribution(attribution, r.attribution);
     for (const id of r.revokedSeen) revokedSeen.add(id);
     if (r.lastId !== undefined) headId = r.lastId;
     total += r.total;

@@ -148,6 +148,65 @@ export interface OpenedSnapshot {
   state(windowS: number, horizon: number): LogReplay;
 }
 
+/** An unsigned safe integer from a snapshot field `f`. @throws Error "`f`: expected an unsigned integer". */
+function snapshotUint(x: unknown, f: string): number {
+  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) throw new Error(`${f}: expected an unsigned integer`);
+  return x;
+}
+
+/**
+ * A snapshot's `requests` map: the request index's window and horizon (seconds), its entry count,
+ * the keys (`REQUEST_KEY_WORDS` big-endian u32 words per entry) and the seqs and times (u64 each).
+ * @throws Error naming the malformed field.
+ */
+function readSnapshotRequests(value: unknown): {
+  windowS: number;
+  horizon: number;
+  count: number;
+  keys: Uint32Array;
+  seqs: Float64Array;
+  ats: Float64Array;
+} {
+  const rq = value as Record<string, unknown>;
+  if (typeof rq !== 'object' || rq === null) throw new Error('requests: expected a map');
+  const windowS = snapshotUint(rq['window_s'], 'requests.window_s');
+  const horizon = snapshotUint(rq['horizon'], 'requests.horizon');
+  const count = snapshotUint(rq['count'], 'requests.count');
+  const kb = rq['keys'];
+  if (!(kb instanceof Uint8Array) || kb.length !== count * REQUEST_KEY_WORDS * 4) throw new Error('requests.keys: expected 16 bytes per entry');
+  const kv = new DataView(kb.buffer, kb.byteOffset, kb.byteLength);
+  const keys = new Uint32Array(count * REQUEST_KEY_WORDS);
+  for (let i = 0; i < keys.length; i++) keys[i] = kv.getUint32(i * 4);
+  if (!(rq['seqs'] instanceof Uint8Array) || !(rq['ats'] instanceof Uint8Array)) throw new Error('requests: seqs and ats must be byte strings');
+  const seqs = fromU64s(rq['seqs'], count, 'requests.seqs');
+  const ats = fromU64s(rq['ats'], count, 'requests.ats');
+  return { windowS, horizon, count, keys, seqs, ats };
+}
+
+/**
+ * A snapshot's `rejected` receipts ({seq, code, why}) and continuity `breaks` ({seq, code,
+ * expected_seq, steward}), as the replay keeps them (slice index 0).
+ * @throws Error naming the malformed entry.
+ */
+function readSnapshotRefusals(rej: unknown, brk: unknown): { rejected: LogReplay['rejected']; breaks: LogReplay['breaks'] } {
+  if (!Array.isArray(rej) || !Array.isArray(brk)) throw new Error('rejected, breaks: expected arrays');
+  const rejected = rej.map((x: Record<string, unknown>, i) => {
+    if (typeof x?.['code'] !== 'string' || typeof x['why'] !== 'string') throw new Error(`rejected[${i}]: expected {seq, code, why}`);
+    return { index: 0, seq: snapshotUint(x['seq'], `rejected[${i}].seq`), code: x['code'] as ReceiptRefusalCode, why: x['why'] };
+  });
+  const breaks = brk.map((x: Record<string, unknown>, i) => {
+    if (typeof x?.['code'] !== 'string' || typeof x['steward'] !== 'string') throw new Error(`breaks[${i}]: expected {seq, code, expected_seq, steward}`);
+    return {
+      index: 0,
+      seq: snapshotUint(x['seq'], `breaks[${i}].seq`),
+      code: x['code'] as BreakCode,
+      expectedSeq: snapshotUint(x['expected_seq'], `breaks[${i}].expected_seq`),
+      steward: x['steward'] as Did,
+    };
+  });
+  return { rejected, breaks };
+}
+
 /**
  * Decodes and verifies a snapshot file's bytes: strict det-CBOR, the steward's signature, the
  * format and every field's shape. Never throws: a refusal says why.
@@ -167,10 +226,7 @@ export function openSnapshot(bytes: Uint8Array, steward: Did): { ok: true; value
   if (body['steward'] !== steward) return { ok: false, why: `made by ${String(body['steward'])}, not by this steward` };
   if (!verifyBody({ body, signature: v.signature }, steward)) return { ok: false, why: 'the steward signature does not verify' };
   try {
-    const int = (x: unknown, f: string) => {
-      if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) throw new Error(`${f}: expected an unsigned integer`);
-      return x;
-    };
+    const int = snapshotUint;
     const seq = int(body['seq'], 'seq');
     const rid = body['receipt_id'];
     if (!isContentId(rid)) throw new Error('receipt_id: expected a content id');
@@ -187,36 +243,8 @@ export function openSnapshot(bytes: Uint8Array, steward: Did): { ok: true; value
       const uj = typeof p[1] === 'bigint' ? p[1] : BigInt(int(p[1], `spent[${i}]`));
       return [p[0] as ContentId, uj] as const;
     });
-    const rq = body['requests'] as Record<string, unknown>;
-    if (typeof rq !== 'object' || rq === null) throw new Error('requests: expected a map');
-    const windowS = int(rq['window_s'], 'requests.window_s');
-    const horizon = int(rq['horizon'], 'requests.horizon');
-    const count = int(rq['count'], 'requests.count');
-    const kb = rq['keys'];
-    if (!(kb instanceof Uint8Array) || kb.length !== count * REQUEST_KEY_WORDS * 4) throw new Error('requests.keys: expected 16 bytes per entry');
-    const kv = new DataView(kb.buffer, kb.byteOffset, kb.byteLength);
-    const keys = new Uint32Array(count * REQUEST_KEY_WORDS);
-    for (let i = 0; i < keys.length; i++) keys[i] = kv.getUint32(i * 4);
-    if (!(rq['seqs'] instanceof Uint8Array) || !(rq['ats'] instanceof Uint8Array)) throw new Error('requests: seqs and ats must be byte strings');
-    const seqs = fromU64s(rq['seqs'], count, 'requests.seqs');
-    const ats = fromU64s(rq['ats'], count, 'requests.ats');
-    const rej = body['rejected'];
-    const brk = body['breaks'];
-    if (!Array.isArray(rej) || !Array.isArray(brk)) throw new Error('rejected, breaks: expected arrays');
-    const rejected = rej.map((x: Record<string, unknown>, i) => {
-      if (typeof x?.['code'] !== 'string' || typeof x['why'] !== 'string') throw new Error(`rejected[${i}]: expected {seq, code, why}`);
-      return { index: 0, seq: int(x['seq'], `rejected[${i}].seq`), code: x['code'] as ReceiptRefusalCode, why: x['why'] };
-    });
-    const breaks = brk.map((x: Record<string, unknown>, i) => {
-      if (typeof x?.['code'] !== 'string' || typeof x['steward'] !== 'string') throw new Error(`breaks[${i}]: expected {seq, code, expected_seq, steward}`);
-      return {
-        index: 0,
-        seq: int(x['seq'], `breaks[${i}].seq`),
-        code: x['code'] as BreakCode,
-        expectedSeq: int(x['expected_seq'], `breaks[${i}].expected_seq`),
-        steward: x['steward'] as Did,
-      };
-    });
+    const { windowS, horizon, count, keys, seqs, ats } = readSnapshotRequests(body['requests']);
+    const { rejected, breaks } = readSnapshotRefusals(body['rejected'], body['breaks']);
     const madeAtS = int(body['made_at_s'], 'made_at_s');
     if (nextSeq <= seq) throw new Error(`next_seq ${nextSeq} is not past seq ${seq}`);
     return {

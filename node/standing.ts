@@ -247,6 +247,111 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /**
+ * Hands a minted child grant to the agent (§4.6): writes the chain (holder's chain + child) to
+ * `<dir>/<child id>.json` unless that file exists (returns its path), or POSTs the chain JSON to
+ * the callback (returns undefined).
+ * @throws Error on a callback answering non-2xx or timing out (`callbackTimeoutMs`, default 10 s), or the write's error.
+ */
+async function handOff(o: StandingServerOptions, child: SignedGrant): Promise<string | undefined> {
+  const chain = [...o.chain, child];
+  if ('dir' in o.handoff) {
+    const file = path.join(o.handoff.dir, `${grantId(child.grant)}.json`);
+    if (!existsSync(file)) o.writeChain(file, chain);
+    return file;
+  }
+  const r = await fetch(o.handoff.callback, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: o.chainJson(chain),
+    signal: AbortSignal.timeout(o.callbackTimeoutMs ?? 10_000),
+  });
+  await r.arrayBuffer().catch(() => undefined);
+  if (!r.ok) throw new Error(`the callback answered HTTP ${r.status}`);
+  return undefined;
+}
+
+/** What answering an event needs: the server's options, its standing grant and open ledger, and its refusal reply. */
+interface EventContext {
+  readonly o: StandingServerOptions;
+  readonly standing: SignedGrant;
+  readonly ledger: MintLedgerFile;
+  /** Replies `status` with `{error: {code, message}, ledger}`. */
+  readonly refuse: (res: ServerResponse, status: number, code: string, message: string) => void;
+}
+
+/** Replies `status` with `body` as one line of JSON. */
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(`${JSON.stringify(body)}\n`);
+}
+
+/**
+ * Answers one webhook event POSTed to `/events/<source>` (§4.6): the body must be a UTF-8 JSON
+ * object with a text `kind` (else 400 event-invalid); a replay of a recorded event hands the same
+ * child out again; a new one fires the policy (403 wrong-event-class and the other policy
+ * refusals, 429 firings-exhausted / budget-exhausted), is fsync'd (500 ledger-failed, no child)
+ * and handed off (502 handoff-failed, the firing stays counted). 200 `{fired: {child_id, firings,
+ * spent_uj, max_firings, replayed, file?}}`.
+ */
+async function answerEvent(cx: EventContext, source: string, body: Uint8Array, res: ServerResponse): Promise<void> {
+  const { o, standing, ledger, refuse } = cx;
+  const p = o.policy.body;
+  let kind: unknown;
+  try {
+    const v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as Record<string, unknown>;
+    kind = typeof v === 'object' && v !== null && !Array.isArray(v) ? v['kind'] : undefined;
+  } catch {
+    return refuse(res, 400, StandingServerCodes.EVENT_INVALID, 'the event body is not a UTF-8 JSON object');
+  }
+  if (typeof kind !== 'string' || kind.length === 0) return refuse(res, 400, StandingServerCodes.EVENT_INVALID, 'the event has no text "kind"');
+  const eventClass = eventClassOf(source, kind);
+  const eventId = eventIdOf(body);
+  let record = ledger.firingOf(eventId);
+  // The same body POSTed to another source is another event class: refused, never a replay.
+  if (record !== undefined && record.event_class !== eventClass) {
+    return refuse(res, 403, StandingRefusals.WRONG_EVENT_CLASS, `event class ${eventClass} does not fire this policy`);
+  }
+  const replayed = record !== undefined;
+  if (record === undefined) {
+    // Synchronous from the check to the fsync'd append: no other firing can interleave.
+    const r = fire(
+      o.policy,
+      standing,
+      ledger.ledger,
+      { event_class: eventClass, event_id: eventId },
+      { subject: o.agent, nonce: new Uint8Array(randomBytes(16)), ...(o.childExpiry !== undefined ? { expiry: o.childExpiry } : {}) },
+      o.holder,
+    );
+    if (!r.ok) {
+      const status = r.error.code === StandingRefusals.WRONG_EVENT_CLASS ? 403 : r.error.code === StandingRefusals.FIRINGS_EXHAUSTED || r.error.code === StandingRefusals.BUDGET_EXHAUSTED ? 429 : 403;
+      return refuse(res, status, r.error.code, r.error.why);
+    }
+    record = { firing: r.value.ledger.firings, spent_uj: r.value.ledger.spent_uj, event_id: eventId, event_class: eventClass, child: r.value.child };
+    try {
+      ledger.record(record);
+    } catch (e) {
+      return refuse(res, 500, StandingServerCodes.LEDGER_FAILED, `the firing could not be made durable; no child was handed out: ${(e as Error).message}`);
+    }
+  }
+  let file: string | undefined;
+  try {
+    file = await handOff(o, record.child);
+  } catch (e) {
+    return refuse(res, 502, StandingServerCodes.HANDOFF_FAILED, `firing ${record.firing} is counted but its child ${grantId(record.child.grant)} was not handed out: ${(e as Error).message}`);
+  }
+  sendJson(res, 200, {
+    fired: {
+      child_id: grantId(record.child.grant),
+      firings: ledger.ledger.firings,
+      spent_uj: ledger.ledger.spent_uj.toString(),
+      max_firings: p.max_firings,
+      replayed,
+      ...(file !== undefined ? { file } : {}),
+    },
+  });
+}
+
+/**
  * Checks the policy and the holder, opens the ledger and listens (§4.6; module docs).
  * @throws StandingError: the `verifyPolicy` codes (`wrong-grant`, `wrong-signer`,
  *   `amplification`), `not-holder`, `ledger-corrupt`; a listen failure as the system error.
@@ -262,86 +367,9 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
   const ledger = MintLedgerFile.open(o.ledgerFile, mintPolicyId(o.policy), standingId);
   const p = o.policy.body;
   const ledgerView = () => ({ firings: ledger.ledger.firings, spent_uj: ledger.ledger.spent_uj.toString() });
-  const send = (res: ServerResponse, status: number, body: unknown) => {
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(`${JSON.stringify(body)}\n`);
-  };
+  const send = sendJson;
   const refuse = (res: ServerResponse, status: number, code: string, message: string) =>
     send(res, status, { error: { code, message }, ledger: ledgerView() });
-
-  const handoff = async (child: SignedGrant): Promise<string | undefined> => {
-    const chain = [...o.chain, child];
-    if ('dir' in o.handoff) {
-      const file = path.join(o.handoff.dir, `${grantId(child.grant)}.json`);
-      if (!existsSync(file)) o.writeChain(file, chain);
-      return file;
-    }
-    const r = await fetch(o.handoff.callback, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: o.chainJson(chain),
-      signal: AbortSignal.timeout(o.callbackTimeoutMs ?? 10_000),
-    });
-    await r.arrayBuffer().catch(() => undefined);
-    if (!r.ok) throw new Error(`the callback answered HTTP ${r.status}`);
-    return undefined;
-  };
-
-  const onEvent = async (source: string, body: Uint8Array, res: ServerResponse) => {
-    let kind: unknown;
-    try {
-      const v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as Record<string, unknown>;
-      kind = typeof v === 'object' && v !== null && !Array.isArray(v) ? v['kind'] : undefined;
-    } catch {
-      return refuse(res, 400, StandingServerCodes.EVENT_INVALID, 'the event body is not a UTF-8 JSON object');
-    }
-    if (typeof kind !== 'string' || kind.length === 0) return refuse(res, 400, StandingServerCodes.EVENT_INVALID, 'the event has no text "kind"');
-    const eventClass = eventClassOf(source, kind);
-    const eventId = eventIdOf(body);
-    let record = ledger.firingOf(eventId);
-    // The same body POSTed to another source is another event class: refused, never a replay.
-    if (record !== undefined && record.event_class !== eventClass) {
-      return refuse(res, 403, StandingRefusals.WRONG_EVENT_CLASS, `event class ${eventClass} does not fire this policy`);
-    }
-    const replayed = record !== undefined;
-    if (record === undefined) {
-      // Synchronous from the check to the fsync'd append: no other firing can interleave.
-      const r = fire(
-        o.policy,
-        standing,
-        ledger.ledger,
-        { event_class: eventClass, event_id: eventId },
-        { subject: o.agent, nonce: new Uint8Array(randomBytes(16)), ...(o.childExpiry !== undefined ? { expiry: o.childExpiry } : {}) },
-        o.holder,
-      );
-      if (!r.ok) {
-        const status = r.error.code === StandingRefusals.WRONG_EVENT_CLASS ? 403 : r.error.code === StandingRefusals.FIRINGS_EXHAUSTED || r.error.code === StandingRefusals.BUDGET_EXHAUSTED ? 429 : 403;
-        return refuse(res, status, r.error.code, r.error.why);
-      }
-      record = { firing: r.value.ledger.firings, spent_uj: r.value.ledger.spent_uj, event_id: eventId, event_class: eventClass, child: r.value.child };
-      try {
-        ledger.record(record);
-      } catch (e) {
-        return refuse(res, 500, StandingServerCodes.LEDGER_FAILED, `the firing could not be made durable; no child was handed out: ${(e as Error).message}`);
-      }
-    }
-    let file: string | undefined;
-    try {
-      file = await handoff(record.child);
-    } catch (e) {
-      return refuse(res, 502, StandingServerCodes.HANDOFF_FAILED, `firing ${record.firing} is counted but its child ${grantId(record.child.grant)} was not handed out: ${(e as Error).message}`);
-    }
-    send(res, 200, {
-      fired: {
-        child_id: grantId(record.child.grant),
-        firings: ledger.ledger.firings,
-        spent_uj: ledger.ledger.spent_uj.toString(),
-        max_firings: p.max_firings,
-        replayed,
-        ...(file !== undefined ? { file } : {}),
-      },
-    });
-  };
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -362,7 +390,7 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
     });
     req.on('end', () => {
       if (over) return refuse(res, 413, StandingServerCodes.EVENT_TOO_LARGE, `an event is at most ${MAX_EVENT_BYTES} bytes`);
-      onEvent(m[1]!, new Uint8Array(Buffer.concat(chunks)), res).catch((e: Error) => refuse(res, 500, StandingServerCodes.LEDGER_FAILED, e.message));
+      answerEvent({ o, standing, ledger, refuse }, m[1]!, new Uint8Array(Buffer.concat(chunks)), res).catch((e: Error) => refuse(res, 500, StandingServerCodes.LEDGER_FAILED, e.message));
     });
   });
   try {
