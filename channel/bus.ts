@@ -84,9 +84,17 @@ export interface RevocationBus {
   publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void>;
   /**
    * Delivers every stored message from the start of the stream, then new ones as they arrive,
-   * each exactly once per follow (a reconnect resumes where delivery stopped).
+   * each exactly once per follow (a reconnect resumes where delivery stopped), with its stream
+   * sequence (from 1, increasing) where the bus knows it (a bus without it cannot confirm freshness).
    */
-  followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow>;
+  followRevocations(onRevocation: (bytes: Uint8Array, seq?: number) => void): Promise<RevocationFollow>;
+  /**
+   * The revocation stream's last sequence as the stream leader reports it now (0 = empty): one
+   * request, no retry, so a cut-off node learns it within `timeoutMs` (milliseconds). Used to
+   * confirm a node has seen the latest revocations (channel/freshness.ts).
+   * @throws Error when the leader does not answer within `timeoutMs`.
+   */
+  revocationStreamLastSeq?(timeoutMs: number): Promise<number>;
 }
 
 /**

@@ -15,6 +15,7 @@
  */
 import { type ContentId, decode, decodeWireMessage, readSignedRevocation, type Result, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation } from '../core/index.ts';
 import type { RevocationBus, RevocationFollow } from './bus.ts';
+import { type FreshnessView, RevocationFreshness } from './freshness.ts';
 import { type Logger, silentLogger } from './log.ts';
 
 /** The node's revocation sink (node/hooks.ts `RevocationSink`). */
@@ -32,6 +33,15 @@ export interface RevocationStreamFeedOpts {
   readonly catchUpMs?: number;
   /** Called after each revocation the sink took (admitted or waiting for its grant). */
   readonly onTaken?: (sr: SignedRevocation, taken: { grantId: ContentId; admitted: boolean }) => void;
+  /**
+   * `revocation_staleness_s` (seconds; default 0 = off): how long the node may go without
+   * confirming it has seen the latest revocations (channel/freshness.ts) before {@link freshness}
+   * says stale. When > 0 the feed probes the stream's last sequence every
+   * `min(1 s, limit / 4)`, each probe timing out after that interval.
+   */
+  readonly stalenessS?: number;
+  /** Unix milliseconds (default `Date.now`). */
+  readonly clockMs?: () => number;
 }
 
 /** Follows the revocation stream into a node. See the module docs. */
@@ -46,10 +56,63 @@ export class RevocationStreamFeed {
   readonly counts = { delivered: 0, taken: 0, malformed: 0, refused: 0 };
   /** Amendments (§4.7) from the stream: applied by the sink, refused by it. */
   readonly amendmentCounts = { applied: 0, refused: 0 };
+  /** Unix milliseconds when the sink last took a revocation from the stream (reach time: channel/reach-time.ts). */
+  lastTakenAtMs: number | undefined;
+  readonly #freshness: RevocationFreshness;
+  readonly #clockMs: () => number;
+  #probeTimer: NodeJS.Timeout | undefined;
+  #probing = false;
+  /** Probes sent and probes that failed (timeout, not connected). */
+  readonly probeCounts = { sent: 0, failed: 0 };
 
   constructor(opts: RevocationStreamFeedOpts) {
     this.#opts = opts;
     this.#log = opts.log ?? silentLogger;
+    this.#freshness = new RevocationFreshness(opts.stalenessS ?? 0);
+    this.#clockMs = opts.clockMs ?? Date.now;
+  }
+
+  /** Whether this node can confirm it has seen the latest revocations (channel/freshness.ts), now. */
+  freshness(): FreshnessView {
+    return this.#freshness.view(this.#clockMs());
+  }
+
+  /** The probe interval (ms): `min(1 s, limit / 4)`, at least 50 ms. */
+  get probeIntervalMs(): number {
+    return Math.max(50, Math.min(1_000, (this.#freshness.limitS * 1000) / 4));
+  }
+
+  /**
+   * Asks the stream leader for the revocation stream's last sequence once (sent-at time recorded
+   * first) and reports the answer or the failure to the freshness tracker. Never rejects.
+   */
+  async probe(): Promise<void> {
+    const last = this.#opts.bus.revocationStreamLastSeq?.bind(this.#opts.bus);
+    if (last === undefined) {
+      this.#freshness.failed('this bus cannot report the revocation stream position');
+      return;
+    }
+    const sentAtMs = this.#clockMs();
+    this.probeCounts.sent++;
+    try {
+      const seq = await last(this.probeIntervalMs);
+      this.#freshness.answered(sentAtMs, seq);
+    } catch (e) {
+      this.probeCounts.failed++;
+      this.#freshness.failed((e as Error).message);
+    }
+  }
+
+  #startProbing(): void {
+    if (this.#freshness.limitS <= 0 || this.#probeTimer !== undefined || this.#stopped) return;
+    this.#probeTimer = setInterval(() => {
+      if (this.#probing) return;
+      this.#probing = true;
+      void this.probe().finally(() => {
+        this.#probing = false;
+      });
+    }, this.probeIntervalMs);
+    this.#probeTimer.unref();
   }
 
   /** Starts following; resolves once caught up, or after `catchUpMs`. Never rejects. */
@@ -58,7 +121,10 @@ export class RevocationStreamFeed {
     const started = (async () => {
       for (let attempt = 0; !this.#stopped; attempt++) {
         try {
-          this.#follow = await this.#opts.bus.followRevocations((bytes) => this.#deliver(sink, bytes));
+          this.#follow = await this.#opts.bus.followRevocations((bytes, seq) => {
+            this.#deliver(sink, bytes);
+            if (seq !== undefined) this.#queueTaken(seq);
+          });
           if (this.#stopped) await this.#follow.stop();
           return;
         } catch (e) {
@@ -74,6 +140,16 @@ export class RevocationStreamFeed {
     const inTime = await Promise.race([caughtUp.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), catchUpMs).unref())]);
     if (!inTime) this.#log.warn({ catch_up_ms: catchUpMs }, 'revocation stream backlog not read yet; serving with the revocations on disk');
     else this.#log.info({ revocations: this.counts.delivered }, 'revocation stream caught up');
+    if (this.#freshness.limitS > 0) {
+      // One confirmation before the node serves, when the stream answers; then every interval.
+      if (inTime) await this.probe();
+      this.#startProbing();
+    }
+  }
+
+  /** Records that stream message `seq` went through the sink (in stream order, after the submission settled). */
+  #queueTaken(seq: number): void {
+    this.#queue = this.#queue.then(() => this.#freshness.taken(seq));
   }
 
   #deliver(sink: RevocationSinkLike, bytes: Uint8Array): void {
@@ -96,6 +172,7 @@ export class RevocationStreamFeed {
         const r = await sink.submit(sr);
         if (r.ok) {
           this.counts.taken++;
+          this.lastTakenAtMs = this.#clockMs();
           this.#opts.onTaken?.(sr, r.value);
         } else {
           this.counts.refused++;
@@ -138,6 +215,8 @@ export class RevocationStreamFeed {
   /** Stops following. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    if (this.#probeTimer !== undefined) clearInterval(this.#probeTimer);
+    this.#probeTimer = undefined;
     await this.#follow?.stop();
     await this.#queue;
   }

@@ -3,39 +3,15 @@
  * prove"): the transport interface and its JetStream and in-memory implementations, the
  * settlement engine, the node's budget policy, and the audit. See docs/cluster.md.
  */
-export type { BusEvent, ChannelBus, CloseRecordBus, RevocationBus, RevocationFollow, StatementBus, StoredStatement } from './bus.ts';
-export { type ChannelAudit, type AuditLine, auditChannel, mergeStatements } from './audit.ts';
-export { type ChannelSpec, type ChannelStats, Channels, type ChannelsOpts } from './channels.ts';
-export { RevocationStreamFeed, type RevocationStreamFeedOpts, type RevocationSinkLike } from './feed.ts';
-export {
-  ensureStreams,
-  JetStreamBus,
-  type JetStreamBusOpts,
-  JetStreamCloseRecordBus,
-  JetStreamRevocationBus,
-  JetStreamStatementBus,
-  type StreamSpec,
-  streamConfigs,
-} from './jetstream.ts';
-export { type Logger, silentLogger } from './log.ts';
-export { type Greeting, greetingServers, NATS_UNAVAILABLE, NatsUnavailable, natsGreeting, natsHostPort } from '../natsio/index.ts';
+export type { BusEvent, ChannelBus, RevocationFollow, StoredStatement } from './bus.ts';
+export { type ChannelAudit, auditChannel } from './audit.ts';
+export { type ChannelSpec, type ChannelStats, Channels } from './channels.ts';
+export { RevocationStreamFeed, type RevocationSinkLike } from './feed.ts';
+export { type FreshnessView, REVOCATION_STALE, RevocationFreshness } from './freshness.ts';
+export { JetStreamBus, streamConfigs } from './jetstream.ts';
+export type { Logger } from './log.ts';
+export { NatsUnavailable, natsGreeting, natsHostPort } from '../natsio/index.ts';
 export { MemoryBus, MemoryStore } from './memory.ts';
-export {
-  type ChannelNames,
-  channelNames,
-  closeSubject,
-  grantSubject,
-  pointHash,
-  revocationSubject,
-  statementFilter,
-  statementSubject,
-} from './names.ts';
-export {
-  ChannelPoint,
-  type ChannelPointOpts,
-  type ReadRefusal,
-  type ReadRefusalCode,
-  type SettleOutcome,
-  type SpendRefusal,
-} from './settlement.ts';
+export { channelNames, closeSubject, grantSubject, pointHash, revocationSubject, statementSubject } from './names.ts';
+export { ChannelPoint } from './settlement.ts';
 export type { ChannelSteering } from './channels.ts';

@@ -36,7 +36,7 @@
  * {@link ChannelBus}. Subjects, stream names, configs, message ids and bytes are those of
  * channel/names.ts and {@link streamConfigs}, unchanged.
  */
-import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import {
@@ -267,16 +267,29 @@ export class JetStreamRevocationBus implements RevocationBus {
   }
 
   /**
+   * See {@link RevocationBus.revocationStreamLastSeq}: one `$JS.API.STREAM.INFO` request (answered
+   * by the stream leader in clustered mode, like the statement reads), `timeoutMs` at most, no
+   * retry; fails at once while the connection is not open.
+   */
+  async revocationStreamLastSeq(timeoutMs: number): Promise<number> {
+    const nc = this.#link.connection;
+    if (nc === undefined || nc.isClosed()) throw new Error(`revocation stream info: NATS not connected${this.#link.problem ? ` (${this.#link.problem})` : ''}`);
+    const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
+    const info = await withDeadline(jsm.streams.info(this.#names.revocationStream), timeoutMs, 'revocation stream info');
+    return info.state.last_seq;
+  }
+
+  /**
    * See {@link RevocationBus.followRevocations}: the NATS layer's follow-from-start (an ordered
    * consumer from the first message, resumed after a gap, a missed heartbeat or a reconnect).
    * Resets and missed heartbeats are reported as bus events. Stopped by the link's close.
    */
-  async followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
+  async followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
     await this.#gate();
     const { jsm, js } = await this.#link.jetstream();
     const stream = this.#names.revocationStream;
     await this.#link.retry('revocation stream info', () => jsm.streams.info(stream));
-    const follow = await followFromStart(jsm, js, stream, (m) => onRevocation(m.data), {
+    const follow = await followFromStart(jsm, js, stream, (m) => onRevocation(m.data, m.seq), {
       onStatus: (s) => {
         if (s.type === 'reset') this.#link.counts.consumerResets++;
         this.#link.emit({ type: 'consumer-reset', detail: `revocation ${s.detail}` });
@@ -427,8 +440,18 @@ export class JetStreamBus implements ChannelBus {
     return this.revocations.publishRevocation(grantId, bytes, msgId);
   }
 
+  /** See {@link RevocationBus.revocationStreamLastSeq}. */
+  revocationStreamLastSeq(timeoutMs: number): Promise<number> {
+    return this.revocations.revocationStreamLastSeq(timeoutMs);
+  }
+
+  /** Retries and failures per operation (natsio/ `NatsLink.opCounts`), for `/metrics`. */
+  get opCounts(): NatsLink['opCounts'] {
+    return this.link.opCounts;
+  }
+
   /** See {@link RevocationBus.followRevocations}. */
-  followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
+  followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
     return this.revocations.followRevocations(onRevocation);
   }
 

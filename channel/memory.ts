@@ -26,7 +26,7 @@ export class MemoryStore {
   /** grant id → signed grant bytes. */
   readonly grants = new Map<ContentId, Uint8Array>();
   readonly #msgIds = new Set<string>();
-  readonly #followers = new Set<(bytes: Uint8Array) => void>();
+  readonly #followers = new Set<(bytes: Uint8Array, seq: number) => void>();
 
   /** Stores a message unless its id was seen (de-duplication); returns false for a duplicate. */
   dedupe(msgId: string): boolean {
@@ -38,11 +38,12 @@ export class MemoryStore {
   /** Appends a revocation and delivers it to every follower. */
   appendRevocation(bytes: Uint8Array): void {
     this.revocations.push(bytes);
-    for (const f of this.#followers) f(bytes);
+    const seq = this.revocations.length;
+    for (const f of this.#followers) f(bytes, seq);
   }
 
-  /** Registers a live follower; returns its remover. */
-  follow(f: (bytes: Uint8Array) => void): () => void {
+  /** Registers a live follower (told each new revocation with its sequence, from 1); returns its remover. */
+  follow(f: (bytes: Uint8Array, seq: number) => void): () => void {
     this.#followers.add(f);
     return () => this.#followers.delete(f);
   }
@@ -140,9 +141,10 @@ export class MemoryBus implements ChannelBus {
   }
 
   /** See {@link ChannelBus.followRevocations}: the backlog first (synchronously), then live ones. */
-  async followRevocations(onRevocation: (bytes: Uint8Array) => void): Promise<RevocationFollow> {
+  async followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
     await this.#gate('follow revocations');
-    for (const b of [...this.store.revocations]) onRevocation(b);
+    const backlog = [...this.store.revocations];
+    for (let i = 0; i < backlog.length; i++) onRevocation(backlog[i]!, i + 1);
     const remove = this.store.follow(onRevocation);
     return { caughtUp: Promise.resolve(), stop: async () => void remove() };
   }
@@ -150,6 +152,12 @@ export class MemoryBus implements ChannelBus {
   /** See {@link ChannelBus.onEvent}. */
   onEvent(listener: (e: BusEvent) => void): void {
     this.#listeners.push(listener);
+  }
+
+  /** See {@link ChannelBus.revocationStreamLastSeq}: the stored count (fails like every call while the bus is cut off). */
+  async revocationStreamLastSeq(_timeoutMs: number): Promise<number> {
+    await this.#gate('revocation stream info');
+    return this.store.revocations.length;
   }
 
   /** Emits an event to the listeners (tests simulate slow consumers with it). */

@@ -24,11 +24,13 @@ import { readKeyFile } from '../node/index.ts';
 import { hostPortArg, ujArg } from './args.ts';
 import { readChainFile } from '../client/index.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
+import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
                   [--http host:port [--allow-remote] [--token-file file | --token-env NAME]]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
                   [--frame-cap bytes] [--nats URL [--frost-prefix P] [--frost-timeout-ms MS]]
+                  [--ca file [--cert file --client-key file]]
        jcp bridge --http host:port --config bridge.json [--allow-remote]
 
 An MCP server for one agent: it lists the upstream tools the agent's grants permit (each leaf
@@ -43,6 +45,7 @@ then required by every request). The resource jcp://budget reports each grant's 
   --journal       file that fixes the time of each open call, so a call re-sent after a restart
                   is the same request (replayed by the node, never debited twice)
   --replay-window-s  how long an unanswered call stays re-sendable (default 300)
+${TLS_HELP}
   --frame-cap     the node's frame cap, bytes (default ${DEFAULT_FRAME_CAP}); larger calls are refused
   --nats          the chains' subject is a FROST threshold group (spec §2.2): each call is a
                   signing session with the group's holders over this NATS (each holder applies its
@@ -173,6 +176,7 @@ export const command: Command = {
         nats: { type: 'string' },
         'frost-prefix': { type: 'string' },
         'frost-timeout-ms': { type: 'string' },
+        ...TLS_FLAGS,
       },
       false,
     );
@@ -217,6 +221,7 @@ export const command: Command = {
     if (nodeAddr === undefined) throw new UsageError('--node is required');
     if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
     const { host, port } = hostPortArg(nodeAddr, '--node');
+    const tls = clientTlsArgs(values);
 
     const opened: Array<{ client: JcpClient; journal: CallJournal }> = [];
     let nc: NatsConnection | undefined;
@@ -257,6 +262,16 @@ export const command: Command = {
             throw e;
           }
           signer = { did: threshold.did, sign: threshold.sign };
+        } else {
+          // The caller must be each leaf grant's subject (spec §7), else every call is a sealed deny.
+          const foreign = s.chains.filter((_, i) => chains[i]![chains[i]!.length - 1]?.grant.subject !== key.did);
+          if (foreign.length > 0) {
+            const leaf = chains[s.chains.indexOf(foreign[0]!)]!;
+            throw new CliError(
+              'key-not-subject',
+              `${s.key} is ${key.did}, but the leaf grant of ${foreign.join(', ')} names ${String(leaf[leaf.length - 1]?.grant.subject)} as its subject: pass that subject's key`,
+            );
+          }
         }
         // The journal first: a journal that cannot be opened must not leave a node connection
         // open (it kept the process alive after the error).
@@ -264,7 +279,7 @@ export const command: Command = {
         const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS, saltBase: randomSaltBase() });
         let client: JcpClient;
         try {
-          client = await JcpClient.connect({ host, port, signer });
+          client = await JcpClient.connect({ host, port, signer, ...(tls !== undefined ? { tls } : {}) });
         } catch (e) {
           journal.close();
           throw connectionError(e, `node ${nodeAddr}`);

@@ -6,10 +6,12 @@ import { readChainFile } from '../client/index.ts';
 import { hostPortArg, ujArg } from './args.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
 import { ioError, IoError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/index.ts';
+import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp call --node host:port --chain file --key file --action name
                 [--payload json | --payload-file file|-] [--timeout-s 30]
                 [--cost uj] [--provenance Estimator|ModelBased] [--kind tool-call] [--trust control]
+                [--ca file [--cert file --client-key file]]
 
 Signs a WireRequest as the key's actor (the caller, §11) with the chain's leaf as the grant and
 sends it to the node. The payload is sent as the exact UTF-8 bytes given (what the request's
@@ -27,6 +29,9 @@ and exact-number rules as --payload.
 the call fails with error [timeout]. The node may still have decided the request: running the
 same call again within the same second re-sends the same request, which the node answers from
 its log without debiting it twice.
+
+TLS (docs/tls.md), for a node started with --tls-cert/--tls-key:
+${TLS_HELP}
 
 Exit status: 0 allow, 3 deny, 1 an error reply (no decision, no receipt: the reply {"error": {code,
 message}} on stdout, and one line "jcp call: error [code]: …" on stderr) or a failure.`;
@@ -147,6 +152,7 @@ export const command: Command = {
         provenance: { type: 'string' },
         kind: { type: 'string' },
         trust: { type: 'string' },
+        ...TLS_FLAGS,
       },
       false,
     );
@@ -166,6 +172,7 @@ export const command: Command = {
     if (values['payload-file'] !== undefined) payload = await payloadFileArg(values['payload-file']);
     const chain = readChainFile(values.chain!);
     const actor = readKeyFile(values.key!);
+    const tls = clientTlsArgs(values);
     const timedOut = (e: unknown) =>
       e instanceof CallTimeout
         ? new CliError(
@@ -176,7 +183,7 @@ export const command: Command = {
         : connectionError(e, `node ${values.node}`);
     let client: JcpClient;
     try {
-      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2, timeoutS });
+      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2, timeoutS, ...(tls !== undefined ? { tls } : {}) });
     } catch (e) {
       throw timedOut(e);
     }

@@ -7,6 +7,9 @@ import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp node start [--config file] [--listen host:port] [--data dir] [--nats url] [--metrics host:port]
                       [--upstream NAME=URL | --upstream 'NAME=COMMAND ARGS…' …] [--trust-root NAME=did …]
+                      [--revocation-staleness-s S] [--region NAME]
+                      [--tls-cert f --tls-key f [--tls-ca f] [--tls-client-certs off|request|require]]
+                      [--nats-ca f] [--nats-cert f --nats-key f]
 
 Starts an enforcement node: jcp/1 over TCP in front of the configured MCP endpoints, deciding
 every call against its signed grant chain (§7, §4.2), sealing every decision as a receipt (§8)
@@ -28,7 +31,20 @@ Options:
   --listen host:port   jcp/1 listen address (default 127.0.0.1:7400; port 0 = any free port)
   --data dir           data folder (default .data/node)
   --nats url           NATS URL for cluster streams (revocations, budget channels)
-  --metrics host:port  serve /metrics and /healthz there
+  --metrics host:port  serve /metrics, /healthz and /readyz there
+  --revocation-staleness-s S
+                       with --nats: refuse allows (Deny revoked, detail revocation-stale) once
+                       the node could not confirm the latest revocations for S seconds
+                       (default 30; 0 = off; docs/cluster.md "Revocation staleness")
+  --region NAME        the region label of the cluster metrics (default local)
+  --tls-cert f, --tls-key f
+                       serve jcp/1 over TLS only (PEM certificate chain and key; docs/tls.md)
+  --tls-ca f           CA bundle client certificates must chain to
+  --tls-client-certs off|request|require
+                       ask for client certificates (never a substitute for the caller's signature)
+  --nats-ca f          CA bundle that signs the NATS servers' certificates (NATS over TLS)
+  --nats-cert f, --nats-key f
+                       client certificate for NATS servers that verify clients
   --upstream NAME=URL|'NAME=COMMAND ARGS…'
                        one more resource NAME in front of that MCP server (repeatable)
   --trust-root NAME=did
@@ -60,6 +76,15 @@ export const command: Command = {
         upstream: { type: 'string', multiple: true },
         'trust-root': { type: 'string', multiple: true },
         'accept-damaged-log': { type: 'boolean' },
+        'revocation-staleness-s': { type: 'string' },
+        region: { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
+        'tls-ca': { type: 'string' },
+        'tls-client-certs': { type: 'string' },
+        'nats-ca': { type: 'string' },
+        'nats-cert': { type: 'string' },
+        'nats-key': { type: 'string' },
       },
       false,
     );
@@ -72,6 +97,15 @@ export const command: Command = {
         ...(values.metrics !== undefined ? { metrics: values.metrics } : {}),
         ...(values.upstream !== undefined ? { upstream: values.upstream } : {}),
         ...(values['trust-root'] !== undefined ? { trustRoot: values['trust-root'] } : {}),
+        ...(values['revocation-staleness-s'] !== undefined ? { revocationStalenessS: values['revocation-staleness-s'] } : {}),
+        ...(values.region !== undefined ? { region: values.region } : {}),
+        ...(values['tls-cert'] !== undefined ? { tlsCert: values['tls-cert'] } : {}),
+        ...(values['tls-key'] !== undefined ? { tlsKey: values['tls-key'] } : {}),
+        ...(values['tls-ca'] !== undefined ? { tlsCa: values['tls-ca'] } : {}),
+        ...(values['tls-client-certs'] !== undefined ? { tlsClientCerts: values['tls-client-certs'] } : {}),
+        ...(values['nats-ca'] !== undefined ? { natsCa: values['nats-ca'] } : {}),
+        ...(values['nats-cert'] !== undefined ? { natsCert: values['nats-cert'] } : {}),
+        ...(values['nats-key'] !== undefined ? { natsKey: values['nats-key'] } : {}),
       });
     } catch (e) {
       return fault(e);
@@ -87,13 +121,14 @@ export const command: Command = {
     let cluster: ClusterHooks | undefined;
     try {
       const clusterCfg = readClusterConfig(cfg.cluster);
-      cluster = cfg.nats === undefined ? undefined : new ClusterHooks(cfg.nats, clusterCfg, logger);
+      cluster =
+        cfg.nats === undefined
+          ? undefined
+          : new ClusterHooks(cfg.nats, clusterCfg, logger, { revocationStalenessS: cfg.revocationStalenessS, region: cfg.region, natsTls: cfg.natsTls });
       node = await startNode(cfg, {
         logger,
         ...(values['accept-damaged-log'] ? { acceptDamagedLog: true } : {}),
-        ...(cluster
-          ? { budgetPolicy: cluster.budgetPolicy, revocationFeeds: [cluster.revocationFeed], witnessed: (d: Did) => cluster!.witnessed(d) }
-          : {}),
+        ...(cluster ? { ...cluster.nodeOptions, witnessed: (d: Did) => cluster!.witnessed(d) } : {}),
         onFatal: (e) => {
           fatal = e;
           stopped();
@@ -105,6 +140,7 @@ export const command: Command = {
     }
     cluster?.attach(node.steward, node.ledger, node.amendments);
     cluster?.startWitnessing(node, logger);
+    cluster?.observe(node.metrics.registry);
     process.stderr.write(
       `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
         (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +

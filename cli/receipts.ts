@@ -65,6 +65,7 @@ Options:
                   snapshot.keep)
   --before seq    archive: the first seq kept in the live log
   --archive dir   verify, replay, attribute: the folder of archived segments
+  --json          verify, replay, attribute: accepted for scripts; they print JSON anyway
 
 The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
 own recovery, as a node's start does: its write-ahead file is folded into table files, and records
@@ -92,8 +93,14 @@ export const command: Command = {
       before: { type: 'string' },
       archive: { type: 'string' },
       keep: { type: 'string' },
+      json: { type: 'boolean' },
     });
     if (positionals.length !== 1) throw new UsageError('expected one data folder');
+    // verify, replay and attribute always print JSON; --json is accepted there (docs/console.md
+    // compares the console with `attribute --json`) and changes nothing. export has --format.
+    if (values.json && !['verify', 'replay', 'attribute'].includes(verb ?? '')) {
+      throw new UsageError(`--json is for verify, replay and attribute (which print JSON anyway)${verb === 'export' ? '; export takes --format json' : ''}`);
+    }
     if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
     const dataDir = path.resolve(positionals[0]!);
     if (!['verify', 'replay', 'attribute', 'export', 'repair', 'snapshot', 'archive'].includes(verb ?? '')) {

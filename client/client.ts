@@ -24,7 +24,8 @@
  * again ({@link JcpClient.callRequest} with `CallTimeout.request`): it is answered, never
  * debited twice.
  */
-import { type Socket, connect as netConnect } from 'node:net';
+import { type Socket, isIP, connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { type Actor, type ContentId, contentIdOfBytes, type Cost, decodeWireMessage, type Did, encodeWireMessage, encodeWireRequest, type FrameKind, frameMessage, FrameReader, type Grant, grantId, MAX_DECLARABLE_LENGTH, payloadHash, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, signWireRequest, type Trust, type WireAmended, type WireDecision, type WireMessage, type WireRequest, type WireResponse } from '../core/index.ts';
 
 /** Who signs requests: an Actor, or a did with a signing function (local, remote or threshold). */
@@ -53,6 +54,22 @@ export interface ClientOptions {
    * connection lives).
    */
   readonly timeoutS?: number;
+  /**
+   * jcp/1 over TLS (docs/tls.md): the node's certificate is verified against `ca` (PEM; default
+   * the system CAs) for `servername` (default `host`); `cert`/`key` (PEM) present a client
+   * certificate to a node that asks for one. A client certificate only opens the connection:
+   * every request is still signed by the caller (§11). Undefined = plain TCP.
+   */
+  readonly tls?: ClientTlsOptions;
+}
+
+/** TLS settings of a {@link JcpClient} (PEM contents, not file names). */
+export interface ClientTlsOptions {
+  readonly ca?: string | Buffer;
+  readonly cert?: string | Buffer;
+  readonly key?: string | Buffer;
+  /** The name the node's certificate must carry (default: the host). */
+  readonly servername?: string;
 }
 
 /** One call: the chain (root first) and what to do; the frame is built from the leaf. */
@@ -213,7 +230,21 @@ export class JcpClient {
 
   #open(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const sock = netConnect({ host: this.#opts.host, port: this.#opts.port, noDelay: true });
+      const t = this.#opts.tls;
+      const sock: Socket =
+        t === undefined
+          ? netConnect({ host: this.#opts.host, port: this.#opts.port, noDelay: true })
+          : tlsConnect({
+              host: this.#opts.host,
+              port: this.#opts.port,
+              // RFC 6066: SNI carries host names only; an IP address is checked against the certificate's IP SANs.
+              ...(t.servername !== undefined || isIP(this.#opts.host) === 0 ? { servername: t.servername ?? this.#opts.host } : {}),
+              ...(t.ca !== undefined ? { ca: t.ca } : {}),
+              ...(t.cert !== undefined ? { cert: t.cert } : {}),
+              ...(t.key !== undefined ? { key: t.key } : {}),
+              minVersion: 'TLSv1.2',
+            }).setNoDelay(true);
+      const ready = t === undefined ? 'connect' : 'secureConnect';
       const timeoutS = this.#opts.timeoutS;
       const timer =
         timeoutS === undefined
@@ -227,7 +258,7 @@ export class JcpClient {
         reject(e);
       };
       sock.once('error', onError);
-      sock.once('connect', () => {
+      sock.once(ready, () => {
         clearTimeout(timer);
         sock.off('error', onError);
         this.#reader = new FrameReader(this.#opts.replyCap ?? 64 << 20);

@@ -3,18 +3,5 @@
  * to a node, and the chain-file format an agent keeps its grant chains in. The npm package's
  * `./client` export is library.ts.
  */
-export {
-  type ClientOptions,
-  type ClientSigner,
-  type CallParams,
-  type CallRequestOptions,
-  type CallResult,
-  CallTimeout,
-  ConnectionLost,
-  type ListedResource,
-  type McpNotification,
-  JcpClient,
-  resultJson,
-  WireErrorReply,
-} from './client.ts';
+export { type ClientTlsOptions, type ClientSigner, type CallParams, type CallResult, CallTimeout, ConnectionLost, type McpNotification, JcpClient, resultJson, WireErrorReply } from './client.ts';
 export { chainFileText, grantView, readChainFile, viewDiffs, writeChainFile } from './chainfile.ts';

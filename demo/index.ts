@@ -8,11 +8,7 @@
  *   the issuer and the team do mid-run; `evidence.ts` reads the receipt logs; `compile.ts` and
  *   `report.ts` build and render the report.
  */
-export { findNatsServerBin } from '../testkit/index.ts';
-export { type Broker, chosenBroker, DEFAULT_NATS_URL, findBroker, NATS_INSTALL_HINT, natsAnswers, natsProblem } from './broker.ts';
-export { asCoded, DemoError, type DemoErrorCode, DemoErrorCodes } from './errors.ts';
-export { buildReport, meteredByProvenance, type RunFacts } from './compile.ts';
-export { type NodeEvidence, readEvidence } from './evidence.ts';
-export { type DemoReport, fmtUj, renderReport, type WorkerLine } from './report.ts';
-export { type DemoOptions, runDemo } from './run.ts';
-export { BUDGETS, ESTIMATES_UJ, FS_ACTIONS, MEMORY_ACTIONS, SAMPLE_FILES, TEAM_ACTION } from './setup.ts';
+export { DEFAULT_NATS_URL, findBroker, natsAnswers, natsProblem } from './broker.ts';
+export { asCoded } from './errors.ts';
+export { type DemoReport, renderReport } from './report.ts';
+export { runDemo } from './run.ts';

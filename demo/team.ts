@@ -108,6 +108,9 @@ function startReviewer(arg: string): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
+/** How long each participant may take to print `ready`, ms: as long as a demo node may take to start (demo/nodes.ts). */
+const TEAM_READY_TIMEOUT_MS = 90_000;
+
 /**
  * Starts three participants under `dir`, each with its approval policy (see the file comment),
  * and runs a 2-of-3 DKG among them.
@@ -136,9 +139,16 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     i === 0 ? ['--approve', 'rules', capFile] : i === 1 ? ['--approve', 'webhook', url, '--approve-timeout-ms', '2000'] : ['--approve', 'rules', folderFile];
   let cluster: ParticipantCluster;
   try {
-    cluster = await ParticipantCluster.start(3, { natsUrl, prefix, args: ['--initiator', initiator.did, '--coordinator', coordinator.did] }, dir, argsFor);
+    cluster = await ParticipantCluster.start(
+      3,
+      { natsUrl, prefix, args: ['--initiator', initiator.did, '--coordinator', coordinator.did], readyTimeoutMs: TEAM_READY_TIMEOUT_MS },
+      dir,
+      argsFor,
+    );
   } catch (e) {
+    // The launcher stopped every participant; the registry bucket they made goes too.
     reviewer.close();
+    await removePrefix(nc, prefix);
     throw e;
   }
   // Interrupted (Ctrl-C): the participants are SIGKILLed; the registry bucket and streams go too.

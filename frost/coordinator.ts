@@ -88,7 +88,10 @@ export function processCoordinator(): Actor {
 
 /**
  * Signs `message` as the threshold group `group`.
- * @throws FrostError `frost-unknown-group`, `frost-not-enough-participants`, and after the last
+ * @throws FrostError `frost-unknown-group`; `frost-not-approved` (`detail.refusals`) when holders'
+ *   policies refused so many that the rest cannot make the signers needed;
+ *   `frost-not-enough-participants` when too few committed within the round deadline (refusals
+ *   that did not by themselves rule the call out are in `detail.refusals`); and after the last
  *   attempt `frost-participant-lost` / `frost-refused` / `frost-nonce-used` /
  *   `frost-bad-signature-share` / `frost-bad-signature`, each naming the participants at fault.
  */
@@ -317,27 +320,31 @@ async function attemptOnce(
   const { session, commitments, notes, refusals } = pre ?? (await gatherCommitments(opts, g, me, want, excluded, false, opts.message));
   const done = () => bus.publish(sub.signDone(opts.group), sealMessage({ kind: 'sign-done', session, round: 3, payload: {} }, me));
   // An explicit `signers` is a requirement, not a wish: fewer commitments than that is a failure.
-  if (commitments.size < (opts.signers !== undefined ? want : g.min)) {
+  const needed = opts.signers !== undefined ? want : g.min;
+  if (commitments.size < needed) {
     done();
     const refusers = [...(refusals ?? new Map<number, { code: string; why: string }>())];
-    if (refusers.some(([, r]) => APPROVAL_CODES.has(r.code))) {
+    const refusalDetail = refusers.map(([id, r]) => ({ identifier: id, did: g.roster[id - 1]!, code: r.code, why: r.why }));
+    // A policy verdict only when the refusals alone leave fewer than `needed` holders who could
+    // sign; a refusal beside silent holders who would still have made `needed` is unavailability.
+    if (refusers.some(([, r]) => APPROVAL_CODES.has(r.code)) && g.max - excluded.size - refusers.length < needed) {
       // Holders decided against this call: report who and why; no retry changes their minds.
       throw new FrostError(
         FrostErrorCodes.NOT_APPROVED,
         `${refusers.length} of ${g.max} holders refused the call, so ${opts.signers !== undefined ? want : g.min} signers cannot be reached: ` +
           refusers.map(([id, r]) => `${who(id)} refused: [${r.code}] ${r.why}`).join('; '),
         refusers.map(([id]) => culprit(id)),
-        { session, refusals: refusers.map(([id, r]) => ({ identifier: id, did: g.roster[id - 1]!, code: r.code, why: r.why })) },
+        { session, refusals: refusalDetail },
       );
     }
-    const silent = g.roster.map((_, i) => i + 1).filter((id) => !commitments.has(id) && !excluded.has(id));
+    const silent = g.roster.map((_, i) => i + 1).filter((id) => !commitments.has(id) && !excluded.has(id) && !refusals?.has(id));
     throw new FrostError(
       FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS,
       `only ${commitments.size} of the ${opts.signers !== undefined ? want : g.min} signers needed for ${opts.group} answered within ${timeoutMs} ms` +
         (silent.length ? ` (no commitment from ${silent.map(who).join(', ')})` : '') +
         (notes.length ? `; ${notes.join('; ')}` : ''),
       [],
-      { session },
+      refusalDetail.length ? { session, refusals: refusalDetail } : { session },
     );
   }
 

@@ -9,102 +9,22 @@
  *   function), and `issueGrant` / `revokeGrant` / `signBodyAs` for threshold actors.
  * docs/frost.md describes the messages, the encryption, nonce durability and failure handling.
  */
-export { type ThresholdActor, issueGrant, revokeGrant, signBodyAs } from './actor.ts';
-export {
-  type AllowRule,
-  type ArgRule,
-  type DecisionBody,
-  type DecodedCall,
-  decodeCall,
-  judgeByRules,
-  openDecision,
-  parseRules,
-  precheck,
-  type RawMessage,
-  type ReadDecision,
-  resourceIdFor,
-  type Rules,
-  sealDecision,
-  type Subject,
-  type Verdict,
-} from './approval.ts';
-export {
-  type Approver,
-  type ApproverOpts,
-  approvalsStream,
-  approvalsSubject,
-  DecisionJournal,
-  DEFAULT_APPROVE_TIMEOUT_MS,
-  describeCall,
-  promptApprover,
-  publishDecision,
-  readDecisionFile,
-  readDecisionStream,
-  rulesApprover,
-  type ShownCall,
-  type StreamedDecision,
-  webhookApprover,
-} from './approvers.ts';
-export {
-  type Bus,
-  type BusMsg,
-  DEFAULT_PREFIX,
-  evidenceStream,
-  type GroupRegistry,
-  natsBus,
-  natsRegistry,
-  publishEvidence,
-  registryBucket,
-  subjects,
-} from './bus.ts';
-export { type SignOpts, type SignResult, type Signer, signWithGroup, thresholdSigner, type ThresholdSignerOpts } from './coordinator.ts';
-export { type Deal, deal, type DealFixed, type DealtShare } from './dealer.ts';
-export {
-  checkRound1,
-  checkRound2Share,
-  dkgAbandon,
-  type DkgResult,
-  dkgRound1,
-  dkgRound2,
-  dkgRound3,
-  type DkgState,
-  dkgStateFromCoefficients,
-  type Round1Package,
-} from './dkg.ts';
-export { type DkgOutcome, DkgSession } from './dkg-session.ts';
+export { type ThresholdActor, issueGrant, revokeGrant } from './actor.ts';
+export { type DecisionBody, decodeCall, judgeByRules, openDecision, parseRules, precheck, type ReadDecision, resourceIdFor, type Rules, sealDecision } from './approval.ts';
+export { type Approver, approvalsStream, approvalsSubject, DEFAULT_APPROVE_TIMEOUT_MS, promptApprover, readDecisionFile, readDecisionStream, rulesApprover, webhookApprover } from './approvers.ts';
+export { type Bus, DEFAULT_PREFIX, evidenceStream, type GroupRegistry, natsBus, natsRegistry, registryBucket, subjects } from './bus.ts';
+export { type Signer, signWithGroup, thresholdSigner } from './coordinator.ts';
+export { type Deal, deal, type DealtShare } from './dealer.ts';
+export { checkRound1, checkRound2Share, dkgRound1, dkgRound2, dkgRound3, dkgStateFromCoefficients, type Round1Package } from './dkg.ts';
 export { verifyComplaint } from './dkg-wire.ts';
-export { type Culprit, describeCulprits, fault, FrostError, type FrostErrorCode, FrostErrorCodes, type FrostFault, isFrostError } from './errors.ts';
-export {
-  checkGroup,
-  checkThreshold,
-  decodeElement,
-  type GroupPublic,
-  groupDid,
-  groupDigest,
-  groupTag,
-  MAX_PARTICIPANTS,
-  type PublicPackage,
-  type ShareSecret,
-  type SigningCommitment,
-  type Threshold,
-} from './group.ts';
-export { type DkgDone, type DkgOpts, runDkg } from './initiator.ts';
-export { DEFAULT_NONCE_TTL_MS, NonceJournal } from './journal.ts';
-export { Keystore, type KeystoreOpts } from './keystore.ts';
-export { type Envelope, type Kind, KINDS, openMessage, PROTOCOL, sealMessage } from './message.ts';
-export { Participant, type ParticipantEvent, type ParticipantOpts } from './participant.ts';
-export {
-  decodeShareFile,
-  encodeShareFile,
-  peekShareFile,
-  readIdentityFile,
-  readShareFile,
-  type SealOpts,
-  type ShareRecord,
-  shareRecord,
-  writeIdentityFile,
-  writeShareFile,
-} from './sharefile.ts';
+export { describeCulprits, FrostError, FrostErrorCodes, isFrostError } from './errors.ts';
+export { decodeElement, type GroupPublic, groupDid, type PublicPackage, type ShareSecret, type SigningCommitment } from './group.ts';
+export { runDkg } from './initiator.ts';
+export { NonceJournal } from './journal.ts';
+export { Keystore } from './keystore.ts';
+export { openMessage, sealMessage } from './message.ts';
+export { Participant } from './participant.ts';
+export { decodeShareFile, encodeShareFile, peekShareFile, readIdentityFile, readShareFile, type ShareRecord, shareRecord, writeIdentityFile, writeShareFile } from './sharefile.ts';
 export { aggregate, badShares, checkPackage, commit, type SigningPackage, signShare, soloSignature } from './sign.ts';
 export { CommitmentPrefetch } from './coordinator.ts';
 export { warmUp } from './group.ts';

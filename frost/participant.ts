@@ -92,6 +92,12 @@ export const NO_POLICY_REASON =
   'no approval policy: a holder started without --approve signs no control call (a jcp/1 request that exercises a capability, spec §2.2); ' +
   'start it with --approve rules FILE | prompt | webhook URL, or --approve allow-all to sign anything';
 
+/**
+ * The policy id a holder without an approval policy names in its refusal records: the content id
+ * (BLAKE3-256, hex) of the UTF-8 text `jcp-frost-policy/none`; its `policy_kind` is `none`.
+ */
+export const NO_POLICY_ID = contentIdOfBytes(new TextEncoder().encode('jcp-frost-policy/none'));
+
 /** Whether `message` is a control call a holder without a policy refuses (see {@link ParticipantOpts.approver}). */
 function controlCall(message: Uint8Array): boolean {
   const d = decodeCall(message);
@@ -144,7 +150,8 @@ export class Participant {
     try {
       const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX);
       const p = new Participant(opts, ks, registry);
-      if (opts.approver) p.#decisions = DecisionJournal.open(join(ks.dir, 'approvals.journal'));
+      // A holder without a policy journals its refusals of control calls too (issue: every decision a record).
+      if (opts.approver || !opts.signAll) p.#decisions = DecisionJournal.open(join(ks.dir, 'approvals.journal'));
       for (const rec of ks.shares) await p.#publishGroup(rec);
       p.#subscribeDkg();
       for (const rec of ks.shares) p.#subscribeSigning(rec);
@@ -360,6 +367,7 @@ export class Participant {
       return;
     }
     if (!this.#opts.approver && !this.#opts.signAll && message !== undefined && controlCall(message)) {
+      this.#recordNoPolicyRefusal(rec, m.body.session, message);
       this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.NOT_APPROVED, NO_POLICY_REASON));
       return;
     }
@@ -444,6 +452,37 @@ export class Participant {
     }
   }
 
+  /**
+   * The signed record of a holder without a policy refusing the control call `message` (policy
+   * {@link NO_POLICY_ID}, kind `none`, reason {@link NO_POLICY_REASON}): journaled and published
+   * on `<prefix>_approvals` like any decision, so an auditor sees this refusal too.
+   */
+  #recordNoPolicyRefusal(rec: ShareRecord, session: string, message: Uint8Array): void {
+    const subject = decodeCall(message);
+    if (subject.kind === 'raw' || !this.#decisions) return;
+    const body: DecisionBody = {
+      proto: 'jcp-frost-approval/1',
+      holder: rec.identity.did,
+      group: rec.did,
+      identifier: rec.identifier,
+      session,
+      request: subject.request,
+      policy: NO_POLICY_ID,
+      policy_kind: 'none',
+      decision: 'refuse',
+      reason: NO_POLICY_REASON,
+      at_s: Math.floor(Date.now() / 1000),
+      action: subject.action,
+      resource: subject.resource,
+    };
+    const record = sealDecision(body, rec.identity);
+    this.#decisions.append(record);
+    this.#emit({ event: 'decision', session, group: rec.did, identifier: rec.identifier, request: body.request, policy: body.policy, policy_kind: body.policy_kind, decision: body.decision, reason: body.reason });
+    publishDecision(this.#opts.nc, this.#prefix, rec.did, rec.identifier, record).catch((x) =>
+      this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
+    );
+  }
+
   #digest(rec: ShareRecord): string {
     let d = this.#digests.get(rec);
     if (d === undefined) {
@@ -525,6 +564,7 @@ export class Participant {
     if (!this.#opts.signAll && controlCall(parsed.pkg.message)) {
       // Prefetched round one without a policy: the commitment is burnt, never signed with.
       journal.release(m.body.session);
+      this.#recordNoPolicyRefusal(rec, m.body.session, parsed.pkg.message);
       this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NOT_APPROVED, NO_POLICY_REASON));
       return;
     }

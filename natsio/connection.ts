@@ -167,15 +167,37 @@ export class NatsLink {
    *   attempt failed; Error when the link is closed meanwhile.
    */
   async retry<T>(what: string, op: () => Promise<T>): Promise<T> {
-    await this.ready();
-    return await retryUntil(what, op, {
-      deadlineMs: this.deadlineMs,
-      stopped: () => (this.#closed ? 'the link is closed' : this.#nc?.isClosed() ? 'the NATS connection is closed' : undefined),
-      onRetry: (e) => {
-        this.counts.publishRetries++;
-        this.emit({ type: 'publish-retry', detail: `${what}: ${(e as Error).message}` });
-      },
-    });
+    const c = this.#op(what);
+    try {
+      await this.ready();
+      return await retryUntil(what, op, {
+        deadlineMs: this.deadlineMs,
+        stopped: () => (this.#closed ? 'the link is closed' : this.#nc?.isClosed() ? 'the NATS connection is closed' : undefined),
+        onRetry: (e) => {
+          this.counts.publishRetries++;
+          c.retries++;
+          this.emit({ type: 'publish-retry', detail: `${what}: ${(e as Error).message}` });
+        },
+      });
+    } catch (e) {
+      c.failures++;
+      throw e;
+    }
+  }
+
+  /**
+   * Retries and failures (not connected in time, or the deadline passed) per operation of
+   * {@link retry} (`publish statement`, `read statements`, `publish revocation`, …), for `/metrics`.
+   */
+  readonly opCounts = new Map<string, { retries: number; failures: number }>();
+
+  #op(what: string): { retries: number; failures: number } {
+    let c = this.opCounts.get(what);
+    if (c === undefined) {
+      c = { retries: 0, failures: 0 };
+      this.opCounts.set(what, c);
+    }
+    return c;
   }
 
   /** Registers a listener for link events (slow consumers, reconnects, consumer resets, retries). */

@@ -21,11 +21,13 @@
  * Config: the `cluster` section of the node config (docs/cluster.md), read by
  * {@link readClusterConfig}:
  * `{"subject_root": "jcp", "replicas": 1, "stream_cluster": "a", "settle_interval_ms": 250, "revocation_catch_up_ms": 5000,
+ *   "nats_monitor_url": "http://127.0.0.1:8222",
  *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
  */
-import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type Deny, type Did, encode, isContentId, isDid, type LedgerView, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
-import { channelNames, Channels, type ChannelSpec, type ChannelStats, type ChannelSteering, JetStreamBus, type Logger, type RevocationSinkLike, RevocationStreamFeed } from '../channel/index.ts';
+import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, isContentId, isDid, type LedgerView, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
+import { channelNames, Channels, type ChannelSpec, type ChannelStats, type ChannelSteering, type FreshnessView, JetStreamBus, type Logger, REVOCATION_STALE, type RevocationSinkLike, RevocationStreamFeed } from '../channel/index.ts';
 import { type AssignmentFollow, decodeShardAssignment, ShardAssignmentStream, ShardBindings, ShardCloser, signShardAck } from '../shards/index.ts';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import type { Logger as PinoLogger } from 'pino';
 import type { NodeMetrics } from './metrics.ts';
@@ -54,6 +56,12 @@ export interface ClusterConfig {
   readonly checkpointEveryMs: number;
   /** …or once this many receipts were added since the last one. */
   readonly checkpointEveryReceipts: number;
+  /**
+   * `nats_monitor_url` (optional): the HTTP monitoring address of this node's nats-server
+   * (`http://127.0.0.1:8222`); when set, `/metrics` reads its `/gatewayz` at each scrape and
+   * reports `jcp_nats_gateway_connected{region,gateway,direction}`.
+   */
+  readonly natsMonitorUrl?: string;
 }
 
 function bad(where: string, what: string): never {
@@ -73,7 +81,7 @@ function intIn(v: unknown, where: string, min: number, max: number, dflt: number
 export function readClusterConfig(v: unknown): ClusterConfig {
   const o = (v ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
-  const allowed = ['subject_root', 'replicas', 'stream_cluster', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts'];
+  const allowed = ['subject_root', 'replicas', 'stream_cluster', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts', 'nats_monitor_url'];
   for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
   const root = o['subject_root'] ?? 'jcp';
   if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
@@ -115,10 +123,56 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     channels,
     checkpointEveryMs: intIn(o['checkpoint_every_ms'], 'cluster.checkpoint_every_ms', 50, 3_600_000, 5_000),
     checkpointEveryReceipts: intIn(o['checkpoint_every_receipts'], 'cluster.checkpoint_every_receipts', 1, 1_000_000_000, 1_000),
+    ...(o['nats_monitor_url'] !== undefined ? { natsMonitorUrl: monitorUrl(o['nats_monitor_url']) } : {}),
   };
 }
 
+function monitorUrl(v: unknown): string {
+  if (typeof v !== 'string' || !/^https?:\/\/[^\s/]+\/?$/.test(v)) bad('cluster.nats_monitor_url', 'expected http://host:port of the nats-server monitoring port');
+  return v.replace(/\/$/, '');
+}
+
+/** One gateway as a nats-server's `/gatewayz` lists it: name, direction, connected. */
+export interface GatewayState {
+  readonly gateway: string;
+  readonly direction: 'outbound' | 'inbound';
+  readonly connected: boolean;
+}
+
+/**
+ * Reads `<monitor>/gatewayz` (nats-server monitoring): every outbound and inbound gateway and
+ * whether it has a connection. Empty when the server has no gateways.
+ * @throws Error when the monitor does not answer within `timeoutMs` (milliseconds).
+ */
+export async function readGateways(monitor: string, timeoutMs = 1_000): Promise<GatewayState[]> {
+  const r = await fetch(`${monitor}/gatewayz`, { signal: AbortSignal.timeout(timeoutMs) });
+  if (!r.ok) throw new Error(`${monitor}/gatewayz answered ${r.status}`);
+  const g = (await r.json()) as { outbound_gateways?: Record<string, { connection?: unknown }>; inbound_gateways?: Record<string, unknown[]> };
+  const out: GatewayState[] = [];
+  for (const [name, v] of Object.entries(g.outbound_gateways ?? {})) out.push({ gateway: name, direction: 'outbound', connected: v?.connection != null });
+  for (const [name, v] of Object.entries(g.inbound_gateways ?? {})) out.push({ gateway: name, direction: 'inbound', connected: Array.isArray(v) && v.length > 0 });
+  return out;
+}
+
 type AllowDecision = Extract<Decision, { verdict: 'allow' }>;
+
+/** Node-level settings of the cluster hooks that live outside the `cluster` section (node/config.ts). */
+export interface ClusterHookOpts {
+  /** `revocation_staleness_s` (seconds; 0 = off; default 0 here, 30 from a node config). */
+  readonly revocationStalenessS?: number;
+  /** `region`: the label of this node's cluster metrics (default `local`). */
+  readonly region?: string;
+  /** `nats_tls`: TLS of the NATS client connection (docs/tls.md). */
+  readonly natsTls?: { readonly caFile?: string | undefined; readonly certFile?: string | undefined; readonly keyFile?: string | undefined } | undefined;
+  /** Unix milliseconds (default `Date.now`). */
+  readonly clockMs?: () => number;
+}
+
+/** A readiness problem as `/healthz` lists it: a stable code and what it means now. */
+export interface NotReady {
+  readonly code: string;
+  readonly why: string;
+}
 
 /** The hooks a clustered node passes to `startNode`, and their lifecycle. */
 export class ClusterHooks {
@@ -140,15 +194,32 @@ export class ClusterHooks {
   #witnessing: TlogWitnessing | undefined;
   /** Revocations taken before {@link attach} (boot catch-up): closed once the ledger is known. */
   readonly #taken: SignedRevocation[] = [];
+  /** This node's region label (config `region`). */
+  readonly region: string;
+  readonly #clockMs: () => number;
+  /** Allows refused because the revocations could not be confirmed (`revocation-stale`). */
+  staleDenies = 0;
 
   /** Builds the hooks and starts connecting to NATS in the background. */
-  constructor(natsUrl: string, config: ClusterConfig, log: Logger) {
+  constructor(natsUrl: string, config: ClusterConfig, log: Logger, opts: ClusterHookOpts = {}) {
     this.config = config;
     this.#log = log;
+    this.region = opts.region ?? 'local';
+    this.#clockMs = opts.clockMs ?? Date.now;
+    const tls = opts.natsTls;
     this.bus = JetStreamBus.start(natsUrl, {
       names: channelNames(config.subjectRoot),
       replicas: config.replicas,
       name: 'jcp-node',
+      ...(tls !== undefined
+        ? {
+            tls: {
+              ...(tls.caFile !== undefined ? { caFile: tls.caFile } : {}),
+              ...(tls.certFile !== undefined ? { certFile: tls.certFile } : {}),
+              ...(tls.keyFile !== undefined ? { keyFile: tls.keyFile } : {}),
+            },
+          }
+        : {}),
       ...(config.streamCluster !== undefined ? { placement: { cluster: config.streamCluster } } : {}),
     });
     this.bus.onEvent((e) => {
@@ -160,6 +231,8 @@ export class ClusterHooks {
       bus: this.bus.revocations,
       log,
       catchUpMs: config.revocationCatchUpMs,
+      stalenessS: opts.revocationStalenessS ?? 0,
+      clockMs: this.#clockMs,
       onTaken: (sr) => {
         if (this.#closer) void this.#closer.closed(sr);
         else this.#taken.push(sr);
@@ -168,15 +241,304 @@ export class ClusterHooks {
     this.#assignFollowing = this.#followAssignments();
   }
 
+  /** Everything `startNode` takes from the hooks: budget policy, revocation feed, health source. */
+  get nodeOptions(): {
+    budgetPolicy: ClusterHooks['budgetPolicy'];
+    revocationFeeds: [ClusterHooks['revocationFeed']];
+    health: [{ name: string; notReady(): NotReady[]; healthDetail(): Record<string, unknown> }];
+  } {
+    return {
+      budgetPolicy: this.budgetPolicy,
+      revocationFeeds: [this.revocationFeed],
+      health: [{ name: 'cluster', notReady: () => this.notReady(), healthDetail: () => this.healthDetail() }],
+    };
+  }
+
   /** The budget policy for `startNode` (node/hooks.ts `BudgetPolicy`). */
   get budgetPolicy(): {
     admit(req: DecisionRequest, d: AllowDecision): Deny | undefined;
     committed(req: DecisionRequest, d: AllowDecision): void;
   } {
     return {
-      admit: (req, d) => this.shards.check(req.chain, d.chainIds, this.#steward?.did, req.cost.uj) ?? this.channels.admit(req, d),
+      admit: (req, d) => this.staleDeny() ?? this.shards.check(req.chain, d.chainIds, this.#steward?.did, req.cost.uj) ?? this.channels.admit(req, d),
       committed: (req, d) => this.channels.committed(req, d),
     };
+  }
+
+  /**
+   * The revocation staleness rule (spec §4.3 across a partition; channel/freshness.ts): when this
+   * node cannot confirm it has seen the latest revocations for longer than
+   * `revocation_staleness_s`, every allow becomes `Deny(revoked)` — nothing is debited, and the
+   * deny is sealed as a receipt like any other. §7's reasons are a closed list, and the check that
+   * cannot be passed is check 2 ("grant revoked"): the node cannot show the grant is NOT revoked,
+   * so it refuses on that check. The wire and the receipt carry only the spec's reason; the stable
+   * detail code `revocation-stale` is in the deny's `why` (logged), in `/healthz` (`not_ready`)
+   * and in `/metrics` (`jcp_revocation_stale_denies_total`, `jcp_revocation_stale`).
+   * Returns undefined while fresh (or when the rule is off).
+   */
+  staleDeny(): Deny | undefined {
+    const f = this.feed.freshness();
+    if (!f.stale) return undefined;
+    this.staleDenies++;
+    return {
+      reason: DenyReasons.REVOKED,
+      why: `${REVOCATION_STALE}: revocations not confirmed for ${Number.isFinite(f.stalenessS) ? `${f.stalenessS.toFixed(1)} s` : 'ever'} (revocation_staleness_s ${f.limitS})`,
+    };
+  }
+
+  /** Whether the node can confirm it has seen the latest revocations (channel/freshness.ts). */
+  freshness(): FreshnessView {
+    return this.feed.freshness();
+  }
+
+  /**
+   * Readiness problems of the cluster side, for `/healthz` (`ready`, `not_ready`): today
+   * `revocation-stale` when the staleness rule refuses allows. Empty = ready.
+   */
+  notReady(): NotReady[] {
+    const f = this.feed.freshness();
+    if (!f.stale) return [];
+    const since = Number.isFinite(f.stalenessS) ? `for ${f.stalenessS.toFixed(1)} s` : 'since start';
+    return [{ code: REVOCATION_STALE, why: `the revocation stream could not be confirmed ${since} (limit ${f.limitS} s)${f.lastProblem ? `: ${f.lastProblem}` : ''}; allows are refused` }];
+  }
+
+  /** The cluster side of `/healthz`: region, NATS, revocation stream position and staleness, channels. */
+  healthDetail(): Record<string, unknown> {
+    const f = this.feed.freshness();
+    return {
+      region: this.region,
+      nats_connected: this.bus.connected,
+      revocations: {
+        stream_seq: f.streamSeq,
+        taken_seq: f.takenSeq,
+        staleness_s: Number.isFinite(f.stalenessS) ? Number(f.stalenessS.toFixed(3)) : null,
+        limit_s: f.limitS,
+        stale: f.stale,
+        ...(f.lastProblem ? { last_problem: f.lastProblem } : {}),
+      },
+      channels: this.stats(),
+    };
+  }
+
+  /**
+   * Registers the cluster metrics in `registry` (Prometheus names, base units: seconds, joules),
+   * read at each scrape. Labels: `region` (config `region`), `grant` (channel grant id), `point`
+   * (a point's did:key). docs/cluster.md "Metrics" lists them.
+   */
+  observe(registry: Registry): void {
+    const region = this.region;
+    const hooks = this;
+    const channelPoints = () => this.channels.points();
+    new Gauge({
+      name: 'jcp_nats_connected',
+      help: 'Whether this node is connected to NATS with its streams in place (1) or not (0), by region',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ region }, hooks.bus.connected ? 1 : 0);
+      },
+    });
+    const monitor = this.config.natsMonitorUrl;
+    if (monitor !== undefined) {
+      const known = new Set<string>();
+      new Gauge({
+        name: 'jcp_nats_gateway_connected',
+        help: "Whether this node's nats-server has a connection for each gateway (1) or not (0), by region, gateway and direction (from /gatewayz)",
+        labelNames: ['region', 'gateway', 'direction'] as const,
+        registers: [registry],
+        async collect() {
+          let seen: GatewayState[];
+          try {
+            seen = await readGateways(monitor);
+          } catch {
+            seen = [];
+          }
+          const now = new Set<string>();
+          for (const g of seen) {
+            now.add(`${g.gateway}\u0000${g.direction}`);
+            this.set({ region, gateway: g.gateway, direction: g.direction }, g.connected ? 1 : 0);
+          }
+          // A gateway seen before and gone now (or the monitor unreachable) reads 0, not a stale 1.
+          for (const k of known) {
+            if (now.has(k)) continue;
+            const [gateway, direction] = k.split('\u0000') as [string, string];
+            this.set({ region, gateway, direction }, 0);
+          }
+          for (const k of now) known.add(k);
+        },
+      });
+    }
+    new Counter({
+      name: 'jcp_nats_disconnects_total',
+      help: 'NATS disconnects seen by this node, by region',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ region }, hooks.bus.counts.disconnects);
+      },
+    });
+    new Counter({
+      name: 'jcp_nats_reconnects_total',
+      help: 'NATS reconnects seen by this node, by region',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ region }, hooks.bus.counts.reconnects);
+      },
+    });
+    const opCounter = (name: string, help: string, pick: (c: { retries: number; failures: number }) => number, only?: string) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['region', 'op'] as const,
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const [op, c] of hooks.bus.opCounts) if (only === undefined || op === only) this.inc({ region, op }, pick(c));
+          if (only !== undefined && !hooks.bus.opCounts.has(only)) this.inc({ region, op: only }, 0);
+        },
+      });
+    opCounter('jcp_statement_publish_retries_total', 'Retried statement publishes (JetStream), by region', (c) => c.retries, 'publish statement');
+    opCounter('jcp_statement_publish_failures_total', 'Statement publishes that failed within their deadline, by region', (c) => c.failures, 'publish statement');
+    opCounter('jcp_nats_request_retries_total', 'Retried JetStream requests, by region and operation', (c) => c.retries);
+    opCounter('jcp_nats_request_failures_total', 'JetStream requests that failed within their deadline, by region and operation', (c) => c.failures);
+    new Gauge({
+      name: 'jcp_revocation_stream_seq',
+      help: 'The revocation stream last sequence as the stream leader last reported it',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ region }, hooks.feed.freshness().streamSeq);
+      },
+    });
+    new Gauge({
+      name: 'jcp_revocation_taken_seq',
+      help: 'The highest revocation stream sequence this node has taken into its revocation store',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ region }, hooks.feed.freshness().takenSeq);
+      },
+    });
+    new Gauge({
+      name: 'jcp_revocation_staleness_seconds',
+      help: 'Seconds since this node last confirmed it had seen the latest revocations (+Inf: never)',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ region }, hooks.feed.freshness().stalenessS);
+      },
+    });
+    new Gauge({
+      name: 'jcp_revocation_staleness_limit_seconds',
+      help: 'revocation_staleness_s (0 = off)',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ region }, hooks.feed.freshness().limitS);
+      },
+    });
+    new Gauge({
+      name: 'jcp_revocation_stale',
+      help: 'Whether allows are refused because the revocations could not be confirmed (1) or not (0)',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ region }, hooks.feed.freshness().stale ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'jcp_revocation_stale_denies_total',
+      help: 'Allows refused Deny(revoked) with detail revocation-stale',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ region }, hooks.staleDenies);
+      },
+    });
+    new Counter({
+      name: 'jcp_revocations_taken_total',
+      help: 'Revocations taken from the revocation stream into the revocation store',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ region }, hooks.feed.counts.taken);
+      },
+    });
+    new Gauge({
+      name: 'jcp_revocation_last_taken_timestamp_seconds',
+      help: 'Unix time (seconds, ms precision) this node last took a revocation from the stream (0: never)',
+      labelNames: ['region'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ region }, (hooks.feed.lastTakenAtMs ?? 0) / 1000);
+      },
+    });
+    const seen = new Map<string, number>();
+    new Histogram({
+      name: 'jcp_channel_settlement_seconds',
+      help: 'Time one settlement took (publish own statement, leader read of all), seconds, by channel grant and point',
+      labelNames: ['region', 'grant', 'point'] as const,
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5],
+      registers: [registry],
+      collect() {
+        for (const p of channelPoints()) {
+          const n = p.counts.settlements;
+          const before = seen.get(p.grantId) ?? 0;
+          const lat = p.latencies();
+          const fresh = Math.min(n - before, lat.length);
+          for (const ms of lat.slice(lat.length - fresh)) this.observe({ region, grant: p.grantId, point: p.self.did }, ms / 1000);
+          seen.set(p.grantId, n);
+        }
+      },
+    });
+    new Gauge({
+      name: 'jcp_channel_settlement_lag_seconds',
+      help: 'Seconds since this point last completed a settlement (how old its view of the peers is; +Inf: never), by channel grant and point',
+      labelNames: ['region', 'grant', 'point'] as const,
+      registers: [registry],
+      collect() {
+        const now = hooks.#clockMs();
+        for (const p of channelPoints()) {
+          this.set({ region, grant: p.grantId, point: p.self.did }, p.lastSettledAtMs === 0 ? Number.POSITIVE_INFINITY : Math.max(0, (now - p.lastSettledAtMs) / 1000));
+        }
+      },
+    });
+    new Gauge({
+      name: 'jcp_channel_unsettled_joules',
+      help: 'Joules this point spent since its last completed settlement (what its window W bounds), by channel grant and point',
+      labelNames: ['region', 'grant', 'point'] as const,
+      registers: [registry],
+      collect() {
+        for (const p of channelPoints()) this.set({ region, grant: p.grantId, point: p.self.did }, Number(p.unsettledUj) / 1e6);
+      },
+    });
+    new Counter({
+      name: 'jcp_channel_settled_spend_joules_total',
+      help: 'Settled spend of each point of a channel (its latest signed statement, verified), joules, by channel grant and the point that signed it',
+      labelNames: ['region', 'grant', 'point'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const p of channelPoints()) {
+          for (const st of p.statements()) this.inc({ region, grant: p.grantId, point: st.body.point }, Number(st.body.spent_uj) / 1e6);
+        }
+      },
+    });
+    new Counter({
+      name: 'jcp_channel_settle_failures_total',
+      help: 'Settlements that failed (publish or leader read), by channel grant and point',
+      labelNames: ['region', 'grant', 'point'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const p of channelPoints()) this.inc({ region, grant: p.grantId, point: p.self.did }, p.counts.settleFailures);
+      },
+    });
   }
 
   /**

@@ -139,6 +139,41 @@ export interface NodeConfig {
    * given. A non-empty section is refused without `nats` (it would have no effect).
    */
   readonly cluster: Readonly<Record<string, unknown>>;
+  /**
+   * `revocation_staleness_s` (seconds, default 30; 0 = off): a clustered node that cannot confirm
+   * it has seen the latest revocations for longer than this stops allowing (channel/freshness.ts,
+   * docs/cluster.md "Revocation staleness"). No effect without `nats`.
+   */
+  readonly revocationStalenessS: number;
+  /** `region` (default `local`): the region label of this node's metrics (docs/cluster.md "Metrics"). */
+  readonly region: string;
+  /** `tls`: jcp/1 over TLS (docs/tls.md); undefined = plaintext TCP. */
+  readonly tls: ServerTlsConfig | undefined;
+  /** `nats_tls`: TLS for the NATS client connection (docs/tls.md); undefined = as the URL says. */
+  readonly natsTls: NatsTlsConfig | undefined;
+}
+
+/** jcp/1 over TLS (docs/tls.md): the node's certificate and, optionally, client certificates. */
+export interface ServerTlsConfig {
+  /** PEM certificate chain file of the node (absolute path). */
+  readonly certFile: string;
+  /** PEM private key file of the node (absolute path). */
+  readonly keyFile: string;
+  /** PEM CA bundle that client certificates must chain to; required when `clientCerts` is not `off`. */
+  readonly caFile: string | undefined;
+  /**
+   * `off` (default): no client certificate asked; `request`: asked, and verified when sent;
+   * `require`: a connection without a valid client certificate is refused. A client certificate
+   * never replaces the caller's signature on each request (§11): it only gates the connection.
+   */
+  readonly clientCerts: 'off' | 'request' | 'require';
+}
+
+/** TLS of the NATS client connection (docs/tls.md): CA to verify the servers, optional client certificate. */
+export interface NatsTlsConfig {
+  readonly caFile: string | undefined;
+  readonly certFile: string | undefined;
+  readonly keyFile: string | undefined;
 }
 
 /** Command-line overrides (`--listen`, `--data`, `--nats`, `--metrics`, `--upstream`, `--trust-root`). */
@@ -155,6 +190,20 @@ export interface ConfigOverrides {
   readonly upstream?: readonly string[];
   /** `NAME=did:key:…`: a trust root (§7) of the `--upstream` resource NAME; repeatable. */
   readonly trustRoot?: readonly string[];
+  /** `--revocation-staleness-s`: decimal seconds (overrides `revocation_staleness_s`). */
+  readonly revocationStalenessS?: string;
+  /** `--region`. */
+  readonly region?: string;
+  /** `--tls-cert`, `--tls-key`, `--tls-ca` (jcp/1 over TLS; cert and key go together). */
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
+  readonly tlsCa?: string;
+  /** `--tls-client-certs off|request|require`. */
+  readonly tlsClientCerts?: string;
+  /** `--nats-ca`, `--nats-cert`, `--nats-key` (NATS client TLS). */
+  readonly natsCa?: string;
+  readonly natsCert?: string;
+  readonly natsKey?: string;
 }
 
 /**
@@ -214,6 +263,8 @@ export const CONFIG_DEFAULTS = {
   batchMax: 1024,
   logLevel: 'info',
   endpointTimeoutMs: 10_000,
+  revocationStalenessS: 30,
+  region: 'local',
 } as const;
 
 function fail(where: string, what: string): never {
@@ -400,6 +451,10 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'resources',
     'meter',
     'cluster',
+    'revocation_staleness_s',
+    'region',
+    'tls',
+    'nats_tls',
   ]);
   const listenS = overrides.listen ?? text(o['listen'], 'listen', CONFIG_DEFAULTS.listen);
   const listen = parseHostPort(listenS, overrides.listen !== undefined ? '--listen' : 'listen');
@@ -427,12 +482,24 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
   if (Object.keys(cluster).length > 0 && nats === undefined) {
     fail('cluster', 'needs "nats" (or --nats url): without NATS the node joins no cluster and this section would be ignored');
   }
+  let stalenessS = int(o['revocation_staleness_s'], 'revocation_staleness_s', 0, 86_400, CONFIG_DEFAULTS.revocationStalenessS);
+  if (overrides.revocationStalenessS !== undefined) {
+    const t = overrides.revocationStalenessS;
+    if (!/^\d{1,5}$/.test(t) || Number(t) > 86_400) fail('--revocation-staleness-s', 'expected whole seconds in [0, 86400]');
+    stalenessS = Number(t);
+  }
+  const region = overrides.region ?? text(o['region'], 'region', CONFIG_DEFAULTS.region);
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(region)) fail(overrides.region !== undefined ? '--region' : 'region', 'expected 1–64 of A–Z a–z 0–9 _ . -');
   return {
     listen,
     dataDir,
     stewardKey,
     metrics,
     nats,
+    revocationStalenessS: stalenessS,
+    region,
+    tls: readServerTls(o['tls'], overrides, base),
+    natsTls: readNatsTls(o['nats_tls'], overrides, base),
     maxSkewS: int(o['max_skew_s'], 'max_skew_s', 0, 86_400, CONFIG_DEFAULTS.maxSkewS),
     requestIndexMarginS: int(o['request_index_margin_s'], 'request_index_margin_s', 0, 86_400 * 30, CONFIG_DEFAULTS.requestIndexMarginS),
     snapshot: {
@@ -465,6 +532,45 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     meter: meter as Record<string, unknown>,
     cluster: cluster as Record<string, unknown>,
   };
+}
+
+/** A file path of a TLS section or flag, resolved (flags against the working folder). */
+function tlsPath(v: unknown, where: string, base: string): string {
+  return path.resolve(base, text(v, where));
+}
+
+/** The `tls` section with `--tls-*` overrides; undefined when neither gives a certificate. @throws NodeFault `config-invalid`. */
+function readServerTls(v: unknown, ov: ConfigOverrides, base: string): ServerTlsConfig | undefined {
+  const t = obj(v ?? {}, 'tls', ['cert_file', 'key_file', 'ca_file', 'client_certs']);
+  const cwd = process.cwd();
+  const cert = ov.tlsCert !== undefined ? tlsPath(ov.tlsCert, '--tls-cert', cwd) : t['cert_file'] !== undefined ? tlsPath(t['cert_file'], 'tls.cert_file', base) : undefined;
+  const key = ov.tlsKey !== undefined ? tlsPath(ov.tlsKey, '--tls-key', cwd) : t['key_file'] !== undefined ? tlsPath(t['key_file'], 'tls.key_file', base) : undefined;
+  const ca = ov.tlsCa !== undefined ? tlsPath(ov.tlsCa, '--tls-ca', cwd) : t['ca_file'] !== undefined ? tlsPath(t['ca_file'], 'tls.ca_file', base) : undefined;
+  const mode = ov.tlsClientCerts ?? (t['client_certs'] === undefined ? 'off' : text(t['client_certs'], 'tls.client_certs'));
+  const modeWhere = ov.tlsClientCerts !== undefined ? '--tls-client-certs' : 'tls.client_certs';
+  if (mode !== 'off' && mode !== 'request' && mode !== 'require') fail(modeWhere, 'expected off|request|require');
+  if (cert === undefined && key === undefined) {
+    if (ca !== undefined || mode !== 'off') fail(ov.tlsCa !== undefined ? '--tls-ca' : 'tls', 'needs cert_file and key_file (--tls-cert, --tls-key)');
+    return undefined;
+  }
+  if (cert === undefined) fail(ov.tlsKey !== undefined ? '--tls-cert' : 'tls.cert_file', 'a key without a certificate');
+  if (key === undefined) fail(ov.tlsCert !== undefined ? '--tls-key' : 'tls.key_file', 'a certificate without a key');
+  if (mode !== 'off' && ca === undefined) fail(modeWhere, 'client certificates need ca_file (--tls-ca) to verify them');
+  return { certFile: cert, keyFile: key, caFile: ca, clientCerts: mode };
+}
+
+/** The `nats_tls` section with `--nats-*` overrides; undefined when neither gives anything. @throws NodeFault `config-invalid`. */
+function readNatsTls(v: unknown, ov: ConfigOverrides, base: string): NatsTlsConfig | undefined {
+  const t = obj(v ?? {}, 'nats_tls', ['ca_file', 'cert_file', 'key_file']);
+  const cwd = process.cwd();
+  const pick = (flag: string | undefined, flagName: string, field: string): string | undefined =>
+    flag !== undefined ? tlsPath(flag, flagName, cwd) : t[field] !== undefined ? tlsPath(t[field], `nats_tls.${field}`, base) : undefined;
+  const caFile = pick(ov.natsCa, '--nats-ca', 'ca_file');
+  const certFile = pick(ov.natsCert, '--nats-cert', 'cert_file');
+  const keyFile = pick(ov.natsKey, '--nats-key', 'key_file');
+  if ((certFile === undefined) !== (keyFile === undefined)) fail(ov.natsCert !== undefined || ov.natsKey !== undefined ? '--nats-cert' : 'nats_tls', 'cert_file and key_file go together');
+  if (caFile === undefined && certFile === undefined) return undefined;
+  return { caFile, certFile, keyFile };
 }
 
 /**

@@ -373,6 +373,7 @@ export class Enforcer {
         return encodeWireResponse({ decision: { verdict: 'deny', deny_reason: d.deny.reason }, receipt });
       }
       m.debitedUj.inc(Number(cost.uj));
+      m.debitedJoules.inc(Number(cost.uj) / 1e6);
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
       const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
@@ -405,7 +406,10 @@ export class Enforcer {
           this.#fail(e as Error);
           return this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`);
         }
-        if (this.#d.ledger.credit(d.chainIds, cost.uj)) m.reversedUj.inc(Number(cost.uj));
+        if (this.#d.ledger.credit(d.chainIds, cost.uj)) {
+          m.reversedUj.inc(Number(cost.uj));
+          m.reversedJoules.inc(Number(cost.uj) / 1e6);
+        }
         return encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result });
       }
       const result = inv.result;
@@ -454,7 +458,10 @@ export class Enforcer {
             ? errorResult(cause.code, cause.message)
             : errorResult(EndpointErrorCodes.FAILED, `${binding.name}: ${(cause as Error)?.message ?? String(cause)}`);
     }
-    if (metered !== undefined) this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
+    if (metered !== undefined) {
+      this.#d.metrics.meteredUj.inc({ provenance: metered.provenance }, Number(metered.uj));
+      this.#d.metrics.meteredJoules.inc({ provenance: metered.provenance }, Number(metered.uj) / 1e6);
+    }
     if (result.length > RESULT_CAP_BYTES) {
       result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: result of ${result.length} bytes exceeds ${RESULT_CAP_BYTES}`);
     }

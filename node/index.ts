@@ -132,7 +132,7 @@ export {
   fetchCheckpointView,
   type Witness,
 } from './tlogview.ts';
-export { ClusterHooks, readClusterConfig } from './cluster.ts';
+export { ClusterHooks, type ClusterHookOpts, type GatewayState, type NotReady, readClusterConfig, readGateways } from './cluster.ts';
 
 export {
   type AlarmMsg,

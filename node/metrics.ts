@@ -55,6 +55,24 @@ export class NodeMetrics {
     labelNames: ['provenance'] as const,
     registers: [this.registry],
   });
+  /** The same energy in joules (Prometheus base units), beside the µJ counters kept for compatibility. */
+  readonly debitedJoules = new Counter({
+    name: 'jcp_debited_joules_total',
+    help: 'Joules debited from leaf grants on allow (jcp_debited_uj_total / 1e6)',
+    registers: [this.registry],
+  });
+  readonly reversedJoules = new Counter({
+    name: 'jcp_reversed_joules_total',
+    help: 'Joules handed back by reversal records (jcp_reversed_uj_total / 1e6)',
+    registers: [this.registry],
+  });
+  readonly meteredJoules = new Counter({
+    name: 'jcp_metered_joules_total',
+    help: 'Joules metered around endpoint invocations, by provenance (jcp_metered_uj_total / 1e6)',
+    labelNames: ['provenance'] as const,
+    registers: [this.registry],
+  });
+
   /** Receipts per fsync'd batch. */
   readonly batchSize = new Histogram({
     name: 'jcp_log_batch_receipts',
@@ -108,6 +126,13 @@ export class NodeMetrics {
   readonly connections = new Gauge({
     name: 'jcp_connections',
     help: 'Open jcp/1 connections',
+    registers: [this.registry],
+  });
+  /** jcp/1 TLS connections refused before any frame (plaintext clients, failed handshakes, bad client certificates). */
+  readonly tlsRefused = new Counter({
+    name: 'jcp_tls_refused_connections_total',
+    help: 'jcp/1 connections refused by the TLS listener before any frame: handshake (plaintext or untrusted), client-certificate',
+    labelNames: ['why'] as const,
     registers: [this.registry],
   });
   /** Messages refused `rate-limited` (node/ratelimit.ts), and the peers tracked. */
@@ -231,7 +256,10 @@ export class RateSampler {
 
 /** Health as reported on `/healthz`. */
 export interface Health {
+  /** Alive: the receipt log works (`/healthz` 200; 503 once it failed). */
   readonly ok: boolean;
+  /** Ready to allow (`/readyz` 200; 503 otherwise, e.g. `revocation-stale`). Default: `ok`. */
+  readonly ready?: boolean;
   readonly detail: Record<string, unknown>;
 }
 
@@ -241,7 +269,8 @@ export interface TlogResponder {
 }
 
 /**
- * Serves `/metrics` (Prometheus text) and `/healthz` (JSON, 200 when healthy, 503 otherwise),
+ * Serves `/metrics` (Prometheus text), `/healthz` (JSON, 200 while alive, 503 once the log
+ * failed) and `/readyz` (the same JSON, 200 while ready to allow, 503 otherwise),
  * and, when `tlog` is given, `/checkpoint` and `/tile/…` (C2SP tlog-tiles, GET only).
  * Resolves to the server and the bound port.
  */
@@ -279,9 +308,10 @@ export async function serveMetrics(
       );
       return;
     }
-    if (url === '/healthz') {
+    if (url === '/healthz' || url === '/readyz') {
       const h = health();
-      res.writeHead(h.ok ? 200 : 503, { 'content-type': 'application/json' });
+      const up = url === '/healthz' ? h.ok : (h.ready ?? h.ok);
+      res.writeHead(up ? 200 : 503, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: h.ok, ...h.detail }));
       return;
     }

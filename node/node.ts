@@ -5,6 +5,7 @@
  * listener (§11), and `/metrics` + `/healthz`.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { type Logger, pino } from 'pino';
 import { type Actor, type ContentId, type Grant, isJcpError, type Ledger, type Rng, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, TrustRoots } from '../core/index.ts';
@@ -30,7 +31,7 @@ import { type LogReplay, replayLog } from './replay.ts';
 import { AmendmentStore } from './amendments.ts';
 import { RevocationStore } from './revocations.ts';
 import { chooseSnapshot, Snapshotter } from './snapshot.ts';
-import { JcpServer } from './server.ts';
+import { type JcpTlsOptions, JcpServer } from './server.ts';
 import { WorkerPool } from './workers.ts';
 
 /** Effects and hooks a node takes besides its config (all optional). */
@@ -63,6 +64,22 @@ export interface NodeOptions {
    * "The start-up check"); `--accept-damaged-log` does not override this. Undefined: no check.
    */
   readonly witnessed?: (steward: Did) => Promise<WitnessedCheckpoint | undefined>;
+  /**
+   * Readiness and health beyond the node's own (the cluster hooks: revocation staleness, NATS):
+   * `/healthz` adds each source's detail under its `name`, `ready: false` and `not_ready` when a
+   * source lists problems, and `/readyz` answers 503 then (docs/node.md "Operations").
+   */
+  readonly health?: ReadonlyArray<HealthSource>;
+}
+
+/** A source of readiness problems and health detail for `/healthz` and `/readyz`. */
+export interface HealthSource {
+  /** The key of its detail in `/healthz` (e.g. `cluster`). */
+  readonly name: string;
+  /** Problems that make the node not ready (it refuses allows meanwhile): stable code and text. Empty = ready. */
+  notReady(): ReadonlyArray<{ readonly code: string; readonly why: string }>;
+  /** Detail shown under {@link name}. */
+  healthDetail(): Record<string, unknown>;
 }
 
 /** What boot replay found (§8.1): receipts read, good and bad, continuity breaks, time. */
@@ -125,6 +142,25 @@ export interface RunningNode {
   close(): Promise<void>;
 }
 
+/** The PEM files of the `tls` section, read. @throws NodeFault `config-invalid` naming the file's field. */
+function readTlsFiles(cfg: NodeConfig): JcpTlsOptions | undefined {
+  const t = cfg.tls;
+  if (t === undefined) return undefined;
+  const read = (file: string, where: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${where}: cannot read ${file}: ${(e as Error).message}`, where, { cause: e });
+    }
+  };
+  return {
+    cert: read(t.certFile, 'tls.cert_file'),
+    key: read(t.keyFile, 'tls.key_file'),
+    ...(t.caFile !== undefined ? { ca: read(t.caFile, 'tls.ca_file') } : {}),
+    clientCerts: t.clientCerts,
+  };
+}
+
 /** Every problem boot replay and the head check found, in log order (head first at its seq). */
 function bootProblems(r: LogReplay, head: HeadCheck): Array<BootProblem & { why: string }> {
   return [
@@ -169,6 +205,8 @@ function bootReport(
 export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promise<RunningNode> {
   const logger = opts.logger ?? pino({ level: cfg.logLevel, base: { svc: 'jcp-node' } });
   const clockS = opts.clockS ?? (() => Math.floor(Date.now() / 1000));
+  // Read before anything opens: a missing certificate stops the node with nothing to clean up.
+  const tlsFiles = readTlsFiles(cfg);
   try {
     makeDirs(cfg.dataDir, 0o700);
   } catch (e) {
@@ -403,6 +441,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       idleTimeoutMs: cfg.idleTimeoutMs,
       maxConnections: cfg.maxConnections,
       maxPending: cfg.maxPendingPerConnection,
+      tls: tlsFiles,
     },
     metrics,
     logger,
@@ -420,9 +459,15 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
         metrics,
         () => {
           const g = growth();
+          const sources = opts.health ?? [];
+          const notReady = sources.flatMap((h) => h.notReady());
           return {
           ok: enforcer.fatal === undefined,
+          ready: enforcer.fatal === undefined && notReady.length === 0,
           detail: {
+            ready: enforcer.fatal === undefined && notReady.length === 0,
+            ...(notReady.length > 0 ? { not_ready: notReady } : {}),
+            ...Object.fromEntries(sources.map((h) => [h.name, h.healthDetail()])),
             steward: steward.did,
             seq: enforcer.nextSeq,
             connections: server?.connections ?? 0,

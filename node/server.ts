@@ -24,6 +24,7 @@
  *   request's notices always precede its response. Clients route notices by `request_id`.
  */
 import { type Server, type Socket, createServer } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { frameMessage, FrameReader, MAX_DECLARABLE_LENGTH } from '../core/index.ts';
@@ -55,6 +56,25 @@ export interface ServerLimits {
   readonly maxConnections: number;
   /** Unanswered requests per connection before reading pauses. */
   readonly maxPending: number;
+  /**
+   * jcp/1 over TLS (docs/tls.md): PEM certificate chain and key of the node, and the CA bundle
+   * client certificates must chain to. With it the listener speaks TLS only: a plaintext client
+   * fails the handshake and is disconnected before any frame is read. Undefined = plain TCP.
+   */
+  readonly tls?: JcpTlsOptions | undefined;
+}
+
+/** The TLS material of a jcp/1 listener (PEM bytes). */
+export interface JcpTlsOptions {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly ca?: Buffer | undefined;
+  /**
+   * `off`: no client certificate asked; `request`: asked, verified when sent (a bad one fails the
+   * handshake); `require`: none or a bad one fails the handshake. Never a substitute for the
+   * caller's signature, which every request carries and the node always checks (§11).
+   */
+  readonly clientCerts: 'off' | 'request' | 'require';
 }
 
 /** Stop reading from a connection whose unread replies exceed this many bytes. */
@@ -256,6 +276,8 @@ export class JcpServer {
   /** Open connections per remote address. */
   readonly #perPeer = new Map<string, number>();
   readonly #server: Server;
+  /** TLS only: raw sockets accepted by TCP, until they close. */
+  readonly #handshaking = new Set<Socket>();
   #accepting = true;
 
   constructor(handler: MessageHandler, limits: ServerLimits, metrics: NodeMetrics, log: Logger) {
@@ -263,7 +285,44 @@ export class JcpServer {
     this.limits = limits;
     this.metrics = metrics;
     this.#log = log;
-    this.#server = createServer({ noDelay: true, allowHalfOpen: true }, (sock) => this.#accept(sock));
+    const tls = limits.tls;
+    this.#server =
+      tls === undefined
+        ? createServer({ noDelay: true, allowHalfOpen: true }, (sock) => this.#accept(sock))
+        : createTlsServer(
+            {
+              cert: tls.cert,
+              key: tls.key,
+              ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
+              requestCert: tls.clientCerts !== 'off',
+              // `request`: a client without a certificate is let in (its signature still decides);
+              // one that sends a certificate that does not verify fails the handshake (below).
+              rejectUnauthorized: tls.clientCerts === 'require',
+              minVersion: 'TLSv1.2',
+              noDelay: true,
+              allowHalfOpen: true,
+            },
+            (sock) => {
+              if (tls.clientCerts === 'request' && sock.getPeerCertificate() && Object.keys(sock.getPeerCertificate()).length > 0 && !sock.authorized) {
+                this.metrics.tlsRefused.inc({ why: 'client-certificate' });
+                sock.destroy();
+                return;
+              }
+              this.#accept(sock);
+            },
+          );
+    if (tls !== undefined) {
+      // Sockets still in (or failed at) the handshake are not connections yet: close() ends them.
+      this.#server.on('connection', (raw: Socket) => {
+        this.#handshaking.add(raw);
+        raw.once('close', () => this.#handshaking.delete(raw));
+      });
+      // A plaintext client (or a failed handshake) never reaches #accept: counted and logged.
+      this.#server.on('tlsClientError', (e: Error & { code?: string }) => {
+        this.metrics.tlsRefused.inc({ why: 'handshake' });
+        this.#log.debug({ err: e.message, code: e.code }, 'jcp/1 TLS handshake failed (plaintext or untrusted client)');
+      });
+    }
     this.#server.on('error', (e) => this.#log.error({ err: e }, 'listener error'));
   }
 
@@ -359,6 +418,7 @@ export class JcpServer {
     const end = Date.now() + graceMs;
     while (this.#conns.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     for (const c of this.#conns) c.destroy();
+    for (const raw of this.#handshaking) raw.destroy();
     await closed;
   }
 }

@@ -8,7 +8,7 @@
  *   folder (demo/, conformance/, vectors/, chaos/, inspect/).
  * Imports are read with the TypeScript parser (static imports, `export … from`, `import()`).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -131,6 +131,44 @@ function brokenCitations(files: readonly string[]): string[] {
   return bad;
 }
 
+/** Names a folder's front door exports that no file outside the folder imports (bridge/ and client/library.ts are the npm API). */
+function unusedDoorNames(files: readonly string[]): string[] {
+  const used = new Map<string, Set<string>>();
+  const exported = new Map<string, string[]>();
+  for (const f of files) {
+    const sf = ts.createSourceFile(f, readFileSync(path.join(ROOT, f), 'utf8'), ts.ScriptTarget.Latest, true);
+    const isDoor = /^[a-z]+\/index\.ts$/.test(f);
+    // A dynamic import may use any name of the door it loads.
+    for (const m of sf.text.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g)) {
+      const t = path.normalize(path.join(path.dirname(f), m[1]!)).replace(/internal\.ts$/, 'index.ts');
+      if (!used.has(t)) used.set(t, new Set());
+      used.get(t)!.add('*');
+    }
+    for (const st of sf.statements) {
+      if (!(ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) || !st.moduleSpecifier || !ts.isStringLiteral(st.moduleSpecifier)) continue;
+      if (isDoor && ts.isExportDeclaration(st) && st.exportClause && ts.isNamedExports(st.exportClause)) {
+        exported.set(f, [...(exported.get(f) ?? []), ...st.exportClause.elements.map((el) => el.name.text)]);
+      }
+      const spec = st.moduleSpecifier.text;
+      if (!spec.startsWith('.')) continue;
+      const t = path.normalize(path.join(path.dirname(f), spec));
+      if (top(t) === top(f) || !/\/(index|internal)\.ts$/.test(t)) continue;
+      const door = t.replace(/internal\.ts$/, 'index.ts');
+      const names = used.get(door) ?? new Set<string>();
+      used.set(door, names);
+      const bindings = ts.isImportDeclaration(st) ? st.importClause?.namedBindings : st.exportClause;
+      if (bindings && (ts.isNamedImports(bindings) || ts.isNamedExports(bindings))) for (const el of bindings.elements) names.add((el.propertyName ?? el.name).text);
+      else names.add('*');
+    }
+  }
+  const out: string[] = [];
+  for (const [door, names] of exported) {
+    if (door === 'bridge/index.ts' || used.get(door)?.has('*')) continue;
+    for (const n of names) if (!used.get(door)?.has(n)) out.push(`${door}: ${n}`);
+  }
+  return out;
+}
+
 describe('layout', () => {
   const files = sourceFiles(ROOT);
 
@@ -139,9 +177,32 @@ describe('layout', () => {
     expect(layoutViolations(files)).toEqual([]);
   });
 
+  it('every name a front door exports is imported by another folder (bridge/, the npm API, aside)', () => {
+    expect(unusedDoorNames(files)).toEqual([]);
+  });
+
   it('every top-level folder with code is a product folder or a leaf', () => {
     const tops = new Set(files.map(top).filter((t) => t !== '.'));
     expect([...tops].filter((t) => !(t in LAYERS) && !LEAVES.has(t))).toEqual([]);
+  });
+
+  it('the npm package ships every product folder (bin/jcp.mjs runs the sources, so a missing one breaks every command)', () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { files: string[] };
+    expect(Object.keys(LAYERS).filter((folder) => !pkg.files.includes(folder))).toEqual([]);
+  });
+
+  it('every folder README.md names and every .ts file the docs name exist', () => {
+    const missing: string[] = [];
+    const docs = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`)];
+    for (const doc of docs) {
+      for (const m of readFileSync(path.join(ROOT, doc), 'utf8').matchAll(/`([a-z][\w-]*\/(?:[\w.-]+\/)*(?:[\w.-]+\.ts)?)`/g)) {
+        const named = m[1]!;
+        const folder = named.endsWith('/') && named.split('/').length === 2;
+        if (!(named.endsWith('.ts') || (doc === 'README.md' && folder)) || named.startsWith('node_modules/')) continue;
+        if (!existsSync(path.join(ROOT, named)) && !existsSync(path.join(ROOT, path.dirname(doc), named))) missing.push(`${doc}: ${named}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it('every docs/<file>.md "<section>" citation names a section that exists, and no comment names an issue number', () => {
@@ -149,6 +210,16 @@ describe('layout', () => {
     expect(brokenCitations(docs.filter((f) => f !== "test/layout.test.ts"))).toEqual([]);
     const numbered = files.filter((f) => f !== "test/layout.test.ts" && /\b(issue|task) \d+\b/i.test(readFileSync(path.join(ROOT, f), 'utf8')));
     expect(numbered).toEqual([]);
+  });
+
+  it("every path in the README's spec map exists", () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('### From the spec to the code'), readme.indexOf('`test/layout.test.ts` checks that every path in this table exists'));
+    const paths = [...table.matchAll(/`((?:core|io|meter|natsio|channel|shards|frost|node|client|bridge|test)\/[^`*]*)`/g)].map((m) => m[1]!);
+    expect(paths.length).toBeGreaterThan(40);
+    expect(paths.filter((p) => !existsSync(path.join(ROOT, p)))).toEqual([]);
+    const globs = [...table.matchAll(/`(test\/[^`]*)\*([^`]*)`/g)];
+    for (const g of globs) expect(readdirSync(path.join(ROOT, path.dirname(g[1]!))).some((f) => f.startsWith(path.basename(g[1]!)) && f.endsWith(g[2]!))).toBe(true);
   });
 
   it('a citation of a missing section is reported', () => {

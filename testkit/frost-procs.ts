@@ -32,7 +32,12 @@ export interface ParticipantProcOpts {
   readonly env?: Readonly<Record<string, string>>;
   /** Give the child a writable stdin (`child.stdin`), for `--approve prompt`; default none. */
   readonly stdin?: boolean;
+  /** How long to wait for the `ready` event, ms (default {@link PARTICIPANT_READY_TIMEOUT_MS}). */
+  readonly readyTimeoutMs?: number;
 }
+
+/** The default wait for a participant's `ready` event, ms. */
+export const PARTICIPANT_READY_TIMEOUT_MS = 30_000;
 
 /** A participant child process and the events it printed. */
 export class ParticipantProc {
@@ -117,14 +122,24 @@ export class ParticipantProc {
   }
 }
 
-/** Starts one participant process and waits for its `ready` event. */
-export async function startParticipantProc(opts: ParticipantProcOpts, readyTimeoutMs = 30_000): Promise<ParticipantProc> {
+/**
+ * Starts one participant process and waits for its `ready` event, for `readyTimeoutMs`
+ * (default `opts.readyTimeoutMs`, else {@link PARTICIPANT_READY_TIMEOUT_MS}).
+ * @throws Error when the child exits first or is not ready in time; the child is then stopped
+ *   (SIGTERM, then SIGKILL), so nothing is left running and no pipe keeps the caller alive.
+ */
+export async function startParticipantProc(opts: ParticipantProcOpts, readyTimeoutMs = opts.readyTimeoutMs ?? PARTICIPANT_READY_TIMEOUT_MS): Promise<ParticipantProc> {
   const flags = ['--keystore', opts.keystore, '--nats', opts.natsUrl, '--prefix', opts.prefix, ...(opts.args ?? [])];
   const argv = opts.script ? ['--import', TSX_IMPORT, opts.script, ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
   const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
   track(child);
   const p = new ParticipantProc(opts.keystore, child);
-  await p.waitFor((e) => e.event === 'ready', 'ready', readyTimeoutMs);
+  try {
+    await p.waitFor((e) => e.event === 'ready', 'ready', readyTimeoutMs);
+  } catch (e) {
+    await p.stop();
+    throw e;
+  }
   return p;
 }
 

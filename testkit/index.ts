@@ -9,17 +9,7 @@ export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts
 export { ParticipantProc } from './frost-procs.ts';
 export { startParticipantProc } from './frost-procs.ts';
 export { exitAfterInterrupt, freePort, JCP_BIN, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
-export {
-  type LinkStatus,
-  type Region,
-  type RegionCluster,
-  type RegionLink,
-  type RegionNode,
-  type RegionOpts,
-  type RegionState,
-  type RegionStatus,
-  REGION_NAMES,
-  startRegions,
-  type TlsMaterial,
-} from './regions.ts';
-export { type LinkDelay, TcpProxy } from './proxy.ts';
+export { type RegionCluster, type RegionState, type RegionStatus, startRegions } from './regions.ts';
+export { TcpProxy } from './proxy.ts';
+export { feedReachTarget, measureRevocationReach, metricsReachTarget, quantileMs } from './reach.ts';
+export { makeTlsMaterial } from './tls.ts';

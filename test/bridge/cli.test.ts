@@ -85,6 +85,17 @@ describe('jcp bridge (command)', () => {
     await c.close();
   });
 
+  test('refusal / a --key that is not the subject of a chain\'s leaf grant (every call would be denied wrong-subject)', async () => {
+    const wrong = await runJcp(['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('carol.key'), '--chain', w('bob.chain.json')]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain('error [key-not-subject]');
+    expect(wrong.stderr).toContain(bob.did);
+    writeFileSync(w('mixed.json'), JSON.stringify({ node: `127.0.0.1:${node.port}`, agents: [{ name: 'x', key: 'carol.key', chains: ['carol.chain.json', 'bob.chain.json'], token_file: 'bob.token' }] }));
+    const mixed = await runJcp(['bridge', '--http', '127.0.0.1:0', '--config', w('mixed.json')]);
+    expect(mixed.code).toBe(1);
+    expect(mixed.stderr).toContain('error [key-not-subject]');
+  });
+
   test('refusals / a remote address without --allow-remote, an inlined token, a missing token variable', async () => {
     const remote = await runJcp(['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json'), '--http', '0.0.0.0:0']);
     expect(remote.code).toBe(1);

@@ -18,7 +18,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { writeChainFile } from '../../client/index.ts';
 import { grantId, type SignedGrant, signGrant } from '../../core/index.ts';
-import { deal, NO_POLICY_REASON, shareRecord, writeShareFile } from '../../frost/internal.ts';
+import { deal, NO_POLICY_ID, NO_POLICY_REASON, shareRecord, writeShareFile } from '../../frost/internal.ts';
 import { type ParticipantProc, startParticipantProc } from '../../testkit/index.ts';
 import { type RunningNode, writeKeyFile } from '../../node/index.ts';
 import { cleanupPrefix, NATS_URL, uniquePrefix } from '../frost/helpers.ts';
@@ -27,7 +27,7 @@ import { cast, liveNode, rid, tempDir } from '../node/fixtures.ts';
 const { rng, alice, bob } = cast('bridge-threshold');
 const JCP = path.resolve(import.meta.dirname, '../../bin/jcp.mjs');
 
-type Refusal = { identifier: number; holder: string; code: string; reason: string; record?: { valid: boolean; policy_kind: string; decision: string; request: string } };
+type Refusal = { identifier: number; holder: string; code: string; reason: string; record?: { valid: boolean; policy: string; policy_kind: string; decision: string; request: string } };
 
 describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
   const work = tempDir('bridge-threshold');
@@ -140,6 +140,8 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     expect(r._meta?.['jcp/error']).toBe('threshold-refused');
     const refusals = r._meta?.['jcp/refusals'] as Refusal[];
     expect(refusals.find((x) => x.identifier === 2)).toMatchObject({ code: 'frost-not-approved', reason: NO_POLICY_REASON });
+    // Even without a policy the refusal is a signed, published decision record (policy kind none).
+    expect(refusals.find((x) => x.identifier === 2)?.record).toMatchObject({ valid: true, policy_kind: 'none', decision: 'refuse', policy: NO_POLICY_ID });
     expect(node.log.durableSeq).toBe(before);
     // The old behaviour, asked for explicitly: holder 2 signs with holder 1.
     await holders[1]!.stop();

@@ -109,6 +109,13 @@ describe('jcp CLI around a node', () => {
     };
     const carolDid = (await jcp('key', 'show', f('carol.key'))).out.trim();
     expect(attr.attribution.find((a) => a.subject === carolDid)).toMatchObject({ allowed: 1, refused: 2, uj: '40' });
+    // docs/console.md has auditors compare the console with `attribute --json`: the same JSON.
+    const attrJson = await jcp('receipts', 'attribute', node.dataDir, '--json');
+    expect(attrJson.code).toBe(0);
+    expect(JSON.parse(attrJson.out)).toEqual(attr);
+    expect(JSON.parse((await jcp('receipts', 'replay', node.dataDir, '--json')).out)).toEqual(r);
+    // export chooses its format with --format: --json there is still a usage error
+    expect((await jcp('receipts', 'export', node.dataDir, '--json')).code).toBe(2);
 
     const json = await jcp('receipts', 'export', node.dataDir, '--format', 'json', '--out', f('log.json'));
     expect(json.code).toBe(0);
