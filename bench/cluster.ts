@@ -179,29 +179,11 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
   const root = mkRoot(bigBudget);
   const rootId = grantId(root.grant);
   const tag = randomBytes(4).toString('hex');
-  const figures: Figure[] = [];
   const results = new Map<Mode, ModeResult>();
 
   // (d) JetStream KV compare-and-set: slow (consensus per spend), so one short round.
   const kvBus = await JetStreamBus.connect(NATS, { names: channelNames(`bench${tag}`) });
-  const kvm = new Kvm(kvBus.connection!);
-  const kv = await kvm.create(`jcp_bench_${tag}`, { history: 1 });
-  await kv.put('spent', '0');
-  const kvKeeper: Keeper = async (_p, cost) => {
-    for (;;) {
-      const e = await kv.get('spent');
-      const cur = BigInt(e?.string() ?? '0');
-      if (cur + cost > bigBudget) return false;
-      try {
-        await kv.update('spent', String(cur + cost), e?.revision ?? 0);
-        return true;
-      } catch {
-        // another point won the compare-and-set: read again
-      }
-    }
-  };
-  results.set('kv', await drive(stewards, requests(agent, [[root], [root], [root]], 300, `${tag}kv`, nowS), kvKeeper, trust));
-  await kv.destroy().catch(() => false);
+  results.set('kv', await driveKv(kvBus, tag, bigBudget, (kvKeeper) => drive(stewards, requests(agent, [[root], [root], [root]], 300, `${tag}kv`, nowS), kvKeeper, trust)));
 
   // (c) Redis: one atomic Lua script per decision.
   const redis = new Redis({ ...REDIS, lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -267,6 +249,43 @@ return 1`;
   await kvBus.close();
   await redis.quit();
 
+  return clusterFigures(results, settleLat, { smallBudget, window, spent, bound });
+}
+
+/**
+ * Mode (d), JetStream KV compare-and-set: creates bucket `jcp_bench_<tag>` holding the spend
+ * (µJ), runs `go` with a keeper that allows a spend while the total stays ≤ `budget` (µJ), and
+ * destroys the bucket after a successful run.
+ */
+async function driveKv(kvBus: JetStreamBus, tag: string, budget: bigint, go: (keeper: Keeper) => Promise<ModeResult>): Promise<ModeResult> {
+  const kvm = new Kvm(kvBus.connection!);
+  const kv = await kvm.create(`jcp_bench_${tag}`, { history: 1 });
+  await kv.put('spent', '0');
+  const kvKeeper: Keeper = async (_p, cost) => {
+    for (;;) {
+      const e = await kv.get('spent');
+      const cur = BigInt(e?.string() ?? '0');
+      if (cur + cost > budget) return false;
+      try {
+        await kv.update('spent', String(cur + cost), e?.revision ?? 0);
+        return true;
+      } catch {
+        // another point won the compare-and-set: read again
+      }
+    }
+  };
+  const result = await go(kvKeeper);
+  await kv.destroy().catch(() => false);
+  return result;
+}
+
+/**
+ * The suite's figures: each mode's throughput and latency (channel and shards as ratios to redis
+ * and kv), the channel's settlement latency (ms), and the largest overdraft seen in the overdraft
+ * phase (µJ, budget `smallBudget`, window `window`) against its bound Σ W − min W.
+ */
+function clusterFigures(results: ReadonlyMap<Mode, ModeResult>, settleLat: readonly number[], { smallBudget, window, spent, bound }: { smallBudget: bigint; window: bigint; spent: bigint; bound: bigint }): Figure[] {
+  const figures: Figure[] = [];
   const redisR = results.get('redis')!;
   const kvR = results.get('kv')!;
   figures.push(...modeFigures('channel', results.get('channel')!, { redis: redisR, kv: kvR }));

@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kvm } from '@nats-io/kv';
 import { Redis } from 'ioredis';
-import { actorFromSeed, contentId, grantId, overdraftBound, seededRng, signGrant, TrustRoots } from '../core/index.ts';
+import { type Actor, actorFromSeed, contentId, grantId, overdraftBound, type Rng, seededRng, type SignedGrant, signGrant, TrustRoots } from '../core/index.ts';
 import { channelNames, ChannelPoint, JetStreamBus } from '../channel/index.ts';
 import { mintShardSet } from '../shards/index.ts';
 import { startRegions } from '../testkit/index.ts';
@@ -63,7 +63,60 @@ function modeFigures(mode: Mode, r: ModeResult): Figure[] {
 
 /** The suite. */
 export async function run(opts: SuiteOptions): Promise<Figure[]> {
-  const rng = seededRng(`bench/regions/${opts.seed}`);
+  const b = await startBench(opts.seed);
+  const results = new Map<Mode, ModeResult>();
+  const spentOf = new Map<Mode, bigint>();
+  let bound = 0n;
+  let window = 0n;
+  try {
+    const record = (mode: Mode, r: ModeRun) => {
+      results.set(mode, r.result);
+      spentOf.set(mode, r.spent);
+    };
+    const channel = await runChannel(b);
+    ({ bound, window } = channel);
+    record('channel', channel);
+    record('shards', await runShards(b));
+    record('redis', await runRedis(b));
+    record('kv', await runKv(b));
+    record('per-node', await runPerNode(b));
+  } finally {
+    await stopBench(b);
+  }
+  return regionFigures(results, spentOf, b.budget, bound, window);
+}
+
+/**
+ * What every mode of the suite shares: the seeded actors (issuer, agent, one steward per region),
+ * the trust roots, the budget (µJ, per grant), `mkRoot` (a fresh root grant of that budget),
+ * the started regions and their NATS URLs, `load` (the signed requests of one mode), the Redis
+ * key, and the cleanups run by {@link stopBench} (first to last).
+ */
+interface RegionsBench {
+  readonly rng: Rng;
+  readonly agent: Actor;
+  readonly stewards: readonly Actor[];
+  readonly trust: TrustRoots;
+  readonly budget: bigint;
+  readonly mkRoot: () => SignedGrant;
+  readonly tag: string;
+  readonly subjectRoot: string;
+  readonly rc: Awaited<ReturnType<typeof startRegions>>;
+  readonly urls: string[][];
+  readonly load: (chains: Parameters<typeof requests>[1], name: string) => ReturnType<typeof requests>;
+  readonly redisKey: string;
+  readonly cleanups: (() => Promise<unknown>)[];
+}
+
+/** One mode's run: its drive result and what it spent in total (µJ). */
+interface ModeRun {
+  readonly result: ModeResult;
+  readonly spent: bigint;
+}
+
+/** Seeds the actors from `bench/regions/<seed>` and starts {@link REGIONS} regions `RTT_MS` apart (one NATS server each). */
+async function startBench(seed: number): Promise<RegionsBench> {
+  const rng = seededRng(`bench/regions/${seed}`);
   const issuer = actorFromSeed(rng(32));
   const agent = actorFromSeed(rng(32));
   const stewards = Array.from({ length: REGIONS }, () => actorFromSeed(rng(32)));
@@ -76,111 +129,128 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
   const tag = randomBytes(4).toString('hex');
   const subjectRoot = `benchrg${tag}`;
   const rc = await startRegions({ regions: REGIONS, nodesPerRegion: 0, serversPerRegion: 1, rttMs: RTT_MS, subjectRoot });
-  const results = new Map<Mode, ModeResult>();
-  const spentOf = new Map<Mode, bigint>();
-  const redisKey = `jcp:bench:regions:${tag}`;
-  const cleanups: (() => Promise<unknown>)[] = [];
-  let bound = 0n;
-  let window = 0n;
-  try {
-    const urls = rc.regions.map((r) => r.natsUrls);
-    const load = (chains: Parameters<typeof requests>[1], name: string) => requests(agent, chains, PER_POINT, `${tag}${name}`, nowS);
+  const urls = rc.regions.map((r) => r.natsUrls);
+  const load = (chains: Parameters<typeof requests>[1], name: string) => requests(agent, chains, PER_POINT, `${tag}${name}`, nowS);
+  return { rng, agent, stewards, trust, budget, mkRoot, tag, subjectRoot, rc, urls, load, redisKey: `jcp:bench:regions:${tag}`, cleanups: [] };
+}
 
-    // channel: each point's bus goes to its own region's NATS; the stream (region a) is read from its leader.
-    const ch = mkRoot();
-    const chId = grantId(ch.grant);
-    window = COST * 40n;
-    bound = overdraftBound(stewards.map(() => window));
-    const buses = await Promise.all(urls.map((u) => JetStreamBus.connect(u, { names: channelNames(subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
-    cleanups.push(async () => Promise.all(buses.map((b) => b.close())));
-    const points = stewards.map((self, p) => new ChannelPoint({ grantId: chId, windowUj: window, self, bus: buses[p]! }));
-    await Promise.all(points.map((p) => p.settle()));
-    const timers = points.map((p) => setInterval(() => void p.settle(), 100));
-    const chKeeper: Keeper = (p, cost) => {
-      const pt = points[p]!;
-      const r = pt.tryReserve(cost, budget);
-      if (r.ok) pt.commit(cost);
-      return r.ok;
-    };
-    results.set('channel', await drive(stewards, load([[ch], [ch], [ch]], 'c'), chKeeper, trust, IN_FLIGHT));
-    for (const t of timers) clearInterval(t);
-    spentOf.set('channel', BigInt(results.get('channel')!.allowed) * COST);
+/** Runs the cleanups, deletes the Redis key whatever happened, and stops the regions; throws nothing a cleanup throws. */
+async function stopBench(b: RegionsBench): Promise<void> {
+for (const c of b.cleanups) await c().catch(() => undefined);
+// The Redis keys go whatever happened (the only state this bench leaves outside its own servers).
+const r = new Redis({ host: '127.0.0.1', port: REDIS_PORT, lazyConnect: true, maxRetriesPerRequest: 1 });
+await r
+  .connect()
+  .then(() => r.del(b.redisKey))
+  .catch(() => undefined);
+await r.quit().catch(() => undefined);
+await sleep(10);
+await b.rc.stop();
+}
 
-    // shards: one shard per point (a third of the budget each).
-    const sh = mkRoot();
-    const shards = mintShardSet([sh], agent, [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })), { subject: agent.did, rng });
-    if (!shards.ok) throw new Error(shards.error.why);
-    results.set('shards', await drive(stewards, load(shards.value.map((s) => [sh, s.grant]), 's'), () => true, trust, IN_FLIGHT));
-    spentOf.set('shards', BigInt(results.get('shards')!.allowed) * COST);
+/** channel: each point's bus goes to its own region's NATS; the stream (region a) is read from its leader. Also returns the 40-call window and its overdraft bound (µJ). */
+async function runChannel(b: RegionsBench): Promise<ModeRun & { bound: bigint; window: bigint }> {
+  const ch = b.mkRoot();
+  const chId = grantId(ch.grant);
+  const window = COST * 40n;
+  const bound = overdraftBound(b.stewards.map(() => window));
+  const buses = await Promise.all(b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
+  b.cleanups.push(async () => Promise.all(buses.map((x) => x.close())));
+  const points = b.stewards.map((self, p) => new ChannelPoint({ grantId: chId, windowUj: window, self, bus: buses[p]! }));
+  await Promise.all(points.map((p) => p.settle()));
+  const timers = points.map((p) => setInterval(() => void p.settle(), 100));
+  const chKeeper: Keeper = (p, cost) => {
+    const pt = points[p]!;
+    const r = pt.tryReserve(cost, b.budget);
+    if (r.ok) pt.commit(cost);
+    return r.ok;
+  };
+  const result = await drive(b.stewards, b.load([[ch], [ch], [ch]], 'c'), chKeeper, b.trust, IN_FLIGHT);
+  for (const t of timers) clearInterval(t);
+  return { result, spent: BigInt(result.allowed) * COST, bound, window };
 
-    // redis: central in region a; remote points through a delaying client link.
-    const rd = mkRoot();
-    const script = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+}
+
+/** shards: one shard per point (a third of the budget each). */
+async function runShards(b: RegionsBench): Promise<ModeRun> {
+  const sh = b.mkRoot();
+  const shards = mintShardSet([sh], b.agent, [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })), { subject: b.agent.did, rng: b.rng });
+  if (!shards.ok) throw new Error(shards.error.why);
+  const result = await drive(b.stewards, b.load(shards.value.map((s) => [sh, s.grant]), 's'), () => true, b.trust, IN_FLIGHT);
+  return { result, spent: BigInt(result.allowed) * COST };
+
+}
+
+/** redis: central in region a; remote points through a delaying client link. */
+async function runRedis(b: RegionsBench): Promise<ModeRun> {
+  const rd = b.mkRoot();
+  const script = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
 return 1`;
-    const clients: Redis[] = [];
-    for (const [p, r] of rc.regions.entries()) {
-      const port = p === 0 ? REDIS_PORT : (await rc.clientLink(r.name, rc.home, REDIS_PORT)).proxy.port;
-      const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 });
-      await c.connect();
-      clients.push(c);
-    }
-    const redisHome = clients[0]!;
-    cleanups.push(async () => Promise.all(clients.map((c) => c.quit().catch(() => undefined))));
-    const sha = (await redisHome.script('LOAD', script)) as string;
-    const redisKeeper: Keeper = async (p, cost) => (await clients[p]!.evalsha(sha, 1, redisKey, cost.toString(), budget.toString())) === 1;
-    results.set('redis', await drive(stewards, load([[rd], [rd], [rd]], 'r'), redisKeeper, trust, IN_FLIGHT));
-    spentOf.set('redis', BigInt((await redisHome.get(redisKey)) ?? '0'));
-
-    // kv: a bucket in region a (created from there); each point through its own region's NATS.
-    const kvRoot = mkRoot();
-    const kvBuses = await Promise.all(urls.map((u) => JetStreamBus.connect(u, { names: channelNames(subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
-    cleanups.push(async () => Promise.all(kvBuses.map((b) => b.close())));
-    const bucket = `jcp_bench_regions_${tag}`;
-    const kvHome = await new Kvm(kvBuses[0]!.connection!).create(bucket, { history: 1 });
-    cleanups.unshift(async () => kvHome.destroy().catch(() => false));
-    await kvHome.put('spent', '0');
-    const kvs = await Promise.all(kvBuses.map((b, p) => (p === 0 ? kvHome : new Kvm(b.connection!).open(bucket))));
-    const kvKeeper: Keeper = async (p, cost) => {
-      const kv = kvs[p]!;
-      for (;;) {
-        const e = await kv.get('spent');
-        const cur = BigInt(e?.string() ?? '0');
-        if (cur + cost > budget) return false;
-        try {
-          await kv.update('spent', String(cur + cost), e?.revision ?? 0);
-          return true;
-        } catch {
-          // another point won the compare-and-set: read again
-        }
-      }
-    };
-    results.set('kv', await drive(stewards, load([[kvRoot], [kvRoot], [kvRoot]], 'k'), kvKeeper, trust, IN_FLIGHT));
-    spentOf.set('kv', BigInt((await kvHome.get('spent'))?.string() ?? '0'));
-
-    // per-node: every point holds the whole budget and counts alone.
-    const pn = mkRoot();
-    const local = stewards.map(() => 0n);
-    const pnKeeper: Keeper = (p, cost) => {
-      if (local[p]! + cost > budget) return false;
-      local[p] = local[p]! + cost;
-      return true;
-    };
-    results.set('per-node', await drive(stewards, load([[pn], [pn], [pn]], 'n'), pnKeeper, trust, IN_FLIGHT));
-    spentOf.set('per-node', local.reduce((a, b) => a + b, 0n));
-  } finally {
-    for (const c of cleanups) await c().catch(() => undefined);
-    // The Redis keys go whatever happened (the only state this bench leaves outside its own servers).
-    const r = new Redis({ host: '127.0.0.1', port: REDIS_PORT, lazyConnect: true, maxRetriesPerRequest: 1 });
-    await r
-      .connect()
-      .then(() => r.del(redisKey))
-      .catch(() => undefined);
-    await r.quit().catch(() => undefined);
-    await sleep(10);
-    await rc.stop();
+  const clients: Redis[] = [];
+  for (const [p, r] of b.rc.regions.entries()) {
+    const port = p === 0 ? REDIS_PORT : (await b.rc.clientLink(r.name, b.rc.home, REDIS_PORT)).proxy.port;
+    const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 });
+    await c.connect();
+    clients.push(c);
   }
+  const redisHome = clients[0]!;
+  b.cleanups.push(async () => Promise.all(clients.map((c) => c.quit().catch(() => undefined))));
+  const sha = (await redisHome.script('LOAD', script)) as string;
+  const redisKeeper: Keeper = async (p, cost) => (await clients[p]!.evalsha(sha, 1, b.redisKey, cost.toString(), b.budget.toString())) === 1;
+  const result = await drive(b.stewards, b.load([[rd], [rd], [rd]], 'r'), redisKeeper, b.trust, IN_FLIGHT);
+  return { result, spent: BigInt((await redisHome.get(b.redisKey)) ?? '0') };
 
+}
+
+/** kv: a bucket in region a (created from there); each point through its own region's NATS. */
+async function runKv(b: RegionsBench): Promise<ModeRun> {
+  const kvRoot = b.mkRoot();
+  const kvBuses = await Promise.all(b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
+  b.cleanups.push(async () => Promise.all(kvBuses.map((x) => x.close())));
+  const bucket = `jcp_bench_regions_${b.tag}`;
+  const kvHome = await new Kvm(kvBuses[0]!.connection!).create(bucket, { history: 1 });
+  b.cleanups.unshift(async () => kvHome.destroy().catch(() => false));
+  await kvHome.put('spent', '0');
+  const kvs = await Promise.all(kvBuses.map((x, p) => (p === 0 ? kvHome : new Kvm(x.connection!).open(bucket))));
+  const kvKeeper: Keeper = async (p, cost) => {
+    const kv = kvs[p]!;
+    for (;;) {
+      const e = await kv.get('spent');
+      const cur = BigInt(e?.string() ?? '0');
+      if (cur + cost > b.budget) return false;
+      try {
+        await kv.update('spent', String(cur + cost), e?.revision ?? 0);
+        return true;
+      } catch {
+        // another point won the compare-and-set: read again
+      }
+    }
+  };
+  const result = await drive(b.stewards, b.load([[kvRoot], [kvRoot], [kvRoot]], 'k'), kvKeeper, b.trust, IN_FLIGHT);
+  return { result, spent: BigInt((await kvHome.get('spent'))?.string() ?? '0') };
+
+}
+
+/** per-node: every point holds the whole budget and counts alone. */
+async function runPerNode(b: RegionsBench): Promise<ModeRun> {
+  const pn = b.mkRoot();
+  const local = b.stewards.map(() => 0n);
+  const pnKeeper: Keeper = (p, cost) => {
+    if (local[p]! + cost > b.budget) return false;
+    local[p] = local[p]! + cost;
+    return true;
+  };
+  const result = await drive(b.stewards, b.load([[pn], [pn], [pn]], 'n'), pnKeeper, b.trust, IN_FLIGHT);
+  return { result, spent: local.reduce((x, y) => x + y, 0n) };
+}
+
+/**
+ * The figures: per mode throughput and latency, channel remote − home p99 (goal ≤ 2 ms),
+ * channel × central redis from the remote regions (goal ≥ 10), and each mode's final overspend
+ * (µJ; the channel's against its bound `bound`, window `window`).
+ */
+function regionFigures(results: ReadonlyMap<Mode, ModeResult>, spentOf: ReadonlyMap<Mode, bigint>, budget: bigint, bound: bigint, window: bigint): Figure[] {
   const figures: Figure[] = [];
   for (const mode of ['channel', 'shards', 'redis', 'kv', 'per-node'] as const) figures.push(...modeFigures(mode, results.get(mode)!));
   const ch = results.get('channel')!.byPoint!;

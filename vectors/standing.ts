@@ -91,7 +91,21 @@ function must<T>(r: { ok: true; value: T } | { ok: false; error: { code: string 
 
 /** Builds `standing.json`. */
 export function generate(): JsonObj {
-  // C20: alice puts 1,000 µJ on standing for bob (the automation service), who fires children for erin.
+  return {
+    ...fileHeader('standing.json', 'Standing grants (C20) and checkpoints with amendments (C21)', '§4.6, §4.7; C20, C21'),
+    event_classes: { tickets: TICKETS, billing: BILLING },
+    ...standingVectors(),
+    ...steeringVectors(),
+  };
+}
+
+/**
+ * The C20 part of `standing.json` (spec §4.6): `policies` (authoring, with refusal codes),
+ * `policy_checks` (valid, wrong-grant, forged) and `firings` (mint-ledger walks to their refusals).
+ * Alice puts 1,000 µJ on standing for bob (the automation service), who fires children for erin.
+ * Throws when a fixed policy cannot be authored.
+ */
+function standingVectors(): JsonObj {
   const standing = rootGrant('standing/grant', { capability: { resource: RESOURCE, actions: ['label', 'comment'] } });
   const policy = mustPolicy(standing, 'standing/policy', 300n, 2);
   const roomy = mustPolicy(standing, 'standing/policy-roomy', 400n, 5);
@@ -115,7 +129,45 @@ export function generate(): JsonObj {
     return { name, description, grant: sgHex(standing), policy: policyHex(p), expected: r.ok ? 'valid' : r.error.code };
   };
 
-  // C21: alice delegated a run to bob; bob checkpoints; alice amends to 600 µJ; the continuation follows.
+  return {
+    policies: [
+      authored('authored', 'alice (the issuer) bounds her grant: 250 µJ per firing, 3 firings', 250n, 'alice'),
+      authored('per-firing-equals-budget', 'a slice equal to the whole grant is not an amplification', 1000n, 'alice'),
+      authored('amplification', '1,001 µJ per firing on a 1,000 µJ grant', 1001n, 'alice'),
+      authored('wrong-signer', 'bob (the subject) authors a policy on alice’s grant', 100n, 'bob'),
+    ],
+    policy_checks: [
+      presented('valid', 'the policy alice signed for this grant', policy),
+      presented('wrong-grant', 'a policy bound to another grant', policyForOther),
+      presented('forged', 'the policy body signed by mallory', forgedPolicy),
+    ],
+    firings: [
+      firingVector('firings-exhausted', '300 µJ × at most 2: two firings, then refused; a wrong event class leaves the ledger as it was', standing, policy, [
+        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
+        { event_class: BILLING, holder: 'bob', subject: 'erin' },
+        { event_class: TICKETS, holder: 'bob', subject: 'dave', actions: ['label'] },
+        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
+      ]),
+      firingVector('budget-exhausted', '400 µJ × at most 5 on 1,000 µJ: the third firing would reach 1,200', standing, roomy, [
+        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
+        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
+        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
+      ]),
+      firingVector('not-holder', 'mallory fires bob’s standing grant', standing, roomy, [{ event_class: TICKETS, holder: 'mallory', subject: 'mallory' }]),
+      firingVector('attenuation-violation', 'the firing asks for an action the grant lacks', standing, roomy, [
+        { event_class: TICKETS, holder: 'bob', subject: 'erin', actions: ['label', 'delete'] },
+      ]),
+    ],
+  };
+}
+
+/**
+ * The C21 part of `standing.json` (spec §4.7): the `steering` example (checkpoint, amendment,
+ * continuation and their link), `amend_attempts`, `steering_checks` and `continuation_chains`.
+ * Alice delegated a run to bob; bob checkpoints; alice amends to 600 µJ; the continuation follows.
+ * Throws when a fixed checkpoint, amendment or continuation cannot be made.
+ */
+function steeringVectors(): JsonObj {
   const run = rootGrant('standing/run');
   const selfRun = rootGrant('standing/self-run', { subject: did('alice') });
   const state = contentId({ run: 'standing/run', step: 42 });
@@ -168,36 +220,6 @@ export function generate(): JsonObj {
   const childOfRun = delegate('standing/child-of-run', run, 'bob', { subject: 'carol', budget_uj: 100n });
 
   return {
-    ...fileHeader('standing.json', 'Standing grants (C20) and checkpoints with amendments (C21)', '§4.6, §4.7; C20, C21'),
-    event_classes: { tickets: TICKETS, billing: BILLING },
-    policies: [
-      authored('authored', 'alice (the issuer) bounds her grant: 250 µJ per firing, 3 firings', 250n, 'alice'),
-      authored('per-firing-equals-budget', 'a slice equal to the whole grant is not an amplification', 1000n, 'alice'),
-      authored('amplification', '1,001 µJ per firing on a 1,000 µJ grant', 1001n, 'alice'),
-      authored('wrong-signer', 'bob (the subject) authors a policy on alice’s grant', 100n, 'bob'),
-    ],
-    policy_checks: [
-      presented('valid', 'the policy alice signed for this grant', policy),
-      presented('wrong-grant', 'a policy bound to another grant', policyForOther),
-      presented('forged', 'the policy body signed by mallory', forgedPolicy),
-    ],
-    firings: [
-      firingVector('firings-exhausted', '300 µJ × at most 2: two firings, then refused; a wrong event class leaves the ledger as it was', standing, policy, [
-        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
-        { event_class: BILLING, holder: 'bob', subject: 'erin' },
-        { event_class: TICKETS, holder: 'bob', subject: 'dave', actions: ['label'] },
-        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
-      ]),
-      firingVector('budget-exhausted', '400 µJ × at most 5 on 1,000 µJ: the third firing would reach 1,200', standing, roomy, [
-        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
-        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
-        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
-      ]),
-      firingVector('not-holder', 'mallory fires bob’s standing grant', standing, roomy, [{ event_class: TICKETS, holder: 'mallory', subject: 'mallory' }]),
-      firingVector('attenuation-violation', 'the firing asks for an action the grant lacks', standing, roomy, [
-        { event_class: TICKETS, holder: 'bob', subject: 'erin', actions: ['label', 'delete'] },
-      ]),
-    ],
     steering: {
       grant: sgHex(run),
       checkpoint: { body: compact({ grant_id: cp.body.grant_id, state: cp.body.state, nonce: cp.body.nonce ? hex(cp.body.nonce) : undefined }), signer: 'bob', signed_cbor: signedCp(cp), id: checkpointId(cp) },
@@ -239,6 +261,12 @@ export function generate(): JsonObj {
 /** Re-checks `standing.json` against our implementation. */
 export function verify(doc: J, t: Checker): void {
   const c = new VectorCheck(t, 'standing.json', doc);
+  verifyStandingSections(c, doc);
+  verifySteeringSections(c, doc);
+}
+
+/** Re-checks the C20 sections (spec §4.6): `policies`, `policy_checks` and `firings` (each firing's ledger before and after). */
+function verifyStandingSections(c: VectorCheck, doc: J): void {
   c.each(doc, 'policies', (v) => {
     const standing = sgFromHex(v.get('grant'));
     const tm = v.get('terms');
@@ -288,6 +316,10 @@ export function verify(doc: J, t: Checker): void {
       }
     }
   });
+}
+
+/** Re-checks the C21 sections (spec §4.7): the `steering` example byte for byte, `amend_attempts`, `steering_checks` and `continuation_chains`. */
+function verifySteeringSections(c: VectorCheck, doc: J): void {
   c.run('steering', () => {
     const s = doc.get('steering');
     const grant = sgFromHex(s.get('grant'));

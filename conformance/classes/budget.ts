@@ -6,8 +6,9 @@
  * ledger and receipt log: "never debited" is the node's ledger, not a loop of the harness.
  */
 import { decide, decode, encode, ErrorCodes, FRAME_KINDS, grantId } from '../../core/index.ts';
+import type { Checker } from '../checker.ts';
 import type { ConformanceClass } from '../runner.ts';
-import { kit, verdict } from './authority-kit.ts';
+import { type Kit, kit, verdict } from './authority-kit.ts';
 import { LiveNode } from './live-node.ts';
 
 /** C3: spend beyond the ceiling is denied deterministically and the denied call is never debited. */
@@ -142,107 +143,129 @@ export const C_neg: ConformanceClass = {
   title: 'negative cases',
   async run(t) {
     const k = kit('C-neg');
-    const g = k.root({ expiry: 2_000 });
-    const child = k.delegate(g, k.bob, { subject: k.carol.did, budget_uj: 500n });
-    const state = k.state();
-
-    t.eq(verdict(decide(k.request([g], { nowS: 1_999 }), state)), 'allow', 'valid one second before expiry');
-    t.eq(verdict(decide(k.request([g], { nowS: 2_000 }), state)), 'expired', 'expired at its expiry second');
-    t.eq(verdict(decide(k.request([g, child], { nowS: 2_000 }), state)), 'expired', 'an expired chain is denied expired');
-
-    t.eq(verdict(decide(k.request([k.forged(g)]), state)), 'bad-signature', 'a forged grant is denied bad-signature');
-    t.eq(verdict(decide(k.request([k.forged(g), child]), state), true), 'bad-signature@0', 'a forged root is denied bad-signature');
-    t.eq(verdict(decide(k.request([g, k.forged(child)]), state), true), 'bad-signature@1', 'a forged leaf is denied bad-signature');
-    const selfMade = k.root({}, k.mallory);
-    t.eq(
-      verdict(decide(k.request([{ grant: { ...selfMade.grant, issuer: k.alice.did }, signature: selfMade.signature }]), state)),
-      'bad-signature',
-      'a grant claiming another issuer is denied bad-signature',
-    );
-
-    t.eq(verdict(decide(k.request([g], { caller: k.mallory.did }), state)), 'wrong-subject', 'a wrong caller is denied wrong-subject');
-    t.eq(verdict(decide(k.request([g, child], { caller: k.bob.did }), state)), 'wrong-subject', 'the parent holder cannot call as the leaf');
-    t.eq(state.ledger.size, 0, 'deciding the refusals mutated no ledger');
-    for (const who of [k.mallory, k.alice, k.carol, k.dave]) {
-      t.eq(verdict(decide(k.request([g], { caller: who.did }), state)), 'wrong-subject', 'every caller but the subject is denied wrong-subject');
-    }
-    for (const stale of [1, 2, 1_000]) {
-      t.eq(verdict(decide(k.request([g], { nowS: 2_000 + stale }), state)), 'expired', `expired ${stale} s after its expiry`);
-    }
-
-    // Through a real node (clock at 1,000 s): every refusal leaves its ledger untouched.
-    const live = await LiveNode.start('cneg', [k.alice.did], 1_000);
-    try {
-      const cap = { resource: live.resource, actions: ['read', 'write'] };
-      const lg = k.root({ capability: cap });
-      const lc = k.delegate(lg, k.bob, { subject: k.carol.did, budget_uj: 500n });
-      const ids = [grantId(lg.grant), grantId(lc.grant)];
-      let refused = 0;
-      const deny = async (label: string, want: string, got: Promise<{ verdict: string }>) => {
-        t.eq((await got).verdict, want, `node: ${label}`);
-        refused++;
-      };
-      for (const expiry of [1_000, 999, 998, 1]) {
-        const old = k.root({ capability: cap, expiry });
-        await deny(`a grant with expiry ${expiry} is expired at 1,000 s`, 'expired', live.call(k.bob, { chain: [old] }));
-        ids.push(grantId(old.grant));
-        const kid = k.handChild(lg, { subject: k.carol.did, expiry }, k.bob);
-        await deny(`a chain whose leaf expired at ${expiry} is expired`, 'expired', live.call(k.carol, { chain: [lg, kid] }));
-      }
-      for (const [forger, leafForger] of [[k.mallory, k.mallory], [k.bob, k.carol], [k.carol, k.alice]] as const) {
-        await deny('a root forged by another key is bad-signature', 'bad-signature', live.call(k.bob, { chain: [k.forged(lg, forger)] }));
-        await deny('a forged leaf is bad-signature', 'bad-signature', live.call(k.carol, { chain: [lg, k.forged(lc, leafForger)] }));
-        const self = k.root({ capability: cap }, forger);
-        const claimed = { grant: { ...self.grant, issuer: k.alice.did }, signature: self.signature };
-        await deny('a grant naming the trusted issuer, signed by another, is bad-signature', 'bad-signature', live.call(k.bob, { chain: [claimed] }));
-        ids.push(grantId(claimed.grant));
-      }
-      for (const who of [k.mallory, k.alice, k.carol, k.dave]) {
-        await deny('a wrong caller on a direct grant is wrong-subject', 'wrong-subject', live.call(who, { chain: [lg] }));
-      }
-      for (const who of [k.bob, k.mallory, k.alice]) {
-        await deny('a wrong caller on a chain is wrong-subject', 'wrong-subject', live.call(who, { chain: [lg, lc] }));
-      }
-      for (const forger of [k.mallory, k.carol, k.alice]) {
-        await deny('a request from bob signed by another key is bad-signature', 'bad-signature', live.call(k.bob, { chain: [lg], signWith: forger }));
-      }
-      t.eq(ids.map((id) => live.spent(id)), ids.map(() => 0n), 'node: no refused call debited any grant');
-      const log = await live.receipts();
-      t.eq([log.length, log.filter((r) => r.verdict === 'deny').length], [refused, refused], 'node: every refusal is a sealed deny receipt');
-      t.eq((await live.call(k.carol, { chain: [lg, lc] })).verdict, 'allow', 'node: the honest chain is still allowed');
-      t.eq(ids.slice(0, 2).map((id) => live.spent(id)), [10n, 10n], 'node: and debited');
-    } finally {
-      await live.close();
-    }
-
-    const codeOf = (f: () => unknown) => {
-      try {
-        f();
-        return 'accepted';
-      } catch (e) {
-        return (e as { code?: string }).code ?? 'untyped';
-      }
-    };
-    const hex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
-    t.eq(codeOf(() => encode({ budget_uj: 1.5 })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a float is refused');
-    t.eq(codeOf(() => encode({ ok: true })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a bool is refused');
-    t.eq(codeOf(() => encode({ parent: null })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a null is refused');
-    t.eq(codeOf(() => decode(hex('a16161f93c00'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding a half float is refused');
-    t.eq(codeOf(() => decode(hex('a16161fb3ff0000000000000'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding a double is refused');
-    t.eq(codeOf(() => decode(hex('a16161f5'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding true is refused');
-    t.eq(codeOf(() => decode(hex('a16161f4'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding false is refused');
-    t.eq(codeOf(() => decode(hex('a1616101'))), 'accepted', 'the same map with an integer decodes');
-    // Shortest form (RFC 8949 §4.2.1) at every head boundary, positive and negative, as vectors.
-    const heads: [number | bigint, string][] = [
-      [23, '17'], [24, '1818'], [255, '18ff'], [256, '190100'], [4_096, '191000'], [65_535, '19ffff'], [65_536, '1a00010000'],
-      [4_294_967_295, '1affffffff'], [4_294_967_296n, '1b0000000100000000'], [-24, '37'], [-25, '3818'], [-257, '390100'], [-65_537, '3a00010000'],
-    ];
-    for (const [v, want] of heads) {
-      t.eq(Buffer.from(encode(v)).toString('hex'), want, `${v} is written in its shortest form`);
-      t.eq(codeOf(() => decode(hex(want))), 'accepted', `${want} decodes`);
-    }
-    for (const long of ['1817', '190017', '1900ff', '1a0000ffff', '1b00000000ffffffff', '3817']) {
-      t.eq(codeOf(() => decode(hex(long))), ErrorCodes.CBOR_NON_CANONICAL, `${long} (not the shortest form) is refused`);
-    }
+    checkDecidedRefusals(t, k);
+    await checkLiveRefusals(t, k);
+    checkCanonicalCbor(t);
   },
 };
+
+/**
+ * C-neg on the pure decision (spec §7): expiry at its second, forged roots and leaves
+ * (`bad-signature`, with the chain index), wrong callers (`wrong-subject`); no ledger mutated.
+ */
+function checkDecidedRefusals(t: Checker, k: Kit): void {
+  const g = k.root({ expiry: 2_000 });
+  const child = k.delegate(g, k.bob, { subject: k.carol.did, budget_uj: 500n });
+  const state = k.state();
+
+  t.eq(verdict(decide(k.request([g], { nowS: 1_999 }), state)), 'allow', 'valid one second before expiry');
+  t.eq(verdict(decide(k.request([g], { nowS: 2_000 }), state)), 'expired', 'expired at its expiry second');
+  t.eq(verdict(decide(k.request([g, child], { nowS: 2_000 }), state)), 'expired', 'an expired chain is denied expired');
+
+  t.eq(verdict(decide(k.request([k.forged(g)]), state)), 'bad-signature', 'a forged grant is denied bad-signature');
+  t.eq(verdict(decide(k.request([k.forged(g), child]), state), true), 'bad-signature@0', 'a forged root is denied bad-signature');
+  t.eq(verdict(decide(k.request([g, k.forged(child)]), state), true), 'bad-signature@1', 'a forged leaf is denied bad-signature');
+  const selfMade = k.root({}, k.mallory);
+  t.eq(
+    verdict(decide(k.request([{ grant: { ...selfMade.grant, issuer: k.alice.did }, signature: selfMade.signature }]), state)),
+    'bad-signature',
+    'a grant claiming another issuer is denied bad-signature',
+  );
+
+  t.eq(verdict(decide(k.request([g], { caller: k.mallory.did }), state)), 'wrong-subject', 'a wrong caller is denied wrong-subject');
+  t.eq(verdict(decide(k.request([g, child], { caller: k.bob.did }), state)), 'wrong-subject', 'the parent holder cannot call as the leaf');
+  t.eq(state.ledger.size, 0, 'deciding the refusals mutated no ledger');
+  for (const who of [k.mallory, k.alice, k.carol, k.dave]) {
+    t.eq(verdict(decide(k.request([g], { caller: who.did }), state)), 'wrong-subject', 'every caller but the subject is denied wrong-subject');
+  }
+  for (const stale of [1, 2, 1_000]) {
+    t.eq(verdict(decide(k.request([g], { nowS: 2_000 + stale }), state)), 'expired', `expired ${stale} s after its expiry`);
+  }
+}
+
+/**
+ * C-neg through a real node (clock at 1,000 s): expired, forged and wrong-caller calls are each
+ * sealed as a deny receipt and debit no grant (0 µJ); the honest chain is still allowed and debited 10 µJ.
+ */
+async function checkLiveRefusals(t: Checker, k: Kit): Promise<void> {
+  const live = await LiveNode.start('cneg', [k.alice.did], 1_000);
+  try {
+    const cap = { resource: live.resource, actions: ['read', 'write'] };
+    const lg = k.root({ capability: cap });
+    const lc = k.delegate(lg, k.bob, { subject: k.carol.did, budget_uj: 500n });
+    const ids = [grantId(lg.grant), grantId(lc.grant)];
+    let refused = 0;
+    const deny = async (label: string, want: string, got: Promise<{ verdict: string }>) => {
+      t.eq((await got).verdict, want, `node: ${label}`);
+      refused++;
+    };
+    for (const expiry of [1_000, 999, 998, 1]) {
+      const old = k.root({ capability: cap, expiry });
+      await deny(`a grant with expiry ${expiry} is expired at 1,000 s`, 'expired', live.call(k.bob, { chain: [old] }));
+      ids.push(grantId(old.grant));
+      const kid = k.handChild(lg, { subject: k.carol.did, expiry }, k.bob);
+      await deny(`a chain whose leaf expired at ${expiry} is expired`, 'expired', live.call(k.carol, { chain: [lg, kid] }));
+    }
+    for (const [forger, leafForger] of [[k.mallory, k.mallory], [k.bob, k.carol], [k.carol, k.alice]] as const) {
+      await deny('a root forged by another key is bad-signature', 'bad-signature', live.call(k.bob, { chain: [k.forged(lg, forger)] }));
+      await deny('a forged leaf is bad-signature', 'bad-signature', live.call(k.carol, { chain: [lg, k.forged(lc, leafForger)] }));
+      const self = k.root({ capability: cap }, forger);
+      const claimed = { grant: { ...self.grant, issuer: k.alice.did }, signature: self.signature };
+      await deny('a grant naming the trusted issuer, signed by another, is bad-signature', 'bad-signature', live.call(k.bob, { chain: [claimed] }));
+      ids.push(grantId(claimed.grant));
+    }
+    for (const who of [k.mallory, k.alice, k.carol, k.dave]) {
+      await deny('a wrong caller on a direct grant is wrong-subject', 'wrong-subject', live.call(who, { chain: [lg] }));
+    }
+    for (const who of [k.bob, k.mallory, k.alice]) {
+      await deny('a wrong caller on a chain is wrong-subject', 'wrong-subject', live.call(who, { chain: [lg, lc] }));
+    }
+    for (const forger of [k.mallory, k.carol, k.alice]) {
+      await deny('a request from bob signed by another key is bad-signature', 'bad-signature', live.call(k.bob, { chain: [lg], signWith: forger }));
+    }
+    t.eq(ids.map((id) => live.spent(id)), ids.map(() => 0n), 'node: no refused call debited any grant');
+    const log = await live.receipts();
+    t.eq([log.length, log.filter((r) => r.verdict === 'deny').length], [refused, refused], 'node: every refusal is a sealed deny receipt');
+    t.eq((await live.call(k.carol, { chain: [lg, lc] })).verdict, 'allow', 'node: the honest chain is still allowed');
+    t.eq(ids.slice(0, 2).map((id) => live.spent(id)), [10n, 10n], 'node: and debited');
+  } finally {
+    await live.close();
+  }
+}
+
+/**
+ * Canonical CBOR (RFC 8949 §4.2.1): floats, bools and null are refused both ways
+ * (`cbor-forbidden-type`), every integer is written in its shortest form, a longer form is refused
+ * (`cbor-non-canonical`).
+ */
+function checkCanonicalCbor(t: Checker): void {
+  const codeOf = (f: () => unknown) => {
+    try {
+      f();
+      return 'accepted';
+    } catch (e) {
+      return (e as { code?: string }).code ?? 'untyped';
+    }
+  };
+  const hex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
+  t.eq(codeOf(() => encode({ budget_uj: 1.5 })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a float is refused');
+  t.eq(codeOf(() => encode({ ok: true })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a bool is refused');
+  t.eq(codeOf(() => encode({ parent: null })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a null is refused');
+  t.eq(codeOf(() => decode(hex('a16161f93c00'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding a half float is refused');
+  t.eq(codeOf(() => decode(hex('a16161fb3ff0000000000000'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding a double is refused');
+  t.eq(codeOf(() => decode(hex('a16161f5'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding true is refused');
+  t.eq(codeOf(() => decode(hex('a16161f4'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding false is refused');
+  t.eq(codeOf(() => decode(hex('a1616101'))), 'accepted', 'the same map with an integer decodes');
+  // Shortest form (RFC 8949 §4.2.1) at every head boundary, positive and negative, as vectors.
+  const heads: [number | bigint, string][] = [
+    [23, '17'], [24, '1818'], [255, '18ff'], [256, '190100'], [4_096, '191000'], [65_535, '19ffff'], [65_536, '1a00010000'],
+    [4_294_967_295, '1affffffff'], [4_294_967_296n, '1b0000000100000000'], [-24, '37'], [-25, '3818'], [-257, '390100'], [-65_537, '3a00010000'],
+  ];
+  for (const [v, want] of heads) {
+    t.eq(Buffer.from(encode(v)).toString('hex'), want, `${v} is written in its shortest form`);
+    t.eq(codeOf(() => decode(hex(want))), 'accepted', `${want} decodes`);
+  }
+  for (const long of ['1817', '190017', '1900ff', '1a0000ffff', '1b00000000ffffffff', '3817']) {
+    t.eq(codeOf(() => decode(hex(long))), ErrorCodes.CBOR_NON_CANONICAL, `${long} (not the shortest form) is refused`);
+  }
+}
