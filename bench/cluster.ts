@@ -19,7 +19,31 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kvm } from '@nats-io/kv';
 import { Redis } from 'ioredis';
-import { type Actor, actorFromSeed, contentId, decide, type DecisionRequest, type DecisionState, decodeWireMessage, denied, DenyReasons, encodeWireRequest, grantId, Ledger, overdraftBound, payloadHash, receiptCoreFor, RevocationSet, sealReceipt, seededRng, type SignedGrant, signGrant, signWireRequestSync, TrustRoots, verifyWireRequestSignature } from '../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  contentId,
+  decide,
+  type DecisionRequest,
+  type DecisionState,
+  decodeWireMessage,
+  denied,
+  DenyReasons,
+  encodeWireRequest,
+  grantId,
+  Ledger,
+  overdraftBound,
+  payloadHash,
+  receiptCoreFor,
+  RevocationSet,
+  sealReceipt,
+  seededRng,
+  type SignedGrant,
+  signGrant,
+  signWireRequestSync,
+  TrustRoots,
+  verifyWireRequestSignature,
+} from '../core/index.ts';
 import { channelNames, ChannelPoint, JetStreamBus } from '../channel/index.ts';
 import { mintShardSet } from '../shards/index.ts';
 import { type Figure, percentile, type SuiteOptions, sig } from './figures.ts';
@@ -83,7 +107,13 @@ export function requests(agent: Actor, chains: readonly (readonly SignedGrant[])
  * Drives every point with IN_FLIGHT lanes over its request list: the node's request path with
  * `keeper` as the budget step. Returns throughput and per-decision latency.
  */
-export async function drive(stewards: readonly Actor[], bodies: Uint8Array[][], keeper: Keeper, trust: TrustRoots, inFlight = IN_FLIGHT): Promise<ModeResult> {
+export async function drive(
+  stewards: readonly Actor[],
+  bodies: Uint8Array[][],
+  keeper: Keeper,
+  trust: TrustRoots,
+  inFlight = IN_FLIGHT,
+): Promise<ModeResult> {
   const lat: number[] = [];
   let allowed = 0;
   let decisions = 0;
@@ -145,7 +175,11 @@ function merge(rs: readonly ModeResult[]): ModeResult {
 function modeFigures(mode: Mode, r: ModeResult, goal?: { redis?: ModeResult; kv?: ModeResult }): Figure[] {
   const p99 = percentile(r.latUs, 99);
   const figs: Figure[] = [];
-  const tp: Figure = { name: `${mode}: decisions/s (3 points, ${IN_FLIGHT} in flight each, median round)`, value: sig(r.perS), unit: 'ops/s' };
+  const tp: Figure = {
+    name: `${mode}: decisions/s (3 points, ${IN_FLIGHT} in flight each, median round)`,
+    value: sig(r.perS),
+    unit: 'ops/s',
+  };
   if (goal?.redis) {
     const ok = r.perS >= goal.redis.perS && p99 < percentile(goal.redis.latUs, 99) && (goal.kv ? r.perS >= 5 * goal.kv.perS : true);
     figs.push({
@@ -175,7 +209,10 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
   const perPoint = 1_500;
   const bigBudget = COST * BigInt(perPoint * POINTS * 10);
   const mkRoot = (budget: bigint) =>
-    signGrant({ issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) }, issuer);
+    signGrant(
+      { issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) },
+      issuer,
+    );
   const root = mkRoot(bigBudget);
   const rootId = grantId(root.grant);
   const tag = randomBytes(4).toString('hex');
@@ -183,7 +220,12 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
 
   // (d) JetStream KV compare-and-set: slow (consensus per spend), so one short round.
   const kvBus = await JetStreamBus.connect(NATS, { names: channelNames(`bench${tag}`) });
-  results.set('kv', await driveKv(kvBus, tag, bigBudget, (kvKeeper) => drive(stewards, requests(agent, [[root], [root], [root]], 300, `${tag}kv`, nowS), kvKeeper, trust)));
+  results.set(
+    'kv',
+    await driveKv(kvBus, tag, bigBudget, (kvKeeper) =>
+      drive(stewards, requests(agent, [[root], [root], [root]], 300, `${tag}kv`, nowS), kvKeeper, trust),
+    ),
+  );
 
   // (c) Redis: one atomic Lua script per decision.
   const redis = new Redis({ ...REDIS, lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -196,7 +238,12 @@ return 1`;
   const redisKeeper: Keeper = async (_p, cost) => (await redis.evalsha(sha, 1, key, cost.toString(), bigBudget.toString())) === 1;
 
   // (b) shards: one shard per point, local only.
-  const shards = mintShardSet([root], agent, [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })), { subject: agent.did, rng });
+  const shards = mintShardSet(
+    [root],
+    agent,
+    [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })),
+    { subject: agent.did, rng },
+  );
   if (!shards.ok) throw new Error(shards.error.why);
   const shardChains = shards.value.map((s) => [root, s.grant]);
 
@@ -216,9 +263,13 @@ return 1`;
   // Redis, shards and channel in interleaved rounds, so load from elsewhere hits all three alike.
   const rounds: Record<'redis' | 'shards' | 'channel', ModeResult[]> = { redis: [], shards: [], channel: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    rounds.redis.push(await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}r${round}`, nowS), redisKeeper, trust));
+    rounds.redis.push(
+      await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}r${round}`, nowS), redisKeeper, trust),
+    );
     rounds.shards.push(await drive(stewards, requests(agent, shardChains, perPoint, `${tag}s${round}`, nowS), () => true, trust));
-    rounds.channel.push(await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}c${round}`, nowS), chKeeper, trust));
+    rounds.channel.push(
+      await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}c${round}`, nowS), chKeeper, trust),
+    );
   }
   for (const [mode, rs] of Object.entries(rounds) as [Mode, ModeResult[]][]) results.set(mode, merge(rs));
   for (const t of timers) clearInterval(t);
@@ -284,7 +335,11 @@ async function driveKv(kvBus: JetStreamBus, tag: string, budget: bigint, go: (ke
  * and kv), the channel's settlement latency (ms), and the largest overdraft seen in the overdraft
  * phase (µJ, budget `smallBudget`, window `window`) against its bound Σ W − min W.
  */
-function clusterFigures(results: ReadonlyMap<Mode, ModeResult>, settleLat: readonly number[], { smallBudget, window, spent, bound }: { smallBudget: bigint; window: bigint; spent: bigint; bound: bigint }): Figure[] {
+function clusterFigures(
+  results: ReadonlyMap<Mode, ModeResult>,
+  settleLat: readonly number[],
+  { smallBudget, window, spent, bound }: { smallBudget: bigint; window: bigint; spent: bigint; bound: bigint },
+): Figure[] {
   const figures: Figure[] = [];
   const redisR = results.get('redis')!;
   const kvR = results.get('kv')!;

@@ -20,7 +20,37 @@
 import { verify as nodeVerify, sign as nodeSign } from 'node:crypto';
 import { decode as cborgDecode, encode as cborgEncode, rfc8949EncodeOptions } from 'cborg';
 import { createBLAKE3 } from 'hash-wasm';
-import { type Actor, attenuate, contentId, type ContentId, decide, type DecisionRequest, type DecisionState, decode, decodeWireMessage, encode, encodeWireRequest, type Frame, type Grant, grantId, grantToCbor, jcrProtectedHeader, Ledger, newActor, payloadHash, receiptCoreFor, receiptCoreToCbor, sealReceipt, seededRng, type SignedGrant, signGrant, signWireRequestSync, sigStructure, TrustRoots, verifyChain } from '../core/index.ts';
+import {
+  type Actor,
+  attenuate,
+  contentId,
+  type ContentId,
+  decide,
+  type DecisionRequest,
+  type DecisionState,
+  decode,
+  decodeWireMessage,
+  encode,
+  encodeWireRequest,
+  type Frame,
+  type Grant,
+  grantId,
+  grantToCbor,
+  jcrProtectedHeader,
+  Ledger,
+  newActor,
+  payloadHash,
+  receiptCoreFor,
+  receiptCoreToCbor,
+  sealReceipt,
+  seededRng,
+  type SignedGrant,
+  signGrant,
+  signWireRequestSync,
+  sigStructure,
+  TrustRoots,
+  verifyChain,
+} from '../core/index.ts';
 import { type Figure, median, opsPerSecond, paired, type SuiteOptions, sig } from './figures.ts';
 
 const NOW_S = 1_800_000_000;
@@ -272,7 +302,10 @@ async function contentIdFigures(rng: (n: number) => Uint8Array): Promise<Figure[
 function decodeFigures(rng: (n: number) => Uint8Array): Figure[] {
   const { agent, sg, req } = oneLink(rng);
   const body = encodeWireRequest(
-    signWireRequestSync({ frame: { ...req.frame, payload_hash: payloadHash() }, chain: [sg], caller: agent.did, cost: req.cost, now: NOW_S }, agent),
+    signWireRequestSync(
+      { frame: { ...req.frame, payload_hash: payloadHash() }, chain: [sg], caller: agent.did, cost: req.cost, now: NOW_S },
+      agent,
+    ),
   );
   const bare = () => cborgDecode(body);
   const strict = paired(() => decode(body), bare, { budgetMs: 1_500, batch: 16, warmupPairs: 100 });

@@ -24,7 +24,16 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pino from 'pino';
 import { BridgeAgent, bridgeServer, CallJournal, ThresholdCaller } from '../bridge/index.ts';
 import { actorFromSeed, type Rng, seededRng, type SignedGrant, signGrant } from '../core/index.ts';
-import { approvalsStream, deal, evidenceStream, Participant, registryBucket, rulesApprover, shareRecord, writeShareFile } from '../frost/index.ts';
+import {
+  approvalsStream,
+  deal,
+  evidenceStream,
+  Participant,
+  registryBucket,
+  rulesApprover,
+  shareRecord,
+  writeShareFile,
+} from '../frost/index.ts';
 import { warmUp } from '../frost/index.ts';
 import { type ClientSigner, JcpClient } from '../client/index.ts';
 import { configFromJson, resourceIdOf, startNode } from '../node/index.ts';
@@ -68,7 +77,12 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
     configFromJson({
       listen: '127.0.0.1:0',
       data_dir: join(root, 'data'),
-      resources: [{ name: 'memory', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: join(root, 'memory.jsonl') } } }],
+      resources: [
+        {
+          name: 'memory',
+          endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: join(root, 'memory.jsonl') } },
+        },
+      ],
       meter: { default_estimate_uj: 1, rungs: ['estimator'] },
     }),
     { logger: pino({ level: 'silent' }) },
@@ -81,7 +95,17 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
       holders.push(await Participant.start({ keystore: ks, nc, prefix, coordinators: [coordinator.did], approver: rulesApprover(rules) }));
     }
     const grantTo = (subject: string): SignedGrant =>
-      signGrant({ issuer: issuer.did, subject, capability: { resource: resourceIdOf('memory'), actions: ['read_graph'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) }, issuer);
+      signGrant(
+        {
+          issuer: issuer.did,
+          subject,
+          capability: { resource: resourceIdOf('memory'), actions: ['read_graph'] },
+          budget_uj: 10n ** 15n,
+          expiry: 0,
+          nonce: rng(16),
+        },
+        issuer,
+      );
     const open = async (name: string, signer: ClientSigner, chain: SignedGrant, threshold?: ThresholdCaller) => {
       const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer });
       const journal = new CallJournal({});
@@ -89,7 +113,15 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
         await client.close();
         journal.close();
       });
-      const a = new BridgeAgent({ name, signer, chains: [[chain]], client, journal, costUj: 1n, ...(threshold !== undefined ? { threshold } : {}) });
+      const a = new BridgeAgent({
+        name,
+        signer,
+        chains: [[chain]],
+        client,
+        journal,
+        costUj: 1n,
+        ...(threshold !== undefined ? { threshold } : {}),
+      });
       const mcp = await mcpOn(a);
       closers.push(() => mcp.close());
       return mcp;
@@ -101,7 +133,8 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
       const t0 = performance.now();
       const r = await c.callTool({ name: 'read_graph', arguments: {} });
       const t = performance.now() - t0;
-      if (r.isError === true || r._meta?.['jcp/verdict'] !== 'allow') throw new Error(`bench call not allowed: ${JSON.stringify(r.content)}`);
+      if (r.isError === true || r._meta?.['jcp/verdict'] !== 'allow')
+        throw new Error(`bench call not allowed: ${JSON.stringify(r.content)}`);
       return t;
     };
     const tTeam: number[] = [];
@@ -117,7 +150,10 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
     return [
       ms('bridge call, approved 2-of-3 (rules files), p50 (floor: the same call with a single key, p50)', median(tTeam), median(tSolo)),
       ms('bridge call, approved 2-of-3 (rules files), p99 (floor: single key, p99)', percentile(tTeam, 99), percentile(tSolo, 99)),
-      ms('bridge call, approved 2-of-3, added per call p50 (median of threshold − single-key pairs)', median(tTeam.map((t, i) => t - tSolo[i]!))),
+      ms(
+        'bridge call, approved 2-of-3, added per call p50 (median of threshold − single-key pairs)',
+        median(tTeam.map((t, i) => t - tSolo[i]!)),
+      ),
     ];
   } finally {
     for (const c of closers.reverse()) await c().catch(() => undefined);
@@ -125,7 +161,8 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
     await node.close();
     try {
       const jsm = await jetstreamManager(nc);
-      for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)]) await jsm.streams.delete(s).catch(() => false);
+      for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
+        await jsm.streams.delete(s).catch(() => false);
     } catch {
       // best effort
     }

@@ -29,7 +29,30 @@ import { performance } from 'node:perf_hooks';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDid, type Rng, seededRng, utf8, verify } from '../core/index.ts';
-import { aggregate, commit, CommitmentPrefetch, deal, type Deal, dkgRound1, dkgRound2, dkgRound3, evidenceStream, groupDid, type GroupPublic, natsBus, natsRegistry, Participant, registryBucket, runDkg, shareRecord, type ShareSecret, signShare, signWithGroup, warmUp, writeShareFile } from '../frost/index.ts';
+import {
+  aggregate,
+  commit,
+  CommitmentPrefetch,
+  deal,
+  type Deal,
+  dkgRound1,
+  dkgRound2,
+  dkgRound3,
+  evidenceStream,
+  groupDid,
+  type GroupPublic,
+  natsBus,
+  natsRegistry,
+  Participant,
+  registryBucket,
+  runDkg,
+  shareRecord,
+  type ShareSecret,
+  signShare,
+  signWithGroup,
+  warmUp,
+  writeShareFile,
+} from '../frost/index.ts';
 import { ParticipantCluster } from '../testkit/index.ts';
 import { type Figure, median, percentile, type SuiteOptions, sig } from './figures.ts';
 import { bridgeFigures } from './frost-bridge.ts';
@@ -50,13 +73,20 @@ function libraryDkgMs(min: number, max: number, rng: Rng): number {
     return r.value;
   });
   const sent = r1.map((p, i) => {
-    const r = dkgRound2(p.state, r1.filter((_, j) => j !== i).map((q) => q.package));
+    const r = dkgRound2(
+      p.state,
+      r1.filter((_, j) => j !== i).map((q) => q.package),
+    );
     if (!r.ok) throw new Error(r.error.why);
     return r.value;
   });
   r1.forEach((p, i) => {
     const others = r1.filter((_, j) => j !== i);
-    const r = dkgRound3(p.state, others.map((q) => q.package), new Map(others.map((q) => [q.package.identifier, sent[q.package.identifier - 1]!.get(i + 1)!])));
+    const r = dkgRound3(
+      p.state,
+      others.map((q) => q.package),
+      new Map(others.map((q) => [q.package.identifier, sent[q.package.identifier - 1]!.get(i + 1)!])),
+    );
     if (!r.ok) throw new Error(r.error.why);
   });
   return performance.now() - t0;
@@ -121,7 +151,11 @@ function seedKeystore(dir: string, i: number, deals: readonly Deal[], upTo: (d: 
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   for (const d of deals) {
     const s = d.shares[i - 1];
-    if (s && i <= upTo(d)) writeShareFile(join(dir, `${d.group.min}of${d.group.max}-${i}.share`), shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed));
+    if (s && i <= upTo(d))
+      writeShareFile(
+        join(dir, `${d.group.min}of${d.group.max}-${i}.share`),
+        shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed),
+      );
   }
 }
 
@@ -131,7 +165,13 @@ interface Placement {
   readonly dids: readonly string[];
 }
 
-async function dkgFigures(nc: NatsConnection, at: Placement, rng: Rng, figures: Figure[], waitStored: (session: string, n: number) => Promise<void>): Promise<void> {
+async function dkgFigures(
+  nc: NatsConnection,
+  at: Placement,
+  rng: Rng,
+  figures: Figure[],
+  waitStored: (session: string, n: number) => Promise<void>,
+): Promise<void> {
   const bus = natsBus(nc);
   for (const [min, max] of [
     [2, 3],
@@ -153,7 +193,14 @@ async function dkgFigures(nc: NatsConnection, at: Placement, rng: Rng, figures: 
   }
 }
 
-async function signFigures(nc: NatsConnection, at: Placement, deals: Record<'2of3' | '7of10', Deal>, rng: Rng, figures: Figure[], goal: boolean): Promise<void> {
+async function signFigures(
+  nc: NatsConnection,
+  at: Placement,
+  deals: Record<'2of3' | '7of10', Deal>,
+  rng: Rng,
+  figures: Figure[],
+  goal: boolean,
+): Promise<void> {
   const bus = natsBus(nc);
   const registry = await natsRegistry(nc, at.prefix);
   for (const key of ['2of3', '7of10'] as const) {
@@ -180,7 +227,12 @@ async function signFigures(nc: NatsConnection, at: Placement, deals: Record<'2of
     figures.push(ms(`sign ${min}-of-${max}, ${at.label}, p50 (floor: same rounds in-process)`, median(nats), median(lib)));
     figures.push(ms(`sign ${min}-of-${max}, ${at.label}, p99`, percentile(nats, 99), percentile(lib, 99)));
     figures.push(
-      ms(`sign ${min}-of-${max}, ${at.label}, overhead p50 (median of session − floor pairs)`, overhead, undefined, goal ? { text: '≤ 3 ms', met: overhead <= 3 } : undefined),
+      ms(
+        `sign ${min}-of-${max}, ${at.label}, overhead p50 (median of session − floor pairs)`,
+        overhead,
+        undefined,
+        goal ? { text: '≤ 3 ms', met: overhead <= 3 } : undefined,
+      ),
     );
     if (at.label === 'processes') {
       // Holders in processes compute in parallel (as far as the cores allow), which the
@@ -224,12 +276,28 @@ async function prefetchedFigures(nc: NatsConnection, at: Placement, d: Deal, rng
     critical.push(l.criticalMs - l.commitRoundMs);
   }
   const overhead = median(nats.map((t, i) => t - lib[i]!));
-  figures.push(ms(`sign ${min}-of-${max}, ${at.label}, prefetched round one, p50 (floor: sign, verify, aggregate in-process)`, median(nats), median(lib)));
   figures.push(
-    ms(`sign ${min}-of-${max}, ${at.label}, prefetched, overhead p50 (median of session − floor pairs)`, overhead, undefined, goal ? { text: '≤ 3 ms', met: overhead <= 3 } : undefined),
+    ms(
+      `sign ${min}-of-${max}, ${at.label}, prefetched round one, p50 (floor: sign, verify, aggregate in-process)`,
+      median(nats),
+      median(lib),
+    ),
+  );
+  figures.push(
+    ms(
+      `sign ${min}-of-${max}, ${at.label}, prefetched, overhead p50 (median of session − floor pairs)`,
+      overhead,
+      undefined,
+      goal ? { text: '≤ 3 ms', met: overhead <= 3 } : undefined,
+    ),
   );
   if (at.label === 'processes') {
-    figures.push(ms(`sign ${min}-of-${max}, processes, prefetched, overhead p50 vs the critical path (shares spread over ${CORES} cores, then aggregate)`, median(nats.map((t, i) => t - critical[i]!))));
+    figures.push(
+      ms(
+        `sign ${min}-of-${max}, processes, prefetched, overhead p50 vs the critical path (shares spread over ${CORES} cores, then aggregate)`,
+        median(nats.map((t, i) => t - critical[i]!)),
+      ),
+    );
   }
 }
 
@@ -280,7 +348,9 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
       while ((completions.get(session) ?? 0) < n) await new Promise((r) => setTimeout(r, 5));
     });
     await dkgFigures(nc, procsAt, rng, figures, async (session, n) => {
-      await Promise.all(procs.slice(0, n).map((p) => p.waitFor((e) => e.event === 'dkg-complete' && e['session'] === session, 'dkg-complete')));
+      await Promise.all(
+        procs.slice(0, n).map((p) => p.waitFor((e) => e.event === 'dkg-complete' && e['session'] === session, 'dkg-complete')),
+      );
     });
     // An approved 2-of-3 call through the bridge against a single-key call (bench/frost-bridge.ts).
     figures.push(...(await bridgeFigures(nc, rng)));

@@ -129,7 +129,14 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   writeKeyFile(key, agent);
   const chain = path.join(dir, 'fs.chain.json');
   const grant = signGrant(
-    { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('fs'), actions: ['list_directory'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+    {
+      issuer: issuer.did,
+      subject: agent.did,
+      capability: { resource: resourceIdOf('fs'), actions: ['list_directory'] },
+      budget_uj: 10n ** 15n,
+      expiry: 0,
+      nonce: rng(16),
+    },
     issuer,
   );
   writeChainFile(chain, [grant]);
@@ -149,7 +156,9 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const bridgeArgs = [path.join(repo, 'bin/jcp.mjs'), 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', key, '--chain', chain];
   const clients: Client[] = [];
   const jcp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent });
-  const jcpN = await Promise.all(Array.from({ length: CONCURRENT }, () => JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent })));
+  const jcpN = await Promise.all(
+    Array.from({ length: CONCURRENT }, () => JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: agent })),
+  );
   const open = async (direct: boolean) => {
     const c = direct ? await connectClient(process.execPath, [FS_SERVER, root]) : await connectClient(process.execPath, bridgeArgs);
     clients.push(c);
@@ -186,15 +195,35 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     return [
       { name: 'direct: SDK client → server-filesystem list_directory (stdio), one client, p50', value: sig(percentile(d, 50)), unit: 'µs' },
       { name: 'direct: p99', value: sig(percentile(d, 99)), unit: 'µs' },
-      { name: 'gateway: SDK client → jcp bridge → node (durable log) → server-filesystem, one client, p50', value: sig(percentile(g, 50)), unit: 'µs' },
+      {
+        name: 'gateway: SDK client → jcp bridge → node (durable log) → server-filesystem, one client, p50',
+        value: sig(percentile(g, 50)),
+        unit: 'µs',
+      },
       { name: 'gateway: p99', value: sig(percentile(g, 99)), unit: 'µs' },
       { name: 'gateway p50 − direct p50 (added per call)', value: sig(added), unit: 'µs', goal: '≤ 2000 µs', met: added <= 2000 },
-      { name: 'node alone: jcp/1 client (in the bench process) → node → server-filesystem, one client, p50', value: sig(percentile(nd, 50)), unit: 'µs' },
+      {
+        name: 'node alone: jcp/1 client (in the bench process) → node → server-filesystem, one client, p50',
+        value: sig(percentile(nd, 50)),
+        unit: 'µs',
+      },
       { name: 'node alone: p99', value: sig(percentile(nd, 99)), unit: 'µs' },
-      { name: "node's durable floor (signature work + fsync'd LevelDB batch, no protocol), one client, p50", value: sig(percentile(f, 50)), unit: 'µs' },
+      {
+        name: "node's durable floor (signature work + fsync'd LevelDB batch, no protocol), one client, p50",
+        value: sig(percentile(f, 50)),
+        unit: 'µs',
+      },
       { name: "node's durable floor, p99", value: sig(percentile(f, 99)), unit: 'µs' },
-      { name: `node alone: ${CONCURRENT} jcp/1 clients → node → one server, median of ${ROUNDS} rounds`, value: sig(median(nRate)), unit: 'calls/s' },
-      { name: `direct: ${CONCURRENT} clients (${CONCURRENT} servers), median of ${ROUNDS} rounds`, value: sig(median(dRate)), unit: 'calls/s' },
+      {
+        name: `node alone: ${CONCURRENT} jcp/1 clients → node → one server, median of ${ROUNDS} rounds`,
+        value: sig(median(nRate)),
+        unit: 'calls/s',
+      },
+      {
+        name: `direct: ${CONCURRENT} clients (${CONCURRENT} servers), median of ${ROUNDS} rounds`,
+        value: sig(median(dRate)),
+        unit: 'calls/s',
+      },
       {
         name: `gateway: ${CONCURRENT} clients (${CONCURRENT} bridges, one node, one server); ratio: median of per-round gateway ÷ direct (${ratios.map((x) => sig(x, 2)).join(', ')})`,
         value: sig(median(gRate)),

@@ -20,7 +20,26 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type Actor, contentId, decide, type DecisionRequest, encode, grantId, Ledger, newActor, payloadHash, receiptCoreFor, receiptId, sealReceipt, seededRng, type SignedGrant, signedGrantToCbor, signGrant, toHex, TrustRoots } from '../core/index.ts';
+import {
+  type Actor,
+  contentId,
+  decide,
+  type DecisionRequest,
+  encode,
+  grantId,
+  Ledger,
+  newActor,
+  payloadHash,
+  receiptCoreFor,
+  receiptId,
+  sealReceipt,
+  seededRng,
+  type SignedGrant,
+  signedGrantToCbor,
+  signGrant,
+  toHex,
+  TrustRoots,
+} from '../core/index.ts';
 import { makeSnapshot, readKeyFile, ReceiptLog, resourceIdOf, writeKeyFile } from '../node/index.ts';
 import { type Figure, type SuiteOptions, sig } from './figures.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
@@ -32,7 +51,8 @@ const WINDOW_S = 90;
 function sizes(): number[] {
   const v = process.env['JCP_BENCH_HISTORY_SIZES'] ?? '100000,1000000,5000000';
   const out = v.split(',').map((x) => Number(x.trim()));
-  if (out.length === 0 || out.some((x) => !Number.isSafeInteger(x) || x < 1)) throw new Error(`JCP_BENCH_HISTORY_SIZES: expected sizes like 100000,1000000, got ${v}`);
+  if (out.length === 0 || out.some((x) => !Number.isSafeInteger(x) || x < 1))
+    throw new Error(`JCP_BENCH_HISTORY_SIZES: expected sizes like 100000,1000000, got ${v}`);
   return out.sort((a, b) => a - b);
 }
 
@@ -49,7 +69,14 @@ async function historyLog(seed: number, n: number): Promise<string> {
   const workers = Array.from({ length: 16 }, () => newActor(rng));
   const grants = workers.map((w) =>
     signGrant(
-      { issuer: issuer.did, subject: w.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+      {
+        issuer: issuer.did,
+        subject: w.did,
+        capability: { resource: resourceIdOf('bench'), actions: ['call'] },
+        budget_uj: 10n ** 15n,
+        expiry: 0,
+        nonce: rng(16),
+      },
       issuer,
     ),
   );
@@ -63,7 +90,14 @@ async function historyLog(seed: number, n: number): Promise<string> {
     const i = seq % grants.length;
     const g = grants[i]!;
     const dreq: DecisionRequest = {
-      frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(g.grant), action: 'call', resource: g.grant.capability.resource, payload_hash: payloadHash() },
+      frame: {
+        kind: 'tool-call',
+        trust: 'control',
+        grant_id: grantId(g.grant),
+        action: 'call',
+        resource: g.grant.capability.resource,
+        payload_hash: payloadHash(),
+      },
       chain: [g],
       caller: workers[i]!.did,
       cost: { uj: 1_000n + BigInt(seq % 7), provenance: 'Estimator' },
@@ -72,7 +106,12 @@ async function historyLog(seed: number, n: number): Promise<string> {
     const d = decide(dreq, state);
     if (d.verdict === 'allow') ledger.debit(d.chainIds, dreq.cost.uj);
     const bytes = sealReceipt(
-      receiptCoreFor(dreq, d, { steward: steward.did, seq, ...(prev !== undefined ? { prev } : {}), requestId: contentId({ history: seed, seq }) }),
+      receiptCoreFor(dreq, d, {
+        steward: steward.did,
+        seq,
+        ...(prev !== undefined ? { prev } : {}),
+        requestId: contentId({ history: seed, seq }),
+      }),
       steward,
     );
     prev = receiptId(bytes);
@@ -178,13 +217,22 @@ async function startOn(source: string, snapshot: boolean): Promise<{ seconds: nu
 }
 
 function load(spec: LoadSpec): LoadResult {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'bench/nodeload.ts'), JSON.stringify(spec)], { cwd: repo, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'bench/nodeload.ts'), JSON.stringify(spec)], {
+    cwd: repo,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`load process failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as LoadResult;
 }
 
 /** Closed-loop load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
-async function rateOn(source: string, agent: Actor, grant: SignedGrant, requests: number, snapshotAfterS: number | undefined): Promise<LoadResult & { snapshotted: boolean }> {
+async function rateOn(
+  source: string,
+  agent: Actor,
+  grant: SignedGrant,
+  requests: number,
+  snapshotAfterS: number | undefined,
+): Promise<LoadResult & { snapshotted: boolean }> {
   const dir = await copyOf(source, false);
   const file = configFile(dir, snapshotAfterS === undefined ? {} : { snapshot: { every_receipts: 0, every_s: snapshotAfterS } });
   try {
@@ -254,7 +302,14 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const issuer = newActor(rng);
   const agent = newActor(rng);
   const grant = signGrant(
-    { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+    {
+      issuer: issuer.did,
+      subject: agent.did,
+      capability: { resource: resourceIdOf('bench'), actions: ['call'] },
+      budget_uj: 10n ** 15n,
+      expiry: 0,
+      nonce: rng(16),
+    },
     issuer,
   );
   const small = await historyLog(seed, ns[0]!);
@@ -262,8 +317,17 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const base = await rateOn(small, agent, grant, requests, undefined);
   const during = await rateOn(small, agent, grant, requests, 1);
   figures.push({ name: `decisions/s, closed loop, no snapshot (${ns[0]} receipts in the log)`, value: sig(base.perSecond), unit: '/s' });
-  figures.push({ name: `decisions/s, closed loop, while a snapshot of ${ns[0]} receipts is written${during.snapshotted ? '' : ' (the snapshot had not finished)'}`, value: sig(during.perSecond), unit: '/s' });
-  figures.push({ name: 'decisions/s while a snapshot is written (× no snapshot)', value: sig(during.perSecond / base.perSecond), unit: '×', ratio: sig(during.perSecond / base.perSecond) });
+  figures.push({
+    name: `decisions/s, closed loop, while a snapshot of ${ns[0]} receipts is written${during.snapshotted ? '' : ' (the snapshot had not finished)'}`,
+    value: sig(during.perSecond),
+    unit: '/s',
+  });
+  figures.push({
+    name: 'decisions/s while a snapshot is written (× no snapshot)',
+    value: sig(during.perSecond / base.perSecond),
+    unit: '×',
+    ratio: sig(during.perSecond / base.perSecond),
+  });
   figures.push({ name: 'p99 decision latency, no snapshot', value: sig(base.p99Us / 1000), unit: 'ms' });
   // §"Speed and memory": no pause longer than the decision path already has without a snapshot.
   const p99Ok = during.p99Us <= base.p99Us;

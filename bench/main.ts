@@ -18,7 +18,14 @@ Suites are the files bench/<suite>.ts (e.g. core). Each prints its figures again
 measured in the same run; --json writes {"figures": [{name, value, unit, floor?, ratio?, goal?, met?}]}.`;
 
 async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: { json: { type: 'string' }; seed: { type: 'string' }; help: { type: 'boolean'; short: 'h' } }; allowPositionals: true; strict: true }>>;
+  let parsed: ReturnType<
+    typeof parseArgs<{
+      args: string[];
+      options: { json: { type: 'string' }; seed: { type: 'string' }; help: { type: 'boolean'; short: 'h' } };
+      allowPositionals: true;
+      strict: true;
+    }>
+  >;
   try {
     parsed = parseArgs({
       args: argv,

@@ -32,7 +32,34 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { type Actor, contentId, decide, type DecisionRequest, encode, grantId, jcrProtectedHeader, Ledger, newActor, payloadHash, receiptCoreFor, receiptCoreToCbor, receiptId, sealReceipt, type Rng, seededRng, sign, type SignedGrant, signedGrantToCbor, signGrant, signWireRequestSync, sigStructure, toHex, TrustRoots, verify, wireRequestSigningBytes } from '../core/index.ts';
+import {
+  type Actor,
+  contentId,
+  decide,
+  type DecisionRequest,
+  encode,
+  grantId,
+  jcrProtectedHeader,
+  Ledger,
+  newActor,
+  payloadHash,
+  receiptCoreFor,
+  receiptCoreToCbor,
+  receiptId,
+  sealReceipt,
+  type Rng,
+  seededRng,
+  sign,
+  type SignedGrant,
+  signedGrantToCbor,
+  signGrant,
+  signWireRequestSync,
+  sigStructure,
+  toHex,
+  TrustRoots,
+  verify,
+  wireRequestSigningBytes,
+} from '../core/index.ts';
 import { ReceiptLog, resourceIdOf, writeKeyFile } from '../node/index.ts';
 import type { FloorMode } from './floorserver.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
@@ -54,7 +81,9 @@ function spread(xs: readonly number[], unit = '/s'): string {
 }
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 /** This process's CPU list when the bench started (`taskset -p -c` prints "…: 0,1"), restored after each pinned floor. */
-const startAffinity = hasTaskset ? (/:\s*(\S+)\s*$/.exec(spawnSync('taskset', ['-p', '-c', String(process.pid)], { encoding: 'utf8' }).stdout)?.[1] ?? '0') : '0';
+const startAffinity = hasTaskset
+  ? (/:\s*(\S+)\s*$/.exec(spawnSync('taskset', ['-p', '-c', String(process.pid)], { encoding: 'utf8' }).stdout)?.[1] ?? '0')
+  : '0';
 
 /** Runs the node suite. */
 export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
@@ -62,7 +91,14 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const issuer = newActor(rng);
   const agent = newActor(rng);
   const grant = signGrant(
-    { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+    {
+      issuer: issuer.did,
+      subject: agent.did,
+      capability: { resource: resourceIdOf('bench'), actions: ['call'] },
+      budget_uj: 10n ** 15n,
+      expiry: 0,
+      nonce: rng(16),
+    },
     issuer,
   );
   const { figures, one, two } = await peakFigures(agent, grant, rng);
@@ -99,8 +135,20 @@ async function peakFigures(agent: Actor, grant: SignedGrant, rng: Rng): Promise<
   const two = median(twos.map((x) => x.perSecond));
   const oneRatios = ones.map((x, r) => x.perSecond / ((floors[r]! + floors[r + 1]!) / 2));
   const twoRatios = twos.map((x, r) => x.perSecond / ones[r]!.perSecond);
-  figures.push({ name: `crypto floor, one core, pinned like the node: 1 caller verify + 1 receipt sign (median of ${spread(floors)})`, value: sig(floor1), unit: 'decisions/s' });
-  figures.push(ratioFigure(`node decisions/s, one core, durable log (${spread(ones.map((x) => x.perSecond))}); ratio: median of each run ÷ its floors`, one, floor1, oneRatios, 0.7));
+  figures.push({
+    name: `crypto floor, one core, pinned like the node: 1 caller verify + 1 receipt sign (median of ${spread(floors)})`,
+    value: sig(floor1),
+    unit: 'decisions/s',
+  });
+  figures.push(
+    ratioFigure(
+      `node decisions/s, one core, durable log (${spread(ones.map((x) => x.perSecond))}); ratio: median of each run ÷ its floors`,
+      one,
+      floor1,
+      oneRatios,
+      0.7,
+    ),
+  );
   // What one core allows with I/O but no protocol: the same signature work, an fsync'd LevelDB
   // group commit and the framing (bench/floorserver.ts), pinned like the node.
   const bare1 = median(bare.map((x) => x.perSecond));
@@ -112,17 +160,40 @@ async function peakFigures(agent: Actor, grant: SignedGrant, rng: Rng): Promise<
     ratio: sig(median(bare.map((x, r) => x.perSecond / ((floors[r]! + floors[r + 1]!) / 2)))),
   });
   figures.push({
-    name: `node one-core run ÷ durable floor server of the same round (${spread(ones.map((x, r) => (100 * x.perSecond) / bare[r]!.perSecond), '%')})`,
+    name: `node one-core run ÷ durable floor server of the same round (${spread(
+      ones.map((x, r) => (100 * x.perSecond) / bare[r]!.perSecond),
+      '%',
+    )})`,
     value: sig(median(ones.map((x, r) => x.perSecond / bare[r]!.perSecond))),
     unit: '×',
   });
-  figures.push(ratioFigure(`node decisions/s, both cores, signature worker (${spread(twos.map((x) => x.perSecond))}); ratio: median of each run ÷ that round's one-core run`, two, one, twoRatios, 1.5));
+  figures.push(
+    ratioFigure(
+      `node decisions/s, both cores, signature worker (${spread(twos.map((x) => x.perSecond))}); ratio: median of each run ÷ that round's one-core run`,
+      two,
+      one,
+      twoRatios,
+      1.5,
+    ),
+  );
   // What bounds the two-core figure on this machine: the load process shares the two cores, and
   // two threads of pure signature work do not run twice as fast as one.
-  figures.push({ name: 'load process CPU per request, both-cores runs (shares the cores with the node)', value: sig(median(twos.map((x) => x.cpuUs / x.sent))), unit: 'µs' });
+  figures.push({
+    name: 'load process CPU per request, both-cores runs (shares the cores with the node)',
+    value: sig(median(twos.map((x) => x.cpuUs / x.sent))),
+    unit: 'µs',
+  });
   const scaling = await verifyScaling(agent);
-  figures.push({ name: 'Ed25519 verifies/s, two threads ÷ one thread on this machine (ceiling of any two-core speed-up)', value: sig(scaling), unit: '×' });
-  figures.push({ name: 'p50 latency at peak (closed loop, 8 conns × 32; median of rounds)', value: sig(median(twos.map((x) => x.p50Us)) / 1000), unit: 'ms' });
+  figures.push({
+    name: 'Ed25519 verifies/s, two threads ÷ one thread on this machine (ceiling of any two-core speed-up)',
+    value: sig(scaling),
+    unit: '×',
+  });
+  figures.push({
+    name: 'p50 latency at peak (closed loop, 8 conns × 32; median of rounds)',
+    value: sig(median(twos.map((x) => x.p50Us)) / 1000),
+    unit: 'ms',
+  });
   return { figures, one, two };
 }
 
@@ -143,9 +214,16 @@ async function halfPeakFigures(agent: Actor, grant: SignedGrant, one: number, tw
     echoHalves.push(await drive(agent, grant, { workers: 0, pin: false, label: 'floor-echo-half', rate: peak / 2, floor: 'echo' }));
   }
   const p99 = median(halves.map((x) => x.p99Us));
-  figures.push({ name: `p50 latency at half peak (${Math.round(peak / 2)}/s open loop; median of rounds)`, value: sig(median(halves.map((x) => x.p50Us)) / 1000), unit: 'ms' });
   figures.push({
-    name: `p99 latency at half peak (${Math.round(peak / 2)}/s open loop; median of ${spread(halves.map((x) => x.p99Us / 1000), 'ms')})`,
+    name: `p50 latency at half peak (${Math.round(peak / 2)}/s open loop; median of rounds)`,
+    value: sig(median(halves.map((x) => x.p50Us)) / 1000),
+    unit: 'ms',
+  });
+  figures.push({
+    name: `p99 latency at half peak (${Math.round(peak / 2)}/s open loop; median of ${spread(
+      halves.map((x) => x.p99Us / 1000),
+      'ms',
+    )})`,
     value: sig(p99 / 1000),
     unit: 'ms',
     goal: '≤ 5 ms',
@@ -153,11 +231,14 @@ async function halfPeakFigures(agent: Actor, grant: SignedGrant, one: number, tw
   });
   // The same rate against the floor servers: the tail this machine has before any protocol.
   for (const [what, runs] of [
-    ['durable floor server (signature work + fsync\'d LevelDB batch + framing)', bareHalves],
+    ["durable floor server (signature work + fsync'd LevelDB batch + framing)", bareHalves],
     ['echo server (framing and loopback TCP only)', echoHalves],
   ] as const) {
     figures.push({
-      name: `p99 latency at the same rate, ${what} (median of ${spread(runs.map((x) => x.p99Us / 1000), 'ms')})`,
+      name: `p99 latency at the same rate, ${what} (median of ${spread(
+        runs.map((x) => x.p99Us / 1000),
+        'ms',
+      )})`,
       value: sig(median(runs.map((x) => x.p99Us)) / 1000),
       unit: 'ms',
     });
@@ -209,7 +290,14 @@ function unpinnedFloor(agent: Actor, grant: SignedGrant, rng: (n: number) => Uin
   const payload = new TextEncoder().encode('{"n":1,"tag":"floor"}');
   const req = signWireRequestSync(
     {
-      frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(grant.grant), action: 'call', resource: grant.grant.capability.resource, payload_hash: payloadHash(payload) },
+      frame: {
+        kind: 'tool-call',
+        trust: 'control',
+        grant_id: grantId(grant.grant),
+        action: 'call',
+        resource: grant.grant.capability.resource,
+        payload_hash: payloadHash(payload),
+      },
       chain: [grant],
       caller: agent.did,
       cost: { uj: 1n, provenance: 'Estimator' },
@@ -291,7 +379,10 @@ function startServer(args0: string[], pin: boolean, ready: (stderr: string) => b
   // JCP_BENCH_PROF_DIR: the server writes a V8 CPU profile there when it stops (node --cpu-prof).
   const prof = process.env['JCP_BENCH_PROF_DIR'];
   const args = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, ...args0] : args0;
-  const child = pin && hasTaskset ? spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: repo }) : spawn(process.execPath, args, { cwd: repo });
+  const child =
+    pin && hasTaskset
+      ? spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: repo })
+      : spawn(process.execPath, args, { cwd: repo });
   let err = '';
   child.stdout!.resume();
   return new Promise((resolve, reject) => {
@@ -316,7 +407,10 @@ export async function stopNode(n: Started): Promise<void> {
 
 function load(spec: LoadSpec, pin: boolean): LoadResult {
   const args = [process.execPath, '--import', 'tsx', path.join(repo, 'bench/nodeload.ts'), JSON.stringify(spec)];
-  const r = pin && hasTaskset ? spawnSync('taskset', ['-c', '1', ...args], { cwd: repo, encoding: 'utf8' }) : spawnSync(args[0]!, args.slice(1), { cwd: repo, encoding: 'utf8' });
+  const r =
+    pin && hasTaskset
+      ? spawnSync('taskset', ['-c', '1', ...args], { cwd: repo, encoding: 'utf8' })
+      : spawnSync(args[0]!, args.slice(1), { cwd: repo, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`load process failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as LoadResult;
 }
@@ -342,10 +436,17 @@ function nodeConfig(dataDir: string, workers: number): string {
  * Starts a fresh node (or, with `floor`, a floor server) and drives it from a separate load
  * process; closed loop unless `rate` is set.
  */
-async function drive(agent: Actor, grant: SignedGrant, o: { workers: number; pin: boolean; label: string; rate?: number; floor?: FloorMode }): Promise<LoadResult> {
+async function drive(
+  agent: Actor,
+  grant: SignedGrant,
+  o: { workers: number; pin: boolean; label: string; rate?: number; floor?: FloorMode },
+): Promise<LoadResult> {
   const dir = mkdtempSync(path.join(tmpdir(), `jcp-bench-${o.label}-`));
   try {
-    const node = o.floor !== undefined ? await startFloorServer(o.floor, path.join(dir, 'data'), o.pin) : await startNode(nodeConfig(path.join(dir, 'data'), o.workers), o.pin);
+    const node =
+      o.floor !== undefined
+        ? await startFloorServer(o.floor, path.join(dir, 'data'), o.pin)
+        : await startNode(nodeConfig(path.join(dir, 'data'), o.workers), o.pin);
     try {
       const base = {
         host: '127.0.0.1',
@@ -393,7 +494,14 @@ async function bigLog(seed: number, n: number): Promise<string> {
   const workers = Array.from({ length: 16 }, () => newActor(rng));
   const grants = workers.map((w) =>
     signGrant(
-      { issuer: issuer.did, subject: w.did, capability: { resource: resourceIdOf('bench'), actions: ['call'] }, budget_uj: 10n ** 15n, expiry: 0, nonce: rng(16) },
+      {
+        issuer: issuer.did,
+        subject: w.did,
+        capability: { resource: resourceIdOf('bench'), actions: ['call'] },
+        budget_uj: 10n ** 15n,
+        expiry: 0,
+        nonce: rng(16),
+      },
       issuer,
     ),
   );
@@ -406,7 +514,14 @@ async function bigLog(seed: number, n: number): Promise<string> {
     const i = seq % grants.length;
     const g = grants[i]!;
     const dreq: DecisionRequest = {
-      frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(g.grant), action: 'call', resource: g.grant.capability.resource, payload_hash: payloadHash() },
+      frame: {
+        kind: 'tool-call',
+        trust: 'control',
+        grant_id: grantId(g.grant),
+        action: 'call',
+        resource: g.grant.capability.resource,
+        payload_hash: payloadHash(),
+      },
       chain: [g],
       caller: workers[i]!.did,
       cost: { uj: 1_000n + BigInt(seq % 7), provenance: 'Estimator' },
@@ -415,7 +530,12 @@ async function bigLog(seed: number, n: number): Promise<string> {
     const d = decide(dreq, state);
     if (d.verdict === 'allow') ledger.debit(d.chainIds, dreq.cost.uj);
     const bytes = sealReceipt(
-      receiptCoreFor(dreq, d, { steward: steward.did, seq, ...(prev !== undefined ? { prev } : {}), requestId: contentId({ bench: seed, seq }) }),
+      receiptCoreFor(dreq, d, {
+        steward: steward.did,
+        seq,
+        ...(prev !== undefined ? { prev } : {}),
+        requestId: contentId({ bench: seed, seq }),
+      }),
       steward,
     );
     prev = receiptId(bytes);

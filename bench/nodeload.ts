@@ -8,7 +8,18 @@
  * sends at a fixed `rate` (requests/s) regardless of replies (latency under a given load).
  */
 import { connect, type Socket } from 'node:net';
-import { actorFromSeed, decode, encodeWireRequest, frameMessage, FrameReader, fromHex, grantId, payloadHash, readSignedGrant, signWireRequestSync } from '../core/index.ts';
+import {
+  actorFromSeed,
+  decode,
+  encodeWireRequest,
+  frameMessage,
+  FrameReader,
+  fromHex,
+  grantId,
+  payloadHash,
+  readSignedGrant,
+  signWireRequestSync,
+} from '../core/index.ts';
 
 /** What the load process is asked to do. */
 export interface LoadSpec {
@@ -147,7 +158,8 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
           lat[done++] = (now - sentAt[i]!) * 1000;
           if (body[0] === 0xa1) errors++;
           // {receipt, decision} in canonical key order: the decision map closes the body.
-          else if (Buffer.from(body.buffer, body.byteOffset + Math.max(0, body.length - 24), Math.min(body.length, 24)).includes('allow')) allow++;
+          else if (Buffer.from(body.buffer, body.byteOffset + Math.max(0, body.length - 24), Math.min(body.length, 24)).includes('allow'))
+            allow++;
           else deny++;
           if (spec.mode === 'closed') send(s, q);
         }

@@ -37,7 +37,12 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
   try {
     for (const [i, region] of REGIONS.entries()) {
       const h = new ClusterHooks(nats.url, readClusterConfig({ subject_root: root, revocation_catch_up_ms: 10_000 }), quiet, { region });
-      const cfg = configFromJson({ listen: '127.0.0.1:0', data_dir: join(dir, `n${i}`), resources: [{ name: 'tools' }], meter: { rungs: ['estimator'] } });
+      const cfg = configFromJson({
+        listen: '127.0.0.1:0',
+        data_dir: join(dir, `n${i}`),
+        resources: [{ name: 'tools' }],
+        meter: { rungs: ['estimator'] },
+      });
       const n = await startNode(cfg, { logger: quiet, ...h.nodeOptions });
       h.attach(n.steward, n.ledger);
       hooks.push(h);
@@ -49,7 +54,14 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
       samples: SAMPLES,
       revoke: async () => {
         const g = signGrant(
-          { issuer: alice.did, subject: bob.did, capability: { resource: resourceIdOf('tools'), actions: ['read'] }, budget_uj: 1_000n, expiry: 0, nonce: rng(16) },
+          {
+            issuer: alice.did,
+            subject: bob.did,
+            capability: { resource: resourceIdOf('tools'), actions: ['read'] },
+            budget_uj: 1_000n,
+            expiry: 0,
+            nonce: rng(16),
+          },
           alice,
         );
         await atA.revoke(signRevocation(grantId(g.grant), alice, rng(16)), g.grant);

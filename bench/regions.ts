@@ -26,7 +26,18 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kvm } from '@nats-io/kv';
 import { Redis } from 'ioredis';
-import { type Actor, actorFromSeed, contentId, grantId, overdraftBound, type Rng, seededRng, type SignedGrant, signGrant, TrustRoots } from '../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  contentId,
+  grantId,
+  overdraftBound,
+  type Rng,
+  seededRng,
+  type SignedGrant,
+  signGrant,
+  TrustRoots,
+} from '../core/index.ts';
 import { channelNames, ChannelPoint, JetStreamBus } from '../channel/index.ts';
 import { mintShardSet } from '../shards/index.ts';
 import { startRegions } from '../testkit/index.ts';
@@ -53,7 +64,11 @@ function modeFigures(mode: Mode, r: ModeResult): Figure[] {
   const remoteLat = remote.flatMap((p) => p.latUs);
   return [
     { name: `${mode} decisions/s, home region (a)`, value: sig(home.perS), unit: 'ops/s' },
-    { name: `${mode} decisions/s, remote regions (per region, mean)`, value: sig(remote.reduce((a, p) => a + p.perS, 0) / remote.length), unit: 'ops/s' },
+    {
+      name: `${mode} decisions/s, remote regions (per region, mean)`,
+      value: sig(remote.reduce((a, p) => a + p.perS, 0) / remote.length),
+      unit: 'ops/s',
+    },
     { name: `${mode} decision p50, home region (a)`, value: us2ms(percentile(home.latUs, 50)), unit: 'ms' },
     { name: `${mode} decision p99, home region (a)`, value: us2ms(percentile(home.latUs, 99)), unit: 'ms' },
     { name: `${mode} decision p50, remote regions`, value: us2ms(percentile(remoteLat, 50)), unit: 'ms' },
@@ -125,27 +140,44 @@ async function startBench(seed: number): Promise<RegionsBench> {
   const nowS = Math.floor(Date.now() / 1000);
   const budget = COST * BigInt(PER_POINT);
   const mkRoot = () =>
-    signGrant({ issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) }, issuer);
+    signGrant(
+      { issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) },
+      issuer,
+    );
   const tag = randomBytes(4).toString('hex');
   const subjectRoot = `benchrg${tag}`;
   const rc = await startRegions({ regions: REGIONS, nodesPerRegion: 0, serversPerRegion: 1, rttMs: RTT_MS, subjectRoot });
   const urls = rc.regions.map((r) => r.natsUrls);
   const load = (chains: Parameters<typeof requests>[1], name: string) => requests(agent, chains, PER_POINT, `${tag}${name}`, nowS);
-  return { rng, agent, stewards, trust, budget, mkRoot, tag, subjectRoot, rc, urls, load, redisKey: `jcp:bench:regions:${tag}`, cleanups: [] };
+  return {
+    rng,
+    agent,
+    stewards,
+    trust,
+    budget,
+    mkRoot,
+    tag,
+    subjectRoot,
+    rc,
+    urls,
+    load,
+    redisKey: `jcp:bench:regions:${tag}`,
+    cleanups: [],
+  };
 }
 
 /** Runs the cleanups, deletes the Redis key whatever happened, and stops the regions; throws nothing a cleanup throws. */
 async function stopBench(b: RegionsBench): Promise<void> {
-for (const c of b.cleanups) await c().catch(() => undefined);
-// The Redis keys go whatever happened (the only state this bench leaves outside its own servers).
-const r = new Redis({ host: '127.0.0.1', port: REDIS_PORT, lazyConnect: true, maxRetriesPerRequest: 1 });
-await r
-  .connect()
-  .then(() => r.del(b.redisKey))
-  .catch(() => undefined);
-await r.quit().catch(() => undefined);
-await sleep(10);
-await b.rc.stop();
+  for (const c of b.cleanups) await c().catch(() => undefined);
+  // The Redis keys go whatever happened (the only state this bench leaves outside its own servers).
+  const r = new Redis({ host: '127.0.0.1', port: REDIS_PORT, lazyConnect: true, maxRetriesPerRequest: 1 });
+  await r
+    .connect()
+    .then(() => r.del(b.redisKey))
+    .catch(() => undefined);
+  await r.quit().catch(() => undefined);
+  await sleep(10);
+  await b.rc.stop();
 }
 
 /** channel: each point's bus goes to its own region's NATS; the stream (region a) is read from its leader. Also returns the 40-call window and its overdraft bound (µJ). */
@@ -154,7 +186,9 @@ async function runChannel(b: RegionsBench): Promise<ModeRun & { bound: bigint; w
   const chId = grantId(ch.grant);
   const window = COST * 40n;
   const bound = overdraftBound(b.stewards.map(() => window));
-  const buses = await Promise.all(b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
+  const buses = await Promise.all(
+    b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)),
+  );
   b.cleanups.push(async () => Promise.all(buses.map((x) => x.close())));
   const points = b.stewards.map((self, p) => new ChannelPoint({ grantId: chId, windowUj: window, self, bus: buses[p]! }));
   await Promise.all(points.map((p) => p.settle()));
@@ -168,17 +202,29 @@ async function runChannel(b: RegionsBench): Promise<ModeRun & { bound: bigint; w
   const result = await drive(b.stewards, b.load([[ch], [ch], [ch]], 'c'), chKeeper, b.trust, IN_FLIGHT);
   for (const t of timers) clearInterval(t);
   return { result, spent: BigInt(result.allowed) * COST, bound, window };
-
 }
 
 /** shards: one shard per point (a third of the budget each). */
 async function runShards(b: RegionsBench): Promise<ModeRun> {
   const sh = b.mkRoot();
-  const shards = mintShardSet([sh], b.agent, [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })), { subject: b.agent.did, rng: b.rng });
+  const shards = mintShardSet(
+    [sh],
+    b.agent,
+    [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })),
+    { subject: b.agent.did, rng: b.rng },
+  );
   if (!shards.ok) throw new Error(shards.error.why);
-  const result = await drive(b.stewards, b.load(shards.value.map((s) => [sh, s.grant]), 's'), () => true, b.trust, IN_FLIGHT);
+  const result = await drive(
+    b.stewards,
+    b.load(
+      shards.value.map((s) => [sh, s.grant]),
+      's',
+    ),
+    () => true,
+    b.trust,
+    IN_FLIGHT,
+  );
   return { result, spent: BigInt(result.allowed) * COST };
-
 }
 
 /** redis: central in region a; remote points through a delaying client link. */
@@ -197,16 +243,18 @@ return 1`;
   const redisHome = clients[0]!;
   b.cleanups.push(async () => Promise.all(clients.map((c) => c.quit().catch(() => undefined))));
   const sha = (await redisHome.script('LOAD', script)) as string;
-  const redisKeeper: Keeper = async (p, cost) => (await clients[p]!.evalsha(sha, 1, b.redisKey, cost.toString(), b.budget.toString())) === 1;
+  const redisKeeper: Keeper = async (p, cost) =>
+    (await clients[p]!.evalsha(sha, 1, b.redisKey, cost.toString(), b.budget.toString())) === 1;
   const result = await drive(b.stewards, b.load([[rd], [rd], [rd]], 'r'), redisKeeper, b.trust, IN_FLIGHT);
   return { result, spent: BigInt((await redisHome.get(b.redisKey)) ?? '0') };
-
 }
 
 /** kv: a bucket in region a (created from there); each point through its own region's NATS. */
 async function runKv(b: RegionsBench): Promise<ModeRun> {
   const kvRoot = b.mkRoot();
-  const kvBuses = await Promise.all(b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)));
+  const kvBuses = await Promise.all(
+    b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)),
+  );
   b.cleanups.push(async () => Promise.all(kvBuses.map((x) => x.close())));
   const bucket = `jcp_bench_regions_${b.tag}`;
   const kvHome = await new Kvm(kvBuses[0]!.connection!).create(bucket, { history: 1 });
@@ -229,7 +277,6 @@ async function runKv(b: RegionsBench): Promise<ModeRun> {
   };
   const result = await drive(b.stewards, b.load([[kvRoot], [kvRoot], [kvRoot]], 'k'), kvKeeper, b.trust, IN_FLIGHT);
   return { result, spent: BigInt((await kvHome.get('spent'))?.string() ?? '0') };
-
 }
 
 /** per-node: every point holds the whole budget and counts alone. */
@@ -250,13 +297,22 @@ async function runPerNode(b: RegionsBench): Promise<ModeRun> {
  * channel × central redis from the remote regions (goal ≥ 10), and each mode's final overspend
  * (µJ; the channel's against its bound `bound`, window `window`).
  */
-function regionFigures(results: ReadonlyMap<Mode, ModeResult>, spentOf: ReadonlyMap<Mode, bigint>, budget: bigint, bound: bigint, window: bigint): Figure[] {
+function regionFigures(
+  results: ReadonlyMap<Mode, ModeResult>,
+  spentOf: ReadonlyMap<Mode, bigint>,
+  budget: bigint,
+  bound: bigint,
+  window: bigint,
+): Figure[] {
   const figures: Figure[] = [];
   for (const mode of ['channel', 'shards', 'redis', 'kv', 'per-node'] as const) figures.push(...modeFigures(mode, results.get(mode)!));
   const ch = results.get('channel')!.byPoint!;
   const rdp = results.get('redis')!.byPoint!;
   const homeP99 = percentile(ch[0]!.latUs, 99);
-  const remoteP99 = percentile(ch.slice(1).flatMap((p) => p.latUs), 99);
+  const remoteP99 = percentile(
+    ch.slice(1).flatMap((p) => p.latUs),
+    99,
+  );
   figures.push({
     name: 'channel p99, remote regions − region a',
     value: us2ms(remoteP99 - homeP99),
@@ -278,8 +334,13 @@ function regionFigures(results: ReadonlyMap<Mode, ModeResult>, spentOf: Readonly
   for (const mode of ['channel', 'shards', 'redis', 'kv', 'per-node'] as const) {
     const spent = spentOf.get(mode)!;
     const over = spent > budget ? spent - budget : 0n;
-    const f: Figure = { name: `${mode} final overspend (budget ${budget} µJ${mode === 'channel' ? `, bound ${bound} µJ = Σ W − min W, W ${window} µJ` : ''})`, value: Number(over), unit: 'µJ' };
-    if (mode === 'channel') figures.push({ ...f, floor: Number(bound), ratio: sig(Number(over) / Number(bound), 3), goal: '≤ bound', met: over <= bound });
+    const f: Figure = {
+      name: `${mode} final overspend (budget ${budget} µJ${mode === 'channel' ? `, bound ${bound} µJ = Σ W − min W, W ${window} µJ` : ''})`,
+      value: Number(over),
+      unit: 'µJ',
+    };
+    if (mode === 'channel')
+      figures.push({ ...f, floor: Number(bound), ratio: sig(Number(over) / Number(bound), 3), goal: '≤ bound', met: over <= bound });
     else if (mode === 'per-node') figures.push({ ...f, goal: '> 0 (each node holds the whole budget)', met: over > 0n });
     else figures.push(f);
   }

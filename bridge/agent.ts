@@ -17,7 +17,22 @@
  * strings: they can pass 2^53).
  */
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { contentId, type ContentId, type Cost, DEFAULT_FRAME_CAP, type Did, encodeWireRequest, FRAME_HEADER_BYTES, grantId, openReceipt, receiptId, requestIdOf, type SignedGrant, toHex, type WireRequest } from '../core/index.ts';
+import {
+  contentId,
+  type ContentId,
+  type Cost,
+  DEFAULT_FRAME_CAP,
+  type Did,
+  encodeWireRequest,
+  FRAME_HEADER_BYTES,
+  grantId,
+  openReceipt,
+  receiptId,
+  requestIdOf,
+  type SignedGrant,
+  toHex,
+  type WireRequest,
+} from '../core/index.ts';
 import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
 import { type CallJournal, saltText } from './journal.ts';
@@ -155,7 +170,11 @@ export class BridgeAgent {
     try {
       const list = await this.#o.client.listTools();
       this.#nodeListsTools = true;
-      return list.map((r) => ({ name: r.name, resource: r.resource, tools: r.tools.filter((t): t is McpToolDef => typeof t['name'] === 'string') }));
+      return list.map((r) => ({
+        name: r.name,
+        resource: r.resource,
+        tools: r.tools.filter((t): t is McpToolDef => typeof t['name'] === 'string'),
+      }));
     } catch (e) {
       if (e instanceof WireErrorReply) {
         if (e.code === 'unknown-message' || e.code === 'schema') {
@@ -219,7 +238,11 @@ export class BridgeAgent {
     const chain = this.#o.chains[tool.chainIndex]!;
     const argsText = JSON.stringify(args ?? {});
     const contentKey = contentId([this.did, tool.resource, tool.action, argsText]);
-    let callKey = contentId([contentKey, ctx.idempotencyKey ?? String(ctx.mcpRequestId), ctx.idempotencyKey === undefined ? 'mcp-id' : 'key']);
+    let callKey = contentId([
+      contentKey,
+      ctx.idempotencyKey ?? String(ctx.mcpRequestId),
+      ctx.idempotencyKey === undefined ? 'mcp-id' : 'key',
+    ]);
     if (ctx.idempotencyKey === undefined) {
       // The same MCP id from another live session is not a re-send: its own key (docs/bridge.md).
       const holder = this.#inflight.get(callKey);
@@ -236,7 +259,14 @@ export class BridgeAgent {
     }
   }
 
-  async #call(tool: BridgeTool, chain: readonly SignedGrant[], argsText: string, contentKey: ContentId, callKey: ContentId, ctx: CallContext): Promise<ToolResult> {
+  async #call(
+    tool: BridgeTool,
+    chain: readonly SignedGrant[],
+    argsText: string,
+    contentKey: ContentId,
+    callKey: ContentId,
+    ctx: CallContext,
+  ): Promise<ToolResult> {
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
     const stamp = journal.stampFor(callKey, contentKey, clock);
@@ -250,26 +280,27 @@ export class BridgeAgent {
     let req: WireRequest;
     const kept = stamp.resent ? this.#signed.get(callKey)?.req : undefined;
     if (kept !== undefined) req = kept;
-    else try {
-      req = await client.request({
-        chain,
-        action: tool.action,
-        payload,
-        cost,
-        resource: tool.resource,
-        now: stamp.nowS,
-        ...(stamp.nonce !== undefined ? { nonce: stamp.nonce } : {}),
-        caller: this.did,
-        // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
-        ...(this.#nodeListsTools === true ? { notify: true } : {}),
-      });
-    } catch (e) {
-      if (!stamp.resent) journal.end(callKey);
-      // A threshold call its holders did not sign: a tool error naming who refused; nothing was sent.
-      const why = await this.#o.threshold?.explain(e);
-      if (why !== undefined) return thresholdToolError(why);
-      throw e;
-    }
+    else
+      try {
+        req = await client.request({
+          chain,
+          action: tool.action,
+          payload,
+          cost,
+          resource: tool.resource,
+          now: stamp.nowS,
+          ...(stamp.nonce !== undefined ? { nonce: stamp.nonce } : {}),
+          caller: this.did,
+          // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
+          ...(this.#nodeListsTools === true ? { notify: true } : {}),
+        });
+      } catch (e) {
+        if (!stamp.resent) journal.end(callKey);
+        // A threshold call its holders did not sign: a tool error naming who refused; nothing was sent.
+        const why = await this.#o.threshold?.explain(e);
+        if (why !== undefined) return thresholdToolError(why);
+        throw e;
+      }
     if (kept === undefined) this.#keep(callKey, req);
     const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
     const size = encodeWireRequest(req).length;
@@ -320,7 +351,8 @@ export class BridgeAgent {
     const core = opened.value;
     const rid = receiptId(receipt);
     const prev = this.#budgets.get(core.grant_id);
-    if (prev === undefined || prev.seq <= core.seq) this.#budgets.set(core.grant_id, { remaining: core.budget_remaining_uj, receipt: rid, seq: core.seq });
+    if (prev === undefined || prev.seq <= core.seq)
+      this.#budgets.set(core.grant_id, { remaining: core.budget_remaining_uj, receipt: rid, seq: core.seq });
     const meta: Record<string, unknown> = {
       'jcp/verdict': decision.verdict,
       ...(decision.deny_reason !== undefined ? { 'jcp/deny_reason': decision.deny_reason } : {}),

@@ -74,7 +74,10 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
   if (o.agents.length === 0) throw new BridgeConfigError('no-agents', 'no agent to serve');
   const needTokens = o.agents.length > 1 || !isLoopback(o.host);
   if (needTokens && o.agents.some((a) => a.token === undefined || a.token.length === 0)) {
-    throw new BridgeConfigError('token-required', 'every agent needs a bearer token when several agents are served or the address is not loopback');
+    throw new BridgeConfigError(
+      'token-required',
+      'every agent needs a bearer token when several agents are served or the address is not loopback',
+    );
   }
   const tokens = o.agents.filter((a) => a.token !== undefined).map((a) => digest(a.token!));
   if (new Set(tokens.map((t) => t.toString('hex'))).size !== tokens.length) {

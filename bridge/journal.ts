@@ -149,7 +149,12 @@ export class CallJournal {
   stampFor(callKey: string, _contentKey: string, clockS: number): CallStamp {
     const open = this.#open.get(callKey);
     if (open !== undefined) {
-      return { nowS: open.now, salt: open.s ?? 0, nonce: open.n !== undefined ? Uint8Array.from(Buffer.from(open.n, 'hex')) : undefined, resent: true };
+      return {
+        nowS: open.now,
+        salt: open.s ?? 0,
+        nonce: open.n !== undefined ? Uint8Array.from(Buffer.from(open.n, 'hex')) : undefined,
+        resent: true,
+      };
     }
     return { nowS: clockS, salt: 0, nonce: new Uint8Array(randomBytes(NONCE_BYTES)), resent: false };
   }
@@ -159,7 +164,13 @@ export class CallJournal {
     const n = stamp.nonce !== undefined ? Buffer.from(stamp.nonce).toString('hex') : undefined;
     const open = this.#open.get(callKey);
     if (open !== undefined && open.now === stamp.nowS && (open.s ?? 0) === stamp.salt && open.n === n) return;
-    const l: Line = { k: callKey, c: contentKey, now: stamp.nowS, ...(stamp.salt > 0 ? { s: stamp.salt } : {}), ...(n !== undefined ? { n } : {}) };
+    const l: Line = {
+      k: callKey,
+      c: contentKey,
+      now: stamp.nowS,
+      ...(stamp.salt > 0 ? { s: stamp.salt } : {}),
+      ...(n !== undefined ? { n } : {}),
+    };
     this.#append(l);
     this.#open.set(callKey, l);
     this.#prune(stamp.nowS);

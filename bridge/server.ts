@@ -66,8 +66,10 @@ export function bridgeServer(agent: BridgeAgent): Server {
     const relay = (n: McpNotification) => {
       const params = (n.params ?? {}) as Record<string, unknown>;
       let out: { method: 'notifications/progress' | 'notifications/message'; params: Record<string, unknown> } | undefined;
-      if (n.method === 'notifications/progress' && progressToken !== undefined) out = { method: n.method, params: { ...params, progressToken } };
-      if (n.method === 'notifications/message' && LEVELS.indexOf(params['level'] as LoggingLevel) >= minLevel) out = { method: n.method, params };
+      if (n.method === 'notifications/progress' && progressToken !== undefined)
+        out = { method: n.method, params: { ...params, progressToken } };
+      if (n.method === 'notifications/message' && LEVELS.indexOf(params['level'] as LoggingLevel) >= minLevel)
+        out = { method: n.method, params };
       if (out === undefined) return;
       const send = out;
       sent = sent.then(() => extra.sendNotification(send as never)).catch(() => undefined);

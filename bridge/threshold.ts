@@ -110,7 +110,11 @@ export class ThresholdCaller {
   static async open(o: ThresholdCallerOptions): Promise<ThresholdCaller> {
     const registry = await natsRegistry(o.nc, o.prefix ?? DEFAULT_PREFIX, { create: false });
     const g = await registry.get(o.group);
-    if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${o.group} in the FROST registry (prefix ${o.prefix ?? DEFAULT_PREFIX}): is the chain's subject a threshold group?`);
+    if (!g)
+      throw new FrostError(
+        FrostErrorCodes.UNKNOWN_GROUP,
+        `no public package for ${o.group} in the FROST registry (prefix ${o.prefix ?? DEFAULT_PREFIX}): is the chain's subject a threshold group?`,
+      );
     return new ThresholdCaller(o, registry);
   }
 
@@ -148,12 +152,17 @@ export class ThresholdCaller {
     const code =
       e.code === FrostErrorCodes.NOT_APPROVED || (listed.length > 0 && listed.every((r) => approval.has(r.code)))
         ? ThresholdErrorCodes.REFUSED
-        : e.code === FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS || e.code === FrostErrorCodes.PARTICIPANT_LOST || e.code === FrostErrorCodes.TIMEOUT
+        : e.code === FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS ||
+            e.code === FrostErrorCodes.PARTICIPANT_LOST ||
+            e.code === FrostErrorCodes.TIMEOUT
           ? ThresholdErrorCodes.UNAVAILABLE
           : ThresholdErrorCodes.FAILED;
     const refusals = await Promise.all(
       listed.map(async (r): Promise<HolderRefusal> => {
-        const rec = session !== null && r.identifier !== undefined && approval.has(r.code) ? await this.#record(r.identifier, r.did, session) : undefined;
+        const rec =
+          session !== null && r.identifier !== undefined && approval.has(r.code)
+            ? await this.#record(r.identifier, r.did, session)
+            : undefined;
         return {
           identifier: r.identifier ?? null,
           holder: r.did ?? null,
@@ -166,7 +175,11 @@ export class ThresholdCaller {
     return { code, frostCode: e.code, group: this.did, session, message: e.message, refusals };
   }
 
-  async #record(identifier: number, holder: string | undefined, session: string): Promise<{ reason: string; record: NonNullable<HolderRefusal['record']> } | undefined> {
+  async #record(
+    identifier: number,
+    holder: string | undefined,
+    session: string,
+  ): Promise<{ reason: string; record: NonNullable<HolderRefusal['record']> } | undefined> {
     const prefix = this.#o.prefix ?? DEFAULT_PREFIX;
     const deadline = Date.now() + (this.#o.recordWaitMs ?? 1000);
     let jsm: Awaited<ReturnType<typeof jetstreamManager>>;
@@ -183,7 +196,15 @@ export class ThresholdCaller {
           if (d.body.session === session && (holder === undefined || d.body.holder === holder)) {
             return {
               reason: d.body.reason,
-              record: { stream_seq: m.seq, request: d.body.request, policy: d.body.policy, policy_kind: d.body.policy_kind, decision: d.body.decision, at_s: d.body.at_s, valid: d.valid },
+              record: {
+                stream_seq: m.seq,
+                request: d.body.request,
+                policy: d.body.policy,
+                policy_kind: d.body.policy_kind,
+                decision: d.body.decision,
+                at_s: d.body.at_s,
+                valid: d.valid,
+              },
             };
           }
         }
@@ -211,6 +232,12 @@ export function thresholdToolError(r: ThresholdRefusal): ToolResult {
   return {
     isError: true,
     content: [{ type: 'text', text }],
-    _meta: { 'jcp/error': r.code, 'jcp/frost_code': r.frostCode, 'jcp/threshold_group': r.group, 'jcp/session': r.session, 'jcp/refusals': r.refusals },
+    _meta: {
+      'jcp/error': r.code,
+      'jcp/frost_code': r.frostCode,
+      'jcp/threshold_group': r.group,
+      'jcp/session': r.session,
+      'jcp/refusals': r.refusals,
+    },
   };
 }

@@ -6,7 +6,18 @@
  * The budget comes from the caller, or from the signed channel grant the points store on the
  * stream (`StatementBus.readGrant`), which is checked against the id before it is believed.
  */
-import { ChannelLedger, type ContentId, decode, type Did, grantId as grantIdOf, type OverdraftProof, readSignedGrant, type Uj, verifyGrantSignature, verifyOverdraftProof } from '../core/index.ts';
+import {
+  ChannelLedger,
+  type ContentId,
+  decode,
+  type Did,
+  grantId as grantIdOf,
+  type OverdraftProof,
+  readSignedGrant,
+  type Uj,
+  verifyGrantSignature,
+  verifyOverdraftProof,
+} from '../core/index.ts';
 import type { StatementBus, StoredStatement } from './bus.ts';
 import { admitStored, type ReadRefusal } from './settlement.ts';
 
@@ -78,7 +89,17 @@ export async function auditChannel(bus: StatementBus, grantId: ContentId, budget
     .sort((a, b) => (a.point < b.point ? -1 : 1));
   const totalUj = ledger.settledSpent();
   if (budget === undefined) {
-    return { grantId, budgetUj: undefined, budgetSource, lines, totalUj, overdraftUj: undefined, proof: undefined, proofVerifies: undefined, refused };
+    return {
+      grantId,
+      budgetUj: undefined,
+      budgetSource,
+      lines,
+      totalUj,
+      overdraftUj: undefined,
+      proof: undefined,
+      proofVerifies: undefined,
+      refused,
+    };
   }
   const proof = ledger.overdraftProof(budget);
   const v = verifyOverdraftProof(proof, { id: grantId, budget_uj: budget });

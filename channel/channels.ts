@@ -9,7 +9,19 @@
  * naming the link; {@link Channels.committed} marks the cost durable once the receipt is on disk,
  * which is what the next statement claims.
  */
-import { type Actor, type ContentId, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, type SignedGrant, signedGrantToCbor, type Uj } from '../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  type Decision,
+  type DecisionRequest,
+  type Deny,
+  DenyReasons,
+  type Did,
+  encode,
+  type SignedGrant,
+  signedGrantToCbor,
+  type Uj,
+} from '../core/index.ts';
 import type { StatementBus } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { ChannelPoint, type SettleOutcome } from './settlement.ts';
@@ -160,7 +172,13 @@ export class Channels {
     const reserved: ChannelPoint[] = [];
     for (const [i, id] of decision.chainIds.entries()) {
       if (this.#points.size === 0 && this.#specs.some((s) => s.grantId === id)) {
-        return { reason: DenyReasons.BUDGET_EXCEEDED, link: i, why: 'budget channel (not-settled): this point has not started its channels yet', requestedUj: req.cost.uj, remainingUj: 0n };
+        return {
+          reason: DenyReasons.BUDGET_EXCEEDED,
+          link: i,
+          why: 'budget channel (not-settled): this point has not started its channels yet',
+          requestedUj: req.cost.uj,
+          remainingUj: 0n,
+        };
       }
       const link = req.chain[i];
       const payer = this.#payer(id, link);

@@ -13,7 +13,17 @@
  *
  * Malformed messages and refused revocations and amendments are counted and logged, never applied.
  */
-import { type ContentId, decode, decodeWireMessage, readSignedRevocation, type Result, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation } from '../core/index.ts';
+import {
+  type ContentId,
+  decode,
+  decodeWireMessage,
+  readSignedRevocation,
+  type Result,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  type SignedGrant,
+  type SignedRevocation,
+} from '../core/index.ts';
 import type { RevocationBus, RevocationFollow } from './bus.ts';
 import { type FreshnessView, RevocationFreshness } from './freshness.ts';
 import { type Logger, silentLogger } from './log.ts';
@@ -22,7 +32,11 @@ import { type Logger, silentLogger } from './log.ts';
 export interface RevocationSinkLike {
   submit(sr: SignedRevocation): Promise<Result<{ grantId: ContentId; admitted: boolean }, { code: string; why: string }>>;
   /** Applies an amendment from the stream (§4.7; node/enforcer.ts `applyAmendment`). */
-  amend?(grant: SignedGrant, checkpoint: SignedCheckpoint, amendment: SignedAmendment): Promise<Result<unknown, { code: string; why: string }>>;
+  amend?(
+    grant: SignedGrant,
+    checkpoint: SignedCheckpoint,
+    amendment: SignedAmendment,
+  ): Promise<Result<unknown, { code: string; why: string }>>;
 }
 
 /** Options of a {@link RevocationStreamFeed}. */
@@ -137,7 +151,10 @@ export class RevocationStreamFeed {
       await this.#follow?.caughtUp;
       await this.#queue;
     });
-    const inTime = await Promise.race([caughtUp.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), catchUpMs).unref())]);
+    const inTime = await Promise.race([
+      caughtUp.then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), catchUpMs).unref()),
+    ]);
     if (!inTime) this.#log.warn({ catch_up_ms: catchUpMs }, 'revocation stream backlog not read yet; serving with the revocations on disk');
     else this.#log.info({ revocations: this.counts.delivered }, 'revocation stream caught up');
     if (this.#freshness.limitS > 0) {
@@ -190,7 +207,8 @@ export class RevocationStreamFeed {
     let m: ReturnType<typeof decodeWireMessage>;
     try {
       m = decodeWireMessage(bytes);
-      if (m.kind !== 'amend' || amend === undefined) throw new Error(amend === undefined ? 'this node takes no amendments' : `a ${m.kind} message`);
+      if (m.kind !== 'amend' || amend === undefined)
+        throw new Error(amend === undefined ? 'this node takes no amendments' : `a ${m.kind} message`);
     } catch (e) {
       this.counts.malformed++;
       this.#log.warn({ why: (e as Error).message }, 'malformed amendment on the stream: ignored');
@@ -203,11 +221,17 @@ export class RevocationStreamFeed {
         if (r.ok) this.amendmentCounts.applied++;
         else {
           this.amendmentCounts.refused++;
-          this.#log.warn({ checkpoint: amendment.body.checkpoint, code: r.error.code, why: r.error.why }, 'amendment from the stream refused');
+          this.#log.warn(
+            { checkpoint: amendment.body.checkpoint, code: r.error.code, why: r.error.why },
+            'amendment from the stream refused',
+          );
         }
       } catch (e) {
         this.amendmentCounts.refused++;
-        this.#log.error({ checkpoint: amendment.body.checkpoint, why: (e as Error).message }, 'amendment from the stream could not be recorded');
+        this.#log.error(
+          { checkpoint: amendment.body.checkpoint, why: (e as Error).message },
+          'amendment from the stream could not be recorded',
+        );
       }
     });
   }

@@ -98,8 +98,20 @@ export function streamConfigs(
 ): { statements: StreamSpec; revocations: StreamSpec } {
   const where = { replicas, ...(placement !== undefined ? { placement } : {}) };
   return {
-    statements: streamConfig({ ...where, name: names.statementStream, subjects: statementStreamSubjects(names), maxMsgsPerSubject: 1, discard: 'old' }),
-    revocations: streamConfig({ ...where, name: names.revocationStream, subjects: [revocationStreamSubjects(names)], maxMsgsPerSubject: -1, discard: 'new' }),
+    statements: streamConfig({
+      ...where,
+      name: names.statementStream,
+      subjects: statementStreamSubjects(names),
+      maxMsgsPerSubject: 1,
+      discard: 'old',
+    }),
+    revocations: streamConfig({
+      ...where,
+      name: names.revocationStream,
+      subjects: [revocationStreamSubjects(names)],
+      maxMsgsPerSubject: -1,
+      discard: 'new',
+    }),
   };
 }
 
@@ -109,7 +121,12 @@ export function streamConfigs(
  * every node at once (a lost creation race re-reads the winner's stream).
  * @throws the server's error when a stream can be neither read nor created.
  */
-export async function ensureStreams(jsm: JetStreamManager, names: ChannelNames, replicas: number, placement?: StreamPlacement['placement']): Promise<void> {
+export async function ensureStreams(
+  jsm: JetStreamManager,
+  names: ChannelNames,
+  replicas: number,
+  placement?: StreamPlacement['placement'],
+): Promise<void> {
   const cfgs = streamConfigs(names, replicas, placement);
   for (const cfg of [cfgs.statements, cfgs.revocations]) {
     await ensureStream(jsm, cfg, {
@@ -120,7 +137,14 @@ export async function ensureStreams(jsm: JetStreamManager, names: ChannelNames, 
           (c.allow_direct ?? false) === false &&
           c.deny_delete === true;
         if (same) return undefined;
-        return { subjects: cfg.subjects, max_msgs_per_subject: cfg.max_msgs_per_subject, allow_direct: false, deny_delete: true, deny_purge: true, discard: cfg.discard! };
+        return {
+          subjects: cfg.subjects,
+          max_msgs_per_subject: cfg.max_msgs_per_subject,
+          allow_direct: false,
+          deny_delete: true,
+          deny_purge: true,
+          discard: cfg.discard!,
+        };
       },
     });
   }
@@ -237,7 +261,9 @@ export class JetStreamCloseRecordBus implements CloseRecordBus {
     return await this.#link.retry('read close records', async () => {
       const stream = this.#names.statementStream;
       const info = await jsm.streams.info(stream, { subjects_filter: filter });
-      const msgs = await Promise.all(Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })));
+      const msgs = await Promise.all(
+        Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })),
+      );
       return msgs.filter((m) => m !== null).map((m) => m.data);
     });
   }
@@ -273,7 +299,8 @@ export class JetStreamRevocationBus implements RevocationBus {
    */
   async revocationStreamLastSeq(timeoutMs: number): Promise<number> {
     const nc = this.#link.connection;
-    if (nc === undefined || nc.isClosed()) throw new Error(`revocation stream info: NATS not connected${this.#link.problem ? ` (${this.#link.problem})` : ''}`);
+    if (nc === undefined || nc.isClosed())
+      throw new Error(`revocation stream info: NATS not connected${this.#link.problem ? ` (${this.#link.problem})` : ''}`);
     const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
     const info = await withDeadline(jsm.streams.info(this.#names.revocationStream), timeoutMs, 'revocation stream info');
     return info.state.last_seq;

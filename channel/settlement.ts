@@ -26,7 +26,28 @@
  *
  * Amounts are µJ (bigint); times are milliseconds.
  */
-import { type Actor, channelAllows, ChannelLedger, type ChannelRefusal, type ContentId, decode, type Did, encode, err, ok, type OverdraftProof, readSignedStatement, type Result, type SignedStatement, signedStatementToCbor, signStatement, type Statement, type StatementRefusalCode, StatementRefusals, type Uj } from '../core/index.ts';
+import {
+  type Actor,
+  channelAllows,
+  ChannelLedger,
+  type ChannelRefusal,
+  type ContentId,
+  decode,
+  type Did,
+  encode,
+  err,
+  ok,
+  type OverdraftProof,
+  readSignedStatement,
+  type Result,
+  type SignedStatement,
+  signedStatementToCbor,
+  signStatement,
+  type Statement,
+  type StatementRefusalCode,
+  StatementRefusals,
+  type Uj,
+} from '../core/index.ts';
 import type { StatementBus, StoredStatement } from './bus.ts';
 import { type Logger, silentLogger } from './log.ts';
 import { pointHash } from './names.ts';
@@ -55,7 +76,9 @@ export type SettleOutcome =
   | { readonly ok: false; readonly why: string; readonly refused: readonly ReadRefusal[]; readonly latencyMs: number };
 
 /** Refusal of a spend at this point: core's rule, or `not-settled` (no settlement since start). */
-export type SpendRefusal = ChannelRefusal | { readonly code: 'not-settled'; readonly why: string; readonly requestedUj: Uj; readonly remainingUj: Uj };
+export type SpendRefusal =
+  | ChannelRefusal
+  | { readonly code: 'not-settled'; readonly why: string; readonly requestedUj: Uj; readonly remainingUj: Uj };
 
 /** Options of a {@link ChannelPoint}. */
 export interface ChannelPointOpts {
@@ -302,7 +325,12 @@ export class ChannelPoint {
       };
       const signed = signStatement(statement, this.self);
       this.#seq = statement.seq;
-      await this.#bus.publishStatement(this.grantId, this.self.did, encode(signedStatementToCbor(signed)), `${this.#myHash}.${statement.seq}`);
+      await this.#bus.publishStatement(
+        this.grantId,
+        this.self.did,
+        encode(signedStatementToCbor(signed)),
+        `${this.#myHash}.${statement.seq}`,
+      );
       const mine = this.#ledger.admit(signed);
       if (!mine.ok && mine.error.code !== StatementRefusals.DUPLICATE) return fail(`own statement refused: ${mine.error.why}`);
       const stored = await this.#bus.readLatest(this.grantId);
@@ -333,7 +361,6 @@ export class ChannelPoint {
     }
     return refused;
   }
-
 
   /** The latest admitted statement of every point (mine included). */
   statements(): SignedStatement[] {

@@ -127,7 +127,12 @@ export interface ChaosReport {
   readonly spent_uj: string;
   readonly bound_uj: string;
   readonly overdraft_uj: string;
-  readonly statements: { readonly total_uj: string; readonly overdraft_uj: string; readonly points: number; readonly refused: number } | null;
+  readonly statements: {
+    readonly total_uj: string;
+    readonly overdraft_uj: string;
+    readonly points: number;
+    readonly refused: number;
+  } | null;
   readonly window_uj: string | null;
   readonly faults: readonly { kind: FaultKind; target: string; at_s: number; for_s: number }[];
   readonly decisions: {
@@ -156,7 +161,11 @@ export interface ChaosReport {
     readonly allowed_before_reach: number;
     readonly allowed_after_reach: number;
     /** Per node: when it first denied the grant as revoked (s; null = never seen), allows after reach. */
-    readonly per_node?: readonly { readonly node: number; readonly first_revoked_deny_s: number | null; readonly allowed_after_reach: number }[];
+    readonly per_node?: readonly {
+      readonly node: number;
+      readonly first_revoked_deny_s: number | null;
+      readonly allowed_after_reach: number;
+    }[];
   };
 }
 
@@ -174,7 +183,14 @@ function uniform(rng: Rng): () => number {
  * restart at a time (per region in a multi-region run), and a region at most one cut at a time.
  * `natsServers` is the number of restart targets: NATS servers, or regions when `regions` > 1.
  */
-export function faultSchedule(seed: string, faults: readonly FaultKind[], nodes: number, natsServers: number, durationS: number, regions = 1): FaultEvent[] {
+export function faultSchedule(
+  seed: string,
+  faults: readonly FaultKind[],
+  nodes: number,
+  natsServers: number,
+  durationS: number,
+  regions = 1,
+): FaultEvent[] {
   const u = uniform(seededRng(`chaos/schedule/${seed}`));
   const out: FaultEvent[] = [];
   if (faults.length === 0) return out;
@@ -182,10 +198,18 @@ export function faultSchedule(seed: string, faults: readonly FaultKind[], nodes:
   const end = durationS - 4;
   for (let t = 2 + u() * 1.5; t < end; t += 1 + u() * 2.5) {
     const kind = faults[Math.floor(u() * faults.length)]!;
-    const target = kind === 'nats-restart' ? Math.floor(u() * natsServers) : kind === 'region-cut' ? Math.floor(u() * regions) : Math.floor(u() * nodes);
-    const key = kind === 'nats-restart' ? (regions > 1 ? `nats${target}` : 'nats') : kind === 'region-cut' ? `region${target}` : `n${target}`;
+    const target =
+      kind === 'nats-restart' ? Math.floor(u() * natsServers) : kind === 'region-cut' ? Math.floor(u() * regions) : Math.floor(u() * nodes);
+    const key =
+      kind === 'nats-restart' ? (regions > 1 ? `nats${target}` : 'nats') : kind === 'region-cut' ? `region${target}` : `n${target}`;
     const forS =
-      kind === 'kill' ? 0.5 + u() * 1.5 : kind === 'pause' ? 0.5 + u() * 2 : kind === 'partition' || kind === 'region-cut' ? 1 + u() * 4 : 0.5 + u() * 1.5;
+      kind === 'kill'
+        ? 0.5 + u() * 1.5
+        : kind === 'pause'
+          ? 0.5 + u() * 2
+          : kind === 'partition' || kind === 'region-cut'
+            ? 1 + u() * 4
+            : 0.5 + u() * 1.5;
     if (kind === 'region-cut' && regions < 2) continue;
     if ((busyUntil.get(key) ?? 0) > t) continue;
     const until = Math.min(t + forS, end);
@@ -233,21 +257,40 @@ function planRun(o: ChaosOpts): RunPlan {
   const window = o.windowUj ?? cost * 20n;
   const resource = resourceIdOf('chaos');
   const root: SignedGrant = signGrant(
-    { issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) } satisfies Grant,
+    {
+      issuer: issuer.did,
+      subject: agent.did,
+      capability: { resource, actions: ['call'] },
+      budget_uj: budget,
+      expiry: 0,
+      nonce: rng(16),
+    } satisfies Grant,
     issuer,
   );
   const rootId = grantId(root.grant);
   let chains: SignedGrant[][];
   if (o.mode === 'shards') {
     const pct = Math.floor(10_000 / o.nodes) / 100;
-    const minted = mintShardSet([root], agent, Array.from({ length: o.nodes }, (_, i) => ({ name: `n${i + 1}`, percent: pct })), { subject: agent.did, rng });
+    const minted = mintShardSet(
+      [root],
+      agent,
+      Array.from({ length: o.nodes }, (_, i) => ({ name: `n${i + 1}`, percent: pct })),
+      { subject: agent.did, rng },
+    );
     if (!minted.ok) throw new Error(`shards: ${minted.error.why}`);
     chains = minted.value.map((s) => [root, s.grant]);
   } else chains = Array.from({ length: o.nodes }, () => [root]);
   const subjectRoot = `chaos${Buffer.from(rng(4)).toString('hex')}`;
   // Drawn after everything above, so the grants and streams of a seed stay what they were.
   const revokee: SignedGrant = signGrant(
-    { issuer: issuer.did, subject: agent.did, capability: { resource, actions: ['call'] }, budget_uj: budget, expiry: 0, nonce: rng(16) } satisfies Grant,
+    {
+      issuer: issuer.did,
+      subject: agent.did,
+      capability: { resource, actions: ['call'] },
+      budget_uj: budget,
+      expiry: 0,
+      nonce: rng(16),
+    } satisfies Grant,
     issuer,
   );
   const revocation = signRevocation(grantId(revokee.grant), issuer, rng(16));
@@ -275,7 +318,17 @@ const nowS = (st: RunState) => Math.round((Date.now() - st.t0) / 10) / 100;
  * One agent: calls node `node` at `rate` calls/s with `chain` until the run stops, reconnecting
  * after errors; records every reply (and every request without one).
  */
-async function agentLoop(cluster: ChaosCluster, st: RunState, node: number, k: string, chain: SignedGrant[], agent: Actor, cost: Uj, rate: number, onReply: (r: Reply, sentMs: number) => void): Promise<void> {
+async function agentLoop(
+  cluster: ChaosCluster,
+  st: RunState,
+  node: number,
+  k: string,
+  chain: SignedGrant[],
+  agent: Actor,
+  cost: Uj,
+  rate: number,
+  onReply: (r: Reply, sentMs: number) => void,
+): Promise<void> {
   let client: JcpClient | undefined;
   let n = 0;
   const interval = 1000 / rate;
@@ -295,7 +348,10 @@ async function agentLoop(cluster: ChaosCluster, st: RunState, node: number, k: s
       const call = client.call({ chain, action: 'call', payload, cost: { uj: cost, provenance: 'Estimator' } });
       const r = await Promise.race([call, sleep(8_000).then(() => undefined)]);
       if (r === undefined) throw new Error('no reply within 8 s');
-      onReply({ node, verdict: r.decision.verdict, reason: r.decision.deny_reason, receiptId: receiptId(r.receipt), costUj: cost }, started - st.t0);
+      onReply(
+        { node, verdict: r.decision.verdict, reason: r.decision.deny_reason, receiptId: receiptId(r.receipt), costUj: cost },
+        started - st.t0,
+      );
     } catch {
       st.noReply[node]!++;
       await client.close().catch(() => {});
@@ -366,7 +422,13 @@ async function revokeMidRun(o: ChaosOpts, plan: RunPlan, cluster: ChaosCluster, 
 }
 
 /** Applies one scheduled fault at its time, for its length. Failures are reported, not thrown. */
-async function runFault(cluster: ChaosCluster, st: RunState, f: FaultEvent, applied: FaultEvent[], say: (l: string) => void): Promise<void> {
+async function runFault(
+  cluster: ChaosCluster,
+  st: RunState,
+  f: FaultEvent,
+  applied: FaultEvent[],
+  say: (l: string) => void,
+): Promise<void> {
   const wait = f.atS * 1000 - (Date.now() - st.t0);
   if (wait > 0) await sleep(wait);
   if (st.stopping) return;
@@ -381,7 +443,8 @@ async function runFault(cluster: ChaosCluster, st: RunState, f: FaultEvent, appl
 
 /** The printed target of a fault: a node name, `natsK` (`nats X`: region X's NATS), or `region X`. */
 function faultTarget(f: FaultEvent, cluster: ChaosCluster): string {
-  if (f.kind === 'nats-restart') return cluster.regionNames.length > 1 ? `nats ${cluster.regionNames[f.target % cluster.regionNames.length]}` : `nats${f.target + 1}`;
+  if (f.kind === 'nats-restart')
+    return cluster.regionNames.length > 1 ? `nats ${cluster.regionNames[f.target % cluster.regionNames.length]}` : `nats${f.target + 1}`;
   if (f.kind === 'region-cut') return `region ${cluster.regionNames[f.target % cluster.regionNames.length]}`;
   return cluster.node(f.target).name;
 }
@@ -463,7 +526,11 @@ interface CheckInput {
 }
 
 async function readLog(dataDir: string, steward: string): Promise<Uint8Array[]> {
-  const log = await ReceiptLog.open(dataDir, { steward: steward as `did:key:${string}`, nowS: Math.floor(Date.now() / 1000), mustExist: true });
+  const log = await ReceiptLog.open(dataDir, {
+    steward: steward as `did:key:${string}`,
+    nowS: Math.floor(Date.now() / 1000),
+    mustExist: true,
+  });
   const out: Uint8Array[] = [];
   try {
     for await (const chunk of log.receiptChunks()) for (const [, bytes] of chunk) out.push(bytes);
@@ -487,7 +554,13 @@ interface NodeLogCheck {
  * replay debited the root what the allows add up to. Adds every receipt id to `inLogs` and pushes a
  * problem for each mismatch.
  */
-async function checkNodeLog(cluster: ChaosCluster, c: CheckInput, i: number, inLogs: Set<ContentId>, problems: string[]): Promise<NodeLogCheck> {
+async function checkNodeLog(
+  cluster: ChaosCluster,
+  c: CheckInput,
+  i: number,
+  inLogs: Set<ContentId>,
+  problems: string[],
+): Promise<NodeLogCheck> {
   const { replies, noReply } = c.st;
   let receiptsOk = true;
   const n = cluster.node(i);
@@ -563,7 +636,11 @@ async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promis
   let audit: ChannelAudit | undefined;
   let proven: boolean;
   if (o.mode === 'channel') {
-    const bus = await JetStreamBus.connect(cluster.natsUrls, { names: channelNames(c.subjectRoot), replicas: cluster.natsUrls.length >= 3 ? 3 : 1, deadlineMs: 15_000 }, 30_000);
+    const bus = await JetStreamBus.connect(
+      cluster.natsUrls,
+      { names: channelNames(c.subjectRoot), replicas: cluster.natsUrls.length >= 3 ? 3 : 1, deadlineMs: 15_000 },
+      30_000,
+    );
     try {
       audit = await auditChannel(bus, c.rootId, c.budget);
     } finally {
@@ -581,7 +658,9 @@ async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promis
   }
   const revocation = revocationCheck(o, c.st);
   if (revocation.allowed_after_reach > 0) {
-    problems.push(`${revocation.allowed_after_reach} allow(s) of the revoked grant after its revocation reached the node (or after ${revocation.staleness_s} s)`);
+    problems.push(
+      `${revocation.allowed_after_reach} allow(s) of the revoked grant after its revocation reached the node (or after ${revocation.staleness_s} s)`,
+    );
   }
   const byReason: Record<string, number> = {};
   for (const r of replies) if (r.verdict === 'deny') byReason[r.reason ?? '?'] = (byReason[r.reason ?? '?'] ?? 0) + 1;
@@ -603,7 +682,12 @@ async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promis
     bound_uj: c.bound.toString(),
     overdraft_uj: overdraft.toString(),
     statements: audit
-      ? { total_uj: audit.totalUj.toString(), overdraft_uj: String(audit.overdraftUj ?? 0n), points: audit.lines.length, refused: audit.refused.length }
+      ? {
+          total_uj: audit.totalUj.toString(),
+          overdraft_uj: String(audit.overdraftUj ?? 0n),
+          points: audit.lines.length,
+          refused: audit.refused.length,
+        }
       : null,
     window_uj: o.mode === 'channel' ? c.window.toString() : null,
     faults: c.applied.map((f) => ({
@@ -660,7 +744,8 @@ export function revocationCount(
   stalenessS: number,
   nodes: number,
 ): NonNullable<ChaosReport['revocation']> {
-  if (revokedAtMs === undefined) return { revoked_at_s: null, staleness_s: stalenessS, reached_nodes: 0, allowed_before_reach: 0, allowed_after_reach: 0 };
+  if (revokedAtMs === undefined)
+    return { revoked_at_s: null, staleness_s: stalenessS, reached_nodes: 0, allowed_before_reach: 0, allowed_after_reach: 0 };
   const limitMs = revokedAtMs + stalenessS * 1000;
   let after = 0;
   let before = 0;
@@ -677,7 +762,11 @@ export function revocationCount(
       if (r.sentMs > from) after++;
       else if (r.sentMs >= revokedAtMs) before++;
     }
-    perNode.push({ node: i, first_revoked_deny_s: firstDeny === undefined ? null : Math.round(firstDeny / 10) / 100, allowed_after_reach: after - afterBefore });
+    perNode.push({
+      node: i,
+      first_revoked_deny_s: firstDeny === undefined ? null : Math.round(firstDeny / 10) / 100,
+      allowed_after_reach: after - afterBefore,
+    });
   }
   return {
     revoked_at_s: Math.round(revokedAtMs / 10) / 100,
@@ -715,7 +804,10 @@ export function chaosTable(r: ChaosReport): string {
     `decisions: ${r.decisions.allow} allow, ${r.decisions.deny} deny ${JSON.stringify(r.decisions.by_reason)}, ${r.decisions.no_reply} without reply, ${r.decisions.receipts} receipts`,
     '',
     `${'node'.padEnd(6)}${'allow'.padStart(8)}${'deny'.padStart(8)}${'no reply'.padStart(10)}${'spent µJ'.padStart(16)}`,
-    ...r.decisions.per_node.map((n) => `${n.node.padEnd(6)}${String(n.allow).padStart(8)}${String(n.deny).padStart(8)}${String(n.no_reply).padStart(10)}${n.spent_uj.padStart(16)}`),
+    ...r.decisions.per_node.map(
+      (n) =>
+        `${n.node.padEnd(6)}${String(n.allow).padStart(8)}${String(n.deny).padStart(8)}${String(n.no_reply).padStart(10)}${n.spent_uj.padStart(16)}`,
+    ),
     '',
     `budget    ${r.budget_uj} µJ`,
     `spent     ${r.spent_uj} µJ (from receipts)`,
@@ -726,7 +818,10 @@ export function chaosTable(r: ChaosReport): string {
           `revoked   a second grant at ${r.revocation.revoked_at_s ?? '-'} s; ${r.revocation.reached_nodes} node(s) seen denying it; ${r.revocation.allowed_before_reach} allow(s) before reach, ${r.revocation.allowed_after_reach} after (staleness limit ${r.revocation.staleness_s} s)`,
           ...(r.revocation.per_node ?? [])
             .filter((n) => n.first_revoked_deny_s === null || n.allowed_after_reach > 0)
-            .map((n) => `          ${r.decisions.per_node[n.node]?.node ?? n.node}: first revoked deny ${n.first_revoked_deny_s ?? 'never'}, ${n.allowed_after_reach} allow(s) after reach`),
+            .map(
+              (n) =>
+                `          ${r.decisions.per_node[n.node]?.node ?? n.node}: first revoked deny ${n.first_revoked_deny_s ?? 'never'}, ${n.allowed_after_reach} allow(s) after reach`,
+            ),
         ]
       : []),
     '',

@@ -170,7 +170,12 @@ export function overdraftPlot(p: OverdraftPlot): string {
     const d = pts.map(([s, v]) => `${x(s).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
     out.push(`<polyline data-series="${esc(name)}" clip-path="url(#plot)" points="${d}" fill="none" stroke="${c}" stroke-width="2"/>`);
     const last = pts[pts.length - 1]?.[1] ?? -p.budgetUj;
-    const label = p.regions.length === 1 ? `overdraft ${Math.max(0, last).toLocaleString('en')} µJ` : r === stacked.length - 1 ? `+ region ${name} (total)` : `+ region ${name}`;
+    const label =
+      p.regions.length === 1
+        ? `overdraft ${Math.max(0, last).toLocaleString('en')} µJ`
+        : r === stacked.length - 1
+          ? `+ region ${name} (total)`
+          : `+ region ${name}`;
     labels.push({ want: clampY(last), text: label, color: c });
   });
   const ys = spreadLabels(

@@ -13,7 +13,9 @@ export async function startRegionTarget(o: ChaosOpts, plan: ChaosPlanLike, dir: 
   if (o.nodes % regions !== 0) throw new RangeError(`nodes: ${o.nodes} do not split evenly over ${regions} regions`);
   const per = o.nodes / regions;
   const servers = (o.natsServers ?? 1) === 3 ? 3 : 1;
-  say(`starting ${regions} regions × ${per} node(s) (${o.mode} mode, ${servers} NATS server(s) per region, ${o.rttMs ?? 40} ms RTT) in ${dir}`);
+  say(
+    `starting ${regions} regions × ${per} node(s) (${o.mode} mode, ${servers} NATS server(s) per region, ${o.rttMs ?? 40} ms RTT) in ${dir}`,
+  );
   const rc: RegionCluster = await startRegions({
     regions,
     nodesPerRegion: per,

@@ -75,7 +75,8 @@ interface AgentSpec {
 
 /** A whole number flag of at least `min`, in `unit`. @throws UsageError */
 function intArg(v: string, flag: string, unit: string, min: number): number {
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min) throw new UsageError(`${flag}: expected a whole number of ${unit} ≥ ${min}, got ${v}`);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min)
+    throw new UsageError(`${flag}: expected a whole number of ${unit} ≥ ${min}, got ${v}`);
   return Number(v);
 }
 
@@ -119,7 +120,8 @@ function readConfig(file: string): { node?: string; agents: AgentSpec[] } {
     if (typeof a?.['name'] !== 'string' || a['name'].length === 0) bad(`${f}.name: expected text`);
     if (typeof a['key'] !== 'string') bad(`${f}.key: expected a key file path`);
     const chains = a['chains'];
-    if (!Array.isArray(chains) || chains.length === 0 || chains.some((c) => typeof c !== 'string')) bad(`${f}.chains: expected chain file paths`);
+    if (!Array.isArray(chains) || chains.length === 0 || chains.some((c) => typeof c !== 'string'))
+      bad(`${f}.chains: expected chain file paths`);
     if ('token' in a) bad(`${f}.token: a token is never inlined; use token_file or token_env`);
     const tf = a['token_file'];
     const te = a['token_env'];
@@ -215,7 +217,9 @@ function planBridge(values: BridgeValues): BridgePlan {
     throw new UsageError('--frost-prefix/--frost-timeout-ms go with --nats');
   }
   const frostTimeoutMs =
-    values['frost-timeout-ms'] === undefined ? DEFAULT_THRESHOLD_TIMEOUT_MS : intArg(values['frost-timeout-ms'], '--frost-timeout-ms', 'milliseconds', 1);
+    values['frost-timeout-ms'] === undefined
+      ? DEFAULT_THRESHOLD_TIMEOUT_MS
+      : intArg(values['frost-timeout-ms'], '--frost-timeout-ms', 'milliseconds', 1);
   if (values.config !== undefined) {
     if (values.nats !== undefined) throw new UsageError('--nats (a threshold subject) is for one agent, not with --config');
     if (http === undefined) throw new UsageError('--config serves several agents over --http; give --http host:port');
@@ -276,7 +280,8 @@ async function thresholdSigner(
 ): Promise<{ signer: ClientSigner; threshold: ThresholdCaller }> {
   // A threshold subject: the caller is the group the leaf grants name; the key coordinates.
   const subjects = [...new Set(chains.map((c) => c[c.length - 1]?.grant.subject))];
-  if (subjects.length !== 1 || subjects[0] === undefined) throw new UsageError('--nats: every --chain must name the same subject (the threshold group) in its leaf grant');
+  if (subjects.length !== 1 || subjects[0] === undefined)
+    throw new UsageError('--nats: every --chain must name the same subject (the threshold group) in its leaf grant');
   const group = subjects[0];
   let nc: NatsConnection;
   try {
@@ -327,12 +332,17 @@ async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened
     const chains: SignedGrant[][] = s.chains.map((c) => readChainFile(c));
     let signer: ClientSigner = key;
     let threshold: ThresholdCaller | undefined;
-    if (values.nats !== undefined) ({ signer, threshold } = await thresholdSigner({ ...values, nats: values.nats }, plan, key, chains, opened));
+    if (values.nats !== undefined)
+      ({ signer, threshold } = await thresholdSigner({ ...values, nats: values.nats }, plan, key, chains, opened));
     else refuseForeignChains(s, key.did, chains);
     // The journal first: a journal that cannot be opened must not leave a node connection
     // open (it kept the process alive after the error).
     // A random salt start per process: two bridges of one agent never sign one request for two calls.
-    const journal = new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS: plan.windowS, saltBase: randomSaltBase() });
+    const journal = new CallJournal({
+      ...(s.journal !== undefined ? { file: s.journal } : {}),
+      windowS: plan.windowS,
+      saltBase: randomSaltBase(),
+    });
     let client: JcpClient;
     try {
       client = await JcpClient.connect({ host: plan.host, port: plan.port, signer, ...(plan.tls !== undefined ? { tls: plan.tls } : {}) });
@@ -383,7 +393,10 @@ async function serveStdio(agent: BridgeAgent, opened: Opened): Promise<number> {
   await server.close().catch(() => undefined);
   await closeOpened(opened);
   if (overflow !== undefined) {
-    throw new CliError('message-too-large', `an MCP message from the client passed the stdio read buffer (${overflow.message}); the session is closed`);
+    throw new CliError(
+      'message-too-large',
+      `an MCP message from the client passed the stdio read buffer (${overflow.message}); the session is closed`,
+    );
   }
   return 0;
 }
@@ -400,10 +413,13 @@ async function serveHttp(http: { host: string; port: number }, agents: HttpAgent
   } catch (e) {
     await closeOpened(opened);
     if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
-    if ((e as { syscall?: string }).syscall === 'listen') throw new CliError('listen-failed', `cannot listen on ${http.host}:${http.port}: ${(e as Error).message}`);
+    if ((e as { syscall?: string }).syscall === 'listen')
+      throw new CliError('listen-failed', `cannot listen on ${http.host}:${http.port}: ${(e as Error).message}`);
     throw e;
   }
-  process.stdout.write(`${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`,
+  );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());

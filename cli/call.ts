@@ -1,5 +1,15 @@
 /** `jcp call`: one signed jcp/1 call to a node (§11), printing the decision and the receipt as JSON. */
-import { FRAME_KINDS, type FrameKind, openReceipt, type Provenance, PROVENANCES, receiptId, toHex, type Trust, TRUST_TAGS } from '../core/index.ts';
+import {
+  FRAME_KINDS,
+  type FrameKind,
+  openReceipt,
+  type Provenance,
+  PROVENANCES,
+  receiptId,
+  toHex,
+  type Trust,
+  TRUST_TAGS,
+} from '../core/index.ts';
 import { readKeyFile } from '../node/index.ts';
 import { CallTimeout, JcpClient, WireErrorReply, resultJson } from '../client/index.ts';
 import { readChainFile } from '../client/index.ts';
@@ -110,7 +120,8 @@ export const DEFAULT_CALL_TIMEOUT_S = 30;
 export async function payloadFileArg(file: string): Promise<Uint8Array> {
   let bytes: Buffer;
   try {
-    bytes = file === '-' ? await readStdinCapped(READ_CAPS.payloadFile, 'payload') : readFileCapped(file, READ_CAPS.payloadFile, 'payload file');
+    bytes =
+      file === '-' ? await readStdinCapped(READ_CAPS.payloadFile, 'payload') : readFileCapped(file, READ_CAPS.payloadFile, 'payload file');
   } catch (e) {
     if (e instanceof IoError) throw e;
     throw ioError(e, 'read payload file', file);
@@ -163,7 +174,8 @@ export const command: Command = {
     if (!FRAME_KINDS.includes(kind)) throw new UsageError(`--kind: one of ${FRAME_KINDS.join('|')}`);
     const trust = (values.trust ?? 'control') as Trust;
     if (!TRUST_TAGS.includes(trust)) throw new UsageError(`--trust: one of ${TRUST_TAGS.join('|')}`);
-    if (values.payload !== undefined && values['payload-file'] !== undefined) throw new UsageError('give --payload or --payload-file, not both');
+    if (values.payload !== undefined && values['payload-file'] !== undefined)
+      throw new UsageError('give --payload or --payload-file, not both');
     let payload = values.payload === undefined ? undefined : payloadArg(values.payload);
     const timeoutS = timeoutArg(values['timeout-s']);
     // Every usage mistake is found before any file is read or the network is touched.
@@ -183,7 +195,14 @@ export const command: Command = {
         : connectionError(e, `node ${values.node}`);
     let client: JcpClient;
     try {
-      client = await JcpClient.connect({ host, port, signer: actor, reconnectAttempts: 2, timeoutS, ...(tls !== undefined ? { tls } : {}) });
+      client = await JcpClient.connect({
+        host,
+        port,
+        signer: actor,
+        reconnectAttempts: 2,
+        timeoutS,
+        ...(tls !== undefined ? { tls } : {}),
+      });
     } catch (e) {
       throw timedOut(e);
     }

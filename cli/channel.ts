@@ -39,7 +39,13 @@ export const command: Command = {
     if (verb !== 'audit') throw new UsageError(verb === undefined ? 'expected a verb: audit' : `unknown verb '${verb}'`);
     const { values } = parse(
       rest,
-      { grant: { type: 'string' }, nats: { type: 'string' }, 'subject-root': { type: 'string' }, budget: { type: 'string' }, json: { type: 'boolean' } },
+      {
+        grant: { type: 'string' },
+        nats: { type: 'string' },
+        'subject-root': { type: 'string' },
+        budget: { type: 'string' },
+        json: { type: 'boolean' },
+      },
       false,
     );
     const grant = values.grant;
@@ -53,7 +59,9 @@ export const command: Command = {
       try {
         await bus.ready(5_000);
       } catch (e) {
-        throw new NatsUnavailable(`cannot reach NATS with JetStream at ${url}: ${(e as Error).message.replace(/^NATS connection: /, '')}`, { cause: e });
+        throw new NatsUnavailable(`cannot reach NATS with JetStream at ${url}: ${(e as Error).message.replace(/^NATS connection: /, '')}`, {
+          cause: e,
+        });
       }
       const a = await auditChannel(bus, grant, values.budget === undefined ? undefined : BigInt(values.budget));
       if (values.json) {
@@ -77,12 +85,15 @@ export const command: Command = {
         return 0;
       }
       process.stdout.write(`channel ${a.grantId}\n`);
-      for (const l of a.lines) process.stdout.write(`  ${l.point}  seq ${String(l.seq).padStart(14)}  ${String(l.spentUj).padStart(14)} µJ\n`);
+      for (const l of a.lines)
+        process.stdout.write(`  ${l.point}  seq ${String(l.seq).padStart(14)}  ${String(l.spentUj).padStart(14)} µJ\n`);
       process.stdout.write(`total     ${a.totalUj} µJ over ${a.lines.length} point(s)\n`);
       process.stdout.write(`budget    ${a.budgetUj === undefined ? 'unknown (pass --budget)' : `${a.budgetUj} µJ (${a.budgetSource})`}\n`);
       if (a.overdraftUj !== undefined) {
         if (a.overdraftUj > 0n) {
-          process.stdout.write(`overdraft ${a.overdraftUj} µJ, proven by the ${a.proof?.statements.length ?? 0} signed statements above (proof ${a.proofVerifies ? 'verifies' : 'DOES NOT verify'})\n`);
+          process.stdout.write(
+            `overdraft ${a.overdraftUj} µJ, proven by the ${a.proof?.statements.length ?? 0} signed statements above (proof ${a.proofVerifies ? 'verifies' : 'DOES NOT verify'})\n`,
+          );
         } else process.stdout.write('overdraft none\n');
       }
       for (const r of a.refused) process.stdout.write(`refused   ${r.code} under ${r.pointHash.slice(0, 16)}…: ${r.why}\n`);

@@ -87,7 +87,11 @@ export const command: Command = {
       seed: values.seed ?? '7',
       natsServers: int(values['nats-cluster'], '--nats-cluster', 1, 1, 3) === 3 ? 3 : 1,
       ...(regions > 1
-        ? { regions, rttMs: int(values['rtt-ms'], '--rtt-ms', 40, 0, 2_000), jitterMs: int(values['jitter-ms'], '--jitter-ms', 0, 0, 1_000) }
+        ? {
+            regions,
+            rttMs: int(values['rtt-ms'], '--rtt-ms', 40, 0, 2_000),
+            jitterMs: int(values['jitter-ms'], '--jitter-ms', 0, 0, 1_000),
+          }
         : {}),
       revocationStalenessS: int(values['revocation-staleness'], '--revocation-staleness', 10, 1, 3_600),
       ...(cost !== undefined ? { costUj: cost } : {}),

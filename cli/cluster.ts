@@ -95,9 +95,12 @@ export const command: Command = {
         const pid = n.pid === undefined ? 'pid unknown' : `pid ${n.pid} ${n.pidRunning ? 'running' : 'gone'}`;
         process.stdout.write(`${n.name.padEnd(4)} ${n.address.padEnd(22)} ${health.padEnd(16)} ${pid.padEnd(18)} ${n.did}\n`);
         if (n.health === 'down') notes.push(`${n.name}: /healthz on ${n.metrics}: ${n.why}`);
-        if (n.health === 'other') notes.push(`${n.name}: /healthz on ${n.metrics} is answered by a node with steward ${n.answeredBy}, not ${n.did}`);
+        if (n.health === 'other')
+          notes.push(`${n.name}: /healthz on ${n.metrics} is answered by a node with steward ${n.answeredBy}, not ${n.did}`);
         if (n.health !== 'down' && n.pid !== undefined && !n.pidRunning) {
-          notes.push(`${n.name}: answers /healthz, but not as pid ${n.pid} that 'up' started (restarted by hand?): 'jcp cluster down' stops only the recorded pids`);
+          notes.push(
+            `${n.name}: answers /healthz, but not as pid ${n.pid} that 'up' started (restarted by hand?): 'jcp cluster down' stops only the recorded pids`,
+          );
         }
       }
       for (const line of notes) process.stdout.write(`${line}\n`);
@@ -127,10 +130,14 @@ async function up(argv: string[]): Promise<number> {
     },
     false,
   );
-  const regional = ['nodes-per-region', 'servers-per-region', 'rtt-ms', 'jitter-ms', 'foreground'].filter((k) => values[k as keyof typeof values] !== undefined);
+  const regional = ['nodes-per-region', 'servers-per-region', 'rtt-ms', 'jitter-ms', 'foreground'].filter(
+    (k) => values[k as keyof typeof values] !== undefined,
+  );
   if (values.regions === undefined && regional.length > 0) throw new UsageError(`--${regional[0]} needs --regions`);
   if (values.regions !== undefined) {
-    for (const k of ['nodes', 'nats', 'nats-cluster'] as const) if (values[k] !== undefined) throw new UsageError(`--${k} does not go with --regions (use --nodes-per-region / --servers-per-region)`);
+    for (const k of ['nodes', 'nats', 'nats-cluster'] as const)
+      if (values[k] !== undefined)
+        throw new UsageError(`--${k} does not go with --regions (use --nodes-per-region / --servers-per-region)`);
   }
   const nodes = Number(values.nodes ?? '3');
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > 32) throw new UsageError('--nodes: expected an integer in [1, 32]');
@@ -144,7 +151,8 @@ async function up(argv: string[]): Promise<number> {
   const dir = resolve(values.dir ?? DEFAULT_DIR);
   if (existsSync(join(dir, 'cluster.json'))) {
     const old = readState(dir) as unknown as { type: string; pid?: number; nodes: ClusterState['nodes'] };
-    if (old.type === 'jcp-regions' ? alive(old.pid) : old.nodes.some((n) => alive(n.pid))) throw new UsageError(`a cluster is already running in ${dir}; run 'jcp cluster down --dir ${dir}'`);
+    if (old.type === 'jcp-regions' ? alive(old.pid) : old.nodes.some((n) => alive(n.pid)))
+      throw new UsageError(`a cluster is already running in ${dir}; run 'jcp cluster down --dir ${dir}'`);
   }
   const channels = (values.channel ?? []).map((c) => {
     const m = /^([0-9a-f]{64})=(\d+)$/.exec(c);
@@ -153,7 +161,9 @@ async function up(argv: string[]): Promise<number> {
   });
   if (values.regions !== undefined) {
     mkdirSync(dir, { recursive: true });
-    const passOn = argv.filter((_, i) => argv[i] !== '--dir' && argv[i - 1] !== '--dir' && !argv[i]!.startsWith('--dir=') && argv[i] !== '--foreground');
+    const passOn = argv.filter(
+      (_, i) => argv[i] !== '--dir' && argv[i - 1] !== '--dir' && !argv[i]!.startsWith('--dir=') && argv[i] !== '--foreground',
+    );
     return await regionsUp(passOn, { ...values, regions: values.regions, channel: channels }, dir);
   }
   const cluster = await LocalCluster.start({
@@ -173,6 +183,8 @@ async function up(argv: string[]): Promise<number> {
   for (const n of state.nodes) {
     process.stdout.write(`${n.name.padEnd(4)} jcp/1 ${n.address.padEnd(22)} metrics ${n.metrics.padEnd(22)} ${n.did}\n`);
   }
-  process.stdout.write(`state in ${join(dir, 'cluster.json')}; logs in ${dir}/<node>/node.log; stop with 'jcp cluster down --dir ${dir}'\n`);
+  process.stdout.write(
+    `state in ${join(dir, 'cluster.json')}; logs in ${dir}/<node>/node.log; stop with 'jcp cluster down --dir ${dir}'\n`,
+  );
   return 0;
 }

@@ -51,14 +51,21 @@ export const command: Command = {
   async run(argv) {
     const { values } = parse(
       argv,
-      { json: { type: 'string' }, dir: { type: 'string' }, nats: { type: 'string' }, 'no-nats': { type: 'boolean' }, pace: { type: 'string' } },
+      {
+        json: { type: 'string' },
+        dir: { type: 'string' },
+        nats: { type: 'string' },
+        'no-nats': { type: 'boolean' },
+        pace: { type: 'string' },
+      },
       false,
     );
     if (values.nats !== undefined && values['no-nats']) throw new UsageError('--nats and --no-nats exclude each other');
     const badNats = values.nats === undefined ? undefined : loopbackNatsUrlProblem(values.nats, false);
     if (badNats !== undefined) throw new UsageError(`--nats: ${badNats}`);
     const pace = values.pace === undefined ? undefined : Number(values.pace);
-    if (pace !== undefined && (!Number.isInteger(pace) || pace < 0 || pace > 10_000)) throw new UsageError('--pace: milliseconds, 0..10000');
+    if (pace !== undefined && (!Number.isInteger(pace) || pace < 0 || pace > 10_000))
+      throw new UsageError('--pace: milliseconds, 0..10000');
     const print = (line: string) => process.stdout.write(`${line}\n`);
     // On SIGINT/SIGTERM every child testkit/procs.ts tracks is SIGKILLed, the demo's streams and
     // buckets on a user's NATS are removed (registered with whenInterrupted), then it exits 130.

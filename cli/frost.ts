@@ -9,7 +9,28 @@ import type { ParseArgsConfig } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { fromHex, parseDid, toHex, verify } from '../core/index.ts';
-import { type Approver, deal, DEFAULT_APPROVE_TIMEOUT_MS, describeCulprits, FrostError, FrostErrorCodes, natsBus, natsRegistry, Participant, promptApprover, type ReadDecision, readDecisionFile, readDecisionStream, readIdentityFile, rulesApprover, runDkg, shareRecord, signWithGroup, webhookApprover, writeShareFile } from '../frost/index.ts';
+import {
+  type Approver,
+  deal,
+  DEFAULT_APPROVE_TIMEOUT_MS,
+  describeCulprits,
+  FrostError,
+  FrostErrorCodes,
+  natsBus,
+  natsRegistry,
+  Participant,
+  promptApprover,
+  type ReadDecision,
+  readDecisionFile,
+  readDecisionStream,
+  readIdentityFile,
+  rulesApprover,
+  runDkg,
+  shareRecord,
+  signWithGroup,
+  webhookApprover,
+  writeShareFile,
+} from '../frost/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
 import { errnoOf, fromSystemError, ioError, IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/index.ts';
 
@@ -108,7 +129,8 @@ function intFlag(v: string | undefined, name: string, range: { min?: number; max
   }
   const n = /^\d{1,16}$/.test(v) ? Number(v) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    const what = max === Number.MAX_SAFE_INTEGER ? (min === 0 ? 'a non-negative integer' : `an integer ≥ ${min}`) : `an integer in ${min}..${max}`;
+    const what =
+      max === Number.MAX_SAFE_INTEGER ? (min === 0 ? 'a non-negative integer' : `an integer ≥ ${min}`) : `an integer in ${min}..${max}`;
     throw new UsageError(`--${name} must be ${what}, got '${v}'`);
   }
   return n;
@@ -130,7 +152,13 @@ function report(e: FrostError | IoError): number {
 }
 
 async function cmdDeal(argv: string[]): Promise<number> {
-  const values = parseFlags(argv, { threshold: { type: 'string' }, participants: { type: 'string' }, out: { type: 'string' }, 'passphrase-env': { type: 'string' }, json: { type: 'boolean' } });
+  const values = parseFlags(argv, {
+    threshold: { type: 'string' },
+    participants: { type: 'string' },
+    out: { type: 'string' },
+    'passphrase-env': { type: 'string' },
+    json: { type: 'boolean' },
+  });
   const min = intFlag(values.threshold, 'threshold');
   const max = intFlag(values.participants, 'participants');
   if (!values.out) throw new UsageError('--out DIR is required');
@@ -145,7 +173,11 @@ async function cmdDeal(argv: string[]): Promise<number> {
   const files: { identifier: number; identity: string; path: string }[] = [];
   d.value.shares.forEach((s, i) => {
     const path = paths[i]!;
-    writeShareFile(path, shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed), passphrase !== undefined ? { passphrase } : {});
+    writeShareFile(
+      path,
+      shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed),
+      passphrase !== undefined ? { passphrase } : {},
+    );
     files.push({ identifier: s.identifier, identity: s.group.roster[s.identifier - 1]!, path });
   });
   if (values.json) process.stdout.write(`${JSON.stringify({ group: d.value.did, threshold: min, participants: max, files }, null, 2)}\n`);
@@ -160,7 +192,10 @@ async function cmdDeal(argv: string[]): Promise<number> {
  * Takes `--approve rules FILE | prompt | webhook URL` out of `argv` (its kind and argument are
  * separate words, which the option parser cannot read). @throws UsageError.
  */
-export function takeApprove(argv: readonly string[]): { rest: string[]; approve?: { kind: 'rules' | 'prompt' | 'webhook' | 'allow-all'; arg?: string } } {
+export function takeApprove(argv: readonly string[]): {
+  rest: string[];
+  approve?: { kind: 'rules' | 'prompt' | 'webhook' | 'allow-all'; arg?: string };
+} {
   const rest: string[] = [];
   let approve: { kind: 'rules' | 'prompt' | 'webhook' | 'allow-all'; arg?: string } | undefined;
   for (let i = 0; i < argv.length; i++) {
@@ -183,24 +218,26 @@ export function takeApprove(argv: readonly string[]): { rest: string[]; approve?
 
 async function cmdParticipant(argvIn: string[]): Promise<number> {
   const { rest: argv, approve } = takeApprove(argvIn);
-  const values = parseFlags(
-    argv,
-    {
-      keystore: { type: 'string' },
-      nats: { type: 'string' },
-      prefix: { type: 'string' },
-      'passphrase-env': { type: 'string' },
-      coordinator: { type: 'string', multiple: true },
-      initiator: { type: 'string', multiple: true },
-      'approve-timeout-ms': { type: 'string' },
-      'sign-raw': { type: 'boolean' },
-    },
-  );
+  const values = parseFlags(argv, {
+    keystore: { type: 'string' },
+    nats: { type: 'string' },
+    prefix: { type: 'string' },
+    'passphrase-env': { type: 'string' },
+    coordinator: { type: 'string', multiple: true },
+    initiator: { type: 'string', multiple: true },
+    'approve-timeout-ms': { type: 'string' },
+    'sign-raw': { type: 'boolean' },
+  });
   if (!values.keystore) throw new UsageError('--keystore DIR is required');
-  const approveTimeoutMs = intFlag(values['approve-timeout-ms'], 'approve-timeout-ms', { min: 1, max: MAX_TIMEOUT_MS, dflt: DEFAULT_APPROVE_TIMEOUT_MS });
+  const approveTimeoutMs = intFlag(values['approve-timeout-ms'], 'approve-timeout-ms', {
+    min: 1,
+    max: MAX_TIMEOUT_MS,
+    dflt: DEFAULT_APPROVE_TIMEOUT_MS,
+  });
   const judged = approve !== undefined && approve.kind !== 'allow-all';
   if (values['sign-raw'] && !judged) throw new UsageError('--sign-raw goes with --approve rules|prompt|webhook');
-  if (values['approve-timeout-ms'] !== undefined && !judged) throw new UsageError('--approve-timeout-ms goes with --approve rules|prompt|webhook');
+  if (values['approve-timeout-ms'] !== undefined && !judged)
+    throw new UsageError('--approve-timeout-ms goes with --approve rules|prompt|webhook');
   const aopts = { allowRaw: values['sign-raw'] ?? false, timeoutMs: approveTimeoutMs };
   let approver: Approver | undefined;
   if (approve?.kind === 'rules') approver = rulesApprover(resolve(approve.arg!), aopts);
@@ -241,20 +278,17 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
 }
 
 async function cmdDkg(argv: string[]): Promise<number> {
-  const values = parseFlags(
-    argv,
-    {
-      threshold: { type: 'string' },
-      participants: { type: 'string' },
-      nats: { type: 'string' },
-      prefix: { type: 'string' },
-      members: { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      identity: { type: 'string' },
-      'passphrase-env': { type: 'string' },
-      json: { type: 'boolean' },
-    },
-  );
+  const values = parseFlags(argv, {
+    threshold: { type: 'string' },
+    participants: { type: 'string' },
+    nats: { type: 'string' },
+    prefix: { type: 'string' },
+    members: { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    identity: { type: 'string' },
+    'passphrase-env': { type: 'string' },
+    json: { type: 'boolean' },
+  });
   const min = intFlag(values.threshold, 'threshold');
   const max = intFlag(values.participants, 'participants');
   const timeoutMs = intFlag(values['timeout-ms'], 'timeout-ms', { min: 1, max: MAX_TIMEOUT_MS, dflt: 5000 });
@@ -272,7 +306,10 @@ async function cmdDkg(argv: string[]): Promise<number> {
       ...(members ? { members } : {}),
       ...(actor ? { actor } : {}),
     });
-    if (values.json) process.stdout.write(`${JSON.stringify({ group: r.did, session: r.session, roster: r.roster, elapsed_ms: Math.round(r.elapsedMs) })}\n`);
+    if (values.json)
+      process.stdout.write(
+        `${JSON.stringify({ group: r.did, session: r.session, roster: r.roster, elapsed_ms: Math.round(r.elapsedMs) })}\n`,
+      );
     else process.stdout.write(`${r.did}\n`);
     return 0;
   } finally {
@@ -306,7 +343,9 @@ export function readMessage(v: string | undefined): Uint8Array {
   const isPath = v.includes('/') || v.includes(sep);
   if (!isPath && hex(v)) {
     if (v !== '' && isRegularFile(v)) {
-      throw new UsageError(`--message ${v} is both hex and the name of a file here: write ./${v} to sign the file, or 0x${v} to sign the bytes`);
+      throw new UsageError(
+        `--message ${v} is both hex and the name of a file here: write ./${v} to sign the file, or 0x${v} to sign the bytes`,
+      );
     }
     return fromHex(v.toLowerCase(), undefined, 'message');
   }
@@ -316,7 +355,9 @@ export function readMessage(v: string | undefined): Uint8Array {
   } catch (e) {
     const errno = errnoOf(e);
     if (errno !== 'ENOENT' && errno !== 'ENOTDIR') throw ioError(e, 'read message file', v);
-    throw new UsageError(isPath ? `--message ${v}: no such file` : `--message ${v}: neither hex (an even number of hex digits) nor an existing file`);
+    throw new UsageError(
+      isPath ? `--message ${v}: no such file` : `--message ${v}: neither hex (an even number of hex digits) nor an existing file`,
+    );
   }
   if (!isFile) throw new UsageError(`--message ${v}: not a regular file`);
   try {
@@ -327,21 +368,18 @@ export function readMessage(v: string | undefined): Uint8Array {
 }
 
 async function cmdSign(argv: string[]): Promise<number> {
-  const values = parseFlags(
-    argv,
-    {
-      group: { type: 'string' },
-      message: { type: 'string' },
-      nats: { type: 'string' },
-      prefix: { type: 'string' },
-      signers: { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      retries: { type: 'string' },
-      identity: { type: 'string' },
-      'passphrase-env': { type: 'string' },
-      json: { type: 'boolean' },
-    },
-  );
+  const values = parseFlags(argv, {
+    group: { type: 'string' },
+    message: { type: 'string' },
+    nats: { type: 'string' },
+    prefix: { type: 'string' },
+    signers: { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    retries: { type: 'string' },
+    identity: { type: 'string' },
+    'passphrase-env': { type: 'string' },
+    json: { type: 'boolean' },
+  });
   if (!values.group) throw new UsageError('--group DID is required');
   const actor = values.identity ? readIdentityFile(resolve(values.identity), passphraseFrom(values['passphrase-env'])) : undefined;
   const group = values.group;
@@ -367,7 +405,9 @@ async function cmdSign(argv: string[]): Promise<number> {
     // Belt and braces: the coordinator already checked it; a CLI user sees the check made here too.
     if (!verify(parseDid(group), message, r.signature)) throw new FrostError(FrostErrorCodes.BAD_SIGNATURE, 'aggregate does not verify');
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ group, signature: toHex(r.signature), session: r.session, signers: r.signers, attempts: r.attempts })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ group, signature: toHex(r.signature), session: r.session, signers: r.signers, attempts: r.attempts })}\n`,
+      );
     } else process.stdout.write(`${toHex(r.signature)}\n`);
     return 0;
   } finally {
@@ -381,8 +421,15 @@ function decisionJson(d: ReadDecision, where: Record<string, unknown>): Record<s
 }
 
 async function cmdApprovals(argv: string[]): Promise<number> {
-  const values = parseFlags(argv, { nats: { type: 'string' }, prefix: { type: 'string' }, group: { type: 'string' }, journal: { type: 'string' }, json: { type: 'boolean' } });
-  if ((values.nats === undefined) === (values.journal === undefined)) throw new UsageError('give exactly one of --nats URL or --journal FILE');
+  const values = parseFlags(argv, {
+    nats: { type: 'string' },
+    prefix: { type: 'string' },
+    group: { type: 'string' },
+    journal: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if ((values.nats === undefined) === (values.journal === undefined))
+    throw new UsageError('give exactly one of --nats URL or --journal FILE');
   if (values.group !== undefined) parseDid(values.group);
   const rows: Record<string, unknown>[] = [];
   if (values.journal !== undefined) {
@@ -418,11 +465,18 @@ async function cmdApprovals(argv: string[]): Promise<number> {
     }
   }
   const bad = rows.filter((r) => !r['valid']).length;
-  if (bad) throw new FrostError(FrostErrorCodes.BAD_SIGNATURE, `${bad} of ${rows.length} approval records do not verify (or are not records)`);
+  if (bad)
+    throw new FrostError(FrostErrorCodes.BAD_SIGNATURE, `${bad} of ${rows.length} approval records do not verify (or are not records)`);
   return 0;
 }
 
-const VERBS: Record<string, (argv: string[]) => Promise<number>> = { deal: cmdDeal, participant: cmdParticipant, dkg: cmdDkg, sign: cmdSign, approvals: cmdApprovals };
+const VERBS: Record<string, (argv: string[]) => Promise<number>> = {
+  deal: cmdDeal,
+  participant: cmdParticipant,
+  dkg: cmdDkg,
+  sign: cmdSign,
+  approvals: cmdApprovals,
+};
 
 /** The `jcp frost` command. */
 export const command: Command = {
@@ -433,7 +487,12 @@ export const command: Command = {
     try {
       const [verb, ...rest] = argv;
       const fn = verb ? VERBS[verb] : undefined;
-      if (!fn) throw new UsageError(verb ? `unknown sub-command '${verb}' (deal|participant|dkg|sign|approvals)` : 'a sub-command is required (deal|participant|dkg|sign|approvals)');
+      if (!fn)
+        throw new UsageError(
+          verb
+            ? `unknown sub-command '${verb}' (deal|participant|dkg|sign|approvals)`
+            : 'a sub-command is required (deal|participant|dkg|sign|approvals)',
+        );
       return await fn(rest);
     } catch (e) {
       if (e instanceof UsageError) throw e; // printed by cli/main.ts: one line `error [usage]`, exit 2

@@ -3,7 +3,26 @@
  * revocation (§4.3) and steering (§4.7: checkpoint, amendment, continuation) from the command line.
  */
 import { randomBytes } from 'node:crypto';
-import { amend, amendmentId, attenuate, type AttenuationParams, checkpointId, type Grant, grantId, grantToCbor, isJcpError, issueContinuation, makeCheckpoint, readGrant, type SignedAmendment, type SignedCheckpoint, signGrant, signRevocation, type SteeringRefusal, verifyAmendment } from '../core/index.ts';
+import {
+  amend,
+  amendmentId,
+  attenuate,
+  type AttenuationParams,
+  checkpointId,
+  type Grant,
+  grantId,
+  grantToCbor,
+  isJcpError,
+  issueContinuation,
+  makeCheckpoint,
+  readGrant,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  signGrant,
+  signRevocation,
+  type SteeringRefusal,
+  verifyAmendment,
+} from '../core/index.ts';
 import { readKeyFile } from '../node/index.ts';
 import { JcpClient, WireErrorReply } from '../client/index.ts';
 import { grantView, readChainFile, writeChainFile } from '../client/index.ts';
@@ -75,11 +94,21 @@ export const command: Command = {
       case 'show': {
         const { values } = parse(rest, { chain: { type: 'string' } }, false);
         const chain = readChainFile(need(values.chain, '--chain'));
-        process.stdout.write(`${JSON.stringify(chain.map((sg) => ({ id: grantId(sg.grant), grant: grantView(sg.grant) })), null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify(
+            chain.map((sg) => ({ id: grantId(sg.grant), grant: grantView(sg.grant) })),
+            null,
+            2,
+          )}\n`,
+        );
         return 0;
       }
       default:
-        throw new UsageError(verb === undefined ? 'expected a verb: mint | delegate | revoke | show | checkpoint | amend | continue' : `unknown verb '${verb}'`);
+        throw new UsageError(
+          verb === undefined
+            ? 'expected a verb: mint | delegate | revoke | show | checkpoint | amend | continue'
+            : `unknown verb '${verb}'`,
+        );
     }
   },
 };
@@ -179,7 +208,11 @@ function delegate(argv: string[]): number {
 }
 
 async function revoke(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { chain: { type: 'string' }, key: { type: 'string' }, node: { type: 'string' }, link: { type: 'string' } }, false);
+  const { values } = parse(
+    argv,
+    { chain: { type: 'string' }, key: { type: 'string' }, node: { type: 'string' }, link: { type: 'string' } },
+    false,
+  );
   const { host, port } = hostPortArg(need(values.node, '--node'), '--node');
   const chain = readChainFile(need(values.chain, '--chain'));
   const i = values.link === undefined ? chain.length - 1 : Number(values.link);
@@ -189,7 +222,9 @@ async function revoke(argv: string[]): Promise<number> {
   if (revoker.did !== link.grant.issuer) {
     // §4.3: only the grant's issuer may revoke it; a node would refuse this revocation as soon
     // as it knows the grant, so refuse it here rather than send something that cannot work.
-    process.stderr.write(`jcp grant: error [not-issuer]: revoke refused: ${revoker.did} is not the issuer of link ${i} (${link.grant.issuer})\n`);
+    process.stderr.write(
+      `jcp grant: error [not-issuer]: revoke refused: ${revoker.did} is not the issuer of link ${i} (${link.grant.issuer})\n`,
+    );
     return 1;
   }
   const sr = signRevocation(grantId(link.grant), revoker, nonce());
@@ -219,7 +254,11 @@ function steeringRefused(what: string, r: SteeringRefusal): CliError {
 }
 
 function checkpoint(argv: string[]): number {
-  const { values } = parse(argv, { chain: { type: 'string' }, key: { type: 'string' }, state: { type: 'string' }, out: { type: 'string' } }, false);
+  const { values } = parse(
+    argv,
+    { chain: { type: 'string' }, key: { type: 'string' }, state: { type: 'string' }, out: { type: 'string' } },
+    false,
+  );
   const chain = readChainFile(need(values.chain, '--chain'));
   const agent = readKeyFile(need(values.key, '--key'));
   const state = commitmentArg(need(values.state, '--state'), 'state file');
@@ -282,7 +321,12 @@ async function amendRun(argv: string[]): Promise<number> {
     }
     try {
       const a = await client.amend(steered, cp, sa);
-      sent.push({ node: n.name, continuation_id: a.continuation_id, budget_uj: a.budget_uj.toString(), steered_spent_uj: a.steered_spent_uj.toString() });
+      sent.push({
+        node: n.name,
+        continuation_id: a.continuation_id,
+        budget_uj: a.budget_uj.toString(),
+        steered_spent_uj: a.steered_spent_uj.toString(),
+      });
     } catch (e) {
       if (!(e instanceof WireErrorReply)) throw connectionError(e, `node ${n.name}`);
       sent.push({ node: n.name, error: { code: e.code, message: e.message } });
@@ -299,7 +343,13 @@ async function amendRun(argv: string[]): Promise<number> {
 function continueRun(argv: string[]): number {
   const { values } = parse(
     argv,
-    { chain: { type: 'string' }, amendment: { type: 'string' }, checkpoint: { type: 'string' }, key: { type: 'string' }, out: { type: 'string' } },
+    {
+      chain: { type: 'string' },
+      amendment: { type: 'string' },
+      checkpoint: { type: 'string' },
+      key: { type: 'string' },
+      out: { type: 'string' },
+    },
     false,
   );
   const chain = readChainFile(need(values.chain, '--chain'));

@@ -1,7 +1,16 @@
 /** `jcp inspect <hex | file | ->`: decodes any JCP object and says whether its signature verifies. */
 import { existsSync, statSync } from 'node:fs';
 import { decode, readSignedGrant } from '../core/index.ts';
-import { bytesOfContents, inspectContents, inspectHex, type InspectOptions, type InspectOutcome, parseHex, renderFault, renderHuman } from '../inspect/index.ts';
+import {
+  bytesOfContents,
+  inspectContents,
+  inspectHex,
+  type InspectOptions,
+  type InspectOutcome,
+  parseHex,
+  renderFault,
+  renderHuman,
+} from '../inspect/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
 import { IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 
@@ -41,7 +50,11 @@ async function readStdin(): Promise<Uint8Array> {
     total += (c as Buffer).length;
     if (total > READ_CAPS.inspectInput) {
       process.stdin.destroy();
-      throw new IoError('-', `input (standard input): larger than ${READ_CAPS.inspectInput >> 20} MiB, the most jcp inspect reads; not read (EFBIG)`, 'EFBIG');
+      throw new IoError(
+        '-',
+        `input (standard input): larger than ${READ_CAPS.inspectInput >> 20} MiB, the most jcp inspect reads; not read (EFBIG)`,
+        'EFBIG',
+      );
     }
   }
   return new Uint8Array(Buffer.concat(chunks));

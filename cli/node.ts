@@ -124,7 +124,11 @@ export const command: Command = {
       cluster =
         cfg.nats === undefined
           ? undefined
-          : new ClusterHooks(cfg.nats, clusterCfg, logger, { revocationStalenessS: cfg.revocationStalenessS, region: cfg.region, natsTls: cfg.natsTls });
+          : new ClusterHooks(cfg.nats, clusterCfg, logger, {
+              revocationStalenessS: cfg.revocationStalenessS,
+              region: cfg.region,
+              natsTls: cfg.natsTls,
+            });
       node = await startNode(cfg, {
         logger,
         ...(values['accept-damaged-log'] ? { acceptDamagedLog: true } : {}),
@@ -145,7 +149,9 @@ export const command: Command = {
       `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
         (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
         `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s` +
-        (node.boot.snapshot ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)` : '') +
+        (node.boot.snapshot
+          ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)`
+          : '') +
         '\n' +
         (cluster ? `jcp node: transparency log: ${node.witnessCheck}\n` : ''),
     );

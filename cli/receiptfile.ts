@@ -65,7 +65,10 @@ export function verifyReceiptFile(bytes: Uint8Array): ReceiptFileReport {
     } catch (e) {
       if (e instanceof FaultError) {
         const f = e.fault;
-        throw new CliError(f.code, `not a CBOR sequence of receipts: ${f.message}${f.offset !== undefined ? ` (at byte ${f.offset})` : ''}`);
+        throw new CliError(
+          f.code,
+          `not a CBOR sequence of receipts: ${f.message}${f.offset !== undefined ? ` (at byte ${f.offset})` : ''}`,
+        );
       }
       throw e;
     }
@@ -111,4 +114,3 @@ function asHexLines(bytes: Uint8Array): { bytes: Uint8Array; line: number }[] | 
   }
   return out.length > 0 || text.trim() === '' ? out : undefined;
 }
-

@@ -8,7 +8,33 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
 import { bytesEqual, type Did, encode, openReceipt, receiptId, toHex } from '../core/index.ts';
-import { type Archived, type ArchiveRecord, archiveLimit, archiveReceipts, archiveRecords, chooseSnapshot, readSegments, type SegmentCheck, withSegments, segmentReceiptAt, type HeadCheck, type LogReplay, listSnapshots, makeSnapshot, NodeFault, openSnapshot, ReceiptLog, readKeyFile, readSnapshotFile, replayLog, snapshotBody, type SliceRunner, WorkerPool, isLockError, readDataMeta } from '../node/index.ts';
+import {
+  type Archived,
+  type ArchiveRecord,
+  archiveLimit,
+  archiveReceipts,
+  archiveRecords,
+  chooseSnapshot,
+  readSegments,
+  type SegmentCheck,
+  withSegments,
+  segmentReceiptAt,
+  type HeadCheck,
+  type LogReplay,
+  listSnapshots,
+  makeSnapshot,
+  NodeFault,
+  openSnapshot,
+  ReceiptLog,
+  readKeyFile,
+  readSnapshotFile,
+  replayLog,
+  snapshotBody,
+  type SliceRunner,
+  WorkerPool,
+  isLockError,
+  readDataMeta,
+} from '../node/index.ts';
 import { CliError, type Command, UsageError, parse } from './command.ts';
 import { errnoOf, ioError, IoError, READ_CAPS, readFileCapped, readStdinCapped } from '../io/index.ts';
 import { verifyReceiptFile } from './receiptfile.ts';
@@ -121,7 +147,8 @@ function checkFlags(verb: string | undefined, values: ReceiptsValues, dataDir: s
   let before = -1;
   if (verb === 'archive') {
     before = Number(values.before);
-    if (values.before === undefined || !Number.isSafeInteger(before) || before < 0) throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
+    if (values.before === undefined || !Number.isSafeInteger(before) || before < 0)
+      throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
     if (values.out === undefined) throw new UsageError('archive: --out DIR (the segment folder)');
     if (insideDataDir(dataDir, values.out)) {
       throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: keep the archive elsewhere`);
@@ -129,7 +156,9 @@ function checkFlags(verb: string | undefined, values: ReceiptsValues, dataDir: s
   }
   if (values.out !== undefined && verb === 'export') {
     if (insideDataDir(dataDir, values.out)) {
-      throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: write the export elsewhere (the node's own files are never overwritten)`);
+      throw new UsageError(
+        `--out ${values.out} is inside the data folder ${dataDir}: write the export elsewhere (the node's own files are never overwritten)`,
+      );
     }
   }
   // snapshot --keep: the snapshots kept after this one (the node's snapshot.keep; default 2).
@@ -264,7 +293,9 @@ function printAttribution({ r, records, archive }: ReplayRun): number {
     };
   });
   const outcomes = { measurements: r.outcomes.measurements, reversals: r.outcomes.reversals, bad: r.outcomes.bad.length };
-  process.stdout.write(`${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows, ...archivedField(records, archive) }, bigintJson, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows, ...archivedField(records, archive) }, bigintJson, 2)}\n`,
+  );
   return 0;
 }
 
@@ -273,7 +304,12 @@ function printVerify({ r, snapshots, archive }: ReplayRun, head: HeadCheck): num
   const report = { ...verifyReport(r, head), snapshots, ...(archive ? { archive } : {}) };
   process.stdout.write(`${JSON.stringify(report, bigintJson, 2)}\n`);
   const good =
-    report.bad === 0 && report.breaks === 0 && report.outcomes.bad === 0 && head.ok && snapshots.every((x) => x.ok) && (archive ?? []).every((x) => x.ok);
+    report.bad === 0 &&
+    report.breaks === 0 &&
+    report.outcomes.bad === 0 &&
+    head.ok &&
+    snapshots.every((x) => x.ok) &&
+    (archive ?? []).every((x) => x.ok);
   return good ? 0 : 1;
 }
 
@@ -281,9 +317,17 @@ function printVerify({ r, snapshots, archive }: ReplayRun, head: HeadCheck): num
  * The verb on the open log: archive, export, snapshot, or a replay (verify, replay, attribute) on
  * `workers` threads, with the head mark checked (§8). Resolves to the exit code.
  */
-async function runOnLog(verb: string, values: ReceiptsValues, log: ReceiptLog, dataDir: string, steward: Did, n: ReceiptsNumbers): Promise<number> {
+async function runOnLog(
+  verb: string,
+  values: ReceiptsValues,
+  log: ReceiptLog,
+  dataDir: string,
+  steward: Did,
+  n: ReceiptsNumbers,
+): Promise<number> {
   if (verb === 'archive') return await archiveNow(log, dataDir, steward, n.before, path.resolve(values.out!));
-  if (verb === 'export') return await exportLog(log, values.format ?? 'json', values.out === undefined ? undefined : path.resolve(values.out));
+  if (verb === 'export')
+    return await exportLog(log, values.format ?? 'json', values.out === undefined ? undefined : path.resolve(values.out));
   const pool = n.workers > 0 ? await WorkerPool.start(n.workers) : undefined;
   const runner = pool ? { runner: ((job) => pool.replaySlice(job)) satisfies SliceRunner, parallel: pool.size * 2 } : {};
   if (verb === 'snapshot') {
@@ -316,7 +360,9 @@ export const command: Command = {
     // verify, replay and attribute always print JSON; --json is accepted there (docs/console.md
     // compares the console with `attribute --json`) and changes nothing. export has --format.
     if (values.json && !['verify', 'replay', 'attribute'].includes(verb ?? '')) {
-      throw new UsageError(`--json is for verify, replay and attribute (which print JSON anyway)${verb === 'export' ? '; export takes --format json' : ''}`);
+      throw new UsageError(
+        `--json is for verify, replay and attribute (which print JSON anyway)${verb === 'export' ? '; export takes --format json' : ''}`,
+      );
     }
     if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
     const dataDir = path.resolve(positionals[0]!);
@@ -380,7 +426,8 @@ function isReceiptFile(arg: string): boolean {
 async function verifyFile(arg: string): Promise<number> {
   let bytes: Buffer;
   try {
-    bytes = arg === '-' ? await readStdinCapped(READ_CAPS.receiptFile, 'receipts') : readFileCapped(arg, READ_CAPS.receiptFile, 'receipt file');
+    bytes =
+      arg === '-' ? await readStdinCapped(READ_CAPS.receiptFile, 'receipts') : readFileCapped(arg, READ_CAPS.receiptFile, 'receipt file');
   } catch (e) {
     if (e instanceof IoError) throw e;
     throw ioError(e, 'read', arg);
@@ -415,7 +462,9 @@ export function verifyReport(r: LogReplay, head: HeadCheck = { ok: true }) {
     first_break: breaks[0] ?? null,
     rejected: r.rejected.slice(0, 50).map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
     continuity: breaks.slice(0, 50),
-    head_mark: head.ok ? { ok: true, seq: head.markSeq ?? null } : { ok: false, code: head.code, seq: head.markSeq ?? null, log_ends_at: head.lastSeq, why: head.why },
+    head_mark: head.ok
+      ? { ok: true, seq: head.markSeq ?? null }
+      : { ok: false, code: head.code, seq: head.markSeq ?? null, log_ends_at: head.lastSeq, why: head.why },
     outcomes: {
       measurements: r.outcomes.measurements,
       reversals: r.outcomes.reversals,
@@ -499,7 +548,11 @@ async function archiveNow(log: ReceiptLog, dataDir: string, steward: Did, before
   const choice = await chooseSnapshot(log, dataDir, steward);
   for (const x of choice.ignored) process.stderr.write(`jcp receipts: snapshot ${x.file} ignored: ${x.why}\n`);
   const snap = choice.used;
-  if (snap === undefined) throw new CliError('not-covered', `no usable snapshot: nothing is archived that a snapshot does not cover (make one: jcp receipts snapshot ${dataDir})`);
+  if (snap === undefined)
+    throw new CliError(
+      'not-covered',
+      `no usable snapshot: nothing is archived that a snapshot does not cover (make one: jcp receipts snapshot ${dataDir})`,
+    );
   const limit = archiveLimit(snap);
   if (before > limit) {
     throw new CliError(
@@ -514,7 +567,13 @@ async function archiveNow(log: ReceiptLog, dataDir: string, steward: Did, before
     if (e instanceof NodeFault) throw e;
     throw new CliError('refused', (e as Error).message, { cause: e });
   }
-  const segments = a.segments.map((s) => ({ file: path.join(outDir, s.file), first: s.first, last: s.last, count: s.count, blake3: toHex(s.blake3) }));
+  const segments = a.segments.map((s) => ({
+    file: path.join(outDir, s.file),
+    first: s.first,
+    last: s.last,
+    count: s.count,
+    blake3: toHex(s.blake3),
+  }));
   process.stdout.write(`${JSON.stringify({ archived: a.receipts, segments }, null, 2)}\n`);
   return 0;
 }
@@ -528,13 +587,16 @@ async function snapshotNow(
   keep = 2,
 ): Promise<number> {
   const actor = readKeyFile(keyFile);
-  if (actor.did !== steward) throw new CliError('log-steward-mismatch', `${keyFile} is ${actor.did}, not the steward of this log (${steward})`);
+  if (actor.did !== steward)
+    throw new CliError('log-steward-mismatch', `${keyFile} is ${actor.did}, not the steward of this log (${steward})`);
   const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), keep, ...runner });
   if (made === undefined) {
     process.stderr.write('jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt)\n');
     return 0;
   }
-  process.stdout.write(`${JSON.stringify({ file: made.file, seq: made.seq, replayed: made.replayed, requests: made.requests, bytes: made.bytes }, null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ file: made.file, seq: made.seq, replayed: made.replayed, requests: made.requests, bytes: made.bytes }, null, 2)}\n`,
+  );
   return 0;
 }
 
@@ -563,7 +625,8 @@ async function newFileStream(file: string): Promise<Writable> {
     stream.once('error', resolve);
   });
   if (failed === undefined) return stream;
-  if (errnoOf(failed) === 'EEXIST') throw new CliError('refused', `${file} exists: refusing to overwrite it with the export`, { cause: failed });
+  if (errnoOf(failed) === 'EEXIST')
+    throw new CliError('refused', `${file} exists: refusing to overwrite it with the export`, { cause: failed });
   throw ioError(failed, 'create', file);
 }
 

@@ -9,7 +9,15 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ClusterState, clusterStatus, JCP_BIN, type RegionState, type RegionStatus, startRegions, whenInterrupted } from '../testkit/index.ts';
+import {
+  type ClusterState,
+  clusterStatus,
+  JCP_BIN,
+  type RegionState,
+  type RegionStatus,
+  startRegions,
+  whenInterrupted,
+} from '../testkit/index.ts';
 import { CliError, UsageError } from './command.ts';
 
 /** The options `up --regions` reads (strings as parsed). */
@@ -33,12 +41,24 @@ function int(v: string | undefined, name: string, lo: number, hi: number, dflt: 
 }
 
 /** Checks the region options (usage errors, before anything is made). */
-export function regionOptions(v: RegionUpValues): { regions: number; nodesPerRegion: number; serversPerRegion: 1 | 3; rttMs: number; jitterMs: number } {
+export function regionOptions(v: RegionUpValues): {
+  regions: number;
+  nodesPerRegion: number;
+  serversPerRegion: 1 | 3;
+  rttMs: number;
+  jitterMs: number;
+} {
   const regions = int(v.regions, 'regions', 1, 4, 3);
   const nodesPerRegion = int(v['nodes-per-region'], 'nodes-per-region', 0, 16, 2);
   const servers = int(v['servers-per-region'], 'servers-per-region', 1, 3, 1);
   if (servers !== 1 && servers !== 3) throw new UsageError(`--servers-per-region: expected 1 or 3, got ${servers}`);
-  return { regions, nodesPerRegion, serversPerRegion: servers, rttMs: int(v['rtt-ms'], 'rtt-ms', 0, 10_000, 40), jitterMs: int(v['jitter-ms'], 'jitter-ms', 0, 10_000, 0) };
+  return {
+    regions,
+    nodesPerRegion,
+    serversPerRegion: servers,
+    rttMs: int(v['rtt-ms'], 'rtt-ms', 0, 10_000, 40),
+    jitterMs: int(v['jitter-ms'], 'jitter-ms', 0, 10_000, 0),
+  };
 }
 
 function readRegionState(dir: string): RegionState | undefined {
@@ -69,13 +89,19 @@ export async function regionsUp(argv: readonly string[], v: RegionUpValues, dir:
   if (!v.foreground) {
     const log = join(dir, 'launcher.log');
     const fd = openSync(log, 'a');
-    const child = spawn(process.execPath, [JCP_BIN, 'cluster', 'up', ...argv, '--dir', dir, '--foreground'], { stdio: ['ignore', fd, fd], detached: true });
+    const child = spawn(process.execPath, [JCP_BIN, 'cluster', 'up', ...argv, '--dir', dir, '--foreground'], {
+      stdio: ['ignore', fd, fd],
+      detached: true,
+    });
     closeSync(fd);
     child.unref();
     const deadline = Date.now() + 120_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new CliError('launcher-failed', `the region launcher exited (${child.exitCode ?? child.signalCode}); see ${log}:\n${readFileSync(log, 'utf8').split('\n').slice(-15).join('\n')}`);
+        throw new CliError(
+          'launcher-failed',
+          `the region launcher exited (${child.exitCode ?? child.signalCode}); see ${log}:\n${readFileSync(log, 'utf8').split('\n').slice(-15).join('\n')}`,
+        );
       }
       const s = readRegionState(dir);
       if (s && s.pid === child.pid) {
@@ -170,10 +196,15 @@ function printStatus(s: RegionStatus, report: RegionStatusReport | undefined): v
     );
     for (const n of r.nodes) {
       const h = report?.nodes.find((x) => x.id === n.id)?.health;
-      process.stdout.write(`  ${n.id.padEnd(4)} jcp/1 ${n.address.padEnd(22)} metrics ${n.metrics.padEnd(22)}${h ? ` ${h.padEnd(10)}` : ''} ${n.did}\n`);
+      process.stdout.write(
+        `  ${n.id.padEnd(4)} jcp/1 ${n.address.padEnd(22)} metrics ${n.metrics.padEnd(22)}${h ? ` ${h.padEnd(10)}` : ''} ${n.did}\n`,
+      );
     }
   }
-  for (const l of s.links) process.stdout.write(`link ${l.from} -> ${l.to} ${l.kind.padEnd(8)} ${l.state.padEnd(4)} rtt ${l.rttMs} ms${l.jitterMs ? ` jitter ${l.jitterMs} ms` : ''}\n`);
+  for (const l of s.links)
+    process.stdout.write(
+      `link ${l.from} -> ${l.to} ${l.kind.padEnd(8)} ${l.state.padEnd(4)} rtt ${l.rttMs} ms${l.jitterMs ? ` jitter ${l.jitterMs} ms` : ''}\n`,
+    );
 }
 
 /** `down` of a multi-region cluster: asks the launcher to stop, then signals whatever still runs. Undefined when `dir` holds none. */
@@ -187,7 +218,9 @@ export async function regionsDown(dir: string): Promise<number | undefined> {
   }
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline && alive(s.pid)) await sleep(100);
-  const pids = [s.pid, ...s.regions.flatMap((r) => [...r.servers.map((x) => x.pid ?? 0), ...r.nodes.map((n) => n.pid ?? 0)])].filter((p) => p > 0 && alive(p));
+  const pids = [s.pid, ...s.regions.flatMap((r) => [...r.servers.map((x) => x.pid ?? 0), ...r.nodes.map((n) => n.pid ?? 0)])].filter(
+    (p) => p > 0 && alive(p),
+  );
   for (const pid of pids) {
     try {
       process.kill(pid, 'SIGKILL');
@@ -196,6 +229,8 @@ export async function regionsDown(dir: string): Promise<number | undefined> {
     }
   }
   rmSync(join(dir, 'cluster.json'), { force: true });
-  process.stdout.write(`stopped the regions in ${dir}${pids.length > 0 ? ` (${pids.length} process(es) killed after the launcher did not stop them)` : ''}\n`);
+  process.stdout.write(
+    `stopped the regions in ${dir}${pids.length > 0 ? ` (${pids.length} process(es) killed after the launcher did not stop them)` : ''}\n`,
+  );
   return 0;
 }

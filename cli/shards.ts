@@ -87,11 +87,23 @@ const replicasOf = (nats: string) => (nats.split(',').filter((u) => u.trim()).le
  * Assigns `m`'s live shards to their nodes over NATS and waits for every point to acknowledge
  * (shards/assign.ts). Returns undefined when done, or an exit code after printing the error.
  */
-async function assignOrFail(m: ShardManifest, holder: ReturnType<typeof readKeyFile>, bus: JetStreamBus, root: string, replicas: number, points: readonly Did[], timeoutMs: number): Promise<number | undefined> {
+async function assignOrFail(
+  m: ShardManifest,
+  holder: ReturnType<typeof readKeyFile>,
+  bus: JetStreamBus,
+  root: string,
+  replicas: number,
+  points: readonly Did[],
+  timeoutMs: number,
+): Promise<number | undefined> {
   const transport = new ShardAssignmentStream(bus.connection!, { root, replicas });
   const r = await assignShards({ manifest: m, holder, transport, points, timeoutMs });
   if (r.ok) return undefined;
-  return fail(r.error.code, r.error.why, 'missing' in r.error ? r.error.missing.map((p) => `waiting for ${p} to acknowledge the assignment`) : []);
+  return fail(
+    r.error.code,
+    r.error.why,
+    'missing' in r.error ? r.error.missing.map((p) => `waiting for ${p} to acknowledge the assignment`) : [],
+  );
 }
 
 function timeoutOf(v: string | undefined): number {
@@ -102,13 +114,19 @@ function timeoutOf(v: string | undefined): number {
 
 function printManifest(m: ShardManifest): void {
   const parent = m.parentChain[m.parentChain.length - 1]!;
-  process.stdout.write(`parent ${grantId(parent.grant)} budget ${parent.grant.budget_uj} µJ, generation ${m.generation}, consumed ${m.consumedUj} µJ\n`);
+  process.stdout.write(
+    `parent ${grantId(parent.grant)} budget ${parent.grant.budget_uj} µJ, generation ${m.generation}, consumed ${m.consumedUj} µJ\n`,
+  );
   for (const s of m.shards) {
     const where = s.point ? ` → ${s.point.address ?? ''} ${s.point.did}` : '';
-    process.stdout.write(`  live   ${s.name.padEnd(8)} ${String(s.grant.grant.budget_uj).padStart(12)} µJ  ${grantId(s.grant.grant)}${where}\n`);
+    process.stdout.write(
+      `  live   ${s.name.padEnd(8)} ${String(s.grant.grant.budget_uj).padStart(12)} µJ  ${grantId(s.grant.grant)}${where}\n`,
+    );
   }
   for (const c of m.closed) {
-    process.stdout.write(`  closed ${c.name.padEnd(8)} ${String(c.budgetUj).padStart(12)} µJ  spent ${c.spentUj} µJ  (generation ${c.generation}) ${c.id}\n`);
+    process.stdout.write(
+      `  closed ${c.name.padEnd(8)} ${String(c.budgetUj).padStart(12)} µJ  spent ${c.spentUj} µJ  (generation ${c.generation}) ${c.id}\n`,
+    );
   }
 }
 
@@ -161,7 +179,10 @@ async function mint(argv: string[]): Promise<number> {
   }
   const subject = (values.subject ? didArg(values.subject) : holder.did) as Did;
   const dir = resolve(values.out ?? DEFAULT_DIR);
-  refuseExisting(dir, split.map((s) => s.name));
+  refuseExisting(
+    dir,
+    split.map((s) => s.name),
+  );
   const r = mintShardSet(chain, holder, split, { subject, points, rng });
   if (!r.ok) return fail(r.error.code, r.error.why);
   const m: ShardManifest = { parentChain: chain, generation: 1, consumedUj: 0n, shards: r.value, closed: [] };

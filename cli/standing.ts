@@ -4,7 +4,21 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
-import { authorPolicy, decode, encode, ErrorCodes, fromHex, grantId, isContentId, JcpError, mintPolicyId, readSignedMintPolicy, type SignedMintPolicy, signedMintPolicyToCbor, toHex } from '../core/index.ts';
+import {
+  authorPolicy,
+  decode,
+  encode,
+  ErrorCodes,
+  fromHex,
+  grantId,
+  isContentId,
+  JcpError,
+  mintPolicyId,
+  readSignedMintPolicy,
+  type SignedMintPolicy,
+  signedMintPolicyToCbor,
+  toHex,
+} from '../core/index.ts';
 import { eventClassOf, isLoopbackHost, readKeyFile, StandingError, StandingServerCodes, startStandingServer } from '../node/index.ts';
 import { chainFileText, readChainFile, writeChainFile } from '../client/index.ts';
 import { didArg, expiryArg, hostPortArg, ujArg } from './args.ts';
@@ -52,7 +66,8 @@ export function writePolicyFile(file: string, sp: SignedMintPolicy, source?: { s
   try {
     writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { flag: 'wx' });
   } catch (e) {
-    if ((e as { code?: string }).code === 'EEXIST') throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite a policy file`, { file });
+    if ((e as { code?: string }).code === 'EEXIST')
+      throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite a policy file`, { file });
     throw ioError(e, 'write policy file', file);
   }
 }
@@ -83,16 +98,19 @@ export function readPolicyFile(file: string): SignedMintPolicy {
     if (e instanceof IoError) throw new JcpError(ErrorCodes.SCHEMA, e.message, { file }, { cause: e });
     throw new JcpError(ErrorCodes.SCHEMA, `${file}: not a readable JSON policy file: ${(e as Error).message}`, { file }, { cause: e });
   }
-  if (v?.['type'] !== POLICY_FILE_TYPE) throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected a {"type": "${POLICY_FILE_TYPE}", ...} file`, { file });
+  if (v?.['type'] !== POLICY_FILE_TYPE)
+    throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected a {"type": "${POLICY_FILE_TYPE}", ...} file`, { file });
   const sp = readSignedMintPolicy(decode(fromHex(String(v['cbor']), undefined, 'policy.cbor')), 'policy');
-  if (v['id'] !== undefined && v['id'] !== mintPolicyId(sp)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  if (v['id'] !== undefined && v['id'] !== mintPolicyId(sp))
+    throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
   const view = v['policy'] as Record<string, unknown> | undefined;
   // The source and kind are not signed (only their class is): taken from the view when both are text.
   const src = view?.['event_source'];
   const kind = view?.['event_kind'];
   const named = typeof src === 'string' && typeof kind === 'string' ? { source: src, kind } : undefined;
   const signed = policyView(sp, named);
-  if (named !== undefined && eventClassOf(named.source, named.kind) !== sp.body.event_class) signed['event_class'] = `${sp.body.event_class} (not the class of this source and kind)`;
+  if (named !== undefined && eventClassOf(named.source, named.kind) !== sp.body.event_class)
+    signed['event_class'] = `${sp.body.event_class} (not the class of this source and kind)`;
   checkFileView(file, 'policy', view, signed);
   return sp;
 }
@@ -117,12 +135,14 @@ function policy(argv: string[]): number {
   let eventClass: string;
   let named: { source: string; kind: string } | undefined;
   if (values['event-class'] !== undefined) {
-    if (values.source !== undefined || values.kind !== undefined) throw new UsageError('give --event-class or --source with --kind, not both');
+    if (values.source !== undefined || values.kind !== undefined)
+      throw new UsageError('give --event-class or --source with --kind, not both');
     if (!isContentId(values['event-class'])) throw new UsageError('--event-class: expected a content id (64 hex digits)');
     eventClass = values['event-class'];
   } else {
     named = { source: need(values.source, '--source'), kind: need(values.kind, '--kind') };
-    if (!/^[A-Za-z0-9._~-]{1,128}$/.test(named.source)) throw new UsageError('--source: 1 to 128 of A-Z a-z 0-9 . _ ~ - (it is the URL path /events/<source>)');
+    if (!/^[A-Za-z0-9._~-]{1,128}$/.test(named.source))
+      throw new UsageError('--source: 1 to 128 of A-Z a-z 0-9 . _ ~ - (it is the URL path /events/<source>)');
     if (named.kind.length === 0) throw new UsageError('--kind: empty');
     eventClass = eventClassOf(named.source, named.kind);
   }
@@ -131,7 +151,12 @@ function policy(argv: string[]): number {
   const out = need(values.out, '--out');
   const r = authorPolicy(
     chain[chain.length - 1]!,
-    { event_class: eventClass, per_firing_uj: ujArg(need(values['per-firing'], '--per-firing'), '--per-firing'), max_firings: Number(max), nonce: new Uint8Array(randomBytes(16)) },
+    {
+      event_class: eventClass,
+      per_firing_uj: ujArg(need(values['per-firing'], '--per-firing'), '--per-firing'),
+      max_firings: Number(max),
+      nonce: new Uint8Array(randomBytes(16)),
+    },
     issuer,
   );
   if (!r.ok) throw new CliError(r.error.code, `policy refused: ${r.error.why}`);
@@ -159,12 +184,16 @@ async function serve(argv: string[]): Promise<number> {
   );
   const { host, port } = hostPortArg(values.listen ?? '127.0.0.1:0', '--listen');
   if (!isLoopbackHost(host) && !values['allow-non-loopback']) {
-    throw new CliError(StandingServerCodes.NON_LOOPBACK, `--listen ${host}: not a loopback address; webhooks reach this server unauthenticated, so give --allow-non-loopback to listen there`);
+    throw new CliError(
+      StandingServerCodes.NON_LOOPBACK,
+      `--listen ${host}: not a loopback address; webhooks reach this server unauthenticated, so give --allow-non-loopback to listen there`,
+    );
   }
   const outDir = values['out-dir'];
   const callback = values.callback;
   if ((outDir === undefined) === (callback === undefined)) throw new UsageError('give exactly one of --out-dir and --callback');
-  if (outDir !== undefined && !(existsSync(outDir) && statSync(outDir).isDirectory())) throw new UsageError(`--out-dir ${outDir}: not a folder`);
+  if (outDir !== undefined && !(existsSync(outDir) && statSync(outDir).isDirectory()))
+    throw new UsageError(`--out-dir ${outDir}: not a folder`);
   if (callback !== undefined && !/^https?:\/\//.test(callback)) throw new UsageError('--callback: expected an http:// or https:// URL');
   const chain = readChainFile(need(values.chain, '--chain'));
   const sp = readPolicyFile(need(values.policy, '--policy'));
@@ -189,7 +218,8 @@ async function serve(argv: string[]): Promise<number> {
     });
   } catch (e) {
     if (e instanceof StandingError) throw new CliError(e.code, e.message);
-    if ((e as { syscall?: string }).syscall === 'listen') throw new CliError('listen-failed', `cannot listen on ${host}:${port}: ${(e as Error).message}`);
+    if ((e as { syscall?: string }).syscall === 'listen')
+      throw new CliError('listen-failed', `cannot listen on ${host}:${port}: ${(e as Error).message}`);
     throw e;
   }
   const l = server.ledger.ledger;

@@ -10,7 +10,25 @@
  * Both are written with `wx` (never overwriting: they are evidence).
  */
 import { writeFileSync } from 'node:fs';
-import { amendmentId, checkpointId, contentId, type ContentId, decode, encode, ErrorCodes, fromHex, isContentId, JcpError, readSignedAmendment, readSignedCheckpoint, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, toHex } from '../core/index.ts';
+import {
+  amendmentId,
+  checkpointId,
+  contentId,
+  type ContentId,
+  decode,
+  encode,
+  ErrorCodes,
+  fromHex,
+  isContentId,
+  JcpError,
+  readSignedAmendment,
+  readSignedCheckpoint,
+  type SignedAmendment,
+  signedAmendmentToCbor,
+  type SignedCheckpoint,
+  signedCheckpointToCbor,
+  toHex,
+} from '../core/index.ts';
 import { viewDiffs } from '../client/index.ts';
 import { ioError, IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 
@@ -29,7 +47,8 @@ function writeJson(file: string, body: unknown, what: string): void {
   try {
     writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { flag: 'wx' });
   } catch (e) {
-    if ((e as { code?: string }).code === 'EEXIST') throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite ${what}`, { file });
+    if ((e as { code?: string }).code === 'EEXIST')
+      throw new JcpError(ErrorCodes.REFUSED, `${file} exists: refusing to overwrite ${what}`, { file });
     throw ioError(e, `write ${what}`, file);
   }
 }
@@ -42,7 +61,8 @@ function readJson(file: string, type: string, what: string): Record<string, unkn
     if (e instanceof IoError) throw new JcpError(ErrorCodes.SCHEMA, e.message, { file }, { cause: e });
     throw new JcpError(ErrorCodes.SCHEMA, `${file}: not a readable JSON ${what}: ${(e as Error).message}`, { file }, { cause: e });
   }
-  if (typeof v !== 'object' || v === null || v['type'] !== type) throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected a {"type": "${type}", ...} file`, { file });
+  if (typeof v !== 'object' || v === null || v['type'] !== type)
+    throw new JcpError(ErrorCodes.SCHEMA, `${file}: expected a {"type": "${type}", ...} file`, { file });
   return v;
 }
 
@@ -102,7 +122,8 @@ export function writeCheckpointFile(file: string, sc: SignedCheckpoint): void {
 export function readCheckpointFile(file: string): SignedCheckpoint {
   const v = readJson(file, CHECKPOINT_FILE_TYPE, 'checkpoint file');
   const sc = readSignedCheckpoint(decode(fromHex(String(v['cbor']), undefined, 'checkpoint.cbor')), 'checkpoint');
-  if (v['id'] !== undefined && v['id'] !== checkpointId(sc)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  if (v['id'] !== undefined && v['id'] !== checkpointId(sc))
+    throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
   checkFileView(file, 'checkpoint', v['checkpoint'], checkpointView(sc));
   return sc;
 }
@@ -126,8 +147,12 @@ export function writeAmendmentFile(file: string, f: AmendmentFile): void {
 export function readAmendmentFile(file: string): AmendmentFile {
   const v = readJson(file, AMENDMENT_FILE_TYPE, 'amendment file');
   const amendment = readSignedAmendment(decode(fromHex(String(v['cbor']), undefined, 'amendment.cbor')), 'amendment');
-  const checkpoint = readSignedCheckpoint(decode(fromHex(String(v['checkpoint_cbor']), undefined, 'amendment.checkpoint_cbor')), 'checkpoint');
-  if (v['id'] !== undefined && v['id'] !== amendmentId(amendment)) throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
+  const checkpoint = readSignedCheckpoint(
+    decode(fromHex(String(v['checkpoint_cbor']), undefined, 'amendment.checkpoint_cbor')),
+    'checkpoint',
+  );
+  if (v['id'] !== undefined && v['id'] !== amendmentId(amendment))
+    throw new JcpError(ErrorCodes.SCHEMA, `${file}: id does not match its cbor`, { file });
   checkFileView(file, 'amendment', v['amendment'], amendmentView(amendment));
   return { amendment, checkpoint };
 }

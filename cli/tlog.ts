@@ -5,7 +5,25 @@
  * `verify-proof` checks a proof against signed checkpoint(s), the receipt, and cosignatures.
  */
 import path from 'node:path';
-import { addSignatureLines, type Did, ErrorCodes, fromHex, type Hash32, isDid, JcpError, leafHash, openCheckpoint, openReceipt, parseDid, type SignedLogCheckpoint, toHex, verifyConsistency, verifyCosignature, verifyInclusion, witness } from '../core/index.ts';
+import {
+  addSignatureLines,
+  type Did,
+  ErrorCodes,
+  fromHex,
+  type Hash32,
+  isDid,
+  JcpError,
+  leafHash,
+  openCheckpoint,
+  openReceipt,
+  parseDid,
+  type SignedLogCheckpoint,
+  toHex,
+  verifyConsistency,
+  verifyCosignature,
+  verifyInclusion,
+  witness,
+} from '../core/index.ts';
 import { archiveRecords, readKeyFile, readSegments, ReceiptLog, readDataMeta, withSegments } from '../node/index.ts';
 import { buildLogTree, checkAgainstCheckpoint, checkpointOf, originOf } from '../node/index.ts';
 import { CliError, UsageError, parse } from './command.ts';
@@ -13,7 +31,16 @@ import { READ_CAPS, readFileCapped } from '../io/index.ts';
 import { runTlogWitness } from './tlogwitness.ts';
 
 /** The verbs of this module, for `jcp receipts`. */
-export const TLOG_VERBS = ['checkpoint', 'prove', 'verify-proof', 'cosign', 'check-witnessed', 'witness-audit', 'fleet', 'verify-fleet'] as const;
+export const TLOG_VERBS = [
+  'checkpoint',
+  'prove',
+  'verify-proof',
+  'cosign',
+  'check-witnessed',
+  'witness-audit',
+  'fleet',
+  'verify-fleet',
+] as const;
 
 /** Help text lines for `jcp receipts --help`. */
 export const TLOG_HELP = `Transparency log (RFC 9162, C2SP tlog-checkpoint; docs/tlog.md):
@@ -104,12 +131,15 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
   const size = seqArg(values.size, '--size');
   const oldSize = seqArg(values.consistency, '--consistency');
   const newSize = seqArg(positionals[1], 'NEW');
-  if ((verb === 'checkpoint' || verb === 'check-witnessed') && positionals.length !== 1) throw new UsageError(`${verb}: expected one data folder`);
+  if ((verb === 'checkpoint' || verb === 'check-witnessed') && positionals.length !== 1)
+    throw new UsageError(`${verb}: expected one data folder`);
   if (verb === 'check-witnessed' && values.checkpoint === undefined) throw new UsageError('check-witnessed: --checkpoint FILE is required');
   if (verb === 'prove') {
-    if ((inclusion === undefined) === (oldSize === undefined)) throw new UsageError('prove: give --inclusion SEQ or --consistency OLD [NEW]');
+    if ((inclusion === undefined) === (oldSize === undefined))
+      throw new UsageError('prove: give --inclusion SEQ or --consistency OLD [NEW]');
     if (inclusion !== undefined && positionals.length !== 1) throw new UsageError('prove --inclusion: expected one data folder');
-    if (oldSize !== undefined && (positionals.length > 2 || size !== undefined)) throw new UsageError('prove --consistency OLD [NEW]: NEW follows the data folder (no --size)');
+    if (oldSize !== undefined && (positionals.length > 2 || size !== undefined))
+      throw new UsageError('prove --consistency OLD [NEW]: NEW follows the data folder (no --size)');
   }
   const meta = readDataMeta(dataDir);
   if (meta === undefined) throw new CliError('not-a-data-folder', `${dataDir} is not a node data folder (no node.json)`);
@@ -120,7 +150,10 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
     let source: ReturnType<typeof withSegments> | undefined;
     if (records.length > 0) {
       if (values.archive === undefined) {
-        throw new CliError('archive-needed', `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR`);
+        throw new CliError(
+          'archive-needed',
+          `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR`,
+        );
       }
       const seg = readSegments(path.resolve(values.archive), records);
       const bad = seg.checks.find((c) => !c.ok);
@@ -132,15 +165,23 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
       const cp = readCheckpoint(values.checkpoint!, meta.steward, origin, cosignerArgs(values.cosigner));
       const by = cp.cosigned_by.length > 0 ? `, cosigned by ${cp.cosigned_by.join(', ')}` : ' (no cosigner asked for)';
       checkAgainstCheckpoint(tree, cp, `checkpoint ${cp.origin} size ${cp.size} root ${toHex(cp.root)}${by}`);
-      process.stdout.write(`${JSON.stringify({ ok: true, origin, size: tree.size, checkpoint_size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ ok: true, origin, size: tree.size, checkpoint_size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`,
+      );
       return 0;
     }
     if (verb === 'checkpoint') {
       const actor = readKeyFile(values.key ?? path.join(dataDir, 'steward.key'));
-      if (actor.did !== meta.steward) throw new CliError('log-steward-mismatch', `${values.key ?? 'steward.key'} is ${actor.did}, not the steward of this log (${meta.steward})`);
+      if (actor.did !== meta.steward)
+        throw new CliError(
+          'log-steward-mismatch',
+          `${values.key ?? 'steward.key'} is ${actor.did}, not the steward of this log (${meta.steward})`,
+        );
       const c = checkpointOf(tree, actor, origin);
       if (values.json) {
-        process.stdout.write(`${JSON.stringify({ origin, size: c.checkpoint.size, root: toHex(c.checkpoint.root), note: c.note }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ origin, size: c.checkpoint.size, root: toHex(c.checkpoint.root), note: c.note }, null, 2)}\n`,
+        );
       } else process.stdout.write(c.note);
       return 0;
     }
@@ -148,11 +189,27 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
     if (inclusion !== undefined) {
       const n = size ?? tree.size;
       const proof = tree.inclusionProof(inclusion, n);
-      out = { type: 'inclusion', origin, index: inclusion, size: n, leaf_hash: toHex(tree.leafHashAt(inclusion)), root: toHex(tree.root(n)), proof: hashes(proof) };
+      out = {
+        type: 'inclusion',
+        origin,
+        index: inclusion,
+        size: n,
+        leaf_hash: toHex(tree.leafHashAt(inclusion)),
+        root: toHex(tree.root(n)),
+        proof: hashes(proof),
+      };
     } else {
       const n = newSize ?? tree.size;
       const proof = tree.consistencyProof(oldSize!, n);
-      out = { type: 'consistency', origin, old_size: oldSize, new_size: n, old_root: toHex(tree.root(oldSize!)), new_root: toHex(tree.root(n)), proof: hashes(proof) };
+      out = {
+        type: 'consistency',
+        origin,
+        old_size: oldSize,
+        new_size: n,
+        old_root: toHex(tree.root(oldSize!)),
+        new_root: toHex(tree.root(n)),
+        proof: hashes(proof),
+      };
     }
     if (values.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     else process.stdout.write((out.proof as string[]).map((h) => `${h}\n`).join(''));
@@ -203,7 +260,12 @@ function readProofFile(file: string): ProofFile {
     : { type: 'consistency', old_size: num('old_size'), new_size: num('new_size'), proof };
 }
 
-function readCheckpoint(file: string, steward: Did, origin: string, cosigners: Array<[string, Did]>): SignedLogCheckpoint & { cosigned_by: string[] } {
+function readCheckpoint(
+  file: string,
+  steward: Did,
+  origin: string,
+  cosigners: Array<[string, Did]>,
+): SignedLogCheckpoint & { cosigned_by: string[] } {
   const c = openCheckpoint(readFileCapped(file, READ_CAPS.messageFile, 'checkpoint file'), parseDid(steward), origin);
   for (const [name, did] of cosigners) verifyCosignature(c.note, name, parseDid(did));
   return { ...c, cosigned_by: cosigners.map(([n]) => n) };
@@ -250,9 +312,12 @@ function verifyProof(values: Record<string, string | boolean | string[] | undefi
     const r = openReceipt(bytes, steward);
     if (!r.ok) throw new CliError(r.error.code, `the receipt does not verify under ${steward}: ${r.error.why}`);
     if (r.value.seq !== p.index) mismatch(`the receipt is seq ${r.value.seq}, the proof is for seq ${p.index}`);
-    if (p.index! >= cp.size) throw new JcpError(ErrorCodes.TLOG_RANGE, `seq ${p.index} is past the checkpoint's tree of ${cp.size} receipts`);
+    if (p.index! >= cp.size)
+      throw new JcpError(ErrorCodes.TLOG_RANGE, `seq ${p.index} is past the checkpoint's tree of ${cp.size} receipts`);
     verifyInclusion(leafHash(bytes), p.index!, cp.size, p.proof, cp.root);
-    process.stdout.write(`${JSON.stringify({ ok: true, type: 'inclusion', origin, seq: p.index, size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ok: true, type: 'inclusion', origin, seq: p.index, size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`,
+    );
     return 0;
   }
   const old = readCheckpoint(need('old-checkpoint'), steward, origin, []);
@@ -291,7 +356,9 @@ function cosignNow(values: Record<string, string | boolean | string[] | undefine
   } else if (values.proof !== undefined) throw new UsageError('cosign: --proof goes with --previous');
   const v = witness(next, previous, proof, { key: parseDid(steward), origin }, { name, key: me.key, timeS: Math.floor(Date.now() / 1000) });
   if (!v.ok) {
-    process.stdout.write(`${JSON.stringify({ ok: false, code: v.code, why: v.why, previous: v.evidence[0], next: v.evidence[1] }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ok: false, code: v.code, why: v.why, previous: v.evidence[0], next: v.evidence[1] }, null, 2)}\n`,
+    );
     throw new CliError(v.code, `${origin}: ${v.why}; both checkpoints are on stdout as evidence`);
   }
   process.stdout.write(addSignatureLines(v.checkpoint.note, [v.cosignature]));

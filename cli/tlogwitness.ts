@@ -25,7 +25,9 @@ async function openBus(url: string | undefined, root: string): Promise<JetStream
     await bus.ready(5_000);
   } catch (e) {
     await bus.close();
-    throw new NatsUnavailable(`cannot reach NATS with JetStream at ${u}: ${(e as Error).message.replace(/^NATS connection: /, '')}`, { cause: e });
+    throw new NatsUnavailable(`cannot reach NATS with JetStream at ${u}: ${(e as Error).message.replace(/^NATS connection: /, '')}`, {
+      cause: e,
+    });
   }
   return bus;
 }
@@ -40,17 +42,22 @@ export async function runTlogWitness(
   values: { nats?: string; 'subject-root'?: string; key?: string; json?: boolean; record?: string; root?: string },
 ): Promise<number> {
   if (verb === 'verify-fleet') {
-    if (values.record === undefined || values.root === undefined) throw new UsageError('verify-fleet: give --record FILE (fleet --json) and --root DID');
+    if (values.record === undefined || values.root === undefined)
+      throw new UsageError('verify-fleet: give --record FILE (fleet --json) and --root DID');
     if (!isDid(values.root)) throw new UsageError('--root: expected a did:key');
     let record: FleetRecord;
     try {
-      record = JSON.parse(readFileCapped(path.resolve(values.record), READ_CAPS.messageFile, 'fleet record').toString('utf8')) as FleetRecord;
+      record = JSON.parse(
+        readFileCapped(path.resolve(values.record), READ_CAPS.messageFile, 'fleet record').toString('utf8'),
+      ) as FleetRecord;
       if (typeof record !== 'object' || record === null || !Array.isArray(record.members)) throw new Error('not a fleet record');
     } catch (e) {
       throw new CliError('record-malformed', `${values.record}: ${(e as Error).message}`);
     }
     const c = verifyFleetRecord(record, values.root);
-    process.stdout.write(`${JSON.stringify({ ok: true, origin: c.origin, size: c.size, time_s: record.time_s, members: record.members.map((m) => ({ origin: m.origin, size: m.size })) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ok: true, origin: c.origin, size: c.size, time_s: record.time_s, members: record.members.map((m) => ({ origin: m.origin, size: m.size })) })}\n`,
+    );
     return 0;
   }
   const root = values['subject-root'] ?? 'jcp';
@@ -59,7 +66,7 @@ export async function runTlogWitness(
     const s = new TlogStream(bus.connection!, { root });
     const a = await witnessAudit(s);
     if (verb === 'fleet') {
-      if (values.key === undefined) throw new UsageError('fleet: --key FILE (the team root\'s key) is required');
+      if (values.key === undefined) throw new UsageError("fleet: --key FILE (the team root's key) is required");
       const rootKey = readKeyFile(path.resolve(values.key));
       // Each node's newest checkpoint a peer cosigned: the record vouches only for witnessed logs.
       const members: Array<{ steward: Did; note: string; origin: string }> = [];
@@ -69,22 +76,22 @@ export async function runTlogWitness(
         else process.stderr.write(`jcp receipts fleet: ${l.origin} left out: no peer cosigned a checkpoint of it yet\n`);
       }
       if (members.length === 0) throw new CliError('fleet-empty', 'no cosigned checkpoint of any node on the transparency-log stream');
-      const rec = buildFleetRecord(
-        members,
-        { did: rootKey.did, key: rootKey.key },
-        Math.floor(Date.now() / 1000),
-      );
+      const rec = buildFleetRecord(members, { did: rootKey.did, key: rootKey.key }, Math.floor(Date.now() / 1000));
       process.stdout.write(values.json ? `${JSON.stringify(rec, null, 2)}\n` : rec.note);
       return 0;
     }
     if (values.json) process.stdout.write(`${JSON.stringify(a, null, 2)}\n`);
     else {
       for (const l of a.logs) {
-        process.stdout.write(`${l.origin}  size ${l.size}  root ${l.root.slice(0, 16)}…  cosigned by ${l.cosigned_by.length}: ${l.cosigned_by.join(', ') || '(none yet)'}\n`);
+        process.stdout.write(
+          `${l.origin}  size ${l.size}  root ${l.root.slice(0, 16)}…  cosigned by ${l.cosigned_by.length}: ${l.cosigned_by.join(', ') || '(none yet)'}\n`,
+        );
         for (const b of l.behind) process.stdout.write(`  ${b.witness} last cosigned size ${b.size}\n`);
       }
       for (const al of a.alarms) {
-        process.stdout.write(`ALARM log-inconsistent ${al.origin} (witness ${al.witness}): ${al.why}\n--- previous\n${al.evidence[0]}--- next\n${al.evidence[1]}`);
+        process.stdout.write(
+          `ALARM log-inconsistent ${al.origin} (witness ${al.witness}): ${al.why}\n--- previous\n${al.evidence[0]}--- next\n${al.evidence[1]}`,
+        );
       }
       for (const i of a.ignored) process.stdout.write(`ignored   ${i}\n`);
     }

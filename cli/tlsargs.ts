@@ -22,7 +22,11 @@ export const TLS_HELP = `  --ca file       connect over TLS, verifying the node'
  * given (plain TCP). `--cert` without `--client-key` (or the other way round) is a usage error.
  * @throws UsageError; IoError `io-…` when a file cannot be read.
  */
-export function clientTlsArgs(values: { ca?: string | undefined; cert?: string | undefined; 'client-key'?: string | undefined }): ClientTlsOptions | undefined {
+export function clientTlsArgs(values: {
+  ca?: string | undefined;
+  cert?: string | undefined;
+  'client-key'?: string | undefined;
+}): ClientTlsOptions | undefined {
   const { ca, cert } = values;
   const key = values['client-key'];
   if ((cert === undefined) !== (key === undefined)) throw new UsageError('--cert and --client-key go together');

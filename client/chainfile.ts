@@ -8,7 +8,19 @@
  * enforces another. A link may leave `id` and `grant` out; then only `cbor` counts.
  */
 import { writeFileSync } from 'node:fs';
-import { decode, encode, ErrorCodes, fromHex, type Grant, grantId, JcpError, readSignedGrant, type SignedGrant, signedGrantToCbor, toHex } from '../core/index.ts';
+import {
+  decode,
+  encode,
+  ErrorCodes,
+  fromHex,
+  type Grant,
+  grantId,
+  JcpError,
+  readSignedGrant,
+  type SignedGrant,
+  signedGrantToCbor,
+  toHex,
+} from '../core/index.ts';
 import { ioError, IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 
 /** The `type` tag of a chain file. */
@@ -97,7 +109,11 @@ function stableJson(v: unknown): string | undefined {
     Array.isArray(x)
       ? x.map(sort)
       : typeof x === 'object' && x !== null
-        ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort((x as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .map((k) => [k, sort((x as Record<string, unknown>)[k])]),
+          )
         : x;
   return JSON.stringify(sort(v));
 }

@@ -26,7 +26,34 @@
  */
 import { type Socket, isIP, connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { type Actor, type ContentId, contentIdOfBytes, type Cost, decodeWireMessage, type Did, encodeWireMessage, encodeWireRequest, type FrameKind, frameMessage, FrameReader, type Grant, grantId, MAX_DECLARABLE_LENGTH, payloadHash, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, signWireRequest, type Trust, type WireAmended, type WireDecision, type WireMessage, type WireRequest, type WireResponse } from '../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  contentIdOfBytes,
+  type Cost,
+  decodeWireMessage,
+  type Did,
+  encodeWireMessage,
+  encodeWireRequest,
+  type FrameKind,
+  frameMessage,
+  FrameReader,
+  type Grant,
+  grantId,
+  MAX_DECLARABLE_LENGTH,
+  payloadHash,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  type SignedGrant,
+  type SignedRevocation,
+  signWireRequest,
+  type Trust,
+  type WireAmended,
+  type WireDecision,
+  type WireMessage,
+  type WireRequest,
+  type WireResponse,
+} from '../core/index.ts';
 
 /** Who signs requests: an Actor, or a did with a signing function (local, remote or threshold). */
 export type ClientSigner = Actor | { readonly did: Did; readonly sign: (msg: Uint8Array) => Uint8Array | Promise<Uint8Array> };

@@ -3,5 +3,16 @@
  * to a node, and the chain-file format an agent keeps its grant chains in. The npm package's
  * `./client` export is library.ts.
  */
-export { type ClientTlsOptions, type ClientSigner, type CallParams, type CallResult, CallTimeout, ConnectionLost, type McpNotification, JcpClient, resultJson, WireErrorReply } from './client.ts';
+export {
+  type ClientTlsOptions,
+  type ClientSigner,
+  type CallParams,
+  type CallResult,
+  CallTimeout,
+  ConnectionLost,
+  type McpNotification,
+  JcpClient,
+  resultJson,
+  WireErrorReply,
+} from './client.ts';
 export { chainFileText, grantView, readChainFile, viewDiffs, writeChainFile } from './chainfile.ts';

@@ -16,7 +16,32 @@
 import { randomBytes } from 'node:crypto';
 import type { Rng } from '../core/index.ts';
 
-export { type Actor, actorFromSeed, attenuate, type AttenuationParams, type Capability, type ContentId, type Cost, type Did, type Grant, grantId, type MintRefusal, newActor, openReceipt, type Provenance, type ReceiptCore, receiptId, type Revocation, type Rng, type SignedGrant, type SignedRevocation, signGrant, signRevocation, type Uj, verifyGrantSignature } from '../core/index.ts';
+export {
+  type Actor,
+  actorFromSeed,
+  attenuate,
+  type AttenuationParams,
+  type Capability,
+  type ContentId,
+  type Cost,
+  type Did,
+  type Grant,
+  grantId,
+  type MintRefusal,
+  newActor,
+  openReceipt,
+  type Provenance,
+  type ReceiptCore,
+  receiptId,
+  type Revocation,
+  type Rng,
+  type SignedGrant,
+  type SignedRevocation,
+  signGrant,
+  signRevocation,
+  type Uj,
+  verifyGrantSignature,
+} from '../core/index.ts';
 export {
   type CallParams,
   type CallResult,

@@ -21,8 +21,27 @@ export interface ClassResult {
 
 /** Every class id the spec defines, in report order. */
 export const CLASS_IDS = [
-  'C1', 'C2', 'C3', 'C4', 'C5', 'C6', 'C7', 'C8', 'C9', 'C10', 'C11', 'C12', 'C13', 'C14', 'C15', 'C16', 'C17',
-  'C18', 'C20', 'C21', 'C-neg',
+  'C1',
+  'C2',
+  'C3',
+  'C4',
+  'C5',
+  'C6',
+  'C7',
+  'C8',
+  'C9',
+  'C10',
+  'C11',
+  'C12',
+  'C13',
+  'C14',
+  'C15',
+  'C16',
+  'C17',
+  'C18',
+  'C20',
+  'C21',
+  'C-neg',
 ] as const;
 
 /** A class id. */
@@ -33,18 +52,27 @@ export type ClassId = (typeof CLASS_IDS)[number];
  * C-neg). A module or export that does not exist yet reports `not implemented`.
  */
 const HOMES: Record<ClassId, string> = {
-  C1: 'grants', C2: 'grants', C10: 'grants',
-  C3: 'budget', C4: 'budget', 'C-neg': 'budget',
-  C5: 'receipt', C14: 'receipt', C16: 'receipt',
-  C6: 'revocation', C15: 'revocation',
+  C1: 'grants',
+  C2: 'grants',
+  C10: 'grants',
+  C3: 'budget',
+  C4: 'budget',
+  'C-neg': 'budget',
+  C5: 'receipt',
+  C14: 'receipt',
+  C16: 'receipt',
+  C6: 'revocation',
+  C15: 'revocation',
   C7: 'chain',
   C8: 'wire',
   C9: 'energy',
-  C11: 'shards', C17: 'shards',
+  C11: 'shards',
+  C17: 'shards',
   C12: 'rotation',
   C13: 'threshold',
   C18: 'dkg',
-  C20: 'standing', C21: 'standing',
+  C20: 'standing',
+  C21: 'standing',
 };
 
 async function load(id: ClassId): Promise<ConformanceClass | undefined> {

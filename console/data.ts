@@ -123,7 +123,14 @@ export class ConsoleData {
       const r = await replayLog(log, { steward: meta.steward, measurements: true });
       const attribution = [...r.attribution.values()].map((a): AttributionRow => {
         const refunded = r.outcomes.attribution.get(`${a.grant_id} ${a.subject}`)?.refunded_uj ?? 0n;
-        return { grant_id: a.grant_id, subject: a.subject, allowed: a.allowed, refused: a.refused, uj: String(a.uj), charged_uj: String(a.uj - refunded) };
+        return {
+          grant_id: a.grant_id,
+          subject: a.subject,
+          allowed: a.allowed,
+          refused: a.refused,
+          uj: String(a.uj),
+          charged_uj: String(a.uj - refunded),
+        };
       });
       const grants = [...budgets].map(([grant_id, budget]) => {
         const spent = r.ledger.spent(grant_id as never);
@@ -152,7 +159,14 @@ export class ConsoleData {
         ...(tree ? { tree } : {}),
       };
     } catch (e) {
-      return { dir, steward: meta.steward, error: { code: isJcpError(e) || e instanceof NodeFault ? (e as { code: string }).code : 'log-unreadable', why: (e as Error).message } };
+      return {
+        dir,
+        steward: meta.steward,
+        error: {
+          code: isJcpError(e) || e instanceof NodeFault ? (e as { code: string }).code : 'log-unreadable',
+          why: (e as Error).message,
+        },
+      };
     } finally {
       await log.close();
     }
@@ -167,7 +181,7 @@ export class ConsoleData {
   async inspect(hex: string): Promise<Record<string, unknown>> {
     const clean = hex.replace(/\s+/g, '').toLowerCase();
     if (clean.length === 0 || clean.length % 2 !== 0 || !/^[0-9a-f]+$/.test(clean)) {
-      return { ok: false, code: 'hex-malformed', why: 'paste the receipt\'s COSE_Sign1 bytes as hex (an even number of 0-9a-f digits)' };
+      return { ok: false, code: 'hex-malformed', why: "paste the receipt's COSE_Sign1 bytes as hex (an even number of 0-9a-f digits)" };
     }
     const bytes = new Uint8Array(Buffer.from(clean, 'hex'));
     const r = openReceipt(bytes);
@@ -176,8 +190,15 @@ export class ConsoleData {
     const fields = JSON.parse(JSON.stringify(c, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))) as Record<string, unknown>;
     if (this.#trees.size === 0) await this.state();
     const t = this.#trees.get(c.steward);
-    if (t === undefined) return { ok: true, verified: true, fields, inclusion: { checked: false, why: 'no node of this console holds this steward\'s log' } };
-    if (c.seq >= t.size) return { ok: true, verified: true, fields, inclusion: { checked: false, why: `seq ${c.seq} is past the log's tree of ${t.size} receipts` } };
+    if (t === undefined)
+      return { ok: true, verified: true, fields, inclusion: { checked: false, why: "no node of this console holds this steward's log" } };
+    if (c.seq >= t.size)
+      return {
+        ok: true,
+        verified: true,
+        fields,
+        inclusion: { checked: false, why: `seq ${c.seq} is past the log's tree of ${t.size} receipts` },
+      };
     const proof = t.inclusionProof(c.seq);
     try {
       verifyInclusion(leafHash(bytes), c.seq, t.size, proof, t.root());
@@ -188,7 +209,14 @@ export class ConsoleData {
       ok: true,
       verified: true,
       fields,
-      inclusion: { checked: true, included: true, index: c.seq, size: t.size, root: Buffer.from(t.root()).toString('hex'), proof: proof.map((h) => Buffer.from(h).toString('hex')) },
+      inclusion: {
+        checked: true,
+        included: true,
+        index: c.seq,
+        size: t.size,
+        root: Buffer.from(t.root()).toString('hex'),
+        proof: proof.map((h) => Buffer.from(h).toString('hex')),
+      },
     };
   }
 }

@@ -547,7 +547,6 @@ const shared = new Writer(SHARED_START);
 /** A flat-map value: an unsigned integer (< 2^64), text, or an array of text. */
 export type FlatValue = number | bigint | string | readonly string[];
 
-
 /** UTF-8 bytes of `s`; a plain loop for ASCII (the common case: dids, hex ids, enums), else TextEncoder. */
 function utf8Of(s: string): Uint8Array {
   const n = s.length;

@@ -66,10 +66,14 @@ export function buildFleetRecord(
   timeS: number,
 ): FleetRecord {
   if (!Number.isSafeInteger(timeS) || timeS < 0) throw new JcpError(ErrorCodes.SCHEMA, `fleet record time ${timeS}: not whole seconds`);
-  const opened = members.map((m) => ({ steward: m.steward, c: openCheckpoint(m.note, parseDid(m.steward), m.origin ?? `jcp/${m.steward}`) }));
+  const opened = members.map((m) => ({
+    steward: m.steward,
+    c: openCheckpoint(m.note, parseDid(m.steward), m.origin ?? `jcp/${m.steward}`),
+  }));
   opened.sort((a, b) => (a.c.origin < b.c.origin ? -1 : a.c.origin > b.c.origin ? 1 : 0));
   for (let i = 1; i < opened.length; i++) {
-    if (opened[i]!.c.origin === opened[i - 1]!.c.origin) throw new JcpError(ErrorCodes.SCHEMA, `two checkpoints of ${opened[i]!.c.origin} in one fleet record`);
+    if (opened[i]!.c.origin === opened[i - 1]!.c.origin)
+      throw new JcpError(ErrorCodes.SCHEMA, `two checkpoints of ${opened[i]!.c.origin} in one fleet record`);
   }
   const tree = new MerkleTree();
   const leaves = opened.map((o) => ownNote(o.c));
@@ -107,15 +111,23 @@ export function buildFleetRecord(
 export function verifyFleetRecord(record: FleetRecord, root: Did): SignedLogCheckpoint {
   const c = openCheckpoint(record.note, parseDid(root), fleetOrigin(root));
   const rootHex = Buffer.from(c.root).toString('hex');
-  if (c.size !== record.size || rootHex !== record.root || c.extensions[0] !== `time ${record.time_s}` || record.members.length !== c.size) {
-    throw new JcpError(ErrorCodes.PROOF_INVALID, 'the fleet record\'s size, root, time or member count disagree with its signed note');
+  if (
+    c.size !== record.size ||
+    rootHex !== record.root ||
+    c.extensions[0] !== `time ${record.time_s}` ||
+    record.members.length !== c.size
+  ) {
+    throw new JcpError(ErrorCodes.PROOF_INVALID, "the fleet record's size, root, time or member count disagree with its signed note");
   }
   for (const m of record.members) {
     const mc = openCheckpoint(m.note, parseDid(m.steward), m.origin);
-    if (parseNote(m.note).signatures.some((s) => s.name !== mc.origin)) throw new JcpError(ErrorCodes.PROOF_INVALID, `member ${m.origin}: a leaf carries only its log's own signature`);
-    if (mc.size !== m.size || Buffer.from(mc.root).toString('hex') !== m.root) throw new JcpError(ErrorCodes.PROOF_INVALID, `member ${m.origin}: size or root disagree with its checkpoint`);
+    if (parseNote(m.note).signatures.some((s) => s.name !== mc.origin))
+      throw new JcpError(ErrorCodes.PROOF_INVALID, `member ${m.origin}: a leaf carries only its log's own signature`);
+    if (mc.size !== m.size || Buffer.from(mc.root).toString('hex') !== m.root)
+      throw new JcpError(ErrorCodes.PROOF_INVALID, `member ${m.origin}: size or root disagree with its checkpoint`);
     const proof: Hash32[] = m.proof.map((h) => {
-      if (!/^[0-9a-f]{64}$/.test(h)) throw new JcpError(ErrorCodes.PROOF_INVALID, `member ${m.origin}: a proof hash that is not 64 hex digits`);
+      if (!/^[0-9a-f]{64}$/.test(h))
+        throw new JcpError(ErrorCodes.PROOF_INVALID, `member ${m.origin}: a proof hash that is not 64 hex digits`);
       return new Uint8Array(Buffer.from(h, 'hex'));
     });
     verifyInclusion(leafHash(utf8(m.note)), m.index, c.size, proof, c.root);

@@ -14,18 +14,7 @@ import { verify, sign } from './ed25519.ts';
 import { check } from './errors.ts';
 import { type ContentId, contentIdOfBytes } from './hash.ts';
 import { type Result, err, ok } from './result.ts';
-import {
-  asArray,
-  asBytes,
-  asCid,
-  asDid,
-  asObj,
-  asSafeUint,
-  asText,
-  asUint,
-  type Obj,
-  uintOut,
-} from './schema.ts';
+import { asArray, asBytes, asCid, asDid, asObj, asSafeUint, asText, asUint, type Obj, uintOut } from './schema.ts';
 
 /** What a grant authorizes: one content-addressed resource and a set of action names (§4). */
 export interface Capability {
@@ -117,9 +106,7 @@ export function readGrant(v: unknown, field = 'grant'): Grant {
     expiry: asSafeUint(o['expiry'], `${field}.expiry`),
     nonce: asBytes(o['nonce'], `${field}.nonce`, 16),
     ...(o['parent'] !== undefined ? { parent: asCid(o['parent'], `${field}.parent`) } : {}),
-    ...(o['delegate_depth'] !== undefined
-      ? { delegate_depth: asSafeUint(o['delegate_depth'], `${field}.delegate_depth`) }
-      : {}),
+    ...(o['delegate_depth'] !== undefined ? { delegate_depth: asSafeUint(o['delegate_depth'], `${field}.delegate_depth`) } : {}),
   };
   return g;
 }

@@ -8,7 +8,15 @@ export { decodeByCborg } from './cbor.ts';
 export { MAX_CHAIN_LENGTH } from './chain.ts';
 export { COSE_ALG_EDDSA, ed25519KeyFromCose, signSign1, verifySign1 } from './cose.ts';
 export { isExpired } from './decision.ts';
-export { isCanonicalPointEncoding, isCanonicalSignature, type PublicKey, publicKeyFromBytes, publicKeyFromJwk, signingKeyFromJwk, signingKeyFromSeed } from './ed25519.ts';
+export {
+  isCanonicalPointEncoding,
+  isCanonicalSignature,
+  type PublicKey,
+  publicKeyFromBytes,
+  publicKeyFromJwk,
+  signingKeyFromJwk,
+  signingKeyFromSeed,
+} from './ed25519.ts';
 export { checkpointText, cosign, parseCheckpointText, parseNote, verifyNote } from './note.ts';
 export { BreakCodes } from './replay.ts';
 export { verifyRevocation } from './revocation.ts';

@@ -134,7 +134,10 @@ export function verifyNote(note: string | Uint8Array, name: string, pub: PublicK
   const id = keyId(name, SIG_ED25519, pub.bytes);
   const mine = n.signatures.filter((s) => s.name === name && bytesEqual(s.keyId, id));
   if (mine.length === 0) {
-    throw new JcpError(ErrorCodes.NOTE_UNVERIFIED, `the note has no signature by ${name} with this key (key id ${Buffer.from(id).toString('hex')}): signed by another key?`);
+    throw new JcpError(
+      ErrorCodes.NOTE_UNVERIFIED,
+      `the note has no signature by ${name} with this key (key id ${Buffer.from(id).toString('hex')}): signed by another key?`,
+    );
   }
   if (!mine.some((s) => s.sig.length === 64 && verify(pub, utf8(n.text), s.sig))) {
     throw new JcpError(ErrorCodes.NOTE_UNVERIFIED, `the signature by ${name} does not verify over this note's text (altered?)`);
@@ -176,7 +179,8 @@ export function parseCheckpointText(text: string): Checkpoint {
   if (lines.length < 3) malformed('a checkpoint has an origin, a tree size and a root hash line');
   const [origin, size, root, ...extensions] = lines as [string, string, string, ...string[]];
   if (origin.length === 0) malformed('the checkpoint origin is empty');
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(size) || !Number.isSafeInteger(Number(size))) malformed(`tree size ${JSON.stringify(size.slice(0, 40))}: not a decimal without leading zeros`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(size) || !Number.isSafeInteger(Number(size)))
+    malformed(`tree size ${JSON.stringify(size.slice(0, 40))}: not a decimal without leading zeros`);
   const r = b64decode(root, 'root hash');
   if (r.length !== 32) malformed(`the root hash is ${r.length} bytes, not 32`);
   for (const e of extensions) if (e.length === 0) malformed('an empty checkpoint extension line');
@@ -207,7 +211,8 @@ export function signCheckpoint(c: Checkpoint, key: SigningKey, name: string = c.
 export function openCheckpoint(note: string | Uint8Array, pub: PublicKey, origin?: string, name?: string): SignedLogCheckpoint {
   const pre = parseNote(note);
   const c = parseCheckpointText(pre.text);
-  if (origin !== undefined && c.origin !== origin) throw new JcpError(ErrorCodes.NOTE_UNVERIFIED, `the checkpoint is of log ${c.origin}, not ${origin}`);
+  if (origin !== undefined && c.origin !== origin)
+    throw new JcpError(ErrorCodes.NOTE_UNVERIFIED, `the checkpoint is of log ${c.origin}, not ${origin}`);
   const parsed = verifyNote(note, name ?? origin ?? c.origin, pub);
   return { ...c, note: typeof note === 'string' ? note : dec.decode(note), parsed };
 }
@@ -224,7 +229,8 @@ export function cosignedMessage(checkpoint: string, timeS: number): Uint8Array {
  * @throws JcpError `schema` (bad name, or a time that is not an integer in 0..2^53)
  */
 export function cosign(checkpoint: string, name: string, key: SigningKey, timeS: number): string {
-  if (!Number.isSafeInteger(timeS) || timeS < 0) throw new JcpError(ErrorCodes.SCHEMA, `cosignature time ${timeS}: not a non-negative integer of seconds`);
+  if (!Number.isSafeInteger(timeS) || timeS < 0)
+    throw new JcpError(ErrorCodes.SCHEMA, `cosignature time ${timeS}: not a non-negative integer of seconds`);
   const id = keyId(name, SIG_COSIGNATURE_V1, key.publicKey.bytes);
   const ts = new Uint8Array(8);
   new DataView(ts.buffer).setBigUint64(0, BigInt(timeS));
@@ -259,7 +265,10 @@ export function verifyCosignature(note: string, name: string, pub: PublicKey): C
     const timeS = Number(t);
     if (verify(pub, cosignedMessage(n.text, timeS), s.sig.subarray(8))) return { name, timeS, line: s.line };
   }
-  throw new JcpError(ErrorCodes.COSIGNATURE_INVALID, `the cosignature by ${name} is not over this checkpoint (a different checkpoint, or altered)`);
+  throw new JcpError(
+    ErrorCodes.COSIGNATURE_INVALID,
+    `the cosignature by ${name} is not over this checkpoint (a different checkpoint, or altered)`,
+  );
 }
 
 /**

@@ -239,9 +239,7 @@ function readCore(v: unknown, field: string, logFields: boolean): Jcr1ReceiptCor
   }
   let chainIds: ContentId[] | undefined;
   if (o['chain_ids'] !== undefined) {
-    chainIds = asArray(o['chain_ids'], `${field}.chain_ids`, MAX_RECEIPT_CHAIN_IDS).map((x, i) =>
-      asCid(x, `${field}.chain_ids[${i}]`),
-    );
+    chainIds = asArray(o['chain_ids'], `${field}.chain_ids`, MAX_RECEIPT_CHAIN_IDS).map((x, i) => asCid(x, `${field}.chain_ids[${i}]`));
     check(chainIds.length >= 2, `${field}.chain_ids`, 'present only for a multi-hop chain (at least 2 ids)');
     check(chainIds[chainIds.length - 1] === grant, `${field}.chain_ids`, 'must end with grant_id (the leaf)');
     if (verdict === 'allow') check(new Set(chainIds).size === chainIds.length, `${field}.chain_ids`, 'names a grant twice');
@@ -345,7 +343,11 @@ export function openJcr1Receipt(bytes: Uint8Array, expectedSteward?: Did): Resul
   return openWith(bytes, expectedSteward, readJcr1ReceiptCore);
 }
 
-function openWith<C extends Jcr1ReceiptCore>(bytes: Uint8Array, expectedSteward: Did | undefined, read: (v: unknown) => C): Result<C, ReceiptRefusal> {
+function openWith<C extends Jcr1ReceiptCore>(
+  bytes: Uint8Array,
+  expectedSteward: Did | undefined,
+  read: (v: unknown) => C,
+): Result<C, ReceiptRefusal> {
   try {
     const { msg, kid } = decodeJcrSign1(bytes);
     let stewardDid: string;

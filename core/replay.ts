@@ -202,5 +202,19 @@ export function replayReceipts(receipts: Iterable<Uint8Array>, opts: ReplayOptio
       lastId = id;
     }
   }
-  return { ledger, allowed, denied, rejected, breaks, requests, requestsAt, attribution, revokedSeen, lastSeq, lastId, heads, total: index + 1 };
+  return {
+    ledger,
+    allowed,
+    denied,
+    rejected,
+    breaks,
+    requests,
+    requestsAt,
+    attribution,
+    revokedSeen,
+    lastSeq,
+    lastId,
+    heads,
+    total: index + 1,
+  };
 }

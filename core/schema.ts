@@ -14,7 +14,11 @@ export type Obj = Record<string, unknown>;
  * @throws JcpError `schema`
  */
 export function asObj(v: unknown, field: string, required: readonly string[], optional: readonly string[] = []): Obj {
-  check(typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) && !(v instanceof Map), field, 'expected a map');
+  check(
+    typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) && !(v instanceof Map),
+    field,
+    'expected a map',
+  );
   const o = v as Obj;
   for (const k of required) check(Object.hasOwn(o, k), `${field}.${k}`, 'missing');
   for (const k of Object.keys(o)) {

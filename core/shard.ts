@@ -123,11 +123,7 @@ export type Remainder = 'last' | 'unallocated';
  *
  * Refusals: `bad-slice` (negative budget, bad percentage), `over-sum` (percentages past 100).
  */
-export function planSplit(
-  budgetUj: Uj,
-  percents: readonly number[],
-  remainder: Remainder = 'last',
-): Result<Uj[], ShardRefusal> {
+export function planSplit(budgetUj: Uj, percents: readonly number[], remainder: Remainder = 'last'): Result<Uj[], ShardRefusal> {
   if (budgetUj < 0n) return err({ code: ShardRefusals.BAD_SLICE, why: 'budget is negative' });
   const bps: bigint[] = [];
   for (const [i, p] of percents.entries()) {

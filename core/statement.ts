@@ -300,9 +300,7 @@ export function readOverdraftProof(v: unknown, field = 'overdraft_proof'): Overd
     total: asUint(o['total'], `${field}.total`),
     budget: asUint(o['budget'], `${field}.budget`),
     overdraft: asUint(o['overdraft'], `${field}.overdraft`),
-    statements: asArray(o['statements'], `${field}.statements`, 4096).map((s, i) =>
-      readSignedStatement(s, `${field}.statements[${i}]`),
-    ),
+    statements: asArray(o['statements'], `${field}.statements`, 4096).map((s, i) => readSignedStatement(s, `${field}.statements[${i}]`)),
   };
 }
 

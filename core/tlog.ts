@@ -127,7 +127,8 @@ export class MerkleTree {
    */
   inclusionProof(index: number, size: number = this.size): Hash32[] {
     checkSize('tree size', size, this.size);
-    if (size === 0) throw new JcpError(ErrorCodes.TLOG_RANGE, 'the empty tree has no leaves to prove', { field: 'leaf index', value: index, max: -1 });
+    if (size === 0)
+      throw new JcpError(ErrorCodes.TLOG_RANGE, 'the empty tree has no leaves to prove', { field: 'leaf index', value: index, max: -1 });
     checkSize('leaf index', index, size - 1);
     const out: Hash32[] = [];
     const path = (m: number, lo: number, hi: number): void => {
@@ -185,9 +186,11 @@ function fail(what: string, detail?: Record<string, unknown>): never {
  *   `proof-invalid` (the path is too long or too short, or the computed root differs)
  */
 export function verifyInclusion(leaf: Hash32, index: number, size: number, proof: readonly Hash32[], root: Hash32): void {
-  if (!Number.isSafeInteger(size) || size < 1) throw new JcpError(ErrorCodes.TLOG_RANGE, `tree size ${size}: no leaf to prove`, { field: 'tree size', value: size });
+  if (!Number.isSafeInteger(size) || size < 1)
+    throw new JcpError(ErrorCodes.TLOG_RANGE, `tree size ${size}: no leaf to prove`, { field: 'tree size', value: size });
   checkSize('leaf index', index, size - 1);
-  for (const h of [leaf, root, ...proof]) if (h.length !== 32) throw new JcpError(ErrorCodes.BAD_LENGTH, `a hash is 32 bytes, not ${h.length}`);
+  for (const h of [leaf, root, ...proof])
+    if (h.length !== 32) throw new JcpError(ErrorCodes.BAD_LENGTH, `a hash is 32 bytes, not ${h.length}`);
   let fn = index;
   let sn = size - 1;
   let r = leaf;
@@ -220,10 +223,12 @@ export function verifyInclusion(leaf: Hash32, index: number, size: number, proof
 export function verifyConsistency(oldSize: number, newSize: number, proof: readonly Hash32[], oldRoot: Hash32, newRoot: Hash32): void {
   checkSize('tree size', newSize, Number.MAX_SAFE_INTEGER);
   checkSize('old tree size', oldSize, newSize);
-  for (const h of [oldRoot, newRoot, ...proof]) if (h.length !== 32) throw new JcpError(ErrorCodes.BAD_LENGTH, `a hash is 32 bytes, not ${h.length}`);
+  for (const h of [oldRoot, newRoot, ...proof])
+    if (h.length !== 32) throw new JcpError(ErrorCodes.BAD_LENGTH, `a hash is 32 bytes, not ${h.length}`);
   if (oldSize === 0 || oldSize === newSize) {
     if (proof.length !== 0) fail(`a consistency proof from ${oldSize} to ${newSize} leaves is empty`);
-    if (oldSize === newSize && !bytesEqual(oldRoot, newRoot)) fail(`two trees of ${newSize} leaves with different roots: the log was rewritten`);
+    if (oldSize === newSize && !bytesEqual(oldRoot, newRoot))
+      fail(`two trees of ${newSize} leaves with different roots: the log was rewritten`);
     return;
   }
   if (proof.length === 0) fail('the consistency proof is empty');
@@ -254,6 +259,7 @@ export function verifyConsistency(oldSize: number, newSize: number, proof: reado
     sn = Math.floor(sn / 2);
   }
   if (sn !== 0) fail(`the consistency proof is shorter than ${oldSize} → ${newSize} leaves needs`);
-  if (!bytesEqual(fr, oldRoot)) fail(`the proof does not lead to the old root: the tree of ${oldSize} leaves is not a prefix of the new one`);
+  if (!bytesEqual(fr, oldRoot))
+    fail(`the proof does not lead to the old root: the tree of ${oldSize} leaves is not a prefix of the new one`);
   if (!bytesEqual(sr, newRoot)) fail(`the proof does not lead to the new root of ${newSize} leaves`);
 }

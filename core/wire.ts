@@ -37,7 +37,20 @@
  */
 import type { Actor } from './actor.ts';
 import { bytesEqual } from './bytes.ts';
-import { concatItems, decode, encode, headBytes, itemAt, MAJOR, skipItem, stringItemLength, withoutMapEntry, writeHead, writeRaw, writeStringItem } from './cbor.ts';
+import {
+  concatItems,
+  decode,
+  encode,
+  headBytes,
+  itemAt,
+  MAJOR,
+  skipItem,
+  stringItemLength,
+  withoutMapEntry,
+  writeHead,
+  writeRaw,
+  writeStringItem,
+} from './cbor.ts';
 import { type DenyReason, isDenyReason } from './deny.ts';
 import { type Did, parseDid } from './didkey.ts';
 import { sign, verify } from './ed25519.ts';
@@ -428,7 +441,14 @@ const KEY = {
 function encodeDecisionResponse(r: WireDecisionResponse): Uint8Array {
   const verdict = TEXT.encode(r.decision.verdict);
   const reason = r.decision.deny_reason === undefined ? undefined : TEXT.encode(r.decision.deny_reason);
-  let n = 1 + KEY.receipt.length + stringItemLength(r.receipt.length) + KEY.decision.length + 1 + KEY.verdict.length + stringItemLength(verdict.length);
+  let n =
+    1 +
+    KEY.receipt.length +
+    stringItemLength(r.receipt.length) +
+    KEY.decision.length +
+    1 +
+    KEY.verdict.length +
+    stringItemLength(verdict.length);
   if (reason !== undefined) n += KEY.deny_reason.length + stringItemLength(reason.length);
   if (r.result !== undefined) n += KEY.result.length + stringItemLength(r.result.length);
   const out = new Uint8Array(n);
@@ -443,9 +463,7 @@ function encodeDecisionResponse(r: WireDecisionResponse): Uint8Array {
 
 /** Canonical det-CBOR body of a WireResponse (decided or error). */
 export function encodeWireResponse(r: WireResponse): Uint8Array {
-  return 'error' in r
-    ? encodeWireMessage({ kind: 'error', error: r.error })
-    : encodeWireMessage({ kind: 'response', response: r });
+  return 'error' in r ? encodeWireMessage({ kind: 'error', error: r.error }) : encodeWireMessage({ kind: 'response', response: r });
 }
 
 /** The error message for a JcpError (what a node sends when a message never reached a decision). */
@@ -524,7 +542,12 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
     };
   }
   if ('amended' in o) {
-    const a = asObj(asObj(o, 'message', ['amended'])['amended'], 'amended', ['grant_id', 'continuation_id', 'budget_uj', 'steered_spent_uj']);
+    const a = asObj(asObj(o, 'message', ['amended'])['amended'], 'amended', [
+      'grant_id',
+      'continuation_id',
+      'budget_uj',
+      'steered_spent_uj',
+    ]);
     return {
       kind: 'amended',
       amended: {
@@ -635,7 +658,8 @@ export function requestChainEntry(body: Uint8Array): RequestChainEntry | undefin
  */
 export function decodeWireRequestWithChain(body: Uint8Array, entry: RequestChainEntry, chain: readonly SignedGrant[]): WireRequest {
   const rest = withoutMapEntry(body, entry.keyAt, entry.end);
-  if (rest === undefined) throw new JcpError(ErrorCodes.SCHEMA, 'request: the chain entry is not inside a request map', { field: 'request' });
+  if (rest === undefined)
+    throw new JcpError(ErrorCodes.SCHEMA, 'request: the chain entry is not inside a request map', { field: 'request' });
   const o = asObj(decode(rest), 'request', ['frame', 'caller', 'cost', 'now', 'signature'], REQUEST_OPTIONAL);
   return readWireRequestFields(o, chain);
 }

@@ -12,7 +12,12 @@ import { type Hash32, verifyConsistency } from './tlog.ts';
 /** What {@link witness} decided. */
 export type WitnessVerdict =
   | { readonly ok: true; readonly checkpoint: SignedLogCheckpoint; readonly cosignature: string }
-  | { readonly ok: false; readonly code: 'log-inconsistent'; readonly why: string; readonly evidence: readonly [previous: string, next: string] };
+  | {
+      readonly ok: false;
+      readonly code: 'log-inconsistent';
+      readonly why: string;
+      readonly evidence: readonly [previous: string, next: string];
+    };
 
 /**
  * Checks `next` (a signed checkpoint note of the log of `logKey`, origin `origin`) against
@@ -33,7 +38,8 @@ export function witness(
   if (previous !== undefined) {
     const p = openCheckpoint(previous, log.key, log.origin);
     const evidence = [p.note, n.note] as const;
-    if (n.size < p.size) return { ok: false, code: 'log-inconsistent', why: `the log shrank from ${p.size} to ${n.size} receipts`, evidence };
+    if (n.size < p.size)
+      return { ok: false, code: 'log-inconsistent', why: `the log shrank from ${p.size} to ${n.size} receipts`, evidence };
     try {
       verifyConsistency(p.size, n.size, proof, p.root, n.root);
     } catch (e) {

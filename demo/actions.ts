@@ -14,7 +14,28 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { BridgeAgent, bridgeServer, CallJournal, ThresholdCaller } from '../bridge/index.ts';
-import { type Actor, amend, amendmentId, checkpointId, type ContentId, decode, encode, fromHex, grantId, issueContinuation, openReceipt, readSignedCheckpoint, signedAmendmentToCbor, type SignedGrant, signedGrantToCbor, signRevocation, toHex, verifyCheckpoint, verifyContinuation, verifyWireRequestSignature } from '../core/index.ts';
+import {
+  type Actor,
+  amend,
+  amendmentId,
+  checkpointId,
+  type ContentId,
+  decode,
+  encode,
+  fromHex,
+  grantId,
+  issueContinuation,
+  openReceipt,
+  readSignedCheckpoint,
+  signedAmendmentToCbor,
+  type SignedGrant,
+  signedGrantToCbor,
+  signRevocation,
+  toHex,
+  verifyCheckpoint,
+  verifyContinuation,
+  verifyWireRequestSignature,
+} from '../core/index.ts';
 import { isFrostError, soloSignature } from '../frost/index.ts';
 import { JcpClient, resultJson } from '../client/index.ts';
 import type { DemoNode } from './nodes.ts';
@@ -76,7 +97,11 @@ export async function steer(issuer: Actor, nodes: readonly DemoNode[], worker: W
   if (!cont.ok) throw new Error(`continuation refused (${cont.error.code}): ${cont.error.why}`);
   const verifies = verifyContinuation(steered, sc, am.value, cont.value).ok;
   await revokeEverywhere(issuer, nodes, [steeredId]);
-  worker.send({ type: 'continue', amendment: toHex(encode(signedAmendmentToCbor(am.value))), continuation: toHex(encode(signedGrantToCbor(cont.value))) });
+  worker.send({
+    type: 'continue',
+    amendment: toHex(encode(signedAmendmentToCbor(am.value))),
+    continuation: toHex(encode(signedGrantToCbor(cont.value))),
+  });
   return {
     steeredId,
     checkpointId: checkpointId(sc),
@@ -110,14 +135,26 @@ export interface TeamRefusal {
   readonly refused: boolean;
   readonly code: string | null;
   /** Who refused: `member` is the team's member (process) number, `identifier` the FROST identifier (roster index). */
-  readonly refusals: readonly { readonly member: number | null; readonly identifier: number | null; readonly did: string | null; readonly code: string; readonly why: string }[];
+  readonly refusals: readonly {
+    readonly member: number | null;
+    readonly identifier: number | null;
+    readonly did: string | null;
+    readonly code: string;
+    readonly why: string;
+  }[];
 }
 
 /**
  * Asks the team to sign `action` with `args` (a call outside the holders' policies) and never
  * sends it: the holders must refuse, and the coordinator names who refused and why (spec §2.2).
  */
-export async function askTeamToSign(node: DemoNode, team: Team, grant: SignedGrant, action: string, args: Record<string, unknown>): Promise<TeamRefusal> {
+export async function askTeamToSign(
+  node: DemoNode,
+  team: Team,
+  grant: SignedGrant,
+  action: string,
+  args: Record<string, unknown>,
+): Promise<TeamRefusal> {
   const c = await JcpClient.connect({ host: node.host, port: node.port, signer: { did: team.group, sign: team.sign } });
   try {
     await c.request({ chain: [grant], action, payload: args });
@@ -129,7 +166,13 @@ export async function askTeamToSign(node: DemoNode, team: Team, grant: SignedGra
     return {
       refused: true,
       code: e.code,
-      refusals: list.map((r) => ({ member: member(r.did), identifier: r.identifier ?? null, did: r.did ?? null, code: r.code, why: r.why })),
+      refusals: list.map((r) => ({
+        member: member(r.did),
+        identifier: r.identifier ?? null,
+        did: r.did ?? null,
+        code: r.code,
+        why: r.why,
+      })),
     };
   } finally {
     await c.close();
@@ -153,9 +196,21 @@ export interface BridgeCall {
  * the SDK's MCP client in memory, the bridge agent whose caller is the group, one signing session
  * in which each member's policy judges the call, then the node.
  */
-export async function callTeamViaBridge(node: DemoNode, team: Team, grant: SignedGrant, action: string, args: Record<string, unknown>): Promise<BridgeCall> {
+export async function callTeamViaBridge(
+  node: DemoNode,
+  team: Team,
+  grant: SignedGrant,
+  action: string,
+  args: Record<string, unknown>,
+): Promise<BridgeCall> {
   const t0 = Date.now();
-  const caller = await ThresholdCaller.open({ nc: team.nc, group: team.group, prefix: team.prefix, coordinator: team.coordinator, timeoutMs: 5_000 });
+  const caller = await ThresholdCaller.open({
+    nc: team.nc,
+    group: team.group,
+    prefix: team.prefix,
+    coordinator: team.coordinator,
+    timeoutMs: 5_000,
+  });
   const signer = { did: caller.did, sign: caller.sign };
   const c = await JcpClient.connect({ host: node.host, port: node.port, signer });
   const journal = new CallJournal({});

@@ -30,7 +30,9 @@ export interface RunFacts {
   readonly evidence: readonly NodeEvidence[];
   readonly workers: readonly WorkerProc[];
   readonly chains: readonly WorkerChains[];
-  readonly revocation: { readonly worker: string; readonly grantIds: readonly ContentId[]; readonly acked: readonly string[]; readonly atMs: number } | undefined;
+  readonly revocation:
+    | { readonly worker: string; readonly grantIds: readonly ContentId[]; readonly acked: readonly string[]; readonly atMs: number }
+    | undefined;
   readonly steering: Steering | undefined;
   readonly approval: Approval | undefined;
   /** The call the team was asked to sign outside its holders' policies. */
@@ -40,7 +42,9 @@ export interface RunFacts {
   /** Every approval decision the team's holders took, and their policies. */
   readonly teamDecisions: readonly TeamDecision[];
   readonly teamPolicies: readonly TeamPolicy[];
-  readonly team: { readonly group: Did; readonly members: readonly Did[]; readonly min: number; readonly max: number; readonly dkgMs: number } | undefined;
+  readonly team:
+    | { readonly group: Did; readonly members: readonly Did[]; readonly min: number; readonly max: number; readonly dkgMs: number }
+    | undefined;
   readonly teamGrant: SignedGrant | undefined;
   readonly teamAction: string;
   readonly target: string;
@@ -67,7 +71,8 @@ function energyWhy(p: Probe | undefined): string {
   const base =
     'every call is debited before its tool runs (§5: enforced before the side effect), at the node’s per-action estimate (the workers claim nothing), so the receipts say Estimator: an estimate is never passed off as a measurement';
   if (p === undefined) return base;
-  if (p.provenance === 'HwShunt') return `${base}; this machine can measure (${p.rung}), and the nodes meter each tool call with it after the decision`;
+  if (p.provenance === 'HwShunt')
+    return `${base}; this machine can measure (${p.rung}), and the nodes meter each tool call with it after the decision`;
   return `${base}; this machine has no usable energy counter either (best rung: ${p.rung})`;
 }
 
@@ -138,7 +143,8 @@ function grantOwners(f: RunFacts): Map<ContentId, GrantOwner> {
     const steered = f.steering !== undefined && f.steering.steeredId === leafId(c.files);
     owner.set(leafId(c.files), { worker: i, lane: 'files', role: steered ? 'steered' : 'grant', budget: filesLeaf.grant.budget_uj });
     owner.set(leafId(c.memory), { worker: i, lane: 'memory', role: 'grant', budget: c.memory.at(-1)!.grant.budget_uj });
-    if (steered && f.steering) owner.set(grantId(f.steering.continuation.grant), { worker: i, lane: 'files', role: 'continuation', budget: f.steering.amendedUj });
+    if (steered && f.steering)
+      owner.set(grantId(f.steering.continuation.grant), { worker: i, lane: 'files', role: 'continuation', budget: f.steering.amendedUj });
   }
   return owner;
 }
@@ -170,16 +176,39 @@ function workerLines(
     const t = tallies[i]!;
     const last = lastOnLane[i]!;
     const ends = [last.files?.deny_reason, last.memory?.deny_reason];
-    const ended = ends.includes('revoked') ? 'revoked' : ends.every((r) => r === 'budget-exceeded') ? 'budget-exceeded' : (w.end ?? w.failure ?? 'unfinished');
-    if (ended !== 'revoked' && ended !== 'budget-exceeded') problems.push(`${w.name} did not end refused budget-exceeded or revoked (${ended})`);
+    const ended = ends.includes('revoked')
+      ? 'revoked'
+      : ends.every((r) => r === 'budget-exceeded')
+        ? 'budget-exceeded'
+        : (w.end ?? w.failure ?? 'unfinished');
+    if (ended !== 'revoked' && ended !== 'budget-exceeded')
+      problems.push(`${w.name} did not end refused budget-exceeded or revoked (${ended})`);
     if (t.allowed === 0) problems.push(`${w.name} made no allowed call`);
     const grants = [...owner.entries()]
       .filter(([, o]) => o.worker === i)
       .map(([id, o]) => {
         const g = t.grants[id] ?? { allowed: 0, refused: 0, spentUj: 0n };
-        return { lane: o.lane, role: o.role, id, budget_uj: o.budget.toString(), allowed: g.allowed, refused: g.refused, spent_uj: g.spentUj.toString() };
+        return {
+          lane: o.lane,
+          role: o.role,
+          id,
+          budget_uj: o.budget.toString(),
+          allowed: g.allowed,
+          refused: g.refused,
+          spent_uj: g.spentUj.toString(),
+        };
       });
-    return { name: w.name, did: w.did ?? ('' as Did), node: f.nodes[i]?.name ?? '', ended, allowed: t.allowed, refused: t.refused, spent_uj: t.spentUj.toString(), denies: t.denies, grants };
+    return {
+      name: w.name,
+      did: w.did ?? ('' as Did),
+      node: f.nodes[i]?.name ?? '',
+      ended,
+      allowed: t.allowed,
+      refused: t.refused,
+      spent_uj: t.spentUj.toString(),
+      denies: t.denies,
+      grants,
+    };
   });
   return { tallies, denies, workers };
 }
@@ -205,7 +234,14 @@ function revocationSection(f: RunFacts, byRequest: ReturnType<typeof decisionsBy
   }
   const allRevoked = after.length > 0 && byReason['revoked'] === after.length;
   if (!allRevoked) problems.push(`after the revocation ${r.worker}'s calls were not all refused revoked: ${JSON.stringify(byReason)}`);
-  return { worker: r.worker, grant_ids: r.grantIds, nodes_acked: r.acked, calls_after: after.length, after_by_reason: byReason, all_after_revoked: allRevoked };
+  return {
+    worker: r.worker,
+    grant_ids: r.grantIds,
+    nodes_acked: r.acked,
+    calls_after: after.length,
+    after_by_reason: byReason,
+    all_after_revoked: allRevoked,
+  };
 }
 
 /**
@@ -213,7 +249,12 @@ function revocationSection(f: RunFacts, byRequest: ReturnType<typeof decisionsBy
  * strings). Pushes a problem when the amendment did not tighten the budget, the continuation does
  * not verify, or no steering happened (then null).
  */
-function steeringSection(f: RunFacts, owner: ReadonlyMap<ContentId, GrantOwner>, tallies: readonly Tally[], problems: string[]): DemoReport['steering'] {
+function steeringSection(
+  f: RunFacts,
+  owner: ReadonlyMap<ContentId, GrantOwner>,
+  tallies: readonly Tally[],
+  problems: string[],
+): DemoReport['steering'] {
   if (!f.steering) {
     problems.push('the checkpoint and amendment did not happen');
     return null;
@@ -258,8 +299,9 @@ function thresholdSection(f: RunFacts, byRequest: ReturnType<typeof decisionsByR
   if (a.solo.signatureVerifies) problems.push('a single share produced a signature that verifies');
   if (group?.verdict !== 'allow') problems.push('the group-signed action was not allowed by a verified receipt');
   const viaBridge = f.bridgeCall?.requestId ? byRequest.get(f.bridgeCall.requestId) : undefined;
-  if (f.bridgeCall && viaBridge?.verdict !== 'allow') problems.push('the team call through the bridge was not allowed by a verified receipt');
-  if (!f.teamRefusal?.refused) problems.push('the team signed a call outside its holders\' policies');
+  if (f.bridgeCall && viaBridge?.verdict !== 'allow')
+    problems.push('the team call through the bridge was not allowed by a verified receipt');
+  if (!f.teamRefusal?.refused) problems.push("the team signed a call outside its holders' policies");
   if (!f.teamDecisions.some((d) => d.decision === 'approve')) problems.push('no holder recorded an approval of the team call');
   return {
     available: true,
@@ -271,13 +313,28 @@ function thresholdSection(f: RunFacts, byRequest: ReturnType<typeof decisionsByR
     action: f.teamAction,
     target: f.target,
     node: f.nodes[0]!.name,
-    solo: { signature_verifies: a.solo.signatureVerifies, verdict: solo?.verdict ?? 'no verified receipt', deny_reason: solo?.deny_reason ?? null },
-    group_call: { signature_verifies: a.group.signatureVerifies, verdict: group?.verdict ?? 'no verified receipt', deny_reason: group?.deny_reason ?? null, result: a.group.result },
+    solo: {
+      signature_verifies: a.solo.signatureVerifies,
+      verdict: solo?.verdict ?? 'no verified receipt',
+      deny_reason: solo?.deny_reason ?? null,
+    },
+    group_call: {
+      signature_verifies: a.group.signatureVerifies,
+      verdict: group?.verdict ?? 'no verified receipt',
+      deny_reason: group?.deny_reason ?? null,
+      result: a.group.result,
+    },
     policies: f.teamPolicies,
     approvals: f.teamDecisions,
     refused_call: f.teamRefusal ?? null,
     bridge_call: f.bridgeCall
-      ? { tool: f.bridgeCall.tool, arguments: f.bridgeCall.arguments, verdict: viaBridge?.verdict ?? f.bridgeCall.verdict ?? 'not signed', error: f.bridgeCall.error, ms: f.bridgeCall.ms }
+      ? {
+          tool: f.bridgeCall.tool,
+          arguments: f.bridgeCall.arguments,
+          verdict: viaBridge?.verdict ?? f.bridgeCall.verdict ?? 'not signed',
+          error: f.bridgeCall.error,
+          ms: f.bridgeCall.ms,
+        }
       : null,
   };
 }
@@ -290,7 +347,13 @@ function thresholdSection(f: RunFacts, byRequest: ReturnType<typeof decisionsByR
  */
 function channelSection(f: RunFacts, all: readonly ReceiptCore[], memoryRootId: ContentId, problems: string[]): DemoReport['channel'] {
   if (!f.roots.channel || !f.channel) {
-    return { available: false, why: f.broker.mode === 'none' ? 'budget channels settle over NATS, and there is none here; the memory root was sharded instead' : 'the audit did not run' };
+    return {
+      available: false,
+      why:
+        f.broker.mode === 'none'
+          ? 'budget channels settle over NATS, and there is none here; the memory root was sharded instead'
+          : 'the audit did not run',
+    };
   }
   const a = f.channel.audit;
   const nameOf = new Map(f.nodes.map((n) => [n.did as string, n.name]));
@@ -300,7 +363,8 @@ function channelSection(f: RunFacts, all: readonly ReceiptCore[], memoryRootId: 
   const within = overdraft <= f.channel.boundUj;
   if (!within) problems.push(`the channel's overdraft ${overdraft} µJ is over its bound ${f.channel.boundUj} µJ`);
   if (a.proofVerifies !== true) problems.push('the channel overdraft proof does not verify');
-  if (a.totalUj !== receiptsSpent) problems.push(`the channel statements (${a.totalUj} µJ) disagree with the receipts (${receiptsSpent} µJ)`);
+  if (a.totalUj !== receiptsSpent)
+    problems.push(`the channel statements (${a.totalUj} µJ) disagree with the receipts (${receiptsSpent} µJ)`);
   return {
     available: true,
     grant_id: memoryRootId,
@@ -324,9 +388,17 @@ function channelSection(f: RunFacts, all: readonly ReceiptCore[], memoryRootId: 
 function grantsSection(f: RunFacts, memoryRootId: ContentId): DemoReport['grants'] {
   return {
     files_root: { id: grantId(f.roots.files.grant), budget_uj: f.roots.files.grant.budget_uj.toString() },
-    file_shards: f.roots.fileShards.map((s, i) => ({ node: f.nodes[i]?.name ?? `n${i + 1}`, id: grantId(s.grant), budget_uj: s.grant.budget_uj.toString() })),
+    file_shards: f.roots.fileShards.map((s, i) => ({
+      node: f.nodes[i]?.name ?? `n${i + 1}`,
+      id: grantId(s.grant),
+      budget_uj: s.grant.budget_uj.toString(),
+    })),
     memory_root: { id: memoryRootId, budget_uj: f.roots.memory.grant.budget_uj.toString(), mode: f.roots.channel ? 'channel' : 'shards' },
-    memory_shards: f.roots.memoryShards.map((s, i) => ({ node: f.nodes[i]?.name ?? `n${i + 1}`, id: grantId(s.grant), budget_uj: s.grant.budget_uj.toString() })),
+    memory_shards: f.roots.memoryShards.map((s, i) => ({
+      node: f.nodes[i]?.name ?? `n${i + 1}`,
+      id: grantId(s.grant),
+      budget_uj: s.grant.budget_uj.toString(),
+    })),
   };
 }
 
@@ -343,7 +415,9 @@ function energySection(f: RunFacts, all: readonly ReceiptCore[]): DemoReport['en
   const metered = meteredByProvenance(f.metrics);
   return {
     debits_by_provenance: Object.fromEntries(Object.entries(debits).map(([k, v]) => [k, { receipts: v.receipts, uj: v.uj.toString() }])),
-    probe: f.probe ? { rung: f.probe.rung, provenance: f.probe.provenance, detail: f.probe.detail, skipped: f.probe.skipped.map((s) => ({ ...s })) } : null,
+    probe: f.probe
+      ? { rung: f.probe.rung, provenance: f.probe.provenance, detail: f.probe.detail, skipped: f.probe.skipped.map((s) => ({ ...s })) }
+      : null,
     metered_uj_by_provenance: Object.fromEntries(Object.entries(metered).map(([k, v]) => [k, v.toString()])),
     why: energyWhy(f.probe),
   };
@@ -372,7 +446,9 @@ function receiptsSection(f: RunFacts, memoryRootId: ContentId): DemoReport['rece
     // On a NATS of the user's the demo removed its streams at the end: the channel audit above is the record.
     // The demo's own NATS has stopped; its JetStream store (the signed statements) stays in the folder.
     ...(f.broker.mode === 'started' && f.roots.channel
-      ? [`${f.broker.bin} -c ${f.broker.server.dir}/nats.conf -l ${f.broker.server.dir}/nats.log & ${jcp} channel audit --grant ${memoryRootId} --nats ${f.broker.url}`]
+      ? [
+          `${f.broker.bin} -c ${f.broker.server.dir}/nats.conf -l ${f.broker.server.dir}/nats.log & ${jcp} channel audit --grant ${memoryRootId} --nats ${f.broker.url}`,
+        ]
       : []),
   ];
   return { total, verified, rejected, breaks, all_verify: allVerify, commands };

@@ -10,7 +10,17 @@
  * decided call), `checkpoint` (the signed checkpoint and its last receipt), `resumed`, `done`,
  * `failed`.
  */
-import { type ContentId, decode, type Did, encode, fromHex, readSignedGrant, type SignedGrant, signedGrantToCbor, toHex } from '../core/index.ts';
+import {
+  type ContentId,
+  decode,
+  type Did,
+  encode,
+  fromHex,
+  readSignedGrant,
+  type SignedGrant,
+  signedGrantToCbor,
+  toHex,
+} from '../core/index.ts';
 
 /** A lane of a worker's work: files (sharded budget) or memory (the budget channel). */
 export type Lane = 'files' | 'memory';

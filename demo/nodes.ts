@@ -87,13 +87,25 @@ export async function startNode(spec: DemoNodeSpec, timeoutMs = 90_000): Promise
   });
   closeSync(fd);
   track(child);
-  const node: DemoNode = { name: spec.name, did: spec.steward.did, host: '127.0.0.1', port, metricsPort, dir: spec.dir, dataDir, logFile, child };
+  const node: DemoNode = {
+    name: spec.name,
+    did: spec.steward.did,
+    host: '127.0.0.1',
+    port,
+    metricsPort,
+    dir: spec.dir,
+    dataDir,
+    logFile,
+    child,
+  };
   try {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`node ${spec.name} exited (code ${child.exitCode ?? child.signalCode})`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`node ${spec.name} exited (code ${child.exitCode ?? child.signalCode})`);
       if (await healthy(node)) break;
-      if (Date.now() > deadline) throw new Error(`node ${spec.name} did not answer /healthz on 127.0.0.1:${metricsPort} within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`node ${spec.name} did not answer /healthz on 127.0.0.1:${metricsPort} within ${timeoutMs} ms`);
       await sleep(100);
     }
   } catch (e) {

@@ -11,7 +11,17 @@
  * The threshold team's grant is its own root: issuer → the group's did:key, one action.
  */
 import { randomBytes } from 'node:crypto';
-import { type Actor, attenuate, type ContentId, type Did, type Grant, grantId, mintShards, type SignedGrant, signGrant } from '../core/index.ts';
+import {
+  type Actor,
+  attenuate,
+  type ContentId,
+  type Did,
+  type Grant,
+  grantId,
+  mintShards,
+  type SignedGrant,
+  signGrant,
+} from '../core/index.ts';
 import { resourceIdOf } from '../node/index.ts';
 import { BUDGETS, FS_ACTIONS, FS_RESOURCE, MEMORY_ACTIONS, MEMORY_RESOURCE, TEAM_ACTION } from './setup.ts';
 
@@ -83,7 +93,10 @@ export function delegateWorker(r: Roots, i: number, worker: Did): WorkerChains {
   );
   const memParent = r.channel ? r.memory : r.memoryShards[i]!;
   const budget = r.channel ? BUDGETS.workerMemoryUj : memParent.grant.budget_uj;
-  const memory = ok(attenuate(memParent, { subject: worker, budget_uj: budget, delegate_depth: 0, nonce: nonce() }, r.issuer), 'memory grant');
+  const memory = ok(
+    attenuate(memParent, { subject: worker, budget_uj: budget, delegate_depth: 0, nonce: nonce() }, r.issuer),
+    'memory grant',
+  );
   return {
     files: [r.files, shard, files],
     memory: r.channel ? [r.memory, memory] : [r.memory, memParent, memory],

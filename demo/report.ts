@@ -44,7 +44,12 @@ export interface DemoReport {
   readonly started_at: string;
   run_s: number;
   readonly dir: string;
-  readonly nats: { readonly mode: 'external' | 'started' | 'none'; readonly url?: string; readonly why?: string; readonly install?: string };
+  readonly nats: {
+    readonly mode: 'external' | 'started' | 'none';
+    readonly url?: string;
+    readonly why?: string;
+    readonly install?: string;
+  };
   tools: { readonly files: readonly string[]; readonly memory: readonly string[] } | null;
   readonly issuer: Did;
   readonly grants: {
@@ -101,7 +106,12 @@ export interface DemoReport {
         readonly target: string;
         readonly node: string;
         readonly solo: { readonly signature_verifies: boolean; readonly verdict: string; readonly deny_reason: string | null };
-        readonly group_call: { readonly signature_verifies: boolean; readonly verdict: string; readonly deny_reason: string | null; readonly result: string | null };
+        readonly group_call: {
+          readonly signature_verifies: boolean;
+          readonly verdict: string;
+          readonly deny_reason: string | null;
+          readonly result: string | null;
+        };
         /** Each holder's approval policy (docs/frost.md "Approvals"). */
         readonly policies: readonly TeamPolicy[];
         /** Every decision the holders took, approve or refuse, with holder, policy and reason (each a signed record). */
@@ -109,7 +119,13 @@ export interface DemoReport {
         /** A call outside the policies the team was asked to sign: refused, by whom and why. */
         readonly refused_call: TeamRefusal | null;
         /** The team's call made by an MCP client through the bridge: the verdict of its verified receipt, or the bridge's code when not signed. */
-        readonly bridge_call?: { readonly tool: string; readonly arguments: Record<string, unknown>; readonly verdict: string; readonly error: string | null; readonly ms: number } | null;
+        readonly bridge_call?: {
+          readonly tool: string;
+          readonly arguments: Record<string, unknown>;
+          readonly verdict: string;
+          readonly error: string | null;
+          readonly ms: number;
+        } | null;
       }
     | { readonly available: false; readonly why: string };
   channel:
@@ -132,7 +148,12 @@ export interface DemoReport {
     | { readonly available: false; readonly why: string };
   energy: {
     readonly debits_by_provenance: Readonly<Record<string, { readonly receipts: number; readonly uj: string }>>;
-    readonly probe: { readonly rung: string; readonly provenance: string; readonly detail: string; readonly skipped: readonly { readonly rung: string; readonly reason: string; readonly detail: string }[] } | null;
+    readonly probe: {
+      readonly rung: string;
+      readonly provenance: string;
+      readonly detail: string;
+      readonly skipped: readonly { readonly rung: string; readonly reason: string; readonly detail: string }[];
+    } | null;
     readonly metered_uj_by_provenance: Readonly<Record<string, string>>;
     readonly why: string;
   };
@@ -181,7 +202,9 @@ function grantLines(r: DemoReport): string[] {
   const out: string[] = [];
   const g = r.grants;
   out.push('', `Grants (issuer ${r.issuer})`);
-  out.push(`  files root   ${short(g.files_root.id)}  ${fmtUj(g.files_root.budget_uj)}, split into shards: ${g.file_shards.map((s) => `${s.node} ${fmtUj(s.budget_uj)}`).join(', ')}`);
+  out.push(
+    `  files root   ${short(g.files_root.id)}  ${fmtUj(g.files_root.budget_uj)}, split into shards: ${g.file_shards.map((s) => `${s.node} ${fmtUj(s.budget_uj)}`).join(', ')}`,
+  );
   out.push(
     g.memory_root.mode === 'channel'
       ? `  memory root  ${short(g.memory_root.id)}  ${fmtUj(g.memory_root.budget_uj)}, one budget channel served by every node`
@@ -195,7 +218,16 @@ function workerLines(r: DemoReport): string[] {
   const out: string[] = [];
   out.push('', 'Per-worker attribution (from verified receipts)');
   const rows: string[][] = [['worker', 'node', 'allowed', 'refused', 'µJ spent', 'ended with', 'did']];
-  for (const w of r.workers) rows.push([w.name, w.node, String(w.allowed), String(w.refused), BigInt(w.spent_uj).toLocaleString('en-US'), w.ended, short(w.did, 24)]);
+  for (const w of r.workers)
+    rows.push([
+      w.name,
+      w.node,
+      String(w.allowed),
+      String(w.refused),
+      BigInt(w.spent_uj).toLocaleString('en-US'),
+      w.ended,
+      short(w.did, 24),
+    ]);
   out.push(...table(rows, new Set([2, 3, 4])));
   for (const w of r.workers) {
     for (const g of w.grants) {
@@ -226,7 +258,11 @@ function revocationLines(r: DemoReport): string[] {
     const v = r.revocation;
     out.push(
       `  the issuer revoked ${v.worker}'s ${v.grant_ids.length} grants; acknowledged by ${v.nodes_acked.join(', ')}`,
-      `  calls ${v.worker} sent afterwards: ${v.calls_after}, decided ${Object.entries(v.after_by_reason).map(([k, n]) => `${k} ×${n}`).join(', ') || 'none'}${v.all_after_revoked ? ' — every one refused' : ' — NOT all refused revoked'}`,
+      `  calls ${v.worker} sent afterwards: ${v.calls_after}, decided ${
+        Object.entries(v.after_by_reason)
+          .map(([k, n]) => `${k} ×${n}`)
+          .join(', ') || 'none'
+      }${v.all_after_revoked ? ' — every one refused' : ' — NOT all refused revoked'}`,
     );
   }
   return out;
@@ -263,10 +299,15 @@ function thresholdLines(r: DemoReport): string[] {
     );
     if (t.bridge_call) {
       const b = t.bridge_call;
-      out.push(`  through the bridge (an MCP client's tools/call → a signing session → node ${t.node}): ${b.tool} ${JSON.stringify(b.arguments)}: ${b.verdict}${b.error ? ` (${b.error})` : ''}, ${b.ms} ms`);
+      out.push(
+        `  through the bridge (an MCP client's tools/call → a signing session → node ${t.node}): ${b.tool} ${JSON.stringify(b.arguments)}: ${b.verdict}${b.error ? ` (${b.error})` : ''}, ${b.ms} ms`,
+      );
     }
     for (const p of t.policies) out.push(`  member ${p.member} decides by ${p.kind}: ${p.what}`);
-    for (const d of t.approvals) out.push(`  member ${d.member} ${d.decision === 'approve' ? 'approved' : 'REFUSED'} request ${short(d.request)} (${d.policy_kind} ${short(d.policy)}): ${d.reason}`);
+    for (const d of t.approvals)
+      out.push(
+        `  member ${d.member} ${d.decision === 'approve' ? 'approved' : 'REFUSED'} request ${short(d.request)} (${d.policy_kind} ${short(d.policy)}): ${d.reason}`,
+      );
     if (t.refused_call) {
       const rc = t.refused_call;
       out.push(
@@ -302,7 +343,8 @@ function channelLines(r: DemoReport): string[] {
 function energyLines(r: DemoReport): string[] {
   const out: string[] = [];
   out.push('', 'Energy (§5)');
-  for (const [prov, v] of Object.entries(r.energy.debits_by_provenance)) out.push(`  debited: ${v.receipts} allow receipts, ${fmtUj(v.uj)}, provenance ${prov}`);
+  for (const [prov, v] of Object.entries(r.energy.debits_by_provenance))
+    out.push(`  debited: ${v.receipts} allow receipts, ${fmtUj(v.uj)}, provenance ${prov}`);
   out.push(`  ${r.energy.why}`);
   if (r.energy.probe) {
     const p = r.energy.probe;
@@ -310,7 +352,10 @@ function energyLines(r: DemoReport): string[] {
     for (const s of p.skipped) out.push(`    skipped ${s.rung.padEnd(9)} ${s.reason.padEnd(17)} ${s.detail}`);
   }
   const metered = Object.entries(r.energy.metered_uj_by_provenance);
-  if (metered.length) out.push(`  metered by the nodes around the tool calls (after the decision, /metrics): ${metered.map(([k, v]) => `${fmtUj(v)} ${k}`).join(', ')}`);
+  if (metered.length)
+    out.push(
+      `  metered by the nodes around the tool calls (after the decision, /metrics): ${metered.map(([k, v]) => `${fmtUj(v)} ${k}`).join(', ')}`,
+    );
   return out;
 }
 

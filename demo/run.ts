@@ -75,7 +75,10 @@ function prepareDir(dir: string | undefined): string {
   if (dir === undefined) return mkdtempSync(join(tmpdir(), 'jcp-demo-'));
   const d = resolve(dir);
   if (existsSync(d) && readdirSync(d).length > 0) {
-    throw new DemoError(DemoErrorCodes.DIR_NOT_EMPTY, `--dir ${d} is not empty: choose a new or empty folder (the demo's receipts go there)`);
+    throw new DemoError(
+      DemoErrorCodes.DIR_NOT_EMPTY,
+      `--dir ${d} is not empty: choose a new or empty folder (the demo's receipts go there)`,
+    );
   }
   mkdirSync(d, { recursive: true });
   return d;
@@ -192,7 +195,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     await run.bus?.close().catch(() => undefined);
     await run.nc?.close().catch(() => undefined);
     // A temp folder from a run that failed before any node started holds nothing worth keeping.
-    if (made !== undefined && o.dir === undefined && !evidenceMade && run.nodes.length === 0) rmSync(made, { recursive: true, force: true });
+    if (made !== undefined && o.dir === undefined && !evidenceMade && run.nodes.length === 0)
+      rmSync(made, { recursive: true, force: true });
   }
 }
 
@@ -235,7 +239,9 @@ function mintPlan(run: DemoRun, natsUrl: string | undefined): { issuer: Actor; s
   const stewards = Array.from({ length: NODES }, () => actorFromSeed(new Uint8Array(randomBytes(32))));
   const roots: Roots = mintRoots(issuer, Math.floor(Date.now() / 1000), NODES, natsUrl !== undefined);
   say(`issuer ${issuer.did}`);
-  say(`minted the files root ${grantId(roots.files.grant).slice(0, 16)}… (${fmt(roots.files.grant.budget_uj)}) and split it into ${NODES} shards of ${fmt(BUDGETS.shardUj)}, one per node (§4.5)`);
+  say(
+    `minted the files root ${grantId(roots.files.grant).slice(0, 16)}… (${fmt(roots.files.grant.budget_uj)}) and split it into ${NODES} shards of ${fmt(BUDGETS.shardUj)}, one per node (§4.5)`,
+  );
   say(
     roots.channel
       ? `minted the memory root ${grantId(roots.memory.grant).slice(0, 16)}… (${fmt(roots.memory.grant.budget_uj)}): one shared grant, a budget channel across the ${NODES} nodes (window ${fmt(BUDGETS.channelWindowUj)} each)`
@@ -280,7 +286,11 @@ async function startParts(
         resources: resourcesSection(sampleDir, join(ndir, 'memory.jsonl'), issuer.did),
         meter: meterSection(),
         ...(natsUrl !== undefined
-          ? { nats: natsUrl, subjectRoot: root, channels: [{ grantId: grantId(roots.memory.grant), windowUj: BUDGETS.channelWindowUj, points }] }
+          ? {
+              nats: natsUrl,
+              subjectRoot: root,
+              channels: [{ grantId: grantId(roots.memory.grant), windowUj: BUDGETS.channelWindowUj, points }],
+            }
           : {}),
       });
       say(`node ${name} up: jcp/1 on 127.0.0.1:${nodes[i]!.port}, steward ${steward.did.slice(0, 24)}…`);
@@ -381,7 +391,9 @@ function reactToCalls(run: DemoRun, issuer: Actor, chains: readonly WorkerChains
     else if (!sampled.has(`${w.name} ${e.lane}`)) {
       // One real tool answer per worker and lane, to show what went through.
       sampled.add(`${w.name} ${e.lane}`);
-      say(`${w.name} ${e.lane} ${e.action} at ${e.node}: allowed, ${fmt(BigInt(e.cost_uj))} debited; the tool said: ${e.note ?? '(nothing)'}`);
+      say(
+        `${w.name} ${e.lane} ${e.action} at ${e.node}: allowed, ${fmt(BigInt(e.cost_uj))} debited; the tool said: ${e.note ?? '(nothing)'}`,
+      );
     }
     if (w === workers[2] && r.revokeTask === undefined && w.allowed >= REVOKE_AFTER) {
       const ids = [leafId(chains[2]!.files), leafId(chains[2]!.memory)];
@@ -450,14 +462,27 @@ async function awaitRun(run: DemoRun, r: RunReactions): Promise<RunOutcome> {
  */
 async function teamPhase(run: DemoRun, roots: Roots): Promise<TeamOutcome> {
   const { team, nodes, say } = run;
-  if (team === undefined) return { approval: undefined, teamRefusal: undefined, bridgeCall: undefined, teamDecisions: [], teamPolicies: [], team: undefined, teamGrant: undefined };
+  if (team === undefined)
+    return {
+      approval: undefined,
+      teamRefusal: undefined,
+      bridgeCall: undefined,
+      teamDecisions: [],
+      teamPolicies: [],
+      team: undefined,
+      teamGrant: undefined,
+    };
   const target = TEAM_TARGET;
   const teamInfo = { group: team.group, members: team.members, min: team.min, max: team.max, dkgMs: team.dkgMs };
   const tg = teamGrant(roots, team.group);
-  say(`the issuer grants the team (subject = the group key) ${TEAM_ACTION} on memory; target: the entity ${JSON.stringify(target)} on ${nodes[0]!.name}`);
+  say(
+    `the issuer grants the team (subject = the group key) ${TEAM_ACTION} on memory; target: the entity ${JSON.stringify(target)} on ${nodes[0]!.name}`,
+  );
   const approval = await approveAsTeam(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [target] });
   say(`one member alone signs: ${approval.solo.verdict}${approval.solo.denyReason ? ` (${approval.solo.denyReason})` : ''}`);
-  say(`two members sign together: ${approval.group.verdict}${approval.group.denyReason ? ` (${approval.group.denyReason})` : ''}${approval.group.result ? ` — ${approval.group.result}` : ''}`);
+  say(
+    `two members sign together: ${approval.group.verdict}${approval.group.denyReason ? ` (${approval.group.denyReason})` : ''}${approval.group.result ? ` — ${approval.group.result}` : ''}`,
+  );
   const teamRefusal = await askTeamToSign(nodes[0]!, team, tg, TEAM_ACTION, { entityNames: [REFUSED_TARGET] });
   say(
     `the team is asked to ${TEAM_ACTION} ${JSON.stringify([REFUSED_TARGET])}: ${teamRefusal.refused ? `refused (${teamRefusal.code}) by ${teamRefusal.refusals.map((r) => `member ${r.member}: ${r.why}`).join('; ')}` : 'SIGNED (unexpected)'}`,
@@ -475,7 +500,11 @@ async function teamPhase(run: DemoRun, roots: Roots): Promise<TeamOutcome> {
  * channel once more), audits the channel against its overdraft bound (§4.5), and removes the demo's
  * streams from a NATS of the user's (a failure goes to the problems).
  */
-async function stopEverything(run: DemoRun, broker: DemoBroker, roots: Roots): Promise<{ metrics: string[]; channel: RunFacts['channel'] }> {
+async function stopEverything(
+  run: DemoRun,
+  broker: DemoBroker,
+  roots: Roots,
+): Promise<{ metrics: string[]; channel: RunFacts['channel'] }> {
   const { nodes, workers, say } = run;
   const { b, natsUrl, root } = broker;
   const metrics = await Promise.all(nodes.map((n) => metricsText(n)));
@@ -484,7 +513,11 @@ async function stopEverything(run: DemoRun, broker: DemoBroker, roots: Roots): P
   run.team = undefined;
   await run.nc?.close();
   run.nc = undefined;
-  say(natsUrl !== undefined ? 'stopping the nodes (each settles its channel once more and closes its log)' : 'stopping the nodes (each closes its log)');
+  say(
+    natsUrl !== undefined
+      ? 'stopping the nodes (each settles its channel once more and closes its log)'
+      : 'stopping the nodes (each closes its log)',
+  );
   await Promise.all(nodes.map((n) => stopNode(n)));
   let channel: RunFacts['channel'];
   if (run.bus !== undefined) {
@@ -514,7 +547,8 @@ async function waitSettled(bus: JetStreamBus, grant: ContentId, points: number, 
   for (;;) {
     const stored = await bus.readLatest(grant).catch(() => []);
     if (stored.length >= points) break;
-    if (Date.now() > deadline) throw new Error(`only ${stored.length} of ${points} nodes settled the budget channel within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`only ${stored.length} of ${points} nodes settled the budget channel within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
   await new Promise((r) => setTimeout(r, 500));

@@ -20,7 +20,17 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed, type Did } from '../core/index.ts';
-import { approvalsStream, evidenceStream, natsBus, readShareFile, registryBucket, runDkg, type ShareRecord, type Signer, thresholdSigner } from '../frost/index.ts';
+import {
+  approvalsStream,
+  evidenceStream,
+  natsBus,
+  readShareFile,
+  registryBucket,
+  runDkg,
+  type ShareRecord,
+  type Signer,
+  thresholdSigner,
+} from '../frost/index.ts';
 import { ParticipantCluster, whenInterrupted } from '../testkit/index.ts';
 
 /** A running 2-of-3 team. */
@@ -96,7 +106,8 @@ function startReviewer(arg: string): Promise<Server> {
         const names = v.call?.arguments?.[arg];
         const list = Array.isArray(names) ? names.map(String) : [];
         if (list.length !== 1) answer = { approve: false, reason: `one ${arg} entry per irreversible call, got ${list.length}` };
-        else if (/secret/i.test(list[0]!)) answer = { approve: false, reason: `${list[0]} looks like a secret: not deleted without a person` };
+        else if (/secret/i.test(list[0]!))
+          answer = { approve: false, reason: `${list[0]} looks like a secret: not deleted without a person` };
         else answer = { approve: true, reason: `reviewed ${list[0]}` };
       } catch {
         answer = { approve: false, reason: 'could not read the call' };
@@ -123,7 +134,10 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
   mkdirSync(dir, { recursive: true });
   const capFile = join(dir, 'member1-rules.json');
   const folderFile = join(dir, 'member3-rules.json');
-  writeFileSync(capFile, JSON.stringify({ allow: [{ resource: rules.resource, actions: [rules.action], max_cost_uj: rules.costCapUj.toString() }] }));
+  writeFileSync(
+    capFile,
+    JSON.stringify({ allow: [{ resource: rules.resource, actions: [rules.action], max_cost_uj: rules.costCapUj.toString() }] }),
+  );
   writeFileSync(
     folderFile,
     JSON.stringify({ allow: [{ resource: rules.resource, actions: [rules.action], args: { [rules.arg]: { prefix: rules.folder } } }] }),
@@ -133,10 +147,18 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
   const policies: TeamPolicy[] = [
     { member: 1, kind: 'rules', what: `${rules.action} on ${rules.resource}, at most ${rules.costCapUj} µJ (${capFile})` },
     { member: 2, kind: 'webhook', what: `a reviewer at ${url}: one entry per call, nothing that looks secret` },
-    { member: 3, kind: 'rules', what: `${rules.action} on ${rules.resource} only for ${rules.arg} under "${rules.folder}" (${folderFile})` },
+    {
+      member: 3,
+      kind: 'rules',
+      what: `${rules.action} on ${rules.resource} only for ${rules.arg} under "${rules.folder}" (${folderFile})`,
+    },
   ];
   const argsFor = (i: number): string[] =>
-    i === 0 ? ['--approve', 'rules', capFile] : i === 1 ? ['--approve', 'webhook', url, '--approve-timeout-ms', '2000'] : ['--approve', 'rules', folderFile];
+    i === 0
+      ? ['--approve', 'rules', capFile]
+      : i === 1
+        ? ['--approve', 'webhook', url, '--approve-timeout-ms', '2000']
+        : ['--approve', 'rules', folderFile];
   let cluster: ParticipantCluster;
   try {
     cluster = await ParticipantCluster.start(
@@ -181,7 +203,23 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     const done = await first.waitFor((e) => e.event === 'dkg-complete' && e['session'] === dkg.session, 'dkg-complete', 15_000);
     const soloShare = readShareFile(done['path'] as string);
     const sign = await thresholdSigner({ nc, group: dkg.did, prefix, actor: coordinator, timeoutMs: 5_000 });
-    return { group: dkg.did, members: dkg.roster, min: 2, max: 3, dkgMs: Math.round(dkg.elapsedMs), prefix, sign, coordinator, nc, soloShare, dir, holders: cluster.procs.map((p) => p.did as Did), policies, decisions, close };
+    return {
+      group: dkg.did,
+      members: dkg.roster,
+      min: 2,
+      max: 3,
+      dkgMs: Math.round(dkg.elapsedMs),
+      prefix,
+      sign,
+      coordinator,
+      nc,
+      soloShare,
+      dir,
+      holders: cluster.procs.map((p) => p.did as Did),
+      policies,
+      decisions,
+      close,
+    };
   } catch (e) {
     await close();
     throw e;
@@ -192,7 +230,8 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
 async function removePrefix(nc: NatsConnection, prefix: string): Promise<void> {
   try {
     const jsm = await jetstreamManager(nc);
-    for (const name of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)]) await jsm.streams.delete(name).catch(() => false);
+    for (const name of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
+      await jsm.streams.delete(name).catch(() => false);
   } catch {
     // NATS gone: nothing to remove
   }

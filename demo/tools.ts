@@ -17,8 +17,18 @@ export interface ToolInfo {
 }
 
 /** Starts `command` over stdio, lists its tools, stops it. @throws Error when the server does not start within `timeoutMs`. */
-export async function listTools(command: string, args: readonly string[], env: Record<string, string>, timeoutMs = 20_000): Promise<ToolInfo[]> {
-  const transport = new StdioClientTransport({ command: bin(command), args: [...args], env: { ...process.env, ...env } as Record<string, string>, stderr: 'pipe' });
+export async function listTools(
+  command: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+): Promise<ToolInfo[]> {
+  const transport = new StdioClientTransport({
+    command: bin(command),
+    args: [...args],
+    env: { ...process.env, ...env } as Record<string, string>,
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'jcp-demo', version: '0.1.0' });
   let timer: NodeJS.Timeout | undefined;
   try {

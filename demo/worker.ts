@@ -24,7 +24,26 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Actor, actorFromSeed, contentId, decode, DenyReasons, encode, fromHex, grantId, makeCheckpoint, openReceipt, readSignedAmendment, readSignedGrant, receiptId, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, toHex, verifyContinuation } from '../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  contentId,
+  decode,
+  DenyReasons,
+  encode,
+  fromHex,
+  grantId,
+  makeCheckpoint,
+  openReceipt,
+  readSignedAmendment,
+  readSignedGrant,
+  receiptId,
+  type SignedCheckpoint,
+  signedCheckpointToCbor,
+  type SignedGrant,
+  toHex,
+  verifyContinuation,
+} from '../core/index.ts';
 import { JcpClient, resultJson } from '../client/index.ts';
 import { type CallEvent, chainFromHex, type FromWorker, type Lane, type ToWorker } from './messages.ts';
 
@@ -135,10 +154,14 @@ function callOf(job: Go, lane: Lane, n: number): { action: string; args: Record<
     }
   }
   const findings = `${me}-findings`;
-  if (n === 0) return { action: 'create_entities', args: { entities: [{ name: findings, entityType: 'report', observations: [`${me} started`] }] } };
+  if (n === 0)
+    return { action: 'create_entities', args: { entities: [{ name: findings, entityType: 'report', observations: [`${me} started`] }] } };
   switch (n % 4) {
     case 1:
-      return { action: 'create_entities', args: { entities: [{ name: `${me}-note-${n}`, entityType: 'note', observations: [`read pass ${n}`] }] } };
+      return {
+        action: 'create_entities',
+        args: { entities: [{ name: `${me}-note-${n}`, entityType: 'note', observations: [`read pass ${n}`] }] },
+      };
     case 2:
       return { action: 'add_observations', args: { observations: [{ entityName: findings, contents: [`observation ${n} by ${me}`] }] } };
     case 3:
@@ -243,7 +266,12 @@ async function checkpoint(s: Session): Promise<void> {
   const cp = makeCheckpoint(steered, state, me, new Uint8Array(randomBytes(16)));
   if (!cp.ok) throw new Error(`checkpoint refused: ${cp.error.why}`);
   const sc: SignedCheckpoint = cp.value;
-  send({ type: 'checkpoint', checkpoint: toHex(encode(signedCheckpointToCbor(sc))), receipt: toHex(files.lastReceipt ?? new Uint8Array()), node: files.lastNode });
+  send({
+    type: 'checkpoint',
+    checkpoint: toHex(encode(signedCheckpointToCbor(sc))),
+    receipt: toHex(files.lastReceipt ?? new Uint8Array()),
+    node: files.lastNode,
+  });
   const c: Continue = await next('continue', 30_000);
   const amendment = readSignedAmendment(decode(fromHex(c.amendment)));
   const continuation = readSignedGrant(decode(fromHex(c.continuation)));
@@ -295,7 +323,13 @@ async function main(): Promise<void> {
   const s: Session = { me, job, clients: new Map(), lanes, lastSent: new Map() };
   const stopped = await workRounds(s);
   for (const c of s.clients.values()) await c.close();
-  const status = stopped ? 'stopped' : lanes.some((l) => l.ended === 'revoked') ? 'revoked' : lanes.every((l) => l.ended === 'budget-exceeded') ? 'budget-exceeded' : 'stopped';
+  const status = stopped
+    ? 'stopped'
+    : lanes.some((l) => l.ended === 'revoked')
+      ? 'revoked'
+      : lanes.every((l) => l.ended === 'budget-exceeded')
+        ? 'budget-exceeded'
+        : 'stopped';
   finishing = true;
   await sendLast({ type: 'done', status });
 }

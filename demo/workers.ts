@@ -60,7 +60,9 @@ export class WorkerProc {
   constructor(name: string, demoDir: string, onCall: (w: WorkerProc, e: CallEvent) => void) {
     this.name = name;
     this.#onCall = onCall;
-    this.child = spawn(process.execPath, ['--import', TSX_IMPORT, WORKER_SCRIPT, name, demoDir], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    this.child = spawn(process.execPath, ['--import', TSX_IMPORT, WORKER_SCRIPT, name, demoDir], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
     track(this.child);
     this.child.stderr?.setEncoding('utf8');
     this.child.stderr?.on('data', (d: string) => {
@@ -134,7 +136,10 @@ export class WorkerProc {
       if (v !== undefined) return v;
       if (this.failure !== undefined) throw new Error(this.failure);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`worker ${this.name}: no ${what} within ${timeoutMs} ms${this.stderr ? `: ${this.stderr.trim().slice(-500)}` : ''}`);
+      if (left <= 0)
+        throw new Error(
+          `worker ${this.name}: no ${what} within ${timeoutMs} ms${this.stderr ? `: ${this.stderr.trim().slice(-500)}` : ''}`,
+        );
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(t);

@@ -4,7 +4,21 @@
  * and jcp/1 requests (`core/wire.ts` `signWireRequest` takes the signer function directly) with
  * the same bytes as any other actor; only the signature comes from a signing session.
  */
-import { asBytes, asCid, check, type ContentId, type Did, encode, type Grant, grantBytes, type Revocation, revocationToCbor, type Signed, type SignedGrant, type SignedRevocation } from '../core/index.ts';
+import {
+  asBytes,
+  asCid,
+  check,
+  type ContentId,
+  type Did,
+  encode,
+  type Grant,
+  grantBytes,
+  type Revocation,
+  revocationToCbor,
+  type Signed,
+  type SignedGrant,
+  type SignedRevocation,
+} from '../core/index.ts';
 import type { Signer } from './coordinator.ts';
 
 /** A did:key whose signatures come from a signer function (a threshold group, or any remote signer). */
@@ -29,7 +43,11 @@ export async function issueGrant(g: Grant, actor: ThresholdActor): Promise<Signe
  * @throws JcpError `schema`/`bad-length`; FrostError from the signing session.
  */
 export async function revokeGrant(grantId: ContentId, actor: ThresholdActor, nonce: Uint8Array): Promise<SignedRevocation> {
-  const body: Revocation = { grant_id: asCid(grantId, 'revocation.grant_id'), revoked_by: actor.did, nonce: asBytes(nonce, 'revocation.nonce', 16) };
+  const body: Revocation = {
+    grant_id: asCid(grantId, 'revocation.grant_id'),
+    revoked_by: actor.did,
+    nonce: asBytes(nonce, 'revocation.nonce', 16),
+  };
   return { body, signature: await actor.sign(encode(revocationToCbor(body))) };
 }
 

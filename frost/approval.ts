@@ -9,7 +9,36 @@
  * grant chain, the caller and `now`. Anything else is a raw message, refused unless the holder
  * signs raw bytes. docs/frost.md "Approvals" documents the formats.
  */
-import { type Actor, asArray, asCid, asDid, asEnum, asObj, asSafeUint, asText, contentId, type ContentId, contentIdOfBytes, decode, type Did, encode, err, isContentId, MAX_WIRE_CHAIN, ok, readSigned, readSignedGrant, readWireRequestFields, REQUEST_OPTIONAL, type Result, signBody, toHex, type UnsignedWireRequest, verifyBody, wireRequestSigningBytes } from '../core/index.ts';
+import {
+  type Actor,
+  asArray,
+  asCid,
+  asDid,
+  asEnum,
+  asObj,
+  asSafeUint,
+  asText,
+  contentId,
+  type ContentId,
+  contentIdOfBytes,
+  decode,
+  type Did,
+  encode,
+  err,
+  isContentId,
+  MAX_WIRE_CHAIN,
+  ok,
+  readSigned,
+  readSignedGrant,
+  readWireRequestFields,
+  REQUEST_OPTIONAL,
+  type Result,
+  signBody,
+  toHex,
+  type UnsignedWireRequest,
+  verifyBody,
+  wireRequestSigningBytes,
+} from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 
 /** One link of the grant chain as a holder is shown it. `budget_uj` in µJ (decimal string), `expiry` unix seconds. */
@@ -200,13 +229,16 @@ export function parseRules(text: string): Result<Rules, FrostFault> {
           if (ro['max'] !== undefined) ar.max = num(ro['max'], `${rf}.max`);
           if (ro['min'] !== undefined) ar.min = num(ro['min'], `${rf}.min`);
           if (ro['one_of'] !== undefined) {
-            ar.one_of = asArray(ro['one_of'], `${rf}.one_of`, 1024).map((x2, j) => (typeof x2 === 'number' ? num(x2, `${rf}.one_of[${j}]`) : asText(x2, `${rf}.one_of[${j}]`, 1024)));
+            ar.one_of = asArray(ro['one_of'], `${rf}.one_of`, 1024).map((x2, j) =>
+              typeof x2 === 'number' ? num(x2, `${rf}.one_of[${j}]`) : asText(x2, `${rf}.one_of[${j}]`, 1024),
+            );
           }
           args[k] = ar;
         }
         rule.args = args;
       }
-      if (e['callers'] !== undefined) rule.callers = asArray(e['callers'], `${f}.callers`, 1024).map((d, j) => asDid(d, `${f}.callers[${j}]`));
+      if (e['callers'] !== undefined)
+        rule.callers = asArray(e['callers'], `${f}.callers`, 1024).map((d, j) => asDid(d, `${f}.callers[${j}]`));
       if (e['not_before'] !== undefined) rule.not_before = asSafeUint(e['not_before'], `${f}.not_before`);
       if (e['not_after'] !== undefined) rule.not_after = asSafeUint(e['not_after'], `${f}.not_after`);
       if (e['hours_utc'] !== undefined) {
@@ -241,8 +273,12 @@ export function resourceIdFor(nameOrId: string): ContentId {
  * at the node too, §11), so an approval expires with its request. Undefined = go on to the policy.
  */
 export function precheck(s: Subject, opts: { allowRaw: boolean; nowS: number; maxSkewS: number }): Verdict | undefined {
-  if (s.kind === 'raw') return opts.allowRaw ? undefined : { approve: false, reason: `not a jcp/1 wire request (${s.why}); this holder does not sign raw bytes` };
-  if (Math.abs(opts.nowS - s.now) > opts.maxSkewS) return { approve: false, reason: `request now ${s.now} is more than ${opts.maxSkewS} s from the holder's clock (${opts.nowS})` };
+  if (s.kind === 'raw')
+    return opts.allowRaw
+      ? undefined
+      : { approve: false, reason: `not a jcp/1 wire request (${s.why}); this holder does not sign raw bytes` };
+  if (Math.abs(opts.nowS - s.now) > opts.maxSkewS)
+    return { approve: false, reason: `request now ${s.now} is more than ${opts.maxSkewS} s from the holder's clock (${opts.nowS})` };
   return undefined;
 }
 
@@ -341,7 +377,21 @@ export interface ReadDecision {
  */
 export function openDecision(bytes: Uint8Array): ReadDecision {
   const s = readSigned(decode(bytes), 'decision');
-  const o = asObj(s.body, 'decision.body', ['proto', 'holder', 'group', 'identifier', 'session', 'request', 'policy', 'policy_kind', 'decision', 'reason', 'at_s', 'action', 'resource']);
+  const o = asObj(s.body, 'decision.body', [
+    'proto',
+    'holder',
+    'group',
+    'identifier',
+    'session',
+    'request',
+    'policy',
+    'policy_kind',
+    'decision',
+    'reason',
+    'at_s',
+    'action',
+    'resource',
+  ]);
   const body: DecisionBody = {
     proto: asEnum(o['proto'], 'decision.body.proto', ['jcp-frost-approval/1'] as const),
     holder: asDid(o['holder'], 'decision.body.holder'),

@@ -10,7 +10,16 @@ import { createInterface } from 'node:readline';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { contentId, type ContentId, type Did } from '../core/index.ts';
-import { type DecodedCall, DEFAULT_MAX_SKEW_S, judgeByRules, openDecision, parseRules, type ReadDecision, type Subject, type Verdict } from './approval.ts';
+import {
+  type DecodedCall,
+  DEFAULT_MAX_SKEW_S,
+  judgeByRules,
+  openDecision,
+  parseRules,
+  type ReadDecision,
+  type Subject,
+  type Verdict,
+} from './approval.ts';
 import { groupTag } from './group.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 
@@ -54,7 +63,13 @@ export function rulesApprover(path: string, opts: ApproverOpts = {}): Approver {
   const r = parseRules(text);
   if (!r.ok) throw new FrostError(FrostErrorCodes.POLICY_INVALID, `${path}: ${r.error.why}`);
   const rules = r.value;
-  return { kind: 'rules', id: rules.id, allowRaw: opts.allowRaw ?? false, maxSkewS: opts.maxSkewS ?? rules.max_skew_s, decide: async (c) => judgeByRules(rules, c) };
+  return {
+    kind: 'rules',
+    id: rules.id,
+    allowRaw: opts.allowRaw ?? false,
+    maxSkewS: opts.maxSkewS ?? rules.max_skew_s,
+    decide: async (c) => judgeByRules(rules, c),
+  };
 }
 
 /** One line per field of a decoded call, for a person. */
@@ -70,7 +85,10 @@ export function describeCall(c: ShownCall): string {
     `  cost      ${d.cost_uj} µJ (${d.provenance})`,
     `  caller    ${d.caller}`,
     `  now       ${d.now} (${new Date(d.now * 1000).toISOString()})`,
-    ...d.chain.map((g, i) => `  chain[${i}]  ${g.issuer} → ${g.subject}: [${g.actions.join(', ')}] on ${g.resource}, ${g.budget_uj} µJ, expires ${g.expiry}`),
+    ...d.chain.map(
+      (g, i) =>
+        `  chain[${i}]  ${g.issuer} → ${g.subject}: [${g.actions.join(', ')}] on ${g.resource}, ${g.budget_uj} µJ, expires ${g.expiry}`,
+    ),
     `  group     ${c.group}, session ${c.session}`,
   ].join('\n');
 }
@@ -112,7 +130,8 @@ export function promptApprover(input: Readable, output: Writable, opts: Approver
       }, timeoutMs);
     });
     clearTimeout(timer);
-    if (line === undefined) return { approve: false, reason: closed ? 'the terminal is closed' : `no answer at the terminal within ${timeoutMs} ms` };
+    if (line === undefined)
+      return { approve: false, reason: closed ? 'the terminal is closed' : `no answer at the terminal within ${timeoutMs} ms` };
     const a = line.trim();
     if (/^(y|yes)$/i.test(a)) return { approve: true, reason: 'approved at the terminal' };
     const why = a.replace(/^(n|no)\b\s*/i, '');
@@ -144,7 +163,8 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
   } catch {
     throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook URL ${url} does not parse`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook URL ${url}: only http and https`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook URL ${url}: only http and https`);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_APPROVE_TIMEOUT_MS;
   const id = contentId({ policy: 'webhook', url: u.href });
   return {
@@ -164,11 +184,13 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
         if (!res.ok) return { approve: false, reason: `webhook answered HTTP ${res.status}` };
         const v = JSON.parse(text) as { approve?: unknown; reason?: unknown };
         if (typeof v.approve !== 'boolean') return { approve: false, reason: 'webhook answer has no boolean "approve"' };
-        const reason = typeof v.reason === 'string' && v.reason !== '' ? v.reason : v.approve ? 'approved by webhook' : 'refused by webhook';
+        const reason =
+          typeof v.reason === 'string' && v.reason !== '' ? v.reason : v.approve ? 'approved by webhook' : 'refused by webhook';
         return { approve: v.approve, reason: `webhook: ${reason}`.slice(0, 2000) };
       } catch (e) {
         const name = (e as Error).name;
-        if (name === 'TimeoutError' || name === 'AbortError') return { approve: false, reason: `webhook gave no answer within ${timeoutMs} ms` };
+        if (name === 'TimeoutError' || name === 'AbortError')
+          return { approve: false, reason: `webhook gave no answer within ${timeoutMs} ms` };
         return { approve: false, reason: `webhook failed: ${(e as Error).message}` };
       }
     },
@@ -200,7 +222,11 @@ export class DecisionJournal {
 
   #note(d: ReadDecision): void {
     if (!d.valid) return;
-    this.#bySession.set(key(d.body.group, d.body.identifier, d.body.session), { request: d.body.request, approve: d.body.decision === 'approve', reason: d.body.reason });
+    this.#bySession.set(key(d.body.group, d.body.identifier, d.body.session), {
+      request: d.body.request,
+      approve: d.body.decision === 'approve',
+      reason: d.body.reason,
+    });
   }
 
   /** The last decision taken for this share's `session`, if any. */
@@ -273,7 +299,13 @@ export function approvalsSubject(prefix: string, group: Did, identifier: number)
  * `<prefix>.approvals.>`, created if absent, kept 30 days). Returns the stream sequence.
  * @throws FrostError `frost-transport`.
  */
-export async function publishDecision(nc: NatsConnection, prefix: string, group: Did, identifier: number, record: Uint8Array): Promise<number> {
+export async function publishDecision(
+  nc: NatsConnection,
+  prefix: string,
+  group: Did,
+  identifier: number,
+  record: Uint8Array,
+): Promise<number> {
   try {
     const jsm = await jetstreamManager(nc);
     const name = approvalsStream(prefix);

@@ -9,7 +9,15 @@
  * reveal its session key in a complaint: the session is aborted anyway, and anyone can then
  * recompute the pairwise key and read the share ({@link pairKey}).
  */
-import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+} from 'node:crypto';
 import { type Did, encode } from '../core/index.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 
@@ -46,7 +54,8 @@ export interface BoxContext {
  * @throws FrostError `frost-bad-message` if the peer key is of low order (all-zero secret).
  */
 export function pairKey(mySecret: Uint8Array, theirPublic: Uint8Array, ctx: BoxContext): Uint8Array {
-  if (theirPublic.length !== 32 || mySecret.length !== 32) throw new FrostError(FrostErrorCodes.BAD_MESSAGE, 'X25519 keys must be 32 bytes');
+  if (theirPublic.length !== 32 || mySecret.length !== 32)
+    throw new FrostError(FrostErrorCodes.BAD_MESSAGE, 'X25519 keys must be 32 bytes');
   let shared: Buffer;
   try {
     shared = diffieHellman({

@@ -99,7 +99,8 @@ export async function signWithGroup(opts: SignOpts): Promise<SignResult> {
   const g = await opts.registry.get(opts.group);
   if (!g) throw new FrostError(FrostErrorCodes.UNKNOWN_GROUP, `no public package for ${opts.group} in the registry`);
   const want = opts.signers ?? g.min;
-  if (!Number.isSafeInteger(want) || want < g.min || want > g.max) throw new FrostError(FrostErrorCodes.BAD_PARAMS, `signers must be ${g.min}..${g.max}`);
+  if (!Number.isSafeInteger(want) || want < g.min || want > g.max)
+    throw new FrostError(FrostErrorCodes.BAD_PARAMS, `signers must be ${g.min}..${g.max}`);
   const cap = opts.bus.maxPayload?.();
   // The signing package carries the message, every chosen commitment and a signed envelope.
   if (cap !== undefined && opts.message.length + PACKAGE_OVERHEAD_BYTES + 200 * want > cap) {
@@ -207,7 +208,8 @@ const PACKAGE_OVERHEAD_BYTES = 1024;
 export function withEarlier(e: FrostError, earlier: readonly FrostError[]): FrostError {
   if (earlier.length === 0) return e;
   const culprits = [...e.culprits];
-  for (const x of earlier) for (const c of x.culprits) if (!culprits.some((k) => k.identifier === c.identifier && k.did === c.did)) culprits.push(c);
+  for (const x of earlier)
+    for (const c of x.culprits) if (!culprits.some((k) => k.identifier === c.identifier && k.did === c.did)) culprits.push(c);
   const before = earlier.map((x, i) => `attempt ${i + 1}: [${x.code}] ${x.message}`).join('; ');
   return new FrostError(e.code, `${e.message} (after ${before})`, culprits, e.detail, { cause: e });
 }
@@ -272,7 +274,8 @@ async function gatherCommitments(
     }
     try {
       const c = readCommitment(b.payload);
-      if (c.group !== opts.group || c.commitment.identifier !== id) return void notes.push(`${who(id)} sent a commitment for another group or identifier`);
+      if (c.group !== opts.group || c.commitment.identifier !== id)
+        return void notes.push(`${who(id)} sent a commitment for another group or identifier`);
       if (c.digest !== digest) return void notes.push(`${who(id)} signs under a different group package`);
       // Full element checks (subgroup, canonical) happen once, inside share verification; the
       // identity is refused here because it is cheap to spot (RFC 9591 §3.1).
@@ -340,7 +343,11 @@ async function attemptOnce(
   const replies = await Promise.allSettled(
     chosen.map(async (id) => {
       const to = g.roster[id - 1]!;
-      const raw = await bus.request(sub.signPackage(opts.group, id), sealMessage({ kind: 'sign-package', session, round: 2, to, payload }, me), timeoutMs);
+      const raw = await bus.request(
+        sub.signPackage(opts.group, id),
+        sealMessage({ kind: 'sign-package', session, round: 2, to, payload }, me),
+        timeoutMs,
+      );
       return { id, raw };
     }),
   );
@@ -349,7 +356,12 @@ async function attemptOnce(
   const sig = aggregate(g, pkg, shares);
   if (!sig.ok) {
     const culprits = sig.error.culprits.map((c) => (c.identifier !== undefined ? culprit(c.identifier) : c));
-    throw new FrostError(sig.error.code, `${sig.error.why}${culprits.length ? `: ${describeCulprits(culprits)}` : ''} (session ${session})`, culprits, { session });
+    throw new FrostError(
+      sig.error.code,
+      `${sig.error.why}${culprits.length ? `: ${describeCulprits(culprits)}` : ''} (session ${session})`,
+      culprits,
+      { session },
+    );
   }
   return { signature: sig.value, session, signers: chosen.map(culprit) };
 }
@@ -422,8 +434,15 @@ function readShares(
       continue;
     }
     const o = openMessage(r.value.raw);
-    if (!o.ok || !expectMessage(o.value, { kind: ['sign-share', 'sign-refusal'], session, round: 2, to: me.did, from: [g.roster[id - 1]!] }).ok) {
-      refused.push({ c: culprit(id), code: FrostErrorCodes.BAD_MESSAGE, why: o.ok ? 'reply for another session or from another sender' : o.error.why });
+    if (
+      !o.ok ||
+      !expectMessage(o.value, { kind: ['sign-share', 'sign-refusal'], session, round: 2, to: me.did, from: [g.roster[id - 1]!] }).ok
+    ) {
+      refused.push({
+        c: culprit(id),
+        code: FrostErrorCodes.BAD_MESSAGE,
+        why: o.ok ? 'reply for another session or from another sender' : o.error.why,
+      });
       continue;
     }
     try {
@@ -433,20 +452,28 @@ function readShares(
         continue;
       }
       const s = readShare(o.value.body.payload);
-      if (s.group !== opts.group || s.identifier !== id) refused.push({ c: culprit(id), code: FrostErrorCodes.BAD_MESSAGE, why: 'share for another group or identifier' });
+      if (s.group !== opts.group || s.identifier !== id)
+        refused.push({ c: culprit(id), code: FrostErrorCodes.BAD_MESSAGE, why: 'share for another group or identifier' });
       else shares.set(id, s.share);
     } catch (x) {
       refused.push({ c: culprit(id), code: FrostErrorCodes.BAD_MESSAGE, why: (x as Error).message });
     }
   }
   if (lost.length) {
-    throw new FrostError(FrostErrorCodes.PARTICIPANT_LOST, `no signature share from ${describeCulprits(lost)} within ${timeoutMs} ms (session ${session})`, lost, {
-      session,
-    });
+    throw new FrostError(
+      FrostErrorCodes.PARTICIPANT_LOST,
+      `no signature share from ${describeCulprits(lost)} within ${timeoutMs} ms (session ${session})`,
+      lost,
+      {
+        session,
+      },
+    );
   }
   if (refused.length) {
     const first = refused[0]!;
-    const code = (Object.values(FrostErrorCodes) as string[]).includes(first.code) ? (first.code as FrostError['code']) : FrostErrorCodes.REFUSED;
+    const code = (Object.values(FrostErrorCodes) as string[]).includes(first.code)
+      ? (first.code as FrostError['code'])
+      : FrostErrorCodes.REFUSED;
     throw new FrostError(
       code,
       refused.map((r) => `${describeCulprits([r.c])} refused: [${r.code}] ${r.why}`).join('; '),

@@ -11,7 +11,18 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { type Actor, actorFromSeed, type Did, err, ok, type Result, type Rng } from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
-import { checkThreshold, Fn, type GroupPublic, groupDid, idHex, nobleRng, type ShareSecret, suite, type Threshold, toNoblePublic } from './group.ts';
+import {
+  checkThreshold,
+  Fn,
+  type GroupPublic,
+  groupDid,
+  idHex,
+  nobleRng,
+  type ShareSecret,
+  suite,
+  type Threshold,
+  toNoblePublic,
+} from './group.ts';
 
 /** One participant's output of a deal: its share, its identity, and the group package. */
 export interface DealtShare extends ShareSecret {

@@ -92,13 +92,19 @@ export class DkgSession {
     this.initiator = initiator;
     this.#timeoutMs = Math.min(MAX_TIMEOUT_MS, Math.max(MIN_TIMEOUT_MS, timeoutMs));
     // Not chosen (or the initiator died): forget the session quietly.
-    this.#arm(() => this.#end({ ok: false, session, fault: fault(FrostErrorCodes.TIMEOUT, 'no dkg-start arrived'), inRoster: false }), 2 * this.#timeoutMs);
+    this.#arm(
+      () => this.#end({ ok: false, session, fault: fault(FrostErrorCodes.TIMEOUT, 'no dkg-start arrived'), inRoster: false }),
+      2 * this.#timeoutMs,
+    );
   }
 
   /** The signed hello answering the invite (carries this session's X25519 key). */
   hello(): Uint8Array {
     this.#deps.onPhase?.('dkg-hello', this.session);
-    return sealMessage({ kind: 'dkg-hello', session: this.session, round: 0, to: this.initiator, payload: { enc_key: this.#box.public } }, this.#deps.me);
+    return sealMessage(
+      { kind: 'dkg-hello', session: this.session, round: 0, to: this.initiator, payload: { enc_key: this.#box.public } },
+      this.#deps.me,
+    );
   }
 
   /** True once the session ended (completed or aborted). */
@@ -148,7 +154,11 @@ export class DkgSession {
       const prev = store.get(m.body.from);
       if (prev) {
         if (bytesEqual(prev.raw, m.raw)) return; // a retransmission
-        this.#deps.onEvidence({ session: this.session, name: `${this.session}-equivocation-${k}`, bytes: encode({ a: prev.raw, b: m.raw }) });
+        this.#deps.onEvidence({
+          session: this.session,
+          name: `${this.session}-equivocation-${k}`,
+          bytes: encode({ a: prev.raw, b: m.raw }),
+        });
         this.#abort(FrostErrorCodes.EQUIVOCATION, `${m.body.from} sent two different ${k} messages`, [this.#culprit(m.body.from)]);
         return;
       }
@@ -229,7 +239,12 @@ export class DkgSession {
     }
     const idx = s.value.roster.findIndex((r) => r.did === this.#deps.me.did);
     if (idx < 0) {
-      this.#end({ ok: false, session: this.session, fault: fault(FrostErrorCodes.REFUSED, 'not chosen for this session'), inRoster: false });
+      this.#end({
+        ok: false,
+        session: this.session,
+        fault: fault(FrostErrorCodes.REFUSED, 'not chosen for this session'),
+        inRoster: false,
+      });
       return;
     }
     this.#start = s.value;
@@ -289,13 +304,19 @@ export class DkgSession {
     const v = verifyComplaint(m.body.payload, m.body.from, this.session);
     this.#deps.onEvidence({ session: this.session, name: `${this.session}-complaint-by-${m.body.from.slice(-8)}`, bytes: m.raw });
     if (!v.ok) {
-      this.#abort(v.error.code, v.error.why, v.error.culprits.map((c) => this.#culprit(c.did!)));
+      this.#abort(
+        v.error.code,
+        v.error.why,
+        v.error.culprits.map((c) => this.#culprit(c.did!)),
+      );
       return;
     }
     this.#end({
       ok: false,
       session: this.session,
-      fault: fault(v.value.code, `${v.value.accused} sent ${m.body.from} a bad share (complaint verified)`, [this.#culprit(v.value.accused)]),
+      fault: fault(v.value.code, `${v.value.accused} sent ${m.body.from} a bad share (complaint verified)`, [
+        this.#culprit(v.value.accused),
+      ]),
       inRoster: true,
     });
   }
@@ -350,7 +371,10 @@ export class DkgSession {
       const r = dkgRound3(state, pkgs, received);
       if (!r.ok) {
         if (r.error.code === FrostErrorCodes.INCONSISTENT_SHARE) {
-          this.#complain(r.error.culprits.map((c) => start.roster[c.identifier! - 1]!), FrostErrorCodes.INCONSISTENT_SHARE);
+          this.#complain(
+            r.error.culprits.map((c) => start.roster[c.identifier! - 1]!),
+            FrostErrorCodes.INCONSISTENT_SHARE,
+          );
           return;
         }
         this.#abort(r.error.code, r.error.why, this.#toDids(r.error.culprits));
@@ -392,11 +416,20 @@ export class DkgSession {
   #complain(accused: readonly RosterEntry[], code: FrostErrorCode): void {
     for (const a of accused) {
       const payload = complaintPayload(a.did, code, this.#startRaw!, this.#r1.get(a.did)!.raw, this.#r2.get(a.did)!.raw, this.#box.secret);
-      this.#deps.onEvidence({ session: this.session, name: `${this.session}-complaint-against-${a.did.slice(-8)}`, bytes: encode(payload) });
+      this.#deps.onEvidence({
+        session: this.session,
+        name: `${this.session}-complaint-against-${a.did.slice(-8)}`,
+        bytes: encode(payload),
+      });
       this.#send('dkg-complaint', 3, payload);
     }
     const culprits = accused.map((a) => this.#culprit(a.did));
-    this.#end({ ok: false, session: this.session, fault: fault(code, `bad round-2 share from ${describeCulprits(culprits)} (complaint sent with proof)`, culprits), inRoster: true });
+    this.#end({
+      ok: false,
+      session: this.session,
+      fault: fault(code, `bad round-2 share from ${describeCulprits(culprits)} (complaint sent with proof)`, culprits),
+      inRoster: true,
+    });
   }
 
   /** Aborts: tells everyone (code, reason, culprits), forgets all secrets. */

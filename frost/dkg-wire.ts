@@ -54,7 +54,8 @@ export function readStart(m: Opened): Result<StartInfo, FrostFault> {
       if (!e.ok) return bad(`a hello is not for this session: ${e.error.why}`);
       roster.push({ did: h.value.body.from, encKey: readHello(h.value.body.payload).encKey, hello: raw });
     }
-    for (let i = 1; i < roster.length; i++) if (!(roster[i - 1]!.did < roster[i]!.did)) return bad('roster is not sorted by did without duplicates');
+    for (let i = 1; i < roster.length; i++)
+      if (!(roster[i - 1]!.did < roster[i]!.did)) return bad('roster is not sorted by did without duplicates');
     return ok({ min, max, timeoutMs, initiator: m.body.from, roster });
   } catch (e) {
     return bad((e as Error).message);
@@ -104,7 +105,14 @@ function x25519Public(secret: Uint8Array): Uint8Array {
 }
 
 /** A complaint payload: everything a third party needs to re-check the accusation. */
-export function complaintPayload(accused: Did, code: FrostErrorCode, start: Uint8Array, round1: Uint8Array, round2: Uint8Array, boxSecret: Uint8Array): Obj {
+export function complaintPayload(
+  accused: Did,
+  code: FrostErrorCode,
+  start: Uint8Array,
+  round1: Uint8Array,
+  round2: Uint8Array,
+  boxSecret: Uint8Array,
+): Obj {
   return { accused, code, start, round1, round2, box_secret: boxSecret };
 }
 
@@ -115,7 +123,8 @@ export function complaintPayload(accused: Did, code: FrostErrorCode, start: Uint
  * own commitment; otherwise a fault blaming the accuser (a false or unprovable complaint).
  */
 export function verifyComplaint(payload: Obj, accuser: Did, session: string): Result<{ accused: Did; code: FrostErrorCode }, FrostFault> {
-  const blameAccuser = (why: string) => err(fault(FrostErrorCodes.BAD_MESSAGE, `complaint by ${accuser} does not hold: ${why}`, [{ did: accuser }]));
+  const blameAccuser = (why: string) =>
+    err(fault(FrostErrorCodes.BAD_MESSAGE, `complaint by ${accuser} does not hold: ${why}`, [{ did: accuser }]));
   try {
     const o = asObj(payload, 'complaint', ['accused', 'code', 'start', 'round1', 'round2', 'box_secret']);
     const accused = asDid(o['accused'], 'complaint.accused');
@@ -133,14 +142,17 @@ export function verifyComplaint(payload: Obj, accuser: Did, session: string): Re
     const r1 = openMessage(asBytes(o['round1'], 'complaint.round1'));
     const r2 = openMessage(asBytes(o['round2'], 'complaint.round2'));
     if (!r1.ok || !r2.ok) return blameAccuser('accused’s messages do not verify');
-    if (!expectMessage(r1.value, { kind: 'dkg-round1', session, round: 1, from: [accused] }).ok) return blameAccuser('round-1 message is not the accused’s for this session');
-    if (!expectMessage(r2.value, { kind: 'dkg-round2', session, round: 2, from: [accused], to: accuser }).ok) return blameAccuser('round-2 message is not the accused’s to the accuser');
+    if (!expectMessage(r1.value, { kind: 'dkg-round1', session, round: 1, from: [accused] }).ok)
+      return blameAccuser('round-1 message is not the accused’s for this session');
+    if (!expectMessage(r2.value, { kind: 'dkg-round2', session, round: 2, from: [accused], to: accuser }).ok)
+      return blameAccuser('round-2 message is not the accused’s to the accuser');
     const pkg = readRound1(r1.value.body.payload);
     const sh = readRound2(r2.value.body.payload);
     const ctx = boxContext(session, them, me);
     const share = open(pairKey(secret, them.encKey, ctx), sh.nonce, ctx, sh.ciphertext);
     if (!share) return ok({ accused, code: FrostErrorCodes.UNDECRYPTABLE_SHARE });
-    if (share.length !== 32 || !checkRound2Share(ri + 1, start.value, pkg, share)) return ok({ accused, code: FrostErrorCodes.INCONSISTENT_SHARE });
+    if (share.length !== 32 || !checkRound2Share(ri + 1, start.value, pkg, share))
+      return ok({ accused, code: FrostErrorCodes.INCONSISTENT_SHARE });
     return blameAccuser('the share matches the accused’s commitment');
   } catch (e) {
     return blameAccuser((e as Error).message);

@@ -82,7 +82,11 @@ export function dkgRound1(identifier: number, t: Threshold, rng: Rng): Result<{ 
 export function dkgStateFromCoefficients(identifier: number, t: Threshold, coefficients: readonly Uint8Array[]): DkgState {
   const [a0, ...rest] = coefficients;
   if (!a0 || coefficients.length !== t.min) throw new RangeError(`need ${t.min} coefficients`);
-  const poly = suite.utils.generateSecretPolynomial({ min: t.min, max: t.max }, a0, rest.map((b) => Fn.fromBytes(b)));
+  const poly = suite.utils.generateSecretPolynomial(
+    { min: t.min, max: t.max },
+    a0,
+    rest.map((b) => Fn.fromBytes(b)),
+  );
   const secret: DKG_Secret = {
     identifier: BigInt(identifier),
     coefficients: poly.coefficients,
@@ -108,7 +112,8 @@ function pokChallenge(identifier: number, phi: Uint8Array, r: Uint8Array): bigin
  * (RFC 9591 §3.1), and a valid proof of knowledge of the constant term. The fault names the sender.
  */
 export function checkRound1(p: Round1Package, t: Threshold): Result<void, FrostFault> {
-  const blame = (why: string) => err(fault(FrostErrorCodes.BAD_COMMITMENT, `round-1 package from ${p.identifier}: ${why}`, [{ identifier: p.identifier }]));
+  const blame = (why: string) =>
+    err(fault(FrostErrorCodes.BAD_COMMITMENT, `round-1 package from ${p.identifier}: ${why}`, [{ identifier: p.identifier }]));
   if (!checkIdentifier(p.identifier, t)) return blame(`identifier outside 1..${t.max}`);
   if (p.commitment.length !== t.min) return blame(`${p.commitment.length} commitments, expected ${t.min}`);
   const points = p.commitment.map(decodeElement);
@@ -197,7 +202,8 @@ export function dkgRound3(
     for (const o of others) {
       if (!checkRound2Share(state.identifier, t, o, received.get(o.identifier)!)) culprits.push({ identifier: o.identifier });
     }
-    if (culprits.length) return err(fault(FrostErrorCodes.INCONSISTENT_SHARE, 'share(s) inconsistent with the sender’s commitment', culprits));
+    if (culprits.length)
+      return err(fault(FrostErrorCodes.INCONSISTENT_SHARE, 'share(s) inconsistent with the sender’s commitment', culprits));
     return err(fault(FrostErrorCodes.BAD_COMMITMENT, `round 3 failed: ${(e as Error).message}`));
   }
   const secret: ShareSecret = { identifier: idNumber(key.secret.identifier), signingShare: key.secret.signingShare };

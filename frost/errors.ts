@@ -106,7 +106,13 @@ export class FrostError extends Error {
   /** Optional structured detail (session id, file path, evidence location). */
   readonly detail: Record<string, unknown> | undefined;
 
-  constructor(code: FrostErrorCode, message: string, culprits: readonly Culprit[] = [], detail?: Record<string, unknown>, options?: ErrorOptions) {
+  constructor(
+    code: FrostErrorCode,
+    message: string,
+    culprits: readonly Culprit[] = [],
+    detail?: Record<string, unknown>,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.code = code;
     this.culprits = culprits;

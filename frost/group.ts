@@ -10,7 +10,26 @@
 import { ed25519, ed25519_FROST } from '@noble/curves/ed25519.js';
 import type { FrostPublic, NonceCommitments, RNG } from '@noble/curves/abstract/frost.js';
 import type { TArg } from '@noble/curves/utils.js';
-import { asArray, asBytes, asDid, asObj, asSafeUint, blake3, bytesEqual, type ContentId, contentIdOfBytes, type Did, didFromPublicKey, encode, err, ok, type Result, type Rng, toHex, utf8 } from '../core/index.ts';
+import {
+  asArray,
+  asBytes,
+  asDid,
+  asObj,
+  asSafeUint,
+  blake3,
+  bytesEqual,
+  type ContentId,
+  contentIdOfBytes,
+  type Did,
+  didFromPublicKey,
+  encode,
+  err,
+  ok,
+  type Result,
+  type Rng,
+  toHex,
+  utf8,
+} from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 
 /** The FROST ciphersuite used throughout: FROST(Ed25519, SHA-512), RFC 9591 §6.1. */
@@ -68,7 +87,9 @@ export interface ShareSecret {
  */
 export function checkThreshold(t: Threshold): Result<void, FrostFault> {
   const good = Number.isSafeInteger(t.min) && Number.isSafeInteger(t.max) && t.min >= 2 && t.min <= t.max && t.max <= MAX_PARTICIPANTS;
-  return good ? ok(undefined) : err(fault(FrostErrorCodes.BAD_PARAMS, `need 2 ≤ threshold ≤ participants ≤ ${MAX_PARTICIPANTS}, got ${t.min}-of-${t.max}`));
+  return good
+    ? ok(undefined)
+    : err(fault(FrostErrorCodes.BAD_PARAMS, `need 2 ≤ threshold ≤ participants ≤ ${MAX_PARTICIPANTS}, got ${t.min}-of-${t.max}`));
 }
 
 /** The noble (hex) form of identifier `i` (RFC 9591 §3: scalar `i`, 32-byte little-endian). */
@@ -192,7 +213,8 @@ export function checkGroup(g: GroupPublic, expected?: Did): Result<Did, FrostFau
   if (!t.ok) return t;
   const bad = (why: string) => err(fault(FrostErrorCodes.UNKNOWN_GROUP, `group package: ${why}`));
   if (g.commitments.length !== g.min) return bad(`${g.commitments.length} commitments for threshold ${g.min}`);
-  if (g.verifyingShares.length !== g.max || g.roster.length !== g.max) return bad(`verifying shares/roster do not list ${g.max} participants`);
+  if (g.verifyingShares.length !== g.max || g.roster.length !== g.max)
+    return bad(`verifying shares/roster do not list ${g.max} participants`);
   if (new Set(g.roster).size !== g.roster.length) return bad('a did appears twice in the roster');
   const points = [];
   for (const c of g.commitments) {

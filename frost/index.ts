@@ -10,8 +10,29 @@
  * docs/frost.md describes the messages, the encryption, nonce durability and failure handling.
  */
 export { type ThresholdActor, issueGrant, revokeGrant } from './actor.ts';
-export { type DecisionBody, decodeCall, judgeByRules, openDecision, parseRules, precheck, type ReadDecision, resourceIdFor, type Rules, sealDecision } from './approval.ts';
-export { type Approver, approvalsStream, approvalsSubject, DEFAULT_APPROVE_TIMEOUT_MS, promptApprover, readDecisionFile, readDecisionStream, rulesApprover, webhookApprover } from './approvers.ts';
+export {
+  type DecisionBody,
+  decodeCall,
+  judgeByRules,
+  openDecision,
+  parseRules,
+  precheck,
+  type ReadDecision,
+  resourceIdFor,
+  type Rules,
+  sealDecision,
+} from './approval.ts';
+export {
+  type Approver,
+  approvalsStream,
+  approvalsSubject,
+  DEFAULT_APPROVE_TIMEOUT_MS,
+  promptApprover,
+  readDecisionFile,
+  readDecisionStream,
+  rulesApprover,
+  webhookApprover,
+} from './approvers.ts';
 export { type Bus, DEFAULT_PREFIX, evidenceStream, type GroupRegistry, natsBus, natsRegistry, registryBucket, subjects } from './bus.ts';
 export { type Signer, signWithGroup, thresholdSigner } from './coordinator.ts';
 export { type Deal, deal, type DealtShare } from './dealer.ts';
@@ -24,7 +45,17 @@ export { NonceJournal } from './journal.ts';
 export { Keystore } from './keystore.ts';
 export { openMessage, sealMessage } from './message.ts';
 export { Participant } from './participant.ts';
-export { decodeShareFile, encodeShareFile, peekShareFile, readIdentityFile, readShareFile, type ShareRecord, shareRecord, writeIdentityFile, writeShareFile } from './sharefile.ts';
+export {
+  decodeShareFile,
+  encodeShareFile,
+  peekShareFile,
+  readIdentityFile,
+  readShareFile,
+  type ShareRecord,
+  shareRecord,
+  writeIdentityFile,
+  writeShareFile,
+} from './sharefile.ts';
 export { aggregate, badShares, checkPackage, commit, type SigningPackage, signShare, soloSignature } from './sign.ts';
 export { CommitmentPrefetch } from './coordinator.ts';
 export { warmUp } from './group.ts';

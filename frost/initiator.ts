@@ -164,16 +164,26 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
     if (b.kind === 'dkg-abort') {
       try {
         const a = readAbort(b.payload);
-        settle(new FrostError(FrostErrorCodes.ABORTED, `${b.from} aborted: [${a.code}] ${a.why}`, a.culprits.map(culprit), { session, reason: a.code }));
+        settle(
+          new FrostError(FrostErrorCodes.ABORTED, `${b.from} aborted: [${a.code}] ${a.why}`, a.culprits.map(culprit), {
+            session,
+            reason: a.code,
+          }),
+        );
       } catch {
         settle(new FrostError(FrostErrorCodes.ABORTED, `${b.from} aborted`, [], { session }));
       }
     } else if (b.kind === 'dkg-complaint') {
       const accused = typeof b.payload['accused'] === 'string' ? (b.payload['accused'] as Did) : undefined;
       settle(
-        new FrostError(FrostErrorCodes.INCONSISTENT_SHARE, `${b.from} complained that ${accused ?? '?'} sent a bad share`, accused ? [culprit(accused)] : [], {
-          session,
-        }),
+        new FrostError(
+          FrostErrorCodes.INCONSISTENT_SHARE,
+          `${b.from} complained that ${accused ?? '?'} sent a bad share`,
+          accused ? [culprit(accused)] : [],
+          {
+            session,
+          },
+        ),
       );
     } else if (b.kind === 'dkg-confirm' && b.round === 3) {
       confirms.set(b.from, o.value);
@@ -184,7 +194,12 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
   bus.publish(
     sub.dkgBcast(session),
     sealMessage(
-      { kind: 'dkg-start', session, round: 0, payload: { min: opts.min, max: opts.max, timeout_ms: timeoutMs, roster: roster.map((d) => hellos.get(d)!.raw) } },
+      {
+        kind: 'dkg-start',
+        session,
+        round: 0,
+        payload: { min: opts.min, max: opts.max, timeout_ms: timeoutMs, roster: roster.map((d) => hellos.get(d)!.raw) },
+      },
       me,
     ),
   );
@@ -192,7 +207,12 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
   const deadline = setTimeout(() => {
     const missing = roster.filter((d) => !confirms.has(d)).map((d) => ({ identifier: roster.indexOf(d) + 1, did: d }));
     settle(
-      new FrostError(FrostErrorCodes.PARTICIPANT_LOST, `no confirmation from ${describeCulprits(missing)} within ${4 * timeoutMs} ms`, missing, { session }),
+      new FrostError(
+        FrostErrorCodes.PARTICIPANT_LOST,
+        `no confirmation from ${describeCulprits(missing)} within ${4 * timeoutMs} ms`,
+        missing,
+        { session },
+      ),
     );
   }, 4 * timeoutMs);
   const failure = await finished;
@@ -207,7 +227,11 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
           kind: 'dkg-abort',
           session,
           round: 0,
-          payload: { code: failure.code, why: failure.message.slice(0, 2000), culprits: failure.culprits.flatMap((x) => (x.did ? [x.did] : [])) },
+          payload: {
+            code: failure.code,
+            why: failure.message.slice(0, 2000),
+            culprits: failure.culprits.flatMap((x) => (x.did ? [x.did] : [])),
+          },
         },
         me,
       ),

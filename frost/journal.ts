@@ -22,7 +22,24 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { Nonces } from '@noble/curves/abstract/frost.js';
-import { asBytes, asEnum, asObj, asSafeUint, asText, blake3, bytesEqual, concat, type ContentId, decode, encode, err, type Obj, ok, type Result, utf8 } from '../core/index.ts';
+import {
+  asBytes,
+  asEnum,
+  asObj,
+  asSafeUint,
+  asText,
+  blake3,
+  bytesEqual,
+  concat,
+  type ContentId,
+  decode,
+  encode,
+  err,
+  type Obj,
+  ok,
+  type Result,
+  utf8,
+} from '../core/index.ts';
 import { fault, FrostError, FrostErrorCodes, type FrostFault } from './errors.ts';
 import { commitmentId, type SigningCommitment } from './group.ts';
 import { writeFileAtomic0600 } from './sharefile.ts';
@@ -184,7 +201,15 @@ export class NonceJournal {
             hiding: asBytes(o['hiding'], 'hiding', 32),
             binding: asBytes(o['binding'], 'binding', 32),
           };
-          this.#entries.set(cid, { session, coordinator: undefined, commitment, atMs: asSafeUint(o['at_ms'], 'at_ms'), state: 'used', nonces: undefined, sealed: undefined });
+          this.#entries.set(cid, {
+            session,
+            coordinator: undefined,
+            commitment,
+            atMs: asSafeUint(o['at_ms'], 'at_ms'),
+            state: 'used',
+            nonces: undefined,
+            sealed: undefined,
+          });
           this.#bySession.set(session, cid);
         }
       } else if (e && e.state === 'issued') {
@@ -212,9 +237,22 @@ export class NonceJournal {
     const nonce = new Uint8Array(randomBytes(12));
     const c = createCipheriv('aes-256-gcm', this.#key, nonce);
     c.setAAD(utf8(cid));
-    const ct = new Uint8Array(Buffer.concat([c.update(encode({ hiding: nonces.hiding, binding: nonces.binding })), c.final(), c.getAuthTag()]));
+    const ct = new Uint8Array(
+      Buffer.concat([c.update(encode({ hiding: nonces.hiding, binding: nonces.binding })), c.final(), c.getAuthTag()]),
+    );
     this.#append(
-      { k: 'issued', cid, session, coordinator, identifier: commitment.identifier, hiding: commitment.hiding, binding: commitment.binding, at_ms: nowMs, nonce, ct },
+      {
+        k: 'issued',
+        cid,
+        session,
+        coordinator,
+        identifier: commitment.identifier,
+        hiding: commitment.hiding,
+        binding: commitment.binding,
+        at_ms: nowMs,
+        nonce,
+        ct,
+      },
       false,
     );
     this.#entries.set(cid, { session, coordinator, commitment, atMs: nowMs, state: 'issued', nonces, sealed: { nonce, ct } });
@@ -258,9 +296,14 @@ export class NonceJournal {
     const cid = commitmentId(commitment);
     const e = this.#entries.get(cid);
     if (!e) return err(fault(FrostErrorCodes.NONCE_UNKNOWN, `commitment ${cid.slice(0, 16)}… was never issued by this participant`));
-    if (e.state === 'used') return err(fault(FrostErrorCodes.NONCE_USED, `commitment ${cid.slice(0, 16)}… was already used (session ${e.session})`));
-    if (e.state === 'dropped') return err(fault(FrostErrorCodes.NONCE_USED, `commitment ${cid.slice(0, 16)}… was released unused; it cannot be signed with`));
-    if (e.session !== session) return err(fault(FrostErrorCodes.NONCE_UNKNOWN, `commitment ${cid.slice(0, 16)}… was issued for session ${e.session}, not ${session}`));
+    if (e.state === 'used')
+      return err(fault(FrostErrorCodes.NONCE_USED, `commitment ${cid.slice(0, 16)}… was already used (session ${e.session})`));
+    if (e.state === 'dropped')
+      return err(fault(FrostErrorCodes.NONCE_USED, `commitment ${cid.slice(0, 16)}… was released unused; it cannot be signed with`));
+    if (e.session !== session)
+      return err(
+        fault(FrostErrorCodes.NONCE_UNKNOWN, `commitment ${cid.slice(0, 16)}… was issued for session ${e.session}, not ${session}`),
+      );
     let nonces = e.nonces;
     if (!nonces && e.sealed) {
       try {
@@ -269,7 +312,10 @@ export class NonceJournal {
         d.setAuthTag(e.sealed.ct.subarray(e.sealed.ct.length - 16));
         const pt = Buffer.concat([d.update(e.sealed.ct.subarray(0, e.sealed.ct.length - 16)), d.final()]);
         const o = asObj(decode(new Uint8Array(pt)), 'nonces', ['hiding', 'binding']);
-        nonces = { hiding: new Uint8Array(asBytes(o['hiding'], 'hiding', 32)), binding: new Uint8Array(asBytes(o['binding'], 'binding', 32)) };
+        nonces = {
+          hiding: new Uint8Array(asBytes(o['hiding'], 'hiding', 32)),
+          binding: new Uint8Array(asBytes(o['binding'], 'binding', 32)),
+        };
       } catch {
         nonces = undefined;
       }
@@ -300,7 +346,9 @@ export class NonceJournal {
    * when none was. Lets a participant answer a repeated request with the same
    * commitment and tell a replayed package (`used`) from an unknown one.
    */
-  forSession(session: string): { commitment: SigningCommitment; state: 'issued' | 'used' | 'dropped'; coordinator: string | undefined } | undefined {
+  forSession(
+    session: string,
+  ): { commitment: SigningCommitment; state: 'issued' | 'used' | 'dropped'; coordinator: string | undefined } | undefined {
     const cid = this.#bySession.get(session);
     const found = cid === undefined ? undefined : this.#entries.get(cid);
     return found ? { commitment: found.commitment, state: found.state, coordinator: found.coordinator } : undefined;
@@ -320,7 +368,9 @@ export class NonceJournal {
     const kept = new Set(used.map(([cid]) => cid));
     for (const [cid, e] of used) {
       const c = e.commitment;
-      parts.push(frame({ k: 'used', cid, session: e.session, at_ms: e.atMs, identifier: c.identifier, hiding: c.hiding, binding: c.binding }));
+      parts.push(
+        frame({ k: 'used', cid, session: e.session, at_ms: e.atMs, identifier: c.identifier, hiding: c.hiding, binding: c.binding }),
+      );
     }
     for (const [cid, e] of this.#entries) {
       if (e.state === 'issued' && e.sealed) {

@@ -20,7 +20,15 @@ import { ioError, IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/ind
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { groupTag } from './group.ts';
 import { DEFAULT_NONCE_TTL_MS, journalKey, NonceJournal } from './journal.ts';
-import { readIdentityFile, readShareFile, type SealOpts, type ShareRecord, writeFileAtomic0600, writeIdentityFile, writeShareFile } from './sharefile.ts';
+import {
+  readIdentityFile,
+  readShareFile,
+  type SealOpts,
+  type ShareRecord,
+  writeFileAtomic0600,
+  writeIdentityFile,
+  writeShareFile,
+} from './sharefile.ts';
 
 /** Options for {@link Keystore.open}. */
 export interface KeystoreOpts extends SealOpts {
@@ -127,7 +135,12 @@ export class Keystore {
   #load(rec: ShareRecord): void {
     if (this.#shares.some((s) => s.did === rec.did && s.identifier === rec.identifier)) return;
     const path = join(this.dir, 'nonces', `${groupTag(rec.did)}-${rec.identifier}.journal`);
-    const j = NonceJournal.open(path, journalKey(rec.signingShare, rec.did, rec.identifier), this.#opts.nowMs ?? Date.now(), this.#opts.nonceTtlMs ?? DEFAULT_NONCE_TTL_MS);
+    const j = NonceJournal.open(
+      path,
+      journalKey(rec.signingShare, rec.did, rec.identifier),
+      this.#opts.nowMs ?? Date.now(),
+      this.#opts.nonceTtlMs ?? DEFAULT_NONCE_TTL_MS,
+    );
     this.#shares.push(rec);
     this.#journals.set(rec, j);
   }

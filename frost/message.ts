@@ -9,7 +9,27 @@
  * session, round, kind or recipient is refused as `frost-misrouted`, which is how replayed and
  * misrouted messages are turned away. docs/frost.md lists every kind and its payload.
  */
-import { type Actor, asDid, asEnum, asObj, asSafeUint, asText, bytesEqual, check, decode, type Did, encode, err, type Obj, ok, parseDid, readSigned, type Result, signBody, verify } from '../core/index.ts';
+import {
+  type Actor,
+  asDid,
+  asEnum,
+  asObj,
+  asSafeUint,
+  asText,
+  bytesEqual,
+  check,
+  decode,
+  type Did,
+  encode,
+  err,
+  type Obj,
+  ok,
+  parseDid,
+  readSigned,
+  type Result,
+  signBody,
+  verify,
+} from '../core/index.ts';
 import { fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 
 /** The protocol tag carried in every body. */
@@ -66,7 +86,14 @@ export function isSessionId(s: unknown): s is string {
 
 /** Signs and encodes a round message as `actor` (`from` is the actor's did). */
 export function sealMessage(m: { kind: Kind; session: string; round: number; to?: Did; payload: Obj }, actor: Actor): Uint8Array {
-  const body: Record<string, unknown> = { proto: PROTOCOL, kind: m.kind, session: m.session, round: m.round, from: actor.did, payload: m.payload };
+  const body: Record<string, unknown> = {
+    proto: PROTOCOL,
+    kind: m.kind,
+    session: m.session,
+    round: m.round,
+    from: actor.did,
+    payload: m.payload,
+  };
   if (m.to !== undefined) body['to'] = m.to;
   return encode(signBody(body, actor));
 }
@@ -87,7 +114,11 @@ export function openMessage(raw: Uint8Array): Result<Opened, FrostFault> {
     const from = asDid(o['from'], 'message.body.from');
     const to = o['to'] === undefined ? undefined : asDid(o['to'], 'message.body.to');
     const payload = o['payload'] as Obj;
-    check(typeof payload === 'object' && payload !== null && !Array.isArray(payload) && !(payload instanceof Uint8Array), 'message.body.payload', 'expected a map');
+    check(
+      typeof payload === 'object' && payload !== null && !Array.isArray(payload) && !(payload instanceof Uint8Array),
+      'message.body.payload',
+      'expected a map',
+    );
     const body: Envelope = { proto: PROTOCOL, kind, session, round, from, payload, ...(to !== undefined ? { to } : {}) };
     if (!verify(parseDid(from), bodyBytes(raw) ?? encode(s.body), s.signature)) {
       return err(fault(FrostErrorCodes.BAD_MESSAGE, `message: signature does not verify under its sender ${from}`, [{ did: from }]));
@@ -108,7 +139,8 @@ const TAIL = Uint8Array.from([0x69, ...new TextEncoder().encode('signature'), 0x
  */
 function bodyBytes(raw: Uint8Array): Uint8Array | undefined {
   const end = raw.length - 64 - TAIL.length;
-  if (end <= HEAD.length || !bytesEqual(raw.subarray(0, HEAD.length), HEAD) || !bytesEqual(raw.subarray(end, end + TAIL.length), TAIL)) return undefined;
+  if (end <= HEAD.length || !bytesEqual(raw.subarray(0, HEAD.length), HEAD) || !bytesEqual(raw.subarray(end, end + TAIL.length), TAIL))
+    return undefined;
   return raw.subarray(HEAD.length, end);
 }
 

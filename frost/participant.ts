@@ -33,7 +33,13 @@ export type ParticipantEvent =
   | { readonly event: 'ready'; readonly did: Did; readonly groups: readonly { group: Did; identifier: number }[] }
   | { readonly event: 'dkg-joined'; readonly session: string; readonly initiator: Did }
   | { readonly event: 'dkg-complete'; readonly session: string; readonly group: Did; readonly identifier: number; readonly path: string }
-  | { readonly event: 'dkg-aborted'; readonly session: string; readonly code: FrostErrorCode; readonly why: string; readonly culprits: readonly Culprit[] }
+  | {
+      readonly event: 'dkg-aborted';
+      readonly session: string;
+      readonly code: FrostErrorCode;
+      readonly why: string;
+      readonly culprits: readonly Culprit[];
+    }
   | { readonly event: 'evidence'; readonly session: string; readonly path: string }
   | { readonly event: 'signed'; readonly session: string; readonly group: Did; readonly identifier: number }
   | {
@@ -47,7 +53,13 @@ export type ParticipantEvent =
       readonly decision: 'approve' | 'refuse';
       readonly reason: string;
     }
-  | { readonly event: 'refused'; readonly kind: Kind | 'unknown'; readonly session: string; readonly code: FrostErrorCode; readonly why: string }
+  | {
+      readonly event: 'refused';
+      readonly kind: Kind | 'unknown';
+      readonly session: string;
+      readonly code: FrostErrorCode;
+      readonly why: string;
+    }
   | { readonly event: 'error'; readonly code: string; readonly why: string };
 
 /** Options for {@link Participant.start}. */
@@ -275,7 +287,8 @@ export class Participant {
   #onDkgFinish(o: DkgOutcome): void {
     setTimeout(() => this.#sessions.delete(o.session), FORGET_AFTER_MS).unref?.();
     if (!o.ok) {
-      if (o.inRoster) this.#emit({ event: 'dkg-aborted', session: o.session, code: o.fault.code, why: o.fault.why, culprits: o.fault.culprits });
+      if (o.inRoster)
+        this.#emit({ event: 'dkg-aborted', session: o.session, code: o.fault.code, why: o.fault.why, culprits: o.fault.culprits });
       return;
     }
     if (this.#stopped) return;
@@ -313,7 +326,9 @@ export class Participant {
   #subscribeSigning(rec: ShareRecord): void {
     const s = this.#subjects;
     this.#unsubs.push(this.#bus.subscribe(s.signRequest(rec.did), (m) => this.#guard(() => this.#onSignRequest(rec, m.data, m.reply))));
-    this.#unsubs.push(this.#bus.subscribe(s.signPackage(rec.did, rec.identifier), (m) => this.#guard(() => this.#onSignPackage(rec, m.data, m.reply))));
+    this.#unsubs.push(
+      this.#bus.subscribe(s.signPackage(rec.did, rec.identifier), (m) => this.#guard(() => this.#onSignPackage(rec, m.data, m.reply))),
+    );
     this.#unsubs.push(this.#bus.subscribe(s.signDone(rec.did), (m) => this.#guard(() => this.#onSignDone(rec, m.data))));
   }
 
@@ -363,7 +378,9 @@ export class Participant {
       }
       void this.#decide(rec, m.body.session, message)
         .then((f) => (f ? this.#refuse(rec, reply, m, 1, f) : this.#guard(() => this.#issueCommitment(rec, reply, m))))
-        .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
+        .catch((e: unknown) =>
+          this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }),
+        );
       return;
     }
     if (!this.#opts.approver && !this.#opts.signAll && message !== undefined && controlCall(message)) {
@@ -406,7 +423,10 @@ export class Participant {
     const prior = this.#decisions?.forSession(rec.did, rec.identifier, session);
     if (!prior) return undefined;
     if (prior.request !== contentIdOfBytes(message)) {
-      return { ok: false, error: fault(FrostErrorCodes.APPROVAL_MISMATCH, `session ${session} was decided for request ${prior.request}, not this message`) };
+      return {
+        ok: false,
+        error: fault(FrostErrorCodes.APPROVAL_MISMATCH, `session ${session} was decided for request ${prior.request}, not this message`),
+      };
     }
     return prior.approve ? { ok: true } : { ok: false, error: fault(FrostErrorCodes.NOT_APPROVED, prior.reason) };
   }
@@ -441,7 +461,17 @@ export class Participant {
       };
       const record = sealDecision(body, rec.identity);
       this.#decisions!.append(record);
-      this.#emit({ event: 'decision', session, group: rec.did, identifier: rec.identifier, request: body.request, policy: body.policy, policy_kind: body.policy_kind, decision: body.decision, reason: body.reason });
+      this.#emit({
+        event: 'decision',
+        session,
+        group: rec.did,
+        identifier: rec.identifier,
+        request: body.request,
+        policy: body.policy,
+        policy_kind: body.policy_kind,
+        decision: body.decision,
+        reason: body.reason,
+      });
       publishDecision(this.#opts.nc, this.#prefix, rec.did, rec.identifier, record).catch((x) =>
         this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
       );
@@ -477,7 +507,17 @@ export class Participant {
     };
     const record = sealDecision(body, rec.identity);
     this.#decisions.append(record);
-    this.#emit({ event: 'decision', session, group: rec.did, identifier: rec.identifier, request: body.request, policy: body.policy, policy_kind: body.policy_kind, decision: body.decision, reason: body.reason });
+    this.#emit({
+      event: 'decision',
+      session,
+      group: rec.did,
+      identifier: rec.identifier,
+      request: body.request,
+      policy: body.policy,
+      policy_kind: body.policy_kind,
+      decision: body.decision,
+      reason: body.reason,
+    });
     publishDecision(this.#opts.nc, this.#prefix, rec.did, rec.identifier, record).catch((x) =>
       this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
     );
@@ -526,11 +566,23 @@ export class Participant {
     // journal, so it holds across restarts): anyone else could otherwise replay the session id
     // with a package of their own.
     if (mine.coordinator !== undefined && mine.coordinator !== m.body.from) {
-      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.MISROUTED, `the commitment of session ${m.body.session} was issued to another coordinator`));
+      this.#refuse(
+        rec,
+        reply,
+        m,
+        2,
+        fault(FrostErrorCodes.MISROUTED, `the commitment of session ${m.body.session} was issued to another coordinator`),
+      );
       return;
     }
     if (mine.state !== 'issued') {
-      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NONCE_USED, `the commitment of session ${m.body.session} was already ${mine.state} (replayed package?)`));
+      this.#refuse(
+        rec,
+        reply,
+        m,
+        2,
+        fault(FrostErrorCodes.NONCE_USED, `the commitment of session ${m.body.session} was already ${mine.state} (replayed package?)`),
+      );
       return;
     }
     const c = checkPackage(rec.group, mine.commitment, parsed.pkg);
@@ -558,7 +610,9 @@ export class Participant {
       // Prefetched round one (or a coordinator that did not send the message): decide now.
       void this.#decide(rec, session, parsed.pkg.message)
         .then((f) => (f ? burn(f) : this.#guard(() => this.#signPackage(rec, reply, m, parsed))))
-        .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
+        .catch((e: unknown) =>
+          this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }),
+        );
       return;
     }
     if (!this.#opts.signAll && controlCall(parsed.pkg.message)) {
@@ -576,7 +630,13 @@ export class Participant {
     const journal = this.keystore.journal(rec);
     const mine = journal.forSession(m.body.session);
     if (mine?.state !== 'issued') {
-      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NONCE_USED, `the commitment of session ${m.body.session} is no longer available`));
+      this.#refuse(
+        rec,
+        reply,
+        m,
+        2,
+        fault(FrostErrorCodes.NONCE_USED, `the commitment of session ${m.body.session} is no longer available`),
+      );
       return;
     }
     // The `used` record is written now (a second package is refused at once) and fdatasync'd in
@@ -595,7 +655,9 @@ export class Participant {
         this.#reply(rec, reply, 'sign-share', m, 2, { group: rec.did, identifier: rec.identifier, share: share.value });
         this.#emit({ event: 'signed', session, group: rec.did, identifier: rec.identifier });
       })
-      .catch((e: unknown) => this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }));
+      .catch((e: unknown) =>
+        this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }),
+      );
   }
 
   #onSignDone(rec: ShareRecord, data: Uint8Array): void {

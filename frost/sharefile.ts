@@ -19,7 +19,21 @@
 import { randomBytes, scryptSync, createCipheriv, createDecipheriv, timingSafeEqual } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type Actor, actorFromSeed, asBytes, asDid, asObj, asSafeUint, asText, blake3, bytesEqual, decode, type Did, encode, type Obj } from '../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  asBytes,
+  asDid,
+  asObj,
+  asSafeUint,
+  asText,
+  blake3,
+  bytesEqual,
+  decode,
+  type Did,
+  encode,
+  type Obj,
+} from '../core/index.ts';
 import { ioError, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { FrostError, FrostErrorCodes } from './errors.ts';
@@ -110,7 +124,12 @@ function withDigest(fields: Obj): Uint8Array {
  * @throws FrostError `frost-file-malformed`, `frost-file-tampered`, `frost-passphrase-required`,
  *   `frost-wrong-passphrase`.
  */
-export function decodeSecretFile(bytes: Uint8Array, format: string, passphrase?: string, what = 'file'): { payload: Uint8Array; meta: Obj; sealed: boolean } {
+export function decodeSecretFile(
+  bytes: Uint8Array,
+  format: string,
+  passphrase?: string,
+  what = 'file',
+): { payload: Uint8Array; meta: Obj; sealed: boolean } {
   let o: Obj;
   try {
     o = asObj(decode(bytes), what, ['format', 'meta', 'digest'], ['body', 'kdf', 'nonce', 'ciphertext']);
@@ -118,7 +137,8 @@ export function decodeSecretFile(bytes: Uint8Array, format: string, passphrase?:
     asObj(o['meta'], `${what}.meta`, [], ['group', 'identifier', 'did']);
   } catch (e) {
     // A byte flipped anywhere usually lands here: report it as tampering when the file was ours.
-    const code = bytes.length > 0 && bytes[0]! >= 0xa0 && bytes[0]! <= 0xbf ? FrostErrorCodes.FILE_TAMPERED : FrostErrorCodes.FILE_MALFORMED;
+    const code =
+      bytes.length > 0 && bytes[0]! >= 0xa0 && bytes[0]! <= 0xbf ? FrostErrorCodes.FILE_TAMPERED : FrostErrorCodes.FILE_MALFORMED;
     throw new FrostError(code, `${what}: not a readable ${format} file (${(e as Error).message})`);
   }
   const meta = o['meta'] as Obj;
@@ -180,7 +200,10 @@ export function readSecretFile(path: string, format: string, passphrase?: string
   }
   if (!st.isFile()) throw new FrostError(FrostErrorCodes.FILE_MALFORMED, `${path}: not a regular file`);
   if ((st.mode & 0o077) !== 0) {
-    throw new FrostError(FrostErrorCodes.FILE_PERMISSIONS, `${path}: mode ${(st.mode & 0o777).toString(8)} lets others read it; must be 600`);
+    throw new FrostError(
+      FrostErrorCodes.FILE_PERMISSIONS,
+      `${path}: mode ${(st.mode & 0o777).toString(8)} lets others read it; must be 600`,
+    );
   }
   if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
     throw new FrostError(FrostErrorCodes.FILE_PERMISSIONS, `${path}: owned by uid ${st.uid}, not by this user`);
@@ -196,7 +219,9 @@ export function readSecretFile(path: string, format: string, passphrase?: string
 
 /** The bytes of a share or identity file, read up to the cap of its kind ({@link READ_CAPS}). */
 function secretFileBytes(path: string, format: string): Buffer {
-  return format === IDENTITY_FORMAT ? readFileCapped(path, READ_CAPS.identityFile, 'identity file') : readFileCapped(path, READ_CAPS.shareFile, 'share file');
+  return format === IDENTITY_FORMAT
+    ? readFileCapped(path, READ_CAPS.identityFile, 'identity file')
+    : readFileCapped(path, READ_CAPS.shareFile, 'share file');
 }
 
 /** Everything a participant holds for one group: its share, its own identity, the group package. */
@@ -208,7 +233,13 @@ export interface ShareRecord extends ShareSecret {
 }
 
 /** Builds a share record, checking it end to end. @throws FrostError `frost-file-tampered` when inconsistent. */
-export function shareRecord(group: GroupPublic, identifier: number, signingShare: Uint8Array, identitySeed: Uint8Array, what = 'share'): ShareRecord {
+export function shareRecord(
+  group: GroupPublic,
+  identifier: number,
+  signingShare: Uint8Array,
+  identitySeed: Uint8Array,
+  what = 'share',
+): ShareRecord {
   const g = checkGroup(group);
   if (!g.ok) throw new FrostError(FrostErrorCodes.FILE_TAMPERED, `${what}: ${g.error.why}`);
   return ownShare(group, g.value, identifier, signingShare, actorFromSeed(identitySeed), what);
@@ -295,7 +326,12 @@ export function readShareFile(path: string, passphrase?: string): ShareRecord {
  */
 export function peekShareFile(path: string): { did: Did; identifier: number; sealed: boolean } {
   try {
-    const o = asObj(decode(new Uint8Array(secretFileBytes(path, SHARE_FORMAT))), path, ['format', 'meta', 'digest'], ['body', 'kdf', 'nonce', 'ciphertext']);
+    const o = asObj(
+      decode(new Uint8Array(secretFileBytes(path, SHARE_FORMAT))),
+      path,
+      ['format', 'meta', 'digest'],
+      ['body', 'kdf', 'nonce', 'ciphertext'],
+    );
     const meta = asObj(o['meta'], `${path}.meta`, ['did', 'identifier']);
     return { did: asDid(meta['did'], 'did'), identifier: asSafeUint(meta['identifier'], 'identifier'), sealed: 'ciphertext' in o };
   } catch (e) {

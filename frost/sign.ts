@@ -54,7 +54,8 @@ export function commit(share: ShareSecret, rng: Rng): { nonces: Nonces; commitme
  * (Subgroup and canonical-encoding checks of the points happen inside {@link signShare}.)
  */
 export function checkPackage(pub: PublicPackage, mine: SigningCommitment, pkg: SigningPackage): Result<void, FrostFault> {
-  const bad = (why: string, culprits: Culprit[] = []) => err(fault(FrostErrorCodes.BAD_PACKAGE, `signing package refused: ${why}`, culprits));
+  const bad = (why: string, culprits: Culprit[] = []) =>
+    err(fault(FrostErrorCodes.BAD_PACKAGE, `signing package refused: ${why}`, culprits));
   const n = pkg.commitments.length;
   if (n < pub.min || n > pub.max) return bad(`${n} signers, need ${pub.min}..${pub.max}`);
   const seen = new Set<number>();
@@ -115,7 +116,11 @@ export function signShare(
  */
 export function badShares(pub: PublicPackage, pkg: SigningPackage, shares: ReadonlyMap<number, Uint8Array>): Culprit[] {
   const invalid = pkg.commitments.filter(
-    (c) => c.hiding.length !== 32 || c.binding.length !== 32 || bytesEqual(c.hiding, IDENTITY_ENCODING) || bytesEqual(c.binding, IDENTITY_ENCODING),
+    (c) =>
+      c.hiding.length !== 32 ||
+      c.binding.length !== 32 ||
+      bytesEqual(c.hiding, IDENTITY_ENCODING) ||
+      bytesEqual(c.binding, IDENTITY_ENCODING),
   );
   if (invalid.length) return invalid.map((c) => ({ identifier: c.identifier }));
   const list = toNobleCommitments(pkg.commitments);
@@ -128,7 +133,9 @@ export function badShares(pub: PublicPackage, pkg: SigningPackage, shares: Reado
       try {
         good = suite.verifyShare(noble, list, pkg.message, idHex(c.identifier), s);
       } catch {
-        const culprits = pkg.commitments.filter((x) => !decodeElement(x.hiding) || !decodeElement(x.binding)).map((x) => ({ identifier: x.identifier }));
+        const culprits = pkg.commitments
+          .filter((x) => !decodeElement(x.hiding) || !decodeElement(x.binding))
+          .map((x) => ({ identifier: x.identifier }));
         if (culprits.length) return culprits;
         good = false;
       }
@@ -144,7 +151,11 @@ export function badShares(pub: PublicPackage, pkg: SigningPackage, shares: Reado
  * (`core/ed25519.ts`). Faults: `frost-bad-signature-share` naming every bad signer;
  * `frost-bad-signature` if the aggregate still does not verify.
  */
-export function aggregate(pub: PublicPackage, pkg: SigningPackage, shares: ReadonlyMap<number, Uint8Array>): Result<Uint8Array, FrostFault> {
+export function aggregate(
+  pub: PublicPackage,
+  pkg: SigningPackage,
+  shares: ReadonlyMap<number, Uint8Array>,
+): Result<Uint8Array, FrostFault> {
   const bad = badShares(pub, pkg, shares);
   if (bad.length) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));
   let sig: Uint8Array;

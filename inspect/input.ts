@@ -152,14 +152,22 @@ function itemEnd(bytes: Uint8Array, off: number, depth: number): number {
     case 2:
     case 3:
       if (next + arg > bytes.length) {
-        fail({ code: 'cbor-malformed', message: `truncated: the string at byte ${off} declares ${arg} bytes, ${bytes.length - next} follow`, offset: off });
+        fail({
+          code: 'cbor-malformed',
+          message: `truncated: the string at byte ${off} declares ${arg} bytes, ${bytes.length - next} follow`,
+          offset: off,
+        });
       }
       return next + arg;
     case 4:
     case 5: {
       const n = major === 5 ? arg * 2 : arg;
       if (n > bytes.length - next) {
-        fail({ code: 'cbor-malformed', message: `truncated: the ${major === 5 ? 'map' : 'array'} at byte ${off} declares ${arg} entries`, offset: off });
+        fail({
+          code: 'cbor-malformed',
+          message: `truncated: the ${major === 5 ? 'map' : 'array'} at byte ${off} declares ${arg} entries`,
+          offset: off,
+        });
       }
       for (let i = 0; i < n; i++) next = itemEnd(bytes, next, depth + 1);
       return next;

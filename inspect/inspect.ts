@@ -11,15 +11,7 @@
  * a node would refuse.
  */
 import type { SignedGrant } from '../core/index.ts';
-import {
-  bytesOfContents,
-  FaultError,
-  type InspectFault,
-  type Item,
-  parseHex,
-  splitFrames,
-  splitSequence,
-} from './input.ts';
+import { bytesOfContents, FaultError, type InspectFault, type Item, parseHex, splitFrames, splitSequence } from './input.ts';
 import { describe, type ObjectReport, type SignatureReport } from './kinds.ts';
 
 export { bytesOfContents, InputCodes, type InspectFault, parseHex } from './input.ts';
@@ -178,7 +170,9 @@ function signatureLine(s: SignatureReport): string {
 /** The human-friendly rendering: a few summary lines per item, then its fields as JSON. */
 export function renderHuman(r: InspectReport): string {
   const out: string[] = [];
-  out.push(`input: ${r.input.bytes} bytes${r.input.framed ? ', jcp/1 framed' : ''}${r.items.length > 1 ? `, ${r.items.length} items` : ''}`);
+  out.push(
+    `input: ${r.input.bytes} bytes${r.input.framed ? ', jcp/1 framed' : ''}${r.items.length > 1 ? `, ${r.items.length} items` : ''}`,
+  );
   for (const [i, it] of r.items.entries()) {
     if (r.items.length > 1) out.push('', `── item ${i} at byte ${it.offset} (${it.length} bytes) ──`);
     out.push(`kind: ${it.kind} — ${it.description}`);

@@ -4,7 +4,60 @@
  * strings), its id, and whether its signature verifies under which did:key. Every decoder used is
  * the core's own strict one, so a refusal here is the refusal a node would give.
  */
-import { amendmentId, asArray, asBytes, asDid, asObj, asSafeUint, checkpointId, contentId, decode, decodeJcrSign1, decodeWireMessage, type Did, grantId, isJcpError, JcpError, keyEventId, mintPolicyId, type Obj, openJcr1Receipt, parseDid, payloadHash, readAmendment, readCheckpoint, readCost, readFrame, readGrant, readJcr1ReceiptCore, readKeyEvent, readMintPolicy, readOverdraftProof, readSignedAmendment, readSignedCheckpoint, readSignedGrant, readSignedKeyEvent, readSignedMintPolicy, readSignedRevocation, readSignedStatement, readStatement, receiptId, requestIdOf, revocationId, revocationToCbor, type Signed, type SignedGrant, statementToCbor, verifyBody, verifyChain, verifyGrantSignature, verifyOverdraftProof, verifyStatement, verifyWireRequestSignature, type WireRequest } from '../core/index.ts';
+import {
+  amendmentId,
+  asArray,
+  asBytes,
+  asDid,
+  asObj,
+  asSafeUint,
+  checkpointId,
+  contentId,
+  decode,
+  decodeJcrSign1,
+  decodeWireMessage,
+  type Did,
+  grantId,
+  isJcpError,
+  JcpError,
+  keyEventId,
+  mintPolicyId,
+  type Obj,
+  openJcr1Receipt,
+  parseDid,
+  payloadHash,
+  readAmendment,
+  readCheckpoint,
+  readCost,
+  readFrame,
+  readGrant,
+  readJcr1ReceiptCore,
+  readKeyEvent,
+  readMintPolicy,
+  readOverdraftProof,
+  readSignedAmendment,
+  readSignedCheckpoint,
+  readSignedGrant,
+  readSignedKeyEvent,
+  readSignedMintPolicy,
+  readSignedRevocation,
+  readSignedStatement,
+  readStatement,
+  receiptId,
+  requestIdOf,
+  revocationId,
+  revocationToCbor,
+  type Signed,
+  type SignedGrant,
+  statementToCbor,
+  verifyBody,
+  verifyChain,
+  verifyGrantSignature,
+  verifyOverdraftProof,
+  verifyStatement,
+  verifyWireRequestSignature,
+  type WireRequest,
+} from '../core/index.ts';
 import { cborJson, hex, type Json, type JsonObj } from '../vectors/index.ts';
 import { fail, FaultError, firstForbiddenByte, firstNonCanonicalByte, type InspectFault, InputCodes, type Item } from './input.ts';
 
@@ -79,7 +132,8 @@ export function faultOf(e: unknown, item: Item, index?: number): InspectFault {
     const field = typeof e.detail?.['field'] === 'string' ? (e.detail['field'] as string) : undefined;
     let rel = typeof e.detail?.['offset'] === 'number' ? (e.detail['offset'] as number) : undefined;
     if (rel === undefined && e.code === 'cbor-non-canonical') rel = firstNonCanonicalByte(item.bytes);
-    if (rel === undefined && e.code === 'cbor-forbidden-type') rel = firstForbiddenByte(item.bytes, item.bytes[0] === 0xd2 ? 18 : undefined);
+    if (rel === undefined && e.code === 'cbor-forbidden-type')
+      rel = firstForbiddenByte(item.bytes, item.bytes[0] === 0xd2 ? 18 : undefined);
     return {
       code: e.code,
       message: e.message,
@@ -105,7 +159,11 @@ export function describe(item: Item, hints: SignerHints): ObjectReport {
     if (major === 6 || (major === 4 && b[0] === 0x84)) return { ...base, ...receipt(b) };
     if (major !== 5) {
       decode(b); // a byte-level fault gets the code a node would give (forbidden type, malformed…)
-      fail({ code: InputCodes.UNKNOWN_SHAPE, message: `a CBOR ${MAJOR_NAMES[major]} is not a JCP object (JCP objects are maps, receipts are tag 18)`, offset: item.offset });
+      fail({
+        code: InputCodes.UNKNOWN_SHAPE,
+        message: `a CBOR ${MAJOR_NAMES[major]} is not a JCP object (JCP objects are maps, receipts are tag 18)`,
+        offset: item.offset,
+      });
     }
     const v = decode(b) as Obj;
     return { ...base, ...ofMap(v, b, hints) };
@@ -137,11 +195,16 @@ function ofMap(o: Obj, bytes: Uint8Array, hints: SignerHints): Described {
   if (has(o, 'body', 'signature')) return signedBody(o, hints);
   if (has(o, 'jcp_receipt')) {
     const core = readJcr1ReceiptCore(o);
-    return report('receipt-core', cborJson(core), { checks: { verdict: core.verdict, ...(core.deny_reason ? { deny_reason: core.deny_reason } : {}) } });
+    return report('receipt-core', cborJson(core), {
+      checks: { verdict: core.verdict, ...(core.deny_reason ? { deny_reason: core.deny_reason } : {}) },
+    });
   }
   if (has(o, 'issuer', 'capability')) {
     const g = readGrant(o);
-    return report('grant', cborJson(g), { id: grantId(g), signature: { valid: null, signer: g.issuer, role: 'issuer', note: 'a bare grant carries no signature' } });
+    return report('grant', cborJson(g), {
+      id: grantId(g),
+      signature: { valid: null, signer: g.issuer, role: 'issuer', note: 'a bare grant carries no signature' },
+    });
   }
   if (has(o, 'kind', 'trust', 'payload_hash')) return report('frame', cborJson(readFrame(o)));
   if (has(o, 'statements', 'overdraft')) {
@@ -192,11 +255,15 @@ function unsignedBody(kind: BodyKind, o: Obj): Described {
 function signedGrant(o: Obj): Described {
   const sg = readSignedGrant(o);
   const g = sg.grant;
-  return report('signed-grant', { grant: cborJson(g), signature: hex(sg.signature) }, {
-    id: grantId(g),
-    signature: { valid: verifyGrantSignature(sg), signer: g.issuer, role: 'issuer' },
-    checks: { root: g.parent === undefined, ...(g.parent !== undefined ? { parent: g.parent } : {}) },
-  });
+  return report(
+    'signed-grant',
+    { grant: cborJson(g), signature: hex(sg.signature) },
+    {
+      id: grantId(g),
+      signature: { valid: verifyGrantSignature(sg), signer: g.issuer, role: 'issuer' },
+      checks: { root: g.parent === undefined, ...(g.parent !== undefined ? { parent: g.parent } : {}) },
+    },
+  );
 }
 
 /** Tries each candidate signer; reports the first that verifies, else that none does. */
@@ -212,62 +279,107 @@ function trySigners(signed: Signed<unknown>, candidates: readonly { did: Did; ro
 function signedBody(o: Obj, hints: SignerHints): Described {
   const raw = asObj(o, 'signed', ['body', 'signature']);
   const body = raw['body'];
-  const kind = typeof body === 'object' && body !== null && !Array.isArray(body) && !(body instanceof Uint8Array) ? bodyKind(body as Obj) : undefined;
+  const kind =
+    typeof body === 'object' && body !== null && !Array.isArray(body) && !(body instanceof Uint8Array) ? bodyKind(body as Obj) : undefined;
   if (kind === undefined) {
-    fail({ code: InputCodes.UNKNOWN_SHAPE, message: `a signed body with keys {${typeof body === 'object' && body !== null ? keysOf(body as Obj) : typeof body}} is no JCP object inspect knows`, field: 'body' });
+    fail({
+      code: InputCodes.UNKNOWN_SHAPE,
+      message: `a signed body with keys {${typeof body === 'object' && body !== null ? keysOf(body as Obj) : typeof body}} is no JCP object inspect knows`,
+      field: 'body',
+    });
   }
   const given = hints.signers.map((d) => ({ did: d, role: 'signer given by --signer' }));
   const g = hints.grant?.grant;
   switch (kind) {
     case 'revocation': {
       const sr = readSignedRevocation(o);
-      return report('revocation', { body: cborJson(sr.body), signature: hex(sr.signature) }, {
-        id: revocationId(sr.body),
-        signature: { valid: verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by), signer: sr.body.revoked_by, role: 'revoked_by' },
-        checks: g ? { names_the_grant: sr.body.grant_id === grantId(g), revoker_is_issuer: sr.body.revoked_by === g.issuer } : {},
-      });
+      return report(
+        'revocation',
+        { body: cborJson(sr.body), signature: hex(sr.signature) },
+        {
+          id: revocationId(sr.body),
+          signature: {
+            valid: verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by),
+            signer: sr.body.revoked_by,
+            role: 'revoked_by',
+          },
+          checks: g ? { names_the_grant: sr.body.grant_id === grantId(g), revoker_is_issuer: sr.body.revoked_by === g.issuer } : {},
+        },
+      );
     }
     case 'statement': {
       const ss = readSignedStatement(o);
-      return report('statement', { body: cborJson(ss.body), signature: hex(ss.signature) }, {
-        id: contentId(statementToCbor(ss.body)),
-        signature: { valid: verifyStatement(ss), signer: ss.body.point, role: 'point' },
-      });
+      return report(
+        'statement',
+        { body: cborJson(ss.body), signature: hex(ss.signature) },
+        {
+          id: contentId(statementToCbor(ss.body)),
+          signature: { valid: verifyStatement(ss), signer: ss.body.point, role: 'point' },
+        },
+      );
     }
     case 'key-event': {
       const se = readSignedKeyEvent(o);
-      return report('key-event', { body: cborJson(se.body), signature: hex(se.signature) }, {
-        id: keyEventId(se),
-        signature: { valid: verifyBody(o as unknown as Signed<unknown>, se.body.current), signer: se.body.current, role: 'current' },
-        checks: { seq: se.body.seq, inception: se.body.seq === 0, ...(se.body.parent ? { parent: se.body.parent } : {}) },
-      });
+      return report(
+        'key-event',
+        { body: cborJson(se.body), signature: hex(se.signature) },
+        {
+          id: keyEventId(se),
+          signature: { valid: verifyBody(o as unknown as Signed<unknown>, se.body.current), signer: se.body.current, role: 'current' },
+          checks: { seq: se.body.seq, inception: se.body.seq === 0, ...(se.body.parent ? { parent: se.body.parent } : {}) },
+        },
+      );
     }
     case 'mint-policy': {
       const sp = readSignedMintPolicy(o);
       const cands = [...(g ? [{ did: g.issuer, role: 'grant issuer' }] : []), ...given];
-      return report('mint-policy', { body: cborJson(sp.body), signature: hex(sp.signature) }, {
-        id: mintPolicyId(sp),
-        signature: trySigners(o as unknown as Signed<unknown>, cands, 'pass --grant <the standing grant> (its issuer signs) or --signer <did:key>'),
-        checks: g ? { bound_to_the_grant: sp.body.grant_id === grantId(g), within_budget: sp.body.per_firing_uj <= g.budget_uj } : {},
-      });
+      return report(
+        'mint-policy',
+        { body: cborJson(sp.body), signature: hex(sp.signature) },
+        {
+          id: mintPolicyId(sp),
+          signature: trySigners(
+            o as unknown as Signed<unknown>,
+            cands,
+            'pass --grant <the standing grant> (its issuer signs) or --signer <did:key>',
+          ),
+          checks: g ? { bound_to_the_grant: sp.body.grant_id === grantId(g), within_budget: sp.body.per_firing_uj <= g.budget_uj } : {},
+        },
+      );
     }
     case 'checkpoint': {
       const sc = readSignedCheckpoint(o);
       const cands = [...(g ? [{ did: g.subject, role: 'grant subject (the agent)' }] : []), ...given];
-      return report('checkpoint', { body: cborJson(sc.body), signature: hex(sc.signature) }, {
-        id: checkpointId(sc),
-        signature: trySigners(o as unknown as Signed<unknown>, cands, 'pass --grant <the checkpoint grant> (its subject signs) or --signer <did:key>'),
-        checks: g ? { names_the_grant: sc.body.grant_id === grantId(g) } : {},
-      });
+      return report(
+        'checkpoint',
+        { body: cborJson(sc.body), signature: hex(sc.signature) },
+        {
+          id: checkpointId(sc),
+          signature: trySigners(
+            o as unknown as Signed<unknown>,
+            cands,
+            'pass --grant <the checkpoint grant> (its subject signs) or --signer <did:key>',
+          ),
+          checks: g ? { names_the_grant: sc.body.grant_id === grantId(g) } : {},
+        },
+      );
     }
     case 'amendment': {
       const sa = readSignedAmendment(o);
       const cands = [...(g ? [{ did: g.issuer, role: 'grant issuer' }] : []), ...given];
-      return report('amendment', { body: cborJson(sa.body), signature: hex(sa.signature) }, {
-        id: amendmentId(sa),
-        signature: trySigners(o as unknown as Signed<unknown>, cands, 'pass --grant <the steered grant> (its issuer signs) or --signer <did:key>'),
-        checks: g ? { within_budget: sa.body.budget_uj <= g.budget_uj } : {},
-      });
+      return report(
+        'amendment',
+        { body: cborJson(sa.body), signature: hex(sa.signature) },
+        {
+          id: amendmentId(sa),
+          signature: trySigners(
+            o as unknown as Signed<unknown>,
+            cands,
+            'pass --grant <the steered grant> (its issuer signs) or --signer <did:key>',
+          ),
+          checks: g ? { within_budget: sa.body.budget_uj <= g.budget_uj } : {},
+        },
+      );
     }
   }
 }
@@ -295,7 +407,12 @@ function wireRequest(v: Obj): Described {
     'wire-request',
     {
       frame: cborJson(req.frame),
-      chain: chain.map((sg) => ({ id: grantId(sg.grant), grant: cborJson(sg.grant), signature: hex(sg.signature), signature_valid: verifyGrantSignature(sg) })),
+      chain: chain.map((sg) => ({
+        id: grantId(sg.grant),
+        grant: cborJson(sg.grant),
+        signature: hex(sg.signature),
+        signature_valid: verifyGrantSignature(sg),
+      })),
       caller: req.caller,
       cost: cborJson(req.cost),
       now: req.now,
@@ -313,7 +430,12 @@ function wireRequest(v: Obj): Described {
             ? { ok: false, reason: 'chain-broken', why: 'empty chain' }
             : verdict.ok
               ? { ok: true, links: chain.length, ids: verdict.value }
-              : { ok: false, reason: verdict.error.reason, ...(verdict.error.link !== undefined ? { link: verdict.error.link } : {}), why: verdict.error.why ?? '' },
+              : {
+                  ok: false,
+                  reason: verdict.error.reason,
+                  ...(verdict.error.link !== undefined ? { link: verdict.error.link } : {}),
+                  why: verdict.error.why ?? '',
+                },
         caller_is_leaf_subject: chain.length > 0 && chain[chain.length - 1]!.grant.subject === req.caller,
       },
     },
@@ -358,14 +480,21 @@ function wireOther(bytes: Uint8Array): Described {
     case 'error':
       return report('wire-error', cborJson(m.error));
     case 'revoke':
-      return report('wire-revoke', { revoke: { body: cborJson(m.revocation.body), signature: hex(m.revocation.signature) } }, {
-        id: revocationId(m.revocation.body),
-        signature: {
-          valid: verifyBody({ body: revocationToCbor(m.revocation.body), signature: m.revocation.signature }, m.revocation.body.revoked_by),
-          signer: m.revocation.body.revoked_by,
-          role: 'revoked_by',
+      return report(
+        'wire-revoke',
+        { revoke: { body: cborJson(m.revocation.body), signature: hex(m.revocation.signature) } },
+        {
+          id: revocationId(m.revocation.body),
+          signature: {
+            valid: verifyBody(
+              { body: revocationToCbor(m.revocation.body), signature: m.revocation.signature },
+              m.revocation.body.revoked_by,
+            ),
+            signer: m.revocation.body.revoked_by,
+            role: 'revoked_by',
+          },
         },
-      });
+      );
     case 'revoked':
       return report('wire-revoked', { revoked: { grant_id: m.grant_id } });
     default:
@@ -398,25 +527,29 @@ function receipt(bytes: Uint8Array): Described {
   }
   const core = opened.ok ? opened.value : readJcr1ReceiptCore(payloadOf(msg.payload, bytes));
   const valid = opened.ok || opened.error.code === 'steward-mismatch';
-  return report('receipt', { protected: { alg: -8, kid: steward }, core: cborJson(core) }, {
-    id: receiptId(bytes),
-    signature: {
-      valid,
-      signer: steward,
-      role: 'steward (COSE kid)',
-      ...(opened.ok ? {} : { note: `${opened.error.code}: ${opened.error.why}` }),
+  return report(
+    'receipt',
+    { protected: { alg: -8, kid: steward }, core: cborJson(core) },
+    {
+      id: receiptId(bytes),
+      signature: {
+        valid,
+        signer: steward,
+        role: 'steward (COSE kid)',
+        ...(opened.ok ? {} : { note: `${opened.error.code}: ${opened.error.why}` }),
+      },
+      checks: {
+        steward,
+        steward_matches_kid: core.steward === steward,
+        log_fields: core.seq !== undefined && core.at !== undefined,
+        seq: core.seq ?? null,
+        prev: core.prev ?? null,
+        verdict: core.verdict,
+        ...(core.deny_reason !== undefined ? { deny_reason: core.deny_reason } : {}),
+        ...(core.request_id !== undefined ? { request_id: core.request_id } : {}),
+      },
     },
-    checks: {
-      steward,
-      steward_matches_kid: core.steward === steward,
-      log_fields: core.seq !== undefined && core.at !== undefined,
-      seq: core.seq ?? null,
-      prev: core.prev ?? null,
-      verdict: core.verdict,
-      ...(core.deny_reason !== undefined ? { deny_reason: core.deny_reason } : {}),
-      ...(core.request_id !== undefined ? { request_id: core.request_id } : {}),
-    },
-  });
+  );
 }
 
 /**

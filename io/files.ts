@@ -83,7 +83,19 @@ export function ioError(e: unknown, doing: string, path: string): IoError {
 export function fromSystemError(e: unknown): unknown {
   if (!isSystemError(e)) return e;
   const path = e.path ?? '(unknown path)';
-  const doing = { open: 'open', stat: 'read', lstat: 'read', read: 'read', write: 'write', mkdir: 'create folder', rename: 'rename', unlink: 'remove', scandir: 'list folder', fsync: 'sync', rmdir: 'remove folder' }[e.syscall ?? ''];
+  const doing = {
+    open: 'open',
+    stat: 'read',
+    lstat: 'read',
+    read: 'read',
+    write: 'write',
+    mkdir: 'create folder',
+    rename: 'rename',
+    unlink: 'remove',
+    scandir: 'list folder',
+    fsync: 'sync',
+    rmdir: 'remove folder',
+  }[e.syscall ?? ''];
   return ioError(e, doing ?? e.syscall ?? 'access', path);
 }
 
@@ -191,7 +203,11 @@ export async function readStdinCapped(maxBytes: number, what: string): Promise<B
     total += chunk.length;
     if (total > maxBytes) {
       process.stdin.destroy();
-      throw new IoError('-', `${what} (standard input): larger than ${bytesInWords(maxBytes)}, the most it may be; not read (EFBIG)`, 'EFBIG');
+      throw new IoError(
+        '-',
+        `${what} (standard input): larger than ${bytesInWords(maxBytes)}, the most it may be; not read (EFBIG)`,
+        'EFBIG',
+      );
     }
   }
   return Buffer.concat(chunks, total);
@@ -224,7 +240,12 @@ const READ_CHUNK = 64 << 10;
  *   {@link IoError} (`errno` `EINVAL`) for a FIFO or a socket.
  */
 export function readFileCapped(path: string, maxBytes: number, what = 'file'): Buffer {
-  const tooLarge = () => new IoError(path, `${what} ${path}: larger than ${bytesInWords(maxBytes)}, the most ${/^[aeiou]/i.test(what) ? 'an' : 'a'} ${what} may be; not read (EFBIG)`, 'EFBIG');
+  const tooLarge = () =>
+    new IoError(
+      path,
+      `${what} ${path}: larger than ${bytesInWords(maxBytes)}, the most ${/^[aeiou]/i.test(what) ? 'an' : 'a'} ${what} may be; not read (EFBIG)`,
+      'EFBIG',
+    );
   // Non-blocking open: a FIFO with no writer would otherwise block here forever.
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {

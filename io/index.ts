@@ -2,4 +2,16 @@
  * The front door of io/: the names other folders use. Siblings and tests import from here
  * (tests may also use internal.ts); files inside io/ import each other directly.
  */
-export { errnoOf, fromSystemError, IO_ERROR_CODE, ioError, IoError, isSystemError, makeDirs, READ_CAPS, readFileCapped, readStdinCapped, writeFileDurably } from './files.ts';
+export {
+  errnoOf,
+  fromSystemError,
+  IO_ERROR_CODE,
+  ioError,
+  IoError,
+  isSystemError,
+  makeDirs,
+  READ_CAPS,
+  readFileCapped,
+  readStdinCapped,
+  writeFileDurably,
+} from './files.ts';

@@ -26,14 +26,7 @@ export const RUNG_PROVENANCE: Readonly<Record<Rung, Provenance>> = {
  * - `not-calibrated`: the model has no active power (W) configured or calibrated;
  * - `disabled`: the configuration leaves the rung out.
  */
-export const SKIP_REASONS = [
-  'absent',
-  'permission-denied',
-  'read-failed',
-  'failed-mid-reading',
-  'not-calibrated',
-  'disabled',
-] as const;
+export const SKIP_REASONS = ['absent', 'permission-denied', 'read-failed', 'failed-mid-reading', 'not-calibrated', 'disabled'] as const;
 /** A structured skip reason. */
 export type SkipReason = (typeof SKIP_REASONS)[number];
 

@@ -179,7 +179,8 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       failed = true;
       failure = e;
     }
-    const { hwUj, reset } = source !== undefined && start?.ok ? secondReading(source, start.value, degraded) : { hwUj: undefined, reset: [] };
+    const { hwUj, reset } =
+      source !== undefined && start?.ok ? secondReading(source, start.value, degraded) : { hwUj: undefined, reset: [] };
     const c1 = cpuUsage();
     const t1 = clockNs();
     const wallNs = t1 > t0 ? t1 - t0 : 0n;
@@ -197,7 +198,13 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       if (source !== undefined && enabled.has('cpu-time')) degraded.push(skipped('cpu-time', notCalibrated()));
       rung = 'estimator';
     }
-    const { cost, reading } = costOf(rung, rawUj, floorUj, { wallNs, cpuUs, degraded, reset, ...(hwUj !== undefined ? { summed: summedOf(source!) } : {}) });
+    const { cost, reading } = costOf(rung, rawUj, floorUj, {
+      wallNs,
+      cpuUs,
+      degraded,
+      reset,
+      ...(hwUj !== undefined ? { summed: summedOf(source!) } : {}),
+    });
     if (failed) throw new MeteredError(failure, cost, reading);
     return { result: result as T, cost, reading };
   }
@@ -314,8 +321,7 @@ function costOf(
 ): { cost: Cost; reading: Reading } {
   const provenance = RUNG_PROVENANCE[rung];
   const uj = rawUj !== undefined && rawUj > floorUj ? rawUj : floorUj;
-  const cost: Cost =
-    provenance === 'HwShunt' ? { uj, provenance, measured: rawUj! } : { uj, provenance };
+  const cost: Cost = provenance === 'HwShunt' ? { uj, provenance, measured: rawUj! } : { uj, provenance };
   const reading: Reading = {
     rung,
     ...(rawUj !== undefined ? { rawUj } : {}),

@@ -191,7 +191,8 @@ export async function openNvml(load: () => NvmlBinding | Promise<NvmlBinding>): 
       else if (trial.error.reason === 'absent') unsupported.push(`GPU ${i}`);
       else return trial;
     }
-    if (devices.length === 0) return err({ reason: 'absent', detail: `no GPU with a total-energy counter (${unsupported.join(', ')}: not supported)` });
+    if (devices.length === 0)
+      return err({ reason: 'absent', detail: `no GPU with a total-energy counter (${unsupported.join(', ')}: not supported)` });
     source = new NvmlSource(nvml, devices);
     return ok(source);
   } finally {

@@ -18,7 +18,8 @@ export default [
     find: 'if (ai >= 25) forbid(`a float',
     replace: 'if (ai >= 26) forbid(`a float',
     classes: ['C-neg'],
-    equivalent: 'the next line forbids every other major-7 item (as simple(25)), so a half float is still cbor-forbidden-type; only the message changes',
+    equivalent:
+      'the next line forbids every other major-7 item (as simple(25)), so a half float is still cbor-forbidden-type; only the message changes',
   },
   {
     id: 'cbor-flat-key-order-unchecked',
@@ -40,7 +41,8 @@ export default [
     find: "forbid(ai === 20 || ai === 21 ? 'a bool'",
     replace: "if (ai !== 20 && ai !== 21) forbid(ai === 20 || ai === 21 ? 'a bool'",
     classes: ['C-neg'],
-    equivalent: 'the guard lets true/false through, but the re-encoding check then refuses them: encode() forbids bools, so the decode still fails cbor-forbidden-type',
+    equivalent:
+      'the guard lets true/false through, but the re-encoding check then refuses them: encode() forbids bools, so the decode still fails cbor-forbidden-type',
   },
   {
     id: 'detcbor-keys-sorted-as-strings',

@@ -37,7 +37,8 @@ export default [
     id: 'decision-chained-verify-before-control',
     file: 'core/decision.ts',
     find: "  if (f.trust !== 'control') {\n    return denyOf(state, chain, leaf, { reason: DenyReasons.UNTRUSTED_CONTROL, why: 'a data frame cannot exercise a capability' });\n  }\n  const verified = verifyChain(chain);\n  if (!verified.ok) return denyOf(state, chain, leaf, verified.error);\n",
-    replace: "  const verified = verifyChain(chain);\n  if (!verified.ok) return denyOf(state, chain, leaf, verified.error);\n  if (f.trust !== 'control') {\n    return denyOf(state, chain, leaf, { reason: DenyReasons.UNTRUSTED_CONTROL, why: 'a data frame cannot exercise a capability' });\n  }\n",
+    replace:
+      "  const verified = verifyChain(chain);\n  if (!verified.ok) return denyOf(state, chain, leaf, verified.error);\n  if (f.trust !== 'control') {\n    return denyOf(state, chain, leaf, { reason: DenyReasons.UNTRUSTED_CONTROL, why: 'a data frame cannot exercise a capability' });\n  }\n",
     classes: ['C4'],
   },
   {

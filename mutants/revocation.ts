@@ -17,7 +17,8 @@ export default [
     id: 'revocation-signature-unchecked',
     file: 'core/revocation.ts',
     find: 'if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {',
-    replace: 'if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by) && sr.signature.length !== 64) {',
+    replace:
+      'if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by) && sr.signature.length !== 64) {',
     classes: ['C6'],
   },
   {
@@ -30,15 +31,15 @@ export default [
   {
     id: 'revocation-chained-leaf-only',
     file: 'core/decision.ts',
-    find: "  for (let i = 0; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {",
-    replace: "  for (let i = n - 1; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {",
+    find: '  for (let i = 0; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {',
+    replace: '  for (let i = n - 1; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {',
     classes: ['C6'],
   },
   {
     id: 'revocation-chained-root-skipped',
     file: 'core/decision.ts',
-    find: "  for (let i = 0; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {",
-    replace: "  for (let i = 1; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {",
+    find: '  for (let i = 0; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {',
+    replace: '  for (let i = 1; i < n; i++) {\n    if (state.revoked.has(ids[i]!)) {',
     classes: ['C6'],
   },
   {

@@ -9,8 +9,8 @@ export default [
   {
     id: 'shards-sum-skips-last-slice',
     file: 'core/shard.ts',
-    find: "  for (const [i, s] of slices.entries()) {\n    if (s.budget_uj < 0n)",
-    replace: "  for (const [i, s] of slices.slice(0, -1).entries()) {\n    if (s.budget_uj < 0n)",
+    find: '  for (const [i, s] of slices.entries()) {\n    if (s.budget_uj < 0n)',
+    replace: '  for (const [i, s] of slices.slice(0, -1).entries()) {\n    if (s.budget_uj < 0n)',
     classes: ['C11'],
   },
   {

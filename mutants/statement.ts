@@ -45,7 +45,8 @@ export default [
     id: 'statement-signed-over-wrong-bytes',
     file: 'core/statement.ts',
     find: '  return signBody(statement, point);',
-    replace: '  return { body: statement, signature: signBody({ grant_id: statement.grant_id, point: statement.point, seq: statement.seq }, point).signature };',
+    replace:
+      '  return { body: statement, signature: signBody({ grant_id: statement.grant_id, point: statement.point, seq: statement.seq }, point).signature };',
     classes: ['C17'],
   },
   {
@@ -136,7 +137,8 @@ export default [
     id: 'audit-forged-merged',
     file: 'channel/audit.ts',
     find: '  const ledger = new ChannelLedger(grantId);\n  const refused = admitStored(ledger, stored);',
-    replace: '  const ledger = new ChannelLedger(grantId);\n  const refused = admitStored(ledger, stored).filter((r) => r.code !== "forged");',
+    replace:
+      '  const ledger = new ChannelLedger(grantId);\n  const refused = admitStored(ledger, stored).filter((r) => r.code !== "forged");',
     classes: ['C17'],
   },
   {

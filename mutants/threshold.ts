@@ -8,7 +8,8 @@ import type { Mutant } from '../scripts/mutants.ts';
 export default [
   {
     id: 'threshold-package-below-min',
-    equivalent: "noble's signShare refuses a package with fewer than min commitments itself (it throws, and signShare turns that into the same frost-bad-package); the product's check is defence in depth",
+    equivalent:
+      "noble's signShare refuses a package with fewer than min commitments itself (it throws, and signShare turns that into the same frost-bad-package); the product's check is defence in depth",
     file: 'frost/sign.ts',
     find: 'if (n < pub.min || n > pub.max) return bad(',
     replace: 'if (n < 1 || n > pub.max) return bad(',
@@ -16,7 +17,8 @@ export default [
   },
   {
     id: 'threshold-own-commitment-unchecked',
-    equivalent: "noble's signShare refuses a package whose commitment for this identifier is not the one made from these nonces (same frost-bad-package through signShare's catch)",
+    equivalent:
+      "noble's signShare refuses a package whose commitment for this identifier is not the one made from these nonces (same frost-bad-package through signShare's catch)",
     file: 'frost/sign.ts',
     find: 'if (!bytesEqual(own.hiding, mine.hiding) || !bytesEqual(own.binding, mine.binding)) return bad(',
     replace: 'if (!bytesEqual(own.hiding, own.hiding)) return bad(',
@@ -39,7 +41,8 @@ export default [
   },
   {
     id: 'threshold-shares-unverified',
-    equivalent: "noble's aggregate verifies every share itself and throws naming the cheaters, which aggregate reports as the same frost-bad-signature-share with the same culprits",
+    equivalent:
+      "noble's aggregate verifies every share itself and throws naming the cheaters, which aggregate reports as the same frost-bad-signature-share with the same culprits",
     file: 'frost/sign.ts',
     find: "  if (bad.length) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
     replace: "  if (bad.length > 1) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",

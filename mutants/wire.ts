@@ -9,14 +9,16 @@ export default [
     id: 'wire-payload-hash-only-when-present',
     file: 'core/wire.ts',
     find: "check(frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');",
-    replace: "check(payload === undefined || frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');",
+    replace:
+      "check(payload === undefined || frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');",
     classes: ['C8'],
   },
   {
     id: 'wire-payload-hash-unchecked-bytes',
     file: 'core/wire.ts',
     find: "check(frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');",
-    replace: "check(frame.payload_hash.length === payloadHash(payload).length, 'request.frame.payload_hash', 'does not match the payload');",
+    replace:
+      "check(frame.payload_hash.length === payloadHash(payload).length, 'request.frame.payload_hash', 'does not match the payload');",
     classes: ['C8'],
   },
   {

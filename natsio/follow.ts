@@ -56,7 +56,10 @@ export async function followFromStart(
     resolveCaughtUp = r;
   });
   if (backlog === 0 || lastSeq === 0) resolveCaughtUp();
-  const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.All, ...(filter !== undefined ? { filter_subjects: filter } : {}) });
+  const consumer = await js.consumers.get(stream, {
+    deliver_policy: DeliverPolicy.All,
+    ...(filter !== undefined ? { filter_subjects: filter } : {}),
+  });
   const messages = await consumer.consume({ max_messages: opts.batch ?? 256 });
   void (async () => {
     for await (const s of messages.status()) {

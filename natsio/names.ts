@@ -66,7 +66,7 @@ export function checkStreamName(name: string): string {
   if (typeof name !== 'string' || name.length === 0) throw bad('empty');
   if (Buffer.byteLength(name) > 255) throw bad('longer than 255 bytes');
   if (!TOKEN_RE.test(name)) throw bad('has a space or a non-printable character');
-  if (/[.*>/\\]/.test(name)) throw bad("has one of . * > / \\");
+  if (/[.*>/\\]/.test(name)) throw bad('has one of . * > / \\');
   return name;
 }
 

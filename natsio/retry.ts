@@ -54,7 +54,9 @@ export async function retryUntil<T>(what: string, op: () => Promise<T>, opts: Re
       await sleep(wait, undefined, opts.signal ? { signal: opts.signal } : undefined).catch(() => undefined);
     }
   }
-  throw new NatsDeadline(`${what} failed within ${opts.deadlineMs} ms: ${(last as Error | undefined)?.message ?? 'no attempt'}`, attempt, { cause: last });
+  throw new NatsDeadline(`${what} failed within ${opts.deadlineMs} ms: ${(last as Error | undefined)?.message ?? 'no attempt'}`, attempt, {
+    cause: last,
+  });
 }
 
 /**

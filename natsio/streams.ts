@@ -7,14 +7,7 @@
  * has direct get off (`allow_direct: false`): a direct get is answered by any replica, followers
  * included, and can return a message older than the latest acked one.
  */
-import {
-  DiscardPolicy,
-  type JetStreamManager,
-  RetentionPolicy,
-  StorageType,
-  type StreamConfig,
-  type StreamInfo,
-} from '@nats-io/jetstream';
+import { DiscardPolicy, type JetStreamManager, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkStreamName, checkSubject } from './names.ts';
@@ -48,7 +41,8 @@ export type StreamSpec = Partial<StreamConfig> & { name: string; subjects: strin
  */
 export function streamConfig(shape: StreamShape): StreamSpec {
   const replicas = shape.replicas ?? 1;
-  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new RangeError(`stream ${shape.name}: replicas ${replicas}: expected 1-5`);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5)
+    throw new RangeError(`stream ${shape.name}: replicas ${replicas}: expected 1-5`);
   const cfg: StreamSpec = {
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
@@ -86,7 +80,9 @@ export type EnsureOutcome = 'created' | 'updated' | 'unchanged';
 export function isStreamNotFound(e: unknown): boolean {
   const x = e as { code?: unknown; api_error?: { err_code?: unknown }; message?: unknown } | undefined;
   if (x?.api_error?.err_code === 10059) return true;
-  return String(x?.message ?? e).toLowerCase().includes('not found');
+  return String(x?.message ?? e)
+    .toLowerCase()
+    .includes('not found');
 }
 
 /**
@@ -95,7 +91,11 @@ export function isStreamNotFound(e: unknown): boolean {
  * once: a lost creation race re-reads the winner's stream.
  * @throws the server's error when the stream can be neither read nor created after the attempts.
  */
-export async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & { name: string }, opts: EnsureOpts = {}): Promise<EnsureOutcome> {
+export async function ensureStream(
+  jsm: JetStreamManager,
+  cfg: Partial<StreamConfig> & { name: string },
+  opts: EnsureOpts = {},
+): Promise<EnsureOutcome> {
   const attempts = opts.attempts ?? 3;
   for (let attempt = 0; ; attempt++) {
     let info: StreamInfo;

@@ -47,7 +47,9 @@ export function readAccepted(dataDir: string): AcceptedDamage {
   const file = path.join(dataDir, ACCEPTED_FILE);
   if (!existsSync(file)) return NONE;
   try {
-    const v = JSON.parse(readFileCapped(file, 16 << 20, 'accepted-damage record').toString('utf8')) as Partial<AcceptedDamage> & { format?: unknown };
+    const v = JSON.parse(readFileCapped(file, 16 << 20, 'accepted-damage record').toString('utf8')) as Partial<AcceptedDamage> & {
+      format?: unknown;
+    };
     const ok =
       v.format === FORMAT &&
       Array.isArray(v.problems) &&
@@ -81,7 +83,13 @@ export function unaccepted(problems: readonly BootProblem[], accepted: AcceptedD
  * Adds `problems` (and the lost range, if any) to the record of `dataDir`, durably.
  * @throws NodeFault `log-corrupt` when the record cannot be written.
  */
-export function recordAccepted(dataDir: string, accepted: AcceptedDamage, problems: readonly BootProblem[], lost: readonly [number, number] | undefined, nowS: number): void {
+export function recordAccepted(
+  dataDir: string,
+  accepted: AcceptedDamage,
+  problems: readonly BootProblem[],
+  lost: readonly [number, number] | undefined,
+  nowS: number,
+): void {
   const next = {
     format: FORMAT,
     problems: [...accepted.problems, ...problems.map((p) => ({ seq: p.seq, code: p.code, accepted_at_s: nowS }))],
@@ -105,6 +113,8 @@ export function recordAccepted(dataDir: string, accepted: AcceptedDamage, proble
       closeSync(dir);
     }
   } catch (e) {
-    throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${file}: cannot record the accepted damage: ${(e as Error).message}`, file, { cause: e });
+    throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${file}: cannot record the accepted damage: ${(e as Error).message}`, file, {
+      cause: e,
+    });
   }
 }

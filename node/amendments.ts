@@ -32,7 +32,41 @@
  * steered here is refused `already-amended` (two continuations would each get the remainder).
  * The same amendment again is answered as before (idempotent).
  */
-import { type Actor, amendmentId, asCid, asObj, asUint, type ContentId, continuationOf, decode, type Did, encode, err, grantId, type LedgerView, type Obj, ok, readSigned, readSignedAmendment, readSignedCheckpoint, readSignedGrant, type Result, signBody, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, signedGrantToCbor, uintOut, type Uj, verifyAmendment, verifyBody, verifyGrantSignature, type WireAmended } from '../core/index.ts';
+import {
+  type Actor,
+  amendmentId,
+  asCid,
+  asObj,
+  asUint,
+  type ContentId,
+  continuationOf,
+  decode,
+  type Did,
+  encode,
+  err,
+  grantId,
+  type LedgerView,
+  type Obj,
+  ok,
+  readSigned,
+  readSignedAmendment,
+  readSignedCheckpoint,
+  readSignedGrant,
+  type Result,
+  signBody,
+  type SignedAmendment,
+  signedAmendmentToCbor,
+  type SignedCheckpoint,
+  signedCheckpointToCbor,
+  type SignedGrant,
+  signedGrantToCbor,
+  uintOut,
+  type Uj,
+  verifyAmendment,
+  verifyBody,
+  verifyGrantSignature,
+  type WireAmended,
+} from '../core/index.ts';
 
 /** Where the store persists (the receipt log's `putAmendment`), keyed by the steered grant id. */
 export type PersistAmendment = (steeredId: ContentId, bytes: Uint8Array) => Promise<void>;
@@ -177,7 +211,10 @@ export class AmendmentStore {
     const before = this.#bySteered.get(steeredId);
     if (before !== undefined) {
       if (before.amendmentId === aid) return ok(answer(steeredId, before));
-      return err({ code: AmendmentRefusals.ALREADY_AMENDED, why: `grant ${steeredId} was already steered here by amendment ${before.amendmentId}` });
+      return err({
+        code: AmendmentRefusals.ALREADY_AMENDED,
+        why: `grant ${steeredId} was already steered here by amendment ${before.amendmentId}`,
+      });
     }
     const steeredSpentUj = ledger.spent(steeredId);
     const applied = this.#apply(steeredId, grant, sa, steeredSpentUj);
@@ -217,7 +254,14 @@ export class AmendmentStore {
           bad++;
           continue;
         }
-        const o = asObj(s.body, 'amendment_record.body', ['grant', 'checkpoint', 'amendment', 'steered_spent_uj', 'cap_uj', 'continuation_id']);
+        const o = asObj(s.body, 'amendment_record.body', [
+          'grant',
+          'checkpoint',
+          'amendment',
+          'steered_spent_uj',
+          'cap_uj',
+          'continuation_id',
+        ]);
         const grant = readSignedGrant(o['grant'], 'amendment_record.grant');
         const cp = readSignedCheckpoint(o['checkpoint'], 'amendment_record.checkpoint');
         const sa = readSignedAmendment(o['amendment'], 'amendment_record.amendment');
@@ -228,7 +272,10 @@ export class AmendmentStore {
           continue;
         }
         const a = this.#apply(steeredId, grant, sa, spent);
-        if (a.capUj !== asUint(o['cap_uj'], 'amendment_record.cap_uj') || a.continuationId !== asCid(o['continuation_id'], 'amendment_record.continuation_id')) {
+        if (
+          a.capUj !== asUint(o['cap_uj'], 'amendment_record.cap_uj') ||
+          a.continuationId !== asCid(o['continuation_id'], 'amendment_record.continuation_id')
+        ) {
           this.#unapply(steeredId, a);
           bad++;
           continue;

@@ -93,7 +93,8 @@ export async function archiveReceipts(log: ReceiptLog, before: number, outDir: s
   // A reversal is applied at every start against its receipt in the live log (node/outcome.ts):
   // its receipt stays.
   for await (const { seq } of log.outcomes('reversal')) {
-    if (seq < before) throw new Error(`receipt ${seq} has a reversal record, which every start checks against it: archive below ${seq} at most`);
+    if (seq < before)
+      throw new Error(`receipt ${seq} has a reversal record, which every start checks against it: archive below ${seq} at most`);
   }
   makeDirs(outDir, 0o755);
   const segments: ArchiveRecord[] = [];
@@ -105,7 +106,14 @@ export async function archiveReceipts(log: ReceiptLog, before: number, outDir: s
     if (part.length === 0) return;
     const last = first + part.length - 1;
     const bytes = concat(...part);
-    const rec: ArchiveRecord = { first, last, count: part.length, blake3: blake3(bytes), file: segmentFileName(first, last), bytes: bytes.length };
+    const rec: ArchiveRecord = {
+      first,
+      last,
+      count: part.length,
+      blake3: blake3(bytes),
+      file: segmentFileName(first, last),
+      bytes: bytes.length,
+    };
     writeDurable(outDir, rec.file, bytes);
     await log.archiveRange(first, last, encode({ format: ARCHIVE_FORMAT, ...rec }));
     segments.push(rec);
@@ -119,7 +127,8 @@ export async function archiveReceipts(log: ReceiptLog, before: number, outDir: s
         done = true;
         break;
       }
-      if (expect >= 0 && seq !== expect) throw new Error(`receipt ${expect} is missing from the log: a gap is not archived (run 'jcp receipts verify')`);
+      if (expect >= 0 && seq !== expect)
+        throw new Error(`receipt ${expect} is missing from the log: a gap is not archived (run 'jcp receipts verify')`);
       if (part.length === 0) first = seq;
       part.push(bytes);
       expect = seq + 1;
@@ -144,7 +153,10 @@ export interface SegmentCheck {
  * Checks every archived segment in `dir` against the log's records (present, BLAKE3 equal, the
  * recorded number of CBOR items) and returns the receipts of the good ones, by seq.
  */
-export function readSegments(dir: string, records: readonly ArchiveRecord[]): { checks: SegmentCheck[]; receipts: Map<number, Uint8Array[]> } {
+export function readSegments(
+  dir: string,
+  records: readonly ArchiveRecord[],
+): { checks: SegmentCheck[]; receipts: Map<number, Uint8Array[]> } {
   const checks: SegmentCheck[] = [];
   const receipts = new Map<number, Uint8Array[]>();
   for (const r of records) {

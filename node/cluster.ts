@@ -24,9 +24,42 @@
  *   "nats_monitor_url": "http://127.0.0.1:8222",
  *   "channels": [{"grant_id": "<id>", "window_uj": 5000, "points": ["did:key:…"]}]}`.
  */
-import { type Actor, contentIdOfBytes, type Decision, type DecisionRequest, type Deny, DenyReasons, type Did, encode, isContentId, isDid, type LedgerView, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
-import { channelNames, Channels, type ChannelSpec, type ChannelStats, type ChannelSteering, type FreshnessView, JetStreamBus, type Logger, REVOCATION_STALE, type RevocationSinkLike, RevocationStreamFeed } from '../channel/index.ts';
-import { type AssignmentFollow, decodeShardAssignment, ShardAssignmentStream, ShardBindings, ShardCloser, signShardAck } from '../shards/index.ts';
+import {
+  type Actor,
+  contentIdOfBytes,
+  type Decision,
+  type DecisionRequest,
+  type Deny,
+  DenyReasons,
+  type Did,
+  encode,
+  isContentId,
+  isDid,
+  type LedgerView,
+  type SignedRevocation,
+  signedRevocationToCbor,
+} from '../core/index.ts';
+import {
+  channelNames,
+  Channels,
+  type ChannelSpec,
+  type ChannelStats,
+  type ChannelSteering,
+  type FreshnessView,
+  JetStreamBus,
+  type Logger,
+  REVOCATION_STALE,
+  type RevocationSinkLike,
+  RevocationStreamFeed,
+} from '../channel/index.ts';
+import {
+  type AssignmentFollow,
+  decodeShardAssignment,
+  ShardAssignmentStream,
+  ShardBindings,
+  ShardCloser,
+  signShardAck,
+} from '../shards/index.ts';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import type { Logger as PinoLogger } from 'pino';
@@ -81,7 +114,17 @@ function intIn(v: unknown, where: string, min: number, max: number, dflt: number
 export function readClusterConfig(v: unknown): ClusterConfig {
   const o = (v ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) bad('cluster', 'expected an object');
-  const allowed = ['subject_root', 'replicas', 'stream_cluster', 'settle_interval_ms', 'revocation_catch_up_ms', 'channels', 'checkpoint_every_ms', 'checkpoint_every_receipts', 'nats_monitor_url'];
+  const allowed = [
+    'subject_root',
+    'replicas',
+    'stream_cluster',
+    'settle_interval_ms',
+    'revocation_catch_up_ms',
+    'channels',
+    'checkpoint_every_ms',
+    'checkpoint_every_receipts',
+    'nats_monitor_url',
+  ];
   for (const k of Object.keys(o)) if (!allowed.includes(k)) bad(`cluster.${k}`, 'unknown field');
   const root = o['subject_root'] ?? 'jcp';
   if (typeof root !== 'string') bad('cluster.subject_root', 'expected text');
@@ -91,7 +134,8 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     bad('cluster.subject_root', (e as Error).message);
   }
   const sc = o['stream_cluster'];
-  if (sc !== undefined && (typeof sc !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(sc))) bad('cluster.stream_cluster', 'expected a NATS cluster name: 1-64 of [A-Za-z0-9_-]');
+  if (sc !== undefined && (typeof sc !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(sc)))
+    bad('cluster.stream_cluster', 'expected a NATS cluster name: 1-64 of [A-Za-z0-9_-]');
   const rawChannels = o['channels'] ?? [];
   if (!Array.isArray(rawChannels)) bad('cluster.channels', 'expected an array');
   const channels = rawChannels.map((c: unknown, i: number): ChannelSpec => {
@@ -101,7 +145,12 @@ export function readClusterConfig(v: unknown): ClusterConfig {
     for (const k of Object.keys(co)) if (!['grant_id', 'window_uj', 'points'].includes(k)) bad(`${where}.${k}`, 'unknown field');
     if (!isContentId(co['grant_id'])) bad(`${where}.grant_id`, 'expected a content id');
     const w = co['window_uj'];
-    if (!((typeof w === 'number' && Number.isSafeInteger(w) && w >= 0) || (typeof w === 'string' && /^\d{1,20}$/.test(w) && BigInt(w) < 1n << 64n))) {
+    if (
+      !(
+        (typeof w === 'number' && Number.isSafeInteger(w) && w >= 0) ||
+        (typeof w === 'string' && /^\d{1,20}$/.test(w) && BigInt(w) < 1n << 64n)
+      )
+    ) {
       bad(`${where}.window_uj`, 'expected a non-negative integer (µJ) below 2^64 (energy amounts are uint64)');
     }
     let points: Did[] | undefined;
@@ -128,7 +177,8 @@ export function readClusterConfig(v: unknown): ClusterConfig {
 }
 
 function monitorUrl(v: unknown): string {
-  if (typeof v !== 'string' || !/^https?:\/\/[^\s/]+\/?$/.test(v)) bad('cluster.nats_monitor_url', 'expected http://host:port of the nats-server monitoring port');
+  if (typeof v !== 'string' || !/^https?:\/\/[^\s/]+\/?$/.test(v))
+    bad('cluster.nats_monitor_url', 'expected http://host:port of the nats-server monitoring port');
   return v.replace(/\/$/, '');
 }
 
@@ -147,10 +197,15 @@ export interface GatewayState {
 export async function readGateways(monitor: string, timeoutMs = 1_000): Promise<GatewayState[]> {
   const r = await fetch(`${monitor}/gatewayz`, { signal: AbortSignal.timeout(timeoutMs) });
   if (!r.ok) throw new Error(`${monitor}/gatewayz answered ${r.status}`);
-  const g = (await r.json()) as { outbound_gateways?: Record<string, { connection?: unknown }>; inbound_gateways?: Record<string, unknown[]> };
+  const g = (await r.json()) as {
+    outbound_gateways?: Record<string, { connection?: unknown }>;
+    inbound_gateways?: Record<string, unknown[]>;
+  };
   const out: GatewayState[] = [];
-  for (const [name, v] of Object.entries(g.outbound_gateways ?? {})) out.push({ gateway: name, direction: 'outbound', connected: v?.connection != null });
-  for (const [name, v] of Object.entries(g.inbound_gateways ?? {})) out.push({ gateway: name, direction: 'inbound', connected: Array.isArray(v) && v.length > 0 });
+  for (const [name, v] of Object.entries(g.outbound_gateways ?? {}))
+    out.push({ gateway: name, direction: 'outbound', connected: v?.connection != null });
+  for (const [name, v] of Object.entries(g.inbound_gateways ?? {}))
+    out.push({ gateway: name, direction: 'inbound', connected: Array.isArray(v) && v.length > 0 });
   return out;
 }
 
@@ -163,7 +218,9 @@ export interface ClusterHookOpts {
   /** `region`: the label of this node's cluster metrics (default `local`). */
   readonly region?: string;
   /** `nats_tls`: TLS of the NATS client connection (docs/tls.md). */
-  readonly natsTls?: { readonly caFile?: string | undefined; readonly certFile?: string | undefined; readonly keyFile?: string | undefined } | undefined;
+  readonly natsTls?:
+    | { readonly caFile?: string | undefined; readonly certFile?: string | undefined; readonly keyFile?: string | undefined }
+    | undefined;
   /** Unix milliseconds (default `Date.now`). */
   readonly clockMs?: () => number;
 }
@@ -223,7 +280,8 @@ export class ClusterHooks {
       ...(config.streamCluster !== undefined ? { placement: { cluster: config.streamCluster } } : {}),
     });
     this.bus.onEvent((e) => {
-      if (e.type === 'slow-consumer' || e.type === 'consumer-reset') log.warn({ nats_event: e.type, detail: e.detail }, 'NATS: consumer trouble');
+      if (e.type === 'slow-consumer' || e.type === 'consumer-reset')
+        log.warn({ nats_event: e.type, detail: e.detail }, 'NATS: consumer trouble');
       else if (e.type === 'disconnect' || e.type === 'reconnect') log.info({ nats_event: e.type, detail: e.detail }, `NATS ${e.type}`);
     });
     this.channels = new Channels({ bus: this.bus.statements, specs: config.channels, settleIntervalMs: config.settleIntervalMs, log });
@@ -260,7 +318,8 @@ export class ClusterHooks {
     committed(req: DecisionRequest, d: AllowDecision): void;
   } {
     return {
-      admit: (req, d) => this.staleDeny() ?? this.shards.check(req.chain, d.chainIds, this.#steward?.did, req.cost.uj) ?? this.channels.admit(req, d),
+      admit: (req, d) =>
+        this.staleDeny() ?? this.shards.check(req.chain, d.chainIds, this.#steward?.did, req.cost.uj) ?? this.channels.admit(req, d),
       committed: (req, d) => this.channels.committed(req, d),
     };
   }
@@ -299,7 +358,12 @@ export class ClusterHooks {
     const f = this.feed.freshness();
     if (!f.stale) return [];
     const since = Number.isFinite(f.stalenessS) ? `for ${f.stalenessS.toFixed(1)} s` : 'since start';
-    return [{ code: REVOCATION_STALE, why: `the revocation stream could not be confirmed ${since} (limit ${f.limitS} s)${f.lastProblem ? `: ${f.lastProblem}` : ''}; allows are refused` }];
+    return [
+      {
+        code: REVOCATION_STALE,
+        why: `the revocation stream could not be confirmed ${since} (limit ${f.limitS} s)${f.lastProblem ? `: ${f.lastProblem}` : ''}; allows are refused`,
+      },
+    ];
   }
 
   /** The cluster side of `/healthz`: region, NATS, revocation stream position and staleness, channels. */
@@ -400,10 +464,24 @@ export class ClusterHooks {
           if (only !== undefined && !hooks.bus.opCounts.has(only)) this.inc({ region, op: only }, 0);
         },
       });
-    opCounter('jcp_statement_publish_retries_total', 'Retried statement publishes (JetStream), by region', (c) => c.retries, 'publish statement');
-    opCounter('jcp_statement_publish_failures_total', 'Statement publishes that failed within their deadline, by region', (c) => c.failures, 'publish statement');
+    opCounter(
+      'jcp_statement_publish_retries_total',
+      'Retried statement publishes (JetStream), by region',
+      (c) => c.retries,
+      'publish statement',
+    );
+    opCounter(
+      'jcp_statement_publish_failures_total',
+      'Statement publishes that failed within their deadline, by region',
+      (c) => c.failures,
+      'publish statement',
+    );
     opCounter('jcp_nats_request_retries_total', 'Retried JetStream requests, by region and operation', (c) => c.retries);
-    opCounter('jcp_nats_request_failures_total', 'JetStream requests that failed within their deadline, by region and operation', (c) => c.failures);
+    opCounter(
+      'jcp_nats_request_failures_total',
+      'JetStream requests that failed within their deadline, by region and operation',
+      (c) => c.failures,
+    );
     new Gauge({
       name: 'jcp_revocation_stream_seq',
       help: 'The revocation stream last sequence as the stream leader last reported it',
@@ -504,7 +582,10 @@ export class ClusterHooks {
       collect() {
         const now = hooks.#clockMs();
         for (const p of channelPoints()) {
-          this.set({ region, grant: p.grantId, point: p.self.did }, p.lastSettledAtMs === 0 ? Number.POSITIVE_INFINITY : Math.max(0, (now - p.lastSettledAtMs) / 1000));
+          this.set(
+            { region, grant: p.grantId, point: p.self.did },
+            p.lastSettledAtMs === 0 ? Number.POSITIVE_INFINITY : Math.max(0, (now - p.lastSettledAtMs) / 1000),
+          );
         }
       },
     });
@@ -615,13 +696,20 @@ export class ClusterHooks {
           this.#log.info({ assignments: this.shards.counts.taken }, 'shard assignment stream caught up');
           return;
         } catch (e) {
-          this.#log.warn({ why: (e as Error).message, attempt }, 'shard assignment stream not reachable yet; retrying (chains of more than one link are refused meanwhile)');
+          this.#log.warn(
+            { why: (e as Error).message, attempt },
+            'shard assignment stream not reachable yet; retrying (chains of more than one link are refused meanwhile)',
+          );
           await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 4))));
         }
       }
     })();
-    const inTime = await Promise.race([started.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), catchUpMs).unref())]);
-    if (!inTime) this.#log.warn({ catch_up_ms: catchUpMs }, 'shard assignments not read yet; chains of more than one link are refused until they are');
+    const inTime = await Promise.race([
+      started.then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), catchUpMs).unref()),
+    ]);
+    if (!inTime)
+      this.#log.warn({ catch_up_ms: catchUpMs }, 'shard assignments not read yet; chains of more than one link are refused until they are');
   }
 
   async #stopAssignments(): Promise<void> {

@@ -31,9 +31,7 @@ export interface McpStdioEndpointConfig {
  * Where a header value of an HTTP endpoint comes from: an environment variable or a file (read
  * at each connect, trimmed), never the config itself. `prefix` goes before it (`"Bearer "`).
  */
-export type HeaderSource =
-  | { readonly env: string; readonly prefix?: string }
-  | { readonly file: string; readonly prefix?: string };
+export type HeaderSource = { readonly env: string; readonly prefix?: string } | { readonly file: string; readonly prefix?: string };
 
 /** How the node reaches a remote MCP server over Streamable HTTP (MCP 2025-06-18). */
 export interface McpHttpEndpointConfig {
@@ -357,7 +355,8 @@ function readHttpEndpoint(o: Json, where: string, base: string): McpHttpEndpoint
     fail(`${where}.url`, `not a URL: ${JSON.stringify(url)}`);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') fail(`${where}.url`, 'expected an http:// or https:// URL');
-  if (u.username !== '' || u.password !== '') fail(`${where}.url`, 'credentials in the URL: give them as a header from {"env"} or {"file"}');
+  if (u.username !== '' || u.password !== '')
+    fail(`${where}.url`, 'credentials in the URL: give them as a header from {"env"} or {"file"}');
   return {
     kind: 'mcp-http',
     url,
@@ -489,7 +488,8 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     stalenessS = Number(t);
   }
   const region = overrides.region ?? text(o['region'], 'region', CONFIG_DEFAULTS.region);
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(region)) fail(overrides.region !== undefined ? '--region' : 'region', 'expected 1–64 of A–Z a–z 0–9 _ . -');
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(region))
+    fail(overrides.region !== undefined ? '--region' : 'region', 'expected 1–64 of A–Z a–z 0–9 _ . -');
   return {
     listen,
     dataDir,
@@ -503,7 +503,13 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     maxSkewS: int(o['max_skew_s'], 'max_skew_s', 0, 86_400, CONFIG_DEFAULTS.maxSkewS),
     requestIndexMarginS: int(o['request_index_margin_s'], 'request_index_margin_s', 0, 86_400 * 30, CONFIG_DEFAULTS.requestIndexMarginS),
     snapshot: {
-      everyReceipts: int(snap['every_receipts'], 'snapshot.every_receipts', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.snapshotEveryReceipts),
+      everyReceipts: int(
+        snap['every_receipts'],
+        'snapshot.every_receipts',
+        0,
+        Number.MAX_SAFE_INTEGER,
+        CONFIG_DEFAULTS.snapshotEveryReceipts,
+      ),
       everyS: int(snap['every_s'], 'snapshot.every_s', 0, 86_400 * 365, CONFIG_DEFAULTS.snapshotEveryS),
       keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
     },
@@ -512,7 +518,13 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
       refillPerS: int(abuse['refill_per_s'], 'abuse.refill_per_s', 0, 1_000_000, CONFIG_DEFAULTS.abuseRefillPerS),
       maxPeers: int(abuse['max_peers'], 'abuse.max_peers', 1, 10_000_000, CONFIG_DEFAULTS.abuseMaxPeers),
     },
-    logSizeAlarmBytes: int(o['log_size_alarm_bytes'], 'log_size_alarm_bytes', 0, Number.MAX_SAFE_INTEGER, CONFIG_DEFAULTS.logSizeAlarmBytes),
+    logSizeAlarmBytes: int(
+      o['log_size_alarm_bytes'],
+      'log_size_alarm_bytes',
+      0,
+      Number.MAX_SAFE_INTEGER,
+      CONFIG_DEFAULTS.logSizeAlarmBytes,
+    ),
     frameCap: int(o['frame_cap'], 'frame_cap', 64, 64 << 20, CONFIG_DEFAULTS.frameCap),
     readTimeoutMs: int(o['read_timeout_ms'], 'read_timeout_ms', 10, 600_000, CONFIG_DEFAULTS.readTimeoutMs),
     idleTimeoutMs: int(o['idle_timeout_ms'], 'idle_timeout_ms', 10, 86_400_000, CONFIG_DEFAULTS.idleTimeoutMs),
@@ -543,14 +555,30 @@ function tlsPath(v: unknown, where: string, base: string): string {
 function readServerTls(v: unknown, ov: ConfigOverrides, base: string): ServerTlsConfig | undefined {
   const t = obj(v ?? {}, 'tls', ['cert_file', 'key_file', 'ca_file', 'client_certs']);
   const cwd = process.cwd();
-  const cert = ov.tlsCert !== undefined ? tlsPath(ov.tlsCert, '--tls-cert', cwd) : t['cert_file'] !== undefined ? tlsPath(t['cert_file'], 'tls.cert_file', base) : undefined;
-  const key = ov.tlsKey !== undefined ? tlsPath(ov.tlsKey, '--tls-key', cwd) : t['key_file'] !== undefined ? tlsPath(t['key_file'], 'tls.key_file', base) : undefined;
-  const ca = ov.tlsCa !== undefined ? tlsPath(ov.tlsCa, '--tls-ca', cwd) : t['ca_file'] !== undefined ? tlsPath(t['ca_file'], 'tls.ca_file', base) : undefined;
+  const cert =
+    ov.tlsCert !== undefined
+      ? tlsPath(ov.tlsCert, '--tls-cert', cwd)
+      : t['cert_file'] !== undefined
+        ? tlsPath(t['cert_file'], 'tls.cert_file', base)
+        : undefined;
+  const key =
+    ov.tlsKey !== undefined
+      ? tlsPath(ov.tlsKey, '--tls-key', cwd)
+      : t['key_file'] !== undefined
+        ? tlsPath(t['key_file'], 'tls.key_file', base)
+        : undefined;
+  const ca =
+    ov.tlsCa !== undefined
+      ? tlsPath(ov.tlsCa, '--tls-ca', cwd)
+      : t['ca_file'] !== undefined
+        ? tlsPath(t['ca_file'], 'tls.ca_file', base)
+        : undefined;
   const mode = ov.tlsClientCerts ?? (t['client_certs'] === undefined ? 'off' : text(t['client_certs'], 'tls.client_certs'));
   const modeWhere = ov.tlsClientCerts !== undefined ? '--tls-client-certs' : 'tls.client_certs';
   if (mode !== 'off' && mode !== 'request' && mode !== 'require') fail(modeWhere, 'expected off|request|require');
   if (cert === undefined && key === undefined) {
-    if (ca !== undefined || mode !== 'off') fail(ov.tlsCa !== undefined ? '--tls-ca' : 'tls', 'needs cert_file and key_file (--tls-cert, --tls-key)');
+    if (ca !== undefined || mode !== 'off')
+      fail(ov.tlsCa !== undefined ? '--tls-ca' : 'tls', 'needs cert_file and key_file (--tls-cert, --tls-key)');
     return undefined;
   }
   if (cert === undefined) fail(ov.tlsKey !== undefined ? '--tls-cert' : 'tls.cert_file', 'a key without a certificate');
@@ -568,7 +596,8 @@ function readNatsTls(v: unknown, ov: ConfigOverrides, base: string): NatsTlsConf
   const caFile = pick(ov.natsCa, '--nats-ca', 'ca_file');
   const certFile = pick(ov.natsCert, '--nats-cert', 'cert_file');
   const keyFile = pick(ov.natsKey, '--nats-key', 'key_file');
-  if ((certFile === undefined) !== (keyFile === undefined)) fail(ov.natsCert !== undefined || ov.natsKey !== undefined ? '--nats-cert' : 'nats_tls', 'cert_file and key_file go together');
+  if ((certFile === undefined) !== (keyFile === undefined))
+    fail(ov.natsCert !== undefined || ov.natsKey !== undefined ? '--nats-cert' : 'nats_tls', 'cert_file and key_file go together');
   if (caFile === undefined && certFile === undefined) return undefined;
   return { caFile, certFile, keyFile };
 }

@@ -288,7 +288,10 @@ abstract class McpEndpoint implements Endpoint {
     try {
       await withTimeout(this.#listTools(live), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'tools/list');
     } catch (e) {
-      this.log.warn({ err: (e as Error).message }, 'tools/list failed; tool names are not checked until a list succeeds (next connection, or list_changed)');
+      this.log.warn(
+        { err: (e as Error).message },
+        'tools/list failed; tool names are not checked until a list succeeds (next connection, or list_changed)',
+      );
     }
     this.log.info({ tools: this.#tools?.length ?? null }, 'endpoint connected');
     if (current()) this.#live = live;
@@ -433,11 +436,19 @@ abstract class McpEndpoint implements Endpoint {
       for (let attempt = 0; ; attempt++) {
         const c = await this.#reach();
         try {
-          const r = await this.#request(c, 'tools/call', { name: tool, arguments: args }, CallToolResultSchema, this.#timeoutMs, opts.onNotification);
+          const r = await this.#request(
+            c,
+            'tools/call',
+            { name: tool, arguments: args },
+            CallToolResultSchema,
+            this.#timeoutMs,
+            opts.onNotification,
+          );
           return enc.encode(JSON.stringify(r));
         } catch (e) {
           const code = classify(e);
-          if (code === EndpointErrorCodes.FAILED) throw new EndpointError(code, `${this.name}: ${tool}: ${(e as Error).message}`, { cause: e });
+          if (code === EndpointErrorCodes.FAILED)
+            throw new EndpointError(code, `${this.name}: ${tool}: ${(e as Error).message}`, { cause: e });
           this.#drop(c);
           if (code === EndpointErrorCodes.TIMEOUT) {
             this.log.warn({ tool, timeoutMs: this.#timeoutMs }, 'endpoint call timed out; recycling the connection');
@@ -445,7 +456,10 @@ abstract class McpEndpoint implements Endpoint {
           }
           // A server that no longer knows our session (it restarted) never ran this call: one retry.
           if (attempt === 0 && sessionLost(e)) continue;
-          throw new EndpointError(code, `${this.name}: the server went away during ${tool}: ${(e as Error).message}`, { cause: e, phase: 'call' });
+          throw new EndpointError(code, `${this.name}: the server went away during ${tool}: ${(e as Error).message}`, {
+            cause: e,
+            phase: 'call',
+          });
         }
       }
     } finally {
@@ -557,13 +571,18 @@ export function headerValue(name: string, src: HeaderSource): string {
   if ('env' in src) {
     v = process.env[src.env];
     if (v === undefined || v === '') {
-      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: environment variable ${src.env} is not set`, { phase: 'start' });
+      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: environment variable ${src.env} is not set`, {
+        phase: 'start',
+      });
     }
   } else {
     try {
       v = readFileCapped(src.file, READ_CAPS.configFile, 'header file').toString('utf8').trim();
     } catch (e) {
-      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: cannot read ${src.file}: ${(e as Error).message}`, { cause: e, phase: 'start' });
+      throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: cannot read ${src.file}: ${(e as Error).message}`, {
+        cause: e,
+        phase: 'start',
+      });
     }
   }
   const value = `${src.prefix ?? ''}${v}`;

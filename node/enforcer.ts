@@ -34,11 +34,54 @@
  * that section, so a slow request never holds up the others.
  */
 import type { Logger } from 'pino';
-import { type Actor, type ContentId, contentIdOfBytes, type Cost, decide, type Decision, type DecisionRequest, type DecisionState, denied, DenyReasons, encodeWireMessage, encodeWireResponse, err, type Grant, isJcpError, type Ledger, MAX_ERROR_MESSAGE, openReceipt, parseDid, type Provenance, provenanceProblem, receiptCoreFor, receiptId, type Result, sealReceipt, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, type TrustRoots, verify, type WireAmended, type WireMessage, type WireRequest, wireRequestSigningBytesOf } from '../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  contentIdOfBytes,
+  type Cost,
+  decide,
+  type Decision,
+  type DecisionRequest,
+  type DecisionState,
+  denied,
+  DenyReasons,
+  encodeWireMessage,
+  encodeWireResponse,
+  err,
+  type Grant,
+  isJcpError,
+  type Ledger,
+  MAX_ERROR_MESSAGE,
+  openReceipt,
+  parseDid,
+  type Provenance,
+  provenanceProblem,
+  receiptCoreFor,
+  receiptId,
+  type Result,
+  sealReceipt,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  type SignedGrant,
+  type SignedRevocation,
+  type TrustRoots,
+  verify,
+  type WireAmended,
+  type WireMessage,
+  type WireRequest,
+  wireRequestSigningBytesOf,
+} from '../core/index.ts';
 import { MeteredError } from '../meter/index.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
-import { type Endpoint, EndpointError, EndpointErrorCodes, type McpNotificationMessage, endpointUnavailableIn, errorResult } from './endpoint.ts';
+import {
+  type Endpoint,
+  EndpointError,
+  EndpointErrorCodes,
+  type McpNotificationMessage,
+  endpointUnavailableIn,
+  errorResult,
+} from './endpoint.ts';
 import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
 import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
@@ -406,7 +449,13 @@ export class Enforcer {
     const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
     const m = this.#d.metrics;
     const steward = this.#d.steward;
-    const base = { jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE, receipt_seq: seq, receipt_id: receiptId(receipt), steward: steward.did, at: Math.floor(this.#d.clockS()) };
+    const base = {
+      jcp_outcome: OUTCOME_PROFILE as typeof OUTCOME_PROFILE,
+      receipt_seq: seq,
+      receipt_id: receiptId(receipt),
+      steward: steward.did,
+      at: Math.floor(this.#d.clockS()),
+    };
     const metered =
       // A figure that breaks §5's provenance rules is left out rather than sealed (never expected from meter/).
       inv.metered === undefined || provenanceProblem(inv.metered) !== undefined
@@ -432,7 +481,10 @@ export class Enforcer {
         await this.#d.log.putOutcome('reversal', seq, record, { requestId: rid, bytes: result });
       } catch (e) {
         this.#fail(e as Error);
-        return { response: this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`), deferred: false };
+        return {
+          response: this.#error(NodeErrorCodes.LOG_FAILED, `the reversal could not be made durable: ${(e as Error).message}`),
+          deferred: false,
+        };
       }
       if (this.#d.ledger.credit(chainIds, costUj)) {
         m.reversedUj.inc(Number(costUj));
@@ -489,7 +541,10 @@ export class Enforcer {
     if (result.length > RESULT_CAP_BYTES) {
       result = errorResult(EndpointErrorCodes.FAILED, `${binding.name}: result of ${result.length} bytes exceeds ${RESULT_CAP_BYTES}`);
     }
-    this.#d.metrics.endpointCalls.inc({ resource: binding.name, outcome: unavailable !== undefined ? EndpointErrorCodes.UNAVAILABLE : outcomeOf(result) });
+    this.#d.metrics.endpointCalls.inc({
+      resource: binding.name,
+      outcome: unavailable !== undefined ? EndpointErrorCodes.UNAVAILABLE : outcomeOf(result),
+    });
     return { result, ...(metered !== undefined ? { metered } : {}), ...(unavailable !== undefined ? { unavailable } : {}) };
   }
 
@@ -544,7 +599,12 @@ export class Enforcer {
       const r = await store.submit(grant, cp, sa, this.#state.ledger);
       if (r.ok) {
         this.#d.logger.info(
-          { grant_id: r.value.grant_id, continuation_id: r.value.continuation_id, budget_uj: String(r.value.budget_uj), steered_spent_uj: String(r.value.steered_spent_uj) },
+          {
+            grant_id: r.value.grant_id,
+            continuation_id: r.value.continuation_id,
+            budget_uj: String(r.value.budget_uj),
+            steered_spent_uj: String(r.value.steered_spent_uj),
+          },
           'amendment in force',
         );
       }
@@ -594,7 +654,11 @@ export class Enforcer {
   #retriesStopped = false;
 
   /** Hands an accepted revocation to one outlet; on failure keeps retrying in the background (never rejects). */
-  async #propagate(o: { readonly name: string; publish(sr: SignedRevocation): Promise<void> }, sr: SignedRevocation, attempt = 0): Promise<void> {
+  async #propagate(
+    o: { readonly name: string; publish(sr: SignedRevocation): Promise<void> },
+    sr: SignedRevocation,
+    attempt = 0,
+  ): Promise<void> {
     try {
       await o.publish(sr);
       if (attempt > 0) this.#d.logger.info({ grant_id: sr.body.grant_id, outlet: o.name, attempt }, 'revocation handed on after retrying');
@@ -633,7 +697,12 @@ export class Enforcer {
  * Error replies that do not charge the peer's bucket: the node's own faults and refusals that are
  * not the peer's doing. Every other error reply is a request that failed before a decision.
  */
-const UNCHARGED: ReadonlySet<string> = new Set([NodeErrorCodes.LOG_FAILED, NodeErrorCodes.INTERNAL, NodeErrorCodes.BUSY, NodeErrorCodes.RATE_LIMITED]);
+const UNCHARGED: ReadonlySet<string> = new Set([
+  NodeErrorCodes.LOG_FAILED,
+  NodeErrorCodes.INTERNAL,
+  NodeErrorCodes.BUSY,
+  NodeErrorCodes.RATE_LIMITED,
+]);
 
 /** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
 function noticeEmitter(rid: ContentId, notice: NoticeSink): (n: McpNotificationMessage) => void {

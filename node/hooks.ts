@@ -3,7 +3,19 @@
  * stands (budget channels, §4.5 profile), and feeds that bring revocations from elsewhere
  * (a NATS stream, §4.3 "from NATS once the cluster exists"). The node works without either.
  */
-import type { ContentId, Decision, DecisionRequest, Deny, Grant, Result, SignedAmendment, SignedCheckpoint, SignedGrant, SignedRevocation, WireAmended } from '../core/index.ts';
+import type {
+  ContentId,
+  Decision,
+  DecisionRequest,
+  Deny,
+  Grant,
+  Result,
+  SignedAmendment,
+  SignedCheckpoint,
+  SignedGrant,
+  SignedRevocation,
+  WireAmended,
+} from '../core/index.ts';
 import type { AmendmentRejection } from './amendments.ts';
 
 /** An allow as the pure decision made it. */

@@ -52,7 +52,15 @@ export {
   type ToolStatus,
   type UnavailablePhase,
 } from './endpoint.ts';
-export { type AmendmentOutlet, Enforcer, type EnforcerDeps, type EndpointBinding, errorBody, parseArgs, RESULT_CAP_BYTES } from './enforcer.ts';
+export {
+  type AmendmentOutlet,
+  Enforcer,
+  type EnforcerDeps,
+  type EndpointBinding,
+  errorBody,
+  parseArgs,
+  RESULT_CAP_BYTES,
+} from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
 export { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
@@ -71,7 +79,16 @@ export {
   sealOutcome,
 } from './outcome.ts';
 export { capProvenance, type MeterProbe, type NodeMeter, priceCall, provenanceCeiling } from './pricing.ts';
-export { DATA_FORMAT, type HeadCheck, isLockError, outcomeKey, readDataMeta, ReceiptLog, type ReceiptLogOptions, receiptKey } from './receiptlog.ts';
+export {
+  DATA_FORMAT,
+  type HeadCheck,
+  isLockError,
+  outcomeKey,
+  readDataMeta,
+  ReceiptLog,
+  type ReceiptLogOptions,
+  receiptKey,
+} from './receiptlog.ts';
 export { HEAD_MARK_FILE, type HeadMark, HeadMarkFile } from './headmark.ts';
 export {
   type LogReplay,

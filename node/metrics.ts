@@ -152,7 +152,7 @@ export class NodeMetrics {
   /** Transparency-log witnessing over NATS (node/witnessing.ts, docs/tlog.md "Witnessing over NATS"). */
   readonly tlogPublished = new Counter({
     name: 'jcp_tlog_checkpoints_published_total',
-    help: 'Signed checkpoints of this node\'s receipt log published on the transparency-log stream',
+    help: "Signed checkpoints of this node's receipt log published on the transparency-log stream",
     registers: [this.registry],
   });
   readonly tlogSize = new Gauge({
@@ -162,7 +162,7 @@ export class NodeMetrics {
   });
   readonly tlogCosigned = new Counter({
     name: 'jcp_tlog_cosignatures_total',
-    help: 'Cosignatures (C2SP tlog-cosignature) this node made over peers\' checkpoints',
+    help: "Cosignatures (C2SP tlog-cosignature) this node made over peers' checkpoints",
     registers: [this.registry],
   });
   readonly tlogRefused = new Counter({

@@ -8,7 +8,19 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { type Logger, pino } from 'pino';
-import { type Actor, type ContentId, type Grant, isJcpError, type Ledger, type Rng, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedRevocation, TrustRoots } from '../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  type Grant,
+  isJcpError,
+  type Ledger,
+  type Rng,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  type SignedGrant,
+  type SignedRevocation,
+  TrustRoots,
+} from '../core/index.ts';
 import { makeDirs } from '../io/index.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
@@ -150,7 +162,9 @@ function readTlsFiles(cfg: NodeConfig): JcpTlsOptions | undefined {
     try {
       return readFileSync(file);
     } catch (e) {
-      throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${where}: cannot read ${file}: ${(e as Error).message}`, where, { cause: e });
+      throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${where}: cannot read ${file}: ${(e as Error).message}`, where, {
+        cause: e,
+      });
     }
   };
   return {
@@ -166,7 +180,12 @@ function bootProblems(r: LogReplay, head: HeadCheck): Array<BootProblem & { why:
   return [
     ...(head.ok ? [] : [{ seq: head.markSeq ?? head.lastSeq, code: head.code, why: head.why }]),
     ...r.rejected.map((x) => ({ seq: x.seq, code: x.code, why: x.why })),
-    ...r.breaks.map((x) => ({ seq: x.seq, code: x.code, expectedSeq: x.expectedSeq, why: `expected seq ${x.expectedSeq}, found ${x.seq}` })),
+    ...r.breaks.map((x) => ({
+      seq: x.seq,
+      code: x.code,
+      expectedSeq: x.expectedSeq,
+      why: `expected seq ${x.expectedSeq}, found ${x.seq}`,
+    })),
   ];
 }
 
@@ -250,7 +269,8 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     // The newest snapshot that verifies and agrees with the log; the rest is replayed from it.
     // One that does not is ignored with its reason, and the replay starts at seq 0.
     const choice = await chooseSnapshot(log, cfg.dataDir, steward.did);
-    for (const x of choice.ignored) logger.warn({ file: x.file, why: x.why }, 'snapshot ignored: it does not verify or disagrees with the log');
+    for (const x of choice.ignored)
+      logger.warn({ file: x.file, why: x.why }, 'snapshot ignored: it does not verify or disagrees with the log');
     const from = choice.used?.state(windowS, clockS() - windowS);
     snapshotSeq = choice.used?.seq ?? -1;
     // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
@@ -302,9 +322,13 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       );
     }
     if (fresh.length > 0) {
-      const lost = !head.ok && head.code === 'tail-lost' && head.markSeq !== undefined ? ([head.lastSeq + 1, head.markSeq] as const) : undefined;
+      const lost =
+        !head.ok && head.code === 'tail-lost' && head.markSeq !== undefined ? ([head.lastSeq + 1, head.markSeq] as const) : undefined;
       recordAccepted(cfg.dataDir, accepted, fresh, lost, Math.floor(Date.now() / 1000));
-      logger.warn({ accepted: fresh.slice(0, 20), lost }, 'damaged receipt log accepted by the operator (--accept-damaged-log); recorded in accepted.json');
+      logger.warn(
+        { accepted: fresh.slice(0, 20), lost },
+        'damaged receipt log accepted by the operator (--accept-damaged-log); recorded in accepted.json',
+      );
     }
     if (!head.ok) await log.remark(); // a damaged or missing mark is rewritten from the log as it is
     // Drop the table files the full read mapped into memory (they would stay resident).
@@ -328,7 +352,13 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     probe = await meter.probe();
     metrics.meterRung.set({ rung: probe.rung, provenance: probe.provenance }, 1);
     logger.info(
-      { rung: probe.rung, provenance: probe.provenance, provenance_ceiling: provenanceCeiling(probe.provenance), detail: probe.detail, skipped: probe.skipped },
+      {
+        rung: probe.rung,
+        provenance: probe.provenance,
+        provenance_ceiling: provenanceCeiling(probe.provenance),
+        detail: probe.detail,
+        skipped: probe.skipped,
+      },
       'meter probed',
     );
   } catch (e) {
@@ -462,31 +492,36 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
           const sources = opts.health ?? [];
           const notReady = sources.flatMap((h) => h.notReady());
           return {
-          ok: enforcer.fatal === undefined,
-          ready: enforcer.fatal === undefined && notReady.length === 0,
-          detail: {
+            ok: enforcer.fatal === undefined,
             ready: enforcer.fatal === undefined && notReady.length === 0,
-            ...(notReady.length > 0 ? { not_ready: notReady } : {}),
-            ...Object.fromEntries(sources.map((h) => [h.name, h.healthDetail()])),
-            steward: steward.did,
-            seq: enforcer.nextSeq,
-            connections: server?.connections ?? 0,
-            rss_bytes: process.memoryUsage.rss(),
-            log_bytes: g.bytes,
-            receipts_per_s: g.receiptsPerS,
-            log_size_alarm: g.alarm,
-            snapshot_seq: snapshots?.coveredSeq ?? -1,
-            ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
-          },
-        };
+            detail: {
+              ready: enforcer.fatal === undefined && notReady.length === 0,
+              ...(notReady.length > 0 ? { not_ready: notReady } : {}),
+              ...Object.fromEntries(sources.map((h) => [h.name, h.healthDetail()])),
+              steward: steward.did,
+              seq: enforcer.nextSeq,
+              connections: server?.connections ?? 0,
+              rss_bytes: process.memoryUsage.rss(),
+              log_bytes: g.bytes,
+              receipts_per_s: g.receiptsPerS,
+              log_size_alarm: g.alarm,
+              snapshot_seq: snapshots?.coveredSeq ?? -1,
+              ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
+            },
+          };
         },
         cfg.metrics.host,
         cfg.metrics.port,
         tiles,
       ).catch((e: Error) => {
-        throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot serve metrics on ${cfg.metrics!.host}:${cfg.metrics!.port}: ${e.message}`, 'metrics', {
-          cause: e,
-        });
+        throw new NodeFault(
+          NodeFaultCodes.LISTEN_FAILED,
+          `cannot serve metrics on ${cfg.metrics!.host}:${cfg.metrics!.port}: ${e.message}`,
+          'metrics',
+          {
+            cause: e,
+          },
+        );
       });
       metricsServer = m.server;
       metricsPort = m.port;
@@ -563,7 +598,10 @@ async function checkWitnessed(
     tree = await buildLogTree(log);
   } catch (e) {
     if (!(e instanceof NodeFault && e.code === NodeFaultCodes.LOG_DAMAGED && (await log.firstSeq()) > 0)) throw e;
-    logger.warn({ why: e.message, checkpoint: w.label }, 'tlog start-up check skipped: the log was archived (its first receipts are not on this path)');
+    logger.warn(
+      { why: e.message, checkpoint: w.label },
+      'tlog start-up check skipped: the log was archived (its first receipts are not on this path)',
+    );
     return { said: `not checked: ${e.message}` };
   }
   checkAgainstCheckpoint(tree, w.checkpoint, w.label);

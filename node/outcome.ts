@@ -25,7 +25,42 @@
  * In the log (`receiptlog.ts`): `m` ‖ receipt seq (8 bytes, big-endian) → a measurement record,
  * `u` ‖ receipt seq → a reversal record. A receipt has at most one outcome record.
  */
-import { type Actor, asCid, asDid, asEnum, asObj, asSafeUint, asText, asUint, check, type ContentId, decode, decodeJcrSign1, type Did, encode, encodeSign1, err, ErrorCodes, isJcpError, jcrProtectedHeader, type Obj, ok, openReceipt, parseDid, type Provenance, provenanceProblem, PROVENANCES, type ReceiptCore, receiptId, type Result, sign, sigStructure, uintOut, type Uj, verify } from '../core/index.ts';
+import {
+  type Actor,
+  asCid,
+  asDid,
+  asEnum,
+  asObj,
+  asSafeUint,
+  asText,
+  asUint,
+  check,
+  type ContentId,
+  decode,
+  decodeJcrSign1,
+  type Did,
+  encode,
+  encodeSign1,
+  err,
+  ErrorCodes,
+  isJcpError,
+  jcrProtectedHeader,
+  type Obj,
+  ok,
+  openReceipt,
+  parseDid,
+  type Provenance,
+  provenanceProblem,
+  PROVENANCES,
+  type ReceiptCore,
+  receiptId,
+  type Result,
+  sign,
+  sigStructure,
+  uintOut,
+  type Uj,
+  verify,
+} from '../core/index.ts';
 
 /** The profile tag of every outcome record. */
 export const OUTCOME_PROFILE = 'jcp-node/1';
@@ -124,7 +159,11 @@ export function readOutcomeCore(v: unknown, field = 'outcome'): OutcomeCore {
   const reversal = kind === 'reversal';
   check((o['refund_uj'] !== undefined) === reversal, `${field}.refund_uj`, 'present exactly on a reversal');
   check((o['phase'] !== undefined) === reversal, `${field}.phase`, 'present exactly on a reversal');
-  check((o['metered_uj'] !== undefined) === (o['metered_provenance'] !== undefined), `${field}.metered_provenance`, 'present exactly with metered_uj');
+  check(
+    (o['metered_uj'] !== undefined) === (o['metered_provenance'] !== undefined),
+    `${field}.metered_provenance`,
+    'present exactly with metered_uj',
+  );
   const core: OutcomeCore = {
     jcp_outcome: asEnum(o['jcp_outcome'], `${field}.jcp_outcome`, [OUTCOME_PROFILE]),
     kind,
@@ -223,7 +262,10 @@ export function checkOutcome(
   if (!opened.ok) return opened;
   const core = opened.value;
   if (core.kind !== key.kind || core.receipt_seq !== key.seq) {
-    return err({ code: OutcomeRefusals.KEY_MISMATCH, why: `a ${core.kind} of seq ${core.receipt_seq} stored as a ${key.kind} of seq ${key.seq}` });
+    return err({
+      code: OutcomeRefusals.KEY_MISMATCH,
+      why: `a ${core.kind} of seq ${core.receipt_seq} stored as a ${key.kind} of seq ${key.seq}`,
+    });
   }
   if (receiptBytes === undefined) return err({ code: OutcomeRefusals.RECEIPT_MISMATCH, why: `no receipt at seq ${key.seq}` });
   if (receiptId(receiptBytes) !== core.receipt_id) {

@@ -159,7 +159,13 @@ export class ReceiptLog {
   #closed = false;
   #durableSeq = -1;
 
-  private constructor(dataDir: string, db: ClassicLevel<Uint8Array, Uint8Array>, mark: HeadMarkFile, marked: boolean, opts: ReceiptLogOptions) {
+  private constructor(
+    dataDir: string,
+    db: ClassicLevel<Uint8Array, Uint8Array>,
+    mark: HeadMarkFile,
+    marked: boolean,
+    opts: ReceiptLogOptions,
+  ) {
     this.dataDir = dataDir;
     this.location = db.location;
     this.#db = db;
@@ -233,7 +239,11 @@ export class ReceiptLog {
       if (meta === undefined) await mark.reset();
     } catch (e) {
       await db.close();
-      throw e instanceof NodeFault ? e : new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${dataDir}: cannot write the head mark: ${(e as Error).message}`, dataDir, { cause: e });
+      throw e instanceof NodeFault
+        ? e
+        : new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${dataDir}: cannot write the head mark: ${(e as Error).message}`, dataDir, {
+            cause: e,
+          });
     }
     return new ReceiptLog(dataDir, db, mark, meta === undefined || meta.head_mark === 1, opts);
   }
@@ -257,13 +267,20 @@ export class ReceiptLog {
     }
     if (m !== 'damaged' && m.seq < 0) return { ok: true };
     if (m === 'damaged') {
-      return { ok: false, code: 'mark-damaged', lastSeq: last, why: `${this.#mark.file}: the head mark is damaged, so the log's last receipts cannot be vouched for` };
+      return {
+        ok: false,
+        code: 'mark-damaged',
+        lastSeq: last,
+        why: `${this.#mark.file}: the head mark is damaged, so the log's last receipts cannot be vouched for`,
+      };
     }
     let bytes: Uint8Array | undefined;
     try {
       bytes = await this.getReceipt(m.seq);
     } catch (e) {
-      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, { cause: e });
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
     }
     if (bytes === undefined) {
       const lost = last < m.seq ? `receipts ${last + 1}..${m.seq}` : `receipt ${m.seq}`;
@@ -276,7 +293,13 @@ export class ReceiptLog {
       };
     }
     if (!bytesEqual(blake3(bytes), m.digest)) {
-      return { ok: false, code: 'head-changed', markSeq: m.seq, lastSeq: last, why: `receipt seq ${m.seq} is not the receipt the node made durable at that seq (head mark)` };
+      return {
+        ok: false,
+        code: 'head-changed',
+        markSeq: m.seq,
+        lastSeq: last,
+        why: `receipt seq ${m.seq} is not the receipt the node made durable at that seq (head mark)`,
+      };
     }
     return { ok: true, markSeq: m.seq };
   }
@@ -294,9 +317,14 @@ export class ReceiptLog {
     try {
       await db.open({ createIfMissing: false });
     } catch (e) {
-      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: cannot reopen the receipt log: ${(e as Error).message}`, this.location, {
-        cause: e,
-      });
+      throw new NodeFault(
+        NodeFaultCodes.LOG_CORRUPT,
+        `${this.location}: cannot reopen the receipt log: ${(e as Error).message}`,
+        this.location,
+        {
+          cause: e,
+        },
+      );
     }
     this.#db = db;
   }
@@ -351,9 +379,14 @@ export class ReceiptLog {
     try {
       return (await this.#db.values({ gte: Uint8Array.of(G), lt: Uint8Array.of(G + 1) }).all()) as Uint8Array[];
     } catch (e) {
-      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading amendments failed: ${(e as Error).message}`, this.location, {
-        cause: e,
-      });
+      throw new NodeFault(
+        NodeFaultCodes.LOG_CORRUPT,
+        `${this.location}: reading amendments failed: ${(e as Error).message}`,
+        this.location,
+        {
+          cause: e,
+        },
+      );
     }
   }
 
@@ -399,9 +432,14 @@ export class ReceiptLog {
         try {
           e = (await it.next()) as [Uint8Array, Uint8Array] | undefined;
         } catch (x) {
-          throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading outcome records failed: ${(x as Error).message}`, this.location, {
-            cause: x,
-          });
+          throw new NodeFault(
+            NodeFaultCodes.LOG_CORRUPT,
+            `${this.location}: reading outcome records failed: ${(x as Error).message}`,
+            this.location,
+            {
+              cause: x,
+            },
+          );
         }
         if (e === undefined) return;
         if (e[0].length !== 9) continue; // not an outcome key of this layout
@@ -434,9 +472,14 @@ export class ReceiptLog {
         try {
           entries = (await it.nextv(chunk)) as Array<[Uint8Array, Uint8Array]>;
         } catch (e) {
-          throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {
-            cause: e,
-          });
+          throw new NodeFault(
+            NodeFaultCodes.LOG_CORRUPT,
+            `${this.location}: reading the log failed: ${(e as Error).message}`,
+            this.location,
+            {
+              cause: e,
+            },
+          );
         }
         if (entries.length === 0) return;
         yield entries.map(([k, v]) => [seqOfKey(k), v]);
@@ -449,7 +492,9 @@ export class ReceiptLog {
   /** The highest receipt seq in the log, or -1 when it holds none. @throws NodeFault `log-corrupt` */
   async lastSeq(): Promise<number> {
     try {
-      const keys = (await this.#db.keys({ gte: Uint8Array.of(R), lt: Uint8Array.of(R + 1), reverse: true, limit: 1 }).all()) as Uint8Array[];
+      const keys = (await this.#db
+        .keys({ gte: Uint8Array.of(R), lt: Uint8Array.of(R + 1), reverse: true, limit: 1 })
+        .all()) as Uint8Array[];
       return keys.length === 0 ? -1 : seqOfKey(keys[0]!);
     } catch (e) {
       throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading the log failed: ${(e as Error).message}`, this.location, {
@@ -475,7 +520,9 @@ export class ReceiptLog {
       await batch.write({ sync: true });
     } catch (e) {
       await batch.close().catch(() => undefined);
-      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: archiving failed: ${(e as Error).message}`, this.location, { cause: e });
+      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: archiving failed: ${(e as Error).message}`, this.location, {
+        cause: e,
+      });
     }
   }
 
@@ -484,9 +531,14 @@ export class ReceiptLog {
     try {
       return (await this.#db.values({ gte: Uint8Array.of(A), lt: Uint8Array.of(A + 1) }).all()) as Uint8Array[];
     } catch (e) {
-      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading archive records failed: ${(e as Error).message}`, this.location, {
-        cause: e,
-      });
+      throw new NodeFault(
+        NodeFaultCodes.LOG_CORRUPT,
+        `${this.location}: reading archive records failed: ${(e as Error).message}`,
+        this.location,
+        {
+          cause: e,
+        },
+      );
     }
   }
 
@@ -507,9 +559,14 @@ export class ReceiptLog {
     try {
       return (await this.#db.values({ gte: Uint8Array.of(V), lt: Uint8Array.of(V + 1) }).all()) as Uint8Array[];
     } catch (e) {
-      throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${this.location}: reading revocations failed: ${(e as Error).message}`, this.location, {
-        cause: e,
-      });
+      throw new NodeFault(
+        NodeFaultCodes.LOG_CORRUPT,
+        `${this.location}: reading revocations failed: ${(e as Error).message}`,
+        this.location,
+        {
+          cause: e,
+        },
+      );
     }
   }
 

@@ -11,7 +11,18 @@
  * stays bounded: a slice's receipt bytes are dropped once merged; the request index keeps 128-bit
  * id prefixes and seqs only (`requestindex.ts`).
  */
-import { type Attribution, type ContentId, type ContinuityBreak, type Did, Ledger, type Provenance, receiptId, type RejectedReceipt, replayReceipts, type Uj } from '../core/index.ts';
+import {
+  type Attribution,
+  type ContentId,
+  type ContinuityBreak,
+  type Did,
+  Ledger,
+  type Provenance,
+  receiptId,
+  type RejectedReceipt,
+  replayReceipts,
+  type Uj,
+} from '../core/index.ts';
 import { type CheckedOutcome, checkOutcome, type OutcomeKind, OutcomeRefusals } from './outcome.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { REQUEST_KEY_WORDS, requestKeyWords, TimedRequestIndex } from './requestindex.ts';
@@ -167,7 +178,15 @@ export async function replayOutcomes(
     const key = `${c.receipt.grant_id} ${c.receipt.subject}`;
     let a = attribution.get(key);
     if (a === undefined) {
-      a = { grant_id: c.receipt.grant_id, subject: c.receipt.subject, calls: 0, metered_uj: 0n, metered_by_provenance: {}, reversals: 0, refunded_uj: 0n };
+      a = {
+        grant_id: c.receipt.grant_id,
+        subject: c.receipt.subject,
+        calls: 0,
+        metered_uj: 0n,
+        metered_by_provenance: {},
+        reversals: 0,
+        refunded_uj: 0n,
+      };
       attribution.set(key, a);
     }
     a.calls++;
@@ -188,7 +207,12 @@ export async function replayOutcomes(
       continue;
     }
     if (!ledger.credit(c.value.debited, c.value.core.refund_uj!)) {
-      bad.push({ seq, kind: 'reversal', code: OutcomeRefusals.BAD_REFUND, why: `refund of ${c.value.core.refund_uj} µJ exceeds what the ledger holds as spent` });
+      bad.push({
+        seq,
+        kind: 'reversal',
+        code: OutcomeRefusals.BAD_REFUND,
+        why: `refund of ${c.value.core.refund_uj} µJ exceeds what the ledger holds as spent`,
+      });
       continue;
     }
     reversed.add(seq);
@@ -199,7 +223,12 @@ export async function replayOutcomes(
   if (opts.measurements) {
     for await (const { seq, bytes } of log.outcomes('measurement')) {
       if (reversed.has(seq)) {
-        bad.push({ seq, kind: 'measurement', code: OutcomeRefusals.DUPLICATE, why: `receipt seq ${seq} has both a reversal and a measurement` });
+        bad.push({
+          seq,
+          kind: 'measurement',
+          code: OutcomeRefusals.DUPLICATE,
+          why: `receipt seq ${seq} has both a reversal and a measurement`,
+        });
         continue;
       }
       const c = checkOutcome(bytes, { kind: 'measurement', seq }, await receiptAt(seq), steward);
@@ -360,7 +389,10 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
   // Reversals apply on top of every receipt's debit (a reversal is written after its receipt).
   const outcomes =
     (opts.outcomes ?? opts.toSeq === undefined)
-      ? await replayOutcomes(log, opts.steward, ledger, { measurements: opts.measurements ?? false, ...(opts.receiptAt ? { receiptAt: opts.receiptAt } : {}) })
+      ? await replayOutcomes(log, opts.steward, ledger, {
+          measurements: opts.measurements ?? false,
+          ...(opts.receiptAt ? { receiptAt: opts.receiptAt } : {}),
+        })
       : noOutcomes();
   return {
     ledger,

@@ -88,7 +88,8 @@ export class RequestIndex {
    * @throws RangeError when `keys` does not hold 4 words for each seq, or `ats` one per seq.
    */
   insertWords(keys: Uint32Array, seqs: Float64Array, ats?: Float64Array): void {
-    if (keys.length !== seqs.length * REQUEST_KEY_WORDS) throw new RangeError(`insertWords: ${keys.length} key words for ${seqs.length} seqs`);
+    if (keys.length !== seqs.length * REQUEST_KEY_WORDS)
+      throw new RangeError(`insertWords: ${keys.length} key words for ${seqs.length} seqs`);
     if (ats !== undefined && ats.length !== seqs.length) throw new RangeError(`insertWords: ${ats.length} times for ${seqs.length} seqs`);
     while ((this.#size + seqs.length) * 10 > this.#seqs.length * 6) this.#grow();
     for (let i = 0, o = 0; i < seqs.length; i++, o += REQUEST_KEY_WORDS) {

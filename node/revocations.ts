@@ -13,7 +13,26 @@
  * (and so cancel) the issuer's; at most {@link MAX_WAITING_PER_GRANT} signers wait per grant
  * and `maxPending` in all (`busy` beyond), so a flood of strangers' revocations is bounded.
  */
-import { asObj, type ContentId, decode, encode, err, type Grant, grantId, grantToCbor, ok, readGrant, readSignedRevocation, type Result, RevocationSet, revocationToCbor, type SignedGrant, type SignedRevocation, signedRevocationToCbor, verifyBody } from '../core/index.ts';
+import {
+  asObj,
+  type ContentId,
+  decode,
+  encode,
+  err,
+  type Grant,
+  grantId,
+  grantToCbor,
+  ok,
+  readGrant,
+  readSignedRevocation,
+  type Result,
+  RevocationSet,
+  revocationToCbor,
+  type SignedGrant,
+  type SignedRevocation,
+  signedRevocationToCbor,
+  verifyBody,
+} from '../core/index.ts';
 import type { RevocationRejection, RevocationSink } from './hooks.ts';
 
 /** Distinct signers whose revocations may wait for one unseen grant. */
@@ -159,7 +178,10 @@ export class RevocationStore implements RevocationSink {
       return err({ code: 'revocation-refused', why: 'bad-signature: the revocation signature does not verify under revoked_by' });
     }
     if (this.#wait(sr) === 'full') {
-      return err({ code: 'busy', why: `too many revocations already wait for their grants (${this.#maxPending} in all, ${MAX_WAITING_PER_GRANT} per grant)` });
+      return err({
+        code: 'busy',
+        why: `too many revocations already wait for their grants (${this.#maxPending} in all, ${MAX_WAITING_PER_GRANT} per grant)`,
+      });
     }
     // Keyed by (grant, revoker): a waiting revocation never overwrites another signer's.
     await this.#persist(`${id}:${sr.body.revoked_by}`, revocationRecord(sr));

@@ -130,7 +130,12 @@ class Connection {
 
   /** Closed to make room for a connection from another address: told `busy`, then ended. */
   evict(): void {
-    this.#closeWith(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit: this idle connection was closed for a caller from another address'));
+    this.#closeWith(
+      errorBody(
+        NodeErrorCodes.BUSY,
+        'the node is at its connection limit: this idle connection was closed for a caller from another address',
+      ),
+    );
   }
 
   /** Stops reading; sends the replies still owed, then ends the connection. */
@@ -303,7 +308,12 @@ export class JcpServer {
               allowHalfOpen: true,
             },
             (sock) => {
-              if (tls.clientCerts === 'request' && sock.getPeerCertificate() && Object.keys(sock.getPeerCertificate()).length > 0 && !sock.authorized) {
+              if (
+                tls.clientCerts === 'request' &&
+                sock.getPeerCertificate() &&
+                Object.keys(sock.getPeerCertificate()).length > 0 &&
+                !sock.authorized
+              ) {
                 this.metrics.tlsRefused.inc({ why: 'client-certificate' });
                 sock.destroy();
                 return;

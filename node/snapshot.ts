@@ -25,7 +25,20 @@ import path from 'node:path';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { makeDirs, readFileCapped, writeFileDurably } from '../io/index.ts';
-import { type Actor, type BreakCode, type ContentId, decode, type Did, encode, isContentId, Ledger, receiptId, type ReceiptRefusalCode, signBody, verifyBody } from '../core/index.ts';
+import {
+  type Actor,
+  type BreakCode,
+  type ContentId,
+  decode,
+  type Did,
+  encode,
+  isContentId,
+  Ledger,
+  receiptId,
+  type ReceiptRefusalCode,
+  signBody,
+  verifyBody,
+} from '../core/index.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, noOutcomes, replayLog, replaySlice, type SliceRunner } from './replay.ts';
 import { REQUEST_KEY_WORDS, TimedRequestIndex } from './requestindex.ts';
@@ -173,11 +186,13 @@ function readSnapshotRequests(value: unknown): {
   const horizon = snapshotUint(rq['horizon'], 'requests.horizon');
   const count = snapshotUint(rq['count'], 'requests.count');
   const kb = rq['keys'];
-  if (!(kb instanceof Uint8Array) || kb.length !== count * REQUEST_KEY_WORDS * 4) throw new Error('requests.keys: expected 16 bytes per entry');
+  if (!(kb instanceof Uint8Array) || kb.length !== count * REQUEST_KEY_WORDS * 4)
+    throw new Error('requests.keys: expected 16 bytes per entry');
   const kv = new DataView(kb.buffer, kb.byteOffset, kb.byteLength);
   const keys = new Uint32Array(count * REQUEST_KEY_WORDS);
   for (let i = 0; i < keys.length; i++) keys[i] = kv.getUint32(i * 4);
-  if (!(rq['seqs'] instanceof Uint8Array) || !(rq['ats'] instanceof Uint8Array)) throw new Error('requests: seqs and ats must be byte strings');
+  if (!(rq['seqs'] instanceof Uint8Array) || !(rq['ats'] instanceof Uint8Array))
+    throw new Error('requests: seqs and ats must be byte strings');
   const seqs = fromU64s(rq['seqs'], count, 'requests.seqs');
   const ats = fromU64s(rq['ats'], count, 'requests.ats');
   return { windowS, horizon, count, keys, seqs, ats };
@@ -195,7 +210,8 @@ function readSnapshotRefusals(rej: unknown, brk: unknown): { rejected: LogReplay
     return { index: 0, seq: snapshotUint(x['seq'], `rejected[${i}].seq`), code: x['code'] as ReceiptRefusalCode, why: x['why'] };
   });
   const breaks = brk.map((x: Record<string, unknown>, i) => {
-    if (typeof x?.['code'] !== 'string' || typeof x['steward'] !== 'string') throw new Error(`breaks[${i}]: expected {seq, code, expected_seq, steward}`);
+    if (typeof x?.['code'] !== 'string' || typeof x['steward'] !== 'string')
+      throw new Error(`breaks[${i}]: expected {seq, code, expected_seq, steward}`);
     return {
       index: 0,
       seq: snapshotUint(x['seq'], `breaks[${i}].seq`),

@@ -30,7 +30,28 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
-import { type Actor, contentId, type ContentId, contentIdOfBytes, decode, type Did, encode, fire, fromHex, grantId, type MintLedger, mintPolicyId, readSignedGrant, type SignedGrant, signedGrantToCbor, type SignedMintPolicy, StandingRefusals, toHex, type Uj, verifyPolicy } from '../core/index.ts';
+import {
+  type Actor,
+  contentId,
+  type ContentId,
+  contentIdOfBytes,
+  decode,
+  type Did,
+  encode,
+  fire,
+  fromHex,
+  grantId,
+  type MintLedger,
+  mintPolicyId,
+  readSignedGrant,
+  type SignedGrant,
+  signedGrantToCbor,
+  type SignedMintPolicy,
+  StandingRefusals,
+  toHex,
+  type Uj,
+  verifyPolicy,
+} from '../core/index.ts';
 
 /** Stable codes of the standing server besides the §4.6 refusals of `StandingRefusals`. */
 export const StandingServerCodes = {
@@ -145,7 +166,8 @@ export class MintLedgerFile {
       throw bad(0, 'not JSON');
     }
     if (head['type'] !== MINT_LEDGER_TYPE) throw bad(0, `not a ${MINT_LEDGER_TYPE} file`);
-    if (head['policy'] !== policyId || head['grant'] !== standingId) throw bad(0, `the ledger of policy ${String(head['policy'])}, not of ${policyId}`);
+    if (head['policy'] !== policyId || head['grant'] !== standingId)
+      throw bad(0, `the ledger of policy ${String(head['policy'])}, not of ${policyId}`);
     for (let i = 1; i < lines.length; i++) {
       let r: FiringRecord;
       try {
@@ -303,7 +325,8 @@ async function answerEvent(cx: EventContext, source: string, body: Uint8Array, r
   } catch {
     return refuse(res, 400, StandingServerCodes.EVENT_INVALID, 'the event body is not a UTF-8 JSON object');
   }
-  if (typeof kind !== 'string' || kind.length === 0) return refuse(res, 400, StandingServerCodes.EVENT_INVALID, 'the event has no text "kind"');
+  if (typeof kind !== 'string' || kind.length === 0)
+    return refuse(res, 400, StandingServerCodes.EVENT_INVALID, 'the event has no text "kind"');
   const eventClass = eventClassOf(source, kind);
   const eventId = eventIdOf(body);
   let record = ledger.firingOf(eventId);
@@ -323,21 +346,42 @@ async function answerEvent(cx: EventContext, source: string, body: Uint8Array, r
       o.holder,
     );
     if (!r.ok) {
-      const status = r.error.code === StandingRefusals.WRONG_EVENT_CLASS ? 403 : r.error.code === StandingRefusals.FIRINGS_EXHAUSTED || r.error.code === StandingRefusals.BUDGET_EXHAUSTED ? 429 : 403;
+      const status =
+        r.error.code === StandingRefusals.WRONG_EVENT_CLASS
+          ? 403
+          : r.error.code === StandingRefusals.FIRINGS_EXHAUSTED || r.error.code === StandingRefusals.BUDGET_EXHAUSTED
+            ? 429
+            : 403;
       return refuse(res, status, r.error.code, r.error.why);
     }
-    record = { firing: r.value.ledger.firings, spent_uj: r.value.ledger.spent_uj, event_id: eventId, event_class: eventClass, child: r.value.child };
+    record = {
+      firing: r.value.ledger.firings,
+      spent_uj: r.value.ledger.spent_uj,
+      event_id: eventId,
+      event_class: eventClass,
+      child: r.value.child,
+    };
     try {
       ledger.record(record);
     } catch (e) {
-      return refuse(res, 500, StandingServerCodes.LEDGER_FAILED, `the firing could not be made durable; no child was handed out: ${(e as Error).message}`);
+      return refuse(
+        res,
+        500,
+        StandingServerCodes.LEDGER_FAILED,
+        `the firing could not be made durable; no child was handed out: ${(e as Error).message}`,
+      );
     }
   }
   let file: string | undefined;
   try {
     file = await handOff(o, record.child);
   } catch (e) {
-    return refuse(res, 502, StandingServerCodes.HANDOFF_FAILED, `firing ${record.firing} is counted but its child ${grantId(record.child.grant)} was not handed out: ${(e as Error).message}`);
+    return refuse(
+      res,
+      502,
+      StandingServerCodes.HANDOFF_FAILED,
+      `firing ${record.firing} is counted but its child ${grantId(record.child.grant)} was not handed out: ${(e as Error).message}`,
+    );
   }
   sendJson(res, 200, {
     fired: {
@@ -361,7 +405,10 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
   const valid = verifyPolicy(o.policy, standing);
   if (!valid.ok) throw new StandingError(valid.error.code, `the mint policy does not hold for this grant: ${valid.error.why}`);
   if (o.holder.did !== standing.grant.subject) {
-    throw new StandingError(StandingServerCodes.NOT_HOLDER, `the key ${o.holder.did} is not the standing grant's subject ${standing.grant.subject}`);
+    throw new StandingError(
+      StandingServerCodes.NOT_HOLDER,
+      `the key ${o.holder.did} is not the standing grant's subject ${standing.grant.subject}`,
+    );
   }
   const standingId = grantId(standing.grant);
   const ledger = MintLedgerFile.open(o.ledgerFile, mintPolicyId(o.policy), standingId);
@@ -375,7 +422,12 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname === '/ledger') {
       if (req.method !== 'GET') return refuse(res, 405, StandingServerCodes.METHOD_NOT_ALLOWED, 'GET /ledger');
-      return send(res, 200, { ...ledgerView(), max_firings: p.max_firings, per_firing_uj: p.per_firing_uj.toString(), budget_uj: standing.grant.budget_uj.toString() });
+      return send(res, 200, {
+        ...ledgerView(),
+        max_firings: p.max_firings,
+        per_firing_uj: p.per_firing_uj.toString(),
+        budget_uj: standing.grant.budget_uj.toString(),
+      });
     }
     const m = /^\/events\/([A-Za-z0-9._~-]{1,128})$/.exec(url.pathname);
     if (!m) return refuse(res, 404, StandingServerCodes.NOT_FOUND, 'webhooks are POSTed to /events/<source>');
@@ -390,7 +442,9 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
     });
     req.on('end', () => {
       if (over) return refuse(res, 413, StandingServerCodes.EVENT_TOO_LARGE, `an event is at most ${MAX_EVENT_BYTES} bytes`);
-      answerEvent({ o, standing, ledger, refuse }, m[1]!, new Uint8Array(Buffer.concat(chunks)), res).catch((e: Error) => refuse(res, 500, StandingServerCodes.LEDGER_FAILED, e.message));
+      answerEvent({ o, standing, ledger, refuse }, m[1]!, new Uint8Array(Buffer.concat(chunks)), res).catch((e: Error) =>
+        refuse(res, 500, StandingServerCodes.LEDGER_FAILED, e.message),
+      );
     });
   });
   try {

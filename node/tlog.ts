@@ -80,6 +80,10 @@ export function checkAgainstCheckpoint(tree: MerkleTree, checkpoint: Checkpoint,
     );
   }
   if (!bytesEqual(tree.root(checkpoint.size), checkpoint.root)) {
-    throw new NodeFault(NodeFaultCodes.LOG_DAMAGED, `the log's first ${checkpoint.size} receipts are not the ones ${label} vouches for: the log was rewritten`, label);
+    throw new NodeFault(
+      NodeFaultCodes.LOG_DAMAGED,
+      `the log's first ${checkpoint.size} receipts are not the ones ${label} vouches for: the log was rewritten`,
+      label,
+    );
   }
 }

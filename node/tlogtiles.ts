@@ -140,11 +140,14 @@ export class TileServer {
     try {
       if (p === '/checkpoint') return { status: 200, type: 'text/plain; charset=utf-8', body: await this.checkpoint() };
       const tp = parseTilePath(p);
-      if (tp === undefined) return { status: 400, type: 'text/plain', body: 'malformed tile path: /tile/<L>/<N>[.p/<W>] or /tile/entries/<N>[.p/<W>]\n' };
+      if (tp === undefined)
+        return { status: 400, type: 'text/plain', body: 'malformed tile path: /tile/<L>/<N>[.p/<W>] or /tile/entries/<N>[.p/<W>]\n' };
       const t = await this.tree();
       if (tp.kind === 'hash') {
         const body = hashTile(t, tp.level, tp.index, tp.width);
-        return body === undefined ? { status: 404, type: 'text/plain', body: 'no such tile in the tree (yet)\n' } : { status: 200, type: 'application/octet-stream', body };
+        return body === undefined
+          ? { status: 404, type: 'text/plain', body: 'no such tile in the tree (yet)\n' }
+          : { status: 200, type: 'application/octet-stream', body };
       }
       const first = tp.index * TILE_WIDTH;
       if (t.size < first + tp.width) return { status: 404, type: 'text/plain', body: 'no such entry bundle in the tree (yet)\n' };
@@ -152,7 +155,8 @@ export class TileServer {
       for (let i = 0; i < tp.width; i++) {
         const leaf = await this.#log.getReceipt(first + i);
         if (leaf === undefined) throw new Error(`receipt ${first + i} is missing from the log`);
-        if (leaf.length > 0xffff) return { status: 500, type: 'text/plain', body: `receipt ${first + i} is longer than an entry bundle carries (65535 bytes)\n` };
+        if (leaf.length > 0xffff)
+          return { status: 500, type: 'text/plain', body: `receipt ${first + i} is longer than an entry bundle carries (65535 bytes)\n` };
         parts.push(Uint8Array.of(leaf.length >> 8, leaf.length & 0xff), leaf);
       }
       return { status: 200, type: 'application/octet-stream', body: concat(...parts) };

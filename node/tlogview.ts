@@ -5,7 +5,16 @@
  * (with both as evidence when they are not). Every checkpoint returned here has verified under
  * its log's steward key; nothing unverified is reported as a fact.
  */
-import { type Did, type Hash32, isJcpError, openCheckpoint, parseDid, type SignedLogCheckpoint, verifyConsistency, verifyCosignature } from '../core/index.ts';
+import {
+  type Did,
+  type Hash32,
+  isJcpError,
+  openCheckpoint,
+  parseDid,
+  type SignedLogCheckpoint,
+  verifyConsistency,
+  verifyCosignature,
+} from '../core/index.ts';
 import { readDataMeta, ReceiptLog } from './receiptlog.ts';
 import { buildLogTree, originOf } from './tlog.ts';
 
@@ -45,14 +54,27 @@ function view(c: SignedLogCheckpoint, steward: Did, witnesses: readonly Witness[
       bad.push({ name: w.name, why: e.message });
     }
   }
-  return { origin: c.origin, steward, size: c.size, root: Buffer.from(c.root).toString('hex'), note: c.note, cosigners, badCosignatures: bad };
+  return {
+    origin: c.origin,
+    steward,
+    size: c.size,
+    root: Buffer.from(c.root).toString('hex'),
+    note: c.note,
+    cosigners,
+    badCosignatures: bad,
+  };
 }
 
 /**
  * Verifies a signed checkpoint note of steward `steward`'s log and reports its cosigners.
  * @throws JcpError `note-malformed`, `note-unverified` (another key, another origin, altered)
  */
-export function checkpointView(note: string, steward: Did, witnesses: readonly Witness[] = [], origin: string = originOf(steward)): CheckpointView {
+export function checkpointView(
+  note: string,
+  steward: Did,
+  witnesses: readonly Witness[] = [],
+  origin: string = originOf(steward),
+): CheckpointView {
   return view(openCheckpoint(note, parseDid(steward), origin), steward, witnesses);
 }
 

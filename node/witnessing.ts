@@ -115,7 +115,8 @@ function parseJson(data: Uint8Array): Record<string, unknown> | undefined {
 }
 
 function asCheckpointMsg(o: Record<string, unknown> | undefined): CheckpointMsg | undefined {
-  if (o === undefined || o['v'] !== 1 || !isDid(o['steward']) || typeof o['origin'] !== 'string' || typeof o['note'] !== 'string') return undefined;
+  if (o === undefined || o['v'] !== 1 || !isDid(o['steward']) || typeof o['origin'] !== 'string' || typeof o['note'] !== 'string')
+    return undefined;
   if (typeof o['size'] !== 'number' || !Number.isSafeInteger(o['size']) || o['size'] < 0) return undefined;
   return o as unknown as CheckpointMsg;
 }
@@ -183,7 +184,12 @@ export class TlogStream {
       try {
         await jsm.streams.info(this.stream);
       } catch (e) {
-        if (!String((e as Error).message).toLowerCase().includes('not found')) throw e;
+        if (
+          !String((e as Error).message)
+            .toLowerCase()
+            .includes('not found')
+        )
+          throw e;
         try {
           await jsm.streams.add(tlogStreamConfig(this.root, this.#replicas));
         } catch (e2) {
@@ -224,7 +230,10 @@ export class TlogStream {
    * returned in `ignored`. Undefined when no peer cosigned one.
    * @throws Error when the stream cannot be read
    */
-  async newestWitnessed(steward: Did, origin: string = originOf(steward)): Promise<{ newest: WitnessedCheckpoint | undefined; ignored: string[] }> {
+  async newestWitnessed(
+    steward: Did,
+    origin: string = originOf(steward),
+  ): Promise<{ newest: WitnessedCheckpoint | undefined; ignored: string[] }> {
     const found = await this.lastOf(`${this.root}.tlog.cosig.${didToken(steward)}.*`);
     const ignored: string[] = [];
     const bySize = new Map<string, { checkpoint: SignedLogCheckpoint; cosigners: Did[] }>();
@@ -260,7 +269,8 @@ export class TlogStream {
     const out: AlarmMsg[] = [];
     for (const { msg } of found) {
       const ev = msg['evidence'];
-      if (msg['code'] !== 'log-inconsistent' || !isDid(msg['steward']) || !isDid(msg['witness']) || !Array.isArray(ev) || ev.length !== 2) continue;
+      if (msg['code'] !== 'log-inconsistent' || !isDid(msg['steward']) || !isDid(msg['witness']) || !Array.isArray(ev) || ev.length !== 2)
+        continue;
       try {
         for (const n of ev) openCheckpoint(String(n), parseDid(msg['steward']), String(msg['origin']));
       } catch {
@@ -274,7 +284,9 @@ export class TlogStream {
   /** The latest checkpoint message of every log, and every cosignature message (unverified; callers verify). */
   async latest(): Promise<{ checkpoints: CheckpointMsg[]; cosignatures: CosignatureMsg[] }> {
     const cps = (await this.lastOf(`${this.root}.tlog.cp.*`)).map((x) => asCheckpointMsg(x.msg)).filter((x) => x !== undefined);
-    const cos = (await this.lastOf(`${this.root}.tlog.cosig.>`)).map((x) => asCheckpointMsg(x.msg)).filter((x) => x !== undefined) as CosignatureMsg[];
+    const cos = (await this.lastOf(`${this.root}.tlog.cosig.>`))
+      .map((x) => asCheckpointMsg(x.msg))
+      .filter((x) => x !== undefined) as CosignatureMsg[];
     return { checkpoints: cps, cosignatures: cos };
   }
 }
@@ -349,12 +361,17 @@ export class TlogWitnessing {
         void this.#answerProof(m.data).then((reply) => m.respond(JSON.stringify(reply)));
       },
     });
-    const consumer = await js.consumers.get(this.#s.stream, { deliver_policy: DeliverPolicy.LastPerSubject, filter_subjects: `${this.#s.root}.tlog.cp.*` });
+    const consumer = await js.consumers.get(this.#s.stream, {
+      deliver_policy: DeliverPolicy.LastPerSubject,
+      filter_subjects: `${this.#s.root}.tlog.cp.*`,
+    });
     const messages = await consumer.consume({ max_messages: 64 });
     const loop = (async () => {
       for await (const m of messages) {
         const data = m.data;
-        this.#queue = this.#queue.then(() => this.#onCheckpoint(data)).catch((e: Error) => this.#log.warn({ why: e.message }, 'tlog: witnessing a checkpoint failed'));
+        this.#queue = this.#queue
+          .then(() => this.#onCheckpoint(data))
+          .catch((e: Error) => this.#log.warn({ why: e.message }, 'tlog: witnessing a checkpoint failed'));
       }
     })().catch(() => undefined);
     this.#follow = { close: () => messages.close().then(() => undefined), loop };
@@ -369,7 +386,13 @@ export class TlogWitnessing {
     const note = await this.#tiles.checkpoint();
     const cp = openCheckpoint(note, this.#me.key.publicKey);
     if (this.#published?.size === cp.size) return;
-    await this.#s.publish(this.#s.cpSubject(this.#me.did), { v: 1, steward: this.#me.did, origin: cp.origin, size: cp.size, note } satisfies CheckpointMsg);
+    await this.#s.publish(this.#s.cpSubject(this.#me.did), {
+      v: 1,
+      steward: this.#me.did,
+      origin: cp.origin,
+      size: cp.size,
+      note,
+    } satisfies CheckpointMsg);
     this.#published = { size: cp.size, at: Date.now() };
     this.#metrics.tlogPublished.inc();
     this.#metrics.tlogSize.set(cp.size);
@@ -421,21 +444,43 @@ export class TlogWitnessing {
       if (p.size === next.size && Buffer.from(p.root).equals(Buffer.from(next.root))) return; // cosigned already
       if (p.size < next.size) {
         try {
-          const r = await this.#s.nc.request(this.#s.proofSubject(c.steward), JSON.stringify({ old: p.size, new: next.size }), { timeout: this.#s.timeoutMs });
+          const r = await this.#s.nc.request(this.#s.proofSubject(c.steward), JSON.stringify({ old: p.size, new: next.size }), {
+            timeout: this.#s.timeoutMs,
+          });
           const body = parseJson(r.data);
           const hex = body?.['proof'];
-          if (!Array.isArray(hex) || !hex.every((h) => typeof h === 'string' && /^[0-9a-f]{64}$/.test(h))) throw new Error(String(body?.['why'] ?? 'no proof in the reply'));
+          if (!Array.isArray(hex) || !hex.every((h) => typeof h === 'string' && /^[0-9a-f]{64}$/.test(h)))
+            throw new Error(String(body?.['why'] ?? 'no proof in the reply'));
           proof = hex.map((h: string) => new Uint8Array(Buffer.from(h, 'hex')));
         } catch (e) {
-          return this.#refuse('proof-unavailable', `no consistency proof from ${c.steward} (${p.size} → ${next.size}): ${(e as Error).message}`, { steward: c.steward });
+          return this.#refuse(
+            'proof-unavailable',
+            `no consistency proof from ${c.steward} (${p.size} → ${next.size}): ${(e as Error).message}`,
+            { steward: c.steward },
+          );
         }
       }
     }
     const timeS = this.#clockS();
-    const v = witness(c.note, previous, proof, { key: parseDid(c.steward), origin: c.origin }, { name: witnessName(this.#me.did), key: this.#me.key, timeS });
+    const v = witness(
+      c.note,
+      previous,
+      proof,
+      { key: parseDid(c.steward), origin: c.origin },
+      { name: witnessName(this.#me.did), key: this.#me.key, timeS },
+    );
     if (!v.ok) {
       this.#refuse(v.code, v.why, { steward: c.steward, previous: v.evidence[0], next: v.evidence[1] });
-      const alarm: AlarmMsg = { v: 1, code: v.code, steward: c.steward, origin: c.origin, witness: this.#me.did, why: v.why, time_s: timeS, evidence: v.evidence };
+      const alarm: AlarmMsg = {
+        v: 1,
+        code: v.code,
+        steward: c.steward,
+        origin: c.origin,
+        witness: this.#me.did,
+        why: v.why,
+        time_s: timeS,
+        evidence: v.evidence,
+      };
       await this.#s.publish(this.#s.alarmSubject(c.steward, this.#me.did), alarm);
       return;
     }
@@ -508,9 +553,24 @@ export async function witnessAudit(s: TlogStream): Promise<WitnessAudit> {
         ignored.push(`cosignature of ${c.steward} by ${String(w.witness)}: ${(e as Error).message}`);
       }
     }
-    logs.push({ steward: c.steward, origin: cp.origin, size: cp.size, root: Buffer.from(cp.root).toString('hex'), note: c.note, cosigned_by: cosigned, behind });
+    logs.push({
+      steward: c.steward,
+      origin: cp.origin,
+      size: cp.size,
+      root: Buffer.from(cp.root).toString('hex'),
+      note: c.note,
+      cosigned_by: cosigned,
+      behind,
+    });
   }
   logs.sort((a, b) => (a.origin < b.origin ? -1 : 1));
-  const alarms = (await s.alarms()).map((a) => ({ steward: a.steward, origin: a.origin, witness: a.witness, why: a.why, time_s: a.time_s, evidence: a.evidence }));
+  const alarms = (await s.alarms()).map((a) => ({
+    steward: a.steward,
+    origin: a.origin,
+    witness: a.witness,
+    why: a.why,
+    time_s: a.time_s,
+    evidence: a.evidence,
+  }));
   return { logs, alarms, ignored };
 }

@@ -79,7 +79,11 @@ if (port) {
         port.postMessage({ id: m.id, flags }, [flags.buffer as ArrayBuffer]);
       } else {
         const slice = replaySlice({ receipts: unpack(m.packed, m.ends), seqs: m.seqs, steward: m.steward, start: m.start });
-        port.postMessage({ id: m.id, slice }, [slice.requestKeys.buffer as ArrayBuffer, slice.requestSeqs.buffer as ArrayBuffer, slice.requestAts.buffer as ArrayBuffer]);
+        port.postMessage({ id: m.id, slice }, [
+          slice.requestKeys.buffer as ArrayBuffer,
+          slice.requestSeqs.buffer as ArrayBuffer,
+          slice.requestAts.buffer as ArrayBuffer,
+        ]);
       }
     } catch (e) {
       port.postMessage({ id: m.id, error: (e as Error).message ?? String(e) });

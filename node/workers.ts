@@ -55,11 +55,19 @@ export class WorkerPool {
   static async start(n: number, opts: { readonly nice?: number } = {}): Promise<WorkerPool> {
     const boot = new URL('./worker.mjs', import.meta.url);
     const entry = new URL('./worker.ts', import.meta.url).href;
-    const workers = Array.from({ length: n }, () => new Worker(boot, { workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}) } }));
-    await Promise.all(workers.map((w) => new Promise<void>((resolve, reject) => {
-      w.once('online', () => resolve());
-      w.once('error', reject);
-    })));
+    const workers = Array.from(
+      { length: n },
+      () => new Worker(boot, { workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}) } }),
+    );
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve, reject) => {
+            w.once('online', () => resolve());
+            w.once('error', reject);
+          }),
+      ),
+    );
     return new WorkerPool(workers);
   }
 

@@ -89,7 +89,9 @@ export function regionFiles(): Map<string, string> {
     );
     out.set(
       `nodes-${r}.yaml`,
-      `# The enforcement nodes of region ${r} (docs/regions.md "Deployment"): k8s/statefulset.yaml and\n# k8s/configmap.yaml pinned to the region's Kubernetes nodes (${REGION_LABEL}: ${r}) and\n# connected to the region's own NATS release (nats-${r}). Written by scripts/k8s-regions.ts.\n${regionNodes(r)
+      `# The enforcement nodes of region ${r} (docs/regions.md "Deployment"): k8s/statefulset.yaml and\n# k8s/configmap.yaml pinned to the region's Kubernetes nodes (${REGION_LABEL}: ${r}) and\n# connected to the region's own NATS release (nats-${r}). Written by scripts/k8s-regions.ts.\n${regionNodes(
+        r,
+      )
         .map((o) => stringify(o))
         .join('---\n')}`,
     );

@@ -119,7 +119,11 @@ async function main(): Promise<number> {
       resources: [
         {
           name: 'conformance',
-          endpoint: { kind: 'mcp-stdio', command: process.execPath, args: ['--import', 'tsx', path.join(REPO, 'testkit/mcp-tools-server.ts'), '--stdio'] },
+          endpoint: {
+            kind: 'mcp-stdio',
+            command: process.execPath,
+            args: ['--import', 'tsx', path.join(REPO, 'testkit/mcp-tools-server.ts'), '--stdio'],
+          },
         },
       ],
     }),
@@ -153,7 +157,8 @@ async function main(): Promise<number> {
       const same = JSON.stringify(d) === JSON.stringify(b);
       let verdict: string;
       if (!passed(d)) verdict = 'FAIL: fails directly (the tools server is wrong)';
-      else if (same) verdict = baseline[s] !== undefined ? 'FAIL: passes through the bridge but is in the baseline (stale entry)' : 'ok: same';
+      else if (same)
+        verdict = baseline[s] !== undefined ? 'FAIL: passes through the bridge but is in the baseline (stale entry)' : 'ok: same';
       else verdict = baseline[s] !== undefined ? `expected difference: ${baseline[s]}` : 'FAIL: differs through the bridge';
       if (verdict.startsWith('FAIL')) failed = true;
       rows.push({ scenario: s, direct: d, bridge: b, verdict });
@@ -168,7 +173,9 @@ async function main(): Promise<number> {
     rmSync(data, { recursive: true, force: true });
   }
   if (jsonOut !== undefined) writeFileSync(jsonOut, `${JSON.stringify({ scenarios: rows, ok: !failed }, null, 2)}\n`);
-  process.stdout.write(failed ? 'mcp conformance: the bridge does not match the direct run\n' : 'mcp conformance: the bridge matches the direct run\n');
+  process.stdout.write(
+    failed ? 'mcp conformance: the bridge does not match the direct run\n' : 'mcp conformance: the bridge matches the direct run\n',
+  );
   return failed ? 1 : 0;
 }
 

@@ -88,7 +88,9 @@ async function loadLists(dir: string): Promise<Listed[]> {
   if (!existsSync(dir)) throw new ListError(`no mutant lists: ${dir} does not exist`);
   const out: Listed[] = [];
   const ids = new Set<string>();
-  for (const name of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((f) => f.endsWith('.ts'))
+    .sort()) {
     const area = name.slice(0, -3);
     const mod = (await import(pathToFileURL(join(dir, name)).href)) as { default?: unknown };
     if (!Array.isArray(mod.default)) throw new ListError(`${name}: export default is not an array of mutants`);
@@ -209,7 +211,8 @@ class TypeGate {
       .map((sym) => {
         const target = sym.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym) : sym;
         const value = target.flags & ts.SymbolFlags.Value ? checker.typeToString(checker.getTypeOfSymbol(target), undefined, flags) : '';
-        const type = target.flags & ts.SymbolFlags.Type ? checker.typeToString(checker.getDeclaredTypeOfSymbol(target), undefined, flags) : '';
+        const type =
+          target.flags & ts.SymbolFlags.Type ? checker.typeToString(checker.getDeclaredTypeOfSymbol(target), undefined, flags) : '';
         return `${sym.name}:${value}|${type}`;
       })
       .sort()
@@ -285,7 +288,8 @@ function runClasses(tree: string, classes: readonly string[], timeoutS: number):
           if (!detail) detail = `${c}: ${r?.detail ?? 'not reported'}`;
         }
       }
-      if (failed.length === 0 && code !== 0) return done({ failed: ['crash'], seconds, detail: `exit ${String(code)} with every class passing` });
+      if (failed.length === 0 && code !== 0)
+        return done({ failed: ['crash'], seconds, detail: `exit ${String(code)} with every class passing` });
       done({ failed, seconds, detail });
     });
   });
@@ -334,7 +338,13 @@ async function runMutant(m: Listed, gate: TypeGate | undefined, scratch: string,
   try {
     writeFileSync(join(tree, m.file), text);
     const r = await runClasses(tree, m.classes, timeoutS);
-    const res: MutantResult = { ...base, status: r.failed.length > 0 ? 'killed' : 'survived', killedBy: r.failed, seconds: r.seconds, detail: r.detail };
+    const res: MutantResult = {
+      ...base,
+      status: r.failed.length > 0 ? 'killed' : 'survived',
+      killedBy: r.failed,
+      seconds: r.seconds,
+      detail: r.detail,
+    };
     process.stdout.write(`${line(res)}\n`);
     return res;
   } finally {
@@ -404,10 +414,16 @@ export async function main(argv: readonly string[]): Promise<number> {
       const b = await runClasses(tree, classes, timeoutS);
       rmSync(tree, { recursive: true, force: true });
       baseline = { status: b.failed.length === 0 ? 'pass' : 'fail', classes, detail: b.detail };
-      process.stdout.write(`baseline (no mutant): ${baseline.status} [${classes.join(',')}]  ${b.seconds.toFixed(1)} s${b.detail ? `  ${b.detail}` : ''}\n`);
+      process.stdout.write(
+        `baseline (no mutant): ${baseline.status} [${classes.join(',')}]  ${b.seconds.toFixed(1)} s${b.detail ? `  ${b.detail}` : ''}\n`,
+      );
       if (baseline.status === 'fail') {
         process.stdout.write('mutants: the baseline is red; no mutant was run\n');
-        if (values.json) writeFileSync(values.json, `${JSON.stringify({ baseline, mutants: [], summary: { killed: 0, survived: 0, dropped: 0, invalid: 0 } }, null, 2)}\n`);
+        if (values.json)
+          writeFileSync(
+            values.json,
+            `${JSON.stringify({ baseline, mutants: [], summary: { killed: 0, survived: 0, dropped: 0, invalid: 0 } }, null, 2)}\n`,
+          );
         return 1;
       }
     }
@@ -425,7 +441,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.stdout.write(
     `mutants: ${summary.killed} killed, ${summary.survived} survived, ${summary.dropped} dropped${summary.invalid ? `, ${summary.invalid} invalid` : ''}\n`,
   );
-  if (values.json) writeFileSync(values.json, `${JSON.stringify({ baseline, mutants: results, summary } satisfies MutantsReport, null, 2)}\n`);
+  if (values.json)
+    writeFileSync(values.json, `${JSON.stringify({ baseline, mutants: results, summary } satisfies MutantsReport, null, 2)}\n`);
   return summary.survived > 0 || summary.invalid > 0 ? 1 : 0;
 }
 

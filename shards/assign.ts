@@ -71,7 +71,11 @@ export async function assignShards(opts: AssignOpts): Promise<Result<ContentId, 
     const missing = wanted.filter((p) => !acked.has(p));
     if (missing.length === 0) return ok(id);
     if (Date.now() >= deadline) {
-      return err({ code: 'assign-timeout', why: `${missing.length} point(s) have not acknowledged the shard assignment; run the command again once every point is reachable`, missing });
+      return err({
+        code: 'assign-timeout',
+        why: `${missing.length} point(s) have not acknowledged the shard assignment; run the command again once every point is reachable`,
+        missing,
+      });
     }
     await new Promise((r) => setTimeout(r, opts.pollMs ?? 100));
   }

@@ -14,7 +14,25 @@
  * Wire shape of both: `{body, signature}`, Ed25519 over `canonical_cbor(body)` (DESIGN's
  * signed-body pattern). `assignment` is the content id of the assignment body.
  */
-import { type Actor, asArray, asCid, asDid, asObj, asSafeUint, check, contentId, type ContentId, decode, type Did, encode, type Obj, readSigned, signBody, type Signed, verifyBody } from '../core/index.ts';
+import {
+  type Actor,
+  asArray,
+  asCid,
+  asDid,
+  asObj,
+  asSafeUint,
+  check,
+  contentId,
+  type ContentId,
+  decode,
+  type Did,
+  encode,
+  type Obj,
+  readSigned,
+  signBody,
+  type Signed,
+  verifyBody,
+} from '../core/index.ts';
 
 /** The current shard set of one parent grant: which point each shard is for. */
 export interface ShardAssignment {
@@ -46,7 +64,12 @@ export type SignedShardAck = Signed<ShardAck>;
 const MAX_SHARDS = 1024;
 
 function assignmentToCbor(a: ShardAssignment): Obj {
-  return { parent_id: a.parent_id, holder: a.holder, generation: a.generation, shards: a.shards.map((s) => ({ grant_id: s.grant_id, point: s.point })) };
+  return {
+    parent_id: a.parent_id,
+    holder: a.holder,
+    generation: a.generation,
+    shards: a.shards.map((s) => ({ grant_id: s.grant_id, point: s.point })),
+  };
 }
 
 /** The content id of an assignment body (what acknowledgements cite). */
@@ -74,7 +97,10 @@ export function decodeShardAssignment(bytes: Uint8Array): SignedShardAssignment 
   const o = asObj(body, 'shard_assignment.body', ['parent_id', 'holder', 'generation', 'shards']);
   const shards = asArray(o['shards'], 'shard_assignment.body.shards', MAX_SHARDS).map((s, i) => {
     const so = asObj(s, `shard_assignment.body.shards[${i}]`, ['grant_id', 'point']);
-    return { grant_id: asCid(so['grant_id'], `shard_assignment.body.shards[${i}].grant_id`), point: asDid(so['point'], `shard_assignment.body.shards[${i}].point`) };
+    return {
+      grant_id: asCid(so['grant_id'], `shard_assignment.body.shards[${i}].grant_id`),
+      point: asDid(so['point'], `shard_assignment.body.shards[${i}].point`),
+    };
   });
   return {
     body: {
@@ -110,7 +136,10 @@ export function encodeShardAck(sa: SignedShardAck): Uint8Array {
 export function decodeShardAck(bytes: Uint8Array): SignedShardAck {
   const { body, signature } = readSigned(decode(bytes), 'shard_ack');
   const o = asObj(body, 'shard_ack.body', ['assignment', 'point']);
-  return { body: { assignment: asCid(o['assignment'], 'shard_ack.body.assignment'), point: asDid(o['point'], 'shard_ack.body.point') }, signature };
+  return {
+    body: { assignment: asCid(o['assignment'], 'shard_ack.body.assignment'), point: asDid(o['point'], 'shard_ack.body.point') },
+    signature,
+  };
 }
 
 /** True when the signature verifies under `body.point`. Never throws. */

@@ -85,7 +85,10 @@ export class ShardBindings {
       return { reason: DenyReasons.BUDGET_EXCEEDED, link, why, requestedUj: costUj, remainingUj: 0n };
     };
     if (!this.#ready) {
-      return refuse(1, 'shard (assignments-not-read): this point has not read the shard assignments yet, so it cannot tell a shard from another child');
+      return refuse(
+        1,
+        'shard (assignments-not-read): this point has not read the shard assignments yet, so it cannot tell a shard from another child',
+      );
     }
     for (let i = 1; i < chain.length; i++) {
       const parentId = chainIds[i - 1];
@@ -96,7 +99,11 @@ export class ShardBindings {
       if (set === undefined) continue;
       const steered = set.shards.has(id) ? undefined : this.steering?.origin(id)?.steeredId;
       const assigned = set.shards.get(id) ?? (steered === undefined ? undefined : set.shards.get(steered));
-      if (point === undefined) return refuse(i, `shard (not-attached): ${id} is a child of sharded grant ${parentId} and this point does not know its own did yet`);
+      if (point === undefined)
+        return refuse(
+          i,
+          `shard (not-attached): ${id} is a child of sharded grant ${parentId} and this point does not know its own did yet`,
+        );
       if (assigned === point) continue;
       return refuse(
         i,

@@ -10,7 +10,25 @@
  * DESIGN's signed-body pattern). `revocation` is the content id of the revocation body that
  * closed the grant.
  */
-import { type Actor, asCid, asDid, asObj, asUint, check, type ContentId, decode, type Did, encode, type Obj, readSigned, signBody, type Signed, uintOut, type Uj, verifyBody } from '../core/index.ts';
+import {
+  type Actor,
+  asCid,
+  asDid,
+  asObj,
+  asUint,
+  check,
+  type ContentId,
+  decode,
+  type Did,
+  encode,
+  type Obj,
+  readSigned,
+  signBody,
+  type Signed,
+  uintOut,
+  type Uj,
+  verifyBody,
+} from '../core/index.ts';
 
 /** A point's final spend on a revoked grant. */
 export interface ShardClose {

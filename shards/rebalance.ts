@@ -16,7 +16,23 @@
  * points, shards/binding.ts, and were spent at several), nothing is re-issued: the report carries
  * the overspend (`overspentUj`) and a manifest with no live shards that records what was spent.
  */
-import { type Actor, type ContentId, type Did, encode, err, grantId, ok, type Result, revocationId, type Rng, type ShardRefusal, type SignedRevocation, signedRevocationToCbor, signRevocation, type Uj } from '../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  type Did,
+  encode,
+  err,
+  grantId,
+  ok,
+  type Result,
+  revocationId,
+  type Rng,
+  type ShardRefusal,
+  type SignedRevocation,
+  signedRevocationToCbor,
+  signRevocation,
+  type Uj,
+} from '../core/index.ts';
 import { decodeShardClose, verifyShardClose } from './close.ts';
 import { type ClosedShard, mintShardSet, type ShardManifest, type SplitEntry } from './set.ts';
 
@@ -100,7 +116,11 @@ export async function rebalance(opts: RebalanceOpts): Promise<Result<RebalanceRe
     await new Promise((r) => setTimeout(r, pollMs));
   }
   if (missing.length > 0) {
-    return err({ code: 'close-timeout', why: `${missing.length} close record(s) missing; run rebalance again once every point is reachable`, missing });
+    return err({
+      code: 'close-timeout',
+      why: `${missing.length} close record(s) missing; run rebalance again once every point is reachable`,
+      missing,
+    });
   }
   const closed: ClosedShard[] = m.shards.map((s) => {
     const id = grantId(s.grant.grant);
@@ -111,13 +131,22 @@ export async function rebalance(opts: RebalanceOpts): Promise<Result<RebalanceRe
   const consumedUj = m.consumedUj + closed.reduce((a, c) => a + c.spentUj, 0n);
   const parentBudget = m.parentChain[m.parentChain.length - 1]!.grant.budget_uj;
   if (consumedUj > parentBudget) {
-    const manifest: ShardManifest = { parentChain: m.parentChain, generation: m.generation + 1, consumedUj, shards: [], closed: [...m.closed, ...closed] };
+    const manifest: ShardManifest = {
+      parentChain: m.parentChain,
+      generation: m.generation + 1,
+      consumedUj,
+      shards: [],
+      closed: [...m.closed, ...closed],
+    };
     return ok({ manifest, revocations, closed, leftUj: 0n, overspentUj: consumedUj - parentBudget });
   }
   const total = m.shards.reduce((a, s) => a + s.grant.grant.budget_uj, 0n);
   const split =
     opts.split ??
-    m.shards.map((s) => ({ name: s.name, percent: total === 0n ? 100 / m.shards.length : Number((s.grant.grant.budget_uj * 10_000n) / total) / 100 }));
+    m.shards.map((s) => ({
+      name: s.name,
+      percent: total === 0n ? 100 / m.shards.length : Number((s.grant.grant.budget_uj * 10_000n) / total) / 100,
+    }));
   const subject = opts.subject ?? Object.fromEntries(m.shards.map((s) => [s.name, s.grant.grant.subject]));
   const points = Object.fromEntries(m.shards.filter((s) => s.point).map((s) => [s.name, s.point!]));
   const fixed = fixShares(split);

@@ -9,7 +9,30 @@
  * set that would hand out more than the parent has left.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { type Actor, type ContentId, decode, type Did, encode, err, ErrorCodes, fromHex, grantId, JcpError, mintShards, ok, planSplit, readSignedGrant, type Result, type Rng, type ShardRefusal, ShardRefusals, type SignedGrant, signedGrantToCbor, toHex, type Uj } from '../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  decode,
+  type Did,
+  encode,
+  err,
+  ErrorCodes,
+  fromHex,
+  grantId,
+  JcpError,
+  mintShards,
+  ok,
+  planSplit,
+  readSignedGrant,
+  type Result,
+  type Rng,
+  type ShardRefusal,
+  ShardRefusals,
+  type SignedGrant,
+  signedGrantToCbor,
+  toHex,
+  type Uj,
+} from '../core/index.ts';
 
 /** One slice of a split: a name (usually the point it goes to) and its share in percent. */
 export interface SplitEntry {
@@ -25,7 +48,10 @@ const NAME_RE = /^[A-Za-z0-9_.-]{1,64}$/;
  */
 export function parseSplit(spec: string): SplitEntry[] {
   const out: SplitEntry[] = [];
-  for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^([^=]+)=(\d+(?:\.\d+)?)%?$/.exec(part);
     if (!m || !NAME_RE.test(m[1]!)) throw new JcpError(ErrorCodes.SCHEMA, `--split: expected name=NN%, got ${JSON.stringify(part)}`);
     if (out.some((e) => e.name === m[1])) throw new JcpError(ErrorCodes.SCHEMA, `--split: ${m[1]} named twice`);
@@ -184,7 +210,8 @@ export function manifestFromJson(v: unknown): ShardManifest {
     shards,
     closed,
   };
-  if (grantId(parentOf(m).grant) !== o['parent_id']) throw new JcpError(ErrorCodes.SCHEMA, 'shard manifest: parent_id does not match the chain');
+  if (grantId(parentOf(m).grant) !== o['parent_id'])
+    throw new JcpError(ErrorCodes.SCHEMA, 'shard manifest: parent_id does not match the chain');
   return m;
 }
 

@@ -18,7 +18,16 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type ContentId, contentIdOfBytes, type Did, utf8 } from '../core/index.ts';
-import { ensureStream, followFromStart, NatsLink, retryUntil, rootStreamName, type StreamPlacement, type StreamSpec, streamConfig } from '../natsio/index.ts';
+import {
+  ensureStream,
+  followFromStart,
+  NatsLink,
+  retryUntil,
+  rootStreamName,
+  type StreamPlacement,
+  type StreamSpec,
+  streamConfig,
+} from '../natsio/index.ts';
 import { assignmentId, encodeShardAck, encodeShardAssignment, type SignedShardAck, type SignedShardAssignment } from './assignment.ts';
 
 /** `blake3(utf8(did))`: the subject token of a did. */
@@ -126,7 +135,9 @@ export class ShardAssignmentStream implements AssignmentTransport {
     const { jsm } = await this.ensure();
     return await this.#retry('read shard acknowledgements', async () => {
       const info = await jsm.streams.info(this.stream, { subjects_filter: `${this.root}.shard.ack.${assignment}.*` });
-      const msgs = await Promise.all(Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(this.stream, { last_by_subj: s })));
+      const msgs = await Promise.all(
+        Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(this.stream, { last_by_subj: s })),
+      );
       return msgs.filter((m) => m !== null).map((m) => m.data);
     });
   }

@@ -55,9 +55,12 @@ function specifiers(file: string): string[] {
   const sf = ts.createSourceFile(file, readFileSync(path.join(ROOT, file), 'utf8'), ts.ScriptTarget.Latest, true);
   const out: string[] = [];
   const visit = (n: ts.Node): void => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) out.push(n.moduleSpecifier.text);
-    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0])) out.push(n.arguments[0].text);
-    if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument) && ts.isStringLiteral(n.argument.literal)) out.push(n.argument.literal.text);
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier))
+      out.push(n.moduleSpecifier.text);
+    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0]))
+      out.push(n.arguments[0].text);
+    if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument) && ts.isStringLiteral(n.argument.literal))
+      out.push(n.argument.literal.text);
     ts.forEachChild(n, visit);
   };
   visit(sf);
@@ -114,7 +117,10 @@ function brokenCitations(files: readonly string[]): string[] {
       } catch {
         // a missing file has no sections
       }
-      headings.set(doc, [...text.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]!.trim()));
+      headings.set(
+        doc,
+        [...text.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]!.trim()),
+      );
     }
     return headings.get(doc)!;
   };
@@ -145,7 +151,8 @@ function unusedDoorNames(files: readonly string[]): string[] {
       used.get(t)!.add('*');
     }
     for (const st of sf.statements) {
-      if (!(ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) || !st.moduleSpecifier || !ts.isStringLiteral(st.moduleSpecifier)) continue;
+      if (!(ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) || !st.moduleSpecifier || !ts.isStringLiteral(st.moduleSpecifier))
+        continue;
       if (isDoor && ts.isExportDeclaration(st) && st.exportClause && ts.isNamedExports(st.exportClause)) {
         exported.set(f, [...(exported.get(f) ?? []), ...st.exportClause.elements.map((el) => el.name.text)]);
       }
@@ -157,7 +164,8 @@ function unusedDoorNames(files: readonly string[]): string[] {
       const names = used.get(door) ?? new Set<string>();
       used.set(door, names);
       const bindings = ts.isImportDeclaration(st) ? st.importClause?.namedBindings : st.exportClause;
-      if (bindings && (ts.isNamedImports(bindings) || ts.isNamedExports(bindings))) for (const el of bindings.elements) names.add((el.propertyName ?? el.name).text);
+      if (bindings && (ts.isNamedImports(bindings) || ts.isNamedExports(bindings)))
+        for (const el of bindings.elements) names.add((el.propertyName ?? el.name).text);
       else names.add('*');
     }
   }
@@ -206,20 +214,33 @@ describe('layout', () => {
   });
 
   it('every docs/<file>.md "<section>" citation names a section that exists, and no comment names an issue number', () => {
-    const docs = sourceFiles(ROOT).concat(readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`), ['README.md']);
-    expect(brokenCitations(docs.filter((f) => f !== "test/layout.test.ts"))).toEqual([]);
-    const numbered = files.filter((f) => f !== "test/layout.test.ts" && /\b(issue|task) \d+\b/i.test(readFileSync(path.join(ROOT, f), 'utf8')));
+    const docs = sourceFiles(ROOT).concat(
+      readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`),
+      ['README.md'],
+    );
+    expect(brokenCitations(docs.filter((f) => f !== 'test/layout.test.ts'))).toEqual([]);
+    const numbered = files.filter(
+      (f) => f !== 'test/layout.test.ts' && /\b(issue|task) \d+\b/i.test(readFileSync(path.join(ROOT, f), 'utf8')),
+    );
     expect(numbered).toEqual([]);
   });
 
   it("every path in the README's spec map exists", () => {
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const table = readme.slice(readme.indexOf('### From the spec to the code'), readme.indexOf('`test/layout.test.ts` checks that every path in this table exists'));
-    const paths = [...table.matchAll(/`((?:core|io|meter|natsio|channel|shards|frost|node|client|bridge|test)\/[^`*]*)`/g)].map((m) => m[1]!);
+    const table = readme.slice(
+      readme.indexOf('### From the spec to the code'),
+      readme.indexOf('`test/layout.test.ts` checks that every path in this table exists'),
+    );
+    const paths = [...table.matchAll(/`((?:core|io|meter|natsio|channel|shards|frost|node|client|bridge|test)\/[^`*]*)`/g)].map(
+      (m) => m[1]!,
+    );
     expect(paths.length).toBeGreaterThan(40);
     expect(paths.filter((p) => !existsSync(path.join(ROOT, p)))).toEqual([]);
     const globs = [...table.matchAll(/`(test\/[^`]*)\*([^`]*)`/g)];
-    for (const g of globs) expect(readdirSync(path.join(ROOT, path.dirname(g[1]!))).some((f) => f.startsWith(path.basename(g[1]!)) && f.endsWith(g[2]!))).toBe(true);
+    for (const g of globs)
+      expect(readdirSync(path.join(ROOT, path.dirname(g[1]!))).some((f) => f.startsWith(path.basename(g[1]!)) && f.endsWith(g[2]!))).toBe(
+        true,
+      );
   });
 
   it('a citation of a missing section is reported', () => {

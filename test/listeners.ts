@@ -71,7 +71,10 @@ export interface JcpRun {
  * Runs `node bin/jcp.mjs ...args` as a child process; SIGKILLs it after `killAfterMs` (the result
  * then has `signal: 'SIGKILL'`), so a command that hangs fails the test instead of hanging it.
  */
-export function runJcp(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; killAfterMs?: number } = {}): Promise<JcpRun> {
+export function runJcp(
+  args: readonly string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; killAfterMs?: number } = {},
+): Promise<JcpRun> {
   const child = spawn(process.execPath, [JCP_BIN, ...args], {
     cwd: opts.cwd ?? process.cwd(),
     env: { ...process.env, ...opts.env },

@@ -18,7 +18,10 @@ export function codeOf(f: () => unknown): string | undefined {
  * writes to stdout and stderr; byte chunks are decoded as `encoding` (default UTF-8; `latin1`
  * keeps binary output byte for byte). @returns the exit code and the two texts.
  */
-export async function runJcpInProcess(argv: string[], encoding: BufferEncoding = 'utf8'): Promise<{ code: number; out: string; err: string }> {
+export async function runJcpInProcess(
+  argv: string[],
+  encoding: BufferEncoding = 'utf8',
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const text = (s: string | Uint8Array) => (typeof s === 'string' ? s : Buffer.from(s).toString(encoding));

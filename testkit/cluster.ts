@@ -96,7 +96,14 @@ export class LocalCluster {
   readonly #opts: ClusterOpts;
   readonly #ownsDir: boolean;
 
-  private constructor(dir: string, ownsDir: boolean, nodes: ClusterNode[], nats: NatsServer | NatsCluster | undefined, urls: string[], opts: ClusterOpts) {
+  private constructor(
+    dir: string,
+    ownsDir: boolean,
+    nodes: ClusterNode[],
+    nats: NatsServer | NatsCluster | undefined,
+    urls: string[],
+    opts: ClusterOpts,
+  ) {
     this.dir = dir;
     this.#ownsDir = ownsDir;
     this.nodes = nodes;
@@ -176,7 +183,11 @@ export class LocalCluster {
         replicas: this.natsUrls.length >= 3 ? 3 : 1,
         ...(o.settleIntervalMs !== undefined ? { settle_interval_ms: o.settleIntervalMs } : {}),
         // Every node's steward is a point of every channel; statements from anyone else are refused.
-        channels: (o.channels ?? []).map((c) => ({ grant_id: c.grant_id, window_uj: String(c.window_uj), points: o.points ?? stewards.map((a) => a.did) })),
+        channels: (o.channels ?? []).map((c) => ({
+          grant_id: c.grant_id,
+          window_uj: String(c.window_uj),
+          points: o.points ?? stewards.map((a) => a.did),
+        })),
       },
     };
     const patch = o.nodeConfig?.(i) ?? {};
@@ -401,7 +412,12 @@ export async function clusterStatus(state: ClusterState, timeoutMs = 1_000): Pro
         return { ...base, health, httpStatus: r.status, ...(steward !== undefined ? { answeredBy: steward } : {}) };
       } catch (e) {
         const cause = (e as { cause?: { code?: string } }).cause?.code;
-        const why = cause === 'ECONNREFUSED' ? 'connection refused' : (e as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e as Error).message;
+        const why =
+          cause === 'ECONNREFUSED'
+            ? 'connection refused'
+            : (e as Error).name === 'TimeoutError'
+              ? `no answer within ${timeoutMs} ms`
+              : (e as Error).message;
         return { ...base, health: 'down', why };
       }
     }),

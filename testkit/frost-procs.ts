@@ -128,10 +128,17 @@ export class ParticipantProc {
  * @throws Error when the child exits first or is not ready in time; the child is then stopped
  *   (SIGTERM, then SIGKILL), so nothing is left running and no pipe keeps the caller alive.
  */
-export async function startParticipantProc(opts: ParticipantProcOpts, readyTimeoutMs = opts.readyTimeoutMs ?? PARTICIPANT_READY_TIMEOUT_MS): Promise<ParticipantProc> {
+export async function startParticipantProc(
+  opts: ParticipantProcOpts,
+  readyTimeoutMs = opts.readyTimeoutMs ?? PARTICIPANT_READY_TIMEOUT_MS,
+): Promise<ParticipantProc> {
   const flags = ['--keystore', opts.keystore, '--nats', opts.natsUrl, '--prefix', opts.prefix, ...(opts.args ?? [])];
   const argv = opts.script ? ['--import', TSX_IMPORT, opts.script, ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
-  const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  const child = spawn(process.execPath, argv, {
+    cwd: ROOT,
+    stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...opts.env },
+  });
   track(child);
   const p = new ParticipantProc(opts.keystore, child);
   try {
@@ -159,11 +166,20 @@ export class ParticipantCluster {
    * Starts `n` participants (keystores `<dir>/p1..pn`) in parallel; `dir` defaults to a temp
    * folder. `argsFor(i)` (0-based) adds arguments of participant i's own (its approval policy).
    */
-  static async start(n: number, base: Omit<ParticipantProcOpts, 'keystore'>, dir?: string, argsFor?: (i: number) => readonly string[]): Promise<ParticipantCluster> {
+  static async start(
+    n: number,
+    base: Omit<ParticipantProcOpts, 'keystore'>,
+    dir?: string,
+    argsFor?: (i: number) => readonly string[],
+  ): Promise<ParticipantCluster> {
     const ownsDir = dir === undefined;
     const root = dir ?? mkdtempSync(join(tmpdir(), 'jcp-frost-'));
     mkdirSync(root, { recursive: true });
-    const started = await Promise.allSettled(Array.from({ length: n }, (_, i) => startParticipantProc({ ...base, keystore: join(root, `p${i + 1}`), args: [...(base.args ?? []), ...(argsFor?.(i) ?? [])] })));
+    const started = await Promise.allSettled(
+      Array.from({ length: n }, (_, i) =>
+        startParticipantProc({ ...base, keystore: join(root, `p${i + 1}`), args: [...(base.args ?? []), ...(argsFor?.(i) ?? [])] }),
+      ),
+    );
     const procs = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failed = started.find((s) => s.status === 'rejected');
     const c = new ParticipantCluster(root, ownsDir, procs);
@@ -196,7 +212,13 @@ export interface DealtGroup {
  * first `online` (default all) are started. For conformance classes and tests that need a
  * threshold actor (C13): `thresholdSigner({nc, group: g.did, prefix: g.prefix})` then signs.
  */
-export async function startDealtGroup(opts: { min: number; max: number; natsUrl: string; prefix?: string; online?: number }): Promise<DealtGroup> {
+export async function startDealtGroup(opts: {
+  min: number;
+  max: number;
+  natsUrl: string;
+  prefix?: string;
+  online?: number;
+}): Promise<DealtGroup> {
   const d = deal({ min: opts.min, max: opts.max }, (n) => new Uint8Array(randomBytes(n)));
   if (!d.ok) throw FrostError.of(d.error);
   const prefix = opts.prefix ?? `jcp.frost.group.${randomBytes(5).toString('hex')}`;

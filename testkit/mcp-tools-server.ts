@@ -126,14 +126,22 @@ export function toolsServer(): Server {
         return { content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }] };
       case 'test_embedded_resource':
         return {
-          content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
+          content: [
+            {
+              type: 'resource',
+              resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
+            },
+          ],
         };
       case 'test_multiple_content_types':
         return {
           content: [
             { type: 'text', text: 'Multiple content types test:' },
             { type: 'image', data: PNG, mimeType: 'image/png' },
-            { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' } },
+            {
+              type: 'resource',
+              resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' },
+            },
           ],
         };
       case 'test_tool_with_logging': {
@@ -150,7 +158,8 @@ export function toolsServer(): Server {
       case 'test_tool_with_progress': {
         const token = req.params._meta?.progressToken;
         for (const progress of [0, 50, 100]) {
-          if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total: 100 } });
+          if (token !== undefined)
+            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total: 100 } });
           if (progress < 100) await sleep(50);
         }
         return { content: [{ type: 'text', text: String(token ?? 'no progress token') }] };
@@ -168,7 +177,10 @@ export function toolsServer(): Server {
           message: String(args['message'] ?? ''),
           requestedSchema: {
             type: 'object',
-            properties: { username: { type: 'string', description: "User's response" }, email: { type: 'string', description: "User's email address" } },
+            properties: {
+              username: { type: 'string', description: "User's response" },
+              email: { type: 'string', description: "User's email address" },
+            },
             required: ['username', 'email'],
           },
         });

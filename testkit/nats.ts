@@ -141,14 +141,27 @@ export class NatsServer {
    */
   static async start(opts: NatsServerOpts = {}, wait = true, timeoutMs = 15_000): Promise<NatsServer> {
     const bin = findNatsServerBin();
-    if (bin === undefined) throw new Error('nats-server not found (JCP_NATS_SERVER, /usr/sbin, PATH); install it: apt-get install nats-server');
+    if (bin === undefined)
+      throw new Error('nats-server not found (JCP_NATS_SERVER, /usr/sbin, PATH); install it: apt-get install nats-server');
     const ownsDir = opts.dir === undefined;
     const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'jcp-nats-'));
     mkdirSync(dir, { recursive: true });
     const port = opts.port ?? (await freePort());
     const httpPort = opts.httpPort ?? (await freePort());
     const name = opts.name ?? `jcp-${port}`;
-    const s = new NatsServer(name, dir, ownsDir, port, httpPort, opts.cluster, opts.detached ?? false, bin, opts.gateway, opts.extraConfig, opts.tls);
+    const s = new NatsServer(
+      name,
+      dir,
+      ownsDir,
+      port,
+      httpPort,
+      opts.cluster,
+      opts.detached ?? false,
+      bin,
+      opts.gateway,
+      opts.extraConfig,
+      opts.tls,
+    );
     s.#writeConfig();
     s.#spawn();
     if (wait) await s.ready(timeoutMs);
@@ -194,7 +207,8 @@ export class NatsServer {
       lines.push('gateway {', `  name: ${JSON.stringify(g.name)}`, `  listen: "127.0.0.1:${g.port}"`, '  reject_unknown_cluster: true');
       if (g.advertise) lines.push(`  advertise: ${JSON.stringify(g.advertise)}`);
       lines.push('  gateways: [');
-      for (const r of g.remotes) lines.push(`    { name: ${JSON.stringify(r.name)}, urls: [${r.urls.map((u) => JSON.stringify(u)).join(', ')}] }`);
+      for (const r of g.remotes)
+        lines.push(`    { name: ${JSON.stringify(r.name)}, urls: [${r.urls.map((u) => JSON.stringify(u)).join(', ')}] }`);
       lines.push('  ]', ...tls('  ', true), '}');
     }
     lines.push(...this.extraConfig);

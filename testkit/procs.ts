@@ -139,12 +139,7 @@ export async function freePort(): Promise<number> {
  * Polls `probe` every `everyMs` until it resolves true or `timeoutMs` passes.
  * @throws Error naming `what` on timeout.
  */
-export async function waitUntil(
-  probe: () => Promise<boolean>,
-  what: string,
-  timeoutMs = 15_000,
-  everyMs = 50,
-): Promise<void> {
+export async function waitUntil(probe: () => Promise<boolean>, what: string, timeoutMs = 15_000, everyMs = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

@@ -80,7 +80,10 @@ export class TcpProxy {
    */
   setDelay(d: LinkDelay): void {
     const jitter = d.jitterMs ?? 0;
-    for (const [k, v] of [['delayMs', d.delayMs], ['jitterMs', jitter]] as const) {
+    for (const [k, v] of [
+      ['delayMs', d.delayMs],
+      ['jitterMs', jitter],
+    ] as const) {
       if (!Number.isFinite(v) || v < 0) throw new RangeError(`${k}: expected a finite number ≥ 0, got ${v}`);
     }
     this.#delayMs = d.delayMs;

@@ -140,7 +140,13 @@ export interface RegionStatus {
     readonly name: string;
     readonly nats_urls: string[];
     readonly servers: { readonly name: string; readonly url: string; readonly pid: number | undefined; readonly running: boolean }[];
-    readonly nodes: { readonly id: string; readonly address: string; readonly metrics: string; readonly did: string; readonly pid: number | undefined }[];
+    readonly nodes: {
+      readonly id: string;
+      readonly address: string;
+      readonly metrics: string;
+      readonly did: string;
+      readonly pid: number | undefined;
+    }[];
   }[];
   readonly links: LinkStatus[];
 }
@@ -206,10 +212,16 @@ const DEAD_PORT = 1;
  * (everything started is stopped first).
  */
 export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
-  if (!Number.isInteger(opts.regions) || opts.regions < 1 || opts.regions > REGION_NAMES.length) throw new RangeError(`regions: expected 1..${REGION_NAMES.length}, got ${opts.regions}`);
-  if (!Number.isInteger(opts.nodesPerRegion) || opts.nodesPerRegion < 0 || opts.nodesPerRegion > 16) throw new RangeError(`nodesPerRegion: expected 0..16, got ${opts.nodesPerRegion}`);
-  if (opts.serversPerRegion !== 1 && opts.serversPerRegion !== 3) throw new RangeError(`serversPerRegion: expected 1 or 3, got ${opts.serversPerRegion}`);
-  for (const [k, v] of [['rttMs', opts.rttMs], ['jitterMs', opts.jitterMs ?? 0]] as const) {
+  if (!Number.isInteger(opts.regions) || opts.regions < 1 || opts.regions > REGION_NAMES.length)
+    throw new RangeError(`regions: expected 1..${REGION_NAMES.length}, got ${opts.regions}`);
+  if (!Number.isInteger(opts.nodesPerRegion) || opts.nodesPerRegion < 0 || opts.nodesPerRegion > 16)
+    throw new RangeError(`nodesPerRegion: expected 0..16, got ${opts.nodesPerRegion}`);
+  if (opts.serversPerRegion !== 1 && opts.serversPerRegion !== 3)
+    throw new RangeError(`serversPerRegion: expected 1 or 3, got ${opts.serversPerRegion}`);
+  for (const [k, v] of [
+    ['rttMs', opts.rttMs],
+    ['jitterMs', opts.jitterMs ?? 0],
+  ] as const) {
     if (!Number.isFinite(v) || v < 0 || v > 10_000) throw new RangeError(`${k}: expected 0..10000 ms, got ${v}`);
   }
   const ownsDir = opts.dir === undefined;
@@ -236,7 +248,8 @@ export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
     const ports = new Map<string, { client: number; http: number; route: number; gateway: number }[]>();
     for (const r of names) {
       const list = [];
-      for (let k = 0; k < per; k++) list.push({ client: await freePort(), http: await freePort(), route: await freePort(), gateway: await freePort() });
+      for (let k = 0; k < per; k++)
+        list.push({ client: await freePort(), http: await freePort(), route: await freePort(), gateway: await freePort() });
       ports.set(r, list);
     }
     // One proxy per (source region, target server): the source's servers dial the target through it.
@@ -267,7 +280,10 @@ export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
                 advertise: `127.0.0.1:${DEAD_PORT}`,
                 remotes: names
                   .filter((o) => o !== r)
-                  .map((o) => ({ name: o, urls: links.find((l) => l.from === r && l.to === o)!.proxies.map((x) => `nats://127.0.0.1:${x.port}`) })),
+                  .map((o) => ({
+                    name: o,
+                    urls: links.find((l) => l.from === r && l.to === o)!.proxies.map((x) => `nats://127.0.0.1:${x.port}`),
+                  })),
               },
               ...(opts.tls ? { tls: opts.tls } : {}),
             },
@@ -332,7 +348,13 @@ export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
 }
 
 /** Creates (or finds) the statement, revocation and shard streams, placed in cluster `home`. */
-async function createHomeStreams(home: NatsServer[], root: string, replicas: number, cluster: string, tls: TlsMaterial | undefined): Promise<void> {
+async function createHomeStreams(
+  home: NatsServer[],
+  root: string,
+  replicas: number,
+  cluster: string,
+  tls: TlsMaterial | undefined,
+): Promise<void> {
   const nc = await connect({ servers: home.map((s) => s.url), ...(tls ? { tls: { caFile: tls.caFile } } : {}) });
   try {
     const jsm = await jetstreamManager(nc);
@@ -350,7 +372,8 @@ async function createHomeStreams(home: NatsServer[], root: string, replicas: num
 }
 
 function pairCheck(names: readonly string[], a: string, b: string): void {
-  if (!names.includes(a) || !names.includes(b)) throw new RangeError(`no region ${names.includes(a) ? b : a} (regions: ${names.join(', ')})`);
+  if (!names.includes(a) || !names.includes(b))
+    throw new RangeError(`no region ${names.includes(a) ? b : a} (regions: ${names.join(', ')})`);
   if (a === b) throw new RangeError(`a link joins two regions, got ${a} twice`);
 }
 
@@ -422,11 +445,24 @@ function makeCluster(
           name: r.name,
           nats_urls: r.natsUrls,
           servers: r.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid, running: s.running })),
-          nodes: r.nodes.map((n) => ({ id: n.id, address: `127.0.0.1:${n.port}`, metrics: `127.0.0.1:${n.metricsPort}`, did: n.steward.did, pid: n.proc.pid })),
+          nodes: r.nodes.map((n) => ({
+            id: n.id,
+            address: `127.0.0.1:${n.port}`,
+            metrics: `127.0.0.1:${n.metricsPort}`,
+            did: n.steward.did,
+            pid: n.proc.pid,
+          })),
         })),
         links: links.map((l) => {
           const d = l.proxy.delay;
-          return { from: l.from, to: l.to, kind: l.kind, state: l.proxies.some((p) => p.isCut) ? 'cut' : 'up', rttMs: d.delayMs * 2, jitterMs: d.jitterMs };
+          return {
+            from: l.from,
+            to: l.to,
+            kind: l.kind,
+            state: l.proxies.some((p) => p.isCut) ? 'cut' : 'up',
+            rttMs: d.delayMs * 2,
+            jitterMs: d.jitterMs,
+          };
         }),
       };
     },

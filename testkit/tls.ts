@@ -63,7 +63,24 @@ export function makeTlsMaterial(dir?: string): TlsMaterial {
     openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${name}.key`], d);
     openssl(['req', '-new', '-key', `${name}.key`, '-subj', `/CN=${usage === 'server' ? 'localhost' : name}`, '-out', `${name}.csr`], d);
     openssl(
-      ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.pem`],
+      [
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.pem',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-days',
+        '2',
+        '-sha256',
+        '-extfile',
+        `${name}.ext`,
+        '-out',
+        `${name}.pem`,
+      ],
       d,
     );
     chmodSync(join(d, `${name}.key`), 0o600);
@@ -91,7 +108,11 @@ export function makeTlsMaterial(dir?: string): TlsMaterial {
  * Put it at the top level (client connections), inside `cluster { }` (routes) or inside
  * `gateway { }` (gateways); `indent` prefixes each line.
  */
-export function natsTlsBlock(m: Pick<TlsMaterial, 'caFile'>, cert: Pick<CertFiles, 'certFile' | 'keyFile'>, opts: { verify?: boolean; indent?: string } = {}): string {
+export function natsTlsBlock(
+  m: Pick<TlsMaterial, 'caFile'>,
+  cert: Pick<CertFiles, 'certFile' | 'keyFile'>,
+  opts: { verify?: boolean; indent?: string } = {},
+): string {
   const i = opts.indent ?? '';
   return [
     `${i}tls {`,

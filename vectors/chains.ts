@@ -73,10 +73,18 @@ export function generate(): JsonObj {
     ]),
     vector('root-names-parent', 'the first link has a parent', [rootWithParent]),
     vector('empty', 'no links at all', []),
-    vector('amplify-budget', 'the child asks 1,001 µJ under 1,000', [root, handChild('chains/amplify-budget', root, { budget_uj: 1001n }, 'bob')]),
+    vector('amplify-budget', 'the child asks 1,001 µJ under 1,000', [
+      root,
+      handChild('chains/amplify-budget', root, { budget_uj: 1001n }, 'bob'),
+    ]),
     vector('amplify-actions', 'the child adds delete', [
       root,
-      handChild('chains/amplify-actions', root, { capability: { resource: root.grant.capability.resource, actions: ['read', 'delete'] } }, 'bob'),
+      handChild(
+        'chains/amplify-actions',
+        root,
+        { capability: { resource: root.grant.capability.resource, actions: ['read', 'delete'] } },
+        'bob',
+      ),
     ]),
     vector('amplify-resource', 'the child names another resource', [
       root,

@@ -5,7 +5,19 @@
  * Every deny reason appears on the direct path (a one-link chain without a parent) where it can,
  * and every one on the chained path; the file lists that coverage and verify re-derives it.
  */
-import { ALL_DENY_REASONS, type ContentId, type Cost, decide, type Decision, type DecisionRequest, DenyReasons, type Frame, Ledger, type SignedGrant, TrustRoots } from '../core/index.ts';
+import {
+  ALL_DENY_REASONS,
+  type ContentId,
+  type Cost,
+  decide,
+  type Decision,
+  type DecisionRequest,
+  DenyReasons,
+  type Frame,
+  Ledger,
+  type SignedGrant,
+  TrustRoots,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
 import {
@@ -113,22 +125,86 @@ function directCases(): Case[] {
   return [
     { name: 'direct/allow', description: 'first spend: 100 µJ of 1,000', chain },
     { name: 'direct/allow-exact-fit', description: 'spent 900, cost 100: exactly the budget', chain, spent: [[id, 900n]] },
-    { name: 'direct/budget-exceeded-by-1', description: 'spent 900, cost 101: over by 1 µJ', chain, spent: [[id, 900n]], cost: { uj: 101n, provenance: 'Estimator' } },
-    { name: 'direct/allow-zero-cost-when-spent', description: 'a 0 µJ call on a fully spent grant fits', chain, spent: [[id, 1000n]], cost: { uj: 0n, provenance: 'Estimator' } },
-    { name: 'direct/allow-hwshunt', description: 'a measured cost (HwShunt carries measured)', chain, cost: { uj: 250n, provenance: 'HwShunt', measured: 243n } },
-    { name: 'direct/untrusted-control', description: 'a data frame never exercises a capability', chain, frame: { trust: 'data', kind: 'tool-result' } },
-    { name: 'direct/untrusted-control-before-revoked', description: 'check 1 precedes check 2', chain, frame: { trust: 'data' }, revoked: [id] },
+    {
+      name: 'direct/budget-exceeded-by-1',
+      description: 'spent 900, cost 101: over by 1 µJ',
+      chain,
+      spent: [[id, 900n]],
+      cost: { uj: 101n, provenance: 'Estimator' },
+    },
+    {
+      name: 'direct/allow-zero-cost-when-spent',
+      description: 'a 0 µJ call on a fully spent grant fits',
+      chain,
+      spent: [[id, 1000n]],
+      cost: { uj: 0n, provenance: 'Estimator' },
+    },
+    {
+      name: 'direct/allow-hwshunt',
+      description: 'a measured cost (HwShunt carries measured)',
+      chain,
+      cost: { uj: 250n, provenance: 'HwShunt', measured: 243n },
+    },
+    {
+      name: 'direct/untrusted-control',
+      description: 'a data frame never exercises a capability',
+      chain,
+      frame: { trust: 'data', kind: 'tool-result' },
+    },
+    {
+      name: 'direct/untrusted-control-before-revoked',
+      description: 'check 1 precedes check 2',
+      chain,
+      frame: { trust: 'data' },
+      revoked: [id],
+    },
     { name: 'direct/revoked', description: 'the grant id is revoked', chain, revoked: [id] },
-    { name: 'direct/revoked-before-untrusted-root', description: 'check 2 precedes check 3', chain, revoked: [id], roots: { [RESOURCE]: [did('carol')] } },
-    { name: 'direct/untrusted-root', description: 'the resource is configured with carol only', chain, roots: { [RESOURCE]: [did('carol')] } },
-    { name: 'direct/untrusted-root-empty-list', description: 'a resource configured with no roots honours nobody', chain, roots: { [RESOURCE]: [] } },
-    { name: 'direct/allow-listed-root', description: 'the resource lists alice', chain, roots: { [RESOURCE]: [did('carol'), did('alice')] } },
-    { name: 'direct/allow-unconfigured-resource', description: 'roots configured only for another resource: this one is open', chain, roots: { [OTHER_RESOURCE]: [did('carol')] } },
+    {
+      name: 'direct/revoked-before-untrusted-root',
+      description: 'check 2 precedes check 3',
+      chain,
+      revoked: [id],
+      roots: { [RESOURCE]: [did('carol')] },
+    },
+    {
+      name: 'direct/untrusted-root',
+      description: 'the resource is configured with carol only',
+      chain,
+      roots: { [RESOURCE]: [did('carol')] },
+    },
+    {
+      name: 'direct/untrusted-root-empty-list',
+      description: 'a resource configured with no roots honours nobody',
+      chain,
+      roots: { [RESOURCE]: [] },
+    },
+    {
+      name: 'direct/allow-listed-root',
+      description: 'the resource lists alice',
+      chain,
+      roots: { [RESOURCE]: [did('carol'), did('alice')] },
+    },
+    {
+      name: 'direct/allow-unconfigured-resource',
+      description: 'roots configured only for another resource: this one is open',
+      chain,
+      roots: { [OTHER_RESOURCE]: [did('carol')] },
+    },
     { name: 'direct/wrong-resource-grant-id', description: 'the frame names another grant id', chain, frame: { grant_id: idOf(never) } },
     { name: 'direct/wrong-subject', description: 'mallory calls with bob’s grant', chain, caller: did('mallory') },
-    { name: 'direct/wrong-subject-before-bad-signature', description: 'check 5 precedes check 6', chain: [forged(root)], caller: did('mallory') },
+    {
+      name: 'direct/wrong-subject-before-bad-signature',
+      description: 'check 5 precedes check 6',
+      chain: [forged(root)],
+      caller: did('mallory'),
+    },
     { name: 'direct/bad-signature', description: 'the grant is signed by mallory', chain: [forged(root)] },
-    { name: 'direct/expired-at-expiry', description: 'now = expiry: expired (expiry is the first invalid second)', chain, nowS: NOW_S + HOUR_S },
+    {
+      name: 'direct/expired-at-expiry',
+      description: 'now = expiry: expired (expiry is the first invalid second)',
+      chain,
+      nowS: NOW_S + HOUR_S,
+    },
     { name: 'direct/allow-one-second-before-expiry', description: 'now = expiry − 1', chain, nowS: NOW_S + HOUR_S - 1 },
     { name: 'direct/allow-expiry-zero', description: 'expiry 0 never expires', chain: [never], nowS: 4_000_000_000 },
     { name: 'direct/wrong-resource', description: 'the frame names another resource', chain, frame: { resource: OTHER_RESOURCE } },
@@ -140,7 +216,12 @@ function directCases(): Case[] {
       frame: { action: 'delete' },
       cost: { uj: 5000n, provenance: 'Estimator' },
     },
-    { name: 'direct/budget-exceeded', description: 'a 1,001 µJ call on a fresh 1,000 µJ grant', chain, cost: { uj: 1001n, provenance: 'ModelBased' } },
+    {
+      name: 'direct/budget-exceeded',
+      description: 'a 1,001 µJ call on a fresh 1,000 µJ grant',
+      chain,
+      cost: { uj: 1001n, provenance: 'ModelBased' },
+    },
   ];
 }
 
@@ -160,18 +241,42 @@ function chainedCases(): Case[] {
   return [
     { name: 'chained/allow', description: 'debits root, middle and leaf', chain },
     { name: 'chained/allow-two-links', description: 'a two-link chain', chain: two },
-    { name: 'chained/allow-exact-fit-everywhere', description: 'leaf spent 200 of 300, cost 100', chain, spent: [[leafId, 200n], [midId, 200n], [rootId, 200n]] },
+    {
+      name: 'chained/allow-exact-fit-everywhere',
+      description: 'leaf spent 200 of 300, cost 100',
+      chain,
+      spent: [
+        [leafId, 200n],
+        [midId, 200n],
+        [rootId, 200n],
+      ],
+    },
     { name: 'chained/untrusted-control', description: 'a data frame on a chain', chain, frame: { trust: 'data', kind: 'agent-reply' } },
-    { name: 'chained/untrusted-control-before-chain-broken', description: 'check 1 precedes structure', chain: [root, otherMid], frame: { trust: 'data' } },
+    {
+      name: 'chained/untrusted-control-before-chain-broken',
+      description: 'check 1 precedes structure',
+      chain: [root, otherMid],
+      frame: { trust: 'data' },
+    },
     { name: 'chained/chain-broken-spliced', description: 'a middle link from another root', chain: [root, otherMid, leaf] },
     { name: 'chained/chain-broken-lone-delegated-grant', description: 'a delegated grant presented without its chain', chain: [leaf] },
     { name: 'chained/chain-broken-under-leaf-only', description: 'a hop under delegate_depth 0', chain: [leafOnly, underLeafOnly] },
     { name: 'chained/attenuation-violation', description: 'the leaf asks 601 µJ under a 600 µJ parent', chain: [root, mid, amplifying] },
     { name: 'chained/bad-signature', description: 'the middle link is signed by mallory', chain: [root, forged(mid), leaf] },
-    { name: 'chained/chain-broken-before-revoked', description: 'structure precedes revocation', chain: [root, otherMid, leaf], revoked: [rootId] },
+    {
+      name: 'chained/chain-broken-before-revoked',
+      description: 'structure precedes revocation',
+      chain: [root, otherMid, leaf],
+      revoked: [rootId],
+    },
     { name: 'chained/revoked-leaf', description: 'the leaf is revoked', chain, revoked: [leafId] },
     { name: 'chained/revoked-ancestor', description: 'the root is revoked: the subtree dies', chain, revoked: [rootId] },
-    { name: 'chained/revoked-before-expired', description: 'revocation precedes expiry', chain: [root, shortMid, shortLeaf], revoked: [idOf(shortLeaf)] },
+    {
+      name: 'chained/revoked-before-expired',
+      description: 'revocation precedes expiry',
+      chain: [root, shortMid, shortLeaf],
+      revoked: [idOf(shortLeaf)],
+    },
     { name: 'chained/expired-ancestor', description: 'the middle link expires at now', chain: [root, shortMid, shortLeaf] },
     {
       name: 'chained/expired-before-untrusted-root',
@@ -180,17 +285,39 @@ function chainedCases(): Case[] {
       roots: { [RESOURCE]: [did('carol')] },
     },
     { name: 'chained/untrusted-root', description: 'the root issuer alice is not listed', chain, roots: { [RESOURCE]: [did('carol')] } },
-    { name: 'chained/allow-root-listed', description: 'the root issuer is listed; intermediate issuers need not be', chain, roots: { [RESOURCE]: [did('alice')] } },
-    { name: 'chained/wrong-resource-grant-id', description: 'the frame names the middle grant, not the leaf', chain, frame: { grant_id: midId } },
+    {
+      name: 'chained/allow-root-listed',
+      description: 'the root issuer is listed; intermediate issuers need not be',
+      chain,
+      roots: { [RESOURCE]: [did('alice')] },
+    },
+    {
+      name: 'chained/wrong-resource-grant-id',
+      description: 'the frame names the middle grant, not the leaf',
+      chain,
+      frame: { grant_id: midId },
+    },
     { name: 'chained/wrong-subject', description: 'carol calls with dave’s leaf', chain, caller: did('carol') },
     { name: 'chained/wrong-resource', description: 'the frame names another resource', chain, frame: { resource: OTHER_RESOURCE } },
     { name: 'chained/action-not-granted', description: 'write is granted by the root but not the leaf', chain, frame: { action: 'write' } },
-    { name: 'chained/budget-exceeded-leaf', description: 'leaf spent 250 of 300, cost 100', chain, spent: [[leafId, 250n], [midId, 250n], [rootId, 250n]] },
+    {
+      name: 'chained/budget-exceeded-leaf',
+      description: 'leaf spent 250 of 300, cost 100',
+      chain,
+      spent: [
+        [leafId, 250n],
+        [midId, 250n],
+        [rootId, 250n],
+      ],
+    },
     {
       name: 'chained/budget-exceeded-ancestor-by-sibling',
       description: 'a sibling under the same root spent 950 µJ of the root: the fresh leaf cannot pay 100',
       chain,
-      spent: [[rootId, 950n], [idOf(sibling), 950n]],
+      spent: [
+        [rootId, 950n],
+        [idOf(sibling), 950n],
+      ],
     },
   ];
 }
@@ -233,7 +360,12 @@ export function verify(doc: J, t: Checker): void {
       nowS: r.get('now').num(),
     };
     const s = v.get('state');
-    const ledger = ledgerOf(s.get('spent').entries().map(([id, uj]) => [id, uj.uint()] as const));
+    const ledger = ledgerOf(
+      s
+        .get('spent')
+        .entries()
+        .map(([id, uj]) => [id, uj.uint()] as const),
+    );
     const roots: Record<string, string[]> = {};
     for (const [res, dids] of s.get('trust_roots').entries()) roots[res] = dids.strs();
     const state = { ledger, revoked: new Set(s.get('revoked').strs()), trust: new TrustRoots(roots) };
@@ -246,7 +378,8 @@ export function verify(doc: J, t: Checker): void {
     c.eq(d.chainIds, e.get('chain_ids').strs(), 'chain ids');
     c.eq(d.remainingUj, e.get('remaining_uj').uint(), 'remaining µJ at the leaf');
     if (d.verdict === 'allow') ledger.debit(d.chainIds, req.cost.uj);
-    for (const [id, uj] of e.get('ledger_after').entries()) c.eq(ledger.spent(id), uj.uint(), `spend after the decision on ${id.slice(0, 12)}…`);
+    for (const [id, uj] of e.get('ledger_after').entries())
+      c.eq(ledger.spent(id), uj.uint(), `spend after the decision on ${id.slice(0, 12)}…`);
     seen.push([v.get('path').str(), e.opt('deny_reason')?.str()]);
   });
   c.run('coverage', () => {

@@ -5,7 +5,30 @@
  * repeatable. Also the JSON forms shared by several files (grants, signed grants, frames,
  * costs) and the per-vector check context used by `jcp vectors verify`.
  */
-import { type Actor, actorFromSeed, attenuate, type AttenuationParams, contentId, type ContentId, type Cost, decode, encode, type Frame, frameToCbor, type Grant, grantBytes, grantId, readCost, readFrame, readGrant, readSignedGrant, seededRng, sign, type SignedGrant, signedGrantToCbor } from '../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  attenuate,
+  type AttenuationParams,
+  contentId,
+  type ContentId,
+  type Cost,
+  decode,
+  encode,
+  type Frame,
+  frameToCbor,
+  type Grant,
+  grantBytes,
+  grantId,
+  readCost,
+  readFrame,
+  readGrant,
+  readSignedGrant,
+  seededRng,
+  sign,
+  type SignedGrant,
+  signedGrantToCbor,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import { compact, dec, hex, type J, type Json, type JsonObj, VectorFormatError } from './json.ts';
 

@@ -3,7 +3,22 @@
  * signatures that must not verify; attenuations (§4.1, §4.4, C2, C10) accepted and refused; and
  * signed-grant bytes that a strict decoder must refuse, each with its error code.
  */
-import { attenuate, concat, decode, ED25519_L, encode, type Grant, grantBytes, grantId, grantToCbor, readSignedGrant, sign, type SignedGrant, signedGrantToCbor, verifyGrantSignature } from '../core/index.ts';
+import {
+  attenuate,
+  concat,
+  decode,
+  ED25519_L,
+  encode,
+  type Grant,
+  grantBytes,
+  grantId,
+  grantToCbor,
+  readSignedGrant,
+  sign,
+  type SignedGrant,
+  signedGrantToCbor,
+  verifyGrantSignature,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import {
   type ActorName,
@@ -102,9 +117,7 @@ function attenuationVector(c: AttenuationCase): JsonObj {
       delegate_depth: c.delegate_depth,
       nonce: hex(n),
     }),
-    expected: r.ok
-      ? { ok: true, child: sgHex(r.value), child_id: grantId(r.value.grant) }
-      : { ok: false, reason: r.error.reason },
+    expected: r.ok ? { ok: true, child: sgHex(r.value), child_id: grantId(r.value.grant) } : { ok: false, reason: r.error.reason },
   };
 }
 
@@ -157,7 +170,12 @@ function decodeErrors(sg: SignedGrant): JsonObj[] {
       signedRaw(concat(rawHead(5, grantPairs(g).length + 1), ...grantPairs(g).flat(), rawKey('expiry'), rawEncode(0)), sig),
       'cbor-non-canonical',
     ],
-    ['float-budget', 'budget_uj as the float 1000.0', signedRaw(rawMap(grantPairs(g, { budget_uj: rawFloat64(1000) })), sig), 'cbor-forbidden-type'],
+    [
+      'float-budget',
+      'budget_uj as the float 1000.0',
+      signedRaw(rawMap(grantPairs(g, { budget_uj: rawFloat64(1000) })), sig),
+      'cbor-forbidden-type',
+    ],
     ['null-parent', 'parent present as null', signedRaw(rawMap(grantPairs(g, { parent: RAW_NULL })), sig), 'cbor-forbidden-type'],
     ['bool-depth', 'delegate_depth as true', signedRaw(rawMap(grantPairs(g, { delegate_depth: RAW_TRUE })), sig), 'cbor-forbidden-type'],
     ['trailing-byte', 'one 0x00 byte after the item', concat(canonical, Uint8Array.of(0)), 'cbor-malformed'],
@@ -189,18 +207,90 @@ export function generate(): JsonObj {
   const { open, bounded, child, leafOnly, u64, big, unicode } = grants();
   const later = NOW_S + HOUR_S;
   const attenuations: AttenuationCase[] = [
-    { name: 'narrow-actions-and-budget', description: 'read only, 400 µJ', parent: bounded, holder: 'bob', subject: 'carol', actions: ['read'], budget_uj: 400n },
-    { name: 'inherit-everything', description: 'omitted fields inherit; depth becomes parent − 1', parent: bounded, holder: 'bob', subject: 'carol' },
-    { name: 'equal-is-allowed', description: 'same budget and expiry as the parent', parent: bounded, holder: 'bob', subject: 'carol', budget_uj: 1000n, expiry: later },
-    { name: 'bounded-under-unbounded', description: 'depth 3 and an expiry under a parent with neither', parent: open, holder: 'bob', subject: 'carol', delegate_depth: 3, expiry: NOW_S + 60 },
+    {
+      name: 'narrow-actions-and-budget',
+      description: 'read only, 400 µJ',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      actions: ['read'],
+      budget_uj: 400n,
+    },
+    {
+      name: 'inherit-everything',
+      description: 'omitted fields inherit; depth becomes parent − 1',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+    },
+    {
+      name: 'equal-is-allowed',
+      description: 'same budget and expiry as the parent',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      budget_uj: 1000n,
+      expiry: later,
+    },
+    {
+      name: 'bounded-under-unbounded',
+      description: 'depth 3 and an expiry under a parent with neither',
+      parent: open,
+      holder: 'bob',
+      subject: 'carol',
+      delegate_depth: 3,
+      expiry: NOW_S + 60,
+    },
     { name: 'not-holder', description: 'mallory is not the parent subject', parent: bounded, holder: 'mallory', subject: 'mallory' },
     { name: 'leaf-only-parent', description: 'the parent has delegate_depth 0', parent: leafOnly, holder: 'bob', subject: 'carol' },
-    { name: 'extra-action', description: 'delete is not in the parent', parent: bounded, holder: 'bob', subject: 'carol', actions: ['read', 'delete'] },
-    { name: 'budget-over-by-1', description: '1,001 µJ under a 1,000 µJ parent', parent: bounded, holder: 'bob', subject: 'carol', budget_uj: 1001n },
-    { name: 'outlives-parent', description: 'expiry one second after the parent', parent: bounded, holder: 'bob', subject: 'carol', expiry: later + 1 },
-    { name: 'no-expiry-under-expiring', description: 'expiry 0 (never) under an expiring parent', parent: bounded, holder: 'bob', subject: 'carol', expiry: 0 },
-    { name: 'deeper-delegation', description: 'delegate_depth 2 under a depth-2 parent (at most 1)', parent: bounded, holder: 'bob', subject: 'carol', delegate_depth: 2 },
-    { name: 'duplicate-actions', description: 'actions [read, read]', parent: bounded, holder: 'bob', subject: 'carol', actions: ['read', 'read'] },
+    {
+      name: 'extra-action',
+      description: 'delete is not in the parent',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      actions: ['read', 'delete'],
+    },
+    {
+      name: 'budget-over-by-1',
+      description: '1,001 µJ under a 1,000 µJ parent',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      budget_uj: 1001n,
+    },
+    {
+      name: 'outlives-parent',
+      description: 'expiry one second after the parent',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      expiry: later + 1,
+    },
+    {
+      name: 'no-expiry-under-expiring',
+      description: 'expiry 0 (never) under an expiring parent',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      expiry: 0,
+    },
+    {
+      name: 'deeper-delegation',
+      description: 'delegate_depth 2 under a depth-2 parent (at most 1)',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      delegate_depth: 2,
+    },
+    {
+      name: 'duplicate-actions',
+      description: 'actions [read, read]',
+      parent: bounded,
+      holder: 'bob',
+      subject: 'carol',
+      actions: ['read', 'read'],
+    },
   ];
   const bad = forged(open);
   return {
@@ -216,7 +306,12 @@ export function generate(): JsonObj {
     ],
     signature_checks: [
       { name: 'issuer-signature', description: 'signed by the issuer', signed_grant_cbor: sgHex(open), valid: true },
-      { name: 'forged-by-mallory', description: 'the grant signed by mallory, not its issuer', signed_grant_cbor: sgHex(bad), valid: false },
+      {
+        name: 'forged-by-mallory',
+        description: 'the grant signed by mallory, not its issuer',
+        signed_grant_cbor: sgHex(bad),
+        valid: false,
+      },
       {
         name: 'signature-of-another-grant',
         description: 'a valid signature by alice over a different grant',
@@ -256,7 +351,11 @@ export function verify(doc: J, t: Checker): void {
     const decoded = readSignedGrant(decode(v.get('signed_grant_cbor').bytes()));
     c.eq(hex(encode(grantToCbor(decoded.grant))), hex(bytes), 'signed_grant_cbor carries the same grant');
     c.eq(hex(decoded.signature), hex(sig), 'signed_grant_cbor carries the signature');
-    c.eq(hex(encode(signedGrantToCbor({ grant: g, signature: sig }))), v.get('signed_grant_cbor').str(), '{grant, signature} encodes canonically');
+    c.eq(
+      hex(encode(signedGrantToCbor({ grant: g, signature: sig }))),
+      v.get('signed_grant_cbor').str(),
+      '{grant, signature} encodes canonically',
+    );
     c.ok(verifyGrantSignature({ grant: decoded.grant, signature: decoded.signature }), 'the signature verifies under the issuer');
   });
   c.each(doc, 'signature_checks', (v) => {

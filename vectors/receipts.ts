@@ -5,19 +5,38 @@
  * replayed into a fresh ledger (§8.1; C14, C16): debits, rejections, continuity breaks,
  * attribution.
  */
-import { concat, contentId, type ContentId, type Cost, decide, type DecisionRequest, ED25519_L, encode, encodeReceiptCore, encodeSign1, type Frame, jcrProtectedHeader, Ledger, openReceipt, readReceiptCore, type ReceiptCore, receiptCoreFor, receiptCoreToCbor, receiptId, replayReceipts, sealReceipt, sign, type SignedGrant, sigStructure, Tagged, TrustRoots, utf8 } from '../core/index.ts';
+import {
+  concat,
+  contentId,
+  type ContentId,
+  type Cost,
+  decide,
+  type DecisionRequest,
+  ED25519_L,
+  encode,
+  encodeReceiptCore,
+  encodeSign1,
+  type Frame,
+  jcrProtectedHeader,
+  Ledger,
+  openReceipt,
+  readReceiptCore,
+  type ReceiptCore,
+  receiptCoreFor,
+  receiptCoreToCbor,
+  receiptId,
+  replayReceipts,
+  sealReceipt,
+  sign,
+  type SignedGrant,
+  sigStructure,
+  Tagged,
+  TrustRoots,
+  utf8,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
-import {
-  actor,
-  did,
-  fileHeader,
-  idOf,
-  leafFrame,
-  NOW_S,
-  rootGrant,
-  VectorCheck,
-} from './fixtures.ts';
+import { actor, did, fileHeader, idOf, leafFrame, NOW_S, rootGrant, VectorCheck } from './fixtures.ts';
 import { compact, dec, hex, type J, type JsonObj } from './json.ts';
 import { rawEncode, rawHead } from './rawcbor.ts';
 
@@ -152,9 +171,15 @@ function tampered(base: Sealed): JsonObj[] {
   }
   const flippedSig = new Uint8Array(sig);
   flippedSig[63] = flippedSig[63]! ^ 0x01;
-  const envelope = (sigBytes: Uint8Array, p = payload) => encodeSign1({ protectedBytes, unprotected: new Map(), payload: p, signature: sigBytes });
+  const envelope = (sigBytes: Uint8Array, p = payload) =>
+    encodeSign1({ protectedBytes, unprotected: new Map(), payload: p, signature: sigBytes });
   const cases: [string, string, Uint8Array, string, string?][] = [
-    ['payload-changed', 'action read → reae in the payload, signature kept', envelope(sig, encodeReceiptCore({ ...base.core, action: 'reae' })), 'signature-invalid'],
+    [
+      'payload-changed',
+      'action read → reae in the payload, signature kept',
+      envelope(sig, encodeReceiptCore({ ...base.core, action: 'reae' })),
+      'signature-invalid',
+    ],
     ['signature-bit-flipped', 'the last signature bit flipped', envelope(flippedSig), 'signature-invalid'],
     ['s-not-reduced', 'the signature with S + L (S ≥ L must be refused)', envelope(unreduced), 'signature-invalid'],
     ['wrong-steward', 'a valid receipt, but the verifier expects mallory', base.bytes, 'wrong-steward', did('mallory')],
@@ -170,8 +195,31 @@ function tampered(base: Sealed): JsonObj[] {
       signedEnvelope(protectedBytes, rawEncode(receiptCoreToCbor(base.core), { unsorted: true })),
       'cbor-non-canonical',
     ],
-    ['alg-es256', 'protected alg -7 (ES256), signed with the Ed25519 key', signedEnvelope(header([[1, -7], [4, kid]]), payload), 'cose-unsupported'],
-    ['crit-header', 'a crit parameter in the protected header', signedEnvelope(header([[1, -8], [2, [3]], [4, kid]]), payload), 'cose-unsupported'],
+    [
+      'alg-es256',
+      'protected alg -7 (ES256), signed with the Ed25519 key',
+      signedEnvelope(
+        header([
+          [1, -7],
+          [4, kid],
+        ]),
+        payload,
+      ),
+      'cose-unsupported',
+    ],
+    [
+      'crit-header',
+      'a crit parameter in the protected header',
+      signedEnvelope(
+        header([
+          [1, -8],
+          [2, [3]],
+          [4, kid],
+        ]),
+        payload,
+      ),
+      'cose-unsupported',
+    ],
     [
       'alg-only-unprotected',
       'alg EdDSA only in the unprotected header (must come from the protected one)',
@@ -181,12 +229,30 @@ function tampered(base: Sealed): JsonObj[] {
     [
       'extra-protected-parameter',
       'protected {1: -8, 3: "application/cbor", 4: kid}',
-      signedEnvelope(header([[1, -8], [3, 'application/cbor'], [4, kid]]), payload),
+      signedEnvelope(
+        header([
+          [1, -8],
+          [3, 'application/cbor'],
+          [4, kid],
+        ]),
+        payload,
+      ),
       'cose-invalid',
     ],
     ['untagged', 'the COSE_Sign1 array without tag 18', base.bytes.subarray(1), 'cose-invalid'],
     ['wrong-tag', 'tag 98 (COSE_Sign) instead of 18', encode(new Tagged(98, [protectedBytes, new Map(), payload, sig])), 'cose-invalid'],
-    ['kid-not-did', 'kid = UTF-8 "steward"', signedEnvelope(header([[1, -8], [4, utf8('steward')]]), payload), 'did-invalid'],
+    [
+      'kid-not-did',
+      'kid = UTF-8 "steward"',
+      signedEnvelope(
+        header([
+          [1, -8],
+          [4, utf8('steward')],
+        ]),
+        payload,
+      ),
+      'did-invalid',
+    ],
     [
       'steward-mismatch',
       'the core names mallory as steward; the kid and signature are the steward’s',
@@ -249,9 +315,19 @@ export function generate(): JsonObj {
       caller: did('mallory'),
       requestId: contentId({ vectors: 'receipts/seq1' }),
     },
-    { name: 'seq2-allow-chained', description: 'three-link allow: chain_ids root first, HwShunt cost', chain, cost: { uj: 250n, provenance: 'HwShunt', measured: 247n } },
+    {
+      name: 'seq2-allow-chained',
+      description: 'three-link allow: chain_ids root first, HwShunt cost',
+      chain,
+      cost: { uj: 250n, provenance: 'HwShunt', measured: 247n },
+    },
     { name: 'seq3-deny-revoked-ancestor', description: 'the root of the chain is revoked', chain, revoked: [idOf(chain[0]!)] },
-    { name: 'seq4-deny-budget', description: 'a 5,000 µJ call on the direct grant', chain: [root], cost: { uj: 5000n, provenance: 'ModelBased' } },
+    {
+      name: 'seq4-deny-budget',
+      description: 'a 5,000 µJ call on the direct grant',
+      chain: [root],
+      cost: { uj: 5000n, provenance: 'ModelBased' },
+    },
   ]);
   const bytes = log.map((r) => r.bytes);
   const [r0, r1, r2, r3, r4] = bytes as [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array];
@@ -267,7 +343,13 @@ export function generate(): JsonObj {
     tampered: tampered(log[0]!),
     streams: [
       streamVector('whole-log', 'the five receipts in order', bytes),
-      streamVector('tampered-receipt-counted', 'receipt 2 with its cost changed: rejected, counted, never applied', [r0, r1, forgedR2, r3, r4]),
+      streamVector('tampered-receipt-counted', 'receipt 2 with its cost changed: rejected, counted, never applied', [
+        r0,
+        r1,
+        forgedR2,
+        r3,
+        r4,
+      ]),
       streamVector('deletion', 'receipt 1 removed: a seq gap', [r0, r2, r3, r4]),
       streamVector('duplicate', 'receipt 1 twice: applied once', [r0, r1, r1, r2]),
       streamVector('reordered', 'receipts 1 and 2 swapped', [r0, r2, r1, r3]),
@@ -304,7 +386,13 @@ export function verify(doc: J, t: Checker): void {
   });
   c.each(doc, 'streams', (v) => {
     const steward = v.opt('steward')?.str();
-    const r = replayReceipts(v.get('receipts').items().map((x) => x.bytes()), steward !== undefined ? { steward } : {});
+    const r = replayReceipts(
+      v
+        .get('receipts')
+        .items()
+        .map((x) => x.bytes()),
+      steward !== undefined ? { steward } : {},
+    );
     const e = v.get('expected');
     c.eq(r.total, e.get('total').num(), 'receipts read');
     c.eq(r.allowed, e.get('allowed').num(), 'allow receipts applied');

@@ -4,13 +4,31 @@
  * issuer, the signature verifies — and admitted or refused with its code; plus revocation bytes
  * that a strict decoder must refuse. Subtree death is in `decisions.json` (`chained/revoked-*`).
  */
-import { decode, encode, readSignedRevocation, type Revocation, revocationId, RevocationSet, revocationToCbor, sign, type SignedGrant, type SignedRevocation, signedRevocationToCbor } from '../core/index.ts';
+import {
+  decode,
+  encode,
+  readSignedRevocation,
+  type Revocation,
+  revocationId,
+  RevocationSet,
+  revocationToCbor,
+  sign,
+  type SignedGrant,
+  type SignedRevocation,
+  signedRevocationToCbor,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
 import { type ActorName, actor, did, fileHeader, idOf, nonce, sgFromHex, sgHex, VectorCheck } from './fixtures.ts';
 import { hex, type J, type JsonObj } from './json.ts';
 
-function revoke(grant: SignedGrant, revokedBy: ActorName, signer: ActorName, label: string, grantIdOverride?: string): { sr: SignedRevocation; signer: ActorName } {
+function revoke(
+  grant: SignedGrant,
+  revokedBy: ActorName,
+  signer: ActorName,
+  label: string,
+  grantIdOverride?: string,
+): { sr: SignedRevocation; signer: ActorName } {
   const body: Revocation = { grant_id: grantIdOverride ?? idOf(grant), revoked_by: did(revokedBy), nonce: nonce(label) };
   return { sr: { body, signature: sign(actor(signer).key, encode(revocationToCbor(body))) }, signer };
 }
@@ -42,15 +60,39 @@ export function generate(): JsonObj {
     ...fileHeader('revocations.json', 'Revocation authority', '§4.3; C6'),
     revocations: [
       vector('issuer-revokes-root', 'alice revokes the root she issued', root, good),
-      vector('delegator-revokes-child', 'bob revokes the middle grant he issued to carol', mid, revoke(mid, 'bob', 'bob', 'revocations/mid-by-bob')),
-      vector('subject-cannot-revoke', 'bob (the root’s subject) tries to revoke it', root, revoke(root, 'bob', 'bob', 'revocations/root-by-bob')),
-      vector('ancestor-issuer-cannot-revoke-leaf', 'alice issued the root, not the leaf: only carol may revoke it', leaf, revoke(leaf, 'alice', 'alice', 'revocations/leaf-by-alice')),
+      vector(
+        'delegator-revokes-child',
+        'bob revokes the middle grant he issued to carol',
+        mid,
+        revoke(mid, 'bob', 'bob', 'revocations/mid-by-bob'),
+      ),
+      vector(
+        'subject-cannot-revoke',
+        'bob (the root’s subject) tries to revoke it',
+        root,
+        revoke(root, 'bob', 'bob', 'revocations/root-by-bob'),
+      ),
+      vector(
+        'ancestor-issuer-cannot-revoke-leaf',
+        'alice issued the root, not the leaf: only carol may revoke it',
+        leaf,
+        revoke(leaf, 'alice', 'alice', 'revocations/leaf-by-alice'),
+      ),
       vector('forged', 'names alice as revoker, signed by mallory', root, revoke(root, 'alice', 'mallory', 'revocations/forged')),
       vector('wrong-grant', 'alice’s revocation of the root, presented against the middle grant', mid, good),
-      vector('id-mismatch', 'revokes an id that is not the grant presented', root, revoke(root, 'alice', 'alice', 'revocations/id-mismatch', idOf(leaf))),
+      vector(
+        'id-mismatch',
+        'revokes an id that is not the grant presented',
+        root,
+        revoke(root, 'alice', 'alice', 'revocations/id-mismatch', idOf(leaf)),
+      ),
     ],
     decode_errors: [
-      { name: 'nonce-15-bytes', cbor: hex(encode({ ...o, body: { ...o.body, nonce: good.sr.body.nonce.subarray(0, 15) } })), code: 'bad-length' },
+      {
+        name: 'nonce-15-bytes',
+        cbor: hex(encode({ ...o, body: { ...o.body, nonce: good.sr.body.nonce.subarray(0, 15) } })),
+        code: 'bad-length',
+      },
       { name: 'revoked-by-not-did', cbor: hex(encode({ ...o, body: { ...o.body, revoked_by: 'alice' } })), code: 'did-invalid' },
       { name: 'grant-id-not-content-id', cbor: hex(encode({ ...o, body: { ...o.body, grant_id: 'abc' } })), code: 'schema' },
       { name: 'unknown-field', cbor: hex(encode({ ...o, body: { ...o.body, reason: 'compromised' } })), code: 'schema' },

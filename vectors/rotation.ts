@@ -3,7 +3,22 @@
  * body, the actor that signed it, its canonical signed bytes and its id; each log the verified
  * key state, or the refusal code and the index of the failing event.
  */
-import { decode, encode, inception, type KeyEvent, keyEventId, keyEventToCbor, nextKeyHash, readKeyEvent, readSignedKeyEvent, rotate, signBody, type SignedKeyEvent, signedKeyEventToCbor, verifyKeyLog } from '../core/index.ts';
+import {
+  decode,
+  encode,
+  inception,
+  type KeyEvent,
+  keyEventId,
+  keyEventToCbor,
+  nextKeyHash,
+  readKeyEvent,
+  readSignedKeyEvent,
+  rotate,
+  signBody,
+  type SignedKeyEvent,
+  signedKeyEventToCbor,
+  verifyKeyLog,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import { type ActorName, actor, did, fileHeader, nonce, VectorCheck } from './fixtures.ts';
 import { compact, hex, type J, type JsonObj } from './json.ts';
@@ -61,7 +76,14 @@ function logVector(name: string, description: string, events: readonly Ev[]): Js
       id: keyEventId(e.se),
     })),
     expected: r.ok
-      ? { ok: true, identity: r.value.identity, current: r.value.current, seq: r.value.seq, next_hash: r.value.next_hash, head: r.value.head }
+      ? {
+          ok: true,
+          identity: r.value.identity,
+          current: r.value.current,
+          seq: r.value.seq,
+          next_hash: r.value.next_hash,
+          head: r.value.head,
+        }
       : { ok: false, code: r.error.code, index: r.error.index },
   };
 }
@@ -72,7 +94,14 @@ export function generate(): JsonObj {
   const e1: Ev = { se: ok(rotate(e0.se, actor('key-1'), did('key-2'), nonce('rotation/e1'))), signer: 'key-1' };
   const e2: Ev = { se: ok(rotate(e1.se, actor('key-2'), did('key-3'), nonce('rotation/e2'))), signer: 'key-2' };
   const b1 = e1.se.body;
-  const thiefNext = { ...b1, seq: 2, current: did('thief'), next_hash: nextKeyHash(did('thief')), parent: keyEventId(e1.se), nonce: nonce('rotation/thief') };
+  const thiefNext = {
+    ...b1,
+    seq: 2,
+    current: did('thief'),
+    next_hash: nextKeyHash(did('thief')),
+    parent: keyEventId(e1.se),
+    nonce: nonce('rotation/thief'),
+  };
   return {
     ...fileHeader('rotation.json', 'Pre-committed key rotation logs', '§2.1; C12'),
     hash_rule: 'next_hash = lowercase hex of BLAKE3-256 over the next key’s 32 raw public-key bytes',
@@ -90,14 +119,19 @@ export function generate(): JsonObj {
         signed({ ...thiefNext, current: did('key-1'), next_hash: nextKeyHash(did('thief')) }, 'key-1'),
       ]),
       logVector('sequence-gap', 'event seq 2 right after the inception', [e0, signed({ ...b1, seq: 2 }, 'key-1')]),
-      logVector('parent-mismatch', 'event 1 names a parent other than event 0', [e0, signed({ ...b1, parent: e2.se.body.next_hash }, 'key-1')]),
+      logVector('parent-mismatch', 'event 1 names a parent other than event 0', [
+        e0,
+        signed({ ...b1, parent: e2.se.body.next_hash }, 'key-1'),
+      ]),
       logVector('bad-signature', 'event 1 is signed by the thief', [e0, signed(b1, 'thief')]),
       logVector('identity-mismatch', 'event 1 names another identity', [e0, signed({ ...b1, identity: did('mallory') }, 'key-1')]),
       logVector('inception-not-identity', 'inception whose current is not the identity', [
         signed({ ...e0.se.body, current: did('key-1') }, 'key-1'),
       ]),
       logVector('inception-seq-1', 'the first event has seq 1', [signed({ ...e0.se.body, seq: 1 }, 'identity')]),
-      logVector('inception-with-parent', 'the first event names a parent', [signed({ ...e0.se.body, parent: keyEventId(e0.se) }, 'identity')]),
+      logVector('inception-with-parent', 'the first event names a parent', [
+        signed({ ...e0.se.body, parent: keyEventId(e0.se) }, 'identity'),
+      ]),
       logVector('empty', 'no events', []),
     ],
   };
@@ -125,7 +159,13 @@ export function verify(doc: J, t: Checker): void {
       if (x.get('ok').bool()) {
         c.eq(
           { identity: r.value.identity, current: r.value.current, seq: r.value.seq, next_hash: r.value.next_hash, head: r.value.head },
-          { identity: x.get('identity').str(), current: x.get('current').str(), seq: x.get('seq').num(), next_hash: x.get('next_hash').str(), head: x.get('head').str() },
+          {
+            identity: x.get('identity').str(),
+            current: x.get('current').str(),
+            seq: x.get('seq').num(),
+            next_hash: x.get('next_hash').str(),
+            head: x.get('head').str(),
+          },
           'key state',
         );
       }

@@ -16,7 +16,14 @@ interface SliceSpec {
   readonly nonceOf?: number;
 }
 
-function mintVector(name: string, description: string, parent: SignedGrant, holder: ActorName, specs: readonly SliceSpec[], allocatedUj = 0n): JsonObj {
+function mintVector(
+  name: string,
+  description: string,
+  parent: SignedGrant,
+  holder: ActorName,
+  specs: readonly SliceSpec[],
+  allocatedUj = 0n,
+): JsonObj {
   const slices: ShardSlice[] = specs.map((s, i) => ({
     subject: did(s.subject),
     budget_uj: s.budget_uj,
@@ -30,8 +37,12 @@ function mintVector(name: string, description: string, parent: SignedGrant, hold
     parent: sgHex(parent),
     holder,
     allocated_uj: dec(allocatedUj),
-    slices: slices.map((s) => compact({ subject: s.subject, budget_uj: dec(s.budget_uj), actions: s.actions ? [...s.actions] : undefined, nonce: hex(s.nonce) })),
-    expected: r.ok ? { ok: true, shards: r.value.map((sg) => ({ signed_grant_cbor: sgHex(sg), id: grantId(sg.grant) })) } : { ok: false, code: r.error.code },
+    slices: slices.map((s) =>
+      compact({ subject: s.subject, budget_uj: dec(s.budget_uj), actions: s.actions ? [...s.actions] : undefined, nonce: hex(s.nonce) }),
+    ),
+    expected: r.ok
+      ? { ok: true, shards: r.value.map((sg) => ({ signed_grant_cbor: sgHex(sg), id: grantId(sg.grant) })) }
+      : { ok: false, code: r.error.code },
   };
 }
 
@@ -63,11 +74,26 @@ export function generate(): JsonObj {
         { subject: 'point-a', budget_uj: 4_000n },
         { subject: 'point-b', budget_uj: 4_999n, actions: ['read'] },
       ]),
-      mintVector('over-sum-by-1', 'slices summing to 9,001 µJ: nothing is minted', parent, 'bob', [...three, { subject: 'point-a', budget_uj: 1n }]),
-      mintVector('over-sum-with-allocated', '1,000 µJ still allocated to live shards; 8,001 more is too much', parent, 'bob', [
-        { subject: 'point-a', budget_uj: 8_001n },
-      ], 1_000n),
-      mintVector('fits-with-allocated', '1,000 µJ allocated; 8,000 more fits exactly', parent, 'bob', [{ subject: 'point-a', budget_uj: 8_000n }], 1_000n),
+      mintVector('over-sum-by-1', 'slices summing to 9,001 µJ: nothing is minted', parent, 'bob', [
+        ...three,
+        { subject: 'point-a', budget_uj: 1n },
+      ]),
+      mintVector(
+        'over-sum-with-allocated',
+        '1,000 µJ still allocated to live shards; 8,001 more is too much',
+        parent,
+        'bob',
+        [{ subject: 'point-a', budget_uj: 8_001n }],
+        1_000n,
+      ),
+      mintVector(
+        'fits-with-allocated',
+        '1,000 µJ allocated; 8,000 more fits exactly',
+        parent,
+        'bob',
+        [{ subject: 'point-a', budget_uj: 8_000n }],
+        1_000n,
+      ),
       mintVector('not-holder', 'mallory shards bob’s grant', parent, 'mallory', three),
       mintVector('leaf-only-parent', 'a delegate_depth 0 parent cannot be sharded', leafOnly, 'bob', three),
       mintVector('extra-action', 'one slice asks for delete', parent, 'bob', [{ subject: 'point-a', budget_uj: 10n, actions: ['delete'] }]),
@@ -107,8 +133,16 @@ export function verify(doc: J, t: Checker): void {
     c.eq(r.ok ? 'ok' : r.error.code, e.get('ok').bool() ? 'ok' : e.get('code').str(), 'minted or refused');
     if (r.ok && e.get('ok').bool()) {
       const want = e.get('shards').items();
-      c.eq(r.value.map(sgHex), want.map((w) => w.get('signed_grant_cbor').str()), 'every shard, byte for byte');
-      c.eq(r.value.map((sg) => grantId(sg.grant)), want.map((w) => w.get('id').str()), 'shard ids');
+      c.eq(
+        r.value.map(sgHex),
+        want.map((w) => w.get('signed_grant_cbor').str()),
+        'every shard, byte for byte',
+      );
+      c.eq(
+        r.value.map((sg) => grantId(sg.grant)),
+        want.map((w) => w.get('id').str()),
+        'shard ids',
+      );
       let sum = 0n;
       for (const w of want) {
         const shard = sgFromHex(w.get('signed_grant_cbor'));
@@ -123,10 +157,22 @@ export function verify(doc: J, t: Checker): void {
     if (remainder !== 'last' && remainder !== 'unallocated') throw new Error(`${v.path}.remainder: last or unallocated`);
     const r = planSplit(
       v.get('budget_uj').uint(),
-      v.get('percents').items().map((p) => p.float()),
+      v
+        .get('percents')
+        .items()
+        .map((p) => p.float()),
       remainder,
     );
     const e = v.get('expected');
-    c.eq(r.ok ? r.value : r.error.code, e.get('ok').bool() ? e.get('slices_uj').items().map((x) => x.uint()) : e.get('code').str(), 'slices or refusal');
+    c.eq(
+      r.ok ? r.value : r.error.code,
+      e.get('ok').bool()
+        ? e
+            .get('slices_uj')
+            .items()
+            .map((x) => x.uint())
+        : e.get('code').str(),
+      'slices or refusal',
+    );
   });
 }

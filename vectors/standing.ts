@@ -8,7 +8,42 @@
  * grant; and steering that must be refused (self-steering, a non-issuer, widening, an amendment
  * bound to another checkpoint, …), each with its code.
  */
-import { amend, amendmentId, amendmentToCbor, authorPolicy, checkpointId, checkpointToCbor, contentId, type ContentId, continuationNonce, decode, EMPTY_MINT_LEDGER, encode, fire, grantId, issueContinuation, makeCheckpoint, type MintLedger, mintPolicyId, mintPolicyToCbor, readSignedAmendment, readSignedCheckpoint, readSignedMintPolicy, sign, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, type SignedMintPolicy, signedMintPolicyToCbor, verifyAmendment, verifyChain, verifyContinuation, verifyPolicy } from '../core/index.ts';
+import {
+  amend,
+  amendmentId,
+  amendmentToCbor,
+  authorPolicy,
+  checkpointId,
+  checkpointToCbor,
+  contentId,
+  type ContentId,
+  continuationNonce,
+  decode,
+  EMPTY_MINT_LEDGER,
+  encode,
+  fire,
+  grantId,
+  issueContinuation,
+  makeCheckpoint,
+  type MintLedger,
+  mintPolicyId,
+  mintPolicyToCbor,
+  readSignedAmendment,
+  readSignedCheckpoint,
+  readSignedMintPolicy,
+  sign,
+  type SignedAmendment,
+  signedAmendmentToCbor,
+  type SignedCheckpoint,
+  signedCheckpointToCbor,
+  type SignedGrant,
+  type SignedMintPolicy,
+  signedMintPolicyToCbor,
+  verifyAmendment,
+  verifyChain,
+  verifyContinuation,
+  verifyPolicy,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import {
   type ActorName,
@@ -37,7 +72,11 @@ function policyHex(p: SignedMintPolicy): string {
 }
 
 function mustPolicy(standing: SignedGrant, label: string, perFiringUj: bigint, maxFirings: number): SignedMintPolicy {
-  const r = authorPolicy(standing, { event_class: TICKETS, per_firing_uj: perFiringUj, max_firings: maxFirings, nonce: nonce(label) }, actor('alice'));
+  const r = authorPolicy(
+    standing,
+    { event_class: TICKETS, per_firing_uj: perFiringUj, max_firings: maxFirings, nonce: nonce(label) },
+    actor('alice'),
+  );
   if (!r.ok) throw new Error(`vectors: policy ${label} refused: ${r.error.code}`);
   return r.value;
 }
@@ -49,7 +88,13 @@ interface FiringStep {
   readonly actions?: string[];
 }
 
-function firingVector(name: string, description: string, standing: SignedGrant, policy: SignedMintPolicy, steps: readonly FiringStep[]): JsonObj {
+function firingVector(
+  name: string,
+  description: string,
+  standing: SignedGrant,
+  policy: SignedMintPolicy,
+  steps: readonly FiringStep[],
+): JsonObj {
   let ledger: MintLedger = EMPTY_MINT_LEDGER;
   const out = steps.map((s, i): JsonObj => {
     const n = nonce(`standing/firing/${name}/${i}`);
@@ -69,7 +114,12 @@ function firingVector(name: string, description: string, standing: SignedGrant, 
       params: compact({ subject: did(s.subject), actions: s.actions, nonce: hex(n) }),
       ledger_before: { firings: before.firings, spent_uj: dec(before.spent_uj) },
       expected: r.ok
-        ? { ok: true, child: sgHex(r.value.child), child_id: grantId(r.value.child.grant), ledger_after: { firings: ledger.firings, spent_uj: dec(ledger.spent_uj) } }
+        ? {
+            ok: true,
+            child: sgHex(r.value.child),
+            child_id: grantId(r.value.child.grant),
+            ledger_after: { firings: ledger.firings, spent_uj: dec(ledger.spent_uj) },
+          }
         : { ok: false, code: r.error.code },
     };
   });
@@ -111,7 +161,10 @@ function standingVectors(): JsonObj {
   const roomy = mustPolicy(standing, 'standing/policy-roomy', 400n, 5);
   const other = rootGrant('standing/other-grant');
   const policyForOther = mustPolicy(other, 'standing/policy-other', 100n, 1);
-  const forgedPolicy: SignedMintPolicy = { body: policy.body, signature: sign(actor('mallory').key, encode(mintPolicyToCbor(policy.body))) };
+  const forgedPolicy: SignedMintPolicy = {
+    body: policy.body,
+    signature: sign(actor('mallory').key, encode(mintPolicyToCbor(policy.body))),
+  };
   const authored = (name: string, description: string, perFiringUj: bigint, author: ActorName): JsonObj => {
     const terms = { event_class: TICKETS, per_firing_uj: perFiringUj, max_firings: 3, nonce: nonce(`standing/author/${name}`) };
     const r = authorPolicy(standing, terms, actor(author));
@@ -120,7 +173,12 @@ function standingVectors(): JsonObj {
       description,
       grant: sgHex(standing),
       author,
-      terms: { event_class: terms.event_class, per_firing_uj: dec(terms.per_firing_uj), max_firings: terms.max_firings, nonce: hex(terms.nonce) },
+      terms: {
+        event_class: terms.event_class,
+        per_firing_uj: dec(terms.per_firing_uj),
+        max_firings: terms.max_firings,
+        nonce: hex(terms.nonce),
+      },
       expected: r.ok ? { ok: true, policy: policyHex(r.value), policy_id: mintPolicyId(r.value) } : { ok: false, code: r.error.code },
     };
   };
@@ -142,18 +200,26 @@ function standingVectors(): JsonObj {
       presented('forged', 'the policy body signed by mallory', forgedPolicy),
     ],
     firings: [
-      firingVector('firings-exhausted', '300 µJ × at most 2: two firings, then refused; a wrong event class leaves the ledger as it was', standing, policy, [
-        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
-        { event_class: BILLING, holder: 'bob', subject: 'erin' },
-        { event_class: TICKETS, holder: 'bob', subject: 'dave', actions: ['label'] },
-        { event_class: TICKETS, holder: 'bob', subject: 'erin' },
-      ]),
+      firingVector(
+        'firings-exhausted',
+        '300 µJ × at most 2: two firings, then refused; a wrong event class leaves the ledger as it was',
+        standing,
+        policy,
+        [
+          { event_class: TICKETS, holder: 'bob', subject: 'erin' },
+          { event_class: BILLING, holder: 'bob', subject: 'erin' },
+          { event_class: TICKETS, holder: 'bob', subject: 'dave', actions: ['label'] },
+          { event_class: TICKETS, holder: 'bob', subject: 'erin' },
+        ],
+      ),
       firingVector('budget-exhausted', '400 µJ × at most 5 on 1,000 µJ: the third firing would reach 1,200', standing, roomy, [
         { event_class: TICKETS, holder: 'bob', subject: 'erin' },
         { event_class: TICKETS, holder: 'bob', subject: 'erin' },
         { event_class: TICKETS, holder: 'bob', subject: 'erin' },
       ]),
-      firingVector('not-holder', 'mallory fires bob’s standing grant', standing, roomy, [{ event_class: TICKETS, holder: 'mallory', subject: 'mallory' }]),
+      firingVector('not-holder', 'mallory fires bob’s standing grant', standing, roomy, [
+        { event_class: TICKETS, holder: 'mallory', subject: 'mallory' },
+      ]),
       firingVector('attenuation-violation', 'the firing asks for an action the grant lacks', standing, roomy, [
         { event_class: TICKETS, holder: 'bob', subject: 'erin', actions: ['label', 'delete'] },
       ]),
@@ -173,7 +239,15 @@ function steeringVectors(): JsonObj {
   const state = contentId({ run: 'standing/run', step: 42 });
   const cp = must(makeCheckpoint(run, state, actor('bob'), nonce('standing/checkpoint')), 'checkpoint');
   const cp2 = must(makeCheckpoint(run, contentId({ run: 'standing/run', step: 43 }), actor('bob')), 'checkpoint 2');
-  const am = must(amend(cp, run, { budget_uj: 600n, instructions: contentId({ instructions: 'be brief' }), nonce: nonce('standing/amendment') }, actor('alice')), 'amendment');
+  const am = must(
+    amend(
+      cp,
+      run,
+      { budget_uj: 600n, instructions: contentId({ instructions: 'be brief' }), nonce: nonce('standing/amendment') },
+      actor('alice'),
+    ),
+    'amendment',
+  );
   const cont = must(issueContinuation(run, cp, am, actor('alice')), 'continuation');
   /** An amendment body signed by anyone (no refusal), for pairs that must fail verification. */
   const amBy = (by: ActorName, budget = 600n): SignedAmendment => {
@@ -189,7 +263,10 @@ function steeringVectors(): JsonObj {
     amendment: SignedAmendment,
     continuation?: SignedGrant,
   ) => {
-    const r = continuation === undefined ? verifyAmendment(amendment, checkpoint, grant) : verifyContinuation(grant, checkpoint, amendment, continuation);
+    const r =
+      continuation === undefined
+        ? verifyAmendment(amendment, checkpoint, grant)
+        : verifyContinuation(grant, checkpoint, amendment, continuation);
     return compact({
       name,
       description,
@@ -222,9 +299,19 @@ function steeringVectors(): JsonObj {
   return {
     steering: {
       grant: sgHex(run),
-      checkpoint: { body: compact({ grant_id: cp.body.grant_id, state: cp.body.state, nonce: cp.body.nonce ? hex(cp.body.nonce) : undefined }), signer: 'bob', signed_cbor: signedCp(cp), id: checkpointId(cp) },
+      checkpoint: {
+        body: compact({ grant_id: cp.body.grant_id, state: cp.body.state, nonce: cp.body.nonce ? hex(cp.body.nonce) : undefined }),
+        signer: 'bob',
+        signed_cbor: signedCp(cp),
+        id: checkpointId(cp),
+      },
       amendment: {
-        body: compact({ checkpoint: am.body.checkpoint, budget_uj: dec(am.body.budget_uj), instructions: am.body.instructions, nonce: hex(am.body.nonce) }),
+        body: compact({
+          checkpoint: am.body.checkpoint,
+          budget_uj: dec(am.body.budget_uj),
+          instructions: am.body.instructions,
+          nonce: hex(am.body.nonce),
+        }),
         signer: 'alice',
         signed_cbor: signedAm(am),
         id: amendmentId(am),
@@ -249,11 +336,23 @@ function steeringVectors(): JsonObj {
       steeringCase('wrong-checkpoint', 'the amendment names another checkpoint of the same run', run, cp2, am),
       steeringCase('not-agent', 'the checkpoint signed by mallory', run, cpBy('mallory'), am),
       steeringCase('wrong-grant', 'the checkpoint presented against another grant', childOfRun, cp, am),
-      steeringCase('continuation-mismatch', 'a continuation issued for a 500 µJ amendment, checked against the 600 µJ one', run, cp, am, wrongBudgetCont),
+      steeringCase(
+        'continuation-mismatch',
+        'a continuation issued for a 500 µJ amendment, checked against the 600 µJ one',
+        run,
+        cp,
+        am,
+        wrongBudgetCont,
+      ),
       steeringCase('continuation-bad-signature', 'the continuation signed by mallory', run, cp, am, forged(cont)),
     ],
     continuation_chains: [
-      { name: 'continuation-is-a-root', description: 'a continuation of a root grant is itself a root and verifies as a one-link chain', chain: [sgHex(cont)], ids: [idOf(cont)] },
+      {
+        name: 'continuation-is-a-root',
+        description: 'a continuation of a root grant is itself a root and verifies as a one-link chain',
+        chain: [sgHex(cont)],
+        ids: [idOf(cont)],
+      },
     ],
   };
 }
@@ -272,7 +371,12 @@ function verifyStandingSections(c: VectorCheck, doc: J): void {
     const tm = v.get('terms');
     const r = authorPolicy(
       standing,
-      { event_class: tm.get('event_class').str(), per_firing_uj: tm.get('per_firing_uj').uint(), max_firings: tm.get('max_firings').num(), nonce: tm.get('nonce').bytes(16) },
+      {
+        event_class: tm.get('event_class').str(),
+        per_firing_uj: tm.get('per_firing_uj').uint(),
+        max_firings: tm.get('max_firings').num(),
+        nonce: tm.get('nonce').bytes(16),
+      },
       c.actor(v.get('author')),
     );
     const e = v.get('expected');
@@ -293,14 +397,22 @@ function verifyStandingSections(c: VectorCheck, doc: J): void {
     let ledger: MintLedger = EMPTY_MINT_LEDGER;
     for (const [i, f] of v.get('firings').items().entries()) {
       const lb = f.get('ledger_before');
-      c.eq({ firings: ledger.firings, spent_uj: ledger.spent_uj }, { firings: lb.get('firings').num(), spent_uj: lb.get('spent_uj').uint() }, `firing ${i}: ledger before`);
+      c.eq(
+        { firings: ledger.firings, spent_uj: ledger.spent_uj },
+        { firings: lb.get('firings').num(), spent_uj: lb.get('spent_uj').uint() },
+        `firing ${i}: ledger before`,
+      );
       const p = f.get('params');
       const r = fire(
         policy,
         standing,
         ledger,
         { event_class: f.get('event_class').str() },
-        { subject: p.get('subject').str(), nonce: p.get('nonce').bytes(16), ...(p.has('actions') ? { actions: p.get('actions').strs() } : {}) },
+        {
+          subject: p.get('subject').str(),
+          nonce: p.get('nonce').bytes(16),
+          ...(p.has('actions') ? { actions: p.get('actions').strs() } : {}),
+        },
         c.actor(f.get('holder')),
       );
       const e = f.get('expected');
@@ -311,7 +423,11 @@ function verifyStandingSections(c: VectorCheck, doc: J): void {
         c.eq(r.value.child.grant.parent, grantId(standing.grant), `firing ${i}: the child traces to the standing grant`);
         c.ok(verifyChain([standing, sgFromHex(e.get('child'))]).ok, `firing ${i}: [standing, child] chain-verifies`);
         const la = e.get('ledger_after');
-        c.eq({ firings: r.value.ledger.firings, spent_uj: r.value.ledger.spent_uj }, { firings: la.get('firings').num(), spent_uj: la.get('spent_uj').uint() }, `firing ${i}: ledger after`);
+        c.eq(
+          { firings: r.value.ledger.firings, spent_uj: r.value.ledger.spent_uj },
+          { firings: la.get('firings').num(), spent_uj: la.get('spent_uj').uint() },
+          `firing ${i}: ledger after`,
+        );
         ledger = r.value.ledger;
       }
     }
@@ -333,10 +449,17 @@ function verifySteeringSections(c: VectorCheck, doc: J): void {
     const reamended = amend(
       cp,
       grant,
-      { budget_uj: ab.get('budget_uj').uint(), nonce: ab.get('nonce').bytes(16), ...(ab.has('instructions') ? { instructions: ab.get('instructions').str() } : {}) },
+      {
+        budget_uj: ab.get('budget_uj').uint(),
+        nonce: ab.get('nonce').bytes(16),
+        ...(ab.has('instructions') ? { instructions: ab.get('instructions').str() } : {}),
+      },
       c.actor(s.get('amendment').get('signer')),
     );
-    c.ok(reamended.ok && signedAm(reamended.value) === s.get('amendment').get('signed_cbor').str(), 'the issuer’s amendment, byte for byte');
+    c.ok(
+      reamended.ok && signedAm(reamended.value) === s.get('amendment').get('signed_cbor').str(),
+      'the issuer’s amendment, byte for byte',
+    );
     c.eq(amendmentId(am), s.get('amendment').get('id').str(), 'amendment id');
     c.eq(am.body.checkpoint, checkpointId(cp), 'the amendment names the checkpoint');
     const cont = issueContinuation(grant, cp, am, c.actor(s.get('amendment').get('signer')));
@@ -363,7 +486,8 @@ function verifySteeringSections(c: VectorCheck, doc: J): void {
     const cp = readSignedCheckpoint(decode(v.get('checkpoint').bytes()));
     const am = readSignedAmendment(decode(v.get('amendment').bytes()));
     const check = v.get('check').str();
-    const r = check === 'continuation' ? verifyContinuation(grant, cp, am, sgFromHex(v.get('continuation'))) : verifyAmendment(am, cp, grant);
+    const r =
+      check === 'continuation' ? verifyContinuation(grant, cp, am, sgFromHex(v.get('continuation'))) : verifyAmendment(am, cp, grant);
     c.eq(r.ok ? 'valid' : r.error.code, v.get('expected').str(), `${check} verdict`);
   });
   c.each(doc, 'continuation_chains', (v) => {

@@ -4,7 +4,25 @@
  * its code, and the settled spend after; overdraft proofs a third party verifies from the signed
  * statements alone; and the channel spending rule with its worst-case bound.
  */
-import { channelAllows, ChannelLedger, type ContentId, decode, encode, overdraftBound, type OverdraftProof, overdraftProofToCbor, readOverdraftProof, readSignedStatement, readStatement, sign, type SignedStatement, signedStatementToCbor, type Statement, statementToCbor, verifyOverdraftProof } from '../core/index.ts';
+import {
+  channelAllows,
+  ChannelLedger,
+  type ContentId,
+  decode,
+  encode,
+  overdraftBound,
+  type OverdraftProof,
+  overdraftProofToCbor,
+  readOverdraftProof,
+  readSignedStatement,
+  readStatement,
+  sign,
+  type SignedStatement,
+  signedStatementToCbor,
+  type Statement,
+  statementToCbor,
+  verifyOverdraftProof,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import { type ActorName, actor, did, fileHeader, idOf, rootGrant, VectorCheck } from './fixtures.ts';
 import { compact, dec, hex, type J, type JsonObj } from './json.ts';
@@ -21,7 +39,13 @@ function statementFromJson(j: J): Statement {
 }
 
 /** A statement signed by `signer` (the point itself, or a forger). */
-function st(grantId: ContentId, point: ActorName, spentUj: bigint, seq: number, signer: ActorName = point): { ss: SignedStatement; signer: ActorName } {
+function st(
+  grantId: ContentId,
+  point: ActorName,
+  spentUj: bigint,
+  seq: number,
+  signer: ActorName = point,
+): { ss: SignedStatement; signer: ActorName } {
   const body: Statement = { grant_id: grantId, point: did(point), spent_uj: spentUj, seq };
   return { ss: { body, signature: sign(actor(signer).key, encode(statementToCbor(body))) }, signer };
 }
@@ -106,19 +130,37 @@ export function generate(): JsonObj {
       ]),
       sequenceVector('duplicate', 'the same statement delivered twice', gid, [st(gid, 'point-a', 1000n, 1), st(gid, 'point-a', 1000n, 1)]),
       sequenceVector('wrong-grant', 'a statement about another grant', gid, [st(other, 'point-a', 1000n, 1)]),
-      sequenceVector('unknown-point', 'the channel admits point-a and point-b only', gid, [st(gid, 'point-a', 10n, 1), st(gid, 'point-c', 10n, 1)], [
-        'point-a',
-        'point-b',
-      ]),
+      sequenceVector(
+        'unknown-point',
+        'the channel admits point-a and point-b only',
+        gid,
+        [st(gid, 'point-a', 10n, 1), st(gid, 'point-c', 10n, 1)],
+        ['point-a', 'point-b'],
+      ),
     ],
     overdraft_proofs: [
       proofVector('overdraft-500', 'three points settled 10,500 µJ on a 10,000 µJ grant', over, grant),
       proofVector('within-budget', 'two points settled 7,500 µJ: overdraft 0', inBudget, grant),
-      proofVector('forged-statement', 'one statement signed by mallory', { ...over, statements: [over.statements[0]!, st(gid, 'point-b', 3500n, 1, 'mallory').ss, over.statements[2]!] }, grant),
-      proofVector('duplicate-point', 'point-a counted twice', { ...over, statements: [...over.statements, a1], total: over.total + 4000n, overdraft: over.overdraft + 4000n }, grant),
+      proofVector(
+        'forged-statement',
+        'one statement signed by mallory',
+        { ...over, statements: [over.statements[0]!, st(gid, 'point-b', 3500n, 1, 'mallory').ss, over.statements[2]!] },
+        grant,
+      ),
+      proofVector(
+        'duplicate-point',
+        'point-a counted twice',
+        { ...over, statements: [...over.statements, a1], total: over.total + 4000n, overdraft: over.overdraft + 4000n },
+        grant,
+      ),
       proofVector('wrong-total', 'the proof claims 10,400 µJ', { ...over, total: 10_400n, overdraft: 400n }, grant),
       proofVector('wrong-budget', 'the proof states a budget of 11,000 µJ', { ...over, budget: 11_000n, overdraft: 0n }, grant),
-      proofVector('wrong-grant', 'a statement about another grant inside the proof', { ...over, statements: [st(other, 'point-a', 4000n, 1).ss, ...over.statements.slice(1)] }, grant),
+      proofVector(
+        'wrong-grant',
+        'a statement about another grant inside the proof',
+        { ...over, statements: [st(other, 'point-a', 4000n, 1).ss, ...over.statements.slice(1)] },
+        grant,
+      ),
     ],
     channel_rule: [
       ['fits', 0n, 0n, 0n, 10_000n, 2_000n, 1_500n],
@@ -202,6 +244,15 @@ export function verify(doc: J, t: Checker): void {
     c.eq(r.ok ? 'allow' : r.error.code, v.get('expected').str(), 'channel rule verdict');
   });
   c.each(doc, 'overdraft_bounds', (v) => {
-    c.eq(overdraftBound(v.get('windows_uj').items().map((w) => w.uint())), v.get('bound_uj').uint(), 'Σ W − min W');
+    c.eq(
+      overdraftBound(
+        v
+          .get('windows_uj')
+          .items()
+          .map((w) => w.uint()),
+      ),
+      v.get('bound_uj').uint(),
+      'Σ W − min W',
+    );
   });
 }

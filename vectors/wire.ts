@@ -4,7 +4,42 @@
  * impersonations whose caller signature must not verify; responses and the other messages; and
  * byte streams a receiver must refuse, each with its error code.
  */
-import { concat, type Cost, decide, decode, decodeWireMessage, decodeWireResponse, DEFAULT_FRAME_CAP, encode, encodeWireMessage, encodeWireRequest, encodeWireResponse, type Frame, frameMessage, FrameReader, Ledger, payloadHash, readSignedRevocation, receiptCoreFor, requestIdOf, sealReceipt, sign, type SignedGrant, signedRevocationToCbor, signRevocation, signWireRequestSync, TrustRoots, type UnsignedWireRequest, utf8, verifyWireRequestSignature, type WireMessage, type WireRequest, wireRequestSigningBytes, wireRequestToCbor, type WireResponse } from '../core/index.ts';
+import {
+  concat,
+  type Cost,
+  decide,
+  decode,
+  decodeWireMessage,
+  decodeWireResponse,
+  DEFAULT_FRAME_CAP,
+  encode,
+  encodeWireMessage,
+  encodeWireRequest,
+  encodeWireResponse,
+  type Frame,
+  frameMessage,
+  FrameReader,
+  Ledger,
+  payloadHash,
+  readSignedRevocation,
+  receiptCoreFor,
+  requestIdOf,
+  sealReceipt,
+  sign,
+  type SignedGrant,
+  signedRevocationToCbor,
+  signRevocation,
+  signWireRequestSync,
+  TrustRoots,
+  type UnsignedWireRequest,
+  utf8,
+  verifyWireRequestSignature,
+  type WireMessage,
+  type WireRequest,
+  wireRequestSigningBytes,
+  wireRequestToCbor,
+  type WireResponse,
+} from '../core/index.ts';
 import type { Checker } from '../conformance/index.ts';
 import { threeLinks } from './chains.ts';
 import {
@@ -28,7 +63,10 @@ import {
 import { compact, hex, type J, type JsonObj } from './json.ts';
 import { rawEncode, rawFloat64, rawKey, rawMap } from './rawcbor.ts';
 
-function unsigned(chain: readonly SignedGrant[], over: { frame?: Partial<Frame>; cost?: Cost; payload?: Uint8Array } = {}): UnsignedWireRequest {
+function unsigned(
+  chain: readonly SignedGrant[],
+  over: { frame?: Partial<Frame>; cost?: Cost; payload?: Uint8Array } = {},
+): UnsignedWireRequest {
   const leaf = chain[chain.length - 1]!;
   return {
     frame: leafFrame(chain, { payload_hash: payloadHash(over.payload), ...over.frame }),
@@ -146,28 +184,94 @@ function badFrames(good: WireRequest): JsonObj[] {
   const mismatched = signWireRequestSync({ ...good, payload: otherPayload }, actor(nameOf(good.caller)));
   const response = respond(good);
   const cases: [string, string, Uint8Array, number, string][] = [
-    ['declared-over-cap', 'declares 1,025 bytes to a receiver capped at 1,024', concat(header(1025), body.subarray(0, 8)), 1024, 'frame-too-large'],
-    ['declared-4-gib', 'declares 4 GiB − 1: refused after 4 bytes, nothing allocated', header(0xffff_ffff), DEFAULT_FRAME_CAP, 'frame-too-large'],
-    ['truncated-body', 'declares the whole body, carries half of it', concat(header(body.length), body.subarray(0, body.length >> 1)), DEFAULT_FRAME_CAP, 'frame-truncated'],
+    [
+      'declared-over-cap',
+      'declares 1,025 bytes to a receiver capped at 1,024',
+      concat(header(1025), body.subarray(0, 8)),
+      1024,
+      'frame-too-large',
+    ],
+    [
+      'declared-4-gib',
+      'declares 4 GiB − 1: refused after 4 bytes, nothing allocated',
+      header(0xffff_ffff),
+      DEFAULT_FRAME_CAP,
+      'frame-too-large',
+    ],
+    [
+      'truncated-body',
+      'declares the whole body, carries half of it',
+      concat(header(body.length), body.subarray(0, body.length >> 1)),
+      DEFAULT_FRAME_CAP,
+      'frame-truncated',
+    ],
     ['truncated-header', 'two bytes of a length prefix', Uint8Array.of(0, 0), DEFAULT_FRAME_CAP, 'frame-truncated'],
     ['empty-body', 'a zero-length message', header(0), DEFAULT_FRAME_CAP, 'cbor-malformed'],
-    ['trailing-byte', 'the body followed by 0x00 inside the frame', framed(concat(body, Uint8Array.of(0))), DEFAULT_FRAME_CAP, 'cbor-malformed'],
-    ['non-canonical-body', 'the request map with unsorted keys', framed(rawEncode(o, { unsorted: true })), DEFAULT_FRAME_CAP, 'cbor-non-canonical'],
-    ['long-form-now', 'now written with an 8-byte argument', framed(keys(o, { now: rawEncode(NOW_S, { intWidth: 8 }) })), DEFAULT_FRAME_CAP, 'cbor-non-canonical'],
+    [
+      'trailing-byte',
+      'the body followed by 0x00 inside the frame',
+      framed(concat(body, Uint8Array.of(0))),
+      DEFAULT_FRAME_CAP,
+      'cbor-malformed',
+    ],
+    [
+      'non-canonical-body',
+      'the request map with unsorted keys',
+      framed(rawEncode(o, { unsorted: true })),
+      DEFAULT_FRAME_CAP,
+      'cbor-non-canonical',
+    ],
+    [
+      'long-form-now',
+      'now written with an 8-byte argument',
+      framed(keys(o, { now: rawEncode(NOW_S, { intWidth: 8 }) })),
+      DEFAULT_FRAME_CAP,
+      'cbor-non-canonical',
+    ],
     ['float-in-body', 'now as a float', framed(keys(o, { now: rawFloat64(NOW_S) })), DEFAULT_FRAME_CAP, 'cbor-forbidden-type'],
     ['unknown-message', '{hello: "world"} is no jcp/1 message', framed(encode({ hello: 'world' })), DEFAULT_FRAME_CAP, 'schema'],
     ['request-unknown-field', 'a request with an extra field', framed(keys(o, { memo: rawEncode('x') })), DEFAULT_FRAME_CAP, 'schema'],
-    ['payload-hash-mismatch', 'the payload changed after frame.payload_hash was computed (re-signed)', framed(encodeWireRequest(mismatched)), DEFAULT_FRAME_CAP, 'schema'],
-    ['caller-not-did-key', 'caller "did:key:zBad"', framed(keys(o, { caller: rawEncode('did:key:zBad') })), DEFAULT_FRAME_CAP, 'did-invalid'],
-    ['signature-63-bytes', 'a 63-byte caller signature', framed(keys(o, { signature: rawEncode(good.signature.subarray(0, 63)) })), DEFAULT_FRAME_CAP, 'bad-length'],
     [
-      'result-on-deny',
-      'a deny response that carries a result',
-      framed(encode({ decision: { verdict: 'deny', deny_reason: 'revoked' }, receipt: 'error' in response ? new Uint8Array(0) : response.receipt, result: utf8('x') })),
+      'payload-hash-mismatch',
+      'the payload changed after frame.payload_hash was computed (re-signed)',
+      framed(encodeWireRequest(mismatched)),
       DEFAULT_FRAME_CAP,
       'schema',
     ],
-    ['second-message-bad', 'a good request then a body with a float', concat(framed(body), framed(rawFloat64(1))), DEFAULT_FRAME_CAP, 'cbor-forbidden-type'],
+    [
+      'caller-not-did-key',
+      'caller "did:key:zBad"',
+      framed(keys(o, { caller: rawEncode('did:key:zBad') })),
+      DEFAULT_FRAME_CAP,
+      'did-invalid',
+    ],
+    [
+      'signature-63-bytes',
+      'a 63-byte caller signature',
+      framed(keys(o, { signature: rawEncode(good.signature.subarray(0, 63)) })),
+      DEFAULT_FRAME_CAP,
+      'bad-length',
+    ],
+    [
+      'result-on-deny',
+      'a deny response that carries a result',
+      framed(
+        encode({
+          decision: { verdict: 'deny', deny_reason: 'revoked' },
+          receipt: 'error' in response ? new Uint8Array(0) : response.receipt,
+          result: utf8('x'),
+        }),
+      ),
+      DEFAULT_FRAME_CAP,
+      'schema',
+    ],
+    [
+      'second-message-bad',
+      'a good request then a body with a float',
+      concat(framed(body), framed(rawFloat64(1))),
+      DEFAULT_FRAME_CAP,
+      'cbor-forbidden-type',
+    ],
   ];
   return cases.map(([name, description, stream, cap, code]) => ({ name, description, stream: hex(stream), cap, code }));
 }
@@ -180,7 +284,10 @@ export function generate(): JsonObj {
   const direct = unsigned([root]);
   const withPayload = unsigned([root], { payload });
   const chained = unsigned(chain, { cost: { uj: 250n, provenance: 'HwShunt', measured: 247n }, payload: utf8('hello') });
-  const agent = unsigned([root], { frame: { kind: 'agent-task', action: 'write' }, cost: { uj: 90n, provenance: 'ModelBased', measured: 88n } });
+  const agent = unsigned([root], {
+    frame: { kind: 'agent-task', action: 'write' },
+    cost: { uj: 90n, provenance: 'ModelBased', measured: 88n },
+  });
   const good = signWireRequestSync(withPayload, actor('bob'));
   const bytes = wireRequestSigningBytes(direct);
   const revocation = signRevocation(idOf(root), actor('alice'), nonce('wire/revocation'));
@@ -197,13 +304,20 @@ export function generate(): JsonObj {
       requestVector('agent-task-model-based', 'an agent-task frame with a ModelBased cost', agent),
     ],
     impersonations: [
-      impersonation('signed-by-mallory', 'caller bob, signature by mallory over the same bytes', { ...direct, signature: sign(actor('mallory').key, bytes) }),
+      impersonation('signed-by-mallory', 'caller bob, signature by mallory over the same bytes', {
+        ...direct,
+        signature: sign(actor('mallory').key, bytes),
+      }),
       impersonation('cost-changed-after-signing', 'signed for 100 µJ, sent with 1 µJ', {
         ...direct,
         cost: { uj: 1n, provenance: 'Estimator' },
         signature: sign(actor('bob').key, bytes),
       }),
-      impersonation('caller-swapped', 'bob’s signature with caller dave', { ...direct, caller: did('dave'), signature: sign(actor('bob').key, bytes) }),
+      impersonation('caller-swapped', 'bob’s signature with caller dave', {
+        ...direct,
+        caller: did('dave'),
+        signature: sign(actor('bob').key, bytes),
+      }),
     ],
     responses: [
       responseVector('allow-with-result', 'allow, the receipt, and the endpoint output as data', respond(good, utf8('quarterly numbers'))),
@@ -269,7 +383,11 @@ export function verify(doc: J, t: Checker): void {
     if (m.kind === 'request') {
       const valid = verifyWireRequestSignature(m.request);
       c.eq(valid, v.get('caller_signature_valid').bool(), 'caller signature verdict');
-      c.eq(valid ? 'decide' : 'bad-signature', v.get('decision').get('deny_reason').str(), 'a failed caller signature is denied bad-signature');
+      c.eq(
+        valid ? 'decide' : 'bad-signature',
+        v.get('decision').get('deny_reason').str(),
+        'a failed caller signature is denied bad-signature',
+      );
     }
   });
   c.each(doc, 'responses', (v) => {

@@ -3,7 +3,28 @@
  * deterministic cast of actors per class, grants, hand-built (unchecked) children, forged
  * signatures, frames, requests and fresh decision state. Not a conformance class itself.
  */
-import { type Actor, attenuate, type AttenuationParams, contentId, type ContentId, type Decision, type DecisionRequest, type DecisionState, type Did, type Grant, grantBytes, grantId, Ledger, newActor, type Rng, seededRng, sign, type SignedGrant, signGrant, TrustRoots } from '../../core/index.ts';
+import {
+  type Actor,
+  attenuate,
+  type AttenuationParams,
+  contentId,
+  type ContentId,
+  type Decision,
+  type DecisionRequest,
+  type DecisionState,
+  type Did,
+  type Grant,
+  grantBytes,
+  grantId,
+  Ledger,
+  newActor,
+  type Rng,
+  seededRng,
+  sign,
+  type SignedGrant,
+  signGrant,
+  TrustRoots,
+} from '../../core/index.ts';
 
 /** A deterministic cast for one class: `alice` issues roots to `bob`; `carol`, `dave`, `erin` hold; `mallory` attacks. */
 export interface Kit {

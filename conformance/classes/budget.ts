@@ -38,7 +38,10 @@ export const C3: ConformanceClass = {
     t.eq(verdicts.filter((v) => v === 'allow').length, 12, 'allowed until the next call would pass the ceiling');
     t.eq(verdicts[12], 'budget-exceeded', 'the 13th call is denied budget-exceeded');
     const again = [0, 1, 2].map(() => decide(k.request([loop], { costUj: 8n }), state));
-    t.ok(again.every((d) => verdict(d) === 'budget-exceeded'), 'the denial is deterministic');
+    t.ok(
+      again.every((d) => verdict(d) === 'budget-exceeded'),
+      'the denial is deterministic',
+    );
     t.eq(state.ledger.spent(loopId), 96n, 'deciding repeated denials mutated no ledger');
     const d = again[0]!;
     t.eq(d.verdict === 'deny' && [d.deny.requestedUj, d.deny.remainingUj], [8n, 4n], 'the deny says how much was asked and remained');
@@ -48,7 +51,11 @@ export const C3: ConformanceClass = {
     const root = k.root({ budget_uj: 50n });
     const child = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 50n });
     state.ledger.debit([grantId(root.grant)], 45n);
-    t.eq(verdict(decide(k.request([root, child], { costUj: 6n }), state), true), 'budget-exceeded@0', 'a chained cost must fit the root too');
+    t.eq(
+      verdict(decide(k.request([root, child], { costUj: 6n }), state), true),
+      'budget-exceeded@0',
+      'a chained cost must fit the root too',
+    );
     t.eq(state.ledger.spent(grantId(child.grant)), 0n, 'deciding the chained denial mutated no link');
 
     // The same through a real node: what its own ledger and receipt log hold afterwards.
@@ -58,14 +65,22 @@ export const C3: ConformanceClass = {
       const lg = k.root({ budget_uj: 100n, capability: cap });
       const lid = grantId(lg.grant);
       for (const over of [101n, 102n, 150n, 1_000n, 1n << 40n]) {
-        t.eq((await live.call(k.bob, { chain: [lg], costUj: over })).verdict, 'budget-exceeded', `node: ${over} µJ against 100 µJ is denied`);
+        t.eq(
+          (await live.call(k.bob, { chain: [lg], costUj: over })).verdict,
+          'budget-exceeded',
+          `node: ${over} µJ against 100 µJ is denied`,
+        );
       }
       t.eq(live.spent(lid), 0n, 'node: no denied call was debited');
       const fit = await live.call(k.bob, { chain: [lg], costUj: 100n });
       t.eq([fit.verdict, fit.receipt?.budget_remaining_uj], ['allow', 0n], 'node: the exact fit is allowed, 0 µJ left');
       t.eq(live.spent(lid), 100n, 'node: the allow debited its cost');
       for (const more of [1n, 2n]) {
-        t.eq((await live.call(k.bob, { chain: [lg], costUj: more })).verdict, 'budget-exceeded', `node: ${more} µJ past an exhausted budget is denied`);
+        t.eq(
+          (await live.call(k.bob, { chain: [lg], costUj: more })).verdict,
+          'budget-exceeded',
+          `node: ${more} µJ past an exhausted budget is denied`,
+        );
       }
       t.eq(live.spent(lid), 100n, 'node: denials after exhaustion debit nothing');
 
@@ -73,7 +88,11 @@ export const C3: ConformanceClass = {
       const lc = k.delegate(lr, k.bob, { subject: k.carol.did, budget_uj: 50n });
       const [rid, cid] = [grantId(lr.grant), grantId(lc.grant)];
       t.eq((await live.call(k.bob, { chain: [lr], costUj: 45n })).verdict, 'allow', 'node: the root holder spends 45 µJ');
-      t.eq((await live.call(k.carol, { chain: [lr, lc], costUj: 6n })).verdict, 'budget-exceeded', 'node: a chained cost must fit the root too');
+      t.eq(
+        (await live.call(k.carol, { chain: [lr, lc], costUj: 6n })).verdict,
+        'budget-exceeded',
+        'node: a chained cost must fit the root too',
+      );
       t.eq([live.spent(rid), live.spent(cid)], [45n, 0n], 'node: the denied chained call debited no link');
       t.eq((await live.call(k.carol, { chain: [lr, lc], costUj: 5n })).verdict, 'allow', 'node: the exact chained remainder is allowed');
       t.eq([live.spent(rid), live.spent(cid)], [50n, 5n], 'node: the chained allow debited the root and the leaf');
@@ -81,11 +100,22 @@ export const C3: ConformanceClass = {
       const log = await live.receipts();
       const denies = log.filter((r) => r.verdict === 'deny');
       t.eq(denies.length, 8, 'node: every denial is in the receipt log');
-      t.ok(denies.every((r) => r.deny_reason === 'budget-exceeded'), 'node: logged as budget-exceeded');
+      t.ok(
+        denies.every((r) => r.deny_reason === 'budget-exceeded'),
+        'node: logged as budget-exceeded',
+      );
       const before = [lid, rid, cid].map((id) => live.spent(id));
       await live.restart();
-      t.eq([lid, rid, cid].map((id) => live.spent(id)), before, 'node: boot replay rebuilds the same spend, denials still not debited');
-      t.eq((await live.call(k.bob, { chain: [lg], costUj: 1n })).verdict, 'budget-exceeded', 'node: after restart the exhausted grant stays exhausted');
+      t.eq(
+        [lid, rid, cid].map((id) => live.spent(id)),
+        before,
+        'node: boot replay rebuilds the same spend, denials still not debited',
+      );
+      t.eq(
+        (await live.call(k.bob, { chain: [lg], costUj: 1n })).verdict,
+        'budget-exceeded',
+        'node: after restart the exhausted grant stays exhausted',
+      );
     } finally {
       await live.close();
     }
@@ -122,10 +152,17 @@ export const C4: ConformanceClass = {
     try {
       const lr = k.root({ capability: { resource: live.resource, actions: ['read', 'write'] } });
       const lc = k.delegate(lr, k.bob, { subject: k.carol.did, budget_uj: 500n });
-      for (const [chain, who] of [[[lr], k.bob], [[lr, lc], k.carol]] as const) {
+      for (const [chain, who] of [
+        [[lr], k.bob],
+        [[lr, lc], k.carol],
+      ] as const) {
         const path = chain.length === 1 ? 'direct' : 'chained';
         for (const kind of FRAME_KINDS) {
-          t.eq((await live.call(who, { chain, kind, trust: 'data' })).verdict, 'untrusted-control', `node, ${path}: a data ${kind} frame is denied`);
+          t.eq(
+            (await live.call(who, { chain, kind, trust: 'data' })).verdict,
+            'untrusted-control',
+            `node, ${path}: a data ${kind} frame is denied`,
+          );
         }
       }
       t.eq([live.spent(grantId(lr.grant)), live.spent(grantId(lc.grant))], [0n, 0n], 'node: no data frame was debited');
@@ -176,7 +213,11 @@ function checkDecidedRefusals(t: Checker, k: Kit): void {
   t.eq(verdict(decide(k.request([g, child], { caller: k.bob.did }), state)), 'wrong-subject', 'the parent holder cannot call as the leaf');
   t.eq(state.ledger.size, 0, 'deciding the refusals mutated no ledger');
   for (const who of [k.mallory, k.alice, k.carol, k.dave]) {
-    t.eq(verdict(decide(k.request([g], { caller: who.did }), state)), 'wrong-subject', 'every caller but the subject is denied wrong-subject');
+    t.eq(
+      verdict(decide(k.request([g], { caller: who.did }), state)),
+      'wrong-subject',
+      'every caller but the subject is denied wrong-subject',
+    );
   }
   for (const stale of [1, 2, 1_000]) {
     t.eq(verdict(decide(k.request([g], { nowS: 2_000 + stale }), state)), 'expired', `expired ${stale} s after its expiry`);
@@ -206,12 +247,20 @@ async function checkLiveRefusals(t: Checker, k: Kit): Promise<void> {
       const kid = k.handChild(lg, { subject: k.carol.did, expiry }, k.bob);
       await deny(`a chain whose leaf expired at ${expiry} is expired`, 'expired', live.call(k.carol, { chain: [lg, kid] }));
     }
-    for (const [forger, leafForger] of [[k.mallory, k.mallory], [k.bob, k.carol], [k.carol, k.alice]] as const) {
+    for (const [forger, leafForger] of [
+      [k.mallory, k.mallory],
+      [k.bob, k.carol],
+      [k.carol, k.alice],
+    ] as const) {
       await deny('a root forged by another key is bad-signature', 'bad-signature', live.call(k.bob, { chain: [k.forged(lg, forger)] }));
       await deny('a forged leaf is bad-signature', 'bad-signature', live.call(k.carol, { chain: [lg, k.forged(lc, leafForger)] }));
       const self = k.root({ capability: cap }, forger);
       const claimed = { grant: { ...self.grant, issuer: k.alice.did }, signature: self.signature };
-      await deny('a grant naming the trusted issuer, signed by another, is bad-signature', 'bad-signature', live.call(k.bob, { chain: [claimed] }));
+      await deny(
+        'a grant naming the trusted issuer, signed by another, is bad-signature',
+        'bad-signature',
+        live.call(k.bob, { chain: [claimed] }),
+      );
       ids.push(grantId(claimed.grant));
     }
     for (const who of [k.mallory, k.alice, k.carol, k.dave]) {
@@ -221,13 +270,25 @@ async function checkLiveRefusals(t: Checker, k: Kit): Promise<void> {
       await deny('a wrong caller on a chain is wrong-subject', 'wrong-subject', live.call(who, { chain: [lg, lc] }));
     }
     for (const forger of [k.mallory, k.carol, k.alice]) {
-      await deny('a request from bob signed by another key is bad-signature', 'bad-signature', live.call(k.bob, { chain: [lg], signWith: forger }));
+      await deny(
+        'a request from bob signed by another key is bad-signature',
+        'bad-signature',
+        live.call(k.bob, { chain: [lg], signWith: forger }),
+      );
     }
-    t.eq(ids.map((id) => live.spent(id)), ids.map(() => 0n), 'node: no refused call debited any grant');
+    t.eq(
+      ids.map((id) => live.spent(id)),
+      ids.map(() => 0n),
+      'node: no refused call debited any grant',
+    );
     const log = await live.receipts();
     t.eq([log.length, log.filter((r) => r.verdict === 'deny').length], [refused, refused], 'node: every refusal is a sealed deny receipt');
     t.eq((await live.call(k.carol, { chain: [lg, lc] })).verdict, 'allow', 'node: the honest chain is still allowed');
-    t.eq(ids.slice(0, 2).map((id) => live.spent(id)), [10n, 10n], 'node: and debited');
+    t.eq(
+      ids.slice(0, 2).map((id) => live.spent(id)),
+      [10n, 10n],
+      'node: and debited',
+    );
   } finally {
     await live.close();
   }
@@ -248,24 +309,75 @@ function checkCanonicalCbor(t: Checker): void {
     }
   };
   const hex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
-  t.eq(codeOf(() => encode({ budget_uj: 1.5 })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a float is refused');
-  t.eq(codeOf(() => encode({ ok: true })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a bool is refused');
-  t.eq(codeOf(() => encode({ parent: null })), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'encoding a null is refused');
-  t.eq(codeOf(() => decode(hex('a16161f93c00'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding a half float is refused');
-  t.eq(codeOf(() => decode(hex('a16161fb3ff0000000000000'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding a double is refused');
-  t.eq(codeOf(() => decode(hex('a16161f5'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding true is refused');
-  t.eq(codeOf(() => decode(hex('a16161f4'))), ErrorCodes.CBOR_FORBIDDEN_TYPE, 'decoding false is refused');
-  t.eq(codeOf(() => decode(hex('a1616101'))), 'accepted', 'the same map with an integer decodes');
+  t.eq(
+    codeOf(() => encode({ budget_uj: 1.5 })),
+    ErrorCodes.CBOR_FORBIDDEN_TYPE,
+    'encoding a float is refused',
+  );
+  t.eq(
+    codeOf(() => encode({ ok: true })),
+    ErrorCodes.CBOR_FORBIDDEN_TYPE,
+    'encoding a bool is refused',
+  );
+  t.eq(
+    codeOf(() => encode({ parent: null })),
+    ErrorCodes.CBOR_FORBIDDEN_TYPE,
+    'encoding a null is refused',
+  );
+  t.eq(
+    codeOf(() => decode(hex('a16161f93c00'))),
+    ErrorCodes.CBOR_FORBIDDEN_TYPE,
+    'decoding a half float is refused',
+  );
+  t.eq(
+    codeOf(() => decode(hex('a16161fb3ff0000000000000'))),
+    ErrorCodes.CBOR_FORBIDDEN_TYPE,
+    'decoding a double is refused',
+  );
+  t.eq(
+    codeOf(() => decode(hex('a16161f5'))),
+    ErrorCodes.CBOR_FORBIDDEN_TYPE,
+    'decoding true is refused',
+  );
+  t.eq(
+    codeOf(() => decode(hex('a16161f4'))),
+    ErrorCodes.CBOR_FORBIDDEN_TYPE,
+    'decoding false is refused',
+  );
+  t.eq(
+    codeOf(() => decode(hex('a1616101'))),
+    'accepted',
+    'the same map with an integer decodes',
+  );
   // Shortest form (RFC 8949 §4.2.1) at every head boundary, positive and negative, as vectors.
   const heads: [number | bigint, string][] = [
-    [23, '17'], [24, '1818'], [255, '18ff'], [256, '190100'], [4_096, '191000'], [65_535, '19ffff'], [65_536, '1a00010000'],
-    [4_294_967_295, '1affffffff'], [4_294_967_296n, '1b0000000100000000'], [-24, '37'], [-25, '3818'], [-257, '390100'], [-65_537, '3a00010000'],
+    [23, '17'],
+    [24, '1818'],
+    [255, '18ff'],
+    [256, '190100'],
+    [4_096, '191000'],
+    [65_535, '19ffff'],
+    [65_536, '1a00010000'],
+    [4_294_967_295, '1affffffff'],
+    [4_294_967_296n, '1b0000000100000000'],
+    [-24, '37'],
+    [-25, '3818'],
+    [-257, '390100'],
+    [-65_537, '3a00010000'],
   ];
   for (const [v, want] of heads) {
     t.eq(Buffer.from(encode(v)).toString('hex'), want, `${v} is written in its shortest form`);
-    t.eq(codeOf(() => decode(hex(want))), 'accepted', `${want} decodes`);
+    t.eq(
+      codeOf(() => decode(hex(want))),
+      'accepted',
+      `${want} decodes`,
+    );
   }
   for (const long of ['1817', '190017', '1900ff', '1a0000ffff', '1b00000000ffffffff', '3817']) {
-    t.eq(codeOf(() => decode(hex(long))), ErrorCodes.CBOR_NON_CANONICAL, `${long} (not the shortest form) is refused`);
+    t.eq(
+      codeOf(() => decode(hex(long))),
+      ErrorCodes.CBOR_NON_CANONICAL,
+      `${long} (not the shortest form) is refused`,
+    );
   }
 }

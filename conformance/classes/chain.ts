@@ -28,7 +28,11 @@ export const C7: ConformanceClass = {
     };
 
     const ok = verifyChain([root, mid, leaf]);
-    t.eq(ok.ok && ok.value, [root, mid, leaf].map((g) => grantId(g.grant)), 'a three-link chain verifies, ids root first');
+    t.eq(
+      ok.ok && ok.value,
+      [root, mid, leaf].map((g) => grantId(g.grant)),
+      'a three-link chain verifies, ids root first',
+    );
     t.eq(check([root, mid, otherLeaf]), 'chain-broken@2', 'a leaf spliced from another chain is refused');
     t.eq(check([root, otherMid, otherLeaf]), 'chain-broken@1', 'a subtree spliced under another root is refused');
     t.eq(check([otherRoot, mid, leaf]), 'chain-broken@1', 'a chain re-rooted elsewhere is refused');
@@ -96,23 +100,46 @@ async function liveChain(k: Kit, t: Parameters<ConformanceClass['run']>[0]): Pro
       ['a subtree spliced under another root', [root, otherMid, otherLeaf]],
       ['a chain missing its middle link', [root, a]],
       ['a chain re-rooted elsewhere', [other, mid, a]],
-      ['a hop issued by the parent issuer, not its subject', [root, k.handChild(root, { issuer: k.alice.did, subject: k.dave.did }, k.alice)]],
+      [
+        'a hop issued by the parent issuer, not its subject',
+        [root, k.handChild(root, { issuer: k.alice.did, subject: k.dave.did }, k.alice)],
+      ],
       ['a hop issued by its own subject', [root, k.handChild(root, { issuer: k.dave.did, subject: k.dave.did }, k.dave)]],
     ] as const) {
       t.eq((await live.call(k.dave, { chain })).verdict, 'chain-broken', `node: ${label} is chain-broken`);
     }
-    t.eq(spent(), ids.map(() => 0n), 'node: no spliced chain debited any link');
+    t.eq(
+      spent(),
+      ids.map(() => 0n),
+      'node: no spliced chain debited any link',
+    );
 
     const first = await live.call(k.dave, { chain: [root, mid, a], costUj: 350n });
     t.eq(first.verdict, 'allow', 'node: a three-link chain is allowed');
     t.eq(first.receipt?.chain_ids, ids.slice(0, 3), 'node: its receipt names every link, root first');
     t.eq(spent().slice(0, 4), [350n, 350n, 350n, 0n], 'node: the allow debited the root, the middle link and the leaf');
-    t.eq((await live.call(k.erin, { chain: [root, mid, b], costUj: 251n })).verdict, 'budget-exceeded', 'node: the sibling is held by the middle link');
+    t.eq(
+      (await live.call(k.erin, { chain: [root, mid, b], costUj: 251n })).verdict,
+      'budget-exceeded',
+      'node: the sibling is held by the middle link',
+    );
     t.eq(spent().slice(0, 4), [350n, 350n, 350n, 0n], 'node: the refused sibling debited nothing');
-    t.eq((await live.call(k.erin, { chain: [root, mid, b], costUj: 250n })).verdict, 'allow', 'node: the exact shared remainder is allowed');
+    t.eq(
+      (await live.call(k.erin, { chain: [root, mid, b], costUj: 250n })).verdict,
+      'allow',
+      'node: the exact shared remainder is allowed',
+    );
     t.eq(spent().slice(0, 4), [600n, 600n, 350n, 250n], 'node: the sibling debited the shared ancestors');
-    t.eq((await live.call(k.dave, { chain: [root, mid, a], costUj: 1n })).verdict, 'budget-exceeded', 'node: a leaf with budget left is held by its exhausted parent');
-    t.eq((await live.call(k.bob, { chain: [root], costUj: 401n })).verdict, 'budget-exceeded', 'node: the root holder has only what the subtree left');
+    t.eq(
+      (await live.call(k.dave, { chain: [root, mid, a], costUj: 1n })).verdict,
+      'budget-exceeded',
+      'node: a leaf with budget left is held by its exhausted parent',
+    );
+    t.eq(
+      (await live.call(k.bob, { chain: [root], costUj: 401n })).verdict,
+      'budget-exceeded',
+      'node: the root holder has only what the subtree left',
+    );
     t.eq((await live.call(k.bob, { chain: [root], costUj: 400n })).verdict, 'allow', 'node: and may spend exactly that');
     t.eq(spent(), [1_000n, 600n, 350n, 250n, 0n, 0n, 0n], 'node: total debits conserve the root budget');
   } finally {

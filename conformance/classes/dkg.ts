@@ -11,7 +11,18 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDid, utf8, verify } from '../../core/index.ts';
-import { evidenceStream, FrostErrorCodes, isFrostError, natsBus, natsRegistry, readShareFile, registryBucket, runDkg, signWithGroup, soloSignature } from '../../frost/index.ts';
+import {
+  evidenceStream,
+  FrostErrorCodes,
+  isFrostError,
+  natsBus,
+  natsRegistry,
+  readShareFile,
+  registryBucket,
+  runDkg,
+  signWithGroup,
+  soloSignature,
+} from '../../frost/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { ParticipantCluster } from '../../testkit/index.ts';
 
@@ -54,12 +65,18 @@ export const C18: ConformanceClass = {
       const registry = await natsRegistry(nc, prefix);
       const r = await signWithGroup({ bus, registry, prefix, group: dkg.did, message: msg });
       t.eq(r.signature.length, 64, 'the aggregate is 64 bytes (R ‖ S)');
-      t.ok(opensslVerify(dkg.did, msg, r.signature), 'OpenSSL verifies the aggregate as a standard Ed25519 signature under the group did:key');
+      t.ok(
+        opensslVerify(dkg.did, msg, r.signature),
+        'OpenSSL verifies the aggregate as a standard Ed25519 signature under the group did:key',
+      );
       t.ok(verify(parseDid(dkg.did), msg, r.signature), 'the project verifier (S < L, canonical R) accepts it too');
       t.ok(!opensslVerify(dkg.did, utf8('another message'), r.signature), 'the signature does not verify for another message');
 
       for (const s of shares) {
-        t.ok(!opensslVerify(dkg.did, msg, soloSignature(s, msg)), `share ${s.identifier} alone, used as a key, does not produce a valid signature`);
+        t.ok(
+          !opensslVerify(dkg.did, msg, soloSignature(s, msg)),
+          `share ${s.identifier} alone, used as a key, does not produce a valid signature`,
+        );
       }
       await cluster.procs[1]!.stop();
       await cluster.procs[2]!.stop();

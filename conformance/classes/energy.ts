@@ -49,8 +49,14 @@ export const C9: ConformanceClass = {
       const p = await meter.probe();
       const label = `this machine (${p.rung})`;
       t.eq(p.provenance, RUNG_PROVENANCE[p.rung], `${label}: probe provenance matches its rung`);
-      t.ok(p.skipped.every((s) => provenanceRank(RUNG_PROVENANCE[s.rung]) <= provenanceRank(p.provenance)), `${label}: only better rungs are listed as skipped`);
-      t.ok(p.skipped.every((s) => s.detail.length > 0), `${label}: every skip says why`);
+      t.ok(
+        p.skipped.every((s) => provenanceRank(RUNG_PROVENANCE[s.rung]) <= provenanceRank(p.provenance)),
+        `${label}: only better rungs are listed as skipped`,
+      );
+      t.ok(
+        p.skipped.every((s) => s.detail.length > 0),
+        `${label}: every skip says why`,
+      );
       const cost = await busy(meter, 'probe');
       consistent(t, cost, label);
       t.ok(cost.uj >= meter.estimateUj('probe'), `${label}: figure not below the action estimate`);
@@ -95,10 +101,17 @@ export const C9: ConformanceClass = {
       const wrapped = await rapl.measure('call', () => setFakeEnergy(root, 'intel-rapl:0', 4_000n));
       t.eq(wrapped.cost, { uj: 5_000n, provenance: 'HwShunt', measured: 5_000n }, 'fake RAPL: wraparound corrected, HwShunt with measured');
       consistent(t, wrapped.cost, 'fake RAPL');
-      const floored = createMeter({ activeWatts: 8, estimatesUj: { call: 9_000n }, defaultEstimateUj: 0n }, { powercapRoot: root, fs: new FaultyFs() });
+      const floored = createMeter(
+        { activeWatts: 8, estimatesUj: { call: 9_000n }, defaultEstimateUj: 0n },
+        { powercapRoot: root, fs: new FaultyFs() },
+      );
       setFakeEnergy(root, 'intel-rapl:0', 10_000n);
       const low = await floored.measure('call', () => setFakeEnergy(root, 'intel-rapl:0', 12_000n));
-      t.eq(low.cost, { uj: 9_000n, provenance: 'HwShunt', measured: 2_000n }, 'fake RAPL: charged no less than the estimate, the raw reading kept as measured');
+      t.eq(
+        low.cost,
+        { uj: 9_000n, provenance: 'HwShunt', measured: 2_000n },
+        'fake RAPL: charged no less than the estimate, the raw reading kept as measured',
+      );
       floored.close();
       const half = await rapl.measure('call', () => fs.fail(join(root, 'intel-rapl:0', 'energy_uj'), 'EIO'));
       t.eq(half.cost.provenance, 'ModelBased', 'RAPL failing mid-reading: degrades to the model');

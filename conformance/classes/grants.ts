@@ -2,7 +2,21 @@
  * Conformance classes about grants themselves: C1 (signature and audience binding), C2
  * (attenuation monotonicity, §4.1) and C10 (delegation control, §4.4).
  */
-import { attenuate, checkHop, contentId, decide, type Grant, grantBytes, grantId, newActor, seededRng, sign, signGrant, verifyChain, verifyGrantSignature } from '../../core/index.ts';
+import {
+  attenuate,
+  checkHop,
+  contentId,
+  decide,
+  type Grant,
+  grantBytes,
+  grantId,
+  newActor,
+  seededRng,
+  sign,
+  signGrant,
+  verifyChain,
+  verifyGrantSignature,
+} from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { kit, verdict } from './authority-kit.ts';
 
@@ -30,7 +44,10 @@ export const C1: ConformanceClass = {
     t.ok(!verifyGrantSignature({ grant: g, signature: forged.signature }), 'signature by a non-issuer is refused');
     t.ok(!verifyGrantSignature({ grant: { ...g, budget_uj: 1001n }, signature: sg.signature }), 'tampered budget is refused');
     t.ok(
-      !verifyGrantSignature({ grant: { ...g, capability: { ...g.capability, resource: contentId({ tool: 'db' }) } }, signature: sg.signature }),
+      !verifyGrantSignature({
+        grant: { ...g, capability: { ...g.capability, resource: contentId({ tool: 'db' }) } },
+        signature: sg.signature,
+      }),
       'a grant re-pointed at another resource no longer verifies',
     );
 
@@ -58,10 +75,17 @@ export const C1: ConformanceClass = {
     for (const [i, key] of [other, agent, newActor(rng)].entries()) {
       const underOther = { grant: g, signature: sign(key.key, grantBytes(g)) };
       t.ok(!verifyGrantSignature(underOther), `grant signed by another key (${i}) fails`);
-      t.ok(!verifyGrantSignature({ grant: { ...g, issuer: key.did }, signature: sg.signature }), `grant re-attributed to another issuer (${i}) fails`);
+      t.ok(
+        !verifyGrantSignature({ grant: { ...g, issuer: key.did }, signature: sg.signature }),
+        `grant re-attributed to another issuer (${i}) fails`,
+      );
     }
     for (const forger of [k.mallory, k.bob, k.carol]) {
-      t.eq(verdict(decide(k.request([k.forged(root, forger)]), state)), 'bad-signature', 'the decision denies a grant signed by another key');
+      t.eq(
+        verdict(decide(k.request([k.forged(root, forger)]), state)),
+        'bad-signature',
+        'the decision denies a grant signed by another key',
+      );
     }
   },
 };
@@ -127,7 +151,7 @@ export const C2: ConformanceClass = {
     }
 
     // Sampled monotonicity: 200 seeded random mints; whatever is minted is ≤ the parent on every axis.
-    const pick = (n: number) => (k.rng(1)[0]! % n);
+    const pick = (n: number) => k.rng(1)[0]! % n;
     const universe = ['read', 'write', 'list', 'admin'];
     let minted = 0;
     let sound = true;
@@ -173,13 +197,25 @@ export const C10: ConformanceClass = {
 
     const smuggled = k.handChild(c2, { issuer: k.dave.did, subject: k.erin.did }, k.dave);
     const inChain = verifyChain([root, c1, c2, smuggled]);
-    t.eq(inChain.ok ? 'verified' : [inChain.error.reason, inChain.error.link], ['chain-broken', 3], 'chain verification refuses a hop under a leaf-only grant');
+    t.eq(
+      inChain.ok ? 'verified' : [inChain.error.reason, inChain.error.link],
+      ['chain-broken', 3],
+      'chain verification refuses a hop under a leaf-only grant',
+    );
     t.eq(verdict(decide(k.request([root, c1, c2, smuggled]), k.state()), true), 'chain-broken@3', 'the decision denies it chain-broken');
 
     const widened = k.handChild(root, { delegate_depth: 2 }, k.bob);
-    t.eq(verdict(decide(k.request([root, widened]), k.state()), true), 'attenuation-violation@1', 'a hop keeping its parent depth is an amplification');
+    t.eq(
+      verdict(decide(k.request([root, widened]), k.state()), true),
+      'attenuation-violation@1',
+      'a hop keeping its parent depth is an amplification',
+    );
     const unbounded = k.handChild(root, { delegate_depth: undefined }, k.bob);
-    t.eq(verdict(decide(k.request([root, unbounded]), k.state()), true), 'attenuation-violation@1', 'an unbounded hop under a bounded parent is an amplification');
+    t.eq(
+      verdict(decide(k.request([root, unbounded]), k.state()), true),
+      'attenuation-violation@1',
+      'an unbounded hop under a bounded parent is an amplification',
+    );
     const open = k.root();
     const free = k.delegate(open, k.bob, { subject: k.carol.did });
     t.eq(free.grant.delegate_depth, undefined, 'an unbounded parent delegates unbounded by default');

@@ -9,7 +9,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { type Actor, type ContentId, decodeWireMessage, type Did, openReceipt, type ReceiptCore, sign, type WireMessage, wireRequestSigningBytes } from '../../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  decodeWireMessage,
+  type Did,
+  openReceipt,
+  type ReceiptCore,
+  sign,
+  type WireMessage,
+  wireRequestSigningBytes,
+} from '../../core/index.ts';
 import { type CallParams, JcpClient, WireErrorReply } from '../../client/index.ts';
 import { configFromJson, type NodeOptions, resourceIdOf, type RunningNode, startNode } from '../../node/index.ts';
 

@@ -67,7 +67,11 @@ export async function withLiveNode<T>(label: string, opts: LiveNodeOpts, fn: (n:
   let client: JcpClient | undefined;
   const policy = opts.budgetPolicy?.(() => node?.did);
   const start = async () => {
-    node = await startNode(cfg, { logger: pino({ level: 'silent' }), clockS: () => LIVE_NOW_S, ...(policy ? { budgetPolicy: policy } : {}) });
+    node = await startNode(cfg, {
+      logger: pino({ level: 'silent' }),
+      clockS: () => LIVE_NOW_S,
+      ...(policy ? { budgetPolicy: policy } : {}),
+    });
     client = await JcpClient.connect({ host: '127.0.0.1', port: node.port });
   };
   const stop = async () => {

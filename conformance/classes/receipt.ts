@@ -5,7 +5,42 @@
  * (chained receipts name every debited link; replay restores leaf and ancestor debits exactly
  * and keeps conserving).
  */
-import { type Actor, attenuate, attributionKey, contentId, type ContentId, decide, type Decision, type DecisionRequest, decodeSign1, encodeProtectedHeader, encodeReceiptCore, encodeSign1, ErrorCodes, type Grant, grantId, jcrProtectedHeader, Ledger, newActor, openReceipt, payloadHash, receiptCoreFor, receiptId, ReceiptRefusals, replayReceipts, RevocationSet, type Rng, sealReceipt, seededRng, sign, type SignedGrant, signGrant, signRevocation, sigStructure, TrustRoots } from '../../core/index.ts';
+import {
+  type Actor,
+  attenuate,
+  attributionKey,
+  contentId,
+  type ContentId,
+  decide,
+  type Decision,
+  type DecisionRequest,
+  decodeSign1,
+  encodeProtectedHeader,
+  encodeReceiptCore,
+  encodeSign1,
+  ErrorCodes,
+  type Grant,
+  grantId,
+  jcrProtectedHeader,
+  Ledger,
+  newActor,
+  openReceipt,
+  payloadHash,
+  receiptCoreFor,
+  receiptId,
+  ReceiptRefusals,
+  replayReceipts,
+  RevocationSet,
+  type Rng,
+  sealReceipt,
+  seededRng,
+  sign,
+  type SignedGrant,
+  signGrant,
+  signRevocation,
+  sigStructure,
+  TrustRoots,
+} from '../../core/index.ts';
 import { NodeFault, ReceiptLog, replayLog } from '../../node/index.ts';
 import type { Checker } from '../checker.ts';
 import type { ConformanceClass } from '../runner.ts';
@@ -137,27 +172,64 @@ export const C5: ConformanceClass = {
     const flipped = new Uint8Array(bytes);
     flipped[flipped.length - 1]! ^= 1;
     t.eq(codeOf(openReceipt(flipped)), ErrorCodes.SIGNATURE_INVALID, 'a flipped signature bit fails');
-    t.eq(codeOf(openReceipt(new Uint8Array([0xd8, 0x12, ...bytes.subarray(1)]))), ErrorCodes.CBOR_NON_CANONICAL, 'non-canonical bytes fail');
-    const es256 = encodeSign1({ ...m, protectedBytes: encodeProtectedHeader(new Map<number, unknown>([[1, -7], [4, m.protectedHeader.get(4)]])) });
+    t.eq(
+      codeOf(openReceipt(new Uint8Array([0xd8, 0x12, ...bytes.subarray(1)]))),
+      ErrorCodes.CBOR_NON_CANONICAL,
+      'non-canonical bytes fail',
+    );
+    const es256 = encodeSign1({
+      ...m,
+      protectedBytes: encodeProtectedHeader(
+        new Map<number, unknown>([
+          [1, -7],
+          [4, m.protectedHeader.get(4)],
+        ]),
+      ),
+    });
     t.eq(codeOf(openReceipt(es256)), ErrorCodes.COSE_UNSUPPORTED, 'an alg other than EdDSA fails');
     const honest = openReceipt(bytes);
     if (honest.ok) {
       const forged = sealReceipt({ ...honest.value, steward: other.did }, other);
-      t.eq(codeOf(openReceipt(forged, b.steward.did)), ReceiptRefusals.WRONG_STEWARD, 'the same core re-sealed by another key fails for the real steward');
+      t.eq(
+        codeOf(openReceipt(forged, b.steward.did)),
+        ReceiptRefusals.WRONG_STEWARD,
+        'the same core re-sealed by another key fails for the real steward',
+      );
       // Forgers that name the real steward (in the core, or in the kid), three keys each.
       const enc = new TextEncoder();
       const sealAs = (kid: string, core: typeof honest.value, key: Actor) => {
         const protectedBytes = jcrProtectedHeader(enc.encode(kid));
         const payload = encodeReceiptCore(core);
-        return encodeSign1({ protectedBytes, unprotected: new Map(), payload, signature: sign(key.key, sigStructure(protectedBytes, payload)) });
+        return encodeSign1({
+          protectedBytes,
+          unprotected: new Map(),
+          payload,
+          signature: sign(key.key, sigStructure(protectedBytes, payload)),
+        });
       };
       for (const [i, forger] of [other, worker, b.root].entries()) {
         const namesReal = sealAs(forger.did, honest.value, forger);
-        t.eq(codeOf(openReceipt(namesReal)), ReceiptRefusals.STEWARD_MISMATCH, `forger ${i} naming the real steward in the core: steward-mismatch`);
-        t.eq(codeOf(openReceipt(namesReal, b.steward.did)), ReceiptRefusals.WRONG_STEWARD, `forger ${i} naming the real steward in the core: wrong-steward`);
+        t.eq(
+          codeOf(openReceipt(namesReal)),
+          ReceiptRefusals.STEWARD_MISMATCH,
+          `forger ${i} naming the real steward in the core: steward-mismatch`,
+        );
+        t.eq(
+          codeOf(openReceipt(namesReal, b.steward.did)),
+          ReceiptRefusals.WRONG_STEWARD,
+          `forger ${i} naming the real steward in the core: wrong-steward`,
+        );
         const kidReal = sealAs(b.steward.did, honest.value, forger);
-        t.eq(codeOf(openReceipt(kidReal, b.steward.did)), ErrorCodes.SIGNATURE_INVALID, `forger ${i} putting the real steward in the kid: signature-invalid`);
-        t.eq(codeOf(openReceipt(kidReal)), ErrorCodes.SIGNATURE_INVALID, `forger ${i} putting the real steward in the kid, no steward expected: signature-invalid`);
+        t.eq(
+          codeOf(openReceipt(kidReal, b.steward.did)),
+          ErrorCodes.SIGNATURE_INVALID,
+          `forger ${i} putting the real steward in the kid: signature-invalid`,
+        );
+        t.eq(
+          codeOf(openReceipt(kidReal)),
+          ErrorCodes.SIGNATURE_INVALID,
+          `forger ${i} putting the real steward in the kid, no steward expected: signature-invalid`,
+        );
       }
     }
 
@@ -172,11 +244,31 @@ export const C5: ConformanceClass = {
         await live.call(k.carol, { chain: [root, leaf], costUj: 61n }),
         await live.call(k.carol, { chain: [root, leaf], costUj: 20n }),
       ];
-      t.eq(calls.map((c) => c.verdict), ['allow', 'budget-exceeded', 'allow'], 'node: decided as planned');
-      t.eq(calls.map((c) => c.receipt?.steward), calls.map(() => live.node.did), 'node: every receipt names the node steward');
-      t.eq(calls.map((c) => c.receipt?.cost_uj), [30n, 61n, 20n], 'node: cost_uj is the request cost');
-      t.eq(calls.map((c) => c.receipt?.budget_remaining_uj), [70n, 60n, 40n], 'node: budget_remaining_uj is the leaf after the debit');
-      t.eq(calls.map((c) => c.receipt?.seq), [0, 1, 2], 'node: seq counts from 0');
+      t.eq(
+        calls.map((c) => c.verdict),
+        ['allow', 'budget-exceeded', 'allow'],
+        'node: decided as planned',
+      );
+      t.eq(
+        calls.map((c) => c.receipt?.steward),
+        calls.map(() => live.node.did),
+        'node: every receipt names the node steward',
+      );
+      t.eq(
+        calls.map((c) => c.receipt?.cost_uj),
+        [30n, 61n, 20n],
+        'node: cost_uj is the request cost',
+      );
+      t.eq(
+        calls.map((c) => c.receipt?.budget_remaining_uj),
+        [70n, 60n, 40n],
+        'node: budget_remaining_uj is the leaf after the debit',
+      );
+      t.eq(
+        calls.map((c) => c.receipt?.seq),
+        [0, 1, 2],
+        'node: seq counts from 0',
+      );
       const rawLog: Uint8Array[] = [];
       for await (const chunk of live.node.log.receiptChunks()) for (const [, bytes] of chunk) rawLog.push(bytes);
       for (const [i, bytes] of rawLog.entries()) {
@@ -184,7 +276,10 @@ export const C5: ConformanceClass = {
         t.eq(new TextDecoder().decode(kid), live.node.did, `node receipt ${i}: kid = the steward did:key`);
         t.eq(codeOf(openReceipt(bytes, k.alice.did)), ReceiptRefusals.WRONG_STEWARD, `node receipt ${i}: fails for another steward`);
         const o = openReceipt(bytes);
-        t.ok(o.ok && (i === 0 ? o.value.prev === undefined : o.value.prev === receiptId(rawLog[i - 1]!)), `node receipt ${i}: prev links the one before`);
+        t.ok(
+          o.ok && (i === 0 ? o.value.prev === undefined : o.value.prev === receiptId(rawLog[i - 1]!)),
+          `node receipt ${i}: prev links the one before`,
+        );
       }
     } finally {
       await live.close();
@@ -239,7 +334,11 @@ export const C14: ConformanceClass = {
     const victimCore = openReceipt(b.receipts[idx]!);
     const cost = victimCore.ok ? victimCore.value.cost_uj : -1n;
     const rt = replayReceipts(tampered, { steward: b.steward.did });
-    t.eq(rt.rejected.map((x) => [x.index, x.code]), [[idx, ErrorCodes.SIGNATURE_INVALID]], 'the tampered receipt is counted, with its index');
+    t.eq(
+      rt.rejected.map((x) => [x.index, x.code]),
+      [[idx, ErrorCodes.SIGNATURE_INVALID]],
+      'the tampered receipt is counted, with its index',
+    );
     t.eq(rt.allowed, r.allowed - 1, 'the tampered allow is not applied');
     for (const id of victim.chainIds) {
       t.eq(rt.ledger.spent(id), b.ledger.spent(id) - cost, `the tampered receipt contributes nothing to ${id.slice(0, 12)}…`);
@@ -278,7 +377,11 @@ async function liveReplay(t: Checker): Promise<void> {
     const log = await live.receipts();
     t.ok(log.some((r) => r.verdict === 'deny') && log.some((r) => r.verdict === 'allow'), 'node: the schedule holds allows and denies');
     await live.restart();
-    t.eq(ids.map((id) => live.spent(id)), before, 'node: a restart (boot replay) restores every link’s spend');
+    t.eq(
+      ids.map((id) => live.spent(id)),
+      before,
+      'node: a restart (boot replay) restores every link’s spend',
+    );
     t.eq(live.node.boot.receipts, 24, 'node: boot replay read every receipt');
     await live.stop();
 
@@ -294,13 +397,28 @@ async function liveReplay(t: Checker): Promise<void> {
       await db.appendReceipt(idx, bytes);
       // Slices of 5 receipts, so the tampered one and the workers' rows span several slices.
       const r = await replayLog(db, { steward: live.node.did, sliceSize: 5, parallel: 2 });
-      t.eq(r.rejected.map((x) => [x.seq, x.code]), [[idx, ErrorCodes.SIGNATURE_INVALID]], 'node replay: the tampered receipt is counted, with its seq');
+      t.eq(
+        r.rejected.map((x) => [x.seq, x.code]),
+        [[idx, ErrorCodes.SIGNATURE_INVALID]],
+        'node replay: the tampered receipt is counted, with its seq',
+      );
       // seq-gap inside a slice; prev-mismatch when the tampered receipt ends one (the next slice starts after it).
-      t.eq(r.breaks.map((x) => x.seq), [idx + 1], 'node replay: the hole it leaves is the only break');
-      t.ok(r.breaks.every((x) => x.code === 'seq-gap' || x.code === 'prev-mismatch'), 'node replay: reported as a gap or a prev mismatch');
+      t.eq(
+        r.breaks.map((x) => x.seq),
+        [idx + 1],
+        'node replay: the hole it leaves is the only break',
+      );
+      t.ok(
+        r.breaks.every((x) => x.code === 'seq-gap' || x.code === 'prev-mismatch'),
+        'node replay: reported as a gap or a prev mismatch',
+      );
       t.eq([r.total, r.allowed + r.denied, r.nextSeq], [24, 23, 24], 'node replay: every other receipt is applied');
       const cut = (id: ContentId) => (victim.chain_ids ?? [victim.grant_id]).includes(id);
-      t.eq(ids.map((id) => r.ledger.spent(id)), ids.map((id, i) => before[i]! - (cut(id) ? victim.cost_uj : 0n)), 'node replay: it contributes nothing to any link');
+      t.eq(
+        ids.map((id) => r.ledger.spent(id)),
+        ids.map((id, i) => before[i]! - (cut(id) ? victim.cost_uj : 0n)),
+        'node replay: it contributes nothing to any link',
+      );
       for (const [i, w] of workers.entries()) {
         const id = grantId(subs[i]!.grant);
         const want = { ...(tally.get(attributionKey(id, w.did)) ?? { allowed: 0, refused: 0 }) };
@@ -322,7 +440,11 @@ async function liveReplay(t: Checker): Promise<void> {
     if (refused === '') await live.stop();
     await live.start({ acceptDamagedLog: true });
     t.eq(live.node.boot.bad, 1, 'node: the accepted start reports the bad receipt');
-    t.eq(ids.map((id) => live.spent(id)), ids.map((id, i) => before[i]! - ((victim.chain_ids ?? []).includes(id) ? victim.cost_uj : 0n)), 'node: its ledger holds nothing of the tampered receipt');
+    t.eq(
+      ids.map((id) => live.spent(id)),
+      ids.map((id, i) => before[i]! - ((victim.chain_ids ?? []).includes(id) ? victim.cost_uj : 0n)),
+      'node: its ledger holds nothing of the tampered receipt',
+    );
   } finally {
     await live.close();
   }
@@ -356,15 +478,27 @@ export const C16: ConformanceClass = {
       const r = openReceipt(bytes, b.steward.did);
       t.ok(r.ok, 'chained receipt verifies');
       if (r.ok) {
-        t.eq(r.value.chain_ids, chain.map((sg) => grantId(sg.grant)), 'chain_ids names every link, root first');
+        t.eq(
+          r.value.chain_ids,
+          chain.map((sg) => grantId(sg.grant)),
+          'chain_ids names every link, root first',
+        );
         t.eq(r.value.chain_ids, decision.chainIds, 'chain_ids = what the decision debits');
         t.eq(r.value.grant_id, grantId(chain[chain.length - 1]!.grant), 'grant_id is the leaf');
       }
     }
-    t.eq(b.decisions.map((d) => d.verdict), ['allow', 'allow', 'allow', 'deny', 'allow'], 'the schedule decides as planned');
+    t.eq(
+      b.decisions.map((d) => d.verdict),
+      ['allow', 'allow', 'allow', 'deny', 'allow'],
+      'the schedule decides as planned',
+    );
     const r = replayReceipts(b.receipts, { steward: b.steward.did });
     const ids = [top, mid, leaf, sibling].map((sg) => grantId(sg.grant));
-    t.eq(ids.map((id) => r.ledger.spent(id)), [3_900n, 3_900n, 2_100n, 1_500n], 'replay restores leaf AND ancestor debits exactly');
+    t.eq(
+      ids.map((id) => r.ledger.spent(id)),
+      [3_900n, 3_900n, 2_100n, 1_500n],
+      'replay restores leaf AND ancestor debits exactly',
+    );
     sameLedger(t, r.ledger, b.ledger, 'replayed ledger = original');
     const state = { ledger: r.ledger, revoked: new RevocationSet(), trust: new TrustRoots() };
     const probes: [SignedGrant[], Actor, bigint][] = [
@@ -406,16 +540,40 @@ async function liveChainedReplay(t: Checker): Promise<void> {
     for (const [chain, who, uj, want] of plan) {
       const c = await live.call(who, { chain, costUj: uj });
       t.eq(c.verdict, want, `node: ${uj} µJ on a ${chain.length}-link chain`);
-      t.eq(c.receipt?.chain_ids, chain.map((g) => grantId(g.grant)), 'node: chain_ids names every link, root first');
+      t.eq(
+        c.receipt?.chain_ids,
+        chain.map((g) => grantId(g.grant)),
+        'node: chain_ids names every link, root first',
+      );
     }
     const ids = [top, mid, leaf, sib].map((g) => grantId(g.grant));
     const want = [3_900n, 3_900n, 2_100n, 1_500n];
-    t.eq(ids.map((id) => live.spent(id)), want, 'node: leaf and ancestor debits');
+    t.eq(
+      ids.map((id) => live.spent(id)),
+      want,
+      'node: leaf and ancestor debits',
+    );
     await live.restart();
-    t.eq(ids.map((id) => live.spent(id)), want, 'node: boot replay restores leaf and ancestor debits exactly');
-    t.eq((await live.call(k.erin, { chain: [top, mid, sib], costUj: 101n })).verdict, 'budget-exceeded', 'node after replay: siblings still share mid');
-    t.eq((await live.call(k.erin, { chain: [top, mid, sib], costUj: 100n })).verdict, 'allow', 'node after replay: the exact remainder of mid is allowed');
-    t.eq((await live.call(k.bob, { chain: [top], costUj: 1_001n })).verdict, 'budget-exceeded', 'node after replay: the root remembers its subtree');
+    t.eq(
+      ids.map((id) => live.spent(id)),
+      want,
+      'node: boot replay restores leaf and ancestor debits exactly',
+    );
+    t.eq(
+      (await live.call(k.erin, { chain: [top, mid, sib], costUj: 101n })).verdict,
+      'budget-exceeded',
+      'node after replay: siblings still share mid',
+    );
+    t.eq(
+      (await live.call(k.erin, { chain: [top, mid, sib], costUj: 100n })).verdict,
+      'allow',
+      'node after replay: the exact remainder of mid is allowed',
+    );
+    t.eq(
+      (await live.call(k.bob, { chain: [top], costUj: 1_001n })).verdict,
+      'budget-exceeded',
+      'node after replay: the root remembers its subtree',
+    );
   } finally {
     await live.close();
   }

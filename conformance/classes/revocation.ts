@@ -2,7 +2,22 @@
  * Conformance classes about withdrawing and anchoring authority: C6 (revocation, §4.3) and C15
  * (trust roots, §7).
  */
-import { type Actor, decide, decode, encode, grantId, readSignedRevocation, RevocationSet, revocationToCbor, sign, type SignedGrant, type SignedRevocation, signedRevocationToCbor, signRevocation, TrustRoots } from '../../core/index.ts';
+import {
+  type Actor,
+  decide,
+  decode,
+  encode,
+  grantId,
+  readSignedRevocation,
+  RevocationSet,
+  revocationToCbor,
+  sign,
+  type SignedGrant,
+  type SignedRevocation,
+  signedRevocationToCbor,
+  signRevocation,
+  TrustRoots,
+} from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 import { kit, verdict } from './authority-kit.ts';
 import { withLiveNode } from './node-kit.ts';
@@ -42,7 +57,11 @@ export const C6: ConformanceClass = {
       t.eq(admit(forgedBy(left, k.bob, forger)), 'bad-signature', 'a forged revocation (issuer named, wrong key) is refused');
     }
     const genuine = signRevocation(leftId, k.bob, k.rng(16));
-    t.eq(admit({ body: { ...genuine.body, nonce: k.rng(16) }, signature: genuine.signature }), 'bad-signature', 'an altered revocation is refused');
+    t.eq(
+      admit({ body: { ...genuine.body, nonce: k.rng(16) }, signature: genuine.signature }),
+      'bad-signature',
+      'an altered revocation is refused',
+    );
     t.eq(admit(genuine, right.grant), 'wrong-grant', 'a revocation offered against another grant is refused');
     const rootByBob = signRevocation(grantId(root.grant), k.bob, k.rng(16));
     t.eq(admit(rootByBob), 'wrong-grant', 'a revocation of the parent, offered against its child by the child’s issuer, is refused');
@@ -65,7 +84,8 @@ export const C6: ConformanceClass = {
         ['left leaf', [lroot, lleft, lleaf], k.dave],
         ['right', [lroot, lright], k.erin],
       ] as const;
-      for (const [what, chain, caller] of paths) t.eq(await n.call(chain, caller), 'allow', `before any revocation the ${what} path is allowed`);
+      for (const [what, chain, caller] of paths)
+        t.eq(await n.call(chain, caller), 'allow', `before any revocation the ${what} path is allowed`);
       t.eq(n.spent(...tree), [40n, 20n, 10n, 10n], 'the node debits every link of each allowed chain');
 
       // Refused revocations, with and without the grant, change nothing at the node.
@@ -75,7 +95,11 @@ export const C6: ConformanceClass = {
         t.eq(await n.revoke(sr), 'error:revocation-refused', 'the node refuses a non-issuer revocation of a grant it has seen');
       }
       for (const forger of [k.mallory, k.carol, k.alice]) {
-        t.eq(await n.revoke(forgedBy(lleft, k.bob, forger), lleft.grant), 'error:revocation-refused', 'the node refuses a forged revocation in the issuer’s name');
+        t.eq(
+          await n.revoke(forgedBy(lleft, k.bob, forger), lleft.grant),
+          'error:revocation-refused',
+          'the node refuses a forged revocation in the issuer’s name',
+        );
       }
       t.eq(await n.call([lroot, lleft], k.carol), 'allow', 'after the refused revocations the grant is still allowed');
       t.eq(n.spent(...tree), [50n, 30n, 10n, 10n], 'and debited as before');
@@ -93,17 +117,33 @@ export const C6: ConformanceClass = {
       const late2 = k.delegate(lroot, k.bob, { subject: k.erin.did, budget_uj: 200n });
       for (const g of [late, late2]) {
         for (const who of [k.mallory, k.carol, k.alice]) {
-          t.eq(await n.revoke(signRevocation(grantId(g.grant), who, k.rng(16))), 'revoked', 'a stranger’s revocation of an unseen grant waits');
+          t.eq(
+            await n.revoke(signRevocation(grantId(g.grant), who, k.rng(16))),
+            'revoked',
+            'a stranger’s revocation of an unseen grant waits',
+          );
         }
-        t.eq(await n.revoke(forgedBy(g, k.bob, k.mallory)), 'error:revocation-refused', 'a forged revocation of an unseen grant is refused at once');
+        t.eq(
+          await n.revoke(forgedBy(g, k.bob, k.mallory)),
+          'error:revocation-refused',
+          'a forged revocation of an unseen grant is refused at once',
+        );
       }
-      t.eq(await n.revoke(signRevocation(grantId(late.grant), k.bob, k.rng(16))), 'revoked', 'the issuer’s revocation of an unseen grant waits beside the strangers’');
+      t.eq(
+        await n.revoke(signRevocation(grantId(late.grant), k.bob, k.rng(16))),
+        'revoked',
+        'the issuer’s revocation of an unseen grant waits beside the strangers’',
+      );
       t.eq(await n.call([lroot, late], k.carol), 'revoked', 'when the grant arrives, the issuer’s waiting revocation is enforced');
       t.eq(await n.call([lroot, late2], k.erin), 'allow', 'strangers’ waiting revocations are discarded when the grant arrives');
       t.eq(n.spent(late, late2), [0n, 10n], 'the late revoked grant was never debited');
 
       // The root issuer revokes the root: both paths die; then the node restarts.
-      t.eq(await n.revoke(signRevocation(grantId(lroot.grant), k.alice, k.rng(16)), lroot.grant), 'revoked', 'the root issuer revokes the root');
+      t.eq(
+        await n.revoke(signRevocation(grantId(lroot.grant), k.alice, k.rng(16)), lroot.grant),
+        'revoked',
+        'the root issuer revokes the root',
+      );
       const before = n.spent(...tree, late2);
       t.eq(await n.call([lroot], k.bob), 'revoked', 'direct path: the revoked root is denied');
       t.eq(await n.call([lroot, lright], k.erin), 'revoked', 'chained path: every descendant of the root dies');
@@ -189,7 +229,11 @@ export const C15: ConformanceClass = {
         t.eq(await n.call([g.rr, g.rc], k.carol), 'untrusted-root', 'node: unlisted root, chained path: untrusted-root');
         t.eq(n.spent(g.r, g.c, g.l, g.rr, g.rc), [20n, 10n, 10n, 0n, 0n], 'node: only the trusted calls were debited');
         const ll = tree(names.leaf);
-        t.eq(await n.call([ll.r, ll.c, ll.l], k.dave), 'untrusted-root', 'node: the chained path checks the root issuer, not the issuers below it');
+        t.eq(
+          await n.call([ll.r, ll.c, ll.l], k.dave),
+          'untrusted-root',
+          'node: the chained path checks the root issuer, not the issuers below it',
+        );
         t.eq(await n.call([ll.r, ll.c], k.carol), 'untrusted-root', 'node: a listed intermediate issuer does not anchor the chain');
         const lk = tree(names.locked);
         t.eq(await n.call([lk.r], k.bob), 'untrusted-root', 'node: a resource configured with no roots is closed (direct)');

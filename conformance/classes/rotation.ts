@@ -1,5 +1,22 @@
 /** Conformance class C12 (spec §2.1): identity continuity by pre-committed key rotation. */
-import { advanceKeyState, decode, encode, inception, type KeyEvent, keyEventId, newActor, nextKeyHash, readSignedKeyEvent, rotate, RotationRefusals, seededRng, signBody, type SignedKeyEvent, signedKeyEventToCbor, verifyKeyLog } from '../../core/index.ts';
+import {
+  advanceKeyState,
+  decode,
+  encode,
+  inception,
+  type KeyEvent,
+  keyEventId,
+  newActor,
+  nextKeyHash,
+  readSignedKeyEvent,
+  rotate,
+  RotationRefusals,
+  seededRng,
+  signBody,
+  type SignedKeyEvent,
+  signedKeyEventToCbor,
+  verifyKeyLog,
+} from '../../core/index.ts';
 import type { ConformanceClass } from '../runner.ts';
 
 /** C12: an un-pre-committed key cannot rotate an identity, the pre-committed key can, the DID is stable. */
@@ -37,10 +54,28 @@ export const C12: ConformanceClass = {
     ] as const) {
       const stolen = rotate(e1, key, thief.did, rng(16));
       t.eq(stolen.ok ? undefined : stolen.error.code, RotationRefusals.NEXT_HASH_MISMATCH, `${who} cannot build a rotation`);
-      const body: KeyEvent = { identity: k0.did, seq: 2, current: key.did, next_hash: nextKeyHash(thief.did), parent: keyEventId(e1), nonce: rng(16) };
-      t.eq(code([e0, e1, signBody(body, key)]), RotationRefusals.NEXT_HASH_MISMATCH, `a rotation to ${who}, signed by it, is refused by the verifier`);
+      const body: KeyEvent = {
+        identity: k0.did,
+        seq: 2,
+        current: key.did,
+        next_hash: nextKeyHash(thief.did),
+        parent: keyEventId(e1),
+        nonce: rng(16),
+      };
+      t.eq(
+        code([e0, e1, signBody(body, key)]),
+        RotationRefusals.NEXT_HASH_MISMATCH,
+        `a rotation to ${who}, signed by it, is refused by the verifier`,
+      );
     }
-    const toK2: KeyEvent = { identity: k0.did, seq: 2, current: k2.did, next_hash: nextKeyHash(thief.did), parent: keyEventId(e1), nonce: rng(16) };
+    const toK2: KeyEvent = {
+      identity: k0.did,
+      seq: 2,
+      current: k2.did,
+      next_hash: nextKeyHash(thief.did),
+      parent: keyEventId(e1),
+      nonce: rng(16),
+    };
     for (const [who, key] of [
       ['a stranger', thief],
       ['the current key (k1)', k1],
@@ -57,25 +92,56 @@ export const C12: ConformanceClass = {
     const log2 = verifyKeyLog(events);
     t.eq(log2.ok && log2.value.current, k2.did, 'the round-tripped log verifies with k2 in control');
     t.eq(log2.ok && log2.value.identity, k0.did, 'the identity DID is stable across two rotations');
-    t.ok(events.every((e) => e.body.identity === k0.did), 'every event names the inception DID');
+    t.ok(
+      events.every((e) => e.body.identity === k0.did),
+      'every event names the inception DID',
+    );
 
     t.eq(code([]), RotationRefusals.EMPTY_LOG, 'an empty log is refused');
-    t.eq(code([signBody({ ...e0.body, current: k1.did }, k1)]), RotationRefusals.INCEPTION_NOT_IDENTITY, 'an inception not controlled by the identity is refused');
+    t.eq(
+      code([signBody({ ...e0.body, current: k1.did }, k1)]),
+      RotationRefusals.INCEPTION_NOT_IDENTITY,
+      'an inception not controlled by the identity is refused',
+    );
     t.eq(code([e0, signBody({ ...e1.body, seq: 2 }, k1)]), RotationRefusals.SEQUENCE_GAP, 'a sequence gap is refused');
     t.eq(code([e1]), RotationRefusals.SEQUENCE_GAP, 'a log without its inception is refused');
-    t.eq(code([e0, signBody({ ...e1.body, parent: keyEventId(e1) }, k1)]), RotationRefusals.PARENT_MISMATCH, 'a parent-link mismatch is refused');
-    t.eq(code([e0, signBody({ ...e1.body, identity: thief.did }, k1)]), RotationRefusals.IDENTITY_MISMATCH, 'an event for another identity is refused');
+    t.eq(
+      code([e0, signBody({ ...e1.body, parent: keyEventId(e1) }, k1)]),
+      RotationRefusals.PARENT_MISMATCH,
+      'a parent-link mismatch is refused',
+    );
+    t.eq(
+      code([e0, signBody({ ...e1.body, identity: thief.did }, k1)]),
+      RotationRefusals.IDENTITY_MISMATCH,
+      'an event for another identity is refused',
+    );
     t.eq(code([e0, signBody(e1.body, k0)]), RotationRefusals.BAD_SIGNATURE, 'a rotation signed by the old key is refused');
-    t.eq(code([{ body: { ...e0.body, next_hash: nextKeyHash(thief.did) }, signature: e0.signature }]), RotationRefusals.BAD_SIGNATURE, 'a tampered inception is refused');
+    t.eq(
+      code([{ body: { ...e0.body, next_hash: nextKeyHash(thief.did) }, signature: e0.signature }]),
+      RotationRefusals.BAD_SIGNATURE,
+      'a tampered inception is refused',
+    );
     t.eq(code([signBody({ ...e0.body, seq: 1 }, k0)]), RotationRefusals.SEQUENCE_GAP, 'an inception with seq 1 is refused');
-    t.eq(code([signBody({ ...e0.body, parent: keyEventId(e1) }, k0)]), RotationRefusals.PARENT_MISMATCH, 'an inception with a parent is refused');
+    t.eq(
+      code([signBody({ ...e0.body, parent: keyEventId(e1) }, k0)]),
+      RotationRefusals.PARENT_MISMATCH,
+      'an inception with a parent is refused',
+    );
     t.eq(code([e0, signBody({ ...e1.body, seq: 5 }, k1)]), RotationRefusals.SEQUENCE_GAP, 'a sequence gap by many is refused');
     t.eq(code([e0, e1, e1]), RotationRefusals.SEQUENCE_GAP, 'a repeated rotation is refused');
     t.eq(code([e0, signBody({ ...e1.body, seq: 0 }, k1)]), RotationRefusals.SEQUENCE_GAP, 'a rotation that goes back to seq 0 is refused');
     const { parent: _dropped, ...orphan } = e1.body;
     t.eq(code([e0, signBody(orphan, k1)]), RotationRefusals.PARENT_MISMATCH, 'a rotation without a parent is refused');
-    t.eq(code([e0, events[1]!, signBody({ ...events[2]!.body, parent: keyEventId(e0) }, k2)]), RotationRefusals.PARENT_MISMATCH, 'a rotation naming its grandparent is refused');
-    t.eq(code([e0, signBody({ ...e1.body, identity: k1.did }, k1)]), RotationRefusals.IDENTITY_MISMATCH, 'a rotation naming its new key as the identity is refused');
+    t.eq(
+      code([e0, events[1]!, signBody({ ...events[2]!.body, parent: keyEventId(e0) }, k2)]),
+      RotationRefusals.PARENT_MISMATCH,
+      'a rotation naming its grandparent is refused',
+    );
+    t.eq(
+      code([e0, signBody({ ...e1.body, identity: k1.did }, k1)]),
+      RotationRefusals.IDENTITY_MISMATCH,
+      'a rotation naming its new key as the identity is refused',
+    );
     let state: ReturnType<typeof advanceKeyState> | undefined;
     for (const e of events) state = advanceKeyState(state?.ok ? state.value : undefined, e);
     t.eq(state?.ok && state.value.current, k2.did, 'following the log event by event gives the same key in control');

@@ -5,7 +5,37 @@
  * stale, regressing and misplaced statements refused; the merged view binds; the overdraft of a
  * worst-case partition read from the product's audit and proven to a third party).
  */
-import { type Actor, attenuate, checkHop, contentId, decode, encode, type Grant, grantId, mintShards, newActor, overdraftBound, type OverdraftProof, overdraftProofToCbor, planSplit, ProofRefusals, readOverdraftProof, type Rng, seededRng, ShardRefusals, signBody, type SignedGrant, type SignedStatement, signedStatementToCbor, signGrant, signStatement, spendBound, type Statement, verifyGrantSignature, verifyOverdraftProof } from '../../core/index.ts';
+import {
+  type Actor,
+  attenuate,
+  checkHop,
+  contentId,
+  decode,
+  encode,
+  type Grant,
+  grantId,
+  mintShards,
+  newActor,
+  overdraftBound,
+  type OverdraftProof,
+  overdraftProofToCbor,
+  planSplit,
+  ProofRefusals,
+  readOverdraftProof,
+  type Rng,
+  seededRng,
+  ShardRefusals,
+  signBody,
+  type SignedGrant,
+  type SignedStatement,
+  signedStatementToCbor,
+  signGrant,
+  signStatement,
+  spendBound,
+  type Statement,
+  verifyGrantSignature,
+  verifyOverdraftProof,
+} from '../../core/index.ts';
 import { auditChannel, ChannelPoint, Channels, MemoryBus, MemoryStore, pointHash } from '../../channel/index.ts';
 import { type BudgetPolicy, resourceIdOf } from '../../node/index.ts';
 import { assignmentOf, mintShardSet, parseSplit, ShardBindings, signShardAssignment } from '../../shards/index.ts';
@@ -85,7 +115,11 @@ function checkCoreMint(t: Checker, { rng, issuer, holder, nodes, mallory, g, par
   const plan = planSplit(g.budget_uj, [50, 30, 20]);
   t.ok(plan.ok, 'a 50/30/20 split plans');
   const budgets = plan.ok ? plan.value : [];
-  t.eq(budgets.reduce((a, b) => a + b, 0n), g.budget_uj, 'a 100% split uses the whole parent, no more');
+  t.eq(
+    budgets.reduce((a, b) => a + b, 0n),
+    g.budget_uj,
+    'a 100% split uses the whole parent, no more',
+  );
   const minted = mintShards(parent, holder, slicesOf(budgets));
   t.ok(minted.ok, 'slices summing exactly to the parent mint');
   for (const [i, s] of (minted.ok ? minted.value : []).entries()) {
@@ -101,17 +135,37 @@ function checkCoreMint(t: Checker, { rng, issuer, holder, nodes, mallory, g, par
     ['by many', [900_000n, 900_000n]],
     ['in one slice alone', [1_000_001n]],
   ] as const) {
-    t.eq(code(mintShards(parent, holder, slicesOf(over))), ShardRefusals.OVER_SUM, `slices over the parent by 1 µJ ${what} are refused at mint`);
+    t.eq(
+      code(mintShards(parent, holder, slicesOf(over))),
+      ShardRefusals.OVER_SUM,
+      `slices over the parent by 1 µJ ${what} are refused at mint`,
+    );
   }
-  t.eq(code(mintShards(parent, holder, slicesOf([1n]), { allocatedUj: g.budget_uj })), ShardRefusals.OVER_SUM, 'a second round past the live shards is refused');
-  t.eq(code(mintShards(parent, holder, slicesOf([400_001n]), { allocatedUj: 600_000n })), ShardRefusals.OVER_SUM, 'a second round 1 µJ past what is left is refused');
-  t.eq(code(mintShards(parent, holder, slicesOf([400_000n]), { allocatedUj: 600_000n })), 'minted', 'a second round of exactly what is left mints');
+  t.eq(
+    code(mintShards(parent, holder, slicesOf([1n]), { allocatedUj: g.budget_uj })),
+    ShardRefusals.OVER_SUM,
+    'a second round past the live shards is refused',
+  );
+  t.eq(
+    code(mintShards(parent, holder, slicesOf([400_001n]), { allocatedUj: 600_000n })),
+    ShardRefusals.OVER_SUM,
+    'a second round 1 µJ past what is left is refused',
+  );
+  t.eq(
+    code(mintShards(parent, holder, slicesOf([400_000n]), { allocatedUj: 600_000n })),
+    'minted',
+    'a second round of exactly what is left mints',
+  );
   t.eq(code(mintShards(parent, holder, slicesOf([1_500_000n, -500_000n]))), ShardRefusals.BAD_SLICE, 'a negative slice cannot make room');
   t.eq(code(mintShards(parent, holder, slicesOf([-1n]))), ShardRefusals.BAD_SLICE, 'a negative slice is refused even alone');
   for (const who of [issuer, nodes[0]!, mallory]) {
     t.eq(code(mintShards(parent, who, slicesOf([1n]))), ShardRefusals.NOT_HOLDER, 'only the holder shards');
   }
-  t.eq(code(mintShards(parent, holder, [{ ...slicesOf([1n])[0]!, actions: ['delete'] }])), ShardRefusals.ATTENUATION_VIOLATION, 'a slice with a new action is refused');
+  t.eq(
+    code(mintShards(parent, holder, [{ ...slicesOf([1n])[0]!, actions: ['delete'] }])),
+    ShardRefusals.ATTENUATION_VIOLATION,
+    'a slice with a new action is refused',
+  );
   t.eq(planSplit(1000n, [60, 40.01]).ok, false, 'a split past 100% by 0.01% is refused');
   t.eq(planSplit(1000n, [60, 40]).ok, true, 'a split of exactly 100% plans');
 }
@@ -136,10 +190,18 @@ function checkShardSetMint(t: Checker, { rng, issuer, holder, parent }: ShardFix
  * read, forged assignments refused, the shard assigned here spends its 150 µJ slice and no more,
  * shards assigned elsewhere and strays are refused and debit nothing.
  */
-async function checkLiveShards(t: Checker, { rng, issuer, holder, mallory, g }: ShardFixture, bindings: ShardBindings, n: KitNode): Promise<void> {
+async function checkLiveShards(
+  t: Checker,
+  { rng, issuer, holder, mallory, g }: ShardFixture,
+  bindings: ShardBindings,
+  n: KitNode,
+): Promise<void> {
   const there = newActor(rng);
   const agents = { here: newActor(rng), there: newActor(rng), spare: newActor(rng) };
-  const lparent = signGrant({ ...g, capability: { resource: n.resources['c11']!, actions: ['read'] }, budget_uj: 300n, nonce: rng(16) }, issuer);
+  const lparent = signGrant(
+    { ...g, capability: { resource: n.resources['c11']!, actions: ['read'] }, budget_uj: 300n, nonce: rng(16) },
+    issuer,
+  );
   const shardSet = mintShardSet([lparent], holder, parseSplit('here=50%,there=30%,spare=20%'), {
     subject: { here: agents.here.did, there: agents.there.did, spare: agents.spare.did },
     points: { here: { did: n.node.did }, there: { did: there.did }, spare: { did: n.node.did } },
@@ -151,14 +213,25 @@ async function checkLiveShards(t: Checker, { rng, issuer, holder, mallory, g }: 
   const stray = attenuate(lparent, { subject: agents.here.did, budget_uj: 50n, nonce: rng(16) }, holder);
   if (!stray.ok) throw new Error('C11: the stray child was refused');
 
-  t.eq(await n.call([lparent, here], agents.here), 'budget-exceeded', 'before the assignments are read, a shard chain is refused (fail closed)');
+  t.eq(
+    await n.call([lparent, here], agents.here),
+    'budget-exceeded',
+    'before the assignments are read, a shard chain is refused (fail closed)',
+  );
   bindings.markReady();
   const a = assignmentOf({ parentChain: [lparent], generation: 1, consumedUj: 0n, shards: shardSet.value, closed: [] }, holder.did)!;
   const forged = { body: a, signature: signShardAssignment({ ...a, holder: mallory.did }, mallory).signature };
   t.eq(bindings.take(forged).ok, false, 'an assignment in the holder’s name signed by another key is refused');
   const allHere = { ...a, shards: a.shards.map((s) => ({ ...s, point: n.node.did })) };
-  t.eq(bindings.take({ body: allHere, signature: signShardAssignment({ ...allHere, holder: mallory.did }, mallory).signature }).ok, false, 'a forged assignment moving every shard here is refused');
-  t.ok(bindings.take(signShardAssignment({ ...allHere, holder: mallory.did }, mallory)).ok, 'a stranger’s assignment in its own name is taken, and binds only children it issued');
+  t.eq(
+    bindings.take({ body: allHere, signature: signShardAssignment({ ...allHere, holder: mallory.did }, mallory).signature }).ok,
+    false,
+    'a forged assignment moving every shard here is refused',
+  );
+  t.ok(
+    bindings.take(signShardAssignment({ ...allHere, holder: mallory.did }, mallory)).ok,
+    'a stranger’s assignment in its own name is taken, and binds only children it issued',
+  );
   t.ok(bindings.take(signShardAssignment(a, holder)).ok, 'the holder’s assignment is taken');
 
   const verdicts: string[] = [];
@@ -249,7 +322,9 @@ function channelFixture(): ChannelFixture {
   const open = (gid: string, windows: readonly bigint[]) => {
     const store = new MemoryStore();
     const buses = actors.map(() => new MemoryBus(store));
-    const pts = actors.map((self, i) => new ChannelPoint({ grantId: gid, windowUj: windows[i]!, self, bus: buses[i]!, points: members, nowMs }));
+    const pts = actors.map(
+      (self, i) => new ChannelPoint({ grantId: gid, windowUj: windows[i]!, self, bus: buses[i]!, points: members, nowMs }),
+    );
     return { store, buses, pts, attacker: new MemoryBus(store) };
   };
   return { rng, issuer, actors, outsider, agent, channelGrant, open };
@@ -282,9 +357,17 @@ async function checkSettlement(t: Checker, fx: ChannelFixture, gid: string, budg
     await settleAll(ch.pts);
     await settleAll(ch.pts);
   }
-  t.eq(ch.pts.map((p) => p.peersUj), [400n, 400n, 400n], 'after settlement every point sees its peers’ 400 µJ');
+  t.eq(
+    ch.pts.map((p) => p.peersUj),
+    [400n, 400n, 400n],
+    'after settlement every point sees its peers’ 400 µJ',
+  );
   const settled = await auditChannel(ch.attacker, gid, budget);
-  t.eq([settled.totalUj, settled.overdraftUj, settled.proofVerifies], [600n, 0n, true], 'the audit merges the points’ statements at 600 µJ');
+  t.eq(
+    [settled.totalUj, settled.overdraftUj, settled.proofVerifies],
+    [600n, 0n, true],
+    'the audit merges the points’ statements at 600 µJ',
+  );
   t.eq(spend(ch.pts[0]!, 101n, budget), 'window-exhausted', 'a spend past the unsettled window waits for settlement');
   return ch;
 }
@@ -294,7 +377,13 @@ async function checkSettlement(t: Checker, fx: ChannelFixture, gid: string, budg
  * stale, regressing, malformed) are refused by the settlement, counted, and change no view; the
  * audit refuses a forged one and counts nothing from it.
  */
-async function checkBadStatements(t: Checker, { actors, outsider }: ChannelFixture, ch: OpenChannel, gid: string, budget: bigint): Promise<void> {
+async function checkBadStatements(
+  t: Checker,
+  { actors, outsider }: ChannelFixture,
+  ch: OpenChannel,
+  gid: string,
+  budget: bigint,
+): Promise<void> {
   // Bad statements stored on the stream are refused by the settlement and change no view.
   const [p0, p1] = ch.pts as [ChannelPoint, ChannelPoint];
   await settleAll(ch.pts);
@@ -305,11 +394,26 @@ async function checkBadStatements(t: Checker, { actors, outsider }: ChannelFixtu
   const [at0, at2, atOutsider] = [pointHash(actors[0]!.did), pointHash(actors[2]!.did), pointHash(outsider.did)];
   /** What, the refusal expected, the bytes stored (built from point 0's latest statement), and under which subject. */
   const bad: Array<[string, string, (l: Statement) => Uint8Array, string]> = [
-    ['tampered (spend lowered, signature kept)', 'forged', (l) => bytesOf({ body: { ...l, spent_uj: 0n, seq: l.seq + 1 }, signature: latest0().signature }), at0],
+    [
+      'tampered (spend lowered, signature kept)',
+      'forged',
+      (l) => bytesOf({ body: { ...l, spent_uj: 0n, seq: l.seq + 1 }, signature: latest0().signature }),
+      at0,
+    ],
     ['by a forger naming the real point', 'forged', (l) => bytesOf(signBody({ ...l, spent_uj: 0n, seq: l.seq + 1 }, outsider)), at0],
     ['by another point of the channel, naming this one', 'forged', (l) => bytesOf(signBody({ ...l, seq: l.seq + 1 }, actors[2]!)), at0],
-    ['by a forger naming itself', 'unknown-point', (l) => bytesOf(signStatement({ ...l, point: outsider.did, seq: l.seq + 1 }, outsider)), atOutsider],
-    ['by a forger naming itself, under the real point’s subject', 'misplaced', (l) => bytesOf(signStatement({ ...l, point: outsider.did, seq: l.seq + 1 }, outsider)), at0],
+    [
+      'by a forger naming itself',
+      'unknown-point',
+      (l) => bytesOf(signStatement({ ...l, point: outsider.did, seq: l.seq + 1 }, outsider)),
+      atOutsider,
+    ],
+    [
+      'by a forger naming itself, under the real point’s subject',
+      'misplaced',
+      (l) => bytesOf(signStatement({ ...l, point: outsider.did, seq: l.seq + 1 }, outsider)),
+      at0,
+    ],
     ['by the real point, under another point’s subject', 'misplaced', () => bytesOf(latest0()), at2],
     ['stale by 1', 'stale', (l) => bytesOf(as0({ seq: l.seq - 1 })), at0],
     ['stale by many', 'stale', () => bytesOf(as0({ seq: 1 })), at0],
@@ -324,8 +428,16 @@ async function checkBadStatements(t: Checker, { actors, outsider }: ChannelFixtu
     const refusedBefore = p1.counts.refused[expected as keyof typeof p1.counts.refused];
     ch.attacker.inject(gid, subject, make(latest0().body));
     const out = await p1.settleNow();
-    t.eq(out.ok ? 'settled' : out.refused.map((r) => r.code), [expected], `a statement ${what} is refused as ${expected}; the settlement does not complete`);
-    t.eq([p1.peersUj, p1.counts.refused[expected as keyof typeof p1.counts.refused]], [peers, refusedBefore + 1], `… the view is unchanged and the refusal counted (${what})`);
+    t.eq(
+      out.ok ? 'settled' : out.refused.map((r) => r.code),
+      [expected],
+      `a statement ${what} is refused as ${expected}; the settlement does not complete`,
+    );
+    t.eq(
+      [p1.peersUj, p1.counts.refused[expected as keyof typeof p1.counts.refused]],
+      [peers, refusedBefore + 1],
+      `… the view is unchanged and the refusal counted (${what})`,
+    );
     // The wronged subject's point republishes (or the outsider's subject is cleared) before the next case.
     if (subject === atOutsider) ch.store.statements.get(gid)!.delete(subject);
     else await ch.pts[actors.findIndex((a) => pointHash(a.did) === subject)]!.settleNow();
@@ -344,7 +456,11 @@ async function checkMergedBudget(t: Checker, ch: OpenChannel, gid: string, budge
   await settleAll(ch.pts);
   await settleAll(ch.pts);
   t.eq((await auditChannel(ch.attacker, gid, budget)).totalUj, budget, 'settled spend reaches the budget exactly');
-  t.eq([spend(p2, 1n, budget), spend(p0, 1n, budget)], ['budget-exceeded', 'budget-exceeded'], 'after settlement the merged view refuses 1 µJ more');
+  t.eq(
+    [spend(p2, 1n, budget), spend(p0, 1n, budget)],
+    ['budget-exceeded', 'budget-exceeded'],
+    'after settlement the merged view refuses 1 µJ more',
+  );
 }
 
 /**
@@ -352,7 +468,10 @@ async function checkMergedBudget(t: Checker, ch: OpenChannel, gid: string, budge
  * the 250 µJ budget; the overdraft, read from the audit, is exactly the bound Σ_{j≠k} W_j
  * (160 µJ). Returns the audit's proof, its grant id and budget.
  */
-async function checkPartition(t: Checker, { channelGrant, open }: ChannelFixture): Promise<{ proof: OverdraftProof; gid2: string; small: bigint }> {
+async function checkPartition(
+  t: Checker,
+  { channelGrant, open }: ChannelFixture,
+): Promise<{ proof: OverdraftProof; gid2: string; small: bigint }> {
   // A partition: the points that cannot settle stop at their windows; the point that can spends
   // the budget; the overdraft, read from the audit, is exactly the bound Σ_{j≠k} W_j.
   const small = 250n;
@@ -383,7 +502,11 @@ async function checkPartition(t: Checker, { channelGrant, open }: ChannelFixture
   t.eq(bound, 160n, 'the bound for windows 100/60/40 is Σ W − min W = 160 µJ');
   t.eq([audit.overdraftUj, audit.proofVerifies], [bound, true], 'the audited overdraft reaches the bound exactly, and its proof verifies');
   t.eq(audit.totalUj, spendBound(small, windows), 'the spend is budget + Σ_{j≠k} W_j, never more');
-  t.eq(part.pts.map((p) => spend(p, 1n, small)), ['budget-exceeded', 'budget-exceeded', 'budget-exceeded'], 'after healing every point refuses');
+  t.eq(
+    part.pts.map((p) => spend(p, 1n, small)),
+    ['budget-exceeded', 'budget-exceeded', 'budget-exceeded'],
+    'after healing every point refuses',
+  );
   return { proof: audit.proof!, gid2, small };
 }
 
@@ -402,13 +525,24 @@ function checkThirdPartyProof(t: Checker, proof: OverdraftProof, { gid, gid2, sm
   };
   t.eq(refusal({ ...proof, overdraft: 170n, total: 420n }), ProofRefusals.WRONG_TOTAL, 'an inflated overdraft claim does not verify');
   t.eq(refusal({ ...proof, overdraft: 150n, total: 400n }), ProofRefusals.WRONG_TOTAL, 'an understated overdraft claim does not verify');
-  t.eq(refusal({ ...proof, statements: proof.statements.slice(1) }), ProofRefusals.WRONG_TOTAL, 'a proof missing one point’s statement does not add up');
   t.eq(
-    refusal({ ...proof, statements: proof.statements.map((st, i) => (i === 0 ? { body: st.body, signature: proof.statements[1]!.signature } : st)) }),
+    refusal({ ...proof, statements: proof.statements.slice(1) }),
+    ProofRefusals.WRONG_TOTAL,
+    'a proof missing one point’s statement does not add up',
+  );
+  t.eq(
+    refusal({
+      ...proof,
+      statements: proof.statements.map((st, i) => (i === 0 ? { body: st.body, signature: proof.statements[1]!.signature } : st)),
+    }),
     ProofRefusals.FORGED,
     'a proof with a forged statement does not verify',
   );
-  t.eq(refusal({ ...proof, statements: [...proof.statements, proof.statements[0]!] }), ProofRefusals.DUPLICATE_POINT, 'a point counted twice does not verify');
+  t.eq(
+    refusal({ ...proof, statements: [...proof.statements, proof.statements[0]!] }),
+    ProofRefusals.DUPLICATE_POINT,
+    'a point counted twice does not verify',
+  );
   t.eq(refusal(proof, { id: gid2, budget_uj: small + 1n }), ProofRefusals.WRONG_BUDGET, 'a proof against another budget does not verify');
   t.eq(refusal(proof, { id: gid, budget_uj: small }), ProofRefusals.WRONG_GRANT, 'a proof for another grant does not verify');
 }
@@ -424,7 +558,14 @@ async function checkLiveChannel(t: Checker, { rng, issuer, agent }: ChannelFixtu
   const liveBudget = 100n;
   const liveWindow = 30n;
   const lg = signGrant(
-    { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('c17-llm'), actions: ['read'] }, budget_uj: liveBudget, expiry: 0, nonce: rng(16) },
+    {
+      issuer: issuer.did,
+      subject: agent.did,
+      capability: { resource: resourceIdOf('c17-llm'), actions: ['read'] },
+      budget_uj: liveBudget,
+      expiry: 0,
+      nonce: rng(16),
+    },
     issuer,
   );
   const lid = grantId(lg.grant);
@@ -459,7 +600,11 @@ async function checkLiveChannel(t: Checker, { rng, issuer, agent }: ChannelFixtu
         await settleBoth();
         verdicts.push(await call(k % 2 === 0 ? 1 : 0));
       }
-      t.eq(verdicts, [...Array(7).fill('allow'), ...Array(3).fill('budget-exceeded')], 'settled before each call, the nodes allow the 70 µJ left between them, then refuse');
+      t.eq(
+        verdicts,
+        [...Array(7).fill('allow'), ...Array(3).fill('budget-exceeded')],
+        'settled before each call, the nodes allow the 70 µJ left between them, then refuse',
+      );
       const before = spentAt();
       t.eq(before[0]! + before[1]!, liveBudget, 'node: the ledgers of the two nodes add up to the channel budget exactly');
       await settleBoth();

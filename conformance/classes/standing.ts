@@ -10,7 +10,36 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chainFileText, readChainFile, writeChainFile } from '../../client/index.ts';
-import { amend, attenuate, authorPolicy, checkHop, checkpointId, contentId, type Actor, EMPTY_MINT_LEDGER, encodeWireMessage, fire, grantId, issueContinuation, makeCheckpoint, newActor, type Rng, seededRng, signBody, type SignedAmendment, type SignedCheckpoint, type SignedGrant, type SignedMintPolicy, signGrant, StandingRefusals, SteeringRefusals, verifyAmendment, verifyCheckpoint, verifyContinuation, verifyGrantSignature } from '../../core/index.ts';
+import {
+  amend,
+  attenuate,
+  authorPolicy,
+  checkHop,
+  checkpointId,
+  contentId,
+  type Actor,
+  EMPTY_MINT_LEDGER,
+  encodeWireMessage,
+  fire,
+  grantId,
+  issueContinuation,
+  makeCheckpoint,
+  newActor,
+  type Rng,
+  seededRng,
+  signBody,
+  type SignedAmendment,
+  type SignedCheckpoint,
+  type SignedGrant,
+  type SignedMintPolicy,
+  signGrant,
+  StandingRefusals,
+  SteeringRefusals,
+  verifyAmendment,
+  verifyCheckpoint,
+  verifyContinuation,
+  verifyGrantSignature,
+} from '../../core/index.ts';
 import { AmendmentRefusals, eventClassOf, resourceIdOf, type StandingServer, startStandingServer } from '../../node/index.ts';
 import type { Checker } from '../checker.ts';
 import type { ConformanceClass } from '../runner.ts';
@@ -27,12 +56,21 @@ interface Answer {
 }
 
 async function postEvent(port: number, source: string, body: string): Promise<Answer> {
-  const r = await fetch(`http://127.0.0.1:${port}/events/${source}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
-  const j = (await r.json()) as { fired?: { firings: number; spent_uj: string; file?: string; replayed: boolean }; error?: { code: string } };
+  const r = await fetch(`http://127.0.0.1:${port}/events/${source}`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json' },
+  });
+  const j = (await r.json()) as {
+    fired?: { firings: number; spent_uj: string; file?: string; replayed: boolean };
+    error?: { code: string };
+  };
   return {
     status: r.status,
     ...(j.error ? { code: j.error.code } : {}),
-    ...(j.fired ? { firings: j.fired.firings, spent: j.fired.spent_uj, replayed: j.fired.replayed, ...(j.fired.file ? { file: j.fired.file } : {}) } : {}),
+    ...(j.fired
+      ? { firings: j.fired.firings, spent: j.fired.spent_uj, replayed: j.fired.replayed, ...(j.fired.file ? { file: j.fired.file } : {}) }
+      : {}),
   };
 }
 
@@ -101,23 +139,57 @@ function standingFixture(): StandingFixture {
  * authoring it failed (the check has then failed).
  */
 function checkPolicyAuthoring(t: Checker, { rng, owner, trigger, worker, hook, standing }: StandingFixture): SignedMintPolicy | undefined {
-  t.eq(code(authorPolicy(standing, { event_class: hook, per_firing_uj: 101n, max_firings: 1, nonce: rng(16) }, owner)), StandingRefusals.AMPLIFICATION, 'a policy whose per-firing slice passes the grant (101 of 100 µJ) is refused at author time');
-  t.eq(code(authorPolicy(standing, { event_class: hook, per_firing_uj: 1n << 70n, max_firings: 1, nonce: rng(16) }, owner)), StandingRefusals.AMPLIFICATION, 'a policy with a huge per-firing slice is refused');
-  t.ok(authorPolicy(standing, { event_class: hook, per_firing_uj: 100n, max_firings: 1, nonce: rng(16) }, owner).ok, 'a policy whose slice is the whole grant is accepted (no amplification)');
-  for (const [who, actor] of [['the holder', trigger], ['the worker', worker], ['a stranger', newActor(rng)]] as const) {
-    t.eq(code(authorPolicy(standing, { event_class: hook, per_firing_uj: 10n, max_firings: 1, nonce: rng(16) }, actor)), StandingRefusals.WRONG_SIGNER, `only the grant issuer authors its policy (not ${who})`);
+  t.eq(
+    code(authorPolicy(standing, { event_class: hook, per_firing_uj: 101n, max_firings: 1, nonce: rng(16) }, owner)),
+    StandingRefusals.AMPLIFICATION,
+    'a policy whose per-firing slice passes the grant (101 of 100 µJ) is refused at author time',
+  );
+  t.eq(
+    code(authorPolicy(standing, { event_class: hook, per_firing_uj: 1n << 70n, max_firings: 1, nonce: rng(16) }, owner)),
+    StandingRefusals.AMPLIFICATION,
+    'a policy with a huge per-firing slice is refused',
+  );
+  t.ok(
+    authorPolicy(standing, { event_class: hook, per_firing_uj: 100n, max_firings: 1, nonce: rng(16) }, owner).ok,
+    'a policy whose slice is the whole grant is accepted (no amplification)',
+  );
+  for (const [who, actor] of [
+    ['the holder', trigger],
+    ['the worker', worker],
+    ['a stranger', newActor(rng)],
+  ] as const) {
+    t.eq(
+      code(authorPolicy(standing, { event_class: hook, per_firing_uj: 10n, max_firings: 1, nonce: rng(16) }, actor)),
+      StandingRefusals.WRONG_SIGNER,
+      `only the grant issuer authors its policy (not ${who})`,
+    );
   }
   const authored = authorPolicy(standing, { event_class: hook, per_firing_uj: 30n, max_firings: 4, nonce: rng(16) }, owner);
   t.ok(authored.ok, 'the issuer authors a policy: 30 µJ per firing, at most 4 firings');
   if (!authored.ok) return undefined;
   const policy = authored.value;
   const tampered = { body: { ...policy.body, per_firing_uj: 100n }, signature: policy.signature };
-  for (const [who, actor] of [['the holder', trigger], ['a stranger', newActor(rng)]] as const) {
+  for (const [who, actor] of [
+    ['the holder', trigger],
+    ['a stranger', newActor(rng)],
+  ] as const) {
     const bySomeoneElse = signBody(policy.body, actor);
-    t.eq(code(fire(bySomeoneElse, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, trigger)), StandingRefusals.WRONG_SIGNER, `a policy signed by ${who} does not fire`);
+    t.eq(
+      code(fire(bySomeoneElse, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, trigger)),
+      StandingRefusals.WRONG_SIGNER,
+      `a policy signed by ${who} does not fire`,
+    );
   }
-  t.eq(code(fire(tampered, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, trigger)), StandingRefusals.WRONG_SIGNER, 'a policy altered after signing is refused');
-  t.eq(code(fire(policy, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, owner)), StandingRefusals.NOT_HOLDER, 'a non-holder (the issuer) cannot fire the standing grant');
+  t.eq(
+    code(fire(tampered, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, trigger)),
+    StandingRefusals.WRONG_SIGNER,
+    'a policy altered after signing is refused',
+  );
+  t.eq(
+    code(fire(policy, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, owner)),
+    StandingRefusals.NOT_HOLDER,
+    'a non-holder (the issuer) cannot fire the standing grant',
+  );
   return policy;
 }
 
@@ -162,7 +234,11 @@ async function checkFiringsAcrossRestart(t: Checker, { standing, sid, worker }: 
       const child = handed[handed.length - 1]!;
       t.eq(child.grant.parent, sid, `firing ${i}: the child traces to the standing grant`);
       t.ok(checkHop(standing.grant, sid, child.grant).ok && verifyGrantSignature(child), `firing ${i}: the child chain-verifies`);
-      t.eq([child.grant.budget_uj, child.grant.subject], [30n, worker.did], `firing ${i}: the child carries exactly the per-firing slice, for the agent`);
+      t.eq(
+        [child.grant.budget_uj, child.grant.subject],
+        [30n, worker.did],
+        `firing ${i}: the child carries exactly the per-firing slice, for the agent`,
+      );
     }
     const ledgerBytes = () => readFileSync(ledgerFile);
     const before = ledgerBytes();
@@ -182,7 +258,11 @@ async function checkFiringsAcrossRestart(t: Checker, { standing, sid, worker }: 
     };
     await refuseAll('before a restart');
     const retried = await postEvent(port(), 'tickets', JSON.stringify({ kind: 'opened', ticket: 1 }));
-    t.eq([retried.status, retried.replayed, retried.firings], [200, true, 3], 'the same webhook again is answered with its child, not a new firing');
+    t.eq(
+      [retried.status, retried.replayed, retried.firings],
+      [200, true, 3],
+      'the same webhook again is answered with its child, not a new firing',
+    );
     await server.close();
     server = await startStandingServer(opts);
     t.eq(server.ledger.ledger, { firings: 3, spent_uj: 90n }, 'a restarted server reads the mint ledger back: 3 firings, 90 µJ');
@@ -196,7 +276,12 @@ async function checkFiringsAcrossRestart(t: Checker, { standing, sid, worker }: 
 }
 
 /** A budget-bound policy at the boundary: two 50 µJ firings fill the 100 µJ grant exactly, a third is refused. Returns false when authoring failed. */
-async function checkBudgetBoundary(t: Checker, { rng, owner, hook, standing }: StandingFixture, opts: ServerOptions, dir: string): Promise<boolean> {
+async function checkBudgetBoundary(
+  t: Checker,
+  { rng, owner, hook, standing }: StandingFixture,
+  opts: ServerOptions,
+  dir: string,
+): Promise<boolean> {
   let server: StandingServer | undefined;
   try {
     // A budget-bound policy at the boundary: two 50 µJ firings fill the 100 µJ grant exactly.
@@ -209,7 +294,11 @@ async function checkBudgetBoundary(t: Checker, { rng, owner, hook, standing }: S
     const h1 = await postEvent(server.port, 'tickets', '{"kind":"opened","h":1}');
     const h2 = await postEvent(server.port, 'tickets', '{"kind":"opened","h":2}');
     t.eq([h1.status, h2.status, h2.spent], [200, 200, '100'], 'two 50 µJ firings bring cumulative spend to exactly the grant (allowed)');
-    t.eq((await postEvent(server.port, 'tickets', '{"kind":"opened","h":3}')).code, StandingRefusals.BUDGET_EXHAUSTED, 'a third 50 µJ firing (150 of 100 µJ) is refused');
+    t.eq(
+      (await postEvent(server.port, 'tickets', '{"kind":"opened","h":3}')).code,
+      StandingRefusals.BUDGET_EXHAUSTED,
+      'a third 50 µJ firing (150 of 100 µJ) is refused',
+    );
     await server.close();
     server = undefined;
     return true;
@@ -219,7 +308,12 @@ async function checkBudgetBoundary(t: Checker, { rng, owner, hook, standing }: S
 }
 
 /** A count-bound policy (10 µJ × 2): the third firing is refused `firings-exhausted`, also after a restart. */
-async function checkCountBound(t: Checker, { rng, owner, hook, standing }: StandingFixture, opts: ServerOptions, dir: string): Promise<void> {
+async function checkCountBound(
+  t: Checker,
+  { rng, owner, hook, standing }: StandingFixture,
+  opts: ServerOptions,
+  dir: string,
+): Promise<void> {
   let server: StandingServer | undefined;
   try {
     // A count-bound policy: the third firing is refused, also after a restart.
@@ -231,10 +325,18 @@ async function checkCountBound(t: Checker, { rng, owner, hook, standing }: Stand
     const countOpts = { ...opts, policy: twice.value, ledgerFile: path.join(dir, 'count.jsonl') };
     server = await startStandingServer(countOpts);
     for (let i = 1; i <= 2; i++) await postEvent(server.port, 'tickets', JSON.stringify({ kind: 'opened', n: i }));
-    t.eq((await postEvent(server.port, 'tickets', '{"kind":"opened","n":3}')).code, StandingRefusals.FIRINGS_EXHAUSTED, 'a third firing of a two-firing policy is refused');
+    t.eq(
+      (await postEvent(server.port, 'tickets', '{"kind":"opened","n":3}')).code,
+      StandingRefusals.FIRINGS_EXHAUSTED,
+      'a third firing of a two-firing policy is refused',
+    );
     await server.close();
     server = await startStandingServer(countOpts);
-    t.eq((await postEvent(server.port, 'tickets', '{"kind":"opened","n":4}')).code, StandingRefusals.FIRINGS_EXHAUSTED, 'after a restart the firing count is still exhausted');
+    t.eq(
+      (await postEvent(server.port, 'tickets', '{"kind":"opened","n":4}')).code,
+      StandingRefusals.FIRINGS_EXHAUSTED,
+      'after a restart the firing count is still exhausted',
+    );
     t.eq(server.ledger.ledger, { firings: 2, spent_uj: 20n }, 'and its ledger is unchanged: 2 firings, 20 µJ');
   } finally {
     await server?.close();
@@ -313,28 +415,65 @@ interface SignedSteering {
  * `not-issuer`, `widening`). Returns the checkpoint and the refused amendments, or undefined
  * when the agent's checkpoint failed (the check has then failed).
  */
-function checkCheckpointRefusals(t: Checker, { rng, root, steward, agent, mallory, top, run }: SteeringFixture): SignedSteering | undefined {
-  for (const [who, actor] of [['the steward', steward], ['the root', root], ['a stranger', mallory]] as const) {
-    t.eq(code(makeCheckpoint(run, contentId({ step: 1 }), actor)), SteeringRefusals.NOT_AGENT, `only the agent checkpoints its own state (not ${who})`);
+function checkCheckpointRefusals(
+  t: Checker,
+  { rng, root, steward, agent, mallory, top, run }: SteeringFixture,
+): SignedSteering | undefined {
+  for (const [who, actor] of [
+    ['the steward', steward],
+    ['the root', root],
+    ['a stranger', mallory],
+  ] as const) {
+    t.eq(
+      code(makeCheckpoint(run, contentId({ step: 1 }), actor)),
+      SteeringRefusals.NOT_AGENT,
+      `only the agent checkpoints its own state (not ${who})`,
+    );
   }
   const cp = makeCheckpoint(run, contentId({ step: 1, notes: 'found 12 sources' }), agent, rng(16));
   t.ok(cp.ok, 'the agent checkpoints its own state');
   if (!cp.ok) return undefined;
   const checkpoint = cp.value;
-  for (const [who, actor] of [['the issuer', steward], ['a stranger', mallory]] as const) {
-    t.eq(code(verifyCheckpoint(signBody(checkpoint.body, actor), run)), SteeringRefusals.NOT_AGENT, `a checkpoint signed by ${who}, not the agent, is refused`);
+  for (const [who, actor] of [
+    ['the issuer', steward],
+    ['a stranger', mallory],
+  ] as const) {
+    t.eq(
+      code(verifyCheckpoint(signBody(checkpoint.body, actor), run)),
+      SteeringRefusals.NOT_AGENT,
+      `a checkpoint signed by ${who}, not the agent, is refused`,
+    );
   }
   t.eq(code(verifyCheckpoint(checkpoint, top)), SteeringRefusals.WRONG_GRANT, 'a checkpoint presented with another grant is refused');
 
-  t.eq(code(amend(checkpoint, run, { budget_uj: 100n, nonce: rng(16) }, agent)), SteeringRefusals.SELF_STEERING, 'the agent cannot steer itself');
+  t.eq(
+    code(amend(checkpoint, run, { budget_uj: 100n, nonce: rng(16) }, agent)),
+    SteeringRefusals.SELF_STEERING,
+    'the agent cannot steer itself',
+  );
   const selfSigned = signBody({ checkpoint: checkpointId(checkpoint), budget_uj: 100n, nonce: rng(16) }, agent);
   t.eq(code(verifyAmendment(selfSigned, checkpoint, run)), SteeringRefusals.SELF_STEERING, 'an agent-signed amendment is refused');
-  t.eq(code(amend(checkpoint, run, { budget_uj: 100n, nonce: rng(16) }, mallory)), SteeringRefusals.NOT_ISSUER, 'a non-issuer cannot amend');
-  t.eq(code(amend(checkpoint, run, { budget_uj: 100n, nonce: rng(16) }, root)), SteeringRefusals.NOT_ISSUER, 'an upstream issuer is not this grant issuer');
+  t.eq(
+    code(amend(checkpoint, run, { budget_uj: 100n, nonce: rng(16) }, mallory)),
+    SteeringRefusals.NOT_ISSUER,
+    'a non-issuer cannot amend',
+  );
+  t.eq(
+    code(amend(checkpoint, run, { budget_uj: 100n, nonce: rng(16) }, root)),
+    SteeringRefusals.NOT_ISSUER,
+    'an upstream issuer is not this grant issuer',
+  );
   const malSigned = signBody({ checkpoint: checkpointId(checkpoint), budget_uj: 100n, nonce: rng(16) }, mallory);
   t.eq(code(verifyAmendment(malSigned, checkpoint, run)), SteeringRefusals.NOT_ISSUER, 'a non-issuer-signed amendment is refused');
-  t.eq(code(amend(checkpoint, run, { budget_uj: 500_001n, nonce: rng(16) }, steward)), SteeringRefusals.WIDENING, 'a widening amendment (1 µJ over) is refused');
-  t.ok(amend(checkpoint, run, { budget_uj: 500_000n, nonce: rng(16) }, steward).ok, 'an amendment to exactly the steered budget is tighten-only (accepted)');
+  t.eq(
+    code(amend(checkpoint, run, { budget_uj: 500_001n, nonce: rng(16) }, steward)),
+    SteeringRefusals.WIDENING,
+    'a widening amendment (1 µJ over) is refused',
+  );
+  t.ok(
+    amend(checkpoint, run, { budget_uj: 500_000n, nonce: rng(16) }, steward).ok,
+    'an amendment to exactly the steered budget is tighten-only (accepted)',
+  );
   const wideSigned = signBody({ checkpoint: checkpointId(checkpoint), budget_uj: 600_000n, nonce: rng(16) }, steward);
   t.eq(code(verifyAmendment(wideSigned, checkpoint, run)), SteeringRefusals.WIDENING, 'an issuer-signed widening amendment is refused');
   const selfRun = signGrant({ ...run.grant, issuer: agent.did, nonce: rng(16) }, agent);
@@ -342,9 +481,17 @@ function checkCheckpointRefusals(t: Checker, { rng, root, steward, agent, mallor
   t.ok(selfCp.ok, 'the agent checkpoints a grant it issued to itself');
   if (selfCp.ok) {
     const own = signBody({ checkpoint: checkpointId(selfCp.value), budget_uj: 1n, nonce: rng(16) }, agent);
-    t.eq(code(verifyAmendment(own, selfCp.value, selfRun)), SteeringRefusals.SELF_STEERING, 'a grant whose issuer is its subject cannot be steered');
+    t.eq(
+      code(verifyAmendment(own, selfCp.value, selfRun)),
+      SteeringRefusals.SELF_STEERING,
+      'a grant whose issuer is its subject cannot be steered',
+    );
     const byOther = signBody({ checkpoint: checkpointId(selfCp.value), budget_uj: 1n, nonce: rng(16) }, mallory);
-    t.eq(code(verifyAmendment(byOther, selfCp.value, selfRun)), SteeringRefusals.SELF_STEERING, 'nor by anyone else: any amendment of a self-issued run is self-steering');
+    t.eq(
+      code(verifyAmendment(byOther, selfCp.value, selfRun)),
+      SteeringRefusals.SELF_STEERING,
+      'nor by anyone else: any amendment of a self-issued run is self-steering',
+    );
   }
   return { checkpoint, selfSigned, malSigned, wideSigned };
 }
@@ -361,7 +508,11 @@ interface Steered {
  * its checkpoint, continuation linked and carrying the amendment budget; a wider continuation or
  * one re-issued by the agent is refused. Undefined when a step the rest needs failed.
  */
-function checkSteering(t: Checker, { rng, steward, agent, top, run }: SteeringFixture, { checkpoint }: SignedSteering): Steered | undefined {
+function checkSteering(
+  t: Checker,
+  { rng, steward, agent, top, run }: SteeringFixture,
+  { checkpoint }: SignedSteering,
+): Steered | undefined {
   const a = amend(checkpoint, run, { budget_uj: 500_000n, instructions: contentId({ focus: 'summarise' }), nonce: rng(16) }, steward);
   t.ok(a.ok, 'the issuer steers the run at the checkpoint, "to 500,000 µJ"');
   if (!a.ok) return undefined;
@@ -370,20 +521,39 @@ function checkSteering(t: Checker, { rng, steward, agent, top, run }: SteeringFi
   const later = makeCheckpoint(run, contentId({ step: 2 }), agent, rng(16));
   t.ok(later.ok, 'the agent checkpoints again');
   if (!later.ok) return undefined;
-  t.eq(code(verifyAmendment(amendment, later.value, run)), SteeringRefusals.WRONG_CHECKPOINT, 'an amendment bound to a different checkpoint is refused');
+  t.eq(
+    code(verifyAmendment(amendment, later.value, run)),
+    SteeringRefusals.WRONG_CHECKPOINT,
+    'an amendment bound to a different checkpoint is refused',
+  );
 
   const c = issueContinuation(run, checkpoint, amendment, steward);
   t.ok(c.ok, 'the issuer re-issues the run as a continuation');
   if (!c.ok) return undefined;
   const cont = c.value;
-  t.eq([cont.grant.subject, cont.grant.budget_uj], [agent.did, 500_000n], 'the continuation goes to the same agent with the amended budget');
-  t.ok(verifyContinuation(run, checkpoint, amendment, cont).ok, 'the continuation is linked back to the steered grant through the amendment');
+  t.eq(
+    [cont.grant.subject, cont.grant.budget_uj],
+    [agent.did, 500_000n],
+    'the continuation goes to the same agent with the amended budget',
+  );
+  t.ok(
+    verifyContinuation(run, checkpoint, amendment, cont).ok,
+    'the continuation is linked back to the steered grant through the amendment',
+  );
   t.ok(checkHop(top.grant, grantId(top.grant), cont.grant).ok, 'the continuation chain-verifies under the steered grant parent');
   const tighter = amend(checkpoint, run, { budget_uj: 200_000n, nonce: rng(16) }, steward);
   const tightCont = tighter.ok ? issueContinuation(run, checkpoint, tighter.value, steward) : tighter;
-  t.eq(tightCont.ok ? tightCont.value.grant.budget_uj : tightCont.error.code, 200_000n, 'a continuation carries the amendment budget (200,000 µJ), not the steered one');
+  t.eq(
+    tightCont.ok ? tightCont.value.grant.budget_uj : tightCont.error.code,
+    200_000n,
+    'a continuation carries the amendment budget (200,000 µJ), not the steered one',
+  );
   const wider = signGrant({ ...cont.grant, budget_uj: 500_001n }, steward);
-  t.eq(code(verifyContinuation(run, checkpoint, amendment, wider)), SteeringRefusals.CONTINUATION_MISMATCH, 'a continuation wider than its amendment is refused');
+  t.eq(
+    code(verifyContinuation(run, checkpoint, amendment, wider)),
+    SteeringRefusals.CONTINUATION_MISMATCH,
+    'a continuation wider than its amendment is refused',
+  );
   t.eq(code(issueContinuation(run, checkpoint, amendment, agent)), SteeringRefusals.NOT_ISSUER, 'the agent cannot re-issue its own run');
   return { amendment, later: later.value, cont };
 }
@@ -393,7 +563,13 @@ function checkSteering(t: Checker, { rng, steward, agent, top, run }: SteeringFi
  * issuer's, caps the continuation at what the steered grant had left (500,000 − 300,001 µJ),
  * refuses a second amendment, soft-revokes the steered grant, and keeps all of it across a restart.
  */
-async function checkLiveAmendment(t: Checker, { rng, steward, agent, top, run }: SteeringFixture, { checkpoint, selfSigned, malSigned, wideSigned }: SignedSteering, { amendment, later, cont }: Steered, live: LiveNode): Promise<void> {
+async function checkLiveAmendment(
+  t: Checker,
+  { rng, steward, agent, top, run }: SteeringFixture,
+  { checkpoint, selfSigned, malSigned, wideSigned }: SignedSteering,
+  { amendment, later, cont }: Steered,
+  live: LiveNode,
+): Promise<void> {
   const sendAmend = async (cpx: SignedCheckpoint, sa: SignedAmendment, grant = run) => {
     const reply = await live.raw(steward, encodeWireMessage({ kind: 'amend', grant, checkpoint: cpx, amendment: sa }));
     if (reply.kind === 'amended') return reply.amended;
@@ -414,9 +590,13 @@ async function checkLiveAmendment(t: Checker, { rng, steward, agent, top, run }:
   t.eq((await spend([top, run], 1n)).verdict, 'allow', 'after the refused amendments the run still allows its agent');
 
   const applied = await sendAmend(checkpoint, amendment);
-  t.ok(typeof applied === 'object', 'the node admits the issuer\'s amendment');
+  t.ok(typeof applied === 'object', "the node admits the issuer's amendment");
   if (typeof applied !== 'object') return;
-  t.eq([applied.steered_spent_uj, applied.budget_uj], [300_001n, 199_999n], 'the node caps the continuation at what the steered grant had left (500,000 − 300,001 µJ), not at the amended 500,000');
+  t.eq(
+    [applied.steered_spent_uj, applied.budget_uj],
+    [300_001n, 199_999n],
+    'the node caps the continuation at what the steered grant had left (500,000 − 300,001 µJ), not at the amended 500,000',
+  );
   t.eq(applied.continuation_id, grantId(cont.grant), 'the node names the continuation the issuer re-issues');
   const second = amend(later, run, { budget_uj: 10n, nonce: rng(16) }, steward);
   t.ok(second.ok, 'the issuer signs a second amendment, at a later checkpoint');
@@ -432,14 +612,22 @@ async function checkLiveAmendment(t: Checker, { rng, steward, agent, top, run }:
   const steeredSpent = live.spent(runId);
   // Each probe differs (cost), so none is answered as an idempotent replay of an earlier request.
   const checkEnforced = async (when: string, contLeft: bigint, probe: bigint) => {
-    t.eq((await spend([top, run], probe)).verdict, 'revoked', `${when}: the steered grant allows nothing at the node (soft revoke: revoked)`);
+    t.eq(
+      (await spend([top, run], probe)).verdict,
+      'revoked',
+      `${when}: the steered grant allows nothing at the node (soft revoke: revoked)`,
+    );
     const past = await spend([top, cont], contLeft + 1n);
     t.eq(past.verdict, 'budget-exceeded', `${when}: the continuation cannot spend ${contLeft + 1n} µJ, 1 µJ past its cap`);
     t.eq(live.spent(runId), steeredSpent, `${when}: nothing more is debited from the steered grant`);
   };
   await checkEnforced('after the amendment', 199_999n, 2n);
   const used = await spend([top, cont], 150_000n);
-  t.eq([used.verdict, used.receipt?.budget_remaining_uj], ['allow', 49_999n], 'the continuation spends within its cap; the receipt says what is honestly left (49,999 µJ)');
+  t.eq(
+    [used.verdict, used.receipt?.budget_remaining_uj],
+    ['allow', 49_999n],
+    'the continuation spends within its cap; the receipt says what is honestly left (49,999 µJ)',
+  );
   await live.restart();
   t.eq(live.node.boot.amendments, { applied: 1, bad: 0 }, 'boot re-applies the durable amendment record');
   await checkEnforced('after a restart', 49_999n, 3n);

@@ -10,8 +10,33 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { type Actor, grantId, newActor, openReceipt, parseDid, payloadHash, type Rng, seededRng, type SignedGrant, sign, signGrant, signWireRequest, signWireRequestSync, type UnsignedWireRequest, verify } from '../../core/index.ts';
-import { aggregate, commit, type DealtShare, deal, FrostErrorCodes, type SigningPackage, signShare, soloSignature } from '../../frost/index.ts';
+import {
+  type Actor,
+  grantId,
+  newActor,
+  openReceipt,
+  parseDid,
+  payloadHash,
+  type Rng,
+  seededRng,
+  type SignedGrant,
+  sign,
+  signGrant,
+  signWireRequest,
+  signWireRequestSync,
+  type UnsignedWireRequest,
+  verify,
+} from '../../core/index.ts';
+import {
+  aggregate,
+  commit,
+  type DealtShare,
+  deal,
+  FrostErrorCodes,
+  type SigningPackage,
+  signShare,
+  soloSignature,
+} from '../../frost/index.ts';
 import { configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import type { Checker } from '../checker.ts';
@@ -106,22 +131,52 @@ function refusedWith(f: () => unknown): string {
 function checkRoundRefusals(t: Checker, fx: TeamFixture): void {
   const { rng, group, team, shares } = fx;
   const probe = new TextEncoder().encode('c13 probe');
-  t.eq(refusedWith(() => thresholdSign(fx, [shares[1]!])(probe)), FrostErrorCodes.BAD_PACKAGE, 'a one-signer signing package is refused by the participant');
+  t.eq(
+    refusedWith(() => thresholdSign(fx, [shares[1]!])(probe)),
+    FrostErrorCodes.BAD_PACKAGE,
+    'a one-signer signing package is refused by the participant',
+  );
   const r1 = commit(shares[0]!, rng);
   const r2 = commit(shares[1]!, rng);
   const pkg: SigningPackage = { message: probe, commitments: [r1.commitment, r2.commitment] };
   const other = commit(shares[0]!, rng).commitment;
-  t.eq(code(signShare(group, shares[0]!, r1.nonces, r1.commitment, { ...pkg, commitments: [other, r2.commitment] })), FrostErrorCodes.BAD_PACKAGE, 'a package that alters the participant’s commitment is refused');
-  t.eq(code(signShare(group, shares[0]!, r1.nonces, r1.commitment, { ...pkg, commitments: [r1.commitment, r1.commitment] })), FrostErrorCodes.BAD_PACKAGE, 'a package naming one signer twice is refused');
+  t.eq(
+    code(signShare(group, shares[0]!, r1.nonces, r1.commitment, { ...pkg, commitments: [other, r2.commitment] })),
+    FrostErrorCodes.BAD_PACKAGE,
+    'a package that alters the participant’s commitment is refused',
+  );
+  t.eq(
+    code(signShare(group, shares[0]!, r1.nonces, r1.commitment, { ...pkg, commitments: [r1.commitment, r1.commitment] })),
+    FrostErrorCodes.BAD_PACKAGE,
+    'a package naming one signer twice is refused',
+  );
   const z1 = signShare(group, shares[0]!, r1.nonces, r1.commitment, pkg);
   const z2 = signShare(group, shares[1]!, r2.nonces, r2.commitment, pkg);
   t.eq(code(signShare(group, shares[0]!, r1.nonces, r1.commitment, pkg)), FrostErrorCodes.NONCE_USED, 'a nonce pair is used once');
   if (!z1.ok || !z2.ok) throw new Error('C13: a valid package was refused');
   const bad = z2.value.slice();
   bad[0] = bad[0]! ^ 1;
-  const r = aggregate(group, pkg, new Map([[1, z1.value], [2, bad]]));
-  t.eq(r.ok ? 'aggregated' : [r.error.code, r.error.culprits.map((c) => c.identifier)], [FrostErrorCodes.BAD_SIGNATURE_SHARE, [2]], 'a corrupted share is refused, naming its signer');
-  const good = aggregate(group, pkg, new Map([[1, z1.value], [2, z2.value]]));
+  const r = aggregate(
+    group,
+    pkg,
+    new Map([
+      [1, z1.value],
+      [2, bad],
+    ]),
+  );
+  t.eq(
+    r.ok ? 'aggregated' : [r.error.code, r.error.culprits.map((c) => c.identifier)],
+    [FrostErrorCodes.BAD_SIGNATURE_SHARE, [2]],
+    'a corrupted share is refused, naming its signer',
+  );
+  const good = aggregate(
+    group,
+    pkg,
+    new Map([
+      [1, z1.value],
+      [2, z2.value],
+    ]),
+  );
   t.ok(good.ok && verify(parseDid(team), probe, good.value), 'the 2-of-3 aggregate verifies as an ordinary Ed25519 signature');
 }
 
@@ -192,7 +247,11 @@ async function startVault(fx: TeamFixture): Promise<Vault> {
  * sealed and not debited; the genuine agent is allowed; the agent's or a stranger's key naming
  * the team is denied `bad-signature`.
  */
-async function checkImpersonation(t: Checker, { agent, mallory, team }: TeamFixture, { node, client, forAgent, forTeam, unsigned }: Vault): Promise<void> {
+async function checkImpersonation(
+  t: Checker,
+  { agent, mallory, team }: TeamFixture,
+  { node, client, forAgent, forTeam, unsigned }: Vault,
+): Promise<void> {
   // Impersonation: mallory signs a request that names the agent as caller.
   const forged = await signWireRequest(unsigned(forAgent, agent.did, 1), (m) => sign(mallory.key, m));
   const denied = await client.callRequest(forged);
@@ -232,12 +291,20 @@ async function checkThresholdCalls(t: Checker, fx: TeamFixture, { node, client, 
 
   // An aggregate made for another request is not a signature of this one.
   const replayed = await signWireRequest(unsigned(forTeam, team, 7), () => byTeam.request.signature);
-  t.eq((await client.callRequest(replayed)).decision, { verdict: 'deny', deny_reason: 'bad-signature' }, 'an aggregate over another request is denied bad-signature');
+  t.eq(
+    (await client.callRequest(replayed)).decision,
+    { verdict: 'deny', deny_reason: 'bad-signature' },
+    'an aggregate over another request is denied bad-signature',
+  );
 
   // One share alone cannot sign: each share's own Schnorr signature is denied by the node.
   for (const sh of shares) {
     const lone = await client.callRequest(await signWireRequest(unsigned(forTeam, team, 20 + sh.identifier), (m) => soloSignature(sh, m)));
-    t.eq(lone.decision, { verdict: 'deny', deny_reason: 'bad-signature' }, `a signature from share ${sh.identifier} alone is denied bad-signature`);
+    t.eq(
+      lone.decision,
+      { verdict: 'deny', deny_reason: 'bad-signature' },
+      `a signature from share ${sh.identifier} alone is denied bad-signature`,
+    );
   }
   t.eq(node.ledger.spent(grantId(forTeam.grant)), 300n, 'the refused attempts debit nothing');
 }

@@ -8,7 +8,30 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { encode as cborgEncode } from 'cborg';
 import { pino } from 'pino';
-import { type Actor, bytesEqual, decode, decodeWireMessage, encode, encodeWireRequest, encodeWireResponse, frameMessage, FrameReader, grantId, newActor, openReceipt, payloadHash, receiptId, requestIdOf, seededRng, type SignedGrant, signGrant, signWireRequestSync, type WireMessage, type WireRequest, wireRequestToCbor } from '../../core/index.ts';
+import {
+  type Actor,
+  bytesEqual,
+  decode,
+  decodeWireMessage,
+  encode,
+  encodeWireRequest,
+  encodeWireResponse,
+  frameMessage,
+  FrameReader,
+  grantId,
+  newActor,
+  openReceipt,
+  payloadHash,
+  receiptId,
+  requestIdOf,
+  seededRng,
+  type SignedGrant,
+  signGrant,
+  signWireRequestSync,
+  type WireMessage,
+  type WireRequest,
+  wireRequestToCbor,
+} from '../../core/index.ts';
 import { configFromJson, resourceIdOf, startNode } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import type { Checker } from '../checker.ts';
@@ -63,7 +86,14 @@ function wireFixture(): WireFixture {
   const payload = new TextEncoder().encode('{"say":"hi"}');
   const req = signWireRequestSync(
     {
-      frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(g.grant), action: 'echo', resource, payload_hash: payloadHash(payload) },
+      frame: {
+        kind: 'tool-call',
+        trust: 'control',
+        grant_id: grantId(g.grant),
+        action: 'echo',
+        resource,
+        payload_hash: payloadHash(payload),
+      },
       chain: [g],
       caller: agent.did,
       cost: { uj: 300n, provenance: 'Estimator' },
@@ -125,7 +155,12 @@ async function withLiveNode(fx: WireFixture, body: (node: LiveNode, client: JcpC
  * replay with the original receipt, debiting nothing. Returns the decided response, or
  * undefined when the node did not answer with one (the check has then failed).
  */
-async function checkLiveDecision(t: Checker, { issuer, req, body, gid }: WireFixture, node: LiveNode, client: JcpClient): Promise<DecidedResponse | undefined> {
+async function checkLiveDecision(
+  t: Checker,
+  { issuer, req, body, gid }: WireFixture,
+  node: LiveNode,
+  client: JcpClient,
+): Promise<DecidedResponse | undefined> {
   const raw = await client.roundTrip(body);
   const reply = decodeWireMessage(raw);
   t.ok(reply.kind === 'response', 'the node answers with a decided response');
@@ -135,13 +170,20 @@ async function checkLiveDecision(t: Checker, { issuer, req, body, gid }: WireFix
   const core = openReceipt(reply.response.receipt, node.did);
   t.ok(core.ok, 'the receipt verifies under the node steward');
   if (core.ok) {
-    t.eq([core.value.verdict, core.value.cost_uj, core.value.request_id], ['allow', 300n, requestIdOf(req)], 'the receipt seals this decision');
+    t.eq(
+      [core.value.verdict, core.value.cost_uj, core.value.request_id],
+      ['allow', 300n, requestIdOf(req)],
+      'the receipt seals this decision',
+    );
     t.eq(core.value.budget_remaining_uj, 700n, 'the receipt records the debit');
   }
   t.ok(!openReceipt(reply.response.receipt, issuer.did).ok, 'the receipt does not verify as another steward');
   t.eq(node.ledger.spent(gid), 300n, 'the node ledger holds the allow');
   const again = decodeWireMessage(await client.roundTrip(body));
-  t.ok(again.kind === 'response' && bytesEqual(again.response.receipt, reply.response.receipt), 'a replayed request gets its original receipt');
+  t.ok(
+    again.kind === 'response' && bytesEqual(again.response.receipt, reply.response.receipt),
+    'a replayed request gets its original receipt',
+  );
   t.eq(node.ledger.spent(gid), 300n, 'a replayed request is not debited twice');
   t.eq(await node.log.lastSeq(), 0, 'a replayed request seals no second receipt');
   return reply.response;
@@ -161,7 +203,10 @@ async function checkNonCanonicalRefused(t: Checker, { body, o, gid }: WireFixtur
     ['the same body with two keys swapped', swapFirstKeys(body)],
     ['cost.uj as a 4-byte integer', fromHex(replaceOnce(hex, '62756a19012c', '62756a1a0000012c'))],
     ['now as an 8-byte integer', fromHex(hex.replace(/636e6f771a([0-9a-f]{8})/, '636e6f771b00000000$1'))],
-    ['the now key repeated', fromHex(`${(Number.parseInt(hex.slice(0, 2), 16) + 1).toString(16)}${hex.slice(2).replace(/^(636e6f771a[0-9a-f]{8})/, '$1$1')}`)],
+    [
+      'the now key repeated',
+      fromHex(`${(Number.parseInt(hex.slice(0, 2), 16) + 1).toString(16)}${hex.slice(2).replace(/^(636e6f771a[0-9a-f]{8})/, '$1$1')}`),
+    ],
   ];
   for (const [what, bytes] of nonCanonical) {
     t.ok(!bytesEqual(bytes, body), `${what}: differs from the canonical body`);
@@ -171,7 +216,10 @@ async function checkNonCanonicalRefused(t: Checker, { body, o, gid }: WireFixtur
   const swapped = { ...o, payload: new TextEncoder().encode('{"say":"bye"}') };
   const dropped: Record<string, unknown> = { ...o };
   delete dropped['payload'];
-  for (const [what, m] of [['another payload than the signed one', swapped], ['the payload removed', dropped]] as const) {
+  for (const [what, m] of [
+    ['another payload than the signed one', swapped],
+    ['the payload removed', dropped],
+  ] as const) {
     const r = decodeWireMessage(await client.roundTrip(encode(m)));
     t.eq(r.kind === 'error' ? r.error.code : r.kind, 'schema', `the live node refuses a body with ${what}`);
   }
@@ -183,7 +231,13 @@ async function checkNonCanonicalRefused(t: Checker, { body, o, gid }: WireFixtur
  * A 701 µJ call over the 700 µJ left is denied `budget-exceeded`, not debited, and sealed linked
  * to `first`'s receipt; a malformed message gets an error code (`cbor-forbidden-type`) and no receipt.
  */
-async function checkDenyAndErrorReplies(t: Checker, { g, gid }: WireFixture, node: LiveNode, client: JcpClient, first: DecidedResponse): Promise<void> {
+async function checkDenyAndErrorReplies(
+  t: Checker,
+  { g, gid }: WireFixture,
+  node: LiveNode,
+  client: JcpClient,
+  first: DecidedResponse,
+): Promise<void> {
   const over = await client.call({ chain: [g], action: 'echo', payload: { say: 'more' }, cost: { uj: 701n, provenance: 'Estimator' } });
   t.eq(over.decision, { verdict: 'deny', deny_reason: 'budget-exceeded' }, 'a deny is decided over the socket');
   t.eq(node.ledger.spent(gid), 300n, 'the deny was not debited');
@@ -191,7 +245,10 @@ async function checkDenyAndErrorReplies(t: Checker, { g, gid }: WireFixture, nod
   t.ok(dc.ok && dc.value.prev === receiptId(first.receipt), 'the deny is sealed and linked to the receipt before it');
   const bad = decodeWireMessage(await client.roundTrip(Uint8Array.of(0xa1, 0x61, 0x61, 0xf5)));
   t.ok(bad.kind === 'error' && bad.error.code === 'cbor-forbidden-type', 'a malformed message gets an error code');
-  t.ok(bad.kind === 'error' && Object.keys(decode(encodeWireResponse({ error: bad.error })) as object).join() === 'error', 'an error reply carries no receipt');
+  t.ok(
+    bad.kind === 'error' && Object.keys(decode(encodeWireResponse({ error: bad.error })) as object).join() === 'error',
+    'an error reply carries no receipt',
+  );
 }
 
 function fromHex(h: string): Uint8Array {
@@ -210,7 +267,9 @@ function replaceOnce(hex: string, find: string, by: string): string {
  */
 function swapFirstKeys(body: Uint8Array): Uint8Array {
   const hex = Buffer.from(body).toString('hex');
-  const m = /^a[67](636e6f77(?:1a[0-9a-f]{8}|1b[0-9a-f]{16}))(64636f7374a262756a19012c6a70726f76656e616e636569457374696d61746f72)/.exec(hex);
+  const m = /^a[67](636e6f77(?:1a[0-9a-f]{8}|1b[0-9a-f]{16}))(64636f7374a262756a19012c6a70726f76656e616e636569457374696d61746f72)/.exec(
+    hex,
+  );
   if (!m) throw new Error('C8: unexpected request layout');
   return fromHex(`${hex.slice(0, 2)}${m[2]}${m[1]}${hex.slice(m[0].length)}`);
 }

@@ -12,7 +12,17 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
 import { writeChainFile } from '../../client/index.ts';
-import { type Actor, fromHex, grantId, openReceipt, receiptId, type SignedGrant, toHex, type WireRequest, verifyWireRequestSignature } from '../../core/index.ts';
+import {
+  type Actor,
+  fromHex,
+  grantId,
+  openReceipt,
+  receiptId,
+  type SignedGrant,
+  toHex,
+  type WireRequest,
+  verifyWireRequestSignature,
+} from '../../core/index.ts';
 import { type RunningNode, writeKeyFile } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
@@ -52,12 +62,22 @@ describe('bridge: real MCP clients and servers through a node', () => {
     const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: actor });
     const journal = extra.journal ?? new CallJournal();
     toClose.push(() => client.close());
-    return new BridgeAgent({ name: 'test', signer: actor, chains, client, journal, ...(extra.costUj !== undefined ? { costUj: extra.costUj } : {}) });
+    return new BridgeAgent({
+      name: 'test',
+      signer: actor,
+      chains,
+      client,
+      journal,
+      ...(extra.costUj !== undefined ? { costUj: extra.costUj } : {}),
+    });
   }
 
   async function httpClient(url: string, token?: string): Promise<Client> {
     const c = new Client({ name: 'test-client', version: '1.0.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(url), token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    const transport = new StreamableHTTPClientTransport(
+      new URL(url),
+      token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } },
+    );
     await c.connect(transport);
     toClose.push(() => c.close());
     return c;
@@ -68,7 +88,10 @@ describe('bridge: real MCP clients and servers through a node', () => {
     node = await liveNode({
       resources: [
         { name: 'fs', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-filesystem', args: [root] } },
-        { name: 'memory', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: path.join(memDir.dir, 'memory.jsonl') } } },
+        {
+          name: 'memory',
+          endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: path.join(memDir.dir, 'memory.jsonl') } },
+        },
       ],
     });
   });
@@ -131,7 +154,9 @@ describe('bridge: real MCP clients and servers through a node', () => {
     expect(text(await client.callTool({ name: 'read_graph', arguments: {} }))).toContain('stdio works');
 
     const budget = await client.readResource({ uri: 'jcp://budget' });
-    const b = JSON.parse(String((budget.contents[0] as { text: string }).text)) as { grants: Array<{ grant_id: string; remaining_uj: string | null }> };
+    const b = JSON.parse(String((budget.contents[0] as { text: string }).text)) as {
+      grants: Array<{ grant_id: string; remaining_uj: string | null }>;
+    };
     const fsB = b.grants.find((g) => g.grant_id === grantId(fsGrant.grant))!;
     expect(fsB.remaining_uj).toBe(meta['jcp/budget_remaining_uj']);
     expect((await client.listResources()).resources.map((x) => x.uri)).toEqual(['jcp://budget']);
@@ -167,7 +192,9 @@ describe('bridge: real MCP clients and servers through a node', () => {
     expect(await mcpCode(agent.call('list_directory', [1, 2], { mcpRequestId: 1 }))).toBe('arguments-invalid');
     expect(await mcpCode(agent.call('list_directory', 'x', { mcpRequestId: 2 }))).toBe('arguments-invalid');
     const big = 'x'.repeat(1_100_000);
-    expect(await mcpCode(c.callTool({ name: 'write_file', arguments: { path: path.join(root, 'big.txt'), content: big } }), 'nothing was sent')).toBe('frame-too-large');
+    expect(
+      await mcpCode(c.callTool({ name: 'write_file', arguments: { path: path.join(root, 'big.txt'), content: big } }), 'nothing was sent'),
+    ).toBe('frame-too-large');
     expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
   });
 
@@ -220,7 +247,11 @@ describe('bridge: real MCP clients and servers through a node', () => {
     const args = { path: root };
     const rs = await Promise.all([1, 2, 3].map((id) => watched.call('list_directory', args, { mcpRequestId: id })));
     expect(new Set(rs.map((r) => r._meta!['jcp/request_id'])).size).toBe(3);
-    expect(sent.map((r) => new TextDecoder().decode(r.payload))).toEqual([JSON.stringify(args), JSON.stringify(args), JSON.stringify(args)]);
+    expect(sent.map((r) => new TextDecoder().decode(r.payload))).toEqual([
+      JSON.stringify(args),
+      JSON.stringify(args),
+      JSON.stringify(args),
+    ]);
     expect(sent.every((r) => r.nonce?.length === 16 && verifyWireRequestSignature(r))).toBe(true);
     expect(new Set(sent.map((r) => toHex(r.nonce!))).size).toBe(3);
   });
@@ -229,7 +260,9 @@ describe('bridge: real MCP clients and servers through a node', () => {
     const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
     const agent = await agentFor(bob, [[g]], { costUj: 5n });
     const args = { path: root };
-    const two = await Promise.all(['session-a', 'session-b'].map((sessionId) => agent.call('list_directory', args, { mcpRequestId: 1, sessionId })));
+    const two = await Promise.all(
+      ['session-a', 'session-b'].map((sessionId) => agent.call('list_directory', args, { mcpRequestId: 1, sessionId })),
+    );
     expect(two[0]!._meta!['jcp/request_id']).not.toBe(two[1]!._meta!['jcp/request_id']);
     expect(node.ledger.spent(grantId(g.grant))).toBe(10n);
     // Over HTTP: two SDK clients of one agent, each its own session, whose first calls are the same.
@@ -241,7 +274,9 @@ describe('bridge: real MCP clients and servers through a node', () => {
     expect(node.ledger.spent(grantId(g.grant))).toBe(20n);
     // An explicit idempotency key is one call whatever the session.
     const keyed = await Promise.all(
-      ['session-a', 'session-b'].map((sessionId) => agent.call('list_directory', args, { mcpRequestId: 9, sessionId, idempotencyKey: 'same-call' })),
+      ['session-a', 'session-b'].map((sessionId) =>
+        agent.call('list_directory', args, { mcpRequestId: 9, sessionId, idempotencyKey: 'same-call' }),
+      ),
     );
     expect(keyed[0]!._meta!['jcp/request_id']).toBe(keyed[1]!._meta!['jcp/request_id']);
     expect(node.ledger.spent(grantId(g.grant))).toBe(25n);
@@ -259,9 +294,18 @@ describe('bridge: real MCP clients and servers through a node', () => {
       ],
     });
     toClose.push(() => served.close());
-    const init = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
     const post = (headers: Record<string, string>) =>
-      fetch(served.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(init) });
+      fetch(served.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(init),
+      });
     const none = await post({});
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
@@ -292,8 +336,14 @@ describe('bridge: real MCP clients and servers through a node', () => {
 
   test('http / a non-loopback address is refused without allowRemote; several agents need tokens', async () => {
     const agent = await agentFor(bob, [[fsGrant]]);
-    await expect(serveBridgeHttp({ host: '0.0.0.0', port: 0, agents: [{ agent, token: 't' }] })).rejects.toMatchObject({ code: 'remote-listen-refused' });
-    await expect(serveBridgeHttp({ host: '0.0.0.0', port: 0, allowRemote: true, agents: [{ agent }] })).rejects.toMatchObject({ code: 'token-required' });
-    await expect(serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent }, { agent }] })).rejects.toMatchObject({ code: 'token-required' });
+    await expect(serveBridgeHttp({ host: '0.0.0.0', port: 0, agents: [{ agent, token: 't' }] })).rejects.toMatchObject({
+      code: 'remote-listen-refused',
+    });
+    await expect(serveBridgeHttp({ host: '0.0.0.0', port: 0, allowRemote: true, agents: [{ agent }] })).rejects.toMatchObject({
+      code: 'token-required',
+    });
+    await expect(serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent }, { agent }] })).rejects.toMatchObject({
+      code: 'token-required',
+    });
   });
 });

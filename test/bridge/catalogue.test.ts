@@ -6,7 +6,11 @@ import { cast, mint, rid } from '../node/fixtures.ts';
 const { rng, alice, bob } = cast('bridge-catalogue');
 
 const node: NodeResourceTools[] = [
-  { name: 'fs', resource: rid('fs'), tools: [{ name: 'read', inputSchema: { type: 'object', properties: { path: {} } } }, { name: 'write' }, { name: 'stat' }] },
+  {
+    name: 'fs',
+    resource: rid('fs'),
+    tools: [{ name: 'read', inputSchema: { type: 'object', properties: { path: {} } } }, { name: 'write' }, { name: 'stat' }],
+  },
   { name: 'my.disk', resource: rid('my.disk'), tools: [{ name: 'read' }, { name: 'fs__read' }] },
   { name: 'memory', resource: rid('memory'), tools: [{ name: 'read_graph' }] },
 ];

@@ -24,7 +24,11 @@ describe('jcp bridge (command)', () => {
   const w = (name: string) => path.join(work.dir, name);
 
   beforeAll(async () => {
-    node = await liveNode({ resources: [{ name: 'memory', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: w('memory.jsonl') } } }] });
+    node = await liveNode({
+      resources: [
+        { name: 'memory', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: w('memory.jsonl') } } },
+      ],
+    });
     writeKeyFile(w('bob.key'), bob);
     writeKeyFile(w('carol.key'), carol);
     writeChainFile(w('bob.chain.json'), [mint(alice, bob, 'memory', ['read_graph'], 1_000n, rng)]);
@@ -71,7 +75,9 @@ describe('jcp bridge (command)', () => {
     ]);
     const as = async (token: string) => {
       const c = new Client({ name: 'cli-test', version: '1' });
-      await c.connect(new StreamableHTTPClientTransport(new URL(started.listening), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      await c.connect(
+        new StreamableHTTPClientTransport(new URL(started.listening), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      );
       return c;
     };
     const b = await as('bob-token-from-a-file');
@@ -85,27 +91,55 @@ describe('jcp bridge (command)', () => {
     await c.close();
   });
 
-  test('refusal / a --key that is not the subject of a chain\'s leaf grant (every call would be denied wrong-subject)', async () => {
+  test("refusal / a --key that is not the subject of a chain's leaf grant (every call would be denied wrong-subject)", async () => {
     const wrong = await runJcp(['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('carol.key'), '--chain', w('bob.chain.json')]);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('error [key-not-subject]');
     expect(wrong.stderr).toContain(bob.did);
-    writeFileSync(w('mixed.json'), JSON.stringify({ node: `127.0.0.1:${node.port}`, agents: [{ name: 'x', key: 'carol.key', chains: ['carol.chain.json', 'bob.chain.json'], token_file: 'bob.token' }] }));
+    writeFileSync(
+      w('mixed.json'),
+      JSON.stringify({
+        node: `127.0.0.1:${node.port}`,
+        agents: [{ name: 'x', key: 'carol.key', chains: ['carol.chain.json', 'bob.chain.json'], token_file: 'bob.token' }],
+      }),
+    );
     const mixed = await runJcp(['bridge', '--http', '127.0.0.1:0', '--config', w('mixed.json')]);
     expect(mixed.code).toBe(1);
     expect(mixed.stderr).toContain('error [key-not-subject]');
   });
 
   test('refusals / a remote address without --allow-remote, an inlined token, a missing token variable', async () => {
-    const remote = await runJcp(['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json'), '--http', '0.0.0.0:0']);
+    const remote = await runJcp([
+      'bridge',
+      '--node',
+      `127.0.0.1:${node.port}`,
+      '--key',
+      w('bob.key'),
+      '--chain',
+      w('bob.chain.json'),
+      '--http',
+      '0.0.0.0:0',
+    ]);
     expect(remote.code).toBe(1);
     expect(remote.stderr).toContain('error [remote-listen-refused]');
-    writeFileSync(w('inline.json'), JSON.stringify({ node: `127.0.0.1:${node.port}`, agents: [{ name: 'x', key: 'bob.key', chains: ['bob.chain.json'], token: 'secret' }] }));
+    writeFileSync(
+      w('inline.json'),
+      JSON.stringify({
+        node: `127.0.0.1:${node.port}`,
+        agents: [{ name: 'x', key: 'bob.key', chains: ['bob.chain.json'], token: 'secret' }],
+      }),
+    );
     const inline = await runJcp(['bridge', '--http', '127.0.0.1:0', '--config', w('inline.json')]);
     expect(inline.code).toBe(1);
     expect(inline.stderr).toContain('error [config-invalid]');
     expect(inline.stderr).toContain('never inlined');
-    writeFileSync(w('noenv.json'), JSON.stringify({ node: `127.0.0.1:${node.port}`, agents: [{ name: 'x', key: 'bob.key', chains: ['bob.chain.json'], token_env: 'JCP_TEST_UNSET_TOKEN' }] }));
+    writeFileSync(
+      w('noenv.json'),
+      JSON.stringify({
+        node: `127.0.0.1:${node.port}`,
+        agents: [{ name: 'x', key: 'bob.key', chains: ['bob.chain.json'], token_env: 'JCP_TEST_UNSET_TOKEN' }],
+      }),
+    );
     const noenv = await runJcp(['bridge', '--http', '127.0.0.1:0', '--config', w('noenv.json')], { env: { JCP_TEST_UNSET_TOKEN: '' } });
     expect(noenv.stderr).toContain('error [token-invalid]');
     const usage = await runJcp(['bridge', '--node', '127.0.0.1:1', '--key', w('bob.key')]);
@@ -126,7 +160,12 @@ describe('jcp bridge (command)', () => {
   test('stdio / two bridge processes of one agent: the same call at the same moment is two requests', async () => {
     const open = async () => {
       const c = new Client({ name: 'cli-test', version: '1' });
-      await c.connect(new StdioClientTransport({ command: process.execPath, args: [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')] }));
+      await c.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')],
+        }),
+      );
       return c;
     };
     const [one, two] = await Promise.all([open(), open()]);
@@ -144,18 +183,29 @@ describe('jcp bridge (command)', () => {
   });
 
   test('stdio / a message past the SDK stdio buffer (10 MiB) ends the bridge with an error line and exit 1, not silently', async () => {
-    const c = spawn(process.execPath, [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const c = spawn(
+      process.execPath,
+      [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     let err = '';
     c.stderr!.setEncoding('utf8').on('data', (d: string) => {
       err += d;
     });
     c.stdout!.resume();
     c.stdin!.on('error', () => undefined);
-    const init = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
     c.stdin!.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
-    c.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_graph', arguments: { x: 'x'.repeat(11 * 1024 * 1024) } } })}\n`);
+    c.stdin!.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_graph', arguments: { x: 'x'.repeat(11 * 1024 * 1024) } } })}\n`,
+    );
     const code = await new Promise<number | null>((resolve) => c.once('exit', (n) => resolve(n)));
     expect(err).toContain('error [message-too-large]');
     expect(code).toBe(1);
@@ -163,7 +213,17 @@ describe('jcp bridge (command)', () => {
 
   test('refusals / a journal that cannot be opened: one error line and exit 1, not a hung process', async () => {
     const r = await runJcp(
-      ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json'), '--journal', w('no/such/dir/calls.journal')],
+      [
+        'bridge',
+        '--node',
+        `127.0.0.1:${node.port}`,
+        '--key',
+        w('bob.key'),
+        '--chain',
+        w('bob.chain.json'),
+        '--journal',
+        w('no/such/dir/calls.journal'),
+      ],
       { killAfterMs: 10_000 },
     );
     expect(r.signal).toBeNull();

@@ -76,11 +76,14 @@ describe('bridge journal', () => {
     }
   });
 
-  test('an earlier bridge\'s journal: its open call (a salt, no nonce) re-sends as it was signed', () => {
+  test("an earlier bridge's journal: its open call (a salt, no nonce) re-sends as it was signed", () => {
     const t = tempDir('journal');
     const file = path.join(t.dir, 'calls.journal');
     try {
-      appendFileSync(file, `${JSON.stringify({ k: 'old', c: 'c1', now: 100, s: 5 })}\n${JSON.stringify({ k: '', c: 'c1', now: 100, s: 5, done: 1 })}\n`);
+      appendFileSync(
+        file,
+        `${JSON.stringify({ k: 'old', c: 'c1', now: 100, s: 5 })}\n${JSON.stringify({ k: '', c: 'c1', now: 100, s: 5, done: 1 })}\n`,
+      );
       const r = new CallJournal({ file, windowS: 60 }, 110);
       expect(r.openCalls).toBe(1);
       expect(r.stampFor('old', 'c1', 110)).toEqual({ nowS: 100, salt: 5, nonce: undefined, resent: true });

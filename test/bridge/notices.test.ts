@@ -25,7 +25,9 @@ describe('bridge: notifications and server-to-client requests', () => {
   let asked = 0;
 
   beforeAll(async () => {
-    node = await liveNode({ resources: [{ name: 'tools', endpoint: { command: process.execPath, args: ['--import', 'tsx', SERVER, '--stdio'] } }] });
+    node = await liveNode({
+      resources: [{ name: 'tools', endpoint: { command: process.execPath, args: ['--import', 'tsx', SERVER, '--stdio'] } }],
+    });
     jcp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     const agent = new BridgeAgent({
       name: 'bob',
@@ -67,7 +69,10 @@ describe('bridge: notifications and server-to-client requests', () => {
   });
 
   test('sampling / an upstream asking the client for a completion is refused: the tool fails, the client is never asked', async () => {
-    const r = (await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } })) as { isError?: boolean; _meta?: Record<string, unknown> };
+    const r = (await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } })) as {
+      isError?: boolean;
+      _meta?: Record<string, unknown>;
+    };
     expect(r.isError).toBe(true);
     expect(r._meta?.['jcp/verdict']).toBe('allow');
     expect(asked).toBe(0);

@@ -33,7 +33,11 @@ describe('package: npm pack, installed into an empty Node 20 project', () => {
 
   test('typed imports of jcp-cluster/client and jcp-cluster/bridge from the tarball', () => {
     const packed = JSON.parse(
-      execFileSync('npm', ['pack', '--json', '--pack-destination', work.dir], { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
+      execFileSync('npm', ['pack', '--json', '--pack-destination', work.dir], {
+        cwd: REPO,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
     ) as Array<{ filename: string; files: Array<{ path: string }> }>;
     const tarball = packed[0]!.filename;
     const shipped = packed[0]!.files.map((f) => f.path);
@@ -50,19 +54,48 @@ describe('package: npm pack, installed into an empty Node 20 project', () => {
     const spec = `file:../${tarball}`;
     const packages: Record<string, unknown> = {
       '': { name: 'consumer', version: '1.0.0', dependencies: { 'jcp-cluster': spec } },
-      'node_modules/jcp-cluster': { version: repoPkg['version'], resolved: spec, dependencies: repoPkg['dependencies'], bin: repoPkg['bin'] },
+      'node_modules/jcp-cluster': {
+        version: repoPkg['version'],
+        resolved: spec,
+        dependencies: repoPkg['dependencies'],
+        bin: repoPkg['bin'],
+      },
     };
     for (const [k, v] of Object.entries(lock.packages)) if (k.startsWith('node_modules/') && v.dev !== true) packages[k] = v;
-    writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module', dependencies: { 'jcp-cluster': spec } }));
-    writeFileSync(path.join(app, 'package-lock.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', lockfileVersion: 3, requires: true, packages }));
+    writeFileSync(
+      path.join(app, 'package.json'),
+      JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module', dependencies: { 'jcp-cluster': spec } }),
+    );
+    writeFileSync(
+      path.join(app, 'package-lock.json'),
+      JSON.stringify({ name: 'consumer', version: '1.0.0', lockfileVersion: 3, requires: true, packages }),
+    );
     execFileSync('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: app, stdio: 'pipe' });
 
     writeFileSync(path.join(app, 'good.ts'), typed);
-    writeFileSync(path.join(app, 'bad.ts'), `import { grantId, type SignedGrant } from 'jcp-cluster/client';\ndeclare const g: SignedGrant;\nexport const n: number = grantId(g.grant);\n`);
+    writeFileSync(
+      path.join(app, 'bad.ts'),
+      `import { grantId, type SignedGrant } from 'jcp-cluster/client';\ndeclare const g: SignedGrant;\nexport const n: number = grantId(g.grant);\n`,
+    );
     const tsc = (file: string) =>
       spawnSync(
         process.execPath,
-        [TSC, '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--typeRoots', path.join(REPO, 'node_modules/@types'), file],
+        [
+          TSC,
+          '--noEmit',
+          '--strict',
+          '--module',
+          'nodenext',
+          '--moduleResolution',
+          'nodenext',
+          '--target',
+          'es2022',
+          '--types',
+          'node',
+          '--typeRoots',
+          path.join(REPO, 'node_modules/@types'),
+          file,
+        ],
         { cwd: app, encoding: 'utf8' },
       );
     const good = tsc('good.ts');
@@ -73,7 +106,10 @@ describe('package: npm pack, installed into an empty Node 20 project', () => {
     expect(bad.stdout).toContain("TS2322: Type 'string' is not assignable to type 'number'");
 
     // And at run time on this Node (20), from the installed package.
-    writeFileSync(path.join(app, 'run.mjs'), `${typed.replace(/: SignedGrant|: string|: BridgeTool\[\]|: typeof JcpClient\.connect|, type SignedGrant|, type BridgeTool/g, '')}\nconsole.log(JSON.stringify(out));\n`);
+    writeFileSync(
+      path.join(app, 'run.mjs'),
+      `${typed.replace(/: SignedGrant|: string|: BridgeTool\[\]|: typeof JcpClient\.connect|, type SignedGrant|, type BridgeTool/g, '')}\nconsole.log(JSON.stringify(out));\n`,
+    );
     const ran = JSON.parse(execFileSync(process.execPath, ['run.mjs'], { cwd: app, encoding: 'utf8' })) as Record<string, unknown>;
     expect(ran).toMatchObject({ tools: ['list_directory'], uri: 'jcp://budget', connect: 'function' });
     expect(String(ran['id'])).toMatch(/^[0-9a-f]{64}$/);

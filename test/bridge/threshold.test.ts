@@ -27,7 +27,13 @@ import { cast, liveNode, rid, tempDir } from '../node/fixtures.ts';
 const { rng, alice, bob } = cast('bridge-threshold');
 const JCP = path.resolve(import.meta.dirname, '../../bin/jcp.mjs');
 
-type Refusal = { identifier: number; holder: string; code: string; reason: string; record?: { valid: boolean; policy: string; policy_kind: string; decision: string; request: string } };
+type Refusal = {
+  identifier: number;
+  holder: string;
+  code: string;
+  reason: string;
+  record?: { valid: boolean; policy: string; policy_kind: string; decision: string; request: string };
+};
 
 describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
   const work = tempDir('bridge-threshold');
@@ -43,7 +49,11 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
 
   beforeAll(async () => {
     nc = await connect({ servers: NATS_URL });
-    node = await liveNode({ resources: [{ name: 'memory', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: w('memory.jsonl') } } }] });
+    node = await liveNode({
+      resources: [
+        { name: 'memory', endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: w('memory.jsonl') } } },
+      ],
+    });
     const d = deal({ min: 2, max: 3 }, (n) => new Uint8Array(randomBytes(n)));
     if (!d.ok) throw new Error(d.error.why);
     group = d.value.did;
@@ -57,18 +67,33 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     for (const s of d.value.shares) {
       const ks = w(`p${s.identifier}`);
       mkdirSync(ks, { recursive: true, mode: 0o700 });
-      writeShareFile(path.join(ks, `participant-${s.identifier}.share`), shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed));
+      writeShareFile(
+        path.join(ks, `participant-${s.identifier}.share`),
+        shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed),
+      );
       writeFileSync(w(`rules-${s.identifier}.json`), JSON.stringify(policies[s.identifier - 1]));
     }
     holders.push(
       ...(await Promise.all(
         [1, 2, 3].map((i) =>
-          startParticipantProc({ keystore: w(`p${i}`), natsUrl: NATS_URL, prefix, args: ['--coordinator', bob.did, '--approve', 'rules', w(`rules-${i}.json`)] }),
+          startParticipantProc({
+            keystore: w(`p${i}`),
+            natsUrl: NATS_URL,
+            prefix,
+            args: ['--coordinator', bob.did, '--approve', 'rules', w(`rules-${i}.json`)],
+          }),
         ),
       )),
     );
     grant = signGrant(
-      { issuer: alice.did, subject: group, capability: { resource: rid('memory'), actions: ['delete_entities', 'read_graph'] }, budget_uj: 1_000n, expiry: 0, nonce: rng(16) },
+      {
+        issuer: alice.did,
+        subject: group,
+        capability: { resource: rid('memory'), actions: ['delete_entities', 'read_graph'] },
+        budget_uj: 1_000n,
+        expiry: 0,
+        nonce: rng(16),
+      },
       alice,
     );
     writeKeyFile(w('bob.key'), bob);
@@ -77,7 +102,22 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [JCP, 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('team.chain.json'), '--cost-uj', '7', '--nats', NATS_URL, '--frost-prefix', prefix],
+        args: [
+          JCP,
+          'bridge',
+          '--node',
+          `127.0.0.1:${node.port}`,
+          '--key',
+          w('bob.key'),
+          '--chain',
+          w('team.chain.json'),
+          '--cost-uj',
+          '7',
+          '--nats',
+          NATS_URL,
+          '--frost-prefix',
+          prefix,
+        ],
       }),
     );
   }, 60_000);
@@ -104,7 +144,9 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     const d3 = await holders[2]!.waitFor((e) => e.event === 'decision' && e['request'] === request, "holder 3's decision");
     expect(d3['decision']).toBe('refuse');
     expect(String(d3['reason'])).toMatch(/delete_entities/);
-    expect((await holders[1]!.waitFor((e) => e.event === 'decision' && e['request'] === request, "holder 2's decision"))['decision']).toBe('approve');
+    expect((await holders[1]!.waitFor((e) => e.event === 'decision' && e['request'] === request, "holder 2's decision"))['decision']).toBe(
+      'approve',
+    );
   }, 30_000);
 
   test('two holders refuse: a threshold-refused tool error naming both and why (from their signed records); no receipt, nothing debited', async () => {
@@ -141,11 +183,21 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     const refusals = r._meta?.['jcp/refusals'] as Refusal[];
     expect(refusals.find((x) => x.identifier === 2)).toMatchObject({ code: 'frost-not-approved', reason: NO_POLICY_REASON });
     // Even without a policy the refusal is a signed, published decision record (policy kind none).
-    expect(refusals.find((x) => x.identifier === 2)?.record).toMatchObject({ valid: true, policy_kind: 'none', decision: 'refuse', policy: NO_POLICY_ID });
+    expect(refusals.find((x) => x.identifier === 2)?.record).toMatchObject({
+      valid: true,
+      policy_kind: 'none',
+      decision: 'refuse',
+      policy: NO_POLICY_ID,
+    });
     expect(node.log.durableSeq).toBe(before);
     // The old behaviour, asked for explicitly: holder 2 signs with holder 1.
     await holders[1]!.stop();
-    holders[1] = await startParticipantProc({ keystore: w('p2'), natsUrl: NATS_URL, prefix, args: ['--coordinator', bob.did, '--approve', 'allow-all'] });
+    holders[1] = await startParticipantProc({
+      keystore: w('p2'),
+      natsUrl: NATS_URL,
+      prefix,
+      args: ['--coordinator', bob.did, '--approve', 'allow-all'],
+    });
     const ok = await client.callTool({ name: 'delete_entities', arguments: { entityNames: ['scratch-3'] } });
     expect(ok._meta?.['jcp/verdict']).toBe('allow');
     expect(node.log.durableSeq).toBe(before + 1);
@@ -158,8 +210,14 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     const before = node.log.durableSeq;
     const r = await client.callTool({ name: 'delete_entities', arguments: { entityNames: ['scratch-4'] } });
     expect(r.isError).toBe(true);
-    expect(r._meta).toMatchObject({ 'jcp/error': 'threshold-unavailable', 'jcp/frost_code': 'frost-not-enough-participants', 'jcp/refusals': [] });
-    expect((r.content as { text: string }[])[0]!.text).toMatch(/^threshold-unavailable: \[frost-not-enough-participants\] .*nothing was sent to the node$/);
+    expect(r._meta).toMatchObject({
+      'jcp/error': 'threshold-unavailable',
+      'jcp/frost_code': 'frost-not-enough-participants',
+      'jcp/refusals': [],
+    });
+    expect((r.content as { text: string }[])[0]!.text).toMatch(
+      /^threshold-unavailable: \[frost-not-enough-participants\] .*nothing was sent to the node$/,
+    );
     expect(node.log.durableSeq).toBe(before);
     expect(node.ledger.spent(grantId(grant.grant))).toBe(spent);
   }, 30_000);

@@ -18,9 +18,9 @@ type Action = { kind: 'spend'; cost: bigint; times: number } | { kind: 'settle' 
 const action: fc.Arbitrary<Action> = fc.oneof(
   {
     weight: 6,
-    arbitrary: fc.record({ cost: fc.bigInt({ min: 1n, max: 30n }), times: fc.integer({ min: 1, max: 40 }) }).map(
-      ({ cost, times }): Action => ({ kind: 'spend', cost, times }),
-    ),
+    arbitrary: fc
+      .record({ cost: fc.bigInt({ min: 1n, max: 30n }), times: fc.integer({ min: 1, max: 40 }) })
+      .map(({ cost, times }): Action => ({ kind: 'spend', cost, times })),
   },
   { weight: 3, arbitrary: fc.constant<Action>({ kind: 'settle' }) },
   { weight: 1, arbitrary: fc.constant<Action>({ kind: 'crash' }) },

@@ -3,7 +3,27 @@
  * revocation stream feed (channel/feed.ts), over the in-memory bus.
  */
 import { describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, attenuate, contentId, decide, type Decision, type DecisionRequest, encode, err, grantId, Ledger, ok, RevocationSet, seededRng, type SignedGrant, signedRevocationToCbor, signGrant, signRevocation, TrustRoots } from '../../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  attenuate,
+  contentId,
+  decide,
+  type Decision,
+  type DecisionRequest,
+  encode,
+  err,
+  grantId,
+  Ledger,
+  ok,
+  RevocationSet,
+  seededRng,
+  type SignedGrant,
+  signedRevocationToCbor,
+  signGrant,
+  signRevocation,
+  TrustRoots,
+} from '../../core/index.ts';
 import { Channels, MemoryBus, MemoryStore, RevocationStreamFeed } from '../../channel/index.ts';
 
 const rng = seededRng('channels/policy');
@@ -28,7 +48,14 @@ const state = { ledger, revoked: new RevocationSet(), trust: new TrustRoots() };
 function request(chain: SignedGrant[], caller: Actor, costUj: bigint): DecisionRequest {
   const leaf = chain[chain.length - 1]!;
   return {
-    frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(leaf.grant), action: 'call', resource, payload_hash: contentId(new Uint8Array(0)) },
+    frame: {
+      kind: 'tool-call',
+      trust: 'control',
+      grant_id: grantId(leaf.grant),
+      action: 'call',
+      resource,
+      payload_hash: contentId(new Uint8Array(0)),
+    },
     chain,
     caller: caller.did,
     cost: { uj: costUj, provenance: 'Estimator' },
@@ -117,7 +144,9 @@ describe('revocation feed - the stream into a node', () => {
     await feed.start({
       submit: async (sr) => {
         submitted.push(sr.body.grant_id);
-        return sr.body.grant_id === revs[1]!.body.grant_id ? err({ code: 'revocation-refused', why: 'not the issuer' }) : ok({ grantId: sr.body.grant_id, admitted: true });
+        return sr.body.grant_id === revs[1]!.body.grant_id
+          ? err({ code: 'revocation-refused', why: 'not the issuer' })
+          : ok({ grantId: sr.body.grant_id, admitted: true });
       },
     });
     await bus.publishRevocation(revs[2]!.body.grant_id, encode(signedRevocationToCbor(revs[2]!)), 'r2');

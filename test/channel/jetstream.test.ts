@@ -4,7 +4,20 @@
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, contentId, encode, grantId, seededRng, signedGrantToCbor, signedRevocationToCbor, signedStatementToCbor, signGrant, signRevocation, signStatement } from '../../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  contentId,
+  encode,
+  grantId,
+  seededRng,
+  signedGrantToCbor,
+  signedRevocationToCbor,
+  signedStatementToCbor,
+  signGrant,
+  signRevocation,
+  signStatement,
+} from '../../core/index.ts';
 import { auditChannel, type BusEvent, channelNames, ChannelPoint, JetStreamBus } from '../../channel/index.ts';
 
 const NATS = 'nats://127.0.0.1:4222';

@@ -37,7 +37,11 @@ describe('nats greeting probe', () => {
   it('a listener that never writes: refused within the timeout, and its connection is closed', async () => {
     const l = keep(await silentListener());
     const g = await natsGreeting(l.url, 300);
-    expect(g).toEqual({ ok: false, why: 'accepts connections but sent no NATS greeting within 300 ms (is it a NATS server?)', kind: 'foreign' });
+    expect(g).toEqual({
+      ok: false,
+      why: 'accepts connections but sent no NATS greeting within 300 ms (is it a NATS server?)',
+      kind: 'foreign',
+    });
     expect(await l.drained(1_000)).toBe(true);
   });
 
@@ -46,9 +50,17 @@ describe('nats greeting probe', () => {
     // The HTTP listener answers only once spoken to: for a NATS client it is silent too.
     expect((await natsGreeting(http.url, 300)).ok).toBe(false);
     expect(await http.drained(1_000)).toBe(true);
-    expect(await natsGreeting(`nats://127.0.0.1:${await freePort()}`, 300)).toEqual({ ok: false, why: 'connection refused (nothing listens there)', kind: 'down' });
+    expect(await natsGreeting(`nats://127.0.0.1:${await freePort()}`, 300)).toEqual({
+      ok: false,
+      why: 'connection refused (nothing listens there)',
+      kind: 'down',
+    });
     const hangUp = keep(await fakeListener((s) => s.destroy()));
-    expect(await natsGreeting(hangUp.url, 1_000)).toEqual({ ok: false, why: 'closed the connection without a NATS greeting', kind: 'down' });
+    expect(await natsGreeting(hangUp.url, 1_000)).toEqual({
+      ok: false,
+      why: 'closed the connection without a NATS greeting',
+      kind: 'down',
+    });
     const ssh = keep(await fakeListener((s) => s.write('SSH-2.0-OpenSSH_9.6\r\n')));
     const g = await natsGreeting(ssh.url, 1_000);
     expect(g.ok).toBe(false);
@@ -63,7 +75,10 @@ describe('nats greeting probe', () => {
     expect(r.greeted).toEqual([NATS]);
     // A server that is down now stays usable: the client keeps it in its pool for reconnects.
     expect(r.usable).toEqual([down, NATS]);
-    expect(r.problems).toEqual([`${l.url}: accepts connections but sent no NATS greeting within 300 ms (is it a NATS server?)`, `${down}: connection refused (nothing listens there)`]);
+    expect(r.problems).toEqual([
+      `${l.url}: accepts connections but sent no NATS greeting within 300 ms (is it a NATS server?)`,
+      `${down}: connection refused (nothing listens there)`,
+    ]);
   });
 });
 
@@ -77,7 +92,9 @@ describe('jetstream bus - a listener that is not NATS', () => {
     );
     await bus.close();
     expect(err?.code).toBe('nats-unavailable');
-    expect(err?.message).toMatch(/^NATS connection: not ready within 1500 ms \(nats:\/\/127\.0\.0\.1:\d+: accepts connections but sent no NATS greeting within 300 ms/);
+    expect(err?.message).toMatch(
+      /^NATS connection: not ready within 1500 ms \(nats:\/\/127\.0\.0\.1:\d+: accepts connections but sent no NATS greeting within 300 ms/,
+    );
     expect(l.accepted).toBeGreaterThan(1);
     expect(await l.drained(1_500)).toBe(true);
     // and it stays so: no attempt after close()
@@ -110,7 +127,9 @@ describe('jcp channel audit - errors', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(
-      new RegExp(`^jcp channel: error \\[nats-unavailable\\]: cannot reach NATS with JetStream at ${l.url}: not ready within 5000 ms \\(${l.url}: accepts connections but sent no NATS greeting`),
+      new RegExp(
+        `^jcp channel: error \\[nats-unavailable\\]: cannot reach NATS with JetStream at ${l.url}: not ready within 5000 ms \\(${l.url}: accepts connections but sent no NATS greeting`,
+      ),
     );
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
@@ -119,7 +138,9 @@ describe('jcp channel audit - errors', () => {
     const refused = `nats://127.0.0.1:${await freePort()}`;
     const r = await runJcp(['channel', 'audit', '--grant', grant, '--nats', refused], { killAfterMs: 25_000 });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`jcp channel: error [nats-unavailable]: cannot reach NATS with JetStream at ${refused}: not ready within 5000 ms (${refused}: connection refused`);
+    expect(r.stderr).toContain(
+      `jcp channel: error [nats-unavailable]: cannot reach NATS with JetStream at ${refused}: not ready within 5000 ms (${refused}: connection refused`,
+    );
     const u = await runJcp(['channel', 'audit', '--grant', grant, '--nats', 'nats://'], { killAfterMs: 25_000 });
     expect(u.code).toBe(2);
     expect(u.stderr).toMatch(/^jcp channel: error \[usage\]: --nats: expected nats:\/\/host:port, got nats:\/\//);

@@ -249,11 +249,17 @@ async function simulate(s: Schedule, mode: 'leader' | 'follower'): Promise<Outco
   const windows = s.points.map((p) => s.cost * BigInt(p.windowCalls));
   const busFor = (region: number) => {
     if (mode === 'leader') return new LinkedBus(net, region, 0, new MemoryBus(stores[0]!));
-    return new LinkedBus(net, region, region, new MemoryBus(stores[region]!), (bytes, point) => replicate(net, stores, region, bytes, point));
+    return new LinkedBus(net, region, region, new MemoryBus(stores[region]!), (bytes, point) =>
+      replicate(net, stores, region, bytes, point),
+    );
   };
   const st = s.points.map((p, i) => {
     const bus = busFor(p.region);
-    return { bus, real: 0n, point: new ChannelPoint({ grantId: grant, windowUj: windows[i]!, self: actors[i]!, bus, nowMs: () => Math.floor(clock.now) }) };
+    return {
+      bus,
+      real: 0n,
+      point: new ChannelPoint({ grantId: grant, windowUj: windows[i]!, self: actors[i]!, bus, nowMs: () => Math.floor(clock.now) }),
+    };
   });
   let stopped = false;
   for (const c of s.cuts) {
@@ -266,7 +272,14 @@ async function simulate(s: Schedule, mode: 'leader' | 'follower'): Promise<Outco
       const me = st[c.point]!;
       me.bus.dead = true;
       me.bus = busFor(s.points[c.point]!.region);
-      me.point = new ChannelPoint({ grantId: grant, windowUj: windows[c.point]!, self: actors[c.point]!, bus: me.bus, spentUj: me.real, nowMs: () => Math.floor(clock.now) });
+      me.point = new ChannelPoint({
+        grantId: grant,
+        windowUj: windows[c.point]!,
+        self: actors[c.point]!,
+        bus: me.bus,
+        spentUj: me.real,
+        nowMs: () => Math.floor(clock.now),
+      });
     });
   }
   s.points.forEach((p, i) => {

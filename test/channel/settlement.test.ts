@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, contentId, decode, encode, readSignedStatement, seededRng, signBody, signedStatementToCbor, signStatement } from '../../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  contentId,
+  decode,
+  encode,
+  readSignedStatement,
+  seededRng,
+  signBody,
+  signedStatementToCbor,
+  signStatement,
+} from '../../core/index.ts';
 import { ChannelPoint, MemoryBus, MemoryStore, pointHash } from '../../channel/index.ts';
 
 const grant = contentId({ jcp_test_grant: 'settlement' });

@@ -93,7 +93,12 @@ describe('cluster: the continuation of a budget-channel grant shares what the ch
     for (let i = 0; i < 2; i++) {
       const h = new ClusterHooks(
         nats.url,
-        readClusterConfig({ subject_root: root, revocation_catch_up_ms: 10_000, settle_interval_ms: 60_000, channels: [{ grant_id: id, window_uj: 1_000 }] }),
+        readClusterConfig({
+          subject_root: root,
+          revocation_catch_up_ms: 10_000,
+          settle_interval_ms: 60_000,
+          channels: [{ grant_id: id, window_uj: 1_000 }],
+        }),
         quiet,
       );
       hooks.push(h);

@@ -12,7 +12,17 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, contentId, DenyReasons, type Did, grantId, seededRng, type SignedGrant, signGrant } from '../../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  contentId,
+  DenyReasons,
+  type Did,
+  grantId,
+  seededRng,
+  type SignedGrant,
+  signGrant,
+} from '../../core/index.ts';
 import { readChainFile, writeChainFile } from '../../client/index.ts';
 import { JCP_BIN } from '../../testkit/internal.ts';
 import { resourceIdOf } from '../../node/index.ts';
@@ -29,12 +39,30 @@ function jcp(args: string[]): { code: number; out: string; err: string } {
 }
 
 function rootGrant(issuer: Actor, holder: Actor, budgetUj: bigint, resource = resourceIdOf('cluster')): SignedGrant {
-  return signGrant({ issuer: issuer.did, subject: holder.did, capability: { resource, actions: ['call'] }, budget_uj: budgetUj, expiry: 0, nonce: rng(16) }, issuer);
+  return signGrant(
+    {
+      issuer: issuer.did,
+      subject: holder.did,
+      capability: { resource, actions: ['call'] },
+      budget_uj: budgetUj,
+      expiry: 0,
+      nonce: rng(16),
+    },
+    issuer,
+  );
 }
 
 function child(parent: SignedGrant, holder: Actor, subject: Actor, budgetUj: bigint): SignedGrant {
   return signGrant(
-    { issuer: holder.did, subject: subject.did, capability: parent.grant.capability, budget_uj: budgetUj, expiry: 0, parent: grantId(parent.grant), nonce: rng(16) },
+    {
+      issuer: holder.did,
+      subject: subject.did,
+      capability: parent.grant.capability,
+      budget_uj: budgetUj,
+      expiry: 0,
+      parent: grantId(parent.grant),
+      nonce: rng(16),
+    },
     holder,
   );
 }
@@ -47,11 +75,19 @@ describe('shards - ShardBindings (the check each node makes)', () => {
   const a = child(root, holder, holder, 500n);
   const b = child(root, holder, holder, 500n);
   const ids = (chain: SignedGrant[]) => chain.map((g) => grantId(g.grant));
-  const assign = (shards: { grant_id: string; point: Did }[]) => signShardAssignment({ parent_id: grantId(root.grant), holder: holder.did, generation: 1, shards }, holder);
+  const assign = (shards: { grant_id: string; point: Did }[]) =>
+    signShardAssignment({ parent_id: grantId(root.grant), holder: holder.did, generation: 1, shards }, holder);
   const ready = () => {
     const s = new ShardBindings();
     s.markReady();
-    expect(s.take(assign([{ grant_id: grantId(a.grant), point: p1.did }, { grant_id: grantId(b.grant), point: p2.did }])).ok).toBe(true);
+    expect(
+      s.take(
+        assign([
+          { grant_id: grantId(a.grant), point: p1.did },
+          { grant_id: grantId(b.grant), point: p2.did },
+        ]),
+      ).ok,
+    ).toBe(true);
     return s;
   };
 
@@ -139,11 +175,21 @@ describe('jcp shards - bound to their nodes on a live cluster', () => {
   });
 
   async function spend(node: number, chain: SignedGrant[], costUj: bigint) {
-    const r = await clients[node]!.call({ chain, action: 'call', payload: new TextEncoder().encode(`bind ${n++}`), cost: { uj: costUj, provenance: 'Estimator' } });
+    const r = await clients[node]!.call({
+      chain,
+      action: 'call',
+      payload: new TextEncoder().encode(`bind ${n++}`),
+      cost: { uj: costUj, provenance: 'Estimator' },
+    });
     return r.decision;
   }
 
-  async function allowsOf(node: number, chain: SignedGrant[], calls: number, costUj: bigint): Promise<{ allows: number; reasons: Set<string> }> {
+  async function allowsOf(
+    node: number,
+    chain: SignedGrant[],
+    calls: number,
+    costUj: bigint,
+  ): Promise<{ allows: number; reasons: Set<string> }> {
     let allows = 0;
     const reasons = new Set<string>();
     for (let i = 0; i < calls; i++) {
@@ -157,7 +203,20 @@ describe('jcp shards - bound to their nodes on a live cluster', () => {
   it('a shard is spent only at its own node: 50 calls of 10,000 µJ at each node allow 36, all at n1', async () => {
     writeChainFile(join(dir, 'sh.chain.json'), [rootGrant(issuer, holder, 900_000n)]);
     const out = join(dir, 'shards');
-    const mint = jcp(['shards', 'mint', '--parent', join(dir, 'sh.chain.json'), '--key', join(dir, 'bob.key'), '--split', 'a=40%,b=30%,c=30%', '--cluster', clusterDir, '--out', out]);
+    const mint = jcp([
+      'shards',
+      'mint',
+      '--parent',
+      join(dir, 'sh.chain.json'),
+      '--key',
+      join(dir, 'bob.key'),
+      '--split',
+      'a=40%,b=30%,c=30%',
+      '--cluster',
+      clusterDir,
+      '--out',
+      out,
+    ]);
     expect([mint.code, mint.err]).toEqual([0, '']);
     const a = readChainFile(join(out, 'shard-a.json'));
     const b = readChainFile(join(out, 'shard-b.json'));
@@ -185,7 +244,18 @@ describe('jcp shards - bound to their nodes on a live cluster', () => {
   it('mint --out over an existing manifest is refused and writes nothing', () => {
     const out = join(dir, 'shards');
     const before = readFileSync(join(out, 'shards.json'), 'utf8');
-    const again = jcp(['shards', 'mint', '--parent', join(dir, 'sh.chain.json'), '--key', join(dir, 'bob.key'), '--split', 'a=50%,b=50%', '--out', out]);
+    const again = jcp([
+      'shards',
+      'mint',
+      '--parent',
+      join(dir, 'sh.chain.json'),
+      '--key',
+      join(dir, 'bob.key'),
+      '--split',
+      'a=50%,b=50%',
+      '--out',
+      out,
+    ]);
     expect(again.code).toBe(1);
     expect(again.err).toMatch(/^jcp shards: error \[refused\]: .*shards\.json exists: refusing to overwrite/);
     expect(readFileSync(join(out, 'shards.json'), 'utf8')).toBe(before);
@@ -193,7 +263,18 @@ describe('jcp shards - bound to their nodes on a live cluster', () => {
   }, 60_000);
 
   it('error lines read `jcp shards: error [code]: …`', () => {
-    const over = jcp(['shards', 'mint', '--parent', join(dir, 'sh.chain.json'), '--key', join(dir, 'bob.key'), '--split', 'a=60%,b=50%', '--out', join(dir, 'over')]);
+    const over = jcp([
+      'shards',
+      'mint',
+      '--parent',
+      join(dir, 'sh.chain.json'),
+      '--key',
+      join(dir, 'bob.key'),
+      '--split',
+      'a=60%,b=50%',
+      '--out',
+      join(dir, 'over'),
+    ]);
     expect([over.code, over.err]).toEqual([1, expect.stringMatching(/^jcp shards: error \[over-sum\]: /)]);
     expect(existsSync(join(dir, 'over'))).toBe(false);
   }, 60_000);
@@ -202,7 +283,18 @@ describe('jcp shards - bound to their nodes on a live cluster', () => {
     writeChainFile(join(dir, 'loose.chain.json'), [rootGrant(issuer, holder, 100_000n)]);
     const out = join(dir, 'loose');
     // No --cluster: the shards are not bound, so two nodes both spend shard a.
-    const mint = jcp(['shards', 'mint', '--parent', join(dir, 'loose.chain.json'), '--key', join(dir, 'bob.key'), '--split', 'a=50%,b=50%', '--out', out]);
+    const mint = jcp([
+      'shards',
+      'mint',
+      '--parent',
+      join(dir, 'loose.chain.json'),
+      '--key',
+      join(dir, 'bob.key'),
+      '--split',
+      'a=50%,b=50%',
+      '--out',
+      out,
+    ]);
     expect(mint.code).toBe(0);
     const a = readChainFile(join(out, 'shard-a.json'));
     expect((await allowsOf(0, a, 5, 10_000n)).allows).toBe(5);
@@ -219,7 +311,22 @@ describe('jcp shards - bound to their nodes on a live cluster', () => {
   it('mint --cluster with a node down: error [assign-timeout] naming it, nothing written', () => {
     process.kill(state.nodes[2]!.pid, 'SIGTERM');
     const out = join(dir, 'down');
-    const r = jcp(['shards', 'mint', '--parent', join(dir, 'sh.chain.json'), '--key', join(dir, 'bob.key'), '--split', 'a=50%,b=50%', '--cluster', clusterDir, '--out', out, '--timeout', '1500']);
+    const r = jcp([
+      'shards',
+      'mint',
+      '--parent',
+      join(dir, 'sh.chain.json'),
+      '--key',
+      join(dir, 'bob.key'),
+      '--split',
+      'a=50%,b=50%',
+      '--cluster',
+      clusterDir,
+      '--out',
+      out,
+      '--timeout',
+      '1500',
+    ]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/^jcp shards: error \[assign-timeout\]: /);
     expect(r.err).toContain(`waiting for ${state.nodes[2]!.did} to acknowledge`);

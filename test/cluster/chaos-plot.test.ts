@@ -39,7 +39,11 @@ describe('chaos plot', () => {
     const root = parse(svg).svg as El;
     const series = list(root.polyline).map((p) => p['data-series']);
     expect(series).toEqual(['a', 'b', 'c']);
-    expect(list(root.line).map((l) => l['data-line']).filter(Boolean)).toEqual(['budget', 'bound']);
+    expect(
+      list(root.line)
+        .map((l) => l['data-line'])
+        .filter(Boolean),
+    ).toEqual(['budget', 'bound']);
     const faults = list(root.g).filter((g) => g['data-fault'] !== undefined);
     expect(faults.map((g) => g['data-fault'])).toEqual(['kill', 'pause', 'region-cut', 'nats-restart']);
   });
@@ -69,7 +73,13 @@ describe('chaos plot', () => {
     expect(new Set(ysF.slice(0, 3)).size).toBe(3);
     expect(ysF[3]).toBe(ysF[0]);
     expect(spreadLabels([100, 100, 101, 300], 13)).toEqual([100, 113, 126, 300]);
-    expect(laneLabels([{ x: 0, width: 50 }, { x: 10, width: 5 }, { x: 60, width: 5 }])).toEqual([0, 1, 0]);
+    expect(
+      laneLabels([
+        { x: 0, width: 50 },
+        { x: 10, width: 5 },
+        { x: 60, width: 5 },
+      ]),
+    ).toEqual([0, 1, 0]);
   });
 });
 

@@ -15,8 +15,19 @@ describe('chaos across regions: the staleness limit', () => {
   it('every node gets revocation_staleness_s = --revocation-staleness', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'jcp-chaos-stale-'));
     const rng = seededRng('chaos-stale');
-    const plan = { seeds: [rng(32), rng(32)], subjectRoot: 'jcpstale', issuer: actorFromSeed(rng(32)), rootId: 'ab'.repeat(32), window: 1000n };
-    const c = await startChaosCluster({ regions: 2, nodes: 2, mode: 'shards', rttMs: 2, revocationStalenessS: 7 } as never, plan, dir, () => {});
+    const plan = {
+      seeds: [rng(32), rng(32)],
+      subjectRoot: 'jcpstale',
+      issuer: actorFromSeed(rng(32)),
+      rootId: 'ab'.repeat(32),
+      window: 1000n,
+    };
+    const c = await startChaosCluster(
+      { regions: 2, nodes: 2, mode: 'shards', rttMs: 2, revocationStalenessS: 7 } as never,
+      plan,
+      dir,
+      () => {},
+    );
     try {
       for (const r of ['a', 'b']) {
         const cfg = JSON.parse(readFileSync(join(dir, r, 'n1', 'node.json'), 'utf8')) as Record<string, unknown>;

@@ -15,7 +15,16 @@ const SEEDS = Array.from({ length: 20 }, (_, i) => `r${i + 1}`);
 describe.concurrent('chaos across three regions, 40 ms apart', () => {
   for (const seed of SEEDS) {
     it(`seed ${seed}: every invariant holds`, { timeout: 240_000 }, async () => {
-      const r = await runChaos({ nodes: 3, regions: 3, rttMs: 40, mode: 'channel', faults: ALL_FAULT_KINDS, durationS: 8, seed, ratePerAgent: 15 });
+      const r = await runChaos({
+        nodes: 3,
+        regions: 3,
+        rttMs: 40,
+        mode: 'channel',
+        faults: ALL_FAULT_KINDS,
+        durationS: 8,
+        seed,
+        ratePerAgent: 15,
+      });
       expect(r.problems).toEqual([]);
       expect(Object.values(r.invariants).every(Boolean)).toBe(true);
       expect(r.regions?.map((g) => g.name)).toEqual(['a', 'b', 'c']);

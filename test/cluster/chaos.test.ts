@@ -24,35 +24,27 @@ describe('chaos - the fault schedule', () => {
 });
 
 describe('chaos - a short run', () => {
-  it(
-    'channel mode, 3 nodes, every fault kind, seed 7: all four invariants hold',
-    async () => {
-      const r = await runChaos({ nodes: 3, mode: 'channel', faults: FAULT_KINDS, durationS: 16, seed: '7' });
-      expect(r.problems).toEqual([]);
-      expect(r.invariants).toEqual({
-        no_lost_receipts: true,
-        overdraft_within_bound: true,
-        overdraft_proven: true,
-        receipts_verify: true,
-        revocation_enforced: true,
-      });
-      expect(r.revoked_allowed_after_reach).toBe(0);
-      expect(r.revocation?.reached_nodes).toBe(3);
-      expect(r.faults.length).toBeGreaterThan(0);
-      expect(r.decisions.allow).toBeGreaterThan(0);
-      expect(BigInt(r.spent_uj)).toBeLessThanOrEqual(BigInt(r.budget_uj) + BigInt(r.bound_uj));
-    },
-    120_000,
-  );
+  it('channel mode, 3 nodes, every fault kind, seed 7: all four invariants hold', async () => {
+    const r = await runChaos({ nodes: 3, mode: 'channel', faults: FAULT_KINDS, durationS: 16, seed: '7' });
+    expect(r.problems).toEqual([]);
+    expect(r.invariants).toEqual({
+      no_lost_receipts: true,
+      overdraft_within_bound: true,
+      overdraft_proven: true,
+      receipts_verify: true,
+      revocation_enforced: true,
+    });
+    expect(r.revoked_allowed_after_reach).toBe(0);
+    expect(r.revocation?.reached_nodes).toBe(3);
+    expect(r.faults.length).toBeGreaterThan(0);
+    expect(r.decisions.allow).toBeGreaterThan(0);
+    expect(BigInt(r.spent_uj)).toBeLessThanOrEqual(BigInt(r.budget_uj) + BigInt(r.bound_uj));
+  }, 120_000);
 
-  it(
-    'shards mode, 3 nodes, kills and partitions, seed 3: spend never passes the budget',
-    async () => {
-      const r = await runChaos({ nodes: 3, mode: 'shards', faults: ['kill', 'partition'], durationS: 12, seed: '3' });
-      expect(r.problems).toEqual([]);
-      expect(Object.values(r.invariants).every(Boolean)).toBe(true);
-      expect(BigInt(r.spent_uj)).toBeLessThanOrEqual(BigInt(r.budget_uj));
-    },
-    120_000,
-  );
+  it('shards mode, 3 nodes, kills and partitions, seed 3: spend never passes the budget', async () => {
+    const r = await runChaos({ nodes: 3, mode: 'shards', faults: ['kill', 'partition'], durationS: 12, seed: '3' });
+    expect(r.problems).toEqual([]);
+    expect(Object.values(r.invariants).every(Boolean)).toBe(true);
+    expect(BigInt(r.spent_uj)).toBeLessThanOrEqual(BigInt(r.budget_uj));
+  }, 120_000);
 });

@@ -32,7 +32,15 @@ function jcp(args: string[]): { code: number; out: string; err: string } {
 
 describe('node config - the cluster section', () => {
   it('defaults to subject root jcp, one replica and no channels', () => {
-    expect(readClusterConfig(undefined)).toEqual({ subjectRoot: 'jcp', replicas: 1, settleIntervalMs: 250, revocationCatchUpMs: 5_000, channels: [], checkpointEveryMs: 5_000, checkpointEveryReceipts: 1_000 });
+    expect(readClusterConfig(undefined)).toEqual({
+      subjectRoot: 'jcp',
+      replicas: 1,
+      settleIntervalMs: 250,
+      revocationCatchUpMs: 5_000,
+      channels: [],
+      checkpointEveryMs: 5_000,
+      checkpointEveryReceipts: 1_000,
+    });
   });
 
   it('reads a channel with its window in µJ', () => {
@@ -76,17 +84,46 @@ describe('jcp cluster, channel and shards', () => {
     const holder = actorFromSeed(rng(32));
     writeKeyFile(join(dir, 'holder.key'), holder);
     const parent = signGrant(
-      { issuer: issuer.did, subject: holder.did, capability: { resource: contentId({ r: 1 }), actions: ['call'] }, budget_uj: 1_000n, expiry: 0, nonce: rng(16) },
+      {
+        issuer: issuer.did,
+        subject: holder.did,
+        capability: { resource: contentId({ r: 1 }), actions: ['call'] },
+        budget_uj: 1_000n,
+        expiry: 0,
+        nonce: rng(16),
+      },
       issuer,
     );
     writeChainFile(join(dir, 'parent.json'), [parent]);
     const out = join(dir, 'shards');
-    const r = jcp(['shards', 'mint', '--parent', join(dir, 'parent.json'), '--key', join(dir, 'holder.key'), '--split', 'a=40%,b=30%,c=30%', '--out', out]);
+    const r = jcp([
+      'shards',
+      'mint',
+      '--parent',
+      join(dir, 'parent.json'),
+      '--key',
+      join(dir, 'holder.key'),
+      '--split',
+      'a=40%,b=30%,c=30%',
+      '--out',
+      out,
+    ]);
     expect(r.code).toBe(0);
     const m = JSON.parse(readFileSync(join(out, 'shards.json'), 'utf8')) as { parent_id: string; shards: { budget_uj: string }[] };
     expect([m.parent_id, m.shards.map((s) => s.budget_uj)]).toEqual([grantId(parent.grant), ['400', '300', '300']]);
     expect(['a', 'b', 'c'].every((n) => existsSync(join(out, `shard-${n}.json`)))).toBe(true);
-    const over = jcp(['shards', 'mint', '--parent', join(dir, 'parent.json'), '--key', join(dir, 'holder.key'), '--split', 'a=60%,b=50%', '--out', join(dir, 'x')]);
+    const over = jcp([
+      'shards',
+      'mint',
+      '--parent',
+      join(dir, 'parent.json'),
+      '--key',
+      join(dir, 'holder.key'),
+      '--split',
+      'a=60%,b=50%',
+      '--out',
+      join(dir, 'x'),
+    ]);
     expect([over.code, /over-sum/.test(over.err)]).toEqual([1, true]);
     expect(jcp(['shards', 'show', '--shards', out]).out).toMatch(/live +a +400 µJ/);
   }, 60_000);

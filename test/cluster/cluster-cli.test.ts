@@ -75,7 +75,12 @@ describe('jcp cluster up - NATS url', () => {
 async function fakeCluster() {
   const dir = tmp();
   const gone = await deadPid();
-  const m = { n1: await healthz(200, did('a')), n2: await healthz(503, did('b')), n3: `127.0.0.1:${await freePort()}`, n4: await healthz(200, did('x')) };
+  const m = {
+    n1: await healthz(200, did('a')),
+    n2: await healthz(503, did('b')),
+    n3: `127.0.0.1:${await freePort()}`,
+    n4: await healthz(200, did('x')),
+  };
   const node = (name: string, metrics: string, d: string, pid: number | undefined) => ({
     name,
     did: d,
@@ -89,7 +94,12 @@ async function fakeCluster() {
     type: 'jcp-cluster',
     dir,
     nats: { urls: 'nats://127.0.0.1:4222', owned: false, pids: [] },
-    nodes: [node('n1', m.n1, did('a'), gone), node('n2', m.n2, did('b'), process.pid), node('n3', m.n3, did('c'), process.pid), node('n4', m.n4, did('d'), gone)],
+    nodes: [
+      node('n1', m.n1, did('a'), gone),
+      node('n2', m.n2, did('b'), process.pid),
+      node('n3', m.n3, did('c'), process.pid),
+      node('n4', m.n4, did('d'), gone),
+    ],
   };
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'cluster.json'), JSON.stringify(state));

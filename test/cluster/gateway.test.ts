@@ -42,19 +42,33 @@ describe('cluster: gateway state per region', () => {
     // JetStream with gateways needs each server in a cluster (named as its gateway): one member each.
     const rA = await freePort();
     const rB = await freePort();
-    const a = await NatsServer.start({ name: `gwA${process.pid}`, cluster: { name: 'A', port: rA, routes: [rA] }, extraConfig: [block('A')] }, false);
-    const b = await NatsServer.start({ name: `gwB${process.pid}`, cluster: { name: 'B', port: rB, routes: [rB] }, extraConfig: [block('B')] }, false);
+    const a = await NatsServer.start(
+      { name: `gwA${process.pid}`, cluster: { name: 'A', port: rA, routes: [rA] }, extraConfig: [block('A')] },
+      false,
+    );
+    const b = await NatsServer.start(
+      { name: `gwB${process.pid}`, cluster: { name: 'B', port: rB, routes: [rB] }, extraConfig: [block('B')] },
+      false,
+    );
     servers.push(a, b);
     const monitor = `http://127.0.0.1:${a.httpPort}`;
-    await until(async () => (await readGateways(monitor)).some((g) => g.gateway === 'B' && g.direction === 'outbound' && g.connected), 'gateway A→B never connected');
+    await until(
+      async () => (await readGateways(monitor)).some((g) => g.gateway === 'B' && g.direction === 'outbound' && g.connected),
+      'gateway A→B never connected',
+    );
     await a.ready();
-    hooks = new ClusterHooks(a.url, readClusterConfig({ subject_root: `gw${process.pid}`, nats_monitor_url: monitor }), quiet, { region: 'A' });
+    hooks = new ClusterHooks(a.url, readClusterConfig({ subject_root: `gw${process.pid}`, nats_monitor_url: monitor }), quiet, {
+      region: 'A',
+    });
     const registry = new Registry();
     hooks.observe(registry);
     const scrape = async () => parsePrometheusTextFormat(await registry.metrics());
     expect(sample(await scrape(), 'jcp_nats_gateway_connected', { region: 'A', gateway: 'B', direction: 'outbound' })).toBe(1);
     await b.stop();
-    await until(async () => sample(await scrape(), 'jcp_nats_gateway_connected', { region: 'A', gateway: 'B', direction: 'outbound' }) === 0, 'gateway A→B still reads connected after B stopped');
+    await until(
+      async () => sample(await scrape(), 'jcp_nats_gateway_connected', { region: 'A', gateway: 'B', direction: 'outbound' }) === 0,
+      'gateway A→B still reads connected after B stopped',
+    );
   }, 90_000);
 
   test('reject / a monitor url that is not http://host:port', () => {

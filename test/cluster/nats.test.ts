@@ -5,7 +5,17 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Actor, actorFromSeed, contentId, decode, encode, readSignedRevocation, seededRng, signedRevocationToCbor, signRevocation } from '../../core/index.ts';
+import {
+  type Actor,
+  actorFromSeed,
+  contentId,
+  decode,
+  encode,
+  readSignedRevocation,
+  seededRng,
+  signedRevocationToCbor,
+  signRevocation,
+} from '../../core/index.ts';
 import { channelNames, ChannelPoint, JetStreamBus } from '../../channel/index.ts';
 import { NatsCluster, NatsServer, TcpProxy } from '../../testkit/internal.ts';
 

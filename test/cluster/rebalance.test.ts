@@ -16,7 +16,14 @@ const actor = (): Actor => actorFromSeed(rng(32));
 const issuer = actor();
 const agent = actor();
 const root: SignedGrant = signGrant(
-  { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('tools'), actions: ['call'] }, budget_uj: 100_000n, expiry: 0, nonce: rng(16) },
+  {
+    issuer: issuer.did,
+    subject: agent.did,
+    capability: { resource: resourceIdOf('tools'), actions: ['call'] },
+    budget_uj: 100_000n,
+    expiry: 0,
+    nonce: rng(16),
+  },
   issuer,
 );
 
@@ -38,7 +45,12 @@ afterAll(async () => {
 
 let n = 0;
 async function spend(node: number, chain: SignedGrant[], costUj: bigint) {
-  const r = await clients[node]!.call({ chain, action: 'call', payload: new TextEncoder().encode(`call ${n++}`), cost: { uj: costUj, provenance: 'Estimator' } });
+  const r = await clients[node]!.call({
+    chain,
+    action: 'call',
+    payload: new TextEncoder().encode(`call ${n++}`),
+    cost: { uj: costUj, provenance: 'Estimator' },
+  });
   return r.decision;
 }
 
@@ -55,7 +67,14 @@ describe('shards - rebalance over live nodes', () => {
     for (let i = 0; i < 3; i++) expect((await spend(0, [root, a!.grant], 7_000n)).verdict).toBe('allow');
     expect((await spend(1, [root, b!.grant], 5_000n)).verdict).toBe('allow');
 
-    const r = await rebalance({ manifest: m, holder: agent, transport: bus, points: cluster.nodes.map((x) => x.steward.did), rng, timeoutMs: 20_000 });
+    const r = await rebalance({
+      manifest: m,
+      holder: agent,
+      transport: bus,
+      points: cluster.nodes.map((x) => x.steward.did),
+      rng,
+      timeoutMs: 20_000,
+    });
     if (!r.ok) throw new Error(`${r.error.code}: ${r.error.why}`);
     expect(r.value.manifest.consumedUj).toBe(26_000n);
     expect(r.value.leftUj).toBe(74_000n);

@@ -29,7 +29,12 @@ function forgedState(pid: number, control: string): string {
       home: 'a',
       regions: [
         { name: 'a', nats_urls: ['nats://127.0.0.1:1'], servers: [], nodes: [] },
-        { name: 'b', nats_urls: ['nats://127.0.0.1:1'], servers: [{ name: 'b-s1', url: 'nats://127.0.0.1:1', pid: 0, running: false }], nodes: [] },
+        {
+          name: 'b',
+          nats_urls: ['nats://127.0.0.1:1'],
+          servers: [{ name: 'b-s1', url: 'nats://127.0.0.1:1', pid: 0, running: false }],
+          nodes: [],
+        },
       ],
       links: [link('a', 'b'), link('b', 'a')],
       dir,

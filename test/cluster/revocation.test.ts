@@ -62,7 +62,10 @@ describe('cluster: a revocation sent to one node is enforced by every node', () 
     expect(await atA.revoke(signRevocation(id, alice, rng(16)))).toBe(id);
     await orFail(arrivedAtB, 'node B never took the revocation that node A accepted');
 
-    expect((await atB.call({ chain: [root], action: 'read', payload: { n: 2 } })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+    expect((await atB.call({ chain: [root], action: 'read', payload: { n: 2 } })).decision).toEqual({
+      verdict: 'deny',
+      deny_reason: 'revoked',
+    });
     expect((await carolAtB.call({ chain: [root, child.value], action: 'read', payload: { n: 2 } })).decision).toEqual({
       verdict: 'deny',
       deny_reason: 'revoked',

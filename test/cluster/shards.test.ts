@@ -6,7 +6,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Actor, actorFromSeed, contentId, grantId, Ledger, ok, seededRng, type SignedGrant, signGrant } from '../../core/index.ts';
 import { MemoryBus, MemoryStore, RevocationStreamFeed } from '../../channel/index.ts';
-import { manifestFromJson, manifestToJson, mintShardSet, parseSplit, rebalance, ShardCloser, type ShardManifest } from '../../shards/index.ts';
+import {
+  manifestFromJson,
+  manifestToJson,
+  mintShardSet,
+  parseSplit,
+  rebalance,
+  ShardCloser,
+  type ShardManifest,
+} from '../../shards/index.ts';
 
 const actor = (name: string): Actor => actorFromSeed(seededRng(`shards/${name}`)(32));
 const issuer = actor('issuer');
@@ -112,9 +120,21 @@ describe('shards - rebalance', () => {
     const pts = await pointsOn(store);
     await pts[2]!.feed.stop();
     const m = firstSet(1_000n);
-    const r = await rebalance({ manifest: m, holder, transport: pts[0]!.bus, points: nodes.map((n) => n.did), rng, timeoutMs: 300, pollMs: 20 });
+    const r = await rebalance({
+      manifest: m,
+      holder,
+      transport: pts[0]!.bus,
+      points: nodes.map((n) => n.did),
+      rng,
+      timeoutMs: 300,
+      pollMs: 20,
+    });
     expect(r.ok ? 'rebalanced' : r.error.code).toBe('close-timeout');
-    expect(r.ok ? [] : 'missing' in r.error ? r.error.missing.map((x) => x.point) : []).toEqual([nodes[2]!.did, nodes[2]!.did, nodes[2]!.did]);
+    expect(r.ok ? [] : 'missing' in r.error ? r.error.missing.map((x) => x.point) : []).toEqual([
+      nodes[2]!.did,
+      nodes[2]!.did,
+      nodes[2]!.did,
+    ]);
   });
 
   it('no µJ is created: consumed + live shard budgets never pass the parent across rebalances', async () => {
@@ -131,7 +151,15 @@ describe('shards - rebalance', () => {
               const want = spends[i] ?? 0n;
               pts[i]!.ledger.debit([grantId(s.grant.grant)], want < cap ? want : cap);
             });
-            const r = await rebalance({ manifest: m, holder, transport: pts[0]!.bus, points: nodes.map((n) => n.did), rng, timeoutMs: 2_000, pollMs: 5 });
+            const r = await rebalance({
+              manifest: m,
+              holder,
+              transport: pts[0]!.bus,
+              points: nodes.map((n) => n.did),
+              rng,
+              timeoutMs: 2_000,
+              pollMs: 5,
+            });
             if (!r.ok) throw new Error(r.error.why);
             m = r.value.manifest;
             const live = m.shards.reduce((a, s) => a + s.grant.grant.budget_uj, 0n);

@@ -54,7 +54,11 @@ describe('audit console in chromium', () => {
     stream = new TlogStream(probe.bus.connection!, { root });
     const running: Array<{ node: Awaited<ReturnType<typeof liveNode>>; hooks: ClusterHooks }> = [];
     for (const d of dirs) {
-      const hooks = new ClusterHooks(nats.url, readClusterConfig({ subject_root: root, checkpoint_every_ms: 100, checkpoint_every_receipts: 1 }), quiet);
+      const hooks = new ClusterHooks(
+        nats.url,
+        readClusterConfig({ subject_root: root, checkpoint_every_ms: 100, checkpoint_every_receipts: 1 }),
+        quiet,
+      );
       const node = await liveNode(
         { meter: { default_estimate_uj: 100, rungs: ['estimator'] } },
         { budgetPolicy: hooks.budgetPolicy, revocationFeeds: [hooks.revocationFeed], witnessed: (x) => hooks.witnessed(x) },
@@ -75,13 +79,20 @@ describe('audit console in chromium', () => {
     await cb.call({ chain: [gb], action: 'write', payload: {} });
     for (let i = 0; i < 2; i++) await cc.call({ chain: [gc], action: 'read', payload: { i } });
     await Promise.all([cb.close(), cc.close()]);
-    await until('B to cosign A at 7 receipts', async () => ((await stream.newestWitnessed(a.steward.did)).newest?.checkpoint.size === 7 ? true : undefined));
+    await until('B to cosign A at 7 receipts', async () =>
+      (await stream.newestWitnessed(a.steward.did)).newest?.checkpoint.size === 7 ? true : undefined,
+    );
     await until('A to cosign B', async () => (await stream.newestWitnessed(running[1]!.node.steward.did)).newest);
     for (const r of running) {
       await r.hooks.close();
       await r.node.close();
     }
-    consoleSrv = await serveConsole(new ConsoleData(dirs.map((d) => d.dir), stream));
+    consoleSrv = await serveConsole(
+      new ConsoleData(
+        dirs.map((d) => d.dir),
+        stream,
+      ),
+    );
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
     mkdirSync(ARTIFACTS, { recursive: true });
   }, 90_000);
@@ -94,12 +105,22 @@ describe('audit console in chromium', () => {
     for (const d of dirs) d.cleanup();
   });
 
-  test('each view shows the run\'s figures, equal to the CLI\'s; the inspector verifies and refuses', async () => {
+  test("each view shows the run's figures, equal to the CLI's; the inspector verifies and refuses", async () => {
     const [aDir] = dirs.map((d) => d.dir) as [string];
     const aDid = stewards[0]!;
     const attr = await runJcpInProcess(['receipts', 'attribute', aDir]);
     expect(attr.code).toBe(0);
-    const cli = JSON.parse(attr.out) as { receipts: number; attribution: Array<{ grant_id: string; subject: string; allowed: number; refused: number; uj: string | number; charged_uj: string | number }> };
+    const cli = JSON.parse(attr.out) as {
+      receipts: number;
+      attribution: Array<{
+        grant_id: string;
+        subject: string;
+        allowed: number;
+        refused: number;
+        uj: string | number;
+        charged_uj: string | number;
+      }>;
+    };
     expect(cli.receipts).toBe(7);
 
     // Deny reasons, counted here from the receipts themselves.

@@ -4,7 +4,20 @@
  */
 import { createHash, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed, addSignatureLines, checkpointText, cosign, isJcpError, MerkleTree, openCheckpoint, parseCheckpointText, parseNote, signCheckpoint, verifyCosignature, verifyNote } from '../../core/internal.ts';
+import {
+  actorFromSeed,
+  addSignatureLines,
+  checkpointText,
+  cosign,
+  isJcpError,
+  MerkleTree,
+  openCheckpoint,
+  parseCheckpointText,
+  parseNote,
+  signCheckpoint,
+  verifyCosignature,
+  verifyNote,
+} from '../../core/internal.ts';
 
 const log = actorFromSeed(new Uint8Array(32).fill(1));
 const witness = actorFromSeed(new Uint8Array(32).fill(2));
@@ -38,7 +51,10 @@ describe('c2sp - checkpoint as a signed note', () => {
     const m = /^\u2014 (\S+) (\S+)\n$/.exec(sigs);
     expect(m?.[1]).toBe(ORIGIN);
     const raw = Buffer.from(m![2]!, 'base64');
-    const id = createHash('sha256').update(Buffer.concat([Buffer.from(ORIGIN), Buffer.from([0x0a, 0x01]), log.key.publicKey.bytes])).digest().subarray(0, 4);
+    const id = createHash('sha256')
+      .update(Buffer.concat([Buffer.from(ORIGIN), Buffer.from([0x0a, 0x01]), log.key.publicKey.bytes]))
+      .digest()
+      .subarray(0, 4);
     expect(raw.subarray(0, 4).toString('hex')).toBe(id.toString('hex'));
     expect(nodeVerify(null, Buffer.from(`${text}\n`), nodeKey(log.key.publicKey.bytes), raw.subarray(4))).toBe(true);
     const c = openCheckpoint(note, log.key.publicKey, ORIGIN);
@@ -71,7 +87,10 @@ describe('c2sp - cosignature/v1', () => {
     const name = 'jcp/witness';
     const line = cosign(text, name, witness.key, 1_700_000_000);
     const raw = Buffer.from(line.split(' ')[2]!, 'base64');
-    const id = createHash('sha256').update(Buffer.concat([Buffer.from(name), Buffer.from([0x0a, 0x04]), witness.key.publicKey.bytes])).digest().subarray(0, 4);
+    const id = createHash('sha256')
+      .update(Buffer.concat([Buffer.from(name), Buffer.from([0x0a, 0x04]), witness.key.publicKey.bytes]))
+      .digest()
+      .subarray(0, 4);
     expect(raw.length).toBe(4 + 8 + 64);
     expect(raw.subarray(0, 4).toString('hex')).toBe(id.toString('hex'));
     expect(raw.readBigUInt64BE(4)).toBe(1_700_000_000n);
@@ -88,14 +107,20 @@ describe('c2sp - cosignature/v1', () => {
     const note9 = signCheckpoint({ origin: ORIGIN, size: 9, root: t.root(), extensions: [] }, log.key);
     const note8 = signCheckpoint({ origin: ORIGIN, size: 8, root: t.root(8), extensions: [] }, log.key);
     const line8 = cosign(parseNote(note8).text, 'jcp/witness', witness.key, 5);
-    expect(codeOf(() => verifyCosignature(addSignatureLines(note9, [line8]), 'jcp/witness', witness.key.publicKey))).toBe('cosignature-invalid');
+    expect(codeOf(() => verifyCosignature(addSignatureLines(note9, [line8]), 'jcp/witness', witness.key.publicKey))).toBe(
+      'cosignature-invalid',
+    );
     const line9 = cosign(parseNote(note9).text, 'jcp/witness', witness.key, 5);
-    expect(codeOf(() => verifyCosignature(addSignatureLines(note9, [line9]), 'jcp/witness', mallory.key.publicKey))).toBe('cosignature-invalid');
+    expect(codeOf(() => verifyCosignature(addSignatureLines(note9, [line9]), 'jcp/witness', mallory.key.publicKey))).toBe(
+      'cosignature-invalid',
+    );
     expect(codeOf(() => verifyCosignature(note9, 'jcp/witness', witness.key.publicKey))).toBe('cosignature-invalid');
     // a changed timestamp breaks it
     const raw = Buffer.from(line9.split(' ')[2]!, 'base64');
     raw.writeBigUInt64BE(6n, 4);
     const moved = `\u2014 jcp/witness ${raw.toString('base64')}`;
-    expect(codeOf(() => verifyCosignature(addSignatureLines(note9, [moved]), 'jcp/witness', witness.key.publicKey))).toBe('cosignature-invalid');
+    expect(codeOf(() => verifyCosignature(addSignatureLines(note9, [moved]), 'jcp/witness', witness.key.publicKey))).toBe(
+      'cosignature-invalid',
+    );
   });
 });

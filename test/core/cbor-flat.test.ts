@@ -4,11 +4,34 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { concatItems, decode, encode, encodeSign1, FlatMapWriter, headBytes, headLength, JcpError, leadingTag, readFlatMap, readHead, sigStructure, skipItem, splitSequence, Tagged, toHex, withoutMapEntry, writeHead } from '../../core/internal.ts';
+import {
+  concatItems,
+  decode,
+  encode,
+  encodeSign1,
+  FlatMapWriter,
+  headBytes,
+  headLength,
+  JcpError,
+  leadingTag,
+  readFlatMap,
+  readHead,
+  sigStructure,
+  skipItem,
+  splitSequence,
+  Tagged,
+  toHex,
+  withoutMapEntry,
+  writeHead,
+} from '../../core/internal.ts';
 
 const KEYS = ['a', 'b', 'aa', 'seq', 'steward', 'chain_ids', 'budget_remaining_uj', 'é', 'zz', 'k'.repeat(30)];
 const writer = new FlatMapWriter(KEYS);
-const uint = fc.oneof(fc.nat(), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), fc.constantFrom(23, 24, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32));
+const uint = fc.oneof(
+  fc.nat(),
+  fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+  fc.constantFrom(23, 24, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32),
+);
 const flatValue = fc.oneof(uint, fc.string({ unit: 'grapheme', maxLength: 300 }), fc.array(fc.string({ maxLength: 70 }), { maxLength: 5 }));
 const flatMap = fc.dictionary(fc.constantFrom(...KEYS), flatValue);
 
@@ -56,11 +79,16 @@ describe('cbor flat maps and heads - writing', () => {
   });
   it('Sig_structure and the JCR-1 envelope are assembled exactly as encode() writes them', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 300 }), fc.uint8Array({ maxLength: 70000 }), fc.uint8Array({ maxLength: 70 }), (p, payload, sig) => {
-        expect(toHex(sigStructure(p, payload))).toBe(toHex(encode(['Signature1', p, new Uint8Array(0), payload])));
-        const fast = encodeSign1({ protectedBytes: p, unprotected: new Map(), payload, signature: sig });
-        expect(toHex(fast)).toBe(toHex(encode(new Tagged(18, [p, new Map(), payload, sig]))));
-      }),
+      fc.property(
+        fc.uint8Array({ maxLength: 300 }),
+        fc.uint8Array({ maxLength: 70000 }),
+        fc.uint8Array({ maxLength: 70 }),
+        (p, payload, sig) => {
+          expect(toHex(sigStructure(p, payload))).toBe(toHex(encode(['Signature1', p, new Uint8Array(0), payload])));
+          const fast = encodeSign1({ protectedBytes: p, unprotected: new Map(), payload, signature: sig });
+          expect(toHex(fast)).toBe(toHex(encode(new Tagged(18, [p, new Map(), payload, sig]))));
+        },
+      ),
       { numRuns: 60, seed: 6 },
     );
   });
@@ -79,20 +107,24 @@ describe('cbor flat maps and heads - reading', () => {
   });
   it('never accepts a mutant the strict decoder refuses, and agrees with it on those it accepts', () => {
     fc.assert(
-      fc.property(flatMap, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat(3)), { minLength: 1, maxLength: 4 }), (m, edits) => {
-        let b = Array.from(writer.write(m));
-        for (const [pos, val, op] of edits) {
-          const i = pos % (b.length + 1);
-          if (op === 0 && b.length) b[i % b.length] = val;
-          else if (op === 1) b.splice(i, 0, val);
-          else if (op === 2 && b.length) b.splice(i % b.length, 1);
-          else b = b.slice(0, i);
-        }
-        const bytes = Uint8Array.from(b);
-        const fast = readFlatMap(bytes);
-        if (fast === undefined) return;
-        expect(decode(bytes)).toEqual(fast);
-      }),
+      fc.property(
+        flatMap,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat(3)), { minLength: 1, maxLength: 4 }),
+        (m, edits) => {
+          let b = Array.from(writer.write(m));
+          for (const [pos, val, op] of edits) {
+            const i = pos % (b.length + 1);
+            if (op === 0 && b.length) b[i % b.length] = val;
+            else if (op === 1) b.splice(i, 0, val);
+            else if (op === 2 && b.length) b.splice(i % b.length, 1);
+            else b = b.slice(0, i);
+          }
+          const bytes = Uint8Array.from(b);
+          const fast = readFlatMap(bytes);
+          if (fast === undefined) return;
+          expect(decode(bytes)).toEqual(fast);
+        },
+      ),
       { numRuns: 3000, seed: 10 },
     );
   });

@@ -114,10 +114,13 @@ describe('cbor fuzz - hot-path encoder against cborg RFC 8949 deterministic enco
 
   it('sorts integer and text keys of a Map like cborg', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.string({ maxLength: 4 })), { maxLength: 8 }), (keys) => {
-        const m = new Map<unknown, unknown>(keys.map((k, i) => [k, i]));
-        expect(ours(m)).toBe(cborgBytes(m));
-      }),
+      fc.property(
+        fc.uniqueArray(fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.string({ maxLength: 4 })), { maxLength: 8 }),
+        (keys) => {
+          const m = new Map<unknown, unknown>(keys.map((k, i) => [k, i]));
+          expect(ours(m)).toBe(cborgBytes(m));
+        },
+      ),
       { seed: 8949, numRuns: 300 },
     );
   });
@@ -262,14 +265,26 @@ function mutate(r: Rand, b: Uint8Array, its: readonly Item[]): Mutant | undefine
       return { kind: 'truncation', bytes: b.subarray(0, int(r, b.length)), mustBe: ErrorCodes.CBOR_MALFORMED };
     case 2: {
       const at = int(r, b.length + 1);
-      return { kind: 'insertion', bytes: splice(b, at, at, Uint8Array.from({ length: 1 + int(r, 3) }, () => int(r, 256))) };
+      return {
+        kind: 'insertion',
+        bytes: splice(
+          b,
+          at,
+          at,
+          Uint8Array.from({ length: 1 + int(r, 3) }, () => int(r, 256)),
+        ),
+      };
     }
     case 3: {
       const at = int(r, b.length);
       return { kind: 'deletion', bytes: splice(b, at, at + 1 + int(r, 2), new Uint8Array()) };
     }
     case 4:
-      return { kind: 'trailing bytes', bytes: splice(b, b.length, b.length, Uint8Array.of(int(r, 256))), mustBe: ErrorCodes.CBOR_MALFORMED };
+      return {
+        kind: 'trailing bytes',
+        bytes: splice(b, b.length, b.length, Uint8Array.of(int(r, 256))),
+        mustBe: ErrorCodes.CBOR_MALFORMED,
+      };
     case 5: {
       // The same argument in a longer form than the shortest.
       const it = pick(r, its);
@@ -418,7 +433,8 @@ function sameValue(a: unknown, b: unknown): boolean {
   if (a instanceof Uint8Array || b instanceof Uint8Array) {
     return a instanceof Uint8Array && b instanceof Uint8Array && !Buffer.isBuffer(a) && !Buffer.isBuffer(b) && sameBytes(a, b);
   }
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameValue(x, b[i]));
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameValue(x, b[i]));
   if (a instanceof Map || b instanceof Map) {
     if (!(a instanceof Map && b instanceof Map) || a.size !== b.size) return false;
     const ka = [...a.keys()];
@@ -428,7 +444,11 @@ function sameValue(a: unknown, b: unknown): boolean {
   if (a !== null && typeof a === 'object') {
     const ea = Object.entries(a as object);
     const eb = Object.entries(b as object);
-    return Object.getPrototypeOf(a) === Object.getPrototypeOf(b) && ea.length === eb.length && ea.every(([k, v], i) => k === eb[i]![0] && sameValue(v, eb[i]![1]));
+    return (
+      Object.getPrototypeOf(a) === Object.getPrototypeOf(b) &&
+      ea.length === eb.length &&
+      ea.every(([k, v], i) => k === eb[i]![0] && sameValue(v, eb[i]![1]))
+    );
   }
   return Object.is(a, b);
 }

@@ -213,4 +213,3 @@ describe('chain - conservation across siblings (property)', () => {
     expect(third.verdict).toBe('allow');
   });
 });
-

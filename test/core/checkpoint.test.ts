@@ -1,6 +1,34 @@
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
 import { describe, expect, it } from 'vitest';
-import { amend, amendmentId, attenuate, checkHop, checkpointId, contentId, continuationNonce, decode, encode, grantId, issueContinuation, makeCheckpoint, newActor, readSignedAmendment, readSignedCheckpoint, seededRng, signBody, type SignedAmendment, signedAmendmentToCbor, type SignedCheckpoint, signedCheckpointToCbor, type SignedGrant, signGrant, SteeringRefusals, verifyAmendment, verifyContinuation, verifyGrantSignature } from '../../core/index.ts';
+import {
+  amend,
+  amendmentId,
+  attenuate,
+  checkHop,
+  checkpointId,
+  contentId,
+  continuationNonce,
+  decode,
+  encode,
+  grantId,
+  issueContinuation,
+  makeCheckpoint,
+  newActor,
+  readSignedAmendment,
+  readSignedCheckpoint,
+  seededRng,
+  signBody,
+  type SignedAmendment,
+  signedAmendmentToCbor,
+  type SignedCheckpoint,
+  signedCheckpointToCbor,
+  type SignedGrant,
+  signGrant,
+  SteeringRefusals,
+  verifyAmendment,
+  verifyContinuation,
+  verifyGrantSignature,
+} from '../../core/index.ts';
 
 const rng = seededRng('test/core/checkpoint');
 const root = newActor(rng);
@@ -82,7 +110,14 @@ describe('checkpoint - amendments (§4.7, C21)', () => {
 
   it('refuse / self-steering / an agent that issued its own grant cannot be its own steward', () => {
     const self = signGrant(
-      { issuer: agent.did, subject: agent.did, capability: { resource: contentId({ tool: 'lab' }), actions: ['run'] }, budget_uj: 10n, expiry: 0, nonce: rng(16) },
+      {
+        issuer: agent.did,
+        subject: agent.did,
+        capability: { resource: contentId({ tool: 'lab' }), actions: ['run'] },
+        budget_uj: 10n,
+        expiry: 0,
+        nonce: rng(16),
+      },
       agent,
     );
     const cp = makeCheckpoint(self, STATE, agent);
@@ -155,7 +190,9 @@ describe('checkpoint - the continuation grant (§4.7, C21)', () => {
     const { steered, checkpoint } = setup();
     const a = amended(steered, checkpoint);
     const msg = Buffer.concat([Buffer.from('jcp/continuation'), Buffer.from(amendmentId(a), 'hex')]);
-    expect(Buffer.from(continuationNonce(amendmentId(a))).toString('hex')).toBe(Buffer.from(nobleBlake3(msg)).subarray(0, 16).toString('hex'));
+    expect(Buffer.from(continuationNonce(amendmentId(a))).toString('hex')).toBe(
+      Buffer.from(nobleBlake3(msg)).subarray(0, 16).toString('hex'),
+    );
     const r = issueContinuation(steered, checkpoint, a, steward);
     expect(r.ok && Buffer.from(r.value.grant.nonce).toString('hex')).toBe(Buffer.from(continuationNonce(amendmentId(a))).toString('hex'));
   });
@@ -194,7 +231,10 @@ describe('checkpoint - the continuation grant (§4.7, C21)', () => {
     const r = issueContinuation(steered, checkpoint, a, steward);
     if (!r.ok) throw new Error(r.error.why);
     const moved = signGrant({ ...r.value.grant, subject: mallory.did }, steward);
-    expect(verifyContinuation(steered, checkpoint, a, moved)).toMatchObject({ ok: false, error: { code: SteeringRefusals.CONTINUATION_MISMATCH } });
+    expect(verifyContinuation(steered, checkpoint, a, moved)).toMatchObject({
+      ok: false,
+      error: { code: SteeringRefusals.CONTINUATION_MISMATCH },
+    });
   });
 
   it('refuse / bad-signature / the right fields under a forged signature', () => {
@@ -203,7 +243,10 @@ describe('checkpoint - the continuation grant (§4.7, C21)', () => {
     const r = issueContinuation(steered, checkpoint, a, steward);
     if (!r.ok) throw new Error(r.error.why);
     const forged = { grant: r.value.grant, signature: signGrant({ ...r.value.grant, issuer: mallory.did }, mallory).signature };
-    expect(verifyContinuation(steered, checkpoint, a, forged)).toMatchObject({ ok: false, error: { code: SteeringRefusals.BAD_SIGNATURE } });
+    expect(verifyContinuation(steered, checkpoint, a, forged)).toMatchObject({
+      ok: false,
+      error: { code: SteeringRefusals.BAD_SIGNATURE },
+    });
   });
 
   it('refuse / wrong-checkpoint / a continuation audited against another checkpoint', () => {
@@ -213,6 +256,9 @@ describe('checkpoint - the continuation grant (§4.7, C21)', () => {
     if (!r.ok) throw new Error(r.error.why);
     const other = makeCheckpoint(steered, contentId({ step: 99 }), agent);
     if (!other.ok) throw new Error(other.error.why);
-    expect(verifyContinuation(steered, other.value, a, r.value)).toMatchObject({ ok: false, error: { code: SteeringRefusals.WRONG_CHECKPOINT } });
+    expect(verifyContinuation(steered, other.value, a, r.value)).toMatchObject({
+      ok: false,
+      error: { code: SteeringRefusals.WRONG_CHECKPOINT },
+    });
   });
 });

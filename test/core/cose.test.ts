@@ -12,7 +12,27 @@ import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed, COSE_ALG_EDDSA, decode, decodeJcrSign1, decodeSign1, ed25519KeyFromCose, encode, encodeProtectedHeader, encodeSign1, ErrorCodes, jcrProtectedHeader, publicKeyFromBytes, sign, signingKeyFromSeed, signSign1, sigStructure, Tagged, toHex, verifySign1 } from '../../core/internal.ts';
+import {
+  actorFromSeed,
+  COSE_ALG_EDDSA,
+  decode,
+  decodeJcrSign1,
+  decodeSign1,
+  ed25519KeyFromCose,
+  encode,
+  encodeProtectedHeader,
+  encodeSign1,
+  ErrorCodes,
+  jcrProtectedHeader,
+  publicKeyFromBytes,
+  sign,
+  signingKeyFromSeed,
+  signSign1,
+  sigStructure,
+  Tagged,
+  toHex,
+  verifySign1,
+} from '../../core/internal.ts';
 import { codeOf } from '../support.ts';
 
 const DIR = fileURLToPath(new URL('cose-wg-examples/', VECTORS_DIR));
@@ -91,9 +111,7 @@ describe('cose - Ed448 examples are unsupported', () => {
   });
   it('deny / eddsa-02: the Ed448 signer key is refused cose-unsupported', () => {
     const key = multi02.input.sign.signers[0].key;
-    expect(codeOf(() => ed25519KeyFromCose({ kty: key.kty, crv: key.crv, x: hex(key.x_hex) }))).toBe(
-      ErrorCodes.COSE_UNSUPPORTED,
-    );
+    expect(codeOf(() => ed25519KeyFromCose({ kty: key.kty, crv: key.crv, x: hex(key.x_hex) }))).toBe(ErrorCodes.COSE_UNSUPPORTED);
   });
 });
 
@@ -128,7 +146,11 @@ describe('cose - strict decoding and the JCR-1 profile', () => {
     ['three items', encode(new Tagged(18, [new Uint8Array(0), new Map(), payload])), ErrorCodes.COSE_INVALID],
     ['protected as a map', encode(new Tagged(18, [new Map([[1, -8]]), new Map(), payload, new Uint8Array(64)])), ErrorCodes.COSE_INVALID],
     ['payload as text', encode(new Tagged(18, [new Uint8Array(0), new Map(), 'x', new Uint8Array(64)])), ErrorCodes.COSE_INVALID],
-    ['empty protected map as a0', encodeSign1({ protectedBytes: hex('a0'), unprotected: new Map(), payload, signature: new Uint8Array(64) }), ErrorCodes.COSE_INVALID],
+    [
+      'empty protected map as a0',
+      encodeSign1({ protectedBytes: hex('a0'), unprotected: new Map(), payload, signature: new Uint8Array(64) }),
+      ErrorCodes.COSE_INVALID,
+    ],
     ['empty input', new Uint8Array(0), ErrorCodes.CBOR_MALFORMED],
     ['truncated', good.subarray(0, good.length - 1), ErrorCodes.CBOR_MALFORMED],
   ])('deny / %s', (_what, bytes, code) => {
@@ -148,20 +170,37 @@ describe('cose - strict decoding and the JCR-1 profile', () => {
     ['Ed25519 fully specified (-19)', -19],
     ['alg as text', 'EdDSA'],
   ])('deny / protected alg %s is unsupported', (_what, alg) => {
-    const prot = encodeProtectedHeader(new Map<number, unknown>([[1, alg], [4, kid]]));
+    const prot = encodeProtectedHeader(
+      new Map<number, unknown>([
+        [1, alg],
+        [4, kid],
+      ]),
+    );
     const bytes = encodeSign1({ protectedBytes: prot, unprotected: new Map(), payload, signature: new Uint8Array(64) });
     expect(codeOf(() => decodeJcrSign1(bytes))).toBe(ErrorCodes.COSE_UNSUPPORTED);
     expect(codeOf(() => signSign1({ protectedBytes: prot, payload }, actor.key))).toBe(ErrorCodes.COSE_UNSUPPORTED);
   });
   it('deny / a crit parameter is unsupported', () => {
-    const prot = encodeProtectedHeader(new Map<number, unknown>([[1, -8], [2, [99]], [4, kid]]));
+    const prot = encodeProtectedHeader(
+      new Map<number, unknown>([
+        [1, -8],
+        [2, [99]],
+        [4, kid],
+      ]),
+    );
     const bytes = encodeSign1({ protectedBytes: prot, unprotected: new Map(), payload, signature: new Uint8Array(64) });
     expect(codeOf(() => decodeJcrSign1(bytes))).toBe(ErrorCodes.COSE_UNSUPPORTED);
   });
   it('deny / JCR-1 refuses a non-empty unprotected header and extra protected parameters', () => {
     const withUnprot = signSign1({ protectedBytes: jcrProtectedHeader(kid), unprotected: new Map([[3, 0]]), payload }, actor.key);
     expect(codeOf(() => decodeJcrSign1(withUnprot))).toBe(ErrorCodes.COSE_INVALID);
-    const extra = encodeProtectedHeader(new Map<number, unknown>([[1, -8], [3, 0], [4, kid]]));
+    const extra = encodeProtectedHeader(
+      new Map<number, unknown>([
+        [1, -8],
+        [3, 0],
+        [4, kid],
+      ]),
+    );
     expect(codeOf(() => decodeJcrSign1(signSign1({ protectedBytes: extra, payload }, actor.key)))).toBe(ErrorCodes.COSE_INVALID);
   });
   it('deny / a label in both headers is refused', () => {

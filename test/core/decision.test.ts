@@ -4,12 +4,25 @@
  * boundary, budgets, and debit-only-on-allow.
  */
 import { describe, expect, it } from 'vitest';
-import { type ContentId, decide, type Decision, type DecisionRequest, denied, type Deny, type Did, ErrorCodes, grantId, isExpired, Ledger, type SignedGrant, TrustRoots } from '../../core/internal.ts';
+import {
+  type ContentId,
+  decide,
+  type Decision,
+  type DecisionRequest,
+  denied,
+  type Deny,
+  type Did,
+  ErrorCodes,
+  grantId,
+  isExpired,
+  Ledger,
+  type SignedGrant,
+  TrustRoots,
+} from '../../core/internal.ts';
 import {
   NOW_S,
   OTHER_RESOURCE,
   RESOURCE,
-
   bob,
   carol,
   dave,
@@ -81,15 +94,55 @@ const direct = rootGrant({ budget_uj: 100n, expiry: 2_000 });
 const directId = grantId(direct.grant);
 /** The one-link faults, in the spec's §7 order. `reason/what` names a fault; the reason is before the slash. */
 const DIRECT_FAULTS: readonly Fault[] = [
-  ['untrusted-control/data frame', (s) => { s.trust = 'data'; }],
+  [
+    'untrusted-control/data frame',
+    (s) => {
+      s.trust = 'data';
+    },
+  ],
   ['revoked/grant revoked', (s) => void s.revoked.push(directId)],
-  ['untrusted-root/issuer unlisted', (s) => { s.roots = { [RESOURCE]: [mallory.did], [OTHER_RESOURCE]: [mallory.did] }; }],
-  ['wrong-resource/frame names another grant', (s) => { s.grantId = grantId(rootGrant().grant); }],
-  ['wrong-subject/caller is not the subject', (s) => { s.caller = mallory.did; }],
-  ['bad-signature/forged issuer signature', (s) => { s.chain = [forged(direct)]; }],
-  ['expired/now = expiry', (s) => { s.nowS = 2_000; }],
-  ['wrong-resource/frame names another resource', (s) => { s.resource = OTHER_RESOURCE; }],
-  ['action-not-granted/action delete', (s) => { s.action = 'delete'; }],
+  [
+    'untrusted-root/issuer unlisted',
+    (s) => {
+      s.roots = { [RESOURCE]: [mallory.did], [OTHER_RESOURCE]: [mallory.did] };
+    },
+  ],
+  [
+    'wrong-resource/frame names another grant',
+    (s) => {
+      s.grantId = grantId(rootGrant().grant);
+    },
+  ],
+  [
+    'wrong-subject/caller is not the subject',
+    (s) => {
+      s.caller = mallory.did;
+    },
+  ],
+  [
+    'bad-signature/forged issuer signature',
+    (s) => {
+      s.chain = [forged(direct)];
+    },
+  ],
+  [
+    'expired/now = expiry',
+    (s) => {
+      s.nowS = 2_000;
+    },
+  ],
+  [
+    'wrong-resource/frame names another resource',
+    (s) => {
+      s.resource = OTHER_RESOURCE;
+    },
+  ],
+  [
+    'action-not-granted/action delete',
+    (s) => {
+      s.action = 'delete';
+    },
+  ],
   ['budget-exceeded/prior 95 µJ + 10 µJ > 100 µJ', (s) => void s.spent.push([directId, 95n])],
 ];
 
@@ -126,17 +179,67 @@ const [rootId, midId, leafId] = idsOf([root, mid, leaf]) as [ContentId, ContentI
 
 /** The chained faults, in the documented chained order. */
 const CHAIN_FAULTS: readonly Fault[] = [
-  ['untrusted-control/data frame', (s) => { s.trust = 'data'; }],
-  ['chain-broken/middle link from another chain', (s) => { s.chain[1] = delegate(root, bob, { subject: carol.did, actions: ['read'] }); }],
-  ['attenuation-violation/leaf budget above its parent', (s) => { s.chain[2] = handChild(mid, { budget_uj: 601n, expiry: 3_000 }, carol); }],
-  ['bad-signature/forged middle link', (s) => { s.chain[1] = forged(s.chain[1]!); }],
+  [
+    'untrusted-control/data frame',
+    (s) => {
+      s.trust = 'data';
+    },
+  ],
+  [
+    'chain-broken/middle link from another chain',
+    (s) => {
+      s.chain[1] = delegate(root, bob, { subject: carol.did, actions: ['read'] });
+    },
+  ],
+  [
+    'attenuation-violation/leaf budget above its parent',
+    (s) => {
+      s.chain[2] = handChild(mid, { budget_uj: 601n, expiry: 3_000 }, carol);
+    },
+  ],
+  [
+    'bad-signature/forged middle link',
+    (s) => {
+      s.chain[1] = forged(s.chain[1]!);
+    },
+  ],
   ['revoked/middle link revoked', (s) => void s.revoked.push(midId)],
-  ['expired/now past every expiry', (s) => { s.nowS = 5_000; }],
-  ['untrusted-root/root issuer unlisted, leaf issuer listed', (s) => { s.roots = { [RESOURCE]: [carol.did], [OTHER_RESOURCE]: [carol.did] }; }],
-  ['wrong-resource/frame names the root, not the leaf', (s) => { s.grantId = rootId; }],
-  ['wrong-subject/caller is the middle holder', (s) => { s.caller = carol.did; }],
-  ['wrong-resource/frame names another resource', (s) => { s.resource = OTHER_RESOURCE; }],
-  ['action-not-granted/write: in the root, not in the leaf', (s) => { s.action = 'write'; }],
+  [
+    'expired/now past every expiry',
+    (s) => {
+      s.nowS = 5_000;
+    },
+  ],
+  [
+    'untrusted-root/root issuer unlisted, leaf issuer listed',
+    (s) => {
+      s.roots = { [RESOURCE]: [carol.did], [OTHER_RESOURCE]: [carol.did] };
+    },
+  ],
+  [
+    'wrong-resource/frame names the root, not the leaf',
+    (s) => {
+      s.grantId = rootId;
+    },
+  ],
+  [
+    'wrong-subject/caller is the middle holder',
+    (s) => {
+      s.caller = carol.did;
+    },
+  ],
+  [
+    'wrong-resource/frame names another resource',
+    (s) => {
+      s.resource = OTHER_RESOURCE;
+    },
+  ],
+  [
+    'action-not-granted/write: in the root, not in the leaf',
+    (s) => {
+      s.action = 'write';
+    },
+  ],
   ['budget-exceeded/root spent by a sibling', (s) => void s.spent.push([rootId, 995n])],
 ];
 
@@ -167,11 +270,23 @@ describe('decision - chained path', () => {
     };
     expect(linkOf((s) => void s.revoked.push(leafId))).toEqual(['revoked', 2]);
     expect(linkOf((s) => void s.revoked.push(rootId, leafId))).toEqual(['revoked', 0]);
-    expect(linkOf((s) => { s.nowS = 3_000; })).toEqual(['expired', 2]);
-    expect(linkOf((s) => { s.nowS = 4_000; })).toEqual(['expired', 1]);
+    expect(
+      linkOf((s) => {
+        s.nowS = 3_000;
+      }),
+    ).toEqual(['expired', 2]);
+    expect(
+      linkOf((s) => {
+        s.nowS = 4_000;
+      }),
+    ).toEqual(['expired', 1]);
     expect(linkOf((s) => void s.spent.push([midId, 595n]))).toEqual(['budget-exceeded', 1]);
     expect(linkOf((s) => void s.spent.push([leafId, 291n]))).toEqual(['budget-exceeded', 2]);
-    expect(linkOf((s) => { s.caller = mallory.did; })).toEqual(['wrong-subject', 2]);
+    expect(
+      linkOf((s) => {
+        s.caller = mallory.did;
+      }),
+    ).toEqual(['wrong-subject', 2]);
   });
 
   it('deny / chain broken / a delegated grant presented without its chain (no ancestor budget bypass)', () => {
@@ -316,5 +431,3 @@ describe('decision - inputs and helpers', () => {
     expect(verdictOf(run(s))).toBe('allow');
   });
 });
-
-

@@ -3,7 +3,31 @@
  * a root grant with two workers under sub-grants, and a steward that decides, debits only on
  * allow, and seals each decision with the next seq and prev — what a node does, minus I/O.
  */
-import { type Actor, attenuate, contentId, type ContentId, type Cost, decide, type Decision, type DecisionRequest, type Frame, type Grant, grantId, Ledger, newActor, payloadHash, receiptCoreFor, receiptId, RevocationSet, sealReceipt, seededRng, type SignedGrant, signGrant, type Trust, TrustRoots } from '../../core/index.ts';
+import {
+  type Actor,
+  attenuate,
+  contentId,
+  type ContentId,
+  type Cost,
+  decide,
+  type Decision,
+  type DecisionRequest,
+  type Frame,
+  type Grant,
+  grantId,
+  Ledger,
+  newActor,
+  payloadHash,
+  receiptCoreFor,
+  receiptId,
+  RevocationSet,
+  sealReceipt,
+  seededRng,
+  type SignedGrant,
+  signGrant,
+  type Trust,
+  TrustRoots,
+} from '../../core/index.ts';
 
 export const rng = seededRng('test/core/evidence');
 export const root = newActor(rng);
@@ -47,7 +71,12 @@ export function frameFor(chain: readonly SignedGrant[], action = 'read', trust: 
 }
 
 /** A decision request by `caller` costing `uj` µJ at `nowS`. */
-export function request(chain: readonly SignedGrant[], caller: Actor, uj: bigint, opts: { action?: string; trust?: Trust; nowS?: number } = {}): DecisionRequest {
+export function request(
+  chain: readonly SignedGrant[],
+  caller: Actor,
+  uj: bigint,
+  opts: { action?: string; trust?: Trust; nowS?: number } = {},
+): DecisionRequest {
   const cost: Cost = { uj, provenance: 'Estimator' };
   return { frame: frameFor(chain, opts.action, opts.trust), chain, caller: caller.did, cost, nowS: opts.nowS ?? 1_700_000_000 };
 }

@@ -1,7 +1,31 @@
 /** The JCR-1 receipt (spec §8, C5): seal, open, and every refusal with its stable code. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed, ALL_DENY_REASONS, decode, decodeSign1, didFromPublicKey, encode, encodeProtectedHeader, encodeSign1, ErrorCodes, grantId, JcpError, jcrProtectedHeader, openReceipt, type ReceiptCore, receiptCoreFor, receiptCoreToCbor, receiptId, ReceiptRefusals, sealReceipt, signSign1, Tagged, toHex, utf8 } from '../../core/internal.ts';
+import {
+  actorFromSeed,
+  ALL_DENY_REASONS,
+  decode,
+  decodeSign1,
+  didFromPublicKey,
+  encode,
+  encodeProtectedHeader,
+  encodeSign1,
+  ErrorCodes,
+  grantId,
+  JcpError,
+  jcrProtectedHeader,
+  openReceipt,
+  type ReceiptCore,
+  receiptCoreFor,
+  receiptCoreToCbor,
+  receiptId,
+  ReceiptRefusals,
+  sealReceipt,
+  signSign1,
+  Tagged,
+  toHex,
+  utf8,
+} from '../../core/internal.ts';
 import { alice, bob, child, mallory, request, rootGrant, steward, TestSteward } from './evidence-fixtures.ts';
 
 const refusal = (bytes: Uint8Array, expected?: string) => {
@@ -155,13 +179,23 @@ describe('receipt - refusals, each with a stable code', () => {
     expect(refusal(encode([m.protectedBytes, new Map(), m.payload, m.signature]))).toBe(ErrorCodes.COSE_INVALID);
   });
   it('deny / alg not EdDSA (validly signed under -7)', () => {
-    const prot = encodeProtectedHeader(new Map<number, unknown>([[1, -7], [4, utf8(steward.did)]]));
+    const prot = encodeProtectedHeader(
+      new Map<number, unknown>([
+        [1, -7],
+        [4, utf8(steward.did)],
+      ]),
+    );
     const bytes = encodeSign1({ protectedBytes: prot, unprotected: new Map(), payload: encode(goodMap), signature: new Uint8Array(64) });
     expect(refusal(bytes)).toBe(ErrorCodes.COSE_UNSUPPORTED);
   });
   it('deny / alg only in the unprotected header', () => {
     const prot = encodeProtectedHeader(new Map<number, unknown>([[4, utf8(steward.did)]]));
-    const bytes = encodeSign1({ protectedBytes: prot, unprotected: new Map([[1, -8]]), payload: encode(goodMap), signature: new Uint8Array(64) });
+    const bytes = encodeSign1({
+      protectedBytes: prot,
+      unprotected: new Map([[1, -8]]),
+      payload: encode(goodMap),
+      signature: new Uint8Array(64),
+    });
     expect(refusal(bytes)).toBe(ErrorCodes.COSE_INVALID);
   });
   it('deny / a non-empty unprotected header (kid there too)', () => {
@@ -171,7 +205,12 @@ describe('receipt - refusals, each with a stable code', () => {
   it('deny / kid is not a did:key', () => {
     expect(refusal(signRaw(goodMap, steward, 'did:web:example.com'))).toBe(ErrorCodes.DID_INVALID);
     const m = decodeSign1(allow.bytes);
-    const notUtf8 = encodeProtectedHeader(new Map<number, unknown>([[1, -8], [4, new Uint8Array([0xff, 0xfe])]]));
+    const notUtf8 = encodeProtectedHeader(
+      new Map<number, unknown>([
+        [1, -8],
+        [4, new Uint8Array([0xff, 0xfe])],
+      ]),
+    );
     expect(refusal(encodeSign1({ ...m, protectedBytes: notUtf8 }))).toBe(ErrorCodes.DID_INVALID);
   });
   it('deny / kid is a did:key of a small-order point', () => {
@@ -204,13 +243,22 @@ describe('receipt - refusals, each with a stable code', () => {
     const canonHex = toHex(canon);
     const i = canonHex.indexOf('626174' + atHex);
     expect(i).toBeGreaterThan(0);
-    const long = `626174${'1b'}${BigInt(m['at'] as number).toString(16).padStart(16, '0')}`;
+    const long = `626174${'1b'}${BigInt(m['at'] as number)
+      .toString(16)
+      .padStart(16, '0')}`;
     const nonCanon = Buffer.from(canonHex.slice(0, i) + long + canonHex.slice(i + 6 + atHex.length), 'hex');
     const bytes = signSign1({ protectedBytes: jcrProtectedHeader(utf8(steward.did)), payload: new Uint8Array(nonCanon) }, steward.key);
     expect(refusal(bytes)).toBe(ErrorCodes.CBOR_NON_CANONICAL);
   });
   it.each([
-    ['a missing field', () => { const o = { ...goodMap }; delete o['at']; return o; }],
+    [
+      'a missing field',
+      () => {
+        const o = { ...goodMap };
+        delete o['at'];
+        return o;
+      },
+    ],
     ['an unknown field', () => ({ ...goodMap, extra: 1 })],
     ['a deny without a reason', () => ({ ...goodMap, verdict: 'deny' })],
     ['a deny with a reason not in the spec', () => ({ ...goodMap, verdict: 'deny', deny_reason: 'because' })],
@@ -255,7 +303,15 @@ describe('receipt - properties', () => {
         fc.nat(),
         (a, b, seq, at) => {
           const [remaining, budget] = a <= b ? [a, b] : [b, a];
-          const core: ReceiptCore = { ...goodCore, steward: other.did, cost_uj: a, budget_uj: budget, budget_remaining_uj: remaining, seq, at };
+          const core: ReceiptCore = {
+            ...goodCore,
+            steward: other.did,
+            cost_uj: a,
+            budget_uj: budget,
+            budget_remaining_uj: remaining,
+            seq,
+            at,
+          };
           const r = openReceipt(sealReceipt(core, other), other.did);
           expect(r.ok && r.value).toEqual(core);
         },

@@ -1,7 +1,23 @@
 /** Replay of the receipt stream (spec §8.1, C14, C16): the log is the write-ahead log. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { attributionKey, BreakCodes, decide, ErrorCodes, grantId, type Ledger, receiptCoreFor, receiptId, ReceiptRefusals, replayReceipts, RevocationSet, sealReceipt, type SignedGrant, signRevocation, TrustRoots } from '../../core/internal.ts';
+import {
+  attributionKey,
+  BreakCodes,
+  decide,
+  ErrorCodes,
+  grantId,
+  type Ledger,
+  receiptCoreFor,
+  receiptId,
+  ReceiptRefusals,
+  replayReceipts,
+  RevocationSet,
+  sealReceipt,
+  type SignedGrant,
+  signRevocation,
+  TrustRoots,
+} from '../../core/internal.ts';
 import { alice, bob, carol, child, mallory, request, root, rootGrant, steward, TestSteward } from './evidence-fixtures.ts';
 
 const ledgerOf = (l: Ledger) => new Map(l.entries());

@@ -1,6 +1,23 @@
 /** Revocation (§4.3, C6): authority checks, the admitted set, and subtree death in the decision. */
 import { describe, expect, it } from 'vitest';
-import { decide, decode, encode, ErrorCodes, grantId, Ledger, readSignedRevocation, revocationId, RevocationSet, revocationToCbor, sign, type SignedRevocation, signedRevocationToCbor, signRevocation, TrustRoots, verifyRevocation } from '../../core/internal.ts';
+import {
+  decide,
+  decode,
+  encode,
+  ErrorCodes,
+  grantId,
+  Ledger,
+  readSignedRevocation,
+  revocationId,
+  RevocationSet,
+  revocationToCbor,
+  sign,
+  type SignedRevocation,
+  signedRevocationToCbor,
+  signRevocation,
+  TrustRoots,
+  verifyRevocation,
+} from '../../core/internal.ts';
 import { alice, bob, carol, dave, delegate, erin, mallory, requestFor, rng, rootGrant } from './authority-fixtures.ts';
 import { codeOf } from '../support.ts';
 

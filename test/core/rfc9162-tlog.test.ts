@@ -131,7 +131,8 @@ describe('rfc9162 - verifiers (fuzzed)', () => {
           expect(codeOf(() => verifyConsistency(old, n, bad, oldRoot, root))).toBe('proof-invalid');
           expect(codeOf(() => verifyConsistency(old, n, proof.slice(0, -1), oldRoot, root))).toBe('proof-invalid');
           expect(codeOf(() => verifyConsistency(old, n, [...proof, root], oldRoot, root))).toBe('proof-invalid');
-          if (n > old + 1) expect(codeOf(() => verifyConsistency(old, n - 1, proof, oldRoot, MTH(D.slice(0, n - 1))))).toBe('proof-invalid');
+          if (n > old + 1)
+            expect(codeOf(() => verifyConsistency(old, n - 1, proof, oldRoot, MTH(D.slice(0, n - 1))))).toBe('proof-invalid');
         }
         if (old === n) expect(codeOf(() => verifyConsistency(n, n, [], root, H(Buffer.from('y'))))).toBe('proof-invalid');
       }),

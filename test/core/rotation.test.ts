@@ -1,7 +1,25 @@
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Actor, decode, encode, inception, type KeyEvent, keyEventId, newActor, nextKeyHash, parseDid, readSignedKeyEvent, rotate, RotationRefusals, seededRng, signBody, type SignedKeyEvent, signedKeyEventToCbor, verifyKeyLog } from '../../core/index.ts';
+import {
+  type Actor,
+  decode,
+  encode,
+  inception,
+  type KeyEvent,
+  keyEventId,
+  newActor,
+  nextKeyHash,
+  parseDid,
+  readSignedKeyEvent,
+  rotate,
+  RotationRefusals,
+  seededRng,
+  signBody,
+  type SignedKeyEvent,
+  signedKeyEventToCbor,
+  verifyKeyLog,
+} from '../../core/index.ts';
 
 const rng = seededRng('test/core/rotation');
 const keys: Actor[] = Array.from({ length: 5 }, () => newActor(rng));
@@ -52,9 +70,19 @@ describe('rotation - the pre-committed key log (§2.1, C12)', () => {
 
   it('refuse / next-hash-mismatch / a thief with the current key cannot rotate the identity away', () => {
     const events = log(1); // keys[1] controls, keys[2] is pre-committed
-    expect(rotate(events[1]!, thief, thief.did, rng(16))).toMatchObject({ ok: false, error: { code: RotationRefusals.NEXT_HASH_MISMATCH } });
+    expect(rotate(events[1]!, thief, thief.did, rng(16))).toMatchObject({
+      ok: false,
+      error: { code: RotationRefusals.NEXT_HASH_MISMATCH },
+    });
     // Hand-built: the stolen current key names the thief's key as the new current and signs with it.
-    const body: KeyEvent = { identity: k(0).did, seq: 2, current: thief.did, next_hash: nextKeyHash(thief.did), parent: keyEventId(events[1]!), nonce: rng(16) };
+    const body: KeyEvent = {
+      identity: k(0).did,
+      seq: 2,
+      current: thief.did,
+      next_hash: nextKeyHash(thief.did),
+      parent: keyEventId(events[1]!),
+      nonce: rng(16),
+    };
     expect(verifyKeyLog([...events, signBody(body, thief)])).toMatchObject({
       ok: false,
       error: { code: RotationRefusals.NEXT_HASH_MISMATCH, index: 2 },

@@ -1,6 +1,18 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkHop, contentId, type Grant, grantId, mintShards, newActor, planSplit, seededRng, ShardRefusals, signGrant, verifyGrantSignature } from '../../core/index.ts';
+import {
+  checkHop,
+  contentId,
+  type Grant,
+  grantId,
+  mintShards,
+  newActor,
+  planSplit,
+  seededRng,
+  ShardRefusals,
+  signGrant,
+  verifyGrantSignature,
+} from '../../core/index.ts';
 
 const rng = seededRng('test/core/shard');
 const issuer = newActor(rng);
@@ -20,8 +32,7 @@ function parentGrant(budget: bigint, extra: Partial<Grant> = {}) {
   return signGrant(g, issuer);
 }
 
-const slices = (budgets: bigint[]) =>
-  budgets.map((b, i) => ({ subject: points[i % points.length]!.did, budget_uj: b, nonce: rng(16) }));
+const slices = (budgets: bigint[]) => budgets.map((b, i) => ({ subject: points[i % points.length]!.did, budget_uj: b, nonce: rng(16) }));
 
 describe('shard - minting (§4.5, C11)', () => {
   it('allow / slices summing exactly to the parent mint one verified child each', () => {
@@ -120,7 +131,11 @@ describe('shard - split planning (§4.5)', () => {
           left -= take;
           return take;
         });
-        const r = planSplit(budget, fitted.map((b) => b / 100), last ? 'last' : 'unallocated');
+        const r = planSplit(
+          budget,
+          fitted.map((b) => b / 100),
+          last ? 'last' : 'unallocated',
+        );
         expect(r.ok).toBe(true);
         if (!r.ok) return;
         const sum = r.value.reduce((a, b) => a + b, 0n);

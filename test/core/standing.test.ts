@@ -1,6 +1,27 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { authorPolicy, checkHop, contentId, decode, EMPTY_MINT_LEDGER, encode, fire, type Grant, grantId, type MintLedger, mintPolicyId, newActor, readSignedMintPolicy, seededRng, signBody, signedMintPolicyToCbor, signGrant, StandingRefusals, verifyGrantSignature, verifyPolicy } from '../../core/index.ts';
+import {
+  authorPolicy,
+  checkHop,
+  contentId,
+  decode,
+  EMPTY_MINT_LEDGER,
+  encode,
+  fire,
+  type Grant,
+  grantId,
+  type MintLedger,
+  mintPolicyId,
+  newActor,
+  readSignedMintPolicy,
+  seededRng,
+  signBody,
+  signedMintPolicyToCbor,
+  signGrant,
+  StandingRefusals,
+  verifyGrantSignature,
+  verifyPolicy,
+} from '../../core/index.ts';
 
 const rng = seededRng('test/core/standing');
 const owner = newActor(rng); // the standing grant's issuer: authors the policy
@@ -140,7 +161,14 @@ describe('standing - firing (§4.6, C20)', () => {
 
   it('allow / an issuer that put its own authority on standing fires it itself', () => {
     const self = signGrant(
-      { issuer: owner.did, subject: owner.did, capability: { resource: contentId({ tool: 'ci' }), actions: ['build'] }, budget_uj: 10n, expiry: 0, nonce: rng(16) },
+      {
+        issuer: owner.did,
+        subject: owner.did,
+        capability: { resource: contentId({ tool: 'ci' }), actions: ['build'] },
+        budget_uj: 10n,
+        expiry: 0,
+        nonce: rng(16),
+      },
       owner,
     );
     const { p } = policyFor(self, 10n, 1);

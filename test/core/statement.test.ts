@@ -1,6 +1,30 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { channelAllows, ChannelLedger, ChannelRefusals, contentId, decode, type Did, encode, newActor, overdraftBound, type OverdraftProof, overdraftProofToCbor, ProofRefusals, readOverdraftProof, readSignedStatement, seededRng, signBody, type SignedStatement, signedStatementToCbor, signStatement, spendBound, StatementRefusals, verifyOverdraftProof, verifyStatement } from '../../core/internal.ts';
+import {
+  channelAllows,
+  ChannelLedger,
+  ChannelRefusals,
+  contentId,
+  decode,
+  type Did,
+  encode,
+  newActor,
+  overdraftBound,
+  type OverdraftProof,
+  overdraftProofToCbor,
+  ProofRefusals,
+  readOverdraftProof,
+  readSignedStatement,
+  seededRng,
+  signBody,
+  type SignedStatement,
+  signedStatementToCbor,
+  signStatement,
+  spendBound,
+  StatementRefusals,
+  verifyOverdraftProof,
+  verifyStatement,
+} from '../../core/internal.ts';
 
 const rng = seededRng('test/core/statement');
 const pts = [newActor(rng), newActor(rng), newActor(rng)];
@@ -248,10 +272,9 @@ describe('statement - the channel spending rule and its bound', () => {
     const arb = fc.record({
       budget: fc.bigInt({ min: 0n, max: 60n }),
       windows: fc.array(fc.bigInt({ min: 0n, max: 30n }), { minLength: 1, maxLength: 6 }),
-      ops: fc.array(
-        fc.record({ p: fc.nat(5), settle: fc.nat(4).map((x) => x === 0), cost: fc.bigInt({ min: 0n, max: 8n }) }),
-        { maxLength: 200 },
-      ),
+      ops: fc.array(fc.record({ p: fc.nat(5), settle: fc.nat(4).map((x) => x === 0), cost: fc.bigInt({ min: 0n, max: 8n }) }), {
+        maxLength: 200,
+      }),
     });
     fc.assert(
       fc.property(arb, ({ budget, windows, ops }) => {

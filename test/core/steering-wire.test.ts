@@ -1,11 +1,32 @@
 /** The jcp/1 `amend` / `amended` messages (§4.7; docs/wire.md): canonical round trip and strict schema. */
 import { describe, expect, test } from 'vitest';
-import { amend, contentId, decodeWireMessage, encode, encodeWireMessage, isJcpError, makeCheckpoint, newActor, seededRng, signedAmendmentToCbor, signedCheckpointToCbor, signedGrantToCbor, signGrant } from '../../core/index.ts';
+import {
+  amend,
+  contentId,
+  decodeWireMessage,
+  encode,
+  encodeWireMessage,
+  isJcpError,
+  makeCheckpoint,
+  newActor,
+  seededRng,
+  signedAmendmentToCbor,
+  signedCheckpointToCbor,
+  signedGrantToCbor,
+  signGrant,
+} from '../../core/index.ts';
 
 const rng = seededRng('test/core/steering-wire');
 const [issuer, agent] = [newActor(rng), newActor(rng)];
 const grant = signGrant(
-  { issuer: issuer.did, subject: agent.did, capability: { resource: contentId({ r: 1 }), actions: ['a'] }, budget_uj: 1000n, expiry: 0, nonce: rng(16) },
+  {
+    issuer: issuer.did,
+    subject: agent.did,
+    capability: { resource: contentId({ r: 1 }), actions: ['a'] },
+    budget_uj: 1000n,
+    expiry: 0,
+    nonce: rng(16),
+  },
   issuer,
 );
 const cp = makeCheckpoint(grant, contentId({ s: 1 }), agent, rng(16));
@@ -37,7 +58,12 @@ describe('amend / amended on the wire', () => {
   });
 
   test('amended round-trips, amounts as uint64', () => {
-    const amended = { grant_id: contentId({ g: 1 }), continuation_id: contentId({ c: 1 }), budget_uj: (1n << 64n) - 1n, steered_spent_uj: 0n };
+    const amended = {
+      grant_id: contentId({ g: 1 }),
+      continuation_id: contentId({ c: 1 }),
+      budget_uj: (1n << 64n) - 1n,
+      steered_spent_uj: 0n,
+    };
     const bytes = encodeWireMessage({ kind: 'amended', amended });
     const m = decodeWireMessage(bytes);
     expect(m).toEqual({ kind: 'amended', amended });
@@ -45,11 +71,19 @@ describe('amend / amended on the wire', () => {
   });
 
   test('a missing part, an unknown field or a second top-level key is refused `schema`', () => {
-    const parts = { grant: signedGrantToCbor(grant), checkpoint: signedCheckpointToCbor(cp.value), amendment: signedAmendmentToCbor(sa.value) };
+    const parts = {
+      grant: signedGrantToCbor(grant),
+      checkpoint: signedCheckpointToCbor(cp.value),
+      amendment: signedAmendmentToCbor(sa.value),
+    };
     const { checkpoint: _, ...noCheckpoint } = parts;
     expect(codeOf(() => decodeWireMessage(encode({ amend: noCheckpoint })))).toBe('schema');
     expect(codeOf(() => decodeWireMessage(encode({ amend: { ...parts, extra: 1 } })))).toBe('schema');
     expect(codeOf(() => decodeWireMessage(encode({ amend: parts, revoked: { grant_id: contentId({ g: 1 }) } })))).toBe('schema');
-    expect(codeOf(() => decodeWireMessage(encode({ amended: { grant_id: contentId({ g: 1 }), continuation_id: contentId({ c: 1 }), budget_uj: 1 } })))).toBe('schema');
+    expect(
+      codeOf(() =>
+        decodeWireMessage(encode({ amended: { grant_id: contentId({ g: 1 }), continuation_id: contentId({ c: 1 }), budget_uj: 1 } })),
+      ),
+    ).toBe('schema');
   });
 });

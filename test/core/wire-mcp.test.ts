@@ -3,7 +3,24 @@
  * `tool_list`, `notice`, and the request's optional `notify: 1` (part of the signed bytes).
  */
 import { describe, expect, it } from 'vitest';
-import { decode, decodeWireMessage, encode, encodeWireMessage, encodeWireRequest, ErrorCodes, payloadHash, requestIdOf, signWireRequestSync, toHex, type UnsignedWireRequest, verifyWireRequestSignature, type WireMessage, wireRequestSigningBytes, wireRequestSigningBytesOf, wireRequestToCbor } from '../../core/index.ts';
+import {
+  decode,
+  decodeWireMessage,
+  encode,
+  encodeWireMessage,
+  encodeWireRequest,
+  ErrorCodes,
+  payloadHash,
+  requestIdOf,
+  signWireRequestSync,
+  toHex,
+  type UnsignedWireRequest,
+  verifyWireRequestSignature,
+  type WireMessage,
+  wireRequestSigningBytes,
+  wireRequestSigningBytesOf,
+  wireRequestToCbor,
+} from '../../core/index.ts';
 import { ChainCache } from '../../node/index.ts';
 import { codeOf } from '../support.ts';
 import { alice, bob, child, frameFor, rootGrant } from './evidence-fixtures.ts';
@@ -35,7 +52,13 @@ describe('wire - list_tools / tool_list', () => {
   });
 
   it('tool_list round-trips its resources in order, tools as JSON text with floats, bools and null', () => {
-    const tools = JSON.stringify([{ name: 'echo', inputSchema: { type: 'object', properties: { x: { minimum: 0.5 } } }, annotations: { readOnlyHint: true, title: null } }]);
+    const tools = JSON.stringify([
+      {
+        name: 'echo',
+        inputSchema: { type: 'object', properties: { x: { minimum: 0.5 } } },
+        annotations: { readOnlyHint: true, title: null },
+      },
+    ]);
     const m: WireMessage = {
       kind: 'tool_list',
       resources: [
@@ -76,7 +99,11 @@ describe('wire - list_tools / tool_list', () => {
 });
 
 describe('wire - notice', () => {
-  const notification = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 3, progress: 0.5, total: 1 } });
+  const notification = JSON.stringify({
+    jsonrpc: '2.0',
+    method: 'notifications/progress',
+    params: { progressToken: 3, progress: 0.5, total: 1 },
+  });
 
   it('round-trips {notice: {request_id, notification}}', () => {
     const m: WireMessage = { kind: 'notice', request_id: RID, notification };

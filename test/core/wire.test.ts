@@ -1,7 +1,38 @@
 /** The jcp/1 wire codec (spec §11): framing with a cap, canonical bodies, caller signature, messages. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { concat, contentId, decode, decodeWireMessage, decodeWireResponse, DEFAULT_FRAME_CAP, encode, encodeWireMessage, encodeWireRequest, encodeWireResponse, ErrorCodes, errorResponseOf, frameMessage, FrameReader, grantId, JcpError, MAX_DECLARABLE_LENGTH, payloadHash, requestIdOf, seededRng, sign, signRevocation, signWireRequest, signWireRequestSync, toHex, type UnsignedWireRequest, verifyWireRequestSignature, type WireMessage, wireRequestSigningBytes, wireRequestToCbor } from '../../core/internal.ts';
+import {
+  concat,
+  contentId,
+  decode,
+  decodeWireMessage,
+  decodeWireResponse,
+  DEFAULT_FRAME_CAP,
+  encode,
+  encodeWireMessage,
+  encodeWireRequest,
+  encodeWireResponse,
+  ErrorCodes,
+  errorResponseOf,
+  frameMessage,
+  FrameReader,
+  grantId,
+  JcpError,
+  MAX_DECLARABLE_LENGTH,
+  payloadHash,
+  requestIdOf,
+  seededRng,
+  sign,
+  signRevocation,
+  signWireRequest,
+  signWireRequestSync,
+  toHex,
+  type UnsignedWireRequest,
+  verifyWireRequestSignature,
+  type WireMessage,
+  wireRequestSigningBytes,
+  wireRequestToCbor,
+} from '../../core/internal.ts';
 import { alice, bob, child, mallory, root, rootGrant, TestSteward, frameFor, request } from './evidence-fixtures.ts';
 import { codeOf } from '../support.ts';
 
@@ -173,7 +204,9 @@ describe('wire - WireRequest and the caller signature (§11, C13)', () => {
     const { nonce: _dropped, ...without } = withNonce;
     expect(verifyWireRequestSignature(without)).toBe(false);
     expect(requestIdOf(withNonce)).not.toBe(requestIdOf(req));
-    expect(requestIdOf(signWireRequestSync({ ...unsigned(new Uint8Array([1, 2, 3])), nonce: new Uint8Array(16).fill(8) }, bob))).not.toBe(requestIdOf(withNonce));
+    expect(requestIdOf(signWireRequestSync({ ...unsigned(new Uint8Array([1, 2, 3])), nonce: new Uint8Array(16).fill(8) }, bob))).not.toBe(
+      requestIdOf(withNonce),
+    );
     // No nonce: the field is absent from the map, so the bytes and the signature are as before it existed.
     expect('nonce' in wireRequestToCbor(req)).toBe(false);
     expect(toHex(wireRequestSigningBytes(req))).toBe(toHex(wireRequestSigningBytes(unsigned(new Uint8Array([1, 2, 3])))));
@@ -207,7 +240,15 @@ describe('wire - WireRequest and the caller signature (§11, C13)', () => {
   });
   it.each([
     ['an empty chain', { ...wireRequestToCbor(req), chain: [] }, ErrorCodes.SCHEMA],
-    ['a missing signature', (() => { const o = wireRequestToCbor(req); delete o['signature']; return o; })(), ErrorCodes.SCHEMA],
+    [
+      'a missing signature',
+      (() => {
+        const o = wireRequestToCbor(req);
+        delete o['signature'];
+        return o;
+      })(),
+      ErrorCodes.SCHEMA,
+    ],
     ['a short signature', { ...wireRequestToCbor(req), signature: new Uint8Array(63) }, ErrorCodes.BAD_LENGTH],
     ['an unknown field', { ...wireRequestToCbor(req), extra: 1 }, ErrorCodes.SCHEMA],
     ['a caller that is not a did:key', { ...wireRequestToCbor(req), caller: 'did:web:x' }, ErrorCodes.DID_INVALID],
@@ -308,12 +349,17 @@ describe('wire - fuzz: 100,000 generated and mutated byte strings', () => {
         if (op <= 1 || op === 6) {
           if (b.length === 0) continue;
           if (b === src) b = new Uint8Array(src);
-          if (op === 0) b[i] = byte(); // overwrite
-          else if (op === 1) b[i]! ^= 1 << int(8); // bit flip
+          if (op === 0)
+            b[i] = byte(); // overwrite
+          else if (op === 1)
+            b[i]! ^= 1 << int(8); // bit flip
           else b[i] = SPECIAL[int(SPECIAL.length)]!; // a CBOR head that changes type or width
-        } else if (op === 2) b = Buffer.concat([b.subarray(0, at), Uint8Array.of(byte()), b.subarray(at)]); // insert
-        else if (op === 3) b = Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(8))]); // delete a run
-        else if (op === 4) b = b.subarray(0, at); // truncate
+        } else if (op === 2)
+          b = Buffer.concat([b.subarray(0, at), Uint8Array.of(byte()), b.subarray(at)]); // insert
+        else if (op === 3)
+          b = Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(8))]); // delete a run
+        else if (op === 4)
+          b = b.subarray(0, at); // truncate
         else if (b.length > 8) {
           const from = int(b.length - 4); // duplicate a slice elsewhere
           b = Buffer.concat([b.subarray(0, at), b.subarray(from, from + 1 + int(16)), b.subarray(at)]);
@@ -326,22 +372,53 @@ describe('wire - fuzz: 100,000 generated and mutated byte strings', () => {
     const seedValues = seeds.map((x) => decode(x));
     const randomValue = (depth: number): unknown => {
       switch (int(depth > 2 ? 6 : 8)) {
-        case 0: return int(1000);
-        case 1: return -1 - int(1000);
-        case 2: return 2n ** 64n - 1n - BigInt(int(5));
-        case 3: return ['', 'allow', 'deny', 'revoked', 'HwShunt', 'tool-call', 'control', 'data', bob.did, 'did:key:z6Mk', 'a'.repeat(64), 'f'.repeat(5000)][int(12)];
-        case 4: return rand([0, 1, 16, 32, 63, 64, 65][int(7)]!);
-        case 5: return grantId(g.grant);
-        case 6: return Array.from({ length: int(4) }, () => randomValue(depth + 1));
-        default: return Object.fromEntries(Array.from({ length: int(4) }, () => [['frame', 'chain', 'grant', 'body', 'uj', 'x'][int(6)]!, randomValue(depth + 1)]));
+        case 0:
+          return int(1000);
+        case 1:
+          return -1 - int(1000);
+        case 2:
+          return 2n ** 64n - 1n - BigInt(int(5));
+        case 3:
+          return [
+            '',
+            'allow',
+            'deny',
+            'revoked',
+            'HwShunt',
+            'tool-call',
+            'control',
+            'data',
+            bob.did,
+            'did:key:z6Mk',
+            'a'.repeat(64),
+            'f'.repeat(5000),
+          ][int(12)];
+        case 4:
+          return rand([0, 1, 16, 32, 63, 64, 65][int(7)]!);
+        case 5:
+          return grantId(g.grant);
+        case 6:
+          return Array.from({ length: int(4) }, () => randomValue(depth + 1));
+        default:
+          return Object.fromEntries(
+            Array.from({ length: int(4) }, () => [['frame', 'chain', 'grant', 'body', 'uj', 'x'][int(6)]!, randomValue(depth + 1)]),
+          );
       }
     };
     const structural = (v: unknown): unknown => {
       const copy = structuredClone(v) as Record<string, unknown>;
       const nodes: [Record<string, unknown> | unknown[], string | number][] = [];
       const walk = (x: unknown) => {
-        if (Array.isArray(x)) x.forEach((y, i) => { nodes.push([x, i]); walk(y); });
-        else if (x && typeof x === 'object' && !(x instanceof Uint8Array)) for (const [k, y] of Object.entries(x)) { nodes.push([x as Record<string, unknown>, k]); walk(y); }
+        if (Array.isArray(x))
+          x.forEach((y, i) => {
+            nodes.push([x, i]);
+            walk(y);
+          });
+        else if (x && typeof x === 'object' && !(x instanceof Uint8Array))
+          for (const [k, y] of Object.entries(x)) {
+            nodes.push([x as Record<string, unknown>, k]);
+            walk(y);
+          }
       };
       walk(copy);
       const [parent, key] = nodes[int(nodes.length)]!;
@@ -368,7 +445,8 @@ describe('wire - fuzz: 100,000 generated and mutated byte strings', () => {
       // frame it, sometimes with a lying length header, and feed it in random chunks
       const framed = frameMessage(body, MAX_DECLARABLE_LENGTH);
       const lie = int(20);
-      if (lie === 0) framed.set([byte(), byte(), byte(), byte()], 0); // any declared length
+      if (lie === 0)
+        framed.set([byte(), byte(), byte(), byte()], 0); // any declared length
       else if (lie === 1) new DataView(framed.buffer).setUint32(0, Math.max(0, body.length + int(17) - 8)); // off by a little
       const reader = new FrameReader(4096);
       try {

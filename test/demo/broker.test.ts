@@ -65,7 +65,9 @@ describe('demo broker - finding NATS', () => {
         (e: unknown) => e as Error & { code?: string },
       );
       expect(err?.code).toBe('nats-unavailable');
-      expect(err?.message).toBe(`no NATS with JetStream answers at ${l.url}: accepts connections but sent no NATS greeting within 1500 ms (is it a NATS server?)`);
+      expect(err?.message).toBe(
+        `no NATS with JetStream answers at ${l.url}: accepts connections but sent no NATS greeting within 1500 ms (is it a NATS server?)`,
+      );
       // The NATS client alone left this connection open, which kept `jcp demo` from exiting.
       expect(await l.drained(1_000)).toBe(true);
       expect(await natsAnswers(l.url, 200)).toBe(false);

@@ -220,7 +220,8 @@ describe('jcp demo - the main job end to end', () => {
     const before = await demoStreamsOnNats();
     const run = demo(['--dir', dir]);
     const deadline = Date.now() + 90_000;
-    while (!/threshold team: 3 participant processes/.test(run.out()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (!/threshold team: 3 participant processes/.test(run.out()) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     expect(run.out()).toMatch(/threshold team: 3 participant processes/);
     // The run's own streams and the team's bucket exist now (so their removal below is the demo's doing).
     expect((await demoStreamsOnNats()).filter((n) => !before.includes(n)).length).toBeGreaterThan(0);

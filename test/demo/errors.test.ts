@@ -63,7 +63,9 @@ describe('jcp demo - a --nats that is no NATS', () => {
     const json = join(tmp(), 'report.json');
     const r = await demoFails(['--nats', url, '--json', json]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jcp demo: error [nats-unavailable]: no NATS with JetStream answers at ${url}: connection refused (nothing listens there)\n`);
+    expect(r.stderr).toBe(
+      `jcp demo: error [nats-unavailable]: no NATS with JetStream answers at ${url}: connection refused (nothing listens there)\n`,
+    );
     expect(r.made).toEqual([]);
     expect(JSON.parse(readFileSync(json, 'utf8'))).toMatchObject({ ok: false, exit_code: 1, code: 'nats-unavailable' });
   });
@@ -71,7 +73,9 @@ describe('jcp demo - a --nats that is no NATS', () => {
   it('not loopback: error [usage], exit 2, before anything is made', async () => {
     const r = await demoFails(['--nats', 'nats://10.0.0.1:4222']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^jcp demo: error \[usage\]: --nats: expected a loopback nats:\/\/ url .*, got nats:\/\/10\.0\.0\.1:4222\nRun 'jcp demo --help'\.\n$/);
+    expect(r.stderr).toMatch(
+      /^jcp demo: error \[usage\]: --nats: expected a loopback nats:\/\/ url .*, got nats:\/\/10\.0\.0\.1:4222\nRun 'jcp demo --help'\.\n$/,
+    );
     expect(r.stdout).not.toContain('Files go to');
     expect(r.made).toEqual([]);
   });

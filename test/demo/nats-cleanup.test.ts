@@ -55,7 +55,7 @@ function runDemo(args: string[]): Promise<{ code: number | null; out: string }> 
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out })));
 }
 
-describe('demo - a NATS of the user\'s is left as it was', () => {
+describe("demo - a NATS of the user's is left as it was", () => {
   it('a stream made with deny_delete and deny_purge refuses a purge but can be deleted whole', async () => {
     const name = `DENY_CHECK_${process.pid}`;
     await jsm.streams.add({ name, subjects: [`denycheck${process.pid}.>`], deny_delete: true, deny_purge: true });
@@ -63,7 +63,7 @@ describe('demo - a NATS of the user\'s is left as it was', () => {
     expect(await jsm.streams.delete(name)).toBe(true);
   });
 
-  it('after jcp demo --nats <url>, the same streams, consumers and KV buckets as before; the user\'s own JCP_REVOCATIONS untouched', async () => {
+  it("after jcp demo --nats <url>, the same streams, consumers and KV buckets as before; the user's own JCP_REVOCATIONS untouched", async () => {
     // The user's own cluster on this server: the default stream name, one message.
     await jsm.streams.add({ name: 'JCP_REVOCATIONS', subjects: ['jcp.rev.>'] });
     await nc.publish('jcp.rev.users-own', 'x');
@@ -74,7 +74,9 @@ describe('demo - a NATS of the user\'s is left as it was', () => {
 
     const run = await runDemo(['--nats', server.url, '--pace', '0', '--dir', join(dir, 'demo')]);
     expect(run.code, run.out).toBe(0);
-    expect(run.out).toMatch(/removed the demo's streams from nats:\/\/127\.0\.0\.1:\d+: JCP_DEMO_[0-9A-F]{8}_STATEMENTS, JCP_DEMO_[0-9A-F]{8}_REVOCATIONS, JCP_DEMO_[0-9A-F]{8}_SHARDS/);
+    expect(run.out).toMatch(
+      /removed the demo's streams from nats:\/\/127\.0\.0\.1:\d+: JCP_DEMO_[0-9A-F]{8}_STATEMENTS, JCP_DEMO_[0-9A-F]{8}_REVOCATIONS, JCP_DEMO_[0-9A-F]{8}_SHARDS/,
+    );
 
     const after = await inventory();
     expect(after).toEqual(before);

@@ -215,7 +215,8 @@ export function apiServerProblems(o: K8sObject): string[] {
       if (!DNS1123_LABEL.test(c.name ?? '')) out.push(`${who}: container name ${c.name} is not a DNS-1123 label`);
       const seen = new Set<string>();
       for (const p of c.ports ?? []) {
-        if (!(p.containerPort >= 1 && p.containerPort <= 65535)) out.push(`${who}: container ${c.name}: containerPort ${p.containerPort} out of range`);
+        if (!(p.containerPort >= 1 && p.containerPort <= 65535))
+          out.push(`${who}: container ${c.name}: containerPort ${p.containerPort} out of range`);
         if (p.name !== undefined && (p.name.length > 15 || !IANA_SVC_NAME.test(p.name) || !/[a-z]/.test(p.name))) {
           out.push(`${who}: container ${c.name}: port name ${p.name} is not an IANA_SVC_NAME`);
         }
@@ -227,7 +228,8 @@ export function apiServerProblems(o: K8sObject): string[] {
   if (o.kind === 'Service') {
     for (const p of s?.ports ?? []) {
       if (!(p.port >= 1 && p.port <= 65535)) out.push(`${who}: port ${p.port} out of range`);
-      if (typeof p.targetPort === 'number' && !(p.targetPort >= 1 && p.targetPort <= 65535)) out.push(`${who}: targetPort ${p.targetPort} out of range`);
+      if (typeof p.targetPort === 'number' && !(p.targetPort >= 1 && p.targetPort <= 65535))
+        out.push(`${who}: targetPort ${p.targetPort} out of range`);
     }
   }
   if (o.kind === 'NetworkPolicy') {
@@ -312,7 +314,8 @@ export function crossRefProblems(objs: readonly K8sObject[], operatorSecrets: re
 
   for (const w of workloads) {
     const who = label(w);
-    if (!matches(w.spec?.selector?.matchLabels, w.spec?.template?.metadata?.labels)) out.push(`${who}: selector does not match the pod template labels`);
+    if (!matches(w.spec?.selector?.matchLabels, w.spec?.template?.metadata?.labels))
+      out.push(`${who}: selector does not match the pod template labels`);
     if (w.kind === 'StatefulSet') {
       const gov = of('Service').find((s) => s.metadata.name === w.spec.serviceName && nsOf(s) === nsOf(w));
       if (gov === undefined) out.push(`${who}: serviceName ${w.spec.serviceName} is not a Service here`);
@@ -334,12 +337,14 @@ export function crossRefProblems(objs: readonly K8sObject[], operatorSecrets: re
       if (cm) {
         const target = of('ConfigMap').find((o) => o.metadata.name === cm.name && nsOf(o) === nsOf(w));
         if (target === undefined) out.push(`${who}: ConfigMap ${cm.name} is not in the manifests`);
-        for (const it of cm.items ?? []) if (target && target.data?.[it.key] === undefined) out.push(`${who}: ConfigMap ${cm.name} has no key ${it.key}`);
+        for (const it of cm.items ?? [])
+          if (target && target.data?.[it.key] === undefined) out.push(`${who}: ConfigMap ${cm.name} has no key ${it.key}`);
       }
       const sec = v['secret'] as { secretName: string } | undefined;
       if (sec) {
         const inManifests = of('Secret').some((o) => o.metadata.name === sec.secretName && nsOf(o) === nsOf(w));
-        if (!inManifests && !operatorSecrets.includes(sec.secretName)) out.push(`${who}: Secret ${sec.secretName} is neither in the manifests nor documented as operator-provided`);
+        if (!inManifests && !operatorSecrets.includes(sec.secretName))
+          out.push(`${who}: Secret ${sec.secretName} is neither in the manifests nor documented as operator-provided`);
       }
     }
   }
@@ -352,7 +357,9 @@ export function crossRefProblems(objs: readonly K8sObject[], operatorSecrets: re
     }
     for (const p of s.spec?.ports ?? []) {
       const target = p.targetPort ?? p.port;
-      const ok = pods.every((w) => portsOf(w).some((cp) => (typeof target === 'string' ? cp.name === target : cp.containerPort === target)));
+      const ok = pods.every((w) =>
+        portsOf(w).some((cp) => (typeof target === 'string' ? cp.name === target : cp.containerPort === target)),
+      );
       if (!ok) out.push(`${label(s)}: targetPort ${target} is not a container port of the selected pods`);
     }
   }
@@ -361,7 +368,9 @@ export function crossRefProblems(objs: readonly K8sObject[], operatorSecrets: re
     const pods = podsMatching(nsOf(pdb), pdb.spec?.selector?.matchLabels);
     if (pods.length === 0) out.push(`${label(pdb)}: selector matches no pods`);
     const mu = pdb.spec?.maxUnavailable;
-    for (const w of pods) if (typeof mu === 'number' && mu >= (w.spec?.replicas ?? 1)) out.push(`${label(pdb)}: maxUnavailable ${mu} lets every pod of ${label(w)} go`);
+    for (const w of pods)
+      if (typeof mu === 'number' && mu >= (w.spec?.replicas ?? 1))
+        out.push(`${label(pdb)}: maxUnavailable ${mu} lets every pod of ${label(w)} go`);
   }
 
   for (const sm of of('ServiceMonitor')) {
@@ -370,7 +379,8 @@ export function crossRefProblems(objs: readonly K8sObject[], operatorSecrets: re
     if (services.length === 0) out.push(`${label(sm)}: selector matches no Service`);
     for (const ep of sm.spec?.endpoints ?? []) {
       for (const s of services) {
-        if (!(s.spec?.ports ?? []).some((p: { name?: string }) => p.name === ep.port)) out.push(`${label(sm)}: Service ${s.metadata.name} has no port named ${ep.port}`);
+        if (!(s.spec?.ports ?? []).some((p: { name?: string }) => p.name === ep.port))
+          out.push(`${label(sm)}: Service ${s.metadata.name} has no port named ${ep.port}`);
       }
     }
   }
@@ -380,7 +390,9 @@ export function crossRefProblems(objs: readonly K8sObject[], operatorSecrets: re
     if (pods.length === 0) out.push(`${label(np)}: podSelector matches no pods`);
     for (const rule of np.spec?.ingress ?? []) {
       for (const p of rule.ports ?? []) {
-        const ok = pods.every((w) => portsOf(w).some((cp) => (typeof p.port === 'string' ? cp.name === p.port : cp.containerPort === p.port)));
+        const ok = pods.every((w) =>
+          portsOf(w).some((cp) => (typeof p.port === 'string' ? cp.name === p.port : cp.containerPort === p.port)),
+        );
         if (!ok) out.push(`${label(np)}: ingress port ${p.port} is not a container port of the selected pods`);
       }
     }
@@ -453,35 +465,46 @@ export function wiringProblems(objs: readonly K8sObject[], cfg: NodeConfig, nats
   const pod = sts.spec.template.spec;
   const vol = (n: string) => (pod.volumes ?? []).find((v: { name: string }) => v.name === n);
   const mountOf = (c: { volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }> }, p: string) =>
-    (c.volumeMounts ?? []).filter((m) => p === m.mountPath || p.startsWith(`${m.mountPath}/`)).sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    (c.volumeMounts ?? [])
+      .filter((m) => p === m.mountPath || p.startsWith(`${m.mountPath}/`))
+      .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
   const portNamed = (n: string) => (node.ports ?? []).find((p: { name: string }) => p.name === n)?.containerPort;
 
   if (portNamed('jcp') !== cfg.listen.port) out.push(`port jcp ${portNamed('jcp')} ≠ config listen port ${cfg.listen.port}`);
-  if (portNamed('metrics') !== cfg.metrics?.port) out.push(`port metrics ${portNamed('metrics')} ≠ config metrics port ${cfg.metrics?.port}`);
-  if (cfg.listen.host !== '0.0.0.0' && cfg.listen.host !== '::') out.push(`config listen host ${cfg.listen.host} is not reachable from the Service`);
-  if (cfg.metrics && cfg.metrics.host !== '0.0.0.0' && cfg.metrics.host !== '::') out.push(`config metrics host ${cfg.metrics.host} is not reachable for probes`);
+  if (portNamed('metrics') !== cfg.metrics?.port)
+    out.push(`port metrics ${portNamed('metrics')} ≠ config metrics port ${cfg.metrics?.port}`);
+  if (cfg.listen.host !== '0.0.0.0' && cfg.listen.host !== '::')
+    out.push(`config listen host ${cfg.listen.host} is not reachable from the Service`);
+  if (cfg.metrics && cfg.metrics.host !== '0.0.0.0' && cfg.metrics.host !== '::')
+    out.push(`config metrics host ${cfg.metrics.host} is not reachable for probes`);
   for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
     const g = node[probe]?.httpGet;
-    if (g?.path !== '/healthz' || (g.port !== 'metrics' && g.port !== cfg.metrics?.port)) out.push(`${probe} is not GET /healthz on the metrics port`);
+    if (g?.path !== '/healthz' || (g.port !== 'metrics' && g.port !== cfg.metrics?.port))
+      out.push(`${probe} is not GET /healthz on the metrics port`);
   }
 
   const args: string[] = node.args ?? [];
   const cfgPath = args[args.indexOf('--config') + 1];
   const cfgMount = cfgPath === undefined || !args.includes('--config') ? undefined : mountOf(node, cfgPath);
-  const cmItem = cfgMount && vol(cfgMount.name)?.configMap?.items?.find((i: { path: string }) => path.posix.join(cfgMount.mountPath, i.path) === cfgPath);
+  const cmItem =
+    cfgMount &&
+    vol(cfgMount.name)?.configMap?.items?.find((i: { path: string }) => path.posix.join(cfgMount.mountPath, i.path) === cfgPath);
   if (cmItem?.key !== 'node.json') out.push(`--config ${cfgPath} is not the mounted ConfigMap key node.json`);
 
   const dataMount = mountOf(node, cfg.dataDir);
   const claims = (sts.spec.volumeClaimTemplates ?? []).map((c: K8sObject) => c.metadata.name);
-  if (dataMount?.mountPath !== cfg.dataDir || !claims.includes(dataMount.name)) out.push(`data_dir ${cfg.dataDir} is not the mount of a volumeClaimTemplate`);
+  if (dataMount?.mountPath !== cfg.dataDir || !claims.includes(dataMount.name))
+    out.push(`data_dir ${cfg.dataDir} is not the mount of a volumeClaimTemplate`);
   if (dataMount?.readOnly) out.push('the data volume is mounted read-only');
 
   const keyDir = path.posix.dirname(cfg.stewardKey);
   const keyMount = mountOf(node, cfg.stewardKey);
   const keyVol = keyMount && vol(keyMount.name);
-  if (keyMount?.mountPath !== keyDir || keyVol?.emptyDir?.medium !== 'Memory') out.push(`steward_key ${cfg.stewardKey} is not on a memory emptyDir`);
+  if (keyMount?.mountPath !== keyDir || keyVol?.emptyDir?.medium !== 'Memory')
+    out.push(`steward_key ${cfg.stewardKey} is not on a memory emptyDir`);
   const initDst = keyMount && (init.volumeMounts ?? []).find((m: { name: string }) => m.name === keyMount.name);
-  if (initDst?.mountPath !== keyDir || initDst.readOnly) out.push('the init container does not write the steward key volume at the same path');
+  if (initDst?.mountPath !== keyDir || initDst.readOnly)
+    out.push('the init container does not write the steward key volume at the same path');
   const secretMount = (init.volumeMounts ?? []).find((m: { name: string }) => vol(m.name)?.secret !== undefined);
   const secretVol = secretMount && vol(secretMount.name);
   if (secretVol === undefined) out.push('the init container mounts no Secret');
@@ -489,35 +512,41 @@ export function wiringProblems(objs: readonly K8sObject[], cfg: NodeConfig, nats
     if (secretMount.readOnly !== true) out.push('the Secret is not mounted read-only');
     const mode = secretVol.secret.defaultMode ?? 0o644;
     if ((mode & 0o007) !== 0 || (mode & 0o222) !== 0) out.push(`Secret defaultMode ${mode.toString(8)} is writable or readable by others`);
-    if ((node.volumeMounts ?? []).some((m: { name: string }) => m.name === secretMount.name)) out.push('the node container mounts the key Secret itself');
+    if ((node.volumeMounts ?? []).some((m: { name: string }) => m.name === secretMount.name))
+      out.push('the node container mounts the key Secret itself');
     const script = initScript(sts);
-    if (!script.includes(`${secretMount.mountPath}/\${POD_NAME}.key`)) out.push('the init script does not read <secret mount>/<pod name>.key');
+    if (!script.includes(`${secretMount.mountPath}/\${POD_NAME}.key`))
+      out.push('the init script does not read <secret mount>/<pod name>.key');
     if (!new RegExp(`install -m 0?600 \\S+ ${cfg.stewardKey.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\s|$)`).test(script)) {
       out.push(`the init script does not install the key at ${cfg.stewardKey} with mode 0600`);
     }
   }
 
   for (const r of cfg.resources) {
-    for (const a of (r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.args : [])) {
+    for (const a of r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.args : []) {
       if (a.startsWith('/') && mountOf(node, a) === undefined) out.push(`resource ${r.name}: path ${a} is not on a mounted volume`);
     }
-    for (const [k, v] of Object.entries((r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.env : {}))) {
+    for (const [k, v] of Object.entries(r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.env : {})) {
       const m = v.startsWith('/') ? mountOf(node, v) : undefined;
       if (v.startsWith('/') && (m === undefined || m.readOnly)) out.push(`resource ${r.name}: env ${k}=${v} is not on a writable volume`);
     }
   }
 
   const u = cfg.nats === undefined ? undefined : new URL(cfg.nats);
-  if (u === undefined || u.hostname !== nats.host || Number(u.port || 4222) !== nats.port) out.push(`nats ${cfg.nats} is not the chart's Service ${nats.host}:${nats.port}`);
+  if (u === undefined || u.hostname !== nats.host || Number(u.port || 4222) !== nats.port)
+    out.push(`nats ${cfg.nats} is not the chart's Service ${nats.host}:${nats.port}`);
 
   const np = objs.find((o) => o.kind === 'NetworkPolicy');
   if (np === undefined) out.push('no NetworkPolicy');
   else {
     const types: string[] = np.spec.policyTypes ?? [];
     if (!types.includes('Ingress') || !types.includes('Egress')) out.push('NetworkPolicy does not restrict both Ingress and Egress');
-    const inPorts = new Set((np.spec.ingress ?? []).flatMap((r: { ports?: Array<{ port: number }> }) => (r.ports ?? []).map((p) => p.port)));
+    const inPorts = new Set(
+      (np.spec.ingress ?? []).flatMap((r: { ports?: Array<{ port: number }> }) => (r.ports ?? []).map((p) => p.port)),
+    );
     const want = new Set([cfg.listen.port, cfg.metrics?.port]);
-    if (inPorts.size !== want.size || [...inPorts].some((p) => !want.has(p as number))) out.push(`NetworkPolicy ingress ports ${[...inPorts]} ≠ jcp/1 and metrics ports`);
+    if (inPorts.size !== want.size || [...inPorts].some((p) => !want.has(p as number)))
+      out.push(`NetworkPolicy ingress ports ${[...inPorts]} ≠ jcp/1 and metrics ports`);
     for (const r of np.spec.ingress ?? []) {
       if ((r.from ?? []).length === 0 || (r.ports ?? []).length === 0) out.push('a NetworkPolicy ingress rule allows any peer or any port');
     }
@@ -527,9 +556,13 @@ export function wiringProblems(objs: readonly K8sObject[], cfg: NodeConfig, nats
       const toNats = ports.includes(nats.port);
       if (toNats) {
         const peers = r.to ?? [];
-        // biome-ignore lint/suspicious/noExplicitAny: untyped peers.
-        const ok = peers.every((p: any) => p.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === nats.namespace && matches(p.podSelector?.matchLabels, nats.selectorLabels));
-        if (!ok) out.push('NetworkPolicy egress on the NATS port goes to peers other than the chart\'s NATS pods');
+        const ok = peers.every(
+          // biome-ignore lint/suspicious/noExplicitAny: untyped peers.
+          (p: any) =>
+            p.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === nats.namespace &&
+            matches(p.podSelector?.matchLabels, nats.selectorLabels),
+        );
+        if (!ok) out.push("NetworkPolicy egress on the NATS port goes to peers other than the chart's NATS pods");
       } else if (ports.some((p: number) => p !== 53)) out.push(`NetworkPolicy egress to ports ${ports} (only NATS and DNS expected)`);
     }
   }
@@ -620,11 +653,13 @@ export function natsValuesProblems(v: NatsValues): string[] {
   const c = v.config ?? {};
   if (c.cluster?.enabled !== true) out.push('NATS values: config.cluster.enabled is not true');
   const r = c.cluster?.replicas;
-  if (!(Number.isInteger(r) && r >= 3 && r % 2 === 1)) out.push(`NATS values: config.cluster.replicas ${r} is not an odd number ≥ 3 (JetStream needs a RAFT quorum)`);
+  if (!(Number.isInteger(r) && r >= 3 && r % 2 === 1))
+    out.push(`NATS values: config.cluster.replicas ${r} is not an odd number ≥ 3 (JetStream needs a RAFT quorum)`);
   if (c.jetstream?.enabled !== true) out.push('NATS values: JetStream is not enabled');
   const fs = c.jetstream?.fileStore;
   if (fs?.enabled !== true || fs?.pvc?.enabled !== true) out.push('NATS values: JetStream file storage on a PVC is not enabled');
-  if (typeof fs?.pvc?.size !== 'string' || !/^\d+(Ki|Mi|Gi|Ti)$/.test(fs.pvc.size)) out.push(`NATS values: fileStore.pvc.size ${fs?.pvc?.size} is not a quantity`);
+  if (typeof fs?.pvc?.size !== 'string' || !/^\d+(Ki|Mi|Gi|Ti)$/.test(fs.pvc.size))
+    out.push(`NATS values: fileStore.pvc.size ${fs?.pvc?.size} is not a quantity`);
   if (c.jetstream?.memoryStore?.enabled === true) out.push('NATS values: memory storage is on (streams would not survive a restart)');
   return out;
 }
@@ -672,7 +707,8 @@ export function runtimeImports(entries: readonly string[]): { folders: Set<strin
     visit(src);
     for (const s of specs) {
       if (s.startsWith('.')) queue.push(path.resolve(path.dirname(file), s));
-      else if (!s.startsWith('node:') && !builtins.has(s)) packages.add(s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!);
+      else if (!s.startsWith('node:') && !builtins.has(s))
+        packages.add(s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!);
     }
   }
   return { folders, packages, files };
@@ -752,8 +788,10 @@ export function containerfileProblems(text: string, want: ImageExpectations): st
   if (!/^node:20[\w.-]*-slim$/.test(image)) out.push(`runtime image ${image} is not a slim Node 20 image`);
   const depsStage = froms.findIndex((f) => / AS deps$/i.test(f.arg));
   if (depsStage < 0 || depsStage === last) out.push('no deps stage before the runtime stage');
-  if (!ins.some((i) => i.stage === depsStage && i.op === 'RUN' && /\bnpm ci\b/.test(i.arg) && /--omit=dev\b/.test(i.arg))) out.push('the deps stage does not run npm ci --omit=dev');
-  if (!ins.some((i) => i.stage === last && i.op === 'COPY' && /--from=deps\b/.test(i.arg) && /node_modules/.test(i.arg))) out.push('the runtime stage does not take node_modules from deps');
+  if (!ins.some((i) => i.stage === depsStage && i.op === 'RUN' && /\bnpm ci\b/.test(i.arg) && /--omit=dev\b/.test(i.arg)))
+    out.push('the deps stage does not run npm ci --omit=dev');
+  if (!ins.some((i) => i.stage === last && i.op === 'COPY' && /--from=deps\b/.test(i.arg) && /node_modules/.test(i.arg)))
+    out.push('the runtime stage does not take node_modules from deps');
   const inLast = (op: string) => ins.filter((i) => i.stage === last && i.op === op);
   const user = inLast('USER').at(-1)?.arg.split(':')[0];
   if (user === undefined || user === 'root' || user === '0') out.push(`runtime USER ${user ?? '(none)'} is root`);
@@ -762,17 +800,22 @@ export function containerfileProblems(text: string, want: ImageExpectations): st
   const exposed = new Set(inLast('EXPOSE').flatMap((e) => e.arg.split(' ').map((p) => Number(p.split('/')[0]))));
   for (const p of [want.config.listen.port, want.config.metrics?.port]) if (!exposed.has(p as number)) out.push(`port ${p} is not EXPOSEd`);
   const hc = inLast('HEALTHCHECK').at(-1)?.arg ?? '';
-  const env = inLast('ENV').map((e) => e.arg).join(' ');
+  const env = inLast('ENV')
+    .map((e) => e.arg)
+    .join(' ');
   const healthUrl = `127.0.0.1:${want.config.metrics?.port}/healthz`;
   if (!hc.includes(healthUrl) && !(hc.includes('JCP_HEALTH_URL') && env.includes(`JCP_HEALTH_URL=http://${healthUrl}`))) {
     out.push(`HEALTHCHECK does not probe ${healthUrl}`);
   }
   const entry = jsonForm(inLast('ENTRYPOINT').at(-1)?.arg);
-  if (JSON.stringify(entry) !== JSON.stringify(['node', 'bin/jcp.mjs', 'node', 'start'])) out.push(`ENTRYPOINT is ${JSON.stringify(entry)}`);
+  if (JSON.stringify(entry) !== JSON.stringify(['node', 'bin/jcp.mjs', 'node', 'start']))
+    out.push(`ENTRYPOINT is ${JSON.stringify(entry)}`);
   const cmd = jsonForm(inLast('CMD').at(-1)?.arg);
-  if (JSON.stringify(cmd) !== JSON.stringify(['--config', want.configPathInImage])) out.push(`CMD ${JSON.stringify(cmd)} does not load ${want.configPathInImage}`);
+  if (JSON.stringify(cmd) !== JSON.stringify(['--config', want.configPathInImage]))
+    out.push(`CMD ${JSON.stringify(cmd)} does not load ${want.configPathInImage}`);
   const copies = inLast('COPY').filter((c) => !c.arg.startsWith('--from'));
-  if (!copies.some((c) => c.arg === `deploy/node.example.json ${want.configPathInImage}`)) out.push(`the config is not copied to ${want.configPathInImage}`);
+  if (!copies.some((c) => c.arg === `deploy/node.example.json ${want.configPathInImage}`))
+    out.push(`the config is not copied to ${want.configPathInImage}`);
   const copied = new Set(copies.flatMap((c) => c.arg.split(' ').slice(0, -1)).map((s) => s.replace(/\/$/, '')));
   for (const f of want.sourceFolders) if (!copied.has(f)) out.push(`source folder ${f}/ is imported at run time but not copied`);
   for (const i of ins) {
@@ -864,7 +907,8 @@ export function systemdAnalyze(file: string): { warnings: string[]; exposure: nu
 
 /** `over` laid over `base` the way Helm merges two `-f` values files (maps merged, the rest replaced). */
 export function mergeValues<T>(base: T, over: unknown): T {
-  if (typeof base !== 'object' || base === null || Array.isArray(base) || typeof over !== 'object' || over === null || Array.isArray(over)) return over as T;
+  if (typeof base !== 'object' || base === null || Array.isArray(base) || typeof over !== 'object' || over === null || Array.isArray(over))
+    return over as T;
   const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
   for (const [k, v] of Object.entries(over)) out[k] = k in out ? mergeValues(out[k], v) : v;
   return out as T;
@@ -877,7 +921,11 @@ export function mergeValues<T>(base: T, over: unknown): T {
  * names exactly the regions given, each with the url `urlOf(name)`, and refuses unknown clusters;
  * the servers are pinned to their region with `nodeSelector`.
  */
-export function superclusterProblems(values: ReadonlyMap<string, NatsValues>, urlOf: (region: string) => string, regionLabel: string): string[] {
+export function superclusterProblems(
+  values: ReadonlyMap<string, NatsValues>,
+  urlOf: (region: string) => string,
+  regionLabel: string,
+): string[] {
   const out: string[] = [];
   const regions = [...values.keys()].sort();
   for (const [r, v] of values) {
@@ -887,13 +935,16 @@ export function superclusterProblems(values: ReadonlyMap<string, NatsValues>, ur
     if (g.enabled !== true) out.push(`region ${r}: the gateway is not enabled`);
     if (!Number.isInteger(g.port)) out.push(`region ${r}: no gateway port`);
     if (c.cluster?.merge?.name !== r) out.push(`region ${r}: cluster name ${c.cluster?.merge?.name} is not the region`);
-    if (g.merge?.name !== r) out.push(`region ${r}: gateway name ${g.merge?.name} is not the region (NATS requires it to equal the cluster name)`);
+    if (g.merge?.name !== r)
+      out.push(`region ${r}: gateway name ${g.merge?.name} is not the region (NATS requires it to equal the cluster name)`);
     if (g.merge?.reject_unknown_cluster !== true) out.push(`region ${r}: the gateway accepts unknown clusters`);
     const listed = (g.merge?.gateways ?? []) as { name?: string; urls?: string[] }[];
     const names = listed.map((x) => x.name ?? '?').sort();
-    if (JSON.stringify(names) !== JSON.stringify(regions)) out.push(`region ${r}: gateways ${names.join(',')} are not the regions ${regions.join(',')}`);
+    if (JSON.stringify(names) !== JSON.stringify(regions))
+      out.push(`region ${r}: gateways ${names.join(',')} are not the regions ${regions.join(',')}`);
     for (const x of listed) {
-      if (x.name && JSON.stringify(x.urls) !== JSON.stringify([urlOf(x.name)])) out.push(`region ${r}: gateway ${x.name} urls ${JSON.stringify(x.urls)} are not [${urlOf(x.name)}]`);
+      if (x.name && JSON.stringify(x.urls) !== JSON.stringify([urlOf(x.name)]))
+        out.push(`region ${r}: gateway ${x.name} urls ${JSON.stringify(x.urls)} are not [${urlOf(x.name)}]`);
     }
     // biome-ignore lint/suspicious/noExplicitAny: free-form Helm values.
     const sel = (v as any).podTemplate?.merge?.spec?.nodeSelector?.[regionLabel];

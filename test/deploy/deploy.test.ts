@@ -35,14 +35,25 @@ const NODE_IMAGE_REF = '$' + '{NODE_IMAGE}';
 const want: ImageExpectations = { config: example, configPathInImage: '/etc/jcp/node.json', sourceFolders: runtime.folders };
 
 describe('deploy/node.example.json', () => {
-  test('the node\'s own loader accepts it, with its trust roots, endpoints and meter settings', () => {
+  test("the node's own loader accepts it, with its trust roots, endpoints and meter settings", () => {
     const did = 'did:key:z6Mkjpn6ywkCCiXkoSmpQB67LQ1E6QKA8uNyd9CRx7TNG8FJ';
     expect(trustRootsOf(example)).toEqual({ [resourceIdOf('files')]: [did], [resourceIdOf('memory')]: [did] });
-    expect(example.resources.map((r) => [r.name, path.basename((r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : '')), r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.env : undefined])).toEqual([
+    expect(
+      example.resources.map((r) => [
+        r.name,
+        path.basename(r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : ''),
+        r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.env : undefined,
+      ]),
+    ).toEqual([
       ['files', 'mcp-server-filesystem', {}],
       ['memory', 'mcp-server-memory', { MEMORY_FILE_PATH: '/var/lib/jcp/mcp-memory.jsonl' }],
     ]);
-    expect([example.listen.port, example.metrics?.port, example.dataDir, example.stewardKey]).toEqual([7400, 9464, '/var/lib/jcp', '/var/lib/jcp/steward.key']);
+    expect([example.listen.port, example.metrics?.port, example.dataDir, example.stewardKey]).toEqual([
+      7400,
+      9464,
+      '/var/lib/jcp',
+      '/var/lib/jcp/steward.key',
+    ]);
     expect(readMeterConfig(example.meter).estimatesUj?.['search_files']).toBe(80_000n);
   });
 
@@ -73,7 +84,9 @@ describe('deploy/Containerfile', () => {
 
   test('multi-stage, npm ci --omit=dev, slim Node 20, non-root, data volume, ports, healthcheck, entrypoint', () => {
     expect(containerfileProblems(containerfile, want)).toEqual([]);
-    const stages = parseContainerfile(containerfile).filter((i) => i.op === 'FROM').map((i) => i.arg);
+    const stages = parseContainerfile(containerfile)
+      .filter((i) => i.op === 'FROM')
+      .map((i) => i.arg);
     expect(stages).toEqual([`${NODE_IMAGE_REF} AS deps`, `${NODE_IMAGE_REF} AS runtime`]);
   });
 
@@ -86,7 +99,11 @@ describe('deploy/Containerfile', () => {
     ['the data folder not a volume', (t) => t.replace('VOLUME ["/var/lib/jcp"]', 'VOLUME ["/data"]'), /not a VOLUME/],
     ['the metrics port not exposed', (t) => t.replace('EXPOSE 7400 9464', 'EXPOSE 7400'), /port 9464/],
     ['a healthcheck on another port', (t) => t.replace('127.0.0.1:9464/healthz', '127.0.0.1:8080/healthz'), /HEALTHCHECK/],
-    ['a shell-form entrypoint', (t) => t.replace('ENTRYPOINT ["node", "bin/jcp.mjs", "node", "start"]', 'ENTRYPOINT node bin/jcp.mjs node start'), /ENTRYPOINT/],
+    [
+      'a shell-form entrypoint',
+      (t) => t.replace('ENTRYPOINT ["node", "bin/jcp.mjs", "node", "start"]', 'ENTRYPOINT node bin/jcp.mjs node start'),
+      /ENTRYPOINT/,
+    ],
     ['the meter sources left out', (t) => t.replace('COPY meter ./meter\n', ''), /meter\/ is imported/],
     ['a NATS server installed', (t) => t.replace('python3 make g++', 'python3 make g++ nats-server'), /NATS server/],
     ['built on the NATS image', (t) => t.replace(`FROM ${NODE_IMAGE_REF} AS runtime`, 'FROM nats:2 AS runtime'), /NATS server/],
@@ -134,7 +151,11 @@ describe('deploy/jcp-node.service', () => {
     ['ProtectSystem=full', (t: string) => t.replace('ProtectSystem=strict', 'ProtectSystem=full'), /ProtectSystem=full/],
     ['NoNewPrivileges missing', (t: string) => t.replace('NoNewPrivileges=yes\n', ''), /NoNewPrivileges/],
     ['Restart=always', (t: string) => t.replace('Restart=on-failure', 'Restart=always'), /Restart=always/],
-    ['W^X memory, which V8 cannot run under', (t: string) => t.replace('LimitNOFILE=65536', 'MemoryDenyWriteExecute=yes\nLimitNOFILE=65536'), /V8/],
+    [
+      'W^X memory, which V8 cannot run under',
+      (t: string) => t.replace('LimitNOFILE=65536', 'MemoryDenyWriteExecute=yes\nLimitNOFILE=65536'),
+      /V8/,
+    ],
   ])('refused / %s', (_what, edit, why) => {
     expect(unitProblems(edit(unit)).join('\n')).toMatch(why);
   });

@@ -12,8 +12,28 @@ import { liveNode } from '../node/fixtures.ts';
 const DASHBOARD = path.resolve('deploy/grafana/jcp-node.json');
 /** PromQL functions, aggregations and keywords the dashboard may use (not metric names). */
 const PROMQL_WORDS = new Set([
-  'sum', 'min', 'max', 'avg', 'count', 'rate', 'irate', 'increase', 'delta', 'histogram_quantile', 'topk', 'bottomk',
-  'by', 'without', 'on', 'ignoring', 'and', 'or', 'unless', 'offset', 'label_values', 'instance',
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'count',
+  'rate',
+  'irate',
+  'increase',
+  'delta',
+  'histogram_quantile',
+  'topk',
+  'bottomk',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'label_values',
+  'instance',
 ]);
 
 /** Exported sample names: each `# TYPE` family, with its histogram/summary series. */
@@ -44,9 +64,15 @@ type Dashboard = { panels: Array<{ title: string; targets: Array<{ expr: string 
 function unknownMetrics(d: Dashboard, names: Set<string>): string[] {
   const exprs: Array<[string, string]> = [
     ...d.panels.flatMap((p) => p.targets.map((t): [string, string] => [p.title, t.expr])),
-    ...d.templating.list.flatMap((v): Array<[string, string]> => (typeof v.query === 'string' && v.query.includes('(') ? [['templating', v.query]] : [])),
+    ...d.templating.list.flatMap(
+      (v): Array<[string, string]> => (typeof v.query === 'string' && v.query.includes('(') ? [['templating', v.query]] : []),
+    ),
   ];
-  return exprs.flatMap(([where, e]) => metricsOf(e).filter((m) => !names.has(m)).map((m) => `${where}: ${m}`));
+  return exprs.flatMap(([where, e]) =>
+    metricsOf(e)
+      .filter((m) => !names.has(m))
+      .map((m) => `${where}: ${m}`),
+  );
 }
 
 describe('deploy/grafana dashboard', () => {

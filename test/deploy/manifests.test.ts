@@ -14,7 +14,16 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { actorFromSeed } from '../../core/index.ts';
 import { readMeterConfig } from '../../meter/index.ts';
 import { pino } from 'pino';
-import { configFromJson, type NodeConfig, NodeFault, readKeyFile, resourceIdOf, startNode, trustRootsOf, writeKeyFile } from '../../node/index.ts';
+import {
+  configFromJson,
+  type NodeConfig,
+  NodeFault,
+  readKeyFile,
+  resourceIdOf,
+  startNode,
+  trustRootsOf,
+  writeKeyFile,
+} from '../../node/index.ts';
 import {
   apiServerProblems,
   clone,
@@ -117,18 +126,57 @@ describe('Kubernetes schemas (kubernetes-models)', () => {
     expect(strictFieldProblems(objs)).toEqual([]);
   });
 
-  test.each(loaded.map((l) => [label(l.obj), l.obj] as const))('valid / %s keeps the API server rules on names, labels and ports', (_n, o) => {
-    expect(apiServerProblems(o)).toEqual([]);
-  });
+  test.each(loaded.map((l) => [label(l.obj), l.obj] as const))(
+    'valid / %s keeps the API server rules on names, labels and ports',
+    (_n, o) => {
+      expect(apiServerProblems(o)).toEqual([]);
+    },
+  );
 
   test.each([
-    ['StatefulSet replicas as a word', 'StatefulSet', 'jcp-node', (o: K8sObject) => (o.spec.replicas = 'three'), /replicas must be integer/],
-    ['a memory limit that is not a quantity', 'StatefulSet', 'jcp-node', (o: K8sObject) => (o.spec.template.spec.containers[0].resources.limits.memory = 'lots'), /quantity/],
+    [
+      'StatefulSet replicas as a word',
+      'StatefulSet',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.replicas = 'three'),
+      /replicas must be integer/,
+    ],
+    [
+      'a memory limit that is not a quantity',
+      'StatefulSet',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.template.spec.containers[0].resources.limits.memory = 'lots'),
+      /quantity/,
+    ],
     ['a Service port without a number', 'Service', 'jcp-node', (o: K8sObject) => delete o.spec.ports[0].port, /required property/],
-    ['a PDB maxUnavailable that is a boolean', 'PodDisruptionBudget', 'jcp-node', (o: K8sObject) => (o.spec.maxUnavailable = true), /maxUnavailable/],
-    ['a NetworkPolicy type that does not exist', 'NetworkPolicy', 'jcp-node', (o: K8sObject) => (o.spec.policyTypes = ['Sideways']), /allowed values/],
-    ['a ServiceMonitor endpoint port given as a number', 'ServiceMonitor', 'jcp-node', (o: K8sObject) => (o.spec.endpoints[0].port = 9464), /port must be string/],
-    ['a ConfigMap value that is not a string', 'ConfigMap', 'jcp-node-config', (o: K8sObject) => ((o.data as Record<string, unknown>)['n'] = 1), /must be string/],
+    [
+      'a PDB maxUnavailable that is a boolean',
+      'PodDisruptionBudget',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.maxUnavailable = true),
+      /maxUnavailable/,
+    ],
+    [
+      'a NetworkPolicy type that does not exist',
+      'NetworkPolicy',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.policyTypes = ['Sideways']),
+      /allowed values/,
+    ],
+    [
+      'a ServiceMonitor endpoint port given as a number',
+      'ServiceMonitor',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.endpoints[0].port = 9464),
+      /port must be string/,
+    ],
+    [
+      'a ConfigMap value that is not a string',
+      'ConfigMap',
+      'jcp-node-config',
+      (o: K8sObject) => ((o.data as Record<string, unknown>)['n'] = 1),
+      /must be string/,
+    ],
   ])('refused / %s', async (_what, kind, name, edit, why) => {
     const bad = find(broken(kind, name, edit), kind, name);
     const problems = await schemaProblems(bad);
@@ -157,7 +205,11 @@ describe('Kubernetes schemas (kubernetes-models)', () => {
 
   test.each([
     ['a name with capitals and an underscore', (o: K8sObject) => (o.metadata.name = 'Jcp_Node'), /DNS-1123/],
-    ['a port name over 15 characters', (o: K8sObject) => (o.spec.template.spec.containers[0].ports[1].name = 'prometheus-metrics'), /IANA_SVC_NAME/],
+    [
+      'a port name over 15 characters',
+      (o: K8sObject) => (o.spec.template.spec.containers[0].ports[1].name = 'prometheus-metrics'),
+      /IANA_SVC_NAME/,
+    ],
     ['a container port above 65535', (o: K8sObject) => (o.spec.template.spec.containers[0].ports[0].containerPort = 74000), /out of range/],
     ['a label value with a space', (o: K8sObject) => (o.metadata.labels!['app.kubernetes.io/part-of'] = 'jcp cluster'), /bad value/],
   ])('refused by the API-server rules / %s', (_what, edit, why) => {
@@ -177,9 +229,17 @@ describe('pod security', () => {
   });
 
   test.each([
-    ['privilege escalation allowed', (p: K8sObject['spec']) => (p.containers[0].securityContext.allowPrivilegeEscalation = true), /allowPrivilegeEscalation/],
+    [
+      'privilege escalation allowed',
+      (p: K8sObject['spec']) => (p.containers[0].securityContext.allowPrivilegeEscalation = true),
+      /allowPrivilegeEscalation/,
+    ],
     ['a hostPath volume', (p: K8sObject['spec']) => p.volumes.push({ name: 'h', hostPath: { path: '/' } }), /hostPath not allowed/],
-    ['a writable root file system', (p: K8sObject['spec']) => (p.initContainers[0].securityContext.readOnlyRootFilesystem = false), /readOnlyRootFilesystem/],
+    [
+      'a writable root file system',
+      (p: K8sObject['spec']) => (p.initContainers[0].securityContext.readOnlyRootFilesystem = false),
+      /readOnlyRootFilesystem/,
+    ],
     ['no seccomp profile', (p: K8sObject['spec']) => delete p.securityContext.seccompProfile, /seccompProfile/],
     ['capabilities kept', (p: K8sObject['spec']) => delete p.containers[0].securityContext.capabilities, /drop ALL/],
     ['no memory limit', (p: K8sObject['spec']) => delete p.containers[0].resources.limits.memory, /limits\.memory/],
@@ -202,16 +262,70 @@ describe('cross-references', () => {
   });
 
   test.each([
-    ['a Service selecting no pods', 'Service', 'jcp-node', (o: K8sObject) => (o.spec.selector['app.kubernetes.io/instance'] = 'other'), /selector matches no pods/],
-    ['a Service target port the pods lack', 'Service', 'jcp-node', (o: K8sObject) => (o.spec.ports[0].targetPort = 'jcp1'), /targetPort jcp1/],
-    ['a governing Service that is not headless', 'Service', 'jcp-node-headless', (o: K8sObject) => (o.spec.clusterIP = '10.0.0.9'), /not headless/],
-    ['a ConfigMap renamed away from the mount', 'ConfigMap', 'jcp-node-config', (o: K8sObject) => (o.metadata.name = 'jcp-config'), /ConfigMap jcp-node-config is not/],
-    ['a ConfigMap without the mounted key', 'ConfigMap', 'jcp-node-config', (o: K8sObject) => (o.data = { 'config.json': '{}' }), /no key node\.json/],
-    ['a mount of a volume that does not exist', 'StatefulSet', 'jcp-node', (o: K8sObject) => (o.spec.template.spec.containers[0].volumeMounts[0].name = 'state'), /unknown volume state/],
-    ['a ServiceMonitor port name the Service lacks', 'ServiceMonitor', 'jcp-node', (o: K8sObject) => (o.spec.endpoints[0].port = 'metric'), /no port named metric/],
+    [
+      'a Service selecting no pods',
+      'Service',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.selector['app.kubernetes.io/instance'] = 'other'),
+      /selector matches no pods/,
+    ],
+    [
+      'a Service target port the pods lack',
+      'Service',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.ports[0].targetPort = 'jcp1'),
+      /targetPort jcp1/,
+    ],
+    [
+      'a governing Service that is not headless',
+      'Service',
+      'jcp-node-headless',
+      (o: K8sObject) => (o.spec.clusterIP = '10.0.0.9'),
+      /not headless/,
+    ],
+    [
+      'a ConfigMap renamed away from the mount',
+      'ConfigMap',
+      'jcp-node-config',
+      (o: K8sObject) => (o.metadata.name = 'jcp-config'),
+      /ConfigMap jcp-node-config is not/,
+    ],
+    [
+      'a ConfigMap without the mounted key',
+      'ConfigMap',
+      'jcp-node-config',
+      (o: K8sObject) => (o.data = { 'config.json': '{}' }),
+      /no key node\.json/,
+    ],
+    [
+      'a mount of a volume that does not exist',
+      'StatefulSet',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.template.spec.containers[0].volumeMounts[0].name = 'state'),
+      /unknown volume state/,
+    ],
+    [
+      'a ServiceMonitor port name the Service lacks',
+      'ServiceMonitor',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.endpoints[0].port = 'metric'),
+      /no port named metric/,
+    ],
     ['a PDB that lets every node go', 'PodDisruptionBudget', 'jcp-node', (o: K8sObject) => (o.spec.maxUnavailable = 3), /lets every pod/],
-    ['a NetworkPolicy ingress port the pods do not serve', 'NetworkPolicy', 'jcp-node', (o: K8sObject) => (o.spec.ingress[0].ports[0].port = 7401), /ingress port 7401/],
-    ['an object outside the manifests\' namespace', 'PodDisruptionBudget', 'jcp-node', (o: K8sObject) => (o.metadata.namespace = 'prod'), /namespace prod/],
+    [
+      'a NetworkPolicy ingress port the pods do not serve',
+      'NetworkPolicy',
+      'jcp-node',
+      (o: K8sObject) => (o.spec.ingress[0].ports[0].port = 7401),
+      /ingress port 7401/,
+    ],
+    [
+      "an object outside the manifests' namespace",
+      'PodDisruptionBudget',
+      'jcp-node',
+      (o: K8sObject) => (o.metadata.namespace = 'prod'),
+      /namespace prod/,
+    ],
   ])('refused / %s', (_what, kind, name, edit, why) => {
     const problems = crossRefProblems(broken(kind, name, edit), OPERATOR_SECRETS);
     expect(problems.length).toBeGreaterThan(0);
@@ -232,10 +346,16 @@ describe('cross-references', () => {
 });
 
 describe('the node config in the ConfigMap', () => {
-  test('the node\'s own loader accepts it, with the trust roots and endpoints it carries', () => {
+  test("the node's own loader accepts it, with the trust roots and endpoints it carries", () => {
     const did = 'did:key:z6Mkjpn6ywkCCiXkoSmpQB67LQ1E6QKA8uNyd9CRx7TNG8FJ';
     expect(trustRootsOf(cfg)).toEqual({ [resourceIdOf('files')]: [did], [resourceIdOf('memory')]: [did] });
-    expect(cfg.resources.map((r) => [r.name, path.basename((r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : '')), r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.args : undefined])).toEqual([
+    expect(
+      cfg.resources.map((r) => [
+        r.name,
+        path.basename(r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : ''),
+        r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.args : undefined,
+      ]),
+    ).toEqual([
       ['files', 'mcp-server-filesystem', ['/srv/jcp/files']],
       ['memory', 'mcp-server-memory', []],
     ]);
@@ -249,9 +369,9 @@ describe('the node config in the ConfigMap', () => {
     expect(readMeterConfig(cfg.meter).defaultEstimateUj).toBe(50_000n);
   });
 
-  test('each endpoint runs an MCP server the image ships (a runtime dependency\'s bin)', () => {
+  test("each endpoint runs an MCP server the image ships (a runtime dependency's bin)", () => {
     for (const r of cfg.resources) {
-      const cmd = (r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : '');
+      const cmd = r.endpoint?.kind === 'mcp-stdio' ? r.endpoint.command : '';
       expect(cmd).toBe(path.join(ROOT, 'node_modules', '.bin', path.basename(cmd)));
       expect(existsSync(cmd)).toBe(true);
     }
@@ -264,10 +384,14 @@ describe('the node config in the ConfigMap', () => {
   });
 
   test.each([
-    ['a trust root that is not a did:key', (j: Record<string, unknown>) => ((j['resources'] as Array<Record<string, unknown>>)[0]!['trust_roots'] = ['did:key:zBogus']), 'resources[0].trust_roots[0]'],
+    [
+      'a trust root that is not a did:key',
+      (j: Record<string, unknown>) => ((j['resources'] as Array<Record<string, unknown>>)[0]!['trust_roots'] = ['did:key:zBogus']),
+      'resources[0].trust_roots[0]',
+    ],
     ['a misspelt field', (j: Record<string, unknown>) => (j['data_directory'] = '/var/lib/jcp'), 'data_directory'],
     ['a NATS URL that is not nats://', (j: Record<string, unknown>) => (j['nats'] = 'http://nats.nats.svc:4222'), 'nats'],
-  ])('refused by the node\'s loader / %s', (_what, edit, where) => {
+  ])("refused by the node's loader / %s", (_what, edit, where) => {
     const j = clone(cfgJson) as Record<string, unknown>;
     edit(j);
     expect(refusal(() => configFromJson(j, {}, cfgBase))).toEqual({ code: 'config-invalid', where });
@@ -278,9 +402,21 @@ describe('the node config in the ConfigMap', () => {
     ['a loopback listen address', (j: Record<string, unknown>) => (j['listen'] = '127.0.0.1:7400'), /not reachable/],
     ['a metrics port the probes do not use', (j: Record<string, unknown>) => (j['metrics'] = '0.0.0.0:9100'), /metrics port 9100/],
     ['the data folder off the persistent volume', (j: Record<string, unknown>) => (j['data_dir'] = '/tmp/jcp'), /data_dir \/tmp\/jcp/],
-    ['the steward key on the persistent volume', (j: Record<string, unknown>) => (j['steward_key'] = '/var/lib/jcp/steward.key'), /steward_key/],
-    ['a NATS host other than the chart\'s Service', (j: Record<string, unknown>) => (j['nats'] = 'nats://nats.default.svc.cluster.local:4222'), /chart's Service/],
-    ['an endpoint folder that is not mounted', (j: Record<string, unknown>) => ((j['resources'] as Array<{ endpoint: { args: string[] } }>)[0]!.endpoint.args = ['/data/files']), /\/data\/files is not on a mounted volume/],
+    [
+      'the steward key on the persistent volume',
+      (j: Record<string, unknown>) => (j['steward_key'] = '/var/lib/jcp/steward.key'),
+      /steward_key/,
+    ],
+    [
+      "a NATS host other than the chart's Service",
+      (j: Record<string, unknown>) => (j['nats'] = 'nats://nats.default.svc.cluster.local:4222'),
+      /chart's Service/,
+    ],
+    [
+      'an endpoint folder that is not mounted',
+      (j: Record<string, unknown>) => ((j['resources'] as Array<{ endpoint: { args: string[] } }>)[0]!.endpoint.args = ['/data/files']),
+      /\/data\/files is not on a mounted volume/,
+    ],
   ])('refused by the wiring check / %s', (_what, edit, why) => {
     const j = clone(cfgJson) as Record<string, unknown>;
     edit(j);
@@ -290,11 +426,31 @@ describe('the node config in the ConfigMap', () => {
   });
 
   test.each([
-    ['a Secret readable by others', 'StatefulSet', (o: K8sObject) => (o.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'steward-keys').secret.defaultMode = 0o444), /readable by others/],
-    ['an init script that copies the key without mode 0600', 'StatefulSet', (o: K8sObject) => (o.spec.template.spec.initContainers[0].command[2] = initScript(o).replace('-m 0600', '-m 0640')), /mode 0600/],
-    ['the key volume on disk instead of memory', 'StatefulSet', (o: K8sObject) => delete o.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'steward-run').emptyDir.medium, /memory emptyDir/],
+    [
+      'a Secret readable by others',
+      'StatefulSet',
+      (o: K8sObject) => (o.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'steward-keys').secret.defaultMode = 0o444),
+      /readable by others/,
+    ],
+    [
+      'an init script that copies the key without mode 0600',
+      'StatefulSet',
+      (o: K8sObject) => (o.spec.template.spec.initContainers[0].command[2] = initScript(o).replace('-m 0600', '-m 0640')),
+      /mode 0600/,
+    ],
+    [
+      'the key volume on disk instead of memory',
+      'StatefulSet',
+      (o: K8sObject) => delete o.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'steward-run').emptyDir.medium,
+      /memory emptyDir/,
+    ],
     ['a NetworkPolicy egress to any port', 'NetworkPolicy', (o: K8sObject) => delete o.spec.egress[0].ports, /any port/],
-    ['a NetworkPolicy egress on the NATS port to other pods', 'NetworkPolicy', (o: K8sObject) => (o.spec.egress[0].to[0].podSelector.matchLabels['app.kubernetes.io/name'] = 'redis'), /other than the chart's NATS pods/],
+    [
+      'a NetworkPolicy egress on the NATS port to other pods',
+      'NetworkPolicy',
+      (o: K8sObject) => (o.spec.egress[0].to[0].podSelector.matchLabels['app.kubernetes.io/name'] = 'redis'),
+      /other than the chart's NATS pods/,
+    ],
     ['a NetworkPolicy without Egress', 'NetworkPolicy', (o: K8sObject) => (o.spec.policyTypes = ['Ingress']), /both Ingress and Egress/],
   ])('refused by the wiring check / %s', (_what, kind, edit, why) => {
     const problems = wiringProblems(broken(kind, 'jcp-node', edit), cfg, NATS);
@@ -320,11 +476,14 @@ describe('the steward key from the Secret', () => {
     const mapped = script.split(secretMount).join(keys).split(runMount).join(run);
     // Never let the script touch the real mount paths of this machine.
     expect(mapped.includes(secretMount) || mapped.includes(runMount)).toBe(false);
-    const r = spawnSync('sh', ['-c', mapped], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', POD_NAME: podName }, encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', mapped], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', POD_NAME: podName },
+      encoding: 'utf8',
+    });
     return { status: r.status, stderr: r.stderr, key: path.join(run, path.posix.relative(runMount, cfg.stewardKey)) };
   }
 
-  test('the init container turns this pod\'s group-readable Secret file into a 0600 key the node reads', () => {
+  test("the init container turns this pod's group-readable Secret file into a 0600 key the node reads", () => {
     const dir = path.join(work, 'ok');
     const steward = actorFromSeed(new Uint8Array(32).fill(7));
     const other = actorFromSeed(new Uint8Array(32).fill(8));
@@ -360,7 +519,11 @@ describe('the steward key from the Secret', () => {
     }
     const mounts = [...mapped.keys()].sort((a, b) => b.length - a.length).map((m) => m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
     const text = JSON.stringify(cfgJson).replace(new RegExp(`"(${mounts.join('|')})(?=[/"])`, 'g'), (_m, p: string) => `"${mapped.get(p)}`);
-    const local = configFromJson(JSON.parse(text), { listen: '127.0.0.1:0', metrics: '127.0.0.1:0', nats: 'nats://127.0.0.1:4222' }, cfgBase);
+    const local = configFromJson(
+      JSON.parse(text),
+      { listen: '127.0.0.1:0', metrics: '127.0.0.1:0', nats: 'nats://127.0.0.1:4222' },
+      cfgBase,
+    );
     expect(local.stewardKey).toBe(path.join(dir, 'run', 'steward.key'));
     const running = await startNode(local, { logger: pino({ level: 'silent' }) });
     try {
@@ -393,7 +556,11 @@ describe('the NATS chart values (k8s/nats-values.yaml)', () => {
   });
 
   test.each([
-    ['a 0.x-era key the 1.x chart ignores', (v: NatsValues) => (v['nats'] = { jetstream: { fileStorage: { enabled: true } } }), /nats\.jetstream\.fileStorage\.enabled is not a value/],
+    [
+      'a 0.x-era key the 1.x chart ignores',
+      (v: NatsValues) => (v['nats'] = { jetstream: { fileStorage: { enabled: true } } }),
+      /nats\.jetstream\.fileStorage\.enabled is not a value/,
+    ],
     ['a misspelt key', (v: NatsValues) => (v.config.jetstream.fileStore.pvc.sise = '10Gi'), /pvc\.sise is not a value/],
     ['two servers (no quorum after one loss)', (v: NatsValues) => (v.config.cluster.replicas = 2), /odd number/],
     ['JetStream off', (v: NatsValues) => (v.config.jetstream.enabled = false), /JetStream is not enabled/],

@@ -3,7 +3,16 @@
  * canonical bytes of the request without its `signature`), with a grant issued to the group.
  */
 import { randomBytes } from 'node:crypto';
-import { actorFromSeed, type Did, grantId, payloadHash, signGrant, type UnsignedWireRequest, utf8, wireRequestSigningBytes } from '../../core/index.ts';
+import {
+  actorFromSeed,
+  type Did,
+  grantId,
+  payloadHash,
+  signGrant,
+  type UnsignedWireRequest,
+  utf8,
+  wireRequestSigningBytes,
+} from '../../core/index.ts';
 import { resourceIdFor } from '../../frost/index.ts';
 
 /** The steward that issues the group's grant (fixed, so tests are reproducible). */
@@ -34,7 +43,14 @@ export function unsignedCall(opts: {
   );
   const payload = opts.payload ?? (opts.args === undefined ? undefined : utf8(JSON.stringify(opts.args)));
   return {
-    frame: { kind: 'tool-call', trust: 'control', grant_id: grantId(g.grant), action: opts.action ?? 'write_file', resource, payload_hash: payloadHash(payload) },
+    frame: {
+      kind: 'tool-call',
+      trust: 'control',
+      grant_id: grantId(g.grant),
+      action: opts.action ?? 'write_file',
+      resource,
+      payload_hash: payloadHash(payload),
+    },
     chain: [g],
     caller,
     cost: { uj: opts.costUj ?? 500n, provenance: 'Estimator' },

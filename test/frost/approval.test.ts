@@ -3,8 +3,28 @@
  * the rules-file policy, the common checks (raw bytes, skew) and the signed decision record.
  */
 import { describe, expect, it } from 'vitest';
-import { actorFromSeed, contentIdOfBytes, costToCbor, encode, frameToCbor, signedGrantToCbor, utf8, wireRequestSigningBytes } from '../../core/index.ts';
-import { type DecisionBody, decodeCall, FrostErrorCodes, judgeByRules, openDecision, parseRules, precheck, resourceIdFor, type Rules, sealDecision } from '../../frost/index.ts';
+import {
+  actorFromSeed,
+  contentIdOfBytes,
+  costToCbor,
+  encode,
+  frameToCbor,
+  signedGrantToCbor,
+  utf8,
+  wireRequestSigningBytes,
+} from '../../core/index.ts';
+import {
+  type DecisionBody,
+  decodeCall,
+  FrostErrorCodes,
+  judgeByRules,
+  openDecision,
+  parseRules,
+  precheck,
+  resourceIdFor,
+  type Rules,
+  sealDecision,
+} from '../../frost/index.ts';
 import { callBytes, unsignedCall } from './approval-call.ts';
 
 const NOW = 1_760_000_000; // 2025-10-09T08:53:20Z: hour 8 UTC
@@ -15,7 +35,9 @@ function rules(json: unknown): Rules {
   return r.value;
 }
 
-const FOLDER = rules({ allow: [{ resource: 'fs', actions: ['write_file'], max_cost_uj: 1000, args: { path: { prefix: '/srv/out/' }, size: { max: 4096 } } }] });
+const FOLDER = rules({
+  allow: [{ resource: 'fs', actions: ['write_file'], max_cost_uj: 1000, args: { path: { prefix: '/srv/out/' }, size: { max: 4096 } } }],
+});
 
 describe('approval / decoding the message to sign', () => {
   it('decode / a jcp/1 request: tool, resource, arguments, cost, chain, caller and now are shown; the content id names the bytes', () => {
@@ -45,11 +67,26 @@ describe('approval / decoding the message to sign', () => {
   it('decode / raw bytes, a payload that does not match frame.payload_hash, and a signed request are not calls', () => {
     expect(decodeCall(utf8('sign me')).kind).toBe('raw');
     const u = unsignedCall({ args: { path: '/srv/out/a' }, nowS: NOW });
-    const swapped = encode({ frame: frameToCbor(u.frame), chain: u.chain.map(signedGrantToCbor), caller: u.caller, cost: costToCbor(u.cost), now: u.now, payload: utf8('{"path":"/etc"}') });
+    const swapped = encode({
+      frame: frameToCbor(u.frame),
+      chain: u.chain.map(signedGrantToCbor),
+      caller: u.caller,
+      cost: costToCbor(u.cost),
+      now: u.now,
+      payload: utf8('{"path":"/etc"}'),
+    });
     const d = decodeCall(swapped);
     expect(d.kind).toBe('raw');
     expect(d.kind === 'raw' && d.why).toMatch(/payload_hash/);
-    const signed = encode({ frame: frameToCbor(u.frame), chain: u.chain.map(signedGrantToCbor), caller: u.caller, cost: costToCbor(u.cost), now: u.now, payload: u.payload!, signature: new Uint8Array(64) });
+    const signed = encode({
+      frame: frameToCbor(u.frame),
+      chain: u.chain.map(signedGrantToCbor),
+      caller: u.caller,
+      cost: costToCbor(u.cost),
+      now: u.now,
+      payload: u.payload!,
+      signature: new Uint8Array(64),
+    });
     expect(decodeCall(signed).kind).toBe('raw');
   });
 
@@ -162,4 +199,3 @@ describe('approval / the signed decision record', () => {
     expect(openDecision(approveInstead).valid).toBe(false);
   });
 });
-

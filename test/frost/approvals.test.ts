@@ -19,7 +19,26 @@ import { promisify } from 'node:util';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actorFromSeed, contentIdOfBytes, parseDid, toHex, utf8, verify } from '../../core/index.ts';
-import { type Bus, deal, FrostErrorCodes, isFrostError, natsBus, natsRegistry, openMessage, packagePayload, readCommitment, readDecisionFile, readDecisionStream, readRefusal, sealMessage, shareRecord, type SigningCommitment, signWithGroup, subjects, writeShareFile } from '../../frost/internal.ts';
+import {
+  type Bus,
+  deal,
+  FrostErrorCodes,
+  isFrostError,
+  natsBus,
+  natsRegistry,
+  openMessage,
+  packagePayload,
+  readCommitment,
+  readDecisionFile,
+  readDecisionStream,
+  readRefusal,
+  sealMessage,
+  shareRecord,
+  type SigningCommitment,
+  signWithGroup,
+  subjects,
+  writeShareFile,
+} from '../../frost/internal.ts';
 import { JCP_BIN, type ParticipantProc, startParticipantProc } from '../../testkit/internal.ts';
 import { callBytes } from './approval-call.ts';
 import { cleanupPrefix, NATS_URL, uniquePrefix } from './helpers.ts';
@@ -79,7 +98,10 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'jcp-frost-approvals-'));
   await startHook();
   hookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/approve`;
-  writeFileSync(join(root, 'folder.json'), JSON.stringify({ allow: [{ resource: 'fs', actions: ['write_file'], max_cost_uj: 1000, args: { path: { prefix: '/srv/out/' } } }] }));
+  writeFileSync(
+    join(root, 'folder.json'),
+    JSON.stringify({ allow: [{ resource: 'fs', actions: ['write_file'], max_cost_uj: 1000, args: { path: { prefix: '/srv/out/' } } }] }),
+  );
   writeFileSync(join(root, 'loose.json'), JSON.stringify({ allow: [{ resource: 'fs', actions: ['write_file'], max_cost_uj: 5000 }] }));
   const d = deal({ min: 2, max: 3 }, (n) => new Uint8Array(randomBytes(n)));
   if (!d.ok) throw new Error(d.error.why);
@@ -135,30 +157,44 @@ describe('approvals / each holder decides on the exact call', () => {
     }
   });
 
-  it('refuse / a path outside the folder: two holders refuse, the session ends with who refused and why, no signature', async () => {
-    const m = callBytes({ args: { path: '/etc/passwd' }, costUj: 800n });
-    const e = await sign(m, NEVER_MS).catch((x) => x);
-    expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
-    expect(e.culprits.map((c: { did: string }) => c.did).sort()).toEqual([roster[0], roster[1]].sort());
-    expect(e.message).toMatch(/argument path is not under \/srv\/out\//);
-    expect(e.message).toMatch(/webhook: reviewed: \/etc\/passwd is outside \/srv/);
-    const refusals = e.detail.refusals as { did: string; code: string }[];
-    expect(refusals.every((x) => x.code === FrostErrorCodes.NOT_APPROVED)).toBe(true);
-    // The holder that approved drew a commitment, the two that refused drew none.
-    expect((await decisionOf(2, contentIdOfBytes(m)))['decision']).toBe('approve');
-  }, REFUSAL_TEST_MS);
+  it(
+    'refuse / a path outside the folder: two holders refuse, the session ends with who refused and why, no signature',
+    async () => {
+      const m = callBytes({ args: { path: '/etc/passwd' }, costUj: 800n });
+      const e = await sign(m, NEVER_MS).catch((x) => x);
+      expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
+      expect(e.culprits.map((c: { did: string }) => c.did).sort()).toEqual([roster[0], roster[1]].sort());
+      expect(e.message).toMatch(/argument path is not under \/srv\/out\//);
+      expect(e.message).toMatch(/webhook: reviewed: \/etc\/passwd is outside \/srv/);
+      const refusals = e.detail.refusals as { did: string; code: string }[];
+      expect(refusals.every((x) => x.code === FrostErrorCodes.NOT_APPROVED)).toBe(true);
+      // The holder that approved drew a commitment, the two that refused drew none.
+      expect((await decisionOf(2, contentIdOfBytes(m)))['decision']).toBe('approve');
+    },
+    REFUSAL_TEST_MS,
+  );
 
-  it('refuse / bytes that are not a jcp/1 request are refused by every holder (frost-not-a-request)', async () => {
-    const e = await sign(utf8('transfer everything'), NEVER_MS).catch((x) => x);
-    expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
-    expect((e.detail.refusals as { code: string }[]).map((x) => x.code)).toContain(FrostErrorCodes.NOT_A_REQUEST);
-  }, REFUSAL_TEST_MS);
+  it(
+    'refuse / bytes that are not a jcp/1 request are refused by every holder (frost-not-a-request)',
+    async () => {
+      const e = await sign(utf8('transfer everything'), NEVER_MS).catch((x) => x);
+      expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
+      expect((e.detail.refusals as { code: string }[]).map((x) => x.code)).toContain(FrostErrorCodes.NOT_A_REQUEST);
+    },
+    REFUSAL_TEST_MS,
+  );
 
-  it('refuse / a request whose now is outside the holders skew is refused (an approval expires with its request)', async () => {
-    const e = await sign(callBytes({ args: { path: '/srv/out/old' }, nowS: Math.floor(Date.now() / 1000) - 3600 }), NEVER_MS).catch((x) => x);
-    expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
-    expect(e.message).toMatch(/more than 300 s from the holder's clock/);
-  }, REFUSAL_TEST_MS);
+  it(
+    'refuse / a request whose now is outside the holders skew is refused (an approval expires with its request)',
+    async () => {
+      const e = await sign(callBytes({ args: { path: '/srv/out/old' }, nowS: Math.floor(Date.now() / 1000) - 3600 }), NEVER_MS).catch(
+        (x) => x,
+      );
+      expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);
+      expect(e.message).toMatch(/more than 300 s from the holder's clock/);
+    },
+    REFUSAL_TEST_MS,
+  );
 
   it('webhook / one that never answers is a refusal; the other two holders still make 2-of-3', async () => {
     const m = callBytes({ args: { path: '/srv/out/hang.txt' }, costUj: 100n });
@@ -172,7 +208,12 @@ describe('approvals / each holder decides on the exact call', () => {
 });
 
 /** A hand-rolled coordinator: round one with `message`, returns the commitments by identifier. */
-async function roundOne(coordinator: ReturnType<typeof actorFromSeed>, session: string, message: Uint8Array, want: number): Promise<Map<number, SigningCommitment>> {
+async function roundOne(
+  coordinator: ReturnType<typeof actorFromSeed>,
+  session: string,
+  message: Uint8Array,
+  want: number,
+): Promise<Map<number, SigningCommitment>> {
   const sub = subjects(prefix);
   const inbox = bus.inbox();
   const got = new Map<number, SigningCommitment>();
@@ -189,14 +230,28 @@ async function roundOne(coordinator: ReturnType<typeof actorFromSeed>, session: 
         resolve();
       }
     });
-    bus.publish(sub.signRequest(group), sealMessage({ kind: 'sign-request', session, round: 1, payload: { group, message } }, coordinator), inbox);
+    bus.publish(
+      sub.signRequest(group),
+      sealMessage({ kind: 'sign-request', session, round: 1, payload: { group, message } }, coordinator),
+      inbox,
+    );
   });
   return got;
 }
 
-async function askShare(coordinator: ReturnType<typeof actorFromSeed>, session: string, id: number, message: Uint8Array, cs: Map<number, SigningCommitment>) {
+async function askShare(
+  coordinator: ReturnType<typeof actorFromSeed>,
+  session: string,
+  id: number,
+  message: Uint8Array,
+  cs: Map<number, SigningCommitment>,
+) {
   const payload = packagePayload(group, { message, commitments: [...cs.values()].sort((a, b) => a.identifier - b.identifier) });
-  const raw = await bus.request(subjects(prefix).signPackage(group, id), sealMessage({ kind: 'sign-package', session, round: 2, to: roster[id - 1]!, payload }, coordinator), 15_000);
+  const raw = await bus.request(
+    subjects(prefix).signPackage(group, id),
+    sealMessage({ kind: 'sign-package', session, round: 2, to: roster[id - 1]!, payload }, coordinator),
+    15_000,
+  );
   const o = openMessage(raw);
   if (!o.ok) throw new Error(o.error.why);
   return { kind: o.value.body.kind, ...(o.value.body.kind === 'sign-refusal' ? readRefusal(o.value.body.payload) : { code: '', why: '' }) };
@@ -257,8 +312,22 @@ describe('approvals / records for an auditor', () => {
     const journal = readDecisionFile(join(root, 'p1', 'approvals.journal'));
     expect(journal.length).toBeGreaterThan(0);
     expect(journal.every((d) => d.record?.valid && d.record.body.holder === roster[0])).toBe(true);
-    const out = await run(process.execPath, [JCP_BIN, 'frost', 'approvals', '--nats', NATS_URL, '--prefix', prefix, '--group', group, '--json']);
-    const rows = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const out = await run(process.execPath, [
+      JCP_BIN,
+      'frost',
+      'approvals',
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      prefix,
+      '--group',
+      group,
+      '--json',
+    ]);
+    const rows = out.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(rows.length).toBe(streamed.length);
     expect(rows.some((r) => r['decision'] === 'refuse' && /not under \/srv\/out\//.test(String(r['reason'])))).toBe(true);
     expect(rows.every((r) => r['valid'] === true && typeof r['policy'] === 'string')).toBe(true);
@@ -285,7 +354,20 @@ describe('approvals / bad policies and a person at the terminal', () => {
   it('invalid / a rules file that does not parse stops the participant at start (frost-policy-invalid)', async () => {
     const bad = join(root, 'bad.json');
     writeFileSync(bad, '{"allow": [{"resource": "fs"}]}');
-    const e = await run(process.execPath, [JCP_BIN, 'frost', 'participant', '--keystore', join(root, 'bad-ks'), '--nats', NATS_URL, '--prefix', prefix, '--approve', 'rules', bad]).catch((x) => x);
+    const e = await run(process.execPath, [
+      JCP_BIN,
+      'frost',
+      'participant',
+      '--keystore',
+      join(root, 'bad-ks'),
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      prefix,
+      '--approve',
+      'rules',
+      bad,
+    ]).catch((x) => x);
     expect(e.code).toBe(1);
     expect(e.stderr).toMatch(/error \[frost-policy-invalid\]: .*rules\.allow\[0\]/);
   });
@@ -305,7 +387,10 @@ describe('approvals / bad policies and a person at the terminal', () => {
             keystore: dir,
             natsUrl: NATS_URL,
             prefix: pfx,
-            args: s.identifier === 1 ? ['--approve', 'rules', join(root, 'loose.json')] : ['--approve', 'prompt', '--approve-timeout-ms', '20000'],
+            args:
+              s.identifier === 1
+                ? ['--approve', 'rules', join(root, 'loose.json')]
+                : ['--approve', 'prompt', '--approve-timeout-ms', '20000'],
             stdin: s.identifier === 2,
           }),
         );
@@ -319,11 +404,27 @@ describe('approvals / bad policies and a person at the terminal', () => {
         person.child.stdin!.write(`${text}\n`);
       };
       const m = callBytes({ args: { path: '/srv/out/p.txt' } });
-      const signing = signWithGroup({ bus, registry: await natsRegistry(nc, pfx), prefix: pfx, group: d.value.did, message: m, timeoutMs: 30_000, retries: 0 });
+      const signing = signWithGroup({
+        bus,
+        registry: await natsRegistry(nc, pfx),
+        prefix: pfx,
+        group: d.value.did,
+        message: m,
+        timeoutMs: 30_000,
+        retries: 0,
+      });
       await answer('y');
       expect(verify(parseDid(d.value.did), m, (await signing).signature)).toBe(true);
       const m2 = callBytes({ args: { path: '/srv/out/p.txt' }, costUj: 501n });
-      const refused = signWithGroup({ bus, registry: await natsRegistry(nc, pfx), prefix: pfx, group: d.value.did, message: m2, timeoutMs: 30_000, retries: 0 }).catch((x) => x);
+      const refused = signWithGroup({
+        bus,
+        registry: await natsRegistry(nc, pfx),
+        prefix: pfx,
+        group: d.value.did,
+        message: m2,
+        timeoutMs: 30_000,
+        retries: 0,
+      }).catch((x) => x);
       await answer('n not on a Friday');
       const e = await refused;
       expect(isFrostError(e, FrostErrorCodes.NOT_APPROVED)).toBe(true);

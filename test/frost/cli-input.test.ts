@@ -54,9 +54,17 @@ const frost = (args: string[], opts?: { cwd?: string; env?: NodeJS.ProcessEnv })
 
 /** Runs `code` (an ES module body, TS imports allowed) in a child with a timeout. */
 async function tsChild(code: string): Promise<Ran> {
-  return exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { timeout: 25_000, killSignal: 'SIGKILL', cwd: process.cwd() }).then(
+  return exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    timeout: 25_000,
+    killSignal: 'SIGKILL',
+    cwd: process.cwd(),
+  }).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code?: number; killed?: boolean; stdout: string; stderr: string }) => ({ code: e.killed ? null : (e.code ?? null), stdout: e.stdout, stderr: e.stderr }),
+    (e: { code?: number; killed?: boolean; stdout: string; stderr: string }) => ({
+      code: e.killed ? null : (e.code ?? null),
+      stdout: e.stdout,
+      stderr: e.stderr,
+    }),
   );
 }
 
@@ -98,7 +106,10 @@ describe('jcp frost / usage errors are one line with code usage, exit 2', () => 
       [['sign', '--group', GROUP, '--message', 'zz', '--nats', DEAD_NATS], /--message zz: neither hex .* nor an existing file/],
       [['sign', '--group', GROUP, '--message', join(root, 'no-such-message'), '--nats', DEAD_NATS], /no such file/],
       [['sign', '--group', GROUP, '--message', '00', '--nats', DEAD_NATS, '--signers', '0'], /--signers must be an integer ≥ 1/],
-      [['deal', '--threshold', '2', '--participants', '3', '--out', out, '--passphrase-env', 'JCP_TEST_SURELY_UNSET_VAR'], /JCP_TEST_SURELY_UNSET_VAR: the variable is empty or unset/],
+      [
+        ['deal', '--threshold', '2', '--participants', '3', '--out', out, '--passphrase-env', 'JCP_TEST_SURELY_UNSET_VAR'],
+        /JCP_TEST_SURELY_UNSET_VAR: the variable is empty or unset/,
+      ],
     ];
     for (const [args, text] of cases) expectUsage(await frost(args), text);
     expect(existsSync(out)).toBe(false);
@@ -108,7 +119,10 @@ describe('jcp frost / usage errors are one line with code usage, exit 2', () => 
     const dir = tmp('overwrite');
     expect((await frost(['deal', '--threshold', '2', '--participants', '3', '--out', dir])).code).toBe(0);
     rmSync(join(dir, 'participant-1.share'));
-    expectUsage(await frost(['deal', '--threshold', '2', '--participants', '3', '--out', dir]), /participant-2\.share exists; refusing to overwrite/);
+    expectUsage(
+      await frost(['deal', '--threshold', '2', '--participants', '3', '--out', dir]),
+      /participant-2\.share exists; refusing to overwrite/,
+    );
     expect(readdirSync(dir).sort()).toEqual(['participant-2.share', 'participant-3.share']);
   });
 });
@@ -116,16 +130,35 @@ describe('jcp frost / usage errors are one line with code usage, exit 2', () => 
 describe('jcp frost / repeated options', () => {
   it('refuse / a single-value option given twice (deal --threshold 2 --threshold 3 is not a 3-of-3)', async () => {
     const out = join(tmp('repeat'), 'out');
-    expectUsage(await frost(['deal', '--threshold', '2', '--threshold', '3', '--participants', '3', '--out', out]), /--threshold is given more than once/);
-    expectUsage(await frost(['deal', '--threshold', '2', '--participants', '3', '--out', out, '--json', '--json']), /--json is given more than once/);
-    expectUsage(await frost(['sign', '--group', GROUP, '--message', '00', '--message', '01', '--nats', DEAD_NATS]), /--message is given more than once/);
+    expectUsage(
+      await frost(['deal', '--threshold', '2', '--threshold', '3', '--participants', '3', '--out', out]),
+      /--threshold is given more than once/,
+    );
+    expectUsage(
+      await frost(['deal', '--threshold', '2', '--participants', '3', '--out', out, '--json', '--json']),
+      /--json is given more than once/,
+    );
+    expectUsage(
+      await frost(['sign', '--group', GROUP, '--message', '00', '--message', '01', '--nats', DEAD_NATS]),
+      /--message is given more than once/,
+    );
     expect(existsSync(out)).toBe(false);
   });
 
   it('a repeatable option (--coordinator) may still be given twice', async () => {
     const a = actorFromSeed(new Uint8Array(32).fill(1)).did;
     const b = actorFromSeed(new Uint8Array(32).fill(2)).did;
-    const r = await frost(['participant', '--keystore', join(tmp('coord'), 'ks'), '--coordinator', a, '--coordinator', b, '--nats', DEAD_NATS]);
+    const r = await frost([
+      'participant',
+      '--keystore',
+      join(tmp('coord'), 'ks'),
+      '--coordinator',
+      a,
+      '--coordinator',
+      b,
+      '--nats',
+      DEAD_NATS,
+    ]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/error \[frost-transport\]/);
   });
@@ -280,9 +313,14 @@ describe('jcp frost participant / a wrong passphrase writes nothing (needs NATS)
   it('the first start with a wrong passphrase fails without creating identity.key; the right one then opens the keystore', async () => {
     const ks = tmp('pass');
     const env = { ...process.env, JCP_TEST_RIGHT: 'correct horse battery staple', JCP_TEST_WRONG: 'Tr0ub4dor&3' };
-    expect((await frost(['deal', '--threshold', '2', '--participants', '3', '--out', ks, '--passphrase-env', 'JCP_TEST_RIGHT'], { env })).code).toBe(0);
+    expect(
+      (await frost(['deal', '--threshold', '2', '--participants', '3', '--out', ks, '--passphrase-env', 'JCP_TEST_RIGHT'], { env })).code,
+    ).toBe(0);
     const before = readdirSync(ks).sort();
-    const r = await frost(['participant', '--keystore', ks, '--nats', NATS_URL, '--prefix', uniquePrefix('clipass'), '--passphrase-env', 'JCP_TEST_WRONG'], { env });
+    const r = await frost(
+      ['participant', '--keystore', ks, '--nats', NATS_URL, '--prefix', uniquePrefix('clipass'), '--passphrase-env', 'JCP_TEST_WRONG'],
+      { env },
+    );
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/^jcp frost: error \[frost-wrong-passphrase\]/);
     expect(readdirSync(ks).sort()).toEqual(before);

@@ -8,7 +8,23 @@ import { VECTORS_DIR } from '../vectors/load.ts';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { fromHex, parseDid, seededRng, toHex, verify } from '../../core/index.ts';
-import { aggregate, checkRound1, checkRound2Share, commit, dkgRound1, dkgRound2, dkgRound3, dkgStateFromCoefficients, Fn, FrostErrorCodes, groupDid, type PublicPackage, type Round1Package, signShare, soloSignature } from '../../frost/internal.ts';
+import {
+  aggregate,
+  checkRound1,
+  checkRound2Share,
+  commit,
+  dkgRound1,
+  dkgRound2,
+  dkgRound3,
+  dkgStateFromCoefficients,
+  Fn,
+  FrostErrorCodes,
+  groupDid,
+  type PublicPackage,
+  type Round1Package,
+  signShare,
+  soloSignature,
+} from '../../frost/internal.ts';
 
 const VECTORS = fileURLToPath(VECTORS_DIR);
 
@@ -85,7 +101,10 @@ describe('dkg / blame', () => {
   it('deny / an inconsistent round-2 share is named by its sender, and nobody else is', () => {
     const ps = fresh(3, 4);
     const sent = ps.map((p, i) => {
-      const r = dkgRound2(p.state, ps.filter((_, j) => j !== i).map((q) => q.package));
+      const r = dkgRound2(
+        p.state,
+        ps.filter((_, j) => j !== i).map((q) => q.package),
+      );
       if (!r.ok) throw new Error(r.error.why);
       return r.value;
     });
@@ -93,21 +112,32 @@ describe('dkg / blame', () => {
     const bad = Fn.toBytes(Fn.add(Fn.fromBytes(received.get(4)!), 1n));
     expect(checkRound2Share(1, { min: 3, max: 4 }, ps[3]!.package, bad)).toBe(false);
     received.set(4, bad);
-    const r = dkgRound3(ps[0]!.state, ps.slice(1).map((q) => q.package), received);
+    const r = dkgRound3(
+      ps[0]!.state,
+      ps.slice(1).map((q) => q.package),
+      received,
+    );
     expect(r.ok ? 'accepted' : r.error).toMatchObject({ code: FrostErrorCodes.INCONSISTENT_SHARE, culprits: [{ identifier: 4 }] });
   });
 
   it('a fresh 2-of-3 DKG signs a standard Ed25519 signature, and one share alone does not', () => {
     const ps = fresh(2, 3);
     const sent = ps.map((p, i) => {
-      const r = dkgRound2(p.state, ps.filter((_, j) => j !== i).map((q) => q.package));
+      const r = dkgRound2(
+        p.state,
+        ps.filter((_, j) => j !== i).map((q) => q.package),
+      );
       if (!r.ok) throw new Error(r.error.why);
       return r.value;
     });
     const keys = ps.map((p, i) => {
       const me = i + 1;
       const others = ps.filter((_, j) => j !== i);
-      const r = dkgRound3(p.state, others.map((q) => q.package), new Map(others.map((q) => [q.package.identifier, sent[q.package.identifier - 1]!.get(me)!])));
+      const r = dkgRound3(
+        p.state,
+        others.map((q) => q.package),
+        new Map(others.map((q) => [q.package.identifier, sent[q.package.identifier - 1]!.get(me)!])),
+      );
       if (!r.ok) throw new Error(r.error.why);
       return r.value;
     });
@@ -120,7 +150,14 @@ describe('dkg / blame', () => {
     const z1 = signShare(pub, k1!.secret, c1.nonces, c1.commitment, pkg);
     const z3 = signShare(pub, k3!.secret, c3.nonces, c3.commitment, pkg);
     if (!z1.ok || !z3.ok) throw new Error('share refused');
-    const sig = aggregate(pub, pkg, new Map([[1, z1.value], [3, z3.value]]));
+    const sig = aggregate(
+      pub,
+      pkg,
+      new Map([
+        [1, z1.value],
+        [3, z3.value],
+      ]),
+    );
     if (!sig.ok) throw new Error(sig.error.why);
     const group = parseDid(groupDid(pub));
     expect(verify(group, msg, sig.value)).toBe(true);

@@ -14,7 +14,25 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, newActor, seededRng, utf8 } from '../../core/index.ts';
-import { type Bus, evidenceStream, FrostError, FrostErrorCodes, isFrostError, natsBus, natsRegistry, openMessage, packagePayload, readCommitment, readRefusal, runDkg, sealMessage, signWithGroup, subjects, verifyComplaint, withEarlier } from '../../frost/internal.ts';
+import {
+  type Bus,
+  evidenceStream,
+  FrostError,
+  FrostErrorCodes,
+  isFrostError,
+  natsBus,
+  natsRegistry,
+  openMessage,
+  packagePayload,
+  readCommitment,
+  readRefusal,
+  runDkg,
+  sealMessage,
+  signWithGroup,
+  subjects,
+  verifyComplaint,
+  withEarlier,
+} from '../../frost/internal.ts';
 import { JCP_BIN, type ParticipantProc, startParticipantProc } from '../../testkit/internal.ts';
 import { cleanupPrefix, EvilParticipant, NATS_URL, uniquePrefix } from './helpers.ts';
 
@@ -45,7 +63,13 @@ async function start(tag: string, killAt: (string | undefined)[]): Promise<{ pre
   roots.push(root);
   const procs = await Promise.all(
     killAt.map((k, i) =>
-      startParticipantProc({ keystore: join(root, `p${i + 1}`), natsUrl: NATS_URL, prefix, script: FIXTURE, ...(k ? { env: { JCP_FROST_KILL_AT: k } } : {}) }),
+      startParticipantProc({
+        keystore: join(root, `p${i + 1}`),
+        natsUrl: NATS_URL,
+        prefix,
+        script: FIXTURE,
+        ...(k ? { env: { JCP_FROST_KILL_AT: k } } : {}),
+      }),
     ),
   );
   return { prefix, procs, root };
@@ -99,7 +123,11 @@ describe('faults / misbehaving DKG participants', () => {
         expect((e['culprits'] as { did: string }[]).map((c) => c.did)).toEqual([evil.actor.did]);
       }
       const own = await Promise.all(procs.map((p) => p.waitFor((x) => x.event === 'dkg-aborted', 'dkg-aborted')));
-      expect(own.some((e) => e['code'] === FrostErrorCodes.PARTICIPANT_LOST && /for session [0-9a-f]{32} sent on session/.test(String(e['why'])))).toBe(true);
+      expect(
+        own.some(
+          (e) => e['code'] === FrostErrorCodes.PARTICIPANT_LOST && /for session [0-9a-f]{32} sent on session/.test(String(e['why'])),
+        ),
+      ).toBe(true);
       expect(keptShares(procs)).toEqual([]);
     } finally {
       evil.stop();
@@ -171,7 +199,14 @@ describe('faults / signing', () => {
     const idOf = (p: ParticipantProc) => p.events.find((e) => e.event === 'dkg-complete')!['identifier'] as number;
     const victimId = idOf(ctx.procs[2]!);
     const msg = utf8('pay 10');
-    const r = await signWithGroup({ bus: recordingBus(natsBus(nc), sent), registry, prefix: ctx.prefix, group, message: msg, exclude: [victimId] });
+    const r = await signWithGroup({
+      bus: recordingBus(natsBus(nc), sent),
+      registry,
+      prefix: ctx.prefix,
+      group,
+      message: msg,
+      exclude: [victimId],
+    });
     expect(r.signers.map((s) => s.identifier)).not.toContain(victimId);
     const old = sent[0]!;
     const targetId = Number(/\.p(\d+)$/.exec(old.subject)![1]);
@@ -191,7 +226,14 @@ describe('faults / signing', () => {
     ctx.procs[ctx.procs.indexOf(target)] = again;
     expect(await refusal()).toBe(FrostErrorCodes.NONCE_USED);
     // …and it still signs fresh sessions.
-    const fresh = await signWithGroup({ bus: natsBus(nc), registry, prefix: ctx.prefix, group, message: utf8('pay 11'), exclude: [victimId] });
+    const fresh = await signWithGroup({
+      bus: natsBus(nc),
+      registry,
+      prefix: ctx.prefix,
+      group,
+      message: utf8('pay 11'),
+      exclude: [victimId],
+    });
     expect(fresh.signers.map((s) => s.identifier)).toContain(targetId);
   });
 
@@ -226,7 +268,11 @@ describe('faults / signing', () => {
     const holder = ctx.procs.find((p) => p.events.find((e) => e.event === 'dkg-complete')?.['identifier'] === target)!;
     const ask = async (from: typeof a, message: string) => {
       const pkg = packagePayload(group, { message: utf8(message), commitments });
-      const reply = await nc.request(sub.signPackage(group, target), sealMessage({ kind: 'sign-package', session, round: 2, to: holder.did, payload: pkg }, from), { timeout: 3000 });
+      const reply = await nc.request(
+        sub.signPackage(group, target),
+        sealMessage({ kind: 'sign-package', session, round: 2, to: holder.did, payload: pkg }, from),
+        { timeout: 3000 },
+      );
       const o = openMessage(reply.data);
       if (!o.ok) throw new Error(o.error.why);
       return o.value.body.kind === 'sign-refusal' ? readRefusal(o.value.body.payload).code : o.value.body.kind;
@@ -243,7 +289,16 @@ describe('faults / signing', () => {
     const victim = ctx.procs[2]!;
     const victimId = victim.events.find((e) => e.event === 'dkg-complete')!['identifier'] as number;
     const msg = utf8('needs everyone');
-    const err = await signWithGroup({ bus: natsBus(nc), registry, prefix: ctx.prefix, group, message: msg, signers: 3, retries: 0, timeoutMs: 1500 }).catch((e) => e);
+    const err = await signWithGroup({
+      bus: natsBus(nc),
+      registry,
+      prefix: ctx.prefix,
+      group,
+      message: msg,
+      signers: 3,
+      retries: 0,
+      timeoutMs: 1500,
+    }).catch((e) => e);
     expect(err).toMatchObject({ code: FrostErrorCodes.PARTICIPANT_LOST, culprits: [{ identifier: victimId, did: victim.did }] });
     expect(victim.child.signalCode).toBe('SIGKILL');
     const ok = await signWithGroup({ bus: natsBus(nc), registry, prefix: ctx.prefix, group, message: msg, timeoutMs: 1500 });
@@ -254,7 +309,15 @@ describe('faults / signing', () => {
     const registry = await natsRegistry(nc, ctx.prefix);
     const victim = ctx.procs[2]!;
     expect(victim.child.signalCode).toBe('SIGKILL');
-    const err = await signWithGroup({ bus: natsBus(nc), registry, prefix: ctx.prefix, group, message: utf8('all three'), signers: 3, timeoutMs: 1000 }).catch((e) => e);
+    const err = await signWithGroup({
+      bus: natsBus(nc),
+      registry,
+      prefix: ctx.prefix,
+      group,
+      message: utf8('all three'),
+      signers: 3,
+      timeoutMs: 1000,
+    }).catch((e) => e);
     expect(err).toMatchObject({ code: FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS });
     expect(String(err.message)).toContain(victim.did);
   });
@@ -263,11 +326,20 @@ describe('faults / signing', () => {
 describe('faults / signing requests the coordinator refuses or reports in full', () => {
   it('a message too large for one NATS message is frost-bad-params before any holder is asked, blaming nobody', async () => {
     const prefix = uniquePrefix('bigmsg');
-    const registry = { get: async () => ({ min: 2, max: 3, commitments: [], verifyingShares: [], roster: [] }), put: async () => undefined };
+    const registry = {
+      get: async () => ({ min: 2, max: 3, commitments: [], verifyingShares: [], roster: [] }),
+      put: async () => undefined,
+    };
     const bus = natsBus(nc);
     const cap = bus.maxPayload?.();
     expect(cap).toBeGreaterThan(0);
-    const err = await signWithGroup({ bus, registry: registry as never, prefix, group: 'did:key:z6MkfakeGroupForTheSizeCheck', message: new Uint8Array(cap!) }).catch((e) => e);
+    const err = await signWithGroup({
+      bus,
+      registry: registry as never,
+      prefix,
+      group: 'did:key:z6MkfakeGroupForTheSizeCheck',
+      message: new Uint8Array(cap!),
+    }).catch((e) => e);
     expect(err).toMatchObject({ code: FrostErrorCodes.BAD_PARAMS, culprits: [] });
     expect(String(err.message)).toMatch(/max_payload/);
   });
@@ -275,7 +347,13 @@ describe('faults / signing requests the coordinator refuses or reports in full',
   it('a coordinator looking a group up under an unknown prefix gets frost-unknown-group and leaves no bucket behind', async () => {
     const prefix = uniquePrefix('noregistry');
     const registry = await natsRegistry(nc, prefix, { create: false });
-    const err = await signWithGroup({ bus: natsBus(nc), registry, prefix, group: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', message: utf8('x') }).catch((e) => e);
+    const err = await signWithGroup({
+      bus: natsBus(nc),
+      registry,
+      prefix,
+      group: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK',
+      message: utf8('x'),
+    }).catch((e) => e);
     expect(err).toMatchObject({ code: FrostErrorCodes.UNKNOWN_GROUP });
     const jsm = await jetstreamManager(nc);
     const names: string[] = [];
@@ -284,7 +362,9 @@ describe('faults / signing requests the coordinator refuses or reports in full',
   });
 
   it('after a retry, the final error still names whoever was blamed in the earlier attempt', () => {
-    const first = new FrostError(FrostErrorCodes.PARTICIPANT_LOST, 'no signature share from participant 2', [{ identifier: 2, did: 'did:key:z6Mktwo' }]);
+    const first = new FrostError(FrostErrorCodes.PARTICIPANT_LOST, 'no signature share from participant 2', [
+      { identifier: 2, did: 'did:key:z6Mktwo' },
+    ]);
     const last = new FrostError(FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS, 'only 1 of the 2 signers needed answered', []);
     const e = withEarlier(last, [first]);
     expect(e.code).toBe(FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS);
@@ -300,11 +380,29 @@ describe('faults / share files', () => {
     roots.push(root);
     const out = join(root, 'out');
     const env = { ...process.env, JCP_TEST_PASS: 'correct horse battery staple', JCP_TEST_WRONG: 'Tr0ub4dor&3' };
-    await run(process.execPath, [JCP_BIN, 'frost', 'deal', '--threshold', '2', '--participants', '3', '--out', out, '--passphrase-env', 'JCP_TEST_PASS'], { env });
+    await run(
+      process.execPath,
+      [JCP_BIN, 'frost', 'deal', '--threshold', '2', '--participants', '3', '--out', out, '--passphrase-env', 'JCP_TEST_PASS'],
+      { env },
+    );
     const participant = async (ks: string, pass: string) => {
-      const r = await run(process.execPath, [JCP_BIN, 'frost', 'participant', '--keystore', ks, '--nats', NATS_URL, '--prefix', uniquePrefix('files'), '--passphrase-env', pass], { env }).catch(
-        (e) => e as { code: number; stderr: string },
-      );
+      const r = await run(
+        process.execPath,
+        [
+          JCP_BIN,
+          'frost',
+          'participant',
+          '--keystore',
+          ks,
+          '--nats',
+          NATS_URL,
+          '--prefix',
+          uniquePrefix('files'),
+          '--passphrase-env',
+          pass,
+        ],
+        { env },
+      ).catch((e) => e as { code: number; stderr: string });
       return r as { code: number; stderr: string };
     };
     // Wrong passphrase.

@@ -7,7 +7,25 @@ import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed } from '../../core/index.ts';
-import { approvalsStream, boxContext, dkgRound1, dkgRound2, evidenceStream, Fn, natsBus, newBoxKey, openMessage, pairKey, readRound1, readStart, registryBucket, type Round1Package, seal, sealMessage, subjects } from '../../frost/internal.ts';
+import {
+  approvalsStream,
+  boxContext,
+  dkgRound1,
+  dkgRound2,
+  evidenceStream,
+  Fn,
+  natsBus,
+  newBoxKey,
+  openMessage,
+  pairKey,
+  readRound1,
+  readStart,
+  registryBucket,
+  type Round1Package,
+  seal,
+  sealMessage,
+  subjects,
+} from '../../frost/internal.ts';
 
 /** The local NATS server the tests use. */
 export const NATS_URL = process.env['JCP_NATS_URL'] ?? 'nats://127.0.0.1:4222';
@@ -57,7 +75,10 @@ export class EvilParticipant {
         if (!o.ok || !m.reply || session) return;
         session = o.value.body.session;
         initiator = o.value.body.from;
-        bus.publish(m.reply, sealMessage({ kind: 'dkg-hello', session, round: 0, to: initiator, payload: { enc_key: box.public } }, this.actor));
+        bus.publish(
+          m.reply,
+          sealMessage({ kind: 'dkg-hello', session, round: 0, to: initiator, payload: { enc_key: box.public } }, this.actor),
+        );
       }),
     );
     this.#unsubs.push(
@@ -72,7 +93,18 @@ export class EvilParticipant {
           state = dkgRound1(me + 1, roster.value, rng);
           if (!state.ok) return;
           const p = state.value.package;
-          bus.publish(sub.dkgBcast(session), sealMessage({ kind: 'dkg-round1', session, round: 1, payload: { identifier: p.identifier, commitment: [...p.commitment], proof: p.proof } }, this.actor));
+          bus.publish(
+            sub.dkgBcast(session),
+            sealMessage(
+              {
+                kind: 'dkg-round1',
+                session,
+                round: 1,
+                payload: { identifier: p.identifier, commitment: [...p.commitment], proof: p.proof },
+              },
+              this.actor,
+            ),
+          );
         } else if (b.kind === 'dkg-round1' && roster?.ok && state?.ok && b.from !== this.actor.did) {
           r1.set(b.from, readRound1(b.payload));
           if (r1.size < roster.value.max - 1) return;
@@ -92,7 +124,16 @@ export class EvilParticipant {
             const ct = seal(pairKey(box.secret, entry.encKey, ctx), nonce, ctx, share);
             bus.publish(
               sub.dkgDirect(session, entry.did),
-              sealMessage({ kind: 'dkg-round2', session: sealedSession, round: 2, to: entry.did, payload: { identifier: meIdx + 1, nonce, ciphertext: ct } }, this.actor),
+              sealMessage(
+                {
+                  kind: 'dkg-round2',
+                  session: sealedSession,
+                  round: 2,
+                  to: entry.did,
+                  payload: { identifier: meIdx + 1, nonce, ciphertext: ct },
+                },
+                this.actor,
+              ),
             );
           }
         }

@@ -230,7 +230,13 @@ describe('nonce journal / one use per commitment', () => {
           const session = `${o.i}`.repeat(32);
           if (o.k === 'issue' && !issued.has(o.i)) {
             // Fresh nonces each time: copies, since a successful share zeroes them.
-            j.issue(session, c.commitment, { hiding: Uint8Array.from(c.nonces.hiding), binding: Uint8Array.from(c.nonces.binding) }, 0, COORD);
+            j.issue(
+              session,
+              c.commitment,
+              { hiding: Uint8Array.from(c.nonces.hiding), binding: Uint8Array.from(c.nonces.binding) },
+              0,
+              COORD,
+            );
             issued.add(o.i);
           } else if (o.k === 'take') {
             if (j.take(session, c.commitment, 0).ok) taken.set(o.i, (taken.get(o.i) ?? 0) + 1);

@@ -4,7 +4,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decode, encode, newActor, seededRng } from '../../core/index.ts';
-import { expectMessage, FrostErrorCodes, isFrostError, newBoxKey, open, openMessage, pairKey, seal, sealMessage } from '../../frost/internal.ts';
+import {
+  expectMessage,
+  FrostErrorCodes,
+  isFrostError,
+  newBoxKey,
+  open,
+  openMessage,
+  pairKey,
+  seal,
+  sealMessage,
+} from '../../frost/internal.ts';
 
 const rng = seededRng('test/frost/message');
 const alice = newActor(rng);
@@ -33,7 +43,10 @@ describe('round messages / signed and bound', () => {
       { kind: 'dkg-round2', session: S, round: 2, to: bob.did, from: [carol.did] },
     ] as const;
     for (const want of cases) {
-      expect(expectMessage(o.value, want)).toMatchObject({ ok: false, error: { code: FrostErrorCodes.MISROUTED, culprits: [{ did: alice.did }] } });
+      expect(expectMessage(o.value, want)).toMatchObject({
+        ok: false,
+        error: { code: FrostErrorCodes.MISROUTED, culprits: [{ did: alice.did }] },
+      });
     }
   });
 

@@ -29,7 +29,16 @@ function setup(answers: ('refuse' | 'silent')[]) {
       const { session, from } = o.value.body;
       answers.forEach((a, i) => {
         if (a !== 'refuse') return;
-        const msg = sealMessage({ kind: 'sign-refusal', session, round: 1, to: from, payload: { code: FrostErrorCodes.NOT_APPROVED, why: `policy of holder ${i + 1}` } }, holders[i]!);
+        const msg = sealMessage(
+          {
+            kind: 'sign-refusal',
+            session,
+            round: 1,
+            to: from,
+            payload: { code: FrostErrorCodes.NOT_APPROVED, why: `policy of holder ${i + 1}` },
+          },
+          holders[i]!,
+        );
         setImmediate(() => handlers.get(reply)?.({ subject: reply, data: msg }));
       });
     },
@@ -44,7 +53,12 @@ function setup(answers: ('refuse' | 'silent')[]) {
     flush: async () => {},
   };
   const registry = { get: async () => g, put: async () => undefined };
-  return { did: d.value.did, roster: g.roster, sign: (timeoutMs: number) => signWithGroup({ bus, registry, prefix, group: d.value.did, message: utf8('a call'), timeoutMs, retries: 0 }) };
+  return {
+    did: d.value.did,
+    roster: g.roster,
+    sign: (timeoutMs: number) =>
+      signWithGroup({ bus, registry, prefix, group: d.value.did, message: utf8('a call'), timeoutMs, retries: 0 }),
+  };
 }
 
 describe('frost coordinator / refusals against silence', () => {

@@ -10,7 +10,21 @@ import { readFileSync } from 'node:fs';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { describe, expect, it } from 'vitest';
 import { concat, fromHex, parseDid, toHex, utf8, verify } from '../../core/index.ts';
-import { aggregate, badShares, checkPackage, commit, deal, decodeElement, Fn, FrostErrorCodes, groupDid, IDENTITY_ENCODING, type SigningCommitment, type SigningPackage, signShare } from '../../frost/internal.ts';
+import {
+  aggregate,
+  badShares,
+  checkPackage,
+  commit,
+  deal,
+  decodeElement,
+  Fn,
+  FrostErrorCodes,
+  groupDid,
+  IDENTITY_ENCODING,
+  type SigningCommitment,
+  type SigningPackage,
+  signShare,
+} from '../../frost/internal.ts';
 
 const VECTORS = fileURLToPath(VECTORS_DIR);
 
@@ -99,9 +113,18 @@ function run(path: string) {
     expect(rounds.map((r) => r.o.identifier)).toEqual(v.inputs.participant_list);
     const pkg: SigningPackage = { message, commitments: rounds.map((r) => r.c.commitment) };
     // RFC 9591 §4.4 binding factor input: PK ‖ H4(msg) ‖ H5(encoded commitments) ‖ identifier.
-    const encoded = concat(...[...pkg.commitments].sort((a, b) => a.identifier - b.identifier).flatMap((c) => [Fn.toBytes(BigInt(c.identifier)), c.hiding, c.binding]));
+    const encoded = concat(
+      ...[...pkg.commitments]
+        .sort((a, b) => a.identifier - b.identifier)
+        .flatMap((c) => [Fn.toBytes(BigInt(c.identifier)), c.hiding, c.binding]),
+    );
     for (const r of rounds) {
-      const input = concat(pub.commitments[0]!, sha512(concat(utf8(`${CTX}msg`), message)), sha512(concat(utf8(`${CTX}com`), encoded)), Fn.toBytes(BigInt(r.o.identifier)));
+      const input = concat(
+        pub.commitments[0]!,
+        sha512(concat(utf8(`${CTX}msg`), message)),
+        sha512(concat(utf8(`${CTX}com`), encoded)),
+        Fn.toBytes(BigInt(r.o.identifier)),
+      );
       expect(toHex(input)).toBe(r.o.binding_factor_input);
       expect(toHex(Fn.toBytes(leScalar(sha512(concat(utf8(`${CTX}rho`), input)))))).toBe(r.o.binding_factor);
     }
@@ -136,7 +159,10 @@ describe('rfc9591 / zcash frost-ed25519 vector', () => run('zcash-frost/vectors.
 describe('rfc9591 / zcash frost-ed25519 big-identifier vector (257 shares)', () => run('zcash-frost/vectors-big-identifier.json'));
 
 describe('rfc9591 / elements (RFC 9591 §3.1 DeserializeElement)', () => {
-  const invalid = fromHex((JSON.parse(readFileSync(`${VECTORS}/zcash-frost/elements.json`, 'utf8')) as { elements: { invalid_element: string } }).elements.invalid_element);
+  const invalid = fromHex(
+    (JSON.parse(readFileSync(`${VECTORS}/zcash-frost/elements.json`, 'utf8')) as { elements: { invalid_element: string } }).elements
+      .invalid_element,
+  );
 
   it('refuse / the zcash invalid element (small-order component)', () => {
     expect(decodeElement(invalid)).toBeUndefined();
@@ -171,10 +197,14 @@ describe('rfc9591 / elements (RFC 9591 §3.1 DeserializeElement)', () => {
       const r = checkPackage(pub, a.commitment, pkg);
       return r.ok ? 'accepted' : r.error.code;
     };
-    expect(code({ message: msg, commitments: [a.commitment, { ...b.commitment, hiding: IDENTITY_ENCODING }] })).toBe(FrostErrorCodes.BAD_PACKAGE);
+    expect(code({ message: msg, commitments: [a.commitment, { ...b.commitment, hiding: IDENTITY_ENCODING }] })).toBe(
+      FrostErrorCodes.BAD_PACKAGE,
+    );
     expect(code({ message: msg, commitments: [a.commitment, a.commitment] })).toBe(FrostErrorCodes.BAD_PACKAGE);
     expect(code({ message: msg, commitments: [a.commitment, { ...b.commitment, identifier: 0 }] })).toBe(FrostErrorCodes.BAD_PACKAGE);
-    expect(code({ message: msg, commitments: [{ ...a.commitment, hiding: b.commitment.hiding }, b.commitment] })).toBe(FrostErrorCodes.BAD_PACKAGE);
+    expect(code({ message: msg, commitments: [{ ...a.commitment, hiding: b.commitment.hiding }, b.commitment] })).toBe(
+      FrostErrorCodes.BAD_PACKAGE,
+    );
     expect(code({ message: msg, commitments: [b.commitment, { ...b.commitment, identifier: 2 }] })).toBe(FrostErrorCodes.BAD_PACKAGE);
     expect(code({ message: msg, commitments: [a.commitment, b.commitment] })).toBe('accepted');
   });
@@ -187,7 +217,14 @@ describe('rfc9591 / elements (RFC 9591 §3.1 DeserializeElement)', () => {
     if (!z1.ok || !z3.ok) throw new Error('share failed');
     const forged = Uint8Array.from(z3.value);
     forged[0] = forged[0]! ^ 1;
-    const r = aggregate(d.value.group, pkg, new Map([[1, z1.value], [3, forged]]));
+    const r = aggregate(
+      d.value.group,
+      pkg,
+      new Map([
+        [1, z1.value],
+        [3, forged],
+      ]),
+    );
     expect(r.ok ? 'aggregated' : r.error).toMatchObject({ code: FrostErrorCodes.BAD_SIGNATURE_SHARE, culprits: [{ identifier: 3 }] });
   });
 });

@@ -11,8 +11,37 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { actorFromSeed, contentId, fromHex, type Grant, grantId, parseDid, utf8, verify, verifyGrantSignature, verifyRevocation } from '../../core/internal.ts';
-import { CommitmentPrefetch, FrostErrorCodes, issueGrant, natsBus, natsRegistry, openMessage, processCoordinator, readShareFile, revokeGrant, runDkg, sealMessage, signWithGroup, soloSignature, subjects, type ThresholdActor, thresholdSigner, writeIdentityFile } from '../../frost/internal.ts';
+import {
+  actorFromSeed,
+  contentId,
+  fromHex,
+  type Grant,
+  grantId,
+  parseDid,
+  utf8,
+  verify,
+  verifyGrantSignature,
+  verifyRevocation,
+} from '../../core/internal.ts';
+import {
+  CommitmentPrefetch,
+  FrostErrorCodes,
+  issueGrant,
+  natsBus,
+  natsRegistry,
+  openMessage,
+  processCoordinator,
+  readShareFile,
+  revokeGrant,
+  runDkg,
+  sealMessage,
+  signWithGroup,
+  soloSignature,
+  subjects,
+  type ThresholdActor,
+  thresholdSigner,
+  writeIdentityFile,
+} from '../../frost/internal.ts';
 import { JCP_BIN, ParticipantCluster, startDealtGroup, startParticipantProc } from '../../testkit/internal.ts';
 import { cleanupPrefix, NATS_URL, uniquePrefix } from './helpers.ts';
 
@@ -98,7 +127,10 @@ describe('frost sessions / dkg and signing between processes over NATS', () => {
     const third = await sign('third'); // …so 'third' drew its own round one
     await new Promise((r) => setTimeout(r, 300));
     const stale = requests[requests.length - 1]!;
-    nc.publish(subjects(prefix).signDone(group), sealMessage({ kind: 'sign-done', session: stale, round: 3, payload: {} }, processCoordinator()));
+    nc.publish(
+      subjects(prefix).signDone(group),
+      sealMessage({ kind: 'sign-done', session: stale, round: 3, payload: {} }, processCoordinator()),
+    );
     await nc.flush();
     await new Promise((r) => setTimeout(r, 300));
     const fourth = await sign('fourth');
@@ -128,7 +160,19 @@ describe('frost sessions / dkg and signing between processes over NATS', () => {
   });
 
   it('jcp frost sign prints a signature that OpenSSL verifies under the group did', async () => {
-    const { stdout } = await run(process.execPath, [JCP_BIN, 'frost', 'sign', '--group', group, '--message', '68656c6c6f', '--nats', NATS_URL, '--prefix', prefix]);
+    const { stdout } = await run(process.execPath, [
+      JCP_BIN,
+      'frost',
+      'sign',
+      '--group',
+      group,
+      '--message',
+      '68656c6c6f',
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      prefix,
+    ]);
     expect(opensslVerify(group, fromHex('68656c6c6f'), fromHex(stdout.trim()))).toBe(true);
   });
 
@@ -143,7 +187,14 @@ describe('frost sessions / dkg and signing between processes over NATS', () => {
     }
     await cluster.procs[1]!.stop();
     await cluster.procs[2]!.stop();
-    const err = await signWithGroup({ bus: natsBus(nc), registry: await natsRegistry(nc, prefix), prefix, group, message: msg, timeoutMs: 800 }).catch((e) => e);
+    const err = await signWithGroup({
+      bus: natsBus(nc),
+      registry: await natsRegistry(nc, prefix),
+      prefix,
+      group,
+      message: msg,
+      timeoutMs: 800,
+    }).catch((e) => e);
     expect(err).toMatchObject({ code: FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS });
   });
 });
@@ -184,12 +235,40 @@ describe('frost sessions / dealer shares', () => {
     const started = await Promise.all(procs);
     try {
       const msg = utf8('dealt');
-      const r = await signWithGroup({ bus: natsBus(nc), registry: await natsRegistry(nc, prefix), prefix, group: did, message: msg, actor: coordinator });
+      const r = await signWithGroup({
+        bus: natsBus(nc),
+        registry: await natsRegistry(nc, prefix),
+        prefix,
+        group: did,
+        message: msg,
+        actor: coordinator,
+      });
       expect(r.signers.map((s) => s.identifier).sort()).toEqual([1, 3]);
       expect(opensslVerify(did, msg, r.signature)).toBe(true);
-      const cli = await run(process.execPath, [JCP_BIN, 'frost', 'sign', '--group', did, '--message', '00ff', '--nats', NATS_URL, '--prefix', prefix, '--identity', idFile]);
+      const cli = await run(process.execPath, [
+        JCP_BIN,
+        'frost',
+        'sign',
+        '--group',
+        did,
+        '--message',
+        '00ff',
+        '--nats',
+        NATS_URL,
+        '--prefix',
+        prefix,
+        '--identity',
+        idFile,
+      ]);
       expect(opensslVerify(did, fromHex('00ff'), fromHex(cli.stdout.trim()))).toBe(true);
-      const stranger = await signWithGroup({ bus: natsBus(nc), registry: await natsRegistry(nc, prefix), prefix, group: did, message: msg, timeoutMs: 1000 }).catch((e) => e);
+      const stranger = await signWithGroup({
+        bus: natsBus(nc),
+        registry: await natsRegistry(nc, prefix),
+        prefix,
+        group: did,
+        message: msg,
+        timeoutMs: 1000,
+      }).catch((e) => e);
       expect(stranger).toMatchObject({ code: FrostErrorCodes.NOT_ENOUGH_PARTICIPANTS });
       expect(stranger.message).toMatch(/refused: \[frost-refused\] coordinator did:key:\S+ is not allowed/);
     } finally {

@@ -2,13 +2,38 @@
  * Share and identity files (frost/sharefile.ts) and the keystore lock (frost/keystore.ts): mode
  * 0600, sealing with a passphrase, and every altered byte refused with a clear code.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { blake3, encode, seededRng } from '../../core/index.ts';
-import { deal, decodeShareFile, encodeShareFile, Fn, FrostErrorCodes, groupToCbor, isFrostError, Keystore, peekShareFile, readIdentityFile, readShareFile, shareRecord, writeShareFile } from '../../frost/internal.ts';
+import {
+  deal,
+  decodeShareFile,
+  encodeShareFile,
+  Fn,
+  FrostErrorCodes,
+  groupToCbor,
+  isFrostError,
+  Keystore,
+  peekShareFile,
+  readIdentityFile,
+  readShareFile,
+  shareRecord,
+  writeShareFile,
+} from '../../frost/internal.ts';
 import { readMessage } from '../../cli/internal.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'jcp-frost-share-'));
@@ -74,7 +99,12 @@ describe('share files / writing and reading', () => {
   });
 
   it('refuse / a plain file whose share was changed and digest recomputed (the share no longer matches its verifying share)', () => {
-    const payload = encode({ group: groupToCbor(rec.group), identifier: 1, signing_share: Fn.toBytes(Fn.add(Fn.fromBytes(rec.signingShare), 1n)), identity: rec.identity.key.seed });
+    const payload = encode({
+      group: groupToCbor(rec.group),
+      identifier: 1,
+      signing_share: Fn.toBytes(Fn.add(Fn.fromBytes(rec.signingShare), 1n)),
+      identity: rec.identity.key.seed,
+    });
     const fields = { format: 'jcp-frost-share/1', meta: { did: rec.did, identifier: 1 }, body: payload };
     const forged = encode({ ...fields, digest: blake3(encode(fields)) });
     expect(codeOf(() => decodeShareFile(forged))).toBe(FrostErrorCodes.FILE_TAMPERED);

@@ -84,7 +84,9 @@ describe('foreign receipt - a §8-only JCR-1 receipt from another implementation
     const tampered = new Uint8Array(allow);
     const at = Buffer.from(tampered).indexOf(Buffer.from('read_text_file'));
     tampered[at] = 'R'.charCodeAt(0);
-    expect(!openJcr1Receipt(tampered).ok && (openJcr1Receipt(tampered) as { error: { code: string } }).error.code).toBe('signature-invalid');
+    expect(!openJcr1Receipt(tampered).ok && (openJcr1Receipt(tampered) as { error: { code: string } }).error.code).toBe(
+      'signature-invalid',
+    );
     const extra = openJcr1Receipt(foreignReceipt(steward, { note: 'x' }));
     expect(!extra.ok && extra.error.code).toBe('schema');
     const badSeq = openJcr1Receipt(foreignReceipt(steward, { seq: 'one' }));
@@ -96,7 +98,9 @@ describe('foreign receipt - a §8-only JCR-1 receipt from another implementation
     expect(human.code, human.err).toBe(0);
     expect(human.out).toContain(`signature: valid`);
     const r = await jcp('inspect', '--json', hex(deny));
-    const item = (JSON.parse(r.out) as { items: { kind: string; signature: { valid: boolean; signer: string }; checks: Record<string, unknown> }[] }).items[0]!;
+    const item = (
+      JSON.parse(r.out) as { items: { kind: string; signature: { valid: boolean; signer: string }; checks: Record<string, unknown> }[] }
+    ).items[0]!;
     expect(item.kind).toBe('receipt');
     expect(item.signature).toMatchObject({ valid: true, signer: steward.did });
     expect(item.checks).toMatchObject({ log_fields: false, seq: null, verdict: 'deny', deny_reason: 'budget-exceeded' });
@@ -107,7 +111,14 @@ describe('foreign receipt - a §8-only JCR-1 receipt from another implementation
     writeFileSync(seqFile, Buffer.concat([allow, deny]));
     const a = await jcp('receipts', 'verify', seqFile);
     expect(a.code, a.err).toBe(0);
-    const ra = JSON.parse(a.out) as { form: string; receipts: number; good: number; bad: number; stewards: string[]; without_log_fields: number };
+    const ra = JSON.parse(a.out) as {
+      form: string;
+      receipts: number;
+      good: number;
+      bad: number;
+      stewards: string[];
+      without_log_fields: number;
+    };
     expect(ra).toMatchObject({ form: 'cbor-sequence', receipts: 2, good: 2, bad: 0, stewards: [steward.did], without_log_fields: 2 });
 
     const linesFile = path.join(dir, 'foreign.hex');
@@ -137,7 +148,9 @@ describe('foreign receipt - a §8-only JCR-1 receipt from another implementation
   });
 
   it('the cose-wg eddsa-sig-01 COSE_Sign1 (kid in the unprotected header, no receipt core) is counted bad: cose-invalid', async () => {
-    const vector = JSON.parse(readFileSync(new URL('cose-wg-examples/eddsa-sig-01.json', VECTORS_DIR), 'utf8')) as { output: { cbor: string } };
+    const vector = JSON.parse(readFileSync(new URL('cose-wg-examples/eddsa-sig-01.json', VECTORS_DIR), 'utf8')) as {
+      output: { cbor: string };
+    };
     const file = path.join(dir, 'cose-wg.hex');
     writeFileSync(file, `${hex(allow)}\n${vector.output.cbor}\n`);
     const r = await jcp('receipts', 'verify', file);
@@ -148,7 +161,11 @@ describe('foreign receipt - a §8-only JCR-1 receipt from another implementation
   });
 
   it('jcp receipts verify - reads the receipts from standard input', () => {
-    const r = spawnSync(process.execPath, [JCP_BIN, 'receipts', 'verify', '-'], { input: `${hex(allow)}\n`, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [JCP_BIN, 'receipts', 'verify', '-'], {
+      input: `${hex(allow)}\n`,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ form: 'hex-lines', good: 1, bad: 0 });
   });

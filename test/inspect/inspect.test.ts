@@ -9,7 +9,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decode, encode, frameToCbor, readFrame, readSignedGrant } from '../../core/index.ts';
-import { inspectBytes, inspectContents, inspectHex, type InspectOutcome, type InspectReport, renderFault, renderHuman } from '../../inspect/internal.ts';
+import {
+  inspectBytes,
+  inspectContents,
+  inspectHex,
+  type InspectOutcome,
+  type InspectReport,
+  renderFault,
+  renderHuman,
+} from '../../inspect/internal.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 type Vec = Record<string, unknown> & { name: string };
@@ -145,7 +153,11 @@ describe('inspect / every kind', () => {
   it('wire response: the decision matches the receipt it carries', () => {
     const item = one(inspectHex(vec(wire, 'responses', 'deny-wrong-subject')['framed'] as string));
     expect(item.kind).toBe('wire-response');
-    expect(item.checks).toMatchObject({ receipt_signature: true, decision_matches_receipt: true, receipt: { verdict: 'deny', deny_reason: 'wrong-subject' } });
+    expect(item.checks).toMatchObject({
+      receipt_signature: true,
+      decision_matches_receipt: true,
+      receipt: { verdict: 'deny', deny_reason: 'wrong-subject' },
+    });
   });
 
   it('wire error, revoke and revoked messages', () => {
@@ -157,7 +169,8 @@ describe('inspect / every kind', () => {
   });
 
   it('two frames back to back: a framed sequence of a request and a response', () => {
-    const s = (vec(wire, 'requests', 'direct-no-payload')['framed'] as string) + (vec(wire, 'responses', 'allow-with-result')['framed'] as string);
+    const s =
+      (vec(wire, 'requests', 'direct-no-payload')['framed'] as string) + (vec(wire, 'responses', 'allow-with-result')['framed'] as string);
     const r = report(inspectHex(s));
     expect(r.input.framed).toBe(true);
     expect(r.items.map((i) => i.kind)).toEqual(['wire-request', 'wire-response']);
@@ -252,12 +265,25 @@ describe('inspect / every kind', () => {
         for (const [i, x] of v.entries()) walk(file, x, key, `${where}[${i}]`);
       } else if (typeof v === 'object' && v !== null) {
         // Refusal sections hold bytes that must not decode; they have their own tests below.
-        for (const [k, x] of Object.entries(v)) if (!['actors', 'tampered', 'bad_frames', 'decode_errors'].includes(k)) walk(file, x, k, `${where}.${k}`);
+        for (const [k, x] of Object.entries(v))
+          if (!['actors', 'tampered', 'bad_frames', 'decode_errors'].includes(k)) walk(file, x, k, `${where}.${k}`);
       }
     };
     for (const file of Object.keys(KIND_BY_KEY)) walk(file, load(file), '', file);
     expect([...seen.keys()].sort()).toEqual(
-      ['amendment', 'checkpoint', 'grant', 'key-event', 'mint-policy', 'overdraft-proof', 'receipt', 'revocation', 'signed-grant', 'statement', 'wire-request'].sort(),
+      [
+        'amendment',
+        'checkpoint',
+        'grant',
+        'key-event',
+        'mint-policy',
+        'overdraft-proof',
+        'receipt',
+        'revocation',
+        'signed-grant',
+        'statement',
+        'wire-request',
+      ].sort(),
     );
   });
 
@@ -338,7 +364,10 @@ describe('inspect / bad input is refused precisely', () => {
   });
 
   it('refuse / unknown shape: a map no JCP object has, and a bare integer', () => {
-    expect(fault(inspectBytes(encode({ hello: 'world' })))).toMatchObject({ code: 'unknown-shape', message: expect.stringContaining('{hello}') });
+    expect(fault(inspectBytes(encode({ hello: 'world' })))).toMatchObject({
+      code: 'unknown-shape',
+      message: expect.stringContaining('{hello}'),
+    });
     expect(fault(inspectHex('1864')).code).toBe('unknown-shape');
   });
 
@@ -358,7 +387,10 @@ describe('inspect / bad input is refused precisely', () => {
   });
 
   it('refuse / a frame declaring 4 GiB − 1 is frame-too-large, as a node would say', () => {
-    expect(fault(inspectHex(vec(wire, 'bad_frames', 'declared-4-gib')['stream'] as string))).toMatchObject({ code: 'frame-too-large', offset: 0 });
+    expect(fault(inspectHex(vec(wire, 'bad_frames', 'declared-4-gib')['stream'] as string))).toMatchObject({
+      code: 'frame-too-large',
+      offset: 0,
+    });
   });
 
   it('refuse / a float in the second frame: the node’s code, the item and the offset', () => {

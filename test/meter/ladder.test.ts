@@ -129,7 +129,9 @@ describe('ladder - figures', () => {
           const inject = (f: string | undefined) => {
             if (f === undefined) return;
             if (s.hw === 'nvml') {
-              nvml.script.set('nvmlDeviceGetTotalEnergyConsumption', [f === 'EACCES' ? NvmlReturn.ERROR_NO_PERMISSION : NvmlReturn.ERROR_UNKNOWN]);
+              nvml.script.set('nvmlDeviceGetTotalEnergyConsumption', [
+                f === 'EACCES' ? NvmlReturn.ERROR_NO_PERMISSION : NvmlReturn.ERROR_UNKNOWN,
+              ]);
             } else if (f === 'garble') setFakeEnergy(root, 'intel-rapl:0', -1n);
             else if (f === 'past-range') setFakeEnergy(root, 'intel-rapl:0', max + 1n);
             else fs.fail(energy, f);
@@ -166,8 +168,20 @@ describe('ladder - figures', () => {
 describe('ladder - configuration', () => {
   it('reads the node config section in snake_case', () => {
     expect(
-      readMeterConfig({ rungs: ['rapl', 'cpu-time'], active_watts: 15, model_basis: 'wall-time', estimates_uj: { read: 10, write: 20n }, default_estimate_uj: 5 }),
-    ).toEqual({ rungs: ['rapl', 'cpu-time'], activeWatts: 15, modelBasis: 'wall-time', estimatesUj: { read: 10n, write: 20n }, defaultEstimateUj: 5n });
+      readMeterConfig({
+        rungs: ['rapl', 'cpu-time'],
+        active_watts: 15,
+        model_basis: 'wall-time',
+        estimates_uj: { read: 10, write: 20n },
+        default_estimate_uj: 5,
+      }),
+    ).toEqual({
+      rungs: ['rapl', 'cpu-time'],
+      activeWatts: 15,
+      modelBasis: 'wall-time',
+      estimatesUj: { read: 10n, write: 20n },
+      defaultEstimateUj: 5n,
+    });
   });
 
   it.each([

@@ -139,11 +139,16 @@ describe('nvml - metering', () => {
   it('concurrent first calls open NVML once', async () => {
     const nvml = fakeNvml([1n]);
     let loads = 0;
-    const meter = createMeter({}, { powercapRoot: noRapl, nvml: () => {
-        loads++;
-        return nvml;
+    const meter = createMeter(
+      {},
+      {
+        powercapRoot: noRapl,
+        nvml: () => {
+          loads++;
+          return nvml;
+        },
       },
-    });
+    );
     const all = await Promise.all([meter.measure('a', () => 1), meter.measure('b', () => 2), meter.measure('c', () => 3)]);
     expect(all.map((m) => m.cost.provenance)).toEqual(['HwShunt', 'HwShunt', 'HwShunt']);
     expect([loads, nvml.initCount]).toEqual([1, 1]);

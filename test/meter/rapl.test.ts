@@ -99,13 +99,18 @@ describe('rapl - wraparound', () => {
 
   it('any advance below one range is recovered exactly (property)', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: 1n, max: 1n << 40n }), fc.bigInt({ min: 0n, max: 1n << 40n }), fc.bigInt({ min: 0n, max: 1n << 40n }), (max, b, k) => {
-        const before = b % max;
-        const advance = k % max;
-        const after = (before + advance) % max;
-        const d = wrapDelta(before, after, max);
-        return d.ok && d.value === advance;
-      }),
+      fc.property(
+        fc.bigInt({ min: 1n, max: 1n << 40n }),
+        fc.bigInt({ min: 0n, max: 1n << 40n }),
+        fc.bigInt({ min: 0n, max: 1n << 40n }),
+        (max, b, k) => {
+          const before = b % max;
+          const advance = k % max;
+          const after = (before + advance) % max;
+          const d = wrapDelta(before, after, max);
+          return d.ok && d.value === advance;
+        },
+      ),
     );
   });
 
@@ -116,7 +121,10 @@ describe('rapl - wraparound', () => {
 
 describe('rapl - metering', () => {
   it('HwShunt / package energy summed over packages, one of them wrapping', async () => {
-    const meter = createMeter({ defaultEstimateUj: 0n }, { powercapRoot: root, fs: new FaultyFs(), nvml: () => Promise.reject(new Error('no GPU')) });
+    const meter = createMeter(
+      { defaultEstimateUj: 0n },
+      { powercapRoot: root, fs: new FaultyFs(), nvml: () => Promise.reject(new Error('no GPU')) },
+    );
     expect((await meter.probe()).rung).toBe('rapl');
     const { result, cost, reading } = await meter.measure('read', () => {
       setFakeEnergy(root, 'intel-rapl:0', 31_000n);
@@ -137,7 +145,10 @@ describe('rapl - metering', () => {
       { dir: 'intel-rapl:0:1', name: 'dram', energyUj: DRAM_MAX - 2_000n, maxRangeUj: DRAM_MAX },
       { dir: 'intel-rapl:1', name: 'psys', energyUj: 0n, maxRangeUj: MAX },
     ]);
-    const meter = createMeter({ defaultEstimateUj: 0n }, { powercapRoot: tree, fs: new FaultyFs(), nvml: () => Promise.reject(new Error('no GPU')) });
+    const meter = createMeter(
+      { defaultEstimateUj: 0n },
+      { powercapRoot: tree, fs: new FaultyFs(), nvml: () => Promise.reject(new Error('no GPU')) },
+    );
     const probe = await meter.probe();
     expect(probe.summed).toEqual(['package-0', 'dram (package-0)']);
     expect(probe.notSummed?.map((x) => x.domain)).toEqual(['core (package-0)', 'psys']);

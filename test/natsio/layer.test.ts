@@ -85,7 +85,9 @@ describe('natsio link against a server that starts late or stops', () => {
     const { js } = await link!.jetstream();
     await server!.stop();
     const t0 = Date.now();
-    const failed = await link!.retry('publish', () => js.publish(`${tag.toLowerCase()}.late.a`, enc.encode('x'), { timeout: 300 })).catch((e) => e);
+    const failed = await link!
+      .retry('publish', () => js.publish(`${tag.toLowerCase()}.late.a`, enc.encode('x'), { timeout: 300 }))
+      .catch((e) => e);
     expect(failed.code).toBe(NATS_DEADLINE);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(2_900);
     expect(link!.counts.publishRetries).toBeGreaterThan(1);
@@ -147,7 +149,8 @@ describe('natsio streams and follow on the shared NATS', () => {
     names.push(cfg.name);
     await ensureStream(jsm, cfg);
     const wider = [`${tag.toLowerCase()}.rec.a.>`, `${tag.toLowerCase()}.rec.b.>`];
-    const reconcile = (c: { subjects?: string[] }) => (JSON.stringify(c.subjects) === JSON.stringify(wider) ? undefined : { subjects: wider });
+    const reconcile = (c: { subjects?: string[] }) =>
+      JSON.stringify(c.subjects) === JSON.stringify(wider) ? undefined : { subjects: wider };
     expect(await ensureStream(jsm, cfg, { reconcile })).toBe('updated');
     expect((await jsm.streams.info(cfg.name)).config.subjects).toEqual(wider);
     expect(await ensureStream(jsm, cfg, { reconcile })).toBe('unchanged');

@@ -4,7 +4,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isJcpError } from '../../core/index.ts';
-import { checkStreamName, checkSubject, checkSubjectRoot, NatsNameCodes, NatsNameError, rootStreamName, storeNameOf, streamConfig } from '../../natsio/index.ts';
+import {
+  checkStreamName,
+  checkSubject,
+  checkSubjectRoot,
+  NatsNameCodes,
+  NatsNameError,
+  rootStreamName,
+  storeNameOf,
+  streamConfig,
+} from '../../natsio/index.ts';
 
 const codeOf = (f: () => unknown): string | undefined => {
   try {
@@ -54,7 +63,10 @@ describe('natsio names', () => {
       ['a.>', false],
     ];
     for (const [s, wildcards] of bad) {
-      expect(codeOf(() => checkSubject(s, { wildcards })), JSON.stringify(s)).toBe(NatsNameCodes.SUBJECT);
+      expect(
+        codeOf(() => checkSubject(s, { wildcards })),
+        JSON.stringify(s),
+      ).toBe(NatsNameCodes.SUBJECT);
     }
     expect(() => checkSubject('a..b')).toThrow(NatsNameError);
     expect(() => checkSubject('a..b')).toThrow(/token 2 is empty/);
@@ -63,7 +75,10 @@ describe('natsio names', () => {
   it('stream names: 1-255 printable bytes without . * > / \\ or spaces', () => {
     for (const ok of ['JCP_STATEMENTS', 'jcp_frost_evidence', 'a-b', 'x'.repeat(255)]) expect(checkStreamName(ok)).toBe(ok);
     for (const bad of ['', 'A.B', 'A*', 'A>', 'A/B', 'A\\B', 'A B', 'x'.repeat(256), 'é']) {
-      expect(codeOf(() => checkStreamName(bad)), JSON.stringify(bad)).toBe(NatsNameCodes.STREAM_NAME);
+      expect(
+        codeOf(() => checkStreamName(bad)),
+        JSON.stringify(bad),
+      ).toBe(NatsNameCodes.STREAM_NAME);
     }
   });
 

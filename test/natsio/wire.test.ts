@@ -28,8 +28,18 @@ describe('natsio wire: stream names, configs and subjects unchanged', () => {
       max_msgs_per_subject: 1,
       discard: 'old',
     });
-    expect(c.revocations).toEqual({ ...common, num_replicas: 3, name: 'JCP_X_REVOCATIONS', subjects: ['jcp-x.rev.>'], max_msgs_per_subject: -1, discard: 'new' });
-    expect(streamConfigs(channelNames(), 1, { cluster: 'c1', tags: ['eu'] }).revocations.placement).toEqual({ cluster: 'c1', tags: ['eu'] });
+    expect(c.revocations).toEqual({
+      ...common,
+      num_replicas: 3,
+      name: 'JCP_X_REVOCATIONS',
+      subjects: ['jcp-x.rev.>'],
+      max_msgs_per_subject: -1,
+      discard: 'new',
+    });
+    expect(streamConfigs(channelNames(), 1, { cluster: 'c1', tags: ['eu'] }).revocations.placement).toEqual({
+      cluster: 'c1',
+      tags: ['eu'],
+    });
   });
 
   it('channel subjects', () => {
@@ -46,7 +56,14 @@ describe('natsio wire: stream names, configs and subjects unchanged', () => {
 
   it('shard stream', () => {
     expect(shardStreamName('jcp')).toBe('JCP_SHARDS');
-    expect(shardStreamConfig('jcp', 1)).toEqual({ ...common, num_replicas: 1, name: 'JCP_SHARDS', subjects: ['jcp.shard.>'], max_msgs_per_subject: -1, discard: 'new' });
+    expect(shardStreamConfig('jcp', 1)).toEqual({
+      ...common,
+      num_replicas: 1,
+      name: 'JCP_SHARDS',
+      subjects: ['jcp.shard.>'],
+      max_msgs_per_subject: -1,
+      discard: 'new',
+    });
   });
 
   it('frost names', () => {

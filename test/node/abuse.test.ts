@@ -38,7 +38,11 @@ const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
 describe('abuse limits per peer address', () => {
   test('failures before a decision empty a peer’s bucket: then rate-limited, no receipt; other peers are answered as before', async () => {
     let clock = 1_900_000_000;
-    const node = await liveNode({ abuse: { burst: 3, refill_per_s: 1 }, snapshot: { every_receipts: 0, every_s: 0 } }, { clockS: () => clock }, folder());
+    const node = await liveNode(
+      { abuse: { burst: 3, refill_per_s: 1 }, snapshot: { every_receipts: 0, every_s: 0 } },
+      { clockS: () => clock },
+      folder(),
+    );
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
     const bad = await RawConn.open(node.port, '127.0.0.2');
     expect(await outcomes(bad, [garbage, garbage, garbage, garbage, garbage])).toEqual([
@@ -68,9 +72,16 @@ describe('abuse limits per peer address', () => {
 
   test('bad-signature denies are sealed until the limit, then the peer is refused without a receipt', async () => {
     const clock = 1_900_000_000;
-    const node = await liveNode({ abuse: { burst: 2, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, { clockS: () => clock }, folder());
+    const node = await liveNode(
+      { abuse: { burst: 2, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } },
+      { clockS: () => clock },
+      folder(),
+    );
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
-    const forged = (i: number) => frameMessage(encodeWireRequest(request(mallory, [g], { caller: bob.did, now: clock, payload: new TextEncoder().encode(`{"i":${i}}`) })));
+    const forged = (i: number) =>
+      frameMessage(
+        encodeWireRequest(request(mallory, [g], { caller: bob.did, now: clock, payload: new TextEncoder().encode(`{"i":${i}}`) })),
+      );
     const m = await RawConn.open(node.port, '127.0.0.3');
     expect(await outcomes(m, [forged(1), forged(2), forged(3), forged(4)])).toEqual([
       'bad-signature',
@@ -91,9 +102,16 @@ describe('abuse limits per peer address', () => {
 
   test.each([0, 2])('pipelined bad-signature requests seal no more denies than the burst (workers %i; break18 F2)', async (workers) => {
     const clock = 1_900_000_000;
-    const node = await liveNode({ workers, abuse: { burst: 2, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, { clockS: () => clock }, folder());
+    const node = await liveNode(
+      { workers, abuse: { burst: 2, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } },
+      { clockS: () => clock },
+      folder(),
+    );
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
-    const forged = (i: number) => frameMessage(encodeWireRequest(request(mallory, [g], { caller: bob.did, now: clock, payload: new TextEncoder().encode(`{"p":${i}}`) })));
+    const forged = (i: number) =>
+      frameMessage(
+        encodeWireRequest(request(mallory, [g], { caller: bob.did, now: clock, payload: new TextEncoder().encode(`{"p":${i}}`) })),
+      );
     const m = await RawConn.open(node.port, '127.0.0.5');
     const n = 24;
     // All in one write: every one of them arrives before the first signature check is done.
@@ -112,7 +130,11 @@ describe('abuse limits per peer address', () => {
 
   test('one address holding every connection slot does not keep another address out (break18 F10)', async () => {
     const node = await liveNode({ max_connections: 3, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
-    const hog = [await RawConn.open(node.port, '127.0.0.6'), await RawConn.open(node.port, '127.0.0.6'), await RawConn.open(node.port, '127.0.0.6')];
+    const hog = [
+      await RawConn.open(node.port, '127.0.0.6'),
+      await RawConn.open(node.port, '127.0.0.6'),
+      await RawConn.open(node.port, '127.0.0.6'),
+    ];
     const open = async () => await node.metrics.registry.getSingleMetricAsString('jcp_connections');
     for (let i = 0; i < 50 && !(await open()).includes('jcp_connections 3'); i++) await new Promise((r) => setTimeout(r, 10));
     expect(await open()).toContain('jcp_connections 3');
@@ -131,7 +153,12 @@ describe('abuse limits per peer address', () => {
   test('abuse.burst 0 turns the limit off; a full table of peers drops the ones that behave first', async () => {
     const node = await liveNode({ abuse: { burst: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
     const bad = await RawConn.open(node.port, '127.0.0.4');
-    expect(await outcomes(bad, Array.from({ length: 6 }, () => garbage))).toEqual(Array.from({ length: 6 }, () => 'cbor-malformed'));
+    expect(
+      await outcomes(
+        bad,
+        Array.from({ length: 6 }, () => garbage),
+      ),
+    ).toEqual(Array.from({ length: 6 }, () => 'cbor-malformed'));
     bad.destroy();
     await node.close();
     let t = 0;
@@ -151,7 +178,11 @@ describe('abuse limits per peer address', () => {
 
 describe('log growth is visible', () => {
   test('/healthz and /metrics report the log size, receipts per second and the size alarm', async () => {
-    const node = await liveNode({ metrics: '127.0.0.1:0', log_size_alarm_bytes: 1, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const node = await liveNode(
+      { metrics: '127.0.0.1:0', log_size_alarm_bytes: 1, snapshot: { every_receipts: 0, every_s: 0 } },
+      {},
+      folder(),
+    );
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
     const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     await c.call({ chain: [g], action: 'read', payload: { x: 1 } });

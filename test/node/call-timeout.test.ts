@@ -86,18 +86,40 @@ describe('jcp call - timeout and payload file', () => {
   beforeAll(async () => {
     l = await capturingListener();
     expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
-    expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+    expect(
+      (
+        await jcp(
+          'grant',
+          'mint',
+          '--key',
+          f('k.key'),
+          '--subject',
+          f('k.key'),
+          '--resource',
+          'r',
+          '--actions',
+          'a',
+          '--budget',
+          '5',
+          '--out',
+          f('g.json'),
+        )
+      ).code,
+    ).toBe(0);
   });
   afterAll(async () => {
     await l.close();
     t.cleanup();
   });
-  const call = (...extra: string[]) => jcp('call', '--node', `127.0.0.1:${l.port}`, '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', ...extra);
+  const call = (...extra: string[]) =>
+    jcp('call', '--node', `127.0.0.1:${l.port}`, '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', ...extra);
 
   test('timeout / jcp call --timeout-s against a silent port exits 1 with error [timeout]', async () => {
     const r = await call('--timeout-s', '0.3');
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/^jcp call: error \[timeout\]: node 127\.0\.0\.1:\d+ did not answer within 0\.3 s \(--timeout-s\); it may still decide the request/);
+    expect(r.err).toMatch(
+      /^jcp call: error \[timeout\]: node 127\.0\.0\.1:\d+ did not answer within 0\.3 s \(--timeout-s\); it may still decide the request/,
+    );
   });
 
   test('usage / --timeout-s must be seconds > 0; --payload and --payload-file together are refused', async () => {
@@ -121,7 +143,9 @@ describe('jcp call - timeout and payload file', () => {
     writeFileSync(f('bad.json'), '{"n": 12345678901234567890123}');
     const inexact = await call('--payload-file', f('bad.json'));
     expect(inexact.code).toBe(2);
-    expect(inexact.err).toMatch(/^jcp call: error \[usage\]: --payload-file: the number 12345678901234567890123 cannot be represented exactly/);
+    expect(inexact.err).toMatch(
+      /^jcp call: error \[usage\]: --payload-file: the number 12345678901234567890123 cannot be represented exactly/,
+    );
     const zero = await call('--payload-file', '/dev/zero');
     expect(zero.code).toBe(1);
     expect(zero.err).toMatch(/^jcp call: error \[io\]: payload file \/dev\/zero: larger than 64 MiB/);
@@ -129,9 +153,28 @@ describe('jcp call - timeout and payload file', () => {
 
   test('--payload-file - reads the payload from standard input', async () => {
     const before = l.requests.length;
-    const child = spawn(process.execPath, [JCP_BIN, 'call', '--node', `127.0.0.1:${l.port}`, '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--payload-file', '-', '--timeout-s', '2'], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        JCP_BIN,
+        'call',
+        '--node',
+        `127.0.0.1:${l.port}`,
+        '--chain',
+        f('g.json'),
+        '--key',
+        f('k.key'),
+        '--action',
+        'a',
+        '--payload-file',
+        '-',
+        '--timeout-s',
+        '2',
+      ],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     let err = '';
     child.stderr.on('data', (d: Buffer) => {
       err += d.toString();

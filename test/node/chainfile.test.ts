@@ -25,7 +25,22 @@ describe('chain file - view against signed bytes', () => {
   beforeAll(async () => {
     expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
     expect((await jcp('key', 'new', '--out', f('b.key'))).code).toBe(0);
-    const mint = await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '1000', '--out', f('g.json'));
+    const mint = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('k.key'),
+      '--subject',
+      f('k.key'),
+      '--resource',
+      'r',
+      '--actions',
+      'a',
+      '--budget',
+      '1000',
+      '--out',
+      f('g.json'),
+    );
     expect(mint.code, mint.err).toBe(0);
   });
   afterAll(() => t.cleanup());
@@ -50,7 +65,20 @@ describe('chain file - view against signed bytes', () => {
     const call = await jcp('call', '--node', '127.0.0.1:1', '--chain', file, '--key', f('k.key'), '--action', 'write');
     expect(call.code).toBe(1);
     expect(call.err).toMatch(/^jcp call: error \[chain-file-mismatch\]: .*chain\[0\]\.grant disagrees with its signed cbor at capability /);
-    const del = await jcp('grant', 'delegate', '--chain', file, '--key', f('k.key'), '--subject', f('b.key'), '--budget', '10', '--out', f('child.json'));
+    const del = await jcp(
+      'grant',
+      'delegate',
+      '--chain',
+      file,
+      '--key',
+      f('k.key'),
+      '--subject',
+      f('b.key'),
+      '--budget',
+      '10',
+      '--out',
+      f('child.json'),
+    );
     expect(del.code).toBe(1);
     expect(del.err).toMatch(/^jcp grant: error \[chain-file-mismatch\]: /);
   });
@@ -92,15 +120,88 @@ describe('steering and policy files - view against signed bytes (break12 F2)', (
   };
   beforeAll(async () => {
     for (const k of ['issuer', 'agent', 'holder']) expect((await jcp('key', 'new', '--out', f(`${k}.key`))).code).toBe(0);
-    const run = await jcp('grant', 'mint', '--key', f('issuer.key'), '--subject', f('agent.key'), '--resource', 'r', '--actions', 'a', '--budget', '1000', '--out', f('run.json'));
+    const run = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('issuer.key'),
+      '--subject',
+      f('agent.key'),
+      '--resource',
+      'r',
+      '--actions',
+      'a',
+      '--budget',
+      '1000',
+      '--out',
+      f('run.json'),
+    );
     expect(run.code, run.err).toBe(0);
-    const cp = await jcp('grant', 'checkpoint', '--chain', f('run.json'), '--key', f('agent.key'), '--state', f('run.json'), '--out', f('cp.json'));
+    const cp = await jcp(
+      'grant',
+      'checkpoint',
+      '--chain',
+      f('run.json'),
+      '--key',
+      f('agent.key'),
+      '--state',
+      f('run.json'),
+      '--out',
+      f('cp.json'),
+    );
     expect(cp.code, cp.err).toBe(0);
-    const am = await jcp('grant', 'amend', '--chain', f('run.json'), '--checkpoint', f('cp.json'), '--key', f('issuer.key'), '--budget', '1000', '--out', f('am.json'));
+    const am = await jcp(
+      'grant',
+      'amend',
+      '--chain',
+      f('run.json'),
+      '--checkpoint',
+      f('cp.json'),
+      '--key',
+      f('issuer.key'),
+      '--budget',
+      '1000',
+      '--out',
+      f('am.json'),
+    );
     expect(am.code, am.err).toBe(0);
-    const st = await jcp('grant', 'mint', '--key', f('issuer.key'), '--subject', f('holder.key'), '--resource', 'r', '--actions', 'a', '--budget', '100', '--depth', '1', '--out', f('st.json'));
+    const st = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('issuer.key'),
+      '--subject',
+      f('holder.key'),
+      '--resource',
+      'r',
+      '--actions',
+      'a',
+      '--budget',
+      '100',
+      '--depth',
+      '1',
+      '--out',
+      f('st.json'),
+    );
     expect(st.code, st.err).toBe(0);
-    const pol = await jcp('standing', 'policy', '--chain', f('st.json'), '--key', f('issuer.key'), '--source', 'tickets', '--kind', 'opened', '--per-firing', '30', '--max-firings', '4', '--out', f('pol.json'));
+    const pol = await jcp(
+      'standing',
+      'policy',
+      '--chain',
+      f('st.json'),
+      '--key',
+      f('issuer.key'),
+      '--source',
+      'tickets',
+      '--kind',
+      'opened',
+      '--per-firing',
+      '30',
+      '--max-firings',
+      '4',
+      '--out',
+      f('pol.json'),
+    );
     expect(pol.code, pol.err).toBe(0);
   });
   afterAll(() => t.cleanup());
@@ -118,7 +219,18 @@ describe('steering and policy files - view against signed bytes (break12 F2)', (
       c['amendment']!['budget_uj'] = '5';
     });
     expect(codeOf(() => readAmendmentFile(file))).toBe('chain-file-mismatch');
-    const r = await jcp('grant', 'continue', '--chain', f('run.json'), '--amendment', file, '--key', f('issuer.key'), '--out', f('cont.json'));
+    const r = await jcp(
+      'grant',
+      'continue',
+      '--chain',
+      f('run.json'),
+      '--amendment',
+      file,
+      '--key',
+      f('issuer.key'),
+      '--out',
+      f('cont.json'),
+    );
     expect(r.code).toBe(1);
     expect(r.err).toContain('[chain-file-mismatch]');
     expect(r.err).toContain('budget_uj (view "5", signed "1000")');

@@ -19,7 +19,10 @@ describe('jcp CLI around a node', () => {
   let node: Awaited<ReturnType<typeof liveNode>>;
   let addr: string;
   beforeAll(async () => {
-    node = await liveNode({ resources: [{ name: 'demo' }], meter: { default_estimate_uj: 0, estimates_uj: { big: 700 }, rungs: ['estimator'] } });
+    node = await liveNode({
+      resources: [{ name: 'demo' }],
+      meter: { default_estimate_uj: 0, estimates_uj: { big: 700 }, rungs: ['estimator'] },
+    });
     addr = `127.0.0.1:${node.port}`;
   });
   afterAll(async () => {
@@ -39,15 +42,72 @@ describe('jcp CLI around a node', () => {
   });
 
   test('grant mint / delegate / call: allow exits 0 and prints decision + receipt; deny exits 3', async () => {
-    const mint = await jcp('grant', 'mint', '--key', f('alice.key'), '--subject', f('bob.key'), '--resource', 'demo', '--actions', 'read,big', '--budget', '10000', '--out', f('root.json'));
+    const mint = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('alice.key'),
+      '--subject',
+      f('bob.key'),
+      '--resource',
+      'demo',
+      '--actions',
+      'read,big',
+      '--budget',
+      '10000',
+      '--out',
+      f('root.json'),
+    );
     expect(mint.code).toBe(0);
-    const del = await jcp('grant', 'delegate', '--chain', f('root.json'), '--key', f('bob.key'), '--subject', f('carol.key'), '--budget', '1000', '--actions', 'read', '--out', f('child.json'));
+    const del = await jcp(
+      'grant',
+      'delegate',
+      '--chain',
+      f('root.json'),
+      '--key',
+      f('bob.key'),
+      '--subject',
+      f('carol.key'),
+      '--budget',
+      '1000',
+      '--actions',
+      'read',
+      '--out',
+      f('child.json'),
+    );
     expect(del.code).toBe(0);
-    const bad = await jcp('grant', 'delegate', '--chain', f('root.json'), '--key', f('carol.key'), '--subject', f('carol.key'), '--budget', '1', '--out', f('x.json'));
+    const bad = await jcp(
+      'grant',
+      'delegate',
+      '--chain',
+      f('root.json'),
+      '--key',
+      f('carol.key'),
+      '--subject',
+      f('carol.key'),
+      '--budget',
+      '1',
+      '--out',
+      f('x.json'),
+    );
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/^jcp grant: error \[not-holder\]: delegate refused: /);
 
-    const call = await jcp('call', '--node', addr, '--chain', f('child.json'), '--key', f('carol.key'), '--action', 'read', '--payload', '{"q":1}', '--cost', '40');
+    const call = await jcp(
+      'call',
+      '--node',
+      addr,
+      '--chain',
+      f('child.json'),
+      '--key',
+      f('carol.key'),
+      '--action',
+      'read',
+      '--payload',
+      '{"q":1}',
+      '--cost',
+      '40',
+    );
     expect(call.code).toBe(0);
     const out = JSON.parse(call.out) as { decision: unknown; receipt: { core: { cost_uj: string; chain_ids: string[] } } };
     expect(out.decision).toEqual({ verdict: 'allow' });
@@ -68,12 +128,39 @@ describe('jcp CLI around a node', () => {
     expect(notIssuer.err).toMatch(/^jcp grant: error \[not-issuer\]: revoke refused: /);
     const r = await jcp('grant', 'revoke', '--chain', f('root.json'), '--key', f('alice.key'), '--node', addr, '--link', '0');
     expect(r.code).toBe(0);
-    const call = await jcp('call', '--node', addr, '--chain', f('child.json'), '--key', f('carol.key'), '--action', 'read', '--payload', '{"q":2}');
+    const call = await jcp(
+      'call',
+      '--node',
+      addr,
+      '--chain',
+      f('child.json'),
+      '--key',
+      f('carol.key'),
+      '--action',
+      'read',
+      '--payload',
+      '{"q":2}',
+    );
     expect(JSON.parse(call.out).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
   });
 
   test('an error reply exits 1, prints the reply on stdout and one line `jcp call: error [code]` on stderr (break18 F7)', async () => {
-    const mint = await jcp('grant', 'mint', '--key', f('alice.key'), '--subject', f('bob.key'), '--resource', 'elsewhere', '--actions', 'read', '--budget', '10', '--out', f('elsewhere.json'));
+    const mint = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('alice.key'),
+      '--subject',
+      f('bob.key'),
+      '--resource',
+      'elsewhere',
+      '--actions',
+      'read',
+      '--budget',
+      '10',
+      '--out',
+      f('elsewhere.json'),
+    );
     expect(mint.code).toBe(0);
     const r = await jcp('call', '--node', addr, '--chain', f('elsewhere.json'), '--key', f('bob.key'), '--action', 'read');
     expect(r.code).toBe(1);
@@ -157,19 +244,96 @@ describe('jcp CLI usage errors (every command shares the option parser)', () => 
     const f = (n: string) => path.join(t.dir, n);
     try {
       expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
-      const mint = await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget=-5', '--out', f('g.json'));
+      const mint = await jcp(
+        'grant',
+        'mint',
+        '--key',
+        f('k.key'),
+        '--subject',
+        f('k.key'),
+        '--resource',
+        'r',
+        '--actions',
+        'a',
+        '--budget=-5',
+        '--out',
+        f('g.json'),
+      );
       expect(mint.code).toBe(2);
       expect(mint.err).toMatch(/^jcp grant: error \[usage\]: --budget: expected a non-negative integer/);
-      expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+      expect(
+        (
+          await jcp(
+            'grant',
+            'mint',
+            '--key',
+            f('k.key'),
+            '--subject',
+            f('k.key'),
+            '--resource',
+            'r',
+            '--actions',
+            'a',
+            '--budget',
+            '5',
+            '--out',
+            f('g.json'),
+          )
+        ).code,
+      ).toBe(0);
       // A grant the chain reader would refuse (an action over 256) is refused at mint, and no file is written.
-      const long = await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'x'.repeat(1201), '--budget', '5', '--out', f('long.json'));
+      const long = await jcp(
+        'grant',
+        'mint',
+        '--key',
+        f('k.key'),
+        '--subject',
+        f('k.key'),
+        '--resource',
+        'r',
+        '--actions',
+        'x'.repeat(1201),
+        '--budget',
+        '5',
+        '--out',
+        f('long.json'),
+      );
       expect(long.code).toBe(2);
-      expect(long.err).toMatch(/^jcp grant: error \[usage\]: the grant would not load back: grant\.capability\.actions\[0\]: longer than 256/);
+      expect(long.err).toMatch(
+        /^jcp grant: error \[usage\]: the grant would not load back: grant\.capability\.actions\[0\]: longer than 256/,
+      );
       expect(existsSync(f('long.json'))).toBe(false);
-      const delegated = await jcp('grant', 'delegate', '--chain', f('g.json'), '--key', f('k.key'), '--subject', f('k.key'), '--actions', 'a', '--budget', '5', '--out', f('d.json'));
+      const delegated = await jcp(
+        'grant',
+        'delegate',
+        '--chain',
+        f('g.json'),
+        '--key',
+        f('k.key'),
+        '--subject',
+        f('k.key'),
+        '--actions',
+        'a',
+        '--budget',
+        '5',
+        '--out',
+        f('d.json'),
+      );
       expect(delegated.code).toBe(0); // delegate runs the same check and accepts what loads back
       // Port 1 on loopback: nothing listens there, so reaching the network first would be ECONNREFUSED.
-      const call = await jcp('call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--cost', 'abc');
+      const call = await jcp(
+        'call',
+        '--node',
+        '127.0.0.1:1',
+        '--chain',
+        f('g.json'),
+        '--key',
+        f('k.key'),
+        '--action',
+        'a',
+        '--cost',
+        'abc',
+      );
       expect(call.code).toBe(2);
       expect(call.err).toMatch(/^jcp call: error \[usage\]: --cost: expected a non-negative integer/);
     } finally {
@@ -192,7 +356,10 @@ function sparse(file: string, bytes: number): string {
 async function jcpChild(args: string[], ms = 20_000): Promise<{ code: number | null; err: string }> {
   return promisify(execFile)(process.execPath, [JCP_BIN, ...args], { timeout: ms, killSignal: 'SIGKILL' }).then(
     (r) => ({ code: 0, err: r.stderr }),
-    (e: { code?: number | string; killed?: boolean; stderr: string }) => ({ code: e.killed ? null : typeof e.code === 'number' ? e.code : null, err: e.stderr }),
+    (e: { code?: number | string; killed?: boolean; stderr: string }) => ({
+      code: e.killed ? null : typeof e.code === 'number' ? e.code : null,
+      err: e.stderr,
+    }),
   );
 }
 
@@ -201,18 +368,46 @@ describe('jcp CLI reads every key, config and chain file through a size cap', ()
   const f = (n: string) => path.join(t.dir, n);
   beforeAll(async () => {
     expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
-    expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+    expect(
+      (
+        await jcp(
+          'grant',
+          'mint',
+          '--key',
+          f('k.key'),
+          '--subject',
+          f('k.key'),
+          '--resource',
+          'r',
+          '--actions',
+          'a',
+          '--budget',
+          '5',
+          '--out',
+          f('g.json'),
+        )
+      ).code,
+    ).toBe(0);
   });
   afterAll(() => t.cleanup());
 
-  test('a file over its kind\'s cap is refused with the cap named, under the reader\'s stable code, exit 1', async () => {
+  test("a file over its kind's cap is refused with the cap named, under the reader's stable code, exit 1", async () => {
     const big = sparse(f('big'), 9 << 20); // over every cap here: key 64 KiB, config 4 MiB, chain 8 MiB
     const cases: [string[], RegExp][] = [
-      [['key', 'show', big], /^jcp key: error \[key-file-invalid\]: key file .*big: larger than 64 KiB, the most a key file may be; not read \(EFBIG\)\n$/],
+      [
+        ['key', 'show', big],
+        /^jcp key: error \[key-file-invalid\]: key file .*big: larger than 64 KiB, the most a key file may be; not read \(EFBIG\)\n$/,
+      ],
       [['node', 'start', '--config', big], /^jcp node: error \[config-invalid\]: config: config file .*big: larger than 4 MiB/],
       [['grant', 'show', '--chain', big], /^jcp grant: error \[schema\]: chain file .*big: larger than 8 MiB/],
-      [['call', '--node', '127.0.0.1:1', '--chain', big, '--key', f('k.key'), '--action', 'a'], /^jcp call: error \[schema\]: chain file .*larger than 8 MiB/],
-      [['call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', big, '--action', 'a'], /^jcp call: error \[key-file-invalid\]: key file .*larger than 64 KiB/],
+      [
+        ['call', '--node', '127.0.0.1:1', '--chain', big, '--key', f('k.key'), '--action', 'a'],
+        /^jcp call: error \[schema\]: chain file .*larger than 8 MiB/,
+      ],
+      [
+        ['call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', big, '--action', 'a'],
+        /^jcp call: error \[key-file-invalid\]: key file .*larger than 64 KiB/,
+      ],
       [['meter', 'probe', '--config', big], /^jcp meter: error \[usage\]: --config .*larger than 4 MiB/],
     ];
     for (const [argv, want] of cases) {
@@ -225,36 +420,73 @@ describe('jcp CLI reads every key, config and chain file through a size cap', ()
     expect((await jcp('grant', 'show', '--chain', f('nope.json'))).err).toMatch(/^jcp grant: error \[schema\]: .*ENOENT/);
   });
 
-  test.skipIf(process.platform !== 'linux')('endless files (/dev/zero, /dev/urandom) are refused at once, not read until memory runs out', async () => {
-    const cases: [string[], RegExp][] = [
-      [['key', 'show', '/dev/zero'], /^jcp key: error \[key-file-invalid\]: key file \/dev\/zero: larger than 64 KiB/],
-      [['node', 'start', '--config', '/dev/zero'], /^jcp node: error \[config-invalid\]: config: config file \/dev\/zero: larger than 4 MiB/],
-      [['call', '--node', '127.0.0.1:1', '--chain', '/dev/zero', '--key', f('k.key'), '--action', 'a'], /^jcp call: error \[schema\]: chain file \/dev\/zero: larger than 8 MiB/],
-      [['call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', '/dev/urandom', '--action', 'a'], /^jcp call: error \[key-file-invalid\]: key file \/dev\/urandom: larger than 64 KiB/],
-    ];
-    await Promise.all(
-      cases.map(async ([argv, want]) => {
-        const r = await jcpChild(argv);
-        expect(r.code, `${argv.join(' ')}: ${r.err}`).toBe(1);
-        expect(r.err).toMatch(want);
-      }),
-    );
-  });
+  test.skipIf(process.platform !== 'linux')(
+    'endless files (/dev/zero, /dev/urandom) are refused at once, not read until memory runs out',
+    async () => {
+      const cases: [string[], RegExp][] = [
+        [['key', 'show', '/dev/zero'], /^jcp key: error \[key-file-invalid\]: key file \/dev\/zero: larger than 64 KiB/],
+        [
+          ['node', 'start', '--config', '/dev/zero'],
+          /^jcp node: error \[config-invalid\]: config: config file \/dev\/zero: larger than 4 MiB/,
+        ],
+        [
+          ['call', '--node', '127.0.0.1:1', '--chain', '/dev/zero', '--key', f('k.key'), '--action', 'a'],
+          /^jcp call: error \[schema\]: chain file \/dev\/zero: larger than 8 MiB/,
+        ],
+        [
+          ['call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', '/dev/urandom', '--action', 'a'],
+          /^jcp call: error \[key-file-invalid\]: key file \/dev\/urandom: larger than 64 KiB/,
+        ],
+      ];
+      await Promise.all(
+        cases.map(async ([argv, want]) => {
+          const r = await jcpChild(argv);
+          expect(r.code, `${argv.join(' ')}: ${r.err}`).toBe(1);
+          expect(r.err).toMatch(want);
+        }),
+      );
+    },
+  );
 });
 
-describe('jcp CLI error lines: `jcp <command>: error [code]: message` with the product\'s codes', () => {
+describe("jcp CLI error lines: `jcp <command>: error [code]: message` with the product's codes", () => {
   const t = tempDir('cli-errors');
   const f = (n: string) => path.join(t.dir, n);
   beforeAll(async () => {
     expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
-    expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+    expect(
+      (
+        await jcp(
+          'grant',
+          'mint',
+          '--key',
+          f('k.key'),
+          '--subject',
+          f('k.key'),
+          '--resource',
+          'r',
+          '--actions',
+          'a',
+          '--budget',
+          '5',
+          '--out',
+          f('g.json'),
+        )
+      ).code,
+    ).toBe(0);
   });
   afterAll(() => t.cleanup());
 
   test('a malformed --node (call, grant revoke) or --listen (node start) is a usage error, exit 2', async () => {
     const cases: [string[], RegExp][] = [
-      [['call', '--node', '127.0.0.1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a'], /^jcp call: error \[usage\]: --node: expected host:port, got "127\.0\.0\.1"$/],
-      [['grant', 'revoke', '--chain', f('g.json'), '--key', f('k.key'), '--node', 'nowhere'], /^jcp grant: error \[usage\]: --node: expected host:port/],
+      [
+        ['call', '--node', '127.0.0.1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a'],
+        /^jcp call: error \[usage\]: --node: expected host:port, got "127\.0\.0\.1"$/,
+      ],
+      [
+        ['grant', 'revoke', '--chain', f('g.json'), '--key', f('k.key'), '--node', 'nowhere'],
+        /^jcp grant: error \[usage\]: --node: expected host:port/,
+      ],
       [['node', 'start', '--listen', 'nowhere'], /^jcp node: error \[usage\]: --listen: expected host:port/],
     ];
     for (const [argv, want] of cases) {
@@ -270,7 +502,23 @@ describe('jcp CLI error lines: `jcp <command>: error [code]: message` with the p
     const refused = await jcp('call', '--node', '127.0.0.1:1', '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a');
     expect(refused.code).toBe(1);
     expect(refused.err).toBe('jcp call: error [connection-failed]: cannot reach node 127.0.0.1:1: connection refused (ECONNREFUSED)\n');
-    const mint = (out: string) => jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'r', '--actions', 'a', '--budget', '5', '--out', out);
+    const mint = (out: string) =>
+      jcp(
+        'grant',
+        'mint',
+        '--key',
+        f('k.key'),
+        '--subject',
+        f('k.key'),
+        '--resource',
+        'r',
+        '--actions',
+        'a',
+        '--budget',
+        '5',
+        '--out',
+        out,
+      );
     const noDir = await mint(f('nodir/x.json'));
     expect(noDir.code).toBe(1);
     expect(noDir.err).toMatch(/^jcp grant: error \[io\]: cannot write chain file .*nodir\/x\.json: no such file or folder \(ENOENT\)\n$/);
@@ -279,9 +527,10 @@ describe('jcp CLI error lines: `jcp <command>: error [code]: message` with the p
     for (const r of [refused, noDir, notDir]) expect(r.err).not.toMatch(/\[E[A-Z]+\]/);
   });
 
-  test('any command\'s stray system error is mapped too: EEXIST is [io], ECONNRESET [connection-failed]', async () => {
+  test("any command's stray system error is mapped too: EEXIST is [io], ECONNRESET [connection-failed]", async () => {
     const { keyCommand: command } = await import('../../cli/internal.ts');
-    const sys = (code: string, syscall: string, extra: object) => Object.assign(new Error(`${code}: raw ${syscall}`), { code, syscall, errno: -1, ...extra });
+    const sys = (code: string, syscall: string, extra: object) =>
+      Object.assign(new Error(`${code}: raw ${syscall}`), { code, syscall, errno: -1, ...extra });
     const run = vi.spyOn(command, 'run');
     try {
       run.mockRejectedValueOnce(sys('EEXIST', 'mkdir', { path: '/x/y' }));
@@ -289,7 +538,10 @@ describe('jcp CLI error lines: `jcp <command>: error [code]: message` with the p
       expect([exists.code, exists.err]).toEqual([1, 'jcp key: error [io]: cannot create folder /x/y: already exists (EEXIST)\n']);
       run.mockRejectedValueOnce(sys('ECONNRESET', 'read', {}));
       const reset = await jcp('key', 'show', 'whatever');
-      expect([reset.code, reset.err]).toEqual([1, 'jcp key: error [connection-failed]: cannot reach the server: connection reset by the peer (ECONNRESET)\n']);
+      expect([reset.code, reset.err]).toEqual([
+        1,
+        'jcp key: error [connection-failed]: cannot reach the server: connection reset by the peer (ECONNRESET)\n',
+      ]);
     } finally {
       run.mockRestore();
     }
@@ -311,7 +563,26 @@ describe('jcp CLI small inputs', () => {
   beforeAll(async () => {
     node = await liveNode({ resources: [{ name: 'demo' }], meter: { default_estimate_uj: 0, rungs: ['estimator'] } });
     expect((await jcp('key', 'new', '--out', f('k.key'))).code).toBe(0);
-    expect((await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', 'demo', '--actions', 'a', '--budget', '5', '--out', f('g.json'))).code).toBe(0);
+    expect(
+      (
+        await jcp(
+          'grant',
+          'mint',
+          '--key',
+          f('k.key'),
+          '--subject',
+          f('k.key'),
+          '--resource',
+          'demo',
+          '--actions',
+          'a',
+          '--budget',
+          '5',
+          '--out',
+          f('g.json'),
+        )
+      ).code,
+    ).toBe(0);
   });
   afterAll(async () => {
     await node.cleanup();
@@ -319,7 +590,22 @@ describe('jcp CLI small inputs', () => {
   });
 
   test('grant mint refuses an empty --resource, and writes nothing', async () => {
-    const r = await jcp('grant', 'mint', '--key', f('k.key'), '--subject', f('k.key'), '--resource', '', '--actions', 'a', '--budget', '5', '--out', f('empty.json'));
+    const r = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('k.key'),
+      '--subject',
+      f('k.key'),
+      '--resource',
+      '',
+      '--actions',
+      'a',
+      '--budget',
+      '5',
+      '--out',
+      f('empty.json'),
+    );
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/^jcp grant: error \[usage\]: --resource: empty resource name/);
     expect(existsSync(f('empty.json'))).toBe(false);
@@ -329,12 +615,36 @@ describe('jcp CLI small inputs', () => {
     const spy = vi.spyOn(JcpClient.prototype, 'call');
     try {
       const typed = '{ "q": 1.50, "s": "\u00e9t\u00e9", "n": 9007199254740992, "e": 2.5e-3 }';
-      const r = await jcp('call', '--node', `127.0.0.1:${node.port}`, '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--payload', typed);
+      const r = await jcp(
+        'call',
+        '--node',
+        `127.0.0.1:${node.port}`,
+        '--chain',
+        f('g.json'),
+        '--key',
+        f('k.key'),
+        '--action',
+        'a',
+        '--payload',
+        typed,
+      );
       expect(r.code, r.err).toBe(0);
       expect(spy).toHaveBeenCalledTimes(1);
       expect(spy.mock.calls[0]![0].payload).toEqual(new TextEncoder().encode(typed));
       for (const bad of ['{"big":1e400}', '{"n":12345678901234567890123}', '[9007199254740993]', '{"tiny":1e-400}']) {
-        const refused = await jcp('call', '--node', `127.0.0.1:${node.port}`, '--chain', f('g.json'), '--key', f('k.key'), '--action', 'a', '--payload', bad);
+        const refused = await jcp(
+          'call',
+          '--node',
+          `127.0.0.1:${node.port}`,
+          '--chain',
+          f('g.json'),
+          '--key',
+          f('k.key'),
+          '--action',
+          'a',
+          '--payload',
+          bad,
+        );
         expect(refused.code, bad).toBe(2);
         expect(refused.err).toMatch(/^jcp call: error \[usage\]: --payload: the number \S+ cannot be represented exactly/);
       }

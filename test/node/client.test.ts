@@ -14,7 +14,11 @@ const { rng, alice, bob } = cast('client');
 describe('client', () => {
   test('a signer function signs like the actor it stands for', async () => {
     const node = await liveNode();
-    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: { did: bob.did, sign: async (m) => sign(bob.key, m) } });
+    const c = await JcpClient.connect({
+      host: '127.0.0.1',
+      port: node.port,
+      signer: { did: bob.did, sign: async (m) => sign(bob.key, m) },
+    });
     const g = mint(alice, bob, 'tools', ['read'], 100n, rng);
     expect((await c.call({ chain: [g], action: 'read' })).decision.verdict).toBe('allow');
     await c.close();
@@ -27,7 +31,9 @@ describe('client', () => {
     const port = a.port;
     const c = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob, reconnectDelayMs: 50, reconnectAttempts: 20 });
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
-    const calls = Array.from({ length: 300 }, (_, i) => c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 1n, provenance: 'Estimator' } }));
+    const calls = Array.from({ length: 300 }, (_, i) =>
+      c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 1n, provenance: 'Estimator' } }),
+    );
     await new Promise((r) => setTimeout(r, 20));
     await a.close();
     const b = await liveNode({ listen: `127.0.0.1:${port}` }, {}, t.dir);
@@ -86,4 +92,3 @@ describe('client', () => {
     }
   });
 });
-

@@ -27,7 +27,12 @@ describe('config - staleness, region, tls', () => {
 
   test('values and flags: relative files against the config folder, flags against the working folder', () => {
     const c = configFromJson(
-      { revocation_staleness_s: 5, region: 'eu-west', tls: { cert_file: 'n.pem', key_file: 'n.key', ca_file: 'ca.pem', client_certs: 'require' }, nats_tls: { ca_file: 'nca.pem' } },
+      {
+        revocation_staleness_s: 5,
+        region: 'eu-west',
+        tls: { cert_file: 'n.pem', key_file: 'n.key', ca_file: 'ca.pem', client_certs: 'require' },
+        nats_tls: { ca_file: 'nca.pem' },
+      },
       {},
       '/etc/jcp',
     );
@@ -35,7 +40,10 @@ describe('config - staleness, region, tls', () => {
     expect(c.region).toBe('eu-west');
     expect(c.tls).toEqual({ certFile: '/etc/jcp/n.pem', keyFile: '/etc/jcp/n.key', caFile: '/etc/jcp/ca.pem', clientCerts: 'require' });
     expect(c.natsTls).toEqual({ caFile: '/etc/jcp/nca.pem', certFile: undefined, keyFile: undefined });
-    const f = configFromJson({ revocation_staleness_s: 5 }, { revocationStalenessS: '0', region: 'r1', tlsCert: '/x/c.pem', tlsKey: '/x/k.pem' });
+    const f = configFromJson(
+      { revocation_staleness_s: 5 },
+      { revocationStalenessS: '0', region: 'r1', tlsCert: '/x/c.pem', tlsKey: '/x/k.pem' },
+    );
     expect(f.revocationStalenessS).toBe(0);
     expect(f.region).toBe('r1');
     expect(f.tls?.clientCerts).toBe('off');

@@ -3,7 +3,16 @@ import { chmodSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { readClusterConfig } from '../../node/index.ts';
-import { CONFIG_DEFAULTS, configFromJson, loadConfig, loadOrCreateKey, NodeFault, readKeyFile, resourceIdOf, startNode } from '../../node/index.ts';
+import {
+  CONFIG_DEFAULTS,
+  configFromJson,
+  loadConfig,
+  loadOrCreateKey,
+  NodeFault,
+  readKeyFile,
+  resourceIdOf,
+  startNode,
+} from '../../node/index.ts';
 import { cast, quiet, tempDir } from './fixtures.ts';
 
 const { rng, alice } = cast('config');
@@ -34,7 +43,11 @@ describe('config', () => {
   });
 
   test('command-line overrides win over the file', () => {
-    const c = configFromJson({ listen: '127.0.0.1:1' }, { listen: '127.0.0.1:2', data: 'd', metrics: '127.0.0.1:3', nats: 'nats://127.0.0.1:4222' }, t.dir);
+    const c = configFromJson(
+      { listen: '127.0.0.1:1' },
+      { listen: '127.0.0.1:2', data: 'd', metrics: '127.0.0.1:3', nats: 'nats://127.0.0.1:4222' },
+      t.dir,
+    );
     expect([c.listen.port, c.dataDir, c.metrics?.port, c.nats]).toEqual([2, path.join(t.dir, 'd'), 3, 'nats://127.0.0.1:4222']);
   });
 
@@ -93,7 +106,10 @@ describe('config', () => {
     expect(readClusterConfig({ stream_cluster: 'a' }).streamCluster).toBe('a');
     expect(readClusterConfig({}).streamCluster).toBeUndefined();
     for (const bad of ['', 'a b', 'x'.repeat(65), 7, 'a.b']) {
-      expect(refused(() => readClusterConfig({ stream_cluster: bad }))).toEqual({ code: 'config-invalid', where: 'cluster.stream_cluster' });
+      expect(refused(() => readClusterConfig({ stream_cluster: bad }))).toEqual({
+        code: 'config-invalid',
+        where: 'cluster.stream_cluster',
+      });
     }
   });
 
@@ -156,7 +172,9 @@ describe('key files', () => {
   test('key-file-invalid / a key whose did does not match its seed is refused', () => {
     const f = path.join(t.dir, 'mismatch.key');
     const { actor } = loadOrCreateKey(f, rng);
-    writeFileSync(f, JSON.stringify({ type: 'jcp-ed25519-seed', seed: Buffer.from(actor.key.seed).toString('hex'), did: alice.did }), { mode: 0o600 });
+    writeFileSync(f, JSON.stringify({ type: 'jcp-ed25519-seed', seed: Buffer.from(actor.key.seed).toString('hex'), did: alice.did }), {
+      mode: 0o600,
+    });
     let code: string | undefined;
     try {
       readKeyFile(f);

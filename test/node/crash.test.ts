@@ -98,7 +98,8 @@ async function readLog(dataDir: string, fromSeq: number) {
   const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
   try {
     const receipts: Array<{ seq: number; bytes: Uint8Array }> = [];
-    for await (const chunk of log.receiptChunks(4096, fromSeq)) for (const [seq, bytes] of chunk) receipts.push({ seq, bytes: new Uint8Array(bytes) });
+    for await (const chunk of log.receiptChunks(4096, fromSeq))
+      for (const [seq, bytes] of chunk) receipts.push({ seq, bytes: new Uint8Array(bytes) });
     return { receipts, steward: meta.steward };
   } finally {
     await log.close();

@@ -29,7 +29,10 @@ describe('endpoint config', () => {
     const c = configFromJson(
       {
         resources: [
-          { name: 'remote', endpoint: { url: 'https://mcp.example/mcp', headers: { Authorization: { env: 'JCP_CFG_TOKEN', prefix: 'Bearer ' } } } },
+          {
+            name: 'remote',
+            endpoint: { url: 'https://mcp.example/mcp', headers: { Authorization: { env: 'JCP_CFG_TOKEN', prefix: 'Bearer ' } } },
+          },
           { name: 'remote2', endpoint: { kind: 'mcp-http', url: 'http://127.0.0.1:9/mcp', timeout_ms: 5 } },
           { name: 'local', endpoint: { command: '/bin/true' } },
           { name: 'old', endpoint: { kind: 'mcp-stdio', command: '/bin/true', args: ['x'] } },
@@ -91,7 +94,15 @@ describe('endpoint config', () => {
   test('a header file is read at connect, trimmed, with its prefix; a rotated file is picked up', () => {
     const f = path.join(t.dir, 'token');
     writeFileSync(f, 'first\n');
-    const c = configFromJson({ resources: [{ name: 'r', endpoint: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { file: 'token', prefix: 'Bearer ' } } } }] }, {}, t.dir);
+    const c = configFromJson(
+      {
+        resources: [
+          { name: 'r', endpoint: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { file: 'token', prefix: 'Bearer ' } } } },
+        ],
+      },
+      {},
+      t.dir,
+    );
     const ep = c.resources[0]!.endpoint;
     if (ep?.kind !== 'mcp-http') throw new Error('expected an http endpoint');
     expect(ep.headers['Authorization']).toEqual({ file: f, prefix: 'Bearer ' });
@@ -118,7 +129,10 @@ describe('endpoint config', () => {
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
     const tokenFile = path.join(t.dir, 'tickets.token');
     writeFileSync(tokenFile, 'tok');
-    const text = readFileSync(path.join(root, 'deploy', 'node.upstream.example.json'), 'utf8').replace('/run/secrets/tickets.token', tokenFile);
+    const text = readFileSync(path.join(root, 'deploy', 'node.upstream.example.json'), 'utf8').replace(
+      '/run/secrets/tickets.token',
+      tokenFile,
+    );
     process.env['JCP_SEARCH_TOKEN'] = 'x';
     process.env['JCP_TICKETS_TENANT'] = 'y';
     try {
@@ -148,6 +162,8 @@ describe('endpoint config', () => {
     ]);
     const fs = c.resources[2]!.endpoint;
     expect(fs?.kind === 'mcp-stdio' ? fs.args : undefined).toEqual(['/srv', '/tmp']);
-    expect(() => configFromJson({ resources: [{ name: 'web' }] }, { upstream: ['web=http://127.0.0.1:9/mcp'] }, t.dir)).toThrow(/--upstream web: resource listed twice/);
+    expect(() => configFromJson({ resources: [{ name: 'web' }] }, { upstream: ['web=http://127.0.0.1:9/mcp'] }, t.dir)).toThrow(
+      /--upstream web: resource listed twice/,
+    );
   });
 });

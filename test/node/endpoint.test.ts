@@ -60,9 +60,13 @@ describe('endpoints: real MCP servers', () => {
 
   test('filesystem / 50 sequential calls on one connection emit no process warning (no listener piles up on a long-lived signal)', async () => {
     // In a child process (endpointchild.ts), with Node 20's listener limit on every AbortSignal.
-    const out = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'endpointchild.ts'), root, '50'], {
-      timeout: 60_000,
-    });
+    const out = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', path.join(import.meta.dirname, 'endpointchild.ts'), root, '50'],
+      {
+        timeout: 60_000,
+      },
+    );
     const r = JSON.parse(out.stdout.trim().split('\n').pop()!) as { calls: number; errors: number; warnings: string[] };
     expect(r).toEqual({ calls: 50, errors: 0, warnings: [] });
   });
@@ -121,7 +125,12 @@ describe('endpoints: real MCP servers', () => {
     const pid = (await ep.pid())!;
     process.kill(pid, 'SIGSTOP');
     const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
-    const pending = client.call({ chain: [g], action: 'list_directory', payload: { path: root }, cost: { uj: 9n, provenance: 'Estimator' } });
+    const pending = client.call({
+      chain: [g],
+      action: 'list_directory',
+      payload: { path: root },
+      cost: { uj: 9n, provenance: 'Estimator' },
+    });
     await new Promise((r) => setTimeout(r, 300));
     process.kill(pid, 'SIGKILL');
     const r = await pending;
@@ -141,7 +150,12 @@ describe('endpoints: real MCP servers', () => {
     process.kill(pid, 'SIGSTOP');
     const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
     const other = mint(alice, bob, 'tools', ['read'], 1_000n, rng);
-    const pending = client.call({ chain: [g], action: 'list_directory', payload: { path: root }, cost: { uj: 4n, provenance: 'Estimator' } });
+    const pending = client.call({
+      chain: [g],
+      action: 'list_directory',
+      payload: { path: root },
+      cost: { uj: 4n, provenance: 'Estimator' },
+    });
     // Another connection is not held up by the hung endpoint.
     const c2 = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     expect((await c2.call({ chain: [other], action: 'read' })).decision.verdict).toBe('allow');

@@ -23,7 +23,11 @@ globalThis.AbortController = class extends Native {
 };
 const warnings: string[] = [];
 process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
-const ep = new McpStdioEndpoint('fs', { kind: 'mcp-stdio', command: process.execPath, args: [server, root], env: {}, cwd: undefined, timeoutMs: 10_000 }, pino({ level: 'silent' }));
+const ep = new McpStdioEndpoint(
+  'fs',
+  { kind: 'mcp-stdio', command: process.execPath, args: [server, root], env: {}, cwd: undefined, timeoutMs: 10_000 },
+  pino({ level: 'silent' }),
+);
 let calls = 0;
 let errors = 0;
 for (let i = 0; i < n; i++) {

@@ -4,7 +4,22 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { type Actor, type ContentId, type Cost, type Frame, FrameReader, type Grant, grantId, newActor, payloadHash, seededRng, type SignedGrant, signGrant, signWireRequestSync, type WireRequest } from '../../core/index.ts';
+import {
+  type Actor,
+  type ContentId,
+  type Cost,
+  type Frame,
+  FrameReader,
+  type Grant,
+  grantId,
+  newActor,
+  payloadHash,
+  seededRng,
+  type SignedGrant,
+  signGrant,
+  signWireRequestSync,
+  type WireRequest,
+} from '../../core/index.ts';
 import { configFromJson, type NodeOptions, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
 
 /** A temp folder, removed by the returned cleanup. */
@@ -151,7 +166,6 @@ export class RawConn {
     this.sock.destroy();
   }
 }
-
 
 /** A request signed by `signer` (the caller by default), with the chain's leaf as the grant. */
 export function request(

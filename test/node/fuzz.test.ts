@@ -69,7 +69,13 @@ describe('bad input over a live socket', () => {
   beforeAll(async () => {
     // The per-peer abuse limiter is off here: every stream comes from 127.0.0.1, and this suite
     // checks the framing and decoding, not the limiter (test/node/abuse.test.ts does).
-    node = await liveNode({ frame_cap: 65_536, read_timeout_ms: 300, max_connections: 2_000, max_pending_per_connection: 256, abuse: { burst: 0 } });
+    node = await liveNode({
+      frame_cap: 65_536,
+      read_timeout_ms: 300,
+      max_connections: 2_000,
+      max_pending_per_connection: 256,
+      abuse: { burst: 0 },
+    });
   });
   afterAll(async () => node.cleanup());
 
@@ -131,7 +137,12 @@ describe('bad input over a live socket', () => {
           let key: string;
           if (got % 50 === 0) {
             const reply = decodeWireMessage(raw);
-            key = reply.kind === 'error' ? `error:${reply.error.code}` : reply.kind === 'response' ? reply.response.decision.verdict : reply.kind;
+            key =
+              reply.kind === 'error'
+                ? `error:${reply.error.code}`
+                : reply.kind === 'response'
+                  ? reply.response.decision.verdict
+                  : reply.kind;
           } else if (raw[0] === 0xa1 && raw[1] === 0x65) key = 'error:*';
           else key = Buffer.from(raw.subarray(Math.max(0, raw.length - 24))).includes('allow') ? 'allow' : 'deny';
           if (key === 'deny' || key === 'allow') deniedBodies.add(Buffer.from(mine[got]!).toString('base64'));
@@ -201,7 +212,9 @@ describe('bad input over a live socket', () => {
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
     const busy = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     const results = await Promise.all(
-      Array.from({ length: 300 }, (_, i) => busy.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 1n, provenance: 'Estimator' } })),
+      Array.from({ length: 300 }, (_, i) =>
+        busy.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 1n, provenance: 'Estimator' } }),
+      ),
     );
     expect(results.every((r) => r.decision.verdict === 'allow')).toBe(true);
     expect(node.ledger.spent(grantId(g.grant))).toBe(300n);

@@ -7,7 +7,15 @@
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { decode, decodeJcrSign1, grantId, Ledger, newActor, openReceipt, readReceiptCore, receiptId } from '../../core/index.ts';
 import { main } from '../../cli/internal.ts';
-import { checkOutcome, type Endpoint, type EndpointBinding, EndpointUnavailable, openOutcome, sealOutcome, type ToolStatus } from '../../node/index.ts';
+import {
+  checkOutcome,
+  type Endpoint,
+  type EndpointBinding,
+  EndpointUnavailable,
+  openOutcome,
+  sealOutcome,
+  type ToolStatus,
+} from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { freePort } from '../../testkit/index.ts';
 import { cast, liveNode, mint, rid, tempDir } from './fixtures.ts';
@@ -30,7 +38,8 @@ async function cli(argv: string[]): Promise<{ code: number; out: string }> {
 }
 
 const enc = new TextEncoder();
-const json = (b: Uint8Array | undefined) => JSON.parse(new TextDecoder().decode(b)) as { isError?: boolean; jcp_error?: Record<string, string>; ok?: boolean };
+const json = (b: Uint8Array | undefined) =>
+  JSON.parse(new TextDecoder().decode(b)) as { isError?: boolean; jcp_error?: Record<string, string>; ok?: boolean };
 
 /** An in-process endpoint: answers, or fails the way it is told to. */
 class FakeEndpoint implements Endpoint {
@@ -63,7 +72,10 @@ afterAll(() => {
 async function nodeWith(dir: string, fake: FakeEndpoint) {
   const node = await liveNode(
     {
-      resources: [{ name: 'svc', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/placeholder' } }, { name: 'missing', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/mcp-server', timeout_ms: 500 } }],
+      resources: [
+        { name: 'svc', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/placeholder' } },
+        { name: 'missing', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/mcp-server', timeout_ms: 500 } },
+      ],
       meter: { default_estimate_uj: 0, rungs: ['cpu-time'], active_watts: 5 },
     },
     {},
@@ -125,7 +137,10 @@ describe('outcome records: reversals and measurements', () => {
     dirs.push(t.cleanup);
     const port = await freePort(); // free now, and nothing listens on it
     const node = await liveNode(
-      { resources: [{ name: 'remote', endpoint: { kind: 'mcp-http', url: `http://127.0.0.1:${port}/mcp`, timeout_ms: 1000 } }], meter: { default_estimate_uj: 0, rungs: ['estimator'] } },
+      {
+        resources: [{ name: 'remote', endpoint: { kind: 'mcp-http', url: `http://127.0.0.1:${port}/mcp`, timeout_ms: 1000 } }],
+        meter: { default_estimate_uj: 0, rungs: ['estimator'] },
+      },
       {},
       t.dir,
     );
@@ -184,7 +199,14 @@ describe('outcome records: reversals and measurements', () => {
     };
     expect(attr.outcomes).toEqual({ measurements: 1, reversals: 1, bad: 0 });
     const row = attr.attribution.find((a) => a['grant_id'] === grantId(g.grant))!;
-    expect([row['allowed'], row['uj'], row['charged_uj'], row['refunded_uj'], row['reversals'], row['metered_calls']]).toEqual([2, '10000', '7000', '3000', 1, 2]);
+    expect([row['allowed'], row['uj'], row['charged_uj'], row['refunded_uj'], row['reversals'], row['metered_calls']]).toEqual([
+      2,
+      '10000',
+      '7000',
+      '3000',
+      1,
+      2,
+    ]);
     expect(Object.keys(row['metered_by_provenance'] as object)).toEqual(['ModelBased']);
     expect(BigInt(row['metered_uj'] as string)).toBeGreaterThanOrEqual(0n);
   });
@@ -207,17 +229,32 @@ describe('outcome records: reversals and measurements', () => {
     const g = mint(alice, bob, 'svc', ['work'], 1_000_000n, rng);
     const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     const calls = [];
-    for (let n = 0; n < 2; n++) calls.push(await c.call({ chain: [g], action: 'work', payload: { n }, cost: { uj: 4_000n, provenance: 'Estimator' } }));
+    for (let n = 0; n < 2; n++)
+      calls.push(await c.call({ chain: [g], action: 'work', payload: { n }, cost: { uj: 4_000n, provenance: 'Estimator' } }));
     await c.close();
     expect(node.ledger.spent(grantId(g.grant))).toBe(8_000n);
-    const [a, b] = calls.map((x) => ({ seq: readReceiptCore(decode(decodeJcrSign1(x.receipt).msg.payload)).seq, id: receiptId(x.receipt) })) as [
-      { seq: number; id: string },
-      { seq: number; id: string },
-    ];
+    const [a, b] = calls.map((x) => ({
+      seq: readReceiptCore(decode(decodeJcrSign1(x.receipt).msg.payload)).seq,
+      id: receiptId(x.receipt),
+    })) as [{ seq: number; id: string }, { seq: number; id: string }];
     const forger = newActor(rng);
-    const base = { jcp_outcome: 'jcp-node/1' as const, kind: 'reversal' as const, outcome: 'endpoint-unavailable', phase: 'start' as const, at: 1 };
-    await node.log.putOutcome('reversal', a.seq, sealOutcome({ ...base, receipt_seq: a.seq, receipt_id: a.id, refund_uj: 4_000n, steward: forger.did }, forger));
-    await node.log.putOutcome('reversal', b.seq, sealOutcome({ ...base, receipt_seq: b.seq, receipt_id: b.id, refund_uj: 5_000n, steward: node.did }, node.steward));
+    const base = {
+      jcp_outcome: 'jcp-node/1' as const,
+      kind: 'reversal' as const,
+      outcome: 'endpoint-unavailable',
+      phase: 'start' as const,
+      at: 1,
+    };
+    await node.log.putOutcome(
+      'reversal',
+      a.seq,
+      sealOutcome({ ...base, receipt_seq: a.seq, receipt_id: a.id, refund_uj: 4_000n, steward: forger.did }, forger),
+    );
+    await node.log.putOutcome(
+      'reversal',
+      b.seq,
+      sealOutcome({ ...base, receipt_seq: b.seq, receipt_id: b.id, refund_uj: 5_000n, steward: node.did }, node.steward),
+    );
     await node.close();
 
     node = await nodeWith(t.dir, fake);

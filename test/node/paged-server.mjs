@@ -8,7 +8,10 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ODD } from './odd-result.mjs';
 
-const tools = ['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const tools = ['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error'].map((name) => ({
+  name,
+  inputSchema: { type: 'object' },
+}));
 const server = new Server({ name: 'paged', version: '1.0.0' }, { capabilities: { tools: { listChanged: true }, logging: {} } });
 
 server.setRequestHandler(ListToolsRequestSchema, (req) => {
@@ -29,7 +32,10 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const token = req.params._meta?.progressToken;
     if (token !== undefined) {
       for (const progress of [1, 2]) {
-        await server.notification({ method: 'notifications/progress', params: { progressToken: token, progress, total: 2 } }, { relatedRequestId: extra.requestId });
+        await server.notification(
+          { method: 'notifications/progress', params: { progressToken: token, progress, total: 2 } },
+          { relatedRequestId: extra.requestId },
+        );
       }
     }
     return { content: [{ type: 'text', text: 'done' }], structuredContent: { ok: true, ratio: 0.5 } };

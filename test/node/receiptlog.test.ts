@@ -72,7 +72,8 @@ describe('receipt log: boot replay', () => {
     const a = await liveNode({}, {}, dir);
     const cb = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
     const cc = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: carol });
-    for (let i = 0; i < 5; i++) await cb.call({ chain: [root], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' } });
+    for (let i = 0; i < 5; i++)
+      await cb.call({ chain: [root], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' } });
     const chained = await cc.call({ chain, action: 'write', payload: { x: 1 }, cost: { uj: 700n, provenance: 'ModelBased' } });
     const denied = await cc.call({ chain, action: 'write', payload: { x: 2 }, cost: { uj: 9_000n, provenance: 'Estimator' } });
     expect(denied.decision.deny_reason).toBe('budget-exceeded');
@@ -174,7 +175,10 @@ describe('receipt log: boot replay', () => {
     const b = await liveNode({}, {}, dir);
     expect(b.boot.revocations).toEqual({ admitted: 1, pending: 2, bad: 0 });
     const c2 = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
-    expect((await c2.call({ chain: [known], action: 'read', payload: { n: 2 } })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
+    expect((await c2.call({ chain: [known], action: 'read', payload: { n: 2 } })).decision).toEqual({
+      verdict: 'deny',
+      deny_reason: 'revoked',
+    });
     expect((await c2.call({ chain: [unseen], action: 'read' })).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
     await c2.close();
     await b.close();
@@ -241,7 +245,13 @@ describe('receipt log: faults stop the node', () => {
   test('internal / an unexpected fault is an error reply, and the node keeps serving', async () => {
     let boom = true;
     const meter = {
-      probe: async () => ({ rung: 'estimator' as const, provenance: 'Estimator' as const, detail: '', skipped: [], model: { basis: 'cpu-time' as const } }),
+      probe: async () => ({
+        rung: 'estimator' as const,
+        provenance: 'Estimator' as const,
+        detail: '',
+        skipped: [],
+        model: { basis: 'cpu-time' as const },
+      }),
       measure: async <T>(_a: string, fn: () => T | Promise<T>) => ({
         result: await fn(),
         cost: { uj: 0n, provenance: 'Estimator' as const },
@@ -279,7 +289,8 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     const grant = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
     const a = await liveNode({}, {}, dir);
     const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
-    for (let i = 0; i < 6; i++) await c.call({ chain: [grant], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' } });
+    for (let i = 0; i < 6; i++)
+      await c.call({ chain: [grant], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' } });
     await c.close();
     await a.close();
     const logs = readdirSync(path.join(dir, 'receipts')).filter((f) => f.endsWith('.log'));
@@ -329,7 +340,10 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
   test('a deleted write-ahead file: the node refuses to start (log-damaged), verify names the lost receipts; accepted, no seq is reused', async () => {
     const { dir, grant, wal } = await sixReceipts();
     rmSync(wal);
-    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged', message: expect.stringMatching(/up to seq 5 durable .* ends at seq -1: receipts 0\.\.5 are lost/) });
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({
+      code: 'log-damaged',
+      message: expect.stringMatching(/up to seq 5 durable .* ends at seq -1: receipts 0\.\.5 are lost/),
+    });
     const verify = await cli(['receipts', 'verify', dir]);
     expect(verify.code).toBe(1);
     expect(JSON.parse(verify.out).head_mark).toMatchObject({ ok: false, code: 'tail-lost', seq: 5, log_ends_at: -1 });
@@ -357,7 +371,7 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     expect(report.head_mark).toMatchObject({ ok: false, code: 'tail-lost' });
   });
 
-  test('receipts export --out writes only a new file outside the data folder: never the node\'s own files, never an existing file, a folder is a clean error', async () => {
+  test("receipts export --out writes only a new file outside the data folder: never the node's own files, never an existing file, a folder is a clean error", async () => {
     const { dir } = await sixReceipts();
     const meta = readFileSync(path.join(dir, 'node.json'));
     expect((await cli(['receipts', 'export', dir, '--out', path.join(dir, 'node.json')])).code).toBe(2);
@@ -374,7 +388,7 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     expect((JSON.parse(readFileSync(fresh, 'utf8')) as { receipts: unknown[] }).receipts).toHaveLength(6);
   });
 
-  test('a deferred write (a measurement record) rides with the next write\'s batch, goes on its own after the timer, and is written by close', async () => {
+  test("a deferred write (a measurement record) rides with the next write's batch, goes on its own after the timer, and is written by close", async () => {
     const dir = folder();
     const batches: number[] = [];
     const log = await ReceiptLog.open(dir, { steward: alice.did, nowS: 1, onBatch: (n) => batches.push(n) });
@@ -418,9 +432,16 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
 
   test('a mark that is gone, emptied or zeroed in a folder that keeps one is mark-missing; a new empty log is fine', async () => {
     const { dir } = await sixReceipts();
-    for (const damage of [() => rmSync(path.join(dir, 'head')), () => writeFileSync(path.join(dir, 'head'), ''), () => writeFileSync(path.join(dir, 'head'), Buffer.alloc(128))]) {
+    for (const damage of [
+      () => rmSync(path.join(dir, 'head')),
+      () => writeFileSync(path.join(dir, 'head'), ''),
+      () => writeFileSync(path.join(dir, 'head'), Buffer.alloc(128)),
+    ]) {
       damage();
-      await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged', message: expect.stringMatching(/head mark this folder keeps is gone or empty/) });
+      await expect(liveNode({}, {}, dir)).rejects.toMatchObject({
+        code: 'log-damaged',
+        message: expect.stringMatching(/head mark this folder keeps is gone or empty/),
+      });
       expect(JSON.parse((await cli(['receipts', 'verify', dir])).out).head_mark).toMatchObject({ ok: false, code: 'mark-missing' });
     }
     const b = await liveNode({}, { acceptDamagedLog: true }, dir); // accepted: the mark is rewritten from the log
@@ -447,7 +468,10 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
   test('a damaged mark is reported (mark-damaged), not trusted and not ignored', async () => {
     const { dir } = await sixReceipts();
     writeFileSync(path.join(dir, 'head'), Buffer.alloc(128, 0x5a));
-    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({ code: 'log-damaged', message: expect.stringMatching(/head mark is damaged/) });
+    await expect(liveNode({}, {}, dir)).rejects.toMatchObject({
+      code: 'log-damaged',
+      message: expect.stringMatching(/head mark is damaged/),
+    });
     const b = await liveNode({}, { acceptDamagedLog: true }, dir);
     expect(b.boot.head).toMatchObject({ ok: false, code: 'mark-damaged' });
     await b.close();
@@ -457,4 +481,3 @@ describe('receipt log: the head mark (receipts LevelDB loses are noticed)', () =
     await c.close();
   });
 });
-

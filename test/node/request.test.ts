@@ -3,7 +3,21 @@
  * every error code, sealed decisions, pricing, and idempotent replay.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { concat, decode, decodeWireMessage, encode, encodeWireMessage, encodeWireRequest, frameMessage, grantId, openReceipt, receiptId, requestIdOf, signRevocation, wireRequestToCbor } from '../../core/index.ts';
+import {
+  concat,
+  decode,
+  decodeWireMessage,
+  encode,
+  encodeWireMessage,
+  encodeWireRequest,
+  frameMessage,
+  grantId,
+  openReceipt,
+  receiptId,
+  requestIdOf,
+  signRevocation,
+  wireRequestToCbor,
+} from '../../core/index.ts';
 import { createMeter, readMeterConfig } from '../../meter/index.ts';
 import { NodeErrorCodes, type RunningNode } from '../../node/index.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
@@ -34,10 +48,7 @@ describe('request path: error replies (no decision, no receipt)', () => {
       read_timeout_ms: 200,
       frame_cap: 4096,
       max_connections: 50,
-      resources: [
-        { name: 'tools' },
-        { name: 'mcp', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/mcp-server', timeout_ms: 500 } },
-      ],
+      resources: [{ name: 'tools' }, { name: 'mcp', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/mcp-server', timeout_ms: 500 } }],
     });
   });
   afterAll(async () => node.cleanup());
@@ -381,9 +392,11 @@ describe('request path: decisions sealed over the socket', () => {
     c.write(concat(...reqs.map((r) => frameMessage(encodeWireRequest(r)))));
     for (const r of reqs) {
       const m = decodeWireMessage(await c.next());
-      expect(m.kind === 'response' && openReceipt(m.response.receipt).ok && (openReceipt(m.response.receipt) as { value: { request_id: string } }).value.request_id).toBe(
-        requestIdOf(r),
-      );
+      expect(
+        m.kind === 'response' &&
+          openReceipt(m.response.receipt).ok &&
+          (openReceipt(m.response.receipt) as { value: { request_id: string } }).value.request_id,
+      ).toBe(requestIdOf(r));
     }
     c.destroy();
   });
@@ -396,7 +409,11 @@ describe('request path: caller signatures on worker threads', () => {
     const a = await liveNode({ workers: 1 }, {}, t.dir);
     const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
     const g = mint(alice, bob, 'tools', ['read'], 1_000n, rng);
-    const oks = await Promise.all(Array.from({ length: 40 }, (_, i) => c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 5n, provenance: 'Estimator' } })));
+    const oks = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 5n, provenance: 'Estimator' } }),
+      ),
+    );
     expect(oks.every((r) => r.decision.verdict === 'allow')).toBe(true);
     const forged = await c.callRequest(request(mallory, [g], { caller: bob.did }));
     expect(forged.decision).toEqual({ verdict: 'deny', deny_reason: 'bad-signature' });

@@ -66,7 +66,7 @@ describe('revocation over jcp/1', () => {
     expect((await asBob.call({ chain: [g], action: 'read' })).decision).toEqual({ verdict: 'allow' });
   });
 
-  test('a stranger\'s later revocation of the same unseen grant cannot cancel the issuer\'s waiting one', async () => {
+  test("a stranger's later revocation of the same unseen grant cannot cancel the issuer's waiting one", async () => {
     const g = mint(alice, bob, 'tools', ['read'], 1000n, rng);
     await asBob.revoke(signRevocation(grantId(g.grant), alice, rng(16)));
     await asBob.revoke(signRevocation(grantId(g.grant), mallory, rng(16)));

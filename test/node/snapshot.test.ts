@@ -50,7 +50,8 @@ const manual = { snapshot: { every_receipts: 0, every_s: 0 } };
 async function calls(port: number, chain: Parameters<typeof request>[1], n: number, tag: string) {
   const c = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob });
   const out = [];
-  for (let i = 0; i < n; i++) out.push(await c.call({ chain, action: 'read', payload: { tag, i }, cost: { uj: 100n, provenance: 'Estimator' } }));
+  for (let i = 0; i < n; i++)
+    out.push(await c.call({ chain, action: 'read', payload: { tag, i }, cost: { uj: 100n, provenance: 'Estimator' } }));
   await c.close();
   return out;
 }
@@ -385,7 +386,13 @@ describe('archival: receipts a snapshot covers move into sealed segments', () =>
     expect(blind.err).toContain('[archive-needed]');
     const v = await cli(['receipts', 'verify', dir, '--archive', out]);
     expect(v.code).toBe(0);
-    expect(JSON.parse(v.out)).toMatchObject({ receipts: 11, bad: 0, breaks: 0, snapshots: [{ seq: 9, ok: true }], archive: [{ first: 0, last: 5, ok: true }] });
+    expect(JSON.parse(v.out)).toMatchObject({
+      receipts: 11,
+      bad: 0,
+      breaks: 0,
+      snapshots: [{ seq: 9, ok: true }],
+      archive: [{ first: 0, last: 5, ok: true }],
+    });
     // replay and attribute: the live log only unless given the segments, and they say so (break18 F3).
     const partial = await cli(['receipts', 'replay', dir]);
     expect(partial.code).toBe(0);

@@ -18,7 +18,14 @@ import { tempDir } from './fixtures.ts';
 /** The `jcp` command run in this process (test/support.ts). */
 const jcp = (...argv: string[]) => runJcpInProcess(argv);
 
-type Answer = { status: number; body: { fired?: { child_id: string; firings: number; spent_uj: string; replayed: boolean; file?: string }; error?: { code: string }; ledger?: { firings: number; spent_uj: string } } };
+type Answer = {
+  status: number;
+  body: {
+    fired?: { child_id: string; firings: number; spent_uj: string; replayed: boolean; file?: string };
+    error?: { code: string };
+    ledger?: { firings: number; spent_uj: string };
+  };
+};
 
 async function post(port: number, pathname: string, body: string): Promise<Answer> {
   const r = await fetch(`http://127.0.0.1:${port}${pathname}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
@@ -63,10 +70,38 @@ describe('jcp standing policy | serve (§4.6)', () => {
   const t = tempDir('standing');
   const f = (n: string) => path.join(t.dir, n);
   const procs: ChildProcess[] = [];
-  const serveArgs = () => ['--chain', f('standing.json'), '--policy', f('policy.json'), '--key', f('trigger.key'), '--agent', f('worker.key'), '--ledger', f('mint.jsonl'), '--out-dir', f('inbox')];
+  const serveArgs = () => [
+    '--chain',
+    f('standing.json'),
+    '--policy',
+    f('policy.json'),
+    '--key',
+    f('trigger.key'),
+    '--agent',
+    f('worker.key'),
+    '--ledger',
+    f('mint.jsonl'),
+    '--out-dir',
+    f('inbox'),
+  ];
   beforeAll(async () => {
     for (const k of ['owner', 'trigger', 'worker']) expect((await jcp('key', 'new', '--out', f(`${k}.key`))).code).toBe(0);
-    const m = await jcp('grant', 'mint', '--key', f('owner.key'), '--subject', f('trigger.key'), '--resource', 'triage', '--actions', 'label,comment', '--budget', '100', '--out', f('standing.json'));
+    const m = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('owner.key'),
+      '--subject',
+      f('trigger.key'),
+      '--resource',
+      'triage',
+      '--actions',
+      'label,comment',
+      '--budget',
+      '100',
+      '--out',
+      f('standing.json'),
+    );
     expect(m.code).toBe(0);
     expect((await jcp('key', 'show', f('worker.key'))).code).toBe(0);
     const { mkdirSync } = await import('node:fs');
@@ -88,7 +123,9 @@ describe('jcp standing policy | serve (§4.6)', () => {
     expect(existsSync(f('p-amp.json')) || existsSync(f('p-holder.json'))).toBe(false);
     const ok = await jcp(...base, '--key', f('owner.key'), '--per-firing', '30', '--out', f('policy.json'));
     expect(ok.code).toBe(0);
-    expect((JSON.parse(readFileSync(f('policy.json'), 'utf8')) as { policy: { event_class: string } }).policy.event_class).toBe(eventClassOf('tickets', 'opened'));
+    expect((JSON.parse(readFileSync(f('policy.json'), 'utf8')) as { policy: { event_class: string } }).policy.event_class).toBe(
+      eventClassOf('tickets', 'opened'),
+    );
   });
 
   test('serve refuses a non-loopback listen without the flag, and a key that is not the holder', async () => {
@@ -101,7 +138,22 @@ describe('jcp standing policy | serve (§4.6)', () => {
     expect(notHolder.code).toBe(1);
     expect(notHolder.err).toMatch(/^jcp standing: error \[not-holder\]: /);
     // A policy of another standing grant (same issuer and subject) does not hold for this one.
-    const m = await jcp('grant', 'mint', '--key', f('owner.key'), '--subject', f('trigger.key'), '--resource', 'triage', '--actions', 'label', '--budget', '100', '--out', f('other-standing.json'));
+    const m = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('owner.key'),
+      '--subject',
+      f('trigger.key'),
+      '--resource',
+      'triage',
+      '--actions',
+      'label',
+      '--budget',
+      '100',
+      '--out',
+      f('other-standing.json'),
+    );
     expect(m.code).toBe(0);
     const otherArgs = serveArgs();
     otherArgs[otherArgs.indexOf(f('standing.json'))] = f('other-standing.json');
@@ -168,7 +220,14 @@ describe('the mint ledger file (§4.6)', () => {
   const rng = seededRng('test/node/standing');
   const [owner, trigger, worker] = [newActor(rng), newActor(rng), newActor(rng)];
   const standing = signGrant(
-    { issuer: owner.did, subject: trigger.did, capability: { resource: contentId({ tool: 't' }), actions: ['a'] }, budget_uj: 1000n, expiry: 0, nonce: rng(16) },
+    {
+      issuer: owner.did,
+      subject: trigger.did,
+      capability: { resource: contentId({ tool: 't' }), actions: ['a'] },
+      budget_uj: 1000n,
+      expiry: 0,
+      nonce: rng(16),
+    },
     owner,
   );
   const hook = eventClassOf('ci', 'failed');

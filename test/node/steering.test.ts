@@ -33,7 +33,22 @@ describe('steering against a live node (§4.7)', () => {
     node = await liveNode(config);
     addr = `127.0.0.1:${node.port}`;
     for (const k of ['alice', 'bob', 'mallory']) expect((await jcp('key', 'new', '--out', f(`${k}.key`))).code).toBe(0);
-    const mint = await jcp('grant', 'mint', '--key', f('alice.key'), '--subject', f('bob.key'), '--resource', 'demo', '--actions', 'read', '--budget', '1000', '--out', f('run.json'));
+    const mint = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('alice.key'),
+      '--subject',
+      f('bob.key'),
+      '--resource',
+      'demo',
+      '--actions',
+      'read',
+      '--budget',
+      '1000',
+      '--out',
+      f('run.json'),
+    );
     expect(mint.code).toBe(0);
   });
   afterAll(async () => {
@@ -43,20 +58,78 @@ describe('steering against a live node (§4.7)', () => {
 
   test('checkpoint: only the agent; amend: only the distinct issuer, only tighter', async () => {
     expect((await call('run.json', 900)).decision.verdict).toBe('allow');
-    const byOther = await jcp('grant', 'checkpoint', '--chain', f('run.json'), '--key', f('mallory.key'), '--state', contentId({ step: 1 }), '--out', f('x.json'));
+    const byOther = await jcp(
+      'grant',
+      'checkpoint',
+      '--chain',
+      f('run.json'),
+      '--key',
+      f('mallory.key'),
+      '--state',
+      contentId({ step: 1 }),
+      '--out',
+      f('x.json'),
+    );
     expect(byOther.code).toBe(1);
     expect(byOther.err).toMatch(/^jcp grant: error \[not-agent\]: checkpoint refused: /);
-    const byIssuer = await jcp('grant', 'checkpoint', '--chain', f('run.json'), '--key', f('alice.key'), '--state', contentId({ step: 1 }), '--out', f('x.json'));
+    const byIssuer = await jcp(
+      'grant',
+      'checkpoint',
+      '--chain',
+      f('run.json'),
+      '--key',
+      f('alice.key'),
+      '--state',
+      contentId({ step: 1 }),
+      '--out',
+      f('x.json'),
+    );
     expect(byIssuer.err).toMatch(/\[not-agent\]/);
 
-    const cp = await jcp('grant', 'checkpoint', '--chain', f('run.json'), '--key', f('bob.key'), '--state', f('run.json'), '--out', f('cp.json'));
+    const cp = await jcp(
+      'grant',
+      'checkpoint',
+      '--chain',
+      f('run.json'),
+      '--key',
+      f('bob.key'),
+      '--state',
+      f('run.json'),
+      '--out',
+      f('cp.json'),
+    );
     expect(cp.code).toBe(0);
     expect(cp.out.trim()).toMatch(/^[0-9a-f]{64}$/);
-    const cp2 = await jcp('grant', 'checkpoint', '--chain', f('run.json'), '--key', f('bob.key'), '--state', contentId({ step: 2 }), '--out', f('cp2.json'));
+    const cp2 = await jcp(
+      'grant',
+      'checkpoint',
+      '--chain',
+      f('run.json'),
+      '--key',
+      f('bob.key'),
+      '--state',
+      contentId({ step: 2 }),
+      '--out',
+      f('cp2.json'),
+    );
     expect(cp2.code).toBe(0);
 
     const amendBy = (key: string, budget: string, out: string, ...more: string[]) =>
-      jcp('grant', 'amend', '--chain', f('run.json'), '--checkpoint', f('cp.json'), '--key', f(key), '--budget', budget, '--out', f(out), ...more);
+      jcp(
+        'grant',
+        'amend',
+        '--chain',
+        f('run.json'),
+        '--checkpoint',
+        f('cp.json'),
+        '--key',
+        f(key),
+        '--budget',
+        budget,
+        '--out',
+        f(out),
+        ...more,
+      );
     const self = await amendBy('bob.key', '10', 'a-self.json');
     expect(self.code).toBe(1);
     expect(self.err).toMatch(/^jcp grant: error \[self-steering\]: amend refused: /);
@@ -65,9 +138,37 @@ describe('steering against a live node (§4.7)', () => {
     const wider = await amendBy('alice.key', '1001', 'a-wide.json');
     expect(wider.code).toBe(1);
     expect(wider.err).toMatch(/^jcp grant: error \[widening\]: amend refused: /);
-    const otherGrant = await jcp('grant', 'mint', '--key', f('alice.key'), '--subject', f('bob.key'), '--resource', 'demo', '--actions', 'read', '--budget', '1000', '--out', f('other.json'));
+    const otherGrant = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('alice.key'),
+      '--subject',
+      f('bob.key'),
+      '--resource',
+      'demo',
+      '--actions',
+      'read',
+      '--budget',
+      '1000',
+      '--out',
+      f('other.json'),
+    );
     expect(otherGrant.code).toBe(0);
-    const misbound = await jcp('grant', 'amend', '--chain', f('other.json'), '--checkpoint', f('cp.json'), '--key', f('alice.key'), '--budget', '5', '--out', f('a-mis.json'));
+    const misbound = await jcp(
+      'grant',
+      'amend',
+      '--chain',
+      f('other.json'),
+      '--checkpoint',
+      f('cp.json'),
+      '--key',
+      f('alice.key'),
+      '--budget',
+      '5',
+      '--out',
+      f('a-mis.json'),
+    );
     expect(misbound.err).toMatch(/^jcp grant: error \[wrong-grant\]: amend refused: /);
 
     // "Amended to 1,000" with 900 spent: the node caps the continuation at the 100 left.
@@ -81,12 +182,47 @@ describe('steering against a live node (§4.7)', () => {
   test('the steered grant allows nothing at the node; the continuation spends at most what was left', async () => {
     expect((await call('run.json', 1)).decision).toEqual({ verdict: 'deny', deny_reason: 'revoked' });
 
-    const elsewhere = await jcp('grant', 'continue', '--chain', f('run.json'), '--amendment', f('amend.json'), '--checkpoint', f('cp2.json'), '--key', f('alice.key'), '--out', f('c-x.json'));
+    const elsewhere = await jcp(
+      'grant',
+      'continue',
+      '--chain',
+      f('run.json'),
+      '--amendment',
+      f('amend.json'),
+      '--checkpoint',
+      f('cp2.json'),
+      '--key',
+      f('alice.key'),
+      '--out',
+      f('c-x.json'),
+    );
     expect(elsewhere.code).toBe(1);
     expect(elsewhere.err).toMatch(/^jcp grant: error \[wrong-checkpoint\]: continue refused: /);
-    const byAgent = await jcp('grant', 'continue', '--chain', f('run.json'), '--amendment', f('amend.json'), '--key', f('bob.key'), '--out', f('c-x.json'));
+    const byAgent = await jcp(
+      'grant',
+      'continue',
+      '--chain',
+      f('run.json'),
+      '--amendment',
+      f('amend.json'),
+      '--key',
+      f('bob.key'),
+      '--out',
+      f('c-x.json'),
+    );
     expect(byAgent.err).toMatch(/^jcp grant: error \[not-issuer\]: continue refused: /);
-    const cont = await jcp('grant', 'continue', '--chain', f('run.json'), '--amendment', f('amend.json'), '--key', f('alice.key'), '--out', f('cont.json'));
+    const cont = await jcp(
+      'grant',
+      'continue',
+      '--chain',
+      f('run.json'),
+      '--amendment',
+      f('amend.json'),
+      '--key',
+      f('alice.key'),
+      '--out',
+      f('cont.json'),
+    );
     expect(cont.code).toBe(0);
     expect(readChainFile(f('cont.json'))[0]!.grant.budget_uj).toBe(1000n);
 
@@ -99,7 +235,22 @@ describe('steering against a live node (§4.7)', () => {
   });
 
   test('a second amendment of the steered grant is refused; the same one again is answered as before', async () => {
-    const again = await jcp('grant', 'amend', '--chain', f('run.json'), '--checkpoint', f('cp2.json'), '--key', f('alice.key'), '--budget', '1000', '--node', addr, '--out', f('amend2.json'));
+    const again = await jcp(
+      'grant',
+      'amend',
+      '--chain',
+      f('run.json'),
+      '--checkpoint',
+      f('cp2.json'),
+      '--key',
+      f('alice.key'),
+      '--budget',
+      '1000',
+      '--node',
+      addr,
+      '--out',
+      f('amend2.json'),
+    );
     expect(again.code).toBe(1);
     expect(again.err).toMatch(/^jcp grant: error \[amendment-refused\]: amend refused by node .*: already-amended: /);
 
@@ -131,7 +282,9 @@ describe('steering against a live node (§4.7)', () => {
       const sent = await jcp('grant', 'amend', '--chain', f('run.json'), '--send', f('amend.json'), '--node', addr2);
       expect(sent.err).toBe('');
       // Nothing of the steered grant was spent at this node: its continuation may spend the amended 1,000 here.
-      expect((JSON.parse(sent.out) as { nodes: unknown[] }).nodes).toEqual([expect.objectContaining({ node: addr2, budget_uj: '1000', steered_spent_uj: '0' })]);
+      expect((JSON.parse(sent.out) as { nodes: unknown[] }).nodes).toEqual([
+        expect.objectContaining({ node: addr2, budget_uj: '1000', steered_spent_uj: '0' }),
+      ]);
       expect(other.amendments.steered(grantId(readChainFile(f('run.json'))[0]!.grant))).toBe(true);
     } finally {
       await other.cleanup();
@@ -161,12 +314,20 @@ describe('the node refuses amendments §4.7 forbids, and debits nothing for them
       const { signBody } = await import('../../core/index.ts');
       const { checkpointId } = await import('../../core/index.ts');
       const run = signGrant(
-        { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('tools'), actions: ['read'] }, budget_uj: 500n, expiry: 0, nonce: rng(16) },
+        {
+          issuer: issuer.did,
+          subject: agent.did,
+          capability: { resource: resourceIdOf('tools'), actions: ['read'] },
+          budget_uj: 500n,
+          expiry: 0,
+          nonce: rng(16),
+        },
         issuer,
       );
       const cp = makeCheckpoint(run, contentId({ s: 1 }), agent, rng(16));
       if (!cp.ok) throw new Error(cp.error.why);
-      const forged = (by: typeof issuer, budget: bigint) => signBody({ checkpoint: checkpointId(cp.value), budget_uj: budget, nonce: rng(16) }, by);
+      const forged = (by: typeof issuer, budget: bigint) =>
+        signBody({ checkpoint: checkpointId(cp.value), budget_uj: budget, nonce: rng(16) }, by);
       const refusal = async (sa: ReturnType<typeof forged>) => {
         const e = await client.amend(run, cp.value, sa).catch((x: unknown) => x);
         expect(e).toBeInstanceOf(WireErrorReply);

@@ -9,7 +9,16 @@ import { ClassicLevel } from 'classic-level';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/internal.ts';
-import { addSignatureLines, cosign, openCheckpoint, parseDid, parseNote, signCheckpoint, toHex, verifyCosignature } from '../../core/internal.ts';
+import {
+  addSignatureLines,
+  cosign,
+  openCheckpoint,
+  parseDid,
+  parseNote,
+  signCheckpoint,
+  toHex,
+  verifyCosignature,
+} from '../../core/internal.ts';
 import { ReceiptLog, readDataMeta, readKeyFile } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { receiptKey, writeKeyFile } from '../../node/index.ts';
@@ -107,16 +116,49 @@ describe('tlog cli - checkpoint, prove, verify-proof on a node log', () => {
     expect([past.code, past.err]).toEqual([1, expect.stringContaining('[tlog-range]')]);
     // another receipt than the proof's
     const rc2 = f('r2.hex', r7[2]!.toString('hex'));
-    const other = await cli(['receipts', 'verify-proof', '--proof', p3File, '--checkpoint', cp7File, '--receipt', rc2, '--steward', steward]);
+    const other = await cli([
+      'receipts',
+      'verify-proof',
+      '--proof',
+      p3File,
+      '--checkpoint',
+      cp7File,
+      '--receipt',
+      rc2,
+      '--steward',
+      steward,
+    ]);
     expect([other.code, other.err]).toEqual([1, expect.stringContaining('[proof-mismatch]')]);
     // a proof with one hash changed
     const bent = JSON.parse(p3.out) as { proof: string[] };
     bent.proof[1] = `${bent.proof[1]!.slice(0, -1)}${bent.proof[1]!.endsWith('0') ? '1' : '0'}`;
-    const bad = await cli(['receipts', 'verify-proof', '--proof', f('bent.json', JSON.stringify(bent)), '--checkpoint', cp7File, '--receipt', rc3, '--steward', steward]);
+    const bad = await cli([
+      'receipts',
+      'verify-proof',
+      '--proof',
+      f('bent.json', JSON.stringify(bent)),
+      '--checkpoint',
+      cp7File,
+      '--receipt',
+      rc3,
+      '--steward',
+      steward,
+    ]);
     expect([bad.code, bad.err]).toEqual([1, expect.stringContaining('[proof-invalid]')]);
     // a checkpoint signed by another key
     const forged = signCheckpoint({ origin, size: 7, root: cp7.root, extensions: [] }, mallory.key);
-    const byOther = await cli(['receipts', 'verify-proof', '--proof', p3File, '--checkpoint', f('forged.txt', forged), '--receipt', rc3, '--steward', steward]);
+    const byOther = await cli([
+      'receipts',
+      'verify-proof',
+      '--proof',
+      p3File,
+      '--checkpoint',
+      f('forged.txt', forged),
+      '--receipt',
+      rc3,
+      '--steward',
+      steward,
+    ]);
     expect([byOther.code, byOther.err]).toEqual([1, expect.stringContaining('[note-unverified]')]);
 
     // the log grows; consistency 7 → 10
@@ -149,12 +191,36 @@ describe('tlog cli - checkpoint, prove, verify-proof on a node log', () => {
     expect(JSON.parse(cons.out)).toMatchObject({ ok: true, old_size: 7, new_size: 10, cosigned_by: ['jcp/w'] });
     // a cosignature over a different checkpoint (the 7 one) pasted onto the 10 one
     const moved = addSignatureLines(j10.note, [cosign(parseNote(c7.out).text, 'jcp/w', mallory.key, 1_800_000_000)]);
-    const cosBad = await cli(['receipts', 'verify-proof', '--proof', pcFile, '--old-checkpoint', cp7File, '--checkpoint', f('moved.txt', moved), '--steward', steward, '--cosigner', `jcp/w=${mallory.did}`]);
+    const cosBad = await cli([
+      'receipts',
+      'verify-proof',
+      '--proof',
+      pcFile,
+      '--old-checkpoint',
+      cp7File,
+      '--checkpoint',
+      f('moved.txt', moved),
+      '--steward',
+      steward,
+      '--cosigner',
+      `jcp/w=${mallory.did}`,
+    ]);
     expect([cosBad.code, cosBad.err]).toEqual([1, expect.stringContaining('[cosignature-invalid]')]);
     // a rewritten log: an old checkpoint of 7 with another root, signed by the steward itself
     const stewardKey = readKeyFile(path.join(dir, 'steward.key'));
     const rewritten = signCheckpoint({ origin, size: 7, root: MTH([...r7.slice(0, 6), Buffer.from('x')]), extensions: [] }, stewardKey.key);
-    const split = await cli(['receipts', 'verify-proof', '--proof', pcFile, '--old-checkpoint', f('rw.txt', rewritten), '--checkpoint', cp10File, '--steward', steward]);
+    const split = await cli([
+      'receipts',
+      'verify-proof',
+      '--proof',
+      pcFile,
+      '--old-checkpoint',
+      f('rw.txt', rewritten),
+      '--checkpoint',
+      cp10File,
+      '--steward',
+      steward,
+    ]);
     expect([split.code, split.err]).toEqual([1, expect.stringContaining('[proof-invalid]')]);
     const k = path.join(files.dir, 'other.key');
     writeKeyFile(k, mallory);
@@ -163,17 +229,73 @@ describe('tlog cli - checkpoint, prove, verify-proof on a node log', () => {
     expect(first.code, first.err).toBe(0);
     expect(verifyCosignature(first.out, 'jcp/w', mallory.key.publicKey).name).toBe('jcp/w');
     const cp10Plain = f('cp10plain.txt', j10.note);
-    const grown = await cli(['receipts', 'cosign', '--checkpoint', cp10Plain, '--previous', cp7File, '--proof', pcFile, '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    const grown = await cli([
+      'receipts',
+      'cosign',
+      '--checkpoint',
+      cp10Plain,
+      '--previous',
+      cp7File,
+      '--proof',
+      pcFile,
+      '--steward',
+      steward,
+      '--key',
+      k,
+      '--name',
+      'jcp/w',
+    ]);
     expect(grown.code, grown.err).toBe(0);
     expect(openCheckpoint(grown.out, parseDid(steward), origin).size).toBe(10);
     expect(verifyCosignature(grown.out, 'jcp/w', mallory.key.publicKey).name).toBe('jcp/w');
     const rwFile = f('rw-prev.txt', rewritten);
-    const fork = await cli(['receipts', 'cosign', '--checkpoint', cp10Plain, '--previous', rwFile, '--proof', pcFile, '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    const fork = await cli([
+      'receipts',
+      'cosign',
+      '--checkpoint',
+      cp10Plain,
+      '--previous',
+      rwFile,
+      '--proof',
+      pcFile,
+      '--steward',
+      steward,
+      '--key',
+      k,
+      '--name',
+      'jcp/w',
+    ]);
     expect([fork.code, fork.err]).toEqual([1, expect.stringContaining('[log-inconsistent]')]);
     expect(JSON.parse(fork.out)).toMatchObject({ ok: false, code: 'log-inconsistent', previous: rewritten, next: j10.note });
-    const wrongProof = await cli(['receipts', 'cosign', '--checkpoint', cp10Plain, '--previous', cp7File, '--proof', p3File, '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    const wrongProof = await cli([
+      'receipts',
+      'cosign',
+      '--checkpoint',
+      cp10Plain,
+      '--previous',
+      cp7File,
+      '--proof',
+      p3File,
+      '--steward',
+      steward,
+      '--key',
+      k,
+      '--name',
+      'jcp/w',
+    ]);
     expect([wrongProof.code, wrongProof.err]).toEqual([1, expect.stringContaining('[proof-mismatch]')]);
-    const notTheLog = await cli(['receipts', 'cosign', '--checkpoint', f('forged2.txt', forged), '--steward', steward, '--key', k, '--name', 'jcp/w']);
+    const notTheLog = await cli([
+      'receipts',
+      'cosign',
+      '--checkpoint',
+      f('forged2.txt', forged),
+      '--steward',
+      steward,
+      '--key',
+      k,
+      '--name',
+      'jcp/w',
+    ]);
     expect([notTheLog.code, notTheLog.err]).toEqual([1, expect.stringContaining('[note-unverified]')]);
     // the checkpoint key is the log's own: another steward key is refused
     const wrongKey = await cli(['receipts', 'checkpoint', dir, '--key', k]);
@@ -197,6 +319,9 @@ describe('tlog cli - checkpoint, prove, verify-proof on a node log', () => {
     await db.close();
     rmSync(path.join(dir, 'head'), { force: true });
     const cut = await cli(['receipts', 'check-witnessed', dir, '--checkpoint', witnessedFile, '--cosigner', `jcp/w=${mallory.did}`]);
-    expect([cut.code, cut.err]).toEqual([1, expect.stringMatching(/\[log-damaged\].*holds 8 receipts.*size 10 .*cosigned by jcp\/w.*8\.\.9 are lost/)]);
+    expect([cut.code, cut.err]).toEqual([
+      1,
+      expect.stringMatching(/\[log-damaged\].*holds 8 receipts.*size 10 .*cosigned by jcp\/w.*8\.\.9 are lost/),
+    ]);
   }, 60_000);
 });

@@ -39,7 +39,18 @@ describe('tlog tiles - paths and hash tiles', () => {
     expect(parseTilePath('/tile/0/x001/x234/067')).toEqual({ kind: 'hash', level: 0, index: 1234067, width: 256 });
     expect(parseTilePath('/tile/2/000.p/7')).toEqual({ kind: 'hash', level: 2, index: 0, width: 7 });
     expect(parseTilePath('/tile/entries/001.p/255')).toEqual({ kind: 'entries', index: 1, width: 255 });
-    for (const bad of ['/tile/0/0', '/tile/0/000.p/0', '/tile/0/000.p/256', '/tile/0/000.p/07', '/tile/64/000', '/tile/01/000', '/tile/0/x000/001', '/tile/0/001/002', '/tile/0/000/', '/tile/x/000']) {
+    for (const bad of [
+      '/tile/0/0',
+      '/tile/0/000.p/0',
+      '/tile/0/000.p/256',
+      '/tile/0/000.p/07',
+      '/tile/64/000',
+      '/tile/01/000',
+      '/tile/0/x000/001',
+      '/tile/0/001/002',
+      '/tile/0/000/',
+      '/tile/x/000',
+    ]) {
       expect(parseTilePath(bad), bad).toBeUndefined();
     }
   });
@@ -49,9 +60,15 @@ describe('tlog tiles - paths and hash tiles', () => {
     const leaves = Array.from({ length: 600 }, (_, i) => Buffer.from(`leaf ${i}`));
     for (const l of leaves) t.append(l);
     const lh = leaves.map((l) => H(Buffer.from([0]), l));
-    expect(split(Buffer.from(hashTile(t, 0, 1, 256)!)).map((x) => x.toString('hex'))).toEqual(lh.slice(256, 512).map((x) => x.toString('hex')));
-    expect(split(Buffer.from(hashTile(t, 0, 2, 88)!)).map((x) => x.toString('hex'))).toEqual(lh.slice(512, 600).map((x) => x.toString('hex')));
-    expect(split(Buffer.from(hashTile(t, 1, 0, 2)!)).map((x) => x.toString('hex'))).toEqual([MTHh(lh.slice(0, 256)), MTHh(lh.slice(256, 512))].map((x) => x.toString('hex')));
+    expect(split(Buffer.from(hashTile(t, 0, 1, 256)!)).map((x) => x.toString('hex'))).toEqual(
+      lh.slice(256, 512).map((x) => x.toString('hex')),
+    );
+    expect(split(Buffer.from(hashTile(t, 0, 2, 88)!)).map((x) => x.toString('hex'))).toEqual(
+      lh.slice(512, 600).map((x) => x.toString('hex')),
+    );
+    expect(split(Buffer.from(hashTile(t, 1, 0, 2)!)).map((x) => x.toString('hex'))).toEqual(
+      [MTHh(lh.slice(0, 256)), MTHh(lh.slice(256, 512))].map((x) => x.toString('hex')),
+    );
     expect(hashTile(t, 0, 2, 256)).toBeUndefined();
     expect(hashTile(t, 0, 2, 89)).toBeUndefined();
     expect(hashTile(t, 1, 0, 3)).toBeUndefined();

@@ -43,7 +43,9 @@ describe('tls - jcp/1', () => {
       expect(node.enforcer.nextSeq).toBe(seq);
       expect(await node.metrics.tlsRefused.get()).toMatchObject({ values: [expect.objectContaining({ labels: { why: 'handshake' } })] });
       // A client that does not trust the node's CA does not connect either.
-      await expect(JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob, tls: {}, reconnectAttempts: 0, timeoutS: 5 })).rejects.toThrow();
+      await expect(
+        JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob, tls: {}, reconnectAttempts: 0, timeoutS: 5 }),
+      ).rejects.toThrow();
     } finally {
       await node.cleanup();
     }
@@ -57,7 +59,21 @@ describe('tls - jcp/1', () => {
       const keyFile = join(m.dir, 'bob.key');
       writeChainFile(chainFile, [g], { overwrite: true });
       writeKeyFile(keyFile, bob);
-      const base = ['call', '--node', `127.0.0.1:${node.port}`, '--chain', chainFile, '--key', keyFile, '--action', 'read', '--payload', '{}', '--timeout-s', '5'];
+      const base = [
+        'call',
+        '--node',
+        `127.0.0.1:${node.port}`,
+        '--chain',
+        chainFile,
+        '--key',
+        keyFile,
+        '--action',
+        'read',
+        '--payload',
+        '{}',
+        '--timeout-s',
+        '5',
+      ];
       const ok = await runJcpInProcess([...base, '--ca', m.caFile]);
       expect(ok.code, ok.err).toBe(0);
       expect(JSON.parse(ok.out).decision).toEqual({ verdict: 'allow' });
@@ -78,7 +94,14 @@ describe('tls - jcp/1', () => {
       const g = mint(alice, bob, 'tools', ['read'], 10_000n, rng);
       await expect(
         (async () => {
-          const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob, tls: { ca: m.ca }, reconnectAttempts: 0, timeoutS: 5 });
+          const c = await JcpClient.connect({
+            host: '127.0.0.1',
+            port: node.port,
+            signer: bob,
+            tls: { ca: m.ca },
+            reconnectAttempts: 0,
+            timeoutS: 5,
+          });
           try {
             return await c.call({ chain: [g], action: 'read', payload: { n: 1 } });
           } finally {
@@ -92,7 +115,10 @@ describe('tls - jcp/1', () => {
       await c.close();
       // The same client certificate with another caller's key: the grant's subject check still refuses.
       const imp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: mallory, tls: withCert, timeoutS: 10 });
-      expect((await imp.call({ chain: [g], action: 'read', payload: { n: 2 } })).decision).toEqual({ verdict: 'deny', deny_reason: 'wrong-subject' });
+      expect((await imp.call({ chain: [g], action: 'read', payload: { n: 2 } })).decision).toEqual({
+        verdict: 'deny',
+        deny_reason: 'wrong-subject',
+      });
       await imp.close();
     } finally {
       await node.cleanup();

@@ -84,7 +84,9 @@ describe('jcp node start --upstream', () => {
   test('prints each resource with its id, who it is open to and its tools', () => {
     const line = (name: string) => err.split('\n').find((l) => l.startsWith(`jcp node: resource ${name} `)) ?? '';
     expect(line('everything')).toMatch(new RegExp(`^jcp node: resource everything ${resourceIdOf('everything')} open tools: .*\\becho\\b`));
-    expect(line('paged')).toBe(`jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed, server-error`);
+    expect(line('paged')).toBe(
+      `jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed, server-error`,
+    );
   });
 
   test('calls go through to both upstreams; the trust root closes paged to other roots; the data folder defaults under cwd', async () => {
@@ -125,7 +127,10 @@ describe('jcp node start --upstream refusals', () => {
       [['--upstream', 'a=x', '--upstream', 'a=y'], /\[usage\]: --upstream: resource a given twice/],
       [['--upstream', 'a=ftp://host/mcp'], /\[usage\]: --upstream a\.endpoint\.url: expected an http:\/\/ or https:\/\/ URL/],
       [['--upstream', 'a=http://127.0.0.1:1/mcp', '--trust-root', 'b=did:key:z6Mk'], /\[usage\]: --trust-root: no --upstream named b/],
-      [['--upstream', 'a=http://127.0.0.1:1/mcp', '--trust-root', 'a=not-a-did'], /\[usage\]: --trust-root: a: not a valid Ed25519 did:key/],
+      [
+        ['--upstream', 'a=http://127.0.0.1:1/mcp', '--trust-root', 'a=not-a-did'],
+        /\[usage\]: --trust-root: a: not a valid Ed25519 did:key/,
+      ],
     ];
     const data = tempDir('upstream-cli-refused');
     for (const [flags, want] of cases) {

@@ -126,7 +126,12 @@ describe('upstream: server-everything over Streamable HTTP', () => {
   test('restart / killed: endpoint-unavailable and the receipt stands; restarted: the next call works', async () => {
     const g = mint(alice, bob, 'everything', ['echo'], 1_000_000n, rng);
     await everything.kill();
-    const down = await client.call({ chain: [g], action: 'echo', payload: { message: 'anyone?' }, cost: { uj: 7n, provenance: 'Estimator' } });
+    const down = await client.call({
+      chain: [g],
+      action: 'echo',
+      payload: { message: 'anyone?' },
+      cost: { uj: 7n, provenance: 'Estimator' },
+    });
     expect(down.decision.verdict).toBe('allow');
     expect(openReceipt(down.receipt, node.did).ok).toBe(true);
     const result = resultJson(down.result) as ToolResult;

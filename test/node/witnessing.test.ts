@@ -44,9 +44,17 @@ describe('tlog witnessing over NATS', () => {
   let probe: ClusterHooks;
 
   async function start(dir: string): Promise<{ node: Live; hooks: ClusterHooks }> {
-    const hooks = new ClusterHooks(nats.url, readClusterConfig({ subject_root: root, checkpoint_every_ms: 100, checkpoint_every_receipts: 1 }), quiet);
+    const hooks = new ClusterHooks(
+      nats.url,
+      readClusterConfig({ subject_root: root, checkpoint_every_ms: 100, checkpoint_every_receipts: 1 }),
+      quiet,
+    );
     try {
-      const node = await liveNode({}, { budgetPolicy: hooks.budgetPolicy, revocationFeeds: [hooks.revocationFeed], witnessed: (d) => hooks.witnessed(d) }, dir);
+      const node = await liveNode(
+        {},
+        { budgetPolicy: hooks.budgetPolicy, revocationFeeds: [hooks.revocationFeed], witnessed: (d) => hooks.witnessed(d) },
+        dir,
+      );
       hooks.attach(node.steward, node.ledger, node.amendments);
       hooks.startWitnessing(node, quiet);
       const r = { node, hooks };
@@ -95,7 +103,9 @@ describe('tlog witnessing over NATS', () => {
     });
     expect(w1.cosigners).toEqual([b.node.steward.did]);
     // The stored note carries a cosignature/v1 line by B that verifies under B's key.
-    expect(verifyCosignature(w1.checkpoint.note, witnessName(b.node.steward.did), b.node.steward.key.publicKey).name).toBe(witnessName(b.node.steward.did));
+    expect(verifyCosignature(w1.checkpoint.note, witnessName(b.node.steward.did), b.node.steward.key.publicKey).name).toBe(
+      witnessName(b.node.steward.did),
+    );
     // A cosigns B's (empty) log too.
     await until('A to cosign B', async () => (await stream.newestWitnessed(b.node.steward.did)).newest);
 
@@ -108,13 +118,24 @@ describe('tlog witnessing over NATS', () => {
 
     // The log grows: B fetches a consistency proof from A and cosigns the larger checkpoint.
     await calls(a2.node, 2);
-    await until('B to cosign A at size 5', async () => ((await stream.newestWitnessed(a.node.steward.did)).newest?.checkpoint.size === 5 ? true : undefined));
+    await until('B to cosign A at size 5', async () =>
+      (await stream.newestWitnessed(a.node.steward.did)).newest?.checkpoint.size === 5 ? true : undefined,
+    );
 
     // A checkpoint of A's log rewritten at a larger size (signed by A's key: a forked log) and one shrunk.
     const aDid = a2.node.steward.did;
-    const forged = signCheckpoint({ origin: originOf(aDid), size: 7, root: new Uint8Array(32).fill(7), extensions: [] }, a2.node.steward.key);
-    const swapped = signCheckpoint({ origin: originOf(aDid), size: 5, root: new Uint8Array(32).fill(5), extensions: [] }, a2.node.steward.key);
-    const shrunk = signCheckpoint({ origin: originOf(aDid), size: 2, root: new Uint8Array(32).fill(2), extensions: [] }, a2.node.steward.key);
+    const forged = signCheckpoint(
+      { origin: originOf(aDid), size: 7, root: new Uint8Array(32).fill(7), extensions: [] },
+      a2.node.steward.key,
+    );
+    const swapped = signCheckpoint(
+      { origin: originOf(aDid), size: 5, root: new Uint8Array(32).fill(5), extensions: [] },
+      a2.node.steward.key,
+    );
+    const shrunk = signCheckpoint(
+      { origin: originOf(aDid), size: 2, root: new Uint8Array(32).fill(2), extensions: [] },
+      a2.node.steward.key,
+    );
     await a2.hooks.witnessing?.stop(); // A's own publisher stays quiet meanwhile
     // The forged log's publisher answers the proof request with a proof of its own making.
     const liar = probe.bus.connection!.subscribe(stream.proofSubject(aDid), {
@@ -122,7 +143,11 @@ describe('tlog witnessing over NATS', () => {
         m.respond(JSON.stringify({ proof: ['ab'.repeat(32), 'cd'.repeat(32)] }));
       },
     });
-    for (const [size, note] of [[2, shrunk], [5, swapped], [7, forged]] as const) {
+    for (const [size, note] of [
+      [2, shrunk],
+      [5, swapped],
+      [7, forged],
+    ] as const) {
       await stream.publish(stream.cpSubject(aDid), { v: 1, steward: aDid, origin: originOf(aDid), size, note });
     }
     // The stream keeps the newest alarm per log and witness: the forged one, with both notes.
@@ -167,7 +192,12 @@ describe('tlog witnessing over NATS', () => {
     const rec = JSON.parse(fleet.out) as FleetRecord;
     expect(rec.size).toBe(2);
     // Each member is the node's newest cosigned checkpoint (not A's forged, uncosigned one).
-    expect(new Map(rec.members.map((m) => [m.steward, m.size]))).toEqual(new Map([[aDid, 5], [b.node.steward.did, 0]]));
+    expect(new Map(rec.members.map((m) => [m.steward, m.size]))).toEqual(
+      new Map([
+        [aDid, 5],
+        [b.node.steward.did, 0],
+      ]),
+    );
     expect(verifyFleetRecord(rec, alice.did).origin).toBe(`jcp-fleet/${alice.did}`);
     // Independently: the record's root is RFC 9162 MTH over the two member notes in origin order.
     const H = (...p: Buffer[]) => createHash('sha256').update(Buffer.concat(p)).digest();
@@ -194,7 +224,9 @@ describe('tlog witnessing over NATS', () => {
     );
     expect(refusedStart).toBeInstanceOf(NodeFault);
     expect((refusedStart as NodeFault).code).toBe('log-damaged');
-    expect((refusedStart as NodeFault).message).toMatch(/the log holds 3 receipts, but the checkpoint of jcp\/did:key:\S+ at size 5 \(root [0-9a-f]{64}\) cosigned by did:key:/);
+    expect((refusedStart as NodeFault).message).toMatch(
+      /the log holds 3 receipts, but the checkpoint of jcp\/did:key:\S+ at size 5 \(root [0-9a-f]{64}\) cosigned by did:key:/,
+    );
     expect((refusedStart as NodeFault).message).toContain(b.node.steward.did);
   }, 90_000);
 });

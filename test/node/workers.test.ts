@@ -71,7 +71,13 @@ describe('WorkerPool.replaySlice', () => {
       });
       await Promise.all(bytes.map((r, seq) => log.appendReceipt(seq, r)));
       const inline = await replayLog(log, { steward: st.actor.did, sliceSize: 16 });
-      const onWorkers = await replayLog(log, { steward: st.actor.did, sliceSize: 16, parallel: 4, expected: 150, runner: (job) => pool.replaySlice(job) });
+      const onWorkers = await replayLog(log, {
+        steward: st.actor.did,
+        sliceSize: 16,
+        parallel: 4,
+        expected: 150,
+        runner: (job) => pool.replaySlice(job),
+      });
       await log.close();
       const summary = (r: LogReplay) => ({
         ledger: [...r.ledger.entries()],

@@ -31,7 +31,9 @@ async function pidOf(keystore: string): Promise<number> {
 describe('participant launcher: a participant that is never ready', () => {
   it('startParticipantProc rejects on the ready timeout and stops the child', async () => {
     const keystore = join(dir, 'one');
-    await expect(startParticipantProc({ keystore, natsUrl: 'nats://127.0.0.1:1', prefix: 'jcp.test.silent', script: SILENT }, 8_000)).rejects.toThrow(/timed out waiting for ready/);
+    await expect(
+      startParticipantProc({ keystore, natsUrl: 'nats://127.0.0.1:1', prefix: 'jcp.test.silent', script: SILENT }, 8_000),
+    ).rejects.toThrow(/timed out waiting for ready/);
     const pid = await pidOf(keystore);
     for (let i = 0; i < 50 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
     expect(alive(pid)).toBe(false);
@@ -39,7 +41,13 @@ describe('participant launcher: a participant that is never ready', () => {
 
   it('ParticipantCluster.start rejects and leaves no participant running', async () => {
     const root = join(dir, 'cluster');
-    await expect(ParticipantCluster.start(2, { natsUrl: 'nats://127.0.0.1:1', prefix: 'jcp.test.silent', script: SILENT, readyTimeoutMs: 8_000 }, root)).rejects.toThrow(/timed out waiting for ready/);
+    await expect(
+      ParticipantCluster.start(
+        2,
+        { natsUrl: 'nats://127.0.0.1:1', prefix: 'jcp.test.silent', script: SILENT, readyTimeoutMs: 8_000 },
+        root,
+      ),
+    ).rejects.toThrow(/timed out waiting for ready/);
     const pids = [await pidOf(join(root, 'p1')), await pidOf(join(root, 'p2'))];
     for (let i = 0; i < 50 && pids.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
     expect(pids.filter(alive)).toEqual([]);

@@ -17,7 +17,14 @@ const actor = (): Actor => actorFromSeed(rng(32));
 const issuer = actor();
 const agent = actor();
 const root: SignedGrant = signGrant(
-  { issuer: issuer.did, subject: agent.did, capability: { resource: resourceIdOf('tools'), actions: ['call'] }, budget_uj: 100_000n, expiry: 0, nonce: rng(16) },
+  {
+    issuer: issuer.did,
+    subject: agent.did,
+    capability: { resource: resourceIdOf('tools'), actions: ['call'] },
+    budget_uj: 100_000n,
+    expiry: 0,
+    nonce: rng(16),
+  },
   issuer,
 );
 
@@ -27,11 +34,18 @@ let stream: ShardAssignmentStream;
 const clients: JcpClient[] = [];
 
 beforeAll(async () => {
-  rc = await startRegions({ regions: 2, nodesPerRegion: 1, serversPerRegion: 1, rttMs: 40, resources: [{ name: 'tools', trust_roots: [issuer.did] }] });
+  rc = await startRegions({
+    regions: 2,
+    nodesPerRegion: 1,
+    serversPerRegion: 1,
+    rttMs: 40,
+    resources: [{ name: 'tools', trust_roots: [issuer.did] }],
+  });
   // The holder works from region b: every assignment, ack read and revocation crosses to a.
   bus = await JetStreamBus.connect(rc.region('b').natsUrls, { names: channelNames('jcp') });
   stream = new ShardAssignmentStream(bus.connection!, { root: 'jcp', replicas: 1 });
-  for (const r of rc.regions) for (const n of r.nodes) clients.push(await JcpClient.connect({ host: '127.0.0.1', port: n.port, signer: agent }));
+  for (const r of rc.regions)
+    for (const n of r.nodes) clients.push(await JcpClient.connect({ host: '127.0.0.1', port: n.port, signer: agent }));
 }, 60_000);
 
 afterAll(async () => {
@@ -42,7 +56,12 @@ afterAll(async () => {
 
 let n = 0;
 async function spend(node: number, chain: SignedGrant[], costUj: bigint) {
-  const r = await clients[node]!.call({ chain, action: 'call', payload: new TextEncoder().encode(`region call ${n++}`), cost: { uj: costUj, provenance: 'Estimator' } });
+  const r = await clients[node]!.call({
+    chain,
+    action: 'call',
+    payload: new TextEncoder().encode(`region call ${n++}`),
+    cost: { uj: costUj, provenance: 'Estimator' },
+  });
   return r.decision;
 }
 
@@ -50,7 +69,11 @@ describe('regions - shards across regions', () => {
   it('assigned across regions, each shard spent only at its point, rebalanced with no µJ created', async () => {
     const points = rc.regions.flatMap((r) => r.nodes.map((x) => x.steward.did));
     const [pa, pb] = points;
-    const minted = mintShardSet([root], agent, parseSplit('a=50%,b=50%'), { subject: agent.did, points: { a: { did: pa! }, b: { did: pb! } }, rng });
+    const minted = mintShardSet([root], agent, parseSplit('a=50%,b=50%'), {
+      subject: agent.did,
+      points: { a: { did: pa! }, b: { did: pb! } },
+      rng,
+    });
     if (!minted.ok) throw new Error(minted.error.why);
     const m: ShardManifest = { parentChain: [root], generation: 1, consumedUj: 0n, shards: minted.value, closed: [] };
     const assigned = await assignShards({ manifest: m, holder: agent, transport: stream, points, timeoutMs: 20_000 });

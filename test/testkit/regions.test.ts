@@ -213,13 +213,20 @@ describe('regions - 3 regions', () => {
 
   it('cutting a-b stops only that pair (no relay through c); isolating c stops c; rejoin restores all', async () => {
     const pairs = ['ab', 'ac', 'cb', 'ba'] as const;
-    const p = Object.fromEntries(await Promise.all(pairs.map(async (x) => [x, await probe(conns[x[0]!]!, conns[x[1]!]!, `p3.${x}`)] as const)));
+    const p = Object.fromEntries(
+      await Promise.all(pairs.map(async (x) => [x, await probe(conns[x[0]!]!, conns[x[1]!]!, `p3.${x}`)] as const)),
+    );
     for (const x of pairs) expect(await until(p[x]!, 10_000)).toBe(true);
     expect(rc.status().links).toHaveLength(6);
     expect(rc.status().links.every((l) => l.state === 'up' && l.rttMs === RTT && l.jitterMs === 5)).toBe(true);
 
     rc.cut('a', 'b');
-    expect(rc.status().links.filter((l) => l.state === 'cut').map((l) => l.from + l.to)).toEqual(['ab', 'ba']);
+    expect(
+      rc
+        .status()
+        .links.filter((l) => l.state === 'cut')
+        .map((l) => l.from + l.to),
+    ).toEqual(['ab', 'ba']);
     const before = Object.fromEntries(pairs.map((x) => [x, p[x]!.delays.length]));
     for (let i = 0; i < 5; i++) {
       for (const x of pairs) await p[x]!.send();
@@ -257,7 +264,23 @@ describe('regions - TLS on every NATS link', () => {
     run(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=jcp test CA']);
     run(['req', ...ec, '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=127.0.0.1']);
     writeFileSync(join(d, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
-    run(['x509', '-req', '-in', 'srv.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'srv.pem', '-days', '1', '-extfile', 'ext.cnf']);
+    run([
+      'x509',
+      '-req',
+      '-in',
+      'srv.csr',
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'srv.pem',
+      '-days',
+      '1',
+      '-extfile',
+      'ext.cnf',
+    ]);
     return { caFile: join(d, 'ca.pem'), certFile: join(d, 'srv.pem'), keyFile: join(d, 'srv.key') };
   }
 

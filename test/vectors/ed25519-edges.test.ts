@@ -9,7 +9,20 @@
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { describe, expect, it } from 'vitest';
-import { didFromPublicKey, ED25519_L, ErrorCodes, isCanonicalPointEncoding, isCanonicalSignature, JcpError, parseDid, type PublicKey, publicKeyFromBytes, sign, signingKeyFromSeed, verify } from '../../core/internal.ts';
+import {
+  didFromPublicKey,
+  ED25519_L,
+  ErrorCodes,
+  isCanonicalPointEncoding,
+  isCanonicalSignature,
+  JcpError,
+  parseDid,
+  type PublicKey,
+  publicKeyFromBytes,
+  sign,
+  signingKeyFromSeed,
+  verify,
+} from '../../core/internal.ts';
 import { hex, vectorJson } from './load.ts';
 
 /** What the policy says about one case, and the layer that must refuse it. */
@@ -72,9 +85,7 @@ describe('ed25519 edges - speccheck', () => {
     expectVerdict(exp, outcome(hex(c.pub_key), hex(c.message), hex(c.signature)));
   });
   it('accepts 2 of 12 (cases 2, 3) and refuses 10', () => {
-    const accepted = speccheck.flatMap((c, i) =>
-      outcome(hex(c.pub_key), hex(c.message), hex(c.signature)) === 'accept' ? [i] : [],
-    );
+    const accepted = speccheck.flatMap((c, i) => (outcome(hex(c.pub_key), hex(c.message), hex(c.signature)) === 'accept' ? [i] : []));
     expect(accepted).toEqual(SPECCHECK.flatMap((e, i) => (e.accept ? [i] : [])));
   });
 });

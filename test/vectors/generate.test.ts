@@ -105,7 +105,12 @@ describe('vectors / verify refuses tampered files, naming the vector', () => {
     ['grants.json', 'grants', 'root-no-expiry', (v) => (v['signature'] = flipLastHex(v['signature'] as string))],
     ['grants.json', 'attenuations', 'budget-over-by-1', (v) => (v['expected'] = { ok: false, reason: 'not-holder' })],
     ['chains.json', 'chains', 'spliced', (v) => ((v['expected'] as Vec)['link'] = 2)],
-    ['decisions.json', 'decisions', 'chained/budget-exceeded-ancestor-by-sibling', (v) => ((v['expected'] as Vec)['deny_reason'] = 'budget-exceeded-x')],
+    [
+      'decisions.json',
+      'decisions',
+      'chained/budget-exceeded-ancestor-by-sibling',
+      (v) => ((v['expected'] as Vec)['deny_reason'] = 'budget-exceeded-x'),
+    ],
     ['decisions.json', 'decisions', 'direct/allow-exact-fit', (v) => ((v['state'] as Vec)['spent'] = {})],
     ['receipts.json', 'receipts', 'seq2-allow-chained', (v) => ((v['core'] as Vec)['cost_uj'] = '251')],
     ['receipts.json', 'tampered', 'wrong-steward', (v) => (v['code'] = 'signature-invalid')],
@@ -113,7 +118,12 @@ describe('vectors / verify refuses tampered files, naming the vector', () => {
     ['wire.json', 'bad_frames', 'declared-over-cap', (v) => (v['cap'] = 2048)],
     ['rotation.json', 'logs', 'thief-with-current-key', (v) => ((v['expected'] as Vec)['index'] = 1)],
     ['statements.json', 'sequences', 'regressing', (v) => (v['settled_uj'] = '900')],
-    ['standing.json', 'firings', 'budget-exhausted', (v) => ((v['firings'] as Vec[])[2]!['expected'] = { ok: false, code: 'firings-exhausted' })],
+    [
+      'standing.json',
+      'firings',
+      'budget-exhausted',
+      (v) => ((v['firings'] as Vec[])[2]!['expected'] = { ok: false, code: 'firings-exhausted' }),
+    ],
     ['shards.json', 'mints', 'over-sum-by-1', (v) => ((v['slices'] as Vec[])[3]!['budget_uj'] = '0')],
     ['revocations.json', 'revocations', 'forged', (v) => (v['expected'] = 'admitted')],
   ];
@@ -122,7 +132,10 @@ describe('vectors / verify refuses tampered files, naming the vector', () => {
       const dir = tampered(file, (doc) => edit(byName(doc, sec, name)));
       const failures = failuresOf(dir);
       expect(failures.length).toBeGreaterThan(0);
-      expect(failures.every((f) => f.startsWith(`${file}/${sec}/${name}:`)), failures.join('\n')).toBe(true);
+      expect(
+        failures.every((f) => f.startsWith(`${file}/${sec}/${name}:`)),
+        failures.join('\n'),
+      ).toBe(true);
     });
   }
 
@@ -137,7 +150,11 @@ describe('vectors / verify refuses tampered files, naming the vector', () => {
     const dir = tampered('grants.json', (doc) => {
       byName(doc, 'signature_checks', 'forged-by-mallory')['signed_grant_cbor'] = 'zz';
     });
-    expect(failuresOf(dir)).toEqual([expect.stringContaining('grants.json/signature_checks/forged-by-mallory: grants.signature_checks[1].signed_grant_cbor: expected lowercase hex')]);
+    expect(failuresOf(dir)).toEqual([
+      expect.stringContaining(
+        'grants.json/signature_checks/forged-by-mallory: grants.signature_checks[1].signed_grant_cbor: expected lowercase hex',
+      ),
+    ]);
   });
 
   it('fail / an actor seed that no longer yields its did:key', () => {
@@ -157,7 +174,9 @@ describe('vectors / the jcp vectors command', () => {
     const bad = spawnSync(process.execPath, [path.join(ROOT, 'bin/jcp.mjs'), 'vectors', 'verify', dir], { encoding: 'utf8' });
     expect(bad.status).toBe(1);
     expect(bad.stdout).toContain('FAIL wire.json/impersonations/caller-swapped: caller signature verdict');
-    const good = spawnSync(process.execPath, [path.join(ROOT, 'bin/jcp.mjs'), 'vectors', 'verify', COMMITTED, '--json'], { encoding: 'utf8' });
+    const good = spawnSync(process.execPath, [path.join(ROOT, 'bin/jcp.mjs'), 'vectors', 'verify', COMMITTED, '--json'], {
+      encoding: 'utf8',
+    });
     expect(good.status).toBe(0);
     expect((JSON.parse(good.stdout) as { failures: number }).failures).toBe(0);
   });
