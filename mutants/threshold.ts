@@ -65,7 +65,7 @@ export default [
   {
     id: 'threshold-coordinator-signs-short',
     file: 'frost/coordinator.ts',
-    find: 'if (commitments.size < (opts.signers !== undefined ? want : g.min)) {',
+    find: 'if (commitments.size < needed) {',
     replace: 'if (commitments.size < 1) {',
     classes: ['C18'],
   },
