@@ -732,11 +732,14 @@ export interface RevokeeReply {
 }
 
 /**
- * Counts the allows of a revoked grant that a node gave after the revocation reached it — after
- * that node first denied the grant as `revoked` — or, where it never did, after `stalenessS`
- * seconds past the revocation (a node that cannot confirm it has seen the latest revocations for
- * that long must stop allowing). Times are when the agent sent the request (ms since the start);
- * `revokedAtMs` undefined (never revoked) counts nothing.
+ * Counts the allows of a revoked grant that a node gave more than `stalenessS` seconds after the
+ * revocation: by then every node has either taken the revocation or, unable to confirm it has seen
+ * the latest revocations for that long, stopped allowing (docs/regions.md). A node's first `revoked`
+ * deny is reported per node but is not taken as the moment the revocation reached it: a stale node
+ * refuses every grant with that same reason (§7's reasons are a closed list), before or after the
+ * revocation, and may rightly allow again once it confirms a stream position that predates it.
+ * Times are when the agent sent the request (ms since the start); `revokedAtMs` undefined (never
+ * revoked) counts nothing.
  */
 export function revocationCount(
   replies: readonly RevokeeReply[],
@@ -754,9 +757,9 @@ export function revocationCount(
   for (let i = 0; i < nodes; i++) {
     const afterBefore = after;
     const mine = replies.filter((r) => r.node === i).sort((a, b) => a.sentMs - b.sentMs);
-    const firstDeny = mine.find((r) => r.verdict === 'deny' && r.reason === 'revoked')?.sentMs;
+    const firstDeny = mine.find((r) => r.verdict === 'deny' && r.reason === 'revoked' && r.sentMs >= revokedAtMs)?.sentMs;
     if (firstDeny !== undefined) reached++;
-    const from = Math.min(firstDeny ?? Number.POSITIVE_INFINITY, limitMs);
+    const from = limitMs;
     for (const r of mine) {
       if (r.verdict !== 'allow') continue;
       if (r.sentMs > from) after++;

@@ -87,9 +87,16 @@ describe('chaos - allows of a revoked grant', () => {
   const deny = (node: number, sentMs: number) => ({ node, sentMs, verdict: 'deny' as const, reason: 'revoked' });
   const allow = (node: number, sentMs: number) => ({ node, sentMs, verdict: 'allow' as const, reason: undefined });
 
-  it('counts an allow after the node first denied the grant as revoked, and none before', () => {
-    const r = revocationCount([allow(0, 900), allow(0, 1_100), deny(0, 1_200), allow(0, 1_300), deny(1, 1_050)], 1_000, 10, 2);
-    expect(r).toMatchObject({ revoked_at_s: 1, staleness_s: 10, reached_nodes: 2, allowed_before_reach: 1, allowed_after_reach: 1 });
+  it('a revoked deny is not taken as reach: a stale node refuses with that reason before the revocation, and allows after it until the limit', () => {
+    // node 0: stale before the revocation (deny at 500), allows at 900..1,300 and 10,900 (within the
+    // 10 s limit of the revocation at 1,000) and one at 11,200 (past it); node 1 denies at 1,050.
+    const r = revocationCount(
+      [deny(0, 500), allow(0, 900), allow(0, 1_100), deny(0, 1_200), allow(0, 1_300), allow(0, 10_900), allow(0, 11_200), deny(1, 1_050)],
+      1_000,
+      10,
+      2,
+    );
+    expect(r).toMatchObject({ revoked_at_s: 1, staleness_s: 10, reached_nodes: 2, allowed_before_reach: 3, allowed_after_reach: 1 });
     expect(r.per_node).toEqual([
       { node: 0, first_revoked_deny_s: 1.2, allowed_after_reach: 1 },
       { node: 1, first_revoked_deny_s: 1.05, allowed_after_reach: 0 },
