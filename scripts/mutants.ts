@@ -20,7 +20,7 @@
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import ts from 'typescript';
@@ -219,20 +219,36 @@ class TypeGate {
       .join('\n');
   }
 
-  /** The project files that import or re-export `path`. */
+  /**
+   * The project files that import or re-export `path`, through the front doors too: a folder's
+   * index.ts or internal.ts that re-exports it passes it on to the files importing that door.
+   */
   #importers(p: ts.Program, path: string): ts.SourceFile[] {
-    const stem = basename(path).replace(/\.ts$/, '');
-    return p.getSourceFiles().filter((sf) => {
-      const abs = resolve(sf.fileName);
-      if (abs === path || abs.includes('/node_modules/') || !sf.text.includes(stem)) return false;
-      return sf.statements.some(
-        (s) =>
-          (ts.isImportDeclaration(s) || ts.isExportDeclaration(s)) &&
-          s.moduleSpecifier !== undefined &&
-          ts.isStringLiteral(s.moduleSpecifier) &&
-          resolve(dirname(abs), s.moduleSpecifier.text) === path,
-      );
-    });
+    const targets = new Set([path]);
+    const found = new Map<string, ts.SourceFile>();
+    const files = p.getSourceFiles().filter((sf) => !resolve(sf.fileName).includes('/node_modules/'));
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const sf of files) {
+        const abs = resolve(sf.fileName);
+        if (targets.has(abs) && abs !== path && !found.has(abs)) found.set(abs, sf);
+        if (found.has(abs) || abs === path) continue;
+        const hit = sf.statements.some(
+          (s) =>
+            (ts.isImportDeclaration(s) || ts.isExportDeclaration(s)) &&
+            s.moduleSpecifier !== undefined &&
+            ts.isStringLiteral(s.moduleSpecifier) &&
+            targets.has(resolve(dirname(abs), s.moduleSpecifier.text)),
+        );
+        if (!hit) continue;
+        found.set(abs, sf);
+        if (/\/(index|internal)\.ts$/.test(abs)) {
+          targets.add(abs);
+          grew = true;
+        }
+      }
+    }
+    return [...found.values()];
   }
 }
 
