@@ -457,7 +457,11 @@ function faultTarget(f: FaultEvent, cluster: ChaosCluster): string {
 async function healAndStop(o: ChaosOpts, cluster: ChaosCluster, say: (l: string) => void): Promise<void> {
   say('healing: every node resumed, reconnected and running; settling');
   await cluster.healAll();
-  await sleep(Math.max(1_500, 6 * (o.settleIntervalMs ?? 200)));
+  // Across regions a healed node first waits for its gateway to reconnect (about 1.2 s measured)
+  // and then settles in three round trips to the home region: give that time before the check
+  // reads the statements, or a node's last spend is in its receipts and not yet in a statement.
+  const acrossRegions = (o.regions ?? 1) > 1 ? 3_000 + 20 * (o.rttMs ?? 0) : 0;
+  await sleep(Math.max(1_500, 6 * (o.settleIntervalMs ?? 200)) + acrossRegions);
   for (let i = 0; i < o.nodes; i++) await cluster.stopNode(i);
 }
 
