@@ -160,27 +160,56 @@ function linkGate(link: NatsLink): StreamsGate {
   };
 }
 
-/** {@link StatementBus} on JetStream: acked, de-duplicated publishes and leader reads of the statement stream. */
-export class JetStreamStatementBus implements StatementBus {
-  readonly #link: NatsLink;
-  readonly #names: ChannelNames;
-  readonly #gate: StreamsGate;
+/**
+ * What the three typed JetStream buses share: the link, the stream names, the gate that waits for
+ * the streams, an acked publish retried to the link's deadline, and the leader read of the latest
+ * message of every subject under a filter.
+ */
+abstract class StreamBus {
+  protected readonly link: NatsLink;
+  protected readonly names: ChannelNames;
+  protected readonly gate: StreamsGate;
 
   /** A bus on `link` for the streams of `names`; `gate` waits for the streams (default: only for the connection). */
   constructor(link: NatsLink, names: ChannelNames, gate: StreamsGate = linkGate(link)) {
-    this.#link = link;
-    this.#names = names;
-    this.#gate = gate;
+    this.link = link;
+    this.names = names;
+    this.gate = gate;
   }
 
+  /** An acked JetStream publish, de-duplicated by `msgID`, retried as `op` until the link's deadline. */
+  protected async publishAcked(op: string, subject: string, bytes: Uint8Array, msgID: string): Promise<void> {
+    await this.gate();
+    const { js } = await this.link.jetstream();
+    await this.link.retry(op, async () => {
+      await js.publish(subject, bytes, { msgID, timeout: this.link.requestTimeoutMs });
+    });
+  }
+
+  /**
+   * The latest message of every subject of the statement stream under `filter`, by two leader reads:
+   * `STREAM.INFO` with a subject filter lists the subjects, then `STREAM.MSG.GET` with
+   * `last_by_subj` fetches each one's latest message. Retried as `op` until the link's deadline.
+   */
+  protected async latestPerSubject(op: string, filter: string): Promise<{ subject: string; data: Uint8Array }[]> {
+    await this.gate();
+    const { jsm } = await this.link.jetstream();
+    return await this.link.retry(op, async () => {
+      const stream = this.names.statementStream;
+      const info = await jsm.streams.info(stream, { subjects_filter: filter });
+      const msgs = await Promise.all(
+        Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })),
+      );
+      return msgs.filter((m) => m !== null).map((m) => ({ subject: m.subject, data: m.data }));
+    });
+  }
+}
+
+/** {@link StatementBus} on JetStream: acked, de-duplicated publishes and leader reads of the statement stream. */
+export class JetStreamStatementBus extends StreamBus implements StatementBus {
   /** See {@link StatementBus.publishStatement}: an acked, de-duplicated JetStream publish. */
   async publishStatement(grantId: ContentId, point: Did, bytes: Uint8Array, msgId: string): Promise<void> {
-    const subject = statementSubject(this.#names, grantId, point);
-    await this.#gate();
-    const { js } = await this.#link.jetstream();
-    await this.#link.retry('publish statement', async () => {
-      await js.publish(subject, bytes, { msgID: msgId, timeout: this.#link.requestTimeoutMs });
-    });
+    await this.publishAcked('publish statement', statementSubject(this.names, grantId, point), bytes, msgId);
   }
 
   /**
@@ -189,107 +218,49 @@ export class JetStreamStatementBus implements StatementBus {
    * each one's latest statement. Both are answered by the stream leader only.
    */
   async readLatest(grantId: ContentId): Promise<StoredStatement[]> {
-    const filter = statementFilter(this.#names, grantId);
-    await this.#gate();
-    const { jsm } = await this.#link.jetstream();
-    return await this.#link.retry('read statements', async () => {
-      const stream = this.#names.statementStream;
-      const info = await jsm.streams.info(stream, { subjects_filter: filter });
-      const subjects = Object.keys(info.state.subjects ?? {});
-      const msgs = await Promise.all(subjects.map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })));
-      const out: StoredStatement[] = [];
-      for (const m of msgs) {
-        if (m === null) continue;
-        const hash = pointHashOfSubject(this.#names, m.subject);
-        if (hash !== undefined) out.push({ pointHash: hash, bytes: m.data });
-      }
-      return out;
-    });
+    const out: StoredStatement[] = [];
+    for (const m of await this.latestPerSubject('read statements', statementFilter(this.names, grantId))) {
+      const hash = pointHashOfSubject(this.names, m.subject);
+      if (hash !== undefined) out.push({ pointHash: hash, bytes: m.data });
+    }
+    return out;
   }
 
   /** See {@link StatementBus.publishGrant} (message id `grant.<grant id>`). */
   async publishGrant(grantId: ContentId, bytes: Uint8Array): Promise<void> {
-    const subject = grantSubject(this.#names, grantId);
-    await this.#gate();
-    const { js } = await this.#link.jetstream();
-    await this.#link.retry('publish grant', async () => {
-      await js.publish(subject, bytes, { msgID: `grant.${grantId}`, timeout: this.#link.requestTimeoutMs });
-    });
+    await this.publishAcked('publish grant', grantSubject(this.names, grantId), bytes, `grant.${grantId}`);
   }
 
   /** See {@link StatementBus.readGrant} (a leader read, `STREAM.MSG.GET` with `last_by_subj`). */
   async readGrant(grantId: ContentId): Promise<Uint8Array | undefined> {
-    const subject = grantSubject(this.#names, grantId);
-    await this.#gate();
-    const { jsm } = await this.#link.jetstream();
-    return await this.#link.retry('read grant', async () => {
-      const m = await jsm.streams.getMessage(this.#names.statementStream, { last_by_subj: subject });
+    const subject = grantSubject(this.names, grantId);
+    await this.gate();
+    const { jsm } = await this.link.jetstream();
+    return await this.link.retry('read grant', async () => {
+      const m = await jsm.streams.getMessage(this.names.statementStream, { last_by_subj: subject });
       return m?.data;
     });
   }
 }
 
 /** {@link CloseRecordBus} on JetStream: shard close records on the statement stream (message id `close.<content id>`). */
-export class JetStreamCloseRecordBus implements CloseRecordBus {
-  readonly #link: NatsLink;
-  readonly #names: ChannelNames;
-  readonly #gate: StreamsGate;
-
-  /** A bus on `link` for the streams of `names`; `gate` waits for the streams (default: only for the connection). */
-  constructor(link: NatsLink, names: ChannelNames, gate: StreamsGate = linkGate(link)) {
-    this.#link = link;
-    this.#names = names;
-    this.#gate = gate;
-  }
-
+export class JetStreamCloseRecordBus extends StreamBus implements CloseRecordBus {
   /** See {@link CloseRecordBus.publishClose}. */
   async publishClose(grantId: ContentId, point: Did, bytes: Uint8Array): Promise<void> {
-    const subject = closeSubject(this.#names, grantId, point);
-    const msgID = `close.${contentIdOfBytes(bytes)}`;
-    await this.#gate();
-    const { js } = await this.#link.jetstream();
-    await this.#link.retry('publish close', async () => {
-      await js.publish(subject, bytes, { msgID, timeout: this.#link.requestTimeoutMs });
-    });
+    await this.publishAcked('publish close', closeSubject(this.names, grantId, point), bytes, `close.${contentIdOfBytes(bytes)}`);
   }
 
   /** See {@link CloseRecordBus.readCloses} (leader reads, as {@link JetStreamStatementBus.readLatest}). */
   async readCloses(grantId: ContentId): Promise<Uint8Array[]> {
-    const filter = closeFilter(this.#names, grantId);
-    await this.#gate();
-    const { jsm } = await this.#link.jetstream();
-    return await this.#link.retry('read close records', async () => {
-      const stream = this.#names.statementStream;
-      const info = await jsm.streams.info(stream, { subjects_filter: filter });
-      const msgs = await Promise.all(
-        Object.keys(info.state.subjects ?? {}).map((s) => jsm.streams.getMessage(stream, { last_by_subj: s })),
-      );
-      return msgs.filter((m) => m !== null).map((m) => m.data);
-    });
+    return (await this.latestPerSubject('read close records', closeFilter(this.names, grantId))).map((m) => m.data);
   }
 }
 
 /** {@link RevocationBus} on JetStream: acked publishes to, and follows from the start of, the revocation stream. */
-export class JetStreamRevocationBus implements RevocationBus {
-  readonly #link: NatsLink;
-  readonly #names: ChannelNames;
-  readonly #gate: StreamsGate;
-
-  /** A bus on `link` for the streams of `names`; `gate` waits for the streams (default: only for the connection). */
-  constructor(link: NatsLink, names: ChannelNames, gate: StreamsGate = linkGate(link)) {
-    this.#link = link;
-    this.#names = names;
-    this.#gate = gate;
-  }
-
+export class JetStreamRevocationBus extends StreamBus implements RevocationBus {
   /** See {@link RevocationBus.publishRevocation}. */
   async publishRevocation(grantId: ContentId, bytes: Uint8Array, msgId: string): Promise<void> {
-    const subject = revocationSubject(this.#names, grantId);
-    await this.#gate();
-    const { js } = await this.#link.jetstream();
-    await this.#link.retry('publish revocation', async () => {
-      await js.publish(subject, bytes, { msgID: msgId, timeout: this.#link.requestTimeoutMs });
-    });
+    await this.publishAcked('publish revocation', revocationSubject(this.names, grantId), bytes, msgId);
   }
 
   /**
@@ -298,11 +269,11 @@ export class JetStreamRevocationBus implements RevocationBus {
    * retry; fails at once while the connection is not open.
    */
   async revocationStreamLastSeq(timeoutMs: number): Promise<number> {
-    const nc = this.#link.connection;
+    const nc = this.link.connection;
     if (nc === undefined || nc.isClosed())
-      throw new Error(`revocation stream info: NATS not connected${this.#link.problem ? ` (${this.#link.problem})` : ''}`);
+      throw new Error(`revocation stream info: NATS not connected${this.link.problem ? ` (${this.link.problem})` : ''}`);
     const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
-    const info = await withDeadline(jsm.streams.info(this.#names.revocationStream), timeoutMs, 'revocation stream info');
+    const info = await withDeadline(jsm.streams.info(this.names.revocationStream), timeoutMs, 'revocation stream info');
     return info.state.last_seq;
   }
 
@@ -312,17 +283,17 @@ export class JetStreamRevocationBus implements RevocationBus {
    * Resets and missed heartbeats are reported as bus events. Stopped by the link's close.
    */
   async followRevocations(onRevocation: (bytes: Uint8Array, seq: number) => void): Promise<RevocationFollow> {
-    await this.#gate();
-    const { jsm, js } = await this.#link.jetstream();
-    const stream = this.#names.revocationStream;
-    await this.#link.retry('revocation stream info', () => jsm.streams.info(stream));
+    await this.gate();
+    const { jsm, js } = await this.link.jetstream();
+    const stream = this.names.revocationStream;
+    await this.link.retry('revocation stream info', () => jsm.streams.info(stream));
     const follow = await followFromStart(jsm, js, stream, (m) => onRevocation(m.data, m.seq), {
       onStatus: (s) => {
-        if (s.type === 'reset') this.#link.counts.consumerResets++;
-        this.#link.emit({ type: 'consumer-reset', detail: `revocation ${s.detail}` });
+        if (s.type === 'reset') this.link.counts.consumerResets++;
+        this.link.emit({ type: 'consumer-reset', detail: `revocation ${s.detail}` });
       },
     });
-    const remove = this.#link.onClose(follow.stop);
+    const remove = this.link.onClose(follow.stop);
     return {
       caughtUp: follow.caughtUp,
       stop: async () => {
