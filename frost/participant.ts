@@ -459,22 +459,7 @@ export class Participant {
         action: subject.kind === 'raw' ? '' : subject.action,
         resource: subject.kind === 'raw' ? '' : subject.resource,
       };
-      const record = sealDecision(body, rec.identity);
-      this.#decisions!.append(record);
-      this.#emit({
-        event: 'decision',
-        session,
-        group: rec.did,
-        identifier: rec.identifier,
-        request: body.request,
-        policy: body.policy,
-        policy_kind: body.policy_kind,
-        decision: body.decision,
-        reason: body.reason,
-      });
-      publishDecision(this.#opts.nc, this.#prefix, rec.did, rec.identifier, record).catch((x) =>
-        this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
-      );
+      this.#keepDecision(rec, this.#decisions!, body);
       if (v.approve) return undefined;
       return fault(subject.kind === 'raw' && !approver.allowRaw ? FrostErrorCodes.NOT_A_REQUEST : FrostErrorCodes.NOT_APPROVED, v.reason);
     } finally {
@@ -505,11 +490,20 @@ export class Participant {
       action: subject.action,
       resource: subject.resource,
     };
+    this.#keepDecision(rec, this.#decisions, body);
+  }
+
+  /**
+   * Seals `body` with the holder's identity key, journals it, reports it as a `decision` event and
+   * publishes it on `<prefix>_approvals` (a failed publish is reported as a `frost-transport` error
+   * event; the journal keeps the record).
+   */
+  #keepDecision(rec: ShareRecord, journal: DecisionJournal, body: DecisionBody): void {
     const record = sealDecision(body, rec.identity);
-    this.#decisions.append(record);
+    journal.append(record);
     this.#emit({
       event: 'decision',
-      session,
+      session: body.session,
       group: rec.did,
       identifier: rec.identifier,
       request: body.request,
