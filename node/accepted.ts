@@ -13,9 +13,9 @@
  * File: `{"format": "jcp-accepted/1", "problems": [{"seq", "code", "accepted_at_s"}], "lost":
  * [[from, to]]}` (ranges inclusive), written to a temporary file, fsync'd and renamed.
  */
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { readFileCapped } from '../io/index.ts';
+import { readFileCapped, writeFileDurably } from '../io/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 
 /** File name of the accepted-damage record inside a node data folder. */
@@ -96,22 +96,8 @@ export function recordAccepted(
     lost: lost === undefined ? accepted.lost : [...accepted.lost, lost],
   };
   const file = path.join(dataDir, ACCEPTED_FILE);
-  const tmp = `${file}.tmp`;
   try {
-    const fd = openSync(tmp, 'w', 0o644);
-    try {
-      writeSync(fd, `${JSON.stringify(next, null, 2)}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, file);
-    const dir = openSync(dataDir, 'r');
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
-    }
+    writeFileDurably(file, Buffer.from(`${JSON.stringify(next, null, 2)}\n`), 0o644);
   } catch (e) {
     throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${file}: cannot record the accepted damage: ${(e as Error).message}`, file, {
       cause: e,
