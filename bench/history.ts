@@ -17,31 +17,13 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import {
-  type Actor,
-  contentId,
-  decide,
-  type DecisionRequest,
-  encode,
-  grantId,
-  Ledger,
-  newActor,
-  payloadHash,
-  receiptCoreFor,
-  receiptId,
-  sealReceipt,
-  seededRng,
-  type SignedGrant,
-  signedGrantToCbor,
-  signGrant,
-  toHex,
-  TrustRoots,
-} from '../core/index.ts';
-import { makeSnapshot, readKeyFile, ReceiptLog, resourceIdOf, writeKeyFile } from '../node/index.ts';
+import { type Actor, encode, newActor, seededRng, type SignedGrant, signedGrantToCbor, signGrant, toHex } from '../core/index.ts';
+import { makeSnapshot, readKeyFile, ReceiptLog, resourceIdOf } from '../node/index.ts';
 import { type Figure, type SuiteOptions, sig } from './figures.ts';
+import { sealedLog } from './node.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
@@ -57,74 +39,12 @@ function sizes(): number[] {
 }
 
 /** A data folder holding `n` sealed receipts, ten days old (built once per seed and size). */
-async function historyLog(seed: number, n: number): Promise<string> {
-  const dir = path.join(tmpdir(), `jcp-bench-history-log-${seed}-${n}`);
-  if (existsSync(path.join(dir, 'complete'))) return dir;
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const rng = seededRng(`bench/history/log/${seed}`);
-  const steward = newActor(rng);
-  writeKeyFile(path.join(dir, 'steward.key'), steward);
-  const issuer = newActor(rng);
-  const workers = Array.from({ length: 16 }, () => newActor(rng));
-  const grants = workers.map((w) =>
-    signGrant(
-      {
-        issuer: issuer.did,
-        subject: w.did,
-        capability: { resource: resourceIdOf('bench'), actions: ['call'] },
-        budget_uj: 10n ** 15n,
-        expiry: 0,
-        nonce: rng(16),
-      },
-      issuer,
-    ),
-  );
-  const t0 = Math.floor(Date.now() / 1000) - 10 * 86_400;
-  const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: t0, batchMax: 4096 });
-  const ledger = new Ledger();
-  const state = { ledger, revoked: new Set<string>(), trust: new TrustRoots() };
-  let prev: string | undefined;
-  let pending: Array<Promise<void>> = [];
-  for (let seq = 0; seq < n; seq++) {
-    const i = seq % grants.length;
-    const g = grants[i]!;
-    const dreq: DecisionRequest = {
-      frame: {
-        kind: 'tool-call',
-        trust: 'control',
-        grant_id: grantId(g.grant),
-        action: 'call',
-        resource: g.grant.capability.resource,
-        payload_hash: payloadHash(),
-      },
-      chain: [g],
-      caller: workers[i]!.did,
-      cost: { uj: 1_000n + BigInt(seq % 7), provenance: 'Estimator' },
-      nowS: t0 + Math.floor(seq / 1000),
-    };
-    const d = decide(dreq, state);
-    if (d.verdict === 'allow') ledger.debit(d.chainIds, dreq.cost.uj);
-    const bytes = sealReceipt(
-      receiptCoreFor(dreq, d, {
-        steward: steward.did,
-        seq,
-        ...(prev !== undefined ? { prev } : {}),
-        requestId: contentId({ history: seed, seq }),
-      }),
-      steward,
-    );
-    prev = receiptId(bytes);
-    pending.push(log.appendReceipt(seq, bytes));
-    if (pending.length >= 4096) {
-      await Promise.all(pending);
-      pending = [];
-    }
-  }
-  await Promise.all(pending);
-  await log.close();
-  writeFileSync(path.join(dir, 'complete'), `${n}\n`);
-  return dir;
+function historyLog(seed: number, n: number): Promise<string> {
+  return sealedLog(path.join(tmpdir(), `jcp-bench-history-log-${seed}-${n}`), n, {
+    rngLabel: `bench/history/log/${seed}`,
+    t0S: Math.floor(Date.now() / 1000) - 10 * 86_400,
+    requestKey: (seq) => ({ history: seed, seq }),
+  });
 }
 
 /** A copy of `source` (the kept log is never changed), with a snapshot of its last receipt when asked. */

@@ -481,13 +481,30 @@ async function drive(
 }
 
 /** A data folder holding `n` sealed receipts (generated once per seed and size, then reused). */
-async function bigLog(seed: number, n: number): Promise<string> {
-  const dir = path.join(tmpdir(), `jcp-bench-node-log-${seed}-${n}`);
+function bigLog(seed: number, n: number): Promise<string> {
+  return sealedLog(path.join(tmpdir(), `jcp-bench-node-log-${seed}-${n}`), n, {
+    rngLabel: `bench/node/log/${seed}`,
+    t0S: 1_800_000_000,
+    requestKey: (seq) => ({ bench: seed, seq }),
+  });
+}
+
+/**
+ * Fills `dir` (made anew unless it holds a `complete` marker from an earlier run) with `n` receipts
+ * sealed by a steward whose key is `dir/steward.key`: 16 workers on grants of 10^15 µJ, 1,000–1,006 µJ
+ * per call, one decision per ms of a clock starting at `t0S` (unix seconds, +1 s per 1,000 receipts),
+ * request ids the content ids of `requestKey(seq)`. Deterministic for one `rngLabel`. Resolves to `dir`.
+ */
+export async function sealedLog(
+  dir: string,
+  n: number,
+  o: { rngLabel: string; t0S: number; requestKey: (seq: number) => unknown },
+): Promise<string> {
   const done = path.join(dir, 'complete');
   if (existsSync(done)) return dir;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const rng = seededRng(`bench/node/log/${seed}`);
+  const rng = seededRng(o.rngLabel);
   const steward = newActor(rng);
   writeKeyFile(path.join(dir, 'steward.key'), steward);
   const issuer = newActor(rng);
@@ -505,7 +522,7 @@ async function bigLog(seed: number, n: number): Promise<string> {
       issuer,
     ),
   );
-  const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 1_800_000_000, batchMax: 4096 });
+  const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: o.t0S, batchMax: 4096 });
   const ledger = new Ledger();
   const state = { ledger, revoked: new Set<string>(), trust: new TrustRoots() };
   let prev: string | undefined;
@@ -525,7 +542,7 @@ async function bigLog(seed: number, n: number): Promise<string> {
       chain: [g],
       caller: workers[i]!.did,
       cost: { uj: 1_000n + BigInt(seq % 7), provenance: 'Estimator' },
-      nowS: 1_800_000_000 + Math.floor(seq / 1000),
+      nowS: o.t0S + Math.floor(seq / 1000),
     };
     const d = decide(dreq, state);
     if (d.verdict === 'allow') ledger.debit(d.chainIds, dreq.cost.uj);
@@ -534,7 +551,7 @@ async function bigLog(seed: number, n: number): Promise<string> {
         steward: steward.did,
         seq,
         ...(prev !== undefined ? { prev } : {}),
-        requestId: contentId({ bench: seed, seq }),
+        requestId: contentId(o.requestKey(seq)),
       }),
       steward,
     );
