@@ -256,17 +256,20 @@ function planRun(o: ChaosOpts): RunPlan {
   const budget = o.budgetUj ?? BigInt(Math.round(o.nodes * perNode * rate * busyS * 0.6)) * cost;
   const window = o.windowUj ?? cost * 20n;
   const resource = resourceIdOf('chaos');
-  const root: SignedGrant = signGrant(
-    {
-      issuer: issuer.did,
-      subject: agent.did,
-      capability: { resource, actions: ['call'] },
-      budget_uj: budget,
-      expiry: 0,
-      nonce: rng(16),
-    } satisfies Grant,
-    issuer,
-  );
+  // The agent's grants: `call` on the chaos resource, the whole budget, a fresh nonce per grant.
+  const agentGrant = (): SignedGrant =>
+    signGrant(
+      {
+        issuer: issuer.did,
+        subject: agent.did,
+        capability: { resource, actions: ['call'] },
+        budget_uj: budget,
+        expiry: 0,
+        nonce: rng(16),
+      } satisfies Grant,
+      issuer,
+    );
+  const root = agentGrant();
   const rootId = grantId(root.grant);
   let chains: SignedGrant[][];
   if (o.mode === 'shards') {
@@ -282,17 +285,7 @@ function planRun(o: ChaosOpts): RunPlan {
   } else chains = Array.from({ length: o.nodes }, () => [root]);
   const subjectRoot = `chaos${Buffer.from(rng(4)).toString('hex')}`;
   // Drawn after everything above, so the grants and streams of a seed stay what they were.
-  const revokee: SignedGrant = signGrant(
-    {
-      issuer: issuer.did,
-      subject: agent.did,
-      capability: { resource, actions: ['call'] },
-      budget_uj: budget,
-      expiry: 0,
-      nonce: rng(16),
-    } satisfies Grant,
-    issuer,
-  );
+  const revokee = agentGrant();
   const revocation = signRevocation(grantId(revokee.grant), issuer, rng(16));
   return { issuer, agent, seeds, root, rootId, chains, budget, window, cost, subjectRoot, revokee, revocation };
 }
