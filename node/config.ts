@@ -551,28 +551,29 @@ function tlsPath(v: unknown, where: string, base: string): string {
   return path.resolve(base, text(v, where));
 }
 
+/**
+ * A TLS file: the command-line flag's value (relative to the working folder) when given, else the
+ * config field `section.field` (relative to the config file's folder `base`), else undefined.
+ * @throws NodeFault `config-invalid` naming the flag or the field for a value that is not text.
+ */
+function tlsFile(
+  flag: string | undefined,
+  flagName: string,
+  t: Record<string, unknown>,
+  section: string,
+  field: string,
+  base: string,
+): string | undefined {
+  if (flag !== undefined) return tlsPath(flag, flagName, process.cwd());
+  return t[field] !== undefined ? tlsPath(t[field], `${section}.${field}`, base) : undefined;
+}
+
 /** The `tls` section with `--tls-*` overrides; undefined when neither gives a certificate. @throws NodeFault `config-invalid`. */
 function readServerTls(v: unknown, ov: ConfigOverrides, base: string): ServerTlsConfig | undefined {
   const t = obj(v ?? {}, 'tls', ['cert_file', 'key_file', 'ca_file', 'client_certs']);
-  const cwd = process.cwd();
-  const cert =
-    ov.tlsCert !== undefined
-      ? tlsPath(ov.tlsCert, '--tls-cert', cwd)
-      : t['cert_file'] !== undefined
-        ? tlsPath(t['cert_file'], 'tls.cert_file', base)
-        : undefined;
-  const key =
-    ov.tlsKey !== undefined
-      ? tlsPath(ov.tlsKey, '--tls-key', cwd)
-      : t['key_file'] !== undefined
-        ? tlsPath(t['key_file'], 'tls.key_file', base)
-        : undefined;
-  const ca =
-    ov.tlsCa !== undefined
-      ? tlsPath(ov.tlsCa, '--tls-ca', cwd)
-      : t['ca_file'] !== undefined
-        ? tlsPath(t['ca_file'], 'tls.ca_file', base)
-        : undefined;
+  const cert = tlsFile(ov.tlsCert, '--tls-cert', t, 'tls', 'cert_file', base);
+  const key = tlsFile(ov.tlsKey, '--tls-key', t, 'tls', 'key_file', base);
+  const ca = tlsFile(ov.tlsCa, '--tls-ca', t, 'tls', 'ca_file', base);
   const mode = ov.tlsClientCerts ?? (t['client_certs'] === undefined ? 'off' : text(t['client_certs'], 'tls.client_certs'));
   const modeWhere = ov.tlsClientCerts !== undefined ? '--tls-client-certs' : 'tls.client_certs';
   if (mode !== 'off' && mode !== 'request' && mode !== 'require') fail(modeWhere, 'expected off|request|require');
@@ -590,12 +591,9 @@ function readServerTls(v: unknown, ov: ConfigOverrides, base: string): ServerTls
 /** The `nats_tls` section with `--nats-*` overrides; undefined when neither gives anything. @throws NodeFault `config-invalid`. */
 function readNatsTls(v: unknown, ov: ConfigOverrides, base: string): NatsTlsConfig | undefined {
   const t = obj(v ?? {}, 'nats_tls', ['ca_file', 'cert_file', 'key_file']);
-  const cwd = process.cwd();
-  const pick = (flag: string | undefined, flagName: string, field: string): string | undefined =>
-    flag !== undefined ? tlsPath(flag, flagName, cwd) : t[field] !== undefined ? tlsPath(t[field], `nats_tls.${field}`, base) : undefined;
-  const caFile = pick(ov.natsCa, '--nats-ca', 'ca_file');
-  const certFile = pick(ov.natsCert, '--nats-cert', 'cert_file');
-  const keyFile = pick(ov.natsKey, '--nats-key', 'key_file');
+  const caFile = tlsFile(ov.natsCa, '--nats-ca', t, 'nats_tls', 'ca_file', base);
+  const certFile = tlsFile(ov.natsCert, '--nats-cert', t, 'nats_tls', 'cert_file', base);
+  const keyFile = tlsFile(ov.natsKey, '--nats-key', t, 'nats_tls', 'key_file', base);
   if ((certFile === undefined) !== (keyFile === undefined))
     fail(ov.natsCert !== undefined || ov.natsKey !== undefined ? '--nats-cert' : 'nats_tls', 'cert_file and key_file go together');
   if (caFile === undefined && certFile === undefined) return undefined;
