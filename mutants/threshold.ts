@@ -66,7 +66,7 @@ export default [
     id: 'threshold-coordinator-signs-short',
     file: 'frost/coordinator.ts',
     find: 'if (commitments.size < needed) {',
-    replace: 'if (commitments.size < 1) {',
+    replace: 'if (commitments.size < Math.min(needed, 1)) {',
     classes: ['C18'],
   },
 ] satisfies Mutant[];
