@@ -69,6 +69,8 @@ const REDIS_PORT = 6379;
  */
 const ALONE_IN_FLIGHT = [1, 8, 32] as const;
 const ALONE_PER_LANE = 50;
+/** At least this many decisions per region in one run of that phase (one lane's 50 last ~40 ms: too short a sample). */
+const ALONE_MIN = 200;
 /** The revocation reach phase: node processes per region, and revocations sent (one at a time) to a node of region a. */
 const REACH_NODES_PER_REGION = 2;
 const REACH_SAMPLES = 40;
@@ -352,7 +354,7 @@ async function driveAlone(b: RegionsBench, bodies: Uint8Array[][], keeper: Keepe
  * region after another (a real deployment gives each region's node its own machine; the
  * concurrent phase makes the three points share one event loop and 2 cores, so the channel's
  * local decisions are CPU-bound at a third of the process while Redis waits on the RTT), at
- * {@link ALONE_IN_FLIGHT} in flight, {@link ALONE_PER_LANE} decisions per lane, the same requests
+ * {@link ALONE_IN_FLIGHT} in flight, {@link ALONE_PER_LANE} decisions per lane (at least {@link ALONE_MIN}), the same requests
  * count in both modes, and a budget neither runs out of (throughput of allows). Figures per
  * concurrency: decisions/s per region (home, remote mean), the ratio, CPU µs per decision, the
  * channel's CPU ceiling (1 / CPU per decision) and Redis's RTT ceiling (in flight / RTT).
@@ -381,7 +383,7 @@ return 1`,
   )) as string;
   const figures: Figure[] = [];
   for (const inFlight of ALONE_IN_FLIGHT) {
-    const n = ALONE_PER_LANE * inFlight;
+    const n = Math.max(ALONE_MIN, ALONE_PER_LANE * inFlight);
     const root = signGrant({ ...b.mkRoot().grant, budget_uj: big }, b.issuer);
     const chId = grantId(root.grant);
     const window = COST * 40n;
