@@ -226,7 +226,12 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     expect(d2).toMatchObject({ policy: ALLOW_ALL_POLICY_ID, policy_kind: 'allow-all', decision: 'approve', reason: ALLOW_ALL_REASON });
     const kept = readDecisionFile(path.join(w('p2'), 'approvals.journal')).at(-1)?.record;
     expect(kept?.valid).toBe(true);
-    expect(kept?.body).toMatchObject({ policy: ALLOW_ALL_POLICY_ID, policy_kind: 'allow-all', decision: 'approve', request: d2['request'] });
+    expect(kept?.body).toMatchObject({
+      policy: ALLOW_ALL_POLICY_ID,
+      policy_kind: 'allow-all',
+      decision: 'approve',
+      request: d2['request'],
+    });
   }, 60_000);
 
   test('a bridge killed between the signature and the answer: its re-send after a restart is the same request, debited once', async () => {

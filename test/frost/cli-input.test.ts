@@ -251,7 +251,17 @@ describe('jcp frost / files and folders: code io naming the path', () => {
   it('refuse / a --keystore that is a file (participant; needs NATS)', async () => {
     const file = join(tmp('ksfile'), 'a-file');
     writeFileSync(file, 'x');
-    const r = await frost(['participant', '--keystore', file, '--nats', NATS_URL, '--prefix', uniquePrefix('cliks'), '--approve', 'allow-all']);
+    const r = await frost([
+      'participant',
+      '--keystore',
+      file,
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      uniquePrefix('cliks'),
+      '--approve',
+      'allow-all',
+    ]);
     expectIo(r, file);
     expect(r.stderr).toMatch(/exists and is not a folder/);
   });
@@ -265,7 +275,17 @@ describe.runIf(LINUX)('folders under /proc fail at once (Node 20 recursive mkdir
   });
 
   it('participant --keystore /proc/x: io, no hang (needs NATS)', async () => {
-    const r = await frost(['participant', '--keystore', '/proc/x', '--nats', NATS_URL, '--prefix', uniquePrefix('cliproc'), '--approve', 'allow-all']);
+    const r = await frost([
+      'participant',
+      '--keystore',
+      '/proc/x',
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      uniquePrefix('cliproc'),
+      '--approve',
+      'allow-all',
+    ]);
     expectIo(r, '/proc/x');
   });
 
@@ -330,7 +350,19 @@ describe('jcp frost participant / a wrong passphrase writes nothing (needs NATS)
     ).toBe(0);
     const before = readdirSync(ks).sort();
     const r = await frost(
-      ['participant', '--keystore', ks, '--nats', NATS_URL, '--prefix', uniquePrefix('clipass'), '--passphrase-env', 'JCP_TEST_WRONG', '--approve', 'allow-all'],
+      [
+        'participant',
+        '--keystore',
+        ks,
+        '--nats',
+        NATS_URL,
+        '--prefix',
+        uniquePrefix('clipass'),
+        '--passphrase-env',
+        'JCP_TEST_WRONG',
+        '--approve',
+        'allow-all',
+      ],
       { env },
     );
     expect(r.code, r.stderr).toBe(1);
