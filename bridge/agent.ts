@@ -27,10 +27,13 @@ import {
   FRAME_HEADER_BYTES,
   grantId,
   openReceipt,
+  parseDid,
   receiptId,
   requestIdOf,
+  sign,
   type SignedGrant,
   toHex,
+  verify,
   type WireRequest,
 } from '../core/index.ts';
 import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
@@ -279,10 +282,23 @@ export class BridgeAgent {
     const client = this.#o.client;
     let req: WireRequest;
     const kept = stamp.resent ? this.#signed.get(callKey)?.req : undefined;
+    // A re-send after a restart whose journal kept the signature (threshold callers): the same
+    // fields get the same signature back, so the same request; different fields (the bridge's
+    // configuration changed meanwhile) are another request anyway and are signed afresh.
+    const saved = kept === undefined ? stamp.signature : undefined;
+    const base = this.#o.signer;
+    const resign: ClientSigner | undefined =
+      saved === undefined
+        ? undefined
+        : {
+            did: base.did,
+            sign: (msg) => (verify(parseDid(base.did), msg, saved) ? saved : 'sign' in base ? base.sign(msg) : sign(base.key, msg)),
+          };
     if (kept !== undefined) req = kept;
     else
       try {
         req = await client.request({
+          ...(resign !== undefined ? { signer: resign } : {}),
           chain,
           action: tool.action,
           payload,
@@ -313,6 +329,9 @@ export class BridgeAgent {
         `the signed request would be ${size} bytes, above the node's frame cap of ${cap} (header ${FRAME_HEADER_BYTES} not counted); nothing was sent`,
       );
     }
+    // A FROST signature is randomized: keep it (fsync'd) before the request leaves, so a re-send
+    // after a restart sends these bytes again (the node replays them; no second debit).
+    if (this.#o.threshold !== undefined && kept === undefined) journal.signed(callKey, req.signature);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
       r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});
