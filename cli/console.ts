@@ -33,6 +33,50 @@ Serves the read-only audit console (a web page) and prints its URL; runs until C
 The receipt inspector decodes a pasted receipt (hex), verifies it and proves its inclusion in
 its node's log. The console has no write action (GET and HEAD only).`;
 
+/**
+ * Serves the console over `dirs` and, with `nats`, the streams under subject root `root`
+ * (checkpoints, channel statements, shard assignments), on `host:port` (port 0: any free one).
+ * Used by `jcp console` and `jcp demo` (which prints its URL). `close` stops the server and the
+ * NATS connection.
+ * @throws NatsUnavailable when `nats` does not answer with JetStream within 5 s; Error when the address cannot be bound.
+ */
+export async function openConsole(o: {
+  readonly dirs: readonly string[];
+  readonly nats?: string;
+  readonly root: string;
+  readonly channels?: ConsoleSources['channels'];
+  readonly host?: string;
+  readonly port?: number;
+}): Promise<{ readonly url: string; close(): Promise<void> }> {
+  let bus: JetStreamBus | undefined;
+  let stream: TlogStream | undefined;
+  let sources: ConsoleSources = {};
+  if (o.nats !== undefined) {
+    bus = JetStreamBus.start(o.nats, { names: channelNames(o.root), name: 'jcp-console' });
+    try {
+      await bus.ready(5_000);
+    } catch (e) {
+      await bus.close();
+      throw new NatsUnavailable(`cannot reach NATS with JetStream at ${o.nats}: ${(e as Error).message}`, { cause: e });
+    }
+    stream = new TlogStream(bus.connection!, { root: o.root });
+    sources = { statements: bus, shards: { nc: bus.connection!, root: o.root }, channels: o.channels ?? [] };
+  }
+  try {
+    const c = await serveConsole(new ConsoleData(o.dirs, stream, sources), o.host ?? '127.0.0.1', o.port ?? 0);
+    return {
+      url: c.url,
+      close: async () => {
+        await c.close();
+        await bus?.close();
+      },
+    };
+  } catch (e) {
+    await bus?.close();
+    throw e;
+  }
+}
+
 /** The `jcp console` command. */
 export const command: Command = {
   name: 'console',
@@ -59,31 +103,24 @@ export const command: Command = {
       return { grant_id: cm[1] as ContentId, ...(cm[2] !== undefined ? { window_uj: BigInt(cm[2]) } : {}) };
     });
     if (channels.length > 0 && values.nats === undefined) throw new UsageError('--channel needs --nats (the statement stream)');
-    let bus: JetStreamBus | undefined;
-    let stream: TlogStream | undefined;
-    let sources: ConsoleSources = {};
     if (values.nats !== undefined) {
       const bad = values.nats.split(',').find((u) => natsHostPort(u.trim()) === undefined);
       if (bad !== undefined) throw new UsageError(`--nats: expected nats://host:port, got ${bad}`);
-      const root = values['subject-root'] ?? 'jcp';
-      bus = JetStreamBus.start(values.nats, { names: channelNames(root), name: 'jcp-console' });
-      try {
-        await bus.ready(5_000);
-      } catch (e) {
-        await bus.close();
-        throw new NatsUnavailable(`cannot reach NATS with JetStream at ${values.nats}: ${(e as Error).message}`, { cause: e });
-      }
-      stream = new TlogStream(bus.connection!, { root });
-      sources = { statements: bus, shards: { nc: bus.connection!, root }, channels };
     }
-    const c = await serveConsole(new ConsoleData(dirs, stream, sources), m[1]!.replace(/^\[|\]$/g, ''), Number(m[2]));
+    const c = await openConsole({
+      dirs,
+      ...(values.nats !== undefined ? { nats: values.nats } : {}),
+      root: values['subject-root'] ?? 'jcp',
+      channels,
+      host: m[1]!.replace(/^\[|\]$/g, ''),
+      port: Number(m[2]),
+    });
     process.stdout.write(`jcp console: ${c.url}\n`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
     });
     await c.close();
-    await bus?.close();
     return 0;
   },
 };
