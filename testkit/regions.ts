@@ -130,6 +130,20 @@ export interface LinkStatus {
   readonly recorded_state?: 'up' | 'cut' | 'down' | 'unknown';
   readonly rttMs: number;
   readonly jitterMs: number;
+  /** The link's name for `jcp cluster cut|heal` (`<from>-<to>`; a cut acts on both directions). Absent in a state file of an older launcher. */
+  readonly name?: string;
+  /** The launcher's proxies of this link: `cut` as they are set, `open` their forwarded connections now. */
+  readonly proxy?: { readonly cut: boolean; readonly open: number };
+  /**
+   * Live health, only in `jcp cluster status` ({@link liveLinks}): for a gateway link, whether every
+   * server of `from` has its outbound gateway connection to `to` (its NATS monitoring `/gatewayz`):
+   * `connected` (all), `partial` (some), `disconnected` (none), `unknown` (no server answered);
+   * for a client link, `connected` while the proxy holds a connection, `idle` when it holds none
+   * and is not cut, `disconnected` when cut.
+   */
+  readonly live?: 'connected' | 'partial' | 'disconnected' | 'idle' | 'unknown';
+  /** With `live` on a gateway link: servers of `from` with a gateway connection to `to`, of those that answered `/gatewayz`, and of all. */
+  readonly gateway_connections?: { readonly connected: number; readonly answered: number; readonly servers: number };
 }
 
 /** {@link RegionCluster.status}: every region (servers running, nodes) and every link. JSON-safe. */
@@ -139,7 +153,14 @@ export interface RegionStatus {
   readonly regions: {
     readonly name: string;
     readonly nats_urls: string[];
-    readonly servers: { readonly name: string; readonly url: string; readonly pid: number | undefined; readonly running: boolean }[];
+    readonly servers: {
+      readonly name: string;
+      readonly url: string;
+      readonly pid: number | undefined;
+      readonly running: boolean;
+      /** The server's NATS monitoring address `127.0.0.1:<port>` (`/healthz`, `/gatewayz`). Absent in an older launcher's state file. */
+      readonly monitor?: string;
+    }[];
     readonly nodes: {
       readonly id: string;
       readonly address: string;
@@ -418,7 +439,7 @@ function regionStatus(home: string, regions: readonly Region[], links: readonly 
     regions: regions.map((r) => ({
       name: r.name,
       nats_urls: r.natsUrls,
-      servers: r.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid, running: s.running })),
+      servers: r.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid, running: s.running, monitor: `127.0.0.1:${s.httpPort}` })),
       nodes: r.nodes.map((n) => ({
         id: n.id,
         address: `127.0.0.1:${n.port}`,
@@ -436,6 +457,8 @@ function regionStatus(home: string, regions: readonly Region[], links: readonly 
         state: l.proxies.some((p) => p.isCut) ? 'cut' : 'up',
         rttMs: d.delayMs * 2,
         jitterMs: d.jitterMs,
+        name: `${l.from}-${l.to}`,
+        proxy: { cut: l.proxies.some((p) => p.isCut), open: l.proxies.reduce((n, p) => n + p.open, 0) },
       };
     }),
   };
@@ -554,4 +577,43 @@ function makeCluster(
     },
   };
   return rc;
+}
+
+/** The gateway names each server's `/gatewayz` lists with an outbound connection, or undefined when it does not answer (1 s). */
+async function outboundGateways(monitor: string): Promise<Set<string> | undefined> {
+  try {
+    const r = await fetch(`http://${monitor}/gatewayz`, { signal: AbortSignal.timeout(1_000) });
+    if (!r.ok) return undefined;
+    const g = (await r.json()) as { outbound_gateways?: Record<string, { connection?: unknown }> };
+    return new Set(Object.entries(g.outbound_gateways ?? {}).flatMap(([name, o]) => (o.connection ? [name] : [])));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The links of `s` with their live health (`live`, and `gateway_connections` for a gateway link):
+ * asks every server's NATS monitoring endpoint (`/gatewayz`, 1 s each, all at once) which
+ * gateways it holds a connection to. Works without the launcher (the NATS servers outlive it);
+ * a server without a recorded `monitor` counts as not answering.
+ */
+export async function liveLinks(s: RegionStatus): Promise<LinkStatus[]> {
+  const byRegion = new Map(
+    await Promise.all(
+      s.regions.map(
+        async (r) => [r.name, await Promise.all(r.servers.map((x) => (x.monitor ? outboundGateways(x.monitor) : undefined)))] as const,
+      ),
+    ),
+  );
+  return s.links.map((l): LinkStatus => {
+    if (l.kind === 'client') {
+      if (l.state === 'unknown' || l.proxy === undefined) return { ...l, live: l.state === 'down' ? 'disconnected' : 'unknown' };
+      return { ...l, live: l.state !== 'up' || l.proxy.cut ? 'disconnected' : l.proxy.open > 0 ? 'connected' : 'idle' };
+    }
+    const seen = byRegion.get(l.from) ?? [];
+    const answered = seen.filter((x) => x !== undefined);
+    const connected = answered.filter((x) => x.has(l.to)).length;
+    const live = answered.length === 0 ? 'unknown' : connected === seen.length ? 'connected' : connected === 0 ? 'disconnected' : 'partial';
+    return { ...l, live, gateway_connections: { connected, answered: answered.length, servers: seen.length } };
+  });
 }
