@@ -96,7 +96,7 @@ describe('bridge: bad input and refunds', () => {
         [2, 'tools/call', { name: 'echo', arguments: {}, _meta: { progressToken: [1] } }],
         [3, 'tools/list', { _meta: { progressToken: true } }],
       ] as const) {
-        const r = await s.ask({ jsonrpc: '2.0', id, method, params });
+        const r = await s.ask({ jsonrpc: '2.0', id, method, params } as unknown as JSONRPCMessage);
         expect(r).not.toBe('no answer');
         const { error } = r as Reply;
         expect(error?.code).toBe(-32602);
