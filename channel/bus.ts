@@ -12,6 +12,7 @@
  *   latest statement, and then the bound breaks.
  */
 import type { ContentId, Did } from '../core/index.ts';
+import type { NatsEvent } from '../natsio/index.ts';
 
 /** One stored statement as read back from the stream: the point-hash token and the raw bytes. */
 export interface StoredStatement {
@@ -29,12 +30,12 @@ export interface RevocationFollow {
   stop(): Promise<void>;
 }
 
-/** Events the bus reports so that nothing fails silently (logged and counted by the caller). */
-export type BusEvent =
-  | { readonly type: 'slow-consumer'; readonly detail: string }
-  | { readonly type: 'disconnect' | 'reconnect'; readonly detail: string }
-  | { readonly type: 'consumer-reset'; readonly detail: string }
-  | { readonly type: 'publish-retry'; readonly detail: string };
+/**
+ * Events the bus reports so that nothing fails silently (logged and counted by the caller): the
+ * NATS layer's {@link NatsEvent}s (slow consumers, disconnects and reconnects, consumer resets,
+ * publish retries), one type for the link and every bus over it.
+ */
+export type BusEvent = NatsEvent;
 
 /**
  * The statement stream's channel messages: signed statements and channel grants (spec §4.5

@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { fromHex, parseDid, toHex, verify } from '../core/index.ts';
 import {
   allowAllApprover,
@@ -35,6 +35,10 @@ import {
 } from '../frost/index.ts';
 import { type Command, parse, UsageError } from './command.ts';
 import { errnoOf, fromSystemError, ioError, IoError, makeDirs, READ_CAPS, readFileCapped } from '../io/index.ts';
+import { NatsLink } from '../natsio/index.ts';
+
+/** How long a verb waits for its NATS connection before it fails with `frost-transport` (ms). */
+const CONNECT_MS = 5_000;
 
 const help = `Usage: jcp frost <deal|participant|dkg|sign|approvals> [options]
 
@@ -140,10 +144,13 @@ function intFlag(v: string | undefined, name: string, range: { min?: number; max
 
 async function connectNats(url: string | undefined): Promise<NatsConnection> {
   if (!url) throw new UsageError('--nats URL is required');
+  // The NATS layer's connection: a listener that is not NATS is named, not waited on with a leaked socket.
+  const link = NatsLink.start(url, { name: 'jcp-frost' });
   try {
-    return await connect({ servers: url.split(','), name: 'jcp-frost' });
+    return await link.ready(CONNECT_MS);
   } catch (e) {
-    throw new FrostError(FrostErrorCodes.TRANSPORT, `cannot reach NATS at ${url}: ${(e as Error).message}`);
+    await link.close();
+    throw new FrostError(FrostErrorCodes.TRANSPORT, `cannot reach NATS at ${url}: ${(e as Error).message}`, [], undefined, { cause: e });
   }
 }
 

@@ -302,6 +302,150 @@ export function splitSequence(bytes: Uint8Array): { readonly items: Uint8Array[]
 }
 
 // ---------------------------------------------------------------------------------------------
+// Diagnosing items that are not well-formed (for `jcp inspect`, which names the byte at fault)
+
+/** The major type (0–7, RFC 8949 §3.1) of a head's first byte. */
+export function majorOf(firstByte: number): number {
+  return firstByte >> 5;
+}
+
+/** Why the bytes at an offset are not one well-formed definite-length item. */
+export interface ItemFault {
+  /** `cbor-malformed` (truncation, reserved additional info, a stray break, too deep) or `cbor-non-canonical` (an indefinite length). */
+  readonly code: typeof ErrorCodes.CBOR_MALFORMED | typeof ErrorCodes.CBOR_NON_CANONICAL;
+  readonly message: string;
+  /** Byte offset (in the bytes given) of the head at fault. */
+  readonly offset: number;
+}
+
+class ItemFaultSignal {
+  readonly fault: ItemFault;
+  constructor(fault: ItemFault) {
+    this.fault = fault;
+  }
+}
+
+function itemFault(code: ItemFault['code'], message: string, offset: number): never {
+  throw new ItemFaultSignal({ code, message, offset });
+}
+
+/** {@link itemEndOrFault}'s walk: the end offset, or throws an ItemFaultSignal. */
+function walkItem(bytes: Uint8Array, off: number, depth: number, maxDepth: number): number {
+  const M = ErrorCodes.CBOR_MALFORMED;
+  if (depth > maxDepth) itemFault(M, `nesting deeper than ${maxDepth}`, off);
+  if (off >= bytes.length) itemFault(M, `truncated: an item expected at byte ${off}`, off);
+  const ib = bytes[off]!;
+  const major = majorOf(ib);
+  const ai = ib & 31;
+  if (ai >= 28 && ai <= 30) itemFault(M, `reserved additional info ${ai} at byte ${off}`, off);
+  if (ai === 31) {
+    if (major === 7) itemFault(M, `a break outside an indefinite-length item at byte ${off}`, off);
+    itemFault(ErrorCodes.CBOR_NON_CANONICAL, `an indefinite-length item at byte ${off}`, off);
+  }
+  const width = ai < 24 ? 0 : 1 << (ai - 24);
+  if (off + 1 + width > bytes.length) itemFault(M, `truncated item head at byte ${off}`, off);
+  const arg = ai < 24 ? ai : readArg(bytes, off + 1, width);
+  let next = off + 1 + width;
+  switch (major) {
+    case MAJOR.bytes:
+    case MAJOR.text:
+      if (next + arg > bytes.length)
+        itemFault(M, `truncated: the string at byte ${off} declares ${arg} bytes, ${bytes.length - next} follow`, off);
+      return next + arg;
+    case MAJOR.array:
+    case MAJOR.map: {
+      const n = major === MAJOR.map ? arg * 2 : arg;
+      if (n > bytes.length - next)
+        itemFault(M, `truncated: the ${major === MAJOR.map ? 'map' : 'array'} at byte ${off} declares ${arg} entries`, off);
+      for (let i = 0; i < n; i++) next = walkItem(bytes, next, depth + 1, maxDepth);
+      return next;
+    }
+    case MAJOR.tag:
+      return walkItem(bytes, next, depth + 1, maxDepth);
+    default:
+      return next;
+  }
+}
+
+/**
+ * The end offset of the CBOR item at `off` (definite lengths only; heads of any width, since
+ * only the structure is walked), or why there is no such item: {@link skipItem} with the reason
+ * and the byte at fault. Containers nest at most `maxDepth` deep (default 512).
+ */
+export function itemEndOrFault(bytes: Uint8Array, off: number, maxDepth = 512): { readonly end: number } | { readonly fault: ItemFault } {
+  try {
+    return { end: walkItem(bytes, off, 0, maxDepth) };
+  } catch (e) {
+    if (e instanceof ItemFaultSignal) return { fault: e.fault };
+    throw e;
+  }
+}
+
+/**
+ * The offset of the first item head in `bytes` (one well-formed item) that a JCP object may not
+ * hold (§3): a float or simple value (major type 7), or a tag other than `allowedTag`. Undefined
+ * when there is none or the bytes are not well-formed. Names the byte behind a
+ * `cbor-forbidden-type` refusal, which the strict decoder reports without an offset.
+ */
+export function firstForbiddenHead(bytes: Uint8Array, allowedTag?: number, maxDepth = 512): number | undefined {
+  let found: number | undefined;
+  const stop = new Error('stop');
+  const visit = (off: number, depth: number): number => {
+    if (found !== undefined || depth > maxDepth || off >= bytes.length) throw stop;
+    const ib = bytes[off]!;
+    const major = majorOf(ib);
+    const ai = ib & 31;
+    const width = ai < 24 ? 0 : ai < 28 ? 1 << (ai - 24) : 0;
+    let arg = ai < 24 ? ai : 0;
+    for (let i = 1; i <= width; i++) arg = arg * 256 + (bytes[off + i] ?? 0);
+    if (major === 7 || (major === MAJOR.tag && arg !== allowedTag)) {
+      found = off;
+      throw stop;
+    }
+    let next = off + 1 + width;
+    if (ai >= 28) throw stop;
+    if (major === MAJOR.bytes || major === MAJOR.text) return next + arg;
+    if (major === MAJOR.array || major === MAJOR.map) {
+      for (let i = 0; i < (major === MAJOR.map ? arg * 2 : arg); i++) next = visit(next, depth + 1);
+      return next;
+    }
+    if (major === MAJOR.tag) return visit(next, depth + 1);
+    return next;
+  };
+  try {
+    visit(0, 0);
+  } catch {
+    // stopped: found, or not well-formed
+  }
+  return found;
+}
+
+/** Loose tag decoders that keep any tag (0–255) as a `Tagged` value. */
+function keepAnyTag(): TagDecoder[] {
+  const tags: TagDecoder[] = [];
+  for (let t = 0; t < 256; t++) tags[t] = (inner: unknown) => new Tagged(t, inner);
+  return tags;
+}
+
+/**
+ * Where the canonical re-encoding of `bytes` first differs from them: decode loosely (any
+ * order, any width, any tag), re-encode with {@link encode}, compare. Names the byte behind a
+ * `cbor-non-canonical` refusal that the strict decoder reports without an offset. Undefined
+ * when the bytes cannot be loosely decoded or re-encoded, or are canonical.
+ */
+export function firstNonCanonicalByte(bytes: Uint8Array): number | undefined {
+  let again: Uint8Array;
+  try {
+    again = encode(cborgDecode(bytes, { useMaps: true, tags: keepAnyTag() }));
+  } catch {
+    return undefined;
+  }
+  const n = Math.min(again.length, bytes.length);
+  for (let i = 0; i < n; i++) if (again[i] !== bytes[i]) return i;
+  return again.length !== bytes.length ? n : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Assembling and splicing items by hand (the hot paths of the wire and COSE layers)
 
 /** Bytes of a byte or text string item whose content is `n` bytes long (head + content). */

@@ -173,4 +173,5 @@ export {
 export { witness } from './witness.ts';
 export { buildFleetRecord, type FleetMember, type FleetRecord, fleetOrigin, verifyFleetRecord } from './fleet.ts';
 export { splitSequence } from './cbor.ts';
+export { firstForbiddenHead, firstNonCanonicalByte, type ItemFault, itemEndOrFault, majorOf } from './cbor.ts';
 export { decodeWireRequestWithChain, requestChainEntry, wireRequestSigningBytesOf } from './wire.ts';

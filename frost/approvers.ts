@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { contentId, type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
+import { ensureStream, isStreamNotFound, storeNameOf } from '../natsio/index.ts';
 import {
   type DecodedCall,
   DEFAULT_MAX_SKEW_S,
@@ -306,14 +307,9 @@ export function readDecisionFile(path: string): StreamedDecision[] {
   return out;
 }
 
-/** A name safe for JetStream stream names, derived from a subject prefix. */
-function storeName(prefix: string): string {
-  return prefix.replace(/[^A-Za-z0-9_-]/g, '_');
-}
-
-/** The approvals stream name for `prefix`: `<prefix>_approvals`. */
+/** The approvals stream name for `prefix`: `<prefix>_approvals` (the NATS layer's name rule). */
 export function approvalsStream(prefix: string): string {
-  return `${storeName(prefix)}_approvals`;
+  return `${storeNameOf(prefix)}_approvals`;
 }
 
 /** The subject a holder publishes its decisions on: `<prefix>.approvals.<groupTag>.<identifier>`. */
@@ -323,7 +319,8 @@ export function approvalsSubject(prefix: string, group: Did, identifier: number)
 
 /**
  * Publishes a decision record on the JetStream stream `<prefix>_approvals` (subjects
- * `<prefix>.approvals.>`, created if absent, kept 30 days). Returns the stream sequence.
+ * `<prefix>.approvals.>`, created if absent by the NATS layer's create-if-missing, so two
+ * holders racing to create it both succeed; kept 30 days). Returns the stream sequence.
  * @throws FrostError `frost-transport`.
  */
 export async function publishDecision(
@@ -335,12 +332,7 @@ export async function publishDecision(
 ): Promise<number> {
   try {
     const jsm = await jetstreamManager(nc);
-    const name = approvalsStream(prefix);
-    try {
-      await jsm.streams.info(name);
-    } catch {
-      await jsm.streams.add({ name, subjects: [`${prefix}.approvals.>`], max_age: 30 * 24 * 3600 * 1e9 });
-    }
+    await ensureStream(jsm, { name: approvalsStream(prefix), subjects: [`${prefix}.approvals.>`], max_age: 30 * 24 * 3600 * 1e9 });
     const ack = await jetstream(nc).publish(approvalsSubject(prefix, group, identifier), record);
     return ack.seq;
   } catch (e) {
@@ -358,7 +350,7 @@ export interface StreamedDecision {
 /**
  * Every decision record on the approvals stream of `prefix` (optionally only `group`'s), each
  * verified; `seq` is the stream sequence. An absent stream is no records.
- * @throws FrostError `frost-transport`.
+ * @throws FrostError `frost-transport` (also when the stream cannot be read for another reason than its absence).
  */
 export async function readDecisionStream(nc: NatsConnection, prefix: string, group?: Did): Promise<StreamedDecision[]> {
   const out: StreamedDecision[] = [];
@@ -368,8 +360,9 @@ export async function readDecisionStream(nc: NatsConnection, prefix: string, gro
     let last: number;
     try {
       last = (await jsm.streams.info(name)).state.last_seq;
-    } catch {
-      return [];
+    } catch (e) {
+      if (isStreamNotFound(e)) return [];
+      throw e;
     }
     const filter = group ? `${prefix}.approvals.${groupTag(group)}.*` : `${prefix}.approvals.>`;
     for (let seq = 1; seq <= last; seq++) {

@@ -18,7 +18,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { blake3, bytesEqual, decode, type Did, toHex, utf8 } from '../core/index.ts';
-import { ensureStream, isStreamNotFound, storeNameOf } from '../natsio/index.ts';
+import { checkSubject, ensureStream, isStreamNotFound, storeNameOf } from '../natsio/index.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { checkGroup, type GroupPublic, groupBytes, groupDigest, groupTag, readGroup } from './group.ts';
 
@@ -89,8 +89,12 @@ export function didTag(did: Did): string {
   return toHex(blake3(utf8(did))).slice(0, 16);
 }
 
-/** Subject names under `prefix`. */
+/**
+ * Subject names under `prefix` (checked once here by the NATS layer's subject rule, so a bad
+ * `--prefix` fails before anything is sent). @throws NatsNameError `nats-bad-subject`.
+ */
 export function subjects(prefix: string) {
+  checkSubject(prefix);
   return {
     dkgInvite: `${prefix}.dkg.invite`,
     dkgBcast: (session: string) => `${prefix}.dkg.${session}.bcast`,

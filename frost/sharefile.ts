@@ -17,8 +17,7 @@
  * without its passphrase; it is bound by the digest or the AEAD.
  */
 import { randomBytes, scryptSync, createCipheriv, createDecipheriv, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { type Stats, statSync } from 'node:fs';
 import {
   type Actor,
   actorFromSeed,
@@ -34,7 +33,7 @@ import {
   encode,
   type Obj,
 } from '../core/index.ts';
-import { ioError, READ_CAPS, readFileCapped } from '../io/index.ts';
+import { ioError, READ_CAPS, readFileCapped, writeFileDurably } from '../io/index.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 import { checkGroup, Fn, type GroupPublic, groupDid, groupToCbor, readGroup, type ShareSecret } from './group.ts';
@@ -61,39 +60,15 @@ function scryptKey(passphrase: string, salt: Uint8Array, logN: number, r: number
   return { key: out.subarray(0, 32), check: out.subarray(32) };
 }
 
-/** Writes `bytes` to `path` atomically with mode 0600 (temp file, fsync, rename, fsync folder). */
+/**
+ * Writes `bytes` to `path` atomically with mode 0600: io/'s `writeFileDurably` (exclusive temp
+ * file, fsync, rename, fsync of the folder). @throws IoError `io` naming `path`.
+ */
 export function writeFileAtomic0600(path: string, bytes: Uint8Array): void {
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  let fd: number;
   try {
-    fd = openSync(tmp, 'wx', 0o600);
+    writeFileDurably(path, bytes, 0o600);
   } catch (e) {
     throw ioError(e, 'write', path);
-  }
-  try {
-    writeSync(fd, bytes);
-    fsyncSync(fd);
-  } catch (e) {
-    closeSync(fd);
-    unlinkSync(tmp);
-    throw ioError(e, 'write', path);
-  }
-  closeSync(fd);
-  try {
-    renameSync(tmp, path);
-  } catch (e) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // already gone
-    }
-    throw ioError(e, 'write', path);
-  }
-  const dfd = openSync(dirname(path), 'r');
-  try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
   }
 }
 

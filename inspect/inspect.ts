@@ -10,7 +10,7 @@
  * input when known. Every decoder used is the core's strict one, so inspect refuses exactly what
  * a node would refuse.
  */
-import type { SignedGrant } from '../core/index.ts';
+import { majorOf, type SignedGrant } from '../core/index.ts';
 import { bytesOfContents, FaultError, type InspectFault, type Item, parseHex, splitFrames, splitSequence } from './input.ts';
 import { describe, type ObjectReport, type SignatureReport } from './kinds.ts';
 
@@ -120,13 +120,13 @@ function looksLikeJson(bytes: Uint8Array): boolean {
  * A length below 2 GiB starts with 0x00–0x7f, which is never a map, tag or array head.
  */
 function isFramed(bytes: Uint8Array): boolean {
-  const major = bytes[0]! >> 5;
+  const major = majorOf(bytes[0]!);
   return (bytes.length >= 4 || bytes[0] === 0x00) && major !== 4 && major !== 5 && major !== 6;
 }
 
 /** True when a first byte can start a JCP object: a map (major 5) or a tag (major 6, receipts). */
 function isObjectHead(b: number | undefined): boolean {
-  return b !== undefined && (b >> 5 === 5 || b >> 5 === 6);
+  return b !== undefined && (majorOf(b) === 5 || majorOf(b) === 6);
 }
 
 /** Decodes hex text and inspects it. Never throws. */

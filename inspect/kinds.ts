@@ -57,9 +57,12 @@ import {
   verifyStatement,
   verifyWireRequestSignature,
   type WireRequest,
+  firstForbiddenHead,
+  firstNonCanonicalByte,
+  majorOf,
 } from '../core/index.ts';
 import { cborJson, hex, type Json, type JsonObj } from '../vectors/index.ts';
-import { fail, FaultError, firstForbiddenByte, firstNonCanonicalByte, type InspectFault, InputCodes, type Item } from './input.ts';
+import { fail, FaultError, type InspectFault, InputCodes, type Item } from './input.ts';
 
 /** Every kind `jcp inspect` recognises. */
 export const KINDS = {
@@ -133,7 +136,7 @@ export function faultOf(e: unknown, item: Item, index?: number): InspectFault {
     let rel = typeof e.detail?.['offset'] === 'number' ? (e.detail['offset'] as number) : undefined;
     if (rel === undefined && e.code === 'cbor-non-canonical') rel = firstNonCanonicalByte(item.bytes);
     if (rel === undefined && e.code === 'cbor-forbidden-type')
-      rel = firstForbiddenByte(item.bytes, item.bytes[0] === 0xd2 ? 18 : undefined);
+      rel = firstForbiddenHead(item.bytes, item.bytes[0] === 0xd2 ? 18 : undefined);
     return {
       code: e.code,
       message: e.message,
@@ -153,7 +156,7 @@ const MAJOR_NAMES = ['unsigned integer', 'negative integer', 'byte string', 'tex
 export function describe(item: Item, hints: SignerHints): ObjectReport {
   const b = item.bytes;
   if (b.length === 0) fail({ code: 'cbor-malformed', message: 'an empty item (a zero-length jcp/1 body?)', offset: item.offset });
-  const major = b[0]! >> 5;
+  const major = majorOf(b[0]!);
   const base = { offset: item.offset, length: b.length };
   try {
     if (major === 6 || (major === 4 && b[0] === 0x84)) return { ...base, ...receipt(b) };
@@ -564,7 +567,7 @@ function payloadOf(payload: Uint8Array, envelope: Uint8Array): unknown {
     const start = payload.byteOffset - envelope.byteOffset;
     let rel = typeof e.detail?.['offset'] === 'number' ? (e.detail['offset'] as number) : undefined;
     if (rel === undefined && e.code === 'cbor-non-canonical') rel = firstNonCanonicalByte(payload);
-    if (rel === undefined && e.code === 'cbor-forbidden-type') rel = firstForbiddenByte(payload);
+    if (rel === undefined && e.code === 'cbor-forbidden-type') rel = firstForbiddenHead(payload);
     throw new JcpError(e.code, `receipt payload: ${e.message}`, { ...e.detail, ...(rel !== undefined ? { offset: start + rel } : {}) });
   }
 }

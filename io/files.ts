@@ -12,7 +12,20 @@
  * - {@link IoError} is the one coded failure for files and folders: code `io`, a message naming
  *   the path and what was wrong, the system code (`ENOENT`, `EACCES`…) kept in `errno`.
  */
-import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
 /** The stable code of every {@link IoError}. */
@@ -273,21 +286,31 @@ export function readFileCapped(path: string, maxBytes: number, what = 'file'): B
 
 /**
  * Writes `bytes` to `file` so that a crash leaves either the old file or the whole new one: a
- * temporary `.<name>.tmp` beside it (mode `mode`), every byte written, fsync, rename over `file`,
- * then the folder fsync'd so the rename itself is durable.
+ * temporary `.<name>.<pid>.<random>.tmp` beside it (created exclusively with mode `mode`, so two
+ * writers never share one), every byte written, fsync, rename over `file`, then the folder
+ * fsync'd so the rename itself is durable. A failed write or rename removes the temporary file.
  * @throws the file system error (nothing is renamed into place unless it was fsync'd).
  */
 export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600): void {
   const dir = dirname(file);
-  const tmp = join(dir, `.${basename(file)}.tmp`);
-  const fd = openSync(tmp, 'w', mode);
+  const tmp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const fd = openSync(tmp, 'wx', mode);
   try {
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+    throw e;
   }
-  renameSync(tmp, file);
   const dfd = openSync(dir, 'r');
   try {
     fsyncSync(dfd);

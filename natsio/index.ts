@@ -4,7 +4,7 @@
  * explicit placement, follow-from-start, and the subject and stream-name rules. The channel,
  * shard and FROST buses are built on it; it imports only core/.
  */
-export { NatsLink, type NatsLinkOpts } from './connection.ts';
+export { type NatsEvent, NatsLink, type NatsLinkOpts } from './connection.ts';
 export { NATS_DEADLINE, NATS_UNAVAILABLE, NatsNameCodes, NatsNameError, NatsUnavailable } from './errors.ts';
 export { type FollowedMsg, followFromStart } from './follow.ts';
 export { checkStreamName, checkSubject, checkSubjectRoot, rootStreamName, storeNameOf } from './names.ts';
