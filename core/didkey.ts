@@ -6,8 +6,11 @@ import { base58 } from '@scure/base';
 import { ErrorCodes, JcpError } from './errors.ts';
 import { type PublicKey, publicKeyFromBytes } from './ed25519.ts';
 
-/** A did:key string for an Ed25519 key. */
-export type Did = string;
+/**
+ * A did:key string for an Ed25519 key. A flavoured brand: a plain string is accepted (parsed input
+ * is checked where it enters), but a {@link ContentId} is refused where a Did is wanted.
+ */
+export type Did = string & { readonly __kind?: 'did' };
 
 const PREFIX = 'did:key:z';
 const cache = new Map<string, PublicKey>();

@@ -8,7 +8,10 @@
 import { check } from './errors.ts';
 import { asEnum, asObj, asUint, type Obj, uintOut } from './schema.ts';
 
-/** Microjoules. Always bigint: cluster totals can pass 2^53. */
+/**
+ * Microjoules. Always bigint: cluster totals can pass 2^53. Counts and seq numbers are `number`
+ * throughout, so the compiler already refuses one where µJ are wanted.
+ */
 export type Uj = bigint;
 
 /** Provenance tags, best first (§5). */

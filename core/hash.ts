@@ -7,8 +7,11 @@ import { encode } from './cbor.ts';
 
 const hasher = await createBLAKE3(256);
 
-/** A content id: 64 lowercase hex characters of BLAKE3-256 over canonical det-CBOR (§3). */
-export type ContentId = string;
+/**
+ * A content id: 64 lowercase hex characters of BLAKE3-256 over canonical det-CBOR (§3). A
+ * flavoured brand: a plain string is accepted, but a {@link Did} is refused where a ContentId is wanted.
+ */
+export type ContentId = string & { readonly __kind?: 'content-id' };
 
 /** BLAKE3-256 digest (32 bytes) of `bytes`. */
 export function blake3(bytes: Uint8Array): Uint8Array {
