@@ -180,7 +180,8 @@ export function promptApprover(input: Readable, output: Writable, opts: Approver
 /**
  * An external approver (`--approve webhook URL`): POSTs the decoded call as JSON
  * (`{call: ShownCall, policy}`) and waits at most `timeoutMs` for `{"approve": true|false,
- * "reason": "…"}` with status 2xx. No answer in time, another status or another body refuses.
+ * "reason": "…"}` with status 2xx. No answer in time, another status, another body, a body that is
+ * not a JSON object or one over {@link MAX_WEBHOOK_ANSWER_BYTES} refuses.
  * @throws FrostError `frost-policy-invalid` for a URL that is not http(s).
  */
 export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver {
@@ -207,12 +208,17 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
           body: JSON.stringify({ call: c, policy: id }),
           signal: AbortSignal.timeout(timeoutMs),
         });
-        const text = await res.text();
-        if (!res.ok) return { approve: false, reason: `webhook answered HTTP ${res.status}` };
-        const v = JSON.parse(text) as { approve?: unknown; reason?: unknown };
-        if (typeof v.approve !== 'boolean') return { approve: false, reason: 'webhook answer has no boolean "approve"' };
+        if (!res.ok) {
+          await res.body?.cancel().catch(() => undefined);
+          return { approve: false, reason: `webhook answered HTTP ${res.status}` };
+        }
+        const text = await readCapped(res, MAX_WEBHOOK_ANSWER_BYTES);
+        if (text === undefined) return { approve: false, reason: `webhook answer is over ${MAX_WEBHOOK_ANSWER_BYTES} bytes` };
+        const v = JSON.parse(text) as unknown;
+        if (typeof v !== 'object' || v === null || Array.isArray(v)) return { approve: false, reason: 'webhook answer is not a JSON object' };
+        if (!('approve' in v) || typeof v.approve !== 'boolean') return { approve: false, reason: 'webhook answer has no boolean "approve"' };
         const reason =
-          typeof v.reason === 'string' && v.reason !== '' ? v.reason : v.approve ? 'approved by webhook' : 'refused by webhook';
+          'reason' in v && typeof v.reason === 'string' && v.reason !== '' ? v.reason : v.approve ? 'approved by webhook' : 'refused by webhook';
         return { approve: v.approve, reason: `webhook: ${reason}`.slice(0, 2000) };
       } catch (e) {
         const name = (e as Error).name;
@@ -222,6 +228,28 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
       }
     },
   };
+}
+
+/** Largest webhook answer read (bytes): a longer body is a refusal, not buffered to the deadline. */
+export const MAX_WEBHOOK_ANSWER_BYTES = 65_536;
+
+/** The body of `res` as UTF-8 text, or undefined (the rest cancelled) once it passes `max` bytes. */
+async function readCapped(res: Response, max: number): Promise<string | undefined> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    n += value.length;
+    if (n > max) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts).toString('utf8');
 }
 
 /**
