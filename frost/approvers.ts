@@ -4,7 +4,7 @@
  * JetStream stream decisions are published on. The pure parts (decoding, rules, records) are in
  * `approval.ts`; docs/frost.md "Approvals" documents the formats and subjects.
  */
-import { closeSync, existsSync, fdatasyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -256,7 +256,7 @@ async function readCapped(res: Response, max: number): Promise<string | undefine
  * A holder's decision journal (`<keystore>/approvals.journal`, mode 0600): each signed decision
  * record, length-prefixed (4-byte big-endian), appended and fdatasync'd before the share (or the
  * refusal) leaves. Read back at start, it keeps each session bound to the request it decided on,
- * across restarts. A torn last record is ignored.
+ * across restarts. A torn last record (a crash mid-append) is cut off when the journal is opened.
  */
 export class DecisionJournal {
   readonly path: string;
@@ -266,8 +266,18 @@ export class DecisionJournal {
 
   private constructor(path: string) {
     this.path = path;
-    if (existsSync(path)) for (const d of readDecisionFile(path)) if (d.record) this.#note(d.record);
+    let good: number | undefined;
+    if (existsSync(path)) {
+      const r = readFrames(new Uint8Array(readFileSync(path)));
+      for (const d of r.records) if (d.record) this.#note(d.record);
+      good = r.end;
+    }
     this.#fd = openSync(path, 'a', 0o600);
+    // A record cut short by a crash mid-append is cut off, or the next record would be read as its rest.
+    if (good !== undefined && fstatSync(this.#fd).size > good) {
+      ftruncateSync(this.#fd, good);
+      fdatasyncSync(this.#fd);
+    }
   }
 
   /** Opens (or creates) the journal at `path`. @throws on a file that cannot be read or opened. */
@@ -319,9 +329,14 @@ function key(group: Did, identifier: number, session: string): string {
  * @throws the file system's error when the file cannot be read.
  */
 export function readDecisionFile(path: string): StreamedDecision[] {
-  const buf = new Uint8Array(readFileSync(path));
+  return readFrames(new Uint8Array(readFileSync(path))).records;
+}
+
+/** The frames of a journal's bytes, and the offset where the last complete frame ends. */
+function readFrames(buf: Uint8Array): { records: StreamedDecision[]; end: number } {
   const out: StreamedDecision[] = [];
-  for (let off = 0; off + 4 <= buf.length; ) {
+  let off = 0;
+  while (off + 4 <= buf.length) {
     const n = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0, false);
     if (off + 4 + n > buf.length) break;
     try {
@@ -331,7 +346,7 @@ export function readDecisionFile(path: string): StreamedDecision[] {
     }
     off += 4 + n;
   }
-  return out;
+  return { records: out, end: off };
 }
 
 /** A name safe for JetStream stream names, derived from a subject prefix. */
