@@ -215,10 +215,16 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
         const text = await readCapped(res, MAX_WEBHOOK_ANSWER_BYTES);
         if (text === undefined) return { approve: false, reason: `webhook answer is over ${MAX_WEBHOOK_ANSWER_BYTES} bytes` };
         const v = JSON.parse(text) as unknown;
-        if (typeof v !== 'object' || v === null || Array.isArray(v)) return { approve: false, reason: 'webhook answer is not a JSON object' };
-        if (!('approve' in v) || typeof v.approve !== 'boolean') return { approve: false, reason: 'webhook answer has no boolean "approve"' };
+        if (typeof v !== 'object' || v === null || Array.isArray(v))
+          return { approve: false, reason: 'webhook answer is not a JSON object' };
+        if (!('approve' in v) || typeof v.approve !== 'boolean')
+          return { approve: false, reason: 'webhook answer has no boolean "approve"' };
         const reason =
-          'reason' in v && typeof v.reason === 'string' && v.reason !== '' ? v.reason : v.approve ? 'approved by webhook' : 'refused by webhook';
+          'reason' in v && typeof v.reason === 'string' && v.reason !== ''
+            ? v.reason
+            : v.approve
+              ? 'approved by webhook'
+              : 'refused by webhook';
         return { approve: v.approve, reason: `webhook: ${reason}`.slice(0, 2000) };
       } catch (e) {
         const name = (e as Error).name;

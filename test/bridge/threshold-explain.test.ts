@@ -72,7 +72,9 @@ function body(session: string, reason: string, holderDid: Did = holder.did) {
 function refusalError(session: string): FrostError {
   return new FrostError(FrostErrorCodes.NOT_APPROVED, 'refused', [], {
     session,
-    refusals: [{ identifier: 1, did: holder.did, code: FrostErrorCodes.NOT_APPROVED, why: 'no rules entry allows this call (the refusal)' }],
+    refusals: [
+      { identifier: 1, did: holder.did, code: FrostErrorCodes.NOT_APPROVED, why: 'no rules entry allows this call (the refusal)' },
+    ],
   });
 }
 

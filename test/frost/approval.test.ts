@@ -147,8 +147,7 @@ describe('approval / rules file', () => {
     const proto = parseRules('{"allow":[{"resource":"fs","actions":["write_file"],"args":{"__proto__":{"prefix":"/srv/out/"}}}]}');
     expect(proto.ok).toBe(true);
     if (!proto.ok) return;
-    const call = (json: string) =>
-      judgeByRules(proto.value, decodeCall(callBytes({ nowS: NOW, payload: utf8(json) })));
+    const call = (json: string) => judgeByRules(proto.value, decodeCall(callBytes({ nowS: NOW, payload: utf8(json) })));
     expect(call('{"__proto__":"/etc/passwd"}').reason).toMatch(/__proto__ is not under \/srv\/out\//);
     expect(call('{"path":"/etc/passwd"}').reason).toMatch(/argument __proto__ is missing/);
     expect(call('{"__proto__":"/srv/out/a"}').approve).toBe(true);
