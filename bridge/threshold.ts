@@ -141,7 +141,8 @@ export class ThresholdCaller {
   /**
    * Explains a failed {@link sign}: the stable code, and each refusing holder with its reason from
    * its signed decision record (the last record on `<prefix>.approvals.<groupTag>.<identifier>`,
-   * when it names this session; waited for up to `recordWaitMs`, as holders publish after replying).
+   * when it verifies under the holder and names this group and session; waited for up to
+   * `recordWaitMs`, as holders publish after replying), else from the holder's signed refusal.
    * Undefined when `e` is not a FrostError (not a signing failure).
    */
   async explain(e: unknown): Promise<ThresholdRefusal | undefined> {
@@ -193,7 +194,9 @@ export class ThresholdCaller {
         const m = await jsm.streams.getMessage(approvalsStream(prefix), { last_by_subj: approvalsSubject(prefix, this.did, identifier) });
         if (m) {
           const d = openDecision(m.data);
-          if (d.body.session === session && (holder === undefined || d.body.holder === holder)) {
+          // Anyone on the bus can publish here: only a record that verifies under the holder it
+          // names, for this group and session, speaks for the holder.
+          if (d.valid && d.body.group === this.did && d.body.session === session && (holder === undefined || d.body.holder === holder)) {
             return {
               reason: d.body.reason,
               record: {

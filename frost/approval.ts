@@ -218,8 +218,10 @@ export function parseRules(text: string): Result<Rules, FrostFault> {
         rule.max_cost_uj = BigInt(c);
       }
       if (e['args'] !== undefined) {
-        const a = asObj(e['args'], `${f}.args`, [], Object.keys(e['args'] as object));
-        const args: Record<string, ArgRule> = {};
+        const raw = e['args'];
+        const a = asObj(raw, `${f}.args`, [], typeof raw === 'object' && raw !== null ? Object.keys(raw) : []);
+        // No prototype: an argument named `__proto__` (an own key after JSON.parse) stays a constraint.
+        const args: Record<string, ArgRule> = Object.create(null) as Record<string, ArgRule>;
         for (const [k, r] of Object.entries(a)) {
           const rf = `${f}.args.${k}`;
           const ro = asObj(r, rf, [], ['prefix', 'max', 'min', 'one_of']);
@@ -315,7 +317,8 @@ function ruleMiss(r: AllowRule, s: DecodedCall): string | undefined {
     const args = s.arguments;
     if (typeof args !== 'object' || args === null || Array.isArray(args)) return 'the arguments are not a JSON object';
     for (const [k, c] of Object.entries(r.args)) {
-      const v = (args as Record<string, unknown>)[k];
+      // Own keys only: `constructor`, `__proto__`… of a call without them are missing, not Object's.
+      const v = Object.hasOwn(args, k) ? (args as Record<string, unknown>)[k] : undefined;
       if (v === undefined) return `argument ${k} is missing`;
       if (c.prefix !== undefined) {
         // A list of strings (several paths or names) is judged element by element.

@@ -4,7 +4,7 @@
  * JetStream stream decisions are published on. The pure parts (decoding, rules, records) are in
  * `approval.ts`; docs/frost.md "Approvals" documents the formats and subjects.
  */
-import { closeSync, existsSync, fdatasyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -181,7 +181,8 @@ export function promptApprover(input: Readable, output: Writable, opts: Approver
 /**
  * An external approver (`--approve webhook URL`): POSTs the decoded call as JSON
  * (`{call: ShownCall, policy}`) and waits at most `timeoutMs` for `{"approve": true|false,
- * "reason": "…"}` with status 2xx. No answer in time, another status or another body refuses.
+ * "reason": "…"}` with status 2xx. No answer in time, another status, another body, a body that is
+ * not a JSON object or one over {@link MAX_WEBHOOK_ANSWER_BYTES} refuses.
  * @throws FrostError `frost-policy-invalid` for a URL that is not http(s).
  */
 export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver {
@@ -208,12 +209,23 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
           body: JSON.stringify({ call: c, policy: id }),
           signal: AbortSignal.timeout(timeoutMs),
         });
-        const text = await res.text();
-        if (!res.ok) return { approve: false, reason: `webhook answered HTTP ${res.status}` };
-        const v = JSON.parse(text) as { approve?: unknown; reason?: unknown };
-        if (typeof v.approve !== 'boolean') return { approve: false, reason: 'webhook answer has no boolean "approve"' };
+        if (!res.ok) {
+          await res.body?.cancel().catch(() => undefined);
+          return { approve: false, reason: `webhook answered HTTP ${res.status}` };
+        }
+        const text = await readCapped(res, MAX_WEBHOOK_ANSWER_BYTES);
+        if (text === undefined) return { approve: false, reason: `webhook answer is over ${MAX_WEBHOOK_ANSWER_BYTES} bytes` };
+        const v = JSON.parse(text) as unknown;
+        if (typeof v !== 'object' || v === null || Array.isArray(v))
+          return { approve: false, reason: 'webhook answer is not a JSON object' };
+        if (!('approve' in v) || typeof v.approve !== 'boolean')
+          return { approve: false, reason: 'webhook answer has no boolean "approve"' };
         const reason =
-          typeof v.reason === 'string' && v.reason !== '' ? v.reason : v.approve ? 'approved by webhook' : 'refused by webhook';
+          'reason' in v && typeof v.reason === 'string' && v.reason !== ''
+            ? v.reason
+            : v.approve
+              ? 'approved by webhook'
+              : 'refused by webhook';
         return { approve: v.approve, reason: `webhook: ${reason}`.slice(0, 2000) };
       } catch (e) {
         const name = (e as Error).name;
@@ -225,11 +237,33 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
   };
 }
 
+/** Largest webhook answer read (bytes): a longer body is a refusal, not buffered to the deadline. */
+export const MAX_WEBHOOK_ANSWER_BYTES = 65_536;
+
+/** The body of `res` as UTF-8 text, or undefined (the rest cancelled) once it passes `max` bytes. */
+async function readCapped(res: Response, max: number): Promise<string | undefined> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    n += value.length;
+    if (n > max) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
 /**
  * A holder's decision journal (`<keystore>/approvals.journal`, mode 0600): each signed decision
  * record, length-prefixed (4-byte big-endian), appended and fdatasync'd before the share (or the
  * refusal) leaves. Read back at start, it keeps each session bound to the request it decided on,
- * across restarts. A torn last record is ignored.
+ * across restarts. A torn last record (a crash mid-append) is cut off when the journal is opened.
  */
 export class DecisionJournal {
   readonly path: string;
@@ -239,8 +273,18 @@ export class DecisionJournal {
 
   private constructor(path: string) {
     this.path = path;
-    if (existsSync(path)) for (const d of readDecisionFile(path)) if (d.record) this.#note(d.record);
+    let good: number | undefined;
+    if (existsSync(path)) {
+      const r = readFrames(new Uint8Array(readFileSync(path)));
+      for (const d of r.records) if (d.record) this.#note(d.record);
+      good = r.end;
+    }
     this.#fd = openSync(path, 'a', 0o600);
+    // A record cut short by a crash mid-append is cut off, or the next record would be read as its rest.
+    if (good !== undefined && fstatSync(this.#fd).size > good) {
+      ftruncateSync(this.#fd, good);
+      fdatasyncSync(this.#fd);
+    }
   }
 
   /** Opens (or creates) the journal at `path`. @throws on a file that cannot be read or opened. */
@@ -292,9 +336,14 @@ function key(group: Did, identifier: number, session: string): string {
  * @throws the file system's error when the file cannot be read.
  */
 export function readDecisionFile(path: string): StreamedDecision[] {
-  const buf = new Uint8Array(readFileSync(path));
+  return readFrames(new Uint8Array(readFileSync(path))).records;
+}
+
+/** The frames of a journal's bytes, and the offset where the last complete frame ends. */
+function readFrames(buf: Uint8Array): { records: StreamedDecision[]; end: number } {
   const out: StreamedDecision[] = [];
-  for (let off = 0; off + 4 <= buf.length; ) {
+  let off = 0;
+  while (off + 4 <= buf.length) {
     const n = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0, false);
     if (off + 4 + n > buf.length) break;
     try {
@@ -304,7 +353,7 @@ export function readDecisionFile(path: string): StreamedDecision[] {
     }
     off += 4 + n;
   }
-  return out;
+  return { records: out, end: off };
 }
 
 /** The approvals stream name for `prefix`: `<prefix>_approvals` (the NATS layer's name rule). */

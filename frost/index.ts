@@ -30,6 +30,7 @@ export {
   approvalsStream,
   approvalsSubject,
   DEFAULT_APPROVE_TIMEOUT_MS,
+  MAX_WEBHOOK_ANSWER_BYTES,
   promptApprover,
   readDecisionFile,
   readDecisionStream,

@@ -142,6 +142,20 @@ describe('approval / rules file', () => {
     expect(judgeByRules(FOLDER, decodeCall(utf8('raw'))).approve).toBe(false);
   });
 
+  it('args / a constraint on an argument named like an Object.prototype member (__proto__, constructor) is kept and judged', () => {
+    // JSON.parse makes "__proto__" an own key; the constraint must not vanish into a prototype.
+    const proto = parseRules('{"allow":[{"resource":"fs","actions":["write_file"],"args":{"__proto__":{"prefix":"/srv/out/"}}}]}');
+    expect(proto.ok).toBe(true);
+    if (!proto.ok) return;
+    const call = (json: string) => judgeByRules(proto.value, decodeCall(callBytes({ nowS: NOW, payload: utf8(json) })));
+    expect(call('{"__proto__":"/etc/passwd"}').reason).toMatch(/__proto__ is not under \/srv\/out\//);
+    expect(call('{"path":"/etc/passwd"}').reason).toMatch(/argument __proto__ is missing/);
+    expect(call('{"__proto__":"/srv/out/a"}').approve).toBe(true);
+    // An argument the call does not have is missing, not Object's own member.
+    const ctor = rules({ allow: [{ resource: 'fs', actions: ['write_file'], args: { constructor: { one_of: ['a'] } } }] });
+    expect(judge(ctor, { args: { path: '/x' } }).reason).toMatch(/argument constructor is missing/);
+  });
+
   it('content id / the rules are versioned by their canonical form (key order and spacing do not matter; content does)', () => {
     const a = parseRules('{"allow":[{"resource":"fs","actions":["w"],"max_cost_uj":5}]}');
     const b = parseRules('{ "allow": [ { "max_cost_uj": 5, "actions": ["w"], "resource": "fs" } ] }');
@@ -157,6 +171,7 @@ describe('approval / rules file', () => {
       ['{"allow": [{"actions": ["w"]}]}', 'rules.allow[0]'],
       ['{"allow": [{"resource": "fs", "actions": ["w"], "max_cost_uj": 1.5}]}', 'rules.allow[0].max_cost_uj'],
       ['{"allow": [{"resource": "fs", "actions": ["w"], "args": {"path": {"prefx": "/"}}}]}', 'rules.allow[0].args.path'],
+      ['{"allow": [{"resource": "fs", "actions": ["w"], "args": null}]}', 'rules.allow[0].args: expected a map'],
     ] as const) {
       const r = parseRules(text);
       expect(r.ok).toBe(false);
