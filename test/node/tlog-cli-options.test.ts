@@ -4,7 +4,6 @@
  */
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/internal.ts';
-import { readDataMeta } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
 
@@ -51,7 +50,11 @@ describe('tlog cli - options a verb does not take are refused, not ignored', () 
       ['receipts', 'check-witnessed', t.dir, '--checkpoint', 'x', '--size', '3'],
     ]) {
       const r = await cli(argv);
-      expect({ argv: argv.slice(1, 2).concat(argv.slice(3)), code: r.code, out: r.out }).toEqual({ argv: argv.slice(1, 2).concat(argv.slice(3)), code: 2, out: '' });
+      expect({ argv: argv.slice(1, 2).concat(argv.slice(3)), code: r.code, out: r.out }).toEqual({
+        argv: argv.slice(1, 2).concat(argv.slice(3)),
+        code: 2,
+        out: '',
+      });
       expect(r.err).toMatch(/error \[usage\]: .*(--size|--inclusion|--consistency)/);
     }
   }, 120_000);

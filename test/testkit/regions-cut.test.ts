@@ -43,7 +43,11 @@ describe('regions - 3 regions, a cut b-c link', () => {
       await sleep(50);
     }
     let got = 0;
-    c.subscribe('cut.bc', { callback: () => got++ });
+    c.subscribe('cut.bc', {
+      callback: () => {
+        got++;
+      },
+    });
     await c.flush();
     rc.cut('b', 'c');
     await sleep(500);
