@@ -133,6 +133,11 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
   const newSize = seqArg(positionals[1], 'NEW');
   if ((verb === 'checkpoint' || verb === 'check-witnessed') && positionals.length !== 1)
     throw new UsageError(`${verb}: expected one data folder`);
+  if (verb === 'checkpoint' || verb === 'check-witnessed') {
+    // A checkpoint is always of the whole log: a proof's sizes would be ignored, not applied.
+    const extra = (['size', 'inclusion', 'consistency'] as const).find((k) => values[k] !== undefined);
+    if (extra !== undefined) throw new UsageError(`${verb} takes no --${extra} (it is of the whole log); --${extra} is for 'prove'`);
+  }
   if (verb === 'check-witnessed' && values.checkpoint === undefined) throw new UsageError('check-witnessed: --checkpoint FILE is required');
   if (verb === 'prove') {
     if ((inclusion === undefined) === (oldSize === undefined))

@@ -4,7 +4,10 @@
  * - `/`: the page; `/console.js`: its script; `/vendor/chart.umd.min.js`: Chart.js from node_modules;
  * - `/api/state`: {@link ConsoleState} as JSON (re-read at most every second);
  * - `/api/receipt?hex=…`: the receipt inspector (200 with `{ok: false, code, why}` for bad input).
- * Unknown paths are 404.
+ * Unknown paths are 404. A request whose `Host` names neither loopback (`127.0.0.1`, `localhost`,
+ * `[::1]`) nor the address it listens on is 421 (DNS rebinding: loopback binding alone lets a
+ * web page the auditor opens read the state through a name of its own); listening on a wildcard
+ * address (`0.0.0.0`, `::`) accepts any `Host`.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -16,6 +19,12 @@ import { PAGE_HTML, PAGE_JS } from './page.ts';
 
 /** Chart.js's UMD build, read from its installed package: beside its CommonJS entry (dist/chart.cjs). */
 const chartJs = (): Buffer => readFileSync(path.join(path.dirname(createRequire(import.meta.url).resolve('chart.js')), 'chart.umd.min.js'));
+
+/** The host name of a `Host` header (`name[:port]`, `[v6]:port`), lower case. */
+function hostName(h: string): string {
+  const m = /^(\[[^\]]*\]|[^:]*)(?::[0-9]*)?$/.exec(h.trim().toLowerCase());
+  return m === null ? '' : m[1]!;
+}
 
 /** A running console: its URL and how to stop it. */
 export interface RunningConsole {
@@ -35,12 +44,16 @@ export async function serveConsole(data: ConsoleData, host = '127.0.0.1', port =
     return cached.state;
   };
   const vendor = chartJs();
+  const wildcard = host === '0.0.0.0' || host === '::' || host === '[::]';
+  const names = new Set(['127.0.0.1', 'localhost', '[::1]', host.toLowerCase(), `[${host.toLowerCase()}]`]);
   const server = createServer((req, res) => {
     const send = (status: number, type: string, body: string | Buffer) => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'read-only: GET and HEAD only\n');
+    if (!wildcard && !names.has(hostName(req.headers.host ?? '')))
+      return send(421, 'text/plain', 'misdirected: open the console as http://127.0.0.1:PORT/ (or localhost)\n');
     const u = new URL(req.url ?? '/', 'http://console');
     if (u.pathname === '/') return send(200, 'text/html; charset=utf-8', PAGE_HTML);
     if (u.pathname === '/console.js') return send(200, 'text/javascript; charset=utf-8', PAGE_JS);

@@ -29,6 +29,8 @@ export class TcpProxy {
   #cut = false;
   #delayMs = 0;
   #jitterMs = 0;
+  /** With {@link admitOnlyGateway}: the one NATS gateway (cluster name) this proxy forwards. */
+  #gateway: string | undefined;
   /** Connections accepted and forwarded, and connections refused while cut. */
   readonly counts = { forwarded: 0, refused: 0, cuts: 0 };
 
@@ -90,6 +92,17 @@ export class TcpProxy {
     this.#jitterMs = jitter;
   }
 
+  /**
+   * Makes this proxy carry one direction of a NATS gateway link only: a connection whose first
+   * line from the dialling side is a gateway `CONNECT` naming another cluster than `name` is
+   * dropped (counted in `refused`). NATS gateways gossip the urls they dial, so without this a
+   * server whose own proxy to a region is cut reconnects through a third region's proxy to it.
+   * A TLS connection is encrypted before its `CONNECT`, so it is not checked.
+   */
+  admitOnlyGateway(name: string): void {
+    this.#gateway = name;
+  }
+
   /** True while the link is cut. */
   get isCut(): boolean {
     return this.#cut;
@@ -120,12 +133,41 @@ export class TcpProxy {
       if (lag === 0) closeNow();
       else setTimeout(closeNow, lag + 5).unref();
     };
+    if (this.#gateway !== undefined) this.#checkGateway(client, this.#gateway, closeNow);
     client.on('error', close);
     upstream.on('error', close);
     client.on('close', close);
     upstream.on('close', close);
     this.#forward(client, upstream);
     this.#forward(upstream, client);
+  }
+
+  /**
+   * Watches the first line `client` sends (before it is forwarded: this listener runs first) and
+   * calls `drop` when it is a gateway `CONNECT` of another cluster than `name`.
+   */
+  #checkGateway(client: Socket, name: string, drop: () => void): void {
+    let head = Buffer.alloc(0);
+    const watch = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      if (head[0] === 0x16) return void client.off('data', watch); // TLS: the CONNECT is encrypted
+      const end = head.indexOf('\r\n');
+      if (end < 0 && head.length < 65_536) return;
+      client.off('data', watch);
+      const line = head.subarray(0, end < 0 ? head.length : end).toString('latin1');
+      if (!line.startsWith('CONNECT ')) return;
+      let gateway: unknown;
+      try {
+        gateway = (JSON.parse(line.slice(8)) as { gateway?: unknown }).gateway;
+      } catch {
+        gateway = undefined;
+      }
+      if (gateway !== undefined && gateway !== name) {
+        this.counts.refused++;
+        drop();
+      }
+    };
+    client.on('data', watch);
   }
 
   /**

@@ -319,7 +319,11 @@ async function startGatewayProxies(l: Launch, ports: ReadonlyMap<string, ServerP
     for (const to of l.names) {
       if (from === to) continue;
       const proxies: TcpProxy[] = [];
-      for (const p of ports.get(to)!) proxies.push(await TcpProxy.start(p.gateway, '127.0.0.1', 0, l.delay));
+      for (const p of ports.get(to)!) {
+        const proxy = await TcpProxy.start(p.gateway, '127.0.0.1', 0, l.delay);
+        proxy.admitOnlyGateway(from); // gossiped urls must not carry another region's gateway around a cut
+        proxies.push(proxy);
+      }
       l.links.push({ from, to, kind: 'gateway', proxy: proxies[0]!, proxies });
     }
   }
