@@ -12,6 +12,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDid, utf8, verify } from '../../core/index.ts';
 import {
+  approvalsStream,
   evidenceStream,
   FrostErrorCodes,
   isFrostError,
@@ -92,7 +93,8 @@ export const C18: ConformanceClass = {
       if (nc) {
         try {
           const jsm = await jetstreamManager(nc);
-          for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix)]) await jsm.streams.delete(s).catch(() => false);
+          for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
+            await jsm.streams.delete(s).catch(() => false);
         } catch {
           // best effort
         }
