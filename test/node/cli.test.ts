@@ -353,7 +353,7 @@ function sparse(file: string, bytes: number): string {
 }
 
 /** Runs bin/jcp.mjs in a child killed after `ms`: a command that reads without end fails by timeout, not by eating the test's memory. */
-async function jcpChild(args: string[], ms = 20_000): Promise<{ code: number | null; err: string }> {
+async function jcpChild(args: string[], ms = 45_000): Promise<{ code: number | null; err: string }> {
   return promisify(execFile)(process.execPath, [JCP_BIN, ...args], { timeout: ms, killSignal: 'SIGKILL' }).then(
     (r) => ({ code: 0, err: r.stderr }),
     (e: { code?: number | string; killed?: boolean; stderr: string }) => ({
