@@ -188,7 +188,6 @@ const LONG_FUNCTIONS_ALLOWED = new Set([
   'testkit/regions.ts:startRegions',
   'testkit/regions.ts:makeCluster',
   // Not split yet on this branch (each is a run of steps that can be named helpers):
-  'bench/cluster.ts:run',
   'bench/frost-bridge.ts:bridgeFigures',
   'bench/gateway.ts:run',
   'cli/node.ts:run',
