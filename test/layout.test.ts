@@ -188,9 +188,7 @@ const LONG_FUNCTIONS_ALLOWED = new Set([
   'testkit/regions.ts:startRegions',
   'testkit/regions.ts:makeCluster',
   // Not split yet on this branch (each is a run of steps that can be named helpers):
-  'bench/frost-bridge.ts:bridgeFigures',
   'bench/gateway.ts:run',
-  'cli/tlog.ts:runTlog',
   'conformance/classes/budget.ts:run',
   'conformance/classes/energy.ts:run',
   'conformance/classes/receipt.ts:run',
