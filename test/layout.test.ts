@@ -194,7 +194,6 @@ const LONG_FUNCTIONS_ALLOWED = new Set([
   'conformance/classes/receipt.ts:run',
   'conformance/classes/revocation.ts:run',
   'conformance/classes/rotation.ts:run',
-  'inspect/kinds.ts:signedBody',
   'node/config.ts:configFromJson',
   'vectors/decisions.ts:directCases',
   'vectors/grants.ts:generate',
