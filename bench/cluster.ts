@@ -197,9 +197,26 @@ function modeFigures(mode: Mode, r: ModeResult, goal?: { redis?: ModeResult; kv?
   return figs;
 }
 
-/** The suite. */
-export async function run(opts: SuiteOptions): Promise<Figure[]> {
-  const rng = seededRng(`bench/cluster/${opts.seed}`);
+/** Everything the modes share: keys (drawn from the seeded rng in a fixed order), the root grant, a run tag. */
+interface Setup {
+  readonly rng: (n: number) => Uint8Array;
+  readonly agent: Actor;
+  readonly stewards: Actor[];
+  readonly trust: TrustRoots;
+  readonly nowS: number;
+  /** Decisions per point per round. */
+  readonly perPoint: number;
+  /** The root grant's budget (µJ): large enough never to run out. */
+  readonly bigBudget: bigint;
+  readonly root: SignedGrant;
+  /** A fresh root grant from the same issuer to the same agent, with `budget` µJ. */
+  readonly mkRoot: (budget: bigint) => SignedGrant;
+  readonly tag: string;
+}
+
+/** Draws the issuer, agent and stewards from `bench/cluster/<seed>` and signs the root grant. */
+function setup(seed: SuiteOptions['seed']): Setup {
+  const rng = seededRng(`bench/cluster/${seed}`);
   const issuer = actorFromSeed(rng(32));
   const agent = actorFromSeed(rng(32));
   const stewards = Array.from({ length: POINTS }, () => actorFromSeed(rng(32)));
@@ -214,8 +231,59 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
       issuer,
     );
   const root = mkRoot(bigBudget);
-  const rootId = grantId(root.grant);
-  const tag = randomBytes(4).toString('hex');
+  return { rng, agent, stewards, trust, nowS, perPoint, bigBudget, root, mkRoot, tag: randomBytes(4).toString('hex') };
+}
+
+/**
+ * Mode (c), Redis: a keeper that runs one atomic Lua script per decision on key `jcp:bench:<tag>`
+ * (INCRBY the cost in µJ, undo and refuse past `budget` µJ). The caller deletes the key and quits.
+ */
+async function redisMode(tag: string, budget: bigint): Promise<{ redis: Redis; key: string; keeper: Keeper }> {
+  const redis = new Redis({ ...REDIS, lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const key = `jcp:bench:${tag}`;
+  const script = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
+return 1`;
+  const sha = (await redis.script('LOAD', script)) as string;
+  const keeper: Keeper = async (_p, cost) => (await redis.evalsha(sha, 1, key, cost.toString(), budget.toString())) === 1;
+  return { redis, key, keeper };
+}
+
+/**
+ * Mode (a), channel: one {@link ChannelPoint} per steward on grant `id` with a `windowUj` window,
+ * settled once, then every 100 ms in the background until `stop()`; the keeper reserves and
+ * commits against `budget` (µJ).
+ */
+async function channelMode(
+  stewards: readonly Actor[],
+  id: string,
+  windowUj: bigint,
+  budget: bigint,
+  bus: JetStreamBus,
+): Promise<{ points: ChannelPoint[]; keeper: Keeper; stop: () => void }> {
+  const points = stewards.map((self) => new ChannelPoint({ grantId: id, windowUj, self, bus }));
+  await Promise.all(points.map((p) => p.settle()));
+  const timers = points.map((p) => setInterval(() => void p.settle(), 100));
+  const keeper: Keeper = (p, cost) => {
+    const pt = points[p]!;
+    const r = pt.tryReserve(cost, budget);
+    if (r.ok) pt.commit(cost);
+    return r.ok;
+  };
+  return {
+    points,
+    keeper,
+    stop: () => {
+      for (const t of timers) clearInterval(t);
+    },
+  };
+}
+
+/** The suite. */
+export async function run(opts: SuiteOptions): Promise<Figure[]> {
+  const s = setup(opts.seed);
+  const { agent, stewards, trust, nowS, perPoint, bigBudget, root, tag } = s;
   const results = new Map<Mode, ModeResult>();
 
   // (d) JetStream KV compare-and-set: slow (consensus per spend), so one short round.
@@ -228,79 +296,68 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
   );
 
   // (c) Redis: one atomic Lua script per decision.
-  const redis = new Redis({ ...REDIS, lazyConnect: true, maxRetriesPerRequest: 1 });
-  await redis.connect();
-  const key = `jcp:bench:${tag}`;
-  const script = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
-if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
-return 1`;
-  const sha = (await redis.script('LOAD', script)) as string;
-  const redisKeeper: Keeper = async (_p, cost) => (await redis.evalsha(sha, 1, key, cost.toString(), bigBudget.toString())) === 1;
+  const redis = await redisMode(tag, bigBudget);
 
   // (b) shards: one shard per point, local only.
   const shards = mintShardSet(
     [root],
     agent,
     [0, 1, 2].map((i) => ({ name: `p${i}`, percent: 33.33 })),
-    { subject: agent.did, rng },
+    { subject: agent.did, rng: s.rng },
   );
   if (!shards.ok) throw new Error(shards.error.why);
-  const shardChains = shards.value.map((s) => [root, s.grant]);
+  const shardChains = shards.value.map((sh) => [root, sh.grant]);
 
   // (a) channel: every point settles over JetStream in the background, all along.
   const window = COST * 200n;
   const chBus = await JetStreamBus.connect(NATS, { names: channelNames(`bench${tag}`) });
-  const points = stewards.map((self) => new ChannelPoint({ grantId: rootId, windowUj: window, self, bus: chBus }));
-  await Promise.all(points.map((p) => p.settle()));
-  const timers = points.map((p) => setInterval(() => void p.settle(), 100));
-  const chKeeper: Keeper = (p, cost) => {
-    const pt = points[p]!;
-    const r = pt.tryReserve(cost, bigBudget);
-    if (r.ok) pt.commit(cost);
-    return r.ok;
-  };
+  const ch = await channelMode(stewards, grantId(root.grant), window, bigBudget, chBus);
 
   // Redis, shards and channel in interleaved rounds, so load from elsewhere hits all three alike.
   const rounds: Record<'redis' | 'shards' | 'channel', ModeResult[]> = { redis: [], shards: [], channel: [] };
   for (let round = 0; round < ROUNDS; round++) {
     rounds.redis.push(
-      await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}r${round}`, nowS), redisKeeper, trust),
+      await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}r${round}`, nowS), redis.keeper, trust),
     );
     rounds.shards.push(await drive(stewards, requests(agent, shardChains, perPoint, `${tag}s${round}`, nowS), () => true, trust));
     rounds.channel.push(
-      await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}c${round}`, nowS), chKeeper, trust),
+      await drive(stewards, requests(agent, [[root], [root], [root]], perPoint, `${tag}c${round}`, nowS), ch.keeper, trust),
     );
   }
   for (const [mode, rs] of Object.entries(rounds) as [Mode, ModeResult[]][]) results.set(mode, merge(rs));
-  for (const t of timers) clearInterval(t);
-  await redis.del(key);
-  const settleLat = points.flatMap((p) => [...p.latencies()]);
+  ch.stop();
+  await redis.redis.del(redis.key);
+  const settleLat = ch.points.flatMap((p) => [...p.latencies()]);
 
-  // The overdraft phase: a small budget, exhausted under load, while points settle every 100 ms.
-  const smallBudget = COST * 1_500n;
-  const small = mkRoot(smallBudget);
-  const smallId = grantId(small.grant);
-  const opoints = stewards.map((self) => new ChannelPoint({ grantId: smallId, windowUj: window, self, bus: chBus }));
-  await Promise.all(opoints.map((p) => p.settle()));
-  const otimers = opoints.map((p) => setInterval(() => void p.settle(), 100));
-  const oKeeper: Keeper = (p, cost) => {
-    const pt = opoints[p]!;
-    const r = pt.tryReserve(cost, smallBudget);
-    if (r.ok) pt.commit(cost);
-    return r.ok;
-  };
-  const over = await drive(stewards, requests(agent, [[small], [small], [small]], 1_000, `${tag}over`, nowS), oKeeper, trust);
-  for (const t of otimers) clearInterval(t);
-  await sleep(50);
-  const spent = BigInt(over.allowed) * COST;
-  const bound = overdraftBound(opoints.map(() => window));
+  const overdraft = await overdraftPhase(s, window, chBus);
   await chBus.deleteStreams();
   await chBus.close();
   await kvBus.deleteStreams();
   await kvBus.close();
-  await redis.quit();
+  await redis.redis.quit();
 
-  return clusterFigures(results, settleLat, { smallBudget, window, spent, bound });
+  return clusterFigures(results, settleLat, overdraft);
+}
+
+/**
+ * The overdraft phase: a fresh root grant of 1,500 decisions' cost (µJ), exhausted under load by
+ * 1,000 requests per point while the channel points settle every 100 ms. Returns the budget, the
+ * window, what was spent and the §9 overdraft bound, all in µJ.
+ */
+async function overdraftPhase(
+  s: Setup,
+  window: bigint,
+  bus: JetStreamBus,
+): Promise<{ smallBudget: bigint; window: bigint; spent: bigint; bound: bigint }> {
+  const smallBudget = COST * 1_500n;
+  const small = s.mkRoot(smallBudget);
+  const ch = await channelMode(s.stewards, grantId(small.grant), window, smallBudget, bus);
+  const over = await drive(s.stewards, requests(s.agent, [[small], [small], [small]], 1_000, `${s.tag}over`, s.nowS), ch.keeper, s.trust);
+  ch.stop();
+  await sleep(50);
+  const spent = BigInt(over.allowed) * COST;
+  const bound = overdraftBound(ch.points.map(() => window));
+  return { smallBudget, window, spent, bound };
 }
 
 /**

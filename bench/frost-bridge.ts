@@ -27,6 +27,7 @@ import { actorFromSeed, type Rng, seededRng, type SignedGrant, signGrant } from 
 import {
   approvalsStream,
   deal,
+  type DealtShare,
   evidenceStream,
   Participant,
   registryBucket,
@@ -56,6 +57,126 @@ async function mcpOn(agent: BridgeAgent): Promise<Client> {
   return c;
 }
 
+/** A node on loopback serving `mcp-server-memory` as resource `memory`, its data under `root`. */
+function startMemoryNode(root: string): ReturnType<typeof startNode> {
+  return startNode(
+    configFromJson({
+      listen: '127.0.0.1:0',
+      data_dir: join(root, 'data'),
+      resources: [
+        {
+          name: 'memory',
+          endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: join(root, 'memory.jsonl') } },
+        },
+      ],
+      meter: { default_estimate_uj: 1, rungs: ['estimator'] },
+    }),
+    { logger: pino({ level: 'silent' }) },
+  );
+}
+
+/**
+ * Writes each share to its own keystore under `root` and starts a holder for it that approves by
+ * the rules file `rules`, taking requests from `coordinator` only. Started holders are pushed to
+ * `holders` as they start, so the caller stops them even when a later one fails.
+ */
+async function startHolders(
+  shares: readonly DealtShare[],
+  root: string,
+  rules: string,
+  at: { nc: NatsConnection; prefix: string; coordinator: string },
+  holders: Participant[],
+): Promise<void> {
+  for (const s of shares) {
+    const ks = join(root, `h${s.identifier}`);
+    mkdirSync(ks, { recursive: true, mode: 0o700 });
+    writeShareFile(join(ks, `h${s.identifier}.share`), shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed));
+    holders.push(
+      await Participant.start({
+        keystore: ks,
+        nc: at.nc,
+        prefix: at.prefix,
+        coordinators: [at.coordinator],
+        approver: rulesApprover(rules),
+      }),
+    );
+  }
+}
+
+/**
+ * An MCP client on a bridge agent `name` that calls the node on `port` as `signer` with `chain`
+ * (1 µJ per call; threshold-signed when `threshold` is given). Its close steps go to `closers`.
+ */
+async function openAgent(
+  port: number,
+  closers: (() => Promise<unknown>)[],
+  name: string,
+  signer: ClientSigner,
+  chain: SignedGrant,
+  threshold?: ThresholdCaller,
+): Promise<Client> {
+  const client = await JcpClient.connect({ host: '127.0.0.1', port, signer });
+  const journal = new CallJournal({});
+  closers.push(async () => {
+    await client.close();
+    journal.close();
+  });
+  const a = new BridgeAgent({
+    name,
+    signer,
+    chains: [[chain]],
+    client,
+    journal,
+    costUj: 1n,
+    ...(threshold !== undefined ? { threshold } : {}),
+  });
+  const mcp = await mcpOn(a);
+  closers.push(() => mcp.close());
+  return mcp;
+}
+
+/** One `read_graph` call's wall time (ms); throws unless the bridge allowed it. */
+async function timedCall(c: Client): Promise<number> {
+  const t0 = performance.now();
+  const r = await c.callTool({ name: 'read_graph', arguments: {} });
+  const t = performance.now() - t0;
+  if (r.isError === true || r._meta?.['jcp/verdict'] !== 'allow') throw new Error(`bench call not allowed: ${JSON.stringify(r.content)}`);
+  return t;
+}
+
+/** Alternating team/solo calls, {@link WARMUP} dropped, then {@link CALLS} pairs; the figures in ms. */
+async function pairFigures(team: Client, solo: Client): Promise<Figure[]> {
+  const tTeam: number[] = [];
+  const tSolo: number[] = [];
+  for (let i = 0; i < WARMUP + CALLS; i++) {
+    const a = await timedCall(team);
+    const b = await timedCall(solo);
+    if (i >= WARMUP) {
+      tTeam.push(a);
+      tSolo.push(b);
+    }
+  }
+  return [
+    ms('bridge call, approved 2-of-3 (rules files), p50 (floor: the same call with a single key, p50)', median(tTeam), median(tSolo)),
+    ms('bridge call, approved 2-of-3 (rules files), p99 (floor: single key, p99)', percentile(tTeam, 99), percentile(tSolo, 99)),
+    ms(
+      'bridge call, approved 2-of-3, added per call p50 (median of threshold − single-key pairs)',
+      median(tTeam.map((t, i) => t - tSolo[i]!)),
+    ),
+  ];
+}
+
+/** Deletes the registry bucket and the evidence and approvals streams under `prefix`, best effort. */
+async function dropStreams(nc: NatsConnection, prefix: string): Promise<void> {
+  try {
+    const jsm = await jetstreamManager(nc);
+    for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
+      await jsm.streams.delete(s).catch(() => false);
+  } catch {
+    // best effort
+  }
+}
+
 /**
  * The figures of an approved 2-of-3 call through the bridge against a single-key call through the
  * same bridge (see the file comment). Needs the local NATS with JetStream and `mcp-server-memory`.
@@ -73,27 +194,9 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
   writeFileSync(rules, JSON.stringify({ allow: [{ resource: 'memory', actions: ['read_graph'], max_cost_uj: 1000 }] }));
   const holders: Participant[] = [];
   const closers: (() => Promise<unknown>)[] = [];
-  const node = await startNode(
-    configFromJson({
-      listen: '127.0.0.1:0',
-      data_dir: join(root, 'data'),
-      resources: [
-        {
-          name: 'memory',
-          endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: join(root, 'memory.jsonl') } },
-        },
-      ],
-      meter: { default_estimate_uj: 1, rungs: ['estimator'] },
-    }),
-    { logger: pino({ level: 'silent' }) },
-  );
+  const node = await startMemoryNode(root);
   try {
-    for (const s of d.value.shares) {
-      const ks = join(root, `h${s.identifier}`);
-      mkdirSync(ks, { recursive: true, mode: 0o700 });
-      writeShareFile(join(ks, `h${s.identifier}.share`), shareRecord(s.group, s.identifier, s.signingShare, s.identitySeed));
-      holders.push(await Participant.start({ keystore: ks, nc, prefix, coordinators: [coordinator.did], approver: rulesApprover(rules) }));
-    }
+    await startHolders(d.value.shares, root, rules, { nc, prefix, coordinator: coordinator.did }, holders);
     const grantTo = (subject: string): SignedGrant =>
       signGrant(
         {
@@ -106,66 +209,15 @@ export async function bridgeFigures(nc: NatsConnection, rng: Rng): Promise<Figur
         },
         issuer,
       );
-    const open = async (name: string, signer: ClientSigner, chain: SignedGrant, threshold?: ThresholdCaller) => {
-      const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer });
-      const journal = new CallJournal({});
-      closers.push(async () => {
-        await client.close();
-        journal.close();
-      });
-      const a = new BridgeAgent({
-        name,
-        signer,
-        chains: [[chain]],
-        client,
-        journal,
-        costUj: 1n,
-        ...(threshold !== undefined ? { threshold } : {}),
-      });
-      const mcp = await mcpOn(a);
-      closers.push(() => mcp.close());
-      return mcp;
-    };
     const caller = await ThresholdCaller.open({ nc, group: d.value.did, prefix, coordinator, timeoutMs: 30_000 });
-    const team = await open('team', { did: caller.did, sign: caller.sign }, grantTo(d.value.did), caller);
-    const solo = await open('solo', agent, grantTo(agent.did));
-    const call = async (c: Client): Promise<number> => {
-      const t0 = performance.now();
-      const r = await c.callTool({ name: 'read_graph', arguments: {} });
-      const t = performance.now() - t0;
-      if (r.isError === true || r._meta?.['jcp/verdict'] !== 'allow')
-        throw new Error(`bench call not allowed: ${JSON.stringify(r.content)}`);
-      return t;
-    };
-    const tTeam: number[] = [];
-    const tSolo: number[] = [];
-    for (let i = 0; i < WARMUP + CALLS; i++) {
-      const a = await call(team);
-      const b = await call(solo);
-      if (i >= WARMUP) {
-        tTeam.push(a);
-        tSolo.push(b);
-      }
-    }
-    return [
-      ms('bridge call, approved 2-of-3 (rules files), p50 (floor: the same call with a single key, p50)', median(tTeam), median(tSolo)),
-      ms('bridge call, approved 2-of-3 (rules files), p99 (floor: single key, p99)', percentile(tTeam, 99), percentile(tSolo, 99)),
-      ms(
-        'bridge call, approved 2-of-3, added per call p50 (median of threshold − single-key pairs)',
-        median(tTeam.map((t, i) => t - tSolo[i]!)),
-      ),
-    ];
+    const team = await openAgent(node.port, closers, 'team', { did: caller.did, sign: caller.sign }, grantTo(d.value.did), caller);
+    const solo = await openAgent(node.port, closers, 'solo', agent, grantTo(agent.did));
+    return await pairFigures(team, solo);
   } finally {
     for (const c of closers.reverse()) await c().catch(() => undefined);
     for (const h of holders) await h.stop();
     await node.close();
-    try {
-      const jsm = await jetstreamManager(nc);
-      for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
-        await jsm.streams.delete(s).catch(() => false);
-    } catch {
-      // best effort
-    }
+    await dropStreams(nc, prefix);
     rmSync(root, { recursive: true, force: true });
   }
 }

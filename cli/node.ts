@@ -2,7 +2,7 @@
 import { pino } from 'pino';
 import type { Did } from '../core/index.ts';
 import { ClusterHooks, readClusterConfig } from '../node/index.ts';
-import { type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index.ts';
+import { type ConfigOverrides, type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp node start [--config file] [--listen host:port] [--data dir] [--nats url] [--metrics host:port]
@@ -57,6 +57,65 @@ Options:
 
 Exit status: 0 after SIGINT/SIGTERM; 1 when the node cannot start or its log fails.`;
 
+/** The options of `jcp node start` (see {@link help}). */
+const OPTIONS = {
+  config: { type: 'string' },
+  listen: { type: 'string' },
+  data: { type: 'string' },
+  nats: { type: 'string' },
+  metrics: { type: 'string' },
+  upstream: { type: 'string', multiple: true },
+  'trust-root': { type: 'string', multiple: true },
+  'accept-damaged-log': { type: 'boolean' },
+  'revocation-staleness-s': { type: 'string' },
+  region: { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'tls-ca': { type: 'string' },
+  'tls-client-certs': { type: 'string' },
+  'nats-ca': { type: 'string' },
+  'nats-cert': { type: 'string' },
+  'nats-key': { type: 'string' },
+} as const;
+
+/** The command-line options given, as {@link loadConfig} overrides (absent options stay absent). */
+function overridesFrom(values: ReturnType<typeof parse<typeof OPTIONS>>['values']): ConfigOverrides {
+  return {
+    ...(values.listen !== undefined ? { listen: values.listen } : {}),
+    ...(values.data !== undefined ? { data: values.data } : {}),
+    ...(values.nats !== undefined ? { nats: values.nats } : {}),
+    ...(values.metrics !== undefined ? { metrics: values.metrics } : {}),
+    ...(values.upstream !== undefined ? { upstream: values.upstream } : {}),
+    ...(values['trust-root'] !== undefined ? { trustRoot: values['trust-root'] } : {}),
+    ...(values['revocation-staleness-s'] !== undefined ? { revocationStalenessS: values['revocation-staleness-s'] } : {}),
+    ...(values.region !== undefined ? { region: values.region } : {}),
+    ...(values['tls-cert'] !== undefined ? { tlsCert: values['tls-cert'] } : {}),
+    ...(values['tls-key'] !== undefined ? { tlsKey: values['tls-key'] } : {}),
+    ...(values['tls-ca'] !== undefined ? { tlsCa: values['tls-ca'] } : {}),
+    ...(values['tls-client-certs'] !== undefined ? { tlsClientCerts: values['tls-client-certs'] } : {}),
+    ...(values['nats-ca'] !== undefined ? { natsCa: values['nats-ca'] } : {}),
+    ...(values['nats-cert'] !== undefined ? { natsCert: values['nats-cert'] } : {}),
+    ...(values['nats-key'] !== undefined ? { natsKey: values['nats-key'] } : {}),
+  };
+}
+
+/**
+ * The lines printed on stderr once the node listens: steward, address (and metrics port), the log
+ * replay (receipts, bad, breaks, seconds, snapshot), and with a cluster the transparency-log check.
+ */
+function startBanner(node: Awaited<ReturnType<typeof startNode>>, cfg: NodeConfig, clustered: boolean): string {
+  return (
+    `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
+    (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
+    `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s` +
+    (node.boot.snapshot
+      ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)`
+      : '') +
+    '\n' +
+    (clustered ? `jcp node: transparency log: ${node.witnessCheck}\n` : '')
+  );
+}
+
 /** The `jcp node` command. */
 export const command: Command = {
   name: 'node',
@@ -65,48 +124,10 @@ export const command: Command = {
   async run(argv) {
     const [verb, ...rest] = argv;
     if (verb !== 'start') throw new UsageError(verb === undefined ? 'expected a verb: start' : `unknown verb '${verb}'`);
-    const { values } = parse(
-      rest,
-      {
-        config: { type: 'string' },
-        listen: { type: 'string' },
-        data: { type: 'string' },
-        nats: { type: 'string' },
-        metrics: { type: 'string' },
-        upstream: { type: 'string', multiple: true },
-        'trust-root': { type: 'string', multiple: true },
-        'accept-damaged-log': { type: 'boolean' },
-        'revocation-staleness-s': { type: 'string' },
-        region: { type: 'string' },
-        'tls-cert': { type: 'string' },
-        'tls-key': { type: 'string' },
-        'tls-ca': { type: 'string' },
-        'tls-client-certs': { type: 'string' },
-        'nats-ca': { type: 'string' },
-        'nats-cert': { type: 'string' },
-        'nats-key': { type: 'string' },
-      },
-      false,
-    );
+    const { values } = parse(rest, OPTIONS, false);
     let cfg: NodeConfig;
     try {
-      cfg = loadConfig(values.config, {
-        ...(values.listen !== undefined ? { listen: values.listen } : {}),
-        ...(values.data !== undefined ? { data: values.data } : {}),
-        ...(values.nats !== undefined ? { nats: values.nats } : {}),
-        ...(values.metrics !== undefined ? { metrics: values.metrics } : {}),
-        ...(values.upstream !== undefined ? { upstream: values.upstream } : {}),
-        ...(values['trust-root'] !== undefined ? { trustRoot: values['trust-root'] } : {}),
-        ...(values['revocation-staleness-s'] !== undefined ? { revocationStalenessS: values['revocation-staleness-s'] } : {}),
-        ...(values.region !== undefined ? { region: values.region } : {}),
-        ...(values['tls-cert'] !== undefined ? { tlsCert: values['tls-cert'] } : {}),
-        ...(values['tls-key'] !== undefined ? { tlsKey: values['tls-key'] } : {}),
-        ...(values['tls-ca'] !== undefined ? { tlsCa: values['tls-ca'] } : {}),
-        ...(values['tls-client-certs'] !== undefined ? { tlsClientCerts: values['tls-client-certs'] } : {}),
-        ...(values['nats-ca'] !== undefined ? { natsCa: values['nats-ca'] } : {}),
-        ...(values['nats-cert'] !== undefined ? { natsCert: values['nats-cert'] } : {}),
-        ...(values['nats-key'] !== undefined ? { natsKey: values['nats-key'] } : {}),
-      });
+      cfg = loadConfig(values.config, overridesFrom(values));
     } catch (e) {
       return fault(e);
     }
@@ -145,16 +166,7 @@ export const command: Command = {
     cluster?.attach(node.steward, node.ledger, node.amendments);
     cluster?.startWitnessing(node, logger);
     cluster?.observe(node.metrics.registry);
-    process.stderr.write(
-      `jcp node: steward ${node.did}\njcp node: listening on ${node.host}:${node.port}` +
-        (node.metricsPort !== undefined ? `, metrics on ${cfg.metrics!.host}:${node.metricsPort}` : '') +
-        `\njcp node: log replayed: ${node.boot.receipts} receipts (${node.boot.bad} bad, ${node.boot.breaks} breaks) in ${node.boot.seconds.toFixed(3)} s` +
-        (node.boot.snapshot
-          ? ` (from the snapshot of seq ${node.boot.snapshot.seq}: ${node.boot.snapshot.replayed} receipts replayed after it)`
-          : '') +
-        '\n' +
-        (cluster ? `jcp node: transparency log: ${node.witnessCheck}\n` : ''),
-    );
+    process.stderr.write(startBanner(node, cfg, cluster !== undefined));
     const onSignal = () => stopped();
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);

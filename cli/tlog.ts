@@ -87,45 +87,46 @@ function seqArg(v: string | undefined, what: string): number | undefined {
   return n;
 }
 
+/** The options of `jcp receipts` for the verbs of this module. */
+const TLOG_OPTIONS = {
+  key: { type: 'string' },
+  origin: { type: 'string' },
+  archive: { type: 'string' },
+  json: { type: 'boolean' },
+  inclusion: { type: 'string' },
+  size: { type: 'string' },
+  consistency: { type: 'string' },
+  proof: { type: 'string' },
+  checkpoint: { type: 'string' },
+  'old-checkpoint': { type: 'string' },
+  receipt: { type: 'string' },
+  steward: { type: 'string' },
+  cosigner: { type: 'string', multiple: true },
+  previous: { type: 'string' },
+  name: { type: 'string' },
+  nats: { type: 'string' },
+  'subject-root': { type: 'string' },
+  record: { type: 'string' },
+  root: { type: 'string' },
+} as const;
+
+/** The parsed options of {@link runTlog}. */
+type TlogValues = ReturnType<typeof parse<typeof TLOG_OPTIONS>>['values'];
+
+/** The sizes and sequence numbers a data-folder verb was given (receipt counts / 0-based seqs). */
+interface FolderArgs {
+  readonly inclusion: number | undefined;
+  readonly size: number | undefined;
+  readonly oldSize: number | undefined;
+  readonly newSize: number | undefined;
+}
+
 /**
- * Runs `jcp receipts <verb>` for one of {@link TLOG_VERBS}. Returns the exit code.
- * @throws UsageError (exit 2), CliError / JcpError / NodeFault with their codes (exit 1)
+ * Checks the arguments of `checkpoint`, `prove` and `check-witnessed` (one data folder; `prove`
+ * takes `--inclusion SEQ` or `--consistency OLD [NEW]`).
+ * @throws UsageError on a missing folder, a bad integer or a wrong combination
  */
-export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {
-    key: { type: 'string' },
-    origin: { type: 'string' },
-    archive: { type: 'string' },
-    json: { type: 'boolean' },
-    inclusion: { type: 'string' },
-    size: { type: 'string' },
-    consistency: { type: 'string' },
-    proof: { type: 'string' },
-    checkpoint: { type: 'string' },
-    'old-checkpoint': { type: 'string' },
-    receipt: { type: 'string' },
-    steward: { type: 'string' },
-    cosigner: { type: 'string', multiple: true },
-    previous: { type: 'string' },
-    name: { type: 'string' },
-    nats: { type: 'string' },
-    'subject-root': { type: 'string' },
-    record: { type: 'string' },
-    root: { type: 'string' },
-  });
-  if (verb === 'witness-audit' || verb === 'fleet' || verb === 'verify-fleet') {
-    if (positionals.length !== 0) throw new UsageError(`${verb} takes no data folder`);
-    return await runTlogWitness(verb, values);
-  }
-  if (verb === 'cosign') {
-    if (positionals.length !== 0) throw new UsageError('cosign takes no data folder: give --checkpoint, --steward, --key, --name');
-    return cosignNow(values);
-  }
-  if (verb === 'verify-proof') {
-    if (positionals.length !== 0) throw new UsageError('verify-proof takes no data folder: give --proof, --checkpoint, --steward');
-    return verifyProof(values);
-  }
-  const dataDir = path.resolve(positionals[0] ?? '');
+function folderArgs(verb: string, positionals: readonly string[], values: TlogValues): FolderArgs {
   if (positionals[0] === undefined) throw new UsageError(`${verb}: expected a data folder`);
   const inclusion = seqArg(values.inclusion, '--inclusion');
   const size = seqArg(values.size, '--size');
@@ -146,79 +147,135 @@ export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[])
     if (oldSize !== undefined && (positionals.length > 2 || size !== undefined))
       throw new UsageError('prove --consistency OLD [NEW]: NEW follows the data folder (no --size)');
   }
+  return { inclusion, size, oldSize, newSize };
+}
+
+/**
+ * The Merkle tree of every receipt of `log`, reading archived receipts from `archive` when some are.
+ * @throws CliError `archive-needed` (receipts archived, no `--archive`), `archive-damaged`
+ */
+async function logTree(log: ReceiptLog, archive: string | undefined): Promise<Awaited<ReturnType<typeof buildLogTree>>> {
+  const records = await archiveRecords(log);
+  let source: ReturnType<typeof withSegments> | undefined;
+  if (records.length > 0) {
+    if (archive === undefined) {
+      throw new CliError(
+        'archive-needed',
+        `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR`,
+      );
+    }
+    const seg = readSegments(path.resolve(archive), records);
+    const bad = seg.checks.find((c) => !c.ok);
+    if (bad !== undefined) throw new CliError('archive-damaged', `${bad.file}: ${bad.ok ? '' : bad.why}`);
+    source = withSegments(log, seg.receipts);
+  }
+  return await buildLogTree(log, source);
+}
+
+/** A data folder's open log: its tree, steward and checkpoint origin. */
+interface FolderLog {
+  readonly tree: Awaited<ReturnType<typeof buildLogTree>>;
+  readonly steward: Did;
+  readonly origin: string;
+}
+
+/**
+ * `check-witnessed`: the tree must match the `--checkpoint` file (signed by the steward, cosigned
+ * by every `--cosigner`); prints one JSON line. Returns 0.
+ */
+function checkWitnessed({ tree, steward, origin }: FolderLog, values: TlogValues): number {
+  const cp = readCheckpoint(values.checkpoint!, steward, origin, cosignerArgs(values.cosigner));
+  const by = cp.cosigned_by.length > 0 ? `, cosigned by ${cp.cosigned_by.join(', ')}` : ' (no cosigner asked for)';
+  checkAgainstCheckpoint(tree, cp, `checkpoint ${cp.origin} size ${cp.size} root ${toHex(cp.root)}${by}`);
+  process.stdout.write(
+    `${JSON.stringify({ ok: true, origin, size: tree.size, checkpoint_size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`,
+  );
+  return 0;
+}
+
+/**
+ * `checkpoint`: signs the tree's checkpoint with `--key` (default `<data>/steward.key`) and prints
+ * the note (or JSON with `--json`). Returns 0.
+ * @throws CliError `log-steward-mismatch` when the key is not the log's steward
+ */
+function writeCheckpoint({ tree, steward, origin }: FolderLog, values: TlogValues, dataDir: string): number {
+  const actor = readKeyFile(values.key ?? path.join(dataDir, 'steward.key'));
+  if (actor.did !== steward)
+    throw new CliError('log-steward-mismatch', `${values.key ?? 'steward.key'} is ${actor.did}, not the steward of this log (${steward})`);
+  const c = checkpointOf(tree, actor, origin);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ origin, size: c.checkpoint.size, root: toHex(c.checkpoint.root), note: c.note }, null, 2)}\n`);
+  } else process.stdout.write(c.note);
+  return 0;
+}
+
+/**
+ * `prove`: an inclusion proof of seq `inclusion` in the first `size` receipts (default all), or a
+ * consistency proof from `oldSize` to `newSize` (default all); printed as JSON with `--json`,
+ * else one hex hash a line. Returns 0.
+ */
+function prove({ tree, origin }: FolderLog, args: FolderArgs, json: boolean | undefined): number {
+  const { inclusion, size, oldSize, newSize } = args;
+  let out: Record<string, unknown>;
+  if (inclusion !== undefined) {
+    const n = size ?? tree.size;
+    const proof = tree.inclusionProof(inclusion, n);
+    out = {
+      type: 'inclusion',
+      origin,
+      index: inclusion,
+      size: n,
+      leaf_hash: toHex(tree.leafHashAt(inclusion)),
+      root: toHex(tree.root(n)),
+      proof: hashes(proof),
+    };
+  } else {
+    const n = newSize ?? tree.size;
+    const proof = tree.consistencyProof(oldSize!, n);
+    out = {
+      type: 'consistency',
+      origin,
+      old_size: oldSize,
+      new_size: n,
+      old_root: toHex(tree.root(oldSize!)),
+      new_root: toHex(tree.root(n)),
+      proof: hashes(proof),
+    };
+  }
+  if (json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  else process.stdout.write((out.proof as string[]).map((h) => `${h}\n`).join(''));
+  return 0;
+}
+
+/**
+ * Runs `jcp receipts <verb>` for one of {@link TLOG_VERBS}. Returns the exit code.
+ * @throws UsageError (exit 2), CliError / JcpError / NodeFault with their codes (exit 1)
+ */
+export async function runTlog(verb: (typeof TLOG_VERBS)[number], argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, TLOG_OPTIONS);
+  if (verb === 'witness-audit' || verb === 'fleet' || verb === 'verify-fleet') {
+    if (positionals.length !== 0) throw new UsageError(`${verb} takes no data folder`);
+    return await runTlogWitness(verb, values);
+  }
+  if (verb === 'cosign') {
+    if (positionals.length !== 0) throw new UsageError('cosign takes no data folder: give --checkpoint, --steward, --key, --name');
+    return cosignNow(values);
+  }
+  if (verb === 'verify-proof') {
+    if (positionals.length !== 0) throw new UsageError('verify-proof takes no data folder: give --proof, --checkpoint, --steward');
+    return verifyProof(values);
+  }
+  const dataDir = path.resolve(positionals[0] ?? '');
+  const args = folderArgs(verb, positionals, values);
   const meta = readDataMeta(dataDir);
   if (meta === undefined) throw new CliError('not-a-data-folder', `${dataDir} is not a node data folder (no node.json)`);
   const origin = values.origin ?? originOf(meta.steward);
   const log = await ReceiptLog.open(dataDir, { steward: meta.steward, mustExist: true, nowS: 0 });
   try {
-    const records = await archiveRecords(log);
-    let source: ReturnType<typeof withSegments> | undefined;
-    if (records.length > 0) {
-      if (values.archive === undefined) {
-        throw new CliError(
-          'archive-needed',
-          `receipts ${records[0]!.first}..${records[records.length - 1]!.last} of this log are archived: give --archive DIR`,
-        );
-      }
-      const seg = readSegments(path.resolve(values.archive), records);
-      const bad = seg.checks.find((c) => !c.ok);
-      if (bad !== undefined) throw new CliError('archive-damaged', `${bad.file}: ${bad.ok ? '' : bad.why}`);
-      source = withSegments(log, seg.receipts);
-    }
-    const tree = await buildLogTree(log, source);
-    if (verb === 'check-witnessed') {
-      const cp = readCheckpoint(values.checkpoint!, meta.steward, origin, cosignerArgs(values.cosigner));
-      const by = cp.cosigned_by.length > 0 ? `, cosigned by ${cp.cosigned_by.join(', ')}` : ' (no cosigner asked for)';
-      checkAgainstCheckpoint(tree, cp, `checkpoint ${cp.origin} size ${cp.size} root ${toHex(cp.root)}${by}`);
-      process.stdout.write(
-        `${JSON.stringify({ ok: true, origin, size: tree.size, checkpoint_size: cp.size, root: toHex(cp.root), cosigned_by: cp.cosigned_by })}\n`,
-      );
-      return 0;
-    }
-    if (verb === 'checkpoint') {
-      const actor = readKeyFile(values.key ?? path.join(dataDir, 'steward.key'));
-      if (actor.did !== meta.steward)
-        throw new CliError(
-          'log-steward-mismatch',
-          `${values.key ?? 'steward.key'} is ${actor.did}, not the steward of this log (${meta.steward})`,
-        );
-      const c = checkpointOf(tree, actor, origin);
-      if (values.json) {
-        process.stdout.write(
-          `${JSON.stringify({ origin, size: c.checkpoint.size, root: toHex(c.checkpoint.root), note: c.note }, null, 2)}\n`,
-        );
-      } else process.stdout.write(c.note);
-      return 0;
-    }
-    let out: Record<string, unknown>;
-    if (inclusion !== undefined) {
-      const n = size ?? tree.size;
-      const proof = tree.inclusionProof(inclusion, n);
-      out = {
-        type: 'inclusion',
-        origin,
-        index: inclusion,
-        size: n,
-        leaf_hash: toHex(tree.leafHashAt(inclusion)),
-        root: toHex(tree.root(n)),
-        proof: hashes(proof),
-      };
-    } else {
-      const n = newSize ?? tree.size;
-      const proof = tree.consistencyProof(oldSize!, n);
-      out = {
-        type: 'consistency',
-        origin,
-        old_size: oldSize,
-        new_size: n,
-        old_root: toHex(tree.root(oldSize!)),
-        new_root: toHex(tree.root(n)),
-        proof: hashes(proof),
-      };
-    }
-    if (values.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
-    else process.stdout.write((out.proof as string[]).map((h) => `${h}\n`).join(''));
-    return 0;
+    const folder: FolderLog = { tree: await logTree(log, values.archive), steward: meta.steward, origin };
+    if (verb === 'check-witnessed') return checkWitnessed(folder, values);
+    if (verb === 'checkpoint') return writeCheckpoint(folder, values, dataDir);
+    return prove(folder, args, values.json);
   } finally {
     await log.close();
   }

@@ -127,17 +127,91 @@ function confirmedGroup(confirms: ReadonlyMap<Did, Opened>, roster: readonly Did
 }
 
 /**
+ * The threshold and `--members` of a DKG request.
+ * @throws FrostError `frost-bad-params` (or the threshold's own code) when they do not fit
+ */
+function checkDkgParams(opts: DkgOpts): void {
+  const c = checkThreshold(opts);
+  if (!c.ok) throw FrostError.of(c.error);
+  if (opts.members && (opts.members.length !== opts.max || new Set(opts.members).size !== opts.max)) {
+    throw new FrostError(FrostErrorCodes.BAD_PARAMS, `--members must list exactly ${opts.max} distinct dids`);
+  }
+}
+
+/**
+ * What one broadcast message from a roster member means for the session: an abort or complaint
+ * ends it with a {@link FrostError} (`frost-aborted`, `frost-inconsistent-share`, blaming by
+ * identifier = roster index + 1); a round-3 confirm is recorded in `confirms`, and the last one
+ * returns `'all-confirmed'`; anything else returns undefined.
+ */
+function broadcastVerdict(
+  o: Opened,
+  roster: readonly Did[],
+  session: string,
+  confirms: Map<Did, Opened>,
+): FrostError | 'all-confirmed' | undefined {
+  const b = o.body;
+  const culprit = (d: Did): Culprit => ({ identifier: roster.indexOf(d) + 1, did: d });
+  if (b.kind === 'dkg-abort') {
+    try {
+      const a = readAbort(b.payload);
+      return new FrostError(FrostErrorCodes.ABORTED, `${b.from} aborted: [${a.code}] ${a.why}`, a.culprits.map(culprit), {
+        session,
+        reason: a.code,
+      });
+    } catch {
+      return new FrostError(FrostErrorCodes.ABORTED, `${b.from} aborted`, [], { session });
+    }
+  }
+  if (b.kind === 'dkg-complaint') {
+    const accused = typeof b.payload['accused'] === 'string' ? (b.payload['accused'] as Did) : undefined;
+    return new FrostError(
+      FrostErrorCodes.INCONSISTENT_SHARE,
+      `${b.from} complained that ${accused ?? '?'} sent a bad share`,
+      accused ? [culprit(accused)] : [],
+      { session },
+    );
+  }
+  if (b.kind === 'dkg-confirm' && b.round === 3) {
+    confirms.set(b.from, o);
+    if (confirms.size === roster.length) return 'all-confirmed';
+  }
+  return undefined;
+}
+
+/**
+ * Tells everyone still waiting that the session failed: a `dkg-abort` on `subject` with the
+ * failure's code, message (≤ 2000 chars) and blamed dids (idempotent: participants ignore aborts
+ * once finished).
+ */
+async function publishAbort(bus: Bus, subject: string, session: string, failure: FrostError, me: Actor): Promise<void> {
+  bus.publish(
+    subject,
+    sealMessage(
+      {
+        kind: 'dkg-abort',
+        session,
+        round: 0,
+        payload: {
+          code: failure.code,
+          why: failure.message.slice(0, 2000),
+          culprits: failure.culprits.flatMap((x) => (x.did ? [x.did] : [])),
+        },
+      },
+      me,
+    ),
+  );
+  await bus.flush();
+}
+
+/**
  * Runs one DKG session and resolves with the group everyone confirmed.
  * @throws FrostError `frost-bad-params`, `frost-not-enough-participants`, `frost-aborted` (with
  *   the blamed participants), `frost-participant-lost` (who never confirmed), `frost-group-mismatch`.
  */
 export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
   const t0 = performance.now();
-  const c = checkThreshold(opts);
-  if (!c.ok) throw FrostError.of(c.error);
-  if (opts.members && (opts.members.length !== opts.max || new Set(opts.members).size !== opts.max)) {
-    throw new FrostError(FrostErrorCodes.BAD_PARAMS, `--members must list exactly ${opts.max} distinct dids`);
-  }
+  checkDkgParams(opts);
   const bus = opts.bus;
   const sub = subjects(opts.prefix ?? DEFAULT_PREFIX);
   const me = opts.actor ?? actorFromSeed(new Uint8Array(randomBytes(32)));
@@ -159,36 +233,8 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
   const unsubBcast = bus.subscribe(sub.dkgBcast(session), (m) => {
     const o = openMessage(m.data);
     if (!o.ok || !roster.includes(o.value.body.from) || o.value.body.session !== session) return;
-    const b = o.value.body;
-    const culprit = (d: Did): Culprit => ({ identifier: roster.indexOf(d) + 1, did: d });
-    if (b.kind === 'dkg-abort') {
-      try {
-        const a = readAbort(b.payload);
-        settle(
-          new FrostError(FrostErrorCodes.ABORTED, `${b.from} aborted: [${a.code}] ${a.why}`, a.culprits.map(culprit), {
-            session,
-            reason: a.code,
-          }),
-        );
-      } catch {
-        settle(new FrostError(FrostErrorCodes.ABORTED, `${b.from} aborted`, [], { session }));
-      }
-    } else if (b.kind === 'dkg-complaint') {
-      const accused = typeof b.payload['accused'] === 'string' ? (b.payload['accused'] as Did) : undefined;
-      settle(
-        new FrostError(
-          FrostErrorCodes.INCONSISTENT_SHARE,
-          `${b.from} complained that ${accused ?? '?'} sent a bad share`,
-          accused ? [culprit(accused)] : [],
-          {
-            session,
-          },
-        ),
-      );
-    } else if (b.kind === 'dkg-confirm' && b.round === 3) {
-      confirms.set(b.from, o.value);
-      if (confirms.size === roster.length) settle();
-    }
+    const verdict = broadcastVerdict(o.value, roster, session, confirms);
+    if (verdict !== undefined) settle(verdict === 'all-confirmed' ? undefined : verdict);
   });
   await bus.flush();
   bus.publish(
@@ -219,24 +265,7 @@ export async function runDkg(opts: DkgOpts): Promise<DkgDone> {
   clearTimeout(deadline);
   unsubBcast();
   if (failure) {
-    // Tell everyone still waiting (idempotent: participants ignore aborts once finished).
-    bus.publish(
-      sub.dkgBcast(session),
-      sealMessage(
-        {
-          kind: 'dkg-abort',
-          session,
-          round: 0,
-          payload: {
-            code: failure.code,
-            why: failure.message.slice(0, 2000),
-            culprits: failure.culprits.flatMap((x) => (x.did ? [x.did] : [])),
-          },
-        },
-        me,
-      ),
-    );
-    await bus.flush();
+    await publishAbort(bus, sub.dkgBcast(session), session, failure, me);
     throw failure;
   }
   const { group, did } = confirmedGroup(confirms, roster, session);

@@ -11,6 +11,7 @@ import {
   asDid,
   asObj,
   asSafeUint,
+  type Grant,
   checkpointId,
   contentId,
   decode,
@@ -279,6 +280,118 @@ function trySigners(signed: Signed<unknown>, candidates: readonly { did: Did; ro
   };
 }
 
+/** A signed revocation: its id, the signature under `revoked_by`, and with `--grant` whether it names that grant and its issuer revokes. */
+function describeRevocation(o: Obj, g: Grant | undefined): Described {
+  const sr = readSignedRevocation(o);
+  return report(
+    'revocation',
+    { body: cborJson(sr.body), signature: hex(sr.signature) },
+    {
+      id: revocationId(sr.body),
+      signature: {
+        valid: verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by),
+        signer: sr.body.revoked_by,
+        role: 'revoked_by',
+      },
+      checks: g ? { names_the_grant: sr.body.grant_id === grantId(g), revoker_is_issuer: sr.body.revoked_by === g.issuer } : {},
+    },
+  );
+}
+
+/** A signed spend statement: its content id and the signature under its `point`. */
+function describeStatement(o: Obj): Described {
+  const ss = readSignedStatement(o);
+  return report(
+    'statement',
+    { body: cborJson(ss.body), signature: hex(ss.signature) },
+    {
+      id: contentId(statementToCbor(ss.body)),
+      signature: { valid: verifyStatement(ss), signer: ss.body.point, role: 'point' },
+    },
+  );
+}
+
+/** A signed key event: its id, the signature under `current`, its seq and parent. */
+function describeKeyEvent(o: Obj): Described {
+  const se = readSignedKeyEvent(o);
+  return report(
+    'key-event',
+    { body: cborJson(se.body), signature: hex(se.signature) },
+    {
+      id: keyEventId(se),
+      signature: { valid: verifyBody(o as unknown as Signed<unknown>, se.body.current), signer: se.body.current, role: 'current' },
+      checks: { seq: se.body.seq, inception: se.body.seq === 0, ...(se.body.parent ? { parent: se.body.parent } : {}) },
+    },
+  );
+}
+
+/** A signed mint policy: its id, the signature tried under the grant issuer and `--signer`s, and with `--grant` whether it is bound to it and within its budget (µJ). */
+function describeMintPolicy(o: Obj, g: Grant | undefined, given: readonly { did: Did; role: string }[]): Described {
+  const sp = readSignedMintPolicy(o);
+  const cands = [...(g ? [{ did: g.issuer, role: 'grant issuer' }] : []), ...given];
+  return report(
+    'mint-policy',
+    { body: cborJson(sp.body), signature: hex(sp.signature) },
+    {
+      id: mintPolicyId(sp),
+      signature: trySigners(
+        o as unknown as Signed<unknown>,
+        cands,
+        'pass --grant <the standing grant> (its issuer signs) or --signer <did:key>',
+      ),
+      checks: g ? { bound_to_the_grant: sp.body.grant_id === grantId(g), within_budget: sp.body.per_firing_uj <= g.budget_uj } : {},
+    },
+  );
+}
+
+/** A signed checkpoint: its id, the signature tried under the grant subject and `--signer`s, and with `--grant` whether it names it. */
+function describeCheckpoint(o: Obj, g: Grant | undefined, given: readonly { did: Did; role: string }[]): Described {
+  const sc = readSignedCheckpoint(o);
+  const cands = [...(g ? [{ did: g.subject, role: 'grant subject (the agent)' }] : []), ...given];
+  return report(
+    'checkpoint',
+    { body: cborJson(sc.body), signature: hex(sc.signature) },
+    {
+      id: checkpointId(sc),
+      signature: trySigners(
+        o as unknown as Signed<unknown>,
+        cands,
+        'pass --grant <the checkpoint grant> (its subject signs) or --signer <did:key>',
+      ),
+      checks: g ? { names_the_grant: sc.body.grant_id === grantId(g) } : {},
+    },
+  );
+}
+
+/** A signed amendment: its id, the signature tried under the grant issuer and `--signer`s, and with `--grant` whether its budget (µJ) is within the grant's. */
+function describeAmendment(o: Obj, g: Grant | undefined, given: readonly { did: Did; role: string }[]): Described {
+  const sa = readSignedAmendment(o);
+  const cands = [...(g ? [{ did: g.issuer, role: 'grant issuer' }] : []), ...given];
+  return report(
+    'amendment',
+    { body: cborJson(sa.body), signature: hex(sa.signature) },
+    {
+      id: amendmentId(sa),
+      signature: trySigners(
+        o as unknown as Signed<unknown>,
+        cands,
+        'pass --grant <the steered grant> (its issuer signs) or --signer <did:key>',
+      ),
+      checks: g ? { within_budget: sa.body.budget_uj <= g.budget_uj } : {},
+    },
+  );
+}
+
+/** How each kind of signed body is described (see {@link signedBody}). */
+const SIGNED_BODIES: Record<BodyKind, (o: Obj, g: Grant | undefined, given: readonly { did: Did; role: string }[]) => Described> = {
+  revocation: describeRevocation,
+  statement: describeStatement,
+  'key-event': describeKeyEvent,
+  'mint-policy': describeMintPolicy,
+  checkpoint: describeCheckpoint,
+  amendment: describeAmendment,
+};
+
 function signedBody(o: Obj, hints: SignerHints): Described {
   const raw = asObj(o, 'signed', ['body', 'signature']);
   const body = raw['body'];
@@ -293,98 +406,7 @@ function signedBody(o: Obj, hints: SignerHints): Described {
   }
   const given = hints.signers.map((d) => ({ did: d, role: 'signer given by --signer' }));
   const g = hints.grant?.grant;
-  switch (kind) {
-    case 'revocation': {
-      const sr = readSignedRevocation(o);
-      return report(
-        'revocation',
-        { body: cborJson(sr.body), signature: hex(sr.signature) },
-        {
-          id: revocationId(sr.body),
-          signature: {
-            valid: verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by),
-            signer: sr.body.revoked_by,
-            role: 'revoked_by',
-          },
-          checks: g ? { names_the_grant: sr.body.grant_id === grantId(g), revoker_is_issuer: sr.body.revoked_by === g.issuer } : {},
-        },
-      );
-    }
-    case 'statement': {
-      const ss = readSignedStatement(o);
-      return report(
-        'statement',
-        { body: cborJson(ss.body), signature: hex(ss.signature) },
-        {
-          id: contentId(statementToCbor(ss.body)),
-          signature: { valid: verifyStatement(ss), signer: ss.body.point, role: 'point' },
-        },
-      );
-    }
-    case 'key-event': {
-      const se = readSignedKeyEvent(o);
-      return report(
-        'key-event',
-        { body: cborJson(se.body), signature: hex(se.signature) },
-        {
-          id: keyEventId(se),
-          signature: { valid: verifyBody(o as unknown as Signed<unknown>, se.body.current), signer: se.body.current, role: 'current' },
-          checks: { seq: se.body.seq, inception: se.body.seq === 0, ...(se.body.parent ? { parent: se.body.parent } : {}) },
-        },
-      );
-    }
-    case 'mint-policy': {
-      const sp = readSignedMintPolicy(o);
-      const cands = [...(g ? [{ did: g.issuer, role: 'grant issuer' }] : []), ...given];
-      return report(
-        'mint-policy',
-        { body: cborJson(sp.body), signature: hex(sp.signature) },
-        {
-          id: mintPolicyId(sp),
-          signature: trySigners(
-            o as unknown as Signed<unknown>,
-            cands,
-            'pass --grant <the standing grant> (its issuer signs) or --signer <did:key>',
-          ),
-          checks: g ? { bound_to_the_grant: sp.body.grant_id === grantId(g), within_budget: sp.body.per_firing_uj <= g.budget_uj } : {},
-        },
-      );
-    }
-    case 'checkpoint': {
-      const sc = readSignedCheckpoint(o);
-      const cands = [...(g ? [{ did: g.subject, role: 'grant subject (the agent)' }] : []), ...given];
-      return report(
-        'checkpoint',
-        { body: cborJson(sc.body), signature: hex(sc.signature) },
-        {
-          id: checkpointId(sc),
-          signature: trySigners(
-            o as unknown as Signed<unknown>,
-            cands,
-            'pass --grant <the checkpoint grant> (its subject signs) or --signer <did:key>',
-          ),
-          checks: g ? { names_the_grant: sc.body.grant_id === grantId(g) } : {},
-        },
-      );
-    }
-    case 'amendment': {
-      const sa = readSignedAmendment(o);
-      const cands = [...(g ? [{ did: g.issuer, role: 'grant issuer' }] : []), ...given];
-      return report(
-        'amendment',
-        { body: cborJson(sa.body), signature: hex(sa.signature) },
-        {
-          id: amendmentId(sa),
-          signature: trySigners(
-            o as unknown as Signed<unknown>,
-            cands,
-            'pass --grant <the steered grant> (its issuer signs) or --signer <did:key>',
-          ),
-          checks: g ? { within_budget: sa.body.budget_uj <= g.budget_uj } : {},
-        },
-      );
-    }
-  }
+  return SIGNED_BODIES[kind](o, g, given);
 }
 
 /**
