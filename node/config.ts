@@ -421,85 +421,66 @@ function readResources(v: unknown, base: string, upstream: readonly Json[] = [])
   });
 }
 
+/** The top-level keys of a node config (docs/node.md "Configuration"); any other key is refused. */
+const TOP_LEVEL_KEYS = [
+  'listen',
+  'data_dir',
+  'steward_key',
+  'metrics',
+  'nats',
+  'max_skew_s',
+  'request_index_margin_s',
+  'snapshot',
+  'abuse',
+  'log_size_alarm_bytes',
+  'frame_cap',
+  'read_timeout_ms',
+  'idle_timeout_ms',
+  'max_connections',
+  'max_pending_per_connection',
+  'workers',
+  'replay_workers',
+  'log',
+  'log_level',
+  'resources',
+  'meter',
+  'cluster',
+  'revocation_staleness_s',
+  'region',
+  'tls',
+  'nats_tls',
+];
+
+/** The limits and sizes of a node config: skew, request index, snapshots, abuse, log and connection caps. */
+type Limits = Pick<
+  NodeConfig,
+  | 'maxSkewS'
+  | 'requestIndexMarginS'
+  | 'snapshot'
+  | 'abuse'
+  | 'logSizeAlarmBytes'
+  | 'frameCap'
+  | 'readTimeoutMs'
+  | 'idleTimeoutMs'
+  | 'maxConnections'
+  | 'maxPendingPerConnection'
+  | 'workers'
+  | 'replayWorkers'
+  | 'log'
+>;
+
 /**
- * Builds a {@link NodeConfig} from a parsed JSON value, applying defaults and overrides.
- * Relative paths resolve against `base` (the config file's folder).
- * @throws NodeFault `config-invalid` naming the first bad field.
+ * Reads the limits of a node config (`o` the top level; `snap`, `abuse`, `log` its sections), in the
+ * order {@link configFromJson} always checked them, with the defaults of {@link CONFIG_DEFAULTS}.
+ * @throws NodeFault `config-invalid` naming the first field out of its range.
  */
-export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base = process.cwd()): NodeConfig {
-  const o = obj(v ?? {}, '', [
-    'listen',
-    'data_dir',
-    'steward_key',
-    'metrics',
-    'nats',
-    'max_skew_s',
-    'request_index_margin_s',
-    'snapshot',
-    'abuse',
-    'log_size_alarm_bytes',
-    'frame_cap',
-    'read_timeout_ms',
-    'idle_timeout_ms',
-    'max_connections',
-    'max_pending_per_connection',
-    'workers',
-    'replay_workers',
-    'log',
-    'log_level',
-    'resources',
-    'meter',
-    'cluster',
-    'revocation_staleness_s',
-    'region',
-    'tls',
-    'nats_tls',
-  ]);
-  const listenS = overrides.listen ?? text(o['listen'], 'listen', CONFIG_DEFAULTS.listen);
-  const listen = parseHostPort(listenS, overrides.listen !== undefined ? '--listen' : 'listen');
-  const dataDir = path.resolve(base, overrides.data ?? text(o['data_dir'], 'data_dir', CONFIG_DEFAULTS.dataDir));
-  const stewardKey = path.resolve(dataDir, text(o['steward_key'], 'steward_key', 'steward.key'));
-  const metricsS = overrides.metrics ?? (o['metrics'] === undefined ? undefined : text(o['metrics'], 'metrics'));
-  const metrics = metricsS === undefined ? undefined : parseHostPort(metricsS, overrides.metrics !== undefined ? '--metrics' : 'metrics');
-  const nats = overrides.nats ?? (o['nats'] === undefined ? undefined : text(o['nats'], 'nats'));
-  if (nats !== undefined && !/^(nats|tls|ws|wss):\/\/[^\s]+$/.test(nats)) {
-    fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
-  }
-  const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
-  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
-  const abuse = obj(o['abuse'] ?? {}, 'abuse', ['burst', 'refill_per_s', 'max_peers']);
-  const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
-  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');
-  }
-  const meter = o['meter'] ?? {};
-  if (typeof meter !== 'object' || meter === null || Array.isArray(meter)) fail('meter', 'expected an object');
-  const cluster = o['cluster'] ?? {};
-  if (typeof cluster !== 'object' || cluster === null || Array.isArray(cluster)) fail('cluster', 'expected an object');
-  // The cluster section only takes effect through NATS (cli/node.ts joins the cluster only with a
-  // nats URL): without one it would be ignored in silence, and its channels served as plain grants.
-  if (Object.keys(cluster).length > 0 && nats === undefined) {
-    fail('cluster', 'needs "nats" (or --nats url): without NATS the node joins no cluster and this section would be ignored');
-  }
-  let stalenessS = int(o['revocation_staleness_s'], 'revocation_staleness_s', 0, 86_400, CONFIG_DEFAULTS.revocationStalenessS);
-  if (overrides.revocationStalenessS !== undefined) {
-    const t = overrides.revocationStalenessS;
-    if (!/^\d{1,5}$/.test(t) || Number(t) > 86_400) fail('--revocation-staleness-s', 'expected whole seconds in [0, 86400]');
-    stalenessS = Number(t);
-  }
-  const region = overrides.region ?? text(o['region'], 'region', CONFIG_DEFAULTS.region);
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(region))
-    fail(overrides.region !== undefined ? '--region' : 'region', 'expected 1–64 of A–Z a–z 0–9 _ . -');
+function readLimits(
+  o: Record<string, unknown>,
+  snap: Record<string, unknown>,
+  abuse: Record<string, unknown>,
+  log: Record<string, unknown>,
+): Limits {
   return {
-    listen,
-    dataDir,
-    stewardKey,
-    metrics,
-    nats,
-    revocationStalenessS: stalenessS,
-    region,
-    tls: readServerTls(o['tls'], overrides, base),
-    natsTls: readNatsTls(o['nats_tls'], overrides, base),
     maxSkewS: int(o['max_skew_s'], 'max_skew_s', 0, 86_400, CONFIG_DEFAULTS.maxSkewS),
     requestIndexMarginS: int(o['request_index_margin_s'], 'request_index_margin_s', 0, 86_400 * 30, CONFIG_DEFAULTS.requestIndexMarginS),
     snapshot: {
@@ -539,6 +520,72 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     workers: int(o['workers'], 'workers', 0, 64, CONFIG_DEFAULTS.workers),
     replayWorkers: int(o['replay_workers'], 'replay_workers', 0, 64, availableParallelism()),
     log: { batchMax: int(log['batch_max'], 'log.batch_max', 1, 1_000_000, CONFIG_DEFAULTS.batchMax) },
+  };
+}
+
+/**
+ * Reads the revocation staleness limit (seconds; `--revocation-staleness-s` wins) and the region
+ * name (`--region` wins) of a node config.
+ * @throws NodeFault `config-invalid` naming the field or the flag.
+ */
+function readPlacement(o: Record<string, unknown>, overrides: ConfigOverrides): { stalenessS: number; region: string } {
+  let stalenessS = int(o['revocation_staleness_s'], 'revocation_staleness_s', 0, 86_400, CONFIG_DEFAULTS.revocationStalenessS);
+  if (overrides.revocationStalenessS !== undefined) {
+    const t = overrides.revocationStalenessS;
+    if (!/^\d{1,5}$/.test(t) || Number(t) > 86_400) fail('--revocation-staleness-s', 'expected whole seconds in [0, 86400]');
+    stalenessS = Number(t);
+  }
+  const region = overrides.region ?? text(o['region'], 'region', CONFIG_DEFAULTS.region);
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(region))
+    fail(overrides.region !== undefined ? '--region' : 'region', 'expected 1–64 of A–Z a–z 0–9 _ . -');
+  return { stalenessS, region };
+}
+
+/**
+ * Builds a {@link NodeConfig} from a parsed JSON value, applying defaults and overrides.
+ * Relative paths resolve against `base` (the config file's folder).
+ * @throws NodeFault `config-invalid` naming the first bad field.
+ */
+export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base = process.cwd()): NodeConfig {
+  const o = obj(v ?? {}, '', TOP_LEVEL_KEYS);
+  const listenS = overrides.listen ?? text(o['listen'], 'listen', CONFIG_DEFAULTS.listen);
+  const listen = parseHostPort(listenS, overrides.listen !== undefined ? '--listen' : 'listen');
+  const dataDir = path.resolve(base, overrides.data ?? text(o['data_dir'], 'data_dir', CONFIG_DEFAULTS.dataDir));
+  const stewardKey = path.resolve(dataDir, text(o['steward_key'], 'steward_key', 'steward.key'));
+  const metricsS = overrides.metrics ?? (o['metrics'] === undefined ? undefined : text(o['metrics'], 'metrics'));
+  const metrics = metricsS === undefined ? undefined : parseHostPort(metricsS, overrides.metrics !== undefined ? '--metrics' : 'metrics');
+  const nats = overrides.nats ?? (o['nats'] === undefined ? undefined : text(o['nats'], 'nats'));
+  if (nats !== undefined && !/^(nats|tls|ws|wss):\/\/[^\s]+$/.test(nats)) {
+    fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
+  }
+  const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
+  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
+  const abuse = obj(o['abuse'] ?? {}, 'abuse', ['burst', 'refill_per_s', 'max_peers']);
+  const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');
+  }
+  const meter = o['meter'] ?? {};
+  if (typeof meter !== 'object' || meter === null || Array.isArray(meter)) fail('meter', 'expected an object');
+  const cluster = o['cluster'] ?? {};
+  if (typeof cluster !== 'object' || cluster === null || Array.isArray(cluster)) fail('cluster', 'expected an object');
+  // The cluster section only takes effect through NATS (cli/node.ts joins the cluster only with a
+  // nats URL): without one it would be ignored in silence, and its channels served as plain grants.
+  if (Object.keys(cluster).length > 0 && nats === undefined) {
+    fail('cluster', 'needs "nats" (or --nats url): without NATS the node joins no cluster and this section would be ignored');
+  }
+  const { stalenessS, region } = readPlacement(o, overrides);
+  return {
+    listen,
+    dataDir,
+    stewardKey,
+    metrics,
+    nats,
+    revocationStalenessS: stalenessS,
+    region,
+    tls: readServerTls(o['tls'], overrides, base),
+    natsTls: readNatsTls(o['nats_tls'], overrides, base),
+    ...readLimits(o, snap, abuse, log),
     logLevel,
     resources: readResources(o['resources'], base, upstreamResourcesJson(overrides.upstream ?? [], overrides.trustRoot ?? [])),
     meter: meter as Record<string, unknown>,
