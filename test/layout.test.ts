@@ -187,7 +187,6 @@ const LONG_FUNCTIONS_ALLOWED = new Set([
   // Not split yet on this branch (each is a run of steps that can be named helpers):
   'bench/cluster.ts:run',
   'bench/frost-bridge.ts:bridgeFigures',
-  'bench/gateway.ts:run',
   'cli/node.ts:run',
   'cli/tlog.ts:runTlog',
   'conformance/classes/budget.ts:run',
