@@ -116,8 +116,20 @@ async function floorLatencies(port: number, n: number): Promise<number[]> {
   return out;
 }
 
-/** The suite. */
-export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
+/** The bench's files in a fresh temp folder: 20 files to list, the agent's key and its one-grant chain, the node's config. */
+interface GatewaySetup {
+  readonly dir: string;
+  /** The folder `list_directory` lists. */
+  readonly root: string;
+  readonly agent: ReturnType<typeof newActor>;
+  readonly key: string;
+  readonly chain: string;
+  readonly grant: SignedGrant;
+  readonly config: string;
+}
+
+/** Writes the bench's files (see {@link GatewaySetup}); the grant allows `list_directory` on `fs` with a 10^15 µJ budget. */
+function setUp(seed: SuiteOptions['seed']): GatewaySetup {
   const dir = mkdtempSync(path.join(tmpdir(), 'jcp-bench-gateway-'));
   const root = path.join(dir, 'files');
   mkdirSync(root);
@@ -151,6 +163,49 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
       meter: { default_estimate_uj: 1, rungs: ['estimator'] },
     }),
   );
+  return { dir, root, agent, key, chain, grant, config };
+}
+
+/** The run's samples: latencies (µs) direct, gateway, floor and node alone; per-round rates (calls/s) at {@link CONCURRENT} clients. */
+interface GatewaySamples {
+  readonly d: number[];
+  readonly g: number[];
+  readonly f: number[];
+  readonly nd: number[];
+  readonly dRate: number[];
+  readonly gRate: number[];
+  readonly nRate: number[];
+}
+
+/** The clients the rounds use: one and {@link CONCURRENT} MCP clients direct and through bridges, jcp/1 clients to the node, the floor's port. */
+interface GatewayClients {
+  readonly direct1: Client;
+  readonly gateway1: Client;
+  readonly directN: Client[];
+  readonly gatewayN: Client[];
+  readonly jcp: JcpClient;
+  readonly jcpN: JcpClient[];
+  readonly floorPort: number;
+}
+
+/** {@link ROUNDS} rounds of {@link CALLS_PER_ROUND} calls each way, alternating so machine noise hits both alike. */
+async function rounds(c: GatewayClients, grant: SignedGrant, root: string): Promise<GatewaySamples> {
+  const s: GatewaySamples = { d: [], g: [], f: [], nd: [], dRate: [], gRate: [], nRate: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    s.d.push(...(await latencies(c.direct1, root, CALLS_PER_ROUND)));
+    s.g.push(...(await latencies(c.gateway1, root, CALLS_PER_ROUND)));
+    s.f.push(...(await floorLatencies(c.floorPort, CALLS_PER_ROUND)));
+    s.nd.push(...(await nodeLatencies(c.jcp, grant, root, CALLS_PER_ROUND, s.nd.length)));
+    s.dRate.push(await throughput(c.directN, root, Math.ceil(CALLS_PER_ROUND / 4)));
+    s.gRate.push(await throughput(c.gatewayN, root, Math.ceil(CALLS_PER_ROUND / 4)));
+    s.nRate.push(await nodeThroughput(c.jcpN, grant, root, Math.ceil(CALLS_PER_ROUND / 4), 1_000_000 * (r + 1)));
+  }
+  return s;
+}
+
+/** The suite. */
+export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
+  const { dir, root, agent, key, chain, grant, config } = setUp(seed);
   const node = await startNode(config, false);
   const floor = await startFloorServer('durable', path.join(dir, 'floor'), false);
   const bridgeArgs = [path.join(repo, 'bin/jcp.mjs'), 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', key, '--chain', chain];
@@ -169,71 +224,12 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     const gateway1 = await open(false);
     await latencies(direct1, root, 50); // warm-up: JIT, the node's endpoint start
     await latencies(gateway1, root, 50);
-    const d: number[] = [];
-    const g: number[] = [];
-    const f: number[] = [];
-    const nd: number[] = [];
-    const dRate: number[] = [];
-    const gRate: number[] = [];
-    const nRate: number[] = [];
     const directN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(true)));
     const gatewayN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(false)));
     await throughput(gatewayN, root, 10);
     await throughput(directN, root, 10);
-    for (let r = 0; r < ROUNDS; r++) {
-      d.push(...(await latencies(direct1, root, CALLS_PER_ROUND)));
-      g.push(...(await latencies(gateway1, root, CALLS_PER_ROUND)));
-      f.push(...(await floorLatencies(floor.port, CALLS_PER_ROUND)));
-      nd.push(...(await nodeLatencies(jcp, grant, root, CALLS_PER_ROUND, nd.length)));
-      dRate.push(await throughput(directN, root, Math.ceil(CALLS_PER_ROUND / 4)));
-      gRate.push(await throughput(gatewayN, root, Math.ceil(CALLS_PER_ROUND / 4)));
-      nRate.push(await nodeThroughput(jcpN, grant, root, Math.ceil(CALLS_PER_ROUND / 4), 1_000_000 * (r + 1)));
-    }
-    const added = percentile(g, 50) - percentile(d, 50);
-    const ratios = dRate.map((x, i) => gRate[i]! / x);
-    const ratio = median(ratios);
-    return [
-      { name: 'direct: SDK client → server-filesystem list_directory (stdio), one client, p50', value: sig(percentile(d, 50)), unit: 'µs' },
-      { name: 'direct: p99', value: sig(percentile(d, 99)), unit: 'µs' },
-      {
-        name: 'gateway: SDK client → jcp bridge → node (durable log) → server-filesystem, one client, p50',
-        value: sig(percentile(g, 50)),
-        unit: 'µs',
-      },
-      { name: 'gateway: p99', value: sig(percentile(g, 99)), unit: 'µs' },
-      { name: 'gateway p50 − direct p50 (added per call)', value: sig(added), unit: 'µs', goal: '≤ 2000 µs', met: added <= 2000 },
-      {
-        name: 'node alone: jcp/1 client (in the bench process) → node → server-filesystem, one client, p50',
-        value: sig(percentile(nd, 50)),
-        unit: 'µs',
-      },
-      { name: 'node alone: p99', value: sig(percentile(nd, 99)), unit: 'µs' },
-      {
-        name: "node's durable floor (signature work + fsync'd LevelDB batch, no protocol), one client, p50",
-        value: sig(percentile(f, 50)),
-        unit: 'µs',
-      },
-      { name: "node's durable floor, p99", value: sig(percentile(f, 99)), unit: 'µs' },
-      {
-        name: `node alone: ${CONCURRENT} jcp/1 clients → node → one server, median of ${ROUNDS} rounds`,
-        value: sig(median(nRate)),
-        unit: 'calls/s',
-      },
-      {
-        name: `direct: ${CONCURRENT} clients (${CONCURRENT} servers), median of ${ROUNDS} rounds`,
-        value: sig(median(dRate)),
-        unit: 'calls/s',
-      },
-      {
-        name: `gateway: ${CONCURRENT} clients (${CONCURRENT} bridges, one node, one server); ratio: median of per-round gateway ÷ direct (${ratios.map((x) => sig(x, 2)).join(', ')})`,
-        value: sig(median(gRate)),
-        unit: 'calls/s',
-        floor: sig(median(dRate)),
-        ratio: sig(ratio),
-        goal: 'ratio ≥ 0.7',
-        met: ratio >= 0.7,
-      },
-    ];
+    const s = await rounds({ direct1, gateway1, directN, gatewayN, jcp, jcpN, floorPort: floor.port }, grant, root);
+    return gatewayFigures(s);
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
     await jcp.close();
@@ -242,4 +238,53 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     await stopNode(node);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The figures from the samples: p50/p99 (µs) per path, the added p50 (goal ≤ 2000 µs), rates (calls/s) and gateway ÷ direct (goal ≥ 0.7). */
+function gatewayFigures({ d, g, f, nd, dRate, gRate, nRate }: GatewaySamples): Figure[] {
+  const added = percentile(g, 50) - percentile(d, 50);
+  const ratios = dRate.map((x, i) => gRate[i]! / x);
+  const ratio = median(ratios);
+  return [
+    { name: 'direct: SDK client → server-filesystem list_directory (stdio), one client, p50', value: sig(percentile(d, 50)), unit: 'µs' },
+    { name: 'direct: p99', value: sig(percentile(d, 99)), unit: 'µs' },
+    {
+      name: 'gateway: SDK client → jcp bridge → node (durable log) → server-filesystem, one client, p50',
+      value: sig(percentile(g, 50)),
+      unit: 'µs',
+    },
+    { name: 'gateway: p99', value: sig(percentile(g, 99)), unit: 'µs' },
+    { name: 'gateway p50 − direct p50 (added per call)', value: sig(added), unit: 'µs', goal: '≤ 2000 µs', met: added <= 2000 },
+    {
+      name: 'node alone: jcp/1 client (in the bench process) → node → server-filesystem, one client, p50',
+      value: sig(percentile(nd, 50)),
+      unit: 'µs',
+    },
+    { name: 'node alone: p99', value: sig(percentile(nd, 99)), unit: 'µs' },
+    {
+      name: "node's durable floor (signature work + fsync'd LevelDB batch, no protocol), one client, p50",
+      value: sig(percentile(f, 50)),
+      unit: 'µs',
+    },
+    { name: "node's durable floor, p99", value: sig(percentile(f, 99)), unit: 'µs' },
+    {
+      name: `node alone: ${CONCURRENT} jcp/1 clients → node → one server, median of ${ROUNDS} rounds`,
+      value: sig(median(nRate)),
+      unit: 'calls/s',
+    },
+    {
+      name: `direct: ${CONCURRENT} clients (${CONCURRENT} servers), median of ${ROUNDS} rounds`,
+      value: sig(median(dRate)),
+      unit: 'calls/s',
+    },
+    {
+      name: `gateway: ${CONCURRENT} clients (${CONCURRENT} bridges, one node, one server); ratio: median of per-round gateway ÷ direct (${ratios.map((x) => sig(x, 2)).join(', ')})`,
+      value: sig(median(gRate)),
+      unit: 'calls/s',
+      floor: sig(median(dRate)),
+      ratio: sig(ratio),
+      goal: 'ratio ≥ 0.7',
+      met: ratio >= 0.7,
+    },
+  ];
 }

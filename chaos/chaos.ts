@@ -631,78 +631,128 @@ async function checkNodeLog(
 /** Checks the run's invariants from the nodes' logs, the channel's statements and the replies, and builds the report (docs/chaos.md). */
 async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promise<ChaosReport> {
   const problems: string[] = [];
-  const { replies, noReply } = c.st;
-  const inLogs = new Set<ContentId>();
-  let total = 0n;
-  let receiptsOk = true;
-  let receiptsCount = 0;
-  const perNode: ChaosReport['decisions']['per_node'] = [];
-  for (let i = 0; i < o.nodes; i++) {
-    const n = await checkNodeLog(cluster, c, i, inLogs, problems);
-    receiptsCount += n.count;
-    if (!n.ok) receiptsOk = false;
-    total += n.spentUj;
-    perNode.push(n.line);
-  }
-  const lost = replies.filter((r) => r.verdict === 'allow' && !inLogs.has(r.receiptId));
+  const logs = await checkLogs(o, cluster, c, problems);
+  const lost = c.st.replies.filter((r) => r.verdict === 'allow' && !logs.inLogs.has(r.receiptId));
   if (lost.length > 0) problems.push(`${lost.length} acknowledged allow(s) missing from the logs`);
+  const total = logs.totalUj;
   const overdraft = total > c.budget ? total - c.budget : 0n;
   const limit = c.budget + (o.mode === 'channel' ? c.bound : 0n);
   const within = total <= limit;
   if (!within) problems.push(`spent ${total} µJ > ${o.mode === 'channel' ? 'budget + bound' : 'budget'} ${limit} µJ`);
-  let audit: ChannelAudit | undefined;
-  let proven: boolean;
-  if (o.mode === 'channel') {
-    const bus = await JetStreamBus.connect(
-      cluster.natsUrls,
-      {
-        names: channelNames(c.subjectRoot),
-        replicas: cluster.natsUrls.length >= 3 ? 3 : 1,
-        deadlineMs: 15_000,
-        ...(cluster.natsTls ? { tls: cluster.natsTls } : {}),
-      },
-      30_000,
-    );
-    try {
-      audit = await auditChannel(bus, c.rootId, c.budget);
-    } finally {
-      await bus.close();
-    }
-    proven = audit.proofVerifies === true && audit.refused.length === 0 && audit.totalUj === total && audit.overdraftUj === overdraft;
-    if (!proven) {
-      problems.push(
-        `statements prove ${audit.totalUj} µJ (overdraft ${audit.overdraftUj}, ${audit.refused.length} refused, proof ${audit.proofVerifies ? 'verifies' : 'fails'}); receipts say ${total} µJ (overdraft ${overdraft})`,
-      );
-    }
-  } else {
-    proven = overdraft === 0n;
-    if (!proven) problems.push(`shards mode overspent by ${overdraft} µJ`);
-  }
+  const { audit, proven } = await proveSpend(o, cluster, c, total, overdraft, problems);
   const revocation = revocationCheck(o, c.st);
   if (revocation.allowed_after_reach > 0) {
     problems.push(
       `${revocation.allowed_after_reach} allow(s) of the revoked grant after its revocation reached the node (or after ${revocation.staleness_s} s)`,
     );
   }
+  const invariants = {
+    no_lost_receipts: lost.length === 0,
+    overdraft_within_bound: within,
+    overdraft_proven: proven,
+    receipts_verify: logs.ok,
+    revocation_enforced: revocation.allowed_after_reach === 0,
+  };
+  return chaosReport(o, cluster, c, { invariants, logs, overdraft, audit, revocation, problems });
+}
+
+/** Every node's log checked (see {@link checkNodeLog}): the receipt ids seen, the µJ the allows add up to, and the per-node lines. */
+interface LogsCheck {
+  readonly inLogs: Set<ContentId>;
+  readonly totalUj: bigint;
+  readonly ok: boolean;
+  readonly count: number;
+  readonly perNode: ChaosReport['decisions']['per_node'];
+}
+
+/** Checks the logs of nodes 0 … `o.nodes` − 1 in turn, pushing a problem for each mismatch. */
+async function checkLogs(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput, problems: string[]): Promise<LogsCheck> {
+  const inLogs = new Set<ContentId>();
+  let totalUj = 0n;
+  let ok = true;
+  let count = 0;
+  const perNode: ChaosReport['decisions']['per_node'] = [];
+  for (let i = 0; i < o.nodes; i++) {
+    const n = await checkNodeLog(cluster, c, i, inLogs, problems);
+    count += n.count;
+    if (!n.ok) ok = false;
+    totalUj += n.spentUj;
+    perNode.push(n.line);
+  }
+  return { inLogs, totalUj, ok, count, perNode };
+}
+
+/**
+ * Whether the spend is proven: in channel mode the channel's statements (read back from JetStream)
+ * must verify, refuse nothing and prove the receipts' total `totalUj` and `overdraftUj` (µJ); in
+ * shards mode there must be no overdraft. Pushes a problem when not.
+ */
+async function proveSpend(
+  o: ChaosOpts,
+  cluster: ChaosCluster,
+  c: CheckInput,
+  totalUj: bigint,
+  overdraftUj: bigint,
+  problems: string[],
+): Promise<{ audit: ChannelAudit | undefined; proven: boolean }> {
+  if (o.mode !== 'channel') {
+    const proven = overdraftUj === 0n;
+    if (!proven) problems.push(`shards mode overspent by ${overdraftUj} µJ`);
+    return { audit: undefined, proven };
+  }
+  const bus = await JetStreamBus.connect(
+    cluster.natsUrls,
+    {
+      names: channelNames(c.subjectRoot),
+      replicas: cluster.natsUrls.length >= 3 ? 3 : 1,
+      deadlineMs: 15_000,
+      ...(cluster.natsTls ? { tls: cluster.natsTls } : {}),
+    },
+    30_000,
+  );
+  let audit: ChannelAudit;
+  try {
+    audit = await auditChannel(bus, c.rootId, c.budget);
+  } finally {
+    await bus.close();
+  }
+  const proven =
+    audit.proofVerifies === true && audit.refused.length === 0 && audit.totalUj === totalUj && audit.overdraftUj === overdraftUj;
+  if (!proven) {
+    problems.push(
+      `statements prove ${audit.totalUj} µJ (overdraft ${audit.overdraftUj}, ${audit.refused.length} refused, proof ${audit.proofVerifies ? 'verifies' : 'fails'}); receipts say ${totalUj} µJ (overdraft ${overdraftUj})`,
+    );
+  }
+  return { audit, proven };
+}
+
+/** What {@link check} found, for {@link chaosReport}. */
+interface CheckFindings {
+  readonly invariants: ChaosReport['invariants'];
+  readonly logs: LogsCheck;
+  readonly overdraft: bigint;
+  readonly audit: ChannelAudit | undefined;
+  readonly revocation: NonNullable<ChaosReport['revocation']>;
+  readonly problems: string[];
+}
+
+/** The run's {@link ChaosReport} (docs/chaos.md) from the options, the cluster, the run's record and the findings. */
+function chaosReport(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput, f: CheckFindings): ChaosReport {
+  const { replies, noReply } = c.st;
+  const { audit, revocation } = f;
   const byReason: Record<string, number> = {};
   for (const r of replies) if (r.verdict === 'deny') byReason[r.reason ?? '?'] = (byReason[r.reason ?? '?'] ?? 0) + 1;
   return {
-    invariants: {
-      no_lost_receipts: lost.length === 0,
-      overdraft_within_bound: within,
-      overdraft_proven: proven,
-      receipts_verify: receiptsOk,
-      revocation_enforced: revocation.allowed_after_reach === 0,
-    },
+    invariants: f.invariants,
     mode: o.mode,
     seed: o.seed,
     nodes: o.nodes,
     nats_servers: o.natsServers ?? 1,
     duration_s: o.durationS,
     budget_uj: c.budget.toString(),
-    spent_uj: total.toString(),
+    spent_uj: f.logs.totalUj.toString(),
     bound_uj: c.bound.toString(),
-    overdraft_uj: overdraft.toString(),
+    overdraft_uj: f.overdraft.toString(),
     statements: audit
       ? {
           total_uj: audit.totalUj.toString(),
@@ -712,21 +762,21 @@ async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promis
         }
       : null,
     window_uj: o.mode === 'channel' ? c.window.toString() : null,
-    faults: c.applied.map((f) => ({
-      kind: f.kind,
-      target: faultTarget(f, cluster),
-      at_s: f.atS,
-      for_s: f.forS,
+    faults: c.applied.map((fe) => ({
+      kind: fe.kind,
+      target: faultTarget(fe, cluster),
+      at_s: fe.atS,
+      for_s: fe.forS,
     })),
     decisions: {
       allow: replies.filter((r) => r.verdict === 'allow').length,
       deny: replies.filter((r) => r.verdict === 'deny').length,
       by_reason: byReason,
       no_reply: noReply.reduce((a, b) => a + b, 0),
-      receipts: receiptsCount,
-      per_node: perNode,
+      receipts: f.logs.count,
+      per_node: f.logs.perNode,
     },
-    problems,
+    problems: f.problems,
     series: totalSeries(c.st.series),
     regions: cluster.regionNames.map((name, r) => ({ name, nodes: cluster.regionNodes[r]!.map((i) => cluster.node(i).name) })),
     series_by_region: Object.fromEntries(c.st.series),

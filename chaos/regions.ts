@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeTlsMaterial, type RegionCluster, startRegions } from '../testkit/index.ts';
-import type { ChaosOpts } from './chaos.ts';
+import type { ChaosOpts, FaultEvent } from './chaos.ts';
 import type { ChaosCluster, ChaosPlanLike } from './target.ts';
 
 /** Starts `o.regions` regions of `o.nodes / o.regions` nodes each. @throws RangeError when the nodes do not split evenly. */
@@ -18,31 +18,9 @@ export async function startRegionTarget(o: ChaosOpts, plan: ChaosPlanLike, dir: 
   say(
     `starting ${regions} regions × ${per} node(s) (${o.mode} mode, ${servers} NATS server(s) per region, ${o.rttMs ?? 40} ms RTT) in ${dir}`,
   );
-  // A `tls` run: one CA for the run, its server certificate on every nats-server (client, route and
-  // gateway connections) and every node's jcp/1 listener; the nodes' NATS clients verify against it.
-  if (o.tls) mkdirSync(join(dir, 'tls'), { recursive: true });
-  const tls = o.tls ? makeTlsMaterial(join(dir, 'tls')) : undefined;
-  const tlsConfig = tls ? { tls: { cert_file: tls.server.certFile, key_file: tls.server.keyFile }, nats_tls: { ca_file: tls.caFile } } : {};
-  const rc: RegionCluster = await startRegions({
-    regions,
-    nodesPerRegion: per,
-    serversPerRegion: servers,
-    rttMs: o.rttMs ?? 40,
-    jitterMs: o.jitterMs ?? 0,
-    dir,
-    nodeProxies: true,
-    seeds: plan.seeds,
-    subjectRoot: plan.subjectRoot,
-    settleIntervalMs: o.settleIntervalMs ?? 200,
-    resources: [{ name: 'chaos', trust_roots: [plan.issuer.did] }],
-    channels: o.mode === 'channel' ? [{ grant_id: plan.rootId, window_uj: plan.window.toString() }] : [],
-    logLevel: 'warn',
-    // The nodes stop allowing at the same staleness limit the runner counts allows after
-    // (`--revocation-staleness`, default 10 s); they would otherwise use the node default (30 s).
-    nodeConfig: () => ({ revocation_staleness_s: o.revocationStalenessS ?? 10, ...tlsConfig }),
-    ...(tls ? { tls: { caFile: tls.caFile, certFile: tls.server.certFile, keyFile: tls.server.keyFile } } : {}),
-  });
-  const at = (i: number) => {
+  const tls = runTls(o, dir);
+  const rc = await startRunRegions(o, plan, dir, { regions, per, servers }, tls);
+  const at = (i: number): NodeAt => {
     const region = rc.regions[Math.floor(i / per)];
     if (!region) throw new RangeError(`node ${i}: no such node`);
     return { region, k: i % per };
@@ -67,51 +45,121 @@ export async function startRegionTarget(o: ChaosOpts, plan: ChaosPlanLike, dir: 
     },
     regionOf: (i) => at(i).region.name,
     running: (i) => at(i).region.cluster.running(at(i).k),
-    async fault(f, hold) {
-      if (f.kind === 'region-cut') {
-        const name = rc.regions[f.target % regions]!.name;
-        rc.isolate(name);
-        await hold();
-        rc.rejoin(name);
-        return;
-      }
-      if (f.kind === 'nats-restart') {
-        const region = rc.regions[f.target % regions]!;
-        // One server of three dies (the region keeps a quorum); a lone server is stopped.
-        const down = servers === 3 ? [region.servers[0]!] : region.servers;
-        for (const s of down) await (servers === 3 ? s.kill() : s.stop());
-        await hold();
-        for (const s of down) await s.start();
-        return;
-      }
-      const { region, k } = at(f.target);
-      if (f.kind === 'kill') {
-        await region.cluster.killNode(k);
-        await hold();
-        await region.cluster.startNode(k);
-      } else if (f.kind === 'pause') {
-        region.cluster.pauseNode(k);
-        await hold();
-        region.cluster.resumeNode(k);
-      } else {
-        region.cluster.partition(k);
-        await hold();
-        region.cluster.heal(k);
-      }
-    },
-    async healAll() {
-      for (const r of rc.regions) {
-        rc.rejoin(r.name);
-        for (const s of r.servers) await s.start();
-        for (let k = 0; k < per; k++) {
-          r.cluster.resumeNode(k);
-          r.cluster.heal(k);
-        }
-      }
-      for (const r of rc.regions) for (let k = 0; k < per; k++) if (!r.cluster.running(k)) await r.cluster.startNode(k);
-      await Promise.all(rc.regions.flatMap((r) => Array.from({ length: per }, (_, k) => r.cluster.waitReady(k))));
-    },
+    fault: (f, hold) => regionFault(rc, at, { regions, per, servers }, f, hold),
+    healAll: () => healRegions(rc, per),
     stopNode: (i) => at(i).region.cluster.stopNode(at(i).k),
     stop: () => rc.stop(),
   };
+}
+
+/** How the run's nodes split: `regions` regions of `per` nodes, `servers` (1 or 3) nats-servers each. */
+interface RegionShape {
+  readonly regions: number;
+  readonly per: number;
+  readonly servers: 1 | 3;
+}
+
+/** Node i's place: its region and its index `k` within that region's cluster. */
+interface NodeAt {
+  readonly region: RegionCluster['regions'][number];
+  readonly k: number;
+}
+
+/**
+ * A `tls` run's material (undefined without `o.tls`): one CA for the run, written under `dir/tls`,
+ * whose server certificate goes on every nats-server (client, route and gateway connections) and
+ * every node's jcp/1 listener; the nodes' NATS clients verify against it.
+ */
+function runTls(o: ChaosOpts, dir: string): ReturnType<typeof makeTlsMaterial> | undefined {
+  if (!o.tls) return undefined;
+  mkdirSync(join(dir, 'tls'), { recursive: true });
+  return makeTlsMaterial(join(dir, 'tls'));
+}
+
+/** Starts the supercluster for the run: `shape` regions, the plan's seeds, subject root, trust root and (channel mode) channel. */
+function startRunRegions(
+  o: ChaosOpts,
+  plan: ChaosPlanLike,
+  dir: string,
+  shape: RegionShape,
+  tls: ReturnType<typeof makeTlsMaterial> | undefined,
+): Promise<RegionCluster> {
+  const tlsConfig = tls ? { tls: { cert_file: tls.server.certFile, key_file: tls.server.keyFile }, nats_tls: { ca_file: tls.caFile } } : {};
+  return startRegions({
+    regions: shape.regions,
+    nodesPerRegion: shape.per,
+    serversPerRegion: shape.servers,
+    rttMs: o.rttMs ?? 40,
+    jitterMs: o.jitterMs ?? 0,
+    dir,
+    nodeProxies: true,
+    seeds: plan.seeds,
+    subjectRoot: plan.subjectRoot,
+    settleIntervalMs: o.settleIntervalMs ?? 200,
+    resources: [{ name: 'chaos', trust_roots: [plan.issuer.did] }],
+    channels: o.mode === 'channel' ? [{ grant_id: plan.rootId, window_uj: plan.window.toString() }] : [],
+    logLevel: 'warn',
+    // The nodes stop allowing at the same staleness limit the runner counts allows after
+    // (`--revocation-staleness`, default 10 s); they would otherwise use the node default (30 s).
+    nodeConfig: () => ({ revocation_staleness_s: o.revocationStalenessS ?? 10, ...tlsConfig }),
+    ...(tls ? { tls: { caFile: tls.caFile, certFile: tls.server.certFile, keyFile: tls.server.keyFile } } : {}),
+  });
+}
+
+/**
+ * Applies fault `f`, waits `hold()`, then undoes it: a region cut isolates region `target mod
+ * regions`; a NATS restart kills one of three servers (the region keeps a quorum) or stops a lone
+ * one; kill, pause and partition act on node `target`.
+ */
+async function regionFault(
+  rc: RegionCluster,
+  at: (i: number) => NodeAt,
+  { regions, servers }: RegionShape,
+  f: FaultEvent,
+  hold: () => Promise<void>,
+): Promise<void> {
+  if (f.kind === 'region-cut') {
+    const name = rc.regions[f.target % regions]!.name;
+    rc.isolate(name);
+    await hold();
+    rc.rejoin(name);
+    return;
+  }
+  if (f.kind === 'nats-restart') {
+    const region = rc.regions[f.target % regions]!;
+    // One server of three dies (the region keeps a quorum); a lone server is stopped.
+    const down = servers === 3 ? [region.servers[0]!] : region.servers;
+    for (const s of down) await (servers === 3 ? s.kill() : s.stop());
+    await hold();
+    for (const s of down) await s.start();
+    return;
+  }
+  const { region, k } = at(f.target);
+  if (f.kind === 'kill') {
+    await region.cluster.killNode(k);
+    await hold();
+    await region.cluster.startNode(k);
+  } else if (f.kind === 'pause') {
+    region.cluster.pauseNode(k);
+    await hold();
+    region.cluster.resumeNode(k);
+  } else {
+    region.cluster.partition(k);
+    await hold();
+    region.cluster.heal(k);
+  }
+}
+
+/** Undoes every fault: rejoins every region, starts its servers, resumes and heals every node, restarts stopped ones, waits until all are ready. */
+async function healRegions(rc: RegionCluster, per: number): Promise<void> {
+  for (const r of rc.regions) {
+    rc.rejoin(r.name);
+    for (const s of r.servers) await s.start();
+    for (let k = 0; k < per; k++) {
+      r.cluster.resumeNode(k);
+      r.cluster.heal(k);
+    }
+  }
+  for (const r of rc.regions) for (let k = 0; k < per; k++) if (!r.cluster.running(k)) await r.cluster.startNode(k);
+  await Promise.all(rc.regions.flatMap((r) => Array.from({ length: per }, (_, k) => r.cluster.waitReady(k))));
 }

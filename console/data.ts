@@ -224,101 +224,36 @@ export class ConsoleData {
     return out;
   }
 
+  /** One node's view and what it adds to the grant tree; the view carries an error (with its code) when its folder cannot be read. */
   async #node(dir: string): Promise<{ view: NodeView; facts?: NodeFacts }> {
-    let meta: ReturnType<typeof readDataMeta>;
+    const opened = await openNodeLog(dir);
+    if ('view' in opened) return opened;
+    const { meta, log } = opened;
     try {
-      meta = readDataMeta(dir);
-    } catch (e) {
-      return { view: { dir, error: { code: e instanceof NodeFault ? e.code : 'log-unreadable', why: (e as Error).message } } };
-    }
-    if (meta === undefined)
-      return { view: { dir, error: { code: 'not-a-data-folder', why: `${dir} is not a node data folder (no node.json)` } } };
-    let log: ReceiptLog;
-    try {
-      log = await ReceiptLog.open(dir, { steward: meta.steward, mustExist: true, nowS: 0 });
-    } catch (e) {
-      return {
-        view: {
-          dir,
-          steward: meta.steward,
-          error: { code: e instanceof NodeFault ? e.code : 'log-unreadable', why: (e as Error).message },
-        },
-      };
-    }
-    try {
-      const byReason: Record<string, number> = {};
-      const budgets = new Map<string, bigint>();
-      const leaves = new Map<ContentId, { issuer: Did; subject: Did; budget: Uj }>();
-      const chains = new Map<string, readonly ContentId[]>();
-      const minutes = new Map<number, { allowed: number; refused: number }>();
-      let allowed = 0;
-      let refused = 0;
-      let bad = 0;
-      for await (const chunk of log.receiptChunks(4096, 0)) {
-        for (const [, bytes] of chunk) {
-          const r = openReceipt(bytes, meta.steward);
-          if (!r.ok) {
-            bad++;
-            continue;
-          }
-          const c = r.value;
-          budgets.set(c.grant_id, c.budget_uj);
-          leaves.set(c.grant_id, { issuer: c.issuer, subject: c.subject, budget: c.budget_uj });
-          const chain = c.chain_ids ?? [c.grant_id];
-          chains.set(chain.join(' '), chain);
-          const m = minutes.get(Math.floor(c.at / 60) * 60) ?? { allowed: 0, refused: 0 };
-          if (c.verdict === 'allow') {
-            allowed++;
-            m.allowed++;
-          } else {
-            refused++;
-            m.refused++;
-            const reason = c.deny_reason ?? 'unknown';
-            byReason[reason] = (byReason[reason] ?? 0) + 1;
-          }
-          minutes.set(Math.floor(c.at / 60) * 60, m);
-        }
-      }
+      const t = await tallyReceipts(log, meta.steward);
       const r = await replayLog(log, { steward: meta.steward, measurements: true });
-      const attribution = [...r.attribution.values()].map((a): AttributionRow => {
-        const refunded = r.outcomes.attribution.get(`${a.grant_id} ${a.subject}`)?.refunded_uj ?? 0n;
-        return {
-          grant_id: a.grant_id,
-          subject: a.subject,
-          allowed: a.allowed,
-          refused: a.refused,
-          uj: String(a.uj),
-          charged_uj: String(a.uj - refunded),
-        };
-      });
-      const grants = [...budgets].map(([grant_id, budget]) => {
+      const attribution = attributionRows(r);
+      const grants = [...t.budgets].map(([grant_id, budget]) => {
         const spent = r.ledger.spent(grant_id as never);
         return { grant_id, budget_uj: String(budget), spent_uj: String(spent), left_uj: String(budget > spent ? budget - spent : 0n) };
       });
       // Net of refunds, as `jcp receipts attribute`'s charged_uj: a reversed call charged nothing.
       const debited = attribution.reduce((sum, a) => sum + BigInt(a.charged_uj), 0n);
-      let tree: NodeView['tree'];
-      try {
-        const t = await buildLogTree(log);
-        this.#trees.set(meta.steward, t);
-        tree = { size: t.size, root: Buffer.from(t.root()).toString('hex') };
-      } catch {
-        tree = undefined; // archived receipts: the tree needs the segments
-      }
+      const tree = await this.#logTree(log, meta.steward);
       const ledger = r.ledger;
-      const facts: NodeFacts = { steward: meta.steward, chains: [...chains.values()], leaves, spent: (id) => ledger.spent(id) };
+      const facts: NodeFacts = { steward: meta.steward, chains: [...t.chains.values()], leaves: t.leaves, spent: (id) => ledger.spent(id) };
       const view: NodeView = {
         dir,
         steward: meta.steward,
         receipts: r.total,
-        bad,
-        allowed,
-        refused,
-        refused_by_reason: byReason,
+        bad: t.bad,
+        allowed: t.allowed,
+        refused: t.refused,
+        refused_by_reason: t.byReason,
         debited_uj: String(debited),
         attribution,
         grants,
-        per_minute: [...minutes].sort((a, b) => a[0] - b[0]).map(([minute, v]) => ({ minute, ...v })),
+        per_minute: [...t.minutes].sort((a, b) => a[0] - b[0]).map(([minute, v]) => ({ minute, ...v })),
         ...(tree ? { tree } : {}),
       };
       return { view, facts };
@@ -335,6 +270,17 @@ export class ConsoleData {
       };
     } finally {
       await log.close();
+    }
+  }
+
+  /** The log's RFC 9162 tree size and root (hex), kept for the inspector; undefined when receipts are archived (the tree needs the segments). */
+  async #logTree(log: ReceiptLog, steward: Did): Promise<NodeView['tree']> {
+    try {
+      const t = await buildLogTree(log);
+      this.#trees.set(steward, t);
+      return { size: t.size, root: Buffer.from(t.root()).toString('hex') };
+    } catch {
+      return undefined; // archived receipts: the tree needs the segments
     }
   }
 
@@ -452,4 +398,98 @@ function grantTree(
     .sort())
     visit(id, 0, seen);
   return out;
+}
+
+/**
+ * Opens the receipt log of data folder `dir` read-only, or the node's error view: `not-a-data-folder`
+ * (no node.json), a {@link NodeFault} code, or `log-unreadable`.
+ */
+async function openNodeLog(
+  dir: string,
+): Promise<{ meta: NonNullable<ReturnType<typeof readDataMeta>>; log: ReceiptLog } | { view: NodeView }> {
+  let meta: ReturnType<typeof readDataMeta>;
+  try {
+    meta = readDataMeta(dir);
+  } catch (e) {
+    return { view: { dir, error: { code: e instanceof NodeFault ? e.code : 'log-unreadable', why: (e as Error).message } } };
+  }
+  if (meta === undefined)
+    return { view: { dir, error: { code: 'not-a-data-folder', why: `${dir} is not a node data folder (no node.json)` } } };
+  try {
+    return { meta, log: await ReceiptLog.open(dir, { steward: meta.steward, mustExist: true, nowS: 0 }) };
+  } catch (e) {
+    return {
+      view: {
+        dir,
+        steward: meta.steward,
+        error: { code: e instanceof NodeFault ? e.code : 'log-unreadable', why: (e as Error).message },
+      },
+    };
+  }
+}
+
+/** A node's receipts counted: verdicts, deny reasons, each grant's budget (µJ), its leaves and chains, decisions per minute of `at`. */
+interface ReceiptTally {
+  readonly byReason: Record<string, number>;
+  readonly budgets: Map<string, bigint>;
+  readonly leaves: Map<ContentId, { issuer: Did; subject: Did; budget: Uj }>;
+  readonly chains: Map<string, readonly ContentId[]>;
+  readonly minutes: Map<number, { allowed: number; refused: number }>;
+  readonly allowed: number;
+  readonly refused: number;
+  /** Receipts that do not verify under `steward`'s key. */
+  readonly bad: number;
+}
+
+/** Reads every receipt of `log` (§8.1), verifying each under `steward`'s key, and counts them. */
+async function tallyReceipts(log: ReceiptLog, steward: Did): Promise<ReceiptTally> {
+  const byReason: Record<string, number> = {};
+  const budgets = new Map<string, bigint>();
+  const leaves = new Map<ContentId, { issuer: Did; subject: Did; budget: Uj }>();
+  const chains = new Map<string, readonly ContentId[]>();
+  const minutes = new Map<number, { allowed: number; refused: number }>();
+  let allowed = 0;
+  let refused = 0;
+  let bad = 0;
+  for await (const chunk of log.receiptChunks(4096, 0)) {
+    for (const [, bytes] of chunk) {
+      const r = openReceipt(bytes, steward);
+      if (!r.ok) {
+        bad++;
+        continue;
+      }
+      const c = r.value;
+      budgets.set(c.grant_id, c.budget_uj);
+      leaves.set(c.grant_id, { issuer: c.issuer, subject: c.subject, budget: c.budget_uj });
+      const chain = c.chain_ids ?? [c.grant_id];
+      chains.set(chain.join(' '), chain);
+      const m = minutes.get(Math.floor(c.at / 60) * 60) ?? { allowed: 0, refused: 0 };
+      if (c.verdict === 'allow') {
+        allowed++;
+        m.allowed++;
+      } else {
+        refused++;
+        m.refused++;
+        const reason = c.deny_reason ?? 'unknown';
+        byReason[reason] = (byReason[reason] ?? 0) + 1;
+      }
+      minutes.set(Math.floor(c.at / 60) * 60, m);
+    }
+  }
+  return { byReason, budgets, leaves, chains, minutes, allowed, refused, bad };
+}
+
+/** The replay's per-(grant, worker) attribution as `jcp receipts attribute --json` prints it: µJ debited, and charged net of refunds. */
+function attributionRows(r: Awaited<ReturnType<typeof replayLog>>): AttributionRow[] {
+  return [...r.attribution.values()].map((a): AttributionRow => {
+    const refunded = r.outcomes.attribution.get(`${a.grant_id} ${a.subject}`)?.refunded_uj ?? 0n;
+    return {
+      grant_id: a.grant_id,
+      subject: a.subject,
+      allowed: a.allowed,
+      refused: a.refused,
+      uj: String(a.uj),
+      charged_uj: String(a.uj - refunded),
+    };
+  });
 }
