@@ -17,110 +17,118 @@ export const C3: ConformanceClass = {
   title: 'budget enforcement',
   async run(t) {
     const k = kit('C3');
-    const g = k.root({ budget_uj: 100n });
-    const id = grantId(g.grant);
-    const state = k.state();
-
-    t.eq(verdict(decide(k.request([g], { costUj: 101n }), state)), 'budget-exceeded', 'a cost over the ceiling by 1 µJ is denied');
-    t.eq(state.ledger.spent(id), 0n, 'deciding the denial mutated no ledger (the decision is pure, §7)');
-    const exact = decide(k.request([g], { costUj: 100n }), state);
-    t.eq([exact.verdict, exact.remainingUj], ['allow', 0n], 'a cost that exactly fits is allowed, leaving 0 µJ');
-
-    // The decision over a ledger this loop debits on allow (the node's own debit is checked below): 13 calls of 8 µJ against 100 µJ.
-    const loop = k.root({ budget_uj: 100n });
-    const loopId = grantId(loop.grant);
-    const verdicts: string[] = [];
-    for (let i = 0; i < 13; i++) {
-      const d = decide(k.request([loop], { costUj: 8n }), state);
-      verdicts.push(verdict(d));
-      if (d.verdict === 'allow') state.ledger.debit(d.chainIds, 8n);
-    }
-    t.eq(verdicts.filter((v) => v === 'allow').length, 12, 'allowed until the next call would pass the ceiling');
-    t.eq(verdicts[12], 'budget-exceeded', 'the 13th call is denied budget-exceeded');
-    const again = [0, 1, 2].map(() => decide(k.request([loop], { costUj: 8n }), state));
-    t.ok(
-      again.every((d) => verdict(d) === 'budget-exceeded'),
-      'the denial is deterministic',
-    );
-    t.eq(state.ledger.spent(loopId), 96n, 'deciding repeated denials mutated no ledger');
-    const d = again[0]!;
-    t.eq(d.verdict === 'deny' && [d.deny.requestedUj, d.deny.remainingUj], [8n, 4n], 'the deny says how much was asked and remained');
-    t.eq(verdict(decide(k.request([loop], { costUj: 4n }), state)), 'allow', 'the remaining 4 µJ can still be spent');
-
-    // Chained: the cost must fit every link.
-    const root = k.root({ budget_uj: 50n });
-    const child = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 50n });
-    state.ledger.debit([grantId(root.grant)], 45n);
-    t.eq(
-      verdict(decide(k.request([root, child], { costUj: 6n }), state), true),
-      'budget-exceeded@0',
-      'a chained cost must fit the root too',
-    );
-    t.eq(state.ledger.spent(grantId(child.grant)), 0n, 'deciding the chained denial mutated no link');
-
-    // The same through a real node: what its own ledger and receipt log hold afterwards.
-    const live = await LiveNode.start('c3', [k.alice.did], 1_000);
-    try {
-      const cap = { resource: live.resource, actions: ['read', 'write'] };
-      const lg = k.root({ budget_uj: 100n, capability: cap });
-      const lid = grantId(lg.grant);
-      for (const over of [101n, 102n, 150n, 1_000n, 1n << 40n]) {
-        t.eq(
-          (await live.call(k.bob, { chain: [lg], costUj: over })).verdict,
-          'budget-exceeded',
-          `node: ${over} µJ against 100 µJ is denied`,
-        );
-      }
-      t.eq(live.spent(lid), 0n, 'node: no denied call was debited');
-      const fit = await live.call(k.bob, { chain: [lg], costUj: 100n });
-      t.eq([fit.verdict, fit.receipt?.budget_remaining_uj], ['allow', 0n], 'node: the exact fit is allowed, 0 µJ left');
-      t.eq(live.spent(lid), 100n, 'node: the allow debited its cost');
-      for (const more of [1n, 2n]) {
-        t.eq(
-          (await live.call(k.bob, { chain: [lg], costUj: more })).verdict,
-          'budget-exceeded',
-          `node: ${more} µJ past an exhausted budget is denied`,
-        );
-      }
-      t.eq(live.spent(lid), 100n, 'node: denials after exhaustion debit nothing');
-
-      const lr = k.root({ budget_uj: 50n, capability: cap });
-      const lc = k.delegate(lr, k.bob, { subject: k.carol.did, budget_uj: 50n });
-      const [rid, cid] = [grantId(lr.grant), grantId(lc.grant)];
-      t.eq((await live.call(k.bob, { chain: [lr], costUj: 45n })).verdict, 'allow', 'node: the root holder spends 45 µJ');
-      t.eq(
-        (await live.call(k.carol, { chain: [lr, lc], costUj: 6n })).verdict,
-        'budget-exceeded',
-        'node: a chained cost must fit the root too',
-      );
-      t.eq([live.spent(rid), live.spent(cid)], [45n, 0n], 'node: the denied chained call debited no link');
-      t.eq((await live.call(k.carol, { chain: [lr, lc], costUj: 5n })).verdict, 'allow', 'node: the exact chained remainder is allowed');
-      t.eq([live.spent(rid), live.spent(cid)], [50n, 5n], 'node: the chained allow debited the root and the leaf');
-
-      const log = await live.receipts();
-      const denies = log.filter((r) => r.verdict === 'deny');
-      t.eq(denies.length, 8, 'node: every denial is in the receipt log');
-      t.ok(
-        denies.every((r) => r.deny_reason === 'budget-exceeded'),
-        'node: logged as budget-exceeded',
-      );
-      const before = [lid, rid, cid].map((id) => live.spent(id));
-      await live.restart();
-      t.eq(
-        [lid, rid, cid].map((id) => live.spent(id)),
-        before,
-        'node: boot replay rebuilds the same spend, denials still not debited',
-      );
-      t.eq(
-        (await live.call(k.bob, { chain: [lg], costUj: 1n })).verdict,
-        'budget-exceeded',
-        'node: after restart the exhausted grant stays exhausted',
-      );
-    } finally {
-      await live.close();
-    }
+    checkPureBudget(t, k);
+    await checkLiveBudget(t, k);
   },
 };
+
+/**
+ * C3 on the pure decision: 101 µJ against 100 µJ is denied, 100 µJ fits; a loop of 8 µJ calls is
+ * allowed 12 times and then denied deterministically; a chained cost must fit the root too. No
+ * denial mutates the ledger.
+ */
+function checkPureBudget(t: Checker, k: Kit): void {
+  const g = k.root({ budget_uj: 100n });
+  const id = grantId(g.grant);
+  const state = k.state();
+
+  t.eq(verdict(decide(k.request([g], { costUj: 101n }), state)), 'budget-exceeded', 'a cost over the ceiling by 1 µJ is denied');
+  t.eq(state.ledger.spent(id), 0n, 'deciding the denial mutated no ledger (the decision is pure, §7)');
+  const exact = decide(k.request([g], { costUj: 100n }), state);
+  t.eq([exact.verdict, exact.remainingUj], ['allow', 0n], 'a cost that exactly fits is allowed, leaving 0 µJ');
+
+  // The decision over a ledger this loop debits on allow (the node's own debit is checked below): 13 calls of 8 µJ against 100 µJ.
+  const loop = k.root({ budget_uj: 100n });
+  const loopId = grantId(loop.grant);
+  const verdicts: string[] = [];
+  for (let i = 0; i < 13; i++) {
+    const d = decide(k.request([loop], { costUj: 8n }), state);
+    verdicts.push(verdict(d));
+    if (d.verdict === 'allow') state.ledger.debit(d.chainIds, 8n);
+  }
+  t.eq(verdicts.filter((v) => v === 'allow').length, 12, 'allowed until the next call would pass the ceiling');
+  t.eq(verdicts[12], 'budget-exceeded', 'the 13th call is denied budget-exceeded');
+  const again = [0, 1, 2].map(() => decide(k.request([loop], { costUj: 8n }), state));
+  t.ok(
+    again.every((d) => verdict(d) === 'budget-exceeded'),
+    'the denial is deterministic',
+  );
+  t.eq(state.ledger.spent(loopId), 96n, 'deciding repeated denials mutated no ledger');
+  const d = again[0]!;
+  t.eq(d.verdict === 'deny' && [d.deny.requestedUj, d.deny.remainingUj], [8n, 4n], 'the deny says how much was asked and remained');
+  t.eq(verdict(decide(k.request([loop], { costUj: 4n }), state)), 'allow', 'the remaining 4 µJ can still be spent');
+
+  // Chained: the cost must fit every link.
+  const root = k.root({ budget_uj: 50n });
+  const child = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 50n });
+  state.ledger.debit([grantId(root.grant)], 45n);
+  t.eq(verdict(decide(k.request([root, child], { costUj: 6n }), state), true), 'budget-exceeded@0', 'a chained cost must fit the root too');
+  t.eq(state.ledger.spent(grantId(child.grant)), 0n, 'deciding the chained denial mutated no link');
+}
+
+/**
+ * C3 through a real node (clock at 1,000 s): what its own ledger and receipt log hold afterwards.
+ * Over-ceiling calls are denied `budget-exceeded` and debit 0 µJ, the exact fit is debited, a chained
+ * cost must fit the root, every denial is logged, and a restart replays the same spend.
+ */
+async function checkLiveBudget(t: Checker, k: Kit): Promise<void> {
+  const live = await LiveNode.start('c3', [k.alice.did], 1_000);
+  try {
+    const cap = { resource: live.resource, actions: ['read', 'write'] };
+    const lg = k.root({ budget_uj: 100n, capability: cap });
+    const lid = grantId(lg.grant);
+    for (const over of [101n, 102n, 150n, 1_000n, 1n << 40n]) {
+      t.eq((await live.call(k.bob, { chain: [lg], costUj: over })).verdict, 'budget-exceeded', `node: ${over} µJ against 100 µJ is denied`);
+    }
+    t.eq(live.spent(lid), 0n, 'node: no denied call was debited');
+    const fit = await live.call(k.bob, { chain: [lg], costUj: 100n });
+    t.eq([fit.verdict, fit.receipt?.budget_remaining_uj], ['allow', 0n], 'node: the exact fit is allowed, 0 µJ left');
+    t.eq(live.spent(lid), 100n, 'node: the allow debited its cost');
+    for (const more of [1n, 2n]) {
+      t.eq(
+        (await live.call(k.bob, { chain: [lg], costUj: more })).verdict,
+        'budget-exceeded',
+        `node: ${more} µJ past an exhausted budget is denied`,
+      );
+    }
+    t.eq(live.spent(lid), 100n, 'node: denials after exhaustion debit nothing');
+
+    const lr = k.root({ budget_uj: 50n, capability: cap });
+    const lc = k.delegate(lr, k.bob, { subject: k.carol.did, budget_uj: 50n });
+    const [rid, cid] = [grantId(lr.grant), grantId(lc.grant)];
+    t.eq((await live.call(k.bob, { chain: [lr], costUj: 45n })).verdict, 'allow', 'node: the root holder spends 45 µJ');
+    t.eq(
+      (await live.call(k.carol, { chain: [lr, lc], costUj: 6n })).verdict,
+      'budget-exceeded',
+      'node: a chained cost must fit the root too',
+    );
+    t.eq([live.spent(rid), live.spent(cid)], [45n, 0n], 'node: the denied chained call debited no link');
+    t.eq((await live.call(k.carol, { chain: [lr, lc], costUj: 5n })).verdict, 'allow', 'node: the exact chained remainder is allowed');
+    t.eq([live.spent(rid), live.spent(cid)], [50n, 5n], 'node: the chained allow debited the root and the leaf');
+
+    const log = await live.receipts();
+    const denies = log.filter((r) => r.verdict === 'deny');
+    t.eq(denies.length, 8, 'node: every denial is in the receipt log');
+    t.ok(
+      denies.every((r) => r.deny_reason === 'budget-exceeded'),
+      'node: logged as budget-exceeded',
+    );
+    const before = [lid, rid, cid].map((id) => live.spent(id));
+    await live.restart();
+    t.eq(
+      [lid, rid, cid].map((id) => live.spent(id)),
+      before,
+      'node: boot replay rebuilds the same spend, denials still not debited',
+    );
+    t.eq(
+      (await live.call(k.bob, { chain: [lg], costUj: 1n })).verdict,
+      'budget-exceeded',
+      'node: after restart the exhausted grant stays exhausted',
+    );
+  } finally {
+    await live.close();
+  }
+}
 
 /** C4: a data frame can never exercise a capability, on either decision path. */
 export const C4: ConformanceClass = {

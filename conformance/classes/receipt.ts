@@ -28,6 +28,7 @@ import {
   payloadHash,
   receiptCoreFor,
   receiptId,
+  type ReceiptCore,
   ReceiptRefusals,
   replayReceipts,
   RevocationSet,
@@ -139,153 +140,176 @@ export const C5: ConformanceClass = {
     const b = new Bench('conformance/C5');
     const worker = b.actor();
     const other = b.actor();
-    const g = b.grant(worker, 1_000n);
-    const revokedGrant = b.grant(worker, 1_000n);
-    t.ok(b.revoked.admit(signRevocation(grantId(revokedGrant.grant), b.root, b.rng(16)), revokedGrant.grant).ok, 'revocation admitted');
-    const sub = b.child(g, worker, other, 100n);
-    const cases: [string, DecisionRequest, string | undefined][] = [
-      ['allow', b.request([g], worker, 400n), undefined],
-      ['budget-exceeded', b.request([g], worker, 700n), 'budget-exceeded'],
-      ['wrong-subject', b.request([g], other, 1n), 'wrong-subject'],
-      ['untrusted-control', b.request([g], worker, 1n, { data: true }), 'untrusted-control'],
-      ['action-not-granted', b.request([g], worker, 1n, { action: 'delete' }), 'action-not-granted'],
-      ['revoked', b.request([revokedGrant], worker, 1n), 'revoked'],
-      ['chained allow', b.request([g, sub], other, 50n), undefined],
-    ];
-    for (const [label, req, reason] of cases) {
-      const { decision, bytes } = b.handle(req);
-      const opened = openReceipt(bytes, b.steward.did);
-      t.ok(opened.ok, `${label}: the receipt verifies under its steward`);
-      if (!opened.ok) continue;
-      t.eq(opened.value.verdict, decision.verdict, `${label}: receipt verdict is the decision's`);
-      t.eq(opened.value.deny_reason, reason, `${label}: deny_reason`);
-      t.eq(opened.value.steward, b.steward.did, `${label}: steward is the kid`);
-      const wrong = openReceipt(bytes, other.did);
-      t.eq(wrong.ok ? 'ok' : wrong.error.code, ReceiptRefusals.WRONG_STEWARD, `${label}: a wrong steward fails`);
-    }
-    const bytes = b.receipts[0]!;
-    const m = decodeSign1(bytes);
-    t.eq(bytes[0], 0xd2, 'tagged COSE_Sign1 (tag 18)');
-    t.eq(m.protectedHeader.get(1), -8, 'alg EdDSA (-8) in the protected header');
-    t.eq(new TextDecoder().decode(m.protectedHeader.get(4) as Uint8Array), b.steward.did, 'kid = UTF-8 of the steward did:key');
-    t.eq(m.unprotected.size, 0, 'empty unprotected header');
-    const flipped = new Uint8Array(bytes);
-    flipped[flipped.length - 1]! ^= 1;
-    t.eq(codeOf(openReceipt(flipped)), ErrorCodes.SIGNATURE_INVALID, 'a flipped signature bit fails');
-    t.eq(
-      codeOf(openReceipt(new Uint8Array([0xd8, 0x12, ...bytes.subarray(1)]))),
-      ErrorCodes.CBOR_NON_CANONICAL,
-      'non-canonical bytes fail',
-    );
-    const es256 = encodeSign1({
-      ...m,
-      protectedBytes: encodeProtectedHeader(
-        new Map<number, unknown>([
-          [1, -7],
-          [4, m.protectedHeader.get(4)],
-        ]),
-      ),
-    });
-    t.eq(codeOf(openReceipt(es256)), ErrorCodes.COSE_UNSUPPORTED, 'an alg other than EdDSA fails');
-    const honest = openReceipt(bytes);
-    if (honest.ok) {
-      const forged = sealReceipt({ ...honest.value, steward: other.did }, other);
-      t.eq(
-        codeOf(openReceipt(forged, b.steward.did)),
-        ReceiptRefusals.WRONG_STEWARD,
-        'the same core re-sealed by another key fails for the real steward',
-      );
-      // Forgers that name the real steward (in the core, or in the kid), three keys each.
-      const enc = new TextEncoder();
-      const sealAs = (kid: string, core: typeof honest.value, key: Actor) => {
-        const protectedBytes = jcrProtectedHeader(enc.encode(kid));
-        const payload = encodeReceiptCore(core);
-        return encodeSign1({
-          protectedBytes,
-          unprotected: new Map(),
-          payload,
-          signature: sign(key.key, sigStructure(protectedBytes, payload)),
-        });
-      };
-      for (const [i, forger] of [other, worker, b.root].entries()) {
-        const namesReal = sealAs(forger.did, honest.value, forger);
-        t.eq(
-          codeOf(openReceipt(namesReal)),
-          ReceiptRefusals.STEWARD_MISMATCH,
-          `forger ${i} naming the real steward in the core: steward-mismatch`,
-        );
-        t.eq(
-          codeOf(openReceipt(namesReal, b.steward.did)),
-          ReceiptRefusals.WRONG_STEWARD,
-          `forger ${i} naming the real steward in the core: wrong-steward`,
-        );
-        const kidReal = sealAs(b.steward.did, honest.value, forger);
-        t.eq(
-          codeOf(openReceipt(kidReal, b.steward.did)),
-          ErrorCodes.SIGNATURE_INVALID,
-          `forger ${i} putting the real steward in the kid: signature-invalid`,
-        );
-        t.eq(
-          codeOf(openReceipt(kidReal)),
-          ErrorCodes.SIGNATURE_INVALID,
-          `forger ${i} putting the real steward in the kid, no steward expected: signature-invalid`,
-        );
-      }
-    }
-
-    // A real node's receipts: sealed by its steward key, the kid naming it, and the fields its decision had.
-    const k = kit('C5/live');
-    const live = await LiveNode.start('c5', [k.alice.did], 1_000);
-    try {
-      const root = k.root({ capability: { resource: live.resource, actions: ['read'] }, budget_uj: 100n });
-      const leaf = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 60n });
-      const calls = [
-        await live.call(k.bob, { chain: [root], costUj: 30n }),
-        await live.call(k.carol, { chain: [root, leaf], costUj: 61n }),
-        await live.call(k.carol, { chain: [root, leaf], costUj: 20n }),
-      ];
-      t.eq(
-        calls.map((c) => c.verdict),
-        ['allow', 'budget-exceeded', 'allow'],
-        'node: decided as planned',
-      );
-      t.eq(
-        calls.map((c) => c.receipt?.steward),
-        calls.map(() => live.node.did),
-        'node: every receipt names the node steward',
-      );
-      t.eq(
-        calls.map((c) => c.receipt?.cost_uj),
-        [30n, 61n, 20n],
-        'node: cost_uj is the request cost',
-      );
-      t.eq(
-        calls.map((c) => c.receipt?.budget_remaining_uj),
-        [70n, 60n, 40n],
-        'node: budget_remaining_uj is the leaf after the debit',
-      );
-      t.eq(
-        calls.map((c) => c.receipt?.seq),
-        [0, 1, 2],
-        'node: seq counts from 0',
-      );
-      const rawLog: Uint8Array[] = [];
-      for await (const chunk of live.node.log.receiptChunks()) for (const [, bytes] of chunk) rawLog.push(bytes);
-      for (const [i, bytes] of rawLog.entries()) {
-        const kid = decodeSign1(bytes).protectedHeader.get(4) as Uint8Array;
-        t.eq(new TextDecoder().decode(kid), live.node.did, `node receipt ${i}: kid = the steward did:key`);
-        t.eq(codeOf(openReceipt(bytes, k.alice.did)), ReceiptRefusals.WRONG_STEWARD, `node receipt ${i}: fails for another steward`);
-        const o = openReceipt(bytes);
-        t.ok(
-          o.ok && (i === 0 ? o.value.prev === undefined : o.value.prev === receiptId(rawLog[i - 1]!)),
-          `node receipt ${i}: prev links the one before`,
-        );
-      }
-    } finally {
-      await live.close();
-    }
+    checkEveryVerdictSeals(t, b, worker, other);
+    checkEnvelope(t, b, worker, other);
+    await checkLiveReceipts(t);
   },
 };
+
+/**
+ * One decision per verdict (allow, five deny reasons, a chained allow): each receipt verifies under
+ * its steward with the decision's verdict and deny_reason, and fails `wrong-steward` for another key.
+ */
+function checkEveryVerdictSeals(t: Checker, b: Bench, worker: Actor, other: Actor): void {
+  const g = b.grant(worker, 1_000n);
+  const revokedGrant = b.grant(worker, 1_000n);
+  t.ok(b.revoked.admit(signRevocation(grantId(revokedGrant.grant), b.root, b.rng(16)), revokedGrant.grant).ok, 'revocation admitted');
+  const sub = b.child(g, worker, other, 100n);
+  const cases: [string, DecisionRequest, string | undefined][] = [
+    ['allow', b.request([g], worker, 400n), undefined],
+    ['budget-exceeded', b.request([g], worker, 700n), 'budget-exceeded'],
+    ['wrong-subject', b.request([g], other, 1n), 'wrong-subject'],
+    ['untrusted-control', b.request([g], worker, 1n, { data: true }), 'untrusted-control'],
+    ['action-not-granted', b.request([g], worker, 1n, { action: 'delete' }), 'action-not-granted'],
+    ['revoked', b.request([revokedGrant], worker, 1n), 'revoked'],
+    ['chained allow', b.request([g, sub], other, 50n), undefined],
+  ];
+  for (const [label, req, reason] of cases) {
+    const { decision, bytes } = b.handle(req);
+    const opened = openReceipt(bytes, b.steward.did);
+    t.ok(opened.ok, `${label}: the receipt verifies under its steward`);
+    if (!opened.ok) continue;
+    t.eq(opened.value.verdict, decision.verdict, `${label}: receipt verdict is the decision's`);
+    t.eq(opened.value.deny_reason, reason, `${label}: deny_reason`);
+    t.eq(opened.value.steward, b.steward.did, `${label}: steward is the kid`);
+    const wrong = openReceipt(bytes, other.did);
+    t.eq(wrong.ok ? 'ok' : wrong.error.code, ReceiptRefusals.WRONG_STEWARD, `${label}: a wrong steward fails`);
+  }
+}
+
+/**
+ * The first receipt's COSE_Sign1 envelope (tag 18, EdDSA, kid, empty unprotected header); a flipped
+ * signature bit, non-canonical bytes, another alg and a re-seal by another key each fail.
+ */
+function checkEnvelope(t: Checker, b: Bench, worker: Actor, other: Actor): void {
+  const bytes = b.receipts[0]!;
+  const m = decodeSign1(bytes);
+  t.eq(bytes[0], 0xd2, 'tagged COSE_Sign1 (tag 18)');
+  t.eq(m.protectedHeader.get(1), -8, 'alg EdDSA (-8) in the protected header');
+  t.eq(new TextDecoder().decode(m.protectedHeader.get(4) as Uint8Array), b.steward.did, 'kid = UTF-8 of the steward did:key');
+  t.eq(m.unprotected.size, 0, 'empty unprotected header');
+  const flipped = new Uint8Array(bytes);
+  flipped[flipped.length - 1]! ^= 1;
+  t.eq(codeOf(openReceipt(flipped)), ErrorCodes.SIGNATURE_INVALID, 'a flipped signature bit fails');
+  t.eq(codeOf(openReceipt(new Uint8Array([0xd8, 0x12, ...bytes.subarray(1)]))), ErrorCodes.CBOR_NON_CANONICAL, 'non-canonical bytes fail');
+  const es256 = encodeSign1({
+    ...m,
+    protectedBytes: encodeProtectedHeader(
+      new Map<number, unknown>([
+        [1, -7],
+        [4, m.protectedHeader.get(4)],
+      ]),
+    ),
+  });
+  t.eq(codeOf(openReceipt(es256)), ErrorCodes.COSE_UNSUPPORTED, 'an alg other than EdDSA fails');
+  const honest = openReceipt(bytes);
+  if (honest.ok) {
+    const forged = sealReceipt({ ...honest.value, steward: other.did }, other);
+    t.eq(
+      codeOf(openReceipt(forged, b.steward.did)),
+      ReceiptRefusals.WRONG_STEWARD,
+      'the same core re-sealed by another key fails for the real steward',
+    );
+    checkForgers(t, b, honest.value, [other, worker, b.root]);
+  }
+}
+
+/**
+ * Forgers that name the real steward (in the core, or in the kid), one seal of each kind by
+ * each of `forgers` (the caller passes three keys): `steward-mismatch`,
+ * `wrong-steward` or `signature-invalid`, never ok.
+ */
+function checkForgers(t: Checker, b: Bench, honest: ReceiptCore, forgers: readonly Actor[]): void {
+  const enc = new TextEncoder();
+  const sealAs = (kid: string, core: ReceiptCore, key: Actor) => {
+    const protectedBytes = jcrProtectedHeader(enc.encode(kid));
+    const payload = encodeReceiptCore(core);
+    return encodeSign1({
+      protectedBytes,
+      unprotected: new Map(),
+      payload,
+      signature: sign(key.key, sigStructure(protectedBytes, payload)),
+    });
+  };
+  for (const [i, forger] of forgers.entries()) {
+    const namesReal = sealAs(forger.did, honest, forger);
+    t.eq(
+      codeOf(openReceipt(namesReal)),
+      ReceiptRefusals.STEWARD_MISMATCH,
+      `forger ${i} naming the real steward in the core: steward-mismatch`,
+    );
+    t.eq(
+      codeOf(openReceipt(namesReal, b.steward.did)),
+      ReceiptRefusals.WRONG_STEWARD,
+      `forger ${i} naming the real steward in the core: wrong-steward`,
+    );
+    const kidReal = sealAs(b.steward.did, honest, forger);
+    t.eq(
+      codeOf(openReceipt(kidReal, b.steward.did)),
+      ErrorCodes.SIGNATURE_INVALID,
+      `forger ${i} putting the real steward in the kid: signature-invalid`,
+    );
+    t.eq(
+      codeOf(openReceipt(kidReal)),
+      ErrorCodes.SIGNATURE_INVALID,
+      `forger ${i} putting the real steward in the kid, no steward expected: signature-invalid`,
+    );
+  }
+}
+
+/** A real node's receipts: sealed by its steward key, the kid naming it, and the fields its decision had. */
+async function checkLiveReceipts(t: Checker): Promise<void> {
+  const k = kit('C5/live');
+  const live = await LiveNode.start('c5', [k.alice.did], 1_000);
+  try {
+    const root = k.root({ capability: { resource: live.resource, actions: ['read'] }, budget_uj: 100n });
+    const leaf = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 60n });
+    const calls = [
+      await live.call(k.bob, { chain: [root], costUj: 30n }),
+      await live.call(k.carol, { chain: [root, leaf], costUj: 61n }),
+      await live.call(k.carol, { chain: [root, leaf], costUj: 20n }),
+    ];
+    t.eq(
+      calls.map((c) => c.verdict),
+      ['allow', 'budget-exceeded', 'allow'],
+      'node: decided as planned',
+    );
+    t.eq(
+      calls.map((c) => c.receipt?.steward),
+      calls.map(() => live.node.did),
+      'node: every receipt names the node steward',
+    );
+    t.eq(
+      calls.map((c) => c.receipt?.cost_uj),
+      [30n, 61n, 20n],
+      'node: cost_uj is the request cost',
+    );
+    t.eq(
+      calls.map((c) => c.receipt?.budget_remaining_uj),
+      [70n, 60n, 40n],
+      'node: budget_remaining_uj is the leaf after the debit',
+    );
+    t.eq(
+      calls.map((c) => c.receipt?.seq),
+      [0, 1, 2],
+      'node: seq counts from 0',
+    );
+    const rawLog: Uint8Array[] = [];
+    for await (const chunk of live.node.log.receiptChunks()) for (const [, bytes] of chunk) rawLog.push(bytes);
+    for (const [i, bytes] of rawLog.entries()) {
+      const kid = decodeSign1(bytes).protectedHeader.get(4) as Uint8Array;
+      t.eq(new TextDecoder().decode(kid), live.node.did, `node receipt ${i}: kid = the steward did:key`);
+      t.eq(codeOf(openReceipt(bytes, k.alice.did)), ReceiptRefusals.WRONG_STEWARD, `node receipt ${i}: fails for another steward`);
+      const o = openReceipt(bytes);
+      t.ok(
+        o.ok && (i === 0 ? o.value.prev === undefined : o.value.prev === receiptId(rawLog[i - 1]!)),
+        `node receipt ${i}: prev links the one before`,
+      );
+    }
+  } finally {
+    await live.close();
+  }
+}
 
 function codeOf(r: ReturnType<typeof openReceipt>): string {
   return r.ok ? 'ok' : r.error.code;

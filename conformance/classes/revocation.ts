@@ -18,8 +18,9 @@ import {
   signRevocation,
   TrustRoots,
 } from '../../core/index.ts';
+import type { Checker } from '../checker.ts';
 import type { ConformanceClass } from '../runner.ts';
-import { kit, verdict } from './authority-kit.ts';
+import { type Kit, kit, verdict } from './authority-kit.ts';
 import { withLiveNode } from './node-kit.ts';
 
 /**
@@ -36,40 +37,7 @@ export const C6: ConformanceClass = {
     const k = kit('C6');
     // alice → bob (root) ─┬─ carol (left) → dave (leftLeaf)
     //                     └─ erin (right)
-    const root = k.root();
-    const left = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 500n });
-    const right = k.delegate(root, k.bob, { subject: k.erin.did, budget_uj: 500n });
-    const leftId = grantId(left.grant);
-    const set = new RevocationSet();
-    const admit = (sr: SignedRevocation, g = left.grant) => {
-      const r = set.admit(sr, g);
-      return r.ok ? 'admitted' : r.error.code;
-    };
-
-    for (const who of [k.carol, k.dave, k.mallory, k.alice, k.erin]) {
-      t.eq(admit(signRevocation(leftId, who, k.rng(16))), 'not-issuer', 'a revocation by anyone but the issuer is refused');
-    }
-    const forgedBy = (g: SignedGrant, issuer: Actor, forger: Actor): SignedRevocation => {
-      const body = { grant_id: grantId(g.grant), revoked_by: issuer.did, nonce: k.rng(16) };
-      return { body, signature: sign(forger.key, encode(revocationToCbor(body))) };
-    };
-    for (const forger of [k.mallory, k.carol, k.alice]) {
-      t.eq(admit(forgedBy(left, k.bob, forger)), 'bad-signature', 'a forged revocation (issuer named, wrong key) is refused');
-    }
-    const genuine = signRevocation(leftId, k.bob, k.rng(16));
-    t.eq(
-      admit({ body: { ...genuine.body, nonce: k.rng(16) }, signature: genuine.signature }),
-      'bad-signature',
-      'an altered revocation is refused',
-    );
-    t.eq(admit(genuine, right.grant), 'wrong-grant', 'a revocation offered against another grant is refused');
-    const rootByBob = signRevocation(grantId(root.grant), k.bob, k.rng(16));
-    t.eq(admit(rootByBob), 'wrong-grant', 'a revocation of the parent, offered against its child by the child’s issuer, is refused');
-    t.eq(admit(rootByBob, root.grant), 'not-issuer', '… and against the parent itself it is not the issuer’s');
-    t.eq([set.size, set.has(leftId), set.has(grantId(root.grant))], [0, false, false], 'nothing refused was admitted');
-    const wire = readSignedRevocation(decode(encode(signedRevocationToCbor(genuine))));
-    t.eq(admit(wire), 'admitted', 'the issuer’s revocation, read back from canonical CBOR, is admitted');
-    t.ok(set.has(leftId), 'the grant is now revoked');
+    checkCoreRevocations(t, k);
 
     await withLiveNode('c6', {}, async (n) => {
       const over = { capability: { resource: n.resources['c6']!, actions: ['read', 'write'] } };
@@ -96,7 +64,7 @@ export const C6: ConformanceClass = {
       }
       for (const forger of [k.mallory, k.carol, k.alice]) {
         t.eq(
-          await n.revoke(forgedBy(lleft, k.bob, forger), lleft.grant),
+          await n.revoke(forgedBy(k, lleft, k.bob, forger), lleft.grant),
           'error:revocation-refused',
           'the node refuses a forged revocation in the issuer’s name',
         );
@@ -124,7 +92,7 @@ export const C6: ConformanceClass = {
           );
         }
         t.eq(
-          await n.revoke(forgedBy(g, k.bob, k.mallory)),
+          await n.revoke(forgedBy(k, g, k.bob, k.mallory)),
           'error:revocation-refused',
           'a forged revocation of an unseen grant is refused at once',
         );
@@ -156,6 +124,50 @@ export const C6: ConformanceClass = {
     });
   },
 };
+
+/** A revocation of `g` in `issuer`'s name, signed by `forger`'s key (a fresh 16-byte nonce from `k`). */
+function forgedBy(k: Kit, g: SignedGrant, issuer: Actor, forger: Actor): SignedRevocation {
+  const body = { grant_id: grantId(g.grant), revoked_by: issuer.did, nonce: k.rng(16) };
+  return { body, signature: sign(forger.key, encode(revocationToCbor(body))) };
+}
+
+/**
+ * C6 on core's `RevocationSet`: non-issuer, forged, altered and wrong-grant revocations are
+ * refused (`not-issuer`, `bad-signature`, `wrong-grant`) and nothing refused is admitted; the
+ * issuer's, read back from canonical CBOR, is.
+ */
+function checkCoreRevocations(t: Checker, k: Kit): void {
+  const root = k.root();
+  const left = k.delegate(root, k.bob, { subject: k.carol.did, budget_uj: 500n });
+  const right = k.delegate(root, k.bob, { subject: k.erin.did, budget_uj: 500n });
+  const leftId = grantId(left.grant);
+  const set = new RevocationSet();
+  const admit = (sr: SignedRevocation, g = left.grant) => {
+    const r = set.admit(sr, g);
+    return r.ok ? 'admitted' : r.error.code;
+  };
+
+  for (const who of [k.carol, k.dave, k.mallory, k.alice, k.erin]) {
+    t.eq(admit(signRevocation(leftId, who, k.rng(16))), 'not-issuer', 'a revocation by anyone but the issuer is refused');
+  }
+  for (const forger of [k.mallory, k.carol, k.alice]) {
+    t.eq(admit(forgedBy(k, left, k.bob, forger)), 'bad-signature', 'a forged revocation (issuer named, wrong key) is refused');
+  }
+  const genuine = signRevocation(leftId, k.bob, k.rng(16));
+  t.eq(
+    admit({ body: { ...genuine.body, nonce: k.rng(16) }, signature: genuine.signature }),
+    'bad-signature',
+    'an altered revocation is refused',
+  );
+  t.eq(admit(genuine, right.grant), 'wrong-grant', 'a revocation offered against another grant is refused');
+  const rootByBob = signRevocation(grantId(root.grant), k.bob, k.rng(16));
+  t.eq(admit(rootByBob), 'wrong-grant', 'a revocation of the parent, offered against its child by the child’s issuer, is refused');
+  t.eq(admit(rootByBob, root.grant), 'not-issuer', '… and against the parent itself it is not the issuer’s');
+  t.eq([set.size, set.has(leftId), set.has(grantId(root.grant))], [0, false, false], 'nothing refused was admitted');
+  const wire = readSignedRevocation(decode(encode(signedRevocationToCbor(genuine))));
+  t.eq(admit(wire), 'admitted', 'the issuer’s revocation, read back from canonical CBOR, is admitted');
+  t.ok(set.has(leftId), 'the grant is now revoked');
+}
 
 /**
  * C15: an unconfigured resource is open; once configured, a grant from an unlisted root is denied
