@@ -47,6 +47,10 @@ export const BridgeErrorCodes = {
   UNKNOWN_TOOL: 'unknown-tool',
   /** `arguments` is not a JSON object. */
   ARGUMENTS_INVALID: 'arguments-invalid',
+  /** `tools/call` whose `params` is not an object or whose `name` is not a string. */
+  PARAMS_INVALID: 'params-invalid',
+  /** A request (it has an id) that is not a JSON-RPC message the bridge can read (JSON-RPC -32600). */
+  REQUEST_INVALID: 'request-invalid',
   /** A request's `_meta.progressToken` is neither a string nor a number (MCP "Progress"). */
   PROGRESS_TOKEN_INVALID: 'progress-token-invalid',
   /** The signed request would exceed the node's frame cap. */

@@ -14,7 +14,7 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { BridgeAgent } from './agent.ts';
-import { bridgeServer } from './server.ts';
+import { bridgeServer, refusal } from './server.ts';
 
 /** One agent served over HTTP, and its bearer token (absent: only for a single agent on loopback). */
 export interface HttpAgent {
@@ -59,7 +59,49 @@ export function isLoopback(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
+/** The most bytes of one POST body (the SDK transport's default, 4 MiB). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * A POST's body, parsed, when it is one request the guard refuses (bridge/server.ts
+ * `refusal`): answered here, 200 with the JSON-RPC error, since the SDK's transport would
+ * answer 400 -32700 without its id. Otherwise the parsed body (or `undefined` when it is not
+ * JSON) for the transport, which must not read the consumed stream again.
+ */
+async function screen(req: IncomingMessage, res: ServerResponse): Promise<{ done: true } | { done: false; body: unknown }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size > MAX_BODY_BYTES) {
+      res.writeHead(413, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32000, message: `payload too large: a request body is at most ${MAX_BODY_BYTES} bytes` },
+          id: null,
+        }),
+      );
+      return { done: true };
+    }
+    chunks.push(c);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: Invalid JSON' }, id: null }));
+    return { done: true };
+  }
+  const no = refusal(body);
+  if (no === undefined) return { done: false, body };
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: (body as { id: unknown }).id, error: no }));
+  return { done: true };
+}
 
 /**
  * Serves `agents` over Streamable HTTP at `/mcp`.
@@ -108,11 +150,15 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
     const agent = authenticate(req);
     if (agent === undefined) return reply(res, 401, 'unauthorized: a valid bearer token is required', { 'www-authenticate': 'Bearer' });
     const sid = req.headers['mcp-session-id'];
-    if (typeof sid === 'string') {
-      const s = sessions.get(sid);
-      if (s === undefined || s.agent !== agent) return reply(res, 404, 'session not found');
-      return s.transport.handleRequest(req, res);
+    const known = typeof sid === 'string' ? sessions.get(sid) : undefined;
+    if (typeof sid === 'string' && (known === undefined || known.agent !== agent)) return reply(res, 404, 'session not found');
+    let body: unknown;
+    if (req.method === 'POST') {
+      const screened = await screen(req, res);
+      if (screened.done) return;
+      body = screened.body;
     }
+    if (known !== undefined) return known.transport.handleRequest(req, res, body);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -124,7 +170,7 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
     await bridgeServer(agent).connect(transport);
-    await transport.handleRequest(req, res);
+    await transport.handleRequest(req, res, body);
     if (transport.sessionId === undefined) await transport.close();
   };
 

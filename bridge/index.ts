@@ -15,6 +15,7 @@ export { type BridgeTool, catalogue, type McpToolDef, type NodeResourceTools, re
 export { BridgeConfigError, type HttpAgent, type HttpBridge, type HttpOptions, isLoopback, serveBridgeHttp } from './http.ts';
 export { CallJournal, type JournalOptions, randomSaltBase } from './journal.ts';
 export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';
+export { BridgeStdioTransport } from './stdio.ts';
 export { saltText } from './journal.ts';
 export {
   DEFAULT_THRESHOLD_TIMEOUT_MS,

@@ -26,6 +26,7 @@ import {
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   type JSONRPCMessage,
+  JSONRPCMessageSchema,
   type LoggingLevel,
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
@@ -43,15 +44,20 @@ const LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', '
 export const BRIDGE_INFO = { name: 'jcp-bridge', version: '0.1.0' } as const;
 
 /**
- * Why a client request is refused before the SDK reads it, or undefined: `tools/call` whose
- * `arguments` is present and not a JSON object (`arguments-invalid`; the SDK's own parse would
- * answer -32603 with a schema dump), and any request whose `_meta.progressToken` is neither a
- * string nor a number (`progress-token-invalid`, MCP "Progress"; the SDK would never answer it).
- * Both are -32602 (invalid params), the stable code in `data.code`.
+ * Why a client request is refused before the SDK reads it, or undefined: any request whose
+ * `_meta.progressToken` is neither a string nor a number (`progress-token-invalid`, MCP
+ * "Progress"; the SDK's transports would drop it unanswered over stdio, or answer 400 -32700
+ * over Streamable HTTP), `tools/call` whose `params` is not an object or whose `name` is not a
+ * string (`params-invalid`; the SDK would answer -32603 with a schema dump), and `tools/call`
+ * whose `arguments` is present and not a JSON object or nests deeper than
+ * {@link MAX_ARGUMENTS_DEPTH} levels (`arguments-invalid`). All are -32602
+ * (invalid params), the stable code in `data.code`. `message` is any parsed JSON value.
  */
-function refusal(message: JSONRPCMessage): { code: number; message: string; data: { code: string } } | undefined {
-  if (!('method' in message) || !('id' in message)) return undefined;
-  const params = message.params as Record<string, unknown> | undefined;
+export function refusal(message: unknown): { code: number; message: string; data: { code: string } } | undefined {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined;
+  if (!('method' in message) || !('id' in message) || typeof message.method !== 'string') return undefined;
+  const raw = (message as { params?: unknown }).params;
+  const params = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
   const invalid = (stable: string, why: string) => ({
     code: ErrorCode.InvalidParams,
     message: `${stable}: ${why}`,
@@ -66,19 +72,55 @@ function refusal(message: JSONRPCMessage): { code: number; message: string; data
     );
   }
   if (message.method !== 'tools/call') return undefined;
+  if (params === undefined) return invalid(BridgeErrorCodes.PARAMS_INVALID, `tools/call params must be an object, not ${describe(raw)}`);
+  if (typeof params['name'] !== 'string') {
+    return invalid(BridgeErrorCodes.PARAMS_INVALID, `tools/call params.name must be a string, not ${describe(params['name'])}`);
+  }
   const args = params?.['arguments'];
   if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
     return invalid(BridgeErrorCodes.ARGUMENTS_INVALID, `tools/call arguments must be a JSON object, not ${describe(args)}`);
   }
+  if (args !== undefined && deeperThan(args, MAX_ARGUMENTS_DEPTH)) {
+    return invalid(BridgeErrorCodes.ARGUMENTS_INVALID, `tools/call arguments are nested deeper than ${MAX_ARGUMENTS_DEPTH} levels`);
+  }
   return undefined;
 }
 
-/** `null`, `an array` or the JSON type of `v` (`a string`, `an object`), for refusal messages. */
+/**
+ * The deepest nesting of objects and arrays `arguments` may have (the arguments object is level
+ * 1). Deeper, the SDK's schema check and `JSON.stringify` run out of stack (about 5,000 levels
+ * here) and the client got -32603 `Maximum call stack size exceeded` without a code.
+ */
+const MAX_ARGUMENTS_DEPTH = 2000;
+
+/** Whether `v` nests objects/arrays deeper than `max` levels (iterative: no stack for deep input). */
+function deeperThan(v: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[v, 1]];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const [x, depth] = top;
+    if (typeof x !== 'object' || x === null) continue;
+    if (depth > max) return true;
+    for (const c of Array.isArray(x) ? x : Object.values(x)) if (typeof c === 'object' && c !== null) stack.push([c, depth + 1]);
+  }
+  return false;
+}
+
+/** `null`, `an array`, `undefined` or the JSON type of `v` (`a string`, `an object`), for refusal messages. */
 function describe(v: unknown): string {
   if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
   if (Array.isArray(v)) return 'an array';
   const t = typeof v;
   return t === 'object' ? 'an object' : `a ${t}`;
+}
+
+/** A -32600 answer for a request the SDK cannot read, `'drop'` for another unreadable message, or undefined. */
+function unreadable(message: JSONRPCMessage): { code: number; message: string; data: { code: string } } | 'drop' | undefined {
+  if (JSONRPCMessageSchema.safeParse(message).success) return undefined;
+  const id = (message as { id?: unknown }).id;
+  if (typeof id !== 'string' && typeof id !== 'number') return 'drop';
+  const stable = BridgeErrorCodes.REQUEST_INVALID;
+  return { code: ErrorCode.InvalidRequest, message: `${stable}: not a JSON-RPC request the bridge can read`, data: { code: stable } };
 }
 
 /**
@@ -86,16 +128,20 @@ function describe(v: unknown): string {
  * `onmessage` when it connects and then calls `start`, so `start` is wrapped: it wraps the
  * handler the SDK set (through the transport's own setter, as Streamable HTTP forwards it)
  * before any message can arrive (an in-memory transport delivers queued ones during `start`).
- * A refused request is answered here and never reaches the SDK.
+ * A refused request is answered here and never reaches the SDK; so is a request (it has a
+ * string or number `id`) that is not a JSON-RPC message the SDK reads (`request-invalid`, -32600:
+ * the SDK would drop it unanswered). Other unreadable messages go to `onerror` and are dropped.
  */
 function guard(transport: Transport): void {
   const start = transport.start.bind(transport);
   transport.start = () => {
     const sdk = transport.onmessage;
     transport.onmessage = (message, extra) => {
-      const no = refusal(message);
+      const no = refusal(message) ?? unreadable(message);
       if (no === undefined) sdk?.(message, extra);
-      else if ('id' in message) void transport.send({ jsonrpc: '2.0', id: message.id, error: no }).catch(() => undefined);
+      else if (no !== 'drop')
+        void transport.send({ jsonrpc: '2.0', id: (message as { id: string | number }).id, error: no }).catch(() => undefined);
+      else transport.onerror?.(new Error('Invalid JSON-RPC message'));
     };
     return start();
   };

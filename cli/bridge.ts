@@ -10,6 +10,7 @@ import { connect as connectNats, type NatsConnection } from '@nats-io/transport-
 import {
   BridgeAgent,
   BridgeConfigError,
+  BridgeStdioTransport,
   CallJournal,
   DEFAULT_THRESHOLD_TIMEOUT_MS,
   type HttpAgent,
@@ -373,10 +374,9 @@ async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened
  * stdio read buffer (10 MiB).
  */
 async function serveStdio(agent: BridgeAgent, opened: Opened): Promise<number> {
-  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
   const server = bridgeServer(agent);
-  const transport = new StdioServerTransport();
-  // The SDK's stdio transport closes itself on a message past its read buffer (10 MiB): say so
+  const transport = new BridgeStdioTransport();
+  // The stdio transport (as the SDK's) closes itself on a message past its read buffer (10 MiB): say so
   // and exit 1, rather than ending as if the client had closed stdio.
   let overflow: Error | undefined;
   transport.onerror = (e: Error) => {
