@@ -7,6 +7,7 @@
  * Modes: `closed` keeps `window` requests outstanding per connection (peak throughput); `open`
  * sends at a fixed `rate` (requests/s) regardless of replies (latency under a given load).
  */
+import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import {
   actorFromSeed,
@@ -41,6 +42,8 @@ export interface LoadSpec {
   readonly tag: string;
   /** Skew base for `now` (unix seconds). */
   readonly nowS: number;
+  /** Also write the time of every reply (unix ms, fractional, in reply order) to this file, as a JSON array. */
+  readonly timelineFile?: string;
 }
 
 /** What the load process measured. */
@@ -112,6 +115,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
   );
   const lat = new Float64Array(spec.requests);
   const sentAt = new Float64Array(spec.requests);
+  const replyAt = spec.timelineFile !== undefined ? new Float64Array(spec.requests) : undefined;
   let next = 0;
   let done = 0;
   let allow = 0;
@@ -124,6 +128,11 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
       const elapsedMs = performance.now() - started;
       const cpu = process.cpuUsage(cpu0);
       const sorted = lat.slice(0, done).sort();
+      if (replyAt && spec.timelineFile !== undefined)
+        writeFileSync(
+          spec.timelineFile,
+          JSON.stringify(Array.from(replyAt.subarray(0, done), (t) => Math.round((performance.timeOrigin + t) * 1000) / 1000)),
+        );
       for (const s of socks) s.destroy();
       resolve({
         sent: next,
@@ -137,6 +146,9 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         maxUs: sorted.length ? sorted[sorted.length - 1]! : 0,
         signMs,
         cpuUs: cpu.user + cpu.system,
+        ...(replyAt
+          ? { replyAtMs: Array.from(replyAt.subarray(0, done), (t) => Math.round((performance.timeOrigin + t) * 1000) / 1000) }
+          : {}),
       });
     };
     const send = (s: Socket, queue: number[]) => {
@@ -155,6 +167,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         s.cork();
         for (const body of reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
           const i = q.shift()!;
+          if (replyAt) replyAt[done] = now;
           lat[done++] = (now - sentAt[i]!) * 1000;
           if (body[0] === 0xa1) errors++;
           // {receipt, decision} in canonical key order: the decision map closes the body.

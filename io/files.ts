@@ -13,6 +13,7 @@
  *   the path and what was wrong, the system code (`ENOENT`, `EACCES`…) kept in `errno`.
  */
 import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { open as openAsync, rename as renameAsync } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
 /** The stable code of every {@link IoError}. */
@@ -293,5 +294,30 @@ export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600):
     fsyncSync(dfd);
   } finally {
     closeSync(dfd);
+  }
+}
+
+/**
+ * {@link writeFileDurably} off the event loop: the same steps and the same file (a temporary
+ * `.<name>.tmp`, every byte written, fsync, rename, folder fsync), each on the libuv thread pool,
+ * so a caller that keeps serving meanwhile is not paused by the fsyncs.
+ * @throws (rejects with) the file system error (nothing is renamed into place unless it was fsync'd).
+ */
+export async function writeFileDurablyAsync(file: string, bytes: Uint8Array, mode = 0o600): Promise<void> {
+  const dir = dirname(file);
+  const tmp = join(dir, `.${basename(file)}.tmp`);
+  const fh = await openAsync(tmp, 'w', mode);
+  try {
+    for (let off = 0; off < bytes.length; ) off += (await fh.write(bytes, off, bytes.length - off)).bytesWritten;
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await renameAsync(tmp, file);
+  const dh = await openAsync(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
   }
 }

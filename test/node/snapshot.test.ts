@@ -5,12 +5,14 @@
  * not is ignored and the start replays everything; `jcp receipts verify` checks every snapshot
  * against the full replay; an old request sent again gets `clock-skew`, never a second debit.
  */
-import { readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/internal.ts';
 import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
 import { listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex } from '../../node/index.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
+import { writeFileDurablyAsync } from '../../io/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('snapshot');
@@ -100,6 +102,36 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(a.snapshots.coveredSeq).toBeGreaterThanOrEqual(4);
     expect(listSnapshots(dir).length).toBe(1);
     await a.close();
+  });
+
+  test('a running node writes its snapshot off the event loop: the whole signed file, no temporary file left', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 3, 'w');
+    const made = await a.snapshots.snapshotNow();
+    await a.close();
+    expect(made?.seq).toBe(2);
+    const names = readdirSync(path.join(dir, 'snapshots'));
+    expect(names).toEqual(['snap-0000000000000002.cbor']);
+    const bytes = readFileSync(path.join(dir, 'snapshots', names[0]!));
+    expect(bytes.length).toBe(made!.bytes);
+    const v = decode(bytes) as { body: Record<string, unknown>; signature: Uint8Array };
+    expect(v.body['seq']).toBe(2);
+    expect(v.signature.length).toBe(64);
+  });
+
+  test('writeFileDurablyAsync: every byte in place of the old file, no temporary left; a missing folder rejects and writes nothing', async () => {
+    const dir = folder();
+    const file = path.join(dir, 'f.bin');
+    writeFileSync(file, 'old');
+    const big = new Uint8Array(3 << 20).map((_, i) => i * 7);
+    await writeFileDurablyAsync(file, big);
+    expect(new Uint8Array(readFileSync(file))).toEqual(big);
+    expect(readdirSync(dir)).toEqual(['f.bin']);
+    const gone = path.join(dir, 'missing', 'g.bin');
+    await expect(writeFileDurablyAsync(gone, big)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(existsSync(path.join(dir, 'missing'))).toBe(false);
   });
 
   test('a snapshot that does not verify is ignored with its reason, and the start replays the whole log', async () => {
