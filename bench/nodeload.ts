@@ -146,9 +146,6 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         maxUs: sorted.length ? sorted[sorted.length - 1]! : 0,
         signMs,
         cpuUs: cpu.user + cpu.system,
-        ...(replyAt
-          ? { replyAtMs: Array.from(replyAt.subarray(0, done), (t) => Math.round((performance.timeOrigin + t) * 1000) / 1000) }
-          : {}),
       });
     };
     const send = (s: Socket, queue: number[]) => {
