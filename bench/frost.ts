@@ -31,6 +31,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDid, type Rng, seededRng, utf8, verify } from '../core/index.ts';
 import {
   aggregate,
+  allowAllApprover,
   commit,
   CommitmentPrefetch,
   deal,
@@ -331,6 +332,8 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
           keystore: join(root, 'inproc', `q${i}`),
           nc,
           prefix: prefixes.inproc,
+          // A holder needs a policy; allow-all is the sign-anything one (each decision recorded).
+          approver: allowAllApprover(),
           onEvent: (e) => {
             if (e.event === 'dkg-complete') completions.set(e.session, (completions.get(e.session) ?? 0) + 1);
           },

@@ -21,6 +21,15 @@
  * asserted): channel p99 in the remote regions within 2 ms of region a's; channel decisions/s in
  * the remote regions ≥ 10× the central Redis counter's; channel overspend ≤ bound; per-node
  * counters show their overspend (> 0).
+ *
+ * Then two more phases. One region at a time (docs/chaos.md "Channel ÷ Redis from the remote
+ * regions"): channel against the central Redis with each region's point alone in the process, at
+ * 1, 8 and 32 in flight, the same decisions in both modes, with each mode's CPU per decision and
+ * its ceiling (channel: 1 / CPU per decision; Redis: in flight / RTT) — in the phase above the
+ * three points share one event loop, so the channel's local decisions get a third of one
+ * process's CPU while Redis waits on the RTT. And revocation reach (docs/chaos.md "Revocation
+ * reach across regions"): node processes in every region, revocations sent at region a, each
+ * node's reach taken from its own record.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,11 +45,14 @@ import {
   seededRng,
   type SignedGrant,
   signGrant,
+  signRevocation,
   TrustRoots,
 } from '../core/index.ts';
 import { channelNames, ChannelPoint, JetStreamBus } from '../channel/index.ts';
 import { mintShardSet } from '../shards/index.ts';
-import { startRegions } from '../testkit/index.ts';
+import { JcpClient } from '../client/index.ts';
+import { resourceIdOf } from '../node/index.ts';
+import { measureRevocationReach, metricsReachTarget, quantileMs, type ReachTarget, startRegions } from '../testkit/index.ts';
 import { drive, type Keeper, type ModeResult, requests } from './cluster.ts';
 import { type Figure, percentile, type SuiteOptions, sig } from './figures.ts';
 
@@ -51,6 +63,17 @@ const COST = 1_000n;
 const PER_POINT = 400;
 const IN_FLIGHT = 8;
 const REDIS_PORT = 6379;
+/**
+ * The one-region-at-a-time phase: in flight per point (each run), and decisions per point per
+ * in-flight lane (the same count in every mode at one concurrency).
+ */
+const ALONE_IN_FLIGHT = [1, 8, 32] as const;
+const ALONE_PER_LANE = 50;
+/** At least this many decisions per region in one run of that phase (one lane's 50 last ~40 ms: too short a sample). */
+const ALONE_MIN = 200;
+/** The revocation reach phase: node processes per region, and revocations sent (one at a time) to a node of region a. */
+const REACH_NODES_PER_REGION = 2;
+const REACH_SAMPLES = 40;
 
 type Mode = 'channel' | 'shards' | 'redis' | 'kv' | 'per-node';
 
@@ -83,6 +106,7 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
   const spentOf = new Map<Mode, bigint>();
   let bound = 0n;
   let window = 0n;
+  let alone: Figure[] = [];
   try {
     const record = (mode: Mode, r: ModeRun) => {
       results.set(mode, r.result);
@@ -95,10 +119,121 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
     record('redis', await runRedis(b));
     record('kv', await runKv(b));
     record('per-node', await runPerNode(b));
+    alone = await runAlone(b);
   } finally {
     await stopBench(b);
   }
-  return regionFigures(results, spentOf, b.budget, bound, window);
+  // A revocation that does not reach a node in time is a result, not a reason to lose the figures above.
+  const reach = await runReach(opts.seed).catch((e: unknown): Figure[] => {
+    process.stderr.write(`bench regions: revocation reach: ${e instanceof Error ? e.message : String(e)}\n`);
+    return [
+      {
+        name: `revocation reach: all ${REACH_SAMPLES} revocations in force on every node (each within 30 s)`,
+        value: 0,
+        unit: 'runs',
+        goal: '1',
+        met: false,
+      },
+    ];
+  });
+  return [...regionFigures(results, spentOf, b.budget, bound, window), ...alone, ...reach];
+}
+
+/**
+ * Revocation reach time across regions (spec §4.3; docs/chaos.md "Revocation reach across
+ * regions"): a second launch, {@link REGIONS} regions `RTT_MS` apart with
+ * {@link REACH_NODES_PER_REGION} node processes each (the revocation stream in region a);
+ * {@link REACH_SAMPLES} fresh grants revoked one at a time at node a1 over jcp/1, each node's reach
+ * read from its own `/metrics` record of when its store took the revocation
+ * (`jcp_revocation_last_taken_timestamp_seconds`, testkit/reach.ts) minus the send time. Figures
+ * (ms): p50/p99 until every node of the home region had it, until every node of the remote
+ * regions had it, and until every node had it.
+ * @throws Error (from testkit/reach.ts) when a revocation does not reach a node within 30 s.
+ */
+async function runReach(seed: number): Promise<Figure[]> {
+  const rng = seededRng(`bench/regions/reach/${seed}`);
+  const alice = actorFromSeed(rng(32));
+  const bob = actorFromSeed(rng(32));
+  const rc = await startRegions({
+    regions: REGIONS,
+    nodesPerRegion: REACH_NODES_PER_REGION,
+    serversPerRegion: 1,
+    rttMs: RTT_MS,
+    subjectRoot: `benchrr${randomBytes(4).toString('hex')}`,
+    logLevel: 'warn',
+  });
+  try {
+    const nodes = rc.regions.flatMap((r) => r.nodes);
+    const a1 = rc.region(rc.home).nodes[0]!;
+    const targets = nodes.map((n) => metricsReachTarget(n.id, n.region, n.metricsPort));
+    await untilClustered(targets);
+    const client = await JcpClient.connect({ host: '127.0.0.1', port: a1.port, signer: alice });
+    try {
+      const report = await measureRevocationReach({
+        targets,
+        samples: REACH_SAMPLES,
+        revoke: async () => {
+          const g = signGrant(
+            {
+              issuer: alice.did,
+              subject: bob.did,
+              capability: { resource: resourceIdOf('cluster'), actions: ['read'] },
+              budget_uj: 1_000n,
+              expiry: 0,
+              nonce: rng(16),
+            },
+            alice,
+          );
+          await client.revoke(signRevocation(grantId(g.grant), alice, rng(16)), g.grant);
+        },
+      });
+      return reachFigures(report.rawMs, nodes, rc.home);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await rc.stop();
+  }
+}
+
+/**
+ * Waits until every target's `/metrics` shows its revocation count (a node publishes it once its
+ * cluster hooks run, a moment after its jcp/1 port opens). @throws Error naming a target still without it after 60 s.
+ */
+async function untilClustered(targets: readonly ReachTarget[]): Promise<void> {
+  const end = Date.now() + 60_000;
+  for (const t of targets) {
+    for (;;) {
+      const ok = await t.takenCount().then(
+        () => true,
+        (e: unknown) => {
+          if (Date.now() > end) throw e;
+          return false;
+        },
+      );
+      if (ok) break;
+      await sleep(100);
+    }
+  }
+}
+
+/** p50/p99 (ms) of the per-sample reach to every node of the home region, of the remote regions, and of all. */
+function reachFigures(
+  raw: ReadonlyArray<Readonly<Record<string, number>>>,
+  nodes: readonly { readonly id: string; readonly region: string }[],
+  home: string,
+): Figure[] {
+  const every = (ids: readonly string[]) => raw.map((r) => Math.max(...ids.map((id) => r[id]!)));
+  const groups: [string, number[]][] = [
+    [`home region (${home})`, every(nodes.filter((n) => n.region === home).map((n) => n.id))],
+    ['remote regions', every(nodes.filter((n) => n.region !== home).map((n) => n.id))],
+    ['every node', every(nodes.map((n) => n.id))],
+  ];
+  const where = `${REGIONS} regions × ${REACH_NODES_PER_REGION} nodes, ${RTT_MS} ms RTT, ${raw.length} revocations sent at ${home}1`;
+  return groups.flatMap(([label, xs]) => [
+    { name: `revocation reach ms p50, ${label} (${where})`, value: sig(quantileMs(xs, 0.5), 3), unit: 'ms' },
+    { name: `revocation reach ms p99, ${label} (${where})`, value: sig(quantileMs(xs, 0.99), 3), unit: 'ms' },
+  ]);
 }
 
 /**
@@ -109,6 +244,8 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
  */
 interface RegionsBench {
   readonly rng: Rng;
+  readonly issuer: Actor;
+  readonly nowS: number;
   readonly agent: Actor;
   readonly stewards: readonly Actor[];
   readonly trust: TrustRoots;
@@ -151,6 +288,8 @@ async function startBench(seed: number): Promise<RegionsBench> {
   const load = (chains: Parameters<typeof requests>[1], name: string) => requests(agent, chains, PER_POINT, `${tag}${name}`, nowS);
   return {
     rng,
+    issuer,
+    nowS,
     agent,
     stewards,
     trust,
@@ -202,6 +341,121 @@ async function runChannel(b: RegionsBench): Promise<ModeRun & { bound: bigint; w
   const result = await drive(b.stewards, b.load([[ch], [ch], [ch]], 'c'), chKeeper, b.trust, IN_FLIGHT);
   for (const t of timers) clearInterval(t);
   return { result, spent: BigInt(result.allowed) * COST, bound, window };
+}
+
+/** One point driven alone: its drive result and the process CPU (user + system, µs) it used per decision. */
+interface AloneRun {
+  readonly result: ModeResult;
+  readonly cpuUsPerDecision: number;
+}
+
+/** Drives the points one after another, each alone in this process (as its own node would be on its own machine). */
+async function driveAlone(b: RegionsBench, bodies: Uint8Array[][], keeper: Keeper, inFlight: number): Promise<AloneRun[]> {
+  const out: AloneRun[] = [];
+  for (const [p, steward] of b.stewards.entries()) {
+    const cpu0 = process.cpuUsage();
+    const result = await drive([steward], [bodies[p]!], (_q, cost) => keeper(p, cost), b.trust, inFlight);
+    const cpu = process.cpuUsage(cpu0);
+    out.push({ result, cpuUsPerDecision: (cpu.user + cpu.system) / result.decisions });
+  }
+  return out;
+}
+
+/**
+ * channel against the central Redis counter with each region's point alone in this process, one
+ * region after another (a real deployment gives each region's node its own machine; the
+ * concurrent phase makes the three points share one event loop and 2 cores, so the channel's
+ * local decisions are CPU-bound at a third of the process while Redis waits on the RTT), at
+ * {@link ALONE_IN_FLIGHT} in flight, {@link ALONE_PER_LANE} decisions per lane (at least {@link ALONE_MIN}), the same requests
+ * count in both modes, and a budget neither runs out of (throughput of allows). Figures per
+ * concurrency: decisions/s per region (home, remote mean), the ratio, CPU µs per decision, the
+ * channel's CPU ceiling (1 / CPU per decision) and Redis's RTT ceiling (in flight / RTT).
+ */
+async function runAlone(b: RegionsBench): Promise<Figure[]> {
+  const big = b.budget * 1_000n;
+  const buses = await Promise.all(
+    b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)),
+  );
+  b.cleanups.push(async () => Promise.all(buses.map((x) => x.close())));
+  const clients: Redis[] = [];
+  for (const [p, r] of b.rc.regions.entries()) {
+    const port = p === 0 ? REDIS_PORT : (await b.rc.clientLink(r.name, b.rc.home, REDIS_PORT)).proxy.port;
+    const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 });
+    await c.connect();
+    clients.push(c);
+  }
+  b.cleanups.push(async () => Promise.all(clients.map((c) => c.quit().catch(() => undefined))));
+  const key = `${b.redisKey}:alone`;
+  b.cleanups.push(async () => clients[0]!.del(key));
+  const sha = (await clients[0]!.script(
+    'LOAD',
+    `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
+return 1`,
+  )) as string;
+  const figures: Figure[] = [];
+  for (const inFlight of ALONE_IN_FLIGHT) {
+    const n = Math.max(ALONE_MIN, ALONE_PER_LANE * inFlight);
+    const root = signGrant({ ...b.mkRoot().grant, budget_uj: big }, b.issuer);
+    const chId = grantId(root.grant);
+    const window = COST * 40n;
+    const points = b.stewards.map((self, p) => new ChannelPoint({ grantId: chId, windowUj: window, self, bus: buses[p]! }));
+    await Promise.all(points.map((p) => p.settle()));
+    const timers = points.map((p) => setInterval(() => void p.settle(), 100));
+    const ch = await driveAlone(
+      b,
+      requests(b.agent, [[root], [root], [root]], n, `${b.tag}ac${inFlight}`, b.nowS),
+      (p, cost) => {
+        const r = points[p]!.tryReserve(cost, big);
+        if (r.ok) points[p]!.commit(cost);
+        return r.ok;
+      },
+      inFlight,
+    );
+    for (const t of timers) clearInterval(t);
+    await clients[0]!.del(key);
+    const rd = await driveAlone(
+      b,
+      requests(b.agent, [[root], [root], [root]], n, `${b.tag}ar${inFlight}`, b.nowS),
+      async (p, cost) => (await clients[p]!.evalsha(sha, 1, key, cost.toString(), big.toString())) === 1,
+      inFlight,
+    );
+    figures.push(...aloneFigures(inFlight, n, ch, rd));
+  }
+  return figures;
+}
+
+/** The figures of one concurrency of {@link runAlone}. */
+function aloneFigures(inFlight: number, n: number, ch: readonly AloneRun[], rd: readonly AloneRun[]): Figure[] {
+  const tag = `one region at a time, ${inFlight} in flight, ${n} decisions per region`;
+  const remoteMean = (xs: readonly AloneRun[]) => xs.slice(1).reduce((a, x) => a + x.result.perS, 0) / (xs.length - 1);
+  const cpu = (xs: readonly AloneRun[]) => xs.reduce((a, x) => a + x.cpuUsPerDecision, 0) / xs.length;
+  const chRemote = remoteMean(ch);
+  const rdRemote = remoteMean(rd);
+  const remoteLat = (xs: readonly AloneRun[]) => xs.slice(1).flatMap((x) => x.result.latUs);
+  const ratio: Figure = {
+    name: `channel decisions/s, remote regions (per region, mean; × central redis from the remote regions; ${tag})`,
+    value: sig(chRemote),
+    unit: 'ops/s',
+    floor: sig(rdRemote),
+    ratio: sig(chRemote / rdRemote, 3),
+  };
+  return [
+    { name: `channel decisions/s, home region (a) (${tag})`, value: sig(ch[0]!.result.perS), unit: 'ops/s' },
+    { name: `redis decisions/s, home region (a) (${tag})`, value: sig(rd[0]!.result.perS), unit: 'ops/s' },
+    // The goal is stated at the bench's concurrency ({@link IN_FLIGHT}); the other concurrencies show how it moves.
+    inFlight === IN_FLIGHT ? { ...ratio, goal: 'ratio ≥ 10', met: chRemote >= 10 * rdRemote } : ratio,
+    { name: `channel decision p50, remote regions (${tag})`, value: us2ms(percentile(remoteLat(ch), 50)), unit: 'ms' },
+    { name: `redis decision p50, remote regions (${tag})`, value: us2ms(percentile(remoteLat(rd), 50)), unit: 'ms' },
+    { name: `channel CPU per decision (process user + system, ${tag})`, value: sig(cpu(ch)), unit: 'µs' },
+    { name: `redis CPU per decision (process user + system, ${tag})`, value: sig(cpu(rd)), unit: 'µs' },
+    { name: `channel CPU ceiling per region (1 / CPU per decision, ${tag})`, value: sig(1e6 / cpu(ch)), unit: 'ops/s' },
+    {
+      name: `redis RTT ceiling per remote region (in flight / ${RTT_MS} ms RTT, ${tag})`,
+      value: sig((inFlight * 1000) / RTT_MS),
+      unit: 'ops/s',
+    },
+  ];
 }
 
 /** shards: one shard per point (a third of the budget each). */

@@ -27,10 +27,13 @@ import {
   FRAME_HEADER_BYTES,
   grantId,
   openReceipt,
+  parseDid,
   receiptId,
   requestIdOf,
+  sign,
   type SignedGrant,
   toHex,
+  verify,
   type WireRequest,
 } from '../core/index.ts';
 import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
@@ -44,6 +47,8 @@ export const BridgeErrorCodes = {
   UNKNOWN_TOOL: 'unknown-tool',
   /** `arguments` is not a JSON object. */
   ARGUMENTS_INVALID: 'arguments-invalid',
+  /** A request's `_meta.progressToken` is neither a string nor a number (MCP "Progress"). */
+  PROGRESS_TOKEN_INVALID: 'progress-token-invalid',
   /** The signed request would exceed the node's frame cap. */
   ARGUMENTS_TOO_LARGE: 'frame-too-large',
   /** The node could not be reached; the call may be re-sent (it replays, §11). */
@@ -133,6 +138,20 @@ export function mcpError(code: ErrorCode, stable: string, message: string): McpE
   const e = new McpError(code, `${stable}: ${message}`, { code: stable });
   Object.defineProperty(e, 'message', { value: `${stable}: ${message}`, writable: true, configurable: true, enumerable: false });
   return e;
+}
+
+/**
+ * The µJ the node credited back for an allowed call whose upstream never answered: the node's
+ * `endpoint-unavailable` result names the refund and the receipt it reverses (`jcp_error`
+ * `refunded_uj`, `receipt_seq`, decimal strings; node/enforcer.ts), and a reversal refunds the
+ * receipt's whole `cost_uj` (docs/node.md "Endpoints and results"). 0 for any other result, or one whose figures do not
+ * match the receipt (`costUj`, `seq`).
+ */
+function refundOf(upstream: ToolResult, costUj: bigint, seq: number): bigint {
+  const e = upstream['jcp_error'];
+  if (typeof e !== 'object' || e === null) return 0n;
+  const { code, refunded_uj, receipt_seq } = e as Record<string, unknown>;
+  return code === 'endpoint-unavailable' && refunded_uj === costUj.toString() && receipt_seq === String(seq) ? costUj : 0n;
 }
 
 /** See the module comment. */
@@ -279,10 +298,23 @@ export class BridgeAgent {
     const client = this.#o.client;
     let req: WireRequest;
     const kept = stamp.resent ? this.#signed.get(callKey)?.req : undefined;
+    // A re-send after a restart whose journal kept the signature (threshold callers): the same
+    // fields get the same signature back, so the same request; different fields (the bridge's
+    // configuration changed meanwhile) are another request anyway and are signed afresh.
+    const saved = kept === undefined ? stamp.signature : undefined;
+    const base = this.#o.signer;
+    const resign: ClientSigner | undefined =
+      saved === undefined
+        ? undefined
+        : {
+            did: base.did,
+            sign: (msg) => (verify(parseDid(base.did), msg, saved) ? saved : 'sign' in base ? base.sign(msg) : sign(base.key, msg)),
+          };
     if (kept !== undefined) req = kept;
     else
       try {
         req = await client.request({
+          ...(resign !== undefined ? { signer: resign } : {}),
           chain,
           action: tool.action,
           payload,
@@ -313,6 +345,9 @@ export class BridgeAgent {
         `the signed request would be ${size} bytes, above the node's frame cap of ${cap} (header ${FRAME_HEADER_BYTES} not counted); nothing was sent`,
       );
     }
+    // A FROST signature is randomized: keep it (fsync'd) before the request leaves, so a re-send
+    // after a restart sends these bytes again (the node replays them; no second debit).
+    if (this.#o.threshold !== undefined && kept === undefined) journal.signed(callKey, req.signature);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
       r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});
@@ -350,9 +385,22 @@ export class BridgeAgent {
     if (!opened.ok) throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.BAD_REPLY, `receipt: ${opened.error.why}`);
     const core = opened.value;
     const rid = receiptId(receipt);
+    let upstream: ToolResult | undefined;
+    let unreadable: string | undefined;
+    if (decision.verdict === 'allow') {
+      try {
+        const v = JSON.parse(dec.decode(result ?? new Uint8Array())) as unknown;
+        if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not a JSON object');
+        upstream = v as ToolResult;
+      } catch (e) {
+        unreadable = (e as Error).message;
+      }
+    }
+    // A call the upstream never answered was credited back by the node (a sealed reversal of
+    // this receipt, docs/node.md "Endpoints and results"): the budget left is the receipt's figure plus the refund.
+    const remaining = core.budget_remaining_uj + (upstream !== undefined ? refundOf(upstream, core.cost_uj, core.seq) : 0n);
     const prev = this.#budgets.get(core.grant_id);
-    if (prev === undefined || prev.seq <= core.seq)
-      this.#budgets.set(core.grant_id, { remaining: core.budget_remaining_uj, receipt: rid, seq: core.seq });
+    if (prev === undefined || prev.seq <= core.seq) this.#budgets.set(core.grant_id, { remaining, receipt: rid, seq: core.seq });
     const meta: Record<string, unknown> = {
       'jcp/verdict': decision.verdict,
       ...(decision.deny_reason !== undefined ? { 'jcp/deny_reason': decision.deny_reason } : {}),
@@ -361,21 +409,16 @@ export class BridgeAgent {
       'jcp/request_id': requestId,
       'jcp/grant_id': core.grant_id,
       'jcp/cost_uj': core.cost_uj.toString(),
-      'jcp/budget_remaining_uj': core.budget_remaining_uj.toString(),
+      'jcp/budget_remaining_uj': remaining.toString(),
       'jcp/budget_uj': core.budget_uj.toString(),
     };
     if (decision.verdict === 'deny') {
       return { isError: true, content: [{ type: 'text', text: `denied: ${decision.deny_reason ?? 'unknown'}` }], _meta: meta };
     }
-    let upstream: ToolResult;
-    try {
-      const v = JSON.parse(dec.decode(result ?? new Uint8Array())) as unknown;
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not a JSON object');
-      upstream = v as ToolResult;
-    } catch (e) {
+    if (upstream === undefined) {
       return {
         isError: true,
-        content: [{ type: 'text', text: `bad-reply: the node's result is not a CallToolResult (${(e as Error).message})` }],
+        content: [{ type: 'text', text: `bad-reply: the node's result is not a CallToolResult (${unreadable})` }],
         _meta: meta,
       };
     }

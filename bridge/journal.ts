@@ -20,7 +20,9 @@
  *
  * With a file, entries are appended as JSON lines and fsync'd before the request leaves, so a
  * bridge restarted with calls in flight replays them when the client re-sends; without one the
- * journal lives in memory (re-sends within one bridge process only).
+ * journal lives in memory (re-sends within one bridge process only). For a threshold caller,
+ * whose signatures are randomized, the entry also keeps the signature the call was sent with, so
+ * the re-send after a restart is the same signed bytes ({@link CallJournal.signed}).
  *
  * Earlier bridges told identical calls apart by a *salt* of insignificant JSON whitespace after
  * the arguments (RFC 8259 §2; {@link saltText}) instead of a nonce. A journal line of theirs (a
@@ -29,7 +31,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { closeSync, fdatasyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 
-/** One journal line: a call opened (`now` and salt set) or closed (`done`). */
+/** One journal line: a call opened (`now`, nonce or salt set), signed (`g` set too) or closed (`done`). */
 interface Line {
   /** Call key. */
   readonly k: string;
@@ -41,6 +43,8 @@ interface Line {
   readonly s?: number;
   /** The call's nonce, 32 lowercase hex digits (absent in earlier bridges' lines). */
   readonly n?: string;
+  /** The signature the call was sent with, 128 lowercase hex digits (threshold callers only: see {@link CallJournal.signed}). */
+  readonly g?: string;
   readonly done?: 1;
 }
 
@@ -54,12 +58,15 @@ export interface CallStamp {
   readonly nonce: Uint8Array | undefined;
   /** True when this is a re-send of an open call. */
   readonly resent: boolean;
+  /** For a re-send: the 64-byte signature the open call was sent with, when the journal kept it ({@link CallJournal.signed}). */
+  readonly signature?: Uint8Array;
 }
 
 const WS = [' ', '\t', '\n', '\r'] as const;
 /** Bytes of a request nonce (core/wire.ts `REQUEST_NONCE_BYTES`). */
 const NONCE_BYTES = 16;
 const NONCE_HEX = /^[0-9a-f]{32}$/;
+const SIGNATURE_HEX = /^[0-9a-f]{128}$/;
 
 /** The insignificant JSON whitespace of salt `k` (RFC 8259 §2): k in base 4, least significant digit first, digits 0–3 written space, tab, LF, CR; "" for 0. */
 export function saltText(k: number): string {
@@ -118,6 +125,7 @@ export class CallJournal {
       if (typeof l.k !== 'string' || typeof l.c !== 'string' || !Number.isSafeInteger(l.now)) continue;
       if (l.s !== undefined && !Number.isSafeInteger(l.s)) continue;
       if (l.n !== undefined && !(typeof l.n === 'string' && NONCE_HEX.test(l.n))) continue;
+      if (l.g !== undefined && !(typeof l.g === 'string' && SIGNATURE_HEX.test(l.g))) continue;
       if (l.done === 1) this.#open.delete(l.k);
       else if (l.k !== '') this.#open.set(l.k, l);
     }
@@ -154,6 +162,7 @@ export class CallJournal {
         salt: open.s ?? 0,
         nonce: open.n !== undefined ? Uint8Array.from(Buffer.from(open.n, 'hex')) : undefined,
         resent: true,
+        ...(open.g !== undefined ? { signature: Uint8Array.from(Buffer.from(open.g, 'hex')) } : {}),
       };
     }
     return { nowS: clockS, salt: 0, nonce: new Uint8Array(randomBytes(NONCE_BYTES)), resent: false };
@@ -174,6 +183,22 @@ export class CallJournal {
     this.#append(l);
     this.#open.set(callKey, l);
     this.#prune(stamp.nowS);
+  }
+
+  /**
+   * Records the 64-byte signature an open call is sent with, durably when the journal has a file,
+   * before the request leaves: a signer whose signatures are randomized (a FROST group, RFC 9591)
+   * would sign a re-send after a restart differently, which is another request (§11 request id)
+   * and a second debit. A re-send's stamp then carries it ({@link CallStamp.signature}).
+   */
+  signed(callKey: string, signature: Uint8Array): void {
+    const open = this.#open.get(callKey);
+    if (open === undefined) return;
+    const g = Buffer.from(signature).toString('hex');
+    if (open.g === g) return;
+    const l: Line = { ...open, g };
+    this.#append(l);
+    this.#open.set(callKey, l);
   }
 
   /** Closes a call whose answer reached the client: a later call with its key is a new call. */

@@ -19,17 +19,19 @@
  * returns. The bridge itself sends none.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  type JSONRPCMessage,
   type LoggingLevel,
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { McpNotification } from '../client/index.ts';
-import { type BridgeAgent, mcpError } from './agent.ts';
+import { type BridgeAgent, BridgeErrorCodes, mcpError } from './agent.ts';
 
 /** The URI of the budget resource. */
 export const BUDGET_URI = 'jcp://budget';
@@ -41,9 +43,70 @@ const LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', '
 export const BRIDGE_INFO = { name: 'jcp-bridge', version: '0.1.0' } as const;
 
 /**
+ * Why a client request is refused before the SDK reads it, or undefined: `tools/call` whose
+ * `arguments` is present and not a JSON object (`arguments-invalid`; the SDK's own parse would
+ * answer -32603 with a schema dump), and any request whose `_meta.progressToken` is neither a
+ * string nor a number (`progress-token-invalid`, MCP "Progress"; the SDK would never answer it).
+ * Both are -32602 (invalid params), the stable code in `data.code`.
+ */
+function refusal(message: JSONRPCMessage): { code: number; message: string; data: { code: string } } | undefined {
+  if (!('method' in message) || !('id' in message)) return undefined;
+  const params = message.params as Record<string, unknown> | undefined;
+  const invalid = (stable: string, why: string) => ({
+    code: ErrorCode.InvalidParams,
+    message: `${stable}: ${why}`,
+    data: { code: stable },
+  });
+  const meta = params?.['_meta'];
+  const token = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)['progressToken'] : undefined;
+  if (token !== undefined && typeof token !== 'string' && typeof token !== 'number') {
+    return invalid(
+      BridgeErrorCodes.PROGRESS_TOKEN_INVALID,
+      `${message.method} _meta.progressToken must be a string or a number, not ${describe(token)}`,
+    );
+  }
+  if (message.method !== 'tools/call') return undefined;
+  const args = params?.['arguments'];
+  if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
+    return invalid(BridgeErrorCodes.ARGUMENTS_INVALID, `tools/call arguments must be a JSON object, not ${describe(args)}`);
+  }
+  return undefined;
+}
+
+/** `null`, `an array` or the JSON type of `v` (`a string`, `an object`), for refusal messages. */
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  const t = typeof v;
+  return t === 'object' ? 'an object' : `a ${t}`;
+}
+
+/**
+ * Puts {@link refusal} in front of the SDK on `transport`. The SDK sets the transport's
+ * `onmessage` when it connects and then calls `start`, so `start` is wrapped: it wraps the
+ * handler the SDK set (through the transport's own setter, as Streamable HTTP forwards it)
+ * before any message can arrive (an in-memory transport delivers queued ones during `start`).
+ * A refused request is answered here and never reaches the SDK.
+ */
+function guard(transport: Transport): void {
+  const start = transport.start.bind(transport);
+  transport.start = () => {
+    const sdk = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      const no = refusal(message);
+      if (no === undefined) sdk?.(message, extra);
+      else if ('id' in message) void transport.send({ jsonrpc: '2.0', id: message.id, error: no }).catch(() => undefined);
+    };
+    return start();
+  };
+}
+
+/**
  * A new MCP `Server` answering for `agent`; connect it to a transport (`server.connect(t)`).
- * Errors it returns: see BridgeAgent.call (tool calls) and `-32602` `unknown-resource` for a
- * resource other than {@link BUDGET_URI}.
+ * Errors it returns: see BridgeAgent.call (tool calls); `-32602` `arguments-invalid` for
+ * `arguments` that are not a JSON object and `progress-token-invalid` for a `progressToken` that
+ * is not a string or number (answered before the SDK reads the request); `-32602`
+ * `unknown-resource` for a resource other than {@link BUDGET_URI}.
  */
 export function bridgeServer(agent: BridgeAgent): Server {
   const server = new Server(BRIDGE_INFO, {
@@ -102,5 +165,10 @@ export function bridgeServer(agent: BridgeAgent): Server {
     const body = { agent: agent.did, grants: await agent.budgets() };
     return { contents: [{ uri: BUDGET_URI, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };
   });
+  const connect = server.connect.bind(server);
+  server.connect = (transport: Transport) => {
+    guard(transport);
+    return connect(transport);
+  };
   return server;
 }

@@ -14,6 +14,7 @@ import {
   grantId as grantIdOf,
   type OverdraftProof,
   readSignedGrant,
+  toHex,
   type Uj,
   verifyGrantSignature,
   verifyOverdraftProof,
@@ -113,5 +114,39 @@ export async function auditChannel(bus: StatementBus, grantId: ContentId, budget
     proof,
     proofVerifies: v.ok,
     refused,
+  };
+}
+
+/**
+ * The audit as `jcp channel audit --json` prints it (and the audit console serves it): amounts µJ
+ * as decimal strings, `null` for what is unknown without a budget, each proving statement with
+ * its signature in hex.
+ */
+export function channelAuditJson(a: ChannelAudit): {
+  grant_id: ContentId;
+  budget_uj: string | null;
+  budget_source: ChannelAudit['budgetSource'];
+  total_uj: string;
+  overdraft_uj: string | null;
+  proof_verifies: boolean | null;
+  points: Array<{ point: Did; spent_uj: string; seq: number }>;
+  statements: Array<{ point: Did; seq: number; spent_uj: string; signature: string }>;
+  refused: readonly ReadRefusal[];
+} {
+  return {
+    grant_id: a.grantId,
+    budget_uj: a.budgetUj?.toString() ?? null,
+    budget_source: a.budgetSource,
+    total_uj: a.totalUj.toString(),
+    overdraft_uj: a.overdraftUj?.toString() ?? null,
+    proof_verifies: a.proofVerifies ?? null,
+    points: a.lines.map((l) => ({ point: l.point, spent_uj: l.spentUj.toString(), seq: l.seq })),
+    statements: (a.proof?.statements ?? []).map((s) => ({
+      point: s.body.point,
+      seq: s.body.seq,
+      spent_uj: s.body.spent_uj.toString(),
+      signature: toHex(s.signature),
+    })),
+    refused: a.refused,
   };
 }

@@ -90,6 +90,12 @@ export interface ChaosOpts {
   readonly windowUj?: bigint;
   /** Settlement timer of the nodes (default 200 ms). */
   readonly settleIntervalMs?: number;
+  /**
+   * TLS on every link (multi-region runs only): jcp/1 between the agents and the nodes, the nodes'
+   * NATS client connections, and the NATS routes and gateways (verified peers), all with one CA
+   * made for the run (testkit/tls.ts; docs/tls.md). Default false.
+   */
+  readonly tls?: boolean;
   /** Keep the cluster folder (default: removed). */
   readonly keepDir?: string;
   /** Progress lines (default: none). */
@@ -330,7 +336,14 @@ async function agentLoop(
     if (!client) {
       try {
         const nd = cluster.node(node);
-        client = await JcpClient.connect({ host: nd.host, port: nd.port, signer: agent, reconnectAttempts: 2, reconnectDelayMs: 100 });
+        client = await JcpClient.connect({
+          host: nd.host,
+          port: nd.port,
+          signer: agent,
+          reconnectAttempts: 2,
+          reconnectDelayMs: 100,
+          ...(nd.tls ? { tls: nd.tls } : {}),
+        });
       } catch {
         await sleep(150);
         continue;
@@ -401,7 +414,14 @@ async function revokeMidRun(o: ChaosOpts, plan: RunPlan, cluster: ChaosCluster, 
     try {
       const target = cluster.regionNodes[0]!.find((i) => cluster.running(i)) ?? 0;
       const nd = cluster.node(target);
-      client = await JcpClient.connect({ host: nd.host, port: nd.port, signer: plan.issuer, reconnectAttempts: 1, reconnectDelayMs: 100 });
+      client = await JcpClient.connect({
+        host: nd.host,
+        port: nd.port,
+        signer: plan.issuer,
+        reconnectAttempts: 1,
+        reconnectDelayMs: 100,
+        ...(nd.tls ? { tls: nd.tls } : {}),
+      });
       await client.revoke(plan.revocation, plan.revokee.grant);
       st.revokedAtMs = Date.now() - st.t0;
       say(`t=${nowS(st).toFixed(1)}s revoked the second grant at ${nd.name}`);
@@ -635,7 +655,12 @@ async function check(o: ChaosOpts, cluster: ChaosCluster, c: CheckInput): Promis
   if (o.mode === 'channel') {
     const bus = await JetStreamBus.connect(
       cluster.natsUrls,
-      { names: channelNames(c.subjectRoot), replicas: cluster.natsUrls.length >= 3 ? 3 : 1, deadlineMs: 15_000 },
+      {
+        names: channelNames(c.subjectRoot),
+        replicas: cluster.natsUrls.length >= 3 ? 3 : 1,
+        deadlineMs: 15_000,
+        ...(cluster.natsTls ? { tls: cluster.natsTls } : {}),
+      },
       30_000,
     );
     try {

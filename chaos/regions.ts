@@ -3,7 +3,9 @@
  * region, gateways through delaying, cuttable proxies), every node behind its own proxy to its
  * region's NATS so one node can be cut off. Node index i is node i mod n of region ⌊i / n⌋.
  */
-import { type RegionCluster, startRegions } from '../testkit/index.ts';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeTlsMaterial, type RegionCluster, startRegions } from '../testkit/index.ts';
 import type { ChaosOpts } from './chaos.ts';
 import type { ChaosCluster, ChaosPlanLike } from './target.ts';
 
@@ -16,6 +18,11 @@ export async function startRegionTarget(o: ChaosOpts, plan: ChaosPlanLike, dir: 
   say(
     `starting ${regions} regions × ${per} node(s) (${o.mode} mode, ${servers} NATS server(s) per region, ${o.rttMs ?? 40} ms RTT) in ${dir}`,
   );
+  // A `tls` run: one CA for the run, its server certificate on every nats-server (client, route and
+  // gateway connections) and every node's jcp/1 listener; the nodes' NATS clients verify against it.
+  if (o.tls) mkdirSync(join(dir, 'tls'), { recursive: true });
+  const tls = o.tls ? makeTlsMaterial(join(dir, 'tls')) : undefined;
+  const tlsConfig = tls ? { tls: { cert_file: tls.server.certFile, key_file: tls.server.keyFile }, nats_tls: { ca_file: tls.caFile } } : {};
   const rc: RegionCluster = await startRegions({
     regions,
     nodesPerRegion: per,
@@ -32,7 +39,8 @@ export async function startRegionTarget(o: ChaosOpts, plan: ChaosPlanLike, dir: 
     logLevel: 'warn',
     // The nodes stop allowing at the same staleness limit the runner counts allows after
     // (`--revocation-staleness`, default 10 s); they would otherwise use the node default (30 s).
-    nodeConfig: () => ({ revocation_staleness_s: o.revocationStalenessS ?? 10 }),
+    nodeConfig: () => ({ revocation_staleness_s: o.revocationStalenessS ?? 10, ...tlsConfig }),
+    ...(tls ? { tls: { caFile: tls.caFile, certFile: tls.server.certFile, keyFile: tls.server.keyFile } } : {}),
   });
   const at = (i: number) => {
     const region = rc.regions[Math.floor(i / per)];
@@ -41,13 +49,21 @@ export async function startRegionTarget(o: ChaosOpts, plan: ChaosPlanLike, dir: 
   };
   return {
     natsUrls: rc.region(rc.home).natsUrls,
+    ...(tls ? { natsTls: { caFile: tls.caFile } } : {}),
     natsServers: regions,
     regionNames: rc.regions.map((r) => r.name),
     regionNodes: rc.regions.map((_, r) => Array.from({ length: per }, (_, k) => r * per + k)),
     node(i) {
       const { region, k } = at(i);
       const n = region.nodes[k]!;
-      return { name: n.id, host: '127.0.0.1', port: n.port, dataDir: n.proc.dataDir, steward: n.steward };
+      return {
+        name: n.id,
+        host: '127.0.0.1',
+        port: n.port,
+        dataDir: n.proc.dataDir,
+        steward: n.steward,
+        ...(tls ? { tls: { ca: tls.ca } } : {}),
+      };
     },
     regionOf: (i) => at(i).region.name,
     running: (i) => at(i).region.cluster.running(at(i).k),

@@ -15,12 +15,16 @@ export interface ChaosNode {
   readonly port: number;
   readonly dataDir: string;
   readonly steward: Actor;
+  /** jcp/1 over TLS (a `tls` run): the CA (PEM) the node's certificate is verified against. */
+  readonly tls?: { readonly ca: string };
 }
 
 /** A running cluster the chaos runner can hurt and heal. */
 export interface ChaosCluster {
   /** NATS urls an auditor reads the statement stream from (the region holding its leader). */
   readonly natsUrls: string[];
+  /** NATS over TLS (a `tls` run): the CA file the auditor's NATS client verifies the servers against. */
+  readonly natsTls?: { readonly caFile: string };
   /** Restart targets: NATS servers (one region) or regions. */
   readonly natsServers: number;
   readonly regionNames: readonly string[];
@@ -50,9 +54,13 @@ export interface ChaosPlanLike {
   readonly window: bigint;
 }
 
-/** Starts the cluster of a run: a {@link LocalCluster} for one region, the supercluster (chaos/regions.ts) for more. */
+/**
+ * Starts the cluster of a run: a {@link LocalCluster} for one region, the supercluster (chaos/regions.ts) for more.
+ * @throws RangeError for `tls` on a one-region run.
+ */
 export async function startChaosCluster(o: ChaosOpts, plan: ChaosPlanLike, dir: string, say: (l: string) => void): Promise<ChaosCluster> {
   if ((o.regions ?? 1) > 1) return await startRegionTarget(o, plan, dir, say);
+  if (o.tls) throw new RangeError('tls: only multi-region runs (regions ≥ 2) put every link on TLS');
   const natsServers = o.natsServers ?? 1;
   say(`starting ${o.nodes} nodes (${o.mode} mode, ${natsServers} NATS server${natsServers > 1 ? 's' : ''}) in ${dir}`);
   const cluster = await LocalCluster.start({

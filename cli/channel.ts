@@ -1,6 +1,6 @@
 /** `jcp channel audit`: the merged ledger of a budget channel from its signed statements (§4.5 profile, C17). */
-import { isContentId, toHex } from '../core/index.ts';
-import { auditChannel, channelNames, JetStreamBus, natsHostPort, NatsUnavailable } from '../channel/index.ts';
+import { isContentId } from '../core/index.ts';
+import { auditChannel, channelAuditJson, channelNames, JetStreamBus, natsHostPort, NatsUnavailable } from '../channel/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 
 const help = `Usage: jcp channel audit --grant ID [--nats url] [--subject-root jcp] [--budget uj] [--json]
@@ -65,22 +65,7 @@ export const command: Command = {
       }
       const a = await auditChannel(bus, grant, values.budget === undefined ? undefined : BigInt(values.budget));
       if (values.json) {
-        const out = {
-          grant_id: a.grantId,
-          budget_uj: a.budgetUj?.toString() ?? null,
-          budget_source: a.budgetSource,
-          total_uj: a.totalUj.toString(),
-          overdraft_uj: a.overdraftUj?.toString() ?? null,
-          proof_verifies: a.proofVerifies ?? null,
-          points: a.lines.map((l) => ({ point: l.point, spent_uj: l.spentUj.toString(), seq: l.seq })),
-          statements: (a.proof?.statements ?? []).map((s) => ({
-            point: s.body.point,
-            seq: s.body.seq,
-            spent_uj: s.body.spent_uj.toString(),
-            signature: toHex(s.signature),
-          })),
-          refused: a.refused,
-        };
+        const out = channelAuditJson(a);
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         return 0;
       }

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join, resolve } from 'node:path';
 import { type ClusterState, clusterStatus, LocalCluster, loopbackNatsUrlProblem, stopClusterFromState } from '../testkit/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
-import { regionsDown, regionsStatus, regionsUp } from './regions.ts';
+import { regionsDown, regionsLink, regionsStatus, regionsUp } from './regions.ts';
 
 const help = `Usage:
   jcp cluster up --nodes N [--nats url | --nats-cluster 3] [--dir d] [--channel grant=window_uj]...
@@ -12,6 +12,8 @@ const help = `Usage:
                  [--jitter-ms 0] [--dir d] [--channel grant=window_uj]... [--resource name]...
   jcp cluster down [--dir d] [--purge]
   jcp cluster status [--dir d] [--json]
+  jcp cluster cut <link> [--dir d]
+  jcp cluster heal <link> [--dir d]
 
 up      starts N enforcement nodes ('jcp node start') as background processes on loopback, each
         with its own data folder, steward key, jcp/1 port and metrics port, sharing NATS: the
@@ -30,8 +32,14 @@ status  prints the nodes and what each one's /healthz says (healthy, unhealthy (
         no answer), whatever became of the process 'up' started: a node restarted by hand
         ('jcp node start --config <dir>/nK/node.json') is healthy all the same. The pid 'up'
         recorded is shown apart (running or gone). For a multi-region cluster it also shows
-        every link between regions, its state (up or cut) and injected round trip; --json
-        prints the same as JSON.
+        every link between regions, its state (up or cut) and injected round trip, and its
+        live health: the gateway connections each server of the source region holds to the
+        target (its NATS monitoring /gatewayz: connected, partial, disconnected, unknown) and
+        the proxy's own state (cut or open, connections). --json prints the same as JSON.
+cut     (multi-region only) cuts a link of a running 'up --regions', named as status prints
+        it (a-b, a->b): both directions between the two regions, every gateway (and client)
+        connection dropped and new ones refused, until 'heal'.
+heal    heals that link: the gateways reconnect through their proxies (within a few seconds).
 
 Options:
   --dir d   cluster folder (default .data/cluster)
@@ -106,7 +114,12 @@ export const command: Command = {
       for (const line of notes) process.stdout.write(`${line}\n`);
       return 0;
     }
-    throw new UsageError(verb === undefined ? 'expected a verb: up | down | status' : `unknown verb '${verb}'`);
+    if (verb === 'cut' || verb === 'heal') {
+      const { values, positionals } = parse(rest, { dir: { type: 'string' } }, true);
+      if (positionals.length > 1) throw new UsageError(`jcp cluster ${verb}: one link, got ${positionals.join(' ')}`);
+      return await regionsLink(verb, positionals[0], resolve(values.dir ?? DEFAULT_DIR));
+    }
+    throw new UsageError(verb === undefined ? 'expected a verb: up | down | status | cut | heal' : `unknown verb '${verb}'`);
   },
 };
 

@@ -4,8 +4,9 @@ import { resolve } from 'node:path';
 import { asCoded, renderReport, runDemo } from '../demo/index.ts';
 import { exitAfterInterrupt, loopbackNatsUrlProblem } from '../testkit/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
+import { openConsole } from './console.ts';
 
-const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms]
+const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms] [--keep-console]
 
 Runs the main job on this machine, in about a minute, and reports from the signed receipts:
 
@@ -36,6 +37,14 @@ Options:
   --nats url    use this NATS (loopback; must answer with JetStream)
   --no-nats     run without NATS (no budget channel, no threshold team)
   --pace ms     pause between a worker's rounds (default 150)
+  --keep-console
+                keep the audit console (below) running after the report, until Ctrl-C
+
+The audit console ('jcp console', docs/console.md) is served on loopback as soon as the nodes
+are up: the demo prints 'jcp console: http://127.0.0.1:PORT/'. While the nodes run their folders
+are locked (shown as [log-locked]) and the stream views are live; once they stop, the receipts'
+views fill in. It stops when the report is printed, unless --keep-console. A NATS the demo
+started itself is stopped at the end, so afterwards the stream views show that error.
 
 Every process the demo starts is stopped at the end, on failure and on Ctrl-C; the folder stays
 (it holds the evidence). Exit status 0 only if every receipt verifies and every step worked.
@@ -57,6 +66,7 @@ export const command: Command = {
         nats: { type: 'string' },
         'no-nats': { type: 'boolean' },
         pace: { type: 'string' },
+        'keep-console': { type: 'boolean' },
       },
       false,
     );
@@ -77,9 +87,21 @@ export const command: Command = {
     process.env['JCP_EXIT_WITH_PARENT'] = '1';
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    let auditConsole: Awaited<ReturnType<typeof openConsole>> | undefined;
     try {
       const report = await runDemo({
         print,
+        onNodesStarted: async (info) => {
+          auditConsole = await openConsole({
+            dirs: info.dataDirs,
+            ...(info.natsUrl !== undefined ? { nats: info.natsUrl } : {}),
+            root: info.subjectRoot,
+            channels: info.channels,
+          });
+          print(
+            `jcp console: ${auditConsole.url} (the audit console, read-only; until the report is printed${values['keep-console'] ? ' and after it' : ''})`,
+          );
+        },
         ...(values.dir !== undefined ? { dir: values.dir } : {}),
         ...(values.nats !== undefined ? { nats: values.nats } : {}),
         ...(values['no-nats'] ? { noNats: true } : {}),
@@ -89,6 +111,15 @@ export const command: Command = {
       if (values.json !== undefined) {
         writeFileSync(resolve(values.json), `${JSON.stringify(report, null, 2)}\n`);
         print(`report written to ${resolve(values.json)}`);
+      }
+      if (values['keep-console'] && auditConsole !== undefined) {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        print(`jcp console: still serving ${auditConsole.url} (--keep-console); Ctrl-C to stop`);
+        await new Promise<void>((r) => {
+          process.once('SIGINT', r);
+          process.once('SIGTERM', r);
+        });
       }
       return report.exit_code;
     } catch (e) {
@@ -103,6 +134,7 @@ export const command: Command = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      await auditConsole?.close().catch(() => undefined);
     }
   },
 };

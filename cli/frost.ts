@@ -10,7 +10,9 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { fromHex, parseDid, toHex, verify } from '../core/index.ts';
 import {
+  allowAllApprover,
   type Approver,
+  APPROVE_REQUIRED_MESSAGE,
   deal,
   DEFAULT_APPROVE_TIMEOUT_MS,
   describeCulprits,
@@ -45,11 +47,13 @@ jcp frost deal --threshold K --participants N --out DIR [--passphrase-env VAR] [
   share, a fresh Ed25519 identity for its holder and the group package; prints the group did.
   --passphrase-env VAR   seal every file with the passphrase in $VAR (scrypt + AES-256-GCM)
 
-jcp frost participant --keystore DIR --nats URL [--prefix P] [--passphrase-env VAR]
+jcp frost participant --keystore DIR --nats URL --approve POLICY [--prefix P] [--passphrase-env VAR]
                       [--coordinator DID]... [--initiator DID]...
   Runs one participant until SIGINT/SIGTERM: answers DKG invites and signing sessions for every
   share in DIR (DIR/*.share and DIR/shares/*.share; a new DIR gets an identity.key). Prints one
-  JSON event per line on stdout ({"event":"ready",...}, "dkg-complete", "signed", "refused"…).
+  JSON event per line on stdout ({"event":"ready",...}, "dkg-complete", "signed", "decision"…).
+  --approve is required (changed default): without it the participant does not start
+  (frost-approve-required, exit 1); --approve allow-all keeps the old sign-anything behaviour.
   --coordinator DID      only sign for these coordinators (repeatable; default any)
   --initiator DID        only join DKGs started by these (repeatable; default any)
   --approve rules FILE   decide each call by a JSON rules file (docs/frost.md "Approvals"); a
@@ -57,14 +61,12 @@ jcp frost participant --keystore DIR --nats URL [--prefix P] [--passphrase-env V
   --approve prompt       ask on this terminal (stdin; the question goes to stderr): y approves
   --approve webhook URL  POST the decoded call as JSON; wait for {"approve": bool, "reason"}
   --approve-timeout-ms MS  how long a person or webhook has (default 10000); no answer = refuse
-  --approve allow-all    sign whatever an allowed coordinator asks, control calls included (the
-                         behaviour of a participant without --approve before approvals existed)
-  --sign-raw             with --approve: also sign messages that are not jcp/1 wire requests
-                         (they are refused with frost-not-a-request otherwise)
-  With --approve, every decision is a signed record in DIR/approvals.journal and on the JetStream
-  stream <prefix>_approvals. Without --approve the participant refuses every jcp/1 request with a
-  control frame (a call that exercises a capability: frost-not-approved) and signs anything else
-  an allowed coordinator asks (grants, revocations, other bytes); --approve allow-all signs all.
+  --approve allow-all    sign whatever an allowed coordinator asks: calls, grants, revocations,
+                         raw bytes (what a participant without --approve did before approvals)
+  --sign-raw             with --approve rules|prompt|webhook: also judge and sign messages that
+                         are not jcp/1 wire requests (refused with frost-not-a-request otherwise)
+  Every decision, approve or refuse, whatever the policy (allow-all included), is a record signed
+  by the holder's identity in DIR/approvals.journal and on the JetStream stream <prefix>_approvals.
 
 jcp frost dkg --threshold K --participants N --nats URL [--prefix P] [--members DID,...]
               [--timeout-ms MS] [--identity FILE [--passphrase-env VAR]] [--json]
@@ -189,7 +191,7 @@ async function cmdDeal(argv: string[]): Promise<number> {
 }
 
 /**
- * Takes `--approve rules FILE | prompt | webhook URL` out of `argv` (its kind and argument are
+ * Takes `--approve rules FILE | prompt | webhook URL | allow-all` out of `argv` (its kind and argument are
  * separate words, which the option parser cannot read). @throws UsageError.
  */
 export function takeApprove(argv: readonly string[]): {
@@ -229,20 +231,23 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
     'sign-raw': { type: 'boolean' },
   });
   if (!values.keystore) throw new UsageError('--keystore DIR is required');
+  // Checked before anything is opened or connected: the holder does not start at all.
+  if (!approve) throw new FrostError(FrostErrorCodes.APPROVE_REQUIRED, APPROVE_REQUIRED_MESSAGE);
   const approveTimeoutMs = intFlag(values['approve-timeout-ms'], 'approve-timeout-ms', {
     min: 1,
     max: MAX_TIMEOUT_MS,
     dflt: DEFAULT_APPROVE_TIMEOUT_MS,
   });
-  const judged = approve !== undefined && approve.kind !== 'allow-all';
+  const judged = approve.kind !== 'allow-all';
   if (values['sign-raw'] && !judged) throw new UsageError('--sign-raw goes with --approve rules|prompt|webhook');
   if (values['approve-timeout-ms'] !== undefined && !judged)
     throw new UsageError('--approve-timeout-ms goes with --approve rules|prompt|webhook');
   const aopts = { allowRaw: values['sign-raw'] ?? false, timeoutMs: approveTimeoutMs };
-  let approver: Approver | undefined;
-  if (approve?.kind === 'rules') approver = rulesApprover(resolve(approve.arg!), aopts);
-  else if (approve?.kind === 'webhook') approver = webhookApprover(approve.arg!, aopts);
-  else if (approve?.kind === 'prompt') approver = promptApprover(process.stdin, process.stderr, aopts);
+  let approver: Approver;
+  if (approve.kind === 'rules') approver = rulesApprover(resolve(approve.arg!), aopts);
+  else if (approve.kind === 'webhook') approver = webhookApprover(approve.arg!, aopts);
+  else if (approve.kind === 'prompt') approver = promptApprover(process.stdin, process.stderr, aopts);
+  else approver = allowAllApprover();
   for (const d of [...(values.coordinator ?? []), ...(values.initiator ?? [])]) parseDid(d);
   const passphrase = passphraseFrom(values['passphrase-env']);
   const nc = await connectNats(values.nats);
@@ -256,8 +261,7 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
       ...(passphrase !== undefined ? { passphrase } : {}),
       ...(values.coordinator ? { coordinators: values.coordinator } : {}),
       ...(values.initiator ? { initiators: values.initiator } : {}),
-      ...(approver ? { approver } : {}),
-      ...(approve?.kind === 'allow-all' ? { signAll: true } : {}),
+      approver,
       onEvent: line,
     });
   } catch (e) {

@@ -2,8 +2,9 @@
  * `jcp cluster up --regions N`, and `status`/`down` of such a cluster (testkit/regions.ts,
  * docs/regions.md). The proxies that make the links between regions live in a launcher process:
  * `up` starts it in the background (`up ... --foreground` is that process) and returns once
- * `<dir>/cluster.json` names its control endpoint; `status` asks that endpoint for the links' state
- * and each node's `/healthz`; `down` asks the launcher to stop everything.
+ * `<dir>/cluster.json` names its control endpoint; `status` asks that endpoint for the links' state,
+ * each region's NATS servers (`/gatewayz`) for the gateway connections they hold, and each node's
+ * `/healthz`; `cut`/`heal` ask the launcher to cut or heal one link; `down` asks it to stop everything.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -13,6 +14,8 @@ import {
   type ClusterState,
   clusterStatus,
   JCP_BIN,
+  type LinkStatus,
+  liveLinks,
   type RegionState,
   type RegionStatus,
   startRegions,
@@ -140,7 +143,10 @@ export async function regionsUp(argv: readonly string[], v: RegionUpValues, dir:
   return 0;
 }
 
-/** What `status --json` prints for a multi-region cluster: the launcher's status plus each node's health. */
+/**
+ * What `status --json` prints for a multi-region cluster: the launcher's status plus each node's
+ * health, and every link with its live health (`live`, `gateway_connections`: {@link liveLinks}).
+ */
 export interface RegionStatusReport extends RegionStatus {
   readonly launcher: { readonly pid: number; readonly control: string; readonly answering: boolean };
   readonly nodes: { readonly id: string; readonly region: string; readonly health: string; readonly address: string }[];
@@ -170,14 +176,15 @@ export async function regionsStatus(dir: string, json: boolean): Promise<number 
     nats: { urls: '', owned: true, pids: [] },
     nodes: nodes.map((n) => ({ name: n.id, did: n.did, address: n.address, metrics: n.metrics, pid: n.pid, data_dir: '', log: '' })),
   };
-  const health = await clusterStatus(state);
+  const [health, links] = await Promise.all([clusterStatus(state), liveLinks(cur)]);
   const report: RegionStatusReport = {
     ...cur,
+    links,
     launcher: { pid: s.pid, control: s.control, answering: live !== undefined },
     nodes: health.map((h, i) => ({ id: h.name, region: nodes[i]!.region, health: h.health, address: h.address })),
   };
   if (json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  else printStatus(cur, report);
+  else printStatus(report, report);
   if (!live) {
     process.stderr.write(
       launcherAlive
@@ -203,8 +210,64 @@ function printStatus(s: RegionStatus, report: RegionStatusReport | undefined): v
   }
   for (const l of s.links)
     process.stdout.write(
-      `link ${l.from} -> ${l.to} ${l.kind.padEnd(8)} ${l.state.padEnd(4)} rtt ${l.rttMs} ms${l.jitterMs ? ` jitter ${l.jitterMs} ms` : ''}\n`,
+      `link ${l.from} -> ${l.to} ${l.kind.padEnd(8)} ${l.state.padEnd(4)} rtt ${l.rttMs} ms${l.jitterMs ? ` jitter ${l.jitterMs} ms` : ''}${liveText(l)}\n`,
     );
+}
+
+/** The live part of a link's status line: `  live connected (1/1 gateway connections)  proxy open 1`, or nothing before {@link liveLinks}. */
+function liveText(l: LinkStatus): string {
+  if (l.live === undefined) return '';
+  const g = l.gateway_connections;
+  const conns = g
+    ? ` (${g.connected}/${g.servers} gateway connection${g.servers === 1 ? '' : 's'}${g.answered < g.servers ? `, ${g.servers - g.answered} server(s) not answering /gatewayz` : ''})`
+    : '';
+  return `  live ${l.live}${conns}${l.proxy ? `  proxy ${l.proxy.cut ? 'cut' : 'open'}, ${l.proxy.open} connection(s)` : ''}`;
+}
+
+/**
+ * Parses a link name as `jcp cluster status` prints it: `a-b`, `a->b` (or `a -> b` as one
+ * argument). A cut or heal acts on both directions between the two regions.
+ * @throws UsageError for anything else.
+ */
+function parseLinkName(name: string | undefined): { a: string; b: string } {
+  const m = /^\s*([a-z])\s*(?:-|->)\s*([a-z])\s*$/.exec(name ?? '');
+  if (!m) throw new UsageError(`expected a link as 'jcp cluster status' names it, <region>-<region> (e.g. a-b), got ${name ?? 'nothing'}`);
+  return { a: m[1]!, b: m[2]! };
+}
+
+/**
+ * `cut <link>` / `heal <link>` of the running multi-region cluster in `dir`: asks its launcher to
+ * cut (or heal) both directions of every link between the two regions (gateways and client
+ * links) and prints those links as the launcher reports them afterwards.
+ * @throws UsageError for a bad link name, no multi-region cluster in `dir`, or a region it does not
+ * have; CliError `launcher-unreachable` when the launcher does not answer, `link-refused` when it
+ * refuses the request.
+ */
+export async function regionsLink(verb: 'cut' | 'heal', link: string | undefined, dir: string): Promise<number> {
+  const { a, b } = parseLinkName(link);
+  const s = readRegionState(dir);
+  if (!s) throw new UsageError(`no multi-region cluster in ${dir} ('jcp cluster ${verb}' needs 'jcp cluster up --regions')`);
+  const names = s.regions.map((r) => r.name);
+  for (const r of [a, b]) if (!names.includes(r)) throw new UsageError(`no region ${r} in ${dir} (regions: ${names.join(', ')})`);
+  if (a === b) throw new UsageError(`a link joins two regions, got ${a} twice`);
+  let r: Response;
+  try {
+    r = await fetch(`${s.control}/${verb}?a=${a}&b=${b}`, { method: 'POST', signal: AbortSignal.timeout(5_000) });
+  } catch (e) {
+    throw new CliError(
+      'launcher-unreachable',
+      `the region launcher (pid ${s.pid}${alive(s.pid) ? ', running' : ', gone'}) does not answer on ${s.control}: ${(e as Error).message}`,
+    );
+  }
+  const body = (await r.json().catch(() => ({}))) as Partial<RegionStatus> & { why?: string };
+  if (!r.ok || !body.links)
+    throw new CliError('link-refused', `the launcher refused to ${verb} ${a}-${b}: ${body.why ?? `HTTP ${r.status}`}`);
+  for (const l of body.links.filter((x) => (x.from === a && x.to === b) || (x.from === b && x.to === a)))
+    process.stdout.write(`link ${l.from} -> ${l.to} ${l.kind.padEnd(8)} ${l.state}\n`);
+  process.stdout.write(
+    `${verb === 'cut' ? 'cut' : 'healed'} ${a}-${b} (both directions); 'jcp cluster status --dir ${dir}' shows the gateways' live state\n`,
+  );
+  return 0;
 }
 
 /** `down` of a multi-region cluster: asks the launcher to stop, then signals whatever still runs. Undefined when `dir` holds none. */

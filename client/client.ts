@@ -135,6 +135,11 @@ export interface CallParams {
   readonly onNotice?: (notification: McpNotification) => void;
   /** Seconds to wait for this call's reply; default the client's {@link ClientOptions.timeoutS}. */
   readonly timeoutS?: number;
+  /**
+   * Signs this request instead of the client's {@link ClientOptions.signer} (its did is the
+   * default caller): e.g. a signer that hands back a signature kept from before a restart.
+   */
+  readonly signer?: ClientSigner;
 }
 
 /** A JSON-RPC notification object as the upstream MCP server sent it (`{jsonrpc, method, params?}`). */
@@ -428,7 +433,7 @@ export class JcpClient {
 
   /** Builds, signs and sends a request (see {@link CallParams}). */
   async request(p: CallParams): Promise<WireRequest> {
-    const signer = this.#opts.signer;
+    const signer = p.signer ?? this.#opts.signer;
     if (signer === undefined) throw new Error('JcpClient: no signer configured');
     const leaf = p.chain[p.chain.length - 1];
     if (leaf === undefined) throw new Error('JcpClient: the chain is empty');

@@ -26,6 +26,15 @@ th{background:#f4f4f4}.mono{font-family:ui-monospace,monospace;font-size:12px}.a
 <table id="attribution"><thead><tr><th>node</th><th>grant</th><th>worker (subject)</th><th>allowed</th><th>refused</th><th>µJ</th><th>charged µJ</th></tr></thead><tbody></tbody></table></section>
 <section id="view-budgets"><h2>Budgets and spend</h2>
 <table id="grants"><thead><tr><th>node</th><th>grant</th><th>budget µJ</th><th>spent µJ</th><th>left µJ</th></tr></thead><tbody></tbody></table></section>
+<section id="view-grant-tree"><h2>Grant tree: root → delegations, shards, channel points</h2>
+<p>Each grant's spend summed over the points that spent on it (µJ, refunds credited back), from the verified receipts' chains; shards from the holders' signed assignments. Budget and left are shown where a receipt or the stream carries the grant's budget.</p>
+<table id="grant-tree"><thead><tr><th>grant</th><th>kind</th><th>subject</th><th>budget µJ</th><th>spent µJ</th><th>left µJ</th><th>points (spent µJ / settled µJ)</th></tr></thead><tbody></tbody></table>
+<div id="shards-error" class="err"></div></section>
+<section id="view-channels"><h2>Budget channels: settled statements, budget and bound</h2>
+<p>Each point's latest signed statement on the statement stream (leader reads), verified; the total against the budget and against budget + overdraft bound (Σ windows − the smallest); the overdraft the statements prove. The figures of <span class="mono">jcp channel audit</span>.</p>
+<table id="channels"><thead><tr><th>channel grant</th><th>budget µJ</th><th>settled total µJ</th><th>overdraft µJ</th><th>proof</th><th>window µJ</th><th>bound µJ</th><th>budget + bound µJ</th><th>refused</th></tr></thead><tbody></tbody></table>
+<table id="channel-points"><thead><tr><th>channel grant</th><th>point</th><th>statement seq</th><th>settled spend µJ</th></tr></thead><tbody></tbody></table>
+<canvas id="chart-channels"></canvas></section>
 <section id="view-tlog"><h2>Transparency log: checkpoints and cosignatures</h2>
 <table id="tlog"><thead><tr><th>log (origin)</th><th>size</th><th>root</th><th>cosigned by</th><th>behind</th></tr></thead><tbody></tbody></table>
 <table id="trees"><thead><tr><th>node folder</th><th>tree size</th><th>root (from the receipts)</th></tr></thead><tbody></tbody></table>
@@ -44,7 +53,38 @@ const $ = (s) => document.querySelector(s);
 const short = (s) => (s && s.length > 28 ? s.slice(0, 16) + '…' + s.slice(-8) : s);
 function cell(text, k, title) { const td = document.createElement('td'); td.textContent = String(text); if (k) td.dataset.k = k; if (title) td.title = title; return td; }
 function row(tbody, cells, data) { const tr = document.createElement('tr'); for (const c of cells) tr.append(c); Object.assign(tr.dataset, data || {}); tbody.append(tr); }
-let reasonsChart, timeChart;
+let reasonsChart, timeChart, channelChart;
+function renderTree(s) {
+  const t = $('#grant-tree tbody'); t.replaceChildren();
+  for (const g of s.grant_tree || []) {
+    const pts = document.createElement('td'); pts.dataset.k = 'points';
+    for (const p of g.points) { const d = document.createElement('div'); d.dataset.steward = p.steward; d.title = p.steward; const a = document.createElement('span'); a.dataset.k = 'point-spent'; a.textContent = p.spent_uj; d.append(short(p.steward) + ': ', a); if (p.settled_uj !== undefined) { const b = document.createElement('span'); b.dataset.k = 'point-settled'; b.textContent = p.settled_uj; d.append(' / ', b); } pts.append(d); }
+    const name = cell('\u00a0\u00a0'.repeat(g.depth) + (g.depth ? '└ ' : '') + short(g.grant_id), 'grant', g.grant_id); name.className = 'mono';
+    const kind = g.kind + (g.shard_point ? ' for ' + short(g.shard_point) : '') + (g.channel ? ' (channel)' : '');
+    row(t, [name, cell(kind, 'kind', g.shard_point || ''), cell(g.subject ? short(g.subject) : '', 'subject', g.subject || ''), cell(g.budget_uj === null ? 'unknown' : g.budget_uj, 'budget'), cell(g.spent_uj, 'spent'), cell(g.left_uj === null ? 'unknown' : g.left_uj, 'left'), pts], { grant: g.grant_id, kind: g.kind, depth: String(g.depth), parent: g.parent || '' });
+  }
+  $('#shards-error').textContent = s.shards_error || '';
+}
+function renderChannels(s) {
+  const t = $('#channels tbody'), pt = $('#channel-points tbody'); t.replaceChildren(); pt.replaceChildren();
+  if (s.channels === null || s.channels === undefined) { row(t, [Object.assign(cell('no --nats given: the statement stream is not read'), { colSpan: 9 })]); return; }
+  if (s.channels.error) { row(t, [Object.assign(cell(s.channels.error, 'error'), { colSpan: 9, className: 'err' })]); return; }
+  if (s.channels.length === 0) row(t, [Object.assign(cell('no budget channel on the statement stream'), { colSpan: 9 })]);
+  const labels = [], spent = [], budget = [], max = [];
+  for (const c of s.channels) {
+    const over = c.overdraft_uj === null ? 'unknown (no budget)' : c.overdraft_uj;
+    const proof = c.proof_verifies === null ? '' : c.proof_verifies ? 'verifies (' + c.statements.length + ' statements)' : 'DOES NOT verify';
+    const oc = cell(over, 'overdraft'); if (c.overdraft_uj !== null && c.overdraft_uj !== '0') oc.className = 'alarm';
+    row(t, [Object.assign(cell(short(c.grant_id), '', c.grant_id), { className: 'mono' }), cell(c.budget_uj === null ? 'unknown' : c.budget_uj + ' (' + c.budget_source + ')', 'budget'), cell(c.total_uj, 'total'), oc, cell(proof, 'proof'), cell(c.window_uj === null ? 'not given' : c.window_uj, 'window'), cell(c.bound_uj === null ? 'unknown' : c.bound_uj, 'bound'), cell(c.max_total_uj === null ? 'unknown' : c.max_total_uj, 'max-total'), cell(c.refused.length, 'refused')], { channel: c.grant_id });
+    for (const p of c.points) row(pt, [Object.assign(cell(short(c.grant_id), '', c.grant_id), { className: 'mono' }), cell(short(p.point), '', p.point), cell(p.seq, 'seq'), cell(p.spent_uj, 'spent')], { channel: c.grant_id, point: p.point });
+    labels.push(short(c.grant_id)); spent.push(Number(c.total_uj)); budget.push(c.budget_uj === null ? null : Number(c.budget_uj)); max.push(c.max_total_uj === null ? null : Number(c.max_total_uj));
+  }
+  if (window.Chart) {
+    const ds = [{ label: 'settled total µJ', data: spent, backgroundColor: '#36c' }, { label: 'budget µJ', data: budget, backgroundColor: '#9c9' }, { label: 'budget + bound µJ', data: max, backgroundColor: '#e96' }];
+    if (!channelChart) channelChart = new Chart($('#chart-channels'), { type: 'bar', data: { labels, datasets: ds }, options: { animation: false } });
+    else { channelChart.data.labels = labels; ds.forEach((d, i) => { channelChart.data.datasets[i].data = d.data; }); channelChart.update(); }
+  }
+}
 function render(s) {
   $('#updated').textContent = 'updated ' + new Date(s.at_s * 1000).toISOString();
   const nodes = $('#nodes tbody'), reasons = $('#reasons tbody'), attr = $('#attribution tbody'), grants = $('#grants tbody'), trees = $('#trees tbody');
@@ -68,6 +108,7 @@ function render(s) {
     for (const a of s.tlog.alarms) { const d = document.createElement('div'); d.className = 'alarm'; d.dataset.k = 'alarm'; d.textContent = 'log-inconsistent: ' + a.origin + ' (witness ' + a.witness + '): ' + a.why; const pre = document.createElement('pre'); pre.textContent = '--- previous\\n' + a.evidence[0] + '--- next\\n' + a.evidence[1]; al.append(d, pre); }
     if (s.tlog.alarms.length === 0) { const d = document.createElement('div'); d.className = 'ok'; d.dataset.k = 'no-alarm'; d.textContent = 'No inconsistency reported by any witness.'; al.append(d); }
   }
+  renderTree(s); renderChannels(s);
   if (window.Chart) {
     const labels = Object.keys(reasonTotals), data = Object.values(reasonTotals);
     if (!reasonsChart) reasonsChart = new Chart($('#chart-reasons'), { type: 'bar', data: { labels, datasets: [{ label: 'refused, by deny reason', data, backgroundColor: '#c55' }] }, options: { animation: false } });

@@ -60,6 +60,17 @@ export interface DemoOptions {
   readonly paceMs?: number;
   /** Where progress lines go. */
   readonly print: (line: string) => void;
+  /**
+   * Called once the nodes are up (and the channel open): their data folders, the NATS url and
+   * subject root (undefined without NATS), and the channel grant with its per-point window (µJ).
+   * `jcp demo` starts the audit console here. A rejection fails the demo.
+   */
+  readonly onNodesStarted?: (info: {
+    readonly dataDirs: readonly string[];
+    readonly natsUrl: string | undefined;
+    readonly subjectRoot: string;
+    readonly channels: ReadonlyArray<{ readonly grant_id: ContentId; readonly window_uj: bigint }>;
+  }) => Promise<void>;
 }
 
 /** Worker 3 is revoked once it has this many allowed calls. */
@@ -159,6 +170,12 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const { issuer, stewards, roots } = mintPlan(run, broker.natsUrl);
     const { tools, probe } = await startParts(run, dir, sampleDir, broker, issuer, stewards, roots);
     if (broker.natsUrl !== undefined) await openChannel(run, broker, roots);
+    await o.onNodesStarted?.({
+      dataDirs: run.nodes.map((n) => n.dataDir),
+      natsUrl: broker.natsUrl,
+      subjectRoot: broker.root,
+      channels: broker.natsUrl === undefined ? [] : [{ grant_id: grantId(roots.memory.grant), window_uj: BUDGETS.channelWindowUj }],
+    });
     const chains: WorkerChains[] = [];
     const outcome = reactToCalls(run, issuer, chains);
     await launchWorkers(run, roots, chains, sampleDir, paths);

@@ -5,7 +5,7 @@
  * It draws its own Ed25519 key (the private key never leaves this process), says `hello` with its
  * did:key, receives (`go`) where the nodes are and two depth-0 grant chains (files: root → its node's shard → its grant; memory:
  * the channel root → its grant), and then works in rounds — one files call and one memory call per
- * round, through its own node with `JcpClient` — until every lane is refused: `budget-exceeded`
+ * round, through its own node — until every lane is refused: `budget-exceeded`
  * ends a lane; `revoked` makes it try once at another node and then ends the lane. Every decided
  * call is reported to the orchestrator.
  *
@@ -16,6 +16,12 @@
  * orchestrator has heard back from every node: without the wait, every call of a fast worker
  * could fall before the acknowledgement, and the report's "calls sent after the revocation were
  * all refused" would have no call to check.
+ *
+ * Every call is an MCP `tools/call` from the SDK's `Client` to a `jcp bridge` of its own (the
+ * bridge library in this process, over the SDK's in-memory transport; one bridge per node it
+ * calls, holding its key and both chains, docs/bridge.md): the bridge signs the request, the node
+ * decides, seals and logs it, and the worker reads the verdict and receipt from the result's
+ * `_meta` (`jcp/receipt_cose`, verified here under the node's did).
  *
  * On `checkpoint` it stops at the next round boundary, commits to its state and signs a checkpoint
  * of its files grant (§4.7), sends it with its last files receipt, and waits for the issuer's
@@ -44,7 +50,10 @@ import {
   toHex,
   verifyContinuation,
 } from '../core/index.ts';
-import { JcpClient, resultJson } from '../client/index.ts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { BridgeAgent, bridgeServer, CallJournal } from '../bridge/index.ts';
+import { JcpClient } from '../client/index.ts';
 import { type CallEvent, chainFromHex, type FromWorker, type Lane, type ToWorker } from './messages.ts';
 
 type Go = Extract<ToWorker, { type: 'go' }>;
@@ -171,36 +180,71 @@ function callOf(job: Go, lane: Lane, n: number): { action: string; args: Record<
   }
 }
 
-/** The start of a tool result's text (whitespace collapsed), for the progress log. */
-function noteOf(result: Uint8Array | undefined): string | undefined {
-  const v = resultJson(result) as { content?: { text?: string }[]; jcp_error?: { code?: string } } | string | undefined;
-  if (v === undefined) return undefined;
-  if (typeof v === 'string') return v.slice(0, 80);
+/** An MCP `CallToolResult` as the bridge returns it (loose: the upstream's fields are kept). */
+type ToolResult = { content?: { text?: string }[]; jcp_error?: { code?: string }; _meta?: Record<string, unknown> };
+
+/** The start of an allowed call's tool result text (whitespace collapsed), for the progress log. */
+function noteOf(v: ToolResult): string | undefined {
   if (v.jcp_error?.code) return `endpoint error: ${v.jcp_error.code}`;
   const text = v.content?.[0]?.text;
   return typeof text === 'string' ? text.replace(/\s+/g, ' ').trim().slice(0, 100) : undefined;
 }
 
-/** One worker's session: its key, its job, a client per node index (connected on first use), its two lanes. */
+/** A bridge to one node: the jcp/1 connection, the MCP client in front of it, the listed name of each (resource, action). */
+interface Bridge {
+  readonly node: JcpClient;
+  readonly mcp: Client;
+  /** Listed tool name by `<resource> <action>`. */
+  readonly names: ReadonlyMap<string, string>;
+}
+
+/** One worker's session: its key, its job, a bridge per node index (started on first use), its two lanes. */
 interface Session {
   readonly me: Actor;
   readonly job: Go;
-  readonly clients: Map<number, JcpClient>;
+  readonly bridges: Map<number, Bridge>;
   /** Files first, then memory. */
   readonly lanes: LaneState[];
   /** When each exact request (node, action, arguments) was last sent (ms since the epoch). */
   readonly lastSent: Map<string, number>;
 }
 
-/** The client to node `i` of the job, connected on first use. @throws Error when the node does not answer. */
-async function clientFor(s: Session, i: number): Promise<JcpClient> {
-  let c = s.clients.get(i);
-  if (c === undefined) {
-    const n = s.job.nodes[i]!;
-    c = await JcpClient.connect({ host: n.host, port: n.port, signer: s.me });
-    s.clients.set(i, c);
+/**
+ * The bridge to node `i` of the job, started on first use: a `BridgeAgent` with the worker's key
+ * and the lanes' current chains, its MCP `Server` linked in memory to an SDK `Client`, which
+ * lists the tools once. @throws Error when the node does not answer.
+ */
+async function bridgeFor(s: Session, i: number): Promise<Bridge> {
+  const have = s.bridges.get(i);
+  if (have !== undefined) return have;
+  const n = s.job.nodes[i]!;
+  const node = await JcpClient.connect({ host: n.host, port: n.port, signer: s.me });
+  const agent = new BridgeAgent({
+    name: s.job.name,
+    signer: s.me,
+    chains: s.lanes.map((l) => l.chain),
+    client: node,
+    journal: new CallJournal(),
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await bridgeServer(agent).connect(serverSide);
+  const mcp = new Client({ name: `jcp-demo-${s.job.name}`, version: '0.1.0' });
+  await mcp.connect(clientSide);
+  const listed = new Set((await mcp.listTools()).tools.map((t) => t.name));
+  const names = new Map<string, string>();
+  for (const t of await agent.tools()) if (listed.has(t.name)) names.set(`${t.resource} ${t.action}`, t.name);
+  const b: Bridge = { node, mcp, names };
+  s.bridges.set(i, b);
+  return b;
+}
+
+/** Closes every bridge of the session (the MCP client, then the node connection). */
+async function closeBridges(s: Session): Promise<void> {
+  for (const b of s.bridges.values()) {
+    await b.mcp.close().catch(() => undefined);
+    await b.node.close().catch(() => undefined);
   }
-  return c;
+  s.bridges.clear();
 }
 
 /**
@@ -215,26 +259,35 @@ async function callAt(s: Session, l: LaneState, at: number, action: string, args
   if (wait > 0) await sleep(wait);
   const sent = Date.now();
   s.lastSent.set(key, sent);
-  const r = await (await clientFor(s, at)).call({ chain: l.chain, action, payload: args });
+  const b = await bridgeFor(s, at);
+  const leaf = l.chain[l.chain.length - 1]!;
+  const name = b.names.get(`${leaf.grant.capability.resource} ${action}`);
+  if (name === undefined) throw new Error(`the bridge lists no tool for ${action} on the ${l.lane} grant`);
+  const r = (await b.mcp.callTool({ name, arguments: args })) as ToolResult;
+  const meta = r._meta ?? {};
   const node = s.job.nodes[at]!;
-  const opened = openReceipt(r.receipt, node.did);
+  const cose = meta['jcp/receipt_cose'];
+  if (typeof cose !== 'string') throw new Error(`the bridge's result for ${action} carries no receipt`);
+  const receipt = fromHex(cose);
+  const opened = openReceipt(receipt, node.did);
   if (!opened.ok) throw new Error(`the receipt from ${node.name} does not verify: ${opened.error.why}`);
   const core = opened.value;
+  if (meta['jcp/verdict'] !== core.verdict) throw new Error(`the bridge says ${String(meta['jcp/verdict'])}, the receipt ${core.verdict}`);
   if (core.verdict === 'allow') l.spentUj += core.cost_uj;
   if (l.lane === 'files') {
-    l.lastReceipt = r.receipt;
+    l.lastReceipt = receipt;
     l.lastNode = node.name;
   }
-  const note = noteOf(r.result);
+  const note = core.verdict === 'allow' ? noteOf(r) : undefined;
   const ev: CallEvent = {
     type: 'call',
     lane: l.lane,
     node: node.name,
     action,
-    verdict: r.decision.verdict,
-    ...(r.decision.deny_reason !== undefined ? { reason: r.decision.deny_reason } : {}),
+    verdict: core.verdict,
+    ...(core.deny_reason !== undefined ? { reason: core.deny_reason } : {}),
     grant_id: core.grant_id,
-    request_id: r.requestId,
+    request_id: String(meta['jcp/request_id']),
     cost_uj: core.cost_uj.toString(),
     remaining_uj: core.budget_remaining_uj.toString(),
     budget_uj: core.budget_uj.toString(),
@@ -243,7 +296,7 @@ async function callAt(s: Session, l: LaneState, at: number, action: string, args
     ...(note !== undefined ? { note } : {}),
   };
   send(ev);
-  return r.decision.verdict === 'allow' ? undefined : (r.decision.deny_reason ?? 'deny');
+  return core.verdict === 'allow' ? undefined : (core.deny_reason ?? 'deny');
 }
 
 /**
@@ -278,6 +331,8 @@ async function checkpoint(s: Session): Promise<void> {
   const ok = verifyContinuation(steered, sc, amendment, continuation);
   if (!ok.ok) throw new Error(`the continuation does not verify (${ok.error.code}): ${ok.error.why}`);
   files.chain = [...files.chain.slice(0, -1), continuation];
+  // A bridge holds the chains it was started with: the next calls go through bridges holding the continuation.
+  await closeBridges(s);
   send({ type: 'resumed', grant_id: grantId(continuation.grant), budget_uj: continuation.grant.budget_uj.toString() });
 }
 
@@ -320,9 +375,9 @@ async function main(): Promise<void> {
     { lane: 'files', chain: chainFromHex(job.files), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
     { lane: 'memory', chain: chainFromHex(job.memory), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
   ];
-  const s: Session = { me, job, clients: new Map(), lanes, lastSent: new Map() };
+  const s: Session = { me, job, bridges: new Map(), lanes, lastSent: new Map() };
   const stopped = await workRounds(s);
-  for (const c of s.clients.values()) await c.close();
+  await closeBridges(s);
   const status = stopped
     ? 'stopped'
     : lanes.some((l) => l.ended === 'revoked')

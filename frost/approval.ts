@@ -348,7 +348,7 @@ export interface DecisionBody {
   readonly request: ContentId;
   /** Content id of the policy that decided. */
   readonly policy: ContentId;
-  /** `rules`, `prompt`, `webhook`. */
+  /** `rules`, `prompt`, `webhook`, `allow-all` (`none` in records of earlier holders without a policy). */
   readonly policy_kind: string;
   readonly decision: 'approve' | 'refuse';
   readonly reason: string;

@@ -1,6 +1,6 @@
 /**
- * Threshold approvals at the edges (spec §2.2): the three approval policies a holder runs
- * (`--approve rules FILE | prompt | webhook URL`), the holder's decision journal, and the
+ * Threshold approvals at the edges (spec §2.2): the approval policies a holder runs
+ * (`--approve rules FILE | prompt | webhook URL | allow-all`), the holder's decision journal, and the
  * JetStream stream decisions are published on. The pure parts (decoding, rules, records) are in
  * `approval.ts`; docs/frost.md "Approvals" documents the formats and subjects.
  */
@@ -9,7 +9,7 @@ import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { contentId, type ContentId, type Did } from '../core/index.ts';
+import { contentId, type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import {
   type DecodedCall,
   DEFAULT_MAX_SKEW_S,
@@ -28,13 +28,13 @@ export type ShownCall = Subject & { readonly group: Did; readonly holder: Did; r
 
 /** An approval policy: decides one call. Must resolve (never reject); a failure is a refusal. */
 export interface Approver {
-  /** `rules`, `prompt`, `webhook`. */
+  /** `rules`, `prompt`, `webhook`, `allow-all`. */
   readonly kind: string;
   /** Content id of the policy (rules: its canonical form; prompt/webhook: `{policy, url?}`). */
   readonly id: ContentId;
   /** Sign raw (non-request) messages too, after the policy approves them. */
   readonly allowRaw: boolean;
-  /** Largest |holder clock − request now|, seconds. */
+  /** Largest |holder clock − request now|, seconds (`Infinity`: no clock check, as allow-all). */
   readonly maxSkewS: number;
   decide(call: ShownCall): Promise<Verdict>;
 }
@@ -69,6 +69,33 @@ export function rulesApprover(path: string, opts: ApproverOpts = {}): Approver {
     allowRaw: opts.allowRaw ?? false,
     maxSkewS: opts.maxSkewS ?? rules.max_skew_s,
     decide: async (c) => judgeByRules(rules, c),
+  };
+}
+
+/**
+ * The policy id an allow-all holder names in its decision records: the content id (BLAKE3-256,
+ * hex) of the UTF-8 text `jcp-frost-policy/allow-all`; its `policy_kind` is `allow-all`.
+ */
+export const ALLOW_ALL_POLICY_ID: ContentId = contentIdOfBytes(new TextEncoder().encode('jcp-frost-policy/allow-all'));
+
+/** The reason an allow-all holder gives in each (approving) decision record. */
+export const ALLOW_ALL_REASON = 'allow-all: this holder signs whatever an allowed coordinator asks';
+
+/**
+ * The explicit "sign anything" policy (`--approve allow-all`; library `signAll: true`): approves
+ * every message an allowed coordinator sends (jcp/1 calls whatever their `now`, grants,
+ * revocations, raw bytes), the behaviour of a participant before approvals existed. Each decision
+ * is still a signed record (policy {@link ALLOW_ALL_POLICY_ID}, reason {@link ALLOW_ALL_REASON})
+ * in the journal and on the approvals stream, like any policy's.
+ */
+export function allowAllApprover(): Approver {
+  return {
+    kind: 'allow-all',
+    id: ALLOW_ALL_POLICY_ID,
+    allowRaw: true,
+    // No clock check: the old behaviour signed a request whatever its `now` (the node judges it).
+    maxSkewS: Number.POSITIVE_INFINITY,
+    decide: async () => ({ approve: true, reason: ALLOW_ALL_REASON }),
   };
 }
 

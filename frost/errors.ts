@@ -75,6 +75,12 @@ export const FrostErrorCodes = {
   APPROVAL_MISMATCH: 'frost-approval-mismatch',
   /** An approval policy (rules file, webhook URL) that does not parse: the participant does not start. */
   POLICY_INVALID: 'frost-policy-invalid',
+  /**
+   * A participant started without an approval policy (`--approve`; library: no `approver`, no
+   * `signAll`): it does not start, as a holder that signs whatever a coordinator sends would let
+   * that coordinator sign alone (spec §2.2). `--approve allow-all` asks for that explicitly.
+   */
+  APPROVE_REQUIRED: 'frost-approve-required',
 } as const;
 
 /** One of the stable FROST failure codes. */

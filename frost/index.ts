@@ -23,6 +23,9 @@ export {
   sealDecision,
 } from './approval.ts';
 export {
+  ALLOW_ALL_POLICY_ID,
+  ALLOW_ALL_REASON,
+  allowAllApprover,
   type Approver,
   approvalsStream,
   approvalsSubject,
@@ -44,7 +47,7 @@ export { runDkg } from './initiator.ts';
 export { NonceJournal } from './journal.ts';
 export { Keystore } from './keystore.ts';
 export { openMessage, sealMessage } from './message.ts';
-export { Participant } from './participant.ts';
+export { APPROVE_REQUIRED_MESSAGE, Participant } from './participant.ts';
 export {
   decodeShareFile,
   encodeShareFile,

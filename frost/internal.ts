@@ -10,5 +10,4 @@ export { Fn, groupToCbor, IDENTITY_ENCODING } from './group.ts';
 export { journalKey } from './journal.ts';
 export { expectMessage } from './message.ts';
 export { packagePayload, readCommitment, readRefusal } from './sign-wire.ts';
-export { NO_POLICY_ID, NO_POLICY_REASON } from './participant.ts';
 export type { BusMsg } from './bus.ts';

@@ -5,8 +5,10 @@
  * rule in the journal (`journal.ts`).
  *
  * Signing, for each held share:
- * - `sign-request` (round 1): draw nonces, record the commitment in the journal, reply with the
- *   signed commitment (a repeated request for the same session gets the same commitment back);
+ * - `sign-request` (round 1): judge the message by the holder's approval policy (a signed decision
+ *   record, docs/frost.md "Approvals"), then draw nonces, record the commitment in the journal,
+ *   reply with the signed commitment (a repeated request for the same session gets the same
+ *   commitment back); a holder has a policy or does not start (`frost-approve-required`);
  * - `sign-package` (round 2, addressed to this holder): check the package (`checkPackage`), mark
  *   the nonce used durably (fdatasync), then compute and reply with the share; otherwise reply
  *   with a signed refusal carrying the code (`frost-nonce-used` for a replayed package…);
@@ -17,10 +19,10 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { asDid, asObj, asSafeUint, contentIdOfBytes, decode, type Did, type Rng } from '../core/index.ts';
 import { type DecisionBody, decodeCall, precheck, sealDecision } from './approval.ts';
-import { type Approver, DecisionJournal, publishDecision } from './approvers.ts';
+import { allowAllApprover, type Approver, DecisionJournal, publishDecision } from './approvers.ts';
 import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, publishEvidence, subjects } from './bus.ts';
 import { type DkgOutcome, DkgSession, type Evidence } from './dkg-session.ts';
-import { type Culprit, fault, type FrostErrorCode, FrostErrorCodes, type FrostFault, isFrostError } from './errors.ts';
+import { type Culprit, fault, FrostError, type FrostErrorCode, FrostErrorCodes, type FrostFault, isFrostError } from './errors.ts';
 import { groupDigest, warmUp } from './group.ts';
 import { Keystore } from './keystore.ts';
 import { expectMessage, type Kind, type Opened, openMessage, sealMessage } from './message.ts';
@@ -83,38 +85,26 @@ export interface ParticipantOpts {
   /** Called just before each message this participant sends (logging; fault injection in tests). */
   readonly onPhase?: (kind: Kind, session: string) => void;
   /**
-   * The holder's approval policy (docs/frost.md "Approvals"): when given, every message is
-   * decoded as a jcp/1 request and judged before a nonce is committed (the request carries the
-   * message) or, for prefetched round one, before the share is computed; each decision is a
-   * signed record in `<keystore>/approvals.journal` and on the stream `<prefix>_approvals`.
-   * Absent: the holder refuses every jcp/1 request whose frame is `control` (a call that
-   * exercises a capability, §6) with `frost-not-approved`, and signs anything else an allowed
-   * coordinator asks (grants, revocations, other bytes), unless {@link signAll}.
+   * The holder's approval policy (docs/frost.md "Approvals"): every message is decoded as a
+   * jcp/1 request and judged before a nonce is committed (the request carries the message) or,
+   * for prefetched round one, before the share is computed; each decision is a signed record in
+   * `<keystore>/approvals.journal` and on the stream `<prefix>_approvals`. Required: without it
+   * (and without {@link signAll}) {@link Participant.start} throws `frost-approve-required`.
    */
   readonly approver?: Approver;
   /**
-   * Without an approver: sign whatever an allowed coordinator asks, control calls included (the
-   * behaviour before approvals; CLI `--approve allow-all`). Ignored with an approver.
+   * Without an approver: sign whatever an allowed coordinator asks (the behaviour before
+   * approvals; CLI `--approve allow-all`), i.e. run {@link allowAllApprover}, which records every
+   * decision like any policy. Ignored with an approver.
    */
   readonly signAll?: boolean;
 }
 
-/** The reason a holder without an approval policy gives for refusing a control call. */
-export const NO_POLICY_REASON =
-  'no approval policy: a holder started without --approve signs no control call (a jcp/1 request that exercises a capability, spec §2.2); ' +
-  'start it with --approve rules FILE | prompt | webhook URL, or --approve allow-all to sign anything';
-
-/**
- * The policy id a holder without an approval policy names in its refusal records: the content id
- * (BLAKE3-256, hex) of the UTF-8 text `jcp-frost-policy/none`; its `policy_kind` is `none`.
- */
-export const NO_POLICY_ID = contentIdOfBytes(new TextEncoder().encode('jcp-frost-policy/none'));
-
-/** Whether `message` is a control call a holder without a policy refuses (see {@link ParticipantOpts.approver}). */
-function controlCall(message: Uint8Array): boolean {
-  const d = decodeCall(message);
-  return d.kind === 'jcp-request' && d.trust === 'control';
-}
+/** The message of the `frost-approve-required` error {@link Participant.start} throws without a policy. */
+export const APPROVE_REQUIRED_MESSAGE =
+  'a participant needs an approval policy: without one a coordinator alone could get a signature for any call (spec §2.2); ' +
+  'start it with --approve rules FILE | prompt | webhook URL, or --approve allow-all to keep signing whatever an allowed coordinator asks ' +
+  '(library: Participant.start({approver}) or {signAll: true})';
 
 const osRng: Rng = (n) => new Uint8Array(randomBytes(n));
 const FORGET_AFTER_MS = 30_000;
@@ -132,14 +122,17 @@ export class Participant {
   readonly #unsubs: (() => void)[] = [];
   /** Signing session → the coordinator that opened it (only it may release the session). */
   readonly #digests = new WeakMap<ShareRecord, string>();
-  /** The decision journal (with an approver only). */
-  #decisions: DecisionJournal | undefined;
+  /** The approval policy (the given approver, or allow-all for `signAll`). */
+  readonly #approver: Approver;
+  /** The decision journal. */
+  #decisions!: DecisionJournal;
   /** Sessions (`<group>:<identifier>:<session>`) whose decision is under way. */
   readonly #deciding = new Set<string>();
   #stopped = false;
 
-  private constructor(opts: ParticipantOpts, keystore: Keystore, registry: GroupRegistry) {
+  private constructor(opts: ParticipantOpts, approver: Approver, keystore: Keystore, registry: GroupRegistry) {
     this.#opts = opts;
+    this.#approver = approver;
     this.keystore = keystore;
     this.#registry = registry;
     this.#bus = natsBus(opts.nc);
@@ -150,10 +143,13 @@ export class Participant {
 
   /**
    * Opens the keystore, publishes each held group's package to the registry, subscribes, and
-   * reports `ready`. @throws FrostError from the keystore (locked, wrong passphrase, tampered
-   * share, corrupt journal) or `frost-transport`.
+   * reports `ready`. @throws FrostError `frost-approve-required` (no `approver`, no `signAll`;
+   * before the keystore is opened), from the keystore (locked, wrong passphrase, tampered share,
+   * corrupt journal) or `frost-transport`.
    */
   static async start(opts: ParticipantOpts): Promise<Participant> {
+    const approver = opts.approver ?? (opts.signAll === true ? allowAllApprover() : undefined);
+    if (!approver) throw new FrostError(FrostErrorCodes.APPROVE_REQUIRED, APPROVE_REQUIRED_MESSAGE);
     warmUp();
     const ks = Keystore.open(opts.keystore, {
       ...(opts.passphrase !== undefined ? { passphrase: opts.passphrase } : {}),
@@ -161,9 +157,8 @@ export class Participant {
     });
     try {
       const registry = await natsRegistry(opts.nc, opts.prefix ?? DEFAULT_PREFIX);
-      const p = new Participant(opts, ks, registry);
-      // A holder without a policy journals its refusals of control calls too (issue: every decision a record).
-      if (opts.approver || !opts.signAll) p.#decisions = DecisionJournal.open(join(ks.dir, 'approvals.journal'));
+      const p = new Participant(opts, approver, ks, registry);
+      p.#decisions = DecisionJournal.open(join(ks.dir, 'approvals.journal'));
       for (const rec of ks.shares) await p.#publishGroup(rec);
       p.#subscribeDkg();
       for (const rec of ks.shares) p.#subscribeSigning(rec);
@@ -191,7 +186,7 @@ export class Participant {
     } catch {
       // connection already closed
     }
-    this.#decisions?.close();
+    this.#decisions.close();
     this.keystore.close();
   }
 
@@ -367,7 +362,7 @@ export class Participant {
       return;
     }
     const message = req.message;
-    if (this.#opts.approver && message !== undefined) {
+    if (message !== undefined) {
       // The message is known before any nonce is drawn: decide first (spec §2.2).
       const ruled = this.#ruled(rec, m.body.session, message);
       if (ruled === 'pending') return; // the first request's answer is on its way
@@ -383,11 +378,7 @@ export class Participant {
         );
       return;
     }
-    if (!this.#opts.approver && !this.#opts.signAll && message !== undefined && controlCall(message)) {
-      this.#recordNoPolicyRefusal(rec, m.body.session, message);
-      this.#refuse(rec, reply, m, 1, fault(FrostErrorCodes.NOT_APPROVED, NO_POLICY_REASON));
-      return;
-    }
+    // Prefetched round one (no message yet): the holder decides when the package arrives.
     this.#issueCommitment(rec, reply, m);
   }
 
@@ -420,7 +411,7 @@ export class Participant {
   #ruled(rec: ShareRecord, session: string, message: Uint8Array): { ok: true } | { ok: false; error: FrostFault } | 'pending' | undefined {
     const k = `${rec.did}:${rec.identifier}:${session}`;
     if (this.#deciding.has(k)) return 'pending';
-    const prior = this.#decisions?.forSession(rec.did, rec.identifier, session);
+    const prior = this.#decisions.forSession(rec.did, rec.identifier, session);
     if (!prior) return undefined;
     if (prior.request !== contentIdOfBytes(message)) {
       return {
@@ -436,7 +427,7 @@ export class Participant {
    * publishes it. Resolves with the refusal, or undefined when approved.
    */
   async #decide(rec: ShareRecord, session: string, message: Uint8Array): Promise<FrostFault | undefined> {
-    const approver = this.#opts.approver!;
+    const approver = this.#approver;
     const k = `${rec.did}:${rec.identifier}:${session}`;
     this.#deciding.add(k);
     try {
@@ -459,38 +450,12 @@ export class Participant {
         action: subject.kind === 'raw' ? '' : subject.action,
         resource: subject.kind === 'raw' ? '' : subject.resource,
       };
-      this.#keepDecision(rec, this.#decisions!, body);
+      this.#keepDecision(rec, this.#decisions, body);
       if (v.approve) return undefined;
       return fault(subject.kind === 'raw' && !approver.allowRaw ? FrostErrorCodes.NOT_A_REQUEST : FrostErrorCodes.NOT_APPROVED, v.reason);
     } finally {
       this.#deciding.delete(k);
     }
-  }
-
-  /**
-   * The signed record of a holder without a policy refusing the control call `message` (policy
-   * {@link NO_POLICY_ID}, kind `none`, reason {@link NO_POLICY_REASON}): journaled and published
-   * on `<prefix>_approvals` like any decision, so an auditor sees this refusal too.
-   */
-  #recordNoPolicyRefusal(rec: ShareRecord, session: string, message: Uint8Array): void {
-    const subject = decodeCall(message);
-    if (subject.kind === 'raw' || !this.#decisions) return;
-    const body: DecisionBody = {
-      proto: 'jcp-frost-approval/1',
-      holder: rec.identity.did,
-      group: rec.did,
-      identifier: rec.identifier,
-      session,
-      request: subject.request,
-      policy: NO_POLICY_ID,
-      policy_kind: 'none',
-      decision: 'refuse',
-      reason: NO_POLICY_REASON,
-      at_s: Math.floor(Date.now() / 1000),
-      action: subject.action,
-      resource: subject.resource,
-    };
-    this.#keepDecision(rec, this.#decisions, body);
   }
 
   /**
@@ -584,39 +549,28 @@ export class Participant {
       this.#refuse(rec, reply, m, 2, c.error);
       return;
     }
-    if (this.#opts.approver) {
-      const session = m.body.session;
-      const ruled = this.#ruled(rec, session, parsed.pkg.message);
-      // A refused or mismatched package burns the session: its nonce is dropped, never used.
-      const burn = (f: FrostFault) => {
-        journal.release(session);
-        this.#refuse(rec, reply, m, 2, f);
-      };
-      if (ruled === 'pending') {
-        this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.REFUSED, `a decision on session ${session} is under way`));
-        return;
-      }
-      if (ruled) {
-        if (ruled.ok) this.#signPackage(rec, reply, m, parsed);
-        else burn(ruled.error);
-        return;
-      }
-      // Prefetched round one (or a coordinator that did not send the message): decide now.
-      void this.#decide(rec, session, parsed.pkg.message)
-        .then((f) => (f ? burn(f) : this.#guard(() => this.#signPackage(rec, reply, m, parsed))))
-        .catch((e: unknown) =>
-          this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }),
-        );
+    const session = m.body.session;
+    const ruled = this.#ruled(rec, session, parsed.pkg.message);
+    // A refused or mismatched package burns the session: its nonce is dropped, never used.
+    const burn = (f: FrostFault) => {
+      journal.release(session);
+      this.#refuse(rec, reply, m, 2, f);
+    };
+    if (ruled === 'pending') {
+      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.REFUSED, `a decision on session ${session} is under way`));
       return;
     }
-    if (!this.#opts.signAll && controlCall(parsed.pkg.message)) {
-      // Prefetched round one without a policy: the commitment is burnt, never signed with.
-      journal.release(m.body.session);
-      this.#recordNoPolicyRefusal(rec, m.body.session, parsed.pkg.message);
-      this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.NOT_APPROVED, NO_POLICY_REASON));
+    if (ruled) {
+      if (ruled.ok) this.#signPackage(rec, reply, m, parsed);
+      else burn(ruled.error);
       return;
     }
-    this.#signPackage(rec, reply, m, parsed);
+    // Prefetched round one (or a coordinator that did not send the message): decide now.
+    void this.#decide(rec, session, parsed.pkg.message)
+      .then((f) => (f ? burn(f) : this.#guard(() => this.#signPackage(rec, reply, m, parsed))))
+      .catch((e: unknown) =>
+        this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }),
+      );
   }
 
   /** Round two proper, once the package is checked (and approved): claim the nonce, sign, reply. */

@@ -113,14 +113,10 @@ type Snapshot = readonly bigint[];
  * {@link Meter.measure}. @throws JcpError `schema` for a bad config (watts ≤ 0, unknown rung).
  */
 export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Meter {
-  const enabled = new Set<Rung>(config.rungs ?? RUNGS);
-  for (const r of enabled) check((RUNGS as readonly string[]).includes(r), 'meter.rungs', `unknown rung ${String(r)}`);
-  let watts = config.activeWatts === undefined ? undefined : checkWatts(config.activeWatts, 'meter.activeWatts');
+  const settings = checkedSettings(config);
+  const { enabled, basis, defaultEstimate } = settings;
+  let watts = settings.watts;
   let wattsSource: WattsSource | undefined = watts === undefined ? undefined : 'configured';
-  const basis = config.modelBasis ?? 'cpu-time';
-  const defaultEstimate = config.defaultEstimateUj ?? DEFAULT_ESTIMATE_UJ;
-  check(defaultEstimate >= 0n, 'meter.defaultEstimateUj', 'must be ≥ 0');
-  for (const [a, v] of Object.entries(config.estimatesUj ?? {})) check(v >= 0n, `meter.estimatesUj.${a}`, 'must be ≥ 0');
   const fs = deps.fs ?? nodeFs;
   const root = deps.powercapRoot ?? DEFAULT_POWERCAP_ROOT;
   const loadBinding = deps.nvml ?? (() => loadNvml(config.nvmlLibrary ?? NVML_LIBRARY));
@@ -162,23 +158,8 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
     const degraded: Skipped[] = [];
     const t0 = clockNs();
     const c0 = cpuUsage();
-    let start: Result<Snapshot, Failure> | undefined;
-    if (source !== undefined) {
-      start = source.src.read();
-      if (!start.ok) {
-        const reason = start.error.reason === 'permission-denied' ? 'permission-denied' : 'read-failed';
-        degraded.push({ rung: source.rung, reason, detail: `first reading: ${start.error.detail}` });
-      }
-    }
-    let result: T | undefined;
-    let failed = false;
-    let failure: unknown;
-    try {
-      result = await fn();
-    } catch (e) {
-      failed = true;
-      failure = e;
-    }
+    const start = source !== undefined ? firstReading(source, degraded) : undefined;
+    const outcome = await settled(fn);
     const { hwUj, reset } =
       source !== undefined && start?.ok ? secondReading(source, start.value, degraded) : { hwUj: undefined, reset: [] };
     const c1 = cpuUsage();
@@ -205,8 +186,8 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
       reset,
       ...(hwUj !== undefined ? { summed: summedOf(source!) } : {}),
     });
-    if (failed) throw new MeteredError(failure, cost, reading);
-    return { result: result as T, cost, reading };
+    if (!outcome.ok) throw new MeteredError(outcome.error, cost, reading);
+    return { result: outcome.value, cost, reading };
   }
 
   async function calibrate(opts: { busyMs?: number } = {}): Promise<Result<Calibration, Skipped>> {
@@ -215,13 +196,9 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
     if (source === undefined) {
       return err({ rung: 'cpu-time', reason: 'absent', detail: 'calibration needs a working RAPL or NVML rung' });
     }
-    const busyNs = BigInt(Math.max(1, Math.round((opts.busyMs ?? 250) * 1e6)));
-    const run = busyRun(source, busyNs, clockNs, cpuUsage, basis);
+    const run = calibrationRun(source, opts.busyMs ?? 250, clockNs, cpuUsage, basis);
     if (!run.ok) return run;
     const { d, timeUs } = run.value;
-    if (!(timeUs > 0) || d.value === 0n) {
-      return err({ rung: source.rung, reason: 'read-failed', detail: `no usable calibration: ${d.value} µJ over ${timeUs} µs` });
-    }
     watts = checkWatts(Number(d.value) / timeUs, 'calibrated watts');
     wattsSource = 'calibrated';
     if (probed !== undefined) probed = { ...probed, model: model() };
@@ -229,6 +206,66 @@ export function createMeter(config: MeterConfig = {}, deps: MeterDeps = {}): Met
   }
 
   return { probe, measure, estimateUj, calibrate, close: release };
+}
+
+/**
+ * The meter config checked (§5): the enabled rungs, the configured active power (W), the model
+ * basis and the default estimate (µJ). @throws JcpError `schema` naming the field (unknown rung,
+ * watts ≤ 0, an estimate < 0), in that order.
+ */
+function checkedSettings(config: MeterConfig): {
+  enabled: Set<Rung>;
+  watts: number | undefined;
+  basis: ModelInfo['basis'];
+  defaultEstimate: Uj;
+} {
+  const enabled = new Set<Rung>(config.rungs ?? RUNGS);
+  for (const r of enabled) check((RUNGS as readonly string[]).includes(r), 'meter.rungs', `unknown rung ${String(r)}`);
+  const watts = config.activeWatts === undefined ? undefined : checkWatts(config.activeWatts, 'meter.activeWatts');
+  const basis = config.modelBasis ?? 'cpu-time';
+  const defaultEstimate = config.defaultEstimateUj ?? DEFAULT_ESTIMATE_UJ;
+  check(defaultEstimate >= 0n, 'meter.defaultEstimateUj', 'must be ≥ 0');
+  for (const [a, v] of Object.entries(config.estimatesUj ?? {})) check(v >= 0n, `meter.estimatesUj.${a}`, 'must be ≥ 0');
+  return { enabled, watts, basis, defaultEstimate };
+}
+
+/** The hardware reading before a measured call; a failed one is recorded in `degraded` (the call is then priced without it). */
+function firstReading(source: Hardware, degraded: Skipped[]): Result<Snapshot, Failure> {
+  const start = source.src.read();
+  if (!start.ok) {
+    const reason = start.error.reason === 'permission-denied' ? 'permission-denied' : 'read-failed';
+    degraded.push({ rung: source.rung, reason, detail: `first reading: ${start.error.detail}` });
+  }
+  return start;
+}
+
+/** Runs `fn` to the end: its value, or what it threw (rethrown by the caller once the cost is known). */
+async function settled<T>(fn: () => T | Promise<T>): Promise<Result<T, unknown>> {
+  try {
+    return ok(await fn());
+  } catch (e) {
+    return err(e);
+  }
+}
+
+/**
+ * A calibration busy loop of `busyMs` ms (at least 1 ns) against the hardware rung: the energy (µJ)
+ * and the time (µs, CPU or wall by `basis`). Refuses `read-failed` when either is zero.
+ */
+function calibrationRun(
+  source: Hardware,
+  busyMs: number,
+  clockNs: () => bigint,
+  cpuUsage: () => CpuUsage,
+  basis: ModelInfo['basis'],
+): Result<{ d: { value: Uj }; timeUs: number }, Skipped> {
+  const run = busyRun(source, BigInt(Math.max(1, Math.round(busyMs * 1e6))), clockNs, cpuUsage, basis);
+  if (!run.ok) return run;
+  const { d, timeUs } = run.value;
+  if (!(timeUs > 0) || d.value === 0n) {
+    return err({ rung: source.rung, reason: 'read-failed', detail: `no usable calibration: ${d.value} µJ over ${timeUs} µs` });
+  }
+  return run;
 }
 
 /** The skip reason of the CPU-time model without an active power (§5). */

@@ -390,9 +390,15 @@ export class ClusterHooks {
    * (a point's did:key). docs/cluster.md "Metrics" lists them.
    */
   observe(registry: Registry): void {
+    this.#observeNats(registry);
+    this.#observeRevocations(registry);
+    this.#observeChannels(registry);
+  }
+
+  /** The NATS metrics of {@link observe}: connection, gateways (from /gatewayz), disconnects, reconnects, retries and failures by operation. */
+  #observeNats(registry: Registry): void {
     const region = this.region;
     const hooks = this;
-    const channelPoints = () => this.channels.points();
     new Gauge({
       name: 'jcp_nats_connected',
       help: 'Whether this node is connected to NATS with its streams in place (1) or not (0), by region',
@@ -482,6 +488,12 @@ export class ClusterHooks {
       'JetStream requests that failed within their deadline, by region and operation',
       (c) => c.failures,
     );
+  }
+
+  /** The revocation metrics of {@link observe}: stream and taken seqs, staleness and its limit, stale denies, revocations taken. */
+  #observeRevocations(registry: Registry): void {
+    const region = this.region;
+    const hooks = this;
     new Gauge({
       name: 'jcp_revocation_stream_seq',
       help: 'The revocation stream last sequence as the stream leader last reported it',
@@ -556,6 +568,13 @@ export class ClusterHooks {
         this.set({ region }, (hooks.feed.lastTakenAtMs ?? 0) / 1000);
       },
     });
+  }
+
+  /** The channel metrics of {@link observe}, by channel grant and point: settlement time and lag, unsettled and settled joules, failures. */
+  #observeChannels(registry: Registry): void {
+    const region = this.region;
+    const hooks = this;
+    const channelPoints = () => this.channels.points();
     const seen = new Map<string, number>();
     new Histogram({
       name: 'jcp_channel_settlement_seconds',

@@ -217,15 +217,8 @@ function bootReport(
   };
 }
 
-/**
- * Starts a node from its config. Refuses to start with a typed {@link NodeFault}: `key-file-invalid`,
- * `log-missing`, `log-corrupt`, `log-steward-mismatch`, `config-invalid` (meter section, or a data_dir that cannot be created).
- */
-export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promise<RunningNode> {
-  const logger = opts.logger ?? pino({ level: cfg.logLevel, base: { svc: 'jcp-node' } });
-  const clockS = opts.clockS ?? (() => Math.floor(Date.now() / 1000));
-  // Read before anything opens: a missing certificate stops the node with nothing to clean up.
-  const tlsFiles = readTlsFiles(cfg);
+/** The data folder made (0700) and the steward key loaded or created. @throws NodeFault `config-invalid` (data_dir), `key-file-invalid` */
+function openSteward(cfg: NodeConfig, opts: NodeOptions, logger: Logger): Actor {
   try {
     makeDirs(cfg.dataDir, 0o700);
   } catch (e) {
@@ -233,16 +226,366 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   }
   const { actor: steward, created } = loadOrCreateKey(cfg.stewardKey, opts.rng ?? ((n) => new Uint8Array(randomBytes(n))));
   logger.info({ steward: steward.did, key: cfg.stewardKey, created }, created ? 'steward key created' : 'steward key loaded');
+  return steward;
+}
 
-  let meter = opts.meter;
-  if (meter === undefined) {
-    try {
-      meter = createMeter(readMeterConfig(cfg.meter));
-    } catch (e) {
-      const field = isJcpError(e) ? String(e.detail?.['field'] ?? 'meter') : 'meter';
-      throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${(e as Error).message}`, field, { cause: e });
-    }
+/** The meter the options give, else the one the `meter` section configures (§5). @throws NodeFault `config-invalid` naming the field */
+function nodeMeter(cfg: NodeConfig, opts: NodeOptions): NodeMeter {
+  if (opts.meter !== undefined) return opts.meter;
+  try {
+    return createMeter(readMeterConfig(cfg.meter));
+  } catch (e) {
+    const field = isJcpError(e) ? String(e.detail?.['field'] ?? 'meter') : 'meter';
+    throw new NodeFault(NodeFaultCodes.CONFIG_INVALID, `config: ${(e as Error).message}`, field, { cause: e });
   }
+}
+
+/** What boot recovery (§8.1) hands the running node: the replayed state, the stores, the report. */
+interface Recovered {
+  readonly replay: LogReplay;
+  readonly revocations: RevocationStore;
+  readonly amendments: AmendmentStore;
+  readonly boot: BootReport;
+  /** The seq the snapshot replay started from covers, -1 without one. */
+  readonly snapshotSeq: number;
+  readonly witnessCheck: { said: string; tree?: MerkleTree };
+  readonly tiles: TileServer;
+}
+
+/** The effects boot recovery uses, gathered so each step takes one argument. */
+interface BootParts {
+  readonly cfg: NodeConfig;
+  readonly opts: NodeOptions;
+  readonly log: ReceiptLog;
+  readonly steward: Actor;
+  readonly pool: WorkerPool | undefined;
+  /** The request index window, seconds: `max_skew_s` plus the margin. */
+  readonly windowS: number;
+  /** The node clock, unix seconds. */
+  readonly clockS: () => number;
+  readonly logger: Logger;
+}
+
+/**
+ * Boot recovery (§8.1): the newest good snapshot, the replay of the log after it (on temporary
+ * workers for a big log), revocations (§4.3) and amendments (§4.7) loaded, the head and witnessed
+ * checks, and the damage verdict ({@link refuseDamage}). On any failure the pools and the log are
+ * closed before the error goes on.
+ * @throws NodeFault `log-damaged` (damage not accepted, or a log below its witnessed checkpoint)
+ */
+async function recoverLog(b: BootParts): Promise<Recovered> {
+  const { cfg, opts, log, steward, pool, windowS, clockS, logger } = b;
+  let replayPool: WorkerPool | undefined;
+  try {
+    // The newest snapshot that verifies and agrees with the log; the rest is replayed from it.
+    // One that does not is ignored with its reason, and the replay starts at seq 0.
+    const choice = await chooseSnapshot(log, cfg.dataDir, steward.did);
+    for (const x of choice.ignored)
+      logger.warn({ file: x.file, why: x.why }, 'snapshot ignored: it does not verify or disagrees with the log');
+    const from = choice.used?.state(windowS, clockS() - windowS);
+    const snapshotSeq = choice.used?.seq ?? -1;
+    // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
+    const expected = (await log.lastSeq()) - snapshotSeq;
+    if (cfg.replayWorkers > (pool?.size ?? 0) && expected >= (opts.replayWorkersFrom ?? REPLAY_WORKERS_MIN_RECEIPTS)) {
+      replayPool = await WorkerPool.start(cfg.replayWorkers);
+    }
+    const runner = replayPool ?? pool;
+    const replay = await replayLog(log, {
+      steward: steward.did,
+      expected,
+      requestWindowS: windowS,
+      requestHorizon: clockS() - windowS,
+      ...(from ? { from } : {}),
+      ...(runner ? { runner: (job) => runner.replaySlice(job), parallel: runner.size * 2 } : {}),
+    });
+    await replayPool?.close();
+    replayPool = undefined;
+    const revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
+    const rev = revocations.load(await log.revocations());
+    // After the replay: a record re-applies the carry it names (the steered spend cannot change).
+    const amendments = new AmendmentStore(steward, (id, bytes) => log.putAmendment(id, bytes));
+    const amd = amendments.load(await log.amendments());
+    const head = await log.checkHead();
+    const witnessCheck = await checkWitnessed(log, steward.did, opts.witnessed, logger);
+    const tiles = witnessCheck.tree ? new TileServer(log, steward, undefined, witnessCheck.tree) : new TileServer(log, steward);
+    const boot = bootReport(
+      replay,
+      rev,
+      amd,
+      head,
+      choice.used ? { seq: choice.used.seq, file: choice.used.file, replayed: replay.total - (from?.total ?? 0) } : undefined,
+    );
+    refuseDamage(cfg, opts, replay, head, boot, logger);
+    if (!head.ok) await log.remark(); // a damaged or missing mark is rewritten from the log as it is
+    // Drop the table files the full read mapped into memory (they would stay resident).
+    await log.reopen();
+    return { replay, revocations, amendments, boot, snapshotSeq, witnessCheck, tiles };
+  } catch (e) {
+    await replayPool?.close();
+    await pool?.close();
+    await log.close();
+    throw e;
+  }
+}
+
+/**
+ * Damage stops the start unless the operator accepts it; accepted damage is recorded
+ * (accepted.json), so later starts stop only on damage not accepted yet.
+ * @throws NodeFault `log-damaged` naming the data folder and the first damage not yet accepted
+ */
+function refuseDamage(cfg: NodeConfig, opts: NodeOptions, replay: LogReplay, head: HeadCheck, boot: BootReport, logger: Logger): void {
+  const accepted = readAccepted(cfg.dataDir);
+  const fresh = unaccepted(bootProblems(replay, head), accepted);
+  if (fresh.length > 0 && !opts.acceptDamagedLog) {
+    const first = fresh[0]!;
+    throw new NodeFault(
+      NodeFaultCodes.LOG_DAMAGED,
+      !head.ok && first.code === head.code
+        ? `${cfg.dataDir}: ${head.why}; starting would hand their spend back and reuse their seqs. ` +
+            `Inspect it with 'jcp receipts verify ${cfg.dataDir}' (restore the folder from a copy if you have one); start with --accept-damaged-log to continue without that spend`
+        : `${cfg.dataDir}: the receipt log has ${boot.bad} receipt(s) that fail verification and ${boot.breaks} continuity break(s)` +
+            ` (first not yet accepted: seq ${first.seq}, ${first.code}); starting would hand their spend back. ` +
+            `Inspect it with 'jcp receipts verify ${cfg.dataDir}'; start with --accept-damaged-log to continue without that spend`,
+      cfg.dataDir,
+    );
+  }
+  if (fresh.length > 0) {
+    const lost =
+      !head.ok && head.code === 'tail-lost' && head.markSeq !== undefined ? ([head.lastSeq + 1, head.markSeq] as const) : undefined;
+    recordAccepted(cfg.dataDir, accepted, fresh, lost, Math.floor(Date.now() / 1000));
+    logger.warn(
+      { accepted: fresh.slice(0, 20), lost },
+      'damaged receipt log accepted by the operator (--accept-damaged-log); recorded in accepted.json',
+    );
+  }
+}
+
+/** The boot report into the replay gauges (seconds, good/bad receipts) and the log: a warning when it found problems. */
+function reportBoot(boot: BootReport, metrics: NodeMetrics, logger: Logger): void {
+  metrics.replaySeconds.set(boot.seconds);
+  metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
+  metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
+  const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
+  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.amendments.bad > 0 || boot.reversals.bad > 0 || !boot.head.ok) {
+    logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
+  } else logger.info(bootLog, 'receipt log replayed');
+}
+
+/** The meter's rung and provenance (§5), logged and set on the gauge; undefined (with a warning) if the probe fails. */
+async function probeMeter(meter: NodeMeter, metrics: NodeMetrics, logger: Logger): Promise<MeterProbe | undefined> {
+  try {
+    const probe = await meter.probe();
+    metrics.meterRung.set({ rung: probe.rung, provenance: probe.provenance }, 1);
+    logger.info(
+      {
+        rung: probe.rung,
+        provenance: probe.provenance,
+        provenance_ceiling: provenanceCeiling(probe.provenance),
+        detail: probe.detail,
+        skipped: probe.skipped,
+      },
+      'meter probed',
+    );
+    return probe;
+  } catch (e) {
+    logger.warn({ err: (e as Error).message }, 'meter probe failed');
+    return undefined;
+  }
+}
+
+/** The MCP endpoint of every resource that has one, by resource id; started in the background (a call waits for its server). */
+function startEndpoints(cfg: NodeConfig, logger: Logger): Map<ContentId, EndpointBinding> {
+  const endpoints = new Map<ContentId, EndpointBinding>();
+  for (const r of cfg.resources) {
+    if (r.endpoint === undefined) continue;
+    const endpoint =
+      r.endpoint.kind === 'mcp-http' ? new McpHttpEndpoint(r.name, r.endpoint, logger) : new McpStdioEndpoint(r.name, r.endpoint, logger);
+    endpoints.set(r.id, { name: r.name, endpoint });
+  }
+  // Started in the background: a slow server does not hold up recovery; a call waits for it.
+  void Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
+  return endpoints;
+}
+
+/** The enforcer over the recovered state (§4–§8); `onFatal` runs when the log fails under it. */
+function makeEnforcer(
+  b: BootParts,
+  r: Recovered,
+  parts: { meter: NodeMeter; probe: MeterProbe | undefined; endpoints: Map<ContentId, EndpointBinding>; metrics: NodeMetrics },
+  onFatal: (e: Error) => void,
+): Enforcer {
+  const { cfg, opts, clockS } = b;
+  const { replay, boot } = r;
+  return new Enforcer({
+    steward: b.steward,
+    log: b.log,
+    ledger: replay.ledger,
+    requests: replay.requests,
+    // After an accepted loss of the tail, seqs the node already handed out are never reused.
+    nextSeq: Math.max(replay.nextSeq, boot.head.ok ? 0 : (boot.head.markSeq ?? -1) + 1),
+    headId: replay.headId,
+    trust: new TrustRoots(trustRootsOf(cfg)),
+    revocations: r.revocations,
+    amendments: r.amendments,
+    meter: parts.meter,
+    provenanceCeiling: provenanceCeiling(parts.probe?.provenance),
+    endpoints: parts.endpoints,
+    resources: new Set(cfg.resources.map((x) => x.id)),
+    metrics: parts.metrics,
+    logger: b.logger,
+    maxSkewS: cfg.maxSkewS,
+    clockS,
+    pool: b.pool,
+    budgetPolicy: opts.budgetPolicy,
+    amendmentOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publishAmendment !== undefined ? [{ name: f.name, publish: (id: ContentId, m: Uint8Array) => f.publishAmendment!(id, m) }] : [],
+    ),
+    limiter: new PeerLimiter(cfg.abuse, clockS),
+    revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
+      f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
+    ),
+    onFatal,
+  });
+}
+
+/** The snapshotter (docs/design.md "The way data flows"), started; its figures go to the snapshot gauges. */
+function startSnapshots(b: BootParts, r: Recovered, metrics: NodeMetrics): Snapshotter {
+  const { cfg, log, pool } = b;
+  const bootCovered = r.replay.coveredSeq;
+  const snapshots = new Snapshotter({
+    log,
+    dataDir: cfg.dataDir,
+    steward: b.steward,
+    everyReceipts: cfg.snapshot.everyReceipts,
+    everyS: cfg.snapshot.everyS,
+    keep: cfg.snapshot.keep,
+    windowS: b.windowS,
+    clockS: b.clockS,
+    durableSeq: () => Math.max(bootCovered, log.durableSeq),
+    coveredSeq: r.snapshotSeq,
+    runner: pool ? (job) => pool.replaySlice(job) : undefined,
+    parallel: pool ? pool.size : 1,
+    logger: b.logger,
+    onSnapshot: (made) => {
+      metrics.snapshots.inc();
+      metrics.snapshotSeq.set(made.seq);
+      metrics.snapshotSeconds.set(made.seconds);
+    },
+  });
+  metrics.snapshotSeq.set(r.snapshotSeq);
+  snapshots.start();
+  return snapshots;
+}
+
+/** The `/healthz` answer: live while the enforcer has no fatal error, ready when no health source says otherwise too. */
+function healthOf(
+  b: BootParts,
+  enforcer: Enforcer,
+  growth: () => LogGrowth,
+  server: () => JcpServer | undefined,
+  snapshots: Snapshotter,
+): { ok: boolean; ready: boolean; detail: Record<string, unknown> } {
+  const g = growth();
+  const sources = b.opts.health ?? [];
+  const notReady = sources.flatMap((h) => h.notReady());
+  return {
+    ok: enforcer.fatal === undefined,
+    ready: enforcer.fatal === undefined && notReady.length === 0,
+    detail: {
+      ready: enforcer.fatal === undefined && notReady.length === 0,
+      ...(notReady.length > 0 ? { not_ready: notReady } : {}),
+      ...Object.fromEntries(sources.map((h) => [h.name, h.healthDetail()])),
+      steward: b.steward.did,
+      seq: enforcer.nextSeq,
+      connections: server()?.connections ?? 0,
+      rss_bytes: process.memoryUsage.rss(),
+      log_bytes: g.bytes,
+      receipts_per_s: g.receiptsPerS,
+      log_size_alarm: g.alarm,
+      snapshot_seq: snapshots?.coveredSeq ?? -1,
+      ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
+    },
+  };
+}
+
+/**
+ * The jcp/1 listener (§11), then `/metrics` + `/healthz` if configured. Returns the bound ports.
+ * @throws NodeFault `listen-failed` naming `listen` or `metrics`
+ */
+async function listenAll(
+  cfg: NodeConfig,
+  server: JcpServer,
+  serveHealth: (metricsCfg: NonNullable<NodeConfig['metrics']>) => Promise<{ server: Server; port: number }>,
+): Promise<{ port: number; metrics?: { server: Server; port: number } }> {
+  const port = await server.listen(cfg.listen.host, cfg.listen.port).catch((e: Error) => {
+    throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot listen on ${cfg.listen.host}:${cfg.listen.port}: ${e.message}`, 'listen', {
+      cause: e,
+    });
+  });
+  let metrics: { server: Server; port: number } | undefined;
+  if (cfg.metrics) {
+    const mc = cfg.metrics;
+    metrics = await serveHealth(mc).catch((e: Error) => {
+      throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot serve metrics on ${mc.host}:${mc.port}: ${e.message}`, 'metrics', {
+        cause: e,
+      });
+    });
+  }
+  return { port, ...(metrics ? { metrics } : {}) };
+}
+
+/** The jcp/1 server (§11) that hands each frame to the enforcer, with the config's limits and TLS files. */
+function jcpServer(cfg: NodeConfig, enforcer: Enforcer, tls: JcpTlsOptions | undefined, metrics: NodeMetrics, logger: Logger): JcpServer {
+  return new JcpServer(
+    (body, notice, peer) => enforcer.handle(body, notice, peer),
+    {
+      frameCap: cfg.frameCap,
+      readTimeoutMs: cfg.readTimeoutMs,
+      idleTimeoutMs: cfg.idleTimeoutMs,
+      maxConnections: cfg.maxConnections,
+      maxPending: cfg.maxPendingPerConnection,
+      tls,
+    },
+    metrics,
+    logger,
+  );
+}
+
+/** Log growth, for /metrics and /healthz: bytes on disk, receipts per second (from `rate`), the size alarm. */
+function logGrowth(cfg: NodeConfig, log: ReceiptLog, rate: RateSampler): () => LogGrowth {
+  return () => {
+    const bytes = log.sizeBytes();
+    return { bytes, receiptsPerS: rate.perSecond, alarm: cfg.logSizeAlarmBytes > 0 && bytes > cfg.logSizeAlarmBytes };
+  };
+}
+
+/** The "node listening" line: steward, bound addresses, resources, NATS. */
+function logListening(cfg: NodeConfig, steward: Actor, port: number, metricsPort: number | undefined, logger: Logger): void {
+  logger.info(
+    {
+      steward: steward.did,
+      listen: `${cfg.listen.host}:${port}`,
+      ...(metricsPort !== undefined ? { metrics: `${cfg.metrics!.host}:${metricsPort}` } : {}),
+      resources: cfg.resources.map((r) => ({ name: r.name, id: r.id, endpoint: r.endpoint !== undefined })),
+      nats: cfg.nats ?? null,
+    },
+    'node listening',
+  );
+}
+
+/**
+ * Starts a node from its config. Refuses to start with a typed {@link NodeFault}: `key-file-invalid`,
+ * `log-missing`, `log-corrupt`, `log-steward-mismatch`, `config-invalid` (meter section, or a data_dir that cannot be created).
+ * The steps, in order: TLS files read, steward, meter, receipt log opened, boot recovery
+ * ({@link recoverLog}), meter probe, endpoints, enforcer, snapshots, listeners and feeds.
+ */
+export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promise<RunningNode> {
+  const logger = opts.logger ?? pino({ level: cfg.logLevel, base: { svc: 'jcp-node' } });
+  const clockS = opts.clockS ?? (() => Math.floor(Date.now() / 1000));
+  // Read before anything opens: a missing certificate stops the node with nothing to clean up.
+  const tlsFiles = readTlsFiles(cfg);
+  const steward = openSteward(cfg, opts, logger);
+  const meter = nodeMeter(cfg, opts);
 
   const metrics = new NodeMetrics({ defaults: true });
   const log = await ReceiptLog.open(cfg.dataDir, {
@@ -256,126 +599,13 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     },
   });
   const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
-  let replay: LogReplay;
-  let revocations: RevocationStore;
-  let amendments: AmendmentStore;
-  let boot: BootReport;
-  let replayPool: WorkerPool | undefined;
-  let snapshotSeq = -1;
-  let witnessCheck: { said: string; tree?: MerkleTree } = { said: 'not asked' };
-  let tiles = new TileServer(log, steward);
   // The request index keeps ids by time: `max_skew_s` plus the margin (node/requestindex.ts).
-  const windowS = cfg.maxSkewS + cfg.requestIndexMarginS;
-  try {
-    // The newest snapshot that verifies and agrees with the log; the rest is replayed from it.
-    // One that does not is ignored with its reason, and the replay starts at seq 0.
-    const choice = await chooseSnapshot(log, cfg.dataDir, steward.did);
-    for (const x of choice.ignored)
-      logger.warn({ file: x.file, why: x.why }, 'snapshot ignored: it does not verify or disagrees with the log');
-    const from = choice.used?.state(windowS, clockS() - windowS);
-    snapshotSeq = choice.used?.seq ?? -1;
-    // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
-    const expected = (await log.lastSeq()) - snapshotSeq;
-    if (cfg.replayWorkers > (pool?.size ?? 0) && expected >= (opts.replayWorkersFrom ?? REPLAY_WORKERS_MIN_RECEIPTS)) {
-      replayPool = await WorkerPool.start(cfg.replayWorkers);
-    }
-    const runner = replayPool ?? pool;
-    replay = await replayLog(log, {
-      steward: steward.did,
-      expected,
-      requestWindowS: windowS,
-      requestHorizon: clockS() - windowS,
-      ...(from ? { from } : {}),
-      ...(runner ? { runner: (job) => runner.replaySlice(job), parallel: runner.size * 2 } : {}),
-    });
-    await replayPool?.close();
-    replayPool = undefined;
-    revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
-    const rev = revocations.load(await log.revocations());
-    // After the replay: a record re-applies the carry it names (the steered spend cannot change).
-    amendments = new AmendmentStore(steward, (id, bytes) => log.putAmendment(id, bytes));
-    const amd = amendments.load(await log.amendments());
-    const head = await log.checkHead();
-    witnessCheck = await checkWitnessed(log, steward.did, opts.witnessed, logger);
-    if (witnessCheck.tree) tiles = new TileServer(log, steward, undefined, witnessCheck.tree);
-    boot = bootReport(
-      replay,
-      rev,
-      amd,
-      head,
-      choice.used ? { seq: choice.used.seq, file: choice.used.file, replayed: replay.total - (from?.total ?? 0) } : undefined,
-    );
-    // Damage stops the start unless the operator accepts it; accepted damage is recorded
-    // (accepted.json), so later starts stop only on damage not accepted yet.
-    const accepted = readAccepted(cfg.dataDir);
-    const fresh = unaccepted(bootProblems(replay, head), accepted);
-    if (fresh.length > 0 && !opts.acceptDamagedLog) {
-      const first = fresh[0]!;
-      throw new NodeFault(
-        NodeFaultCodes.LOG_DAMAGED,
-        !head.ok && first.code === head.code
-          ? `${cfg.dataDir}: ${head.why}; starting would hand their spend back and reuse their seqs. ` +
-              `Inspect it with 'jcp receipts verify ${cfg.dataDir}' (restore the folder from a copy if you have one); start with --accept-damaged-log to continue without that spend`
-          : `${cfg.dataDir}: the receipt log has ${boot.bad} receipt(s) that fail verification and ${boot.breaks} continuity break(s)` +
-              ` (first not yet accepted: seq ${first.seq}, ${first.code}); starting would hand their spend back. ` +
-              `Inspect it with 'jcp receipts verify ${cfg.dataDir}'; start with --accept-damaged-log to continue without that spend`,
-        cfg.dataDir,
-      );
-    }
-    if (fresh.length > 0) {
-      const lost =
-        !head.ok && head.code === 'tail-lost' && head.markSeq !== undefined ? ([head.lastSeq + 1, head.markSeq] as const) : undefined;
-      recordAccepted(cfg.dataDir, accepted, fresh, lost, Math.floor(Date.now() / 1000));
-      logger.warn(
-        { accepted: fresh.slice(0, 20), lost },
-        'damaged receipt log accepted by the operator (--accept-damaged-log); recorded in accepted.json',
-      );
-    }
-    if (!head.ok) await log.remark(); // a damaged or missing mark is rewritten from the log as it is
-    // Drop the table files the full read mapped into memory (they would stay resident).
-    await log.reopen();
-  } catch (e) {
-    await replayPool?.close();
-    await pool?.close();
-    await log.close();
-    throw e;
-  }
-  metrics.replaySeconds.set(boot.seconds);
-  metrics.replayReceipts.set({ outcome: 'good' }, boot.good);
-  metrics.replayReceipts.set({ outcome: 'bad' }, boot.bad);
-  const bootLog = { ...boot, problems: boot.problems.slice(0, 5) };
-  if (boot.bad > 0 || boot.breaks > 0 || boot.revocations.bad > 0 || boot.amendments.bad > 0 || boot.reversals.bad > 0 || !boot.head.ok) {
-    logger.warn(bootLog, 'receipt log replayed with problems: bad receipts were counted, never applied');
-  } else logger.info(bootLog, 'receipt log replayed');
-
-  let probe: MeterProbe | undefined;
-  try {
-    probe = await meter.probe();
-    metrics.meterRung.set({ rung: probe.rung, provenance: probe.provenance }, 1);
-    logger.info(
-      {
-        rung: probe.rung,
-        provenance: probe.provenance,
-        provenance_ceiling: provenanceCeiling(probe.provenance),
-        detail: probe.detail,
-        skipped: probe.skipped,
-      },
-      'meter probed',
-    );
-  } catch (e) {
-    logger.warn({ err: (e as Error).message }, 'meter probe failed');
-  }
-
-  const endpoints = new Map<ContentId, EndpointBinding>();
-  for (const r of cfg.resources) {
-    if (r.endpoint === undefined) continue;
-    const endpoint =
-      r.endpoint.kind === 'mcp-http' ? new McpHttpEndpoint(r.name, r.endpoint, logger) : new McpStdioEndpoint(r.name, r.endpoint, logger);
-    endpoints.set(r.id, { name: r.name, endpoint });
-  }
-  // Started in the background: a slow server does not hold up recovery; a call waits for it.
-  void Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
-
+  const b: BootParts = { cfg, opts, log, steward, pool, windowS: cfg.maxSkewS + cfg.requestIndexMarginS, clockS, logger };
+  const recovered = await recoverLog(b);
+  const { replay, revocations, amendments, boot, witnessCheck, tiles } = recovered;
+  reportBoot(boot, metrics, logger);
+  const probe = await probeMeter(meter, metrics, logger);
+  const endpoints = startEndpoints(cfg, logger);
   let server: JcpServer | undefined;
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
@@ -389,7 +619,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       sampler?.stop();
       await snapshots?.close();
       await new Promise<void>((r) => (metricsServer ? metricsServer.close(() => r()) : r()));
-      await Promise.all([...endpoints.values()].map((b) => b.endpoint.close()));
+      await Promise.all([...endpoints.values()].map((x) => x.endpoint.close()));
       await pool?.close();
       await log.close().catch(() => undefined);
       logger.info('node stopped');
@@ -397,136 +627,23 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     return closing;
   };
 
-  const enforcer = new Enforcer({
-    steward,
-    log,
-    ledger: replay.ledger,
-    requests: replay.requests,
-    // After an accepted loss of the tail, seqs the node already handed out are never reused.
-    nextSeq: Math.max(replay.nextSeq, boot.head.ok ? 0 : (boot.head.markSeq ?? -1) + 1),
-    headId: replay.headId,
-    trust: new TrustRoots(trustRootsOf(cfg)),
-    revocations,
-    amendments,
-    meter,
-    provenanceCeiling: provenanceCeiling(probe?.provenance),
-    endpoints,
-    resources: new Set(cfg.resources.map((r) => r.id)),
-    metrics,
-    logger,
-    maxSkewS: cfg.maxSkewS,
-    clockS,
-    pool,
-    budgetPolicy: opts.budgetPolicy,
-    amendmentOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
-      f.publishAmendment !== undefined ? [{ name: f.name, publish: (id: ContentId, m: Uint8Array) => f.publishAmendment!(id, m) }] : [],
-    ),
-    limiter: new PeerLimiter(cfg.abuse, clockS),
-    revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
-      f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
-    ),
-    onFatal: (e) => {
-      opts.onFatal?.(e);
-      void close();
-    },
+  const enforcer = makeEnforcer(b, recovered, { meter, probe, endpoints, metrics }, (e) => {
+    opts.onFatal?.(e);
+    void close();
   });
-
-  const bootCovered = replay.coveredSeq;
-  snapshots = new Snapshotter({
-    log,
-    dataDir: cfg.dataDir,
-    steward,
-    everyReceipts: cfg.snapshot.everyReceipts,
-    everyS: cfg.snapshot.everyS,
-    keep: cfg.snapshot.keep,
-    windowS,
-    clockS,
-    durableSeq: () => Math.max(bootCovered, log.durableSeq),
-    coveredSeq: snapshotSeq,
-    runner: pool ? (job) => pool.replaySlice(job) : undefined,
-    parallel: pool ? pool.size : 1,
-    logger,
-    onSnapshot: (made) => {
-      metrics.snapshots.inc();
-      metrics.snapshotSeq.set(made.seq);
-      metrics.snapshotSeconds.set(made.seconds);
-    },
-  });
-  metrics.snapshotSeq.set(snapshotSeq);
-  snapshots.start();
-
-  // Log growth, for /metrics and /healthz: bytes on disk, receipts per second, the size alarm.
-  const rate = new RateSampler(() => enforcer.nextSeq);
-  sampler = rate;
-  const growth = (): LogGrowth => {
-    const bytes = log.sizeBytes();
-    return { bytes, receiptsPerS: rate.perSecond, alarm: cfg.logSizeAlarmBytes > 0 && bytes > cfg.logSizeAlarmBytes };
-  };
+  const snapshotter = startSnapshots(b, recovered, metrics);
+  snapshots = snapshotter;
+  sampler = new RateSampler(() => enforcer.nextSeq);
+  const growth = logGrowth(cfg, log, sampler);
   metrics.logSource = growth;
 
-  server = new JcpServer(
-    (body, notice, peer) => enforcer.handle(body, notice, peer),
-    {
-      frameCap: cfg.frameCap,
-      readTimeoutMs: cfg.readTimeoutMs,
-      idleTimeoutMs: cfg.idleTimeoutMs,
-      maxConnections: cfg.maxConnections,
-      maxPending: cfg.maxPendingPerConnection,
-      tls: tlsFiles,
-    },
-    metrics,
-    logger,
-  );
-  let port: number;
-  let metricsPort: number | undefined;
+  server = jcpServer(cfg, enforcer, tlsFiles, metrics, logger);
+  let bound: Awaited<ReturnType<typeof listenAll>>;
   try {
-    port = await server.listen(cfg.listen.host, cfg.listen.port).catch((e: Error) => {
-      throw new NodeFault(NodeFaultCodes.LISTEN_FAILED, `cannot listen on ${cfg.listen.host}:${cfg.listen.port}: ${e.message}`, 'listen', {
-        cause: e,
-      });
-    });
-    if (cfg.metrics) {
-      const m = await serveMetrics(
-        metrics,
-        () => {
-          const g = growth();
-          const sources = opts.health ?? [];
-          const notReady = sources.flatMap((h) => h.notReady());
-          return {
-            ok: enforcer.fatal === undefined,
-            ready: enforcer.fatal === undefined && notReady.length === 0,
-            detail: {
-              ready: enforcer.fatal === undefined && notReady.length === 0,
-              ...(notReady.length > 0 ? { not_ready: notReady } : {}),
-              ...Object.fromEntries(sources.map((h) => [h.name, h.healthDetail()])),
-              steward: steward.did,
-              seq: enforcer.nextSeq,
-              connections: server?.connections ?? 0,
-              rss_bytes: process.memoryUsage.rss(),
-              log_bytes: g.bytes,
-              receipts_per_s: g.receiptsPerS,
-              log_size_alarm: g.alarm,
-              snapshot_seq: snapshots?.coveredSeq ?? -1,
-              ...(enforcer.fatal ? { error: enforcer.fatal.message } : {}),
-            },
-          };
-        },
-        cfg.metrics.host,
-        cfg.metrics.port,
-        tiles,
-      ).catch((e: Error) => {
-        throw new NodeFault(
-          NodeFaultCodes.LISTEN_FAILED,
-          `cannot serve metrics on ${cfg.metrics!.host}:${cfg.metrics!.port}: ${e.message}`,
-          'metrics',
-          {
-            cause: e,
-          },
-        );
-      });
-      metricsServer = m.server;
-      metricsPort = m.port;
-    }
+    bound = await listenAll(cfg, server, (mc) =>
+      serveMetrics(metrics, () => healthOf(b, enforcer, growth, () => server, snapshotter), mc.host, mc.port, tiles),
+    );
+    metricsServer = bound.metrics?.server;
     // Feeds bring revocations to the store and amendments (§4.7) to the enforcer, which applies them against its ledger.
     const sink = {
       submit: (sr: SignedRevocation, g?: Grant) => revocations.submit(sr, g),
@@ -537,23 +654,14 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     await close();
     throw e;
   }
-  logger.info(
-    {
-      steward: steward.did,
-      listen: `${cfg.listen.host}:${port}`,
-      ...(metricsPort !== undefined ? { metrics: `${cfg.metrics!.host}:${metricsPort}` } : {}),
-      resources: cfg.resources.map((r) => ({ name: r.name, id: r.id, endpoint: r.endpoint !== undefined })),
-      nats: cfg.nats ?? null,
-    },
-    'node listening',
-  );
+  logListening(cfg, steward, bound.port, bound.metrics?.port, logger);
   return {
     did: steward.did,
     steward,
     config: cfg,
-    port,
+    port: bound.port,
     host: cfg.listen.host,
-    metricsPort,
+    metricsPort: bound.metrics?.port,
     resources: cfg.resources,
     boot,
     probe,
@@ -562,7 +670,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     endpoints,
     metrics,
     log,
-    snapshots,
+    snapshots: snapshotter,
     revocations,
     amendments,
     tiles,

@@ -66,6 +66,16 @@ export class ShardBindings {
     return this.#ready;
   }
 
+  /** Every shard in force: its grant id, its parent, the one point that may spend on it, and the assignment's generation. */
+  shards(): Array<{ grant_id: ContentId; parent_id: ContentId; point: Did; generation: number }> {
+    const out: Array<{ grant_id: ContentId; parent_id: ContentId; point: Did; generation: number }> = [];
+    for (const [key, set] of this.#sets) {
+      const parent_id = key.slice(0, key.indexOf(' ')) as ContentId;
+      for (const [grant_id, point] of set.shards) out.push({ grant_id, parent_id, point, generation: set.generation });
+    }
+    return out;
+  }
+
   /** The ids of the assignments in force (one per sharded (parent, holder)). */
   inForce(): ContentId[] {
     return [...this.#sets.values()].map((s) => s.id);

@@ -155,6 +155,18 @@ export class ShardAssignmentStream implements AssignmentTransport {
     return await followFromStart(jsm, js, this.stream, (m) => onAssignment(m.data), { filter });
   }
 
+  /**
+   * Like {@link follow}, but read-only: the stream is not created when it is missing (an auditor's
+   * read, e.g. the console's grant tree).
+   * @throws Error when the stream does not exist or cannot be reached before the deadline.
+   */
+  async watch(onAssignment: (bytes: Uint8Array) => void): Promise<AssignmentFollow> {
+    const { jsm, js } = await this.#link.jetstream();
+    const filter = `${this.root}.shard.set.>`;
+    await this.#retry('shard stream info', () => jsm.streams.info(this.stream, { subjects_filter: filter }));
+    return await followFromStart(jsm, js, this.stream, (m) => onAssignment(m.data), { filter });
+  }
+
   /** {@link retryUntil} to this stream's deadline; stops at once when the caller's connection is closed. */
   async #retry<T>(what: string, op: () => Promise<T>): Promise<T> {
     const nc = this.#link.connection!;

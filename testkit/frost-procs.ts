@@ -27,7 +27,11 @@ export interface ParticipantProcOpts {
   readonly prefix: string;
   /** Run this TS file (with the same flags) instead of `jcp frost participant` (test fixtures). */
   readonly script?: string;
-  /** Extra arguments (e.g. `--passphrase-env VAR`). */
+  /**
+   * Extra arguments (e.g. `--passphrase-env VAR`). A participant needs an approval policy: when
+   * these give no `--approve`, the launcher adds `--approve allow-all` (sign what is asked, each
+   * decision recorded), so tests of DKG and signing mechanics need not name one.
+   */
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
   /** Give the child a writable stdin (`child.stdin`), for `--approve prompt`; default none. */
@@ -132,7 +136,9 @@ export async function startParticipantProc(
   opts: ParticipantProcOpts,
   readyTimeoutMs = opts.readyTimeoutMs ?? PARTICIPANT_READY_TIMEOUT_MS,
 ): Promise<ParticipantProc> {
-  const flags = ['--keystore', opts.keystore, '--nats', opts.natsUrl, '--prefix', opts.prefix, ...(opts.args ?? [])];
+  const args = opts.args ?? [];
+  const policy = args.some((a) => a === '--approve' || a.startsWith('--approve=')) ? [] : ['--approve', 'allow-all'];
+  const flags = ['--keystore', opts.keystore, '--nats', opts.natsUrl, '--prefix', opts.prefix, ...args, ...policy];
   const argv = opts.script ? ['--import', TSX_IMPORT, opts.script, ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
   const child = spawn(process.execPath, argv, {
     cwd: ROOT,

@@ -130,6 +130,20 @@ export interface LinkStatus {
   readonly recorded_state?: 'up' | 'cut' | 'down' | 'unknown';
   readonly rttMs: number;
   readonly jitterMs: number;
+  /** The link's name for `jcp cluster cut|heal` (`<from>-<to>`; a cut acts on both directions). Absent in a state file of an older launcher. */
+  readonly name?: string;
+  /** The launcher's proxies of this link: `cut` as they are set, `open` their forwarded connections now. */
+  readonly proxy?: { readonly cut: boolean; readonly open: number };
+  /**
+   * Live health, only in `jcp cluster status` ({@link liveLinks}): for a gateway link, whether every
+   * server of `from` has its outbound gateway connection to `to` (its NATS monitoring `/gatewayz`):
+   * `connected` (all), `partial` (some), `disconnected` (none), `unknown` (no server answered);
+   * for a client link, `connected` while the proxy holds a connection, `idle` when it holds none
+   * and is not cut, `disconnected` when cut.
+   */
+  readonly live?: 'connected' | 'partial' | 'disconnected' | 'idle' | 'unknown';
+  /** With `live` on a gateway link: servers of `from` with a gateway connection to `to`, of those that answered `/gatewayz`, and of all. */
+  readonly gateway_connections?: { readonly connected: number; readonly answered: number; readonly servers: number };
 }
 
 /** {@link RegionCluster.status}: every region (servers running, nodes) and every link. JSON-safe. */
@@ -139,7 +153,14 @@ export interface RegionStatus {
   readonly regions: {
     readonly name: string;
     readonly nats_urls: string[];
-    readonly servers: { readonly name: string; readonly url: string; readonly pid: number | undefined; readonly running: boolean }[];
+    readonly servers: {
+      readonly name: string;
+      readonly url: string;
+      readonly pid: number | undefined;
+      readonly running: boolean;
+      /** The server's NATS monitoring address `127.0.0.1:<port>` (`/healthz`, `/gatewayz`). Absent in an older launcher's state file. */
+      readonly monitor?: string;
+    }[];
     readonly nodes: {
       readonly id: string;
       readonly address: string;
@@ -204,14 +225,28 @@ export interface RegionState extends RegionStatus {
 
 const DEAD_PORT = 1;
 
-/**
- * Starts a multi-region cluster: every region's NATS servers (all at once, then waits until each
- * is healthy: the supercluster's JetStream meta group has a leader), the streams in the home
- * region, then every region's nodes.
- * @throws RangeError for options out of range; Error if a server or node does not become ready
- * (everything started is stopped first).
- */
-export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
+/** The ports of one NATS server of a region. */
+interface ServerPorts {
+  readonly client: number;
+  readonly http: number;
+  readonly route: number;
+  readonly gateway: number;
+}
+
+/** What the start steps share: the folder, the region names, the link delay and what was made so far (to stop on failure). */
+interface Launch {
+  readonly opts: RegionOpts;
+  readonly dir: string;
+  readonly names: readonly string[];
+  readonly delay: { delayMs: number; jitterMs: number };
+  readonly root: string;
+  readonly links: RegionLink[];
+  readonly servers: Map<string, NatsServer[]>;
+  readonly regions: Region[];
+}
+
+/** @throws RangeError for options of {@link startRegions} out of range. */
+function checkRegionOpts(opts: RegionOpts): void {
   if (!Number.isInteger(opts.regions) || opts.regions < 1 || opts.regions > REGION_NAMES.length)
     throw new RangeError(`regions: expected 1..${REGION_NAMES.length}, got ${opts.regions}`);
   if (!Number.isInteger(opts.nodesPerRegion) || opts.nodesPerRegion < 0 || opts.nodesPerRegion > 16)
@@ -224,127 +259,146 @@ export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
   ] as const) {
     if (!Number.isFinite(v) || v < 0 || v > 10_000) throw new RangeError(`${k}: expected 0..10000 ms, got ${v}`);
   }
+}
+
+/**
+ * Starts a multi-region cluster: every region's NATS servers (all at once, then waits until each
+ * is healthy: the supercluster's JetStream meta group has a leader), the streams in the home
+ * region, then every region's nodes.
+ * @throws RangeError for options out of range; Error if a server or node does not become ready
+ * (everything started is stopped first).
+ */
+export async function startRegions(opts: RegionOpts): Promise<RegionCluster> {
+  checkRegionOpts(opts);
   const ownsDir = opts.dir === undefined;
   const dir = resolve(opts.dir ?? mkdtempSync(join(tmpdir(), 'jcp-regions-')));
   mkdirSync(dir, { recursive: true });
-  const names = REGION_NAMES.slice(0, opts.regions);
-  const delay = { delayMs: opts.rttMs / 2, jitterMs: opts.jitterMs ?? 0 };
-  const per = opts.serversPerRegion;
-  const root = opts.subjectRoot ?? 'jcp';
-  const replicas = per;
-
-  const links: RegionLink[] = [];
-  const servers = new Map<string, NatsServer[]>();
-  const regions: Region[] = [];
+  const l: Launch = {
+    opts,
+    dir,
+    names: REGION_NAMES.slice(0, opts.regions),
+    delay: { delayMs: opts.rttMs / 2, jitterMs: opts.jitterMs ?? 0 },
+    root: opts.subjectRoot ?? 'jcp',
+    links: [],
+    servers: new Map(),
+    regions: [],
+  };
   const stopAll = async () => {
-    await Promise.all(regions.map((r) => r.cluster.stop()));
-    for (const l of links) for (const p of l.proxies) await p.close();
-    await Promise.all([...servers.values()].flat().map((s) => s.dispose()));
+    await Promise.all(l.regions.map((r) => r.cluster.stop()));
+    for (const link of l.links) for (const p of link.proxies) await p.close();
+    await Promise.all([...l.servers.values()].flat().map((s) => s.dispose()));
     if (ownsDir) rmSync(dir, { recursive: true, force: true });
   };
-
   try {
     // Ports first: every server's gateway port must be known to build the proxies.
-    const ports = new Map<string, { client: number; http: number; route: number; gateway: number }[]>();
-    for (const r of names) {
-      const list = [];
-      for (let k = 0; k < per; k++)
+    const ports = new Map<string, ServerPorts[]>();
+    for (const r of l.names) {
+      const list: ServerPorts[] = [];
+      for (let k = 0; k < opts.serversPerRegion; k++)
         list.push({ client: await freePort(), http: await freePort(), route: await freePort(), gateway: await freePort() });
       ports.set(r, list);
     }
-    // One proxy per (source region, target server): the source's servers dial the target through it.
-    for (const from of names) {
-      for (const to of names) {
-        if (from === to) continue;
-        const proxies: TcpProxy[] = [];
-        for (const p of ports.get(to)!) proxies.push(await TcpProxy.start(p.gateway, '127.0.0.1', 0, delay));
-        links.push({ from, to, kind: 'gateway', proxy: proxies[0]!, proxies });
-      }
-    }
-    for (const r of names) {
-      const list: NatsServer[] = [];
-      const rp = ports.get(r)!;
-      for (let k = 0; k < per; k++) {
-        const p = rp[k]!;
-        list.push(
-          await NatsServer.start(
-            {
-              name: `${r}-s${k + 1}`,
-              dir: join(dir, `nats-${r}`, `s${k + 1}`),
-              port: p.client,
-              httpPort: p.http,
-              cluster: { name: r, port: p.route, routes: rp.map((x) => x.route) },
-              gateway: {
-                name: r,
-                port: p.gateway,
-                advertise: `127.0.0.1:${DEAD_PORT}`,
-                remotes: names
-                  .filter((o) => o !== r)
-                  .map((o) => ({
-                    name: o,
-                    urls: links.find((l) => l.from === r && l.to === o)!.proxies.map((x) => `nats://127.0.0.1:${x.port}`),
-                  })),
-              },
-              ...(opts.tls ? { tls: opts.tls } : {}),
-            },
-            false,
-          ),
-        );
-      }
-      servers.set(r, list);
-    }
-    await Promise.all([...servers.values()].flat().map((s) => s.ready(60_000)));
-    await createHomeStreams(servers.get(names[0]!)!, root, replicas, names[0]!, opts.tls);
-
+    await startGatewayProxies(l, ports);
+    for (const r of l.names) l.servers.set(r, await startRegionServers(l, r, ports.get(r)!));
+    await Promise.all([...l.servers.values()].flat().map((s) => s.ready(60_000)));
+    await createHomeStreams(l.servers.get(l.names[0]!)!, l.root, opts.serversPerRegion, l.names[0]!, opts.tls);
     // Every node of every region is a point of every channel: the stewards are known up front.
-    const total = names.length * opts.nodesPerRegion;
+    const total = l.names.length * opts.nodesPerRegion;
     const stewards = Array.from({ length: total }, (_, i) => actorFromSeed(opts.seeds?.[i] ?? crypto.getRandomValues(new Uint8Array(32))));
-    const points = stewards.map((a) => a.did);
-    for (const [ri, r] of names.entries()) {
-      const list = servers.get(r)!;
-      const urls = list.map((s) => s.url);
-      const seeds = stewards.slice(ri * opts.nodesPerRegion, (ri + 1) * opts.nodesPerRegion).map((a) => a.key.seed);
-      const cluster = await LocalCluster.start({
-        nodes: opts.nodesPerRegion,
-        dir: join(dir, r),
-        nats: urls.join(','),
-        points,
-        seeds,
-        ...(opts.nodeProxies ? { proxies: true } : {}),
-        ...(opts.channels ? { channels: opts.channels } : {}),
-        ...(opts.resources ? { resources: opts.resources } : {}),
-        subjectRoot: root,
-        ...(opts.settleIntervalMs !== undefined ? { settleIntervalMs: opts.settleIntervalMs } : {}),
-        ...(opts.meter ? { meter: opts.meter } : {}),
-        ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
-        nodeConfig: (i) => {
-          const patch = opts.nodeConfig?.(r, i) ?? {};
-          const c = (patch['cluster'] ?? {}) as Record<string, unknown>;
-          return { ...patch, cluster: { replicas, stream_cluster: names[0]!, ...c } };
-        },
-      });
-      regions.push({
-        name: r,
-        natsUrls: urls,
-        servers: list,
-        cluster,
-        nodes: cluster.nodes.map((n) => ({
-          id: `${r}${n.index + 1}`,
-          region: r,
-          index: n.index,
-          port: n.port,
-          url: `tcp://127.0.0.1:${n.port}`,
-          metricsPort: n.metricsPort,
-          steward: n.steward,
-          proc: n,
-        })),
-      });
-    }
+    for (const [ri, r] of l.names.entries()) l.regions.push(await startRegionNodes(l, r, ri, stewards));
   } catch (e) {
     await stopAll();
     throw e;
   }
-  return makeCluster(dir, names[0]!, regions, links, delay, stopAll);
+  return makeCluster(dir, l.names[0]!, l.regions, l.links, l.delay, stopAll);
+}
+
+/** One proxy per (source region, target server): the source's servers dial the target through it. Pushed to `l.links`. */
+async function startGatewayProxies(l: Launch, ports: ReadonlyMap<string, ServerPorts[]>): Promise<void> {
+  for (const from of l.names) {
+    for (const to of l.names) {
+      if (from === to) continue;
+      const proxies: TcpProxy[] = [];
+      for (const p of ports.get(to)!) proxies.push(await TcpProxy.start(p.gateway, '127.0.0.1', 0, l.delay));
+      l.links.push({ from, to, kind: 'gateway', proxy: proxies[0]!, proxies });
+    }
+  }
+}
+
+/** Starts (without waiting for readiness) the servers of region `r`: routes to each other, gateways through the proxies. */
+async function startRegionServers(l: Launch, r: string, rp: readonly ServerPorts[]): Promise<NatsServer[]> {
+  const list: NatsServer[] = [];
+  for (const [k, p] of rp.entries()) {
+    list.push(
+      await NatsServer.start(
+        {
+          name: `${r}-s${k + 1}`,
+          dir: join(l.dir, `nats-${r}`, `s${k + 1}`),
+          port: p.client,
+          httpPort: p.http,
+          cluster: { name: r, port: p.route, routes: rp.map((x) => x.route) },
+          gateway: {
+            name: r,
+            port: p.gateway,
+            advertise: `127.0.0.1:${DEAD_PORT}`,
+            remotes: l.names
+              .filter((o) => o !== r)
+              .map((o) => ({
+                name: o,
+                urls: l.links.find((x) => x.from === r && x.to === o)!.proxies.map((x) => `nats://127.0.0.1:${x.port}`),
+              })),
+          },
+          ...(l.opts.tls ? { tls: l.opts.tls } : {}),
+        },
+        false,
+      ),
+    );
+  }
+  return list;
+}
+
+/** Starts the nodes of region `r` (the `ri`-th), on its servers, as points of every channel (`stewards`: every node of every region). */
+async function startRegionNodes(l: Launch, r: string, ri: number, stewards: readonly Actor[]): Promise<Region> {
+  const { opts } = l;
+  const replicas = opts.serversPerRegion;
+  const list = l.servers.get(r)!;
+  const urls = list.map((s) => s.url);
+  const seeds = stewards.slice(ri * opts.nodesPerRegion, (ri + 1) * opts.nodesPerRegion).map((a) => a.key.seed);
+  const cluster = await LocalCluster.start({
+    nodes: opts.nodesPerRegion,
+    dir: join(l.dir, r),
+    nats: urls.join(','),
+    points: stewards.map((a) => a.did),
+    seeds,
+    ...(opts.nodeProxies ? { proxies: true } : {}),
+    ...(opts.channels ? { channels: opts.channels } : {}),
+    ...(opts.resources ? { resources: opts.resources } : {}),
+    subjectRoot: l.root,
+    ...(opts.settleIntervalMs !== undefined ? { settleIntervalMs: opts.settleIntervalMs } : {}),
+    ...(opts.meter ? { meter: opts.meter } : {}),
+    ...(opts.logLevel ? { logLevel: opts.logLevel } : {}),
+    nodeConfig: (i) => {
+      const patch = opts.nodeConfig?.(r, i) ?? {};
+      const c = (patch['cluster'] ?? {}) as Record<string, unknown>;
+      return { ...patch, cluster: { replicas, stream_cluster: l.names[0]!, ...c } };
+    },
+  });
+  return {
+    name: r,
+    natsUrls: urls,
+    servers: list,
+    cluster,
+    nodes: cluster.nodes.map((n) => ({
+      id: `${r}${n.index + 1}`,
+      region: r,
+      index: n.index,
+      port: n.port,
+      url: `tcp://127.0.0.1:${n.port}`,
+      metricsPort: n.metricsPort,
+      steward: n.steward,
+      proc: n,
+    })),
+  };
 }
 
 /** Creates (or finds) the statement, revocation and shard streams, placed in cluster `home`. */
@@ -375,6 +429,77 @@ function pairCheck(names: readonly string[], a: string, b: string): void {
   if (!names.includes(a) || !names.includes(b))
     throw new RangeError(`no region ${names.includes(a) ? b : a} (regions: ${names.join(', ')})`);
   if (a === b) throw new RangeError(`a link joins two regions, got ${a} twice`);
+}
+
+/** {@link RegionCluster.status} of these regions and links. */
+function regionStatus(home: string, regions: readonly Region[], links: readonly RegionLink[]): RegionStatus {
+  return {
+    type: 'jcp-regions',
+    home,
+    regions: regions.map((r) => ({
+      name: r.name,
+      nats_urls: r.natsUrls,
+      servers: r.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid, running: s.running, monitor: `127.0.0.1:${s.httpPort}` })),
+      nodes: r.nodes.map((n) => ({
+        id: n.id,
+        address: `127.0.0.1:${n.port}`,
+        metrics: `127.0.0.1:${n.metricsPort}`,
+        did: n.steward.did,
+        pid: n.proc.pid,
+      })),
+    })),
+    links: links.map((l) => {
+      const d = l.proxy.delay;
+      return {
+        from: l.from,
+        to: l.to,
+        kind: l.kind,
+        state: l.proxies.some((p) => p.isCut) ? 'cut' : 'up',
+        rttMs: d.delayMs * 2,
+        jitterMs: d.jitterMs,
+        name: `${l.from}-${l.to}`,
+        proxy: { cut: l.proxies.some((p) => p.isCut), open: l.proxies.reduce((n, p) => n + p.open, 0) },
+      };
+    }),
+  };
+}
+
+/** {@link RegionCluster.serveControl} for `rc`. */
+async function serveControl(rc: RegionCluster, onStop?: () => void): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    const u = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const reply = (code: number, body: unknown) => {
+      res.writeHead(code, { 'content-type': 'application/json' });
+      res.end(`${JSON.stringify(body)}\n`);
+    };
+    try {
+      if (req.method === 'GET' && u.pathname === '/status') return reply(200, rc.status());
+      if (req.method !== 'POST') return reply(405, { error: 'method-not-allowed' });
+      const q = (k: string) => u.searchParams.get(k) ?? '';
+      if (u.pathname === '/cut') rc.cut(q('a'), q('b'));
+      else if (u.pathname === '/heal') rc.heal(q('a'), q('b'));
+      else if (u.pathname === '/isolate') rc.isolate(q('region'));
+      else if (u.pathname === '/rejoin') rc.rejoin(q('region'));
+      else if (u.pathname === '/stop') {
+        reply(200, { stopping: true });
+        onStop?.();
+        return;
+      } else return reply(404, { error: 'not-found' });
+      return reply(200, rc.status());
+    } catch (e) {
+      return reply(400, { error: 'bad-request', why: (e as Error).message });
+    }
+  });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => ok());
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((ok) => server.close(() => ok())),
+  };
 }
 
 function makeCluster(
@@ -437,71 +562,8 @@ function makeCluster(
       if (proxy.isCut) cut.add(link);
       return link;
     },
-    status() {
-      return {
-        type: 'jcp-regions',
-        home,
-        regions: regions.map((r) => ({
-          name: r.name,
-          nats_urls: r.natsUrls,
-          servers: r.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid, running: s.running })),
-          nodes: r.nodes.map((n) => ({
-            id: n.id,
-            address: `127.0.0.1:${n.port}`,
-            metrics: `127.0.0.1:${n.metricsPort}`,
-            did: n.steward.did,
-            pid: n.proc.pid,
-          })),
-        })),
-        links: links.map((l) => {
-          const d = l.proxy.delay;
-          return {
-            from: l.from,
-            to: l.to,
-            kind: l.kind,
-            state: l.proxies.some((p) => p.isCut) ? 'cut' : 'up',
-            rttMs: d.delayMs * 2,
-            jitterMs: d.jitterMs,
-          };
-        }),
-      };
-    },
-    async serveControl(onStop) {
-      const server: Server = createServer((req, res) => {
-        const u = new URL(req.url ?? '/', 'http://127.0.0.1');
-        const reply = (code: number, body: unknown) => {
-          res.writeHead(code, { 'content-type': 'application/json' });
-          res.end(`${JSON.stringify(body)}\n`);
-        };
-        try {
-          if (req.method === 'GET' && u.pathname === '/status') return reply(200, rc.status());
-          if (req.method !== 'POST') return reply(405, { error: 'method-not-allowed' });
-          const q = (k: string) => u.searchParams.get(k) ?? '';
-          if (u.pathname === '/cut') rc.cut(q('a'), q('b'));
-          else if (u.pathname === '/heal') rc.heal(q('a'), q('b'));
-          else if (u.pathname === '/isolate') rc.isolate(q('region'));
-          else if (u.pathname === '/rejoin') rc.rejoin(q('region'));
-          else if (u.pathname === '/stop') {
-            reply(200, { stopping: true });
-            onStop?.();
-            return;
-          } else return reply(404, { error: 'not-found' });
-          return reply(200, rc.status());
-        } catch (e) {
-          return reply(400, { error: 'bad-request', why: (e as Error).message });
-        }
-      });
-      await new Promise<void>((ok, fail) => {
-        server.once('error', fail);
-        server.listen(0, '127.0.0.1', () => ok());
-      });
-      const addr = server.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      return {
-        url: `http://127.0.0.1:${port}`,
-        close: () => new Promise<void>((ok) => server.close(() => ok())),
-      };
-    },
+    status: () => regionStatus(home, regions, links),
+    serveControl: (onStop) => serveControl(rc, onStop),
     writeState(controlUrl) {
       const state: RegionState = { ...rc.status(), dir, control: controlUrl, pid: process.pid };
       const file = join(dir, 'cluster.json');
@@ -515,4 +577,43 @@ function makeCluster(
     },
   };
   return rc;
+}
+
+/** The gateway names each server's `/gatewayz` lists with an outbound connection, or undefined when it does not answer (1 s). */
+async function outboundGateways(monitor: string): Promise<Set<string> | undefined> {
+  try {
+    const r = await fetch(`http://${monitor}/gatewayz`, { signal: AbortSignal.timeout(1_000) });
+    if (!r.ok) return undefined;
+    const g = (await r.json()) as { outbound_gateways?: Record<string, { connection?: unknown }> };
+    return new Set(Object.entries(g.outbound_gateways ?? {}).flatMap(([name, o]) => (o.connection ? [name] : [])));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The links of `s` with their live health (`live`, and `gateway_connections` for a gateway link):
+ * asks every server's NATS monitoring endpoint (`/gatewayz`, 1 s each, all at once) which
+ * gateways it holds a connection to. Works without the launcher (the NATS servers outlive it);
+ * a server without a recorded `monitor` counts as not answering.
+ */
+export async function liveLinks(s: RegionStatus): Promise<LinkStatus[]> {
+  const byRegion = new Map(
+    await Promise.all(
+      s.regions.map(
+        async (r) => [r.name, await Promise.all(r.servers.map((x) => (x.monitor ? outboundGateways(x.monitor) : undefined)))] as const,
+      ),
+    ),
+  );
+  return s.links.map((l): LinkStatus => {
+    if (l.kind === 'client') {
+      if (l.state === 'unknown' || l.proxy === undefined) return { ...l, live: l.state === 'down' ? 'disconnected' : 'unknown' };
+      return { ...l, live: l.state !== 'up' || l.proxy.cut ? 'disconnected' : l.proxy.open > 0 ? 'connected' : 'idle' };
+    }
+    const seen = byRegion.get(l.from) ?? [];
+    const answered = seen.filter((x) => x !== undefined);
+    const connected = answered.filter((x) => x.has(l.to)).length;
+    const live = answered.length === 0 ? 'unknown' : connected === seen.length ? 'connected' : connected === 0 ? 'disconnected' : 'partial';
+    return { ...l, live, gateway_connections: { connected, answered: answered.length, servers: seen.length } };
+  });
 }

@@ -76,6 +76,30 @@ describe('bridge journal', () => {
     }
   });
 
+  test('restart / a signed call keeps its signature (threshold callers); a malformed one is not taken back', () => {
+    const t = tempDir('journal');
+    const file = path.join(t.dir, 'calls.journal');
+    try {
+      const j = new CallJournal({ file, windowS: 60 }, 100);
+      const st = j.stampFor('sig', 'c1', 100);
+      j.begin('sig', 'c1', st);
+      const signature = new Uint8Array(64).map((_, i) => i);
+      j.signed('sig', signature);
+      j.signed('never-opened', signature); // not open: nothing recorded
+      j.close();
+      appendFileSync(file, `${JSON.stringify({ k: 'bad', c: 'c2', now: 100, g: 'zz' })}\n`);
+      const r = new CallJournal({ file, windowS: 60 }, 110);
+      expect(r.openCalls).toBe(1);
+      expect(r.stampFor('sig', 'c1', 110)).toEqual({ nowS: 100, salt: 0, nonce: st.nonce, resent: true, signature });
+      expect(r.stampFor('never-opened', 'c1', 110)).toMatchObject({ resent: false });
+      expect(r.stampFor('bad', 'c2', 110)).toMatchObject({ resent: false });
+      expect(r.stampFor('bad', 'c2', 110).signature).toBeUndefined();
+      r.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
   test("an earlier bridge's journal: its open call (a salt, no nonce) re-sends as it was signed", () => {
     const t = tempDir('journal');
     const file = path.join(t.dir, 'calls.journal');

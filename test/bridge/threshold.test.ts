@@ -6,19 +6,24 @@
  * with a 2-of-3 aggregate. One holder refusing by rule: the call still passes with the other two.
  * Two refusing: a tool error result `threshold-refused` naming both holders and the reasons from
  * their signed decision records; the node has no receipt for it and debited nothing. A holder
- * without --approve refuses control calls; --approve allow-all signs them. Too few holders
- * online: `threshold-unavailable` after the round deadline, nothing sent.
+ * without --approve does not start (`frost-approve-required`); --approve allow-all signs, and
+ * records each decision like any policy. A bridge killed between the signature and the node's
+ * answer re-sends, after its restart, the same signed request: the node debits it once. Too few
+ * holders online: `threshold-unavailable` after the round deadline, nothing sent.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer, connect as netConnect, type Socket } from 'node:net';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { writeChainFile } from '../../client/index.ts';
 import { grantId, type SignedGrant, signGrant } from '../../core/index.ts';
-import { deal, NO_POLICY_ID, NO_POLICY_REASON, shareRecord, writeShareFile } from '../../frost/internal.ts';
+import { ALLOW_ALL_POLICY_ID, ALLOW_ALL_REASON, deal, readDecisionFile, shareRecord, writeShareFile } from '../../frost/internal.ts';
 import { type ParticipantProc, startParticipantProc } from '../../testkit/index.ts';
 import { type RunningNode, writeKeyFile } from '../../node/index.ts';
 import { cleanupPrefix, NATS_URL, uniquePrefix } from '../frost/helpers.ts';
@@ -26,6 +31,15 @@ import { cast, liveNode, rid, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice, bob } = cast('bridge-threshold');
 const JCP = path.resolve(import.meta.dirname, '../../bin/jcp.mjs');
+const exec = promisify(execFile);
+
+async function waitUntil(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 type Refusal = {
   identifier: number;
@@ -46,6 +60,33 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
   let grant: SignedGrant;
   const holders: ParticipantProc[] = [];
   let client: Client;
+
+  /** An MCP client of a fresh `jcp bridge` process for the group, on the node at `port` (its call journal `journal`). */
+  async function bridgeClient(port: number, journal?: string): Promise<{ client: Client; transport: StdioClientTransport }> {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [
+        JCP,
+        'bridge',
+        '--node',
+        `127.0.0.1:${port}`,
+        '--key',
+        w('bob.key'),
+        '--chain',
+        w('team.chain.json'),
+        '--cost-uj',
+        '7',
+        '--nats',
+        NATS_URL,
+        '--frost-prefix',
+        prefix,
+        ...(journal !== undefined ? ['--journal', journal] : []),
+      ],
+    });
+    const c = new Client({ name: 'threshold-test', version: '1' });
+    await c.connect(transport);
+    return { client: c, transport };
+  }
 
   beforeAll(async () => {
     nc = await connect({ servers: NATS_URL });
@@ -98,28 +139,7 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     );
     writeKeyFile(w('bob.key'), bob);
     writeChainFile(w('team.chain.json'), [grant]);
-    client = new Client({ name: 'threshold-test', version: '1' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [
-          JCP,
-          'bridge',
-          '--node',
-          `127.0.0.1:${node.port}`,
-          '--key',
-          w('bob.key'),
-          '--chain',
-          w('team.chain.json'),
-          '--cost-uj',
-          '7',
-          '--nats',
-          NATS_URL,
-          '--frost-prefix',
-          prefix,
-        ],
-      }),
-    );
+    client = (await bridgeClient(node.port)).client;
   }, 60_000);
 
   afterAll(async () => {
@@ -173,34 +193,99 @@ describe('jcp bridge / a threshold group as the subject (needs NATS)', () => {
     expect(node.ledger.spent(grantId(grant.grant))).toBe(spent);
   }, 30_000);
 
-  test('a holder without --approve refuses a control call (the safe default); --approve allow-all signs it', async () => {
-    // Restart holder 2 with no policy: holders 2 and 3 now refuse, so the call is refused.
+  test('a holder without --approve does not start (frost-approve-required); --approve allow-all signs, each decision a signed record', async () => {
     await holders[1]!.stop();
-    holders[1] = await startParticipantProc({ keystore: w('p2'), natsUrl: NATS_URL, prefix, args: ['--coordinator', bob.did] });
-    const before = node.log.durableSeq;
-    const r = await client.callTool({ name: 'delete_entities', arguments: { entityNames: ['scratch-2'] } });
-    expect(r._meta?.['jcp/error']).toBe('threshold-refused');
-    const refusals = r._meta?.['jcp/refusals'] as Refusal[];
-    expect(refusals.find((x) => x.identifier === 2)).toMatchObject({ code: 'frost-not-approved', reason: NO_POLICY_REASON });
-    // Even without a policy the refusal is a signed, published decision record (policy kind none).
-    expect(refusals.find((x) => x.identifier === 2)?.record).toMatchObject({
-      valid: true,
-      policy_kind: 'none',
-      decision: 'refuse',
-      policy: NO_POLICY_ID,
-    });
-    expect(node.log.durableSeq).toBe(before);
+    const refused = await exec(process.execPath, [
+      JCP,
+      'frost',
+      'participant',
+      '--keystore',
+      w('p2'),
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      prefix,
+      '--coordinator',
+      bob.did,
+    ]).catch((e: { code: number; stderr: string }) => e);
+    expect((refused as { code: number }).code).toBe(1);
+    expect((refused as { stderr: string }).stderr).toMatch(/^jcp frost: error \[frost-approve-required\]: .*--approve allow-all/);
     // The old behaviour, asked for explicitly: holder 2 signs with holder 1.
-    await holders[1]!.stop();
     holders[1] = await startParticipantProc({
       keystore: w('p2'),
       natsUrl: NATS_URL,
       prefix,
       args: ['--coordinator', bob.did, '--approve', 'allow-all'],
     });
+    const before = node.log.durableSeq;
     const ok = await client.callTool({ name: 'delete_entities', arguments: { entityNames: ['scratch-3'] } });
     expect(ok._meta?.['jcp/verdict']).toBe('allow');
     expect(node.log.durableSeq).toBe(before + 1);
+    // allow-all decided too: a signed approve record with its fixed policy id, journaled and printed.
+    const d2 = await holders[1]!.waitFor((e) => e.event === 'decision', "holder 2's allow-all decision");
+    expect(d2).toMatchObject({ policy: ALLOW_ALL_POLICY_ID, policy_kind: 'allow-all', decision: 'approve', reason: ALLOW_ALL_REASON });
+    const kept = readDecisionFile(path.join(w('p2'), 'approvals.journal')).at(-1)?.record;
+    expect(kept?.valid).toBe(true);
+    expect(kept?.body).toMatchObject({
+      policy: ALLOW_ALL_POLICY_ID,
+      policy_kind: 'allow-all',
+      decision: 'approve',
+      request: d2['request'],
+    });
+  }, 60_000);
+
+  test('a bridge killed between the signature and the answer: its re-send after a restart is the same request, debited once', async () => {
+    // A proxy in front of the node passes requests on but, once armed, drops the node's replies:
+    // the node decides and debits the call, and the bridge never hears of it.
+    let drop = false;
+    const socks = new Set<Socket>();
+    const proxy = createServer((inbound) => {
+      const out = netConnect(node.port, '127.0.0.1');
+      socks.add(inbound).add(out);
+      inbound.on('data', (b) => out.write(b));
+      out.on('data', (b) => {
+        if (!drop) inbound.write(b);
+      });
+      const close = () => {
+        inbound.destroy();
+        out.destroy();
+      };
+      for (const x of [inbound, out]) x.on('error', close).on('close', close);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const journal = w('restart.journal');
+    const call = {
+      name: 'delete_entities',
+      arguments: { entityNames: ['scratch-restart'] },
+      _meta: { 'jcp/idempotency_key': 'restart-1' },
+    };
+    const spent = node.ledger.spent(grantId(grant.grant));
+    const before = node.log.durableSeq;
+    const first = await bridgeClient((proxy.address() as AddressInfo).port, journal);
+    try {
+      await first.client.listTools(); // the catalogue, while the node's replies still pass
+      drop = true;
+      const pending = first.client.callTool(call).catch((e: unknown) => e);
+      await waitUntil(() => node.log.durableSeq === before + 1, 'the node to decide the first send');
+      process.kill(first.transport.pid!, 'SIGKILL');
+      await pending;
+    } finally {
+      await first.client.close().catch(() => {});
+      proxy.close();
+      for (const x of socks) x.destroy();
+    }
+    expect(node.ledger.spent(grantId(grant.grant))).toBe(spent + 7n);
+    // The restarted bridge (same journal) re-sends the call: the same signed bytes, replayed by the node.
+    const second = await bridgeClient(node.port, journal);
+    try {
+      const r = await second.client.callTool(call);
+      expect(r._meta?.['jcp/verdict']).toBe('allow');
+      await new Promise((res) => setTimeout(res, 200));
+      expect(node.log.durableSeq).toBe(before + 1);
+      expect(node.ledger.spent(grantId(grant.grant))).toBe(spent + 7n);
+    } finally {
+      await second.client.close();
+    }
   }, 60_000);
 
   test('too few holders online: a threshold-unavailable tool error after the round deadline; nothing sent, nothing debited', async () => {

@@ -67,6 +67,20 @@ describe('jcp cluster status without its launcher', () => {
     expect(text.stdout).toMatch(/region a \(home: the streams live here\) {2}NATS nats:\/\/127\.0\.0\.1:1\n/);
   });
 
+  it('cut/heal with the launcher gone: launcher-unreachable (exit 1); live health unknown without monitors', async () => {
+    const dead = spawnSync(process.execPath, ['-e', 'process.exit(0)']).pid!;
+    const dir = forgedState(dead, `http://127.0.0.1:${await freePort()}`);
+    for (const verb of ['cut', 'heal']) {
+      const r = await runJcp(['cluster', verb, 'a-b', '--dir', dir]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`jcp cluster: error [launcher-unreachable]: the region launcher (pid ${dead}, gone)`);
+    }
+    // the forged state records no monitoring port: nobody to ask /gatewayz
+    const json = await runJcp(['cluster', 'status', '--dir', dir, '--json']);
+    const report = JSON.parse(json.stdout) as { links: { live?: string }[] };
+    expect(report.links.map((l) => l.live)).toEqual(['unknown', 'unknown']);
+  });
+
   it('a launcher that runs but does not answer: links unknown', async () => {
     const dir = forgedState(process.pid, `http://127.0.0.1:${await freePort()}`);
     const json = await runJcp(['cluster', 'status', '--dir', dir, '--json']);

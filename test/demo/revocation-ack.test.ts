@@ -5,8 +5,10 @@
  * home node can refuse it while the orchestrator still waits for another node's acknowledgement;
  * here that slow acknowledgement is played by holding `revoked-everywhere` back. The worker must
  * make its try at another node only after it, strictly after `at_ms`, or the check has no call.
- * A real worker process (demo/worker.ts) against two real nodes on loopback.
+ * A real worker process (demo/worker.ts, calling through its bridges) against two real nodes on
+ * loopback, each fronting a stub MCP server that lists the workers' tools (stub-tools-server.mjs).
  */
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Actor, grantId, signRevocation } from '../../core/index.ts';
@@ -17,12 +19,14 @@ import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
 const { rng, alice } = cast('revocation-ack');
 const FILES = ['read_text_file', 'search_files', 'directory_tree', 'get_file_info'];
 const MEMORY = ['create_entities', 'add_observations', 'search_nodes', 'open_nodes'];
+const STUB = path.join(import.meta.dirname, 'stub-tools-server.mjs');
 const t = tempDir('revocation-ack');
 afterAll(() => t.cleanup());
 
 describe('demo - revocation acknowledgement', () => {
   it('a worker refused revoked at home tries elsewhere only after every node acknowledged, so the report has calls to check', async () => {
-    const nodes = [await liveNode(), await liveNode()];
+    const stub = { resources: [{ name: 'tools', endpoint: { command: process.execPath, args: [STUB] } }] };
+    const nodes = [await liveNode(stub), await liveNode(stub)];
     let worker: WorkerProc | undefined;
     try {
       let revoking: Promise<void> | undefined;
@@ -78,6 +82,10 @@ describe('demo - revocation acknowledgement', () => {
       const after = w.calls.filter((c) => c.sent_ms > atMs);
       expect(after.filter((c) => c.node === 'n2')).toHaveLength(2);
       expect(after.every((c) => c.verdict === 'deny' && c.reason === 'revoked')).toBe(true);
+      // The allowed calls went through the worker's bridge: the upstream's text came back as the MCP result.
+      const allowed = w.calls.filter((c) => c.verdict === 'allow');
+      expect(allowed.length).toBeGreaterThanOrEqual(2);
+      expect(allowed.every((c) => c.note === `${c.action} done`)).toBe(true);
     } finally {
       await worker?.stop();
       for (const n of nodes) await n.cleanup();

@@ -449,7 +449,8 @@ export function initScript(sts: K8sObject, name = 'steward-key'): string {
 
 /**
  * The node container, its config and the objects around it agree: container ports = the config's
- * listen and metrics ports (bound on all interfaces), probes on /healthz at the metrics port,
+ * listen and metrics ports (bound on all interfaces), probes at the metrics port (readiness on /readyz,
+ * liveness and startup on /healthz),
  * `--config` points at the mounted ConfigMap key, the data folder is the claim's mount, the
  * steward key lies on a memory volume that the init container fills from the Secret with mode
  * 0600, Secret files unreadable by others, endpoint paths mounted, NATS URL and the
@@ -477,10 +478,16 @@ export function wiringProblems(objs: readonly K8sObject[], cfg: NodeConfig, nats
     out.push(`config listen host ${cfg.listen.host} is not reachable from the Service`);
   if (cfg.metrics && cfg.metrics.host !== '0.0.0.0' && cfg.metrics.host !== '::')
     out.push(`config metrics host ${cfg.metrics.host} is not reachable for probes`);
-  for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
+  // Readiness on /readyz (503 while allows are refused: revocations stale, log failed); liveness
+  // and startup on /healthz (a stale node is alive and recovers by itself).
+  for (const [probe, want] of [
+    ['readinessProbe', '/readyz'],
+    ['livenessProbe', '/healthz'],
+    ['startupProbe', '/healthz'],
+  ] as const) {
     const g = node[probe]?.httpGet;
-    if (g?.path !== '/healthz' || (g.port !== 'metrics' && g.port !== cfg.metrics?.port))
-      out.push(`${probe} is not GET /healthz on the metrics port`);
+    if (g?.path !== want || (g.port !== 'metrics' && g.port !== cfg.metrics?.port))
+      out.push(`${probe} is not GET ${want} on the metrics port`);
   }
 
   const args: string[] = node.args ?? [];

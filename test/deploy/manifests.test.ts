@@ -444,6 +444,18 @@ describe('the node config in the ConfigMap', () => {
       (o: K8sObject) => delete o.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'steward-run').emptyDir.medium,
       /memory emptyDir/,
     ],
+    [
+      'readiness on /healthz (a node with stale revocations would keep its traffic)',
+      'StatefulSet',
+      (o: K8sObject) => (o.spec.template.spec.containers[0].readinessProbe.httpGet.path = '/healthz'),
+      /readinessProbe is not GET \/readyz/,
+    ],
+    [
+      'liveness on /readyz (a stale node would be restarted)',
+      'StatefulSet',
+      (o: K8sObject) => (o.spec.template.spec.containers[0].livenessProbe.httpGet.path = '/readyz'),
+      /livenessProbe is not GET \/healthz/,
+    ],
     ['a NetworkPolicy egress to any port', 'NetworkPolicy', (o: K8sObject) => delete o.spec.egress[0].ports, /any port/],
     [
       'a NetworkPolicy egress on the NATS port to other pods',

@@ -145,6 +145,16 @@ describe('jcp frost / repeated options', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('refuse / participant without --approve: frost-approve-required before anything is opened or connected', async () => {
+    const ks = join(tmp('noapprove'), 'ks');
+    const r = await frost(['participant', '--keystore', ks, '--nats', DEAD_NATS]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^jcp frost: error \[frost-approve-required\]: .*--approve allow-all/);
+    // Not even the keystore folder was made, and the dead NATS URL was never tried.
+    expect(existsSync(ks)).toBe(false);
+    expect(r.stderr).not.toMatch(/frost-transport/);
+  });
+
   it('a repeatable option (--coordinator) may still be given twice', async () => {
     const a = actorFromSeed(new Uint8Array(32).fill(1)).did;
     const b = actorFromSeed(new Uint8Array(32).fill(2)).did;
@@ -158,6 +168,8 @@ describe('jcp frost / repeated options', () => {
       b,
       '--nats',
       DEAD_NATS,
+      '--approve',
+      'allow-all',
     ]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/error \[frost-transport\]/);
@@ -239,7 +251,17 @@ describe('jcp frost / files and folders: code io naming the path', () => {
   it('refuse / a --keystore that is a file (participant; needs NATS)', async () => {
     const file = join(tmp('ksfile'), 'a-file');
     writeFileSync(file, 'x');
-    const r = await frost(['participant', '--keystore', file, '--nats', NATS_URL, '--prefix', uniquePrefix('cliks')]);
+    const r = await frost([
+      'participant',
+      '--keystore',
+      file,
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      uniquePrefix('cliks'),
+      '--approve',
+      'allow-all',
+    ]);
     expectIo(r, file);
     expect(r.stderr).toMatch(/exists and is not a folder/);
   });
@@ -253,7 +275,17 @@ describe.runIf(LINUX)('folders under /proc fail at once (Node 20 recursive mkdir
   });
 
   it('participant --keystore /proc/x: io, no hang (needs NATS)', async () => {
-    const r = await frost(['participant', '--keystore', '/proc/x', '--nats', NATS_URL, '--prefix', uniquePrefix('cliproc')]);
+    const r = await frost([
+      'participant',
+      '--keystore',
+      '/proc/x',
+      '--nats',
+      NATS_URL,
+      '--prefix',
+      uniquePrefix('cliproc'),
+      '--approve',
+      'allow-all',
+    ]);
     expectIo(r, '/proc/x');
   });
 
@@ -318,7 +350,19 @@ describe('jcp frost participant / a wrong passphrase writes nothing (needs NATS)
     ).toBe(0);
     const before = readdirSync(ks).sort();
     const r = await frost(
-      ['participant', '--keystore', ks, '--nats', NATS_URL, '--prefix', uniquePrefix('clipass'), '--passphrase-env', 'JCP_TEST_WRONG'],
+      [
+        'participant',
+        '--keystore',
+        ks,
+        '--nats',
+        NATS_URL,
+        '--prefix',
+        uniquePrefix('clipass'),
+        '--passphrase-env',
+        'JCP_TEST_WRONG',
+        '--approve',
+        'allow-all',
+      ],
       { env },
     );
     expect(r.code, r.stderr).toBe(1);

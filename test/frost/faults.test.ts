@@ -400,6 +400,8 @@ describe('faults / share files', () => {
           uniquePrefix('files'),
           '--passphrase-env',
           pass,
+          '--approve',
+          'allow-all',
         ],
         { env },
       ).catch((e) => e as { code: number; stderr: string });
