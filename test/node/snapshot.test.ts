@@ -5,7 +5,7 @@
  * not is ignored and the start replays everything; `jcp receipts verify` checks every snapshot
  * against the full replay; an old request sent again gets `clock-skew`, never a second debit.
  */
-import { existsSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/internal.ts';
@@ -121,17 +121,30 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(v.signature.length).toBe(64);
   });
 
-  test('writeFileDurablyAsync: every byte in place of the old file, no temporary left; a missing folder rejects and writes nothing', async () => {
+  test('writeFileDurablyAsync: every byte in place of the old file, no temporary left, no file handle left open; a failed step rejects with its error and leaves nothing', async () => {
     const dir = folder();
     const file = path.join(dir, 'f.bin');
     writeFileSync(file, 'old');
-    const big = new Uint8Array(3 << 20).map((_, i) => i * 7);
+    const big = Buffer.alloc(3 << 20);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7) & 0xff;
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const before = fds();
     await writeFileDurablyAsync(file, big);
-    expect(new Uint8Array(readFileSync(file))).toEqual(big);
+    // Buffer.equals, not toEqual: a deep equality over 3 MiB, byte by byte, takes vitest half a minute.
+    expect(readFileSync(file).equals(big)).toBe(true);
     expect(readdirSync(dir)).toEqual(['f.bin']);
+    // A missing folder: the open fails, nothing is made.
     const gone = path.join(dir, 'missing', 'g.bin');
     await expect(writeFileDurablyAsync(gone, big)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(existsSync(path.join(dir, 'missing'))).toBe(false);
+    // A folder (not empty) where the file goes: written and fsync'd, the rename fails; the temporary is removed.
+    const taken = path.join(dir, 'taken');
+    mkdirSync(taken);
+    writeFileSync(path.join(taken, 'x'), 'x');
+    await expect(writeFileDurablyAsync(taken, big)).rejects.toMatchObject({ syscall: 'rename' });
+    expect(readdirSync(dir).sort()).toEqual(['f.bin', 'taken']);
+    expect(readFileSync(file).equals(big)).toBe(true);
+    expect(fds()).toBe(before);
   });
 
   test('a snapshot that does not verify is ignored with its reason, and the start replays the whole log', async () => {
