@@ -52,6 +52,8 @@ export interface LoadResult {
   readonly allow: number;
   readonly deny: number;
   readonly errors: number;
+  /** The error replies by their code (`clock-skew`, `replay`…); empty when there were none. */
+  readonly errorCodes: Record<string, number>;
   readonly elapsedMs: number;
   readonly perSecond: number;
   readonly p50Us: number;
@@ -93,6 +95,16 @@ function prepare(spec: LoadSpec): Uint8Array[] {
   return frames;
 }
 
+/** The `code` of an error reply `{error: {code, message}}` (core/wire.ts), or `?` when it does not decode. */
+function errorCodeOf(body: Uint8Array): string {
+  try {
+    const code = (decode(body) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : '?';
+  } catch {
+    return '?';
+  }
+}
+
 function pct(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
@@ -121,6 +133,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
   let allow = 0;
   let deny = 0;
   let errors = 0;
+  const errorCodes: Record<string, number> = {};
   const started = performance.now();
   const cpu0 = process.cpuUsage();
   return await new Promise<LoadResult>((resolve) => {
@@ -139,6 +152,7 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         allow,
         deny,
         errors,
+        errorCodes,
         elapsedMs,
         perSecond: (done * 1000) / elapsedMs,
         p50Us: pct(sorted, 50),
@@ -166,7 +180,11 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
           const i = q.shift()!;
           if (replyAt) replyAt[done] = now;
           lat[done++] = (now - sentAt[i]!) * 1000;
-          if (body[0] === 0xa1) errors++;
+          if (body[0] === 0xa1) {
+            errors++;
+            const code = errorCodeOf(body);
+            errorCodes[code] = (errorCodes[code] ?? 0) + 1;
+          }
           // {receipt, decision} in canonical key order: the decision map closes the body.
           else if (Buffer.from(body.buffer, body.byteOffset + Math.max(0, body.length - 24), Math.min(body.length, 24)).includes('allow'))
             allow++;
