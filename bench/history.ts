@@ -319,11 +319,22 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const requests = Number(process.env['JCP_BENCH_HISTORY_REQUESTS'] ?? 20_000);
   const base = await rateOn(small, agent, grant, requests, undefined);
   const during = await rateOn(small, agent, grant, requests, 1);
+  figures.push(...rateFigures(ns[0]!, requests, base, during));
+  return figures;
+}
+
+/**
+ * The figures of the two rate runs on the log of `n` receipts (`requests` each): the rates and
+ * their ratio, the error replies (goal none), latencies, the fsync'd batch p99s, and the longest
+ * pause during the snapshot against the batch p99 of the same run (goal: no longer).
+ */
+function rateFigures(n: number, requests: number, base: RateRun, during: RateRun): Figure[] {
+  const figures: Figure[] = [];
   const snapped = during.snapshot !== undefined;
   const unfinished = snapped ? '' : ' (the snapshot had not finished when the load ended)';
-  figures.push({ name: `decisions/s, closed loop, no snapshot (${ns[0]} receipts in the log)`, value: sig(base.perSecond), unit: '/s' });
+  figures.push({ name: `decisions/s, closed loop, no snapshot (${n} receipts in the log)`, value: sig(base.perSecond), unit: '/s' });
   figures.push({
-    name: `decisions/s, closed loop, while a snapshot of ${ns[0]} receipts is written${unfinished}`,
+    name: `decisions/s, closed loop, while a snapshot of ${n} receipts is written${unfinished}`,
     value: sig(during.perSecond),
     unit: '/s',
   });

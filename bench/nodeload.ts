@@ -110,11 +110,9 @@ function pct(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-async function run(spec: LoadSpec): Promise<LoadResult> {
-  const t0 = performance.now();
-  const frames = prepare(spec);
-  const signMs = performance.now() - t0;
-  const socks: Socket[] = await Promise.all(
+/** `spec.connections` connections to the node, each once connected (rejects with the first that fails). */
+function connectAll(spec: LoadSpec): Promise<Socket[]> {
+  return Promise.all(
     Array.from(
       { length: spec.connections },
       () =>
@@ -125,6 +123,13 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         }),
     ),
   );
+}
+
+async function run(spec: LoadSpec): Promise<LoadResult> {
+  const t0 = performance.now();
+  const frames = prepare(spec);
+  const signMs = performance.now() - t0;
+  const socks = await connectAll(spec);
   const lat = new Float64Array(spec.requests);
   const sentAt = new Float64Array(spec.requests);
   const replyAt = spec.timelineFile !== undefined ? new Float64Array(spec.requests) : undefined;
