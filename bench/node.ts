@@ -489,24 +489,57 @@ function bigLog(seed: number, n: number): Promise<string> {
   });
 }
 
+/** What a built log was made with (`build.json` beside its `complete` marker): what an extension must reuse. */
+interface LogBuild {
+  readonly n: number;
+  readonly rngLabel: string;
+  readonly t0S: number;
+}
+
+/** Receipts per LevelDB batch while building (one fsync each; the next batch is sealed while it is written). */
+const BUILD_BATCH = 16_384;
+
+function readBuild(dir: string): LogBuild | undefined {
+  try {
+    if (!existsSync(path.join(dir, 'complete'))) return undefined;
+    return JSON.parse(readFileSync(path.join(dir, 'build.json'), 'utf8')) as LogBuild;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Fills `dir` (made anew unless it holds a `complete` marker from an earlier run) with `n` receipts
  * sealed by a steward whose key is `dir/steward.key`: 16 workers on grants of 10^15 µJ, 1,000–1,006 µJ
  * per call, one decision per ms of a clock starting at `t0S` (unix seconds, +1 s per 1,000 receipts),
- * request ids the content ids of `requestKey(seq)`. Deterministic for one `rngLabel`. Resolves to `dir`.
+ * request ids the content ids of `requestKey(seq)`. Deterministic for one `rngLabel` and `t0S`.
+ * With `grow`, the complete log there built with the same `rngLabel` and fewer receipts is copied and
+ * extended (its `t0S` is kept), so a large log's first receipts are the smaller log's, byte for byte,
+ * and only the receipts past it are sealed. Receipts go to LevelDB in batches of {@link BUILD_BATCH}.
+ * Resolves to `dir`.
  */
 export async function sealedLog(
   dir: string,
   n: number,
-  o: { rngLabel: string; t0S: number; requestKey: (seq: number) => unknown },
+  o: { rngLabel: string; t0S: number; requestKey: (seq: number) => unknown; grow?: readonly string[] },
 ): Promise<string> {
   const done = path.join(dir, 'complete');
   if (existsSync(done)) return dir;
   rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
+  // The largest complete smaller log of the same label, if any, is the prefix.
+  const base = (o.grow ?? [])
+    .map((d) => ({ d, b: readBuild(d) }))
+    .filter((x) => x.b !== undefined && x.b.rngLabel === o.rngLabel && x.b.n < n)
+    .sort((a, b) => b.b!.n - a.b!.n)[0];
+  const t0S = base?.b?.t0S ?? o.t0S;
+  if (base) {
+    cpSync(base.d, dir, { recursive: true });
+    rmSync(path.join(dir, 'complete'), { force: true });
+    rmSync(path.join(dir, 'build.json'), { force: true });
+  } else mkdirSync(dir, { recursive: true });
   const rng = seededRng(o.rngLabel);
   const steward = newActor(rng);
-  writeKeyFile(path.join(dir, 'steward.key'), steward);
+  if (!base) writeKeyFile(path.join(dir, 'steward.key'), steward);
   const issuer = newActor(rng);
   const workers = Array.from({ length: 16 }, () => newActor(rng));
   const grants = workers.map((w) =>
@@ -522,12 +555,23 @@ export async function sealedLog(
       issuer,
     ),
   );
-  const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: o.t0S, batchMax: 4096 });
+  const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: t0S, batchMax: BUILD_BATCH });
   const ledger = new Ledger();
   const state = { ledger, revoked: new Set<string>(), trust: new TrustRoots() };
+  const first = base?.b?.n ?? 0;
   let prev: string | undefined;
+  if (first > 0) {
+    // The prefix's spend (every call was allowed: the grants' 10^15 µJ outlast any log here) and its last id.
+    const spent = grants.map(() => 0n);
+    for (let seq = 0; seq < first; seq++) spent[seq % grants.length]! += 1_000n + BigInt(seq % 7);
+    for (const [i, g] of grants.entries()) ledger.debit([grantId(g.grant)], spent[i]!);
+    const last = await log.getReceipt(first - 1);
+    if (last === undefined || (await log.lastSeq()) !== first - 1) throw new Error(`${base!.d}: not a log of ${first} receipts`);
+    prev = receiptId(last);
+  }
   let pending: Array<Promise<void>> = [];
-  for (let seq = 0; seq < n; seq++) {
+  let writing: Promise<unknown> = Promise.resolve();
+  for (let seq = first; seq < n; seq++) {
     const i = seq % grants.length;
     const g = grants[i]!;
     const dreq: DecisionRequest = {
@@ -542,7 +586,7 @@ export async function sealedLog(
       chain: [g],
       caller: workers[i]!.did,
       cost: { uj: 1_000n + BigInt(seq % 7), provenance: 'Estimator' },
-      nowS: o.t0S + Math.floor(seq / 1000),
+      nowS: t0S + Math.floor(seq / 1000),
     };
     const d = decide(dreq, state);
     if (d.verdict === 'allow') ledger.debit(d.chainIds, dreq.cost.uj);
@@ -557,13 +601,17 @@ export async function sealedLog(
     );
     prev = receiptId(bytes);
     pending.push(log.appendReceipt(seq, bytes));
-    if (pending.length >= 4096) {
-      await Promise.all(pending);
+    if (pending.length >= BUILD_BATCH) {
+      // One batch in flight while the next is sealed.
+      await writing;
+      writing = Promise.all(pending);
       pending = [];
     }
   }
+  await writing;
   await Promise.all(pending);
   await log.close();
+  writeFileSync(path.join(dir, 'build.json'), JSON.stringify({ n, rngLabel: o.rngLabel, t0S } satisfies LogBuild));
   writeFileSync(done, `${n}\n`);
   return dir;
 }

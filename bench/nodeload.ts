@@ -7,6 +7,7 @@
  * Modes: `closed` keeps `window` requests outstanding per connection (peak throughput); `open`
  * sends at a fixed `rate` (requests/s) regardless of replies (latency under a given load).
  */
+import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import {
   actorFromSeed,
@@ -41,6 +42,8 @@ export interface LoadSpec {
   readonly tag: string;
   /** Skew base for `now` (unix seconds). */
   readonly nowS: number;
+  /** Also write the time of every reply (unix ms, fractional, in reply order) to this file, as a JSON array. */
+  readonly timelineFile?: string;
 }
 
 /** What the load process measured. */
@@ -49,6 +52,8 @@ export interface LoadResult {
   readonly allow: number;
   readonly deny: number;
   readonly errors: number;
+  /** The error replies by their code (`clock-skew`, `replay`…); empty when there were none. */
+  readonly errorCodes: Record<string, number>;
   readonly elapsedMs: number;
   readonly perSecond: number;
   readonly p50Us: number;
@@ -90,16 +95,24 @@ function prepare(spec: LoadSpec): Uint8Array[] {
   return frames;
 }
 
+/** The `code` of an error reply `{error: {code, message}}` (core/wire.ts), or `?` when it does not decode. */
+function errorCodeOf(body: Uint8Array): string {
+  try {
+    const code = (decode(body) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : '?';
+  } catch {
+    return '?';
+  }
+}
+
 function pct(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-async function run(spec: LoadSpec): Promise<LoadResult> {
-  const t0 = performance.now();
-  const frames = prepare(spec);
-  const signMs = performance.now() - t0;
-  const socks: Socket[] = await Promise.all(
+/** `spec.connections` connections to the node, each once connected (rejects with the first that fails). */
+function connectAll(spec: LoadSpec): Promise<Socket[]> {
+  return Promise.all(
     Array.from(
       { length: spec.connections },
       () =>
@@ -110,13 +123,22 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         }),
     ),
   );
+}
+
+async function run(spec: LoadSpec): Promise<LoadResult> {
+  const t0 = performance.now();
+  const frames = prepare(spec);
+  const signMs = performance.now() - t0;
+  const socks = await connectAll(spec);
   const lat = new Float64Array(spec.requests);
   const sentAt = new Float64Array(spec.requests);
+  const replyAt = spec.timelineFile !== undefined ? new Float64Array(spec.requests) : undefined;
   let next = 0;
   let done = 0;
   let allow = 0;
   let deny = 0;
   let errors = 0;
+  const errorCodes: Record<string, number> = {};
   const started = performance.now();
   const cpu0 = process.cpuUsage();
   return await new Promise<LoadResult>((resolve) => {
@@ -124,12 +146,18 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
       const elapsedMs = performance.now() - started;
       const cpu = process.cpuUsage(cpu0);
       const sorted = lat.slice(0, done).sort();
+      if (replyAt && spec.timelineFile !== undefined)
+        writeFileSync(
+          spec.timelineFile,
+          JSON.stringify(Array.from(replyAt.subarray(0, done), (t) => Math.round((performance.timeOrigin + t) * 1000) / 1000)),
+        );
       for (const s of socks) s.destroy();
       resolve({
         sent: next,
         allow,
         deny,
         errors,
+        errorCodes,
         elapsedMs,
         perSecond: (done * 1000) / elapsedMs,
         p50Us: pct(sorted, 50),
@@ -155,8 +183,13 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
         s.cork();
         for (const body of reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
           const i = q.shift()!;
+          if (replyAt) replyAt[done] = now;
           lat[done++] = (now - sentAt[i]!) * 1000;
-          if (body[0] === 0xa1) errors++;
+          if (body[0] === 0xa1) {
+            errors++;
+            const code = errorCodeOf(body);
+            errorCodes[code] = (errorCodes[code] ?? 0) + 1;
+          }
           // {receipt, decision} in canonical key order: the decision map closes the body.
           else if (Buffer.from(body.buffer, body.byteOffset + Math.max(0, body.length - 24), Math.min(body.length, 24)).includes('allow'))
             allow++;

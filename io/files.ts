@@ -26,6 +26,7 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
+import { open as openAsync, rename as renameAsync, rm as rmAsync } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
 /** The stable code of every {@link IoError}. */
@@ -317,4 +318,42 @@ export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600):
   } finally {
     closeSync(dfd);
   }
+}
+
+/**
+ * {@link writeFileDurably} off the event loop: the same steps and the same file (a temporary
+ * `.<name>.tmp`, every byte written, fsync, rename, folder fsync), each on the libuv thread pool,
+ * so a caller that keeps serving meanwhile is not paused by the fsyncs. Every file handle it opens
+ * is closed on every path; when a step fails, the temporary file is removed (best effort) and the
+ * first error is the one rejected with (a failing close after it does not hide it).
+ * @throws (rejects with) the Node system error of the step that failed (`ENOENT` for a missing
+ *   folder, `EISDIR` when `file` is a folder, `ENOSPC`…); nothing is renamed into place unless it
+ *   was fsync'd, and `file` is left as it was unless the rename happened.
+ */
+export async function writeFileDurablyAsync(file: string, bytes: Uint8Array, mode = 0o600): Promise<void> {
+  const dir = dirname(file);
+  const tmp = join(dir, `.${basename(file)}.tmp`);
+  const fh = await openAsync(tmp, 'w', mode);
+  try {
+    try {
+      for (let off = 0; off < bytes.length; ) off += (await fh.write(bytes, off, bytes.length - off)).bytesWritten;
+      await fh.sync();
+    } catch (e) {
+      await fh.close().catch(() => undefined);
+      throw e;
+    }
+    await fh.close();
+    await renameAsync(tmp, file);
+  } catch (e) {
+    await rmAsync(tmp, { force: true }).catch(() => undefined);
+    throw e;
+  }
+  const dh = await openAsync(dir, 'r');
+  try {
+    await dh.sync();
+  } catch (e) {
+    await dh.close().catch(() => undefined);
+    throw e;
+  }
+  await dh.close();
 }

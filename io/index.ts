@@ -14,4 +14,5 @@ export {
   readFileCapped,
   readStdinCapped,
   writeFileDurably,
+  writeFileDurablyAsync,
 } from './files.ts';

@@ -595,6 +595,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     onBatch: (n, s) => {
       metrics.batchSize.observe(n);
       metrics.batchSeconds.observe(s);
+      logger.debug({ receipts: n, seconds: s }, 'log batch durable');
     },
   });
   const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;

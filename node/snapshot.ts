@@ -24,7 +24,7 @@ import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { makeDirs, readFileCapped, writeFileDurably } from '../io/index.ts';
+import { makeDirs, readFileCapped, writeFileDurably, writeFileDurablyAsync } from '../io/index.ts';
 import {
   type Actor,
   type BreakCode,
@@ -315,12 +315,32 @@ export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Arra
   makeDirs(dir, 0o700);
   const file = path.join(dir, snapshotFileName(seq));
   writeFileDurably(file, bytes, 0o600);
-  // Pruned: the snapshots below this one beyond the newest `keep` (this one counts). A file named
-  // above it is never what this log's replay made (the node only covers higher seqs as it goes):
-  // it is left alone, and never counts toward `keep`, so it cannot push out the one just written.
+  pruneSnapshots(dataDir, seq, keep);
+  return file;
+}
+
+/**
+ * {@link writeSnapshotFile} with the write and fsyncs on the libuv thread pool (`writeFileDurablyAsync`),
+ * so a running node keeps deciding while they wait on the disk. Same file, same pruning.
+ * @throws (rejects with) the file system error.
+ */
+async function writeSnapshotFileOffLoop(dataDir: string, seq: number, bytes: Uint8Array, keep: number): Promise<string> {
+  const dir = path.join(dataDir, SNAPSHOT_DIR);
+  makeDirs(dir, 0o700);
+  const file = path.join(dir, snapshotFileName(seq));
+  await writeFileDurablyAsync(file, bytes, 0o600);
+  pruneSnapshots(dataDir, seq, keep);
+  return file;
+}
+
+/**
+ * Removes the snapshots below `seq` beyond the newest `keep` (the one at `seq` counts). A file named
+ * above it is never what this log's replay made (the node only covers higher seqs as it goes): it
+ * is left alone, and never counts toward `keep`, so it cannot push out the one just written.
+ */
+function pruneSnapshots(dataDir: string, seq: number, keep: number): void {
   const older = listSnapshots(dataDir).filter((s) => s.seq < seq);
   for (const old of older.slice(Math.max(0, keep - 1))) rmSync(old.file, { force: true });
-  return file;
 }
 
 /** Why a snapshot was not used at start (logged), or the one used. */
@@ -430,8 +450,11 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
   if (r.coveredSeq < 0) return undefined;
   r.requests.advance(o.nowS);
   const horizon = Math.max(0, r.requests.horizon);
+  await yieldTurn(); // decisions waiting behind the last merge go first
   const bytes = encodeSnapshot(r, o.steward, { madeAtS: o.nowS, windowS: Math.min(windowS, Number.MAX_SAFE_INTEGER), horizon });
-  const file = writeSnapshotFile(dataDir, r.coveredSeq, bytes, o.keep ?? 2);
+  await yieldTurn();
+  // The write and its fsyncs off the event loop: the node keeps deciding while the disk works.
+  const file = await writeSnapshotFileOffLoop(dataDir, r.coveredSeq, bytes, o.keep ?? 2);
   const replayed = r.total - (from?.total ?? 0);
   return { file, seq: r.coveredSeq, replayed, requests: r.requests.size, bytes: bytes.length, seconds: (performance.now() - t0) / 1000 };
 }

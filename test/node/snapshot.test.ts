@@ -5,12 +5,14 @@
  * not is ignored and the start replays everything; `jcp receipts verify` checks every snapshot
  * against the full replay; an old request sent again gets `clock-skew`, never a second debit.
  */
-import { readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { main } from '../../cli/internal.ts';
 import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
 import { listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex } from '../../node/index.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
+import { writeFileDurablyAsync } from '../../io/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('snapshot');
@@ -96,10 +98,55 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
     const a = await liveNode({ snapshot: { every_receipts: 5, every_s: 0 } }, {}, dir);
     await calls(a.port, [g], 6, 'n');
-    for (let i = 0; i < 100 && a.snapshots.coveredSeq < 4; i++) await new Promise((r) => setTimeout(r, 50));
+    // Polled until it is there: the check runs each second and the replay is on a nice-19 worker
+    // thread, which a loaded machine runs last; 30 s of polling, the test ends as soon as it is written.
+    for (let i = 0; i < 600 && a.snapshots.coveredSeq < 4; i++) await new Promise((r) => setTimeout(r, 50));
     expect(a.snapshots.coveredSeq).toBeGreaterThanOrEqual(4);
     expect(listSnapshots(dir).length).toBe(1);
     await a.close();
+  });
+
+  test('a running node writes its snapshot off the event loop: the whole signed file, no temporary file left', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(manual, {}, dir);
+    await calls(a.port, [g], 3, 'w');
+    const made = await a.snapshots.snapshotNow();
+    await a.close();
+    expect(made?.seq).toBe(2);
+    const names = readdirSync(path.join(dir, 'snapshots'));
+    expect(names).toEqual(['snap-0000000000000002.cbor']);
+    const bytes = readFileSync(path.join(dir, 'snapshots', names[0]!));
+    expect(bytes.length).toBe(made!.bytes);
+    const v = decode(bytes) as { body: Record<string, unknown>; signature: Uint8Array };
+    expect(v.body['seq']).toBe(2);
+    expect(v.signature.length).toBe(64);
+  });
+
+  test('writeFileDurablyAsync: every byte in place of the old file, no temporary left, no file handle left open; a failed step rejects with its error and leaves nothing', async () => {
+    const dir = folder();
+    const file = path.join(dir, 'f.bin');
+    writeFileSync(file, 'old');
+    const big = Buffer.alloc(3 << 20);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7) & 0xff;
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    await writeFileDurablyAsync(file, big);
+    // Buffer.equals, not toEqual: a deep equality over 3 MiB, byte by byte, takes vitest half a minute.
+    expect(readFileSync(file).equals(big)).toBe(true);
+    expect(readdirSync(dir)).toEqual(['f.bin']);
+    // A missing folder: the open fails, nothing is made.
+    const gone = path.join(dir, 'missing', 'g.bin');
+    await expect(writeFileDurablyAsync(gone, big)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(existsSync(path.join(dir, 'missing'))).toBe(false);
+    // A folder (not empty) where the file goes: written and fsync'd, the rename fails; the temporary is removed.
+    const taken = path.join(dir, 'taken');
+    mkdirSync(taken);
+    writeFileSync(path.join(taken, 'x'), 'x');
+    await expect(writeFileDurablyAsync(taken, big)).rejects.toMatchObject({ syscall: 'rename' });
+    expect(readdirSync(dir).sort()).toEqual(['f.bin', 'taken']);
+    expect(readFileSync(file).equals(big)).toBe(true);
+    expect(fds()).toBe(before);
   });
 
   test('a snapshot that does not verify is ignored with its reason, and the start replays the whole log', async () => {
