@@ -212,6 +212,11 @@ describe('audit console in chromium', () => {
       }>;
     };
     expect(cli.receipts).toBe(aReceipts);
+    // B's figures are read now, before the page opens: the page's live refresh opens each node's
+    // log in turn, and a CLI read of a log the console holds at that moment is refused log-locked.
+    const attrB = await runJcpInProcess(['receipts', 'attribute', dirs[1]!.dir]);
+    expect(attrB.code, attrB.err).toBe(0);
+    const cliB = JSON.parse(attrB.out) as typeof cli;
 
     // Deny reasons, counted here from the receipts themselves.
     const log = await ReceiptLog.open(aDir, { steward: aDid as never, mustExist: true, nowS: 0 });
@@ -291,9 +296,6 @@ describe('audit console in chromium', () => {
     // Grant tree view: every grant's spend = Σ over both nodes of the CLI's charged µJ in its
     // subtree; kinds, parents, shard points and channel points as the run made them.
     const bDid = stewards[1]!;
-    const attrB = await runJcpInProcess(['receipts', 'attribute', dirs[1]!.dir]);
-    expect(attrB.code).toBe(0);
-    const cliB = JSON.parse(attrB.out) as typeof cli;
     const treeRow = (id: ContentId) => `#grant-tree tr[data-grant="${id}"]`;
     for (const [id, parent] of parentOf) {
       const spent = chargedIn(cli.attribution, id) + chargedIn(cliB.attribution, id);
