@@ -59,6 +59,12 @@ export const BridgeErrorCodes = {
   NODE_UNREACHABLE: 'node-unreachable',
   /** The node's answer could not be read. */
   BAD_REPLY: 'bad-reply',
+  /**
+   * A re-send of a journaled call was refused `clock-skew` (its original `now` is past the node's
+   * `max_skew_s`): the node may have decided (and debited) the original, so the call is neither
+   * closed nor signed afresh; its re-sends get this until `--replay-window-s` passes.
+   */
+  RESULT_UNKNOWN: 'result-unknown',
 } as const;
 
 /** Options of {@link BridgeAgent}. */
@@ -247,7 +253,8 @@ export class BridgeAgent {
    * Calls tool `name` (a listed name) with `args` through the node.
    * @returns the tool's result (allow) or a sealed deny as an `isError` result, with `_meta`.
    * @throws McpError (InvalidParams) `unknown-tool`, `arguments-invalid`, `frame-too-large`;
-   *   (InternalError) `node-unreachable`, `bad-reply`, or the node's own error code (no decision).
+   *   (InternalError) `node-unreachable`, `bad-reply`, `result-unknown` (a re-send refused
+   *   `clock-skew`: the entry stays open), or the node's own error code (no decision).
    */
   async call(name: string, args: unknown, ctx: CallContext): Promise<ToolResult> {
     if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
@@ -356,6 +363,16 @@ export class BridgeAgent {
     try {
       r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});
     } catch (e) {
+      if (e instanceof WireErrorReply && e.code === 'clock-skew' && stamp.resent) {
+        // A re-send whose original `now` is past the node's window: the original may have been
+        // decided and debited (the node went away before answering), so the outcome is unknown.
+        // The entry stays open: signing the call afresh would be a new request and a second debit.
+        throw mcpError(
+          ErrorCode.InternalError,
+          BridgeErrorCodes.RESULT_UNKNOWN,
+          `the node may have run this call; its original request (now ${stamp.nowS}) is past the replay window (${e.message}); not re-sent as a new call`,
+        );
+      }
       if (e instanceof WireErrorReply) {
         // No decision, no receipt, no debit: the call is over (a re-send would get the same error).
         journal.end(callKey);

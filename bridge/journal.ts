@@ -15,8 +15,9 @@
  *   delivered to the MCP client), a call with the same key reuses its `now` and nonce: a re-send.
  * - A fresh call takes `now` from the clock and a fresh random nonce.
  * - An open entry is closed when its answer reached the client; one whose client went away stays
- *   open for `windowS` seconds (default 300; a re-send later than the node's `max_skew_s` is
- *   refused `clock-skew` anyway).
+ *   open for `windowS` seconds (default 300). A re-send later than the node's `max_skew_s` is
+ *   refused `clock-skew`; the bridge keeps the entry open then (the original may have been
+ *   debited: `result-unknown`, bridge/agent.ts), so the call is not signed afresh within `windowS`.
  *
  * With a file, entries are appended as JSON lines and fsync'd before the request leaves, so a
  * bridge restarted with calls in flight replays them when the client re-sends; without one the
@@ -151,11 +152,17 @@ export class CallJournal {
 
   /**
    * The stamp of a call: the open call's `now`, nonce and salt when `callKey` is open (a
-   * re-send); else `clockS`, a fresh random nonce and salt 0. Records nothing (see {@link begin}).
+   * re-send) and opened no more than `windowS` seconds before `clockS`; else `clockS`, a fresh
+   * random nonce and salt 0 (an entry past the window is dropped). Records nothing (see {@link begin}).
    * `contentKey` (agent, resource, tool, arguments) is recorded with the call.
    */
   stampFor(callKey: string, _contentKey: string, clockS: number): CallStamp {
-    const open = this.#open.get(callKey);
+    let open = this.#open.get(callKey);
+    if (open !== undefined && open.now < clockS - this.#windowS) {
+      // Past the replay window: dropped (as a restart would), so the call is a new one.
+      this.#open.delete(callKey);
+      open = undefined;
+    }
     if (open !== undefined) {
       return {
         nowS: open.now,
