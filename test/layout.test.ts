@@ -185,7 +185,6 @@ const MAX_FUNCTION_LINES = 100;
  */
 const LONG_FUNCTIONS_ALLOWED = new Set([
   // Not split yet on this branch (each is a run of steps that can be named helpers):
-  'vectors/wire.ts:badFrames',
 ]);
 
 /**
