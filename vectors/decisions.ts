@@ -117,11 +117,17 @@ function vector(c: Case): JsonObj {
   };
 }
 
+/** The direct (one-link) cases: funds first, then the gate checks in order, then the grant fields. */
 function directCases(): Case[] {
   const root = rootGrant('decisions/direct/root');
   const id = idOf(root);
   const never = rootGrant('decisions/direct/never-expires', { expiry: 0 });
   const chain = [root];
+  return [...directFundsCases(chain, id), ...directGateCases(chain, id), ...directGrantCases(root, never, chain)];
+}
+
+/** Direct cases about the budget: spent amounts, exact fits, zero-cost and measured (HwShunt) costs, in µJ. */
+function directFundsCases(chain: SignedGrant[], id: ContentId): Case[] {
   return [
     { name: 'direct/allow', description: 'first spend: 100 µJ of 1,000', chain },
     { name: 'direct/allow-exact-fit', description: 'spent 900, cost 100: exactly the budget', chain, spent: [[id, 900n]] },
@@ -145,6 +151,12 @@ function directCases(): Case[] {
       chain,
       cost: { uj: 250n, provenance: 'HwShunt', measured: 243n },
     },
+  ];
+}
+
+/** Direct cases about frame trust, revocation and trust roots, including which check precedes which (§4.2). */
+function directGateCases(chain: SignedGrant[], id: ContentId): Case[] {
+  return [
     {
       name: 'direct/untrusted-control',
       description: 'a data frame never exercises a capability',
@@ -190,6 +202,12 @@ function directCases(): Case[] {
       chain,
       roots: { [OTHER_RESOURCE]: [did('carol')] },
     },
+  ];
+}
+
+/** Direct cases about the grant itself: grant id, subject, signature, expiry (seconds), resource, action, budget. */
+function directGrantCases(root: SignedGrant, never: SignedGrant, chain: SignedGrant[]): Case[] {
+  return [
     { name: 'direct/wrong-resource-grant-id', description: 'the frame names another grant id', chain, frame: { grant_id: idOf(never) } },
     { name: 'direct/wrong-subject', description: 'mallory calls with bob’s grant', chain, caller: did('mallory') },
     {

@@ -204,9 +204,65 @@ function decodeErrors(sg: SignedGrant): JsonObj[] {
 
 /** Builds `grants.json`. */
 export function generate(): JsonObj {
-  const { open, bounded, child, leafOnly, u64, big, unicode } = grants();
+  const set = grants();
+  const bad = forged(set.open);
+  return {
+    ...fileHeader('grants.json', 'Signed grants, signatures, attenuation and strict decoding', '§3, §4, §4.1, §4.4; C1, C2, C10, C-neg'),
+    grants: grantVectors(set),
+    signature_checks: signatureChecks(set, bad),
+    attenuations: attenuationCases(set).map(attenuationVector),
+    decode_errors: decodeErrors(set.bounded),
+  };
+}
+
+/** The fixed grants of {@link grants} as `grants.json` vectors: CBOR, id and signature of each (§3, §4). */
+function grantVectors({ open, bounded, child, leafOnly, u64, big, unicode }: ReturnType<typeof grants>): JsonObj[] {
+  return [
+    grantVector('root-no-expiry', 'alice → bob, read+write, 1,000 µJ, expiry 0 (never), depth absent (unlimited)', open),
+    grantVector('root-expiring-depth-2', 'expires an hour after now_s, delegate_depth 2', bounded),
+    grantVector('child-attenuated', 'bob → carol from root-expiring-depth-2: read, 400 µJ, parent set, depth 1', child),
+    grantVector('root-leaf-only-zero-budget', 'budget 0, delegate_depth 0', leafOnly),
+    grantVector('root-budget-u64-max', 'budget_uj = 2^64 − 1 (a decimal string in JSON)', u64),
+    grantVector('root-budget-2pow53-plus-1', 'budget_uj = 2^53 + 1: must not pass through a float', big),
+    grantVector('root-unicode-actions', 'actions keep their order; écrire is UTF-8', unicode),
+  ];
+}
+
+/** Signature checks (§4.1): the issuer signature verifies; `bad` (signed by mallory) and the other forgeries do not. */
+function signatureChecks({ open, bounded }: ReturnType<typeof grants>, bad: SignedGrant): JsonObj[] {
+  return [
+    { name: 'issuer-signature', description: 'signed by the issuer', signed_grant_cbor: sgHex(open), valid: true },
+    {
+      name: 'forged-by-mallory',
+      description: 'the grant signed by mallory, not its issuer',
+      signed_grant_cbor: sgHex(bad),
+      valid: false,
+    },
+    {
+      name: 'signature-of-another-grant',
+      description: 'a valid signature by alice over a different grant',
+      signed_grant_cbor: sgHex({ grant: open.grant, signature: bounded.signature }),
+      valid: false,
+    },
+    {
+      name: 's-not-reduced',
+      description: 'the issuer signature with S replaced by S + L: must be refused (S ≥ L)',
+      signed_grant_cbor: sgHex({ grant: open.grant, signature: unreducedS(open.signature) }),
+      valid: false,
+    },
+    {
+      name: 'signature-by-subject',
+      description: 'signed by the subject bob',
+      signed_grant_cbor: sgHex({ grant: open.grant, signature: sign(actor('bob').key, grantBytes(open.grant)) }),
+      valid: false,
+    },
+  ];
+}
+
+/** Attenuation cases (§4.4) under the fixed parents: accepted narrowings and each refused widening. */
+function attenuationCases({ open, bounded, leafOnly }: ReturnType<typeof grants>): AttenuationCase[] {
   const later = NOW_S + HOUR_S;
-  const attenuations: AttenuationCase[] = [
+  return [
     {
       name: 'narrow-actions-and-budget',
       description: 'read only, 400 µJ',
@@ -292,48 +348,6 @@ export function generate(): JsonObj {
       actions: ['read', 'read'],
     },
   ];
-  const bad = forged(open);
-  return {
-    ...fileHeader('grants.json', 'Signed grants, signatures, attenuation and strict decoding', '§3, §4, §4.1, §4.4; C1, C2, C10, C-neg'),
-    grants: [
-      grantVector('root-no-expiry', 'alice → bob, read+write, 1,000 µJ, expiry 0 (never), depth absent (unlimited)', open),
-      grantVector('root-expiring-depth-2', 'expires an hour after now_s, delegate_depth 2', bounded),
-      grantVector('child-attenuated', 'bob → carol from root-expiring-depth-2: read, 400 µJ, parent set, depth 1', child),
-      grantVector('root-leaf-only-zero-budget', 'budget 0, delegate_depth 0', leafOnly),
-      grantVector('root-budget-u64-max', 'budget_uj = 2^64 − 1 (a decimal string in JSON)', u64),
-      grantVector('root-budget-2pow53-plus-1', 'budget_uj = 2^53 + 1: must not pass through a float', big),
-      grantVector('root-unicode-actions', 'actions keep their order; écrire is UTF-8', unicode),
-    ],
-    signature_checks: [
-      { name: 'issuer-signature', description: 'signed by the issuer', signed_grant_cbor: sgHex(open), valid: true },
-      {
-        name: 'forged-by-mallory',
-        description: 'the grant signed by mallory, not its issuer',
-        signed_grant_cbor: sgHex(bad),
-        valid: false,
-      },
-      {
-        name: 'signature-of-another-grant',
-        description: 'a valid signature by alice over a different grant',
-        signed_grant_cbor: sgHex({ grant: open.grant, signature: bounded.signature }),
-        valid: false,
-      },
-      {
-        name: 's-not-reduced',
-        description: 'the issuer signature with S replaced by S + L: must be refused (S ≥ L)',
-        signed_grant_cbor: sgHex({ grant: open.grant, signature: unreducedS(open.signature) }),
-        valid: false,
-      },
-      {
-        name: 'signature-by-subject',
-        description: 'signed by the subject bob',
-        signed_grant_cbor: sgHex({ grant: open.grant, signature: sign(actor('bob').key, grantBytes(open.grant)) }),
-        valid: false,
-      },
-    ],
-    attenuations: attenuations.map(attenuationVector),
-    decode_errors: decodeErrors(bounded),
-  };
 }
 
 /** Re-checks `grants.json` against our implementation. */

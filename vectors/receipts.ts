@@ -154,13 +154,37 @@ function header(entries: [number, unknown][]): Uint8Array {
   return encode(new Map<number, unknown>(entries));
 }
 
+/** One tampered receipt: name, description, the COSE_Sign1 bytes, the expected error code, the expected steward DID. */
+type Tamper = [string, string, Uint8Array, string, string?];
+
+/** What every tampered receipt starts from: the sealed receipt, its kid, protected header, payload and 64-byte signature. */
+interface TamperBase {
+  readonly base: Sealed;
+  readonly kid: Uint8Array;
+  readonly protectedBytes: Uint8Array;
+  readonly payload: Uint8Array;
+  readonly sig: Uint8Array;
+}
+
+/** Receipts that must be refused (§6): signature, header, and content tampering, each with its error code. */
 function tampered(base: Sealed): JsonObj[] {
-  const stewardDid = did('steward');
-  const kid = utf8(stewardDid);
+  const kid = utf8(did('steward'));
   const protectedBytes = jcrProtectedHeader(kid);
-  const payload = encodeReceiptCore(base.core);
-  const sig = base.bytes.subarray(base.bytes.length - 64);
-  const bstr = (b: Uint8Array) => concat(rawHead(2, b.length), b);
+  const t: TamperBase = {
+    base,
+    kid,
+    protectedBytes,
+    payload: encodeReceiptCore(base.core),
+    sig: base.bytes.subarray(base.bytes.length - 64),
+  };
+  const cases = [...signatureTampers(t), ...headerTampers(t), ...contentTampers(t)];
+  return cases.map(([name, description, bytes, code, expected]) =>
+    compact({ name, description, cose_sign1: hex(bytes), expected_steward: expected, code }),
+  );
+}
+
+/** The signature with S replaced by S + L (not reduced; RFC 8032 §5.1.7 requires S < L). */
+function unreducedSignature(sig: Uint8Array): Uint8Array {
   let s = 0n;
   for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(sig[i]!);
   s += ED25519_L;
@@ -169,11 +193,18 @@ function tampered(base: Sealed): JsonObj[] {
     unreduced[i] = Number(s & 0xffn);
     s >>= 8n;
   }
+  return unreduced;
+}
+
+/** Tampering with the payload, the signature bytes or their encoding. */
+function signatureTampers({ base, protectedBytes, payload, sig }: TamperBase): Tamper[] {
+  const bstr = (b: Uint8Array) => concat(rawHead(2, b.length), b);
+  const unreduced = unreducedSignature(sig);
   const flippedSig = new Uint8Array(sig);
   flippedSig[63] = flippedSig[63]! ^ 0x01;
   const envelope = (sigBytes: Uint8Array, p = payload) =>
     encodeSign1({ protectedBytes, unprotected: new Map(), payload: p, signature: sigBytes });
-  const cases: [string, string, Uint8Array, string, string?][] = [
+  return [
     [
       'payload-changed',
       'action read → reae in the payload, signature kept',
@@ -195,6 +226,12 @@ function tampered(base: Sealed): JsonObj[] {
       signedEnvelope(protectedBytes, rawEncode(receiptCoreToCbor(base.core), { unsorted: true })),
       'cbor-non-canonical',
     ],
+  ];
+}
+
+/** Tampering with the COSE headers or tag: algorithm, crit, extra parameters, kid. */
+function headerTampers({ base, kid, protectedBytes, payload, sig }: TamperBase): Tamper[] {
+  return [
     [
       'alg-es256',
       'protected alg -7 (ES256), signed with the Ed25519 key',
@@ -253,6 +290,12 @@ function tampered(base: Sealed): JsonObj[] {
       ),
       'did-invalid',
     ],
+  ];
+}
+
+/** Correctly signed receipts whose content is wrong, and byte-level damage to the whole item. */
+function contentTampers({ base, protectedBytes }: TamperBase): Tamper[] {
+  return [
     [
       'steward-mismatch',
       'the core names mallory as steward; the kid and signature are the steward’s',
@@ -268,9 +311,6 @@ function tampered(base: Sealed): JsonObj[] {
     ['truncated', 'the last byte cut off', base.bytes.subarray(0, base.bytes.length - 1), 'cbor-malformed'],
     ['trailing-byte', 'a 0x00 byte after the item', concat(base.bytes, Uint8Array.of(0)), 'cbor-malformed'],
   ];
-  return cases.map(([name, description, bytes, code, expected]) =>
-    compact({ name, description, cose_sign1: hex(bytes), expected_steward: expected, code }),
-  );
 }
 
 function streamVector(name: string, description: string, items: readonly Uint8Array[], steward?: string): JsonObj {

@@ -234,6 +234,50 @@ function standingVectors(): JsonObj {
  * Throws when a fixed checkpoint, amendment or continuation cannot be made.
  */
 function steeringVectors(): JsonObj {
+  const s = steeringFixture();
+  const { cont } = s;
+  return {
+    steering: steeringExample(s),
+    amend_attempts: [
+      amendAttempt(s, 'issuer-tightens', 'alice amends to 600 µJ', 'alice', 600n),
+      amendAttempt(s, 'issuer-keeps-budget', 'equal is allowed: tighten-only', 'alice', 1000n),
+      amendAttempt(s, 'self-steering', 'bob (the agent) amends his own run', 'bob', 600n),
+      amendAttempt(s, 'not-issuer', 'carol amends alice’s grant', 'carol', 600n),
+      amendAttempt(s, 'widening', 'alice raises the run to 1,001 µJ', 'alice', 1001n),
+    ],
+    steering_checks: steeringChecks(s),
+    continuation_chains: [
+      {
+        name: 'continuation-is-a-root',
+        description: 'a continuation of a root grant is itself a root and verifies as a one-link chain',
+        chain: [sgHex(cont)],
+        ids: [idOf(cont)],
+      },
+    ],
+  };
+}
+
+/** The signed objects the steering sections are built from (§4.7); see {@link steeringFixture}. */
+interface SteeringFixture {
+  readonly run: SignedGrant;
+  readonly selfRun: SignedGrant;
+  readonly cp: SignedCheckpoint;
+  readonly cp2: SignedCheckpoint;
+  readonly am: SignedAmendment;
+  readonly cont: SignedGrant;
+  readonly wrongBudgetCont: SignedGrant;
+  readonly selfCp: SignedCheckpoint;
+  readonly selfAm: SignedAmendment;
+  readonly childOfRun: SignedGrant;
+}
+
+/**
+ * Makes the steering objects, in a fixed order (checkpoints without a fixed nonce draw one):
+ * alice's run for bob, bob's checkpoints, alice's 600 µJ amendment and its continuation, a 500 µJ
+ * continuation, a run alice issued to herself with its checkpoint and amendment, and a child of the run.
+ * Throws when one of them cannot be made.
+ */
+function steeringFixture(): SteeringFixture {
   const run = rootGrant('standing/run');
   const selfRun = rootGrant('standing/self-run', { subject: did('alice') });
   const state = contentId({ run: 'standing/run', step: 42 });
@@ -249,112 +293,121 @@ function steeringVectors(): JsonObj {
     'amendment',
   );
   const cont = must(issueContinuation(run, cp, am, actor('alice')), 'continuation');
-  /** An amendment body signed by anyone (no refusal), for pairs that must fail verification. */
-  const amBy = (by: ActorName, budget = 600n): SignedAmendment => {
-    const body = { ...am.body, budget_uj: budget };
-    return { body, signature: sign(actor(by).key, encode(amendmentToCbor(body))) };
-  };
-  const cpBy = (by: ActorName): SignedCheckpoint => ({ body: cp.body, signature: sign(actor(by).key, encode(checkpointToCbor(cp.body))) });
-  const steeringCase = (
-    name: string,
-    description: string,
-    grant: SignedGrant,
-    checkpoint: SignedCheckpoint,
-    amendment: SignedAmendment,
-    continuation?: SignedGrant,
-  ) => {
-    const r =
-      continuation === undefined
-        ? verifyAmendment(amendment, checkpoint, grant)
-        : verifyContinuation(grant, checkpoint, amendment, continuation);
-    return compact({
-      name,
-      description,
-      check: continuation === undefined ? 'amendment' : 'continuation',
-      grant: sgHex(grant),
-      checkpoint: signedCp(checkpoint),
-      amendment: signedAm(amendment),
-      continuation: continuation === undefined ? undefined : sgHex(continuation),
-      expected: r.ok ? 'valid' : r.error.code,
-    });
-  };
-  const wrongBudgetCont = must(issueContinuation(run, cp, amBy('alice', 500n), actor('alice')), 'continuation 500');
+  const wrongBudgetCont = must(issueContinuation(run, cp, amendmentBy(am, 'alice', 500n), actor('alice')), 'continuation 500');
   const selfCp = must(makeCheckpoint(selfRun, state, actor('alice')), 'self checkpoint');
   const selfAmBody = { checkpoint: checkpointId(selfCp), budget_uj: 10n, nonce: nonce('standing/self-am') };
   const selfAm: SignedAmendment = { body: selfAmBody, signature: sign(actor('alice').key, encode(amendmentToCbor(selfAmBody))) };
-  const amendAttempt = (name: string, description: string, amender: ActorName, budget: bigint): JsonObj => {
-    const r = amend(cp, run, { budget_uj: budget, nonce: nonce(`standing/amend/${name}`) }, actor(amender));
-    return {
-      name,
-      description,
-      grant: sgHex(run),
-      checkpoint: signedCp(cp),
-      amender,
-      terms: { budget_uj: dec(budget), nonce: hex(nonce(`standing/amend/${name}`)) },
-      expected: r.ok ? { ok: true, amendment: signedAm(r.value) } : { ok: false, code: r.error.code },
-    };
-  };
   const childOfRun = delegate('standing/child-of-run', run, 'bob', { subject: 'carol', budget_uj: 100n });
+  return { run, selfRun, cp, cp2, am, cont, wrongBudgetCont, selfCp, selfAm, childOfRun };
+}
 
+/** The `steering` example: the checkpoint, amendment and continuation bodies, signed bytes and ids. */
+function steeringExample({ run, cp, am, cont }: SteeringFixture): JsonObj {
   return {
-    steering: {
-      grant: sgHex(run),
-      checkpoint: {
-        body: compact({ grant_id: cp.body.grant_id, state: cp.body.state, nonce: cp.body.nonce ? hex(cp.body.nonce) : undefined }),
-        signer: 'bob',
-        signed_cbor: signedCp(cp),
-        id: checkpointId(cp),
-      },
-      amendment: {
-        body: compact({
-          checkpoint: am.body.checkpoint,
-          budget_uj: dec(am.body.budget_uj),
-          instructions: am.body.instructions,
-          nonce: hex(am.body.nonce),
-        }),
-        signer: 'alice',
-        signed_cbor: signedAm(am),
-        id: amendmentId(am),
-      },
-      continuation: { signed_cbor: sgHex(cont), id: grantId(cont.grant), nonce: hex(continuationNonce(amendmentId(am))) },
-      link: 'continuation = the steered grant with budget_uj = amendment.budget_uj and nonce = first 16 bytes of blake3(utf8("jcp/continuation") ‖ 32 bytes of the amendment id)',
+    grant: sgHex(run),
+    checkpoint: {
+      body: compact({ grant_id: cp.body.grant_id, state: cp.body.state, nonce: cp.body.nonce ? hex(cp.body.nonce) : undefined }),
+      signer: 'bob',
+      signed_cbor: signedCp(cp),
+      id: checkpointId(cp),
     },
-    amend_attempts: [
-      amendAttempt('issuer-tightens', 'alice amends to 600 µJ', 'alice', 600n),
-      amendAttempt('issuer-keeps-budget', 'equal is allowed: tighten-only', 'alice', 1000n),
-      amendAttempt('self-steering', 'bob (the agent) amends his own run', 'bob', 600n),
-      amendAttempt('not-issuer', 'carol amends alice’s grant', 'carol', 600n),
-      amendAttempt('widening', 'alice raises the run to 1,001 µJ', 'alice', 1001n),
-    ],
-    steering_checks: [
-      steeringCase('valid-pair', 'the checkpoint and amendment above', run, cp, am),
-      steeringCase('valid-continuation', 'the continuation above', run, cp, am, cont),
-      steeringCase('self-steering', 'the amendment signed by bob, the agent', run, cp, amBy('bob')),
-      steeringCase('self-steering-own-grant', 'a run alice issued to herself cannot be steered', selfRun, selfCp, selfAm),
-      steeringCase('not-issuer', 'the amendment signed by carol', run, cp, amBy('carol')),
-      steeringCase('widening', 'alice signs 1,001 µJ on a 1,000 µJ run', run, cp, amBy('alice', 1001n)),
-      steeringCase('wrong-checkpoint', 'the amendment names another checkpoint of the same run', run, cp2, am),
-      steeringCase('not-agent', 'the checkpoint signed by mallory', run, cpBy('mallory'), am),
-      steeringCase('wrong-grant', 'the checkpoint presented against another grant', childOfRun, cp, am),
-      steeringCase(
-        'continuation-mismatch',
-        'a continuation issued for a 500 µJ amendment, checked against the 600 µJ one',
-        run,
-        cp,
-        am,
-        wrongBudgetCont,
-      ),
-      steeringCase('continuation-bad-signature', 'the continuation signed by mallory', run, cp, am, forged(cont)),
-    ],
-    continuation_chains: [
-      {
-        name: 'continuation-is-a-root',
-        description: 'a continuation of a root grant is itself a root and verifies as a one-link chain',
-        chain: [sgHex(cont)],
-        ids: [idOf(cont)],
-      },
-    ],
+    amendment: {
+      body: compact({
+        checkpoint: am.body.checkpoint,
+        budget_uj: dec(am.body.budget_uj),
+        instructions: am.body.instructions,
+        nonce: hex(am.body.nonce),
+      }),
+      signer: 'alice',
+      signed_cbor: signedAm(am),
+      id: amendmentId(am),
+    },
+    continuation: { signed_cbor: sgHex(cont), id: grantId(cont.grant), nonce: hex(continuationNonce(amendmentId(am))) },
+    link: 'continuation = the steered grant with budget_uj = amendment.budget_uj and nonce = first 16 bytes of blake3(utf8("jcp/continuation") ‖ 32 bytes of the amendment id)',
   };
+}
+
+/** An amendment body `am` re-signed by anyone (no refusal), with budget `budget` µJ, for pairs that must fail verification. */
+function amendmentBy(am: SignedAmendment, by: ActorName, budget = 600n): SignedAmendment {
+  const body = { ...am.body, budget_uj: budget };
+  return { body, signature: sign(actor(by).key, encode(amendmentToCbor(body))) };
+}
+
+/** The checkpoint body of `cp` re-signed by anyone. */
+function checkpointBy(cp: SignedCheckpoint, by: ActorName): SignedCheckpoint {
+  return { body: cp.body, signature: sign(actor(by).key, encode(checkpointToCbor(cp.body))) };
+}
+
+/**
+ * One `amend_attempts` vector: `amender` tries to amend bob's checkpoint of the run to `budget` µJ;
+ * the expected amendment, or the refusal's error code.
+ */
+function amendAttempt(s: SteeringFixture, name: string, description: string, amender: ActorName, budget: bigint): JsonObj {
+  const { cp, run } = s;
+  const r = amend(cp, run, { budget_uj: budget, nonce: nonce(`standing/amend/${name}`) }, actor(amender));
+  return {
+    name,
+    description,
+    grant: sgHex(run),
+    checkpoint: signedCp(cp),
+    amender,
+    terms: { budget_uj: dec(budget), nonce: hex(nonce(`standing/amend/${name}`)) },
+    expected: r.ok ? { ok: true, amendment: signedAm(r.value) } : { ok: false, code: r.error.code },
+  };
+}
+
+/**
+ * One `steering_checks` vector: verifies the amendment (or, given `continuation`, the continuation)
+ * against the checkpoint and grant; expected is `valid` or the error code.
+ */
+function steeringCase(
+  name: string,
+  description: string,
+  grant: SignedGrant,
+  checkpoint: SignedCheckpoint,
+  amendment: SignedAmendment,
+  continuation?: SignedGrant,
+): JsonObj {
+  const r =
+    continuation === undefined
+      ? verifyAmendment(amendment, checkpoint, grant)
+      : verifyContinuation(grant, checkpoint, amendment, continuation);
+  return compact({
+    name,
+    description,
+    check: continuation === undefined ? 'amendment' : 'continuation',
+    grant: sgHex(grant),
+    checkpoint: signedCp(checkpoint),
+    amendment: signedAm(amendment),
+    continuation: continuation === undefined ? undefined : sgHex(continuation),
+    expected: r.ok ? 'valid' : r.error.code,
+  });
+}
+
+/** The `steering_checks` vectors: the valid pair and continuation, then each way a pair fails (§4.7). */
+function steeringChecks({ run, selfRun, cp, cp2, am, cont, wrongBudgetCont, selfCp, selfAm, childOfRun }: SteeringFixture): JsonObj[] {
+  const amBy = (by: ActorName, budget?: bigint) => amendmentBy(am, by, budget);
+  const cpBy = (by: ActorName) => checkpointBy(cp, by);
+  return [
+    steeringCase('valid-pair', 'the checkpoint and amendment above', run, cp, am),
+    steeringCase('valid-continuation', 'the continuation above', run, cp, am, cont),
+    steeringCase('self-steering', 'the amendment signed by bob, the agent', run, cp, amBy('bob')),
+    steeringCase('self-steering-own-grant', 'a run alice issued to herself cannot be steered', selfRun, selfCp, selfAm),
+    steeringCase('not-issuer', 'the amendment signed by carol', run, cp, amBy('carol')),
+    steeringCase('widening', 'alice signs 1,001 µJ on a 1,000 µJ run', run, cp, amBy('alice', 1001n)),
+    steeringCase('wrong-checkpoint', 'the amendment names another checkpoint of the same run', run, cp2, am),
+    steeringCase('not-agent', 'the checkpoint signed by mallory', run, cpBy('mallory'), am),
+    steeringCase('wrong-grant', 'the checkpoint presented against another grant', childOfRun, cp, am),
+    steeringCase(
+      'continuation-mismatch',
+      'a continuation issued for a 500 µJ amendment, checked against the 600 µJ one',
+      run,
+      cp,
+      am,
+      wrongBudgetCont,
+    ),
+    steeringCase('continuation-bad-signature', 'the continuation signed by mallory', run, cp, am, forged(cont)),
+  ];
 }
 
 /** Re-checks `standing.json` against our implementation. */

@@ -91,7 +91,7 @@ function proofVector(name: string, description: string, proof: OverdraftProof, g
   };
 }
 
-/** Builds `statements.json`. */
+/** Builds `statements.json` (§4.5): sequences, overdraft proofs, the channel rule and overdraft bounds. */
 export function generate(): JsonObj {
   const channel = rootGrant('statements/channel', { budget_uj: 10_000n });
   const gid = idOf(channel);
@@ -107,95 +107,125 @@ export function generate(): JsonObj {
   return {
     ...fileHeader('statements.json', 'Budget-channel statements, the merged ledger and overdraft proofs', '§4.5 (budget channels); C17'),
     channel_grant: { id: gid, budget_uj: dec(channel.grant.budget_uj) },
-    sequences: [
-      sequenceVector('admitted', 'three points settle, point-a twice', gid, [
-        st(gid, 'point-a', 1000n, 1),
-        st(gid, 'point-b', 2500n, 1),
-        st(gid, 'point-a', 1800n, 2),
-        st(gid, 'point-c', 0n, 1),
-      ]),
-      sequenceVector('forged', 'mallory signs a statement in point-b’s name', gid, [
-        st(gid, 'point-a', 1000n, 1),
-        st(gid, 'point-b', 9000n, 1, 'mallory'),
-      ]),
-      sequenceVector('stale', 'seq 2 then seq 2 again with more spend, then seq 1', gid, [
-        st(gid, 'point-a', 1000n, 2),
-        st(gid, 'point-a', 1500n, 2),
-        st(gid, 'point-a', 1500n, 1),
-      ]),
-      sequenceVector('regressing', 'spent_uj falls from 1,000 to 900 at a higher seq', gid, [
-        st(gid, 'point-a', 1000n, 1),
-        st(gid, 'point-a', 900n, 2),
-        st(gid, 'point-a', 1000n, 3),
-      ]),
-      sequenceVector('duplicate', 'the same statement delivered twice', gid, [st(gid, 'point-a', 1000n, 1), st(gid, 'point-a', 1000n, 1)]),
-      sequenceVector('wrong-grant', 'a statement about another grant', gid, [st(other, 'point-a', 1000n, 1)]),
-      sequenceVector(
-        'unknown-point',
-        'the channel admits point-a and point-b only',
-        gid,
-        [st(gid, 'point-a', 10n, 1), st(gid, 'point-c', 10n, 1)],
-        ['point-a', 'point-b'],
-      ),
-    ],
-    overdraft_proofs: [
-      proofVector('overdraft-500', 'three points settled 10,500 µJ on a 10,000 µJ grant', over, grant),
-      proofVector('within-budget', 'two points settled 7,500 µJ: overdraft 0', inBudget, grant),
-      proofVector(
-        'forged-statement',
-        'one statement signed by mallory',
-        { ...over, statements: [over.statements[0]!, st(gid, 'point-b', 3500n, 1, 'mallory').ss, over.statements[2]!] },
-        grant,
-      ),
-      proofVector(
-        'duplicate-point',
-        'point-a counted twice',
-        { ...over, statements: [...over.statements, a1], total: over.total + 4000n, overdraft: over.overdraft + 4000n },
-        grant,
-      ),
-      proofVector('wrong-total', 'the proof claims 10,400 µJ', { ...over, total: 10_400n, overdraft: 400n }, grant),
-      proofVector('wrong-budget', 'the proof states a budget of 11,000 µJ', { ...over, budget: 11_000n, overdraft: 0n }, grant),
-      proofVector(
-        'wrong-grant',
-        'a statement about another grant inside the proof',
-        { ...over, statements: [st(other, 'point-a', 4000n, 1).ss, ...over.statements.slice(1)] },
-        grant,
-      ),
-    ],
-    channel_rule: [
-      ['fits', 0n, 0n, 0n, 10_000n, 2_000n, 1_500n],
-      ['budget-exceeded', 6_000n, 5_000n, 3_500n, 10_000n, 2_000n, 600n],
-      ['window-exhausted', 2_500n, 1_000n, 0n, 10_000n, 2_000n, 600n],
-      ['window-exact-fit', 2_500n, 1_000n, 0n, 10_000n, 2_000n, 500n],
-    ].map(([name, mySpent, atSettle, peers, budget, windowUj, cost]) => {
-      const s = {
-        mySpent: mySpent as bigint,
-        mySpentAtLastSettle: atSettle as bigint,
-        peersSettled: peers as bigint,
-        budget: budget as bigint,
-        windowUj: windowUj as bigint,
-        cost: cost as bigint,
-      };
-      const r = channelAllows(s);
-      return {
-        name: name as string,
-        state: {
-          my_spent_uj: dec(s.mySpent),
-          my_spent_at_last_settle_uj: dec(s.mySpentAtLastSettle),
-          peers_settled_uj: dec(s.peersSettled),
-          budget_uj: dec(s.budget),
-          window_uj: dec(s.windowUj),
-          cost_uj: dec(s.cost),
-        },
-        expected: r.ok ? 'allow' : r.error.code,
-      };
-    }),
-    overdraft_bounds: [[], [5000n], [1000n, 2000n, 3000n], [500n, 500n]].map((w, i) => ({
-      name: `windows-${i}`,
-      windows_uj: w.map(dec),
-      bound_uj: dec(overdraftBound(w)),
-    })),
+    sequences: sequenceVectors(gid, other),
+    overdraft_proofs: proofVectors(gid, other, over, inBudget, a1, grant),
+    channel_rule: channelRuleVectors(),
+    overdraft_bounds: overdraftBoundVectors(),
   };
+}
+
+/** The `sequences` vectors: statements admitted one by one into a ledger for grant `gid` (`other` is another grant id). */
+function sequenceVectors(gid: ContentId, other: ContentId): JsonObj[] {
+  return [
+    sequenceVector('admitted', 'three points settle, point-a twice', gid, [
+      st(gid, 'point-a', 1000n, 1),
+      st(gid, 'point-b', 2500n, 1),
+      st(gid, 'point-a', 1800n, 2),
+      st(gid, 'point-c', 0n, 1),
+    ]),
+    sequenceVector('forged', 'mallory signs a statement in point-b’s name', gid, [
+      st(gid, 'point-a', 1000n, 1),
+      st(gid, 'point-b', 9000n, 1, 'mallory'),
+    ]),
+    sequenceVector('stale', 'seq 2 then seq 2 again with more spend, then seq 1', gid, [
+      st(gid, 'point-a', 1000n, 2),
+      st(gid, 'point-a', 1500n, 2),
+      st(gid, 'point-a', 1500n, 1),
+    ]),
+    sequenceVector('regressing', 'spent_uj falls from 1,000 to 900 at a higher seq', gid, [
+      st(gid, 'point-a', 1000n, 1),
+      st(gid, 'point-a', 900n, 2),
+      st(gid, 'point-a', 1000n, 3),
+    ]),
+    sequenceVector('duplicate', 'the same statement delivered twice', gid, [st(gid, 'point-a', 1000n, 1), st(gid, 'point-a', 1000n, 1)]),
+    sequenceVector('wrong-grant', 'a statement about another grant', gid, [st(other, 'point-a', 1000n, 1)]),
+    sequenceVector(
+      'unknown-point',
+      'the channel admits point-a and point-b only',
+      gid,
+      [st(gid, 'point-a', 10n, 1), st(gid, 'point-c', 10n, 1)],
+      ['point-a', 'point-b'],
+    ),
+  ];
+}
+
+/**
+ * The `overdraft_proofs` vectors: `over` (10,500 µJ settled) and `inBudget` (7,500 µJ) on `grant`,
+ * then proofs tampered from `over` (`a1` is point-a’s statement again; `other` another grant id).
+ */
+function proofVectors(
+  gid: ContentId,
+  other: ContentId,
+  over: OverdraftProof,
+  inBudget: OverdraftProof,
+  a1: SignedStatement,
+  grant: { id: ContentId; budget_uj: bigint },
+): JsonObj[] {
+  return [
+    proofVector('overdraft-500', 'three points settled 10,500 µJ on a 10,000 µJ grant', over, grant),
+    proofVector('within-budget', 'two points settled 7,500 µJ: overdraft 0', inBudget, grant),
+    proofVector(
+      'forged-statement',
+      'one statement signed by mallory',
+      { ...over, statements: [over.statements[0]!, st(gid, 'point-b', 3500n, 1, 'mallory').ss, over.statements[2]!] },
+      grant,
+    ),
+    proofVector(
+      'duplicate-point',
+      'point-a counted twice',
+      { ...over, statements: [...over.statements, a1], total: over.total + 4000n, overdraft: over.overdraft + 4000n },
+      grant,
+    ),
+    proofVector('wrong-total', 'the proof claims 10,400 µJ', { ...over, total: 10_400n, overdraft: 400n }, grant),
+    proofVector('wrong-budget', 'the proof states a budget of 11,000 µJ', { ...over, budget: 11_000n, overdraft: 0n }, grant),
+    proofVector(
+      'wrong-grant',
+      'a statement about another grant inside the proof',
+      { ...over, statements: [st(other, 'point-a', 4000n, 1).ss, ...over.statements.slice(1)] },
+      grant,
+    ),
+  ];
+}
+
+/** The `channel_rule` vectors: the local admission rule on fixed states (all amounts µJ), allow or the deny code. */
+function channelRuleVectors(): JsonObj[] {
+  return [
+    ['fits', 0n, 0n, 0n, 10_000n, 2_000n, 1_500n],
+    ['budget-exceeded', 6_000n, 5_000n, 3_500n, 10_000n, 2_000n, 600n],
+    ['window-exhausted', 2_500n, 1_000n, 0n, 10_000n, 2_000n, 600n],
+    ['window-exact-fit', 2_500n, 1_000n, 0n, 10_000n, 2_000n, 500n],
+  ].map(([name, mySpent, atSettle, peers, budget, windowUj, cost]) => {
+    const s = {
+      mySpent: mySpent as bigint,
+      mySpentAtLastSettle: atSettle as bigint,
+      peersSettled: peers as bigint,
+      budget: budget as bigint,
+      windowUj: windowUj as bigint,
+      cost: cost as bigint,
+    };
+    const r = channelAllows(s);
+    return {
+      name: name as string,
+      state: {
+        my_spent_uj: dec(s.mySpent),
+        my_spent_at_last_settle_uj: dec(s.mySpentAtLastSettle),
+        peers_settled_uj: dec(s.peersSettled),
+        budget_uj: dec(s.budget),
+        window_uj: dec(s.windowUj),
+        cost_uj: dec(s.cost),
+      },
+      expected: r.ok ? 'allow' : r.error.code,
+    };
+  });
+}
+
+/** The `overdraft_bounds` vectors: the bound on overdraft for given settle windows (µJ). */
+function overdraftBoundVectors(): JsonObj[] {
+  return [[], [5000n], [1000n, 2000n, 3000n], [500n, 500n]].map((w, i) => ({
+    name: `windows-${i}`,
+    windows_uj: w.map(dec),
+    bound_uj: dec(overdraftBound(w)),
+  }));
 }
 
 /** Re-checks `statements.json` against our implementation. */

@@ -165,25 +165,45 @@ function respond(req: WireRequest, result?: Uint8Array): WireResponse {
   return { decision: { verdict: 'deny', deny_reason: d.deny.reason }, receipt };
 }
 
+/** One bad stream: name, description, the bytes on the wire, the receiver’s frame cap in bytes, the expected error code. */
+type BadFrame = [string, string, Uint8Array, number, string];
+
+/** A 4-byte big-endian length prefix declaring `n` bytes (§5 framing). */
+function lengthHeader(n: number): Uint8Array {
+  const h = new Uint8Array(4);
+  new DataView(h.buffer).setUint32(0, n, false);
+  return h;
+}
+
+/** `b` with its correct length prefix. */
+function framed(b: Uint8Array): Uint8Array {
+  return concat(lengthHeader(b.length), b);
+}
+
+/** The map `m` in canonical key order, with the raw CBOR values in `replace` put in for their keys. */
+function withRawKeys(m: Record<string, unknown>, replace: Record<string, Uint8Array>): Uint8Array {
+  return rawMap(
+    Object.keys({ ...m, ...replace })
+      .sort((a, b) => (a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0))
+      .map((k) => [rawKey(k), replace[k] ?? rawEncode(m[k])] as const),
+  );
+}
+
+/** Streams a receiver must refuse (§5), built from the good request `good`: framing, encoding and message errors. */
 function badFrames(good: WireRequest): JsonObj[] {
   const o = wireRequestToCbor(good);
   const body = encodeWireRequest(good);
-  const header = (n: number) => {
-    const h = new Uint8Array(4);
-    new DataView(h.buffer).setUint32(0, n, false);
-    return h;
-  };
-  const framed = (b: Uint8Array) => concat(header(b.length), b);
-  const keys = (m: Record<string, unknown>, replace: Record<string, Uint8Array>) =>
-    rawMap(
-      Object.keys({ ...m, ...replace })
-        .sort((a, b) => (a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0))
-        .map((k) => [rawKey(k), replace[k] ?? rawEncode(m[k])] as const),
-    );
   const otherPayload = utf8('not the hashed payload');
   const mismatched = signWireRequestSync({ ...good, payload: otherPayload }, actor(nameOf(good.caller)));
   const response = respond(good);
-  const cases: [string, string, Uint8Array, number, string][] = [
+  const cases = [...framingErrors(body), ...encodingErrors(o), ...messageErrors(o, good, body, mismatched, response)];
+  return cases.map(([name, description, stream, cap, code]) => ({ name, description, stream: hex(stream), cap, code }));
+}
+
+/** Length-prefix errors: over the cap, truncated header or body, empty body, a trailing byte. */
+function framingErrors(body: Uint8Array): BadFrame[] {
+  const header = lengthHeader;
+  return [
     [
       'declared-over-cap',
       'declares 1,025 bytes to a receiver capped at 1,024',
@@ -214,6 +234,13 @@ function badFrames(good: WireRequest): JsonObj[] {
       DEFAULT_FRAME_CAP,
       'cbor-malformed',
     ],
+  ];
+}
+
+/** Well-framed bodies that are not canonical CBOR (unsorted keys, long-form integers) or carry a float. */
+function encodingErrors(o: Record<string, unknown>): BadFrame[] {
+  const keys = withRawKeys;
+  return [
     [
       'non-canonical-body',
       'the request map with unsorted keys',
@@ -229,6 +256,22 @@ function badFrames(good: WireRequest): JsonObj[] {
       'cbor-non-canonical',
     ],
     ['float-in-body', 'now as a float', framed(keys(o, { now: rawFloat64(NOW_S) })), DEFAULT_FRAME_CAP, 'cbor-forbidden-type'],
+  ];
+}
+
+/**
+ * Canonical messages that break the schema: unknown messages or fields, a payload hash that does
+ * not match (`mismatched`), a bad caller or signature, a deny `response` with a result, a bad second message.
+ */
+function messageErrors(
+  o: Record<string, unknown>,
+  good: WireRequest,
+  body: Uint8Array,
+  mismatched: WireRequest,
+  response: WireResponse,
+): BadFrame[] {
+  const keys = withRawKeys;
+  return [
     ['unknown-message', '{hello: "world"} is no jcp/1 message', framed(encode({ hello: 'world' })), DEFAULT_FRAME_CAP, 'schema'],
     ['request-unknown-field', 'a request with an extra field', framed(keys(o, { memo: rawEncode('x') })), DEFAULT_FRAME_CAP, 'schema'],
     [
@@ -273,7 +316,6 @@ function badFrames(good: WireRequest): JsonObj[] {
       'cbor-forbidden-type',
     ],
   ];
-  return cases.map(([name, description, stream, cap, code]) => ({ name, description, stream: hex(stream), cap, code }));
 }
 
 /** Builds `wire.json`. */
