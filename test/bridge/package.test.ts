@@ -103,7 +103,8 @@ describe('package: npm pack, installed into an empty Node 20 project', () => {
     expect(good.status).toBe(0);
     // The declarations are real types, not `any`: a wrong one is refused.
     const bad = tsc('bad.ts');
-    expect(bad.stdout).toContain("TS2322: Type 'string' is not assignable to type 'number'");
+    // grantId returns a ContentId (a flavoured string), so the declarations carry the brand.
+    expect(bad.stdout).toContain("TS2322: Type 'ContentId' is not assignable to type 'number'");
 
     // And at run time on this Node (20), from the installed package.
     writeFileSync(
