@@ -285,6 +285,11 @@ export function readFileCapped(path: string, maxBytes: number, what = 'file'): B
   }
 }
 
+/** The temporary file a durable write of `file` goes through: `.<name>.<pid>.<random>.tmp` beside it, one per writer. */
+function tempPathFor(file: string): string {
+  return join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
 /**
  * Writes `bytes` to `file` so that a crash leaves either the old file or the whole new one: a
  * temporary `.<name>.<pid>.<random>.tmp` beside it (created exclusively with mode `mode`, so two
@@ -294,7 +299,7 @@ export function readFileCapped(path: string, maxBytes: number, what = 'file'): B
  */
 export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600): void {
   const dir = dirname(file);
-  const tmp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const tmp = tempPathFor(file);
   const fd = openSync(tmp, 'wx', mode);
   try {
     try {
@@ -322,7 +327,8 @@ export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600):
 
 /**
  * {@link writeFileDurably} off the event loop: the same steps and the same file (a temporary
- * `.<name>.tmp`, every byte written, fsync, rename, folder fsync), each on the libuv thread pool,
+ * `.<name>.<pid>.<random>.tmp` created exclusively, every byte written, fsync, rename, folder
+ * fsync), each on the libuv thread pool,
  * so a caller that keeps serving meanwhile is not paused by the fsyncs. Every file handle it opens
  * is closed on every path; when a step fails, the temporary file is removed (best effort) and the
  * first error is the one rejected with (a failing close after it does not hide it).
@@ -332,8 +338,8 @@ export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600):
  */
 export async function writeFileDurablyAsync(file: string, bytes: Uint8Array, mode = 0o600): Promise<void> {
   const dir = dirname(file);
-  const tmp = join(dir, `.${basename(file)}.tmp`);
-  const fh = await openAsync(tmp, 'w', mode);
+  const tmp = tempPathFor(file);
+  const fh = await openAsync(tmp, 'wx', mode);
   try {
     try {
       for (let off = 0; off < bytes.length; ) off += (await fh.write(bytes, off, bytes.length - off)).bytesWritten;
