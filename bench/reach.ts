@@ -10,9 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { actorFromSeed, seededRng } from '../core/index.ts';
-import { grantId, signGrant } from '../core/index.ts';
-import { signRevocation } from '../core/index.ts';
+import { type Actor, actorFromSeed, type Did, grantId, type Rng, seededRng, signGrant, signRevocation } from '../core/index.ts';
 import { NatsServer } from '../testkit/index.ts';
 import { ClusterHooks, readClusterConfig } from '../node/index.ts';
 import { JcpClient } from '../client/index.ts';
@@ -52,20 +50,7 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
     const report = await measureRevocationReach({
       targets: REGIONS.map((r, i) => feedReachTarget(`n${i}`, r, hooks[i]!.feed)),
       samples: SAMPLES,
-      revoke: async () => {
-        const g = signGrant(
-          {
-            issuer: alice.did,
-            subject: bob.did,
-            capability: { resource: resourceIdOf('tools'), actions: ['read'] },
-            budget_uj: 1_000n,
-            expiry: 0,
-            nonce: rng(16),
-          },
-          alice,
-        );
-        await atA.revoke(signRevocation(grantId(g.grant), alice, rng(16)), g.grant);
-      },
+      revoke: () => revokeFreshGrant(atA, alice, bob.did, 'tools', rng),
     });
     await atA.close();
     const figs: Figure[] = [
@@ -84,4 +69,23 @@ export async function run(opts: SuiteOptions): Promise<Figure[]> {
     await nats.dispose();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * One reach sample's revocation: a fresh grant from `issuer` to `subject` on `resource` (1,000 µJ,
+ * read), revoked at once through `client`, which resolves when the node acknowledged it.
+ */
+export async function revokeFreshGrant(client: JcpClient, issuer: Actor, subject: Did, resource: string, rng: Rng): Promise<void> {
+  const g = signGrant(
+    {
+      issuer: issuer.did,
+      subject,
+      capability: { resource: resourceIdOf(resource), actions: ['read'] },
+      budget_uj: 1_000n,
+      expiry: 0,
+      nonce: rng(16),
+    },
+    issuer,
+  );
+  await client.revoke(signRevocation(grantId(g.grant), issuer, rng(16)), g.grant);
 }

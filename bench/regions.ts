@@ -45,16 +45,15 @@ import {
   seededRng,
   type SignedGrant,
   signGrant,
-  signRevocation,
   TrustRoots,
 } from '../core/index.ts';
 import { channelNames, ChannelPoint, JetStreamBus } from '../channel/index.ts';
 import { mintShardSet } from '../shards/index.ts';
 import { JcpClient } from '../client/index.ts';
-import { resourceIdOf } from '../node/index.ts';
 import { measureRevocationReach, metricsReachTarget, quantileMs, type ReachTarget, startRegions } from '../testkit/index.ts';
 import { drive, type Keeper, type ModeResult, requests } from './cluster.ts';
 import { type Figure, percentile, type SuiteOptions, sig } from './figures.ts';
+import { revokeFreshGrant } from './reach.ts';
 
 const REGIONS = 3;
 const RTT_MS = 40;
@@ -172,20 +171,7 @@ async function runReach(seed: number): Promise<Figure[]> {
       const report = await measureRevocationReach({
         targets,
         samples: REACH_SAMPLES,
-        revoke: async () => {
-          const g = signGrant(
-            {
-              issuer: alice.did,
-              subject: bob.did,
-              capability: { resource: resourceIdOf('cluster'), actions: ['read'] },
-              budget_uj: 1_000n,
-              expiry: 0,
-              nonce: rng(16),
-            },
-            alice,
-          );
-          await client.revoke(signRevocation(grantId(g.grant), alice, rng(16)), g.grant);
-        },
+        revoke: () => revokeFreshGrant(client, alice, bob.did, 'cluster', rng),
       });
       return reachFigures(report.rawMs, nodes, rc.home);
     } finally {
@@ -377,22 +363,10 @@ async function runAlone(b: RegionsBench): Promise<Figure[]> {
     b.urls.map((u) => JetStreamBus.connect(u, { names: channelNames(b.subjectRoot), replicas: 1, deadlineMs: 10_000 }, 30_000)),
   );
   b.cleanups.push(async () => Promise.all(buses.map((x) => x.close())));
-  const clients: Redis[] = [];
-  for (const [p, r] of b.rc.regions.entries()) {
-    const port = p === 0 ? REDIS_PORT : (await b.rc.clientLink(r.name, b.rc.home, REDIS_PORT)).proxy.port;
-    const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 });
-    await c.connect();
-    clients.push(c);
-  }
-  b.cleanups.push(async () => Promise.all(clients.map((c) => c.quit().catch(() => undefined))));
+  const clients = await regionRedisClients(b);
   const key = `${b.redisKey}:alone`;
   b.cleanups.push(async () => clients[0]!.del(key));
-  const sha = (await clients[0]!.script(
-    'LOAD',
-    `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
-if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
-return 1`,
-  )) as string;
+  const sha = (await clients[0]!.script('LOAD', REDIS_DEBIT)) as string;
   const figures: Figure[] = [];
   for (const inFlight of ALONE_IN_FLIGHT) {
     const n = Math.max(ALONE_MIN, ALONE_PER_LANE * inFlight);
@@ -481,12 +455,13 @@ async function runShards(b: RegionsBench): Promise<ModeRun> {
   return { result, spent: BigInt(result.allowed) * COST };
 }
 
-/** redis: central in region a; remote points through a delaying client link. */
-async function runRedis(b: RegionsBench): Promise<ModeRun> {
-  const rd = b.mkRoot();
-  const script = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+/** The central counter's debit, one Lua script: add the cost, and undo it (answer 0) if that passes the budget (ARGV[2]). */
+const REDIS_DEBIT = `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 if v > tonumber(ARGV[2]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 0 end
 return 1`;
+
+/** One connected Redis client per region, in region order: the home region's direct, the others through their proxied client link to it (quit at clean-up). */
+async function regionRedisClients(b: RegionsBench): Promise<Redis[]> {
   const clients: Redis[] = [];
   for (const [p, r] of b.rc.regions.entries()) {
     const port = p === 0 ? REDIS_PORT : (await b.rc.clientLink(r.name, b.rc.home, REDIS_PORT)).proxy.port;
@@ -494,9 +469,16 @@ return 1`;
     await c.connect();
     clients.push(c);
   }
-  const redisHome = clients[0]!;
   b.cleanups.push(async () => Promise.all(clients.map((c) => c.quit().catch(() => undefined))));
-  const sha = (await redisHome.script('LOAD', script)) as string;
+  return clients;
+}
+
+/** redis: central in region a; remote points through a delaying client link. */
+async function runRedis(b: RegionsBench): Promise<ModeRun> {
+  const rd = b.mkRoot();
+  const clients = await regionRedisClients(b);
+  const redisHome = clients[0]!;
+  const sha = (await redisHome.script('LOAD', REDIS_DEBIT)) as string;
   const redisKeeper: Keeper = async (p, cost) =>
     (await clients[p]!.evalsha(sha, 1, b.redisKey, cost.toString(), b.budget.toString())) === 1;
   const result = await drive(b.stewards, b.load([[rd], [rd], [rd]], 'r'), redisKeeper, b.trust, IN_FLIGHT);
