@@ -4,9 +4,8 @@
  * is recorded beside its receipt (a measurement record) and shows in `jcp receipts attribute`
  * beside what was charged. Receipts stay JCR-1; `jcp receipts verify` checks these records too.
  */
-import { afterAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { decode, decodeJcrSign1, grantId, Ledger, newActor, openReceipt, readReceiptCore, receiptId } from '../../core/index.ts';
-import { main } from '../../cli/internal.ts';
 import {
   checkOutcome,
   type Endpoint,
@@ -19,23 +18,12 @@ import {
 import { JcpClient } from '../../client/index.ts';
 import { freePort } from '../../testkit/index.ts';
 import { cast, liveNode, mint, rid, tempDir } from './fixtures.ts';
+import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('outcome');
 
-async function cli(argv: string[]): Promise<{ code: number; out: string }> {
-  let out = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += typeof s === 'string' ? s : Buffer.from(s).toString('utf8');
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    return { code: await main(argv), out };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** `jcp` in this process (test/support.ts). */
+const cli = (argv: string[]) => runJcpInProcess(argv);
 
 const enc = new TextEncoder();
 const json = (b: Uint8Array | undefined) =>

@@ -6,13 +6,13 @@
 import { readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
-import { afterAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { attenuate, grantId, openReceipt, signRevocation } from '../../core/index.ts';
-import { main } from '../../cli/internal.ts';
 import { HeadMarkFile, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey } from '../../node/index.ts';
 import { outcomeKey } from '../../node/internal.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
+import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob, carol, mallory } = cast('receiptlog');
 const dirs: Array<() => void> = [];
@@ -26,20 +26,8 @@ function folder(): string {
   return t.dir;
 }
 
-async function cli(argv: string[]): Promise<{ code: number; out: string }> {
-  let out = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += typeof s === 'string' ? s : new TextDecoder().decode(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    return { code: await main(argv), out };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** `jcp` in this process (test/support.ts). */
+const cli = (argv: string[]) => runJcpInProcess(argv);
 
 describe('receipt log: durability and group commit', () => {
   test('concurrent decisions share fsync-ed batches, and every reply follows its durable receipt', async () => {

@@ -8,12 +8,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test, vi } from 'vitest';
-import { main } from '../../cli/internal.ts';
 import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
 import { listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex } from '../../node/index.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { writeFileDurablyAsync } from '../../io/index.ts';
 import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
+import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('snapshot');
 const dirs: Array<() => void> = [];
@@ -27,24 +27,8 @@ function folder(): string {
   return t.dir;
 }
 
-async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += typeof s === 'string' ? s : new TextDecoder().decode(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += typeof s === 'string' ? s : new TextDecoder().decode(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** `jcp` in this process (test/support.ts). */
+const cli = (argv: string[]) => runJcpInProcess(argv);
 
 /** Snapshots only when asked (no trigger fires during a test unless it sets one). */
 const manual = { snapshot: { every_receipts: 0, every_s: 0 } };

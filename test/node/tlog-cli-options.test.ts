@@ -2,34 +2,18 @@
  * `jcp receipts checkpoint|check-witnessed` (cli/tlog.ts) refuse the proof options they do not
  * take: `checkpoint --size 3` used to print the whole log's checkpoint as if asked for size 3.
  */
-import { afterAll, describe, expect, test, vi } from 'vitest';
-import { main } from '../../cli/internal.ts';
+import { afterAll, describe, expect, test } from 'vitest';
 import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
+import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('tlog-cli-options');
 const dirs: Array<() => void> = [];
 afterAll(() => {
   for (const d of dirs) d();
 });
-async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += typeof s === 'string' ? s : new TextDecoder().decode(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += typeof s === 'string' ? s : new TextDecoder().decode(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** `jcp` in this process (test/support.ts). */
+const cli = (argv: string[]) => runJcpInProcess(argv);
 describe('tlog cli - options a verb does not take are refused, not ignored', () => {
   test('checkpoint --size N, checkpoint --inclusion, check-witnessed --consistency: usage error (exit 2), nothing printed', async () => {
     const t = tempDir('tlog-opts');

@@ -7,8 +7,7 @@ import { createHash } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { ClassicLevel } from 'classic-level';
 import path from 'node:path';
-import { afterAll, describe, expect, test, vi } from 'vitest';
-import { main } from '../../cli/internal.ts';
+import { afterAll, describe, expect, test } from 'vitest';
 import {
   addSignatureLines,
   cosign,
@@ -23,6 +22,7 @@ import { ReceiptLog, readDataMeta, readKeyFile } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { receiptKey, writeKeyFile } from '../../node/index.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
+import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob, mallory } = cast('tlog-cli');
 const dirs: Array<() => void> = [];
@@ -30,24 +30,8 @@ afterAll(() => {
   for (const d of dirs) d();
 });
 
-async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const w = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += typeof s === 'string' ? s : new TextDecoder().decode(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += typeof s === 'string' ? s : new TextDecoder().decode(s);
-    return true;
-  });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    w.mockRestore();
-    e.mockRestore();
-  }
-}
+/** `jcp` in this process (test/support.ts). */
+const cli = (argv: string[]) => runJcpInProcess(argv);
 
 const H = (...p: Buffer[]) => createHash('sha256').update(Buffer.concat(p)).digest();
 function MTH(D: Buffer[]): Buffer {
