@@ -24,17 +24,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pino from 'pino';
 import { BridgeAgent, bridgeServer, CallJournal, ThresholdCaller } from '../bridge/index.ts';
 import { actorFromSeed, type Rng, seededRng, type SignedGrant, signGrant } from '../core/index.ts';
-import {
-  approvalsStream,
-  deal,
-  type DealtShare,
-  evidenceStream,
-  Participant,
-  registryBucket,
-  rulesApprover,
-  shareRecord,
-  writeShareFile,
-} from '../frost/index.ts';
+import { frostStreams, deal, type DealtShare, Participant, rulesApprover, shareRecord, writeShareFile } from '../frost/index.ts';
 import { warmUp } from '../frost/index.ts';
 import { type ClientSigner, JcpClient } from '../client/index.ts';
 import { configFromJson, resourceIdOf, startNode } from '../node/index.ts';
@@ -170,8 +160,7 @@ async function pairFigures(team: Client, solo: Client): Promise<Figure[]> {
 async function dropStreams(nc: NatsConnection, prefix: string): Promise<void> {
   try {
     const jsm = await jetstreamManager(nc);
-    for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
-      await jsm.streams.delete(s).catch(() => false);
+    for (const s of frostStreams(prefix)) await jsm.streams.delete(s).catch(() => false);
   } catch {
     // best effort
   }

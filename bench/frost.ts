@@ -39,14 +39,12 @@ import {
   dkgRound1,
   dkgRound2,
   dkgRound3,
-  approvalsStream,
-  evidenceStream,
+  frostStreams,
   groupDid,
   type GroupPublic,
   natsBus,
   natsRegistry,
   Participant,
-  registryBucket,
   runDkg,
   shareRecord,
   type ShareSecret,
@@ -364,7 +362,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     try {
       const jsm = await jetstreamManager(nc);
       for (const p of Object.values(prefixes)) {
-        for (const s of [`KV_${registryBucket(p)}`, evidenceStream(p), approvalsStream(p)]) await jsm.streams.delete(s).catch(() => false);
+        for (const s of frostStreams(p)) await jsm.streams.delete(s).catch(() => false);
       }
     } catch {
       // best effort

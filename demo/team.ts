@@ -20,17 +20,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed, type Did } from '../core/index.ts';
-import {
-  approvalsStream,
-  evidenceStream,
-  natsBus,
-  readShareFile,
-  registryBucket,
-  runDkg,
-  type ShareRecord,
-  type Signer,
-  thresholdSigner,
-} from '../frost/index.ts';
+import { frostStreams, natsBus, readShareFile, runDkg, type ShareRecord, type Signer, thresholdSigner } from '../frost/index.ts';
 import { ParticipantCluster, whenInterrupted } from '../testkit/index.ts';
 
 /** A running 2-of-3 team. */
@@ -230,8 +220,7 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
 async function removePrefix(nc: NatsConnection, prefix: string): Promise<void> {
   try {
     const jsm = await jetstreamManager(nc);
-    for (const name of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
-      await jsm.streams.delete(name).catch(() => false);
+    for (const name of frostStreams(prefix)) await jsm.streams.delete(name).catch(() => false);
   } catch {
     // NATS gone: nothing to remove
   }

@@ -21,6 +21,7 @@ import {
   type Subject,
   type Verdict,
 } from './approval.ts';
+import { evidenceStream, registryBucket } from './bus.ts';
 import { groupTag } from './group.ts';
 import { FrostError, FrostErrorCodes } from './errors.ts';
 
@@ -354,6 +355,14 @@ function readFrames(buf: Uint8Array): { records: StreamedDecision[]; end: number
     off += 4 + n;
   }
   return { records: out, end: off };
+}
+
+/**
+ * Every JetStream stream the FROST layer makes under `prefix`: the group registry's KV stream, the
+ * evidence stream and the approvals stream — what a run deletes to leave a shared NATS as it found it.
+ */
+export function frostStreams(prefix: string): string[] {
+  return [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)];
 }
 
 /** The approvals stream name for `prefix`: `<prefix>_approvals` (the NATS layer's name rule). */

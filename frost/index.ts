@@ -28,6 +28,7 @@ export {
   allowAllApprover,
   type Approver,
   approvalsStream,
+  frostStreams,
   approvalsSubject,
   DEFAULT_APPROVE_TIMEOUT_MS,
   MAX_WEBHOOK_ANSWER_BYTES,

@@ -12,14 +12,12 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDid, utf8, verify } from '../../core/index.ts';
 import {
-  approvalsStream,
-  evidenceStream,
+  frostStreams,
   FrostErrorCodes,
   isFrostError,
   natsBus,
   natsRegistry,
   readShareFile,
-  registryBucket,
   runDkg,
   signWithGroup,
   soloSignature,
@@ -93,8 +91,7 @@ export const C18: ConformanceClass = {
       if (nc) {
         try {
           const jsm = await jetstreamManager(nc);
-          for (const s of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)])
-            await jsm.streams.delete(s).catch(() => false);
+          for (const s of frostStreams(prefix)) await jsm.streams.delete(s).catch(() => false);
         } catch {
           // best effort
         }

@@ -8,11 +8,10 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed } from '../../core/index.ts';
 import {
-  approvalsStream,
+  frostStreams,
   boxContext,
   dkgRound1,
   dkgRound2,
-  evidenceStream,
   Fn,
   natsBus,
   newBoxKey,
@@ -20,7 +19,6 @@ import {
   pairKey,
   readRound1,
   readStart,
-  registryBucket,
   type Round1Package,
   seal,
   sealMessage,
@@ -39,7 +37,7 @@ export function uniquePrefix(tag: string): string {
 export async function cleanupPrefix(nc: NatsConnection, prefix: string): Promise<void> {
   try {
     const jsm = await jetstreamManager(nc);
-    for (const name of [`KV_${registryBucket(prefix)}`, evidenceStream(prefix), approvalsStream(prefix)]) {
+    for (const name of frostStreams(prefix)) {
       await jsm.streams.delete(name).catch(() => false);
     }
   } catch {
