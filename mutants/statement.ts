@@ -67,7 +67,9 @@ export default [
     id: 'statement-proof-duplicate-point',
     file: 'core/statement.ts',
     find: '    if (points.has(ss.body.point)) {',
-    replace: '    if (points.has(ss.body.grant_id)) {',
+    // The set looked up by the grant id (never a point, so no repeat is ever found). Through
+    // String(): the ContentId brand refuses a content id where a Did is wanted at compile time.
+    replace: '    if (points.has(String(ss.body.grant_id))) {',
     classes: ['C17'],
   },
   {
