@@ -2,11 +2,16 @@
  * Costs that should not grow with history: `npm run bench -- history [--json out.json]`.
  *
  * For logs of `JCP_BENCH_HISTORY_SIZES` receipts (comma-separated; default 100000,1000000,5000000)
- * a node is started (a child process, `jcp node start`, replay on two temporary workers) twice:
- * on the log alone (a full replay) and on the same log with a ledger snapshot of its last receipt
- * (node/snapshot.ts). Figures per size: `start seconds, <n> receipts[, snapshot]` (spawn to
- * listening, what an operator waits) and `RSS MB after start, <n> receipts[, snapshot]`. The
- * ratio figures hold the largest size against the smallest, with snapshots (goal ≤ 1.5×).
+ * a node is started (a child process, `jcp node start`, replay on two temporary workers) on the
+ * log alone (a full replay; only for sizes up to `JCP_BENCH_HISTORY_FULL_MAX`, default 1,000,000,
+ * since it takes minutes per million receipts here) and on the same log with a ledger snapshot
+ * of its last receipt (node/snapshot.ts; the median of three starts on one copy). Figures per
+ * size: `start seconds, <n> receipts[, snapshot]` (spawn to listening, what an operator waits)
+ * and `RSS MB after start, <n> receipts[, snapshot]`. The ratio figures hold the largest size
+ * against the smallest, with snapshots (goal ≤ 1.5×), and the largest fully replayed size
+ * against the smallest without. Each size's snapshot is made once and kept beside its log
+ * (`<log>-snapshot/`), the next size's continuing it, so every receipt is replayed for a
+ * snapshot once, on two worker threads.
  *
  * Then the decision rate while a snapshot is written: a node on the smallest log with snapshots
  * off, and one whose first snapshot (of the whole log) starts one second after start, both
