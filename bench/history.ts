@@ -60,7 +60,7 @@ function logDir(seed: number, n: number): string {
  * the log of a smaller size in `sizes` that was built already is copied and extended, so the logs
  * of one run share their first receipts and each receipt is sealed once.
  */
-export function historyLog(seed: number, n: number, sizes: readonly number[]): Promise<string> {
+function historyLog(seed: number, n: number, sizes: readonly number[]): Promise<string> {
   return sealedLog(logDir(seed, n), n, {
     rngLabel: `bench/history/log/${seed}`,
     t0S: Math.floor(Date.now() / 1000) - 10 * 86_400,
