@@ -1,0 +1,74 @@
+/**
+ * Edge cases of ledger snapshots and archival found by probing them as an operator and an
+ * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
+ * foreign snapshot files.
+ */
+import { readdirSync } from 'node:fs';
+import { afterAll, describe, expect, test } from 'vitest';
+import { receiptKey } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { cast, liveNode, mint, tempDir } from './fixtures.ts';
+import { runJcpInProcess } from '../support.ts';
+
+const { rng, alice, bob } = cast('snapshot-edges');
+const dirs: Array<() => void> = [];
+afterAll(() => {
+  for (const d of dirs) d();
+});
+function folder(): string {
+  const t = tempDir('snapedge');
+  dirs.push(t.cleanup);
+  return t.dir;
+}
+const cli = (argv: string[]) => runJcpInProcess(argv);
+const T = 1_900_000_000;
+const cfg = { snapshot: { every_receipts: 0, every_s: 0 }, max_skew_s: 30, request_index_margin_s: 60 };
+const cost = { uj: 100n, provenance: 'Estimator' } as const;
+
+/** A log of `n` old receipts (below the request index's horizon) and 2 recent ones, with a snapshot of it all. */
+async function loggedFolder(n: number) {
+  const dir = folder();
+  let clock = T;
+  const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+  const a = await liveNode(cfg, { clockS: () => clock }, dir);
+  const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+  for (let i = 0; i < n; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+  clock = T + 200;
+  for (let i = 0; i < 2; i++) await c.call({ chain: [g], action: 'read', payload: { j: i }, cost, now: clock });
+  await c.close();
+  await a.snapshots.snapshotNow();
+  const steward = a.steward;
+  await a.close();
+  return { dir, g, steward };
+}
+
+async function deleteReceipt(dir: string, seq: number) {
+  const { ClassicLevel } = await import('classic-level');
+  const db = new ClassicLevel<Uint8Array, Uint8Array>(`${dir}/receipts`, { keyEncoding: 'view', valueEncoding: 'view' });
+  await db.open();
+  await db.del(receiptKey(seq));
+  await db.close();
+}
+
+describe('archival refuses a gap at the start of its range', () => {
+  test('receipt 0 missing: nothing is archived, the gap is named', async () => {
+    const f = await loggedFolder(6);
+    const out = folder();
+    await deleteReceipt(f.dir, 0);
+    const r = await cli(['receipts', 'archive', f.dir, '--before', '4', '--out', out]);
+    expect(r.err).toContain('receipt 0 is missing from the log: a gap is not archived');
+    expect(r.code).toBe(1);
+    expect(readdirSync(out)).toEqual([]);
+  });
+
+  test('the receipt right after the last archived segment missing: the second archive refuses it', async () => {
+    const f = await loggedFolder(8);
+    const out = folder();
+    expect((await cli(['receipts', 'archive', f.dir, '--before', '3', '--out', out])).code).toBe(0);
+    await deleteReceipt(f.dir, 3);
+    const r = await cli(['receipts', 'archive', f.dir, '--before', '6', '--out', out]);
+    expect(r.err).toContain('receipt 3 is missing from the log: a gap is not archived');
+    expect(r.code).toBe(1);
+    expect(readdirSync(out)).toEqual(['seg-0000000000000000-0000000000000002.cbor']);
+  });
+});
