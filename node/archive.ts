@@ -70,9 +70,24 @@ export function archiveLimit(s: OpenedSnapshot): number {
   return Math.min(s.seq, s.firstRequestSeq ?? s.seq);
 }
 
+/**
+ * Writes segment `name` into `dir` durably. A file already there is never overwritten: if it holds
+ * exactly `bytes` (a run stopped after the segment was durable, before the log recorded it) it is
+ * kept as it is and the run goes on to record it; any other content is refused.
+ * @throws Error when a different file is in the way; the file system error when the write fails.
+ */
 function writeDurable(dir: string, name: string, bytes: Uint8Array): void {
   const file = path.join(dir, name);
-  if (existsSync(file)) throw new Error(`${file} exists: an archive segment is never overwritten`);
+  if (existsSync(file)) {
+    let same = false;
+    try {
+      same = bytesEqual(new Uint8Array(readFileCapped(file, SEGMENT_CAP_BYTES, 'archive segment')), bytes);
+    } catch {
+      same = false;
+    }
+    if (same) return;
+    throw new Error(`${file} exists with other bytes: an archive segment is never overwritten`);
+  }
   writeFileDurably(file, bytes, 0o644);
 }
 
@@ -96,7 +111,7 @@ export interface Archived {
  * The range starts at seq 0, or after the last segment the log records: a receipt missing at its
  * start is a gap as much as one in its middle.
  * @throws Error when the receipts to archive are not consecutive from there (a gap is left for
- *   verify to report, never sealed away), or a segment file exists; NodeFault
+ *   verify to report, never sealed away), or a segment file exists with other bytes; NodeFault
  *   `log-corrupt` when the log fails.
  */
 export async function archiveReceipts(log: ReceiptLog, before: number, outDir: string, perSegment = SEGMENT_RECEIPTS): Promise<Archived> {

@@ -3,7 +3,8 @@
  * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
  * foreign snapshot files.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { receiptKey } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
@@ -70,5 +71,35 @@ describe('archival refuses a gap at the start of its range', () => {
     expect(r.err).toContain('receipt 3 is missing from the log: a gap is not archived');
     expect(r.code).toBe(1);
     expect(readdirSync(out)).toEqual(['seg-0000000000000000-0000000000000002.cbor']);
+  });
+});
+
+describe('archival after a run stopped between its segment and its record', () => {
+  test('a segment file already holding exactly those receipts is recorded on the next run; one with other bytes is refused', async () => {
+    const f = await loggedFolder(6);
+    const out = folder();
+    // What a run killed after the segment's rename, before the log's batch, leaves behind.
+    const { ReceiptLog } = await import('../../node/index.ts');
+    const log = await ReceiptLog.open(f.dir, { steward: f.steward.did, mustExist: true, nowS: 0 });
+    const receipts: Uint8Array[] = [];
+    for (let seq = 0; seq < 4; seq++) receipts.push((await log.getReceipt(seq))!);
+    await log.close();
+    const name = 'seg-0000000000000000-0000000000000003.cbor';
+    writeFileSync(path.join(out, name), Buffer.concat(receipts));
+    const r = await cli(['receipts', 'archive', f.dir, '--before', '4', '--out', out]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toMatchObject({ archived: 4, segments: [{ first: 0, last: 3, count: 4 }] });
+    const v = await cli(['receipts', 'verify', f.dir, '--archive', out]);
+    expect(JSON.parse(v.out)).toMatchObject({ receipts: 8, bad: 0, breaks: 0, archive: [{ first: 0, last: 3, ok: true }] });
+    expect(v.code).toBe(0);
+    // Something else under that name is never overwritten.
+    const g = await loggedFolder(6);
+    const other = folder();
+    writeFileSync(path.join(other, name), 'not these receipts');
+    const refused = await cli(['receipts', 'archive', g.dir, '--before', '4', '--out', other]);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain('exists with other bytes: an archive segment is never overwritten');
+    expect(readFileSync(path.join(other, name), 'utf8')).toBe('not these receipts');
   });
 });
