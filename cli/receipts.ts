@@ -146,9 +146,9 @@ function checkFlags(verb: string | undefined, values: ReceiptsValues, dataDir: s
   }
   let before = -1;
   if (verb === 'archive') {
-    before = Number(values.before);
-    if (values.before === undefined || !Number.isSafeInteger(before) || before < 0)
-      throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
+    // Decimal digits only: Number() would take '' as 0, '0x3' as 3 and '1e3' as 1000.
+    before = values.before !== undefined && /^\d+$/.test(values.before) ? Number(values.before) : Number.NaN;
+    if (!Number.isSafeInteger(before)) throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
     if (values.out === undefined) throw new UsageError('archive: --out DIR (the segment folder)');
     if (insideDataDir(dataDir, values.out)) {
       throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: keep the archive elsewhere`);

@@ -103,3 +103,14 @@ describe('archival after a run stopped between its segment and its record', () =
     expect(readFileSync(path.join(other, name), 'utf8')).toBe('not these receipts');
   });
 });
+
+describe('archive --before takes a decimal seq only', () => {
+  test.each(['', ' 3', '0x3', '1e0', '3.0', '+3'])('--before %j is a usage error and archives nothing', async (before) => {
+    const f = await loggedFolder(6);
+    const out = folder();
+    const r = await cli(['receipts', 'archive', f.dir, `--before=${before}`, '--out', out]);
+    expect(r.err).toContain('archive: --before SEQ (an integer ≥ 0)');
+    expect(r.code).toBe(2);
+    expect(readdirSync(out)).toEqual([]);
+  });
+});
