@@ -128,6 +128,37 @@ describe('abuse limits per peer address', () => {
     await node.close();
   });
 
+  test('failures pipelined in one write are answered no more often than the burst; the rest get rate-limited', async () => {
+    const clock = 1_900_000_000;
+    const node = await liveNode(
+      { abuse: { burst: 3, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } },
+      { clockS: () => clock },
+      folder(),
+    );
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const skewed = (i: number) =>
+      frameMessage(encodeWireRequest(request(bob, [g], { now: clock - 10_000, payload: new TextEncoder().encode(`{"s":${i}}`) })));
+    const n = 40;
+    for (const [peer, frame, code] of [
+      ['127.0.0.11', () => garbage, 'cbor-malformed'],
+      ['127.0.0.12', skewed, NodeErrorCodes.CLOCK_SKEW],
+    ] as const) {
+      const m = await RawConn.open(node.port, peer);
+      // All in one write: every frame is handed to the node before the first one has failed.
+      m.write(Buffer.concat(Array.from({ length: n }, (_, i) => frame(i))));
+      const got: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const r = decodeWireMessage(await m.next());
+        got.push(r.kind === 'error' ? r.error.code : r.kind);
+      }
+      expect(got.filter((x) => x === code)).toHaveLength(3);
+      expect(got.filter((x) => x === NodeErrorCodes.RATE_LIMITED)).toHaveLength(n - 3);
+      m.destroy();
+    }
+    expect(node.enforcer.nextSeq).toBe(0);
+    await node.close();
+  });
+
   test('one address holding every connection slot does not keep another address out (break18 F10)', async () => {
     const node = await liveNode({ max_connections: 3, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
     const hog = [
