@@ -341,6 +341,24 @@ async function writeSnapshotFileOffLoop(dataDir: string, seq: number, bytes: Uin
 function pruneSnapshots(dataDir: string, seq: number, keep: number): void {
   const older = listSnapshots(dataDir).filter((s) => s.seq < seq);
   for (const old of older.slice(Math.max(0, keep - 1))) rmSync(old.file, { force: true });
+  removeOrphanTemps(dataDir);
+}
+
+/** The temporary file of a snapshot write (io/files.ts): `.snap-<seq>.cbor.<pid>.<random>.tmp`. */
+const TEMP_NAME = /^\.snap-\d{16}\.cbor\.(\d+)\.[0-9a-f]+\.tmp$/;
+
+/**
+ * Removes the temporary snapshot files other processes left (a write cut short by a crash, e.g.
+ * kill -9): only one process writes a folder's snapshots at a time (the node or `jcp receipts
+ * snapshot`, which holds the log's lock), so a temporary file not of this process is never
+ * renamed into place. Best effort: a file that cannot be removed is left.
+ */
+function removeOrphanTemps(dataDir: string): void {
+  const dir = path.join(dataDir, SNAPSHOT_DIR);
+  for (const name of readdirSync(dir)) {
+    const m = TEMP_NAME.exec(name);
+    if (m && Number(m[1]) !== process.pid) rmSync(path.join(dir, name), { force: true });
+  }
 }
 
 /** Why a snapshot was not used at start (logged), or the one used. */

@@ -114,3 +114,23 @@ describe('archive --before takes a decimal seq only', () => {
     expect(readdirSync(out)).toEqual([]);
   });
 });
+
+describe('a snapshot write cut short by a crash', () => {
+  test('the temporary file a killed process left is ignored at start and removed by the next snapshot written', async () => {
+    const f = await loggedFolder(3);
+    const snaps = path.join(f.dir, 'snapshots');
+    // What kill -9 during the write leaves: the temporary file of another (dead) process, half written.
+    const orphan = path.join(snaps, `.snap-0000000000000009.cbor.${process.pid + 100_000}.0a1b2c3d.tmp`);
+    writeFileSync(orphan, Buffer.alloc(100, 7));
+    const other = path.join(snaps, 'notes.txt'); // not a snapshot's: left alone
+    writeFileSync(other, 'x');
+    const b = await liveNode(cfg, { clockS: () => T + 200 }, f.dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    await c.call({ chain: [f.g], action: 'read', payload: { k: 1 }, cost, now: T + 200 });
+    await c.close();
+    expect((await b.snapshots.snapshotNow())?.seq).toBe(5);
+    await b.close();
+    expect(readdirSync(snaps).sort()).toEqual(['notes.txt', 'snap-0000000000000004.cbor', 'snap-0000000000000005.cbor']);
+  });
+});
