@@ -21,7 +21,8 @@ import {
   segmentReceiptAt,
   type HeadCheck,
   type LogReplay,
-  listSnapshots,
+  listSnapshotsOrWhy,
+  SNAPSHOT_DIR,
   makeSnapshot,
   NodeFault,
   openSnapshot,
@@ -502,7 +503,9 @@ async function replayCheckingSnapshots(
 ): Promise<{ replay: LogReplay; snapshots: SnapshotCheck[] }> {
   const checks: SnapshotCheck[] = [];
   const opened: Array<{ file: string; seq: number; snap: NonNullable<ReturnType<typeof openOk>> }> = [];
-  for (const { seq, file } of listSnapshots(dataDir).reverse()) {
+  const folder = listSnapshotsOrWhy(dataDir);
+  if (folder.why !== undefined) checks.push({ file: path.join(dataDir, SNAPSHOT_DIR), seq: -1, ok: false, why: folder.why });
+  for (const { seq, file } of folder.list.reverse()) {
     let bytes: Uint8Array;
     try {
       bytes = readSnapshotFile(file);

@@ -71,6 +71,18 @@ export function listSnapshots(dataDir: string): Array<{ seq: number; file: strin
 }
 
 /**
+ * {@link listSnapshots}, or why the snapshot folder cannot be read (not a folder, no permission):
+ * a start then replays the whole log, as with no usable snapshot, and says why.
+ */
+export function listSnapshotsOrWhy(dataDir: string): { list: Array<{ seq: number; file: string }>; why?: string } {
+  try {
+    return { list: listSnapshots(dataDir) };
+  } catch (e) {
+    return { list: [], why: `the snapshot folder cannot be read: ${(e as Error).message}` };
+  }
+}
+
+/**
  * Reads a snapshot file: a regular file of at most {@link SNAPSHOT_CAP_BYTES}. A symbolic link (or
  * anything but a regular file) is refused, not followed: a snapshot is the steward's own file in
  * the data folder, like the head mark.
@@ -375,7 +387,9 @@ export interface SnapshotChoice {
  */
 export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: Did): Promise<SnapshotChoice> {
   const ignored: Array<{ file: string; why: string }> = [];
-  for (const { seq, file } of listSnapshots(dataDir)) {
+  const { list, why } = listSnapshotsOrWhy(dataDir);
+  if (why !== undefined) ignored.push({ file: path.join(dataDir, SNAPSHOT_DIR), why });
+  for (const { seq, file } of list) {
     let bytes: Uint8Array;
     try {
       bytes = readSnapshotFile(file);

@@ -3,9 +3,10 @@
  * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
  * foreign snapshot files.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { grantId } from '../../core/index.ts';
 import { receiptKey } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { cast, liveNode, mint, tempDir } from './fixtures.ts';
@@ -132,5 +133,31 @@ describe('a snapshot write cut short by a crash', () => {
     expect((await b.snapshots.snapshotNow())?.seq).toBe(5);
     await b.close();
     expect(readdirSync(snaps).sort()).toEqual(['notes.txt', 'snap-0000000000000004.cbor', 'snap-0000000000000005.cbor']);
+  });
+});
+
+describe('a snapshot folder that cannot be read', () => {
+  test('a file where the snapshot folder goes: the start replays the whole log and says why; the node keeps deciding; verify names it', async () => {
+    const f = await loggedFolder(3);
+    rmSync(path.join(f.dir, 'snapshots'), { recursive: true });
+    writeFileSync(path.join(f.dir, 'snapshots'), 'a file where the folder goes');
+    const warn: Array<Record<string, unknown>> = [];
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (s: string) => warn.push(JSON.parse(s)) });
+    const b = await liveNode(cfg, { clockS: () => T + 200, logger }, f.dir);
+    expect(b.boot.snapshot).toBeUndefined();
+    expect(b.boot.receipts).toBe(5);
+    expect(b.ledger.spent(grantId(f.g.grant))).toBe(500n);
+    expect(warn.map((x) => String(x['why']))).toContainEqual(expect.stringContaining('the snapshot folder cannot be read'));
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    expect((await c.call({ chain: [f.g], action: 'read', payload: { k: 2 }, cost, now: T + 200 })).decision.verdict).toBe('allow');
+    await c.close();
+    await expect(b.snapshots.snapshotNow()).rejects.toThrow();
+    await b.close();
+    const v = await cli(['receipts', 'verify', f.dir]);
+    expect(v.code).toBe(1);
+    expect(JSON.parse(v.out).snapshots).toEqual([
+      { file: path.join(f.dir, 'snapshots'), seq: -1, ok: false, why: expect.stringContaining('the snapshot folder cannot be read') },
+    ]);
   });
 });
