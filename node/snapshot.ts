@@ -494,6 +494,9 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
 /** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
 export const SNAPSHOT_WORKER_NICE = 19;
 
+/** Longest wait (seconds) between the timer's tries after snapshots failed in a row (1, 2, 4, … s up to it). */
+export const SNAPSHOT_RETRY_MAX_S = 300;
+
 /** Options of {@link Snapshotter}. */
 export interface SnapshotterOptions {
   readonly log: ReceiptLog;
@@ -528,7 +531,8 @@ export interface SnapshotterOptions {
  * runs on a 1-second timer; a snapshot is built from the log (node/snapshot.ts `makeSnapshot`),
  * never from the live ledger, so the decision path is not paused: the replay's verification runs
  * on a temporary worker thread at the lowest scheduling priority, and one snapshot is built at a
- * time. A failure is logged and retried at the next trigger; it never stops the node.
+ * time. A failure is logged and retried at the next trigger, after a wait that doubles with each
+ * failure in a row (1 s up to {@link SNAPSHOT_RETRY_MAX_S}); it never stops the node.
  */
 export class Snapshotter {
   readonly #o: SnapshotterOptions;
@@ -537,6 +541,9 @@ export class Snapshotter {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<MadeSnapshot | undefined> | undefined;
   #closed = false;
+  /** Failures in a row, and the clock (unix s) before which the timer does not try again. */
+  #failures = 0;
+  #retryAt = Number.NEGATIVE_INFINITY;
 
   constructor(o: SnapshotterOptions) {
     this.#o = o;
@@ -564,7 +571,7 @@ export class Snapshotter {
   }
 
   async #tick(): Promise<void> {
-    if (this.#running !== undefined || this.#closed || !this.#due()) return;
+    if (this.#running !== undefined || this.#closed || this.#o.clockS() < this.#retryAt || !this.#due()) return;
     await this.snapshotNow().catch((e: Error) => this.#o.logger.warn({ err: e.message }, 'snapshot failed; retried at the next trigger'));
   }
 
@@ -600,7 +607,18 @@ export class Snapshotter {
     const p = build();
     this.#running = p;
     try {
-      const made = await p;
+      let made: MadeSnapshot | undefined;
+      try {
+        made = await p;
+      } catch (e) {
+        // Each try replays the log after the last usable snapshot: a lasting fault (a full disk,
+        // a folder not writable) waits 1, 2, 4, … s (at most SNAPSHOT_RETRY_MAX_S) between tries.
+        this.#failures++;
+        this.#retryAt = this.#o.clockS() + Math.min(SNAPSHOT_RETRY_MAX_S, 2 ** (this.#failures - 1));
+        throw e;
+      }
+      this.#failures = 0;
+      this.#retryAt = Number.NEGATIVE_INFINITY;
       this.#lastAt = this.#o.clockS();
       if (made !== undefined) {
         this.#covered = made.seq;

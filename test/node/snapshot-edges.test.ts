@@ -161,3 +161,33 @@ describe('a snapshot folder that cannot be read', () => {
     ]);
   });
 });
+
+describe('a snapshot that keeps failing', () => {
+  test('the timer waits longer after each failure instead of replaying the log every second', async () => {
+    const dir = folder();
+    let clock = T;
+    const failed: string[] = [];
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (s: string) => failed.push(JSON.parse(s).msg) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ ...cfg, snapshot: { every_receipts: 2, every_s: 0 } }, { clockS: () => clock, logger }, dir);
+    writeFileSync(path.join(dir, 'snapshots'), 'a file where the folder goes');
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 3; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+    await c.close();
+    const failures = () => failed.filter((m) => m.startsWith('snapshot failed')).length;
+    for (let i = 0; i < 200 && failures() === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(failures()).toBe(1);
+    // The node clock stands still: the 1-second timer ticks, but the wait after the failure is not over.
+    await new Promise((r) => setTimeout(r, 3_500));
+    expect(failures()).toBe(1);
+    clock += 1; // past the first wait (1 s): one more try, then 2 s
+    for (let i = 0; i < 100 && failures() === 1; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(failures()).toBe(2);
+    rmSync(path.join(dir, 'snapshots'));
+    clock += 2; // the fault is gone: the next try writes it
+    for (let i = 0; i < 100 && a.snapshots.coveredSeq < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(a.snapshots.coveredSeq).toBe(2);
+    await a.close();
+  }, 20_000);
+});
