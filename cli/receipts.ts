@@ -594,7 +594,9 @@ async function snapshotNow(
     throw new CliError('log-steward-mismatch', `${keyFile} is ${actor.did}, not the steward of this log (${steward})`);
   const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), keep, ...runner });
   if (made === undefined) {
-    process.stderr.write('jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt)\n');
+    process.stderr.write(
+      'jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt and no request id it keeps has left the window)\n',
+    );
     return 0;
   }
   process.stdout.write(

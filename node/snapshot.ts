@@ -457,7 +457,8 @@ const yielding: SliceRunner = async (job) => {
  * Makes a snapshot of the log: the newest usable snapshot (if any) plus the verified receipts
  * after it, up to `toSeq`, replayed and written durably. The state comes from the log, not from
  * a running node's memory, so it can be built while the node decides (reads do not block writes).
- * Returns undefined when there is nothing new to cover.
+ * Returns undefined when there is nothing new to cover: no receipt after the newest usable
+ * snapshot, and no request id it names that the window (`nowS` − `windowS`) has left behind.
  * @throws NodeFault `log-corrupt` when the log cannot be read; the file system error when the
  *   snapshot cannot be written.
  */
@@ -467,7 +468,7 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
   for (const x of choice.ignored) o.logger?.warn({ file: x.file, why: x.why }, 'snapshot ignored');
   const base = choice.used;
   const toSeq = o.toSeq ?? (await log.lastSeq());
-  if (toSeq < 0 || (base !== undefined && base.seq >= toSeq)) return undefined;
+  if (toSeq < 0 || (base !== undefined && base.seq > toSeq)) return undefined;
   const windowS = o.windowS ?? base?.windowS ?? Number.MAX_SAFE_INTEGER;
   const from = base?.state(windowS, 0);
   const r = await replayLog(log, {
@@ -482,6 +483,9 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
   if (r.coveredSeq < 0) return undefined;
   r.requests.advance(o.nowS);
   const horizon = Math.max(0, r.requests.horizon);
+  // Nothing new to cover: written again (same seq, same file) only when the clock has moved the
+  // request window past ids the snapshot still names, so a quiet log can still be archived.
+  if (base !== undefined && r.coveredSeq === base.seq && r.requests.entries(horizon).seqs.length === base.requestCount) return undefined;
   await yieldTurn(); // decisions waiting behind the last merge go first
   const bytes = encodeSnapshot(r, o.steward, { madeAtS: o.nowS, windowS: Math.min(windowS, Number.MAX_SAFE_INTEGER), horizon });
   await yieldTurn();

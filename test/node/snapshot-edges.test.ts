@@ -191,3 +191,34 @@ describe('a snapshot that keeps failing', () => {
     await a.close();
   }, 20_000);
 });
+
+describe('a quiet log can be archived', () => {
+  test('jcp receipts snapshot on a log its newest snapshot covers renews the request window, so the archive may go up to that seq', async () => {
+    const dir = folder();
+    const out = folder();
+    const past = Math.floor(Date.now() / 1000) - 1_000; // requests long out of the window by now
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(cfg, { clockS: () => past }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 5; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: past });
+    await c.close();
+    expect((await a.snapshots.snapshotNow())?.seq).toBe(4); // its request index names seq 0..4
+    await a.close();
+    const renewed = await cli(['receipts', 'snapshot', dir]);
+    expect(renewed.code).toBe(0);
+    expect(JSON.parse(renewed.out)).toMatchObject({ seq: 4, replayed: 0, requests: 0 });
+    expect(readdirSync(path.join(dir, 'snapshots'))).toEqual(['snap-0000000000000004.cbor']);
+    const again = await cli(['receipts', 'snapshot', dir]); // nothing more to drop: nothing written
+    expect(again.err).toContain('nothing to snapshot');
+    const r = await cli(['receipts', 'archive', dir, '--before', '4', '--out', out]);
+    expect(r.err).toBe('');
+    expect(JSON.parse(r.out)).toMatchObject({ archived: 4, segments: [{ first: 0, last: 3 }] });
+    const b = await liveNode(cfg, {}, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+    expect(b.ledger.spent(grantId(g.grant))).toBe(500n);
+    await b.close();
+    const v = await cli(['receipts', 'verify', dir, '--archive', out]);
+    expect(JSON.parse(v.out)).toMatchObject({ receipts: 5, bad: 0, breaks: 0, snapshots: [{ seq: 4, ok: true }] });
+    expect(v.code).toBe(0);
+  });
+});
