@@ -21,7 +21,8 @@ import {
   segmentReceiptAt,
   type HeadCheck,
   type LogReplay,
-  listSnapshots,
+  listSnapshotsOrWhy,
+  SNAPSHOT_DIR,
   makeSnapshot,
   NodeFault,
   openSnapshot,
@@ -146,9 +147,9 @@ function checkFlags(verb: string | undefined, values: ReceiptsValues, dataDir: s
   }
   let before = -1;
   if (verb === 'archive') {
-    before = Number(values.before);
-    if (values.before === undefined || !Number.isSafeInteger(before) || before < 0)
-      throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
+    // Decimal digits only: Number() would take '' as 0, '0x3' as 3 and '1e3' as 1000.
+    before = values.before !== undefined && /^\d+$/.test(values.before) ? Number(values.before) : Number.NaN;
+    if (!Number.isSafeInteger(before)) throw new UsageError('archive: --before SEQ (an integer ≥ 0)');
     if (values.out === undefined) throw new UsageError('archive: --out DIR (the segment folder)');
     if (insideDataDir(dataDir, values.out)) {
       throw new UsageError(`--out ${values.out} is inside the data folder ${dataDir}: keep the archive elsewhere`);
@@ -502,7 +503,9 @@ async function replayCheckingSnapshots(
 ): Promise<{ replay: LogReplay; snapshots: SnapshotCheck[] }> {
   const checks: SnapshotCheck[] = [];
   const opened: Array<{ file: string; seq: number; snap: NonNullable<ReturnType<typeof openOk>> }> = [];
-  for (const { seq, file } of listSnapshots(dataDir).reverse()) {
+  const folder = listSnapshotsOrWhy(dataDir);
+  if (folder.why !== undefined) checks.push({ file: path.join(dataDir, SNAPSHOT_DIR), seq: -1, ok: false, why: folder.why });
+  for (const { seq, file } of folder.list.reverse()) {
     let bytes: Uint8Array;
     try {
       bytes = readSnapshotFile(file);
@@ -591,7 +594,9 @@ async function snapshotNow(
     throw new CliError('log-steward-mismatch', `${keyFile} is ${actor.did}, not the steward of this log (${steward})`);
   const made = await makeSnapshot(log, dataDir, { steward: actor, nowS: Math.floor(Date.now() / 1000), keep, ...runner });
   if (made === undefined) {
-    process.stderr.write('jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt)\n');
+    process.stderr.write(
+      'jcp receipts: nothing to snapshot (the log is empty, or the newest snapshot covers its last receipt and no request id it keeps has left the window)\n',
+    );
     return 0;
   }
   process.stdout.write(

@@ -70,10 +70,32 @@ export function archiveLimit(s: OpenedSnapshot): number {
   return Math.min(s.seq, s.firstRequestSeq ?? s.seq);
 }
 
+/**
+ * Writes segment `name` into `dir` durably. A file already there is never overwritten: if it holds
+ * exactly `bytes` (a run stopped after the segment was durable, before the log recorded it) it is
+ * kept as it is and the run goes on to record it; any other content is refused.
+ * @throws Error when a different file is in the way; the file system error when the write fails.
+ */
 function writeDurable(dir: string, name: string, bytes: Uint8Array): void {
   const file = path.join(dir, name);
-  if (existsSync(file)) throw new Error(`${file} exists: an archive segment is never overwritten`);
+  if (existsSync(file)) {
+    let same = false;
+    try {
+      same = bytesEqual(new Uint8Array(readFileCapped(file, SEGMENT_CAP_BYTES, 'archive segment')), bytes);
+    } catch {
+      same = false;
+    }
+    if (same) return;
+    throw new Error(`${file} exists with other bytes: an archive segment is never overwritten`);
+  }
   writeFileDurably(file, bytes, 0o644);
+}
+
+/** Why receipt `seq` cannot follow `expect` in a segment: receipts missing before it, or one already archived. */
+function gapWhy(expect: number, seq: number): string {
+  if (seq < expect) return `receipt ${seq} is in the live log and below the last archived segment (which ends at ${expect - 1})`;
+  const missing = seq - expect > 1 ? `receipts ${expect}..${seq - 1} are` : `receipt ${expect} is`;
+  return `${missing} missing from the log: a gap is not archived (run 'jcp receipts verify')`;
 }
 
 /** What {@link archiveReceipts} moved. */
@@ -86,8 +108,11 @@ export interface Archived {
  * Moves the live log's receipts below `before` into segment files in `outDir` (see the module
  * docs). The caller has checked `before` ≤ {@link archiveLimit} of a usable snapshot and holds
  * the log (node stopped).
- * @throws Error when the receipts to archive are not consecutive (a gap is left for verify to
- *   report, never sealed away), or a segment file exists; NodeFault `log-corrupt` when the log fails.
+ * The range starts at seq 0, or after the last segment the log records: a receipt missing at its
+ * start is a gap as much as one in its middle.
+ * @throws Error when the receipts to archive are not consecutive from there (a gap is left for
+ *   verify to report, never sealed away), or a segment file exists with other bytes; NodeFault
+ *   `log-corrupt` when the log fails.
  */
 export async function archiveReceipts(log: ReceiptLog, before: number, outDir: string, perSegment = SEGMENT_RECEIPTS): Promise<Archived> {
   // A reversal is applied at every start against its receipt in the live log (node/outcome.ts):
@@ -101,7 +126,10 @@ export async function archiveReceipts(log: ReceiptLog, before: number, outDir: s
   let receipts = 0;
   let part: Uint8Array[] = [];
   let first = -1;
-  let expect = -1;
+  // The range starts where the last segment ended (seq 0 on a log never archived): a receipt
+  // missing at its start is a gap too, never sealed away.
+  const done = await archiveRecords(log);
+  let expect = done.length === 0 ? 0 : done[done.length - 1]!.last + 1;
   const seal = async () => {
     if (part.length === 0) return;
     const last = first + part.length - 1;
@@ -127,8 +155,7 @@ export async function archiveReceipts(log: ReceiptLog, before: number, outDir: s
         done = true;
         break;
       }
-      if (expect >= 0 && seq !== expect)
-        throw new Error(`receipt ${expect} is missing from the log: a gap is not archived (run 'jcp receipts verify')`);
+      if (seq !== expect) throw new Error(gapWhy(expect, seq));
       if (part.length === 0) first = seq;
       part.push(bytes);
       expect = seq + 1;

@@ -122,6 +122,7 @@ export {
   chooseSnapshot,
   encodeSnapshot,
   listSnapshots,
+  listSnapshotsOrWhy,
   type MadeSnapshot,
   makeSnapshot,
   type OpenedSnapshot,

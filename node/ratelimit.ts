@@ -7,9 +7,15 @@
  * refills at `refill_per_s` tokens per second up to `burst`. Well-formed, well-signed requests
  * cost nothing, and peers are independent: one peer's garbage never slows another's calls.
  *
- * Memory is bounded: at most `maxPeers` buckets; when full, the buckets that refilled completely
- * (peers that behave) are dropped first, else the oldest.
+ * Memory is bounded: at most `maxPeers` buckets, kept in the order they were last charged. When
+ * full, the {@link EVICT_SCAN} least recently charged are looked at: those that refilled completely
+ * (peers that behave: dropping one loses nothing) go, else the least recently charged one. A
+ * bounded step, so a table full of drained buckets (many addresses failing) never makes a new
+ * peer cost a walk over every peer on the event loop.
  */
+
+/** Buckets looked at, least recently charged first, when the table is full and a new peer comes. */
+export const EVICT_SCAN = 32;
 
 /** Settings of {@link PeerLimiter} (config `abuse`). */
 export interface PeerLimitConfig {
@@ -71,12 +77,7 @@ export class PeerLimiter {
    */
   take(peer: string): boolean {
     if (!this.enabled) return true;
-    let b = this.#refilled(peer);
-    if (b === undefined) {
-      if (this.#buckets.size >= this.#cfg.maxPeers) this.#evict();
-      b = { tokens: this.#cfg.burst, at: this.#clockS() };
-      this.#buckets.set(peer, b);
-    }
+    const b = this.#charged(peer);
     if (b.tokens < 1) return false;
     b.tokens -= 1;
     return true;
@@ -85,19 +86,26 @@ export class PeerLimiter {
   /** Takes one token from `peer` (a failed request or a bad-signature deny). */
   charge(peer: string): void {
     if (!this.enabled) return;
+    const b = this.#charged(peer);
+    b.tokens = Math.max(0, b.tokens - 1);
+  }
+
+  /** The bucket of `peer`, refilled and moved to the most recently charged end (made when new). */
+  #charged(peer: string): Bucket {
     let b = this.#refilled(peer);
     if (b === undefined) {
       if (this.#buckets.size >= this.#cfg.maxPeers) this.#evict();
       b = { tokens: this.#cfg.burst, at: this.#clockS() };
-      this.#buckets.set(peer, b);
-    }
-    b.tokens = Math.max(0, b.tokens - 1);
+    } else this.#buckets.delete(peer);
+    this.#buckets.set(peer, b);
+    return b;
   }
 
   #evict(): void {
+    let looked = 0;
     for (const [peer] of this.#buckets) {
-      const b = this.#refilled(peer)!;
-      if (b.tokens >= this.#cfg.burst) this.#buckets.delete(peer);
+      if (looked++ >= EVICT_SCAN) break;
+      if (this.#refilled(peer)!.tokens >= this.#cfg.burst) this.#buckets.delete(peer);
     }
     if (this.#buckets.size >= this.#cfg.maxPeers) {
       const oldest = this.#buckets.keys().next();

@@ -71,6 +71,18 @@ export function listSnapshots(dataDir: string): Array<{ seq: number; file: strin
 }
 
 /**
+ * {@link listSnapshots}, or why the snapshot folder cannot be read (not a folder, no permission):
+ * a start then replays the whole log, as with no usable snapshot, and says why.
+ */
+export function listSnapshotsOrWhy(dataDir: string): { list: Array<{ seq: number; file: string }>; why?: string } {
+  try {
+    return { list: listSnapshots(dataDir) };
+  } catch (e) {
+    return { list: [], why: `the snapshot folder cannot be read: ${(e as Error).message}` };
+  }
+}
+
+/**
  * Reads a snapshot file: a regular file of at most {@link SNAPSHOT_CAP_BYTES}. A symbolic link (or
  * anything but a regular file) is refused, not followed: a snapshot is the steward's own file in
  * the data folder, like the head mark.
@@ -341,6 +353,24 @@ async function writeSnapshotFileOffLoop(dataDir: string, seq: number, bytes: Uin
 function pruneSnapshots(dataDir: string, seq: number, keep: number): void {
   const older = listSnapshots(dataDir).filter((s) => s.seq < seq);
   for (const old of older.slice(Math.max(0, keep - 1))) rmSync(old.file, { force: true });
+  removeOrphanTemps(dataDir);
+}
+
+/** The temporary file of a snapshot write (io/files.ts): `.snap-<seq>.cbor.<pid>.<random>.tmp`. */
+const TEMP_NAME = /^\.snap-\d{16}\.cbor\.(\d+)\.[0-9a-f]+\.tmp$/;
+
+/**
+ * Removes the temporary snapshot files other processes left (a write cut short by a crash, e.g.
+ * kill -9): only one process writes a folder's snapshots at a time (the node or `jcp receipts
+ * snapshot`, which holds the log's lock), so a temporary file not of this process is never
+ * renamed into place. Best effort: a file that cannot be removed is left.
+ */
+function removeOrphanTemps(dataDir: string): void {
+  const dir = path.join(dataDir, SNAPSHOT_DIR);
+  for (const name of readdirSync(dir)) {
+    const m = TEMP_NAME.exec(name);
+    if (m && Number(m[1]) !== process.pid) rmSync(path.join(dir, name), { force: true });
+  }
 }
 
 /** Why a snapshot was not used at start (logged), or the one used. */
@@ -357,7 +387,9 @@ export interface SnapshotChoice {
  */
 export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: Did): Promise<SnapshotChoice> {
   const ignored: Array<{ file: string; why: string }> = [];
-  for (const { seq, file } of listSnapshots(dataDir)) {
+  const { list, why } = listSnapshotsOrWhy(dataDir);
+  if (why !== undefined) ignored.push({ file: path.join(dataDir, SNAPSHOT_DIR), why });
+  for (const { seq, file } of list) {
     let bytes: Uint8Array;
     try {
       bytes = readSnapshotFile(file);
@@ -425,7 +457,8 @@ const yielding: SliceRunner = async (job) => {
  * Makes a snapshot of the log: the newest usable snapshot (if any) plus the verified receipts
  * after it, up to `toSeq`, replayed and written durably. The state comes from the log, not from
  * a running node's memory, so it can be built while the node decides (reads do not block writes).
- * Returns undefined when there is nothing new to cover.
+ * Returns undefined when there is nothing new to cover: no receipt after the newest usable
+ * snapshot, and no request id it names that the window (`nowS` − `windowS`) has left behind.
  * @throws NodeFault `log-corrupt` when the log cannot be read; the file system error when the
  *   snapshot cannot be written.
  */
@@ -435,7 +468,7 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
   for (const x of choice.ignored) o.logger?.warn({ file: x.file, why: x.why }, 'snapshot ignored');
   const base = choice.used;
   const toSeq = o.toSeq ?? (await log.lastSeq());
-  if (toSeq < 0 || (base !== undefined && base.seq >= toSeq)) return undefined;
+  if (toSeq < 0 || (base !== undefined && base.seq > toSeq)) return undefined;
   const windowS = o.windowS ?? base?.windowS ?? Number.MAX_SAFE_INTEGER;
   const from = base?.state(windowS, 0);
   const r = await replayLog(log, {
@@ -450,6 +483,9 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
   if (r.coveredSeq < 0) return undefined;
   r.requests.advance(o.nowS);
   const horizon = Math.max(0, r.requests.horizon);
+  // Nothing new to cover: written again (same seq, same file) only when the clock has moved the
+  // request window past ids the snapshot still names, so a quiet log can still be archived.
+  if (base !== undefined && r.coveredSeq === base.seq && r.requests.entries(horizon).seqs.length === base.requestCount) return undefined;
   await yieldTurn(); // decisions waiting behind the last merge go first
   const bytes = encodeSnapshot(r, o.steward, { madeAtS: o.nowS, windowS: Math.min(windowS, Number.MAX_SAFE_INTEGER), horizon });
   await yieldTurn();
@@ -461,6 +497,9 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
 
 /** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
 export const SNAPSHOT_WORKER_NICE = 19;
+
+/** Longest wait (seconds) between the timer's tries after snapshots failed in a row (1, 2, 4, … s up to it). */
+export const SNAPSHOT_RETRY_MAX_S = 300;
 
 /** Options of {@link Snapshotter}. */
 export interface SnapshotterOptions {
@@ -496,7 +535,8 @@ export interface SnapshotterOptions {
  * runs on a 1-second timer; a snapshot is built from the log (node/snapshot.ts `makeSnapshot`),
  * never from the live ledger, so the decision path is not paused: the replay's verification runs
  * on a temporary worker thread at the lowest scheduling priority, and one snapshot is built at a
- * time. A failure is logged and retried at the next trigger; it never stops the node.
+ * time. A failure is logged and retried at the next trigger, after a wait that doubles with each
+ * failure in a row (1 s up to {@link SNAPSHOT_RETRY_MAX_S}); it never stops the node.
  */
 export class Snapshotter {
   readonly #o: SnapshotterOptions;
@@ -505,6 +545,9 @@ export class Snapshotter {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<MadeSnapshot | undefined> | undefined;
   #closed = false;
+  /** Failures in a row, and the clock (unix s) before which the timer does not try again. */
+  #failures = 0;
+  #retryAt = Number.NEGATIVE_INFINITY;
 
   constructor(o: SnapshotterOptions) {
     this.#o = o;
@@ -532,7 +575,7 @@ export class Snapshotter {
   }
 
   async #tick(): Promise<void> {
-    if (this.#running !== undefined || this.#closed || !this.#due()) return;
+    if (this.#running !== undefined || this.#closed || this.#o.clockS() < this.#retryAt || !this.#due()) return;
     await this.snapshotNow().catch((e: Error) => this.#o.logger.warn({ err: e.message }, 'snapshot failed; retried at the next trigger'));
   }
 
@@ -568,7 +611,18 @@ export class Snapshotter {
     const p = build();
     this.#running = p;
     try {
-      const made = await p;
+      let made: MadeSnapshot | undefined;
+      try {
+        made = await p;
+      } catch (e) {
+        // Each try replays the log after the last usable snapshot: a lasting fault (a full disk,
+        // a folder not writable) waits 1, 2, 4, … s (at most SNAPSHOT_RETRY_MAX_S) between tries.
+        this.#failures++;
+        this.#retryAt = this.#o.clockS() + Math.min(SNAPSHOT_RETRY_MAX_S, 2 ** (this.#failures - 1));
+        throw e;
+      }
+      this.#failures = 0;
+      this.#retryAt = Number.NEGATIVE_INFINITY;
       this.#lastAt = this.#o.clockS();
       if (made !== undefined) {
         this.#covered = made.seq;

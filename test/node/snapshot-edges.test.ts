@@ -1,0 +1,224 @@
+/**
+ * Edge cases of ledger snapshots and archival found by probing them as an operator and an
+ * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
+ * foreign snapshot files.
+ */
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { grantId } from '../../core/index.ts';
+import { receiptKey } from '../../node/index.ts';
+import { JcpClient } from '../../client/index.ts';
+import { cast, liveNode, mint, tempDir } from './fixtures.ts';
+import { runJcpInProcess } from '../support.ts';
+
+const { rng, alice, bob } = cast('snapshot-edges');
+const dirs: Array<() => void> = [];
+afterAll(() => {
+  for (const d of dirs) d();
+});
+function folder(): string {
+  const t = tempDir('snapedge');
+  dirs.push(t.cleanup);
+  return t.dir;
+}
+const cli = (argv: string[]) => runJcpInProcess(argv);
+const T = 1_900_000_000;
+const cfg = { snapshot: { every_receipts: 0, every_s: 0 }, max_skew_s: 30, request_index_margin_s: 60 };
+const cost = { uj: 100n, provenance: 'Estimator' } as const;
+
+/** A log of `n` old receipts (below the request index's horizon) and 2 recent ones, with a snapshot of it all. */
+async function loggedFolder(n: number) {
+  const dir = folder();
+  let clock = T;
+  const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+  const a = await liveNode(cfg, { clockS: () => clock }, dir);
+  const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+  for (let i = 0; i < n; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+  clock = T + 200;
+  for (let i = 0; i < 2; i++) await c.call({ chain: [g], action: 'read', payload: { j: i }, cost, now: clock });
+  await c.close();
+  await a.snapshots.snapshotNow();
+  const steward = a.steward;
+  await a.close();
+  return { dir, g, steward };
+}
+
+async function deleteReceipt(dir: string, seq: number) {
+  const { ClassicLevel } = await import('classic-level');
+  const db = new ClassicLevel<Uint8Array, Uint8Array>(`${dir}/receipts`, { keyEncoding: 'view', valueEncoding: 'view' });
+  await db.open();
+  await db.del(receiptKey(seq));
+  await db.close();
+}
+
+describe('archival refuses a gap at the start of its range', () => {
+  test('receipt 0 missing: nothing is archived, the gap is named', async () => {
+    const f = await loggedFolder(6);
+    const out = folder();
+    await deleteReceipt(f.dir, 0);
+    const r = await cli(['receipts', 'archive', f.dir, '--before', '4', '--out', out]);
+    expect(r.err).toContain('receipt 0 is missing from the log: a gap is not archived');
+    expect(r.code).toBe(1);
+    expect(readdirSync(out)).toEqual([]);
+  });
+
+  test('the receipt right after the last archived segment missing: the second archive refuses it', async () => {
+    const f = await loggedFolder(8);
+    const out = folder();
+    expect((await cli(['receipts', 'archive', f.dir, '--before', '3', '--out', out])).code).toBe(0);
+    await deleteReceipt(f.dir, 3);
+    const r = await cli(['receipts', 'archive', f.dir, '--before', '6', '--out', out]);
+    expect(r.err).toContain('receipt 3 is missing from the log: a gap is not archived');
+    expect(r.code).toBe(1);
+    expect(readdirSync(out)).toEqual(['seg-0000000000000000-0000000000000002.cbor']);
+  });
+});
+
+describe('archival after a run stopped between its segment and its record', () => {
+  test('a segment file already holding exactly those receipts is recorded on the next run; one with other bytes is refused', async () => {
+    const f = await loggedFolder(6);
+    const out = folder();
+    // What a run killed after the segment's rename, before the log's batch, leaves behind.
+    const { ReceiptLog } = await import('../../node/index.ts');
+    const log = await ReceiptLog.open(f.dir, { steward: f.steward.did, mustExist: true, nowS: 0 });
+    const receipts: Uint8Array[] = [];
+    for (let seq = 0; seq < 4; seq++) receipts.push((await log.getReceipt(seq))!);
+    await log.close();
+    const name = 'seg-0000000000000000-0000000000000003.cbor';
+    writeFileSync(path.join(out, name), Buffer.concat(receipts));
+    const r = await cli(['receipts', 'archive', f.dir, '--before', '4', '--out', out]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toMatchObject({ archived: 4, segments: [{ first: 0, last: 3, count: 4 }] });
+    const v = await cli(['receipts', 'verify', f.dir, '--archive', out]);
+    expect(JSON.parse(v.out)).toMatchObject({ receipts: 8, bad: 0, breaks: 0, archive: [{ first: 0, last: 3, ok: true }] });
+    expect(v.code).toBe(0);
+    // Something else under that name is never overwritten.
+    const g = await loggedFolder(6);
+    const other = folder();
+    writeFileSync(path.join(other, name), 'not these receipts');
+    const refused = await cli(['receipts', 'archive', g.dir, '--before', '4', '--out', other]);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain('exists with other bytes: an archive segment is never overwritten');
+    expect(readFileSync(path.join(other, name), 'utf8')).toBe('not these receipts');
+  });
+});
+
+describe('archive --before takes a decimal seq only', () => {
+  test.each(['', ' 3', '0x3', '1e0', '3.0', '+3'])('--before %j is a usage error and archives nothing', async (before) => {
+    const f = await loggedFolder(6);
+    const out = folder();
+    const r = await cli(['receipts', 'archive', f.dir, `--before=${before}`, '--out', out]);
+    expect(r.err).toContain('archive: --before SEQ (an integer ≥ 0)');
+    expect(r.code).toBe(2);
+    expect(readdirSync(out)).toEqual([]);
+  });
+});
+
+describe('a snapshot write cut short by a crash', () => {
+  test('the temporary file a killed process left is ignored at start and removed by the next snapshot written', async () => {
+    const f = await loggedFolder(3);
+    const snaps = path.join(f.dir, 'snapshots');
+    // What kill -9 during the write leaves: the temporary file of another (dead) process, half written.
+    const orphan = path.join(snaps, `.snap-0000000000000009.cbor.${process.pid + 100_000}.0a1b2c3d.tmp`);
+    writeFileSync(orphan, Buffer.alloc(100, 7));
+    const other = path.join(snaps, 'notes.txt'); // not a snapshot's: left alone
+    writeFileSync(other, 'x');
+    const b = await liveNode(cfg, { clockS: () => T + 200 }, f.dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    await c.call({ chain: [f.g], action: 'read', payload: { k: 1 }, cost, now: T + 200 });
+    await c.close();
+    expect((await b.snapshots.snapshotNow())?.seq).toBe(5);
+    await b.close();
+    expect(readdirSync(snaps).sort()).toEqual(['notes.txt', 'snap-0000000000000004.cbor', 'snap-0000000000000005.cbor']);
+  });
+});
+
+describe('a snapshot folder that cannot be read', () => {
+  test('a file where the snapshot folder goes: the start replays the whole log and says why; the node keeps deciding; verify names it', async () => {
+    const f = await loggedFolder(3);
+    rmSync(path.join(f.dir, 'snapshots'), { recursive: true });
+    writeFileSync(path.join(f.dir, 'snapshots'), 'a file where the folder goes');
+    const warn: Array<Record<string, unknown>> = [];
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (s: string) => warn.push(JSON.parse(s)) });
+    const b = await liveNode(cfg, { clockS: () => T + 200, logger }, f.dir);
+    expect(b.boot.snapshot).toBeUndefined();
+    expect(b.boot.receipts).toBe(5);
+    expect(b.ledger.spent(grantId(f.g.grant))).toBe(500n);
+    expect(warn.map((x) => String(x['why']))).toContainEqual(expect.stringContaining('the snapshot folder cannot be read'));
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    expect((await c.call({ chain: [f.g], action: 'read', payload: { k: 2 }, cost, now: T + 200 })).decision.verdict).toBe('allow');
+    await c.close();
+    await expect(b.snapshots.snapshotNow()).rejects.toThrow();
+    await b.close();
+    const v = await cli(['receipts', 'verify', f.dir]);
+    expect(v.code).toBe(1);
+    expect(JSON.parse(v.out).snapshots).toEqual([
+      { file: path.join(f.dir, 'snapshots'), seq: -1, ok: false, why: expect.stringContaining('the snapshot folder cannot be read') },
+    ]);
+  });
+});
+
+describe('a snapshot that keeps failing', () => {
+  test('the timer waits longer after each failure instead of replaying the log every second', async () => {
+    const dir = folder();
+    let clock = T;
+    const failed: string[] = [];
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (s: string) => failed.push(JSON.parse(s).msg) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ ...cfg, snapshot: { every_receipts: 2, every_s: 0 } }, { clockS: () => clock, logger }, dir);
+    writeFileSync(path.join(dir, 'snapshots'), 'a file where the folder goes');
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 3; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+    await c.close();
+    const failures = () => failed.filter((m) => m.startsWith('snapshot failed')).length;
+    for (let i = 0; i < 200 && failures() === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(failures()).toBe(1);
+    // The node clock stands still: the 1-second timer ticks, but the wait after the failure is not over.
+    await new Promise((r) => setTimeout(r, 3_500));
+    expect(failures()).toBe(1);
+    clock += 1; // past the first wait (1 s): one more try, then 2 s
+    for (let i = 0; i < 100 && failures() === 1; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(failures()).toBe(2);
+    rmSync(path.join(dir, 'snapshots'));
+    clock += 2; // the fault is gone: the next try writes it
+    for (let i = 0; i < 100 && a.snapshots.coveredSeq < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(a.snapshots.coveredSeq).toBe(2);
+    await a.close();
+  }, 20_000);
+});
+
+describe('a quiet log can be archived', () => {
+  test('jcp receipts snapshot on a log its newest snapshot covers renews the request window, so the archive may go up to that seq', async () => {
+    const dir = folder();
+    const out = folder();
+    const past = Math.floor(Date.now() / 1000) - 1_000; // requests long out of the window by now
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(cfg, { clockS: () => past }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 5; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: past });
+    await c.close();
+    expect((await a.snapshots.snapshotNow())?.seq).toBe(4); // its request index names seq 0..4
+    await a.close();
+    const renewed = await cli(['receipts', 'snapshot', dir]);
+    expect(renewed.code).toBe(0);
+    expect(JSON.parse(renewed.out)).toMatchObject({ seq: 4, replayed: 0, requests: 0 });
+    expect(readdirSync(path.join(dir, 'snapshots'))).toEqual(['snap-0000000000000004.cbor']);
+    const again = await cli(['receipts', 'snapshot', dir]); // nothing more to drop: nothing written
+    expect(again.err).toContain('nothing to snapshot');
+    const r = await cli(['receipts', 'archive', dir, '--before', '4', '--out', out]);
+    expect(r.err).toBe('');
+    expect(JSON.parse(r.out)).toMatchObject({ archived: 4, segments: [{ first: 0, last: 3 }] });
+    const b = await liveNode(cfg, {}, dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+    expect(b.ledger.spent(grantId(g.grant))).toBe(500n);
+    await b.close();
+    const v = await cli(['receipts', 'verify', dir, '--archive', out]);
+    expect(JSON.parse(v.out)).toMatchObject({ receipts: 5, bad: 0, breaks: 0, snapshots: [{ seq: 4, ok: true }] });
+    expect(v.code).toBe(0);
+  });
+});
