@@ -20,6 +20,7 @@ import {
   fsyncSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readSync,
   renameSync,
   statSync,
@@ -288,6 +289,31 @@ export function readFileCapped(path: string, maxBytes: number, what = 'file'): B
 /** The temporary file a durable write of `file` goes through: `.<name>.<pid>.<random>.tmp` beside it, one per writer. */
 function tempPathFor(file: string): string {
   return join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+/** A temporary file of a durable write: `.<name>.<pid>.<random>.tmp` (see {@link tempPathFor}). */
+const TEMP_NAME = /^\.(.+)\.(\d+)\.[0-9a-f]+\.tmp$/;
+
+/**
+ * Removes from `dir` the temporary files of durable writes ({@link writeFileDurably}) that other
+ * processes left (a write cut short by a crash, e.g. kill -9) for the target names `of` accepts.
+ * Only for folders one process writes at a time (the caller holds a lock): a temporary file not
+ * of this process is then never renamed into place. Best effort: a file that cannot be removed
+ * is left. Returns the names removed.
+ */
+export function removeStaleTemps(dir: string, of: (name: string) => boolean): string[] {
+  const removed: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const m = TEMP_NAME.exec(name);
+    if (m === null || Number(m[2]) === process.pid || !of(m[1]!)) continue;
+    try {
+      unlinkSync(join(dir, name));
+      removed.push(name);
+    } catch {
+      // left for the next time
+    }
+  }
+  return removed;
 }
 
 /**

@@ -13,6 +13,7 @@ export {
   READ_CAPS,
   readFileCapped,
   readStdinCapped,
+  removeStaleTemps,
   writeFileDurably,
   writeFileDurablyAsync,
 } from './files.ts';

@@ -24,7 +24,7 @@ import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { makeDirs, readFileCapped, writeFileDurably, writeFileDurablyAsync } from '../io/index.ts';
+import { makeDirs, readFileCapped, removeStaleTemps, writeFileDurably, writeFileDurablyAsync } from '../io/index.ts';
 import {
   type Actor,
   type BreakCode,
@@ -356,21 +356,13 @@ function pruneSnapshots(dataDir: string, seq: number, keep: number): void {
   removeOrphanTemps(dataDir);
 }
 
-/** The temporary file of a snapshot write (io/files.ts): `.snap-<seq>.cbor.<pid>.<random>.tmp`. */
-const TEMP_NAME = /^\.snap-\d{16}\.cbor\.(\d+)\.[0-9a-f]+\.tmp$/;
-
 /**
- * Removes the temporary snapshot files other processes left (a write cut short by a crash, e.g.
- * kill -9): only one process writes a folder's snapshots at a time (the node or `jcp receipts
- * snapshot`, which holds the log's lock), so a temporary file not of this process is never
- * renamed into place. Best effort: a file that cannot be removed is left.
+ * Removes the temporary snapshot files other processes left (io removeStaleTemps): only one
+ * process writes a folder's snapshots at a time (the node or `jcp receipts snapshot`, which holds
+ * the log's lock).
  */
 function removeOrphanTemps(dataDir: string): void {
-  const dir = path.join(dataDir, SNAPSHOT_DIR);
-  for (const name of readdirSync(dir)) {
-    const m = TEMP_NAME.exec(name);
-    if (m && Number(m[1]) !== process.pid) rmSync(path.join(dir, name), { force: true });
-  }
+  removeStaleTemps(path.join(dataDir, SNAPSHOT_DIR), (name) => NAME.test(name));
 }
 
 /** Why a snapshot was not used at start (logged), or the one used. */
