@@ -225,21 +225,12 @@ export class Enforcer {
       this.#d.metrics.rateLimited.inc();
       return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
     }
-    // A failure found before #handle's first await (decode, schema, clock skew, ...) is charged
-    // inside this call (#error, while #chargeNow names the peer), so a frame pipelined behind it,
-    // handed over in the same turn, already meets the lower bucket.
-    this.#chargeNow = peer;
-    let pending: Promise<Uint8Array>;
-    try {
-      pending = this.#handle(body, notice, peer);
-    } finally {
-      this.#chargeNow = undefined;
-    }
-    const reply = await pending;
+    const reply = await this.#handle(body, notice, peer);
     const code = this.#errorCodes.get(reply);
-    if (code === undefined || UNCHARGED.has(code) || this.#charged.has(reply)) return reply;
-    // Found after an await: the peer's other messages may have emptied the bucket meanwhile; then
-    // this failure is not answered either (as a bad-signature deny past the entry check).
+    if (code === undefined || UNCHARGED.has(code)) return reply;
+    // Messages pipelined in one write all pass the entry check before the first is charged: each
+    // failure takes its token here, and one that finds the bucket empty is not answered either
+    // (as a bad-signature deny past the entry check).
     if (limiter.take(peer)) return reply;
     this.#d.metrics.rateLimited.inc();
     return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
@@ -247,10 +238,6 @@ export class Enforcer {
 
   /** The code of each error reply body this enforcer made (to charge the peer's bucket). */
   readonly #errorCodes = new WeakMap<Uint8Array, string>();
-  /** The error replies already charged to their peer when they were made. */
-  readonly #charged = new WeakSet<Uint8Array>();
-  /** The peer whose message's synchronous steps are running now (its failures are charged at once). */
-  #chargeNow: string | undefined;
 
   async #handle(body: Uint8Array, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
     try {
@@ -289,10 +276,6 @@ export class Enforcer {
     this.#d.metrics.errors.inc({ code });
     const b = errorBody(code, message);
     this.#errorCodes.set(b, code);
-    if (this.#chargeNow !== undefined && !UNCHARGED.has(code)) {
-      this.#d.limiter?.charge(this.#chargeNow);
-      this.#charged.add(b);
-    }
     return b;
   }
 
