@@ -37,6 +37,7 @@ export class PeerLimiter {
   readonly #cfg: PeerLimitConfig;
   readonly #clockS: () => number;
   readonly #buckets = new Map<string, Bucket>();
+  #evictLooks = 0;
 
   constructor(cfg: PeerLimitConfig, clockS: () => number) {
     this.#cfg = cfg;
@@ -46,6 +47,14 @@ export class PeerLimiter {
   /** True when limits are on (`burst` > 0). */
   get enabled(): boolean {
     return this.#cfg.burst > 0;
+  }
+
+  /**
+   * Buckets looked at by evictions so far (each new peer in a full table looks at most at
+   * {@link EVICT_SCAN}): the work a full table costs, counted rather than timed.
+   */
+  get evictLooks(): number {
+    return this.#evictLooks;
   }
 
   /** Peers tracked. */
@@ -105,6 +114,7 @@ export class PeerLimiter {
     let looked = 0;
     for (const [peer] of this.#buckets) {
       if (looked++ >= EVICT_SCAN) break;
+      this.#evictLooks++;
       if (this.#refilled(peer)!.tokens >= this.#cfg.burst) this.#buckets.delete(peer);
     }
     if (this.#buckets.size >= this.#cfg.maxPeers) {
