@@ -4,23 +4,14 @@
  * `rate-limited` with no receipt (counted in `/metrics`), while callers from other addresses
  * are answered as before. Log growth on `/metrics` and `/healthz`: size, rate, size alarm.
  */
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { decodeWireMessage, encodeWireRequest, frameMessage } from '../../core/index.ts';
 import { EVICT_SCAN, NodeErrorCodes, PeerLimiter } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
-import { cast, liveNode, mint, RawConn, request, tempDir } from './fixtures.ts';
+import { cast, liveNode, mint, RawConn, request, tempFolders } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('abuse');
-const dirs: Array<() => void> = [];
-afterAll(() => {
-  for (const d of dirs) d();
-});
-
-function folder(): string {
-  const t = tempDir('abuse');
-  dirs.push(t.cleanup);
-  return t.dir;
-}
+const folder = tempFolders('abuse');
 
 /** Sends `frames` one at a time on `c`; the reply of each: an error code, or the deny reason / allow. */
 async function outcomes(c: RawConn, frames: Uint8Array[]): Promise<string[]> {

@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
+import { afterAll } from 'vitest';
 import {
   type Actor,
   type ContentId,
@@ -26,6 +27,22 @@ import { configFromJson, type NodeOptions, type RunningNode, resourceIdOf, start
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), `jcp-${prefix}-`));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A maker of temporary folders (`jcp-<prefix>-…`) for one test file, all removed after its tests
+ * (vitest afterAll, registered when called at the file's top level).
+ */
+export function tempFolders(prefix: string): () => string {
+  const cleanups: Array<() => void> = [];
+  afterAll(() => {
+    for (const c of cleanups) c();
+  });
+  return () => {
+    const t = tempDir(prefix);
+    cleanups.push(t.cleanup);
+    return t.dir;
+  };
 }
 
 /** Alice issues, bob calls, mallory attacks; deterministic keys per seed. */

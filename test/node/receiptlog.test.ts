@@ -6,25 +6,16 @@
 import { readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { attenuate, grantId, openReceipt, signRevocation } from '../../core/index.ts';
 import { HeadMarkFile, NodeErrorCodes, NodeFault, ReceiptLog, receiptKey } from '../../node/index.ts';
 import { outcomeKey } from '../../node/internal.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
-import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
+import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob, carol, mallory } = cast('receiptlog');
-const dirs: Array<() => void> = [];
-afterAll(() => {
-  for (const d of dirs) d();
-});
-
-function folder(): string {
-  const t = tempDir('log');
-  dirs.push(t.cleanup);
-  return t.dir;
-}
+const folder = tempFolders('log');
 
 /** `jcp` in this process (test/support.ts). */
 const cli = (argv: string[]) => runJcpInProcess(argv);

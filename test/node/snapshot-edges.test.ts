@@ -5,23 +5,15 @@
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
 import { receiptKey } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
-import { cast, liveNode, mint, tempDir } from './fixtures.ts';
+import { cast, liveNode, mint, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('snapshot-edges');
-const dirs: Array<() => void> = [];
-afterAll(() => {
-  for (const d of dirs) d();
-});
-function folder(): string {
-  const t = tempDir('snapedge');
-  dirs.push(t.cleanup);
-  return t.dir;
-}
+const folder = tempFolders('snapedge');
 const cli = (argv: string[]) => runJcpInProcess(argv);
 const T = 1_900_000_000;
 const cfg = { snapshot: { every_receipts: 0, every_s: 0 }, max_skew_s: 30, request_index_margin_s: 60 };

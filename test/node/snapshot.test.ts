@@ -7,25 +7,16 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
 import { listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex } from '../../node/index.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { writeFileDurablyAsync } from '../../io/index.ts';
-import { cast, liveNode, mint, request, tempDir } from './fixtures.ts';
+import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('snapshot');
-const dirs: Array<() => void> = [];
-afterAll(() => {
-  for (const d of dirs) d();
-});
-
-function folder(): string {
-  const t = tempDir('snap');
-  dirs.push(t.cleanup);
-  return t.dir;
-}
+const folder = tempFolders('snap');
 
 /** `jcp` in this process (test/support.ts). */
 const cli = (argv: string[]) => runJcpInProcess(argv);
