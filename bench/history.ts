@@ -94,13 +94,12 @@ async function snapshotInto(dir: string, seed: number, n: number, ns: readonly n
   const kept = keptSnapshotDir(seed, n);
   const into = path.join(dir, SNAPSHOT_DIR);
   mkdirSync(into, { recursive: true });
-  if (snapshotFiles(kept).length > 0) {
-    for (const f of snapshotFiles(kept)) cpSync(path.join(kept, f), path.join(into, f));
-    return;
-  }
+  const copyFrom = (from: string) => {
+    for (const f of snapshotFiles(from)) cpSync(path.join(from, f), path.join(into, f));
+  };
+  if (snapshotFiles(kept).length > 0) return copyFrom(kept);
   const smaller = ns.filter((m) => m < n && snapshotFiles(keptSnapshotDir(seed, m)).length > 0).pop();
-  if (smaller !== undefined)
-    for (const f of snapshotFiles(keptSnapshotDir(seed, smaller))) cpSync(path.join(keptSnapshotDir(seed, smaller), f), path.join(into, f));
+  if (smaller !== undefined) copyFrom(keptSnapshotDir(seed, smaller));
   const steward = readKeyFile(path.join(dir, 'steward.key'));
   const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
   const pool = await WorkerPool.start(2);
