@@ -279,9 +279,17 @@ async function recoverLog(b: BootParts): Promise<Recovered> {
   try {
     // The newest snapshot that verifies and agrees with the log; the rest is replayed from it.
     // One that does not is ignored with its reason, and the replay starts at seq 0.
-    const choice = await chooseSnapshot(log, cfg.dataDir, steward.did);
+    const choice = await chooseSnapshot(log, cfg.dataDir, steward.did, { nowS: clockS(), toleranceS: cfg.requestIndexMarginS });
     for (const x of choice.ignored)
-      logger.warn({ file: x.file, why: x.why }, 'snapshot ignored: it does not verify or disagrees with the log');
+      logger.warn(
+        { file: x.file, why: x.why },
+        'snapshot ignored: it does not verify, disagrees with the log, or was made ahead of the clock',
+      );
+    if (choice.ahead)
+      logger.warn(
+        { file: choice.used?.file, horizon: choice.ahead.horizon, aheadS: choice.ahead.byS },
+        'snapshot made ahead of the clock used (the log was archived: no full replay): requests with now below the horizon are refused (clock-skew) until the clock passes it',
+      );
     const from = choice.used?.state(windowS, clockS() - windowS);
     const snapshotSeq = choice.used?.seq ?? -1;
     // A big log is replayed on temporary workers (signature checks on every core), stopped after boot.
@@ -460,6 +468,7 @@ function startSnapshots(b: BootParts, r: Recovered, metrics: NodeMetrics): Snaps
     everyS: cfg.snapshot.everyS,
     keep: cfg.snapshot.keep,
     windowS: b.windowS,
+    aheadS: cfg.requestIndexMarginS,
     clockS: b.clockS,
     durableSeq: () => Math.max(bootCovered, log.durableSeq),
     coveredSeq: r.snapshotSeq,

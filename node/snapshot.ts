@@ -369,47 +369,88 @@ function removeOrphanTemps(dataDir: string): void {
 export interface SnapshotChoice {
   readonly used: (OpenedSnapshot & { readonly file: string }) | undefined;
   readonly ignored: ReadonlyArray<{ readonly file: string; readonly why: string }>;
+  /**
+   * Set when `used` was made ahead of the clock (see {@link SnapshotClock}) and is used anyway,
+   * because the log was archived and cannot be replayed from seq 0: requests whose `now` is
+   * below `horizon` (unix s) are refused (`clock-skew`) until the clock has moved past it.
+   */
+  readonly ahead?: { readonly horizon: number; readonly byS: number };
+}
+
+/**
+ * The clock a snapshot is chosen against. A snapshot whose `made_at_s` is more than `toleranceS`
+ * ahead of `nowS` was made by a node whose clock ran ahead; its request index horizon
+ * (`made_at_s` − window) would refuse requests the skew check now accepts, and the ids below it
+ * are gone, so it is not used (an older one, or a full replay, rebuilds the index instead). A
+ * node passes `toleranceS` = `request_index_margin_s`: a snapshot within it refuses no request
+ * with `now` ≥ clock − `max_skew_s`.
+ */
+export interface SnapshotClock {
+  /** Unix seconds. */
+  readonly nowS: number;
+  /** Seconds a snapshot may be ahead of `nowS` and still be used (≥ 0). */
+  readonly toleranceS: number;
 }
 
 /**
  * Finds the newest snapshot of `dataDir` that verifies under `steward` and agrees with the log:
  * the log holds a receipt at its seq, with the receipt id it names. Older snapshots are tried in
  * turn; none usable means a full replay. Never throws on a bad snapshot (it lands in `ignored`).
+ * With `clock`, a snapshot made ahead of it ({@link SnapshotClock}) is ignored too, unless the log
+ * was archived (no full replay is possible) and no other snapshot is usable: then it is used and
+ * `ahead` says what it refuses.
  * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
  */
-export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: Did): Promise<SnapshotChoice> {
+export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: Did, clock?: SnapshotClock): Promise<SnapshotChoice> {
   const ignored: Array<{ file: string; why: string }> = [];
+  let aheadOne: (OpenedSnapshot & { readonly file: string }) | undefined;
   const { list, why } = listSnapshotsOrWhy(dataDir);
   if (why !== undefined) ignored.push({ file: path.join(dataDir, SNAPSHOT_DIR), why });
   for (const { seq, file } of list) {
-    let bytes: Uint8Array;
-    try {
-      bytes = readSnapshotFile(file);
-    } catch (e) {
-      ignored.push({ file, why: `unreadable: ${(e as Error).message}` });
+    const checked = await checkSnapshotFile(log, steward, seq, file);
+    if (!checked.ok) {
+      ignored.push({ file, why: checked.why });
       continue;
     }
-    const o = openSnapshot(bytes, steward);
-    if (!o.ok) {
-      ignored.push({ file, why: o.why });
+    const byS = clock === undefined ? 0 : checked.value.madeAtS - clock.nowS;
+    if (clock !== undefined && byS > clock.toleranceS) {
+      ignored.push({
+        file,
+        why: `made at ${checked.value.madeAtS}, ${byS} s ahead of the node clock (${clock.nowS}; ${clock.toleranceS} s allowed): its request index would refuse requests the clock accepts`,
+      });
+      aheadOne ??= { ...checked.value, file };
       continue;
     }
-    if (o.value.seq !== seq) {
-      ignored.push({ file, why: `covers seq ${o.value.seq}, not the seq its name says (${seq})` });
-      continue;
-    }
-    const at = await log.getReceipt(seq);
-    if (at === undefined) {
-      ignored.push({ file, why: `the log holds no receipt at seq ${seq}` });
-      continue;
-    }
-    if (receiptId(at) !== o.value.receiptId) {
-      ignored.push({ file, why: `the log's receipt at seq ${seq} is not the one the snapshot covers` });
-      continue;
-    }
-    return { used: { ...o.value, file }, ignored };
+    return { used: { ...checked.value, file }, ignored };
+  }
+  if (aheadOne !== undefined && clock !== undefined && (await log.archiveRecords()).length > 0) {
+    const i = ignored.findIndex((x) => x.file === aheadOne.file);
+    ignored.splice(i, 1);
+    return { used: aheadOne, ignored, ahead: { horizon: aheadOne.horizon, byS: aheadOne.madeAtS - clock.nowS } };
   }
   return { used: undefined, ignored };
+}
+
+/** Reads, verifies and matches one snapshot file against the log (see {@link chooseSnapshot}). */
+async function checkSnapshotFile(
+  log: ReceiptLog,
+  steward: Did,
+  seq: number,
+  file: string,
+): Promise<{ ok: true; value: OpenedSnapshot } | { ok: false; why: string }> {
+  let bytes: Uint8Array;
+  try {
+    bytes = readSnapshotFile(file);
+  } catch (e) {
+    return { ok: false, why: `unreadable: ${(e as Error).message}` };
+  }
+  const o = openSnapshot(bytes, steward);
+  if (!o.ok) return o;
+  if (o.value.seq !== seq) return { ok: false, why: `covers seq ${o.value.seq}, not the seq its name says (${seq})` };
+  const at = await log.getReceipt(seq);
+  if (at === undefined) return { ok: false, why: `the log holds no receipt at seq ${seq}` };
+  if (receiptId(at) !== o.value.receiptId) return { ok: false, why: `the log's receipt at seq ${seq} is not the one the snapshot covers` };
+  return o;
 }
 
 /** Options of {@link makeSnapshot}. */
@@ -421,6 +462,11 @@ export interface MakeSnapshotOptions {
   readonly windowS?: number;
   /** Clock (unix s): sets the horizon (`clock − window`) and `made_at_s`. */
   readonly nowS: number;
+  /**
+   * Seconds a base snapshot may have been made ahead of `nowS` and still be continued
+   * ({@link SnapshotClock}; default 0; a node passes `request_index_margin_s`).
+   */
+  readonly aheadS?: number;
   /** Snapshots kept (default 2). */
   readonly keep?: number;
   /** Where slices run (default inline, yielding between slices of 256 receipts). */
@@ -456,7 +502,7 @@ const yielding: SliceRunner = async (job) => {
  */
 export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnapshotOptions): Promise<MadeSnapshot | undefined> {
   const t0 = performance.now();
-  const choice = await chooseSnapshot(log, dataDir, o.steward.did);
+  const choice = await chooseSnapshot(log, dataDir, o.steward.did, { nowS: o.nowS, toleranceS: o.aheadS ?? 0 });
   for (const x of choice.ignored) o.logger?.warn({ file: x.file, why: x.why }, 'snapshot ignored');
   const base = choice.used;
   const toSeq = o.toSeq ?? (await log.lastSeq());
@@ -505,6 +551,8 @@ export interface SnapshotterOptions {
   readonly keep: number;
   /** The request index window (`max_skew_s` + margin, seconds). */
   readonly windowS: number;
+  /** Seconds a snapshot may have been made ahead of the clock and still be continued (`request_index_margin_s`). */
+  readonly aheadS?: number;
   readonly clockS: () => number;
   /** The highest seq known durable (the log's batches, or boot replay's end). */
   readonly durableSeq: () => number;
@@ -591,6 +639,7 @@ export class Snapshotter {
           toSeq,
           windowS: this.#o.windowS,
           nowS: this.#o.clockS(),
+          ...(this.#o.aheadS !== undefined ? { aheadS: this.#o.aheadS } : {}),
           keep: this.#o.keep,
           runner: (job) => tmp.replaySlice(job),
           parallel: 2,

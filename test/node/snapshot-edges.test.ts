@@ -1,15 +1,16 @@
 /**
  * Edge cases of ledger snapshots and archival found by probing them as an operator and an
  * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
- * foreign snapshot files.
+ * foreign snapshot files, a snapshot made while the clock ran ahead.
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
-import { receiptKey } from '../../node/index.ts';
-import { JcpClient } from '../../client/index.ts';
-import { cast, liveNode, mint, tempFolders } from './fixtures.ts';
+import pino from 'pino';
+import { NodeErrorCodes, receiptKey } from '../../node/index.ts';
+import { JcpClient, type WireErrorReply } from '../../client/index.ts';
+import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('snapshot-edges');
@@ -212,5 +213,73 @@ describe('a quiet log can be archived', () => {
     const v = await cli(['receipts', 'verify', dir, '--archive', out]);
     expect(JSON.parse(v.out)).toMatchObject({ receipts: 5, bad: 0, breaks: 0, snapshots: [{ seq: 4, ok: true }] });
     expect(v.code).toBe(0);
+  });
+});
+
+describe('a snapshot made while the node clock ran ahead', () => {
+  /** Two requests at T, then the clock a day ahead, 2 requests there and a snapshot; the node stops. */
+  async function aheadFolder() {
+    const dir = folder();
+    let clock = T;
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(cfg, { clockS: () => clock }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    const early = request(bob, [g], { action: 'read', now: T, costUj: 100n, payload: new TextEncoder().encode('{"early":1}') });
+    const first = await c.callRequest(early);
+    await c.call({ chain: [g], action: 'read', payload: { early: 2 }, cost, now: T });
+    clock = T + 86_400;
+    for (let i = 0; i < 2; i++) await c.call({ chain: [g], action: 'read', payload: { ahead: i }, cost, now: clock });
+    expect((await a.snapshots.snapshotNow())?.seq).toBe(3);
+    await c.close();
+    await a.close();
+    return { dir, g, early, first };
+  }
+
+  test('is ignored at a start with the clock set right: a full replay keeps the early ids, and requests now are decided', async () => {
+    const f = await aheadFolder();
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (s: string) => void lines.push(s) });
+    const b = await liveNode(cfg, { clockS: () => T + 10, logger }, f.dir);
+    expect(b.boot.snapshot).toBeUndefined();
+    expect(lines.join('')).toContain('86390 s ahead of the node clock (1900000010; 60 s allowed)');
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    // The early request resent within its skew window is a replay: the same receipt, no second debit.
+    expect((await c.callRequest(f.early)).receipt).toEqual(f.first.receipt);
+    const now = await c.call({ chain: [f.g], action: 'read', payload: { now: 1 }, cost, now: T + 10 });
+    expect(now.decision.verdict).toBe('allow');
+    expect(b.ledger.spent(grantId(f.g.grant))).toBe(500n);
+    // The snapshot the node writes next is made by this clock, and a later start uses it.
+    expect((await b.snapshots.snapshotNow())?.seq).toBe(4);
+    await c.close();
+    await b.close();
+    const d = await liveNode(cfg, { clockS: () => T + 20 }, f.dir);
+    expect(d.boot.snapshot).toMatchObject({ seq: 4, replayed: 0 });
+    expect(d.ledger.spent(grantId(f.g.grant))).toBe(500n);
+    await d.close();
+  });
+
+  test('within request_index_margin_s ahead it is used', async () => {
+    const f = await aheadFolder();
+    const b = await liveNode(cfg, { clockS: () => T + 86_400 - 60 }, f.dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 3, replayed: 0 });
+    await b.close();
+    const d = await liveNode(cfg, { clockS: () => T + 86_400 - 61 }, f.dir);
+    expect(d.boot.snapshot).toBeUndefined();
+    await d.close();
+  });
+
+  test('on an archived log (no full replay) it is used, and requests below its horizon get clock-skew, never a second debit', async () => {
+    const f = await aheadFolder();
+    const out = folder();
+    const r = await cli(['receipts', 'archive', f.dir, '--before', '2', '--out', out]);
+    expect(JSON.parse(r.out)).toMatchObject({ archived: 2 });
+    const b = await liveNode(cfg, { clockS: () => T + 10 }, f.dir);
+    expect(b.boot.snapshot).toMatchObject({ seq: 3, replayed: 0 });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    const err = await c.callRequest(f.early).catch((e: unknown) => e);
+    expect((err as WireErrorReply).code).toBe(NodeErrorCodes.CLOCK_SKEW);
+    expect(b.ledger.spent(grantId(f.g.grant))).toBe(400n);
+    await c.close();
+    await b.close();
   });
 });
