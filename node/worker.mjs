@@ -1,7 +1,19 @@
-// Boots a node worker thread: registers tsx's loader (worker threads do not inherit it), then
-// loads the TypeScript entry named in workerData.
+// Boots a node worker thread: lowers its priority first when asked (workerData.nice, Linux: the
+// module loading below is most of a new worker's CPU, and a background worker must not take it
+// at the decision path's priority), registers tsx's loader (worker threads do not inherit it),
+// then loads the TypeScript entry named in workerData.
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
 import { register } from 'tsx/esm/api';
 
+if (typeof workerData?.nice === 'number') {
+  try {
+    // This thread's own id (setpriority on a thread id changes that thread alone).
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), workerData.nice);
+  } catch {
+    // Not Linux, or the system refused: the worker runs at the normal priority (node/workers.ts says so).
+  }
+}
 register();
 await import(workerData.entry);

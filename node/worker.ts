@@ -3,10 +3,11 @@
  * replays receipt-log slices (§8.1), so both cores do signature work.
  */
 import { readlinkSync } from 'node:fs';
-import { getPriority, setPriority } from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
+import { getPriority } from 'node:os';
+import { parentPort } from 'node:worker_threads';
 import { parseDid, verify } from '../core/index.ts';
 import { replaySlice, type SliceJob } from './replay.ts';
+import { handleSnapshotJob, type SnapshotJob, type SnapshotReply } from './snapshotjob.ts';
 
 /** One caller-signature check: the caller's did, the signed bytes, the signature. */
 export interface VerifyJob {
@@ -18,6 +19,10 @@ export interface VerifyJob {
 /** Messages a worker takes. */
 export type WorkerJob =
   | { readonly t: 'verify'; readonly id: number; readonly jobs: readonly VerifyJob[] }
+  /** A running node's snapshot session (node/snapshotjob.ts). */
+  | SnapshotJob
+  /** Asks for the priority the worker had once its modules had loaded (see `bootNice`): a `{id, nice}` reply, null where unknown. */
+  | { readonly t: 'nice'; readonly id: number }
   | {
       readonly t: 'replay';
       readonly id: number;
@@ -55,26 +60,42 @@ export function verifyJobs(jobs: readonly VerifyJob[]): Uint8Array {
 }
 
 /**
- * Lowers this worker thread's priority to `nice` (Linux: setpriority on the thread's own id, read
- * from /proc/thread-self). Returns the priority set, or undefined where that is not possible.
+ * This thread's scheduling priority (nice; Linux: getpriority on the thread's own id, read from
+ * /proc/thread-self), or undefined where it cannot be read.
  */
-export function niceThisThread(nice: number): number | undefined {
+export function threadNice(): number | undefined {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (!Number.isSafeInteger(tid) || tid <= 0) return undefined;
-    setPriority(tid, nice);
-    return getPriority(tid);
+    return Number.isSafeInteger(tid) && tid > 0 ? getPriority(tid) : undefined;
   } catch {
     return undefined;
   }
 }
 
+/**
+ * The priority this worker had when this module's body began, after its imports loaded: the boot
+ * script (worker.mjs) lowers it to `workerData.nice` before it loads any module, so a background
+ * worker's start-up (most of its CPU for a short job) does not run at the decision path's priority.
+ */
+const bootNice = threadNice();
+
 const port = parentPort;
-if (port && typeof (workerData as { nice?: unknown } | undefined)?.nice === 'number') niceThisThread((workerData as { nice: number }).nice);
 if (port) {
   port.on('message', (m: WorkerJob) => {
     try {
-      if (m.t === 'verify') {
+      if (m.t === 'snap-open' || m.t === 'snap-chunk' || m.t === 'snap-end') {
+        const answer = (r: SnapshotReply | Error) => {
+          if (r instanceof Error) port.postMessage({ id: m.id, error: r.message });
+          else if (r.t === 'ended' && r.made !== undefined) {
+            // A copy of its own to transfer (the encoder's buffer may be one it reuses).
+            const bytes = r.made.bytes.slice();
+            port.postMessage({ id: m.id, snap: { ...r, made: { ...r.made, bytes } } }, [bytes.buffer as ArrayBuffer]);
+          } else port.postMessage({ id: m.id, snap: r });
+        };
+        handleSnapshotJob(m, answer).catch((e: Error) => answer(e));
+      } else if (m.t === 'nice') {
+        port.postMessage({ id: m.id, nice: bootNice ?? null });
+      } else if (m.t === 'verify') {
         const flags = verifyJobs(m.jobs);
         port.postMessage({ id: m.id, flags }, [flags.buffer as ArrayBuffer]);
       } else {

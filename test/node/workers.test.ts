@@ -1,3 +1,4 @@
+import { getPriority } from 'node:os';
 /**
  * The signature worker pool (node/workers.ts): caller-signature checks split into chunks keep their
  * order and verdicts (§11); log slices replayed on workers rebuild what an inline replay does (§8.1).
@@ -133,6 +134,18 @@ describe('WorkerPool priority', () => {
       expect([...threadNices()].filter(([t]) => before.has(t)).every(([t, nice]) => nice === before.get(t))).toBe(true);
     } finally {
       await pool.close();
+    }
+  });
+
+  test('nice / the priority is lowered before the worker loads its modules (its start-up, most of a short job, never runs at the normal priority)', async () => {
+    const low = await WorkerPool.start(2, { nice: SNAPSHOT_WORKER_NICE });
+    const normal = await WorkerPool.start(1);
+    try {
+      expect(await low.bootNices()).toEqual([SNAPSHOT_WORKER_NICE, SNAPSHOT_WORKER_NICE]);
+      expect(await normal.bootNices()).toEqual([getPriority()]);
+    } finally {
+      await low.close();
+      await normal.close();
     }
   });
 });
