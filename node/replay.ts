@@ -317,6 +317,30 @@ function addAttribution(into: Map<string, Attribution>, from: readonly Attributi
  */
 export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promise<LogReplay> {
   const t0 = performance.now();
+  const r = await replayChunks(opts.source ?? ((size, fromSeq) => log.receiptChunks(size, fromSeq)), opts);
+  // Reversals apply on top of every receipt's debit (a reversal is written after its receipt).
+  const outcomes =
+    (opts.outcomes ?? opts.toSeq === undefined)
+      ? await replayOutcomes(log, opts.steward, r.ledger, {
+          measurements: opts.measurements ?? false,
+          ...(opts.receiptAt ? { receiptAt: opts.receiptAt } : {}),
+        })
+      : noOutcomes();
+  return { ...r, outcomes, seconds: (performance.now() - t0) / 1000 };
+}
+
+/**
+ * The receipts part of {@link replayLog}: verifies and replays the receipts `source` gives (chunks
+ * of (seq, bytes) in seq order, from `opts.from`'s next seq or 0) up to `opts.toSeq`, with no
+ * outcome records (`outcomes` is {@link noOutcomes}). Needs no log: a snapshot's worker thread
+ * replays the chunks the main thread reads for it (node/snapshotjob.ts).
+ * @throws what `source` throws (NodeFault `log-corrupt` for the live log).
+ */
+export async function replayChunks(
+  source: (chunk: number, fromSeq: number) => AsyncIterable<Array<[number, Uint8Array]>>,
+  opts: Omit<ReplayLogOptions, 'source' | 'outcomes' | 'measurements' | 'receiptAt'>,
+): Promise<LogReplay> {
+  const t0 = performance.now();
   const runner = opts.runner ?? inline;
   const parallel = Math.max(1, opts.parallel ?? 4);
   const from = opts.from;
@@ -369,7 +393,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     while (inFlight.length >= parallel) merge(await inFlight.shift()!);
   };
   let done = false;
-  const chunks = opts.source ? opts.source(size, nextStart) : log.receiptChunks(size, nextStart);
+  const chunks = source(size, nextStart);
   for await (const chunk of chunks) {
     for (const [seq, bytes] of chunk) {
       if (seq > toSeq) {
@@ -386,14 +410,6 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
   await dispatch();
   coveredSeq = nextStart - 1;
   while (inFlight.length > 0) merge(await inFlight.shift()!);
-  // Reversals apply on top of every receipt's debit (a reversal is written after its receipt).
-  const outcomes =
-    (opts.outcomes ?? opts.toSeq === undefined)
-      ? await replayOutcomes(log, opts.steward, ledger, {
-          measurements: opts.measurements ?? false,
-          ...(opts.receiptAt ? { receiptAt: opts.receiptAt } : {}),
-        })
-      : noOutcomes();
   return {
     ledger,
     requests,
@@ -408,7 +424,7 @@ export async function replayLog(log: ReceiptLog, opts: ReplayLogOptions): Promis
     headId,
     coveredSeq,
     coveredId: prevId,
-    outcomes,
+    outcomes: noOutcomes(),
     seconds: (performance.now() - t0) / 1000,
   };
 }
