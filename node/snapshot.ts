@@ -42,7 +42,8 @@ import {
 import type { ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, noOutcomes, replayLog, replaySlice, type SliceRunner } from './replay.ts';
 import { REQUEST_KEY_WORDS, TimedRequestIndex } from './requestindex.ts';
-import { WorkerPool } from './workers.ts';
+import type { SnapshotCandidate, SnapshotReply } from './snapshotjob.ts';
+import { packReceipts, WorkerPool } from './workers.ts';
 
 /** Folder of the snapshots inside a node data folder. */
 export const SNAPSHOT_DIR = 'snapshots';
@@ -332,6 +333,13 @@ export function writeSnapshotFile(dataDir: string, seq: number, bytes: Uint8Arra
 }
 
 /**
+ * Bytes of a snapshot file written between two flushes to the disk while a node runs: the log's
+ * fsync'd batches then never wait behind more than this much of the snapshot's dirty data (with
+ * the whole 1.2 MB file flushed at once, a batch took 65 ms against ~1 ms: bench/history.ts).
+ */
+export const SNAPSHOT_SYNC_BYTES = 128 << 10;
+
+/**
  * {@link writeSnapshotFile} with the write and fsyncs on the libuv thread pool (`writeFileDurablyAsync`),
  * so a running node keeps deciding while they wait on the disk. Same file, same pruning.
  * @throws (rejects with) the file system error.
@@ -340,7 +348,7 @@ async function writeSnapshotFileOffLoop(dataDir: string, seq: number, bytes: Uin
   const dir = path.join(dataDir, SNAPSHOT_DIR);
   makeDirs(dir, 0o700);
   const file = path.join(dir, snapshotFileName(seq));
-  await writeFileDurablyAsync(file, bytes, 0o600);
+  await writeFileDurablyAsync(file, bytes, 0o600, { syncEveryBytes: SNAPSHOT_SYNC_BYTES });
   pruneSnapshots(dataDir, seq, keep);
   return file;
 }
@@ -401,11 +409,48 @@ export interface SnapshotClock {
  * `ahead` says what it refuses.
  * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
  */
-export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: Did, clock?: SnapshotClock): Promise<SnapshotChoice> {
-  const ignored: Array<{ file: string; why: string }> = [];
-  let aheadOne: (OpenedSnapshot & { readonly file: string }) | undefined;
+export async function chooseSnapshot(
+  log: ReceiptLog | SnapshotLogLookups,
+  dataDir: string,
+  steward: Did,
+  clock?: SnapshotClock,
+): Promise<SnapshotChoice> {
   const { list, why } = listSnapshotsOrWhy(dataDir);
-  if (why !== undefined) ignored.push({ file: path.join(dataDir, SNAPSHOT_DIR), why });
+  return chooseAmong(list, why === undefined ? [] : [{ file: path.join(dataDir, SNAPSHOT_DIR), why }], lookupsOf(log), steward, clock);
+}
+
+/**
+ * What choosing a snapshot asks of the log: the receipt id of the receipt at a seq (undefined when
+ * the log holds none there), and whether any receipts were archived (no full replay is possible).
+ * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
+ */
+export interface SnapshotLogLookups {
+  receiptIdAt(seq: number): Promise<ContentId | undefined>;
+  archived(): Promise<boolean>;
+}
+
+/** The lookups of a receipt log (or the lookups given). */
+function lookupsOf(log: ReceiptLog | SnapshotLogLookups): SnapshotLogLookups {
+  if ('receiptIdAt' in log) return log;
+  return {
+    receiptIdAt: async (seq) => {
+      const at = await log.getReceipt(seq);
+      return at === undefined ? undefined : receiptId(at);
+    },
+    archived: async () => (await log.archiveRecords()).length > 0,
+  };
+}
+
+/** {@link chooseSnapshot} over a listing of snapshot files, newest first, and what was already ignored. */
+export async function chooseAmong(
+  list: ReadonlyArray<{ readonly seq: number; readonly file: string }>,
+  alreadyIgnored: ReadonlyArray<{ readonly file: string; readonly why: string }>,
+  log: SnapshotLogLookups,
+  steward: Did,
+  clock?: SnapshotClock,
+): Promise<SnapshotChoice> {
+  const ignored = [...alreadyIgnored];
+  let aheadOne: (OpenedSnapshot & { readonly file: string }) | undefined;
   for (const { seq, file } of list) {
     const checked = await checkSnapshotFile(log, steward, seq, file);
     if (!checked.ok) {
@@ -423,7 +468,7 @@ export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: 
     }
     return { used: { ...checked.value, file }, ignored };
   }
-  if (aheadOne !== undefined && clock !== undefined && (await log.archiveRecords()).length > 0) {
+  if (aheadOne !== undefined && clock !== undefined && (await log.archived())) {
     const i = ignored.findIndex((x) => x.file === aheadOne.file);
     ignored.splice(i, 1);
     return { used: aheadOne, ignored, ahead: { horizon: aheadOne.horizon, byS: aheadOne.madeAtS - clock.nowS } };
@@ -433,7 +478,7 @@ export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: 
 
 /** Reads, verifies and matches one snapshot file against the log (see {@link chooseSnapshot}). */
 async function checkSnapshotFile(
-  log: ReceiptLog,
+  log: SnapshotLogLookups,
   steward: Did,
   seq: number,
   file: string,
@@ -447,9 +492,9 @@ async function checkSnapshotFile(
   const o = openSnapshot(bytes, steward);
   if (!o.ok) return o;
   if (o.value.seq !== seq) return { ok: false, why: `covers seq ${o.value.seq}, not the seq its name says (${seq})` };
-  const at = await log.getReceipt(seq);
+  const at = await log.receiptIdAt(seq);
   if (at === undefined) return { ok: false, why: `the log holds no receipt at seq ${seq}` };
-  if (receiptId(at) !== o.value.receiptId) return { ok: false, why: `the log's receipt at seq ${seq} is not the one the snapshot covers` };
+  if (at !== o.value.receiptId) return { ok: false, why: `the log's receipt at seq ${seq} is not the one the snapshot covers` };
   return o;
 }
 
@@ -508,7 +553,10 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
   const toSeq = o.toSeq ?? (await log.lastSeq());
   if (toSeq < 0 || (base !== undefined && base.seq > toSeq)) return undefined;
   const windowS = o.windowS ?? base?.windowS ?? Number.MAX_SAFE_INTEGER;
-  const from = base?.state(windowS, 0);
+  // Request ids older than the window are dropped before the snapshot is encoded: skipping them
+  // as they are read keeps a long tail of old receipts from filling the index first.
+  const requestHorizon = Math.max(0, o.nowS - windowS);
+  const from = base?.state(windowS, requestHorizon);
   const r = await replayLog(log, {
     steward: o.steward.did,
     toSeq,
@@ -516,21 +564,119 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
     runner: o.runner ?? yielding,
     parallel: o.runner ? (o.parallel ?? 2) : 1,
     requestWindowS: windowS,
+    requestHorizon,
     ...(from ? { from } : {}),
   });
-  if (r.coveredSeq < 0) return undefined;
-  r.requests.advance(o.nowS);
-  const horizon = Math.max(0, r.requests.horizon);
-  // Nothing new to cover: written again (same seq, same file) only when the clock has moved the
-  // request window past ids the snapshot still names, so a quiet log can still be archived.
-  if (base !== undefined && r.coveredSeq === base.seq && r.requests.entries(horizon).seqs.length === base.requestCount) return undefined;
   await yieldTurn(); // decisions waiting behind the last merge go first
-  const bytes = encodeSnapshot(r, o.steward, { madeAtS: o.nowS, windowS: Math.min(windowS, Number.MAX_SAFE_INTEGER), horizon });
+  const bytes = finishSnapshot(r, base, { steward: o.steward, nowS: o.nowS, windowS });
+  if (bytes === undefined) return undefined;
   await yieldTurn();
-  // The write and its fsyncs off the event loop: the node keeps deciding while the disk works.
   const file = await writeSnapshotFileOffLoop(dataDir, r.coveredSeq, bytes, o.keep ?? 2);
   const replayed = r.total - (from?.total ?? 0);
   return { file, seq: r.coveredSeq, replayed, requests: r.requests.size, bytes: bytes.length, seconds: (performance.now() - t0) / 1000 };
+}
+
+/**
+ * The signed snapshot bytes of a replayed state `r` (the base snapshot it continued, if any): the
+ * request index moved up to `nowS` − `windowS` first. Undefined when there is nothing new to
+ * cover: `r` covers no receipt, or covers the base's seq and the clock has moved the request
+ * window past no id the base names (then the base is written again at the same seq, so a quiet
+ * log can still be archived).
+ */
+export function finishSnapshot(
+  r: LogReplay,
+  base: OpenedSnapshot | undefined,
+  o: { readonly steward: Actor; readonly nowS: number; readonly windowS: number },
+): Uint8Array | undefined {
+  if (r.coveredSeq < 0) return undefined;
+  r.requests.advance(o.nowS);
+  const horizon = Math.max(0, r.requests.horizon);
+  if (base !== undefined && r.coveredSeq === base.seq && r.requests.entries(horizon).seqs.length === base.requestCount) return undefined;
+  return encodeSnapshot(r, o.steward, { madeAtS: o.nowS, windowS: Math.min(o.windowS, Number.MAX_SAFE_INTEGER), horizon });
+}
+
+/** Receipts per replay slice of a running node's snapshot (the main thread's share of each slice is one short task). */
+export const SNAPSHOT_SLICE = 256;
+
+/** Options of {@link makeSnapshotOffThread}. */
+export interface OffThreadSnapshotOptions {
+  readonly steward: Actor;
+  /** Cover the receipts up to this seq (the node's durable seq when it starts). */
+  readonly toSeq: number;
+  /** The request index window (`max_skew_s` + margin, s). */
+  readonly windowS: number;
+  /** Clock (unix s): the horizon (`clock − window`) and `made_at_s`. */
+  readonly nowS: number;
+  /** Seconds a base snapshot may have been made ahead of `nowS` and still be continued (default 0). */
+  readonly aheadS?: number;
+  /** Snapshots kept (default 2). */
+  readonly keep?: number;
+  readonly logger?: Logger;
+}
+
+/**
+ * A running node's snapshot: the file {@link makeSnapshot} would write, built on `pool`'s first
+ * worker (node/snapshotjob.ts), so nothing that grows with the state runs on the decision path.
+ * This thread lists the snapshot files and looks up the receipt id at each one's seq, reads the
+ * receipts after the base the worker chose, in slices of {@link SNAPSHOT_SLICE} (one event-loop
+ * turn each, at most two with the worker), and writes the bytes the worker signed off the event
+ * loop (`writeFileDurablyAsync`). Undefined when there is nothing new to cover.
+ * @throws NodeFault `log-corrupt` when the log cannot be read; Error `worker: …` from the worker
+ *   (a replay or encoding failure); the file system error when the file cannot be written.
+ */
+export async function makeSnapshotOffThread(
+  log: ReceiptLog,
+  dataDir: string,
+  pool: WorkerPool,
+  o: OffThreadSnapshotOptions,
+): Promise<MadeSnapshot | undefined> {
+  const t0 = performance.now();
+  if (o.toSeq < 0) return undefined;
+  const { list, why } = listSnapshotsOrWhy(dataDir);
+  const candidates: SnapshotCandidate[] = [];
+  for (const { seq, file } of list) {
+    const at = await log.getReceipt(seq);
+    candidates.push({ seq, file, receiptId: at === undefined ? undefined : receiptId(at) });
+  }
+  const opened = await pool.snapshotJob({
+    t: 'snap-open',
+    id: 0,
+    stewardSeed: o.steward.key.seed,
+    candidates,
+    ignored: why === undefined ? [] : [{ file: path.join(dataDir, SNAPSHOT_DIR), why }],
+    archived: (await log.archiveRecords()).length > 0,
+    nowS: o.nowS,
+    aheadS: o.aheadS ?? 0,
+    windowS: o.windowS,
+    toSeq: o.toSeq,
+  });
+  if (opened.t !== 'opened') throw new Error(`snapshot: the worker answered ${opened.t} to snap-open`);
+  for (const x of opened.ignored) o.logger?.warn({ file: x.file, why: x.why }, 'snapshot ignored');
+  if (opened.baseSeq > o.toSeq) return undefined;
+  let pending: Promise<SnapshotReply> | undefined;
+  for await (const chunk of log.receiptChunks(SNAPSHOT_SLICE, opened.baseSeq + 1)) {
+    const part = chunk[chunk.length - 1]![0] <= o.toSeq ? chunk : chunk.filter(([seq]) => seq <= o.toSeq);
+    if (part.length > 0) {
+      await yieldTurn(); // one slice's share of this thread per event-loop turn
+      const { packed, ends } = packReceipts(part.map(([, bytes]) => bytes));
+      const seqs = Float64Array.from(part, ([seq]) => seq);
+      const before = pending;
+      pending = pool.snapshotJob({ t: 'snap-chunk', id: 0, packed, ends, seqs }, [
+        packed.buffer as ArrayBuffer,
+        ends.buffer as ArrayBuffer,
+        seqs.buffer as ArrayBuffer,
+      ]);
+      if (before !== undefined) await before;
+    }
+    if (part.length < chunk.length) break;
+  }
+  if (pending !== undefined) await pending;
+  const ended = await pool.snapshotJob({ t: 'snap-end', id: 0 });
+  if (ended.t !== 'ended') throw new Error(`snapshot: the worker answered ${ended.t} to snap-end`);
+  if (ended.made === undefined) return undefined;
+  const { bytes, seq, replayed, requests } = ended.made;
+  const file = await writeSnapshotFileOffLoop(dataDir, seq, bytes, o.keep ?? 2);
+  return { file, seq, replayed, requests, bytes: bytes.length, seconds: (performance.now() - t0) / 1000 };
 }
 
 /** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
@@ -634,15 +780,13 @@ export class Snapshotter {
       // workers: a replay slice queued there would hold up the caller-signature checks behind it).
       const tmp = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE });
       try {
-        return await makeSnapshot(this.#o.log, this.#o.dataDir, {
+        return await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, tmp, {
           steward: this.#o.steward,
           toSeq,
           windowS: this.#o.windowS,
           nowS: this.#o.clockS(),
           ...(this.#o.aheadS !== undefined ? { aheadS: this.#o.aheadS } : {}),
           keep: this.#o.keep,
-          runner: (job) => tmp.replaySlice(job),
-          parallel: 2,
           logger: this.#o.logger,
         });
       } finally {

@@ -6,6 +6,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { SliceJob, SliceResult } from './replay.ts';
+import type { SnapshotJob, SnapshotReply } from './snapshotjob.ts';
 import type { VerifyJob, WorkerJob } from './worker.ts';
 
 /** Largest number of caller-signature checks sent to a worker in one message. */
@@ -17,6 +18,24 @@ interface Slot {
 }
 
 type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+
+/**
+ * Receipts back to back in one buffer, to hand a worker without a copy: `ends[i]` is where receipt
+ * i ends (node/worker.ts `unpack` undoes it).
+ */
+export function packReceipts(receipts: readonly Uint8Array[]): { packed: Uint8Array; ends: Uint32Array } {
+  let total = 0;
+  for (const r of receipts) total += r.length;
+  const packed = new Uint8Array(total);
+  const ends = new Uint32Array(receipts.length);
+  let off = 0;
+  for (let i = 0; i < receipts.length; i++) {
+    packed.set(receipts[i]!, off);
+    off += receipts[i]!.length;
+    ends[i] = off;
+  }
+  return { packed, ends };
+}
 
 /** A fixed pool of signature workers. */
 export class WorkerPool {
@@ -31,14 +50,17 @@ export class WorkerPool {
   private constructor(workers: Worker[]) {
     this.#slots = workers.map((worker) => ({ worker, inFlight: 0 }));
     for (const slot of this.#slots) {
-      slot.worker.on('message', (m: { id: number; flags?: Uint8Array; slice?: SliceResult; error?: string }) => {
-        slot.inFlight--;
-        const w = this.#waiters.get(m.id);
-        if (!w) return;
-        this.#waiters.delete(m.id);
-        if (m.error !== undefined) w.reject(new Error(`worker: ${m.error}`));
-        else w.resolve(m.flags ?? m.slice);
-      });
+      slot.worker.on(
+        'message',
+        (m: { id: number; flags?: Uint8Array; slice?: SliceResult; nice?: number | null; snap?: SnapshotReply; error?: string }) => {
+          slot.inFlight--;
+          const w = this.#waiters.get(m.id);
+          if (!w) return;
+          this.#waiters.delete(m.id);
+          if (m.error !== undefined) w.reject(new Error(`worker: ${m.error}`));
+          else w.resolve(m.nice !== undefined ? m.nice : (m.flags ?? m.slice ?? m.snap));
+        },
+      );
       slot.worker.on('error', (e) => {
         for (const w of this.#waiters.values()) w.reject(e);
         this.#waiters.clear();
@@ -118,30 +140,40 @@ export class WorkerPool {
 
   /** Replays one log slice on a worker; the receipts travel packed in one transferred buffer. */
   replaySlice(job: SliceJob): Promise<SliceResult> {
-    let total = 0;
-    for (const r of job.receipts) total += r.length;
-    const packed = new Uint8Array(total);
-    const ends = new Uint32Array(job.receipts.length);
-    let off = 0;
-    job.receipts.forEach((r, i) => {
-      packed.set(r, off);
-      off += r.length;
-      ends[i] = off;
-    });
+    const { packed, ends } = packReceipts(job.receipts);
     const msg: WorkerJob = { t: 'replay', id: 0, packed, ends, seqs: job.seqs, steward: job.steward, start: job.start };
     return this.#send<SliceResult>(msg, [packed.buffer as ArrayBuffer, ends.buffer as ArrayBuffer]);
   }
 
-  #send<T>(job: WorkerJob, transfer: ArrayBuffer[] = []): Promise<T> {
+  /** Sends `job` to `to` (default: the worker with the fewest jobs in flight). */
+  #send<T>(job: WorkerJob, transfer: ArrayBuffer[] = [], to?: Slot): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('worker pool is closed'));
     const id = this.#nextId++;
-    let slot = this.#slots[0]!;
-    for (const s of this.#slots) if (s.inFlight < slot.inFlight) slot = s;
+    let slot = to ?? this.#slots[0]!;
+    if (to === undefined) for (const s of this.#slots) if (s.inFlight < slot.inFlight) slot = s;
     slot.inFlight++;
     return new Promise<T>((resolve, reject) => {
       this.#waiters.set(id, { resolve: resolve as (v: unknown) => void, reject });
       slot.worker.postMessage({ ...job, id }, transfer);
     });
+  }
+
+  /**
+   * Sends one message of a snapshot session (node/snapshotjob.ts) to the first worker, which
+   * holds the session's state; `transfer` lists buffers handed over without a copy.
+   * @throws (rejects with) Error `worker: …` when the worker answered with an error.
+   */
+  snapshotJob(job: SnapshotJob, transfer: ArrayBuffer[] = []): Promise<SnapshotReply> {
+    return this.#send<SnapshotReply>(job, transfer, this.#slots[0]);
+  }
+
+  /**
+   * The scheduling priority (nice) each worker had once its modules had loaded, in worker order
+   * (null where it cannot be read). With `nice` at start, that is the priority asked: the boot
+   * script lowers it before loading anything.
+   */
+  async bootNices(): Promise<Array<number | null>> {
+    return Promise.all(this.#slots.map((slot) => this.#send<number | null>({ t: 'nice', id: 0 }, [], slot)));
   }
 
   /** Stops every worker. */

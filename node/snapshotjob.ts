@@ -1,0 +1,183 @@
+/**
+ * A running node's snapshot, built on a worker thread (node/snapshot.ts `makeSnapshotOffThread`,
+ * docs/node.md "Snapshots"). The state a snapshot holds (the ledger, the request index of the
+ * whole window) lives in the worker, not on the decision path: the main thread only reads the log
+ * (LevelDB allows one handle, held by the main thread) and hands its receipts over, packed, in
+ * slices; the worker chooses the base snapshot (reads and verifies its file), replays and merges
+ * the receipts (signature checks included), and encodes and signs the result. So nothing on the
+ * main thread grows with the state: at 1,000,000 request ids in the window, encoding alone takes
+ * seconds (bench/history.ts), which the main thread would spend with every decision waiting.
+ *
+ * The session (one at a time per worker): `snap-open` (the candidates and what the worker needs
+ * to choose among them) → `{baseSeq, ignored}`; `snap-chunk` × n (receipts in seq order after
+ * `baseSeq`), each answered once the worker has replayed it; `snap-end` → the snapshot bytes, or
+ * nothing new to cover. A new `snap-open` drops a session left open.
+ */
+import { type Actor, actorFromSeed, type ContentId, type Did } from '../core/index.ts';
+import { type LogReplay, replayChunks, replaySlice } from './replay.ts';
+import { chooseAmong, finishSnapshot, type OpenedSnapshot } from './snapshot.ts';
+
+/** A snapshot file the main thread listed, and the receipt id the log holds at its seq (undefined: none there). */
+export interface SnapshotCandidate {
+  readonly seq: number;
+  readonly file: string;
+  readonly receiptId: ContentId | undefined;
+}
+
+/** The messages of a snapshot session (main thread → worker). */
+export type SnapshotJob =
+  | {
+      readonly t: 'snap-open';
+      readonly id: number;
+      /** The steward's 32-byte Ed25519 seed: the worker signs the snapshot (same process). */
+      readonly stewardSeed: Uint8Array;
+      /** The snapshot files, newest first, each with the receipt id at its seq; and what was ignored already (an unreadable folder). */
+      readonly candidates: readonly SnapshotCandidate[];
+      readonly ignored: ReadonlyArray<{ readonly file: string; readonly why: string }>;
+      /** Whether the log has archived receipts (a snapshot made ahead of the clock may then be used). */
+      readonly archived: boolean;
+      /** Clock (unix s), the seconds a base may be ahead of it, the request window (s), and the last seq to cover. */
+      readonly nowS: number;
+      readonly aheadS: number;
+      readonly windowS: number;
+      readonly toSeq: number;
+    }
+  | {
+      readonly t: 'snap-chunk';
+      readonly id: number;
+      /** The receipts back to back; `ends[i]` is where receipt i ends; `seqs[i]` its seq. */
+      readonly packed: Uint8Array;
+      readonly ends: Uint32Array;
+      readonly seqs: Float64Array;
+    }
+  | { readonly t: 'snap-end'; readonly id: number };
+
+/** The replies: to `snap-open`, to `snap-chunk` (empty: replayed), to `snap-end`. */
+export type SnapshotReply =
+  | { readonly t: 'opened'; readonly baseSeq: number; readonly ignored: Array<{ file: string; why: string }> }
+  | { readonly t: 'taken' }
+  | {
+      readonly t: 'ended';
+      /** Undefined: nothing new to cover. */
+      readonly made?: { readonly bytes: Uint8Array; readonly seq: number; readonly replayed: number; readonly requests: number };
+    };
+
+/** Receipts per replay slice in the worker (its merges cost the decision path nothing). */
+const WORKER_SLICE = 2048;
+
+/** How a message is answered: a reply, or the error that stopped it. */
+export type SnapshotAnswer = (r: SnapshotReply | Error) => void;
+
+/** The worker's one open session. */
+interface Session {
+  readonly steward: Actor;
+  readonly base: OpenedSnapshot | undefined;
+  /** Receipts the base covered (the replay's count starts there). */
+  readonly baseTotal: number;
+  readonly nowS: number;
+  readonly windowS: number;
+  /** Chunks handed over and not yet taken by the replay, and the end mark (null). */
+  readonly queue: Array<{ chunk: Array<[number, Uint8Array]>; answer: SnapshotAnswer } | null>;
+  /** Wakes the replay when it waits for a chunk. */
+  wake: (() => void) | undefined;
+  /** Set once the replay failed: later chunks are answered with it. */
+  failed: Error | undefined;
+  replay: Promise<LogReplay> | undefined;
+}
+
+let session: Session | undefined;
+
+/**
+ * Handles one snapshot message on the worker thread; `answer` is called once for it (for a chunk,
+ * once the replay has taken it).
+ * @throws (rejects with) Error when no session is open for a chunk or the end, or what the
+ *   choice, the replay or the encoding threw.
+ */
+export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer): Promise<void> {
+  if (m.t === 'snap-open') {
+    session = undefined;
+    const steward = actorFromSeed(m.stewardSeed);
+    const ids = new Map(m.candidates.map((c) => [c.seq, c.receiptId]));
+    const choice = await chooseAmong(
+      m.candidates,
+      m.ignored,
+      { receiptIdAt: async (seq) => ids.get(seq), archived: async () => m.archived },
+      steward.did,
+      { nowS: m.nowS, toleranceS: m.aheadS },
+    );
+    session = open(steward, choice.used, m);
+    answer({ t: 'opened', baseSeq: choice.used?.seq ?? -1, ignored: [...choice.ignored] });
+    return;
+  }
+  const s = session;
+  if (s === undefined) throw new Error(`snapshot: ${m.t} with no session open`);
+  if (s.failed !== undefined) throw s.failed;
+  if (m.t === 'snap-chunk') {
+    const chunk: Array<[number, Uint8Array]> = new Array(m.ends.length);
+    let from = 0;
+    for (let i = 0; i < m.ends.length; i++) {
+      chunk[i] = [m.seqs[i]!, m.packed.subarray(from, m.ends[i]!)];
+      from = m.ends[i]!;
+    }
+    s.queue.push({ chunk, answer });
+    s.wake?.();
+    return;
+  }
+  s.queue.push(null);
+  s.wake?.();
+  session = undefined;
+  const r = await s.replay!;
+  const bytes = finishSnapshot(r, s.base, { steward: s.steward, nowS: s.nowS, windowS: s.windowS });
+  answer(
+    bytes === undefined
+      ? { t: 'ended' }
+      : { t: 'ended', made: { bytes, seq: r.coveredSeq, replayed: r.total - s.baseTotal, requests: r.requests.size } },
+  );
+}
+
+/** Opens a session: the replay from the base (or seq 0) waits on the chunks the main thread sends. */
+function open(steward: Actor, base: OpenedSnapshot | undefined, m: SnapshotJob & { t: 'snap-open' }): Session {
+  const requestHorizon = Math.max(0, m.nowS - m.windowS);
+  const from = base?.state(m.windowS, requestHorizon);
+  const s: Session = {
+    steward,
+    base,
+    baseTotal: from?.total ?? 0,
+    nowS: m.nowS,
+    windowS: m.windowS,
+    queue: [],
+    wake: undefined,
+    failed: undefined,
+    replay: undefined,
+  };
+  async function* source(): AsyncGenerator<Array<[number, Uint8Array]>> {
+    for (;;) {
+      while (s.queue.length === 0) await new Promise<void>((resolve) => (s.wake = resolve));
+      s.wake = undefined;
+      const next = s.queue.shift()!;
+      if (next === null) return;
+      try {
+        yield next.chunk;
+      } finally {
+        // Asked for the next chunk (or stopped): this one is taken (replayed, or in the slice being filled).
+        next.answer({ t: 'taken' });
+      }
+    }
+  }
+  s.replay = replayChunks(() => source(), {
+    steward: steward.did as Did,
+    toSeq: m.toSeq,
+    sliceSize: WORKER_SLICE,
+    runner: async (job) => replaySlice(job),
+    parallel: 1,
+    requestWindowS: m.windowS,
+    requestHorizon,
+    ...(from ? { from } : {}),
+  });
+  // A replay that fails answers the chunks waiting and every later message with its error.
+  s.replay.catch((e: Error) => {
+    s.failed = e;
+    for (const x of s.queue.splice(0)) x?.answer(e);
+  });
+  return s;
+}

@@ -1,0 +1,139 @@
+/**
+ * A running node's snapshot built on a worker thread (node/snapshot.ts `makeSnapshotOffThread`,
+ * node/snapshotjob.ts): the main thread only reads the log and hands the receipts over; the
+ * worker chooses the base, replays, encodes and signs. The file must be the one the offline path
+ * (`makeSnapshot`, `jcp receipts snapshot`) writes for the same log, clock and window, byte for
+ * byte: with and without a base to continue, short of the log's end, with a bad newest snapshot.
+ */
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import pino from 'pino';
+import { describe, expect, test } from 'vitest';
+import { JcpClient } from '../../client/index.ts';
+import {
+  listSnapshots,
+  type MadeSnapshot,
+  makeSnapshot,
+  makeSnapshotOffThread,
+  ReceiptLog,
+  readKeyFile,
+  SNAPSHOT_DIR,
+  WorkerPool,
+} from '../../node/index.ts';
+import { cast, liveNode, mint, tempFolders } from './fixtures.ts';
+
+const { rng, alice, bob } = cast('snapshot-offthread');
+const folder = tempFolders('snapoff');
+const manual = { snapshot: { every_receipts: 0, every_s: 0 } };
+
+/** A data folder whose log holds `n` receipts from `calls` allowed calls under two grants and one over budget (a deny). */
+async function loggedFolder(n: number): Promise<string> {
+  const dir = folder();
+  const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+  const h = mint(alice, bob, 'tools', ['read'], 250n, rng);
+  const node = await liveNode(manual, {}, dir);
+  const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+  for (let i = 0; i < n; i++)
+    await c.call({ chain: [i % 3 === 0 ? h : g], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' } });
+  await c.close();
+  await node.close();
+  return dir;
+}
+
+/** Both paths on copies of `dir` (with what its snapshot folder holds): the files they write, and what each logged as ignored. */
+async function both(
+  dir: string,
+  o: { nowS: number; windowS: number; toSeq?: number },
+): Promise<{ inline: MadeSnapshot | undefined; off: MadeSnapshot | undefined; ignored: { inline: string[]; off: string[] } }> {
+  const a = folder();
+  const b = folder();
+  cpSync(dir, a, { recursive: true });
+  cpSync(dir, b, { recursive: true });
+  const steward = readKeyFile(path.join(dir, 'steward.key'));
+  const ignored = { inline: [] as string[], off: [] as string[] };
+  const logger = (into: string[]) =>
+    pino({ level: 'warn' }, { write: (l: string) => void into.push(String((JSON.parse(l) as { why?: string }).why)) });
+  const logA = await ReceiptLog.open(a, { steward: steward.did, nowS: 0, mustExist: true });
+  const toSeq = o.toSeq ?? (await logA.lastSeq());
+  const inline = await makeSnapshot(logA, a, { steward, nowS: o.nowS, windowS: o.windowS, toSeq, logger: logger(ignored.inline) });
+  await logA.close();
+  const logB = await ReceiptLog.open(b, { steward: steward.did, nowS: 0, mustExist: true });
+  const pool = await WorkerPool.start(1, { nice: 19 });
+  try {
+    const off = await makeSnapshotOffThread(logB, b, pool, {
+      steward,
+      nowS: o.nowS,
+      windowS: o.windowS,
+      toSeq,
+      logger: logger(ignored.off),
+    });
+    if (inline !== undefined && off !== undefined) {
+      expect(path.basename(off.file)).toBe(path.basename(inline.file));
+      expect(readFileSync(off.file).equals(readFileSync(inline.file))).toBe(true);
+      expect({ ...off, file: '', seconds: 0 }).toEqual({ ...inline, file: '', seconds: 0 });
+    }
+    return { inline, off, ignored };
+  } finally {
+    await pool.close();
+    await logB.close();
+  }
+}
+
+describe('a running node snapshot built on a worker thread', () => {
+  test('the same signed bytes as the offline path: from seq 0, short of the end, and continuing a base; the request window cuts the same ids', async () => {
+    const dir = await loggedFolder(14);
+    const nowS = Math.floor(Date.now() / 1000);
+    // From nothing, the whole log, every request id in the window.
+    const whole = await both(dir, { nowS, windowS: 3600 });
+    expect(whole.off).toMatchObject({ seq: 13, replayed: 14, requests: 14 });
+    // Short of the end: covers seq 9.
+    const short = await both(dir, { nowS, windowS: 3600, toSeq: 9 });
+    expect(short.off).toMatchObject({ seq: 9, replayed: 10 });
+    // A window the requests are older than: none kept.
+    const old = await both(dir, { nowS: nowS + 7200, windowS: 3600 });
+    expect(old.off).toMatchObject({ seq: 13, requests: 0 });
+    // Continuing a base at seq 9: only the 4 after it are replayed, and the bytes still match.
+    const based = folder();
+    cpSync(dir, based, { recursive: true });
+    cpSync(path.dirname(short.off!.file), path.join(based, SNAPSHOT_DIR), { recursive: true });
+    const cont = await both(based, { nowS, windowS: 3600 });
+    expect(cont.off).toMatchObject({ seq: 13, replayed: 4 });
+    // Nothing new to cover: neither writes.
+    const full = folder();
+    cpSync(dir, full, { recursive: true });
+    cpSync(path.dirname(whole.off!.file), path.join(full, SNAPSHOT_DIR), { recursive: true });
+    const none = await both(full, { nowS, windowS: 3600 });
+    expect(none).toMatchObject({ inline: undefined, off: undefined });
+  });
+
+  test('a newest snapshot that does not verify is ignored with the same reason, and the older one continued', async () => {
+    const dir = await loggedFolder(8);
+    const nowS = Math.floor(Date.now() / 1000);
+    const at5 = await both(dir, { nowS, windowS: 3600, toSeq: 5 });
+    const at7 = await both(dir, { nowS, windowS: 3600, toSeq: 7 });
+    const based = folder();
+    cpSync(dir, based, { recursive: true });
+    cpSync(path.dirname(at5.off!.file), path.join(based, SNAPSHOT_DIR), { recursive: true });
+    // The snapshot at seq 7 with one byte of its signature flipped.
+    const bad = readFileSync(at7.off!.file);
+    bad.writeUInt8(bad.at(-1)! ^ 1, bad.length - 1);
+    writeFileSync(path.join(based, SNAPSHOT_DIR, path.basename(at7.off!.file)), bad);
+    expect(listSnapshots(based).map((s) => s.seq)).toEqual([7, 5]);
+    const r = await both(based, { nowS, windowS: 3600 });
+    expect(r.ignored.off).toEqual(['the steward signature does not verify']);
+    expect(r.ignored.off).toEqual(r.ignored.inline);
+    expect(r.off).toMatchObject({ seq: 7, replayed: 2 });
+  });
+
+  test('a session message out of order is refused by the worker, and nothing is written', async () => {
+    const pool = await WorkerPool.start(1);
+    try {
+      await expect(pool.snapshotJob({ t: 'snap-end', id: 0 })).rejects.toThrow('snap-end with no session open');
+      await expect(
+        pool.snapshotJob({ t: 'snap-chunk', id: 0, packed: new Uint8Array(0), ends: new Uint32Array(0), seqs: new Float64Array(0) }),
+      ).rejects.toThrow('snap-chunk with no session open');
+    } finally {
+      await pool.close();
+    }
+  });
+});
