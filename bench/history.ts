@@ -26,9 +26,19 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Actor, encode, newActor, seededRng, type SignedGrant, signedGrantToCbor, signGrant, toHex } from '../core/index.ts';
-import { makeSnapshot, ReceiptLog, readKeyFile, resourceIdOf, SNAPSHOT_DIR, WorkerPool } from '../node/index.ts';
+import {
+  type MadeSnapshot,
+  makeSnapshot,
+  makeSnapshotOffThread,
+  ReceiptLog,
+  readKeyFile,
+  resourceIdOf,
+  SNAPSHOT_DIR,
+  SNAPSHOT_WORKER_NICE,
+  WorkerPool,
+} from '../node/index.ts';
 import { type Figure, type SuiteOptions, sig } from './figures.ts';
-import { sealedLog } from './node.ts';
+import { readBuild, sealedLog } from './node.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
@@ -277,21 +287,41 @@ interface RateRun extends LoadResult {
   readonly batchS: number[];
   /** When the first snapshot was written (unix ms), if it was during the load. */
   readonly snapshot: { fromMs: number; toMs: number } | undefined;
+  /** Every snapshot finished during the load (unix ms), with the request ids and receipts it held and replayed. */
+  readonly snapshots: Array<{ fromMs: number; toMs: number; requests: number; replayed: number }>;
 }
 
-/** Closed-loop load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
+/**
+ * The load of a rate run: closed loop (16 outstanding per connection: the node's peak) or open
+ * loop at `rate` requests/s over the 8 connections (a sustained load that leaves the node idle
+ * time, as a serving node has).
+ */
+type RateLoad =
+  | { readonly mode: 'closed'; readonly requests: number }
+  | { readonly mode: 'open'; readonly requests: number; readonly rate: number };
+
+/** A load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
 async function rateOn(
   source: string,
   agent: Actor,
   grant: SignedGrant,
-  requests: number,
-  snapshotAfterS: number | undefined,
+  shape: RateLoad,
+  snapshot:
+    | { readonly afterS: number }
+    | { readonly everyReceipts: number; readonly from: { seed: number; n: number; ns: readonly number[] } }
+    | undefined,
 ): Promise<RateRun> {
-  const dir = await copyOf(source, undefined);
+  // With `everyReceipts`, the node starts from the kept snapshot of the log (as a node that snapshots as it goes) and writes one every so many receipts.
+  const dir = await copyOf(source, snapshot !== undefined && 'from' in snapshot ? snapshot.from : undefined);
   // Debug level, in both runs: the node logs each durable batch with its seconds.
   const file = configFile(dir, {
     log_level: 'debug',
-    ...(snapshotAfterS === undefined ? {} : { snapshot: { every_receipts: 0, every_s: snapshotAfterS } }),
+    ...(snapshot === undefined
+      ? {}
+      : {
+          snapshot:
+            'afterS' in snapshot ? { every_receipts: 0, every_s: snapshot.afterS } : { every_receipts: snapshot.everyReceipts, every_s: 0 },
+        }),
   });
   try {
     const node = await startNode(file);
@@ -303,9 +333,8 @@ async function rateOn(
         agentSeedHex: toHex(agent.key.seed),
         action: 'call',
         connections: 8,
-        requests,
-        mode: 'closed',
-        window: 16,
+        requests: shape.requests,
+        ...(shape.mode === 'closed' ? { mode: 'closed', window: 16 } : { mode: 'open', rate: shape.rate }),
         tag: `history-${randomBytes(4).toString('hex')}`,
         nowS: Math.floor(Date.now() / 1000),
         timelineFile: `${dir}.replies.json`,
@@ -313,11 +342,17 @@ async function rateOn(
       const replyAtMs = JSON.parse(readFileSync(`${dir}.replies.json`, 'utf8')) as number[];
       const lines = node.lines();
       const batchS = lines.filter((l) => l['msg'] === 'log batch durable').map((l) => Number(l['seconds']));
-      const made = lines.find((l) => l['msg'] === 'snapshot written');
       const last = replyAtMs[replyAtMs.length - 1] ?? 0;
-      const toMs = Number(made?.['time']);
-      const snapshot = made !== undefined && toMs <= last ? { fromMs: toMs - Number(made['seconds']) * 1000, toMs } : undefined;
-      return { ...r, replyAtMs, batchS, snapshot };
+      const snapshots = lines
+        .filter((l) => l['msg'] === 'snapshot written' && Number(l['time']) <= last)
+        .map((l) => ({
+          fromMs: Number(l['time']) - Number(l['seconds']) * 1000,
+          toMs: Number(l['time']),
+          requests: Number(l['requests']),
+          replayed: Number(l['replayed']),
+        }));
+      const first = snapshots[0];
+      return { ...r, replyAtMs, batchS, snapshot: first && { fromMs: first.fromMs, toMs: first.toMs }, snapshots };
     } finally {
       await stopNode(node);
     }
@@ -368,9 +403,21 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   );
   const small = await historyLog(seed, ns[0]!, ns);
   const requests = Number(process.env['JCP_BENCH_HISTORY_REQUESTS'] ?? 20_000);
-  const base = await rateOn(small, agent, grant, requests, undefined);
-  const during = await rateOn(small, agent, grant, requests, 1);
+  const base = await rateOn(small, agent, grant, { mode: 'closed', requests }, undefined);
+  const during = await rateOn(small, agent, grant, { mode: 'closed', requests }, { afterS: 1 });
   figures.push(...rateFigures(ns[0]!, requests, base, during));
+  // A closed loop keeps both cores busy, so the nice-19 snapshot hardly runs until the load ends.
+  // The sustained case: an open loop at half the closed loop's rate for JCP_BENCH_HISTORY_OPEN_S
+  // (default 30 s), on a node that started from a snapshot of the log and writes one every
+  // `rate × 4` receipts (each holding every request id of the load so far: all are in the window).
+  const rate = Math.max(1, Math.round(base.perSecond / 2));
+  const openS = Number(process.env['JCP_BENCH_HISTORY_OPEN_S'] ?? 30);
+  const open = { mode: 'open', requests: Math.round(rate * openS), rate } as const;
+  const openBase = await rateOn(small, agent, grant, open, undefined);
+  const from = { seed, n: ns[0]!, ns };
+  const openDuring = await rateOn(small, agent, grant, open, { everyReceipts: rate * 4, from });
+  figures.push(...openFigures(open, openBase, openDuring));
+  figures.push(...(await stallFigures(small, ns[0]!)));
   return figures;
 }
 
@@ -463,4 +510,160 @@ function rateFigures(n: number, requests: number, base: RateRun, during: RateRun
     met: snapped && pause <= batchP99,
   });
   return figures;
+}
+
+/** Milliseconds at the start of a load left out of the open-loop pause windows (connections, first batches, JIT). */
+const WARM_MS = 1000;
+
+/**
+ * The figures of the two open-loop runs (same rate and requests): their rates and errors, p99
+ * latencies and fsync'd batch p99s; the snapshots written during the load (count, seconds, the
+ * request ids the last one held); and the longest pause between decisions while any of them was
+ * written (from {@link WARM_MS} after the load's first reply) against the batch p99 of the same
+ * run (goal: no longer). The run without snapshots gives the pause over the same stretches of its
+ * load: what the node and this machine show anyway.
+ */
+function openFigures(load: RateLoad & { mode: 'open' }, base: RateRun, during: RateRun): Figure[] {
+  const figures: Figure[] = [];
+  const at = `open loop at ${load.rate}/s`;
+  for (const [r, what] of [
+    [base, 'no snapshot'],
+    [during, 'snapshots written'],
+  ] as const) {
+    figures.push({ name: `decisions/s, ${at}, ${what}`, value: sig(r.perSecond), unit: '/s' });
+    figures.push({
+      name: `error replies of ${load.requests}, ${at}, ${what}`,
+      value: r.errors,
+      unit: 'replies',
+      goal: 'none',
+      met: r.errors === 0,
+    });
+    figures.push({ name: `p99 decision latency, ${at}, ${what}`, value: sig(r.p99Us / 1000), unit: 'ms' });
+    figures.push({ name: `fsync'd batch p99, ${at}, ${what}`, value: sig(percentile(r.batchS, 99) * 1000), unit: 'ms' });
+  }
+  const warm = (r: RateRun) => (r.replyAtMs[0] ?? 0) + WARM_MS;
+  const windows = during.snapshots
+    .map((x) => ({ fromMs: Math.max(x.fromMs, warm(during)), toMs: x.toMs }))
+    .filter((w) => w.toMs > w.fromMs);
+  figures.push({
+    name: `snapshots written during the load, ${at}`,
+    value: windows.length,
+    unit: 'snapshots',
+    goal: 'at least one',
+    met: windows.length > 0,
+  });
+  if (windows.length === 0) return figures;
+  const last = during.snapshots[during.snapshots.length - 1]!;
+  figures.push({ name: `request ids in the last snapshot written, ${at}`, value: last.requests, unit: 'ids' });
+  figures.push({
+    name: `seconds of the load while snapshots were written, ${at}`,
+    value: sig(windows.reduce((t, w) => t + w.toMs - w.fromMs, 0) / 1000),
+    unit: 's',
+  });
+  // The same stretches of the run without snapshots (same offsets from the end of its warm-up).
+  const shift = warm(base) - warm(during);
+  const floor = Math.max(...windows.map((w) => longestPause(base.replyAtMs, { fromMs: w.fromMs + shift, toMs: w.toMs + shift })));
+  figures.push({ name: `longest pause between decisions, ${at}, no snapshot (same stretches of the load)`, value: sig(floor), unit: 'ms' });
+  const batchP99 = percentile(during.batchS, 99) * 1000;
+  const pause = Math.max(...windows.map((w) => longestPause(during.replyAtMs, w)));
+  figures.push({
+    name: `longest pause between decisions while snapshots are written, ${at}`,
+    value: sig(pause),
+    unit: 'ms',
+    floor: sig(batchP99),
+    ratio: sig(pause / batchP99),
+    goal: "pause ≤ the fsync'd batch p99 of the same run",
+    met: pause <= batchP99,
+  });
+  figures.push({
+    name: `longest pause while snapshots are written (× the same stretches without), ${at}`,
+    value: sig(pause / floor),
+    unit: '×',
+    floor: sig(floor),
+    ratio: sig(pause / floor),
+  });
+  return figures;
+}
+
+/**
+ * Runs `work` while a 1 ms timer on this thread measures how late each of its turns comes: the
+ * longest stall of the event loop (ms) during it, and what `work` returned.
+ */
+async function stalled<T>(work: () => Promise<T>): Promise<{ stallMs: number; value: T }> {
+  let max = 0;
+  let prev = performance.now();
+  const probe = setInterval(() => {
+    const now = performance.now();
+    max = Math.max(max, now - prev);
+    prev = now;
+  }, 1);
+  try {
+    const value = await work();
+    return { stallMs: Math.max(max, performance.now() - prev), value };
+  } finally {
+    clearInterval(probe);
+  }
+}
+
+/**
+ * The main thread's longest stall while a snapshot is made, in this process, of the built log of
+ * `n` receipts with every one of its request ids in the window (the clock is set just past the
+ * log's last request, so the snapshot's request index holds `n` ids, as a busy node's does): the
+ * way a running node made it before (replay on a nice-19 worker, the state merged, encoded and
+ * signed on the main thread) and the way it does now (`makeSnapshotOffThread`: the state on the
+ * worker). Floor: the same probe with nothing running. The two files must be the same bytes.
+ */
+async function stallFigures(source: string, n: number): Promise<Figure[]> {
+  const build = readBuild(source);
+  if (build === undefined) throw new Error(`${source}: not a built log`);
+  const nowS = build.t0S + Math.ceil(n / 1000) + 1;
+  const steward = readKeyFile(path.join(source, 'steward.key'));
+  const idle = await stalled(() => new Promise((r) => setTimeout(r, 2000)));
+  const made: Array<{ stallMs: number; value: MadeSnapshot; bytes: Buffer }> = [];
+  for (const offThread of [false, true]) {
+    const dir = await copyOf(source, undefined);
+    const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
+    const pool = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE });
+    try {
+      const o = { steward, nowS, windowS: WINDOW_S, keep: 1 };
+      const r = await stalled(() =>
+        offThread
+          ? makeSnapshotOffThread(log, dir, pool, { ...o, toSeq: n - 1 })
+          : makeSnapshot(log, dir, { ...o, runner: (job) => pool.replaySlice(job), parallel: 2 }),
+      );
+      if (r.value === undefined) throw new Error(`${dir}: no snapshot made`);
+      made.push({ stallMs: r.stallMs, value: r.value, bytes: readFileSync(r.value.file) });
+    } finally {
+      await pool.close();
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const [before, now] = made as [(typeof made)[0], (typeof made)[0]];
+  if (!before.bytes.equals(now.bytes)) throw new Error('the snapshot built on the worker differs from the one built on the main thread');
+  const ids = now.value.requests;
+  const floor = sig(idle.stallMs);
+  return [
+    { name: 'longest main-thread stall, nothing running (probe floor)', value: floor, unit: 'ms' },
+    {
+      name: `longest main-thread stall while a snapshot of ${n} receipts (${ids} request ids) is made, state on the main thread (before)`,
+      value: sig(before.stallMs),
+      unit: 'ms',
+      floor,
+      ratio: sig(before.stallMs / idle.stallMs),
+    },
+    {
+      name: `longest main-thread stall while a snapshot of ${n} receipts (${ids} request ids) is made, state on its worker thread`,
+      value: sig(now.stallMs),
+      unit: 'ms',
+      floor,
+      ratio: sig(now.stallMs / idle.stallMs),
+    },
+    {
+      name: `snapshot seconds, ${n} receipts (${ids} request ids), state on the main thread (before)`,
+      value: sig(before.value.seconds),
+      unit: 's',
+    },
+    { name: `snapshot seconds, ${n} receipts (${ids} request ids), state on its worker thread`, value: sig(now.value.seconds), unit: 's' },
+  ];
 }

@@ -490,7 +490,7 @@ function bigLog(seed: number, n: number): Promise<string> {
 }
 
 /** What a built log was made with (`build.json` beside its `complete` marker): what an extension must reuse. */
-interface LogBuild {
+export interface LogBuild {
   readonly n: number;
   readonly rngLabel: string;
   readonly t0S: number;
@@ -499,7 +499,8 @@ interface LogBuild {
 /** Receipts per LevelDB batch while building (one fsync each; the next batch is sealed while it is written). */
 const BUILD_BATCH = 16_384;
 
-function readBuild(dir: string): LogBuild | undefined {
+/** The build record of a complete built log in `dir`, or undefined (not built, or not complete). */
+export function readBuild(dir: string): LogBuild | undefined {
   try {
     if (!existsSync(path.join(dir, 'complete'))) return undefined;
     return JSON.parse(readFileSync(path.join(dir, 'build.json'), 'utf8')) as LogBuild;
