@@ -6,6 +6,7 @@
  * against the full replay; an old request sent again gets `clock-skew`, never a second debit.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
 import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
@@ -122,6 +123,33 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(readdirSync(dir).sort()).toEqual(['f.bin', 'taken']);
     expect(readFileSync(file).equals(big)).toBe(true);
     expect(fds()).toBe(before);
+  });
+
+  test('writeFileDurablyAsync with syncEveryBytes: every byte in place, flushed piece by piece (one fdatasync between pieces), then the fsync', async () => {
+    const dir = folder();
+    const file = path.join(dir, 'p.bin');
+    const big = Buffer.alloc((1 << 20) + 5);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 13) & 0xff;
+    // The FileHandle prototype, from a handle of its own.
+    const probe = await open(path.join(dir, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void>; sync: () => Promise<void> };
+    await probe.close();
+    const datasync = vi.spyOn(proto, 'datasync');
+    const sync = vi.spyOn(proto, 'sync');
+    try {
+      await writeFileDurablyAsync(file, big, 0o600, { syncEveryBytes: 128 << 10 });
+      // 1 MiB + 5 bytes in 128 KiB pieces: 9 pieces, a flush after each but the last, then the fsync (and the folder's).
+      expect(datasync).toHaveBeenCalledTimes(8);
+      expect(sync).toHaveBeenCalledTimes(2);
+      datasync.mockClear();
+      await writeFileDurablyAsync(file, big);
+      expect(datasync).not.toHaveBeenCalled();
+    } finally {
+      datasync.mockRestore();
+      sync.mockRestore();
+    }
+    expect(readFileSync(file).equals(big)).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(['p.bin', 'probe']);
   });
 
   test('a snapshot that does not verify is ignored with its reason, and the start replays the whole log', async () => {
