@@ -538,8 +538,9 @@ const yielding: SliceRunner = async (job) => {
 
 /**
  * Makes a snapshot of the log: the newest usable snapshot (if any) plus the verified receipts
- * after it, up to `toSeq`, replayed and written durably. The state comes from the log, not from
- * a running node's memory, so it can be built while the node decides (reads do not block writes).
+ * after it, up to `toSeq`, replayed and written durably, the state held on this thread (`jcp
+ * receipts snapshot`, with the node stopped; a running node uses {@link makeSnapshotOffThread},
+ * which writes the same bytes). The state comes from the log, not from a node's memory.
  * Returns undefined when there is nothing new to cover: no receipt after the newest usable
  * snapshot, and no request id it names that the window (`nowS` − `windowS`) has left behind.
  * @throws NodeFault `log-corrupt` when the log cannot be read; the file system error when the
@@ -718,10 +719,11 @@ export interface SnapshotterOptions {
 
 /**
  * Writes snapshots of a running node's log every N receipts or T seconds. The check
- * runs on a 1-second timer; a snapshot is built from the log (node/snapshot.ts `makeSnapshot`),
- * never from the live ledger, so the decision path is not paused: the replay's verification runs
- * on a temporary worker thread at the lowest scheduling priority, and one snapshot is built at a
- * time. A failure is logged and retried at the next trigger, after a wait that doubles with each
+ * runs on a 1-second timer; a snapshot is built from the log ({@link makeSnapshotOffThread}),
+ * never from the live ledger, so the decision path is not paused: the choice of the base, the
+ * replay, the merge, the encoding and the signature run on a temporary worker thread at the lowest
+ * scheduling priority (the main thread reads the log and writes the file), and one snapshot is
+ * built at a time. A failure is logged and retried at the next trigger, after a wait that doubles with each
  * failure in a row (1 s up to {@link SNAPSHOT_RETRY_MAX_S}); it never stops the node.
  */
 export class Snapshotter {
