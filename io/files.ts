@@ -294,18 +294,22 @@ function tempPathFor(file: string): string {
 /** A temporary file of a durable write: `.<name>.<pid>.<random>.tmp` (see {@link tempPathFor}). */
 const TEMP_NAME = /^\.(.+)\.(\d+)\.[0-9a-f]+\.tmp$/;
 
+/** The temporary files of {@link writeFileDurablyAsync} calls in progress in this thread (paths). */
+const asyncTemps = new Set<string>();
+
 /**
- * Removes from `dir` the temporary files of durable writes ({@link writeFileDurably}) that other
- * processes left (a write cut short by a crash, e.g. kill -9) for the target names `of` accepts.
- * Only for folders one process writes at a time (the caller holds a lock): a temporary file not
- * of this process is then never renamed into place. Best effort: a file that cannot be removed
- * is left. Returns the names removed.
+ * Removes from `dir` the temporary files of durable writes ({@link writeFileDurably}) that a crash
+ * left (a write cut short, e.g. kill -9) for the target names `of` accepts: every one but those of
+ * this thread's writes in progress. The process id in the name is not what tells them apart: a
+ * node in a container is PID 1 at every start, so an earlier run's files carry its own pid. Only
+ * for folders one process writes at a time (the caller holds a lock). Best effort: a file that
+ * cannot be removed is left. Returns the names removed.
  */
 export function removeStaleTemps(dir: string, of: (name: string) => boolean): string[] {
   const removed: string[] = [];
   for (const name of readdirSync(dir)) {
     const m = TEMP_NAME.exec(name);
-    if (m === null || Number(m[2]) === process.pid || !of(m[1]!)) continue;
+    if (m === null || asyncTemps.has(join(dir, name)) || !of(m[1]!)) continue;
     try {
       unlinkSync(join(dir, name));
       removed.push(name);
@@ -376,6 +380,16 @@ export async function writeFileDurablyAsync(
   const dir = dirname(file);
   const tmp = tempPathFor(file);
   const piece = opts.syncEveryBytes !== undefined && opts.syncEveryBytes > 0 ? opts.syncEveryBytes : bytes.length;
+  asyncTemps.add(join(dir, basename(tmp)));
+  try {
+    await writeThrough(tmp, file, dir, bytes, piece, mode);
+  } finally {
+    asyncTemps.delete(join(dir, basename(tmp)));
+  }
+}
+
+/** The steps of {@link writeFileDurablyAsync} (`piece`: bytes between two flushes). */
+async function writeThrough(tmp: string, file: string, dir: string, bytes: Uint8Array, piece: number, mode: number): Promise<void> {
   const fh = await openAsync(tmp, 'wx', mode);
   try {
     try {

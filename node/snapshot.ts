@@ -360,7 +360,16 @@ async function writeSnapshotFileOffLoop(dataDir: string, seq: number, bytes: Uin
  */
 function pruneSnapshots(dataDir: string, seq: number, keep: number): void {
   const older = listSnapshots(dataDir).filter((s) => s.seq < seq);
-  for (const old of older.slice(Math.max(0, keep - 1))) rmSync(old.file, { force: true });
+  for (const old of older.slice(Math.max(0, keep - 1))) {
+    // Best effort, after the new snapshot is in place: a name that is not a regular file (a
+    // folder someone made) is not a snapshot this node wrote and is left, as is one that cannot
+    // be removed; neither makes the snapshot just written count as failed.
+    try {
+      if (lstatSync(old.file).isFile()) rmSync(old.file, { force: true });
+    } catch {
+      // gone meanwhile, or not removable: left for the next time
+    }
+  }
   removeOrphanTemps(dataDir);
 }
 
@@ -667,6 +676,9 @@ export async function makeSnapshotOffThread(
         ends.buffer as ArrayBuffer,
         seqs.buffer as ArrayBuffer,
       ]);
+      // Handled now: when `before` rejects first (a worker that died fails both), this one is
+      // never awaited, and an unhandled rejection would end the node.
+      pending.catch(() => undefined);
       if (before !== undefined) await before;
     }
     if (part.length < chunk.length) break;

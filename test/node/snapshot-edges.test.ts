@@ -3,7 +3,7 @@
  * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
  * foreign snapshot files, a snapshot made while the clock ran ahead.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
@@ -126,6 +126,24 @@ describe('a snapshot write cut short by a crash', () => {
     expect((await b.snapshots.snapshotNow())?.seq).toBe(5);
     await b.close();
     expect(readdirSync(snaps).sort()).toEqual(['notes.txt', 'snap-0000000000000004.cbor', 'snap-0000000000000005.cbor']);
+  });
+
+  test('a temporary file that carries this process id (a container node is PID 1 at every start) is removed too; a folder with a snapshot name does not fail the snapshot written', async () => {
+    const f = await loggedFolder(3);
+    const snaps = path.join(f.dir, 'snapshots');
+    // Left by an earlier run with the same pid (PID 1 in a container, killed mid-write).
+    const mine = path.join(snaps, `.snap-0000000000000009.cbor.${process.pid}.0a1b2c3d.tmp`);
+    writeFileSync(mine, Buffer.alloc(100, 7));
+    // A folder named like an old snapshot (made by hand): not a snapshot this node wrote.
+    mkdirSync(path.join(snaps, 'snap-0000000000000001.cbor'));
+    const b = await liveNode({ ...cfg, snapshot: { every_receipts: 0, every_s: 0, keep: 1 } }, { clockS: () => T + 200 }, f.dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: b.port, signer: bob });
+    await c.call({ chain: [f.g], action: 'read', payload: { k: 2 }, cost, now: T + 200 });
+    await c.close();
+    expect((await b.snapshots.snapshotNow())?.seq).toBe(5);
+    expect(b.snapshots.coveredSeq).toBe(5);
+    await b.close();
+    expect(readdirSync(snaps).sort()).toEqual(['snap-0000000000000001.cbor', 'snap-0000000000000005.cbor']);
   });
 });
 
