@@ -418,12 +418,7 @@ export interface SnapshotClock {
  * `ahead` says what it refuses.
  * @throws NodeFault `log-corrupt` when LevelDB cannot read the log.
  */
-export async function chooseSnapshot(
-  log: ReceiptLog | SnapshotLogLookups,
-  dataDir: string,
-  steward: Did,
-  clock?: SnapshotClock,
-): Promise<SnapshotChoice> {
+export async function chooseSnapshot(log: ReceiptLog, dataDir: string, steward: Did, clock?: SnapshotClock): Promise<SnapshotChoice> {
   const { list, why } = listSnapshotsOrWhy(dataDir);
   return chooseAmong(list, why === undefined ? [] : [{ file: path.join(dataDir, SNAPSHOT_DIR), why }], lookupsOf(log), steward, clock);
 }
@@ -438,9 +433,8 @@ export interface SnapshotLogLookups {
   archived(): Promise<boolean>;
 }
 
-/** The lookups of a receipt log (or the lookups given). */
-function lookupsOf(log: ReceiptLog | SnapshotLogLookups): SnapshotLogLookups {
-  if ('receiptIdAt' in log) return log;
+/** The lookups of a receipt log. */
+function lookupsOf(log: ReceiptLog): SnapshotLogLookups {
   return {
     receiptIdAt: async (seq) => {
       const at = await log.getReceipt(seq);
@@ -643,18 +637,16 @@ export async function makeSnapshotOffThread(
   const t0 = performance.now();
   if (o.toSeq < 0) return undefined;
   const { list, why } = listSnapshotsOrWhy(dataDir);
+  const lookups = lookupsOf(log);
   const candidates: SnapshotCandidate[] = [];
-  for (const { seq, file } of list) {
-    const at = await log.getReceipt(seq);
-    candidates.push({ seq, file, receiptId: at === undefined ? undefined : receiptId(at) });
-  }
+  for (const { seq, file } of list) candidates.push({ seq, file, receiptId: await lookups.receiptIdAt(seq) });
   const opened = await pool.snapshotJob({
     t: 'snap-open',
     id: 0,
     stewardSeed: o.steward.key.seed,
     candidates,
     ignored: why === undefined ? [] : [{ file: path.join(dataDir, SNAPSHOT_DIR), why }],
-    archived: (await log.archiveRecords()).length > 0,
+    archived: await lookups.archived(),
     nowS: o.nowS,
     aheadS: o.aheadS ?? 0,
     windowS: o.windowS,

@@ -13,9 +13,10 @@
  * `baseSeq`), each answered once the worker has replayed it; `snap-end` → the snapshot bytes, or
  * nothing new to cover. A new `snap-open` drops a session left open.
  */
-import { type Actor, actorFromSeed, type ContentId, type Did } from '../core/index.ts';
+import { type Actor, actorFromSeed, type ContentId } from '../core/index.ts';
 import { type LogReplay, replayChunks, replaySlice } from './replay.ts';
 import { chooseAmong, finishSnapshot, type OpenedSnapshot } from './snapshot.ts';
+import { unpack } from './workers.ts';
 
 /** A snapshot file the main thread listed, and the receipt id the log holds at its seq (undefined: none there). */
 export interface SnapshotCandidate {
@@ -113,12 +114,7 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
   if (s === undefined) throw new Error(`snapshot: ${m.t} with no session open`);
   if (s.failed !== undefined) throw s.failed;
   if (m.t === 'snap-chunk') {
-    const chunk: Array<[number, Uint8Array]> = new Array(m.ends.length);
-    let from = 0;
-    for (let i = 0; i < m.ends.length; i++) {
-      chunk[i] = [m.seqs[i]!, m.packed.subarray(from, m.ends[i]!)];
-      from = m.ends[i]!;
-    }
+    const chunk = unpack(m.packed, m.ends).map((bytes, i): [number, Uint8Array] => [m.seqs[i]!, bytes]);
     s.queue.push({ chunk, answer });
     s.wake?.();
     return;
@@ -165,7 +161,7 @@ function open(steward: Actor, base: OpenedSnapshot | undefined, m: SnapshotJob &
     }
   }
   s.replay = replayChunks(() => source(), {
-    steward: steward.did as Did,
+    steward: steward.did,
     toSeq: m.toSeq,
     sliceSize: WORKER_SLICE,
     runner: async (job) => replaySlice(job),

@@ -8,6 +8,7 @@ import { parentPort } from 'node:worker_threads';
 import { parseDid, verify } from '../core/index.ts';
 import { replaySlice, type SliceJob } from './replay.ts';
 import { handleSnapshotJob, type SnapshotJob, type SnapshotReply } from './snapshotjob.ts';
+import { unpack } from './workers.ts';
 
 /** One caller-signature check: the caller's did, the signed bytes, the signature. */
 export interface VerifyJob {
@@ -33,17 +34,6 @@ export type WorkerJob =
       readonly steward: SliceJob['steward'];
       readonly start: SliceJob['start'];
     };
-
-/** The receipts of a packed slice, as views into the one buffer. */
-export function unpack(packed: Uint8Array, ends: Uint32Array): Uint8Array[] {
-  const out: Uint8Array[] = new Array(ends.length);
-  let from = 0;
-  for (let i = 0; i < ends.length; i++) {
-    out[i] = packed.subarray(from, ends[i]!);
-    from = ends[i]!;
-  }
-  return out;
-}
 
 /** 1 where the signature verifies under the did, else 0 (a did that does not parse is 0). */
 export function verifyJobs(jobs: readonly VerifyJob[]): Uint8Array {

@@ -21,7 +21,7 @@ type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
 
 /**
  * Receipts back to back in one buffer, to hand a worker without a copy: `ends[i]` is where receipt
- * i ends (node/worker.ts `unpack` undoes it).
+ * i ends ({@link unpack} undoes it).
  */
 export function packReceipts(receipts: readonly Uint8Array[]): { packed: Uint8Array; ends: Uint32Array } {
   let total = 0;
@@ -35,6 +35,17 @@ export function packReceipts(receipts: readonly Uint8Array[]): { packed: Uint8Ar
     ends[i] = off;
   }
   return { packed, ends };
+}
+
+/** The receipts of a {@link packReceipts} buffer, as views into it (no copy). */
+export function unpack(packed: Uint8Array, ends: Uint32Array): Uint8Array[] {
+  const out: Uint8Array[] = new Array(ends.length);
+  let from = 0;
+  for (let i = 0; i < ends.length; i++) {
+    out[i] = packed.subarray(from, ends[i]!);
+    from = ends[i]!;
+  }
+  return out;
 }
 
 /** A fixed pool of signature workers. */
