@@ -1,6 +1,6 @@
 /**
  * COSE_Sign1 (RFC 9052) against the cose-wg/Examples EdDSA files, read at test time from
- * ../shared/vectors/cose-wg-examples (vectors/README.md), plus targeted refusals.
+ * test/vectors/third-party/cose-wg-examples (its SOURCE file), plus targeted refusals.
  *
  * How the Ed25519 example differs from a JCR-1 receipt (so it goes through the general layer,
  * not decodeJcrSign1): its protected header is `{1: -8, 3: 0}` (alg plus content type, no kid)

@@ -1,7 +1,7 @@
 /**
  * DKG rounds (frost/dkg.ts): the Zcash Foundation frost-rs 2-of-3 DKG vector reproduced byte for
  * byte through our rounds, plus blame: a bad proof of knowledge or an inconsistent share names its
- * sender. The vector is read at test time from ../shared/vectors (test/vectors/load.ts).
+ * sender. The vector is read at test time from test/vectors/third-party/ (test/vectors/load.ts).
  */
 import { fileURLToPath } from 'node:url';
 import { VECTORS_DIR } from '../vectors/load.ts';

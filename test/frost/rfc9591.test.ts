@@ -2,7 +2,7 @@
  * RFC 9591 FROST(Ed25519, SHA-512) signing vectors, driven through our wrapper (dealer, commit,
  * package check, sign share, verify shares, aggregate): the CFRG vector (RFC 9591 App. E.1), the
  * Zcash Foundation vector with other nonces, and the 257-participant big-identifier vector. The
- * files are read at test time from ../shared/vectors (test/vectors/load.ts) (never copied into the repo).
+ * files are read at test time from test/vectors/third-party/ (test/vectors/load.ts).
  */
 import { fileURLToPath } from 'node:url';
 import { VECTORS_DIR } from '../vectors/load.ts';

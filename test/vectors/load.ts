@@ -1,25 +1,29 @@
 /**
- * Reads the third-party vectors in `../shared/vectors/` (relative to the repository) at test
- * time. They are never copied into the repository; when the folder is missing, the test fails
- * with a message that says where they were expected.
+ * Reads the third-party test vectors the repository carries in `test/vectors/third-party/`, one
+ * folder per source, each with a `SOURCE` file (origin, commit, licence, SHA-256 of every file)
+ * and the source's licence files. `$JCP_VECTORS_DIR` points the tests at another copy laid out
+ * the same way. `test/vectors/third-party.test.ts` checks the folder against the `SOURCE` files.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+/** The folder of the repository's own copy of the third-party vectors. */
+export const REPO_VECTORS_DIR: URL = new URL('./third-party/', import.meta.url);
+
 /**
- * The folder holding the third-party vectors: `$JCP_VECTORS_DIR` when set, else
- * `../shared/vectors/` next to the repository.
+ * The folder holding the third-party vectors: `$JCP_VECTORS_DIR` when set, else the repository's
+ * own copy, {@link REPO_VECTORS_DIR}.
  */
 export const VECTORS_DIR: URL = process.env['JCP_VECTORS_DIR']
   ? pathToFileURL(`${process.env['JCP_VECTORS_DIR'].replace(/\/+$/, '')}/`)
-  : new URL('../../../shared/vectors/', import.meta.url);
+  : REPO_VECTORS_DIR;
 
 /** Reads one vector file as text. @throws Error naming the expected path when it is absent. */
 export function vectorText(path: string): string {
   const url = new URL(path, VECTORS_DIR);
   if (!existsSync(url)) {
     throw new Error(
-      `third-party vector file missing: ${fileURLToPath(url)} (expected ../shared/vectors/ next to the repository, or set JCP_VECTORS_DIR)`,
+      `third-party vector file missing: ${fileURLToPath(url)} (the repository carries them in test/vectors/third-party/; JCP_VECTORS_DIR overrides)`,
     );
   }
   return readFileSync(url, 'utf8');
