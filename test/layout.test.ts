@@ -227,6 +227,65 @@ function staleExemptions(
   return [...allowed].filter((entry) => !long.has(entry));
 }
 
+/** The most bytes README.md may hold: what it is, the quick starts, the CLI, the map, the figures (the runs are in docs/benchmarks.md). */
+const README_MAX_BYTES = 20 * 1024;
+
+/**
+ * Problems with a docs/*.md file's opening: line 1 its `# title`, line 2 blank, line 3 `Covers: …`
+ * (what it covers), line 4 `For: …` (who it is for). Empty when the header is there.
+ */
+function docHeaderProblems(doc: string, text: string): string[] {
+  const [title, blank, covers, forWhom] = text.split('\n');
+  const bad: string[] = [];
+  if (!title?.startsWith('# ')) bad.push(`${doc}: line 1 is not a '# ' title`);
+  if (blank !== '') bad.push(`${doc}: line 2 is not blank`);
+  if (!/^Covers: \S/.test(covers ?? '')) bad.push(`${doc}: line 3 does not say what it covers ('Covers: …')`);
+  if (!/^For: \S/.test(forWhom ?? '')) bad.push(`${doc}: line 4 does not say who it is for ('For: …')`);
+  return bad;
+}
+
+/**
+ * Every relative markdown link (`[text](path)`, an anchor after `#` ignored) and every `docs/<name>.md`
+ * named in `text` that names no file, resolved against the repository root and against `file`'s folder.
+ */
+function brokenLinks(file: string, text: string, exists: (p: string) => boolean = (p) => existsSync(path.join(ROOT, p))): string[] {
+  const bad: string[] = [];
+  const resolves = (target: string): boolean =>
+    exists(path.normalize(target)) || exists(path.normalize(path.join(path.dirname(file), target)));
+  for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+    const target = m[1]!.split('#')[0]!;
+    if (target === '' || /^[a-z]+:/i.test(target)) continue;
+    if (!resolves(target)) bad.push(`${file}: links to ${target}, which does not exist`);
+  }
+  for (const m of text.matchAll(/(?<![\w/.-])(docs\/[\w-]+\.md)\b/g))
+    if (!exists(m[1]!)) bad.push(`${file}: names ${m[1]}, which does not exist`);
+  return [...new Set(bad)];
+}
+
+/**
+ * The README's CLI table (the `| \`jcp <command>…` rows under "## The `jcp` command") against the
+ * registry: commands the table names that `jcp --help` does not list, and listed commands the
+ * table leaves out.
+ */
+function cliTableProblems(readme: string, commands: readonly string[]): string[] {
+  const start = readme.indexOf('## The `jcp` command');
+  if (start < 0) return ['README.md: no "## The `jcp` command" section'];
+  const end = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, end < 0 ? undefined : end);
+  const named = new Set([...section.matchAll(/^\| `jcp ([a-z-]+)/gm)].map((m) => m[1]!));
+  const bad = [...named]
+    .filter((c) => !commands.includes(c))
+    .map((c) => `README.md: the CLI table names jcp ${c}, which jcp --help does not list`);
+  for (const c of commands) if (!named.has(c)) bad.push(`README.md: the CLI table leaves out jcp ${c}`);
+  return bad;
+}
+
+/** The command names cli/commands.ts registers (what `jcp --help` lists), read from its source. */
+function registeredCommands(): string[] {
+  const text = readFileSync(path.join(ROOT, 'cli/commands.ts'), 'utf8');
+  return [...text.matchAll(/\{ name: '([a-z-]+)'/g)].map((m) => m[1]!);
+}
+
 describe('layout', () => {
   const files = sourceFiles(ROOT);
 
@@ -281,16 +340,65 @@ describe('layout', () => {
       readme.indexOf('### From the spec to the code'),
       readme.indexOf('`test/layout.test.ts` checks that every path in this table exists'),
     );
-    const paths = [...table.matchAll(/`((?:core|io|meter|natsio|channel|shards|frost|node|client|bridge|test)\/[^`*]*)`/g)].map(
-      (m) => m[1]!,
-    );
+    const folders = [...Object.keys(LAYERS), 'test'].join('|');
+    const paths = [...table.matchAll(new RegExp(`\`((?:${folders})\\/[^\`*]*)\``, 'g'))].map((m) => m[1]!);
     expect(paths.length).toBeGreaterThan(40);
     expect(paths.filter((p) => !existsSync(path.join(ROOT, p)))).toEqual([]);
+    // Every product folder is in the map (by itself or by one of its files).
+    expect(Object.keys(LAYERS).filter((folder) => !paths.some((p) => p.startsWith(`${folder}/`)))).toEqual([]);
     const globs = [...table.matchAll(/`(test\/[^`]*)\*([^`]*)`/g)];
     for (const g of globs)
       expect(readdirSync(path.join(ROOT, path.dirname(g[1]!))).some((f) => f.startsWith(path.basename(g[1]!)) && f.endsWith(g[2]!))).toBe(
         true,
       );
+  });
+
+  it('README.md stays short (at most 20 KB; the runs live in docs/benchmarks.md)', () => {
+    const bytes = readFileSync(path.join(ROOT, 'README.md')).length;
+    expect(bytes).toBeLessThanOrEqual(README_MAX_BYTES);
+  });
+
+  it('every docs/*.md opens with its title, then what it covers and who it is for (two lines)', () => {
+    const docs = readdirSync(path.join(ROOT, 'docs')).filter((d) => d.endsWith('.md'));
+    expect(docs.length).toBeGreaterThan(10);
+    expect(docs.flatMap((d) => docHeaderProblems(`docs/${d}`, readFileSync(path.join(ROOT, 'docs', d), 'utf8')))).toEqual([]);
+  });
+
+  it('the header rule bites: a doc without Covers/For lines is reported, one with them is not', () => {
+    expect(docHeaderProblems('docs/x.md', '# X\n\nSome prose.\nMore prose.\n')).toEqual([
+      "docs/x.md: line 3 does not say what it covers ('Covers: …')",
+      "docs/x.md: line 4 does not say who it is for ('For: …')",
+    ]);
+    expect(docHeaderProblems('docs/y.md', '# Y\n\nCovers: y.\nFor: readers.\n')).toEqual([]);
+  });
+
+  it('every relative link and every docs/<name>.md named in README.md, CHANGELOG.md and docs/ exists', () => {
+    const files = ['README.md', 'CHANGELOG.md', ...readdirSync(path.join(ROOT, 'docs')).map((d) => `docs/${d}`)];
+    expect(files.flatMap((f) => brokenLinks(f, readFileSync(path.join(ROOT, f), 'utf8')))).toEqual([]);
+  });
+
+  it('the link rule bites: a dead link and a dead docs/ name are reported, live ones and URLs are not', () => {
+    const exists = (p: string): boolean => ['docs/node.md', 'README.md'].includes(p);
+    const text = '[n](docs/node.md) [r](../README.md#x) [w](https://example.org/) docs/gone.md [g](docs/gone2.md)';
+    expect(brokenLinks('docs/a.md', text, exists)).toEqual([
+      'docs/a.md: links to docs/gone2.md, which does not exist',
+      'docs/a.md: names docs/gone.md, which does not exist',
+      'docs/a.md: names docs/gone2.md, which does not exist',
+    ]);
+  });
+
+  it("the README's CLI table names every jcp command, and only commands jcp --help lists", () => {
+    const commands = registeredCommands();
+    expect(commands.length).toBeGreaterThan(15);
+    expect(cliTableProblems(readFileSync(path.join(ROOT, 'README.md'), 'utf8'), commands)).toEqual([]);
+  });
+
+  it('the CLI table rule bites: a command that does not exist and a command left out are reported', () => {
+    const readme = '## The `jcp` command\n\n| `jcp node start` | x |\n| `jcp nosuch` | y |\n\n## Next\n| `jcp call` | z |\n';
+    expect(cliTableProblems(readme, ['node', 'call'])).toEqual([
+      'README.md: the CLI table names jcp nosuch, which jcp --help does not list',
+      'README.md: the CLI table leaves out jcp call',
+    ]);
   });
 
   it('no function in product folders, bench/ or scripts/ spans more than 100 lines (tests exempt)', () => {
