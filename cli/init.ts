@@ -221,7 +221,7 @@ async function discoverTools(name: string, ep: EndpointConfig): Promise<string[]
     if (tools === undefined)
       throw new CliError(
         'upstream-unreachable',
-        `--upstream ${name}: cannot list its tools: give the tools to grant with --actions ${name}=a,b`,
+        `--upstream ${name}: cannot list its tools: give the tools to grant with --actions ${name}=TOOL,TOOL…`,
       );
     const names = tools.map((t) => String(t['name']));
     if (names.length === 0)

@@ -179,7 +179,7 @@ describe('jcp init', () => {
     ]);
     const down = await runJcp(['init', 'q', '--upstream', 'a=http://127.0.0.1:9/mcp'], { cwd: work });
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/error \[upstream-unreachable\].*--actions a=/);
+    expect(down.stderr).toMatch(/error \[upstream-unreachable\].*--actions a=TOOL,TOOL/);
     expect(readdirSync(work).sort()).toEqual(['p']);
     for (const [args, why] of [
       [['--actions', 'x'], /--upstream is required/],
