@@ -4,13 +4,14 @@
  * through it and its receipt found in the node's log; a second init refused with nothing changed.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, describe, expect, test } from 'vitest';
 import { readChainFile } from '../../client/index.ts';
+import { jcpInvocation, shellWord } from '../../cli/internal.ts';
 import { grantId } from '../../core/index.ts';
 import { readKeyFile } from '../../node/index.ts';
 import { freePort, stopChild, track } from '../../testkit/index.ts';
@@ -193,5 +194,33 @@ describe('jcp init', () => {
       expect(u.stderr).toMatch(why);
     }
     expect(readdirSync(work).sort()).toEqual(['p']);
+  });
+});
+
+describe('jcp init / the command name as invoked', () => {
+  test('invocation / a jcp bin link on PATH prints jcp; one only in node_modules/.bin prints its absolute path; a script prints node and its path', () => {
+    const t = temp();
+    const script = path.join(t, 'pkg', 'bin', 'jcp.mjs');
+    mkdirSync(path.dirname(script), { recursive: true });
+    writeFileSync(script, '#!/usr/bin/env node\n');
+    chmodSync(script, 0o755);
+    const global = path.join(t, 'global-bin');
+    const local = path.join(t, 'proj', 'node_modules', '.bin');
+    const nodeDir = path.join(t, 'node-bin');
+    for (const d of [global, local, nodeDir]) mkdirSync(d, { recursive: true });
+    symlinkSync(script, path.join(global, 'jcp'));
+    symlinkSync(script, path.join(local, 'jcp'));
+    symlinkSync(process.execPath, path.join(nodeDir, 'node'));
+    const host = { command: process.execPath, args: [script] };
+    expect(jcpInvocation(path.join(global, 'jcp'), process.execPath, global)).toEqual({ shell: ['jcp'], host });
+    // npx puts node_modules/.bin on its own PATH: the user's shell will not find `jcp` there.
+    expect(jcpInvocation(path.join(local, 'jcp'), process.execPath, `${local}:${nodeDir}`)).toEqual({
+      shell: [path.join(local, 'jcp')],
+      host,
+    });
+    expect(jcpInvocation(script, process.execPath, nodeDir)).toEqual({ shell: ['node', script], host });
+    expect(jcpInvocation(script, process.execPath, global)).toEqual({ shell: [process.execPath, script], host });
+    expect(shellWord("/a b/it's")).toBe("'/a b/it'\\''s'");
+    expect(shellWord('/abs/node.json')).toBe('/abs/node.json');
   });
 });
