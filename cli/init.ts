@@ -90,10 +90,10 @@ export interface JcpInvocation {
   readonly host: { readonly command: string; readonly args: readonly string[] };
 }
 
-/** The absolute path `name` resolves to on `pathEnv`, skipping `node_modules/.bin` folders (npx puts them there for its run only). */
-function onPath(name: string, pathEnv: string): string | undefined {
+/** The absolute path `name` resolves to on `pathEnv`, skipping `node_modules/.bin` folders unless told (npx puts them there for its run only). */
+function onPath(name: string, pathEnv: string, skipNodeModules = true): string | undefined {
   for (const d of pathEnv.split(path.delimiter)) {
-    if (d === '' || !path.isAbsolute(d) || d.split(path.sep).join('/').endsWith('node_modules/.bin')) continue;
+    if (d === '' || !path.isAbsolute(d) || (skipNodeModules && d.split(path.sep).join('/').endsWith('node_modules/.bin'))) continue;
     const p = path.join(d, name);
     try {
       accessSync(p, constants.X_OK);
@@ -153,7 +153,8 @@ interface PlannedUpstream {
 
 /**
  * The `--upstream` flags as `resources[]` entries with absolute paths: a stdio command resolved
- * against this folder (a bare one found on PATH), `cwd` this folder. `trust_roots` is the issuer.
+ * against this folder (a bare one in the project's node_modules/.bin, as the node looks it up,
+ * else on PATH), `cwd` this folder. `trust_roots` is the issuer.
  * @throws UsageError for a malformed flag or name; CliError `command-not-found`.
  */
 function planUpstreams(specs: readonly string[], dir: string, issuer: string): PlannedUpstream[] {
@@ -173,7 +174,11 @@ function planUpstreams(specs: readonly string[], dir: string, issuer: string): P
       let command = ep.command;
       if (command.includes('/')) command = path.resolve(command);
       else {
-        const found = onPath(command, process.env['PATH'] ?? '');
+        // As the node resolves it (a bare name in the project's node_modules/.bin first), else on PATH.
+        const cfg = configFromJson({ resources: [{ name, endpoint: { command } }] });
+        const ep0 = cfg.resources[0]?.endpoint;
+        const local = ep0?.kind === 'mcp-stdio' && path.isAbsolute(ep0.command) ? ep0.command : undefined;
+        const found = local ?? onPath(command, process.env['PATH'] ?? '', false);
         if (found === undefined) throw new CliError('command-not-found', `--upstream ${name}: ${command} is not found on PATH`);
         command = found;
       }

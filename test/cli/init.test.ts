@@ -57,7 +57,7 @@ function stderrUntil(child: ChildProcess, text: string): Promise<string> {
   });
 }
 
-describe('jcp init', () => {
+describe('jcp init', { timeout: 150_000 }, () => {
   const children: ChildProcess[] = [];
   afterAll(async () => {
     for (const c of children) await stopChild(c);
@@ -154,7 +154,7 @@ describe('jcp init', () => {
     expect(readdirSync(dir)).toEqual(['b.chain.json']);
   });
 
-  test('init / --actions NAME=… per upstream, an unreachable upstream without --actions refused, usage errors', async () => {
+  test('init / --actions NAME=… per upstream; a bare command written absolute; an unreachable upstream without --actions, a missing command refused', async () => {
     const work = temp();
     const per = await runJcp(
       [
@@ -182,6 +182,29 @@ describe('jcp init', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/error \[upstream-unreachable\].*--actions a=TOOL,TOOL/);
     expect(readdirSync(work).sort()).toEqual(['p']);
+    // A bare command: found as the node finds it (the project's node_modules/.bin), written absolute.
+    // (npx vitest puts node_modules/.bin on PATH; a user's shell does not)
+    const PATH = (process.env['PATH'] ?? '')
+      .split(path.delimiter)
+      .filter((d) => !d.endsWith(`node_modules${path.sep}.bin`))
+      .join(path.delimiter);
+    const bare = await runJcp(['init', 'm', '--upstream', 'mem=mcp-server-memory', '--actions', 'read_graph'], {
+      cwd: work,
+      env: { PATH },
+    });
+    expect(bare.code, bare.stderr).toBe(0);
+    const ep = (
+      JSON.parse(readFileSync(path.join(work, 'm', 'node.json'), 'utf8')) as { resources: Array<{ endpoint: Record<string, unknown> }> }
+    ).resources[0]!.endpoint;
+    expect(ep).toEqual({ command: expect.stringMatching(/^\/.*node_modules\/\.bin\/mcp-server-memory$/), args: [], cwd: work });
+    const missing = await runJcp(['init', 'n', '--upstream', 'x=no-such-command-jcp-init', '--actions', 'a'], { cwd: work });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/error \[command-not-found\]: --upstream x: no-such-command-jcp-init is not found on PATH/);
+    expect(readdirSync(work).sort()).toEqual(['m', 'p']);
+  });
+
+  test('init / usage errors exit 2 and write nothing', async () => {
+    const work = temp();
     for (const [args, why] of [
       [['--actions', 'x'], /--upstream is required/],
       [['--upstream', 'a/b=http://127.0.0.1:9/mcp', '--actions', 'x'], /resource name/],
@@ -193,7 +216,7 @@ describe('jcp init', () => {
       expect(u.code, u.stderr).toBe(2);
       expect(u.stderr).toMatch(why);
     }
-    expect(readdirSync(work).sort()).toEqual(['p']);
+    expect(readdirSync(work)).toEqual([]);
   });
 });
 
