@@ -5,6 +5,7 @@ import type { Command } from './command.ts';
 export const COMMANDS: ReadonlyArray<{ name: string; load: () => Promise<Command> }> = [
   { name: 'conformance', load: async () => (await import('./conformance.ts')).command },
   { name: 'meter', load: async () => (await import('./meter.ts')).command },
+  { name: 'init', load: async () => (await import('./init.ts')).command },
   { name: 'node', load: async () => (await import('./node.ts')).command },
   { name: 'call', load: async () => (await import('./call.ts')).command },
   { name: 'bridge', load: async () => (await import('./bridge.ts')).command },

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
+  type Actor,
   amend,
   amendmentId,
   attenuate,
@@ -18,6 +19,7 @@ import {
   readGrant,
   type SignedAmendment,
   type SignedCheckpoint,
+  type SignedGrant,
   signGrant,
   signRevocation,
   type SteeringRefusal,
@@ -137,6 +139,37 @@ function loadable(g: Grant): void {
   }
 }
 
+/** What a root grant says (§4): its subject, resource, actions, budget (µJ), expiry and depth. */
+export interface RootGrantParams {
+  readonly subject: Grant['subject'];
+  readonly resource: Grant['capability']['resource'];
+  readonly actions: readonly string[];
+  readonly budgetUj: bigint;
+  /** Unix seconds; 0 = never. */
+  readonly expiryS: number;
+  /** Further hops permitted (§4.4); absent = unlimited. */
+  readonly delegateDepth?: number;
+}
+
+/**
+ * Signs a root grant (§4) as `issuer`, with a fresh random 16-byte nonce: what `jcp grant mint`
+ * and `jcp init` write as a one-link chain.
+ * @throws UsageError when the grant would not load back (§4 field limits, e.g. more than 256 actions).
+ */
+export function mintRoot(issuer: Actor, p: RootGrantParams): SignedGrant {
+  const g: Grant = {
+    issuer: issuer.did,
+    subject: p.subject,
+    capability: { resource: p.resource, actions: [...p.actions] },
+    budget_uj: p.budgetUj,
+    expiry: p.expiryS,
+    ...(p.delegateDepth !== undefined ? { delegate_depth: p.delegateDepth } : {}),
+    nonce: nonce(),
+  };
+  loadable(g);
+  return signGrant(g, issuer);
+}
+
 function mint(argv: string[]): number {
   const { values } = parse(
     argv,
@@ -154,17 +187,14 @@ function mint(argv: string[]): number {
   );
   const issuer = readKeyFile(need(values.key, '--key'));
   const depth = depthArg(values.depth);
-  const g: Grant = {
-    issuer: issuer.did,
+  const sg = mintRoot(issuer, {
     subject: didArg(need(values.subject, '--subject')),
-    capability: { resource: resourceArg(need(values.resource, '--resource')), actions: actionsArg(need(values.actions, '--actions')) },
-    budget_uj: ujArg(need(values.budget, '--budget'), '--budget'),
-    expiry: expiryArg(values.expiry ?? '0', nowS()),
-    ...(depth !== undefined ? { delegate_depth: depth } : {}),
-    nonce: nonce(),
-  };
-  loadable(g);
-  const sg = signGrant(g, issuer);
+    resource: resourceArg(need(values.resource, '--resource')),
+    actions: actionsArg(need(values.actions, '--actions')),
+    budgetUj: ujArg(need(values.budget, '--budget'), '--budget'),
+    expiryS: expiryArg(values.expiry ?? '0', nowS()),
+    ...(depth !== undefined ? { delegateDepth: depth } : {}),
+  });
   writeChainFile(need(values.out, '--out'), [sg]);
   process.stdout.write(`${grantId(sg.grant)}\n`);
   return 0;

@@ -9,3 +9,4 @@ export { readPolicyFile } from './standing.ts';
 export { readAmendmentFile, readCheckpointFile } from './steerfile.ts';
 export { command as keyCommand } from './key.ts';
 export { command as nodeCommand } from './node.ts';
+export { jcpInvocation, shellWord } from './init.ts';

@@ -35,6 +35,7 @@ export {
   type ResourceConfig,
   resourceIdOf,
   trustRootsOf,
+  upstreamResourcesJson,
 } from './config.ts';
 export {
   type Endpoint,
