@@ -5,6 +5,15 @@
  *
  * The budget comes from the caller, or from the signed channel grant the points store on the
  * stream (`StatementBus.readGrant`), which is checked against the id before it is believed.
+ *
+ * Membership: a statement is signed by its own `point`, so a signature proves only who wrote it,
+ * not that the writer is one of the channel's enforcement points. Anyone who can publish on the
+ * statement subjects could otherwise add a self-signed line under its own subject and inflate
+ * (or, as the proof's only "overdraft", fabricate) the total. Given the channel's members (the
+ * nodes its points run on: `cluster.channels[].points`, the nodes of a cluster state file, the
+ * nodes of a chaos run), a statement by any other key is refused `unknown-point` and listed in
+ * `refused`, never merged. Without a member list every verifying point counts and the audit says
+ * so (`membersSource: 'unknown'`).
  */
 import {
   ChannelLedger,
@@ -49,26 +58,50 @@ export interface ChannelAudit {
   readonly proofVerifies: boolean | undefined;
   /** Statements on the stream that failed verification: counted and shown, never merged. */
   readonly refused: readonly ReadRefusal[];
+  /** The channel's members the statements were checked against (sorted); undefined when unknown. */
+  readonly members: readonly Did[] | undefined;
+  /** Where the member list came from: the caller, or nowhere (every verifying point counted). */
+  readonly membersSource: 'given' | 'unknown';
+}
+
+/** Options of {@link auditChannel}. */
+export interface AuditOpts {
+  /** The grant's budget (µJ); overrides the budget read from the stored grant. */
+  readonly budgetUj?: Uj;
+  /**
+   * The channel's members (did:key of each point's steward). When given, a statement by any other
+   * key is refused `unknown-point` (§4.5 profile: only the channel's points settle).
+   */
+  readonly members?: Iterable<Did>;
 }
 
 /**
  * Merges `stored` statements of `grantId` (already read) into a ledger: malformed, misplaced,
- * forged or wrong-grant statements are refused and listed.
+ * forged, stale, regressing or wrong-grant statements are refused and listed, and so, when
+ * `members` is given, is every statement whose point is not a member (`unknown-point`).
  */
-export function mergeStatements(grantId: ContentId, stored: readonly StoredStatement[]): { ledger: ChannelLedger; refused: ReadRefusal[] } {
-  const ledger = new ChannelLedger(grantId);
+export function mergeStatements(
+  grantId: ContentId,
+  stored: readonly StoredStatement[],
+  members?: Iterable<Did>,
+): { ledger: ChannelLedger; refused: ReadRefusal[] } {
+  const ledger = new ChannelLedger(grantId, members === undefined ? {} : { points: members });
   const refused = admitStored(ledger, stored);
   return { ledger, refused };
 }
 
 /**
- * Audits the channel on `grantId` over `bus` (leader reads). `budgetUj` overrides the budget
- * read from the stored grant.
+ * Audits the channel on `grantId` over `bus` (leader reads). The third argument is the budget
+ * (µJ, overriding the one read from the stored grant) or {@link AuditOpts} (budget and members).
+ * @throws the bus's error when the stream cannot be read.
  */
-export async function auditChannel(bus: StatementBus, grantId: ContentId, budgetUj?: Uj): Promise<ChannelAudit> {
+export async function auditChannel(bus: StatementBus, grantId: ContentId, budgetOrOpts?: Uj | AuditOpts): Promise<ChannelAudit> {
+  const o: AuditOpts = typeof budgetOrOpts === 'bigint' ? { budgetUj: budgetOrOpts } : (budgetOrOpts ?? {});
+  const members = o.members === undefined ? undefined : [...new Set(o.members)].sort();
   const stored = await bus.readLatest(grantId);
-  const { ledger, refused } = mergeStatements(grantId, stored);
-  let budget = budgetUj;
+  const { ledger, refused } = mergeStatements(grantId, stored, members);
+  const membership = { members, membersSource: members === undefined ? ('unknown' as const) : ('given' as const) };
+  let budget = o.budgetUj;
   let budgetSource: ChannelAudit['budgetSource'] = budget === undefined ? 'unknown' : 'given';
   if (budget === undefined) {
     const bytes = await bus.readGrant(grantId);
@@ -100,6 +133,7 @@ export async function auditChannel(bus: StatementBus, grantId: ContentId, budget
       proof: undefined,
       proofVerifies: undefined,
       refused,
+      ...membership,
     };
   }
   const proof = ledger.overdraftProof(budget);
@@ -114,6 +148,7 @@ export async function auditChannel(bus: StatementBus, grantId: ContentId, budget
     proof,
     proofVerifies: v.ok,
     refused,
+    ...membership,
   };
 }
 
@@ -132,6 +167,8 @@ export function channelAuditJson(a: ChannelAudit): {
   points: Array<{ point: Did; spent_uj: string; seq: number }>;
   statements: Array<{ point: Did; seq: number; spent_uj: string; signature: string }>;
   refused: readonly ReadRefusal[];
+  members: readonly Did[] | null;
+  members_source: ChannelAudit['membersSource'];
 } {
   return {
     grant_id: a.grantId,
@@ -148,5 +185,7 @@ export function channelAuditJson(a: ChannelAudit): {
       signature: toHex(s.signature),
     })),
     refused: a.refused,
+    members: a.members ?? null,
+    members_source: a.membersSource,
   };
 }

@@ -4,7 +4,7 @@
  * settlement engine, the node's budget policy, and the audit. See docs/cluster.md.
  */
 export type { BusEvent, ChannelBus, RevocationFollow, StoredStatement } from './bus.ts';
-export { type ChannelAudit, auditChannel, channelAuditJson } from './audit.ts';
+export { type ChannelAudit, auditChannel, channelAuditJson, mergeStatements } from './audit.ts';
 export type { StatementBus } from './bus.ts';
 export { type ChannelSpec, type ChannelStats, Channels } from './channels.ts';
 export { RevocationStreamFeed, type RevocationSinkLike } from './feed.ts';

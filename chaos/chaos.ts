@@ -712,7 +712,9 @@ async function proveSpend(
   );
   let audit: ChannelAudit;
   try {
-    audit = await auditChannel(bus, c.rootId, c.budget);
+    // Only the run's nodes are the channel's points: a statement by any other key is refused.
+    const members = c.chains.map((_, i) => cluster.node(i).steward.did);
+    audit = await auditChannel(bus, c.rootId, { budgetUj: c.budget, members });
   } finally {
     await bus.close();
   }

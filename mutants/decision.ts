@@ -97,4 +97,13 @@ export default [
     replace: "return { verdict: 'allow', chainIds: ids, leaf, remainingUj: leaf.budget_uj - leafSpent };",
     classes: ['C5'],
   },
+  {
+    // A delegated grant presented without its chain (a lone grant that names a parent) decided
+    // as if it were a root: its ancestors' signatures, revocations and budgets never checked.
+    id: 'decision-lone-delegated-as-root',
+    file: 'core/decision.ts',
+    find: 'if (chain.length === 1 && only.grant.parent === undefined) return decideDirect(req, state, only);',
+    replace: 'if (chain.length === 1) return decideDirect(req, state, only);',
+    classes: ['C7'],
+  },
 ] satisfies Mutant[];

@@ -58,6 +58,14 @@ const mutants: Mutant[] = [
     replace: 'if (event.event_class.length !== p.event_class.length) {',
     classes: ['C20'],
   },
+  {
+    // The wrong event class fires the policy when the event carries no event id (an optional field).
+    id: 'standing-event-class-only-with-event-id',
+    file: 'core/standing.ts',
+    find: 'if (event.event_class !== p.event_class) {',
+    replace: 'if (event.event_class !== p.event_class && event.event_id !== undefined) {',
+    classes: ['C20'],
+  },
   // node/standing.ts: the server and its durable mint ledger
   {
     id: 'standing-server-ledger-not-replayed',

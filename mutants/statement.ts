@@ -138,9 +138,8 @@ export default [
   {
     id: 'audit-forged-merged',
     file: 'channel/audit.ts',
-    find: '  const ledger = new ChannelLedger(grantId);\n  const refused = admitStored(ledger, stored);',
-    replace:
-      '  const ledger = new ChannelLedger(grantId);\n  const refused = admitStored(ledger, stored).filter((r) => r.code !== "forged");',
+    find: '  const refused = admitStored(ledger, stored);\n  return { ledger, refused };',
+    replace: '  const refused = admitStored(ledger, stored).filter((r) => r.code !== "forged");\n  return { ledger, refused };',
     classes: ['C17'],
   },
   {

@@ -3,6 +3,14 @@
  * stream order, then new ones as they arrive. An ordered consumer (`deliver_policy: all`): the
  * client recreates it after a gap, a missed heartbeat or a reconnect, resuming after the last
  * delivered stream sequence, so nothing is lost or delivered twice within one follow.
+ *
+ * The pull requests behind it are short (`pullExpiresMs`, default 5 s) with an idle heartbeat
+ * (`heartbeatMs`, default 1 s): a pull request that never reaches the consumer (seen across a
+ * NATS gateway right after the consumer is made: the follower then waits, hears no heartbeat, and
+ * is caught up on nothing) is noticed after two missed heartbeats and pulled again. With the
+ * client's defaults (30 s pulls, 15 s heartbeats) the same loss held the stream's next message
+ * back for about 30 s — "revocation 0 did not reach c2 within 30000 ms" in the regions bench —
+ * and for as long as no later message arrived to show the gap.
  */
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { checkSubject } from './names.ts';
@@ -28,9 +36,18 @@ export interface FollowOpts {
   readonly filter?: string;
   /** Messages pulled per batch. Default 256. */
   readonly batch?: number;
+  /** How long one pull request lives on the server (ms, ≥ 1,000). Default 5,000. */
+  readonly pullExpiresMs?: number;
+  /** The consumer's idle heartbeat (ms, 500..30,000; two missed ones re-pull). Default 1,000. */
+  readonly heartbeatMs?: number;
   /** Consumer status changes: `reset` (recreated after a gap or reconnect) and `heartbeats-missed`. */
   readonly onStatus?: (s: { readonly type: 'reset' | 'heartbeats-missed'; readonly detail: string }) => void;
 }
+
+/** Default lifetime of one pull request (ms). */
+export const PULL_EXPIRES_MS = 5_000;
+/** Default idle heartbeat of the follow's pulls (ms): a lost pull is re-sent after two missed ones. */
+export const HEARTBEAT_MS = 1_000;
 
 /**
  * Follows `stream` from its first message, calling `onMessage` with each in stream order; a
@@ -60,7 +77,11 @@ export async function followFromStart(
     deliver_policy: DeliverPolicy.All,
     ...(filter !== undefined ? { filter_subjects: filter } : {}),
   });
-  const messages = await consumer.consume({ max_messages: opts.batch ?? 256 });
+  const messages = await consumer.consume({
+    max_messages: opts.batch ?? 256,
+    expires: opts.pullExpiresMs ?? PULL_EXPIRES_MS,
+    idle_heartbeat: opts.heartbeatMs ?? HEARTBEAT_MS,
+  });
   void (async () => {
     for await (const s of messages.status()) {
       if (s.type === 'ordered_consumer_recreated' || s.type === 'reset') {

@@ -42,6 +42,10 @@ export const C7: ConformanceClass = {
     t.eq(check([root, k.forged(mid), leaf]), 'bad-signature@1', 'a forged middle link is refused');
     t.eq(check([root, mid, k.handChild(mid, { budget_uj: 601n }, k.carol)]), 'attenuation-violation@2', 'an amplifying hop is refused');
     t.eq(verdict(decide(k.request([root, mid, otherLeaf]), k.state()), true), 'chain-broken@2', 'the decision denies a spliced chain');
+    // A delegated grant presented alone (it names a parent, its ancestors are missing) is not a
+    // root: deciding it directly would skip every ancestor's signature, revocation and budget.
+    t.eq(verdict(decide(k.request([leaf]), k.state()), true), 'chain-broken@0', 'the decision denies a lone delegated grant (no chain)');
+    t.eq(verdict(decide(k.request([mid]), k.state()), true), 'chain-broken@0', 'and a lone middle link');
 
     // Siblings share the root (the decision, over a ledger debited with each allow's chainIds; the
     // node's own debits are checked in liveChain): together they cannot exceed the root budget.
@@ -108,10 +112,16 @@ async function liveChain(k: Kit, t: Parameters<ConformanceClass['run']>[0]): Pro
     ] as const) {
       t.eq((await live.call(k.dave, { chain })).verdict, 'chain-broken', `node: ${label} is chain-broken`);
     }
+    for (const [label, chain] of [
+      ['a lone leaf that names a parent (no chain)', [a]],
+      ['a lone middle link that names a parent', [mid]],
+    ] as const) {
+      t.eq((await live.call(k.dave, { chain })).verdict, 'chain-broken', `node: ${label} is chain-broken`);
+    }
     t.eq(
       spent(),
       ids.map(() => 0n),
-      'node: no spliced chain debited any link',
+      'node: no spliced or parentless-delegated chain debited any link',
     );
 
     const first = await live.call(k.dave, { chain: [root, mid, a], costUj: 350n });

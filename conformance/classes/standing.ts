@@ -185,6 +185,19 @@ function checkPolicyAuthoring(t: Checker, { rng, owner, trigger, worker, hook, s
     StandingRefusals.WRONG_SIGNER,
     'a policy altered after signing is refused',
   );
+  // The wrong event class is refused whatever optional fields the event carries or lacks (§4.6:
+  // the class alone decides; the event id is for logs and replays, never a reason to skip it).
+  const otherClass = eventClassOf('billing', 'opened');
+  for (const [label, event] of [
+    ['with no event id', { event_class: otherClass }],
+    ['with an event id', { event_class: otherClass, event_id: contentId({ event: 'billing-1' }) }],
+  ] as const) {
+    t.eq(
+      code(fire(policy, standing, EMPTY_MINT_LEDGER, event, { subject: worker.did, nonce: rng(16) }, trigger)),
+      StandingRefusals.WRONG_EVENT_CLASS,
+      `an event of the wrong class ${label} does not fire the policy`,
+    );
+  }
   t.eq(
     code(fire(policy, standing, EMPTY_MINT_LEDGER, { event_class: hook }, { subject: worker.did, nonce: rng(16) }, owner)),
     StandingRefusals.NOT_HOLDER,
