@@ -97,7 +97,13 @@ describe('sealed denies a caller causes at will', () => {
 describe('the record policy for revocations and amendments', () => {
   test('strict (default): a stranger’s revocation of its own grant is refused issuer-refused over jcp/1 and from the feed, never kept; the trust root’s is', async () => {
     let sink: RevocationSink | undefined;
-    const feed = { name: 'test-feed', start: async (s: RevocationSink) => void (sink = s), stop: async () => undefined };
+    const feed = {
+      name: 'test-feed',
+      start: async (s: RevocationSink) => {
+        sink = s;
+      },
+      stop: async () => undefined,
+    };
     const node = await liveNode(
       { resources: guarded, snapshot: snapshotOff },
       { clockS: () => clock, revocationFeeds: [feed as never] },
@@ -174,7 +180,13 @@ describe('the record policy for revocations and amendments', () => {
 
   test('a stranger’s amendment of its own grant is refused issuer-refused over jcp/1 and from the feed, and counted', async () => {
     let sink: RevocationSink | undefined;
-    const feed = { name: 'test-feed', start: async (s: RevocationSink) => void (sink = s), stop: async () => undefined };
+    const feed = {
+      name: 'test-feed',
+      start: async (s: RevocationSink) => {
+        sink = s;
+      },
+      stop: async () => undefined,
+    };
     const node = await liveNode(
       { resources: guarded, snapshot: snapshotOff },
       { clockS: () => clock, revocationFeeds: [feed as never] },
