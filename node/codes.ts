@@ -51,8 +51,9 @@ export const NodeErrorCodes = {
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
   /**
-   * The peer address sent too many requests that failed before a decision, or bad-signature
-   * requests (config `abuse`): refused unread, no receipt; retry later (node/ratelimit.ts).
+   * The peer address sent too many requests that failed before a decision, bad-signature or
+   * untrusted-root requests, or all peers together sent too many of the latter two (config
+   * `abuse`, `abuse.deny_burst`): refused, no receipt; retry later (node/ratelimit.ts).
    */
   RATE_LIMITED: 'rate-limited',
 } as const;
