@@ -84,6 +84,7 @@ export {
   type SignedRevocation,
   signedRevocationToCbor,
   signRevocation,
+  verifyRevocation,
 } from './revocation.ts';
 export {
   advanceKeyState,

@@ -192,7 +192,8 @@ export class AmendmentStore {
    * steered grant — and resolves once it is persisted.
    * Rejections: the §4.7 codes of `verifyAmendment` (`wrong-grant`, `not-agent`,
    * `wrong-checkpoint`, `self-steering`, `not-issuer`, `widening`), `bad-signature` (the steered
-   * grant), `already-amended`.
+   * grant), `already-amended`; and whatever `admit` returns: called once the pair verified and
+   * before anything is applied (the record policy's rate charge, node/issuerpolicy.ts).
    * @throws whatever the persist callback throws (the log failed).
    */
   async submit(
@@ -200,6 +201,7 @@ export class AmendmentStore {
     cp: SignedCheckpoint,
     sa: SignedAmendment,
     ledger: LedgerView,
+    admit?: () => AmendmentRejection | undefined,
   ): Promise<Result<WireAmended, AmendmentRejection>> {
     if (!verifyGrantSignature(grant)) {
       return err({ code: AmendmentRefusals.BAD_SIGNATURE, why: 'the steered grant does not verify under its issuer' });
@@ -216,6 +218,8 @@ export class AmendmentStore {
         why: `grant ${steeredId} was already steered here by amendment ${before.amendmentId}`,
       });
     }
+    const refused = admit?.();
+    if (refused !== undefined) return err(refused);
     const steeredSpentUj = ledger.spent(steeredId);
     const applied = this.#apply(steeredId, grant, sa, steeredSpentUj);
     const body = recordBody(grant, cp, sa, applied);

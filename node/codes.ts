@@ -29,6 +29,18 @@ export const NodeErrorCodes = {
   REVOCATION_REFUSED: 'revocation-refused',
   /** An amendment was not admitted (§4.7): the message names the refusal (`not-issuer: …`, `widening: …`, `already-amended: …`). */
   AMENDMENT_REFUSED: 'amendment-refused',
+  /**
+   * An amendment or revocation whose issuer is outside the node's record policy (config
+   * `abuse.record_policy`, node/issuerpolicy.ts): not a trust root of a served resource, not an
+   * issuer of a grant the node decided, not in `abuse.record_issuers`. Not stored, not relayed.
+   */
+  ISSUER_REFUSED: 'issuer-refused',
+  /**
+   * An amendment or revocation over a record limit (node/issuerpolicy.ts): larger than
+   * `abuse.record_max_bytes`, its issuer's bucket empty (`abuse.record_burst`), or the revocation
+   * set at `abuse.max_revocations`. Not stored, not relayed; retry later.
+   */
+  RECORD_LIMIT: 'record-limit',
   /** The receipt could not be made durable; nothing was replied as decided. */
   LOG_FAILED: 'log-failed',
   /**
@@ -39,8 +51,9 @@ export const NodeErrorCodes = {
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
   /**
-   * The peer address sent too many requests that failed before a decision, or bad-signature
-   * requests (config `abuse`): refused unread, no receipt; retry later (node/ratelimit.ts).
+   * The peer address sent too many requests that failed before a decision, bad-signature or
+   * untrusted-root requests, or all peers together sent too many of the latter two (config
+   * `abuse`, `abuse.deny_burst`): refused, no receipt; retry later (node/ratelimit.ts).
    */
   RATE_LIMITED: 'rate-limited',
 } as const;

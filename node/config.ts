@@ -83,6 +83,37 @@ export interface AbuseConfig {
   readonly refillPerS: number;
   /** Most peers tracked at once. */
   readonly maxPeers: number;
+  /**
+   * `abuse.deny_burst`: the global bucket of sealed denies a caller can cause at will
+   * (`untrusted-root`, any deny on a chain no trust root issued, `bad-signature`), shared by all
+   * peers (0 = no global limit). Such a deny also takes one of the peer's tokens.
+   */
+  readonly denyBurst: number;
+  /** `abuse.deny_refill_per_s`: tokens the global deny bucket gets back per second. */
+  readonly denyRefillPerS: number;
+  /**
+   * `abuse.max_revocations`: most revocations kept (admitted plus waiting). At the bound, new
+   * revocations are refused `record-limit` unless their issuer is a trust root of a served
+   * resource or an issuer of a grant the node has decided; none is ever evicted.
+   */
+  readonly maxRevocations: number;
+  /**
+   * `abuse.record_policy`: `strict` (default) keeps and relays amendments and revocations only
+   * from a trust root of a served resource, an issuer of a grant this node decided, or an issuer
+   * in `record_issuers`; others are refused `issuer-refused`. `open` takes any issuer (still
+   * bounded by size, rate and `max_revocations`).
+   */
+  readonly recordPolicy: 'strict' | 'open';
+  /** `abuse.record_issuers`: did:keys whose records are always kept (besides trust roots and decided issuers). */
+  readonly recordIssuers: readonly Did[];
+  /** `abuse.record_max_bytes`: largest amendment or revocation message taken (bytes, det-CBOR). */
+  readonly recordMaxBytes: number;
+  /** `abuse.record_burst`: records one issuer may have taken in a burst (0 = no per-issuer rate limit). */
+  readonly recordBurst: number;
+  /** `abuse.record_refill_per_s`: records per second one issuer gets back. */
+  readonly recordRefillPerS: number;
+  /** `abuse.max_issuers`: most issuers tracked (decided issuers remembered, rate buckets). */
+  readonly maxIssuers: number;
 }
 
 /** The node's whole configuration, with defaults applied. */
@@ -251,6 +282,13 @@ export const CONFIG_DEFAULTS = {
   abuseBurst: 200,
   abuseRefillPerS: 20,
   abuseMaxPeers: 65_536,
+  abuseDenyBurst: 1000,
+  abuseDenyRefillPerS: 100,
+  abuseMaxRevocations: 100_000,
+  abuseRecordMaxBytes: 65_536,
+  abuseRecordBurst: 20,
+  abuseRecordRefillPerS: 1,
+  abuseMaxIssuers: 65_536,
   logSizeAlarmBytes: 0,
   frameCap: 1 << 20,
   readTimeoutMs: 10_000,
@@ -470,6 +508,32 @@ type Limits = Pick<
 >;
 
 /**
+ * Reads the sealed-deny, revocation and record-policy limits of the `abuse` section (docs/node.md
+ * "Abuse limits"), with the defaults of {@link CONFIG_DEFAULTS}.
+ * @throws NodeFault `config-invalid` naming the field.
+ */
+function readRecordLimits(abuse: Record<string, unknown>): Omit<AbuseConfig, 'burst' | 'refillPerS' | 'maxPeers'> {
+  const policy = abuse['record_policy'] ?? 'strict';
+  if (policy !== 'strict' && policy !== 'open') fail('abuse.record_policy', "expected 'strict' or 'open'");
+  const issuers = abuse['record_issuers'] ?? [];
+  if (!Array.isArray(issuers)) fail('abuse.record_issuers', 'expected an array of did:key');
+  return {
+    denyBurst: int(abuse['deny_burst'], 'abuse.deny_burst', 0, 10_000_000, CONFIG_DEFAULTS.abuseDenyBurst),
+    denyRefillPerS: int(abuse['deny_refill_per_s'], 'abuse.deny_refill_per_s', 0, 10_000_000, CONFIG_DEFAULTS.abuseDenyRefillPerS),
+    maxRevocations: int(abuse['max_revocations'], 'abuse.max_revocations', 1, 100_000_000, CONFIG_DEFAULTS.abuseMaxRevocations),
+    recordPolicy: policy,
+    recordIssuers: issuers.map((d: unknown, i: number) => {
+      if (!isDid(d)) fail(`abuse.record_issuers[${i}]`, 'not a valid Ed25519 did:key');
+      return d as Did;
+    }),
+    recordMaxBytes: int(abuse['record_max_bytes'], 'abuse.record_max_bytes', 256, 64 << 20, CONFIG_DEFAULTS.abuseRecordMaxBytes),
+    recordBurst: int(abuse['record_burst'], 'abuse.record_burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseRecordBurst),
+    recordRefillPerS: int(abuse['record_refill_per_s'], 'abuse.record_refill_per_s', 0, 1_000_000, CONFIG_DEFAULTS.abuseRecordRefillPerS),
+    maxIssuers: int(abuse['max_issuers'], 'abuse.max_issuers', 1, 10_000_000, CONFIG_DEFAULTS.abuseMaxIssuers),
+  };
+}
+
+/**
  * Reads the limits of a node config (`o` the top level; `snap`, `abuse`, `log` its sections), in the
  * order {@link configFromJson} always checked them, with the defaults of {@link CONFIG_DEFAULTS}.
  * @throws NodeFault `config-invalid` naming the first field out of its range.
@@ -498,6 +562,7 @@ function readLimits(
       burst: int(abuse['burst'], 'abuse.burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseBurst),
       refillPerS: int(abuse['refill_per_s'], 'abuse.refill_per_s', 0, 1_000_000, CONFIG_DEFAULTS.abuseRefillPerS),
       maxPeers: int(abuse['max_peers'], 'abuse.max_peers', 1, 10_000_000, CONFIG_DEFAULTS.abuseMaxPeers),
+      ...readRecordLimits(abuse),
     },
     logSizeAlarmBytes: int(
       o['log_size_alarm_bytes'],
@@ -560,7 +625,20 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
   const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
-  const abuse = obj(o['abuse'] ?? {}, 'abuse', ['burst', 'refill_per_s', 'max_peers']);
+  const abuse = obj(o['abuse'] ?? {}, 'abuse', [
+    'burst',
+    'refill_per_s',
+    'max_peers',
+    'deny_burst',
+    'deny_refill_per_s',
+    'max_revocations',
+    'record_policy',
+    'record_issuers',
+    'record_max_bytes',
+    'record_burst',
+    'record_refill_per_s',
+    'max_issuers',
+  ]);
   const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     fail('log_level', 'expected fatal|error|warn|info|debug|trace|silent');

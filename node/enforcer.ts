@@ -90,6 +90,7 @@ import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { TimedRequestIndex } from './requestindex.ts';
 import type { PeerLimiter } from './ratelimit.ts';
+import type { IssuerPolicy, RecordRefusal } from './issuerpolicy.ts';
 import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
 import type { WorkerPool } from './workers.ts';
@@ -149,6 +150,15 @@ export interface EnforcerDeps {
   readonly budgetPolicy?: BudgetPolicy | undefined;
   /** Abuse limits per peer address (node/ratelimit.ts); undefined = none. */
   readonly limiter?: PeerLimiter | undefined;
+  /**
+   * The global bucket of sealed denies a caller can cause at will (config `abuse.deny_burst`,
+   * `abuse.deny_refill_per_s`; one key, `''`): a request whose chain root no trust root of the
+   * resource issued, or whose caller signature fails, takes a token here and one of its peer's;
+   * past either it gets `rate-limited` and no receipt. Undefined = no global limit.
+   */
+  readonly denyLimiter?: PeerLimiter | undefined;
+  /** Which issuers' amendments a node keeps and relays (node/issuerpolicy.ts); undefined = any. */
+  readonly issuerPolicy?: IssuerPolicy | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
   readonly onFatal: (e: Error) => void;
   /**
@@ -234,6 +244,28 @@ export class Enforcer {
     if (limiter.take(peer)) return reply;
     this.#d.metrics.rateLimited.inc();
     return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
+  }
+
+  /**
+   * Takes one token of `peer`'s bucket and one of the global deny bucket for a deny the caller
+   * causes at will; false (nothing taken) when either is empty.
+   */
+  #takeDeny(peer: string): boolean {
+    const peers = this.#d.limiter;
+    const all = this.#d.denyLimiter;
+    if (peers !== undefined && !peers.admits(peer)) return false;
+    if (all !== undefined && !all.admits('')) return false;
+    peers?.take(peer);
+    all?.take('');
+    return true;
+  }
+
+  #denyLimited(peer: string): Uint8Array {
+    this.#d.metrics.rateLimited.inc();
+    return this.#error(
+      NodeErrorCodes.RATE_LIMITED,
+      `too many failed, bad-signature or untrusted-root requests from ${peer} (or from all peers); retry later`,
+    );
   }
 
   /** The code of each error reply body this enforcer made (to charge the peer's bucket). */
@@ -368,16 +400,20 @@ export class Enforcer {
   ): Promise<Uint8Array> {
     let release = true;
     try {
+      // A chain whose root no trust root of the resource issued is denied whatever else it
+      // carries (§7): a deny its caller causes at will, so it takes a token of the peer and of
+      // the global deny bucket before any signature work, and none left means no receipt.
+      const root = req.chain[0]?.grant.issuer;
+      const trusted = root !== undefined && this.#d.trust.allows(req.frame.resource, root);
+      if (!trusted && !this.#takeDeny(peer)) return this.#denyLimited(peer);
       const signed = wireRequestSigningBytesOf(body, req);
       const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
-      // A refused impersonation is sealed (evidence), and costs the peer a token (abuse limits).
+      // A refused impersonation is sealed (evidence, §11), and costs the peer a token (abuse limits).
       // The token is taken here, once the check is done, not when the message arrived: requests
       // pipelined or sent on many connections all pass the entry check before any of them is
       // charged, so a peer already out of tokens gets `rate-limited` and no receipt.
-      if (!sigOk && this.#d.limiter !== undefined && !this.#d.limiter.take(peer)) {
-        this.#d.metrics.rateLimited.inc();
-        return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
-      }
+      if (!sigOk && trusted && !this.#takeDeny(peer)) return this.#denyLimited(peer);
+      if (sigOk && trusted) this.#d.issuerPolicy?.noteDecided(req.chain.map((sg) => sg.grant.issuer));
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
@@ -582,7 +618,8 @@ export class Enforcer {
       return this.#error(NodeErrorCodes.LOG_FAILED, `the revocation could not be made durable: ${(e as Error).message}`);
     }
     if (!r.ok) {
-      return this.#error(r.error.code === 'busy' ? NodeErrorCodes.BUSY : NodeErrorCodes.REVOCATION_REFUSED, r.error.why);
+      const code = r.error.code === 'busy' ? NodeErrorCodes.BUSY : r.error.code;
+      return this.#error(code, r.error.why);
     }
     this.#d.logger.info({ grant_id: r.value.grantId, admitted: r.value.admitted }, 'revocation recorded');
     await Promise.all((this.#d.revocationOutlets ?? []).map((o) => this.#propagate(o, sr)));
@@ -597,11 +634,34 @@ export class Enforcer {
    * store refuses `unknown-message`.
    * @throws when the record cannot be made durable (the node then stops).
    */
-  async applyAmendment(grant: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment): Promise<Result<WireAmended, AmendmentRejection>> {
+  async applyAmendment(
+    grant: SignedGrant,
+    cp: SignedCheckpoint,
+    sa: SignedAmendment,
+    source: 'wire' | 'cluster' = 'cluster',
+  ): Promise<Result<WireAmended, AmendmentRejection>> {
     const store = this.#d.amendments;
     if (store === undefined) return err({ code: NodeErrorCodes.UNKNOWN_MESSAGE, why: "this node does not take 'amend' messages" });
+    // The record policy (node/issuerpolicy.ts): the steered grant's issuer signs the amendment.
+    const policy = this.#d.issuerPolicy;
+    const issuer = grant.grant.issuer;
+    const refused = (r: RecordRefusal): AmendmentRejection => {
+      this.#d.metrics.recordsRefused.inc({ kind: 'amendment', source, reason: r.reason });
+      return { code: r.reason === 'issuer' ? NodeErrorCodes.ISSUER_REFUSED : NodeErrorCodes.RECORD_LIMIT, why: r.why };
+    };
+    if (policy !== undefined) {
+      const r = policy.refuses(issuer, encodeWireMessage({ kind: 'amend', grant, checkpoint: cp, amendment: sa }).length);
+      if (r !== undefined) return err(refused(r));
+    }
+    const admit =
+      policy === undefined
+        ? undefined
+        : () => {
+            const r = policy.charge(issuer);
+            return r === undefined ? undefined : refused(r);
+          };
     try {
-      const r = await store.submit(grant, cp, sa, this.#state.ledger);
+      const r = await store.submit(grant, cp, sa, this.#state.ledger, admit);
       if (r.ok) {
         this.#d.logger.info(
           {
@@ -625,11 +685,16 @@ export class Enforcer {
     if (this.#d.amendments === undefined) return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, "this node does not take 'amend' messages");
     let r: Result<WireAmended, AmendmentRejection>;
     try {
-      r = await this.applyAmendment(grant, cp, sa);
+      r = await this.applyAmendment(grant, cp, sa, 'wire');
     } catch (e) {
       return this.#error(NodeErrorCodes.LOG_FAILED, `the amendment could not be made durable: ${(e as Error).message}`);
     }
-    if (!r.ok) return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
+    if (!r.ok) {
+      if (r.error.code === NodeErrorCodes.ISSUER_REFUSED || r.error.code === NodeErrorCodes.RECORD_LIMIT) {
+        return this.#error(r.error.code, r.error.why);
+      }
+      return this.#error(NodeErrorCodes.AMENDMENT_REFUSED, `${r.error.code}: ${r.error.why}`);
+    }
     const message = encodeWireMessage({ kind: 'amend', grant, checkpoint: cp, amendment: sa });
     await Promise.all((this.#d.amendmentOutlets ?? []).map((o) => this.#handOnAmendment(o, r.value.grant_id, message)));
     return encodeWireMessage({ kind: 'amended', amended: r.value });

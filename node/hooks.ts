@@ -36,8 +36,12 @@ export interface BudgetPolicy {
 
 /** Why a submitted revocation was not taken. */
 export interface RevocationRejection {
-  /** `revocation-refused` (authority fails) or `busy` (too many revocations waiting for their grant). */
-  readonly code: 'revocation-refused' | 'busy';
+  /**
+   * `revocation-refused` (authority fails), `busy` (too many revocations waiting for their grant),
+   * `issuer-refused` (the revoker is outside the record policy) or `record-limit` (size, the
+   * revoker's rate, or the revocation set at its bound): node/issuerpolicy.ts.
+   */
+  readonly code: 'revocation-refused' | 'busy' | 'issuer-refused' | 'record-limit';
   readonly why: string;
 }
 

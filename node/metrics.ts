@@ -141,6 +141,13 @@ export class NodeMetrics {
     help: 'Messages refused rate-limited: the peer address sent too many failing or bad-signature requests',
     registers: [this.registry],
   });
+  /** Amendments and revocations refused by the record policy (node/issuerpolicy.ts), by kind and reason. */
+  readonly recordsRefused = new Counter({
+    name: 'jcp_records_refused_total',
+    help: 'Amendments and revocations not kept nor relayed, by kind (amendment, revocation), source (wire, cluster) and reason (issuer, size, rate, full)',
+    labelNames: ['kind', 'source', 'reason'] as const,
+    registers: [this.registry],
+  });
   /** Endpoint call outcomes. */
   readonly endpointCalls = new Counter({
     name: 'jcp_endpoint_calls_total',

@@ -36,6 +36,7 @@ import type { WitnessedCheckpoint } from './witnessing.ts';
 import type { MerkleTree } from '../core/index.ts';
 import type { Did } from '../core/index.ts';
 import { PeerLimiter } from './ratelimit.ts';
+import { IssuerPolicy } from './issuerpolicy.ts';
 import { type MeterProbe, type NodeMeter, provenanceCeiling } from './pricing.ts';
 import { type BootProblem, readAccepted, recordAccepted, unaccepted } from './accepted.ts';
 import { type HeadCheck, ReceiptLog } from './receiptlog.ts';
@@ -264,6 +265,9 @@ interface BootParts {
   /** The node clock, unix seconds. */
   readonly clockS: () => number;
   readonly logger: Logger;
+  /** The record policy for amendments and revocations (node/issuerpolicy.ts). */
+  readonly policy: IssuerPolicy;
+  readonly metrics: NodeMetrics;
 }
 
 /**
@@ -308,7 +312,11 @@ async function recoverLog(b: BootParts): Promise<Recovered> {
     });
     await replayPool?.close();
     replayPool = undefined;
-    const revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes));
+    const revocations = new RevocationStore((id, bytes) => log.putRevocation(id, bytes), {
+      maxRevocations: cfg.abuse.maxRevocations,
+      policy: b.policy,
+      onRefused: (source, why) => b.metrics.recordsRefused.inc({ kind: 'revocation', source, reason: why.reason }),
+    });
     const rev = revocations.load(await log.revocations());
     // After the replay: a record re-applies the carry it names (the steered spend cannot change).
     const amendments = new AmendmentStore(steward, (id, bytes) => log.putAmendment(id, bytes));
@@ -449,6 +457,8 @@ function makeEnforcer(
       f.publishAmendment !== undefined ? [{ name: f.name, publish: (id: ContentId, m: Uint8Array) => f.publishAmendment!(id, m) }] : [],
     ),
     limiter: new PeerLimiter(cfg.abuse, clockS),
+    denyLimiter: new PeerLimiter({ burst: cfg.abuse.denyBurst, refillPerS: cfg.abuse.denyRefillPerS, maxPeers: 1 }, clockS),
+    issuerPolicy: b.policy,
     revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
       f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],
     ),
@@ -609,7 +619,13 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   });
   const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
   // The request index keeps ids by time: `max_skew_s` plus the margin (node/requestindex.ts).
-  const b: BootParts = { cfg, opts, log, steward, pool, windowS: cfg.maxSkewS + cfg.requestIndexMarginS, clockS, logger };
+  const policy = new IssuerPolicy(
+    cfg.abuse,
+    cfg.resources.flatMap((r) => r.trustRoots ?? []),
+    clockS,
+    cfg.resources.some((r) => r.trustRoots === undefined),
+  );
+  const b: BootParts = { cfg, opts, log, steward, pool, windowS: cfg.maxSkewS + cfg.requestIndexMarginS, clockS, logger, policy, metrics };
   const recovered = await recoverLog(b);
   const { replay, revocations, amendments, boot, witnessCheck, tiles } = recovered;
   reportBoot(boot, metrics, logger);
@@ -655,7 +671,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
     metricsServer = bound.metrics?.server;
     // Feeds bring revocations to the store and amendments (§4.7) to the enforcer, which applies them against its ledger.
     const sink = {
-      submit: (sr: SignedRevocation, g?: Grant) => revocations.submit(sr, g),
+      submit: (sr: SignedRevocation, g?: Grant) => revocations.submit(sr, g, 'cluster'),
       amend: (g: SignedGrant, cp: SignedCheckpoint, sa: SignedAmendment) => enforcer.applyAmendment(g, cp, sa),
     };
     for (const f of opts.revocationFeeds ?? []) await f.start(sink);

@@ -2,7 +2,8 @@
  * Abuse limits per peer address: a token bucket per remote IP address, charged one
  * token by every request of that peer that fails before a decision (an error reply: malformed,
  * non-canonical, schema, clock skew, unknown resource, bad payload, refused revocation, …) and
- * by every `bad-signature` deny. A peer whose bucket is empty gets `rate-limited` before its
+ * by every `bad-signature` deny and every deny on a chain whose root no trust root issued
+ * (`untrusted-root`; those two also draw on a global bucket, the enforcer's `denyLimiter`). A peer whose bucket is empty gets `rate-limited` before its
  * message is decoded, so it makes the node write no receipt and do no signature work; the bucket
  * refills at `refill_per_s` tokens per second up to `burst`. Well-formed, well-signed requests
  * cost nothing, and peers are independent: one peer's garbage never slows another's calls.

@@ -32,8 +32,31 @@ import {
   type SignedRevocation,
   signedRevocationToCbor,
   verifyBody,
+  verifyRevocation,
 } from '../core/index.ts';
 import type { RevocationRejection, RevocationSink } from './hooks.ts';
+import type { IssuerPolicy, RecordRefusal } from './issuerpolicy.ts';
+
+/** Where a revocation came from: a jcp/1 message, or the cluster's stream (a feed). */
+export type RecordSource = 'wire' | 'cluster';
+
+/** Options of {@link RevocationStore}. */
+export interface RevocationStoreOptions {
+  /** Most revocations waiting for their grant (default 10,000). */
+  readonly maxPending?: number;
+  /** Most grants remembered to check later revocations against (default 100,000). */
+  readonly maxKnownGrants?: number;
+  /**
+   * Most revocations kept, admitted plus waiting (config `abuse.max_revocations`; default
+   * 100,000). At the bound a new one is refused `record-limit` unless the policy vouches for its
+   * revoker (a trust root, an issuer of a decided grant, a listed issuer); none is evicted.
+   */
+  readonly maxRevocations?: number;
+  /** The record policy (node/issuerpolicy.ts); undefined = every issuer, no size or rate limit. */
+  readonly policy?: IssuerPolicy | undefined;
+  /** Told of every refusal by the policy or the bound (for `jcp_records_refused_total`). */
+  readonly onRefused?: ((source: RecordSource, r: RecordRefusal) => void) | undefined;
+}
 
 /** Distinct signers whose revocations may wait for one unseen grant. */
 export const MAX_WAITING_PER_GRANT = 8;
@@ -66,13 +89,25 @@ export class RevocationStore implements RevocationSink {
   readonly #persist: PersistRevocation;
   readonly #maxPending: number;
   readonly #maxKnown: number;
+  readonly #maxKept: number;
+  readonly #policy: IssuerPolicy | undefined;
+  readonly #onRefused: RevocationStoreOptions['onRefused'];
+  #admittedCount = 0;
   /** Waiters of {@link taken}: grant id → resolvers. */
   readonly #takenWaiters = new Map<ContentId, Array<() => void>>();
 
-  constructor(persist: PersistRevocation, opts: { maxPending?: number; maxKnownGrants?: number } = {}) {
+  constructor(persist: PersistRevocation, opts: RevocationStoreOptions = {}) {
     this.#persist = persist;
     this.#maxPending = opts.maxPending ?? 10_000;
     this.#maxKnown = opts.maxKnownGrants ?? 100_000;
+    this.#maxKept = opts.maxRevocations ?? 100_000;
+    this.#policy = opts.policy;
+    this.#onRefused = opts.onRefused;
+  }
+
+  /** Revocations admitted (in force). */
+  get admittedCount(): number {
+    return this.#admittedCount;
   }
 
   /** True when a revocation of `id` has been admitted (§4.3). */
@@ -122,6 +157,7 @@ export class RevocationStore implements RevocationSink {
           // Only the issuer's revocation is admitted; strangers' are dropped (§4.3).
           const byIssuer = waiting.get(sg.grant.issuer);
           if (byIssuer !== undefined && this.set.admit(byIssuer, sg.grant).ok) {
+            this.#admittedCount++;
             void this.#persist(id, revocationRecord(byIssuer, sg.grant)).catch(() => undefined);
           }
         }
@@ -152,23 +188,62 @@ export class RevocationStore implements RevocationSink {
     for (const f of list) f();
   }
 
-  /** Verifies, records and persists a revocation (§4.3); see {@link RevocationSink.submit}. */
-  async submit(sr: SignedRevocation, presented?: Grant): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
-    const r = await this.#submit(sr, presented);
+  /**
+   * Verifies, records and persists a revocation (§4.3); see {@link RevocationSink.submit}. With a
+   * policy, the revoker must pass it (`issuer-refused`, `record-limit` for size or rate) and, at
+   * `maxRevocations`, be vouched for (`record-limit`); `source` labels the refusal.
+   */
+  async submit(
+    sr: SignedRevocation,
+    presented?: Grant,
+    source: RecordSource = 'wire',
+  ): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
+    const r = await this.#submit(sr, presented, source);
     if (r.ok) this.#notifyTaken(r.value.grantId);
     return r;
   }
 
-  async #submit(sr: SignedRevocation, presented?: Grant): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
+  /** The policy's refusal of `sr` before its authority is checked (policy, size, bound), counted. */
+  #refusal(sr: SignedRevocation, source: RecordSource): RecordRefusal | undefined {
+    const by = sr.body.revoked_by;
+    let r = this.#policy?.refuses(by, revocationRecord(sr).length);
+    if (r === undefined && this.#admittedCount + this.#pendingCount >= this.#maxKept && this.#policy?.vouched(by) !== true) {
+      r = {
+        reason: 'full',
+        why: `the node keeps at most ${this.#maxKept} revocations (abuse.max_revocations) and does not vouch for ${by}`,
+      };
+    }
+    if (r !== undefined) this.#onRefused?.(source, r);
+    return r;
+  }
+
+  /** The policy's charge of the revoker's bucket for a verified revocation, counted when refused. */
+  #charged(sr: SignedRevocation, source: RecordSource): RecordRefusal | undefined {
+    const r = this.#policy?.charge(sr.body.revoked_by);
+    if (r !== undefined) this.#onRefused?.(source, r);
+    return r;
+  }
+
+  async #submit(
+    sr: SignedRevocation,
+    presented: Grant | undefined,
+    source: RecordSource,
+  ): Promise<Result<{ grantId: ContentId; admitted: boolean }, RevocationRejection>> {
     const id = sr.body.grant_id;
     if (this.set.has(id)) return ok({ grantId: id, admitted: true });
     if (presented !== undefined && grantId(presented) !== id) {
       return err({ code: 'revocation-refused', why: 'wrong-grant: the grant sent with the revocation is not the one it revokes' });
     }
+    const refused = this.#refusal(sr, source);
+    if (refused !== undefined) return err({ code: refused.reason === 'issuer' ? 'issuer-refused' : 'record-limit', why: refused.why });
     const grant = this.#known.get(id) ?? presented;
     if (grant !== undefined) {
-      const r = this.set.admit(sr, grant);
-      if (!r.ok) return err({ code: 'revocation-refused', why: `${r.error.code}: ${r.error.why}` });
+      const v = verifyRevocation(sr, grant);
+      if (!v.ok) return err({ code: 'revocation-refused', why: `${v.error.code}: ${v.error.why}` });
+      const limited = this.#charged(sr, source);
+      if (limited !== undefined) return err({ code: 'record-limit', why: limited.why });
+      this.set.admit(sr, grant);
+      this.#admittedCount++;
       if (this.#known.size < this.#maxKnown && !this.#known.has(id)) this.#known.set(id, grant);
       this.#dropWaiting(id);
       await this.#persist(id, revocationRecord(sr, grant));
@@ -177,6 +252,8 @@ export class RevocationStore implements RevocationSink {
     if (!verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {
       return err({ code: 'revocation-refused', why: 'bad-signature: the revocation signature does not verify under revoked_by' });
     }
+    const limited = this.#charged(sr, source);
+    if (limited !== undefined) return err({ code: 'record-limit', why: limited.why });
     if (this.#wait(sr) === 'full') {
       return err({
         code: 'busy',
@@ -201,6 +278,7 @@ export class RevocationStore implements RevocationSink {
           const grant = readGrant(o['grant'], 'revocation_record.grant');
           if (this.set.admit(sr, grant).ok) {
             admitted++;
+            this.#admittedCount++;
             if (this.#known.size < this.#maxKnown) this.#known.set(grantId(grant), grant);
           } else bad++;
         } else if (verifyBody({ body: revocationToCbor(sr.body), signature: sr.signature }, sr.body.revoked_by)) {

@@ -34,6 +34,27 @@ function refused(fn: () => unknown): { code: string; where: string | undefined }
 }
 
 describe('config', () => {
+  test('abuse: the deny bucket, revocation bound and record policy default, and bad values are refused naming the field', () => {
+    const c = configFromJson({}, {}, t.dir);
+    expect(c.abuse).toMatchObject({
+      denyBurst: CONFIG_DEFAULTS.abuseDenyBurst,
+      denyRefillPerS: CONFIG_DEFAULTS.abuseDenyRefillPerS,
+      maxRevocations: CONFIG_DEFAULTS.abuseMaxRevocations,
+      recordPolicy: 'strict',
+      recordIssuers: [],
+      recordMaxBytes: CONFIG_DEFAULTS.abuseRecordMaxBytes,
+    });
+    expect(configFromJson({ abuse: { record_issuers: [alice.did], record_policy: 'open' } }, {}, t.dir).abuse).toMatchObject({
+      recordPolicy: 'open',
+      recordIssuers: [alice.did],
+    });
+    expect(refusal({ abuse: { record_policy: 'lax' } })).toEqual({ code: 'config-invalid', where: 'abuse.record_policy' });
+    expect(refusal({ abuse: { record_issuers: ['did:key:zNope'] } })).toEqual({ code: 'config-invalid', where: 'abuse.record_issuers[0]' });
+    expect(refusal({ abuse: { max_revocations: 0 } })).toEqual({ code: 'config-invalid', where: 'abuse.max_revocations' });
+    expect(refusal({ abuse: { deny_burst: -1 } })).toEqual({ code: 'config-invalid', where: 'abuse.deny_burst' });
+    expect(refusal({ abuse: { record_max_bytes: 10 } })).toEqual({ code: 'config-invalid', where: 'abuse.record_max_bytes' });
+  });
+
   test('defaults apply to an empty config', () => {
     const c = configFromJson({}, {}, t.dir);
     expect(c.listen).toEqual({ host: '127.0.0.1', port: 7400 });
