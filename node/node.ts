@@ -593,6 +593,21 @@ function logListening(cfg: NodeConfig, steward: Actor, port: number, metricsPort
 }
 
 /**
+ * The record policy for amendments and revocations (node/issuerpolicy.ts; docs/node.md "Amendments and
+ * revocations: the record policy"): the trust roots of every served resource are vouched for; a resource with no trust
+ * roots leaves the node open to any issuer (size, rate and `abuse.max_revocations` still apply).
+ */
+function issuerPolicyOf(cfg: NodeConfig, clockS: () => number): IssuerPolicy {
+  const roots = cfg.resources.flatMap((r) => r.trustRoots ?? []);
+  return new IssuerPolicy(
+    cfg.abuse,
+    roots,
+    clockS,
+    cfg.resources.some((r) => r.trustRoots === undefined),
+  );
+}
+
+/**
  * Starts a node from its config. Refuses to start with a typed {@link NodeFault}: `key-file-invalid`,
  * `log-missing`, `log-corrupt`, `log-steward-mismatch`, `config-invalid` (meter section, or a data_dir that cannot be created).
  * The steps, in order: TLS files read, steward, meter, receipt log opened, boot recovery
@@ -619,12 +634,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   });
   const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
   // The request index keeps ids by time: `max_skew_s` plus the margin (node/requestindex.ts).
-  const policy = new IssuerPolicy(
-    cfg.abuse,
-    cfg.resources.flatMap((r) => r.trustRoots ?? []),
-    clockS,
-    cfg.resources.some((r) => r.trustRoots === undefined),
-  );
+  const policy = issuerPolicyOf(cfg, clockS);
   const b: BootParts = { cfg, opts, log, steward, pool, windowS: cfg.maxSkewS + cfg.requestIndexMarginS, clockS, logger, policy, metrics };
   const recovered = await recoverLog(b);
   const { replay, revocations, amendments, boot, witnessCheck, tiles } = recovered;

@@ -1,5 +1,5 @@
 /**
- * Hold under attack (issue 25): denies a caller causes at will (a self-minted root grant:
+ * Hold under attack: denies a caller causes at will (a self-minted root grant:
  * `untrusted-root`) draw on the peer's bucket and a global one, past either `rate-limited` and no
  * receipt; amendments and revocations are kept only from issuers the record policy vouches for
  * (`issuer-refused`), within a size, a rate per issuer and a bound on the revocation set
