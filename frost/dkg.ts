@@ -18,16 +18,7 @@ import { bytesEqual, concat, err, ok, type Result, type Rng, utf8 } from '../cor
 import { curve } from './curve.ts';
 import { type Culprit, fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 import { isCanonicalScalar } from './sign.ts';
-import {
-  checkThreshold,
-  Fn,
-  idHex,
-  nobleRng,
-  type PublicPackage,
-  type ShareSecret,
-  suite,
-  type Threshold,
-} from './group.ts';
+import { checkThreshold, Fn, idHex, nobleRng, type PublicPackage, type ShareSecret, suite, type Threshold } from './group.ts';
 
 /** A participant's public round-1 broadcast: its VSS commitment and proof of knowledge of `a0`. */
 export interface Round1Package {
@@ -141,7 +132,8 @@ export function checkRound1(p: Round1Package, t: Threshold): Result<void, FrostF
     err(fault(FrostErrorCodes.BAD_COMMITMENT, `round-1 package from ${p.identifier}: ${why}`, [{ identifier: p.identifier }]));
   if (!checkIdentifier(p.identifier, t)) return blame(`identifier outside 1..${t.max}`);
   if (p.commitment.length !== t.min) return blame(`${p.commitment.length} commitments, expected ${t.min}`);
-  if (!p.commitment.every((c) => curve.isElement(c))) return blame('a commitment is not a valid element (identity, torsion or non-canonical)');
+  if (!p.commitment.every((c) => curve.isElement(c)))
+    return blame('a commitment is not a valid element (identity, torsion or non-canonical)');
   if (!(p.proof instanceof Uint8Array) || p.proof.length !== 64) return blame('proof of knowledge is not 64 bytes');
   const R = p.proof.slice(0, 32);
   if (!curve.isElement(R)) return blame('proof of knowledge R is not a valid element');
@@ -244,7 +236,7 @@ export function dkgRound3(
 
 /** Best-effort erasure of an abandoned session's polynomial (noble `DKG.clean`). */
 export function dkgAbandon(state: DkgState): void {
-  state.round2?.shares.forEach((v) => v.fill(0));
+  for (const v of state.round2?.shares.values() ?? []) v.fill(0);
   delete state.round2;
   try {
     suite.DKG.clean(state.secret);

@@ -28,7 +28,6 @@ export interface SigningPackage {
   readonly commitments: readonly SigningCommitment[];
 }
 
-
 const CONTEXT = 'FROST-ED25519-SHA512-v1';
 const DST = { rho: utf8(`${CONTEXT}rho`), nonce: utf8(`${CONTEXT}nonce`), msg: utf8(`${CONTEXT}msg`), com: utf8(`${CONTEXT}com`) };
 /** The group order L, little-endian. */
@@ -262,8 +261,7 @@ export function aggregate(
     return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, `aggregation failed: ${n} signers, ${shares.size} shares`, []));
   }
   const { bad, prepared } = checkShares(pub, pkg, shares);
-  if (bad.length || !prepared)
-    return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));
+  if (bad.length || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));
   let z: Uint8Array = new Uint8Array(32);
   for (const c of pkg.commitments) z = curve.scalarAdd(z, shares.get(c.identifier)!);
   const sig = concat(prepared.R, z);
