@@ -183,9 +183,16 @@ function evalPoly(coeffs: readonly bigint[], x: bigint): bigint {
  * True when `share` (sent by `sender` to `recipient`) matches the sender's VSS commitment
  * (RFC 9591 App. C.2 `vss_verify`, via noble's `validateSecret`).
  */
-export function checkRound2Share(recipient: number, t: Threshold, sender: Round1Package, share: Uint8Array): boolean {
+export function checkRound2Share(
+  recipient: number,
+  t: Threshold,
+  sender: Round1Package,
+  share: Uint8Array,
+  /** Internal: the commitment was already decoded (round 2 checked this very package). */
+  decoded = false,
+): boolean {
   if (!isCanonicalScalar(share) || sender.commitment.length !== t.min) return false;
-  if (!sender.commitment.every((c) => curve.isElement(c))) return false;
+  if (!decoded && !sender.commitment.every((c) => curve.isElement(c))) return false;
   return bytesEqual(curve.baseMul(share), evalCommitment(sender.commitment, recipient));
 }
 
@@ -212,7 +219,7 @@ export function dkgRound3(
   }
   const culprits: Culprit[] = [];
   for (const o of r2.packages) {
-    if (!checkRound2Share(state.identifier, t, o, received.get(o.identifier)!)) culprits.push({ identifier: o.identifier });
+    if (!checkRound2Share(state.identifier, t, o, received.get(o.identifier)!, true)) culprits.push({ identifier: o.identifier });
   }
   if (culprits.length)
     return err(fault(FrostErrorCodes.INCONSISTENT_SHARE, 'share(s) inconsistent with the sender’s commitment', culprits));
