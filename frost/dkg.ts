@@ -6,29 +6,19 @@
  * 2. {@link dkgRound2}: check everyone's round-1 package, compute one share `f_me(j)` per peer.
  * 3. {@link dkgRound3}: check every received share against its sender's commitment, sum them.
  *
- * The arithmetic is noble's `ed25519_FROST.DKG`. What this module adds is blame: noble stops at
- * the first bad proof or share with an anonymous error, so on failure each package and share is
- * checked on its own and the fault names every sender who misbehaved. Pure: no I/O, no clock;
+ * Round 1 draws the polynomial with noble's `ed25519_FROST.DKG.round1`; rounds 2 and 3 (the proof,
+ * share and commitment checks, where the time goes) are written here over the group operations of
+ * `curve.ts` (libsodium by default, noble as the reference). Each package and share is checked on
+ * its own, so a fault names every sender who misbehaved. Pure: no I/O, no clock;
  * randomness is an argument. Nothing here encrypts or authenticates: that is the actor's job.
  */
-import { ed25519 } from '@noble/curves/ed25519.js';
 import type { DKG_Secret } from '@noble/curves/abstract/frost.js';
 import { sha512 } from '@noble/hashes/sha2.js';
-import { concat, err, ok, type Result, type Rng, utf8 } from '../core/index.ts';
+import { bytesEqual, concat, err, ok, type Result, type Rng, utf8 } from '../core/index.ts';
+import { curve } from './curve.ts';
 import { type Culprit, fault, FrostErrorCodes, type FrostFault } from './errors.ts';
-import {
-  checkThreshold,
-  decodeElement,
-  Fn,
-  fromNoblePublic,
-  idHex,
-  nobleRng,
-  idNumber,
-  type PublicPackage,
-  type ShareSecret,
-  suite,
-  type Threshold,
-} from './group.ts';
+import { isCanonicalScalar } from './sign.ts';
+import { checkThreshold, Fn, idHex, nobleRng, type PublicPackage, type ShareSecret, suite, type Threshold } from './group.ts';
 
 /** A participant's public round-1 broadcast: its VSS commitment and proof of knowledge of `a0`. */
 export interface Round1Package {
@@ -44,16 +34,14 @@ export interface DkgState {
   readonly identifier: number;
   readonly threshold: Threshold;
   readonly secret: DKG_Secret;
+  /** Set by round 2: the round-1 packages it checked (copied) and the shares it computed. */
+  round2?: { readonly packages: readonly Round1Package[]; readonly shares: Map<number, Uint8Array> };
 }
 
 /** What a finished DKG leaves with one participant. */
 export interface DkgResult {
   readonly public: PublicPackage;
   readonly secret: ShareSecret;
-}
-
-function toNobleRound1(p: Round1Package) {
-  return { identifier: idHex(p.identifier), commitment: [...p.commitment], proofOfKnowledge: p.proof };
 }
 
 function checkIdentifier(id: number, t: Threshold): boolean {
@@ -100,11 +88,39 @@ export function dkgStateFromCoefficients(identifier: number, t: Threshold, coeff
 const HDKG_DST = utf8('FROST-ED25519-SHA512-v1dkg');
 
 /** The proof-of-knowledge challenge: H_dkg(id ‖ a0·G ‖ R), SHA-512 little-endian mod L. */
-function pokChallenge(identifier: number, phi: Uint8Array, r: Uint8Array): bigint {
-  const h = sha512(concat(HDKG_DST, Fn.toBytes(BigInt(identifier)), phi, r));
-  let n = 0n;
-  for (let i = h.length - 1; i >= 0; i--) n = (n << 8n) | BigInt(h[i]!);
-  return Fn.create(n);
+function pokChallenge(identifier: number, phi: Uint8Array, r: Uint8Array): Uint8Array {
+  return curve.scalarReduce64(sha512(concat(HDKG_DST, Fn.toBytes(BigInt(identifier)), phi, r)));
+}
+
+/** Σ_j commitment[j] · i^j (RFC 9591 App. C.2 `vss_verify`'s right-hand side), valid elements only. */
+export function evalCommitment(commitment: readonly Uint8Array[], i: number): Uint8Array {
+  let acc = commitment[0]!;
+  let pow = 1n;
+  const x = BigInt(i);
+  for (let j = 1; j < commitment.length; j++) {
+    pow = Fn.mul(pow, x);
+    acc = curve.add(acc, curve.mul(commitment[j]!, Fn.toBytes(pow)));
+  }
+  return acc;
+}
+
+function copyPackage(p: Round1Package): Round1Package {
+  return { identifier: p.identifier, commitment: p.commitment.map((c) => c.slice()), proof: p.proof.slice() };
+}
+
+function samePackages(a: readonly Round1Package[], b: readonly Round1Package[]): boolean {
+  const key = (l: readonly Round1Package[]) => [...l].sort((x, y) => x.identifier - y.identifier);
+  const [x, y] = [key(a), key(b)];
+  return (
+    x.length === y.length &&
+    x.every(
+      (p, i) =>
+        p.identifier === y[i]!.identifier &&
+        bytesEqual(p.proof, y[i]!.proof) &&
+        p.commitment.length === y[i]!.commitment.length &&
+        p.commitment.every((c, j) => bytesEqual(c, y[i]!.commitment[j]!)),
+    )
+  );
 }
 
 /**
@@ -116,21 +132,16 @@ export function checkRound1(p: Round1Package, t: Threshold): Result<void, FrostF
     err(fault(FrostErrorCodes.BAD_COMMITMENT, `round-1 package from ${p.identifier}: ${why}`, [{ identifier: p.identifier }]));
   if (!checkIdentifier(p.identifier, t)) return blame(`identifier outside 1..${t.max}`);
   if (p.commitment.length !== t.min) return blame(`${p.commitment.length} commitments, expected ${t.min}`);
-  const points = p.commitment.map(decodeElement);
-  if (points.some((x) => x === undefined)) return blame('a commitment is not a valid element (identity, torsion or non-canonical)');
+  if (!p.commitment.every((c) => curve.isElement(c)))
+    return blame('a commitment is not a valid element (identity, torsion or non-canonical)');
   if (!(p.proof instanceof Uint8Array) || p.proof.length !== 64) return blame('proof of knowledge is not 64 bytes');
-  const R = decodeElement(p.proof.subarray(0, 32));
-  if (!R) return blame('proof of knowledge R is not a valid element');
-  let z: bigint;
-  try {
-    z = Fn.fromBytes(p.proof.subarray(32));
-  } catch {
-    return blame('proof of knowledge μ is not a canonical scalar');
-  }
-  const phi = points[0]!;
-  const c = pokChallenge(p.identifier, p.commitment[0]!, p.proof.subarray(0, 32));
-  const lhs = ed25519.Point.BASE.multiplyUnsafe(z).subtract(phi.multiplyUnsafe(c));
-  if (!lhs.equals(R)) return blame('invalid proof of knowledge');
+  const R = p.proof.slice(0, 32);
+  if (!curve.isElement(R)) return blame('proof of knowledge R is not a valid element');
+  const z = p.proof.slice(32);
+  if (!isCanonicalScalar(z)) return blame('proof of knowledge μ is not a canonical scalar');
+  const c = pokChallenge(p.identifier, p.commitment[0]!, R);
+  const lhs = curve.sub(curve.baseMul(z), curve.mul(p.commitment[0]!, c));
+  if (!bytesEqual(lhs, R)) return blame('invalid proof of knowledge');
   return ok(undefined);
 }
 
@@ -145,34 +156,44 @@ export function dkgRound2(state: DkgState, others: readonly Round1Package[]): Re
   if (others.length !== t.max - 1 || new Set([...ids, state.identifier]).size !== t.max) {
     return err(fault(FrostErrorCodes.BAD_PARAMS, `round 2 needs one package from each of the ${t.max - 1} other participants`));
   }
-  let res: Record<string, { signingShare: Uint8Array }>;
-  try {
-    res = suite.DKG.round2(state.secret, others.map(toNobleRound1));
-  } catch (e) {
-    const culprits: Culprit[] = [];
-    for (const o of others) if (!checkRound1(o, t).ok) culprits.push({ identifier: o.identifier });
-    const why = culprits.length ? 'invalid round-1 package(s)' : `round 2 failed: ${(e as Error).message}`;
-    return err(fault(FrostErrorCodes.BAD_COMMITMENT, why, culprits));
+  if (state.round2) {
+    if (!samePackages(state.round2.packages, others)) {
+      return err(fault(FrostErrorCodes.BAD_COMMITMENT, 'round-1 packages differ from the ones round 2 already checked'));
+    }
+    return ok(new Map([...state.round2.shares].map(([k, v]) => [k, v.slice()])));
   }
+  if (!state.secret.coefficients) return err(fault(FrostErrorCodes.BAD_PARAMS, 'this DKG state is finished or abandoned'));
+  const culprits: Culprit[] = [];
+  for (const o of others) if (!checkRound1(o, t).ok) culprits.push({ identifier: o.identifier });
+  if (culprits.length) return err(fault(FrostErrorCodes.BAD_COMMITMENT, 'invalid round-1 package(s)', culprits));
   const out = new Map<number, Uint8Array>();
-  for (const o of others) out.set(o.identifier, res[idHex(o.identifier)]!.signingShare);
+  for (const o of others) out.set(o.identifier, Fn.toBytes(evalPoly(state.secret.coefficients, BigInt(o.identifier))));
+  state.round2 = { packages: others.map(copyPackage), shares: new Map([...out].map(([k, v]) => [k, v.slice()])) };
   return ok(out);
+}
+
+/** `f(x)` by Horner's rule in the scalar field. */
+function evalPoly(coeffs: readonly bigint[], x: bigint): bigint {
+  let acc = Fn.ZERO;
+  for (let j = coeffs.length - 1; j >= 0; j--) acc = Fn.add(Fn.mul(acc, x), coeffs[j]!);
+  return acc;
 }
 
 /**
  * True when `share` (sent by `sender` to `recipient`) matches the sender's VSS commitment
  * (RFC 9591 App. C.2 `vss_verify`, via noble's `validateSecret`).
  */
-export function checkRound2Share(recipient: number, t: Threshold, sender: Round1Package, share: Uint8Array): boolean {
-  try {
-    suite.validateSecret(
-      { identifier: idHex(recipient), signingShare: share },
-      { signers: { min: t.min, max: t.max }, commitments: [...sender.commitment], verifyingShares: {} },
-    );
-    return true;
-  } catch {
-    return false;
-  }
+export function checkRound2Share(
+  recipient: number,
+  t: Threshold,
+  sender: Round1Package,
+  share: Uint8Array,
+  /** Internal: the commitment was already decoded (round 2 checked this very package). */
+  decoded = false,
+): boolean {
+  if (!isCanonicalScalar(share) || sender.commitment.length !== t.min) return false;
+  if (!decoded && !sender.commitment.every((c) => curve.isElement(c))) return false;
+  return bytesEqual(curve.baseMul(share), evalCommitment(sender.commitment, recipient));
 }
 
 /**
@@ -190,31 +211,44 @@ export function dkgRound3(
   if (missing.length || received.size !== others.length) {
     return err(fault(FrostErrorCodes.PARTICIPANT_LOST, 'round 3 lacks a share from some participants', missing));
   }
-  let key: ReturnType<typeof suite.DKG.round3>;
-  try {
-    key = suite.DKG.round3(
-      state.secret,
-      others.map(toNobleRound1),
-      others.map((o) => ({ identifier: idHex(o.identifier), signingShare: received.get(o.identifier)! })),
-    );
-  } catch (e) {
-    const culprits: Culprit[] = [];
-    for (const o of others) {
-      if (!checkRound2Share(state.identifier, t, o, received.get(o.identifier)!)) culprits.push({ identifier: o.identifier });
-    }
-    if (culprits.length)
-      return err(fault(FrostErrorCodes.INCONSISTENT_SHARE, 'share(s) inconsistent with the sender’s commitment', culprits));
-    return err(fault(FrostErrorCodes.BAD_COMMITMENT, `round 3 failed: ${(e as Error).message}`));
+  const r2 = state.round2;
+  const coeffs = state.secret.coefficients;
+  if (!r2 || !coeffs) return err(fault(FrostErrorCodes.BAD_PARAMS, 'round 3 before round 2, or on a finished DKG state'));
+  if (!samePackages(r2.packages, others)) {
+    return err(fault(FrostErrorCodes.BAD_COMMITMENT, 'round-1 packages differ from the ones round 2 checked'));
   }
-  const secret: ShareSecret = { identifier: idNumber(key.secret.identifier), signingShare: key.secret.signingShare };
-  return ok({ public: fromNoblePublic(key.public), secret });
+  const culprits: Culprit[] = [];
+  for (const o of r2.packages) {
+    if (!checkRound2Share(state.identifier, t, o, received.get(o.identifier)!, true)) culprits.push({ identifier: o.identifier });
+  }
+  if (culprits.length)
+    return err(fault(FrostErrorCodes.INCONSISTENT_SHARE, 'share(s) inconsistent with the sender’s commitment', culprits));
+  const own = state.secret.commitment;
+  if (own.length !== t.min || !own.every((c) => curve.isElement(c))) {
+    return err(fault(FrostErrorCodes.BAD_COMMITMENT, 'own round-1 commitment is not valid'));
+  }
+  const ownShare = Fn.toBytes(evalPoly(coeffs, BigInt(state.identifier)));
+  if (!bytesEqual(curve.baseMul(ownShare), evalCommitment(own, state.identifier))) {
+    return err(fault(FrostErrorCodes.BAD_COMMITMENT, 'own share does not match own commitment'));
+  }
+  let signingShare = ownShare;
+  for (const o of r2.packages) signingShare = curve.scalarAdd(signingShare, received.get(o.identifier)!);
+  const commitments = own.map((c, j) => r2.packages.reduce((acc, o) => curve.add(acc, o.commitment[j]!), c));
+  if (!curve.isElement(commitments[0]!)) return err(fault(FrostErrorCodes.BAD_COMMITMENT, 'the group key is not a valid element'));
+  const verifyingShares = Array.from({ length: t.max }, (_, i) => evalCommitment(commitments, i + 1));
+  dkgAbandon(state);
+  const secret: ShareSecret = { identifier: state.identifier, signingShare };
+  return ok({ public: { min: t.min, max: t.max, commitments, verifyingShares }, secret });
 }
 
 /** Best-effort erasure of an abandoned session's polynomial (noble `DKG.clean`). */
 export function dkgAbandon(state: DkgState): void {
+  for (const v of state.round2?.shares.values() ?? []) v.fill(0);
+  delete state.round2;
   try {
     suite.DKG.clean(state.secret);
   } catch {
     // already finished or cleaned
   }
+  delete (state.secret as { coefficients?: bigint[] }).coefficients;
 }

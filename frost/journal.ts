@@ -21,7 +21,7 @@
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
-import type { Nonces } from '@noble/curves/abstract/frost.js';
+import type { Nonces } from './sign.ts';
 import {
   asBytes,
   asEnum,

@@ -1,33 +1,25 @@
 /**
  * Threshold signing as pure rounds (RFC 9591 §5): commit, check the signing package, sign a
- * share, verify every share, aggregate. The arithmetic is noble's `ed25519_FROST`; this module
- * adds the checks a participant and a coordinator must make around it, with faults that name
- * the misbehaving identifiers.
+ * share, verify every share, aggregate. The rounds are written here (RFC 9591 §4, §5, §6.1
+ * FROST(Ed25519, SHA-512)) over the group operations of `curve.ts` (libsodium by default,
+ * `@noble/curves` as the reference), with the checks a participant and a coordinator must make
+ * around them and faults that name the misbehaving identifiers.
  *
- * Each nonce pair is used once: {@link signShare} zeroes it (noble does), and a zeroed pair is
+ * Each nonce pair is used once: {@link signShare} zeroes it, and a zeroed pair is
  * refused. Keeping that promise across crashes is the nonce journal's job (`journal.ts`).
  * Pure: randomness is an argument; no I/O, no clock.
  */
-import type { Nonces } from '@noble/curves/abstract/frost.js';
-import { bytesEqual, err, ok, parseDid, type Result, type Rng, verify } from '../core/index.ts';
+import { sha512 } from '@noble/hashes/sha2.js';
+import { bytesEqual, concat, err, ok, parseDid, type Result, type Rng, utf8, verify } from '../core/index.ts';
+import { curve } from './curve.ts';
 import { type Culprit, fault, FrostErrorCodes, type FrostFault } from './errors.ts';
-import {
-  decodeElement,
-  Fn,
-  groupDid,
-  IDENTITY_ENCODING,
-  idHex,
-  nobleRng,
-  idNumber,
-  type PublicPackage,
-  type ShareSecret,
-  type SigningCommitment,
-  suite,
-  toNobleCommitments,
-  toNoblePublic,
-} from './group.ts';
+import { groupDid, IDENTITY_ENCODING, type PublicPackage, type ShareSecret, type SigningCommitment, suite } from './group.ts';
 
-export type { Nonces };
+/** A signer's secret round-one nonces (RFC 9591 §5.1): two 32-byte little-endian scalars. */
+export interface Nonces {
+  readonly hiding: Uint8Array;
+  readonly binding: Uint8Array;
+}
 
 /** What a coordinator sends to each chosen signer (RFC 9591 §5.2 inputs). */
 export interface SigningPackage {
@@ -36,14 +28,105 @@ export interface SigningPackage {
   readonly commitments: readonly SigningCommitment[];
 }
 
+const CONTEXT = 'FROST-ED25519-SHA512-v1';
+const DST = { rho: utf8(`${CONTEXT}rho`), nonce: utf8(`${CONTEXT}nonce`), msg: utf8(`${CONTEXT}msg`), com: utf8(`${CONTEXT}com`) };
+/** The group order L, little-endian. */
+const L_BYTES = Uint8Array.from(Buffer.from('edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010', 'hex'));
+
+/** True when `s` is 32 bytes encoding an integer below L (RFC 9591 §3.1 DeserializeScalar). */
+export function isCanonicalScalar(s: Uint8Array): boolean {
+  if (!(s instanceof Uint8Array) || s.length !== 32) return false;
+  for (let i = 31; i >= 0; i--) {
+    if (s[i]! < L_BYTES[i]!) return true;
+    if (s[i]! > L_BYTES[i]!) return false;
+  }
+  return false;
+}
+
+/** RFC 9591 §3 SerializeScalar of identifier `i`: 32-byte little-endian. */
+function idScalar(i: number): Uint8Array {
+  const b = new Uint8Array(32);
+  let n = BigInt(i);
+  for (let k = 0; k < 32 && n > 0n; k++) {
+    b[k] = Number(n & 0xffn);
+    n >>= 8n;
+  }
+  return b;
+}
+
+const isZero = (s: Uint8Array): boolean => s.every((x) => x === 0);
+
+/** RFC 9591 §4.1 nonce_generate: H3(random_bytes(32) ‖ SerializeScalar(secret)). */
+function nonceGenerate(secret: Uint8Array, rng: Rng): Uint8Array {
+  const k = curve.scalarReduce64(sha512(concat(DST.nonce, rng(32), secret)));
+  // Probability 2^-252; a zero nonce would publish the identity as a commitment.
+  if (isZero(k)) throw new Error('nonce_generate produced zero');
+  return k;
+}
+
 /**
  * Round one (RFC 9591 §5.1): fresh hiding and binding nonces for `share`, and their public
  * commitments. `rng` supplies 32 bytes per nonce (hiding first), which RFC 9591 §4.1 hashes
  * with the secret share.
  */
 export function commit(share: ShareSecret, rng: Rng): { nonces: Nonces; commitment: SigningCommitment } {
-  const g = suite.commit({ identifier: idHex(share.identifier), signingShare: share.signingShare }, nobleRng(rng));
-  return { nonces: g.nonces, commitment: { identifier: share.identifier, hiding: g.commitments.hiding, binding: g.commitments.binding } };
+  const hiding = nonceGenerate(share.signingShare, rng);
+  const binding = nonceGenerate(share.signingShare, rng);
+  return {
+    nonces: { hiding, binding },
+    commitment: { identifier: share.identifier, hiding: curve.baseMul(hiding), binding: curve.baseMul(binding) },
+  };
+}
+
+/** What RFC 9591 §4.4–§4.6 derive from a signing package, per signer and for the group. */
+interface Prepared {
+  /** The group commitment R. */
+  readonly R: Uint8Array;
+  /** The challenge c = H2(R ‖ PK ‖ msg). */
+  readonly c: Uint8Array;
+  /** Per signer: binding factor ρ_i, commitment share R_i = D_i + ρ_i·E_i, Lagrange λ_i. */
+  readonly signers: ReadonlyMap<number, { rho: Uint8Array; Ri: Uint8Array; lambda: Uint8Array }>;
+}
+
+/**
+ * RFC 9591 §4.4 binding factors, §4.5 group commitment, §4.2 Lagrange coefficients and §4.6
+ * challenge for a package whose commitments are all valid elements (callers check). The list is
+ * sorted by identifier first, as the RFC encodes it.
+ */
+function prepare(pub: PublicPackage, pkg: SigningPackage): Prepared {
+  const list = [...pkg.commitments].sort((a, b) => a.identifier - b.identifier);
+  const gpk = pub.commitments[0]!;
+  const ids = list.map((c) => idScalar(c.identifier));
+  const encoded = concat(...list.flatMap((c, k) => [ids[k]!, c.hiding, c.binding]));
+  const prefix = concat(gpk, sha512(concat(DST.msg, pkg.message)), sha512(concat(DST.com, encoded)));
+  let R: Uint8Array | undefined;
+  const rows: { id: number; rho: Uint8Array; Ri: Uint8Array }[] = [];
+  list.forEach((c, k) => {
+    const rho = curve.scalarReduce64(sha512(concat(DST.rho, prefix, ids[k]!)));
+    const Ri = curve.add(c.hiding, curve.mul(c.binding, rho));
+    R = R === undefined ? Ri : curve.add(R, Ri);
+    rows.push({ id: c.identifier, rho, Ri });
+  });
+  const c = curve.scalarReduce64(sha512(concat(R!, gpk, pkg.message)));
+  const signers = new Map<number, { rho: Uint8Array; Ri: Uint8Array; lambda: Uint8Array }>();
+  rows.forEach((row, k) => {
+    let num = idScalar(1);
+    let den = idScalar(1);
+    ids.forEach((x, j) => {
+      if (j === k) return;
+      num = curve.scalarMul(num, x);
+      den = curve.scalarMul(den, curve.scalarSub(x, ids[k]!));
+    });
+    signers.set(row.id, { rho: row.rho, Ri: row.Ri, lambda: curve.scalarMul(num, curve.scalarInvert(den)) });
+  });
+  return { R: R!, c, signers };
+}
+
+/** The identifiers whose hiding or binding commitment is not a valid element (RFC 9591 §3.1). */
+function invalidCommitments(pkg: SigningPackage): Culprit[] {
+  return pkg.commitments
+    .filter((c) => !curve.isElement(c.hiding) || !curve.isElement(c.binding))
+    .map((c) => ({ identifier: c.identifier }));
 }
 
 /**
@@ -77,9 +160,11 @@ export function checkPackage(pub: PublicPackage, mine: SigningCommitment, pkg: S
 }
 
 /**
- * Round two (RFC 9591 §5.2): this participant's signature share. Runs {@link checkPackage}
- * first; then noble, which also refuses points off the prime-order subgroup and a nonce pair
- * already used (all-zero). Consumes `nonces` (zeroed) once noble has produced the share.
+ * Round two (RFC 9591 §5.2): this participant's signature share
+ * `z_i = d_i + e_i·ρ_i + λ_i·s_i·c`. Runs {@link checkPackage} first; then refuses commitments
+ * that are not valid elements (RFC 9591 §3.1: off the curve, small order, non-canonical), a nonce
+ * pair already used (all-zero) or one that does not match `mine`. Consumes `nonces` (zeroed)
+ * once the share is produced. Faults: `frost-bad-package`, `frost-nonce-used`.
  */
 export function signShare(
   pub: PublicPackage,
@@ -90,65 +175,79 @@ export function signShare(
 ): Result<Uint8Array, FrostFault> {
   const c = checkPackage(pub, mine, pkg);
   if (!c.ok) return c;
-  if (Fn.is0(Fn.fromBytes(nonces.hiding)) || Fn.is0(Fn.fromBytes(nonces.binding))) {
+  if (isZero(nonces.hiding) || isZero(nonces.binding)) {
     return err(fault(FrostErrorCodes.NONCE_USED, 'these nonces were already used'));
   }
-  try {
-    return ok(
-      suite.signShare(
-        { identifier: idHex(share.identifier), signingShare: share.signingShare },
-        toNoblePublic(pub),
-        nonces,
-        toNobleCommitments(pkg.commitments),
-        pkg.message,
-      ),
-    );
-  } catch (e) {
-    return err(fault(FrostErrorCodes.BAD_PACKAGE, `signing package refused: ${(e as Error).message}`));
+  const refuse = (why: string, culprits: Culprit[] = []) =>
+    err(fault(FrostErrorCodes.BAD_PACKAGE, `signing package refused: ${why}`, culprits));
+  if (!isCanonicalScalar(nonces.hiding) || !isCanonicalScalar(nonces.binding) || !isCanonicalScalar(share.signingShare)) {
+    return refuse('nonces or signing share are not canonical scalars');
   }
+  if (!bytesEqual(curve.baseMul(nonces.hiding), mine.hiding) || !bytesEqual(curve.baseMul(nonces.binding), mine.binding)) {
+    return refuse('incorrect signer commitment (the nonces are not the ones committed to)');
+  }
+  const invalid = invalidCommitments(pkg);
+  if (invalid.length) return refuse('a commitment is not a valid element', invalid);
+  const p = prepare(pub, pkg);
+  const me = p.signers.get(share.identifier)!;
+  const t = curve.scalarMul(curve.scalarMul(me.lambda, share.signingShare), p.c);
+  const z = curve.scalarAdd(curve.scalarAdd(nonces.hiding, curve.scalarMul(nonces.binding, me.rho)), t);
+  (nonces.hiding as Uint8Array).fill(0);
+  (nonces.binding as Uint8Array).fill(0);
+  return ok(z);
 }
 
 /**
- * Coordinator side (RFC 9591 §5.4): the identifiers whose share fails verification (or is
- * missing, or whose commitment is not a valid element). Empty when every share is good.
- * Elements are decoded once, by noble; only when that throws (an invalid element somewhere in the
- * list spoils every share's check) are the commitments decoded one by one to name the culprit.
+ * The share checks of RFC 9591 §5.4 and the group commitment, computed once: culprits (a share
+ * missing, not a canonical scalar, or failing `z_i·G = R_i + (c·λ_i)·PK_i`; a commitment not a
+ * valid element) and, when there are none, the prepared package.
  */
-export function badShares(pub: PublicPackage, pkg: SigningPackage, shares: ReadonlyMap<number, Uint8Array>): Culprit[] {
-  const invalid = pkg.commitments.filter(
+function checkShares(
+  pub: PublicPackage,
+  pkg: SigningPackage,
+  shares: ReadonlyMap<number, Uint8Array>,
+): { bad: Culprit[]; prepared?: Prepared } {
+  const malformed = pkg.commitments.filter(
     (c) =>
       c.hiding.length !== 32 ||
       c.binding.length !== 32 ||
       bytesEqual(c.hiding, IDENTITY_ENCODING) ||
       bytesEqual(c.binding, IDENTITY_ENCODING),
   );
-  if (invalid.length) return invalid.map((c) => ({ identifier: c.identifier }));
-  const list = toNobleCommitments(pkg.commitments);
-  const noble = toNoblePublic(pub);
+  if (malformed.length) return { bad: malformed.map((c) => ({ identifier: c.identifier })) };
+  const invalid = invalidCommitments(pkg);
+  if (invalid.length) return { bad: invalid };
+  const ids = pkg.commitments.map((c) => c.identifier);
+  const inRange = ids.every((i) => Number.isSafeInteger(i) && i >= 1 && i <= pub.max);
+  if (!inRange || new Set(ids).size !== ids.length) return { bad: ids.map((identifier) => ({ identifier })) };
+  const prepared = prepare(pub, pkg);
   const bad: Culprit[] = [];
-  for (const c of pkg.commitments) {
-    const s = shares.get(c.identifier);
-    let good = false;
-    if (s && s.length === 32) {
-      try {
-        good = suite.verifyShare(noble, list, pkg.message, idHex(c.identifier), s);
-      } catch {
-        const culprits = pkg.commitments
-          .filter((x) => !decodeElement(x.hiding) || !decodeElement(x.binding))
-          .map((x) => ({ identifier: x.identifier }));
-        if (culprits.length) return culprits;
-        good = false;
-      }
-    }
-    if (!good) bad.push({ identifier: c.identifier });
+  for (const id of ids) {
+    const z = shares.get(id);
+    const me = prepared.signers.get(id)!;
+    const pk = pub.verifyingShares[id - 1]!;
+    const good =
+      z !== undefined &&
+      isCanonicalScalar(z) &&
+      bytesEqual(curve.baseMul(z), curve.add(me.Ri, curve.mul(pk, curve.scalarMul(prepared.c, me.lambda))));
+    if (!good) bad.push({ identifier: id });
   }
-  return bad;
+  return bad.length ? { bad } : { bad, prepared };
+}
+
+/**
+ * Coordinator side (RFC 9591 §5.4): the identifiers whose share fails verification (or is
+ * missing, or whose commitment is not a valid element). Empty when every share is good.
+ */
+export function badShares(pub: PublicPackage, pkg: SigningPackage, shares: ReadonlyMap<number, Uint8Array>): Culprit[] {
+  return checkShares(pub, pkg, shares).bad;
 }
 
 /**
  * Aggregates (RFC 9591 §5.3) after verifying every share (§5.4), then checks the result as an
  * ordinary Ed25519 signature under the group's did:key with the project's verifier
- * (`core/ed25519.ts`). Faults: `frost-bad-signature-share` naming every bad signer;
+ * (`core/ed25519.ts`). Faults: `frost-bad-signature-share` naming every bad signer (or none, when
+ * the signer count is outside `min..max` or a share comes from outside the package);
  * `frost-bad-signature` if the aggregate still does not verify.
  */
 export function aggregate(
@@ -156,17 +255,16 @@ export function aggregate(
   pkg: SigningPackage,
   shares: ReadonlyMap<number, Uint8Array>,
 ): Result<Uint8Array, FrostFault> {
-  const bad = badShares(pub, pkg, shares);
-  if (bad.length) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));
-  let sig: Uint8Array;
-  try {
-    const byId: Record<string, Uint8Array> = {};
-    for (const [id, s] of shares) byId[idHex(id)] = s;
-    sig = suite.aggregate(toNoblePublic(pub), toNobleCommitments(pkg.commitments), pkg.message, byId);
-  } catch (e) {
-    const cheaters = ((e as { cheaters?: string[] }).cheaters ?? []).map((h) => ({ identifier: idNumber(h) }));
-    return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, `aggregation failed: ${(e as Error).message}`, cheaters));
+  const n = pkg.commitments.length;
+  const listed = new Set(pkg.commitments.map((c) => c.identifier));
+  if (n < pub.min || n > pub.max || [...shares.keys()].some((id) => !listed.has(id))) {
+    return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, `aggregation failed: ${n} signers, ${shares.size} shares`, []));
   }
+  const { bad, prepared } = checkShares(pub, pkg, shares);
+  if (bad.length || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));
+  let z: Uint8Array = new Uint8Array(32);
+  for (const c of pkg.commitments) z = curve.scalarAdd(z, shares.get(c.identifier)!);
+  const sig = concat(prepared.R, z);
   if (!verify(parseDid(groupDid(pub)), pkg.message, sig)) {
     return err(fault(FrostErrorCodes.BAD_SIGNATURE, 'the aggregate does not verify as Ed25519 under the group key'));
   }
