@@ -1,5 +1,5 @@
 /**
- * The FROST group-arithmetic bench (issue 29; docs/frost.md): the libsodium and noble
+ * The FROST group-arithmetic bench (docs/frost.md): the libsodium and noble
  * implementations of `frost/curve.ts` side by side in one run, each with its holders as
  * processes (`JCP_FROST_GROUP` selects the implementation in the children).
  *
@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { parseDid, type Rng, seededRng, utf8, verify } from '../core/index.ts';
-import { type Curve, curves, useCurve } from '../frost/curve.ts';
+import { type Curve, curves, useCurve } from '../frost/index.ts';
 import {
   aggregate,
   commit,

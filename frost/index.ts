@@ -64,3 +64,4 @@ export {
 export { aggregate, badShares, checkPackage, commit, type SigningPackage, signShare, soloSignature } from './sign.ts';
 export { CommitmentPrefetch } from './coordinator.ts';
 export { warmUp } from './group.ts';
+export { type Curve, curves, useCurve } from './curve.ts';

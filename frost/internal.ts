@@ -6,6 +6,7 @@ export * from './index.ts';
 export { DecisionJournal } from './approvers.ts';
 export { newBoxKey, open, pairKey, seal } from './box.ts';
 export { processCoordinator, withEarlier } from './coordinator.ts';
+export { IDENTITY, nobleCurve, sodiumCurve } from './curve.ts';
 export { boxContext, readRound1, readStart } from './dkg-wire.ts';
 export { Fn, groupToCbor, IDENTITY_ENCODING } from './group.ts';
 export { journalKey } from './journal.ts';

@@ -8,7 +8,7 @@ import { ed25519, ed25519_FROST } from '@noble/curves/ed25519.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { seededRng, utf8 } from '../../core/index.ts';
-import { curves, IDENTITY, nobleCurve, sodiumCurve, useCurve } from '../../frost/curve.ts';
+import { curves, IDENTITY, nobleCurve, sodiumCurve, useCurve } from '../../frost/internal.ts';
 import { aggregate, commit, deal, signShare } from '../../frost/index.ts';
 import { hex, vectorJson } from '../vectors/load.ts';
 
