@@ -7,7 +7,7 @@
 import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { contentId, type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import { ensureStream, isStreamNotFound, storeNameOf } from '../natsio/index.ts';
@@ -440,6 +440,77 @@ export async function readDecisionStream(nc: NatsConnection, prefix: string, gro
     }
   } catch (e) {
     throw new FrostError(FrostErrorCodes.TRANSPORT, `approvals stream: ${(e as Error).message}`, [], undefined, { cause: e });
+  }
+  return out;
+}
+
+/** Most records {@link readHolderDecisions} reads from one holder's subject per call. */
+export const MAX_DECISIONS_SCANNED = 4096;
+
+/** Options of {@link readHolderDecisions}. */
+export interface HolderDecisionsOpts {
+  /** Read records the NATS server stored at or after this time (a window, so the read is bounded by time, not by history). */
+  readonly since: Date;
+  /** How long to wait for records that are not there yet (ms, default 1000; each fetch waits at least 1 s). */
+  readonly waitMs?: number;
+  /** Stop reading (once the records present are all read) when this holds for the records so far. */
+  readonly enough?: (records: readonly StreamedDecision[]) => boolean;
+  /** Most records read (default {@link MAX_DECISIONS_SCANNED}). */
+  readonly max?: number;
+}
+
+/**
+ * Every record on one holder's subject `<prefix>.approvals.<groupTag>.<identifier>` stored since
+ * `opts.since`, oldest first, each verified (`record.valid`) or `malformed`; `seq` is the stream
+ * sequence. Anyone who can publish on the bus can add records there, so a caller keeps only those
+ * that verify under the holder's roster identity — reading every one, not the last, so a forged
+ * record published after the holder's does not hide it. Stops when `enough` holds and no more are
+ * pending, at `max` records, or after `waitMs`. An absent stream (no holder published yet) is
+ * waited for, then no records.
+ */
+export async function readHolderDecisions(
+  nc: NatsConnection,
+  prefix: string,
+  group: Did,
+  identifier: number,
+  opts: HolderDecisionsOpts,
+): Promise<StreamedDecision[]> {
+  const deadline = Date.now() + (opts.waitMs ?? 1000);
+  const max = opts.max ?? MAX_DECISIONS_SCANNED;
+  const js = jetstream(nc);
+  const out: StreamedDecision[] = [];
+  let consumer: Awaited<ReturnType<typeof js.consumers.get>> | undefined;
+  while (consumer === undefined) {
+    try {
+      consumer = await js.consumers.get(approvalsStream(prefix), {
+        filter_subjects: approvalsSubject(prefix, group, identifier),
+        deliver_policy: DeliverPolicy.StartTime,
+        opt_start_time: opts.since.toISOString(),
+      });
+    } catch {
+      if (Date.now() >= deadline) return out; // no stream yet: no holder published
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  try {
+    while (out.length < max) {
+      const batch = await consumer.fetch({ max_messages: Math.min(256, max - out.length), expires: Math.max(1000, deadline - Date.now()) });
+      let done = false;
+      for await (const m of batch) {
+        try {
+          out.push({ seq: m.seq, record: openDecision(m.data) });
+        } catch (e) {
+          out.push({ seq: m.seq, malformed: (e as Error).message });
+        }
+        if (out.length >= max || (m.info.pending === 0 && opts.enough?.(out) === true)) {
+          done = true;
+          batch.stop();
+        }
+      }
+      if (done || Date.now() >= deadline) break;
+    }
+  } finally {
+    await consumer.delete().catch(() => undefined);
   }
   return out;
 }
