@@ -197,8 +197,7 @@ export class ThresholdCaller {
     const speaks = (s: StreamedDecision): boolean => {
       const d = s.record;
       return (
-        d !== undefined &&
-        d.valid &&
+        d?.valid === true &&
         d.body.holder === key &&
         d.body.group === this.did &&
         d.body.identifier === identifier &&
