@@ -8,6 +8,15 @@
  * Listening: loopback (127.0.0.0/8, ::1, localhost) unless `allowRemote`; a non-loopback address
  * also needs every agent to have a token. On loopback, DNS-rebinding protection accepts only
  * Host headers naming the loopback address and port.
+ *
+ * Headers before bodies: the path, `Host`, `Origin` (MCP transports, "Security Warning": a
+ * server must validate `Origin`; a request without one, a non-browser client, is let through),
+ * the bearer token, the session, `Content-Type` and `Content-Length` are checked before a byte of
+ * the body is read; a refused request is answered with `Connection: close`, its body unread.
+ *
+ * Sessions are bounded ({@link SessionLimits}): an idle session expires (sooner when it never
+ * sent `notifications/initialized`), its transport and MCP server closed; past the per-agent or
+ * the total cap, `initialize` is refused (429 / 503) with a JSON-RPC error naming the limit.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
@@ -30,15 +39,55 @@ export interface HttpOptions {
   readonly agents: readonly HttpAgent[];
   /** Listen on a non-loopback address (refused without it). */
   readonly allowRemote?: boolean;
+  /** Session expiry and caps; each absent field takes its {@link DEFAULT_SESSION_LIMITS} value. */
+  readonly limits?: Partial<SessionLimits>;
+  /**
+   * Origins (`scheme://host[:port]`, as browsers send them) allowed besides the listening address's
+   * own (`http://<host>:<port>`, and on loopback `http://127.0.0.1|localhost|[::1]:<port>`).
+   */
+  readonly allowedOrigins?: readonly string[];
 }
+
+/** Bounds on Streamable HTTP sessions (see {@link DEFAULT_SESSION_LIMITS}). */
+export interface SessionLimits {
+  /** An initialized session with no request open for this long is closed, ms. */
+  readonly idleMs: number;
+  /** A session that has not sent `notifications/initialized` is closed this long after its last request, ms. */
+  readonly initMs: number;
+  /** Open sessions per agent; one more `initialize` is refused 429 `session-limit-agent`. */
+  readonly perAgent: number;
+  /** Open sessions in all; one more `initialize` is refused 503 `session-limit-total`. */
+  readonly total: number;
+}
+
+/** Default session bounds: 5 minutes idle, 15 s to initialize, 64 sessions per agent, 1,024 in all. */
+export const DEFAULT_SESSION_LIMITS: SessionLimits = { idleMs: 300_000, initMs: 15_000, perAgent: 64, total: 1024 };
+
+/** Stable codes (`error.data.code`) of requests refused by the HTTP face before the MCP layer. */
+export const HttpErrorCodes = {
+  /** 403: the `Origin` header names a site that is not allowed (MCP transports, DNS rebinding). */
+  ORIGIN_FORBIDDEN: 'origin-forbidden',
+  /** 403: the `Host` header does not name the listening address (DNS rebinding). */
+  HOST_FORBIDDEN: 'host-forbidden',
+  /** 415: a POST whose `Content-Type` is not `application/json`. */
+  CONTENT_TYPE: 'content-type-unsupported',
+  /** 413: a body over the cap (by `Content-Length` or as read). */
+  PAYLOAD_TOO_LARGE: 'payload-too-large',
+  /** 429: the agent has {@link SessionLimits.perAgent} sessions open. */
+  SESSION_LIMIT_AGENT: 'session-limit-agent',
+  /** 503: the bridge has {@link SessionLimits.total} sessions open. */
+  SESSION_LIMIT_TOTAL: 'session-limit-total',
+} as const;
 
 /** A listening bridge. */
 export interface HttpBridge {
   /** `http://host:port/mcp`. */
   readonly url: string;
   readonly port: number;
-  /** Open MCP sessions. */
+  /** Open MCP sessions (those being initialized included). */
   readonly sessions: () => number;
+  /** Session counters since start: `expired` (closed by the idle or init timeout), `refused` (past a cap). */
+  readonly sessionStats: () => { readonly open: number; readonly expired: number; readonly refused: number };
   /** Closes every session and the listener. */
   close(): Promise<void>;
 }
@@ -62,6 +111,22 @@ export function isLoopback(host: string): boolean {
 /** The most bytes of one POST body (the SDK transport's default, 4 MiB). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
+/** Answers 413 `payload-too-large` and closes the connection (the rest of the body is not read). */
+function tooLarge(res: ServerResponse): void {
+  res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+  res.end(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      error: {
+        code: -32000,
+        message: `payload too large: a request body is at most ${MAX_BODY_BYTES} bytes`,
+        data: { code: HttpErrorCodes.PAYLOAD_TOO_LARGE, limit: MAX_BODY_BYTES },
+      },
+      id: null,
+    }),
+  );
+}
+
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
 /**
@@ -76,14 +141,7 @@ async function screen(req: IncomingMessage, res: ServerResponse): Promise<{ done
   for await (const c of req as AsyncIterable<Buffer>) {
     size += c.length;
     if (size > MAX_BODY_BYTES) {
-      res.writeHead(413, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          error: { code: -32000, message: `payload too large: a request body is at most ${MAX_BODY_BYTES} bytes` },
-          id: null,
-        }),
-      );
+      tooLarge(res);
       return { done: true };
     }
     chunks.push(c);
@@ -103,11 +161,77 @@ async function screen(req: IncomingMessage, res: ServerResponse): Promise<{ done
   return { done: true };
 }
 
+/** One open session: its transport, its agent, and what its expiry needs. */
+interface Session {
+  readonly transport: StreamableHTTPServerTransport;
+  readonly agent: BridgeAgent;
+  /** `notifications/initialized` seen. */
+  initialized: boolean;
+  /** Requests being answered (an SSE stream stays open): a session with one never expires. */
+  open: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** A JSON-RPC error body (`id: null`) with status `status`; `code` goes in `error.data.code`. */
+function refuse(res: ServerResponse, status: number, message: string, code?: string, extra: Record<string, unknown> = {}): void {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  // A refused request's body is not read: the connection cannot carry another request after it.
+  if (code !== undefined) headers['connection'] = 'close';
+  if (status === 429 || status === 503) headers['retry-after'] = '1';
+  res.writeHead(status, headers);
+  const data = code === undefined ? {} : { data: { code, ...extra } };
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message, ...data }, id: null }));
+}
+
+/** Whether `body` (one message or a batch) holds `notifications/initialized`. */
+function initializes(body: unknown): boolean {
+  const all = Array.isArray(body) ? body : [body];
+  return all.some((m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'notifications/initialized');
+}
+
+/**
+ * Why a request's headers refuse it before its body is read, or undefined: `Host` not in
+ * `hosts` (when set) 403, `Origin` present and not in `origins` 403, a POST whose `Content-Type`
+ * is not JSON 415, a `Content-Length` over the body cap 413.
+ */
+function headerRefusal(
+  req: IncomingMessage,
+  hosts: ReadonlySet<string> | undefined,
+  origins: ReadonlySet<string>,
+): [number, string, string] | undefined {
+  const host = (req.headers.host ?? '').toLowerCase();
+  if (hosts !== undefined && !hosts.has(host))
+    return [403, `forbidden: Host ${JSON.stringify(host)} is not this bridge's address`, HttpErrorCodes.HOST_FORBIDDEN];
+  const origin = req.headers.origin;
+  if (origin !== undefined && !origins.has(origin.toLowerCase()))
+    return [403, `forbidden: Origin ${JSON.stringify(origin)} is not allowed`, HttpErrorCodes.ORIGIN_FORBIDDEN];
+  if (req.method === 'POST') {
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json')
+      return [
+        415,
+        `unsupported media type: a POST body must be application/json, not ${JSON.stringify(type)}`,
+        HttpErrorCodes.CONTENT_TYPE,
+      ];
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > MAX_BODY_BYTES)
+      return [413, `payload too large: a request body is at most ${MAX_BODY_BYTES} bytes`, HttpErrorCodes.PAYLOAD_TOO_LARGE];
+  }
+  return undefined;
+}
+
+/** The `Host` values a loopback bridge on `port` answers to, lower case. */
+function loopbackHosts(host: string, port: number): Set<string> {
+  return new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${host}:${port}`].map((h) => h.toLowerCase()));
+}
+
 /**
  * Serves `agents` over Streamable HTTP at `/mcp`.
  * @throws BridgeConfigError `remote-listen-refused` (a non-loopback host without `allowRemote`),
  *   `token-required` (several agents, or a non-loopback host, and an agent without a token),
- *   `token-duplicate` (two agents with one token); the listen error (EADDRINUSE…) as it is.
+ *   `token-duplicate` (two agents with one token), `limits-invalid` (a limit that is not a
+ *   positive whole number), `origin-invalid` (an allowed origin that is not `scheme://host[:port]`);
+ *   the listen error (EADDRINUSE…) as it is.
  */
 export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
   if (!isLoopback(o.host) && o.allowRemote !== true) {
@@ -125,9 +249,14 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
   if (new Set(tokens.map((t) => t.toString('hex'))).size !== tokens.length) {
     throw new BridgeConfigError('token-duplicate', 'two agents share a bearer token');
   }
+  const limits = sessionLimits(o.limits);
+  const extraOrigins = (o.allowedOrigins ?? []).map(originOf);
   const keyed = o.agents.map((a) => ({ ...a, hash: a.token === undefined ? undefined : digest(a.token) }));
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; agent: BridgeAgent }>();
-  let allowedHosts: string[] | undefined;
+  const sessions = new Map<string, Session>();
+  const perAgent = new Map<BridgeAgent, number>();
+  const stats = { expired: 0, refused: 0 };
+  let allowedHosts: Set<string> | undefined;
+  let origins = new Set<string>();
 
   /** The agent a request authenticates as, comparing against every token (constant time per token). */
   const authenticate = (req: IncomingMessage): BridgeAgent | undefined => {
@@ -140,13 +269,91 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
   };
 
   const reply = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void => {
-    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    // Refused before its body was read (if it has one): the connection is not reused.
+    res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...headers });
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+  };
+
+  /** Arms (or re-arms) the expiry of `s` when no request of it is open. */
+  const arm = (s: Session): void => {
+    clearTimeout(s.timer);
+    s.timer = undefined;
+    if (s.open > 0) return;
+    s.timer = setTimeout(
+      () => {
+        stats.expired++;
+        void s.transport.close().catch(() => undefined);
+      },
+      s.initialized ? limits.idleMs : limits.initMs,
+    );
+    s.timer.unref();
+  };
+
+  /** Counts `res` as an open request of `s` until it closes. */
+  const track = (s: Session, res: ServerResponse): void => {
+    s.open++;
+    arm(s);
+    res.once('close', () => {
+      s.open--;
+      arm(s);
+    });
+  };
+
+  /** A new session for `agent` (an `initialize` POST), or a 429/503 past a cap. */
+  const open = async (agent: BridgeAgent, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
+    const mine = perAgent.get(agent) ?? 0;
+    const total = [...perAgent.values()].reduce((a, b) => a + b, 0);
+    if (mine >= limits.perAgent || total >= limits.total) {
+      stats.refused++;
+      const [status, code, limit, what] =
+        mine >= limits.perAgent
+          ? [429, HttpErrorCodes.SESSION_LIMIT_AGENT, limits.perAgent, `agent ${agent.name} has`]
+          : [503, HttpErrorCodes.SESSION_LIMIT_TOTAL, limits.total, 'the bridge has'];
+      return refuse(res, status, `too many sessions: ${what} ${limit} open (${code}); close one or wait for one to expire`, code, {
+        limit,
+      });
+    }
+    // The slot is held from here, so a burst of initialize requests cannot pass the cap together.
+    perAgent.set(agent, mine + 1);
+    let held = true;
+    const release = (): void => {
+      if (!held) return;
+      held = false;
+      perAgent.set(agent, (perAgent.get(agent) ?? 1) - 1);
+    };
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        const s: Session = { transport, agent, initialized: false, open: 0, timer: undefined };
+        sessions.set(id, s);
+        track(s, res);
+      },
+      ...(allowedHosts !== undefined ? { enableDnsRebindingProtection: true, allowedHosts: [...allowedHosts] } : {}),
+    });
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      const s = id === undefined ? undefined : sessions.get(id);
+      if (s !== undefined) clearTimeout(s.timer);
+      if (id !== undefined) sessions.delete(id);
+      release();
+    };
+    try {
+      await bridgeServer(agent).connect(transport);
+      await transport.handleRequest(req, res, body);
+    } finally {
+      if (transport.sessionId === undefined) {
+        release();
+        await transport.close();
+      }
+    }
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://bridge');
     if (url.pathname !== '/mcp') return reply(res, 404, 'not found: the MCP endpoint is /mcp');
+    const bad = headerRefusal(req, allowedHosts, origins);
+    if (bad !== undefined)
+      return refuse(res, bad[0], bad[1], bad[2], bad[2] === HttpErrorCodes.PAYLOAD_TOO_LARGE ? { limit: MAX_BODY_BYTES } : {});
     const agent = authenticate(req);
     if (agent === undefined) return reply(res, 401, 'unauthorized: a valid bearer token is required', { 'www-authenticate': 'Bearer' });
     const sid = req.headers['mcp-session-id'];
@@ -158,20 +365,10 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
       if (screened.done) return;
       body = screened.body;
     }
-    if (known !== undefined) return known.transport.handleRequest(req, res, body);
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, agent });
-      },
-      ...(allowedHosts !== undefined ? { enableDnsRebindingProtection: true, allowedHosts } : {}),
-    });
-    transport.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-    };
-    await bridgeServer(agent).connect(transport);
-    await transport.handleRequest(req, res, body);
-    if (transport.sessionId === undefined) await transport.close();
+    if (known === undefined) return open(agent, req, res, body);
+    if (initializes(body)) known.initialized = true;
+    track(known, res);
+    return known.transport.handleRequest(req, res, body);
   };
 
   const http = createServer((req, res) => {
@@ -188,12 +385,14 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
     });
   });
   const port = (http.address() as AddressInfo).port;
-  if (isLoopback(o.host)) allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${o.host}:${port}`];
   const shownHost = o.host.includes(':') && !o.host.startsWith('[') ? `[${o.host}]` : o.host;
+  if (isLoopback(o.host)) allowedHosts = loopbackHosts(shownHost, port);
+  origins = new Set([`http://${shownHost}:${port}`.toLowerCase(), ...[...(allowedHosts ?? [])].map((h) => `http://${h}`), ...extraOrigins]);
   return {
     url: `http://${shownHost}:${port}/mcp`,
     port,
     sessions: () => sessions.size,
+    sessionStats: () => ({ open: sessions.size, ...stats }),
     async close() {
       for (const s of [...sessions.values()]) await s.transport.close().catch(() => undefined);
       sessions.clear();
@@ -201,4 +400,27 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+/** `o` over {@link DEFAULT_SESSION_LIMITS}, checked. @throws BridgeConfigError `limits-invalid`. */
+function sessionLimits(o: Partial<SessionLimits> | undefined): SessionLimits {
+  const l = { ...DEFAULT_SESSION_LIMITS, ...o };
+  for (const [k, v] of Object.entries(l)) {
+    if (!Number.isSafeInteger(v) || v < 1)
+      throw new BridgeConfigError('limits-invalid', `session limit ${k}: expected a whole number ≥ 1, got ${v}`);
+  }
+  return l;
+}
+
+/** The origin `scheme://host[:port]` of `s`, lower case. @throws BridgeConfigError `origin-invalid`. */
+function originOf(s: string): string {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new BridgeConfigError('origin-invalid', `allowed origin ${s} does not parse as scheme://host[:port]`);
+  }
+  if (u.origin === 'null' || u.pathname !== '/' || u.search !== '' || u.hash !== '' || u.username !== '')
+    throw new BridgeConfigError('origin-invalid', `allowed origin ${s}: give scheme://host[:port] only (no path)`);
+  return u.origin;
 }

@@ -12,7 +12,17 @@ export {
   type ToolResult,
 } from './agent.ts';
 export { type BridgeTool, catalogue, type McpToolDef, type NodeResourceTools, resourceLabel } from './catalogue.ts';
-export { BridgeConfigError, type HttpAgent, type HttpBridge, type HttpOptions, isLoopback, serveBridgeHttp } from './http.ts';
+export {
+  BridgeConfigError,
+  DEFAULT_SESSION_LIMITS,
+  type HttpAgent,
+  type HttpBridge,
+  HttpErrorCodes,
+  type HttpOptions,
+  isLoopback,
+  type SessionLimits,
+  serveBridgeHttp,
+} from './http.ts';
 export { CallJournal, type JournalOptions, randomSaltBase } from './journal.ts';
 export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';
 export { BridgeStdioTransport } from './stdio.ts';

@@ -9,12 +9,9 @@
  * naming each refusing holder and its reason, read back from the holder's signed decision record on
  * the approvals stream when it is there. Nothing is debited: the node never saw the call.
  */
-import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Actor, Did } from '../core/index.ts';
 import {
-  approvalsStream,
-  approvalsSubject,
   DEFAULT_PREFIX,
   FrostError,
   FrostErrorCodes,
@@ -22,8 +19,9 @@ import {
   isFrostError,
   natsBus,
   natsRegistry,
-  openDecision,
+  readHolderDecisions,
   signWithGroup,
+  type StreamedDecision,
 } from '../frost/index.ts';
 import type { ToolResult } from './agent.ts';
 
@@ -140,9 +138,9 @@ export class ThresholdCaller {
 
   /**
    * Explains a failed {@link sign}: the stable code, and each refusing holder with its reason from
-   * its signed decision record (the last record on `<prefix>.approvals.<groupTag>.<identifier>`,
-   * when it verifies under the holder and names this group and session; waited for up to
-   * `recordWaitMs`, as holders publish after replying), else from the holder's signed refusal.
+   * its signed decision record (of the records on `<prefix>.approvals.<groupTag>.<identifier>`, the
+   * last that verifies under the holder's roster identity and names this group and session; waited
+   * for up to `recordWaitMs`, as holders publish after replying), else from the holder's signed refusal.
    * Undefined when `e` is not a FrostError (not a signing failure).
    */
   async explain(e: unknown): Promise<ThresholdRefusal | undefined> {
@@ -176,47 +174,63 @@ export class ThresholdCaller {
     return { code, frostCode: e.code, group: this.did, session, message: e.message, refusals };
   }
 
+  /**
+   * The refusing holder's signed decision record for `session`: every record on its subject since
+   * the session could have started is read (not the last: anyone on the bus can publish there), and
+   * the last one that verifies under the holder's roster identity (from the group's package in the
+   * registry; `holder`, from the refusal, only when the package has none) and names this group,
+   * identifier and session is used.
+   */
   async #record(
     identifier: number,
     holder: string | undefined,
     session: string,
   ): Promise<{ reason: string; record: NonNullable<HolderRefusal['record']> } | undefined> {
     const prefix = this.#o.prefix ?? DEFAULT_PREFIX;
-    const deadline = Date.now() + (this.#o.recordWaitMs ?? 1000);
-    let jsm: Awaited<ReturnType<typeof jetstreamManager>>;
+    let key: string | undefined;
     try {
-      jsm = await jetstreamManager(this.#o.nc);
+      key = (await this.#registry.get(this.did))?.roster[identifier - 1] ?? holder;
+    } catch {
+      key = holder;
+    }
+    if (key === undefined) return undefined;
+    const speaks = (s: StreamedDecision): boolean => {
+      const d = s.record;
+      return (
+        d?.valid === true &&
+        d.body.holder === key &&
+        d.body.group === this.did &&
+        d.body.identifier === identifier &&
+        d.body.session === session
+      );
+    };
+    // The session began at most a few round deadlines ago; a minute more for the server's clock.
+    const since = new Date(Date.now() - 3 * (this.#o.timeoutMs ?? DEFAULT_THRESHOLD_TIMEOUT_MS) - 60_000);
+    let records: StreamedDecision[];
+    try {
+      records = await readHolderDecisions(this.#o.nc, prefix, this.did, identifier, {
+        since,
+        waitMs: this.#o.recordWaitMs ?? 1000,
+        enough: (rs) => rs.some(speaks),
+      });
     } catch {
       return undefined;
     }
-    for (;;) {
-      try {
-        const m = await jsm.streams.getMessage(approvalsStream(prefix), { last_by_subj: approvalsSubject(prefix, this.did, identifier) });
-        if (m) {
-          const d = openDecision(m.data);
-          // Anyone on the bus can publish here: only a record that verifies under the holder it
-          // names, for this group and session, speaks for the holder.
-          if (d.valid && d.body.group === this.did && d.body.session === session && (holder === undefined || d.body.holder === holder)) {
-            return {
-              reason: d.body.reason,
-              record: {
-                stream_seq: m.seq,
-                request: d.body.request,
-                policy: d.body.policy,
-                policy_kind: d.body.policy_kind,
-                decision: d.body.decision,
-                at_s: d.body.at_s,
-                valid: d.valid,
-              },
-            };
-          }
-        }
-      } catch {
-        // not there yet (no stream, no message on that subject), or not a record
-      }
-      if (Date.now() >= deadline) return undefined;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const found = records.filter(speaks).at(-1);
+    if (found === undefined || found.record === undefined) return undefined;
+    const d = found.record;
+    return {
+      reason: d.body.reason,
+      record: {
+        stream_seq: found.seq,
+        request: d.body.request,
+        policy: d.body.policy,
+        policy_kind: d.body.policy_kind,
+        decision: d.body.decision,
+        at_s: d.body.at_s,
+        valid: d.valid,
+      },
+    };
   }
 }
 

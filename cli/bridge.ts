@@ -18,6 +18,7 @@ import {
   bridgeServer,
   randomSaltBase,
   serveBridgeHttp,
+  type SessionLimits,
 } from '../bridge/index.ts';
 import { isFrostError } from '../frost/index.ts';
 import { type ClientSigner, JcpClient } from '../client/index.ts';
@@ -28,7 +29,9 @@ import { CliError, type Command, UsageError, connectionError, parse } from './co
 import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
-                  [--http host:port [--allow-remote] [--token-file file | --token-env NAME]]
+                  [--http host:port [--allow-remote] [--token-file file | --token-env NAME]
+                   [--allow-origin ORIGIN ...] [--session-idle-s s] [--session-init-s s]
+                   [--max-sessions-per-agent n] [--max-sessions n]]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
                   [--frame-cap bytes] [--nats URL [--frost-prefix P] [--frost-timeout-ms MS]]
                   [--ca file [--cert file --client-key file]]
@@ -41,6 +44,15 @@ trust control, the arguments as payload). Serves stdio by default; --http serves
 at /mcp (loopback only unless --allow-remote; a bearer token from --token-file or --token-env is
 then required by every request). The resource jcp://budget reports each grant's budget.
 
+  --allow-origin  with --http: a browser Origin (scheme://host[:port]) allowed besides the bridge's
+                  own address (repeatable); a request with another Origin gets 403 origin-forbidden,
+                  one without Origin (a non-browser client) is served
+  --session-idle-s  with --http: an initialized MCP session idle this long is closed (default 300)
+  --session-init-s  with --http: a session that never sent notifications/initialized is closed
+                  this long after its last request (default 15)
+  --max-sessions-per-agent  with --http: open sessions per agent (default 64); past it,
+                  initialize gets 429 session-limit-agent
+  --max-sessions  with --http: open sessions in all (default 1024); past it 503 session-limit-total
   --cost-uj       cost claimed per call, µJ (default 0; the node prices at no less than its estimate)
   --tool-cost     cost of one tool by its listed name, µJ (repeatable; overrides --cost-uj)
   --journal       file that fixes the time of each open call, so a call re-sent after a restart
@@ -161,6 +173,11 @@ const OPTIONS = {
   chain: { type: 'string', multiple: true },
   http: { type: 'string' },
   'allow-remote': { type: 'boolean' },
+  'allow-origin': { type: 'string', multiple: true },
+  'session-idle-s': { type: 'string' },
+  'session-init-s': { type: 'string' },
+  'max-sessions-per-agent': { type: 'string' },
+  'max-sessions': { type: 'string' },
   'token-file': { type: 'string' },
   'token-env': { type: 'string' },
   config: { type: 'string' },
@@ -194,6 +211,25 @@ interface BridgePlan {
   readonly frostTimeoutMs: number;
   /** TLS to the node (`--ca`, `--cert`, `--client-key`), or undefined for plain TCP. */
   readonly tls: ReturnType<typeof clientTlsArgs>;
+  /** The HTTP face's session bounds (`--session-*`, `--max-sessions*`; absent: the defaults). */
+  readonly limits: Partial<SessionLimits>;
+  /** `--allow-origin` values. */
+  readonly origins: readonly string[];
+}
+
+/** The `--session-*`/`--max-sessions*` flags as session limits. @throws UsageError (a bad number, or without `--http`). */
+function limitsArg(values: BridgeValues, http: boolean): Partial<SessionLimits> {
+  const given = (['session-idle-s', 'session-init-s', 'max-sessions-per-agent', 'max-sessions', 'allow-origin'] as const).filter(
+    (f) => values[f] !== undefined,
+  );
+  if (!http && given.length > 0) throw new UsageError(`--${given[0]} goes with --http`);
+  const out: { -readonly [K in keyof SessionLimits]?: number } = {};
+  if (values['session-idle-s'] !== undefined) out.idleMs = intArg(values['session-idle-s'], '--session-idle-s', 'seconds', 1) * 1000;
+  if (values['session-init-s'] !== undefined) out.initMs = intArg(values['session-init-s'], '--session-init-s', 'seconds', 1) * 1000;
+  if (values['max-sessions-per-agent'] !== undefined)
+    out.perAgent = intArg(values['max-sessions-per-agent'], '--max-sessions-per-agent', 'sessions', 1);
+  if (values['max-sessions'] !== undefined) out.total = intArg(values['max-sessions'], '--max-sessions', 'sessions', 1);
+  return out;
 }
 
 /** The node connections and journals opened so far, and the NATS connection of a threshold subject. */
@@ -235,7 +271,8 @@ function planBridge(values: BridgeValues): BridgePlan {
   if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
   const { host, port } = hostPortArg(nodeAddr, '--node');
   const tls = clientTlsArgs(values);
-  return { host, port, nodeAddr, specs, http, windowS, frameCap, frostTimeoutMs, tls };
+  const limits = limitsArg(values, http !== undefined);
+  return { host, port, nodeAddr, specs, http, windowS, frameCap, frostTimeoutMs, tls, limits, origins: values['allow-origin'] ?? [] };
 }
 
 /** The one agent of `--key`/`--chain` (its costs in µJ). @throws UsageError when `--key` or `--chain` is missing, or a token flag comes without `--http`. */
@@ -406,10 +443,18 @@ async function serveStdio(agent: BridgeAgent, opened: Opened): Promise<number> {
  * and runs until SIGINT or SIGTERM; resolves to 0. @throws CliError with the config error's code,
  * or `listen-failed`.
  */
-async function serveHttp(http: { host: string; port: number }, agents: HttpAgent[], allowRemote: boolean, opened: Opened): Promise<number> {
+async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boolean, opened: Opened): Promise<number> {
+  const http = plan.http!;
   let served: Awaited<ReturnType<typeof serveBridgeHttp>>;
   try {
-    served = await serveBridgeHttp({ host: http.host, port: http.port, agents, allowRemote });
+    served = await serveBridgeHttp({
+      host: http.host,
+      port: http.port,
+      agents,
+      allowRemote,
+      limits: plan.limits,
+      allowedOrigins: plan.origins,
+    });
   } catch (e) {
     await closeOpened(opened);
     if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
@@ -446,6 +491,6 @@ export const command: Command = {
       throw e;
     }
     if (plan.http === undefined) return serveStdio(agents[0]!.agent, opened);
-    return serveHttp(plan.http, agents, values['allow-remote'] === true, opened);
+    return serveHttp(plan, agents, values['allow-remote'] === true, opened);
   },
 };

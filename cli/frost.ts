@@ -30,6 +30,7 @@ import {
   runDkg,
   shareRecord,
   signWithGroup,
+  readWebhookSecret,
   webhookApprover,
   writeShareFile,
 } from '../frost/index.ts';
@@ -64,6 +65,12 @@ jcp frost participant --keystore DIR --nats URL --approve POLICY [--prefix P] [-
                          file that does not parse stops the participant (frost-policy-invalid)
   --approve prompt       ask on this terminal (stdin; the question goes to stderr): y approves
   --approve webhook URL  POST the decoded call as JSON; wait for {"approve": bool, "reason"}
+  --webhook-secret-file FILE  with --approve webhook: the shared HMAC secret (≥ 32 bytes; a file
+                         group or others can read is refused): each request is signed and an
+                         answer without its own valid x-jcp-signature is a refusal (docs/frost.md
+                         "Webhook authentication"). Without a secret, answers are not authenticated
+                         and the participant says so on stderr
+  --webhook-secret-env NAME  the same secret from the environment variable NAME
   --approve-timeout-ms MS  how long a person or webhook has (default 10000); no answer = refuse
   --approve allow-all    sign whatever an allowed coordinator asks: calls, grants, revocations,
                          raw bytes (what a participant without --approve did before approvals)
@@ -236,6 +243,8 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
     initiator: { type: 'string', multiple: true },
     'approve-timeout-ms': { type: 'string' },
     'sign-raw': { type: 'boolean' },
+    'webhook-secret-file': { type: 'string' },
+    'webhook-secret-env': { type: 'string' },
   });
   if (!values.keystore) throw new UsageError('--keystore DIR is required');
   // Checked before anything is opened or connected: the holder does not start at all.
@@ -249,7 +258,25 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
   if (values['sign-raw'] && !judged) throw new UsageError('--sign-raw goes with --approve rules|prompt|webhook');
   if (values['approve-timeout-ms'] !== undefined && !judged)
     throw new UsageError('--approve-timeout-ms goes with --approve rules|prompt|webhook');
-  const aopts = { allowRaw: values['sign-raw'] ?? false, timeoutMs: approveTimeoutMs };
+  const secretFile = values['webhook-secret-file'];
+  const secretEnv = values['webhook-secret-env'];
+  if ((secretFile !== undefined || secretEnv !== undefined) && approve.kind !== 'webhook')
+    throw new UsageError('--webhook-secret-file/--webhook-secret-env go with --approve webhook');
+  if (secretFile !== undefined && secretEnv !== undefined)
+    throw new UsageError('give --webhook-secret-file or --webhook-secret-env, not both');
+  const webhookSecret =
+    secretFile !== undefined || secretEnv !== undefined
+      ? readWebhookSecret(secretFile !== undefined ? { file: resolve(secretFile) } : { env: secretEnv! })
+      : undefined;
+  if (approve.kind === 'webhook' && webhookSecret === undefined)
+    process.stderr.write(
+      'jcp frost participant: warning: webhook answers are not authenticated (no --webhook-secret-file/--webhook-secret-env): anything that can answer the webhook URL first can approve\n',
+    );
+  const aopts = {
+    allowRaw: values['sign-raw'] ?? false,
+    timeoutMs: approveTimeoutMs,
+    ...(webhookSecret !== undefined ? { webhookSecret } : {}),
+  };
   let approver: Approver;
   if (approve.kind === 'rules') approver = rulesApprover(resolve(approve.arg!), aopts);
   else if (approve.kind === 'webhook') approver = webhookApprover(approve.arg!, aopts);

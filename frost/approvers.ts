@@ -4,10 +4,11 @@
  * JetStream stream decisions are published on. The pure parts (decoding, rules, records) are in
  * `approval.ts`; docs/frost.md "Approvals" documents the formats and subjects.
  */
-import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { contentId, type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import { ensureStream, isStreamNotFound, storeNameOf } from '../natsio/index.ts';
@@ -46,6 +47,72 @@ export interface ApproverOpts {
   readonly allowRaw?: boolean;
   readonly timeoutMs?: number;
   readonly maxSkewS?: number;
+  /**
+   * The webhook's shared HMAC secret ({@link readWebhookSecret}): with it, each request is signed
+   * and an answer without a valid {@link WEBHOOK_SIGNATURE_HEADER} is a refusal ({@link webhookMac}).
+   */
+  readonly webhookSecret?: Uint8Array;
+}
+
+/** Header of the webhook request's and answer's HMAC: `v1=<64 hex>` (docs/frost.md "Webhook authentication"). */
+export const WEBHOOK_SIGNATURE_HEADER = 'x-jcp-signature';
+/** Header of the unix time (seconds) the request or answer was signed at. */
+export const WEBHOOK_TIMESTAMP_HEADER = 'x-jcp-timestamp';
+/** Largest |holder clock − answer timestamp| accepted, seconds (the webhook should hold requests to the same window). */
+export const WEBHOOK_REPLAY_WINDOW_S = 300;
+/** Fewest bytes of a webhook secret. */
+export const MIN_WEBHOOK_SECRET_BYTES = 32;
+
+/**
+ * The HMAC-SHA256 (hex) of one webhook message under `secret`, over the UTF-8 text
+ * `<first>\n<second>\n<timestamp>\n<hex SHA-256 of body>`. A request: `first` is the method
+ * (`POST`), `second` the URL's path and query. An answer: `first` is `ANSWER`, `second` the
+ * request's MAC (hex), so an answer is bound to the one request it answers.
+ */
+export function webhookMac(secret: Uint8Array, first: string, second: string, timestamp: string, body: Uint8Array | string): string {
+  const digest = createHash('sha256').update(body).digest('hex');
+  return createHmac('sha256', secret).update(`${first}\n${second}\n${timestamp}\n${digest}`, 'utf8').digest('hex');
+}
+
+/**
+ * A webhook secret from a file (its bytes, one trailing newline dropped) or, when `file` is
+ * undefined, from the environment variable `env`. @throws FrostError `frost-policy-invalid`
+ * when the file cannot be read, is readable or writable by group or others (mode & 0o077), or the
+ * secret is shorter than {@link MIN_WEBHOOK_SECRET_BYTES} bytes, or the variable is unset.
+ */
+export function readWebhookSecret(source: { file?: string; env?: string }): Uint8Array {
+  let bytes: Buffer;
+  if (source.file !== undefined) {
+    try {
+      const mode = statSync(source.file).mode & 0o777;
+      if ((mode & 0o077) !== 0) throw new Error(`mode ${mode.toString(8).padStart(4, '0')} lets group or others read it; chmod 600 it`);
+      bytes = readFileSync(source.file);
+    } catch (e) {
+      throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook secret file ${source.file}: ${(e as Error).message}`);
+    }
+  } else {
+    const v = source.env === undefined ? undefined : process.env[source.env];
+    if (v === undefined || v === '')
+      throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook secret: ${source.env ?? '(no variable)'} is not set`);
+    bytes = Buffer.from(v, 'utf8');
+  }
+  if (bytes.at(-1) === 0x0a) bytes = bytes.subarray(0, bytes.length - (bytes.at(-2) === 0x0d ? 2 : 1));
+  if (bytes.length < MIN_WEBHOOK_SECRET_BYTES)
+    throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook secret: at least ${MIN_WEBHOOK_SECRET_BYTES} bytes, got ${bytes.length}`);
+  return new Uint8Array(bytes);
+}
+
+/** Why an answer's HMAC does not authenticate it, or undefined when it does. */
+function answerUnsigned(res: Response, body: string, secret: Uint8Array, requestMac: string, nowS: number): string | undefined {
+  const ts = res.headers.get(WEBHOOK_TIMESTAMP_HEADER);
+  const sig = res.headers.get(WEBHOOK_SIGNATURE_HEADER);
+  if (ts === null || sig === null) return `webhook answer is not signed (no ${WEBHOOK_SIGNATURE_HEADER} / ${WEBHOOK_TIMESTAMP_HEADER})`;
+  if (!/^\d{1,12}$/.test(ts) || Math.abs(nowS - Number(ts)) > WEBHOOK_REPLAY_WINDOW_S)
+    return `webhook answer timestamp ${ts.slice(0, 20)} is not within ${WEBHOOK_REPLAY_WINDOW_S} s of the holder's clock`;
+  const want = Buffer.from(`v1=${webhookMac(secret, 'ANSWER', requestMac, ts, body)}`, 'utf8');
+  const got = Buffer.from(sig.trim(), 'utf8');
+  if (got.length !== want.length || !timingSafeEqual(got, want)) return 'webhook answer signature does not verify';
+  return undefined;
 }
 
 /** Default time a person or webhook has to answer (ms): no answer in time is a refusal. */
@@ -183,7 +250,11 @@ export function promptApprover(input: Readable, output: Writable, opts: Approver
  * An external approver (`--approve webhook URL`): POSTs the decoded call as JSON
  * (`{call: ShownCall, policy}`) and waits at most `timeoutMs` for `{"approve": true|false,
  * "reason": "…"}` with status 2xx. No answer in time, another status, another body, a body that is
- * not a JSON object or one over {@link MAX_WEBHOOK_ANSWER_BYTES} refuses.
+ * not a JSON object or one over {@link MAX_WEBHOOK_ANSWER_BYTES} refuses. With
+ * `opts.webhookSecret`, the request carries {@link WEBHOOK_TIMESTAMP_HEADER} and
+ * {@link WEBHOOK_SIGNATURE_HEADER} (`v1=` {@link webhookMac} of `POST`, path, timestamp, body) and
+ * an answer without a valid signature of its own (bound to the request's MAC, timestamp within
+ * {@link WEBHOOK_REPLAY_WINDOW_S}) refuses; redirects are not followed.
  * @throws FrostError `frost-policy-invalid` for a URL that is not http(s).
  */
 export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver {
@@ -197,6 +268,7 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
     throw new FrostError(FrostErrorCodes.POLICY_INVALID, `webhook URL ${url}: only http and https`);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_APPROVE_TIMEOUT_MS;
   const id = contentId({ policy: 'webhook', url: u.href });
+  const secret = opts.webhookSecret;
   return {
     kind: 'webhook',
     id,
@@ -204,18 +276,24 @@ export function webhookApprover(url: string, opts: ApproverOpts = {}): Approver 
     maxSkewS: opts.maxSkewS ?? DEFAULT_MAX_SKEW_S,
     async decide(c) {
       try {
-        const res = await fetch(u, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ call: c, policy: id }),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
+        const body = JSON.stringify({ call: c, policy: id });
+        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        let mac = '';
+        if (secret !== undefined) {
+          const ts = String(Math.floor(Date.now() / 1000));
+          mac = webhookMac(secret, 'POST', u.pathname + u.search, ts, body);
+          headers[WEBHOOK_TIMESTAMP_HEADER] = ts;
+          headers[WEBHOOK_SIGNATURE_HEADER] = `v1=${mac}`;
+        }
+        const res = await fetch(u, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
         if (!res.ok) {
           await res.body?.cancel().catch(() => undefined);
           return { approve: false, reason: `webhook answered HTTP ${res.status}` };
         }
         const text = await readCapped(res, MAX_WEBHOOK_ANSWER_BYTES);
         if (text === undefined) return { approve: false, reason: `webhook answer is over ${MAX_WEBHOOK_ANSWER_BYTES} bytes` };
+        const unsigned = secret === undefined ? undefined : answerUnsigned(res, text, secret, mac, Math.floor(Date.now() / 1000));
+        if (unsigned !== undefined) return { approve: false, reason: unsigned };
         const v = JSON.parse(text) as unknown;
         if (typeof v !== 'object' || v === null || Array.isArray(v))
           return { approve: false, reason: 'webhook answer is not a JSON object' };
@@ -440,6 +518,77 @@ export async function readDecisionStream(nc: NatsConnection, prefix: string, gro
     }
   } catch (e) {
     throw new FrostError(FrostErrorCodes.TRANSPORT, `approvals stream: ${(e as Error).message}`, [], undefined, { cause: e });
+  }
+  return out;
+}
+
+/** Most records {@link readHolderDecisions} reads from one holder's subject per call. */
+export const MAX_DECISIONS_SCANNED = 4096;
+
+/** Options of {@link readHolderDecisions}. */
+export interface HolderDecisionsOpts {
+  /** Read records the NATS server stored at or after this time (a window, so the read is bounded by time, not by history). */
+  readonly since: Date;
+  /** How long to wait for records that are not there yet (ms, default 1000; each fetch waits at least 1 s). */
+  readonly waitMs?: number;
+  /** Stop reading (once the records present are all read) when this holds for the records so far. */
+  readonly enough?: (records: readonly StreamedDecision[]) => boolean;
+  /** Most records read (default {@link MAX_DECISIONS_SCANNED}). */
+  readonly max?: number;
+}
+
+/**
+ * Every record on one holder's subject `<prefix>.approvals.<groupTag>.<identifier>` stored since
+ * `opts.since`, oldest first, each verified (`record.valid`) or `malformed`; `seq` is the stream
+ * sequence. Anyone who can publish on the bus can add records there, so a caller keeps only those
+ * that verify under the holder's roster identity — reading every one, not the last, so a forged
+ * record published after the holder's does not hide it. Stops when `enough` holds and no more are
+ * pending, at `max` records, or after `waitMs`. An absent stream (no holder published yet) is
+ * waited for, then no records.
+ */
+export async function readHolderDecisions(
+  nc: NatsConnection,
+  prefix: string,
+  group: Did,
+  identifier: number,
+  opts: HolderDecisionsOpts,
+): Promise<StreamedDecision[]> {
+  const deadline = Date.now() + (opts.waitMs ?? 1000);
+  const max = opts.max ?? MAX_DECISIONS_SCANNED;
+  const js = jetstream(nc);
+  const out: StreamedDecision[] = [];
+  let consumer: Awaited<ReturnType<typeof js.consumers.get>> | undefined;
+  while (consumer === undefined) {
+    try {
+      consumer = await js.consumers.get(approvalsStream(prefix), {
+        filter_subjects: approvalsSubject(prefix, group, identifier),
+        deliver_policy: DeliverPolicy.StartTime,
+        opt_start_time: opts.since.toISOString(),
+      });
+    } catch {
+      if (Date.now() >= deadline) return out; // no stream yet: no holder published
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  try {
+    while (out.length < max) {
+      const batch = await consumer.fetch({ max_messages: Math.min(256, max - out.length), expires: Math.max(1000, deadline - Date.now()) });
+      let done = false;
+      for await (const m of batch) {
+        try {
+          out.push({ seq: m.seq, record: openDecision(m.data) });
+        } catch (e) {
+          out.push({ seq: m.seq, malformed: (e as Error).message });
+        }
+        if (out.length >= max || (m.info.pending === 0 && opts.enough?.(out) === true)) {
+          done = true;
+          batch.stop();
+        }
+      }
+      if (done || Date.now() >= deadline) break;
+    }
+  } finally {
+    await consumer.delete().catch(() => undefined);
   }
   return out;
 }

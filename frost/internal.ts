@@ -3,7 +3,7 @@
  * re-exports). Product code never imports this file.
  */
 export * from './index.ts';
-export { DecisionJournal } from './approvers.ts';
+export { DecisionJournal, publishDecision } from './approvers.ts';
 export { newBoxKey, open, pairKey, seal } from './box.ts';
 export { processCoordinator, withEarlier } from './coordinator.ts';
 export { IDENTITY, nobleCurve, sodiumCurve } from './curve.ts';

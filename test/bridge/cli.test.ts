@@ -157,6 +157,19 @@ describe('jcp bridge (command)', () => {
     expect(busy.stderr).toContain(`error [listen-failed]: cannot listen on 127.0.0.1:${node.port}`);
   });
 
+  test('refusals / HTTP session limits without --http or below 1, an allowed origin with a path', async () => {
+    const bridgeArgs = ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')];
+    const idleNoHttp = await runJcp([...bridgeArgs, '--session-idle-s', '60']);
+    expect(idleNoHttp.code).toBe(2);
+    expect(idleNoHttp.stderr).toContain('--session-idle-s goes with --http');
+    const noSessions = await runJcp([...bridgeArgs, '--http', '127.0.0.1:0', '--max-sessions', '0']);
+    expect(noSessions.code).toBe(2);
+    expect(noSessions.stderr).toContain('--max-sessions: expected a whole number of sessions ≥ 1');
+    const origin = await runJcp([...bridgeArgs, '--http', '127.0.0.1:0', '--allow-origin', 'https://app.example/path']);
+    expect(origin.code).toBe(1);
+    expect(origin.stderr).toContain('error [origin-invalid]');
+  }, 60_000);
+
   test('stdio / two bridge processes of one agent: the same call at the same moment is two requests', async () => {
     const open = async () => {
       const c = new Client({ name: 'cli-test', version: '1' });

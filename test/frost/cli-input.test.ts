@@ -155,6 +155,22 @@ describe('jcp frost / repeated options', () => {
     expect(r.stderr).not.toMatch(/frost-transport/);
   });
 
+  it('refuse / a webhook secret file group or others can read, or a secret flag without --approve webhook', async () => {
+    const dir = tmp('websecret');
+    const f = join(dir, 'hook.secret');
+    writeFileSync(f, 's'.repeat(40), { mode: 0o644 });
+    const hook = ['participant', '--keystore', join(dir, 'ks'), '--nats', DEAD_NATS, '--approve', 'webhook', 'http://127.0.0.1:9/'];
+    const loose = await frost([...hook, '--webhook-secret-file', f]);
+    expect(loose.code, loose.stderr).toBe(1);
+    expect(loose.stderr).toMatch(
+      /^jcp frost: error \[frost-policy-invalid\]: webhook secret file .*mode 0644 lets group or others read it/,
+    );
+    expectUsage(
+      await frost(['participant', '--keystore', join(dir, 'ks'), '--approve', 'allow-all', '--webhook-secret-env', 'X']),
+      /--webhook-secret-file\/--webhook-secret-env go with --approve webhook/,
+    );
+  });
+
   it('a repeatable option (--coordinator) may still be given twice', async () => {
     const a = actorFromSeed(new Uint8Array(32).fill(1)).did;
     const b = actorFromSeed(new Uint8Array(32).fill(2)).did;
