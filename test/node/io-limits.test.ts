@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { decodeWireMessage } from '../../core/index.ts';
 import { McpStdioEndpoint, headerValue } from '../../node/endpoint.ts';
 import { NodeMetrics, serveMetrics } from '../../node/index.ts';
+import { runJcp } from '../listeners.ts';
 import { liveNode, quiet, RawConn, tempDir } from './fixtures.ts';
 
 const stdio = (command: string, args: string[], env: Record<string, string> = {}) =>
@@ -50,6 +51,23 @@ describe('issue 25: stdio upstreams, token files, list_tools re-spawns', () => {
     expect(() => headerValue('authorization', { file: f, prefix: 'Bearer ' })).toThrow(/mode 644 lets others read the token/);
     chmodSync(f, 0o600);
     expect(headerValue('authorization', { file: f, prefix: 'Bearer ' })).toBe('Bearer tok-123');
+  });
+});
+
+describe('issue 25: jcp bridge --token-file', () => {
+  const t = tempDir('io-limits-bridge');
+  afterAll(() => t.cleanup());
+
+  test('a token file that others may read is refused (token-invalid), before the bridge starts', async () => {
+    const f = path.join(t.dir, 'bridge.token');
+    writeFileSync(f, 'tok\n', { mode: 0o644 });
+    chmodSync(f, 0o644);
+    const args = ['bridge', '--node', '127.0.0.1:1', '--key', path.join(t.dir, 'k'), '--chain', path.join(t.dir, 'c')];
+    const r = await runJcp([...args, '--http', '127.0.0.1:0', '--token-file', f]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('error [token-invalid]');
+    expect(r.stderr).toContain('mode 644 lets others read the token');
+    expect(r.stderr).not.toContain('tok\n');
   });
 });
 
