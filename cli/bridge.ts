@@ -22,7 +22,7 @@ import {
 } from '../bridge/index.ts';
 import { isFrostError } from '../frost/index.ts';
 import { type ClientSigner, JcpClient } from '../client/index.ts';
-import { readKeyFile } from '../node/index.ts';
+import { readKeyFile, readSecretFile } from '../node/index.ts';
 import { hostPortArg, ujArg } from './args.ts';
 import { readChainFile } from '../client/index.ts';
 import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
@@ -102,9 +102,12 @@ function toolCostArg(v: string, flag: string): [string, bigint] {
 function tokenFrom(file: string | undefined, env: string | undefined, what: string): string | undefined {
   if (file !== undefined && env !== undefined) throw new UsageError(`${what}: give a token file or an environment variable, not both`);
   if (file !== undefined) {
-    const t = readFileSync(file, 'utf8').trim();
-    if (t.length === 0) throw new CliError('token-invalid', `${what}: ${file} is empty`);
-    return t;
+    // Refused when group or others may read it, as key files are (node/keyfile.ts).
+    try {
+      return readSecretFile(file);
+    } catch (e) {
+      throw new CliError('token-invalid', `${what}: ${file}: ${(e as Error).message}`);
+    }
   }
   if (env !== undefined) {
     const t = process.env[env]?.trim();

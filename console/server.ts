@@ -16,15 +16,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { ConsoleData, ConsoleState } from './data.ts';
 import { PAGE_HTML, PAGE_JS } from './page.ts';
+import { readOnlyGuard } from '../io/index.ts';
 
 /** Chart.js's UMD build, read from its installed package: beside its CommonJS entry (dist/chart.cjs). */
 const chartJs = (): Buffer => readFileSync(path.join(path.dirname(createRequire(import.meta.url).resolve('chart.js')), 'chart.umd.min.js'));
-
-/** The host name of a `Host` header (`name[:port]`, `[v6]:port`), lower case. */
-function hostName(h: string): string {
-  const m = /^(\[[^\]]*\]|[^:]*)(?::[0-9]*)?$/.exec(h.trim().toLowerCase());
-  return m === null ? '' : m[1]!;
-}
 
 /** A running console: its URL and how to stop it. */
 export interface RunningConsole {
@@ -44,16 +39,15 @@ export async function serveConsole(data: ConsoleData, host = '127.0.0.1', port =
     return cached.state;
   };
   const vendor = chartJs();
-  const wildcard = host === '0.0.0.0' || host === '::' || host === '[::]';
-  const names = new Set(['127.0.0.1', 'localhost', '[::1]', host.toLowerCase(), `[${host.toLowerCase()}]`]);
+  const guard = readOnlyGuard(host);
   const server = createServer((req, res) => {
     const send = (status: number, type: string, body: string | Buffer) => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'read-only: GET and HEAD only\n');
-    if (!wildcard && !names.has(hostName(req.headers.host ?? '')))
-      return send(421, 'text/plain', 'misdirected: open the console as http://127.0.0.1:PORT/ (or localhost)\n');
+    const refused = guard(req.method, req.headers.host);
+    if (refused?.status === 405) return send(405, 'text/plain', 'read-only: GET and HEAD only\n');
+    if (refused?.status === 421) return send(421, 'text/plain', 'misdirected: open the console as http://127.0.0.1:PORT/ (or localhost)\n');
     const u = new URL(req.url ?? '/', 'http://console');
     if (u.pathname === '/') return send(200, 'text/html; charset=utf-8', PAGE_HTML);
     if (u.pathname === '/console.js') return send(200, 'text/javascript; charset=utf-8', PAGE_JS);

@@ -21,6 +21,8 @@ export const ErrorCodes = {
   FRAME_TOO_LARGE: 'frame-too-large',
   /** jcp/1 stream ended in the middle of a frame (§11). */
   FRAME_TRUNCATED: 'frame-truncated',
+  /** jcp/1 frame whose body buffer the receiver could not allocate (out of memory or address space; §11). */
+  FRAME_UNALLOCATABLE: 'frame-unallocatable',
   /** COSE_Sign1 structure is not the JCR-1 profile (§8): wrong tag, header, or alg. */
   COSE_INVALID: 'cose-invalid',
   /** COSE algorithm or key type other than EdDSA over Ed25519 (e.g. Ed448, ES256): not supported (§8). */

@@ -3,8 +3,8 @@
  * framing, the canonical message codec, and the caller signature. Sockets live in `node/`.
  *
  * Framing: a 4-byte big-endian length, then one canonical det-CBOR message (§3). The declared
- * length is checked against the receiver's cap BEFORE any buffer is allocated ({@link FrameReader}),
- * and a body whose bytes are not the canonical encoding of their value is refused, so a message
+ * length is checked against the receiver's cap BEFORE any buffer is allocated, the body buffer then
+ * grows with the bytes that arrive ({@link FrameReader}), and a body whose bytes are not the canonical encoding of their value is refused, so a message
  * has exactly one wire form.
  *
  * Messages are maps; `docs/wire.md` lists them all. Which message a map is follows from its keys:
@@ -32,7 +32,7 @@
  * = content id of the payload byte string's CBOR encoding (an absent payload hashes as the empty
  * byte string); a request whose hash does not match its payload is refused at decode.
  *
- * Decoding never throws anything but a JcpError: `frame-too-large`, `frame-truncated`,
+ * Decoding never throws anything but a JcpError: `frame-too-large`, `frame-unallocatable`, `frame-truncated`,
  * `cbor-malformed`, `cbor-non-canonical`, `cbor-forbidden-type`, `schema`, `did-invalid`, `bad-length`.
  */
 import type { Actor } from './actor.ts';
@@ -105,30 +105,54 @@ export function frameMessage(body: Uint8Array, cap = DEFAULT_FRAME_CAP): Uint8Ar
   return out;
 }
 
+/** The body buffer a {@link FrameReader} allocates first for a declared length, and grows by doubling: 64 KiB. */
+export const FRAME_INITIAL_RESERVE = 64 << 10;
+
+/** Allocates a body buffer of `n` bytes (a test may inject one that fails). */
+export type FrameAllocator = (n: number) => Uint8Array;
+
+/** Options of a {@link FrameReader}. */
+export interface FrameReaderOptions {
+  /** Body buffer allocator; default `new Uint8Array(n)`. A throw becomes `frame-unallocatable`. */
+  readonly alloc?: FrameAllocator;
+}
+
 /**
  * Incremental jcp/1 deframer (§11): feed it stream chunks of any size, get whole message bodies.
  * The declared length is compared with the cap as soon as its 4 bytes are in, before the body
- * buffer is allocated. After an error the stream cannot be resynchronised: the reader stays
- * failed and every later `push` throws the same error (the caller replies and closes).
+ * buffer is allocated. The body buffer then grows with the bytes that arrive (at most
+ * {@link FRAME_INITIAL_RESERVE} at first, doubled as needed, never past the declared length), so a
+ * peer that declares a large length and sends nothing more holds at most 64 KiB, not the length
+ * it declared. A buffer that cannot be allocated fails the reader with `frame-unallocatable`
+ * (never a thrown RangeError). After an error the stream cannot be resynchronised: the reader
+ * stays failed and every later `push` throws the same error (the caller replies and closes).
  */
 export class FrameReader {
   readonly cap: number;
+  readonly #alloc: FrameAllocator;
   readonly #header = new Uint8Array(FRAME_HEADER_BYTES);
   #headerFill = 0;
+  /** The declared length of the body being read; -1 while reading a header. */
+  #length = -1;
   #body: Uint8Array | undefined;
   #bodyFill = 0;
   #failed: JcpError | undefined;
 
-  /** @param cap the largest body accepted, in bytes (default {@link DEFAULT_FRAME_CAP}). */
-  constructor(cap = DEFAULT_FRAME_CAP) {
+  /**
+   * @param cap the largest body accepted, in bytes (default {@link DEFAULT_FRAME_CAP}).
+   * @throws RangeError when `cap` is not an integer in 1..2^32−1.
+   */
+  constructor(cap = DEFAULT_FRAME_CAP, opts: FrameReaderOptions = {}) {
     checkCap(cap);
     this.cap = cap;
+    this.#alloc = opts.alloc ?? ((n) => new Uint8Array(n));
   }
 
   /**
    * Consumes `chunk` and returns every message body it completes (possibly none).
-   * @throws JcpError `frame-too-large` when a declared length exceeds the cap (nothing allocated);
-   *   bodies the same chunk completed before that length are dropped: use {@link read} to keep them.
+   * @throws JcpError `frame-too-large` when a declared length exceeds the cap (nothing allocated),
+   *   `frame-unallocatable` when a body buffer cannot be allocated; bodies the same chunk
+   *   completed before are dropped: use {@link read} to keep them.
    */
   push(chunk: Uint8Array): Uint8Array[] {
     const r = this.read(chunk);
@@ -136,18 +160,38 @@ export class FrameReader {
     return r.bodies;
   }
 
+  /** A buffer of `n` bytes holding the body read so far, or the reader failed `frame-unallocatable`. */
+  #grow(n: number): Uint8Array | undefined {
+    let next: Uint8Array;
+    try {
+      next = this.#alloc(n);
+    } catch (e) {
+      this.#failed = new JcpError(
+        ErrorCodes.FRAME_UNALLOCATABLE,
+        `jcp/1: cannot allocate ${n} bytes for a message of ${this.#length} bytes: ${(e as Error)?.message ?? String(e)}`,
+        { length: this.#length },
+      );
+      this.#body = undefined;
+      this.#length = -1;
+      return undefined;
+    }
+    if (this.#body !== undefined && this.#bodyFill > 0) next.set(this.#body.subarray(0, this.#bodyFill));
+    this.#body = next;
+    return next;
+  }
+
   /**
    * Consumes `chunk`: every message body it completes, in order, and — when a declared length
-   * in it exceeds the cap (`frame-too-large`, nothing allocated) — that error, which comes after
-   * those bodies in the stream. Once failed, the reader stays failed: each later call returns the
-   * same error and no bodies.
+   * in it exceeds the cap (`frame-too-large`, nothing allocated) or a body buffer cannot be
+   * allocated (`frame-unallocatable`) — that error, which comes after those bodies in the stream.
+   * Once failed, the reader stays failed: each later call returns the same error and no bodies.
    */
   read(chunk: Uint8Array): { readonly bodies: Uint8Array[]; readonly error?: JcpError } {
     if (this.#failed) return { bodies: [], error: this.#failed };
     const out: Uint8Array[] = [];
     let off = 0;
     while (off < chunk.length) {
-      if (this.#body === undefined) {
+      if (this.#length < 0) {
         const take = Math.min(FRAME_HEADER_BYTES - this.#headerFill, chunk.length - off);
         this.#header.set(chunk.subarray(off, off + take), this.#headerFill);
         this.#headerFill += take;
@@ -159,30 +203,52 @@ export class FrameReader {
           this.#failed = tooLarge(length, this.cap);
           return { bodies: out, error: this.#failed };
         }
-        this.#headerFill = 0;
         if (length === 0) {
+          this.#headerFill = 0;
           out.push(new Uint8Array(0)); // an empty body: complete now (the decoder refuses it)
           continue;
         }
-        this.#body = new Uint8Array(length);
+        // The header stays counted (headerFill) until the body completes: a header-only
+        // connection is a partial frame, under the read timeout.
+        this.#length = length;
+        this.#body = undefined;
         this.#bodyFill = 0;
       }
-      const body = this.#body;
-      const take = Math.min(body.length - this.#bodyFill, chunk.length - off);
-      body.set(chunk.subarray(off, off + take), this.#bodyFill);
-      this.#bodyFill += take;
-      off += take;
-      if (this.#bodyFill === body.length) {
+      const length = this.#length;
+      const want = Math.min(length - this.#bodyFill, chunk.length - off);
+      let body = this.#body;
+      if (body === undefined || body.length < this.#bodyFill + want) {
+        let size = body === undefined ? Math.min(length, FRAME_INITIAL_RESERVE) : body.length;
+        while (size < this.#bodyFill + want) size = Math.min(length, size * 2);
+        const grown = this.#grow(size);
+        if (grown === undefined) return { bodies: out, error: this.#failed! };
+        body = grown;
+      }
+      body.set(chunk.subarray(off, off + want), this.#bodyFill);
+      this.#bodyFill += want;
+      off += want;
+      if (this.#bodyFill === length) {
         out.push(body);
         this.#body = undefined;
+        this.#length = -1;
+        this.#headerFill = 0;
       }
     }
     return { bodies: out };
   }
 
-  /** Bytes held for an incomplete message (header and body). */
+  /** Bytes received of the incomplete message (header and body so far); 0 between messages. */
   get buffered(): number {
-    return this.#headerFill + (this.#body === undefined ? 0 : this.#bodyFill);
+    return this.#headerFill + (this.#length < 0 ? 0 : this.#bodyFill);
+  }
+
+  /**
+   * Bytes this reader holds allocated for the incomplete message: the header buffer's fill plus
+   * the body buffer's capacity (at most twice the body bytes received, or 64 KiB, whichever is
+   * larger; never more than the declared length). 0 between messages.
+   */
+  get reserved(): number {
+    return this.#headerFill + (this.#body === undefined ? 0 : this.#body.length);
   }
 
   /**
@@ -191,7 +257,7 @@ export class FrameReader {
    */
   end(): void {
     if (this.#failed) throw this.#failed;
-    if (this.#headerFill > 0 || this.#body !== undefined) {
+    if (this.#headerFill > 0 || this.#length >= 0) {
       throw new JcpError(ErrorCodes.FRAME_TRUNCATED, 'jcp/1: stream ended inside a message', { buffered: this.buffered });
     }
   }

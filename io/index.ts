@@ -17,3 +17,4 @@ export {
   writeFileDurably,
   writeFileDurablyAsync,
 } from './files.ts';
+export { hostName, type ReadOnlyRefusal, readOnlyGuard } from './http.ts';

@@ -26,7 +26,7 @@ import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdi
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import { READ_CAPS, readFileCapped } from '../io/index.ts';
+import { readSecretFile } from './keyfile.ts';
 import type { HeaderSource, McpHttpEndpointConfig, McpStdioEndpointConfig } from './config.ts';
 
 /** Codes an endpoint failure carries (in {@link EndpointError} and the result's `jcp_error`; stable). */
@@ -157,6 +157,10 @@ const START_TIMEOUT_MS = 15_000;
 /** Connect attempts per call, and the delay before the second (doubled after each failure). */
 const CONNECT_ATTEMPTS = 3;
 const CONNECT_BACKOFF_MS = 50;
+/** After a failed connect for the tool list, no new one for this long (ms), doubled per failure. */
+export const TOOLS_BACKOFF_MS = 1_000;
+/** The longest back-off between connects for the tool list (ms). */
+export const TOOLS_BACKOFF_MAX_MS = 60_000;
 /** Pages of `tools/list` read at most (a server that pages forever is cut off there). */
 const MAX_TOOL_PAGES = 100;
 /** The `_meta` key that marks the node's own requests on their way out (stripped before sending). */
@@ -222,14 +226,27 @@ abstract class McpEndpoint implements Endpoint {
     return this.#toolNames.has(tool) ? 'known' : 'unknown';
   }
 
+  /**
+   * Connects for the tool list unless the last such attempt failed less than the back-off ago
+   * ({@link TOOLS_BACKOFF_MS}, doubled after each failure up to {@link TOOLS_BACKOFF_MAX_MS}, reset
+   * on success): a `list_tools` from any peer does not re-spawn a down stdio upstream each time.
+   */
   async ensureTools(): Promise<void> {
     if (this.#tools !== undefined) return;
+    if (Date.now() < this.#toolsRetryAt) return;
     try {
       await this.connection();
+      this.#toolsBackoffMs = TOOLS_BACKOFF_MS;
     } catch {
-      // unreachable now: the list stays unknown
+      // unreachable now: the list stays unknown, and is not asked again before the back-off
+      this.#toolsRetryAt = Date.now() + this.#toolsBackoffMs;
+      this.#toolsBackoffMs = Math.min(this.#toolsBackoffMs * 2, TOOLS_BACKOFF_MAX_MS);
     }
   }
+
+  /** When {@link ensureTools} may connect again after a failure (ms since the epoch), and the next back-off. */
+  #toolsRetryAt = 0;
+  #toolsBackoffMs = TOOLS_BACKOFF_MS;
 
   /** The live connection, made on first use; one in flight at a time. */
   protected connection(): Promise<Live> {
@@ -518,6 +535,24 @@ function sessionLost(e: unknown): boolean {
   return (e as object)?.constructor?.name === 'StreamableHTTPError' && (code === 404 || code === 400);
 }
 
+/** Locale variables a stdio upstream inherits beside the SDK's default list. */
+const INHERITED_LOCALE_VARS = ['LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'] as const;
+
+/**
+ * The environment of a stdio upstream: the SDK's minimal inherited set (`getDefaultEnvironment()`:
+ * HOME, LOGNAME, PATH, SHELL, TERM, USER on POSIX), the locale (LANG, LC_ALL, LC_CTYPE, TZ), and
+ * the resource's own configured `env`, which wins. Nothing else of the node's environment (the
+ * bearer tokens of other upstreams, cloud credentials…) reaches a third-party server.
+ */
+export function stdioEnvironment(defaults: Record<string, string>, configured: Readonly<Record<string, string>>): Record<string, string> {
+  const env: Record<string, string> = { ...defaults };
+  for (const k of INHERITED_LOCALE_VARS) {
+    const v = process.env[k];
+    if (v !== undefined && v !== '') env[k] = v;
+  }
+  return { ...env, ...configured };
+}
+
 /** An MCP server over stdio (a child process), started on demand and restarted after a crash or hang. */
 export class McpStdioEndpoint extends McpEndpoint {
   readonly #cfg: McpStdioEndpointConfig;
@@ -537,11 +572,11 @@ export class McpStdioEndpoint extends McpEndpoint {
   }
 
   protected async openTransport(): Promise<Transport> {
-    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const { StdioClientTransport, getDefaultEnvironment } = await import('@modelcontextprotocol/sdk/client/stdio.js');
     const transport = new StdioClientTransport({
       command: this.#cfg.command,
       args: [...this.#cfg.args],
-      env: { ...process.env, ...this.#cfg.env } as Record<string, string>,
+      env: stdioEnvironment(getDefaultEnvironment(), this.#cfg.env),
       ...(this.#cfg.cwd !== undefined ? { cwd: this.#cfg.cwd } : {}),
       stderr: 'pipe',
     });
@@ -563,8 +598,8 @@ export class McpStdioEndpoint extends McpEndpoint {
 /**
  * The value of a configured header: read from its environment variable or file at each connect
  * (so a rotated token is picked up by the next connection), with its `prefix`.
- * @throws EndpointError `endpoint-unavailable` when the variable is unset, the file unreadable, or
- *   the value is not an HTTP header value (the message names its source, never the value).
+ * @throws EndpointError `endpoint-unavailable` when the variable is unset, the file unreadable,
+ *   empty or readable by group or others (as key files are refused, node/keyfile.ts), or the value is not an HTTP header value (the message names its source, never the value).
  */
 export function headerValue(name: string, src: HeaderSource): string {
   let v: string | undefined;
@@ -577,7 +612,7 @@ export function headerValue(name: string, src: HeaderSource): string {
     }
   } else {
     try {
-      v = readFileCapped(src.file, READ_CAPS.configFile, 'header file').toString('utf8').trim();
+      v = readSecretFile(src.file);
     } catch (e) {
       throw new EndpointError(EndpointErrorCodes.UNAVAILABLE, `header ${name}: cannot read ${src.file}: ${(e as Error).message}`, {
         cause: e,

@@ -63,7 +63,7 @@ export {
   RESULT_CAP_BYTES,
 } from './enforcer.ts';
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
-export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, writeKeyFile } from './keyfile.ts';
+export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, readSecretFile, secretModeProblem, writeKeyFile } from './keyfile.ts';
 export { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
 export { EVICT_SCAN, type PeerLimitConfig, PeerLimiter } from './ratelimit.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';

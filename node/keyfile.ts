@@ -17,6 +17,30 @@ function bad(file: string, what: string, cause?: unknown): never {
 }
 
 /**
+ * Why a secret file of this `mode` (from `stat`) must be refused: group or others may read or
+ * write it (any of the 0o077 bits; as ssh refuses a private key), or undefined when only its owner
+ * may. Always undefined on Windows (no POSIX modes). Used for key files and bearer token files.
+ * @param what what the file holds, for the message (`the key`, `the token`)
+ */
+export function secretModeProblem(mode: number, what: string): string | undefined {
+  if (process.platform === 'win32' || (mode & 0o077) === 0) return undefined;
+  return `mode ${(mode & 0o777).toString(8)} lets others read ${what}; chmod 600 it`;
+}
+
+/**
+ * Reads a bearer token file (a header `{"file": …}` source, `--token-file`): at most
+ * {@link READ_CAPS}.configFile bytes, trimmed, refused when group or others may read it.
+ * @throws Error naming the file (unreadable, too large, group/world-readable, empty); never the value.
+ */
+export function readSecretFile(file: string): string {
+  const why = secretModeProblem(statSync(file).mode, 'the token');
+  if (why !== undefined) throw new Error(why);
+  const v = readFileCapped(file, READ_CAPS.configFile, 'token file').toString('utf8').trim();
+  if (v.length === 0) throw new Error('the file is empty');
+  return v;
+}
+
+/**
  * Reads an actor from a key file (at most {@link READ_CAPS}.keyFile = 64 KiB is read), checking
  * first that it is a key file at all, then its permissions, then that its did matches its seed.
  * @throws NodeFault `key-file-invalid` (unreadable, a folder, larger than 64 KiB or endless such as
@@ -43,9 +67,8 @@ export function readKeyFile(file: string): Actor {
   if (typeof o !== 'object' || o === null || o.type !== KEY_FILE_TYPE || typeof o.seed !== 'string') {
     bad(file, `not a key file: expected {"type": "${KEY_FILE_TYPE}", "seed": <64 hex>, "did": <did:key>}`);
   }
-  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
-    bad(file, `mode ${(mode & 0o777).toString(8)} lets others read the key; chmod 600 it`);
-  }
+  const why = secretModeProblem(mode, 'the key');
+  if (why !== undefined) bad(file, why);
   let actor: Actor;
   try {
     actor = actorFromSeed(fromHex(o.seed, 32, 'seed'));

@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { readOnlyGuard } from '../io/index.ts';
 
 /** The node's metrics, in their own registry (several nodes may share a process in tests). */
 export class NodeMetrics {
@@ -278,7 +279,9 @@ export interface TlogResponder {
 /**
  * Serves `/metrics` (Prometheus text), `/healthz` (JSON, 200 while alive, 503 once the log
  * failed) and `/readyz` (the same JSON, 200 while ready to allow, 503 otherwise),
- * and, when `tlog` is given, `/checkpoint` and `/tile/…` (C2SP tlog-tiles, GET only).
+ * and, when `tlog` is given, `/checkpoint` and `/tile/…` (C2SP tlog-tiles, GET only). Like the
+ * console (io/http.ts): any method but GET and HEAD is 405; a `Host` naming neither loopback nor
+ * `host` is 421 (DNS rebinding), unless `host` is a wildcard (`0.0.0.0`, `::`).
  * Resolves to the server and the bound port.
  */
 export async function serveMetrics(
@@ -288,8 +291,20 @@ export async function serveMetrics(
   port: number,
   tlog?: TlogResponder,
 ): Promise<{ server: Server; port: number }> {
+  const guard = readOnlyGuard(host);
   const server = createServer((req, res) => {
     const url = req.url ?? '/';
+    // What the console does (io/http.ts): GET and HEAD only, and no foreign Host (DNS rebinding).
+    const refused = guard(req.method, req.headers.host);
+    if (refused !== undefined) {
+      res.writeHead(refused.status, { 'content-type': 'text/plain', ...(refused.status === 405 ? { allow: 'GET, HEAD' } : {}) });
+      res.end(
+        refused.status === 405
+          ? 'read-only: GET and HEAD only\n'
+          : 'misdirected: the Host names neither loopback nor the address the metrics port listens on\n',
+      );
+      return;
+    }
     if (tlog !== undefined && (url === '/checkpoint' || url.startsWith('/checkpoint?') || url.startsWith('/tile/'))) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { 'content-type': 'text/plain', allow: 'GET, HEAD' });

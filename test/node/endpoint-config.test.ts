@@ -93,7 +93,7 @@ describe('endpoint config', () => {
 
   test('a header file is read at connect, trimmed, with its prefix; a rotated file is picked up', () => {
     const f = path.join(t.dir, 'token');
-    writeFileSync(f, 'first\n');
+    writeFileSync(f, 'first\n', { mode: 0o600 });
     const c = configFromJson(
       {
         resources: [
