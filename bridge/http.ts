@@ -234,115 +234,36 @@ function loopbackHosts(host: string, port: number): Set<string> {
  *   the listen error (EADDRINUSE…) as it is.
  */
 export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
-  if (!isLoopback(o.host) && o.allowRemote !== true) {
-    throw new BridgeConfigError('remote-listen-refused', `${o.host} is not a loopback address; pass --allow-remote to listen there`);
-  }
-  if (o.agents.length === 0) throw new BridgeConfigError('no-agents', 'no agent to serve');
-  const needTokens = o.agents.length > 1 || !isLoopback(o.host);
-  if (needTokens && o.agents.some((a) => a.token === undefined || a.token.length === 0)) {
-    throw new BridgeConfigError(
-      'token-required',
-      'every agent needs a bearer token when several agents are served or the address is not loopback',
-    );
-  }
-  const tokens = o.agents.filter((a) => a.token !== undefined).map((a) => digest(a.token!));
-  if (new Set(tokens.map((t) => t.toString('hex'))).size !== tokens.length) {
-    throw new BridgeConfigError('token-duplicate', 'two agents share a bearer token');
-  }
-  const limits = sessionLimits(o.limits);
+  const keyed = checkedAgents(o);
+  const table = new SessionTable(sessionLimits(o.limits));
   const extraOrigins = (o.allowedOrigins ?? []).map(originOf);
-  const keyed = o.agents.map((a) => ({ ...a, hash: a.token === undefined ? undefined : digest(a.token) }));
-  const sessions = new Map<string, Session>();
-  const perAgent = new Map<BridgeAgent, number>();
-  const stats = { expired: 0, refused: 0 };
   let allowedHosts: Set<string> | undefined;
   let origins = new Set<string>();
 
-  /** The agent a request authenticates as, comparing against every token (constant time per token). */
-  const authenticate = (req: IncomingMessage): BridgeAgent | undefined => {
-    if (keyed.length === 1 && keyed[0]!.hash === undefined) return keyed[0]!.agent;
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    const presented = digest(m?.[1] ?? '');
-    let found: BridgeAgent | undefined;
-    for (const a of keyed) if (a.hash !== undefined && timingSafeEqual(a.hash, presented) && m !== null) found = a.agent;
-    return found;
-  };
-
-  const reply = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void => {
-    // Refused before its body was read (if it has one): the connection is not reused.
-    res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...headers });
-    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
-  };
-
-  /** Arms (or re-arms) the expiry of `s` when no request of it is open. */
-  const arm = (s: Session): void => {
-    clearTimeout(s.timer);
-    s.timer = undefined;
-    if (s.open > 0) return;
-    s.timer = setTimeout(
-      () => {
-        stats.expired++;
-        void s.transport.close().catch(() => undefined);
-      },
-      s.initialized ? limits.idleMs : limits.initMs,
-    );
-    s.timer.unref();
-  };
-
-  /** Counts `res` as an open request of `s` until it closes. */
-  const track = (s: Session, res: ServerResponse): void => {
-    s.open++;
-    arm(s);
-    res.once('close', () => {
-      s.open--;
-      arm(s);
-    });
-  };
-
   /** A new session for `agent` (an `initialize` POST), or a 429/503 past a cap. */
   const open = async (agent: BridgeAgent, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
-    const mine = perAgent.get(agent) ?? 0;
-    const total = [...perAgent.values()].reduce((a, b) => a + b, 0);
-    if (mine >= limits.perAgent || total >= limits.total) {
-      stats.refused++;
-      const [status, code, limit, what] =
-        mine >= limits.perAgent
-          ? [429, HttpErrorCodes.SESSION_LIMIT_AGENT, limits.perAgent, `agent ${agent.name} has`]
-          : [503, HttpErrorCodes.SESSION_LIMIT_TOTAL, limits.total, 'the bridge has'];
+    const slot = table.reserve(agent);
+    if (!slot.ok) {
+      const { status, code, limit, what } = slot;
       return refuse(res, status, `too many sessions: ${what} ${limit} open (${code}); close one or wait for one to expire`, code, {
         limit,
       });
     }
-    // The slot is held from here, so a burst of initialize requests cannot pass the cap together.
-    perAgent.set(agent, mine + 1);
-    let held = true;
-    const release = (): void => {
-      if (!held) return;
-      held = false;
-      perAgent.set(agent, (perAgent.get(agent) ?? 1) - 1);
-    };
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        const s: Session = { transport, agent, initialized: false, open: 0, timer: undefined };
-        sessions.set(id, s);
-        track(s, res);
-      },
+      onsessioninitialized: (id) => table.add(id, { transport, agent, initialized: false, open: 0, timer: undefined }, res),
       ...(allowedHosts !== undefined ? { enableDnsRebindingProtection: true, allowedHosts: [...allowedHosts] } : {}),
     });
     transport.onclose = () => {
-      const id = transport.sessionId;
-      const s = id === undefined ? undefined : sessions.get(id);
-      if (s !== undefined) clearTimeout(s.timer);
-      if (id !== undefined) sessions.delete(id);
-      release();
+      table.remove(transport.sessionId);
+      slot.release();
     };
     try {
       await bridgeServer(agent).connect(transport);
       await transport.handleRequest(req, res, body);
     } finally {
       if (transport.sessionId === undefined) {
-        release();
+        slot.release();
         await transport.close();
       }
     }
@@ -354,10 +275,10 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
     const bad = headerRefusal(req, allowedHosts, origins);
     if (bad !== undefined)
       return refuse(res, bad[0], bad[1], bad[2], bad[2] === HttpErrorCodes.PAYLOAD_TOO_LARGE ? { limit: MAX_BODY_BYTES } : {});
-    const agent = authenticate(req);
+    const agent = authenticate(keyed, req);
     if (agent === undefined) return reply(res, 401, 'unauthorized: a valid bearer token is required', { 'www-authenticate': 'Bearer' });
     const sid = req.headers['mcp-session-id'];
-    const known = typeof sid === 'string' ? sessions.get(sid) : undefined;
+    const known = typeof sid === 'string' ? table.get(sid) : undefined;
     if (typeof sid === 'string' && (known === undefined || known.agent !== agent)) return reply(res, 404, 'session not found');
     let body: unknown;
     if (req.method === 'POST') {
@@ -367,7 +288,7 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
     }
     if (known === undefined) return open(agent, req, res, body);
     if (initializes(body)) known.initialized = true;
-    track(known, res);
+    table.track(known, res);
     return known.transport.handleRequest(req, res, body);
   };
 
@@ -391,15 +312,162 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
   return {
     url: `http://${shownHost}:${port}/mcp`,
     port,
-    sessions: () => sessions.size,
-    sessionStats: () => ({ open: sessions.size, ...stats }),
+    sessions: () => table.size,
+    sessionStats: () => table.stats(),
     async close() {
-      for (const s of [...sessions.values()]) await s.transport.close().catch(() => undefined);
-      sessions.clear();
+      await table.closeAll();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+/** An agent with the SHA-256 of its bearer token (absent: the single-agent loopback case). */
+interface KeyedAgent {
+  readonly agent: BridgeAgent;
+  readonly hash: Buffer | undefined;
+}
+
+/**
+ * `o`'s agents with their token digests, after the listening rules are checked.
+ * @throws BridgeConfigError `remote-listen-refused`, `no-agents`, `token-required`, `token-duplicate`.
+ */
+function checkedAgents(o: HttpOptions): KeyedAgent[] {
+  if (!isLoopback(o.host) && o.allowRemote !== true) {
+    throw new BridgeConfigError('remote-listen-refused', `${o.host} is not a loopback address; pass --allow-remote to listen there`);
+  }
+  if (o.agents.length === 0) throw new BridgeConfigError('no-agents', 'no agent to serve');
+  const needTokens = o.agents.length > 1 || !isLoopback(o.host);
+  if (needTokens && o.agents.some((a) => a.token === undefined || a.token.length === 0)) {
+    throw new BridgeConfigError(
+      'token-required',
+      'every agent needs a bearer token when several agents are served or the address is not loopback',
+    );
+  }
+  const tokens = o.agents.filter((a) => a.token !== undefined).map((a) => digest(a.token!));
+  if (new Set(tokens.map((t) => t.toString('hex'))).size !== tokens.length) {
+    throw new BridgeConfigError('token-duplicate', 'two agents share a bearer token');
+  }
+  return o.agents.map((a) => ({ agent: a.agent, hash: a.token === undefined ? undefined : digest(a.token) }));
+}
+
+/** The agent a request authenticates as, comparing against every token (constant time per token). */
+function authenticate(keyed: readonly KeyedAgent[], req: IncomingMessage): BridgeAgent | undefined {
+  if (keyed.length === 1 && keyed[0]!.hash === undefined) return keyed[0]!.agent;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  const presented = digest(m?.[1] ?? '');
+  let found: BridgeAgent | undefined;
+  for (const a of keyed) if (a.hash !== undefined && timingSafeEqual(a.hash, presented) && m !== null) found = a.agent;
+  return found;
+}
+
+/** A JSON-RPC error body (`id: null`) with status `status`, the connection closed after it. */
+function reply(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  // Refused before its body was read (if it has one): the connection is not reused.
+  res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+/** A session slot held for an agent ({@link SessionTable.reserve}), or why there is none. */
+type Slot =
+  | { readonly ok: true; readonly release: () => void }
+  | { readonly ok: false; readonly status: 429 | 503; readonly code: string; readonly limit: number; readonly what: string };
+
+/** The open sessions, their expiry timers and the per-agent and total caps ({@link SessionLimits}). */
+class SessionTable {
+  readonly #limits: SessionLimits;
+  readonly #sessions = new Map<string, Session>();
+  readonly #perAgent = new Map<BridgeAgent, number>();
+  #expired = 0;
+  #refused = 0;
+
+  constructor(limits: SessionLimits) {
+    this.#limits = limits;
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  stats(): { open: number; expired: number; refused: number } {
+    return { open: this.#sessions.size, expired: this.#expired, refused: this.#refused };
+  }
+
+  get(id: string): Session | undefined {
+    return this.#sessions.get(id);
+  }
+
+  /**
+   * Holds a slot for a new session of `agent`, or says which cap refuses it (429 per agent, 503 in
+   * all). The slot is held from here, so a burst of `initialize` requests cannot pass a cap together.
+   */
+  reserve(agent: BridgeAgent): Slot {
+    const mine = this.#perAgent.get(agent) ?? 0;
+    const total = [...this.#perAgent.values()].reduce((a, b) => a + b, 0);
+    if (mine >= this.#limits.perAgent || total >= this.#limits.total) {
+      this.#refused++;
+      return mine >= this.#limits.perAgent
+        ? {
+            ok: false,
+            status: 429,
+            code: HttpErrorCodes.SESSION_LIMIT_AGENT,
+            limit: this.#limits.perAgent,
+            what: `agent ${agent.name} has`,
+          }
+        : { ok: false, status: 503, code: HttpErrorCodes.SESSION_LIMIT_TOTAL, limit: this.#limits.total, what: 'the bridge has' };
+    }
+    this.#perAgent.set(agent, mine + 1);
+    let held = true;
+    const release = (): void => {
+      if (!held) return;
+      held = false;
+      this.#perAgent.set(agent, (this.#perAgent.get(agent) ?? 1) - 1);
+    };
+    return { ok: true, release };
+  }
+
+  /** Records a session its transport has just initialized; `res` is its first open request. */
+  add(id: string, s: Session, res: ServerResponse): void {
+    this.#sessions.set(id, s);
+    this.track(s, res);
+  }
+
+  /** Forgets a closed session and its timer. */
+  remove(id: string | undefined): void {
+    if (id === undefined) return;
+    clearTimeout(this.#sessions.get(id)?.timer);
+    this.#sessions.delete(id);
+  }
+
+  /** Counts `res` as an open request of `s` until it closes. */
+  track(s: Session, res: ServerResponse): void {
+    s.open++;
+    this.#arm(s);
+    res.once('close', () => {
+      s.open--;
+      this.#arm(s);
+    });
+  }
+
+  async closeAll(): Promise<void> {
+    for (const s of [...this.#sessions.values()]) await s.transport.close().catch(() => undefined);
+    this.#sessions.clear();
+  }
+
+  /** Arms (or re-arms) the expiry of `s` when no request of it is open. */
+  #arm(s: Session): void {
+    clearTimeout(s.timer);
+    s.timer = undefined;
+    if (s.open > 0) return;
+    s.timer = setTimeout(
+      () => {
+        this.#expired++;
+        void s.transport.close().catch(() => undefined);
+      },
+      s.initialized ? this.#limits.idleMs : this.#limits.initMs,
+    );
+    s.timer.unref();
+  }
 }
 
 /** `o` over {@link DEFAULT_SESSION_LIMITS}, checked. @throws BridgeConfigError `limits-invalid`. */

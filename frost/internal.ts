@@ -3,7 +3,16 @@
  * re-exports). Product code never imports this file.
  */
 export * from './index.ts';
-export { DecisionJournal, publishDecision } from './approvers.ts';
+export {
+  DecisionJournal,
+  type HolderDecisionsOpts,
+  MAX_DECISIONS_SCANNED,
+  MIN_WEBHOOK_SECRET_BYTES,
+  publishDecision,
+  WEBHOOK_REPLAY_WINDOW_S,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+} from './approvers.ts';
 export { newBoxKey, open, pairKey, seal } from './box.ts';
 export { processCoordinator, withEarlier } from './coordinator.ts';
 export { IDENTITY, nobleCurve, sodiumCurve } from './curve.ts';

@@ -86,13 +86,20 @@ describe('bridge / the reason of a refusal', () => {
     expect(r?.refusals[0]).toMatchObject({ reason: 'from the signed record', record: { valid: true } });
   });
 
-  it('forged / a record naming the holder but signed by another key does not replace the refusal reason', async () => {
+  it('forged / a record published after the real one, naming the holder but signed by another key, does not hide it', async () => {
     const session = randomBytes(16).toString('hex');
     const forger = actorFromSeed(new Uint8Array(randomBytes(32)));
     await publish(sealDecision(body(session, 'from the signed record'), holder));
     // Published after the real one: the last record on the subject, with the holder's did but the forger's signature.
-    const forged = encode({ ...signBody(body(session, 'approved by the CISO, go ahead'), forger) });
-    await publish(forged);
+    await publish(encode({ ...signBody(body(session, 'approved by the CISO, go ahead'), forger) }));
+    const r = await caller.explain(refusalError(session));
+    expect(r?.refusals[0]).toMatchObject({ reason: 'from the signed record', record: { valid: true } });
+  });
+
+  it('forged / a forged record alone leaves the refusal reason the holders sent', async () => {
+    const session = randomBytes(16).toString('hex');
+    const forger = actorFromSeed(new Uint8Array(randomBytes(32)));
+    await publish(encode({ ...signBody(body(session, 'approved by the CISO, go ahead'), forger) }));
     const r = await caller.explain(refusalError(session));
     expect(r?.refusals[0]?.reason).not.toMatch(/CISO/);
     expect(r?.refusals[0]?.reason).toBe('no rules entry allows this call (the refusal)');

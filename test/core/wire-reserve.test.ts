@@ -8,7 +8,7 @@ const header = (n: number): Uint8Array => {
   return h;
 };
 
-describe('FrameReader: memory follows the bytes that arrive (issue 25)', () => {
+describe('FrameReader: memory follows the bytes that arrive', () => {
   test('1,000 readers fed only a 64 MiB header reserve 64 KiB each at most, not 64 GiB in total', () => {
     const cap = 64 << 20;
     const readers = Array.from({ length: 1000 }, () => new FrameReader(cap));

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { decodeWireMessage } from '../../core/index.ts';
-import { McpStdioEndpoint, headerValue } from '../../node/endpoint.ts';
+import { McpStdioEndpoint, headerValue } from '../../node/index.ts';
 import { NodeMetrics, serveMetrics } from '../../node/index.ts';
 import { runJcp } from '../listeners.ts';
 import { liveNode, quiet, RawConn, tempDir } from './fixtures.ts';
@@ -11,7 +11,7 @@ import { liveNode, quiet, RawConn, tempDir } from './fixtures.ts';
 const stdio = (command: string, args: string[], env: Record<string, string> = {}) =>
   new McpStdioEndpoint('t', { kind: 'mcp-stdio', command, args, env, timeoutMs: 2_000 } as never, quiet);
 
-describe('issue 25: stdio upstreams, token files, list_tools re-spawns', () => {
+describe('stdio upstreams, token files, list_tools re-spawns', () => {
   const t = tempDir('io-limits');
   afterAll(() => t.cleanup());
 
@@ -54,7 +54,7 @@ describe('issue 25: stdio upstreams, token files, list_tools re-spawns', () => {
   });
 });
 
-describe('issue 25: jcp bridge --token-file', () => {
+describe('jcp bridge --token-file', () => {
   const t = tempDir('io-limits-bridge');
   afterAll(() => t.cleanup());
 
@@ -71,7 +71,7 @@ describe('issue 25: jcp bridge --token-file', () => {
   });
 });
 
-describe('issue 25: a bare length header on jcp/1', () => {
+describe('a bare length header on jcp/1', () => {
   let node: Awaited<ReturnType<typeof liveNode>>;
   beforeAll(async () => {
     node = await liveNode({ read_timeout_ms: 200, idle_timeout_ms: 60_000, frame_cap: 64 << 20 });
@@ -88,7 +88,7 @@ describe('issue 25: a bare length header on jcp/1', () => {
   });
 });
 
-describe('issue 25: the metrics port is read-only and refuses a foreign Host', () => {
+describe('the metrics port is read-only and refuses a foreign Host', () => {
   let port: number;
   let close: () => void;
   beforeAll(async () => {
