@@ -68,9 +68,11 @@ jcp frost participant --keystore DIR --nats URL --approve POLICY [--prefix P] [-
   --webhook-secret-file FILE  with --approve webhook: the shared HMAC secret (≥ 32 bytes; a file
                          group or others can read is refused): each request is signed and an
                          answer without its own valid x-jcp-signature is a refusal (docs/frost.md
-                         "Webhook authentication"). Without a secret, answers are not authenticated
-                         and the participant says so on stderr
+                         "Webhook authentication"). --approve webhook needs a secret (changed:
+                         frost-webhook-secret-required, exit 1) unless --webhook-unauthenticated
   --webhook-secret-env NAME  the same secret from the environment variable NAME
+  --webhook-unauthenticated  with --approve webhook and no secret: accept unsigned answers (anything
+                         that answers the URL first can approve; said again on stderr at start)
   --approve-timeout-ms MS  how long a person or webhook has (default 10000); no answer = refuse
   --approve allow-all    sign whatever an allowed coordinator asks: calls, grants, revocations,
                          raw bytes (what a participant without --approve did before approvals)
@@ -245,6 +247,7 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
     'sign-raw': { type: 'boolean' },
     'webhook-secret-file': { type: 'string' },
     'webhook-secret-env': { type: 'string' },
+    'webhook-unauthenticated': { type: 'boolean' },
   });
   if (!values.keystore) throw new UsageError('--keystore DIR is required');
   // Checked before anything is opened or connected: the holder does not start at all.
@@ -268,6 +271,13 @@ async function cmdParticipant(argvIn: string[]): Promise<number> {
     secretFile !== undefined || secretEnv !== undefined
       ? readWebhookSecret(secretFile !== undefined ? { file: resolve(secretFile) } : { env: secretEnv! })
       : undefined;
+  if (values['webhook-unauthenticated'] && (approve.kind !== 'webhook' || webhookSecret !== undefined))
+    throw new UsageError('--webhook-unauthenticated goes with --approve webhook and no webhook secret');
+  if (approve.kind === 'webhook' && webhookSecret === undefined && !values['webhook-unauthenticated'])
+    throw new FrostError(
+      FrostErrorCodes.WEBHOOK_SECRET_REQUIRED,
+      '--approve webhook needs --webhook-secret-file FILE or --webhook-secret-env NAME (answers are then HMAC-checked); --webhook-unauthenticated accepts unsigned answers',
+    );
   if (approve.kind === 'webhook' && webhookSecret === undefined)
     process.stderr.write(
       'jcp frost participant: warning: webhook answers are not authenticated (no --webhook-secret-file/--webhook-secret-env): anything that can answer the webhook URL first can approve\n',

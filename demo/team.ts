@@ -20,7 +20,18 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed, type Did } from '../core/index.ts';
-import { frostStreams, natsBus, readShareFile, runDkg, type ShareRecord, type Signer, thresholdSigner } from '../frost/index.ts';
+import {
+  frostStreams,
+  natsBus,
+  readShareFile,
+  runDkg,
+  type ShareRecord,
+  type Signer,
+  thresholdSigner,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+  webhookMac,
+} from '../frost/index.ts';
 import { ParticipantCluster, whenInterrupted } from '../testkit/index.ts';
 
 /** A running 2-of-3 team. */
@@ -82,31 +93,50 @@ export interface TeamRules {
   readonly folder: string;
 }
 
-/** The demo's webhook reviewer: refuses any name containing "secret", and more than one name per call. */
-function startReviewer(arg: string): Promise<Server> {
+/**
+ * The demo's webhook reviewer: refuses any name containing "secret", and more than one name per
+ * call. It shares a secret with the participant (docs/frost.md "Webhook authentication"; 64 hex
+ * characters in `dir`/member2-webhook.secret, mode 0600): a request whose `x-jcp-signature` does
+ * not verify is refused, and every answer is signed.
+ */
+async function startReviewer(arg: string, dir: string): Promise<{ server: Server; secretFile: string }> {
+  const secretFile = join(dir, 'member2-webhook.secret');
+  const secretText = randomBytes(32).toString('hex');
+  writeFileSync(secretFile, secretText, { mode: 0o600 });
+  const secret = new Uint8Array(Buffer.from(secretText, 'utf8'));
+  const decide = (body: string): { approve: boolean; reason: string } => {
+    try {
+      const v = JSON.parse(body) as { call?: { arguments?: Record<string, unknown> } };
+      const names = v.call?.arguments?.[arg];
+      const list = Array.isArray(names) ? names.map(String) : [];
+      if (list.length !== 1) return { approve: false, reason: `one ${arg} entry per irreversible call, got ${list.length}` };
+      if (/secret/i.test(list[0]!)) return { approve: false, reason: `${list[0]} looks like a secret: not deleted without a person` };
+      return { approve: true, reason: `reviewed ${list[0]}` };
+    } catch {
+      return { approve: false, reason: 'could not read the call' };
+    }
+  };
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => {
       body += c.toString('utf8');
     });
     req.on('end', () => {
-      let answer: { approve: boolean; reason: string };
-      try {
-        const v = JSON.parse(body) as { call?: { arguments?: Record<string, unknown> } };
-        const names = v.call?.arguments?.[arg];
-        const list = Array.isArray(names) ? names.map(String) : [];
-        if (list.length !== 1) answer = { approve: false, reason: `one ${arg} entry per irreversible call, got ${list.length}` };
-        else if (/secret/i.test(list[0]!))
-          answer = { approve: false, reason: `${list[0]} looks like a secret: not deleted without a person` };
-        else answer = { approve: true, reason: `reviewed ${list[0]}` };
-      } catch {
-        answer = { approve: false, reason: 'could not read the call' };
-      }
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify(answer));
+      const ts = String(req.headers[WEBHOOK_TIMESTAMP_HEADER] ?? '');
+      const mac = webhookMac(secret, 'POST', req.url ?? '', ts, body);
+      const verified = req.headers[WEBHOOK_SIGNATURE_HEADER] === `v1=${mac}`;
+      const answer = JSON.stringify(verified ? decide(body) : { approve: false, reason: 'the request is not signed by the participant' });
+      const now = String(Math.floor(Date.now() / 1000));
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        [WEBHOOK_TIMESTAMP_HEADER]: now,
+        [WEBHOOK_SIGNATURE_HEADER]: `v1=${webhookMac(secret, 'ANSWER', mac, now, answer)}`,
+      });
+      res.end(answer);
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return { server, secretFile };
 }
 
 /** How long each participant may take to print `ready`, ms: as long as a demo node may take to start (demo/nodes.ts). */
@@ -132,7 +162,7 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     folderFile,
     JSON.stringify({ allow: [{ resource: rules.resource, actions: [rules.action], args: { [rules.arg]: { prefix: rules.folder } } }] }),
   );
-  const reviewer = await startReviewer(rules.arg);
+  const { server: reviewer, secretFile } = await startReviewer(rules.arg, dir);
   const url = `http://127.0.0.1:${(reviewer.address() as AddressInfo).port}/review`;
   const policies: TeamPolicy[] = [
     { member: 1, kind: 'rules', what: `${rules.action} on ${rules.resource}, at most ${rules.costCapUj} µJ (${capFile})` },
@@ -147,7 +177,7 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
     i === 0
       ? ['--approve', 'rules', capFile]
       : i === 1
-        ? ['--approve', 'webhook', url, '--approve-timeout-ms', '2000']
+        ? ['--approve', 'webhook', url, '--webhook-secret-file', secretFile, '--approve-timeout-ms', '2000']
         : ['--approve', 'rules', folderFile];
   let cluster: ParticipantCluster;
   try {

@@ -81,6 +81,12 @@ export const FrostErrorCodes = {
    * that coordinator sign alone (spec §2.2). `--approve allow-all` asks for that explicitly.
    */
   APPROVE_REQUIRED: 'frost-approve-required',
+  /**
+   * `--approve webhook` without a shared secret (`--webhook-secret-file`/`--webhook-secret-env`) and
+   * without `--webhook-unauthenticated`: unsigned answers would let anything that answers the URL
+   * first approve, so the participant does not start.
+   */
+  WEBHOOK_SECRET_REQUIRED: 'frost-webhook-secret-required',
 } as const;
 
 /** One of the stable FROST failure codes. */

@@ -34,6 +34,8 @@ export {
   MAX_WEBHOOK_ANSWER_BYTES,
   readWebhookSecret,
   webhookMac,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
   readHolderDecisions,
   type StreamedDecision,
   promptApprover,

@@ -10,8 +10,6 @@ export {
   MIN_WEBHOOK_SECRET_BYTES,
   publishDecision,
   WEBHOOK_REPLAY_WINDOW_S,
-  WEBHOOK_SIGNATURE_HEADER,
-  WEBHOOK_TIMESTAMP_HEADER,
 } from './approvers.ts';
 export { newBoxKey, open, pairKey, seal } from './box.ts';
 export { processCoordinator, withEarlier } from './coordinator.ts';

@@ -17,8 +17,9 @@
  *   node stops reading from a connection that does not read its replies.
  * - At most `maxConnections` connections; more get `busy` and are closed. When the node is full,
  *   a newcomer from an address holding fewer connections than the address holding the most (by
- *   more than one) takes the place of one of that address's idle connections (nothing buffered,
- *   no reply owed; it gets `busy` and is closed): one address cannot keep every other out.
+ *   more than one) takes the place of one of that address's connections that owes no reply (an
+ *   idle one first, else one holding only a partial frame; it gets `busy` and is closed): one
+ *   address cannot keep every other out, not even by holding half-sent frames on every slot.
  * - A `notice` (an upstream notification of a call that asked for them) is written as soon as it
  *   arrives, ahead of the replies still queued; its own request's reply is among those, so a
  *   request's notices always precede its response. Clients route notices by `request_id`.
@@ -128,12 +129,21 @@ class Connection {
     return !this.#closing && !this.#sock.destroyed && this.#queue.length === 0 && this.#reader.buffered === 0;
   }
 
+  /**
+   * No reply owed and not closing (a partial frame may be buffered: it was never decided, so
+   * closing the connection loses no request). A connection that holds only a half-sent frame is
+   * as evictable as an idle one: else one address sending headers could keep every slot.
+   */
+  get evictable(): boolean {
+    return !this.#closing && !this.#sock.destroyed && this.#queue.length === 0;
+  }
+
   /** Closed to make room for a connection from another address: told `busy`, then ended. */
   evict(): void {
     this.#closeWith(
       errorBody(
         NodeErrorCodes.BUSY,
-        'the node is at its connection limit: this idle connection was closed for a caller from another address',
+        'the node is at its connection limit: this connection (idle, or holding only a partial frame) was closed for a caller from another address',
       ),
     );
   }
@@ -348,7 +358,10 @@ export class JcpServer {
       if (victim !== undefined) {
         this.metrics.errors.inc({ code: NodeErrorCodes.BUSY });
         victim.evict();
-        this.#log.warn({ peer, evicted: victim.peer }, 'connection limit: an idle connection of the address holding the most was closed');
+        this.#log.warn(
+          { peer, evicted: victim.peer },
+          'connection limit: a connection owing no reply, of the address holding the most, was closed',
+        );
       }
     }
     if (!this.#accepting || this.#conns.size - this.#evicting >= this.limits.maxConnections) {
@@ -372,8 +385,9 @@ export class JcpServer {
   readonly #evicted = new WeakSet<Connection>();
 
   /**
-   * At the limit: an idle connection of the address that holds the most connections, if that is
-   * another address holding more than one connection more than `peer` does; else undefined.
+   * At the limit: an idle (else only partly sent, no reply owed) connection of the address that
+   * holds the most connections, if that is another address holding more than one connection more
+   * than `peer` does; else undefined.
    */
   #victimFor(peer: string): Connection | undefined {
     let top = '';
@@ -385,14 +399,20 @@ export class JcpServer {
       }
     }
     if (top === peer || most <= (this.#perPeer.get(peer) ?? 0) + 1) return undefined;
+    // An idle connection first; else one holding only a partial frame (no reply owed).
+    let partial: Connection | undefined;
     for (const c of this.#conns) {
-      if (c.peer === top && c.idle && !this.#evicted.has(c)) {
-        this.#evicted.add(c);
-        this.#evicting++;
-        return c;
-      }
+      if (c.peer !== top || this.#evicted.has(c)) continue;
+      if (c.idle) return this.#markEvicted(c);
+      if (partial === undefined && c.evictable) partial = c;
     }
-    return undefined;
+    return partial === undefined ? undefined : this.#markEvicted(partial);
+  }
+
+  #markEvicted(c: Connection): Connection {
+    this.#evicted.add(c);
+    this.#evicting++;
+    return c;
   }
 
   /** @internal Called when a connection closes. */

@@ -81,7 +81,7 @@ function startHook(): Promise<void> {
 
 function holderArgs(i: number): string[] {
   if (i === 0) return ['--approve', 'rules', join(root, 'folder.json')];
-  if (i === 1) return ['--approve', 'webhook', hookUrl, '--approve-timeout-ms', '1000'];
+  if (i === 1) return ['--approve', 'webhook', hookUrl, '--webhook-unauthenticated', '--approve-timeout-ms', '1000'];
   return ['--approve', 'rules', join(root, 'loose.json')];
 }
 

@@ -171,6 +171,25 @@ describe('jcp frost / repeated options', () => {
     );
   });
 
+  it('refuse / --approve webhook without a secret, unless --webhook-unauthenticated says so', async () => {
+    const dir = tmp('nosecret');
+    const ks = join(dir, 'ks');
+    const hook = ['participant', '--keystore', ks, '--nats', DEAD_NATS, '--approve', 'webhook', 'http://127.0.0.1:9/'];
+    const bare = await frost(hook);
+    expect(bare.code, bare.stderr).toBe(1);
+    expect(bare.stderr).toMatch(/^jcp frost: error \[frost-webhook-secret-required\]: --approve webhook needs --webhook-secret-file/);
+    expect(existsSync(ks)).toBe(false);
+    // The explicit opt-out gets past the check (to the dead NATS) and says what it costs.
+    const open = await frost([...hook, '--webhook-unauthenticated']);
+    expect(open.code, open.stderr).toBe(1);
+    expect(open.stderr).toMatch(/webhook answers are not authenticated/);
+    expect(open.stderr).not.toMatch(/frost-webhook-secret-required/);
+    expectUsage(
+      await frost(['participant', '--keystore', ks, '--approve', 'allow-all', '--webhook-unauthenticated']),
+      /--webhook-unauthenticated goes with --approve webhook and no webhook secret/,
+    );
+  });
+
   it('a repeatable option (--coordinator) may still be given twice', async () => {
     const a = actorFromSeed(new Uint8Array(32).fill(1)).did;
     const b = actorFromSeed(new Uint8Array(32).fill(2)).did;

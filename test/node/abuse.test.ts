@@ -172,6 +172,29 @@ describe('abuse limits per peer address', () => {
     await node.close();
   });
 
+  test('one address holding every slot with half-sent frames does not keep another address out', async () => {
+    const node = await liveNode({ max_connections: 3, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const hog = [
+      await RawConn.open(node.port, '127.0.0.8'),
+      await RawConn.open(node.port, '127.0.0.8'),
+      await RawConn.open(node.port, '127.0.0.8'),
+    ];
+    // Each hog connection sends a header declaring 64 KiB and 100 bytes of it: a partial frame,
+    // within the read timeout, so not idle. None of them is owed a reply.
+    const partial = new Uint8Array(4 + 100);
+    new DataView(partial.buffer).setUint32(0, 65_536);
+    for (const c of hog) c.write(partial);
+    const open = async () => await node.metrics.registry.getSingleMetricAsString('jcp_connections');
+    for (let i = 0; i < 50 && !(await open()).includes('jcp_connections 3'); i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    const other = await RawConn.open(node.port, '127.0.0.9');
+    expect(await outcomes(other, [garbage])).toEqual(['cbor-malformed']);
+    const told = await Promise.any(hog.map((c) => c.next()));
+    expect(decodeWireMessage(told)).toMatchObject({ kind: 'error', error: { code: NodeErrorCodes.BUSY } });
+    for (const c of [...hog, other]) c.destroy();
+    await node.close();
+  });
+
   test('abuse.burst 0 turns the limit off; a full table of peers drops the ones that behave first', async () => {
     const node = await liveNode({ abuse: { burst: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
     const bad = await RawConn.open(node.port, '127.0.0.4');
