@@ -197,9 +197,13 @@ async function printResources(node: Awaited<ReturnType<typeof startNode>>): Prom
       ep === undefined
         ? 'decisions only'
         : tools === undefined
-          ? 'tools: unknown (not reachable yet)'
+          ? `tools: unknown (not reachable yet${ep.lastFailure?.() ? `: ${ep.lastFailure?.()}` : ''})`
           : `tools: ${tools.map((t) => String(t['name'])).join(', ') || '(none)'}`;
     process.stderr.write(`jcp node: resource ${r.name} ${r.id} ${trust} ${what}\n`);
+    if (r.trustRoots === undefined)
+      process.stderr.write(
+        `jcp node: warning: resource ${r.name} is open: a grant any key issues itself is decided (and allowed within its budget); give it --trust-root ${r.name}=DID or "trust_roots" in the config\n`,
+      );
   }
 }
 

@@ -98,6 +98,12 @@ export interface AbuseConfig {
    */
   readonly maxRevocations: number;
   /**
+   * `abuse.max_amendments`: most amendments in force (§4.7). At the bound, a new amendment is
+   * refused `record-limit` unless the steered grant's issuer is a trust root of a served
+   * resource, an issuer of a grant the node has decided or listed; none is ever evicted.
+   */
+  readonly maxAmendments: number;
+  /**
    * `abuse.record_policy`: `strict` (default) keeps and relays amendments and revocations only
    * from a trust root of a served resource, an issuer of a grant this node decided, or an issuer
    * in `record_issuers`; others are refused `issuer-refused`. `open` takes any issuer (still
@@ -285,6 +291,7 @@ export const CONFIG_DEFAULTS = {
   abuseDenyBurst: 1000,
   abuseDenyRefillPerS: 100,
   abuseMaxRevocations: 100_000,
+  abuseMaxAmendments: 100_000,
   abuseRecordMaxBytes: 65_536,
   abuseRecordBurst: 20,
   abuseRecordRefillPerS: 1,
@@ -521,6 +528,7 @@ function readRecordLimits(abuse: Record<string, unknown>): Omit<AbuseConfig, 'bu
     denyBurst: int(abuse['deny_burst'], 'abuse.deny_burst', 0, 10_000_000, CONFIG_DEFAULTS.abuseDenyBurst),
     denyRefillPerS: int(abuse['deny_refill_per_s'], 'abuse.deny_refill_per_s', 0, 10_000_000, CONFIG_DEFAULTS.abuseDenyRefillPerS),
     maxRevocations: int(abuse['max_revocations'], 'abuse.max_revocations', 1, 100_000_000, CONFIG_DEFAULTS.abuseMaxRevocations),
+    maxAmendments: int(abuse['max_amendments'], 'abuse.max_amendments', 1, 100_000_000, CONFIG_DEFAULTS.abuseMaxAmendments),
     recordPolicy: policy,
     recordIssuers: issuers.map((d: unknown, i: number) => {
       if (!isDid(d)) fail(`abuse.record_issuers[${i}]`, 'not a valid Ed25519 did:key');
@@ -632,6 +640,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'deny_burst',
     'deny_refill_per_s',
     'max_revocations',
+    'max_amendments',
     'record_policy',
     'record_issuers',
     'record_max_bytes',

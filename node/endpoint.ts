@@ -124,6 +124,11 @@ export interface Endpoint {
   toolStatus(tool: string): ToolStatus;
   /** Connects (once) if no list is known yet, so {@link tools} has one; never rejects. */
   ensureTools(): Promise<void>;
+  /**
+   * Why the last connect for the tool list failed (the error, and for a stdio server the tail of
+   * its stderr, at most {@link STDERR_TAIL_CHARS} characters); undefined once a list is known.
+   */
+  lastFailure?(): string | undefined;
   /** Starts the endpoint ahead of the first call (failures are logged, retried on the next call). */
   start(): Promise<void>;
   /** Stops the endpoint. */
@@ -131,6 +136,9 @@ export interface Endpoint {
 }
 
 const enc = new TextEncoder();
+
+/** Most characters of a stdio server's stderr kept to explain a failed start ({@link Endpoint.lastFailure}). */
+const STDERR_TAIL_CHARS = 512;
 
 /**
  * The result bytes of an endpoint failure (a CallToolResult with `isError` and
@@ -237,11 +245,25 @@ abstract class McpEndpoint implements Endpoint {
     try {
       await this.connection();
       this.#toolsBackoffMs = TOOLS_BACKOFF_MS;
-    } catch {
+      this.#lastFailure = undefined;
+    } catch (e) {
       // unreachable now: the list stays unknown, and is not asked again before the back-off
+      const tail = this.failureDetail();
+      this.#lastFailure = `${(e as Error).message}${tail ? `; stderr: ${tail}` : ''}`;
       this.#toolsRetryAt = Date.now() + this.#toolsBackoffMs;
       this.#toolsBackoffMs = Math.min(this.#toolsBackoffMs * 2, TOOLS_BACKOFF_MAX_MS);
     }
+  }
+
+  #lastFailure: string | undefined;
+
+  lastFailure(): string | undefined {
+    return this.#tools === undefined ? this.#lastFailure : undefined;
+  }
+
+  /** What the upstream said on its way down (a stdio server's stderr tail); '' when nothing. */
+  protected failureDetail(): string {
+    return '';
   }
 
   /** When {@link ensureTools} may connect again after a failure (ms since the epoch), and the next back-off. */
@@ -580,8 +602,20 @@ export class McpStdioEndpoint extends McpEndpoint {
       ...(this.#cfg.cwd !== undefined ? { cwd: this.#cfg.cwd } : {}),
       stderr: 'pipe',
     });
-    transport.stderr?.on('data', (d: Buffer) => this.log.debug({ stderr: d.toString('utf8').trimEnd() }, 'endpoint stderr'));
+    transport.stderr?.on('data', (d: Buffer) => {
+      const text = d.toString('utf8');
+      this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_CHARS);
+      this.log.debug({ stderr: text.trimEnd() }, 'endpoint stderr');
+    });
+    this.#stderrTail = '';
     return transport;
+  }
+
+  /** The last {@link STDERR_TAIL_CHARS} characters the server wrote on stderr (its last run). */
+  #stderrTail = '';
+
+  protected override failureDetail(): string {
+    return this.#stderrTail.trim().replace(/\s+/g, ' ');
   }
 
   protected dispose(live: Live): void {

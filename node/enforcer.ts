@@ -49,6 +49,7 @@ import {
   encodeWireResponse,
   err,
   type Grant,
+  grantId,
   isJcpError,
   type Ledger,
   MAX_ERROR_MESSAGE,
@@ -652,6 +653,9 @@ export class Enforcer {
     if (policy !== undefined) {
       const r = policy.refuses(issuer, encodeWireMessage({ kind: 'amend', grant, checkpoint: cp, amendment: sa }).length);
       if (r !== undefined) return err(refused(r));
+      // The count bound: an amendment already in force here is still answered (idempotent).
+      const full = store.steered(grantId(grant.grant)) ? undefined : policy.amendmentsFull(issuer, store.size);
+      if (full !== undefined) return err(refused(full));
     }
     const admit =
       policy === undefined

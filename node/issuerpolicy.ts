@@ -66,6 +66,15 @@ export class IssuerPolicy {
   }
 
   /**
+   * The count bound of amendments (`abuse.max_amendments`): with `held` in force, a refusal
+   * (`full`) for a new one steering a grant of `issuer` unless that issuer is vouched for.
+   */
+  amendmentsFull(issuer: Did, held: number): RecordRefusal | undefined {
+    if (held < this.#cfg.maxAmendments || this.vouched(issuer)) return undefined;
+    return { reason: 'full', why: `${held} amendments are in force (abuse.max_amendments); only vouched issuers' are taken` };
+  }
+
+  /**
    * The policy and size check of one record of `issuer`, `bytes` long (det-CBOR): undefined when
    * it passes. Takes nothing: call {@link charge} once the record's signature verified, so a
    * forgery naming someone else's key never spends that key's tokens.

@@ -210,4 +210,36 @@ describe('the record policy for revocations and amendments', () => {
     m.destroy();
     await node.cleanup();
   });
+
+  test('the amendment set is bounded: past max_amendments strangers get record-limit, a trust root’s amendment is still applied, the one in force still answered', async () => {
+    const node = await liveNode(
+      { resources: guarded, abuse: { record_policy: 'open', record_burst: 0, max_amendments: 2 }, snapshot: snapshotOff },
+      { clockS: () => clock },
+      folder(),
+    );
+    /** An `amend` frame of a fresh grant `issuer` gives bob, steered by `issuer`. */
+    const amendOf = (issuer: typeof mallory): Uint8Array => {
+      const run = mint(issuer, bob, 'tools', ['read'], 1_000n, rng);
+      const cp = makeCheckpoint(run, contentId({ step: 1 }), bob, rng(16));
+      if (!cp.ok) throw new Error(cp.error.why);
+      const sa = amend(cp.value, run, { budget_uj: 500n, nonce: rng(16) }, issuer);
+      if (!sa.ok) throw new Error(sa.error.why);
+      return frameMessage(encodeWireMessage({ kind: 'amend', grant: run, checkpoint: cp.value, amendment: sa.value }));
+    };
+    const m = await RawConn.open(node.port, '127.0.0.8');
+    const first = amendOf(mallory);
+    expect(await outcomes(m, [first, amendOf(mallory), amendOf(mallory), amendOf(carol)])).toEqual([
+      'amended',
+      'amended',
+      NodeErrorCodes.RECORD_LIMIT,
+      NodeErrorCodes.RECORD_LIMIT,
+    ]);
+    expect(await outcomes(m, [first, amendOf(alice)])).toEqual(['amended', 'amended']);
+    expect(node.amendments.size).toBe(3);
+    expect(await metric(node, 'jcp_records_refused_total')).toContain(
+      'jcp_records_refused_total{kind="amendment",source="wire",reason="full"} 2',
+    );
+    m.destroy();
+    await node.cleanup();
+  });
 });

@@ -5,7 +5,7 @@
  * other roots, and the data folder defaults to `.data/node` under the working folder.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
@@ -44,6 +44,9 @@ describe('jcp node start --upstream', () => {
 
   beforeAll(async () => {
     everything = await startEverything();
+    // A stdio server that cannot start: says why on stderr and exits.
+    const down = path.join(cwd.dir, 'down-server.mjs');
+    writeFileSync(down, "process.stderr.write('Error: ENOENT: no such directory /srv/missing\\n'); process.exit(1);\n");
     child = spawn(
       process.execPath,
       [
@@ -58,6 +61,10 @@ describe('jcp node start --upstream', () => {
         `paged=${process.execPath} ${PAGED}`,
         '--trust-root',
         `paged=${alice.did}`,
+        '--upstream',
+        `down=${process.execPath} ${down}`,
+        '--trust-root',
+        `down=${alice.did}`,
       ],
       { cwd: cwd.dir, stdio: ['ignore', 'ignore', 'pipe'] },
     );
@@ -66,7 +73,8 @@ describe('jcp node start --upstream', () => {
         err += d.toString('utf8');
         const m = /listening on 127\.0\.0\.1:(\d+)/.exec(err);
         if (m) port = Number(m[1]);
-        if (port > 0 && /resource paged .*\n/.test(err) && /resource everything .*\n/.test(err)) resolve();
+        if (port > 0 && /resource paged .*\n/.test(err) && /resource everything .*\n/.test(err) && /resource down .*\n/.test(err))
+          resolve();
       });
       child.once('exit', (code) => reject(new Error(`jcp node exited (${code}): ${err}`)));
     });
@@ -87,6 +95,14 @@ describe('jcp node start --upstream', () => {
     expect(line('paged')).toBe(
       `jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed, server-error`,
     );
+    // An open resource is said to be open, loudly; one with a trust root is not.
+    expect(err).toContain('jcp node: warning: resource everything is open: a grant any key issues itself is decided');
+    expect(err).not.toMatch(/warning: resource (paged|down) is open/);
+  });
+
+  test('an upstream that cannot start is printed with its error and the tail of its stderr', () => {
+    const line = err.split('\n').find((l) => l.startsWith('jcp node: resource down ')) ?? '';
+    expect(line).toMatch(/tools: unknown \(not reachable yet: .+; stderr: Error: ENOENT: no such directory \/srv\/missing\)$/);
   });
 
   test('calls go through to both upstreams; the trust root closes paged to other roots; the data folder defaults under cwd', async () => {
