@@ -284,7 +284,7 @@ export class Enforcer {
       }
       if (msg.kind === 'request') return await this.#request(body, msg.request, notice, peer);
       if (msg.kind === 'revoke') return await this.#revoke(msg.revocation, msg.grant);
-      if (msg.kind === 'list_tools') return await this.#listTools();
+      if (msg.kind === 'list_tools') return await this.#listTools(peer);
       if (msg.kind === 'amend') return await this.#amend(msg.grant, msg.checkpoint, msg.amendment);
       return this.#error(NodeErrorCodes.UNKNOWN_MESSAGE, `a node does not take '${msg.kind}' messages`);
     } catch (e) {
@@ -313,8 +313,16 @@ export class Enforcer {
   }
 
   /** `tool_list`: each endpoint's last known tools, in config order (listing first where none is known). */
-  async #listTools(): Promise<Uint8Array> {
+  async #listTools(peer: string): Promise<Uint8Array> {
     const bindings = [...this.#d.endpoints.entries()];
+    // A list that makes the node (re)connect an upstream it has no list of takes one of the
+    // peer's tokens: one address cannot keep a down stdio server re-spawning (the endpoint's
+    // back-off bounds it across all peers).
+    const limiter = this.#d.limiter;
+    if (limiter?.enabled && bindings.some(([, b]) => b.endpoint.tools() === undefined) && !limiter.take(peer)) {
+      this.#d.metrics.rateLimited.inc();
+      return this.#error(NodeErrorCodes.RATE_LIMITED, `too many list_tools from ${peer} while an upstream is down; retry later`);
+    }
     await Promise.all(bindings.map(([, b]) => b.endpoint.ensureTools()));
     return encodeWireMessage({
       kind: 'tool_list',

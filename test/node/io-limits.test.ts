@@ -2,7 +2,7 @@ import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decodeWireMessage } from '../../core/index.ts';
+import { decodeWireMessage, encodeWireMessage, frameMessage } from '../../core/index.ts';
 import { McpStdioEndpoint, headerValue } from '../../node/index.ts';
 import { NodeMetrics, serveMetrics } from '../../node/index.ts';
 import { runJcp } from '../listeners.ts';
@@ -42,6 +42,30 @@ describe('stdio upstreams, token files, list_tools re-spawns', () => {
       .filter((l) => l === 'spawn').length;
     expect(spawns).toBeGreaterThanOrEqual(1);
     expect(spawns).toBeLessThanOrEqual(2);
+  });
+
+  test('list_tools while an upstream is down draws on the peer’s bucket: rate-limited past it, other peers still answered', async () => {
+    const node = await liveNode({
+      abuse: { burst: 3, refill_per_s: 0 },
+      resources: [{ name: 'down', endpoint: { kind: 'mcp-stdio', command: '/bin/sh', args: ['-c', 'exit 1'] } }],
+    });
+    try {
+      const ask = async (c: RawConn): Promise<string> => {
+        c.write(frameMessage(encodeWireMessage({ kind: 'list_tools' })));
+        const m = decodeWireMessage(await c.next());
+        return m.kind === 'error' ? m.error.code : m.kind;
+      };
+      const greedy = await RawConn.open(node.port, '127.0.0.2');
+      const got: string[] = [];
+      for (let i = 0; i < 5; i++) got.push(await ask(greedy));
+      expect(got).toEqual(['tool_list', 'tool_list', 'tool_list', 'rate-limited', 'rate-limited']);
+      const other = await RawConn.open(node.port, '127.0.0.3');
+      expect(await ask(other)).toBe('tool_list');
+      greedy.destroy();
+      other.destroy();
+    } finally {
+      await node.cleanup();
+    }
   });
 
   test('a header token file readable by group or others is refused; 0600 is read', () => {
