@@ -8,6 +8,7 @@
  * one 2026-07-28 client whose calls alternate between them: one decision and one debit per call,
  * and a call re-sent after its client gave up is the same request (one debit).
  */
+import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { type Server as NetServer, type Socket, connect as netConnect, createServer as netServer } from 'node:net';
 import path from 'node:path';
@@ -265,6 +266,63 @@ describe('bridge: 2026-07-28 and 2025 clients on the same endpoints (SDK v2 clie
     expect(r.result.resultType).toBe('complete');
     expect(r.result._meta!['jcp/verdict']).toBe('allow');
   });
+
+  test('the guard on 2026-07-28 requests: a bad progressToken or tool name gets its code over stdio and HTTP, nothing debited', async () => {
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    };
+    const bad: [Record<string, unknown>, string][] = [
+      [{ name: 'read_graph', arguments: {}, _meta: { ...meta, progressToken: { a: 1 } } }, 'progress-token-invalid'],
+      [{ name: 5, arguments: {}, _meta: meta }, 'params-invalid'],
+    ];
+    const child = spawn(process.execPath, stdioArgs(), { stdio: ['pipe', 'pipe', 'pipe'] });
+    toClose.push(async () => child.kill('SIGTERM'));
+    const replies = new Map<unknown, (r: { error?: { code: number; data?: { code?: string } } }) => void>();
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+        const m = JSON.parse(buf.slice(0, i)) as { id?: unknown; error?: { code: number; data?: { code?: string } } };
+        buf = buf.slice(i + 1);
+        replies.get(m.id)?.(m);
+      }
+    });
+    const ask = (id: number, params: Record<string, unknown>) =>
+      new Promise<{ error?: { code: number; data?: { code?: string } } }>((resolve) => {
+        const t = setTimeout(() => resolve({}), 15_000);
+        replies.set(id, (r) => {
+          clearTimeout(t);
+          resolve(r);
+        });
+        child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params })}\n`);
+      });
+    const served = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent: await memoryAgent() }] });
+    toClose.push(() => served.close());
+    const spent = node.ledger.spent(grantId(read.grant));
+    let id = 30;
+    for (const [params, code] of bad) {
+      const overStdio = await ask(++id, params);
+      expect(overStdio.error?.code).toBe(-32602);
+      expect(overStdio.error?.data?.code).toBe(code);
+      const r = await fetch(served.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'tools/call', params }),
+      });
+      const body = (await r.json()) as { id: number; error?: { code: number; data?: { code?: string } } };
+      expect(body.id).toBe(id);
+      expect(body.error?.code).toBe(-32602);
+      expect(body.error?.data?.code).toBe(code);
+    }
+    expect(node.ledger.spent(grantId(read.grant))).toBe(spent);
+  }, 90_000);
 
   test('stateless HTTP / two bridges for one agent behind a round-robin proxy: one decision and one debit per call; a re-send is a replay', async () => {
     const paid = mint(alice, bob, 'everything', ['echo', 'trigger-long-running-operation'], 1_000n, rng);
