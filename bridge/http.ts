@@ -17,6 +17,11 @@
  * Sessions are bounded ({@link SessionLimits}): an idle session expires (sooner when it never
  * sent `notifications/initialized`), its transport and MCP server closed; past the per-agent or
  * the total cap, `initialize` is refused (429 / 503) with a JSON-RPC error naming the limit.
+ *
+ * Two eras on `/mcp`: after the checks above and the guard, a POST without `Mcp-Session-Id` that
+ * the SDK v2 classifier (`isLegacyRequest`) calls 2026-07-28 is answered statelessly by the v2
+ * handler (bridge/modern.ts `modernHttp`: its own header checks, no session); the rest is the
+ * 2025-era sessionful face above, unchanged.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';

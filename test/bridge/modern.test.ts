@@ -192,13 +192,15 @@ describe('bridge: 2026-07-28 and 2025 clients on the same endpoints (SDK v2 clie
     'create_entities=10',
   ];
 
-  for (const [label, modern] of [
-    ['pinned to 2026-07-28', true],
-    ['in its default mode', false],
+  const AUTO = { versionNegotiation: { mode: 'auto' } } as const;
+  for (const [label, modern, options] of [
+    ['pinned to 2026-07-28', true, PIN],
+    ['negotiating (auto: server/discover first)', true, AUTO],
+    ['in its default mode', false, {}],
   ] as const) {
     test(`stdio (jcp bridge) / the v2 client ${label}: list, call, deny`, async () => {
       const transport = new StdioClientTransport({ command: process.execPath, args: stdioArgs(), stderr: 'pipe' });
-      const client = new Client({ name: 'v2-stdio', version: '1' }, modern ? PIN : {});
+      const client = new Client({ name: 'v2-stdio', version: '1' }, options);
       await client.connect(transport);
       toClose.push(() => client.close());
       await exercise(client, tap(transport as never), modern);
@@ -210,7 +212,7 @@ describe('bridge: 2026-07-28 and 2025 clients on the same endpoints (SDK v2 clie
       const transport = new StreamableHTTPClientTransport(new URL(served.url), {
         requestInit: { headers: { authorization: 'Bearer tok' } },
       });
-      const client = new Client({ name: 'v2-http', version: '1' }, modern ? PIN : {});
+      const client = new Client({ name: 'v2-http', version: '1' }, options);
       await client.connect(transport);
       toClose.push(() => client.close());
       await exercise(client, tap(transport as never), modern);
