@@ -17,12 +17,19 @@
  * Sessions are bounded ({@link SessionLimits}): an idle session expires (sooner when it never
  * sent `notifications/initialized`), its transport and MCP server closed; past the per-agent or
  * the total cap, `initialize` is refused (429 / 503) with a JSON-RPC error naming the limit.
+ *
+ * Two eras on `/mcp`: after the checks above and the guard, a POST without `Mcp-Session-Id` that
+ * the SDK v2 classifier (`isLegacyRequest`) calls 2026-07-28 is answered statelessly by the v2
+ * handler (bridge/modern.ts `modernHttp`: its own header checks, no session); the rest is the
+ * 2025-era sessionful face above, unchanged.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { type McpHttpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { BridgeAgent } from './agent.ts';
+import { modernHttp } from './modern.ts';
 import { bridgeServer, refusal } from './server.ts';
 
 /** One agent served over HTTP, and its bearer token (absent: only for a single agent on loopback). */
@@ -46,6 +53,12 @@ export interface HttpOptions {
    * own (`http://<host>:<port>`, and on loopback `http://127.0.0.1|localhost|[::1]:<port>`).
    */
   readonly allowedOrigins?: readonly string[];
+  /**
+   * `Host` values (`host:port`, as clients send them) accepted besides the listening address's own
+   * on loopback: the name of a proxy in front of several bridges (a replica behind a round-robin
+   * proxy sees the proxy's `Host`). Not needed off loopback, where `Host` is not checked.
+   */
+  readonly allowedHosts?: readonly string[];
 }
 
 /** Bounds on Streamable HTTP sessions (see {@link DEFAULT_SESSION_LIMITS}). */
@@ -236,6 +249,7 @@ function loopbackHosts(host: string, port: number): Set<string> {
 export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
   const keyed = checkedAgents(o);
   const table = new SessionTable(sessionLimits(o.limits));
+  const modern = new Map<BridgeAgent, McpHttpHandler>(keyed.map((k) => [k.agent, modernHttp(k.agent, MAX_BODY_BYTES)]));
   const extraOrigins = (o.allowedOrigins ?? []).map(originOf);
   let allowedHosts: Set<string> | undefined;
   let origins = new Set<string>();
@@ -285,6 +299,12 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
       const screened = await screen(req, res);
       if (screened.done) return;
       body = screened.body;
+      if (known === undefined) {
+        const web = webRequest(req, body, res);
+        if (!(await isLegacyRequest(web, body, { maxRequestBodySize: MAX_BODY_BYTES }))) {
+          return sendWeb(res, await modern.get(agent)!.fetch(web, { parsedBody: body }));
+        }
+      }
     }
     if (known === undefined) return open(agent, req, res, body);
     if (initializes(body)) known.initialized = true;
@@ -307,7 +327,8 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
   });
   const port = (http.address() as AddressInfo).port;
   const shownHost = o.host.includes(':') && !o.host.startsWith('[') ? `[${o.host}]` : o.host;
-  if (isLoopback(o.host)) allowedHosts = loopbackHosts(shownHost, port);
+  if (isLoopback(o.host))
+    allowedHosts = new Set([...loopbackHosts(shownHost, port), ...(o.allowedHosts ?? []).map((h) => h.toLowerCase())]);
   origins = new Set([`http://${shownHost}:${port}`.toLowerCase(), ...[...(allowedHosts ?? [])].map((h) => `http://${h}`), ...extraOrigins]);
   return {
     url: `http://${shownHost}:${port}/mcp`,
@@ -315,11 +336,43 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
     sessions: () => table.size,
     sessionStats: () => table.stats(),
     async close() {
+      for (const h of modern.values()) await h.close().catch(() => undefined);
       await table.closeAll();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+/**
+ * `req` (a POST whose body was read and parsed into `body`) as a web `Request` for the SDK v2
+ * handler: the same headers, the body re-serialized, a signal aborted when the client goes away
+ * before its answer is written.
+ */
+function webRequest(req: IncomingMessage, body: unknown, res: ServerResponse): Request {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  const gone = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  return new Request(`http://${req.headers.host ?? 'bridge'}${req.url ?? '/mcp'}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+    signal: gone.signal,
+  });
+}
+
+/** Writes a web `Response` (a JSON body or an SSE stream) to `res`. */
+async function sendWeb(res: ServerResponse, r: Response): Promise<void> {
+  const headers: Record<string, string> = {};
+  r.headers.forEach((v, k) => {
+    headers[k] = v;
+  });
+  res.writeHead(r.status, headers);
+  if (r.body !== null) for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
+  res.end();
 }
 
 /** An agent with the SHA-256 of its bearer token (absent: the single-agent loopback case). */

@@ -26,6 +26,7 @@ export {
 export { CallJournal, type JournalOptions, randomSaltBase } from './journal.ts';
 export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';
 export { BridgeStdioTransport } from './stdio.ts';
+export { MODERN_VERSION, isModernMessage, modernServer, serveBridgeStdio, STATIC_TTL_MS } from './modern.ts';
 export { saltText } from './journal.ts';
 export {
   DEFAULT_THRESHOLD_TIMEOUT_MS,

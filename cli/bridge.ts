@@ -15,7 +15,7 @@ import {
   DEFAULT_THRESHOLD_TIMEOUT_MS,
   type HttpAgent,
   ThresholdCaller,
-  bridgeServer,
+  serveBridgeStdio,
   randomSaltBase,
   serveBridgeHttp,
   type SessionLimits,
@@ -414,7 +414,6 @@ async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened
  * stdio read buffer (10 MiB).
  */
 async function serveStdio(agent: BridgeAgent, opened: Opened): Promise<number> {
-  const server = bridgeServer(agent);
   const transport = new BridgeStdioTransport();
   // The stdio transport (as the SDK's) closes itself on a message past its read buffer (10 MiB): say so
   // and exit 1, rather than ending as if the client had closed stdio.
@@ -428,9 +427,9 @@ async function serveStdio(agent: BridgeAgent, opened: Opened): Promise<number> {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
-  await server.connect(transport);
+  const served = await serveBridgeStdio(agent, transport);
   await done;
-  await server.close().catch(() => undefined);
+  await served.close().catch(() => undefined);
   await closeOpened(opened);
   if (overflow !== undefined) {
     throw new CliError(
