@@ -4,6 +4,7 @@
 // sources are newer than the build, or that has no build, it runs the sources through tsx (a dev
 // dependency) instead, so an edit takes effect at once and a stale build never runs.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const root = new URL('../', import.meta.url);
 const built = new URL('dist/cli/main.js', root);
@@ -27,7 +28,7 @@ function runSources() {
   if (!existsSync(built)) return true;
   const stamp = statSync(built).mtimeMs;
   const folders = JSON.parse(readFileSync(config, 'utf8')).include ?? [];
-  return folders.some((f) => newest(new URL(f, root).pathname, 0, stamp) > stamp);
+  return folders.some((f) => newest(fileURLToPath(new URL(f, root)), 0, stamp) > stamp);
 }
 
 // A closed pipe (`jcp … | head`) ends the command quietly instead of crashing it.
