@@ -126,7 +126,9 @@ export function jcpInvocation(
   execPath: string = process.execPath,
   pathEnv: string = process.env['PATH'] ?? '',
 ): JcpInvocation {
-  const abs = path.resolve(script ?? path.join(import.meta.dirname, '..', 'bin', 'jcp.mjs'));
+  const abs = path.resolve(
+    script ?? path.join(import.meta.dirname, ...(import.meta.url.endsWith('.ts') ? ['..'] : ['..', '..']), 'bin', 'jcp.mjs'),
+  );
   const host = { command: execPath, args: [real(abs)] };
   if (path.basename(abs) === 'jcp') {
     const found = onPath('jcp', pathEnv);

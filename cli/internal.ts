@@ -5,6 +5,7 @@
 export * from './index.ts';
 export { readMessage } from './frost.ts';
 export { main } from './main.ts';
+export { COMMANDS } from './commands.ts';
 export { readPolicyFile } from './standing.ts';
 export { readAmendmentFile, readCheckpointFile } from './steerfile.ts';
 export { command as keyCommand } from './key.ts';

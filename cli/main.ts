@@ -4,17 +4,14 @@
  * `jcp <command>: error [code]: message` with one of the product's stable codes: a raw system
  * code (ENOENT, ECONNREFUSED…) never stands as the code, only inside the message.
  */
-import { JcpError } from '../core/index.ts';
 import { CONNECTION_FAILED, type Command, UsageError, connectionError, isNetworkError } from './command.ts';
 import { COMMANDS } from './commands.ts';
-import { errnoOf, fromSystemError, IO_ERROR_CODE, type IoError, isSystemError } from '../io/index.ts';
+import type { IoError } from '../io/index.ts';
 
-async function topHelp(): Promise<string> {
+/** The top-level help, from the registry alone: no command module (nor core/) is loaded for it. */
+function topHelp(): string {
   const lines = ['Usage: jcp <command> [options]', '', 'Commands:'];
-  for (const c of COMMANDS) {
-    const cmd = await c.load();
-    lines.push(`  ${cmd.name.padEnd(14)}${cmd.summary}`);
-  }
+  for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(14)}${c.summary}`);
   lines.push('', 'Run `jcp <command> --help` for the options of one command.');
   return lines.join('\n');
 }
@@ -25,7 +22,12 @@ async function topHelp(): Promise<string> {
  * message: a network one (ECONNREFUSED…) to `connection-failed`, any other (ENOENT, ENOTDIR,
  * EEXIST…) to `io`. Undefined for an uncoded error (printed as an internal error).
  */
-function coded(e: unknown): { code: string; message: string } | undefined {
+async function coded(e: unknown): Promise<{ code: string; message: string } | undefined> {
+  // Loaded here, on the error path, so that `jcp --help` and the start of every command do not wait for them.
+  const [{ JcpError }, { errnoOf, fromSystemError, IO_ERROR_CODE, isSystemError }] = await Promise.all([
+    import('../core/index.ts'),
+    import('../io/index.ts'),
+  ]);
   if (e instanceof JcpError) return { code: e.code, message: e.message };
   if (typeof e !== 'object' || e === null || !(e instanceof Error)) return undefined;
   if (isNetworkError(e)) {
@@ -46,7 +48,7 @@ function coded(e: unknown): { code: string; message: string } | undefined {
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(`${await topHelp()}\n`);
+    process.stdout.write(`${topHelp()}\n`);
     return name === undefined ? 2 : 0;
   }
   const entry = COMMANDS.find((c) => c.name === name);
@@ -67,7 +69,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`jcp ${name}: error [usage]: ${e.message}\nRun 'jcp ${name} --help'.\n`);
       return 2;
     }
-    const c = coded(e);
+    const c = await coded(e);
     if (c !== undefined) {
       // A coded failure (JcpError, NodeFault, FrostError, IoError, a system error such as ENOENT
       // or ECONNREFUSED mapped to io / connection-failed) is the user's to fix: one line, no

@@ -80,7 +80,11 @@ async function load(id: ClassId): Promise<ConformanceClass | undefined> {
   try {
     mod = (await import(`./classes/${HOMES[id]}.ts`)) as Record<string, unknown>;
   } catch (e) {
-    if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(`/classes/${HOMES[id]}.ts`)) {
+    // The build rewrites the import to `.js`: the missing file is named with either extension.
+    if (
+      (e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' &&
+      /\/classes\/([\w-]+)\.[jt]s\b/.exec(String((e as Error).message))?.[1] === HOMES[id]
+    ) {
       return undefined;
     }
     throw e;

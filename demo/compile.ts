@@ -4,8 +4,8 @@
  * after the revocation, the steered run, the team's two attempts, the channel audit against its
  * bound, the energy provenance, and the commands to inspect the logs.
  */
-import { isAbsolute, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, isAbsolute, relative, sep } from 'node:path';
+import { JCP_BIN } from '../testkit/index.ts';
 import { type ContentId, type Did, grantId, type ReceiptCore, type SignedGrant } from '../core/index.ts';
 import type { ChannelAudit } from '../channel/index.ts';
 import type { Probe } from '../meter/index.ts';
@@ -460,8 +460,8 @@ function receiptsSection(f: RunFacts, memoryRootId: ContentId): DemoReport['rece
  * registry).
  */
 export function jcpCommand(cwd = process.cwd()): string {
-  const root = fileURLToPath(new URL('../', import.meta.url));
+  const root = dirname(dirname(JCP_BIN));
   const rel = relative(root, cwd);
   const inside = rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
-  return inside ? 'npx jcp' : `node ${fileURLToPath(new URL('../bin/jcp.mjs', import.meta.url))}`;
+  return inside ? 'npx jcp' : `node ${JCP_BIN}`;
 }

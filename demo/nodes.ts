@@ -10,14 +10,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Actor, ContentId, Did } from '../core/index.ts';
 import { writeKeyFile } from '../node/index.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, stopChild, track } from '../testkit/index.ts';
-
-/** The `jcp` entry point the nodes run. */
-const JCP_BIN = fileURLToPath(new URL('../bin/jcp.mjs', import.meta.url));
+import { freePort, JCP_BIN, stopChild, track } from '../testkit/index.ts';
 
 /** What one node needs to start. */
 export interface DemoNodeSpec {

@@ -3,11 +3,21 @@
  * the demo prints them and checks that every action its grants name is a tool the server has, so a
  * server release that renames a tool fails here with a clear message rather than mid-run.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-const bin = (name: string): string => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
+/** This package's root: demo/tools.ts in the sources, dist/demo/tools.js in the build. */
+const ROOT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../' : '../../', import.meta.url));
+
+/**
+ * A server's command from this package's node_modules/.bin, or from the one its dependencies were
+ * hoisted into when the package is installed as a dependency; the bare name (PATH) otherwise.
+ */
+const bin = (name: string): string =>
+  [join(ROOT, 'node_modules', '.bin', name), join(ROOT, '..', '.bin', name)].find((p) => existsSync(p)) ?? name;
 
 /** A tool as the server lists it. */
 export interface ToolInfo {

@@ -1,6 +1,6 @@
 /**
  * The orchestrator's side of the demo's agent workers: each worker is a separate process
- * (`node --import <tsx, resolved from this package> demo/worker.ts`) with an IPC channel; this module spawns it, keeps
+ * (`node dist/demo/worker.js`, or `demo/worker.ts` through tsx from the sources) with an IPC channel; this module spawns it, keeps
  * the running tally the progress lines show (µJ spent of budget per lane, calls allowed and
  * refused), and turns its messages into promises (`hello`, `checkpoint`, `done`).
  *
@@ -9,10 +9,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Did, Uj } from '../core/index.ts';
-import { stopChild, track, TSX_IMPORT } from '../testkit/index.ts';
+import { scriptArgv, stopChild, track } from '../testkit/index.ts';
 import type { CallEvent, FromWorker, Lane, ToWorker } from './messages.ts';
 
-const WORKER_SCRIPT = fileURLToPath(new URL('./worker.ts', import.meta.url));
+/** The worker script beside this module: `worker.ts` in the sources, `worker.js` in the build. */
+const WORKER_SCRIPT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url));
 
 /** What a worker's checkpoint message carries (hex). */
 export interface CheckpointMsg {
@@ -60,7 +61,7 @@ export class WorkerProc {
   constructor(name: string, demoDir: string, onCall: (w: WorkerProc, e: CallEvent) => void) {
     this.name = name;
     this.#onCall = onCall;
-    this.child = spawn(process.execPath, ['--import', TSX_IMPORT, WORKER_SCRIPT, name, demoDir], {
+    this.child = spawn(process.execPath, [...scriptArgv(WORKER_SCRIPT), name, demoDir], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     track(this.child);

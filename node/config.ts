@@ -351,9 +351,15 @@ export function parseHostPort(s: string, where: string): { host: string; port: n
 
 function resolveCommand(command: string, base: string): string {
   if (command.includes('/') || command.includes(path.sep)) return path.resolve(base, command);
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const local = path.resolve(here, '..', 'node_modules', '.bin', command);
-  return existsSync(local) ? local : command;
+  // This package's root: node/config.ts in the sources, dist/node/config.js in the build. Its own
+  // node_modules/.bin first, then the one its dependencies were hoisted into when it is installed
+  // as a dependency (<project>/node_modules/jcp-cluster → <project>/node_modules/.bin).
+  const root = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../' : '../../', import.meta.url));
+  for (const bin of [path.join(root, 'node_modules', '.bin'), path.join(root, '..', '.bin')]) {
+    const local = path.join(bin, command);
+    if (existsSync(local)) return local;
+  }
+  return command;
 }
 
 /** Header names whose values are credentials: never inline. */

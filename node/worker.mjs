@@ -1,11 +1,11 @@
 // Boots a node worker thread: lowers its priority first when asked (workerData.nice, Linux: the
 // module loading below is most of a new worker's CPU, and a background worker must not take it
-// at the decision path's priority), registers tsx's loader (worker threads do not inherit it),
-// then loads the TypeScript entry named in workerData.
+// at the decision path's priority), registers tsx's loader when the entry is a TypeScript source
+// (a checkout run from its sources; worker threads do not inherit the loader), then loads the
+// entry named in workerData (dist/node/worker.js in the build, node/worker.ts in the sources).
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
-import { register } from 'tsx/esm/api';
 
 if (typeof workerData?.nice === 'number') {
   try {
@@ -15,5 +15,5 @@ if (typeof workerData?.nice === 'number') {
     // Not Linux, or the system refused: the worker runs at the normal priority (node/workers.ts says so).
   }
 }
-register();
+if (String(workerData.entry).endsWith('.ts')) (await import('tsx/esm/api')).register();
 await import(workerData.entry);

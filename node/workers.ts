@@ -86,8 +86,12 @@ export class WorkerPool {
    * when the system refuses, the worker runs at the normal priority.
    */
   static async start(n: number, opts: { readonly nice?: number } = {}): Promise<WorkerPool> {
-    const boot = new URL('./worker.mjs', import.meta.url);
-    const entry = new URL('./worker.ts', import.meta.url).href;
+    // In the sources this module is node/workers.ts and its entry node/worker.ts (run through tsx);
+    // in the build it is dist/node/workers.js and its entry dist/node/worker.js. The boot script
+    // is plain JavaScript in node/ either way.
+    const sources = import.meta.url.endsWith('.ts');
+    const boot = new URL(sources ? './worker.mjs' : '../../node/worker.mjs', import.meta.url);
+    const entry = new URL(sources ? './worker.ts' : './worker.js', import.meta.url).href;
     const workers = Array.from(
       { length: n },
       () => new Worker(boot, { workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}) } }),

@@ -283,7 +283,7 @@ function cliTableProblems(readme: string, commands: readonly string[]): string[]
 /** The command names cli/commands.ts registers (what `jcp --help` lists), read from its source. */
 function registeredCommands(): string[] {
   const text = readFileSync(path.join(ROOT, 'cli/commands.ts'), 'utf8');
-  return [...text.matchAll(/\{ name: '([a-z-]+)'/g)].map((m) => m[1]!);
+  return [...text.matchAll(/\bname: '([a-z-]+)'/g)].map((m) => m[1]!);
 }
 
 describe('layout', () => {
@@ -303,9 +303,14 @@ describe('layout', () => {
     expect([...tops].filter((t) => !(t in LAYERS) && !LEAVES.has(t))).toEqual([]);
   });
 
-  it('the npm package ships every product folder (bin/jcp.mjs runs the sources, so a missing one breaks every command)', () => {
+  it('the build compiles every product folder (bin/jcp.mjs runs dist/, so a missing one breaks every command) and the package ships no TypeScript source', () => {
+    const build = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] };
+    expect(Object.keys(LAYERS).filter((folder) => !build.include.includes(folder))).toEqual([]);
+    expect(build.include.filter((folder) => !(folder in LAYERS))).toEqual([]);
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { files: string[] };
-    expect(Object.keys(LAYERS).filter((folder) => !pkg.files.includes(folder))).toEqual([]);
+    const sources = pkg.files.filter((f) => f in LAYERS || LEAVES.has(f) || f.endsWith('.ts'));
+    expect(sources).toEqual([]);
+    expect(pkg.files).toContain('dist');
   });
 
   it('every folder README.md names and every .ts file the docs name exist', () => {

@@ -8,13 +8,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { Did } from '../core/index.ts';
 import { deal, FrostError, shareRecord, writeShareFile } from '../frost/index.ts';
-import { JCP_BIN, killChild, stopChild, TSX_IMPORT, track } from './procs.ts';
+import { JCP_BIN, killChild, scriptArgv, stopChild, track } from './procs.ts';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = resolve(dirname(JCP_BIN), '..');
 /** The `jcp` entry point. */
 
 /** One event line printed by a participant. */
@@ -139,7 +138,7 @@ export async function startParticipantProc(
   const args = opts.args ?? [];
   const policy = args.some((a) => a === '--approve' || a.startsWith('--approve=')) ? [] : ['--approve', 'allow-all'];
   const flags = ['--keystore', opts.keystore, '--nats', opts.natsUrl, '--prefix', opts.prefix, ...args, ...policy];
-  const argv = opts.script ? ['--import', TSX_IMPORT, opts.script, ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
+  const argv = opts.script ? [...scriptArgv(opts.script), ...flags] : [JCP_BIN, 'frost', 'participant', ...flags];
   const child = spawn(process.execPath, argv, {
     cwd: ROOT,
     stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],

@@ -8,7 +8,7 @@ export { serveToolsHttp } from './mcp-tools-server.ts';
 export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
 export { ParticipantProc } from './frost-procs.ts';
 export { startParticipantProc } from './frost-procs.ts';
-export { exitAfterInterrupt, freePort, JCP_BIN, stopChild, track, TSX_IMPORT, whenInterrupted } from './procs.ts';
+export { exitAfterInterrupt, freePort, JCP_BIN, scriptArgv, stopChild, track, whenInterrupted } from './procs.ts';
 export { type LinkStatus, liveLinks, type RegionCluster, type RegionState, type RegionStatus, startRegions } from './regions.ts';
 export { TcpProxy } from './proxy.ts';
 export { feedReachTarget, measureRevocationReach, metricsReachTarget, quantileMs, type ReachTarget } from './reach.ts';

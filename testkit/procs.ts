@@ -12,15 +12,39 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /**
- * tsx's loader as an absolute file URL, resolved from this package: spawn TypeScript children as
- * `node --import ${TSX_IMPORT} script.ts`. A bare `--import tsx` is resolved from the child's
- * working directory, so `jcp demo` run from any folder but the repository failed with
- * ERR_MODULE_NOT_FOUND.
+ * The package's root folder: one level above this file in the sources (`testkit/procs.ts`), two
+ * in the compiled build (`dist/testkit/procs.js`).
  */
-/** The `jcp` command line of this checkout (bin/jcp.mjs), for the launchers that start nodes and FROST processes. */
-export const JCP_BIN: string = fileURLToPath(new URL('../bin/jcp.mjs', import.meta.url));
+const ROOT_URL = new URL(import.meta.url.endsWith('.ts') ? '../' : '../../', import.meta.url);
 
-export const TSX_IMPORT: string = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** The `jcp` command line of this checkout or installed package (bin/jcp.mjs), for the launchers that start nodes and FROST processes. */
+export const JCP_BIN: string = fileURLToPath(new URL('bin/jcp.mjs', ROOT_URL));
+
+/**
+ * tsx's loader as an absolute file URL, resolved from this package, or undefined where tsx is not
+ * installed (an installed package runs compiled JavaScript and needs no loader). A bare
+ * `--import tsx` is resolved from the child's working directory, so `jcp demo` run from any
+ * folder but the repository failed with ERR_MODULE_NOT_FOUND.
+ */
+export const TSX_IMPORT: string | undefined = (() => {
+  try {
+    return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  } catch {
+    return undefined;
+  }
+})();
+
+/**
+ * The node arguments that run `script`: `[script]` for JavaScript, `['--import', <tsx>, script]`
+ * for a TypeScript source (a checkout run from its sources).
+ * @throws Error naming the script when it is TypeScript and tsx is not installed.
+ */
+export function scriptArgv(script: string): string[] {
+  if (!script.endsWith('.ts')) return [script];
+  if (TSX_IMPORT === undefined)
+    throw new Error(`${script} is TypeScript and tsx is not installed: run \`npm run build\` or install the dev dependencies`);
+  return ['--import', TSX_IMPORT, script];
+}
 
 const live = new Set<ChildProcess>();
 let hooked = false;

@@ -770,15 +770,19 @@ export interface ImageExpectations {
   readonly config: NodeConfig;
   /** Where the image puts that config (the CMD's --config). */
   readonly configPathInImage: string;
-  /** Top-level source folders the `jcp` command imports at run time. */
+  /** Top-level source folders the `jcp` command imports at run time (compiled in the build stage). */
   readonly sourceFolders: ReadonlySet<string>;
+  /** Plain JavaScript files the `jcp` command loads from outside dist/ (the bin, the worker boot script), repository paths. */
+  readonly plainFiles: ReadonlySet<string>;
 }
 
 /**
- * Multi-stage, `npm ci --omit=dev` in a deps stage, a slim Node 20 runtime, a non-root USER, the
- * data folder as a VOLUME, the config's ports exposed, a HEALTHCHECK on /healthz at the metrics
- * port, the fixed ENTRYPOINT, the config copied where CMD points, every run-time source folder
- * copied, and no NATS server in the image.
+ * Multi-stage: a build stage that runs `npm ci` (dev dependencies included) and `npm run build`
+ * over every run-time source folder, `npm ci --omit=dev` in a deps stage, a slim Node 20 runtime
+ * that takes node_modules from deps and dist/ from build and copies the plain JavaScript files
+ * (no TypeScript source), a non-root USER, the data folder as a VOLUME, the config's ports
+ * exposed, a HEALTHCHECK on /healthz at the metrics port, the fixed ENTRYPOINT, the config copied
+ * where CMD points, and no NATS server in the image.
  */
 export function containerfileProblems(text: string, want: ImageExpectations): string[] {
   const out: string[] = [];
@@ -799,6 +803,7 @@ export function containerfileProblems(text: string, want: ImageExpectations): st
     out.push('the deps stage does not run npm ci --omit=dev');
   if (!ins.some((i) => i.stage === last && i.op === 'COPY' && /--from=deps\b/.test(i.arg) && /node_modules/.test(i.arg)))
     out.push('the runtime stage does not take node_modules from deps');
+  out.push(...buildStageProblems(ins, froms, want));
   const inLast = (op: string) => ins.filter((i) => i.stage === last && i.op === op);
   const user = inLast('USER').at(-1)?.arg.split(':')[0];
   if (user === undefined || user === 'root' || user === '0') out.push(`runtime USER ${user ?? '(none)'} is root`);
@@ -824,13 +829,40 @@ export function containerfileProblems(text: string, want: ImageExpectations): st
   if (!copies.some((c) => c.arg === `deploy/node.example.json ${want.configPathInImage}`))
     out.push(`the config is not copied to ${want.configPathInImage}`);
   const copied = new Set(copies.flatMap((c) => c.arg.split(' ').slice(0, -1)).map((s) => s.replace(/\/$/, '')));
-  for (const f of want.sourceFolders) if (!copied.has(f)) out.push(`source folder ${f}/ is imported at run time but not copied`);
+  for (const f of want.plainFiles)
+    if (!copied.has(f) && !copied.has(f.split('/')[0]!)) out.push(`${f} is loaded at run time but not copied`);
+  for (const f of want.sourceFolders)
+    if (copied.has(f) && f !== 'bin') out.push(`source folder ${f}/ is copied into the runtime image (it runs dist/)`);
   for (const i of ins) {
     const natsImage = i.op === 'FROM' && /^(\S+\/)?nats[:@\s]|^(\S+\/)?nats$/.test(i.arg);
     const natsRun = i.op === 'RUN' && /\bnats-server\b/.test(i.arg);
     const natsCopy = i.op === 'COPY' && /\bnats-server\b/.test(i.arg);
     if (natsImage || natsRun || natsCopy) out.push(`${i.op} ${i.arg} brings a NATS server into the image`);
   }
+  return out;
+}
+
+/** The build stage: `npm ci` with the dev dependencies, every run-time source folder copied, `npm run build`; dist/ taken from it. */
+function buildStageProblems(ins: readonly Instruction[], froms: readonly Instruction[], want: ImageExpectations): string[] {
+  const out: string[] = [];
+  const stage = froms.findIndex((f) => / AS build$/i.test(f.arg));
+  const last = froms.length - 1;
+  if (stage < 0 || stage === last) return ['no build stage before the runtime stage'];
+  const runs = ins.filter((i) => i.stage === stage && i.op === 'RUN').map((i) => i.arg);
+  if (!runs.some((r) => /\bnpm ci\b/.test(r) && !/--omit=dev\b/.test(r)))
+    out.push('the build stage does not run npm ci with the dev dependencies');
+  if (!runs.some((r) => /\bnpm run build\b/.test(r))) out.push('the build stage does not run npm run build');
+  const copied = new Set(
+    ins
+      .filter((i) => i.stage === stage && i.op === 'COPY')
+      .flatMap((c) => c.arg.split(' ').slice(0, -1))
+      .map((s) => s.replace(/\/$/, '')),
+  );
+  for (const f of ['tsconfig.json', 'tsconfig.build.json']) if (!copied.has(f)) out.push(`the build stage does not copy ${f}`);
+  for (const f of want.sourceFolders)
+    if (f !== 'bin' && !copied.has(f)) out.push(`source folder ${f}/ is imported at run time but not copied into the build stage`);
+  if (!ins.some((i) => i.stage === last && i.op === 'COPY' && /--from=build\b/.test(i.arg) && /\bdist\b/.test(i.arg)))
+    out.push('the runtime stage does not take dist/ from build');
   return out;
 }
 

@@ -27,12 +27,19 @@ const work = mkdtempSync(path.join(tmpdir(), 'jcp-deploy-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const example = loadConfig(path.join(ROOT, 'deploy', 'node.example.json'));
-/** Everything `jcp` can load at run time: the bin, every command (lazily imported), the workers. */
-const runtime = runtimeImports(['bin/jcp.mjs']);
+/**
+ * Everything `jcp` can load at run time: the bin, every command (lazily imported), the workers
+ * (their scripts are chosen by the running module's own extension, so they are named here).
+ */
+const runtime = runtimeImports(['bin/jcp.mjs', 'cli/main.ts', 'node/worker.mjs', 'node/worker.ts', 'demo/worker.ts']);
+/** Plain JavaScript loaded from outside dist/: what the runtime stage copies beside it. */
+const plainFiles = new Set([...runtime.files].map((f) => path.relative(ROOT, f)).filter((f) => f.endsWith('.mjs')));
+/** tsx is imported only where a checkout runs its sources (bin/jcp.mjs, node/worker.mjs); an installed package never loads it (test/pkg). */
+const SOURCES_ONLY = new Set(['tsx']);
 const containerfile = read('deploy/Containerfile');
 /** The Containerfile's `${NODE_IMAGE}` reference, spelt without a template placeholder. */
 const NODE_IMAGE_REF = '$' + '{NODE_IMAGE}';
-const want: ImageExpectations = { config: example, configPathInImage: '/etc/jcp/node.json', sourceFolders: runtime.folders };
+const want: ImageExpectations = { config: example, configPathInImage: '/etc/jcp/node.json', sourceFolders: runtime.folders, plainFiles };
 
 describe('deploy/node.example.json', () => {
   test("the node's own loader accepts it, with its trust roots, endpoints and meter settings", () => {
@@ -78,8 +85,12 @@ describe('deploy/Containerfile', () => {
     expect(runtime.files.size).toBeGreaterThan(50);
     for (const f of ['bin', 'cli', 'core', 'meter', 'node']) expect(runtime.folders).toContain(f);
     const prod = Object.keys(pkg.dependencies);
-    expect([...runtime.packages].filter((p) => !prod.includes(p))).toEqual([]);
+    expect([...runtime.packages].filter((p) => !prod.includes(p) && !SOURCES_ONLY.has(p))).toEqual([]);
     expect([...runtime.packages]).toContain('classic-level');
+    expect(prod.filter((p) => SOURCES_ONLY.has(p) || p === 'ioredis')).toEqual([]);
+    expect([...plainFiles].sort()).toEqual(['bin/jcp.mjs', 'node/worker.mjs']);
+    const build = JSON.parse(read('tsconfig.build.json')) as { include: string[] };
+    expect([...runtime.folders].filter((f) => f !== 'bin' && !build.include.includes(f))).toEqual([]);
   });
 
   test('multi-stage, npm ci --omit=dev, slim Node 20, non-root, data volume, ports, healthcheck, entrypoint', () => {
@@ -87,7 +98,7 @@ describe('deploy/Containerfile', () => {
     const stages = parseContainerfile(containerfile)
       .filter((i) => i.op === 'FROM')
       .map((i) => i.arg);
-    expect(stages).toEqual([`${NODE_IMAGE_REF} AS deps`, `${NODE_IMAGE_REF} AS runtime`]);
+    expect(stages).toEqual([`${NODE_IMAGE_REF} AS build`, `${NODE_IMAGE_REF} AS deps`, `${NODE_IMAGE_REF} AS runtime`]);
   });
 
   const edits: Array<[string, (t: string) => string, RegExp]> = [
@@ -95,6 +106,20 @@ describe('deploy/Containerfile', () => {
     ['no USER at all', (t) => t.replace('USER 10001:10001\n', ''), /USER \(none\)/],
     ['one stage', (t) => t.replace(/FROM \$\{NODE_IMAGE\} AS deps[\s\S]*?(?=FROM)/, ''), /multi-stage|deps stage/],
     ['dev dependencies installed', (t) => t.replace('npm ci --omit=dev', 'npm ci'), /--omit=dev/],
+    ['no build stage', (t) => t.replace(/FROM \$\{NODE_IMAGE\} AS build[\s\S]*?(?=FROM)/, ''), /no build stage/],
+    [
+      'the build without dev dependencies',
+      (t) => t.replace('npm ci --ignore-scripts', 'npm ci --omit=dev --ignore-scripts'),
+      /with the dev dependencies/,
+    ],
+    ['no build run', (t) => t.replace('RUN npm run build\n', ''), /npm run build/],
+    ['dist/ not taken from the build', (t) => t.replace('COPY --from=build /app/dist ./dist\n', ''), /dist\/ from build/],
+    [
+      'the sources copied into the runtime image',
+      (t) => t.replace('COPY bin ./bin\n', 'COPY bin ./bin\nCOPY core ./core\n'),
+      /core\/ is copied into the runtime/,
+    ],
+    ['the worker boot script left out', (t) => t.replace('COPY node/worker.mjs ./node/worker.mjs\n', ''), /node\/worker\.mjs is loaded/],
     ['a full Node 22 image', (t) => t.replace('ARG NODE_IMAGE=node:20-bookworm-slim', 'ARG NODE_IMAGE=node:22-bookworm'), /slim Node 20/],
     ['the data folder not a volume', (t) => t.replace('VOLUME ["/var/lib/jcp"]', 'VOLUME ["/data"]'), /not a VOLUME/],
     ['the metrics port not exposed', (t) => t.replace('EXPOSE 7400 9464', 'EXPOSE 7400'), /port 9464/],
@@ -104,7 +129,7 @@ describe('deploy/Containerfile', () => {
       (t) => t.replace('ENTRYPOINT ["node", "bin/jcp.mjs", "node", "start"]', 'ENTRYPOINT node bin/jcp.mjs node start'),
       /ENTRYPOINT/,
     ],
-    ['the meter sources left out', (t) => t.replace('COPY meter ./meter\n', ''), /meter\/ is imported/],
+    ['the meter sources left out of the build', (t) => t.replace('COPY meter ./meter\n', ''), /meter\/ is imported/],
     ['a NATS server installed', (t) => t.replace('python3 make g++', 'python3 make g++ nats-server'), /NATS server/],
     ['built on the NATS image', (t) => t.replace(`FROM ${NODE_IMAGE_REF} AS runtime`, 'FROM nats:2 AS runtime'), /NATS server/],
   ];
