@@ -193,11 +193,11 @@ describe('a snapshot that keeps failing', () => {
     await new Promise((r) => setTimeout(r, 3_500));
     expect(failures()).toBe(1);
     clock += 1; // past the first wait (1 s): one more try, then 2 s
-    for (let i = 0; i < 100 && failures() === 1; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 400 && failures() === 1; i++) await new Promise((r) => setTimeout(r, 50));
     expect(failures()).toBe(2);
     rmSync(path.join(dir, 'snapshots'));
     clock += 2; // the fault is gone: the next try writes it
-    for (let i = 0; i < 100 && a.snapshots.coveredSeq < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 400 && a.snapshots.coveredSeq < 2; i++) await new Promise((r) => setTimeout(r, 50));
     expect(a.snapshots.coveredSeq).toBe(2);
     await a.close();
   }, 20_000);
