@@ -82,6 +82,14 @@ export const HttpErrorCodes = {
   ORIGIN_FORBIDDEN: 'origin-forbidden',
   /** 403: the `Host` header does not name the listening address (DNS rebinding). */
   HOST_FORBIDDEN: 'host-forbidden',
+  /** 401: no bearer token, or one that names no agent of this bridge. */
+  UNAUTHORIZED: 'unauthorized',
+  /** 404: a path other than `/mcp`. */
+  NOT_FOUND: 'not-found',
+  /** 404: an `Mcp-Session-Id` this bridge does not hold for this agent (expired, closed, another agent's). */
+  SESSION_NOT_FOUND: 'session-not-found',
+  /** 500: the bridge failed on the request (its message says how). */
+  INTERNAL: 'internal',
   /** 415: a POST whose `Content-Type` is not `application/json`. */
   CONTENT_TYPE: 'content-type-unsupported',
   /** 413: a body over the cap (by `Content-Length` or as read). */
@@ -285,15 +293,19 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://bridge');
-    if (url.pathname !== '/mcp') return reply(res, 404, 'not found: the MCP endpoint is /mcp');
+    if (url.pathname !== '/mcp') return reply(res, 404, 'not found: the MCP endpoint is /mcp', HttpErrorCodes.NOT_FOUND);
     const bad = headerRefusal(req, allowedHosts, origins);
     if (bad !== undefined)
       return refuse(res, bad[0], bad[1], bad[2], bad[2] === HttpErrorCodes.PAYLOAD_TOO_LARGE ? { limit: MAX_BODY_BYTES } : {});
     const agent = authenticate(keyed, req);
-    if (agent === undefined) return reply(res, 401, 'unauthorized: a valid bearer token is required', { 'www-authenticate': 'Bearer' });
+    if (agent === undefined)
+      return reply(res, 401, 'unauthorized: a valid bearer token is required', HttpErrorCodes.UNAUTHORIZED, {
+        'www-authenticate': 'Bearer',
+      });
     const sid = req.headers['mcp-session-id'];
     const known = typeof sid === 'string' ? table.get(sid) : undefined;
-    if (typeof sid === 'string' && (known === undefined || known.agent !== agent)) return reply(res, 404, 'session not found');
+    if (typeof sid === 'string' && (known === undefined || known.agent !== agent))
+      return reply(res, 404, 'session not found', HttpErrorCodes.SESSION_NOT_FOUND);
     let body: unknown;
     if (req.method === 'POST') {
       const screened = await screen(req, res);
@@ -314,7 +326,7 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
 
   const http = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
-      if (!res.headersSent) reply(res, 500, `internal error: ${(e as Error).message}`);
+      if (!res.headersSent) reply(res, 500, `internal error: ${(e as Error).message}`, HttpErrorCodes.INTERNAL);
       else res.end();
     });
   });
@@ -415,10 +427,10 @@ function authenticate(keyed: readonly KeyedAgent[], req: IncomingMessage): Bridg
 }
 
 /** A JSON-RPC error body (`id: null`) with status `status`, the connection closed after it. */
-function reply(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+function reply(res: ServerResponse, status: number, message: string, code: string, headers: Record<string, string> = {}): void {
   // Refused before its body was read (if it has one): the connection is not reused.
   res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...headers });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message, data: { code } }, id: null }));
 }
 
 /** A session slot held for an agent ({@link SessionTable.reserve}), or why there is none. */

@@ -309,6 +309,7 @@ describe('bridge: real MCP clients and servers through a node', () => {
     const none = await post({});
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    expect(((await none.json()) as { error: { data?: { code?: string } } }).error.data?.code).toBe('unauthorized');
     expect((await post({ authorization: 'Bearer bob-secret-tokeX' })).status).toBe(401);
     expect((await post({ authorization: 'Bearer bob-secret-token-longer' })).status).toBe(401);
 
