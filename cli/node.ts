@@ -167,13 +167,17 @@ export const command: Command = {
     cluster?.startWitnessing(node, logger);
     cluster?.observe(node.metrics.registry);
     process.stderr.write(startBanner(node, cfg, cluster !== undefined));
+    // `on`, not `once`: a second signal while the node closes is not the default action (death by
+    // the signal, exit status lost); the first one stops it.
     const onSignal = () => stopped();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     await printResources(node);
     await done;
     await node.close();
     await cluster?.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     if (fatal) {
       process.stderr.write(`jcp node: stopped: ${fatal.message}\n`);
       return 1;

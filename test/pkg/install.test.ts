@@ -7,12 +7,14 @@
  * module path: a run-time import missing from `dependencies` fails here.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stopChild, track } from '../../testkit/index.ts';
+import { freePort, stopChild, track } from '../../testkit/index.ts';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -112,6 +114,57 @@ describe('the packed and installed package', () => {
     expect([child.exitCode, child.signalCode], err).toEqual([0, null]);
     expect(existsSync(path.join(data, 'steward.key'))).toBe(true);
   });
+
+  it('jcp init with the installed filesystem server: the printed node command and MCP entry call a tool, decided and sealed', async () => {
+    const shared = path.join(home, 'shared');
+    mkdirSync(shared);
+    writeFileSync(path.join(shared, 'hello.txt'), 'hello from the tarball\n');
+    const fsServer = path.join(installed, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
+    const setup = path.join(home, 'setup');
+    const listen = `127.0.0.1:${await freePort()}`;
+    const init = await jcp(['init', setup, '--upstream', `files=${process.execPath} ${fsServer} ${shared}`, '--listen', listen]);
+    const lines = init.stdout.split('\n');
+    const after = (label: string) => lines.slice(lines.findIndex((l) => l.startsWith(label)) + 1);
+    const nodeLine = after('Start the node')[0]!.trim();
+    expect(nodeLine).toMatch(/jcp node start --config \/\S+\/node\.json$/);
+    const child: ChildProcess = spawn('sh', ['-c', `exec ${nodeLine}`], { cwd: home, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
+    track(child);
+    let err = '';
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+          err += d;
+          if (err.includes('jcp node: resource files')) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`node exited ${code}: ${err}`)));
+      });
+      const block = after('Claude Desktop');
+      const json = block
+        .slice(
+          0,
+          block.findIndex((l) => l.trim() === ''),
+        )
+        .join('\n');
+      const entry = (JSON.parse(json) as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers['jcp']!;
+      // A host's PATH may be minimal: the entry names the node binary and the installed bin absolutely.
+      expect(path.isAbsolute(entry.command)).toBe(true);
+      expect(entry.args[0]).toContain(installed);
+      const client = new Client({ name: 'pkg-test', version: '1' });
+      await client.connect(
+        new StdioClientTransport({ command: entry.command, args: entry.args, cwd: home, env: env() as Record<string, string> }),
+      );
+      try {
+        const r = await client.callTool({ name: 'read_text_file', arguments: { path: path.join(shared, 'hello.txt') } });
+        expect((r.content as Array<{ text?: string }>)[0]?.text).toContain('hello from the tarball');
+        expect(r._meta?.['jcp/verdict']).toBe('allow');
+        expect(typeof r._meta?.['jcp/receipt']).toBe('string');
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await stopChild(child);
+    }
+  }, 120_000);
 
   it('jcp bridge --help prints its usage', async () => {
     const { stdout } = await jcp(['bridge', '--help']);
