@@ -124,8 +124,8 @@ describe('the packed and installed package', () => {
     const listen = `127.0.0.1:${await freePort()}`;
     const init = await jcp(['init', setup, '--upstream', `files=${process.execPath} ${fsServer} ${shared}`, '--listen', listen]);
     const lines = init.stdout.split('\n');
-    const after = (label: string) => lines.slice(lines.findIndex((l) => l.startsWith(label)) + 1);
-    const nodeLine = after('Start the node')[0]!.trim();
+    const linesAfter = (label: string) => lines.slice(lines.findIndex((l) => l.startsWith(label)) + 1);
+    const nodeLine = linesAfter('Start the node')[0]!.trim();
     expect(nodeLine).toMatch(/jcp node start --config \/\S+\/node\.json$/);
     const child: ChildProcess = spawn('sh', ['-c', `exec ${nodeLine}`], { cwd: home, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
     track(child);
@@ -138,7 +138,7 @@ describe('the packed and installed package', () => {
         });
         child.once('exit', (code) => reject(new Error(`node exited ${code}: ${err}`)));
       });
-      const block = after('Claude Desktop');
+      const block = linesAfter('Claude Desktop');
       const json = block
         .slice(
           0,
