@@ -298,10 +298,7 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
     if (bad !== undefined)
       return refuse(res, bad[0], bad[1], bad[2], bad[2] === HttpErrorCodes.PAYLOAD_TOO_LARGE ? { limit: MAX_BODY_BYTES } : {});
     const agent = authenticate(keyed, req);
-    if (agent === undefined)
-      return reply(res, 401, 'unauthorized: a valid bearer token is required', HttpErrorCodes.UNAUTHORIZED, {
-        'www-authenticate': 'Bearer',
-      });
+    if (agent === undefined) return reply(res, 401, UNAUTHORIZED_MESSAGE, HttpErrorCodes.UNAUTHORIZED, BEARER_CHALLENGE);
     const sid = req.headers['mcp-session-id'];
     const known = typeof sid === 'string' ? table.get(sid) : undefined;
     if (typeof sid === 'string' && (known === undefined || known.agent !== agent))
@@ -427,6 +424,9 @@ function authenticate(keyed: readonly KeyedAgent[], req: IncomingMessage): Bridg
 }
 
 /** A JSON-RPC error body (`id: null`) with status `status`, the connection closed after it. */
+const UNAUTHORIZED_MESSAGE = 'unauthorized: a valid bearer token is required';
+const BEARER_CHALLENGE = { 'www-authenticate': 'Bearer' };
+
 function reply(res: ServerResponse, status: number, message: string, code: string, headers: Record<string, string> = {}): void {
   // Refused before its body was read (if it has one): the connection is not reused.
   res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...headers });
