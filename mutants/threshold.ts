@@ -35,17 +35,17 @@ export default [
   {
     id: 'threshold-nonce-reuse',
     file: 'frost/sign.ts',
-    find: 'if (Fn.is0(Fn.fromBytes(nonces.hiding)) || Fn.is0(Fn.fromBytes(nonces.binding))) {',
-    replace: 'if (Fn.is0(Fn.fromBytes(nonces.hiding)) && Fn.is0(Fn.fromBytes(nonces.binding)) && nonces.hiding.length === 0) {',
+    find: 'if (isZero(nonces.hiding) || isZero(nonces.binding)) {',
+    replace: 'if (isZero(nonces.hiding) && isZero(nonces.binding) && nonces.hiding.length === 0) {',
     classes: ['C13'],
   },
   {
     id: 'threshold-shares-unverified',
     equivalent:
-      "noble's aggregate verifies every share itself and throws naming the cheaters, which aggregate reports as the same frost-bad-signature-share with the same culprits",
+      'the share check returns no prepared aggregate whenever a share fails, so `!prepared` refuses the call with the same frost-bad-signature-share and the same culprits',
     file: 'frost/sign.ts',
-    find: "  if (bad.length) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
-    replace: "  if (bad.length > 1) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
+    find: "  if (bad.length || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
+    replace: "  if (bad.length > 1 || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
     classes: ['C13'],
   },
   {
