@@ -45,7 +45,8 @@ export default [
       'the share check returns no prepared aggregate whenever a share fails, so `!prepared` refuses the call with the same frost-bad-signature-share and the same culprits',
     file: 'frost/sign.ts',
     find: "  if (bad.length || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
-    replace: "  if (bad.length > 1 || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
+    replace:
+      "  if (bad.length > 1 || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
     classes: ['C13'],
   },
   {
