@@ -23,10 +23,9 @@ import { type McpHttpHandler, Server, createMcpHandler } from '@modelcontextprot
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { McpNotification } from '../client/index.ts';
-import { type BridgeAgent, mcpError } from './agent.ts';
-import { BRIDGE_INFO, BUDGET_URI, bridgeServer, refusal } from './server.ts';
+import type { BridgeAgent } from './agent.ts';
+import { BRIDGE_INFO, BUDGET_RESOURCE, bridgeServer, readBudgetResource, refusal } from './server.ts';
 
 /** The `_meta` key of the 2026-07-28 envelope's protocol version (the claim that makes a request modern). */
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -99,22 +98,8 @@ export function modernServer(agent: BridgeAgent): Server {
     await sent;
     return result as never;
   });
-  server.setRequestHandler('resources/list', async () => ({
-    resources: [
-      {
-        uri: BUDGET_URI,
-        name: 'budget',
-        title: 'JCP budget',
-        description: "Each grant's budget and the remaining budget its last receipt reported (µJ)",
-        mimeType: 'application/json',
-      },
-    ],
-  }));
-  server.setRequestHandler('resources/read', async (req) => {
-    if (req.params.uri !== BUDGET_URI) throw mcpError(ErrorCode.InvalidParams, 'unknown-resource', req.params.uri);
-    const body = { agent: agent.did, grants: await agent.budgets() };
-    return { contents: [{ uri: BUDGET_URI, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };
-  });
+  server.setRequestHandler('resources/list', async () => ({ resources: [BUDGET_RESOURCE] }));
+  server.setRequestHandler('resources/read', (req) => readBudgetResource(agent, req.params.uri));
   return server;
 }
 

@@ -37,6 +37,26 @@ import { type BridgeAgent, BridgeErrorCodes, mcpError } from './agent.ts';
 /** The URI of the budget resource. */
 export const BUDGET_URI = 'jcp://budget';
 
+/** The budget resource as `resources/list` lists it (both MCP eras). */
+export const BUDGET_RESOURCE = {
+  uri: BUDGET_URI,
+  name: 'budget',
+  title: 'JCP budget',
+  description: "Each grant's budget and the remaining budget its last receipt reported (µJ)",
+  mimeType: 'application/json',
+} as const;
+
+/**
+ * The `resources/read` result for `uri` (both MCP eras): the agent's did and each grant's budget
+ * and last reported remainder (µJ), as JSON text.
+ * @throws McpError InvalidParams `unknown-resource` for any URI but {@link BUDGET_URI}.
+ */
+export async function readBudgetResource(agent: BridgeAgent, uri: string) {
+  if (uri !== BUDGET_URI) throw mcpError(ErrorCode.InvalidParams, 'unknown-resource', uri);
+  const body = { agent: agent.did, grants: await agent.budgets() };
+  return { contents: [{ uri: BUDGET_URI, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };
+}
+
 /** MCP logging levels, least severe first (RFC 5424 severities). */
 const LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
@@ -193,24 +213,8 @@ export function bridgeServer(agent: BridgeAgent): Server {
     await sent;
     return result as never;
   });
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: [
-      {
-        uri: BUDGET_URI,
-        name: 'budget',
-        title: 'JCP budget',
-        description: "Each grant's budget and the remaining budget its last receipt reported (µJ)",
-        mimeType: 'application/json',
-      },
-    ],
-  }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
-    if (req.params.uri !== BUDGET_URI) {
-      throw mcpError(ErrorCode.InvalidParams, 'unknown-resource', req.params.uri);
-    }
-    const body = { agent: agent.did, grants: await agent.budgets() };
-    return { contents: [{ uri: BUDGET_URI, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };
-  });
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [BUDGET_RESOURCE] }));
+  server.setRequestHandler(ReadResourceRequestSchema, (req) => readBudgetResource(agent, req.params.uri));
   const connect = server.connect.bind(server);
   server.connect = (transport: Transport) => {
     guard(transport);
