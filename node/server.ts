@@ -126,7 +126,7 @@ class Connection {
 
   /** Nothing buffered, nothing owed, not closing: closing it loses no request. */
   get idle(): boolean {
-    return !this.#closing && !this.#sock.destroyed && this.#queue.length === 0 && this.#reader.buffered === 0;
+    return this.evictable && this.#reader.buffered === 0;
   }
 
   /**
