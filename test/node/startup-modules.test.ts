@@ -2,7 +2,8 @@
  * What `jcp node start` loads before it listens (docs/benchmarks.md "startup: the command, a node,
  * the demo"): the command's module graph, loaded in a fresh Node process, holds none of the
  * libraries only some nodes use. The NATS client (a node with `--nats`) and prom-client's default
- * process metrics (a node with `--metrics`) load at their first use. Not a timing: the set of
+ * process metrics (a node with `--metrics`) load at their first use; hash-wasm's BLAKE3 alone is
+ * loaded, not every algorithm it ships. Not a timing: the set of
  * packages loaded, which is what the start-up time follows.
  */
 import { execFileSync } from 'node:child_process';
@@ -27,5 +28,12 @@ describe('node start: modules loaded before listening', () => {
     expect(loaded.some((f) => f.includes('/classic-level/'))).toBe(true);
     expect(loaded.some((f) => f.includes('/prom-client/lib/counter.js'))).toBe(true);
     expect(loaded.filter((f) => /\/@nats-io\/|\/prom-client\/lib\/defaultMetrics|\/@opentelemetry\//.test(f))).toEqual([]);
+  });
+
+  it("BLAKE3 comes from hash-wasm's BLAKE3 bundle, not its every-algorithm index", () => {
+    const loaded = cjsLoadedBy('./core/index.ts');
+    expect(loaded.filter((f) => f.includes('/hash-wasm/')).map((f) => f.slice(f.indexOf('/hash-wasm/')))).toEqual([
+      '/hash-wasm/dist/blake3.umd.min.js',
+    ]);
   });
 });
