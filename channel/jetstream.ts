@@ -36,12 +36,13 @@
  * {@link ChannelBus}. Subjects, stream names, configs, message ids and bytes are those of
  * channel/names.ts and {@link streamConfigs}, unchanged.
  */
-import { jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import {
   ensureStream,
   followFromStart,
+  jetStreamLib,
   NatsLink,
   type NatsLinkOpts,
   type StreamPlacement,
@@ -272,6 +273,7 @@ export class JetStreamRevocationBus extends StreamBus implements RevocationBus {
     const nc = this.link.connection;
     if (nc === undefined || nc.isClosed())
       throw new Error(`revocation stream info: NATS not connected${this.link.problem ? ` (${this.link.problem})` : ''}`);
+    const { jetstreamManager } = await jetStreamLib();
     const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
     const info = await withDeadline(jsm.streams.info(this.names.revocationStream), timeoutMs, 'revocation stream info');
     return info.state.last_seq;

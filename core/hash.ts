@@ -1,11 +1,27 @@
 /**
- * BLAKE3-256 and content ids (spec §3). `hash-wasm` on the hot path, instantiated once at load.
+ * BLAKE3-256 and content ids (spec §3). `hash-wasm` on the hot path, instantiated once at load:
+ * its BLAKE3 bundle alone (`dist/blake3.umd.min.js`, 22 KB), not the package's index (284 KB, every
+ * algorithm's WebAssembly inlined), which every process would otherwise parse at start. Should a
+ * release drop that file, the index is used: the same function, slower to load.
  */
-import { createBLAKE3 } from 'hash-wasm';
+import { createRequire } from 'node:module';
+import type * as HashWasm from 'hash-wasm';
 import { toHex } from './bytes.ts';
 import { encode } from './cbor.ts';
 
-const hasher = await createBLAKE3(256);
+/** `createBLAKE3` from hash-wasm's BLAKE3 bundle, or from its index. */
+function loadCreateBlake3(): typeof HashWasm.createBLAKE3 {
+  const require = createRequire(import.meta.url);
+  try {
+    const m = require('hash-wasm/dist/blake3.umd.min.js') as Partial<typeof HashWasm>;
+    if (typeof m.createBLAKE3 === 'function') return m.createBLAKE3;
+  } catch {
+    // not in this release: the index below
+  }
+  return (require('hash-wasm') as typeof HashWasm).createBLAKE3;
+}
+
+const hasher = await loadCreateBlake3()(256);
 
 /**
  * A content id: 64 lowercase hex characters of BLAKE3-256 over canonical det-CBOR (§3). A

@@ -13,9 +13,10 @@
  * A link can also wrap a connection its caller owns ({@link NatsLink.over}); then it never
  * closes it.
  */
-import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection, type TlsOptions } from '@nats-io/transport-node';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection, TlsOptions } from '@nats-io/transport-node';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { jetStreamLib, transportLib } from './lib.ts';
 import { greetingServers } from './reach.ts';
 import { backoffMs, retryUntil, withDeadline } from './retry.ts';
 
@@ -144,6 +145,7 @@ export class NatsLink {
   /** The JetStream manager and client on the open connection (waits as {@link ready}). */
   async jetstream(timeoutMs = this.deadlineMs): Promise<{ jsm: JetStreamManager; js: JetStreamClient }> {
     const nc = await this.ready(timeoutMs);
+    const { jetstream, jetstreamManager } = await jetStreamLib();
     this.#jsm ??= await jetstreamManager(nc, { timeout: this.requestTimeoutMs, checkAPI: false });
     this.#js ??= jetstream(nc, { timeout: this.requestTimeoutMs });
     return { jsm: this.#jsm, js: this.#js };
@@ -252,6 +254,7 @@ export class NatsLink {
         continue;
       }
       try {
+        const { connect } = await transportLib();
         nc = await connect({
           servers: usable,
           name: this.#opts.name ?? 'jcp',

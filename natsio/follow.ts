@@ -12,7 +12,8 @@
  * back for about 30 s — "revocation 0 did not reach c2 within 30000 ms" in the regions bench —
  * and for as long as no later message arrived to show the gap.
  */
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { DELIVER } from './lib.ts';
 import { checkSubject } from './names.ts';
 
 /** A running follow: `caughtUp` resolves once the backlog present at start is delivered. */
@@ -74,7 +75,7 @@ export async function followFromStart(
   });
   if (backlog === 0 || lastSeq === 0) resolveCaughtUp();
   const consumer = await js.consumers.get(stream, {
-    deliver_policy: DeliverPolicy.All,
+    deliver_policy: DELIVER.all,
     ...(filter !== undefined ? { filter_subjects: filter } : {}),
   });
   const messages = await consumer.consume({

@@ -11,3 +11,4 @@ export { checkStreamName, checkSubject, checkSubjectRoot, rootStreamName, storeN
 export { greetingServers, natsGreeting, natsHostPort } from './reach.ts';
 export { retryUntil, withDeadline } from './retry.ts';
 export { ensureStream, isStreamNotFound, type StreamPlacement, type StreamSpec, streamConfig } from './streams.ts';
+export { DELIVER, DISCARD, jetStreamLib, RETENTION_LIMITS, STORAGE_FILE } from './lib.ts';

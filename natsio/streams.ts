@@ -7,9 +7,9 @@
  * has direct get off (`allow_direct: false`): a direct get is answered by any replica, followers
  * included, and can return a message older than the latest acked one.
  */
-import { DiscardPolicy, type JetStreamManager, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/transport-node';
+import type { JetStreamManager, StreamConfig, StreamInfo } from '@nats-io/jetstream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DISCARD, nanos, RETENTION_LIMITS, STORAGE_FILE } from './lib.ts';
 import { checkStreamName, checkSubject } from './names.ts';
 
 /** Where a stream's replicas live: the replica count and, optionally, a cluster and server tags (JetStream placement). */
@@ -44,8 +44,8 @@ export function streamConfig(shape: StreamShape): StreamSpec {
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5)
     throw new RangeError(`stream ${shape.name}: replicas ${replicas}: expected 1-5`);
   const cfg: StreamSpec = {
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
+    storage: STORAGE_FILE,
+    retention: RETENTION_LIMITS,
     num_replicas: replicas,
     duplicate_window: nanos(120_000),
     allow_direct: false,
@@ -54,7 +54,7 @@ export function streamConfig(shape: StreamShape): StreamSpec {
     name: checkStreamName(shape.name),
     subjects: shape.subjects.map((s) => checkSubject(s, { wildcards: true })),
     max_msgs_per_subject: shape.maxMsgsPerSubject,
-    discard: shape.discard === 'old' ? DiscardPolicy.Old : DiscardPolicy.New,
+    discard: DISCARD[shape.discard],
   };
   if (shape.placement !== undefined) {
     cfg.placement = { cluster: shape.placement.cluster, tags: [...(shape.placement.tags ?? [])] };

@@ -60,10 +60,10 @@ import {
   ShardCloser,
   signShardAck,
 } from '../shards/index.ts';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import type { Logger as PinoLogger } from 'pino';
 import type { NodeMetrics } from './metrics.ts';
+import { Counter, Gauge, Histogram, type Registry } from './prom.ts';
 import type { TileServer } from './tlogtiles.ts';
 import { TlogStream, TlogWitnessing, type WitnessedCheckpoint } from './witnessing.ts';
 

@@ -4,8 +4,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { readOnlyGuard } from '../io/index.ts';
+import { Counter, collectDefaults, Gauge, Histogram, Registry } from './prom.ts';
 
 /** The node's metrics, in their own registry (several nodes may share a process in tests). */
 export class NodeMetrics {
@@ -213,8 +213,16 @@ export class NodeMetrics {
     },
   });
 
-  constructor(opts: { defaults?: boolean } = {}) {
-    if (opts.defaults) collectDefaultMetrics({ register: this.registry });
+  #defaults: Promise<void> | undefined;
+
+  /**
+   * Adds prom-client's default process metrics (CPU, memory, event-loop lag, GC) to the registry,
+   * once; loaded on the first call (the node calls it when its metrics port opens, so a node
+   * without `--metrics` neither loads nor samples them).
+   */
+  collectDefaults(): Promise<void> {
+    this.#defaults ??= collectDefaults(this.registry);
+    return this.#defaults;
   }
 }
 

@@ -620,8 +620,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   const tlsFiles = readTlsFiles(cfg);
   const steward = openSteward(cfg, opts, logger);
   const meter = nodeMeter(cfg, opts);
-
-  const metrics = new NodeMetrics({ defaults: true });
+  const metrics = new NodeMetrics();
   const log = await ReceiptLog.open(cfg.dataDir, {
     steward: steward.did,
     batchMax: cfg.log.batchMax,
@@ -675,8 +674,9 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   server = jcpServer(cfg, enforcer, tlsFiles, metrics, logger);
   let bound: Awaited<ReturnType<typeof listenAll>>;
   try {
+    const health = () => healthOf(b, enforcer, growth, () => server, snapshotter);
     bound = await listenAll(cfg, server, (mc) =>
-      serveMetrics(metrics, () => healthOf(b, enforcer, growth, () => server, snapshotter), mc.host, mc.port, tiles),
+      metrics.collectDefaults().then(() => serveMetrics(metrics, health, mc.host, mc.port, tiles)),
     );
     metricsServer = bound.metrics?.server;
     // Feeds bring revocations to the store and amendments (§4.7) to the enforcer, which applies them against its ledger.

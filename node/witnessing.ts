@@ -21,17 +21,7 @@
  * A witness's cosigner key name is `jcp-witness/<did>` ({@link witnessName}); its key is the
  * node's steward key (type 0x04 cosignatures never verify as 0x01 note signatures).
  */
-import {
-  DeliverPolicy,
-  DiscardPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-  type StreamConfig,
-} from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Actor } from '../core/index.ts';
@@ -41,6 +31,7 @@ import { isJcpError } from '../core/index.ts';
 import { contentIdOfBytes } from '../core/index.ts';
 import { addSignatureLines, openCheckpoint, type SignedLogCheckpoint, verifyCosignature } from '../core/index.ts';
 import { witness } from '../core/index.ts';
+import { DELIVER, DISCARD, jetStreamLib, RETENTION_LIMITS, STORAGE_FILE } from '../natsio/index.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { originOf } from './tlog.ts';
 import type { TileServer } from './tlogtiles.ts';
@@ -66,11 +57,11 @@ export function tlogStreamConfig(root: string, replicas: number): Partial<Stream
   return {
     name: tlogStreamName(root),
     subjects: [`${root}.tlog.>`],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
+    storage: STORAGE_FILE,
+    retention: RETENTION_LIMITS,
     num_replicas: replicas,
     max_msgs_per_subject: 1,
-    discard: DiscardPolicy.Old,
+    discard: DISCARD.old,
     deny_delete: true,
     deny_purge: true,
     allow_direct: false,
@@ -180,6 +171,7 @@ export class TlogStream {
   /** Creates the stream if it is missing (idempotent, safe to race). @throws Error when NATS cannot do it */
   async ensure(): Promise<{ jsm: JetStreamManager; js: JetStreamClient }> {
     this.#ensured ??= (async () => {
+      const { jetstream, jetstreamManager } = await jetStreamLib();
       const jsm = await jetstreamManager(this.nc, { timeout: this.timeoutMs, checkAPI: false });
       try {
         await jsm.streams.info(this.stream);
@@ -362,7 +354,7 @@ export class TlogWitnessing {
       },
     });
     const consumer = await js.consumers.get(this.#s.stream, {
-      deliver_policy: DeliverPolicy.LastPerSubject,
+      deliver_policy: DELIVER.lastPerSubject,
       filter_subjects: `${this.#s.root}.tlog.cp.*`,
     });
     const messages = await consumer.consume({ max_messages: 64 });

@@ -1,0 +1,39 @@
+/**
+ * What `jcp node start` loads before it listens (docs/benchmarks.md "startup: the command, a node,
+ * the demo"): the command's module graph, loaded in a fresh Node process, holds none of the
+ * libraries only some nodes use. The NATS client (a node with `--nats`) and prom-client's default
+ * process metrics (a node with `--metrics`) load at their first use; hash-wasm's BLAKE3 alone is
+ * loaded, not every algorithm it ships. Not a timing: the set of
+ * packages loaded, which is what the start-up time follows.
+ */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The node_modules files the CommonJS loader holds after `specifier` is imported in a fresh process (tsx for the sources). */
+function cjsLoadedBy(specifier: string): string[] {
+  const script = `await import(${JSON.stringify(specifier)});
+const { createRequire } = await import('node:module');
+process.stdout.write(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
+  return (JSON.parse(out) as string[]).filter((f) => f.includes('/node_modules/'));
+}
+
+describe('node start: modules loaded before listening', () => {
+  it('the command module of `jcp node start` loads neither the NATS client nor the default metrics', () => {
+    const loaded = cjsLoadedBy('./cli/node.ts');
+    // The libraries it does load (a check that the listing sees CommonJS packages at all).
+    expect(loaded.some((f) => f.includes('/classic-level/'))).toBe(true);
+    expect(loaded.some((f) => f.includes('/prom-client/lib/counter.js'))).toBe(true);
+    expect(loaded.filter((f) => /\/@nats-io\/|\/prom-client\/lib\/defaultMetrics|\/@opentelemetry\//.test(f))).toEqual([]);
+  });
+
+  it("BLAKE3 comes from hash-wasm's BLAKE3 bundle, not its every-algorithm index", () => {
+    const loaded = cjsLoadedBy('./core/index.ts');
+    expect(loaded.filter((f) => f.includes('/hash-wasm/')).map((f) => f.slice(f.indexOf('/hash-wasm/')))).toEqual([
+      '/hash-wasm/dist/blake3.umd.min.js',
+    ]);
+  });
+});
