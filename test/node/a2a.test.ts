@@ -235,6 +235,8 @@ describe('follow-ups', () => {
       'task-not-found',
     );
     expect(node.ledger.spent(grantId(gc.grant))).toBe(before);
+    // Bob's chain is no secret: carol presenting it as the caller still finds no task (not even a sealed deny).
+    expect(await refusal(carolC.agentTask({ chain: [g], skill: 'stream', method: 'GetTask', params: { id } }))).toBe('task-not-found');
     const g2 = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
     expect(await refusal(bobC.agentTask({ chain: [g2], skill: 'stream', method: 'GetTask', params: { id } }))).toBe('task-not-found');
     expect(await refusal(bobC.agentTask({ chain: [g], skill: 'echo', method: 'GetTask', params: { id } }))).toBe('skill-mismatch');
