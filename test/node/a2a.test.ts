@@ -9,7 +9,7 @@ import { encodeWireRequest, frameMessage, grantId, MAX_DECLARABLE_LENGTH, openRe
 import { type AgentTaskParams, JcpClient, WireErrorReply } from '../../client/index.ts';
 import { configFromJson, openOutcome, type OutcomeCore } from '../../node/index.ts';
 import { type A2aAgent, startA2aAgent } from '../../testkit/index.ts';
-import { cast, liveNode, mint, RawConn, rid } from './fixtures.ts';
+import { cast, liveNode, mint, RawConn, rid, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('a2a');
 const SEND_UJ = 1000n;
@@ -286,6 +286,40 @@ describe('an agent that cannot take the task', () => {
     } finally {
       await c.close();
       await down.cleanup();
+    }
+  });
+});
+
+describe('a restart', () => {
+  test('follow-ups stay bound to their caller and grant across a node restart (rebuilt from the log)', async () => {
+    const t = tempDir('a2a-restart');
+    const cfg = {
+      resources: [{ name: 'agent', endpoint: { kind: 'a2a', url: agent.url, timeout_ms: 5000 } }],
+      meter: { default_estimate_uj: Number(SEND_UJ), rungs: ['estimator'] },
+    };
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const gc = mint(alice, carol, 'agent', ALL, 1_000_000n, rng);
+    let id: string;
+    {
+      const first = await liveNode(cfg, {}, t.dir);
+      const c = await JcpClient.connect({ host: '127.0.0.1', port: first.port, signer: bob });
+      const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'stream', params: message('events=1', 'stream') });
+      id = (r.reply as { task: { id: string } }).task.id;
+      await c.close();
+      await first.close();
+    }
+    const again = await liveNode(cfg, {}, t.dir);
+    const b = await JcpClient.connect({ host: '127.0.0.1', port: again.port, signer: bob });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: again.port, signer: carol });
+    try {
+      const got = await b.agentTask({ method: 'GetTask', chain: [g], skill: 'stream', params: { id } });
+      expect((got.reply as { id: string }).id).toBe(id);
+      expect(await refusal(c.agentTask({ method: 'GetTask', chain: [gc], skill: 'stream', params: { id } }))).toBe('task-not-found');
+    } finally {
+      await b.close();
+      await c.close();
+      await again.close();
+      t.cleanup();
     }
   });
 });
