@@ -4,11 +4,12 @@
  * agent-task decision made before the message reaches the agent; the reply is data; refusals
  * before the decision debit nothing; follow-ups are bound to the caller and grant.
  */
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeWireRequest, frameMessage, grantId, MAX_DECLARABLE_LENGTH, openReceipt } from '../../core/index.ts';
 import { type AgentTaskParams, JcpClient, WireErrorReply } from '../../client/index.ts';
 import { configFromJson, openOutcome, type OutcomeCore } from '../../node/index.ts';
-import { type A2aAgent, startA2aAgent } from '../../testkit/index.ts';
+import { type A2aAgent, JCP_BIN, startA2aAgent } from '../../testkit/internal.ts';
 import { cast, liveNode, mint, RawConn, rid, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('a2a');
@@ -319,6 +320,33 @@ describe('a restart', () => {
       await b.close();
       await c.close();
       await again.close();
+      t.cleanup();
+    }
+  });
+});
+
+describe('jcp node start --upstream NAME=a2a+URL', () => {
+  test('prints the agent card skills beside the resource', async () => {
+    const t = tempDir('a2a-cli');
+    const child = spawn(
+      process.execPath,
+      [JCP_BIN, 'node', 'start', '--listen', '127.0.0.1:0', '--data', t.dir, '--upstream', `ag=a2a+${agent.url}`],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let err = '';
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stderr!.on('data', (d: Buffer) => {
+          err += d.toString('utf8');
+          const m = /jcp node: resource ag .*\n/.exec(err);
+          if (m) resolve(m[0]);
+        });
+        child.once('exit', (code) => reject(new Error(`jcp node exited (${code}): ${err}`)));
+      });
+      expect(line).toContain(`${rid('ag')} open agent skills: echo, stream, fail`);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
       t.cleanup();
     }
   });
