@@ -25,6 +25,7 @@ import { makeDirs } from '../io/index.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';
+import { A2aEndpoint, rebuildTaskTables } from './a2a.ts';
 import { McpHttpEndpoint, McpStdioEndpoint } from './endpoint.ts';
 import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
@@ -409,17 +410,39 @@ async function probeMeter(meter: NodeMeter, metrics: NodeMetrics, logger: Logger
   }
 }
 
-/** The MCP endpoint of every resource that has one, by resource id; started in the background (a call waits for its server). */
-function startEndpoints(cfg: NodeConfig, logger: Logger): Map<ContentId, EndpointBinding> {
+/**
+ * Rebuilds the A2A endpoints' task tables from the log (node/a2a.ts `rebuildTaskTables`), so
+ * follow-ups on tasks started before a restart stay bound to their caller and grant (docs/a2a.md
+ * "Follow-ups"). A log that cannot be read here is logged, never fatal (boot replay read it).
+ */
+async function rebindTasks(log: ReceiptLog, endpoints: Map<ContentId, EndpointBinding>, logger: Logger): Promise<void> {
+  try {
+    const tasks = await rebuildTaskTables(log, endpoints);
+    if (tasks > 0) logger.info({ tasks }, 'A2A task bindings rebuilt from the log');
+  } catch (e) {
+    logger.warn({ err: (e as Error).message }, 'A2A task bindings not rebuilt: follow-ups on earlier tasks get task-not-found');
+  }
+}
+
+/**
+ * The endpoint of every resource that has one (an MCP server or an A2A agent), by resource id;
+ * started in the background (a call waits for its server), the A2A task tables rebuilt from `log`.
+ */
+async function startEndpoints(cfg: NodeConfig, logger: Logger, log: ReceiptLog): Promise<Map<ContentId, EndpointBinding>> {
   const endpoints = new Map<ContentId, EndpointBinding>();
   for (const r of cfg.resources) {
     if (r.endpoint === undefined) continue;
     const endpoint =
-      r.endpoint.kind === 'mcp-http' ? new McpHttpEndpoint(r.name, r.endpoint, logger) : new McpStdioEndpoint(r.name, r.endpoint, logger);
+      r.endpoint.kind === 'a2a'
+        ? new A2aEndpoint(r.name, r.endpoint, logger)
+        : r.endpoint.kind === 'mcp-http'
+          ? new McpHttpEndpoint(r.name, r.endpoint, logger)
+          : new McpStdioEndpoint(r.name, r.endpoint, logger);
     endpoints.set(r.id, { name: r.name, endpoint });
   }
   // Started in the background: a slow server does not hold up recovery; a call waits for it.
   void Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
+  await rebindTasks(log, endpoints, logger);
   return endpoints;
 }
 
@@ -639,7 +662,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   const { replay, revocations, amendments, boot, witnessCheck, tiles } = recovered;
   reportBoot(boot, metrics, logger);
   const probe = await probeMeter(meter, metrics, logger);
-  const endpoints = startEndpoints(cfg, logger);
+  const endpoints = await startEndpoints(cfg, logger, log);
   let server: JcpServer | undefined;
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
