@@ -467,15 +467,68 @@ function faultTarget(f: FaultEvent, cluster: ChaosCluster): string {
  * server up), lets the nodes settle, then stops them gracefully: a graceful stop settles one last
  * time, so the stream holds every node's final spend.
  */
-async function healAndStop(o: ChaosOpts, cluster: ChaosCluster, say: (l: string) => void): Promise<void> {
+async function healAndStop(
+  o: ChaosOpts,
+  cluster: ChaosCluster,
+  say: (l: string) => void,
+  probe: () => Promise<void> = async () => {},
+): Promise<void> {
   say('healing: every node resumed, reconnected and running; settling');
   await cluster.healAll();
+  await probe();
   // Across regions a healed node first waits for its gateway to reconnect (about 1.2 s measured)
   // and then settles in three round trips to the home region: give that time before the check
   // reads the statements, or a node's last spend is in its receipts and not yet in a statement.
   const acrossRegions = (o.regions ?? 1) > 1 ? 3_000 + 20 * (o.rttMs ?? 0) : 0;
   await sleep(Math.max(1_500, 6 * (o.settleIntervalMs ?? 200)) + acrossRegions);
   for (let i = 0; i < o.nodes; i++) await cluster.stopNode(i);
+}
+
+/** How long, at most, the probe after the heal asks one node about the revoked grant (ms). */
+const REVOCATION_PROBE_MS = 30_000;
+
+/**
+ * After the heal, asks every node that has not yet answered the revoked grant with `revoked`
+ * since the revocation, until it does (at most {@link REVOCATION_PROBE_MS} per node, 4 calls/s).
+ * The run's own calls stop at its end: a node killed late in the run may only be back after
+ * that (its restart under load took longer than the rest of the run), and then the report could
+ * not say whether the revocation reached it. The probe's replies join the run's, so an allow
+ * past the staleness limit still breaks `revocation_enforced`.
+ */
+async function probeRevocation(o: ChaosOpts, plan: RunPlan, cluster: ChaosCluster, st: RunState): Promise<void> {
+  const revokedAt = st.revokedAtMs;
+  if (revokedAt === undefined) return;
+  const reached = (i: number) =>
+    st.revokeeReplies.some((r) => r.node === i && r.verdict === 'deny' && r.reason === 'revoked' && r.sentMs >= revokedAt);
+  await Promise.all(
+    Array.from({ length: o.nodes }, async (_, i) => {
+      const until = Date.now() + REVOCATION_PROBE_MS;
+      let client: JcpClient | undefined;
+      let n = 0;
+      while (!reached(i) && Date.now() < until) {
+        const sentMs = Date.now() - st.t0;
+        try {
+          const nd = cluster.node(i);
+          client ??= await JcpClient.connect({
+            host: nd.host,
+            port: nd.port,
+            signer: plan.agent,
+            reconnectAttempts: 2,
+            reconnectDelayMs: 100,
+            ...(nd.tls ? { tls: nd.tls } : {}),
+          });
+          const payload = new TextEncoder().encode(`${i}/probe/${n++}`);
+          const r = await client.call({ chain: [plan.revokee], action: 'call', payload, cost: { uj: plan.cost, provenance: 'Estimator' } });
+          st.revokeeReplies.push({ node: i, sentMs, verdict: r.decision.verdict, reason: r.decision.deny_reason });
+        } catch {
+          await client?.close().catch(() => {});
+          client = undefined;
+        }
+        if (!reached(i)) await sleep(250);
+      }
+      await client?.close().catch(() => {});
+    }),
+  );
 }
 
 /** Runs one chaos experiment; resolves to its report. Never leaves processes behind. */
@@ -508,7 +561,7 @@ export async function runChaos(o: ChaosOpts): Promise<ChaosReport> {
     st.stopping = true;
     await Promise.all([...faults, revoke, ...agents, sampler]);
     pushSample(st);
-    await healAndStop(o, cluster, say);
+    await healAndStop(o, cluster, say, () => probeRevocation(o, plan, cluster, st));
     report = await check(o, cluster, {
       rootId: plan.rootId,
       root: plan.root,

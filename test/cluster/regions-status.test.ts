@@ -11,7 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../testkit/index.ts';
-import { runJcp } from '../listeners.ts';
+import { runJcpInProcess } from '../support.ts';
+
+/** `jcp …` in this process: the command's logic is under test, not Node's start-up (a child took 2 s of CPU, 30 s at load 15). */
+const runJcp = async (argv: string[]) => {
+  const r = await runJcpInProcess(argv);
+  return { code: r.code, stdout: r.out, stderr: r.err };
+};
 
 const dirs: string[] = [];
 afterAll(() => {

@@ -111,7 +111,10 @@ describe('jcp frost / usage errors are one line with code usage, exit 2', () => 
         /JCP_TEST_SURELY_UNSET_VAR: the variable is empty or unset/,
       ],
     ];
-    for (const [args, text] of cases) expectUsage(await frost(args), text);
+    // Independent commands, four at a time (each is mostly Node's start-up).
+    const ran: Ran[] = [];
+    for (let i = 0; i < cases.length; i += 4) ran.push(...(await Promise.all(cases.slice(i, i + 4).map(([args]) => frost(args)))));
+    for (const [i, [, text]] of cases.entries()) expectUsage(ran[i]!, text);
     expect(existsSync(out)).toBe(false);
   });
 
@@ -223,8 +226,11 @@ describe('jcp frost / --timeout-ms is 1..3600000', () => {
   });
 
   it('accepts 1 and 3600000 (the command goes on to connect)', async () => {
-    for (const ok of ['1', '3600000']) {
-      const r = await frost(['sign', '--group', GROUP, '--message', '00', '--nats', DEAD_NATS, '--timeout-ms', ok]);
+    // Both reach the dead NATS and wait out its connect deadline: side by side, not one after the other.
+    const ran = await Promise.all(
+      ['1', '3600000'].map((ok) => frost(['sign', '--group', GROUP, '--message', '00', '--nats', DEAD_NATS, '--timeout-ms', ok])),
+    );
+    for (const r of ran) {
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/error \[frost-transport\]/);
     }
@@ -236,14 +242,19 @@ describe('jcp frost / --message is unambiguous', () => {
     const cwd = tmp('msg');
     writeFileSync(join(cwd, 'cafe'), 'file bytes, not 0xcafe');
     const sign = (m: string) => frost(['sign', '--group', GROUP, '--message', m, '--nats', DEAD_NATS], { cwd });
-    expectUsage(await sign('cafe'), /--message cafe is both hex and the name of a file here: write \.\/cafe to sign the file, or 0xcafe/);
-    for (const m of ['./cafe', '0xcafe', 'beef']) {
-      const r = await sign(m);
-      expect(r.code, `${m}: ${r.stderr}`).toBe(1);
-      expect(r.stderr).toMatch(/error \[frost-transport\]/);
+    // The accepted forms each wait out the dead NATS's connect deadline: run side by side.
+    const [both, file, hex, bare, missing, odd] = await Promise.all(['cafe', './cafe', '0xcafe', 'beef', './beef', '0xcaf'].map(sign));
+    expectUsage(both!, /--message cafe is both hex and the name of a file here: write \.\/cafe to sign the file, or 0xcafe/);
+    for (const [m, r] of [
+      ['./cafe', file],
+      ['0xcafe', hex],
+      ['beef', bare],
+    ] as const) {
+      expect(r!.code, `${m}: ${r!.stderr}`).toBe(1);
+      expect(r!.stderr).toMatch(/error \[frost-transport\]/);
     }
-    expectUsage(await sign('./beef'), /--message \.\/beef: no such file/);
-    expectUsage(await sign('0xcaf'), /not hex after 0x/);
+    expectUsage(missing!, /--message \.\/beef: no such file/);
+    expectUsage(odd!, /not hex after 0x/);
   });
 
   it('readMessage: which bytes each form names', () => {

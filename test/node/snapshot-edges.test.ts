@@ -5,7 +5,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
 import pino from 'pino';
 import { NodeErrorCodes, receiptKey } from '../../node/index.ts';
@@ -99,8 +99,12 @@ describe('archival after a run stopped between its segment and its record', () =
 });
 
 describe('archive --before takes a decimal seq only', () => {
+  // One log for the six refusals: a usage error reads nothing of it (each case checks its own --out).
+  let f: Awaited<ReturnType<typeof loggedFolder>>;
+  beforeAll(async () => {
+    f = await loggedFolder(6);
+  });
   test.each(['', ' 3', '0x3', '1e0', '3.0', '+3'])('--before %j is a usage error and archives nothing', async (before) => {
-    const f = await loggedFolder(6);
     const out = folder();
     const r = await cli(['receipts', 'archive', f.dir, `--before=${before}`, '--out', out]);
     expect(r.err).toContain('archive: --before SEQ (an integer ≥ 0)');
