@@ -79,6 +79,7 @@ import {
   type Endpoint,
   EndpointError,
   EndpointErrorCodes,
+  type InvokeOptions,
   type McpNotificationMessage,
   endpointUnavailableIn,
   errorResult,
@@ -378,7 +379,8 @@ export class Enforcer {
       if (typeof parsed === 'string') return this.#error(NodeErrorCodes.PAYLOAD_INVALID, parsed);
       args = parsed;
       let status = binding.endpoint.toolStatus(req.frame.action);
-      if (status === 'unlisted') {
+      // No list yet, or a 2026-07-28 list past its ttlMs: read it (again) before deciding.
+      if (status === 'unlisted' || binding.endpoint.toolsStale?.() === true) {
         await binding.endpoint.ensureTools();
         status = binding.endpoint.toolStatus(req.frame.action);
       }
@@ -496,7 +498,8 @@ export class Enforcer {
     chainIds: ContentId[],
     costUj: Cost['uj'],
   ): Promise<{ response: Uint8Array; deferred: boolean }> {
-    const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
+    const caller = { did: req.caller, grant: req.frame.grant_id, receipt: receiptId(receipt) };
+    const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit, caller);
     const m = this.#d.metrics;
     const steward = this.#d.steward;
     const base = {
@@ -554,7 +557,7 @@ export class Enforcer {
   }
 
   /**
-   * Calls the endpoint, metered (§5). Resolves to the result bytes and the meter's figure, or to
+   * Calls the endpoint, metered (§5), telling it who called (`caller`: did:key, grant id, receipt id). Resolves to the result bytes and the meter's figure, or to
    * `unavailable` when the endpoint rejected with endpoint-unavailable (the call had no answer;
    * nothing is charged for it). Never rejects.
    */
@@ -563,12 +566,14 @@ export class Enforcer {
     tool: string,
     args: Record<string, unknown>,
     emit: ((n: McpNotificationMessage) => void) | undefined,
+    caller: InvokeOptions['caller'],
   ): Promise<{ result: Uint8Array; metered?: Cost; unavailable?: { message: string; phase: 'start' | 'call' } }> {
     let result: Uint8Array;
     let metered: Cost | undefined;
     let unavailable: { message: string; phase: 'start' | 'call' } | undefined;
     try {
-      const opts = emit !== undefined ? { onNotification: emit } : {};
+      // Who called goes to the upstream in `_meta` (docs/node.md "Endpoints and results"), never in the arguments.
+      const opts: InvokeOptions = { ...(emit !== undefined ? { onNotification: emit } : {}), ...(caller !== undefined ? { caller } : {}) };
       const r = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args, opts));
       result = r.result;
       metered = r.cost;

@@ -254,7 +254,17 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
 
   test('tools/list / every page is read, in order', async () => {
     const [paged] = await client.listTools();
-    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error']);
+    expect(paged!.tools.map((t) => t['name'])).toEqual([
+      't1',
+      't2',
+      't3',
+      'add-tool',
+      'chatty',
+      'odd',
+      'malformed',
+      'server-error',
+      'whoami',
+    ]);
     const g = mint(alice, bob, 'paged', ['t3'], 1_000n, rng);
     expect(text(resultJson((await client.call({ chain: [g], action: 't3', payload: {} })).result))).toBe('called t3');
   });
