@@ -212,6 +212,8 @@ interface Live {
 /** A request of ours in flight: its raw JSON-RPC result, and who gets its notifications. */
 interface Slot {
   raw?: unknown;
+  /** Every raw result of this slot's requests, in order (the pages of a `tools/list` walk). */
+  pages?: unknown[];
   /** Set when the server answered this request with a JSON-RPC error (its answer, not a lost connection). */
   answeredError?: boolean;
   readonly emit: ((n: McpNotificationMessage) => void) | undefined;
@@ -368,6 +370,7 @@ abstract class McpEndpoint implements Endpoint {
         versionNegotiation: { mode: 'auto', probe: { timeoutMs: Math.floor(startMs / 2) } },
         // No person behind the node: an input-required result is the server's answer, not a question for us.
         inputRequired: { autoFulfill: false },
+        listMaxPages: MAX_TOOL_PAGES,
       },
     );
     // Set before connect: the SDK's own handler runs after ours, for every message.
@@ -415,29 +418,25 @@ abstract class McpEndpoint implements Endpoint {
   }
 
   /**
-   * Reads every page of `tools/list` and makes it the known list (the raw `Tool` objects). On a
+   * Reads every page of `tools/list` (the SDK's walk, at most {@link MAX_TOOL_PAGES}) and makes it
+   * the known list (the raw `Tool` objects). On a
    * 2026-07-28 connection the first page's `ttlMs` says when the list goes stale (absent or 0:
    * at once, so it is read again before the next tool check; at most {@link MAX_LIST_TTL_MS});
    * `cacheScope` is kept for logs: the node lists as itself, one authorization context, so a
    * `private` list is never shown to another context than the one that read it.
    */
   async #listTools(live: Live): Promise<void> {
-    const all: Record<string, unknown>[] = [];
-    let cursor: string | undefined;
-    let first: { ttlMs?: unknown; cacheScope?: unknown } | undefined;
     const readAt = Date.now();
-    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const raw = (await this.#request(live, 'tools/list', cursor === undefined ? {} : { cursor }, this.#timeoutMs, undefined)) as {
-        tools?: unknown;
-        nextCursor?: unknown;
-        ttlMs?: unknown;
-        cacheScope?: unknown;
-      };
-      first ??= raw;
-      if (Array.isArray(raw.tools)) all.push(...(raw.tools as Record<string, unknown>[]));
-      if (typeof raw.nextCursor !== 'string' || raw.nextCursor === '') break;
-      cursor = raw.nextCursor;
+    const { parsed, pages } = await this.#request(live, 'tools/list', {}, this.#timeoutMs, undefined);
+    // The SDK's aggregate (every page) is the list the client may use: on a 2026-07-28 HTTP
+    // connection it leaves out tools whose x-mcp-header declarations are invalid (SEP-2243 MUST).
+    // The node keeps each kept tool as the server sent it (the raw page objects).
+    const kept = new Set(((parsed as { tools?: { name?: unknown }[] }).tools ?? []).map((t) => t.name));
+    const all: Record<string, unknown>[] = [];
+    for (const page of pages as { tools?: unknown }[]) {
+      if (Array.isArray(page?.tools)) all.push(...(page.tools as Record<string, unknown>[]).filter((t) => kept.has(t['name'])));
     }
+    const first = pages[0] as { ttlMs?: unknown; cacheScope?: unknown } | undefined;
     this.#tools = all;
     this.#toolNames = new Set(all.map((t) => t['name']).filter((n): n is string => typeof n === 'string'));
     if (live.era === 'modern') {
@@ -452,7 +451,9 @@ abstract class McpEndpoint implements Endpoint {
 
   /**
    * Sends one request of ours, marked so that {@link #outgoing} learns its JSON-RPC id (and
-   * progress token) and {@link #tap} keeps its raw result; resolves to that raw result.
+   * progress token) and {@link #tap} keeps its raw result; resolves to that raw result (`value`),
+   * the SDK's parsed copy, and every raw page (`tools/list` is the SDK's walk over all pages,
+   * each page request carrying the same mark).
    * `tools/call` goes through the client's `callTool` with the listed definition (so a 2026-07-28
    * HTTP call mirrors the tool's `x-mcp-header` arguments into `Mcp-Param-*` headers); the result
    * is not validated against the tool's `outputSchema` here: it goes back exactly as sent.
@@ -464,7 +465,7 @@ abstract class McpEndpoint implements Endpoint {
     timeoutMs: number,
     emit: ((n: McpNotificationMessage) => void) | undefined,
     meta: Record<string, string> = {},
-  ): Promise<unknown> {
+  ): Promise<{ value: unknown; parsed: unknown; pages: readonly unknown[] }> {
     const key = `${++this.#seq}`;
     const slot: Slot = { emit };
     this.#slots.set(key, slot);
@@ -485,9 +486,9 @@ abstract class McpEndpoint implements Endpoint {
       const sent: Promise<unknown> =
         method === 'tools/call'
           ? live.client.callTool(marked as never, { ...options, ...this.#definition(String(params['name'])) })
-          : live.client.request({ method, params: marked }, options);
+          : live.client.listTools(marked as never, { ...options, cacheMode: 'refresh' });
       const parsed = await withTimeout(sent, timeoutMs, method === 'tools/call' ? String(params['name']) : method);
-      return slot.raw ?? parsed;
+      return { value: slot.raw ?? parsed, parsed, pages: slot.pages ?? [] };
     } catch (e) {
       // The SDK reports an aborted request as a timeout: say what happened.
       if (live.lost.signal.aborted && live.lost.signal.reason instanceof EndpointError) throw live.lost.signal.reason;
@@ -535,8 +536,11 @@ abstract class McpEndpoint implements Endpoint {
     const id = m['id'];
     if (id !== undefined && ('result' in m || 'error' in m)) {
       const slot = this.#byId.get(id as string | number);
-      if (slot !== undefined && 'result' in m) slot.raw = m['result'];
-      else if (slot !== undefined) slot.answeredError = true;
+      if (slot !== undefined && 'result' in m) {
+        slot.raw = m['result'];
+        slot.pages ??= [];
+        slot.pages.push(m['result']);
+      } else if (slot !== undefined) slot.answeredError = true;
       return;
     }
     if (id !== undefined || typeof m['method'] !== 'string') return;
@@ -585,7 +589,7 @@ abstract class McpEndpoint implements Endpoint {
             opts.onNotification,
             callerMeta(opts.caller),
           );
-          return enc.encode(JSON.stringify(r));
+          return enc.encode(JSON.stringify(r.value));
         } catch (e) {
           const code = classify(e);
           if (code === EndpointErrorCodes.FAILED)
