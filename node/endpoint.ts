@@ -186,7 +186,7 @@ export function errorResult(code: EndpointErrorCode, message: string, extra: Rea
 
 class TimeoutError extends Error {}
 
-/** How long a server may take to start and answer `server/discover` then `initialize` (at least; more if `timeout_ms` is larger). */
+/** How long a server may take to start and answer `server/discover`, and again `initialize` after a probe with no answer (at least; more if `timeout_ms` is larger). */
 const START_TIMEOUT_MS = 15_000;
 /** Connect attempts per call, and the delay before the second (doubled after each failure). */
 const CONNECT_ATTEMPTS = 3;
@@ -365,9 +365,9 @@ abstract class McpEndpoint implements Endpoint {
       { name: 'jcp-node', version: '0.1.0' },
       {
         // server/discover first; the 2025 handshake for a server that does not answer it as a
-        // 2026-07-28 server would. Half the start budget for the probe, so a silent stdio
-        // server still gets its handshake in time.
-        versionNegotiation: { mode: 'auto', probe: { timeoutMs: Math.floor(startMs / 2) } },
+        // 2026-07-28 server would. The whole start budget for the probe (a stdio server slow to
+        // start is not taken for a 2025 one), and as much again for the handshake after it.
+        versionNegotiation: { mode: 'auto', probe: { timeoutMs: startMs } },
         // No person behind the node: an input-required result is the server's answer, not a question for us.
         inputRequired: { autoFulfill: false },
         listMaxPages: MAX_TOOL_PAGES,
@@ -393,7 +393,7 @@ abstract class McpEndpoint implements Endpoint {
       void client.close().catch(() => undefined);
     };
     try {
-      await withTimeout(client.connect(transport), startMs, 'connect');
+      await withTimeout(client.connect(transport), 2 * startMs, 'connect');
     } catch (e) {
       void client.close().catch(() => undefined);
       throw e;

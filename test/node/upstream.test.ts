@@ -6,8 +6,7 @@
  * a bearer header read from an environment variable reaching the server; and a stdio server of
  * our own that pages `tools/list`, changes its tools, and logs during a call.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
