@@ -187,9 +187,16 @@ export const command: Command = {
   },
 };
 
+/** `MCP 2026-07-28 (server/discover)` or `MCP 2025-11-25 (initialize handshake)`: the era an upstream speaks. */
+function eraNote(p: { readonly era: 'modern' | 'legacy'; readonly version: string }): string {
+  return `MCP ${p.version} (${p.era === 'modern' ? 'server/discover' : 'initialize handshake'})`;
+}
+
 /**
  * Prints each resource on stderr, one line each, once its endpoint answered `tools/list` (or
- * could not be reached): `jcp node: resource NAME ID open|trust roots N tools: a, b` — or
+ * could not be reached): `jcp node: resource NAME ID open|trust roots N tools: a, b` then
+ * `jcp node: resource NAME speaks MCP 2026-07-28 (server/discover)` (or `MCP 2025-11-25
+ * (initialize handshake)`: the era that upstream answered in) — or
  * `decisions only` without an endpoint, `tools: unknown (not reachable yet)` for an upstream down,
  * `agent skills: a, b` for an A2A agent (its card's skill ids; docs/a2a.md).
  */
@@ -208,6 +215,8 @@ async function printResources(node: Awaited<ReturnType<typeof startNode>>): Prom
             ? `tools: unknown (not reachable yet${ep.lastFailure?.() ? `: ${ep.lastFailure?.()}` : ''})`
             : `tools: ${tools.map((t) => String(t['name'])).join(', ') || '(none)'}`;
     process.stderr.write(`jcp node: resource ${r.name} ${r.id} ${trust} ${what}\n`);
+    const spoken = tools !== undefined ? ep?.protocol?.() : undefined;
+    if (spoken !== undefined) process.stderr.write(`jcp node: resource ${r.name} speaks ${eraNote(spoken)}\n`);
     if (r.trustRoots === undefined)
       process.stderr.write(
         `jcp node: warning: resource ${r.name} is open: a grant any key issues itself is decided (and allowed within its budget); give it --trust-root ${r.name}=DID or "trust_roots" in the config\n`,

@@ -1,14 +1,20 @@
 /**
  * Endpoints: the real tools a node stands in front of. A resource maps to an MCP server the node
- * reaches with `@modelcontextprotocol/sdk`: a child process over stdio ({@link McpStdioEndpoint})
- * or a remote server over Streamable HTTP ({@link McpHttpEndpoint}). The frame's action is the
+ * reaches with the SDK's v2 client (`@modelcontextprotocol/client`): a child process over stdio
+ * ({@link McpStdioEndpoint}) or a remote server over Streamable HTTP ({@link McpHttpEndpoint}).
+ * The client negotiates per server and per connection (its `auto` mode): the 2026-07-28 revision
+ * where the server answers `server/discover` (stateless: no handshake, no session, per-request
+ * `_meta`), else the 2025 `initialize` handshake ({@link Endpoint.protocol} says which). The frame's action is the
  * tool name; the request's payload holds the tool's arguments (a JSON object, UTF-8). The tool is
  * invoked only on allow, and what it returns goes back to the caller as data (§6: never as
  * control): the UTF-8 JSON of the upstream's `CallToolResult`, exactly as it sent it (content,
  * structuredContent, isError, _meta).
  *
- * The node knows each upstream's tools (`tools/list`, every page, fetched on connect and again on
- * `notifications/tools/list_changed`), so the enforcer can refuse an unknown tool before any debit.
+ * The node knows each upstream's tools (`tools/list`, every page, fetched on connect; in the 2025
+ * era again on `notifications/tools/list_changed`; in the 2026-07-28 era again once the list's
+ * `ttlMs` has run out), so the enforcer can refuse an unknown tool before any debit. Each call
+ * tells the upstream who made it: the caller's did:key, the grant id and the receipt id in the
+ * request's `_meta` ({@link CALLER_META_KEY}, {@link GRANT_META_KEY}, {@link RECEIPT_META_KEY}).
  *
  * A call that cannot be made throws an {@link EndpointError} with a stable code; the enforcer turns
  * it into a result carrying `jcp_error: {code, message}` while the decision and its receipt stand.
@@ -21,10 +27,8 @@
  * attempts, 50 → 200 ms apart); after a timeout the server is recycled (a stdio process killed),
  * since a server that hangs once may be wedged for everyone.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { Client, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
+import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from 'pino';
 import { readSecretFile } from './keyfile.ts';
 import type { HeaderSource, McpHttpEndpointConfig, McpStdioEndpointConfig } from './config.ts';
@@ -110,12 +114,31 @@ export interface InvokeOptions {
   /** Aborted when the caller's connection closes (an A2A stream is then closed upstream). */
   readonly signal?: AbortSignal;
   /**
-   * Who asks (A2A endpoints, node/a2a.ts): the caller's did:key (sent upstream as `jcp/caller`),
-   * the frame's leaf grant id and resource (a task started is bound to them), and the peer address
-   * (streams are bounded per peer).
+   * Who asks, set by the enforcer for every allowed call: the caller's did:key (verified by its
+   * signature), the frame's leaf grant id and resource, the peer address, and the allow receipt's id.
+   * MCP endpoints send `did`, `grantId` and `receipt` to the upstream in the request's `_meta`
+   * (never in the arguments): {@link CALLER_META_KEY}, {@link GRANT_META_KEY}, {@link RECEIPT_META_KEY}.
+   * A2A endpoints (node/a2a.ts) send `did` as `jcp/caller` in the message metadata, bind a task
+   * started to `did` + `grantId` + `resource`, and bound streams per `peer`.
    */
-  readonly caller?: { readonly did: string; readonly grantId: string; readonly resource: string; readonly peer: string };
+  readonly caller?: {
+    readonly did: string;
+    readonly grantId: string;
+    readonly resource: string;
+    readonly peer: string;
+    readonly receipt?: string;
+  };
 }
+
+/** The `_meta` key of a tool call that carries the calling agent's did:key (set by the node, verified by its signature). */
+export const CALLER_META_KEY = 'jcp/caller';
+/** The `_meta` key of a tool call that carries the id of the grant the call was decided on (64 hex). */
+export const GRANT_META_KEY = 'jcp/grant';
+/** The `_meta` key of a tool call that carries the id of the node's allow receipt for it (64 hex). */
+export const RECEIPT_META_KEY = 'jcp/receipt';
+
+/** Which MCP era an upstream speaks on its current connection: `modern` (2026-07-28, `server/discover`) or `legacy` (2025, `initialize`). */
+export type McpEra = 'modern' | 'legacy';
 
 /** What the endpoint knows of a tool name: listed by the upstream, not listed, or no list yet. */
 export type ToolStatus = 'known' | 'unknown' | 'unlisted';
@@ -155,10 +178,23 @@ export interface Endpoint {
   invoke(tool: string, args: Record<string, unknown>, opts?: InvokeOptions): Promise<Uint8Array>;
   /** The upstream's last known `tools/list` `tools` (all pages), or undefined before any list. */
   tools(): readonly Record<string, unknown>[] | undefined;
-  /** Whether `tool` is in the last known list ({@link ToolStatus}). Synchronous. */
+  /** Whether `tool` is in the last known list ({@link ToolStatus}), stale or not. Synchronous. */
   toolStatus(tool: string): ToolStatus;
-  /** Connects (once) if no list is known yet, so {@link tools} has one; never rejects. */
+  /**
+   * True when the known list is past its lifetime (a 2026-07-28 list whose `ttlMs` ran out, or
+   * sent without one): the enforcer then calls {@link ensureTools} before {@link toolStatus}.
+   */
+  toolsStale?(): boolean;
+  /**
+   * Connects (once) if no list is known yet, or reads the list again if it is stale (its
+   * `ttlMs` ran out, 2026-07-28 era), so {@link tools} has a current one; never rejects.
+   */
   ensureTools(): Promise<void>;
+  /**
+   * The era and protocol version of the last connection (`{era, version}`, e.g. `modern`,
+   * `2026-07-28`), or undefined before any connection succeeded.
+   */
+  protocol?(): { readonly era: McpEra; readonly version: string } | undefined;
   /**
    * Why the last connect for the tool list failed (the error, and for a stdio server the tail of
    * its stderr, at most {@link STDERR_TAIL_CHARS} characters); undefined once a list is known.
@@ -188,14 +224,7 @@ export function errorResult(code: EndpointErrorCode, message: string, extra: Rea
 
 class TimeoutError extends Error {}
 
-let typesModule: Promise<typeof import('@modelcontextprotocol/sdk/types.js')> | undefined;
-/** The SDK's schemas, loaded once on first use (a node without endpoints never loads them). */
-function sdkTypes(): Promise<typeof import('@modelcontextprotocol/sdk/types.js')> {
-  typesModule ??= import('@modelcontextprotocol/sdk/types.js');
-  return typesModule;
-}
-
-/** How long a server may take to start and answer `initialize` (at least; more if `timeout_ms` is larger). */
+/** How long a server may take to start and answer `server/discover`, and again `initialize` after a probe with no answer (at least; more if `timeout_ms` is larger). */
 const START_TIMEOUT_MS = 15_000;
 /** Connect attempts per call, and the delay before the second (doubled after each failure). */
 const CONNECT_ATTEMPTS = 3;
@@ -214,17 +243,24 @@ interface Live {
   readonly transport: Transport;
   /** Aborted (with an `endpoint-unavailable` EndpointError) once the transport gives up on the server. */
   readonly lost: AbortController;
+  /** The connection's era (`modern`: 2026-07-28 via `server/discover`; `legacy`: the 2025 handshake). */
+  readonly era: McpEra;
 }
 
 /** A request of ours in flight: its raw JSON-RPC result, and who gets its notifications. */
 interface Slot {
   raw?: unknown;
+  /** Every raw result of this slot's requests, in order (the pages of a `tools/list` walk). */
+  pages?: unknown[];
   /** Set when the server answered this request with a JSON-RPC error (its answer, not a lost connection). */
   answeredError?: boolean;
   readonly emit: ((n: McpNotificationMessage) => void) | undefined;
 }
 
 type Msg = Record<string, unknown>;
+
+/** The longest a 2026-07-28 tool list is trusted without reading it again, whatever `ttlMs` says (24 h, as the SDK caps it). */
+const MAX_LIST_TTL_MS = 86_400_000;
 
 /** The MCP client side shared by both transports: connect, tool list, calls, notifications. */
 abstract class McpEndpoint implements Endpoint {
@@ -235,6 +271,13 @@ abstract class McpEndpoint implements Endpoint {
   #live: Live | undefined;
   #tools: readonly Record<string, unknown>[] | undefined;
   #toolNames: ReadonlySet<string> = new Set();
+  /** When the known list goes stale (ms since the epoch; 2026-07-28 `ttlMs`), or undefined: fresh until list_changed. */
+  #toolsStaleAt: number | undefined;
+  /** The list's `cacheScope` as the server sent it (2026-07-28), for logs and tests. */
+  #toolsScope: string | undefined;
+  /** A re-read of a stale list in flight (one at a time). */
+  #relist: Promise<void> | undefined;
+  #protocol: { era: McpEra; version: string } | undefined;
   #seq = 0;
   #calls = 0;
   readonly #slots = new Map<string, Slot>();
@@ -269,25 +312,53 @@ abstract class McpEndpoint implements Endpoint {
     return this.#toolNames.has(tool) ? 'known' : 'unknown';
   }
 
+  toolsStale(): boolean {
+    return this.#stale();
+  }
+
+  protocol(): { readonly era: McpEra; readonly version: string } | undefined {
+    return this.#protocol;
+  }
+
+  /** The last list's `cacheScope` and the ms left before it is stale (undefined: until list_changed). */
+  listFreshness(): { scope: string | undefined; staleInMs: number | undefined } {
+    return { scope: this.#toolsScope, staleInMs: this.#toolsStaleAt === undefined ? undefined : this.#toolsStaleAt - Date.now() };
+  }
+
+  #stale(): boolean {
+    return this.#toolsStaleAt !== undefined && Date.now() >= this.#toolsStaleAt;
+  }
+
   /**
    * Connects for the tool list unless the last such attempt failed less than the back-off ago
    * ({@link TOOLS_BACKOFF_MS}, doubled after each failure up to {@link TOOLS_BACKOFF_MAX_MS}, reset
    * on success): a `list_tools` from any peer does not re-spawn a down stdio upstream each time.
+   * A stale 2026-07-28 list is read again on the live connection (one read at a time); if that
+   * fails, the old list stands until the back-off ends.
    */
   async ensureTools(): Promise<void> {
-    if (this.#tools !== undefined) return;
+    if (this.#tools !== undefined && !this.#stale()) return;
     if (Date.now() < this.#toolsRetryAt) return;
     try {
-      await this.connection();
+      if (this.#tools !== undefined && this.#live !== undefined) await this.#relistOnce(this.#live);
+      else await this.connection();
       this.#toolsBackoffMs = TOOLS_BACKOFF_MS;
       this.#lastFailure = undefined;
     } catch (e) {
-      // unreachable now: the list stays unknown, and is not asked again before the back-off
+      // unreachable now: the list stays as it was, and is not asked again before the back-off
       const tail = this.failureDetail();
       this.#lastFailure = `${(e as Error).message}${tail ? `; stderr: ${tail}` : ''}`;
       this.#toolsRetryAt = Date.now() + this.#toolsBackoffMs;
+      if (this.#toolsStaleAt !== undefined) this.#toolsStaleAt = this.#toolsRetryAt;
       this.#toolsBackoffMs = Math.min(this.#toolsBackoffMs * 2, TOOLS_BACKOFF_MAX_MS);
     }
+  }
+
+  #relistOnce(live: Live): Promise<void> {
+    this.#relist ??= withTimeout(this.#listTools(live), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'tools/list').finally(() => {
+      this.#relist = undefined;
+    });
+    return this.#relist;
   }
 
   #lastFailure: string | undefined;
@@ -316,24 +387,37 @@ abstract class McpEndpoint implements Endpoint {
     return conn;
   }
 
+  /** Drops the connection `live` if it is still the current one (the next call reconnects). */
+  #forget(current: () => boolean): void {
+    if (!current()) return;
+    this.#conn = undefined;
+    this.#live = undefined;
+  }
+
   async #open(current: () => boolean): Promise<Live> {
     // Loaded on first use: a node without endpoints never pays for the MCP SDK.
-    const [{ Client }, { ToolListChangedNotificationSchema }] = await Promise.all([
-      import('@modelcontextprotocol/sdk/client/index.js'),
-      import('@modelcontextprotocol/sdk/types.js'),
-    ]);
+    const { Client } = await import('@modelcontextprotocol/client');
     const transport = await this.openTransport();
-    const client = new Client({ name: 'jcp-node', version: '0.1.0' });
+    const startMs = Math.max(this.#timeoutMs, START_TIMEOUT_MS);
+    const client = new Client(
+      { name: 'jcp-node', version: '0.1.0' },
+      {
+        // server/discover first; the 2025 handshake for a server that does not answer it as a
+        // 2026-07-28 server would. The whole start budget for the probe (a stdio server slow to
+        // start is not taken for a 2025 one), and as much again for the handshake after it.
+        versionNegotiation: { mode: 'auto', probe: { timeoutMs: startMs } },
+        // No person behind the node: an input-required result is the server's answer, not a question for us.
+        inputRequired: { autoFulfill: false },
+        listMaxPages: MAX_TOOL_PAGES,
+      },
+    );
     // Set before connect: the SDK's own handler runs after ours, for every message.
     transport.onmessage = (m) => this.#tap(m as unknown as Msg);
     const send = transport.send.bind(transport);
     transport.send = (m, o) => send(this.#outgoing(m as unknown as Msg) as unknown as JSONRPCMessage, o);
     const lost = new AbortController();
     transport.onclose = () => {
-      if (current()) {
-        this.#conn = undefined;
-        this.#live = undefined;
-      }
+      this.#forget(current);
       lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the connection closed`));
       this.log.info('endpoint connection closed');
     };
@@ -342,71 +426,84 @@ abstract class McpEndpoint implements Endpoint {
     transport.onerror = (e) => {
       if (!/Maximum reconnection attempts|Failed to reconnect/.test(e.message) || lost.signal.aborted) return;
       this.log.warn({ err: e.message }, 'endpoint unreachable; calls in flight fail, the next call reconnects');
-      if (current()) {
-        this.#conn = undefined;
-        this.#live = undefined;
-      }
+      this.#forget(current);
       lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away: ${e.message}`));
       void client.close().catch(() => undefined);
     };
     try {
-      await withTimeout(client.connect(transport), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'connect');
+      await withTimeout(client.connect(transport), 2 * startMs, 'connect');
     } catch (e) {
       void client.close().catch(() => undefined);
       throw e;
     }
-    const live: Live = { client, transport, lost };
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    const era: McpEra = client.getProtocolEra() === 'modern' ? 'modern' : 'legacy';
+    const live: Live = { client, transport, lost, era };
+    this.#protocol = { era, version: client.getNegotiatedProtocolVersion() ?? (era === 'modern' ? '2026-07-28' : 'unknown') };
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
       void this.#listTools(live).catch((e: Error) => this.log.warn({ err: e.message }, 'tools/list after list_changed failed'));
     });
     try {
-      await withTimeout(this.#listTools(live), Math.max(this.#timeoutMs, START_TIMEOUT_MS), 'tools/list');
+      await withTimeout(this.#listTools(live), startMs, 'tools/list');
     } catch (e) {
       this.log.warn(
         { err: (e as Error).message },
         'tools/list failed; tool names are not checked until a list succeeds (next connection, or list_changed)',
       );
     }
-    this.log.info({ tools: this.#tools?.length ?? null }, 'endpoint connected');
+    this.log.info({ tools: this.#tools?.length ?? null, era, version: this.#protocol.version }, 'endpoint connected');
     if (current()) this.#live = live;
     return live;
   }
 
-  /** Reads every page of `tools/list` and makes it the known list (the raw `Tool` objects). */
+  /**
+   * Reads every page of `tools/list` (the SDK's walk, at most {@link MAX_TOOL_PAGES}) and makes it
+   * the known list (the raw `Tool` objects). On a
+   * 2026-07-28 connection the first page's `ttlMs` says when the list goes stale (absent or 0:
+   * at once, so it is read again before the next tool check; at most {@link MAX_LIST_TTL_MS});
+   * `cacheScope` is kept for logs: the node lists as itself, one authorization context, so a
+   * `private` list is never shown to another context than the one that read it.
+   */
   async #listTools(live: Live): Promise<void> {
-    const { ListToolsResultSchema } = await sdkTypes();
+    const readAt = Date.now();
+    const { parsed, pages } = await this.#request(live, 'tools/list', {}, this.#timeoutMs, undefined);
+    // The SDK's aggregate (every page) is the list the client may use: on a 2026-07-28 HTTP
+    // connection it leaves out tools whose x-mcp-header declarations are invalid (SEP-2243 MUST).
+    // The node keeps each kept tool as the server sent it (the raw page objects).
+    const kept = new Set(((parsed as { tools?: { name?: unknown }[] }).tools ?? []).map((t) => t.name));
     const all: Record<string, unknown>[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const raw = (await this.#request(
-        live,
-        'tools/list',
-        cursor === undefined ? {} : { cursor },
-        ListToolsResultSchema,
-        this.#timeoutMs,
-        undefined,
-      )) as { tools?: unknown; nextCursor?: unknown };
-      if (Array.isArray(raw.tools)) all.push(...(raw.tools as Record<string, unknown>[]));
-      if (typeof raw.nextCursor !== 'string' || raw.nextCursor === '') break;
-      cursor = raw.nextCursor;
+    for (const page of pages as { tools?: unknown }[]) {
+      if (Array.isArray(page?.tools)) all.push(...(page.tools as Record<string, unknown>[]).filter((t) => kept.has(t['name'])));
     }
+    const first = pages[0] as { ttlMs?: unknown; cacheScope?: unknown } | undefined;
     this.#tools = all;
     this.#toolNames = new Set(all.map((t) => t['name']).filter((n): n is string => typeof n === 'string'));
+    if (live.era === 'modern') {
+      const ttl = typeof first?.ttlMs === 'number' && Number.isFinite(first.ttlMs) && first.ttlMs > 0 ? first.ttlMs : 0;
+      this.#toolsStaleAt = readAt + Math.min(ttl, MAX_LIST_TTL_MS);
+      this.#toolsScope = typeof first?.cacheScope === 'string' ? first.cacheScope : undefined;
+    } else {
+      this.#toolsStaleAt = undefined;
+      this.#toolsScope = undefined;
+    }
   }
 
   /**
    * Sends one request of ours, marked so that {@link #outgoing} learns its JSON-RPC id (and
-   * progress token) and {@link #tap} keeps its raw result; resolves to that raw result.
+   * progress token) and {@link #tap} keeps its raw result; resolves to that raw result (`value`),
+   * the SDK's parsed copy, and every raw page (`tools/list` is the SDK's walk over all pages,
+   * each page request carrying the same mark).
+   * `tools/call` goes through the client's `callTool` with the listed definition (so a 2026-07-28
+   * HTTP call mirrors the tool's `x-mcp-header` arguments into `Mcp-Param-*` headers); the result
+   * is not validated against the tool's `outputSchema` here: it goes back exactly as sent.
    */
   async #request(
     live: Live,
     method: 'tools/list' | 'tools/call',
     params: Record<string, unknown>,
-    // biome-ignore lint/suspicious/noExplicitAny: the SDK's schema type is generic over zod versions
-    schema: any,
     timeoutMs: number,
     emit: ((n: McpNotificationMessage) => void) | undefined,
-  ): Promise<unknown> {
+    meta: Record<string, string> = {},
+  ): Promise<{ value: unknown; parsed: unknown; pages: readonly unknown[] }> {
     const key = `${++this.#seq}`;
     const slot: Slot = { emit };
     this.#slots.set(key, slot);
@@ -418,18 +515,20 @@ abstract class McpEndpoint implements Endpoint {
     if (live.lost.signal.aborted) onLost();
     else live.lost.signal.addEventListener('abort', onLost, { once: true });
     try {
-      const parsed = await withTimeout(
-        live.client.request({ method, params: { ...params, _meta: { [MARK]: key } } } as never, schema, {
-          timeout: timeoutMs + 1000,
-          signal: call.signal,
-          ...(emit !== undefined ? { onprogress: () => undefined } : {}),
-        }),
-        timeoutMs,
-        method === 'tools/call' ? String(params['name']) : method,
-      );
-      return slot.raw ?? parsed;
+      const options = {
+        timeout: timeoutMs + 1000,
+        signal: call.signal,
+        ...(emit !== undefined ? { onprogress: () => undefined } : {}),
+      };
+      const marked = { ...params, _meta: { ...meta, [MARK]: key } };
+      const sent: Promise<unknown> =
+        method === 'tools/call'
+          ? live.client.callTool(marked as never, { ...options, ...this.#definition(String(params['name'])) })
+          : live.client.listTools(marked as never, { ...options, cacheMode: 'refresh' });
+      const parsed = await withTimeout(sent, timeoutMs, method === 'tools/call' ? String(params['name']) : method);
+      return { value: slot.raw ?? parsed, parsed, pages: slot.pages ?? [] };
     } catch (e) {
-      // The SDK reports an aborted request as a RequestTimeout McpError: say what happened.
+      // The SDK reports an aborted request as a timeout: say what happened.
       if (live.lost.signal.aborted && live.lost.signal.reason instanceof EndpointError) throw live.lost.signal.reason;
       // The server's own JSON-RPC error (even -32000, which the SDK also uses for a closed
       // connection): it answered, so the call happened and is charged (endpoint-failed).
@@ -443,6 +542,14 @@ abstract class McpEndpoint implements Endpoint {
       for (const [k, s] of this.#byId) if (s === slot) this.#byId.delete(k);
       for (const [k, s] of this.#byToken) if (s === slot) this.#byToken.delete(k);
     }
+  }
+
+  /** The listed definition of `tool` without its `outputSchema` (for header mirroring only), or nothing. */
+  #definition(tool: string): { toolDefinition?: never } {
+    const t = this.#tools?.find((x) => x['name'] === tool);
+    if (t === undefined) return {};
+    const { outputSchema: _out, ...rest } = t;
+    return { toolDefinition: rest as never };
   }
 
   /** A message on its way to the server: our marked requests are noted and the mark removed. */
@@ -467,8 +574,11 @@ abstract class McpEndpoint implements Endpoint {
     const id = m['id'];
     if (id !== undefined && ('result' in m || 'error' in m)) {
       const slot = this.#byId.get(id as string | number);
-      if (slot !== undefined && 'result' in m) slot.raw = m['result'];
-      else if (slot !== undefined) slot.answeredError = true;
+      if (slot !== undefined && 'result' in m) {
+        slot.raw = m['result'];
+        slot.pages ??= [];
+        slot.pages.push(m['result']);
+      } else if (slot !== undefined) slot.answeredError = true;
       return;
     }
     if (id !== undefined || typeof m['method'] !== 'string') return;
@@ -504,7 +614,6 @@ abstract class McpEndpoint implements Endpoint {
   }
 
   async invoke(tool: string, args: Record<string, unknown>, opts: InvokeOptions = {}): Promise<Uint8Array> {
-    const { CallToolResultSchema } = await sdkTypes();
     this.#calls++;
     try {
       for (let attempt = 0; ; attempt++) {
@@ -514,11 +623,11 @@ abstract class McpEndpoint implements Endpoint {
             c,
             'tools/call',
             { name: tool, arguments: args },
-            CallToolResultSchema,
             this.#timeoutMs,
             opts.onNotification,
+            callerMeta(opts.caller),
           );
-          return enc.encode(JSON.stringify(r));
+          return enc.encode(JSON.stringify(r.value));
         } catch (e) {
           const code = classify(e);
           if (code === EndpointErrorCodes.FAILED)
@@ -565,18 +674,36 @@ abstract class McpEndpoint implements Endpoint {
   }
 }
 
-/** The endpoint code of a failed request: the server's own error, a timeout, or a lost transport. */
+/** The `_meta` entries that tell the upstream who made a call ({@link InvokeOptions.caller}). */
+function callerMeta(caller: InvokeOptions['caller']): Record<string, string> {
+  if (caller === undefined) return {};
+  return {
+    [CALLER_META_KEY]: caller.did,
+    [GRANT_META_KEY]: caller.grantId,
+    ...(caller.receipt !== undefined ? { [RECEIPT_META_KEY]: caller.receipt } : {}),
+  };
+}
+
+/** SDK error codes (v2 `SdkErrorCode`) that mean the request had no answer: the connection is gone. */
+const SDK_UNAVAILABLE = new Set(['CONNECTION_CLOSED', 'NOT_CONNECTED', 'SEND_FAILED']);
+
+/**
+ * The endpoint code of a failed request: the server's own error (a JSON-RPC error, a result that
+ * is not a CallToolResult, an input-required result the node cannot answer), a timeout, or a lost
+ * transport (an HTTP failure, a closed connection).
+ */
 function classify(e: unknown): EndpointErrorCode {
   if (e instanceof TimeoutError) return EndpointErrorCodes.TIMEOUT;
   if (e instanceof EndpointError) return e.code;
-  // The server answered, but not with a CallToolResult: its failure, the connection is fine.
   const name = (e as Error)?.name;
+  // The server answered, but not with a CallToolResult: its failure, the connection is fine.
   if (name === 'ZodError' || name === '$ZodError') return EndpointErrorCodes.FAILED;
   const code = (e as { code?: unknown })?.code;
-  if ((e as Error)?.name === 'McpError' && typeof code === 'number') {
-    if (code === -32001) return EndpointErrorCodes.TIMEOUT; // RequestTimeout
-    if (code === -32000) return EndpointErrorCodes.UNAVAILABLE; // ConnectionClosed
-    return EndpointErrorCodes.FAILED;
+  if (name === 'ProtocolError' && typeof code === 'number') return EndpointErrorCodes.FAILED;
+  if (name === 'SdkError' && typeof code === 'string') {
+    if (code === 'REQUEST_TIMEOUT') return EndpointErrorCodes.TIMEOUT;
+    if (SDK_UNAVAILABLE.has(code)) return EndpointErrorCodes.UNAVAILABLE;
+    return EndpointErrorCodes.FAILED; // INVALID_RESULT, UNSUPPORTED_RESULT_TYPE (input_required)…
   }
   return EndpointErrorCodes.UNAVAILABLE;
 }
@@ -588,8 +715,8 @@ function classify(e: unknown): EndpointErrorCode {
  * request was refused at the HTTP level, so no tool ran and a new session may send it again.
  */
 function sessionLost(e: unknown): boolean {
-  const code = (e as { code?: unknown })?.code;
-  return (e as object)?.constructor?.name === 'StreamableHTTPError' && (code === 404 || code === 400);
+  const status = (e as { data?: { status?: unknown } })?.data?.status;
+  return (e as Error)?.name === 'SdkHttpError' && (status === 404 || status === 400);
 }
 
 /** Locale variables a stdio upstream inherits beside the SDK's default list. */
@@ -629,7 +756,7 @@ export class McpStdioEndpoint extends McpEndpoint {
   }
 
   protected async openTransport(): Promise<Transport> {
-    const { StdioClientTransport, getDefaultEnvironment } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const { StdioClientTransport, getDefaultEnvironment } = await import('@modelcontextprotocol/client/stdio');
     const transport = new StdioClientTransport({
       command: this.#cfg.command,
       args: [...this.#cfg.args],
@@ -705,7 +832,7 @@ export function headerValue(name: string, src: HeaderSource): string {
   return value;
 }
 
-/** An MCP server over Streamable HTTP (MCP 2025-06-18), its headers read from env or files. */
+/** An MCP server over Streamable HTTP (MCP 2025-06-18 and later, 2026-07-28 without a session), its headers read from env or files. */
 export class McpHttpEndpoint extends McpEndpoint {
   readonly #cfg: McpHttpEndpointConfig;
 
@@ -715,7 +842,7 @@ export class McpHttpEndpoint extends McpEndpoint {
   }
 
   protected async openTransport(): Promise<Transport> {
-    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
     const headers: Record<string, string> = {};
     for (const [k, src] of Object.entries(this.#cfg.headers)) headers[k] = headerValue(k, src);
     return new StreamableHTTPClientTransport(new URL(this.#cfg.url), {

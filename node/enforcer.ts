@@ -79,8 +79,8 @@ import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
 import {
   type Endpoint,
   EndpointError,
-  type InvokeOptions,
   EndpointErrorCodes,
+  type InvokeOptions,
   type McpNotificationMessage,
   endpointUnavailableIn,
   errorResult,
@@ -399,7 +399,8 @@ export class Enforcer {
       if (typeof parsed === 'string') return this.#error(NodeErrorCodes.PAYLOAD_INVALID, parsed);
       args = parsed;
       let status = binding.endpoint.toolStatus(req.frame.action);
-      if (status === 'unlisted') {
+      // No list yet, or a 2026-07-28 list past its ttlMs: read it (again) before deciding.
+      if (status === 'unlisted' || binding.endpoint.toolsStale?.() === true) {
         await binding.endpoint.ensureTools();
         status = binding.endpoint.toolStatus(req.frame.action);
       }
@@ -519,7 +520,7 @@ export class Enforcer {
     chainIds: ContentId[],
     costUj: Cost['uj'],
   ): Promise<{ response: Uint8Array; deferred: boolean }> {
-    const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer };
+    const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer, receipt: receiptId(receipt) };
     const inv = await this.#invoke(binding, req.frame.action, args ?? {}, { ...io, caller });
     const m = this.#d.metrics;
     const steward = this.#d.steward;
@@ -581,7 +582,7 @@ export class Enforcer {
   }
 
   /**
-   * Calls the endpoint, metered (§5). Resolves to the result bytes and the meter's figure, or to
+   * Calls the endpoint, metered (§5), telling it who called (`caller`: did:key, grant id, receipt id). Resolves to the result bytes and the meter's figure, or to
    * `unavailable` when the endpoint rejected with endpoint-unavailable (the call had no answer;
    * nothing is charged for it). Never rejects.
    */
@@ -595,6 +596,7 @@ export class Enforcer {
     let metered: Cost | undefined;
     let unavailable: { message: string; phase: 'start' | 'call' } | undefined;
     try {
+      // Who called goes to the upstream (docs/node.md "Endpoints and results"), never in the arguments.
       const opts: InvokeOptions = {
         ...(io.emit !== undefined ? { onNotification: io.emit } : {}),
         ...(io.signal !== undefined ? { signal: io.signal } : {}),

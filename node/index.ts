@@ -52,6 +52,7 @@ export {
   upstreamResourcesJson,
 } from './config.ts';
 export {
+  CALLER_META_KEY,
   type Endpoint,
   EndpointError,
   EndpointErrorCodes,
@@ -61,9 +62,12 @@ export {
   errorResult,
   headerValue,
   type InvokeOptions,
+  type McpEra,
   McpHttpEndpoint,
   type McpNotificationMessage,
   McpStdioEndpoint,
+  GRANT_META_KEY,
+  RECEIPT_META_KEY,
   type ToolStatus,
   type UnavailablePhase,
 } from './endpoint.ts';

@@ -2,13 +2,15 @@
 // pages two tools at a time; `add-tool` registers one more tool and sends
 // `notifications/tools/list_changed`; `chatty` sends a logging message and two progress
 // notifications (when the call has a progress token) before it answers; `odd` returns ODD; `malformed` a result that is not a CallToolResult;
-// `server-error` answers with the JSON-RPC error -32000 (a server-defined error; the server stays up).
+// `server-error` answers with the JSON-RPC error -32000 (a server-defined error; the server stays up);
+// `whoami` returns the request's `_meta` as the server got it (structuredContent `meta`).
+// On the v1 SDK on purpose: a 2025-only peer (it answers `server/discover` with method-not-found).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ODD } from './odd-result.mjs';
 
-const tools = ['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error'].map((name) => ({
+const tools = ['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error', 'whoami'].map((name) => ({
   name,
   inputSchema: { type: 'object' },
 }));
@@ -41,6 +43,10 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     return { content: [{ type: 'text', text: 'done' }], structuredContent: { ok: true, ratio: 0.5 } };
   }
   if (name === 'odd') return ODD;
+  if (name === 'whoami') {
+    const meta = req.params._meta ?? {};
+    return { content: [{ type: 'text', text: JSON.stringify(meta) }], structuredContent: { meta } };
+  }
   if (name === 'server-error') throw new McpError(-32000, 'kaput');
   if (name === 'malformed') return { content: [{ type: 'text', text: MALFORMED }] };
   return { content: [{ type: 'text', text: `called ${name}` }] };

@@ -14,7 +14,7 @@ import { JCP_BIN } from '../../testkit/internal.ts';
 import { resourceIdOf } from '../../node/index.ts';
 import { JcpClient, resultJson } from '../../client/index.ts';
 import { cast, mint, tempDir } from './fixtures.ts';
-import { type Everything, startEverything } from './upstreams.ts';
+import { type Everything, startEverything, V2_SERVER_STDIO } from './upstreams.ts';
 
 const { rng, alice, bob, mallory } = cast('upstream-cli');
 const PAGED = path.join(path.dirname(fileURLToPath(import.meta.url)), 'paged-server.mjs');
@@ -63,6 +63,8 @@ describe('jcp node start --upstream', () => {
         `paged=${alice.did}`,
         '--upstream',
         `down=${process.execPath} ${down}`,
+        '--upstream',
+        `v2=${V2_SERVER_STDIO.command} ${V2_SERVER_STDIO.args.join(' ')}`,
         '--trust-root',
         `down=${alice.did}`,
       ],
@@ -73,8 +75,13 @@ describe('jcp node start --upstream', () => {
         err += d.toString('utf8');
         const m = /listening on 127\.0\.0\.1:(\d+)/.exec(err);
         if (m) port = Number(m[1]);
-        if (port > 0 && /resource paged .*\n/.test(err) && /resource everything .*\n/.test(err) && /resource down .*\n/.test(err))
-          resolve();
+        if (
+          port > 0 &&
+          /resource paged speaks .*\n/.test(err) &&
+          /resource everything speaks .*\n/.test(err) &&
+          /resource down .*\n/.test(err)
+        )
+          if (/resource v2 speaks .*\n/.test(err)) resolve();
       });
       child.once('exit', (code) => reject(new Error(`jcp node exited (${code}): ${err}`)));
     });
@@ -90,11 +97,18 @@ describe('jcp node start --upstream', () => {
   });
 
   test('prints each resource with its id, who it is open to and its tools', () => {
+    expect.soft(err, 'the whole start-up print').toContain('jcp node: resource v2 ');
     const line = (name: string) => err.split('\n').find((l) => l.startsWith(`jcp node: resource ${name} `)) ?? '';
     expect(line('everything')).toMatch(new RegExp(`^jcp node: resource everything ${resourceIdOf('everything')} open tools: .*\\becho\\b`));
     expect(line('paged')).toBe(
-      `jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed, server-error`,
+      `jcp node: resource paged ${resourceIdOf('paged')} trust roots 1 tools: t1, t2, t3, add-tool, chatty, odd, malformed, server-error, whoami`,
     );
+    // Which era each upstream answered in: server-everything and the paged server are 2025-only (SDK v1).
+    expect(err).toContain('jcp node: resource paged speaks MCP 2025-11-25 (initialize handshake)\n');
+    expect(err).toContain('jcp node: resource everything speaks MCP 2025-11-25 (initialize handshake)\n');
+    // The SDK v2 test server answers server/discover: the stateless revision, no handshake.
+    expect(err).toContain('jcp node: resource v2 speaks MCP 2026-07-28 (server/discover)\n');
+    expect(err).not.toMatch(/resource down speaks/);
     // An open resource is said to be open, loudly; one with a trust root is not.
     expect(err).toContain('jcp node: warning: resource everything is open: a grant any key issues itself is decided');
     expect(err).not.toMatch(/warning: resource (paged|down) is open/);

@@ -6,8 +6,7 @@
  * a bearer header read from an environment variable reaching the server; and a stdio server of
  * our own that pages `tools/list`, changes its tools, and logs during a call.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -254,7 +253,17 @@ describe('upstream: a stdio server that pages its tools and changes them', () =>
 
   test('tools/list / every page is read, in order', async () => {
     const [paged] = await client.listTools();
-    expect(paged!.tools.map((t) => t['name'])).toEqual(['t1', 't2', 't3', 'add-tool', 'chatty', 'odd', 'malformed', 'server-error']);
+    expect(paged!.tools.map((t) => t['name'])).toEqual([
+      't1',
+      't2',
+      't3',
+      'add-tool',
+      'chatty',
+      'odd',
+      'malformed',
+      'server-error',
+      'whoami',
+    ]);
     const g = mint(alice, bob, 'paged', ['t3'], 1_000n, rng);
     expect(text(resultJson((await client.call({ chain: [g], action: 't3', payload: {} })).result))).toBe('called t3');
   });

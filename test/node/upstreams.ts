@@ -1,14 +1,14 @@
 /**
  * MCP servers for the upstream tests, on loopback only: `@modelcontextprotocol/server-everything`
  * over Streamable HTTP as a child process (bound to 127.0.0.1 by a preload, on a free port or a
- * given one for a restart), and a tiny in-process Streamable HTTP server that reports the
- * `Authorization` header it received.
+ * given one for a restart), the SDK v2 test server (v2-server.ts, both eras) over stdio or HTTP,
+ * and a tiny in-process Streamable HTTP server that reports the `Authorization` header it received.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 
@@ -16,6 +16,8 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const EVERYTHING = path.join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
 const PRELOAD = path.join(HERE, 'loopback-listen.mjs');
+/** tsx's ESM loader as a file URL (so `--import` finds it from any working directory). */
+const TSX = pathToFileURL(path.join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
 
 /** A running server-everything (Streamable HTTP at `url`). */
 export interface Everything {
@@ -28,8 +30,24 @@ export interface Everything {
 
 /** Starts server-everything over Streamable HTTP on 127.0.0.1 (`port` 0 = a free one). */
 export function startEverything(port = 0): Promise<Everything> {
-  const child = spawn(process.execPath, ['--import', PRELOAD, EVERYTHING, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
+  return listening('server-everything', ['--import', PRELOAD, EVERYTHING, 'streamableHttp'], { PORT: String(port) });
+}
+
+/** The SDK v2 test server (test/node/v2-server.ts, both eras) as a stdio command for a resource's endpoint. */
+export const V2_SERVER_STDIO = { command: process.execPath, args: ['--import', TSX, path.join(HERE, 'v2-server.ts'), '--stdio'] };
+
+/**
+ * Starts the SDK v2 test server (test/node/v2-server.ts: both eras, stateless HTTP) on
+ * 127.0.0.1, a free port; `env` sets its caching hints (`V2_TTL_MS`, `V2_SCOPE`).
+ */
+export function startV2Http(env: Record<string, string> = {}): Promise<Everything> {
+  return listening('v2-server', ['--import', TSX, path.join(HERE, 'v2-server.ts'), '--http'], env);
+}
+
+/** Spawns `node args` with `env` added and resolves once it printed `JCP-LISTENING <port>` on stderr (20 s at most). */
+function listening(what: string, args: string[], env: Record<string, string>): Promise<Everything> {
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -37,7 +55,7 @@ export function startEverything(port = 0): Promise<Everything> {
     let err = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`server-everything did not listen within 20 s: ${err}`));
+      reject(new Error(`${what} did not listen within 20 s: ${err}`));
     }, 20_000);
     child.stderr!.on('data', (d: Buffer) => {
       err += d.toString('utf8');
@@ -59,7 +77,7 @@ export function startEverything(port = 0): Promise<Everything> {
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`server-everything exited (${code}) before listening: ${err}`));
+      reject(new Error(`${what} exited (${code}) before listening: ${err}`));
     });
   });
 }
