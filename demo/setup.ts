@@ -117,7 +117,9 @@ export function meterSection(): Record<string, unknown> {
  */
 export function resourcesSection(sampleDir: string, memoryFile: string, issuer: Did, researcherUrl?: string): unknown[] {
   const agent =
-    researcherUrl === undefined ? [] : [{ name: AGENT_RESOURCE, trust_roots: [issuer], endpoint: { kind: 'a2a', url: researcherUrl } }];
+    researcherUrl === undefined
+      ? []
+      : [{ name: AGENT_RESOURCE, trust_roots: [issuer], endpoint: { kind: 'a2a', url: researcherUrl, timeout_ms: 60_000 } }];
   return [
     {
       name: FS_RESOURCE,
