@@ -113,7 +113,10 @@ async function startA2aBridge(nodePort: number, key: string, chain: string) {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`jcp bridge --a2a exited (${child.exitCode}): ${err}`);
     const ok = await fetch(`${url}/${AGENT_CARD_PATH}`, { signal: AbortSignal.timeout(1_000) }).then(
-      async (r) => (await r.arrayBuffer(), r.ok),
+      async (r) => {
+        await r.arrayBuffer();
+        return r.ok;
+      },
       () => false,
     );
     if (ok) return { child, url };
