@@ -37,3 +37,17 @@ export {
   type ThresholdRefusal,
   thresholdToolError,
 } from './threshold.ts';
+export {
+  DELEGATE_KEY,
+  type DelegateRequest,
+  DELEGATION_KEY,
+  DelegationError,
+  DelegationErrorCodes,
+  DelegationGate,
+  type GateOptions,
+  MAX_DELEGATION_CHARS,
+  decodeDelegation,
+  encodeDelegation,
+  mintDelegation,
+  readDelegateRequest,
+} from './delegation.ts';
