@@ -25,6 +25,7 @@ import {
   type Did,
   encodeWireRequest,
   FRAME_HEADER_BYTES,
+  fromHex,
   grantId,
   openReceipt,
   parseDid,
@@ -274,6 +275,11 @@ export class BridgeAgent {
     return this.#catalogue;
   }
 
+  /** The agent's own grant chains, root first in each. */
+  get chains(): readonly (readonly SignedGrant[])[] {
+    return this.#o.chains;
+  }
+
   /** The budget of each leaf grant as this bridge last saw it (see {@link GrantBudget}). */
   async budgets(): Promise<GrantBudget[]> {
     const tools = this.#catalogue ?? (await this.tools().catch(() => [] as BridgeTool[]));
@@ -372,11 +378,12 @@ export class BridgeAgent {
   /**
    * Mints the child grant `request` asks for (a `jcp/delegate` value) from this agent's chain for its
    * resource (a name the node lists, or a content id), or from `base` (an accepted delegated chain,
-   * to delegate further), signed with the agent's key: the chain to hand on, root first.
+   * to delegate further), signed with the agent's key: the chain to hand on, root first. With
+   * `seed`, the child's nonce is derived from it, so the same seed mints the same signed grant.
    * @throws McpError (InvalidParams) `delegate-invalid`, `delegate-no-grant`, `delegate-not-narrower`,
    *   `delegate-forbidden`, `delegate-unsupported` (a threshold subject: no key here to sign with).
    */
-  async delegate(request: unknown, base?: readonly SignedGrant[]): Promise<SignedGrant[]> {
+  async delegate(request: unknown, base?: readonly SignedGrant[], seed?: string): Promise<SignedGrant[]> {
     try {
       const req = readDelegateRequest(request);
       const signer = this.#o.signer;
@@ -395,7 +402,9 @@ export class BridgeAgent {
           `${this.name} holds no grant for resource ${JSON.stringify(req.resource)}`,
         );
       const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
-      return mintDelegation(parent, req, signer, clock);
+      // A seed (the A2A message id and the request) mints the same grant for a re-sent message: the same request, a replay.
+      const nonce = seed === undefined ? undefined : fromHex(contentId([this.did, seed, 'delegation-nonce'])).slice(0, 16);
+      return mintDelegation(parent, req, signer, clock, ...(nonce !== undefined ? [nonce] : []));
     } catch (e) {
       if (e instanceof DelegationError) throw mcpError(ErrorCode.InvalidParams, e.code, e.message.slice(e.code.length + 2));
       throw e;

@@ -168,11 +168,18 @@ export function readDelegateRequest(v: unknown): DelegateRequest {
  * Mints the child grant `req` asks for under `parent` (the agent's chain for that resource, root
  * first), signed with `holder` (the parent leaf's subject), and returns the chain to hand on:
  * `parent` + the child. The child never amplifies (§4.1): budget ≤ the parent's, actions ⊆,
- * expiry ≤ (the parent's when absent), `delegate_depth` the parent's − 1 when bounded.
+ * expiry ≤ (the parent's when absent), `delegate_depth` the parent's − 1 when bounded. `nonce` (16
+ * bytes, default random): a fixed one mints the same signed grant again (Ed25519 is deterministic).
  * @throws DelegationError `delegate-forbidden` (a leaf-only parent), `delegate-not-narrower`
  *   (an amplification: the message says which field).
  */
-export function mintDelegation(parent: readonly SignedGrant[], req: DelegateRequest, holder: Actor, nowS: number): SignedGrant[] {
+export function mintDelegation(
+  parent: readonly SignedGrant[],
+  req: DelegateRequest,
+  holder: Actor,
+  nowS: number,
+  nonce: Uint8Array = new Uint8Array(randomBytes(16)),
+): SignedGrant[] {
   const leaf = parent[parent.length - 1]!;
   const p = leaf.grant;
   if (p.delegate_depth === 0)
@@ -188,7 +195,7 @@ export function mintDelegation(parent: readonly SignedGrant[], req: DelegateRequ
       budget_uj: req.budgetUj,
       ...(req.expiry !== undefined ? { expiry: req.expiry } : {}),
       ...(depth !== undefined ? { delegate_depth: depth } : {}),
-      nonce: new Uint8Array(randomBytes(16)),
+      nonce,
     },
     holder,
   );
