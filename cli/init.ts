@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { type Actor, actorFromSeed, grantId, type SignedGrant } from '../core/index.ts';
 import { makeDirs } from '../io/index.ts';
 import {
+  A2aEndpoint,
   type Endpoint,
   type EndpointConfig,
   McpHttpEndpoint,
@@ -215,7 +216,12 @@ function actionsPlan(values: readonly string[], names: readonly string[]): { all
  */
 async function discoverTools(name: string, ep: EndpointConfig): Promise<string[]> {
   const log = pino({ level: 'silent' });
-  const endpoint: Endpoint = ep.kind === 'mcp-stdio' ? new McpStdioEndpoint(name, ep, log) : new McpHttpEndpoint(name, ep, log);
+  const endpoint: Endpoint =
+    ep.kind === 'a2a'
+      ? new A2aEndpoint(name, ep, log)
+      : ep.kind === 'mcp-stdio'
+        ? new McpStdioEndpoint(name, ep, log)
+        : new McpHttpEndpoint(name, ep, log);
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -224,7 +230,8 @@ async function discoverTools(name: string, ep: EndpointConfig): Promise<string[]
         timer = setTimeout(resolve, INIT_DISCOVERY_TIMEOUT_MS);
       }),
     ]);
-    const tools = endpoint.tools();
+    // An A2A agent's actions are its card's skill ids (docs/a2a.md), named `id` instead of `name`.
+    const tools = endpoint.kind === 'a2a' ? endpoint.skills?.()?.map((s) => ({ name: s['id'] })) : endpoint.tools();
     if (tools === undefined)
       throw new CliError(
         'upstream-unreachable',

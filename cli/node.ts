@@ -21,7 +21,8 @@ did:key is printed here and logged. On every start the node verifies and replays
 stdout; human notes go to stderr. See docs/node.md for the config format.
 
 --upstream fronts an MCP server without a config file: NAME=http(s)://…/mcp (Streamable HTTP)
-or NAME=COMMAND ARGS… (stdio; split at whitespace, a bare command found in node_modules/.bin).
+or NAME=COMMAND ARGS… (stdio; split at whitespace, a bare command found in node_modules/.bin);
+NAME=a2a+http(s)://HOST:PORT fronts an A2A v1.0 agent at that base URL (docs/a2a.md).
 Each becomes the resource NAME (the id 'jcp grant mint --resource NAME' names), open to any root
 issuer unless --trust-root NAME=did:key:… is given (repeatable). Every resource, its id and its
 tools are printed at start.
@@ -45,8 +46,8 @@ Options:
   --nats-ca f          CA bundle that signs the NATS servers' certificates (NATS over TLS)
   --nats-cert f, --nats-key f
                        client certificate for NATS servers that verify clients
-  --upstream NAME=URL|'NAME=COMMAND ARGS…'
-                       one more resource NAME in front of that MCP server (repeatable)
+  --upstream NAME=URL|NAME=a2a+URL|'NAME=COMMAND ARGS…'
+                       one more resource NAME in front of that MCP server or A2A agent (repeatable)
   --trust-root NAME=did
                        a root issuer honoured for the --upstream resource NAME (repeatable;
                        without any, the resource is open to every root, §7)
@@ -189,7 +190,8 @@ export const command: Command = {
 /**
  * Prints each resource on stderr, one line each, once its endpoint answered `tools/list` (or
  * could not be reached): `jcp node: resource NAME ID open|trust roots N tools: a, b` — or
- * `decisions only` without an endpoint, `tools: unknown (not reachable yet)` for an upstream down.
+ * `decisions only` without an endpoint, `tools: unknown (not reachable yet)` for an upstream down,
+ * `agent skills: a, b` for an A2A agent (its card's skill ids; docs/a2a.md).
  */
 async function printResources(node: Awaited<ReturnType<typeof startNode>>): Promise<void> {
   await Promise.all([...node.endpoints.values()].map((b) => b.endpoint.ensureTools()));
@@ -200,15 +202,24 @@ async function printResources(node: Awaited<ReturnType<typeof startNode>>): Prom
     const what =
       ep === undefined
         ? 'decisions only'
-        : tools === undefined
-          ? `tools: unknown (not reachable yet${ep.lastFailure?.() ? `: ${ep.lastFailure?.()}` : ''})`
-          : `tools: ${tools.map((t) => String(t['name'])).join(', ') || '(none)'}`;
+        : ep.kind === 'a2a'
+          ? agentLine(ep)
+          : tools === undefined
+            ? `tools: unknown (not reachable yet${ep.lastFailure?.() ? `: ${ep.lastFailure?.()}` : ''})`
+            : `tools: ${tools.map((t) => String(t['name'])).join(', ') || '(none)'}`;
     process.stderr.write(`jcp node: resource ${r.name} ${r.id} ${trust} ${what}\n`);
     if (r.trustRoots === undefined)
       process.stderr.write(
         `jcp node: warning: resource ${r.name} is open: a grant any key issues itself is decided (and allowed within its budget); give it --trust-root ${r.name}=DID or "trust_roots" in the config\n`,
       );
   }
+}
+
+/** The start-up words of an A2A agent: `agent skills: a, b`, or why its card is unknown. */
+function agentLine(ep: { skills?(): readonly Record<string, unknown>[] | undefined; lastFailure?(): string | undefined }): string {
+  const skills = ep.skills?.();
+  if (skills === undefined) return `agent skills: unknown (card not read yet${ep.lastFailure?.() ? `: ${ep.lastFailure?.()}` : ''})`;
+  return `agent skills: ${skills.map((s) => String(s['id'])).join(', ') || '(none)'}`;
 }
 
 /**

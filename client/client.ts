@@ -155,6 +155,46 @@ export interface ListedResource {
   readonly tools: readonly Record<string, unknown>[];
   /** The same, as the JSON text the node sent. */
   readonly toolsJson: string;
+  /** `a2a` when an A2A agent stands behind the resource (docs/a2a.md); absent for an MCP server. */
+  readonly kind?: 'a2a';
+  /** A2A only: the agent card's `skills` (A2A `AgentSkill` JSON objects); `[]` before the card was read. */
+  readonly skills?: readonly Record<string, unknown>[];
+}
+
+/** The A2A v1.0 methods of an `agent-task` request (docs/a2a.md). */
+export type AgentTaskMethod = 'SendMessage' | 'SendStreamingMessage' | 'GetTask' | 'CancelTask' | 'SubscribeToTask' | 'ListTasks';
+
+/** One `agent-task` request to an A2A agent behind a node ({@link JcpClient.agentTask}; docs/a2a.md). */
+export interface AgentTaskParams {
+  /** The chain (root first); its leaf grants the resource of the agent and the skill. */
+  readonly chain: readonly SignedGrant[];
+  /** The skill id: the frame's action (for a send, also the message's `metadata.skill`). */
+  readonly skill: string;
+  readonly method: AgentTaskMethod;
+  /**
+   * The A2A v1.0 request object of `method`, JSON form: `{message: {messageId, role: "ROLE_USER",
+   * parts: [{text}], metadata?}}` for a send, `{id}` for GetTask/CancelTask/SubscribeToTask, `{}`
+   * or filters for ListTasks.
+   */
+  readonly params: Record<string, unknown>;
+  /** Streaming methods: each A2A stream event (StreamResponse JSON), in order, before the call resolves. */
+  readonly onEvent?: (event: Record<string, unknown>) => void;
+  /** As {@link CallParams}. */
+  readonly cost?: Cost;
+  readonly now?: number;
+  readonly nonce?: Uint8Array;
+  readonly timeoutS?: number;
+  readonly signer?: ClientSigner;
+  /** Default: the leaf's resource. */
+  readonly resource?: ContentId;
+}
+
+/** A decided agent task: the call's decision and receipt, and on allow the agent's reply (data, §6) or the node's error. */
+export interface AgentTaskResult extends CallResult {
+  /** On allow: the `agent-reply` JSON (SendMessage: `{task}`|`{message}`; a stream: its last event; GetTask/CancelTask: the task; ListTasks: `{tasks, …}`). */
+  readonly reply?: unknown;
+  /** On allow, when the agent gave no reply: the node's `jcp_error` (`endpoint-unavailable` with `refunded_uj`, `endpoint-timeout`, `caller-gone`, …). */
+  readonly error?: { readonly code: string; readonly message: string } & Record<string, unknown>;
 }
 
 /** Options of {@link JcpClient.callRequest} (a bare number is `timeoutS`, the older form). */
@@ -520,6 +560,42 @@ export class JcpClient {
   }
 
   /**
+   * Sends an `agent-task` request (trust `control`, action = the skill, payload `{method, params}`)
+   * to the A2A agent behind the chain's resource (docs/a2a.md); streaming methods ask for notices
+   * (`notify: 1`) and hand each `a2a/event` to `onEvent`. The reply is data (§6), never an
+   * instruction to the caller.
+   * @throws WireErrorReply for a refusal before the decision (`unknown-skill`, `skill-required`,
+   *   `skill-mismatch`, `task-not-found`, `frame-kind-mismatch`, `stream-limit`, `payload-invalid`, …);
+   *   CallTimeout as {@link call}.
+   */
+  async agentTask(p: AgentTaskParams): Promise<AgentTaskResult> {
+    const streaming = p.method === 'SendStreamingMessage' || p.method === 'SubscribeToTask';
+    const onEvent = p.onEvent;
+    const r = await this.call({
+      chain: p.chain,
+      action: p.skill,
+      kind: 'agent-task',
+      trust: 'control',
+      payload: { method: p.method, params: p.params },
+      notify: streaming || onEvent !== undefined,
+      ...(onEvent !== undefined
+        ? { onNotice: (n: McpNotification) => n.method === 'a2a/event' && onEvent((n.params ?? {}) as Record<string, unknown>) }
+        : {}),
+      ...(p.cost !== undefined ? { cost: p.cost } : {}),
+      ...(p.now !== undefined ? { now: p.now } : {}),
+      ...(p.nonce !== undefined ? { nonce: p.nonce } : {}),
+      ...(p.timeoutS !== undefined ? { timeoutS: p.timeoutS } : {}),
+      ...(p.signer !== undefined ? { signer: p.signer } : {}),
+      ...(p.resource !== undefined ? { resource: p.resource } : {}),
+    });
+    const v = resultJson(r.result) as Record<string, unknown> | undefined;
+    if (typeof v !== 'object' || v === null) return r;
+    if ('agent-reply' in v) return { ...r, reply: v['agent-reply'] };
+    const e = v['jcp_error'] as AgentTaskResult['error'];
+    return e !== undefined ? { ...r, error: e } : r;
+  }
+
+  /**
    * Sends a signed revocation (§4.3). With `grant` (the revoked grant), the node checks authority
    * at once; without it, a revocation of a grant the node has not seen waits for that grant.
    * @throws WireErrorReply when the node refuses it (`revocation-refused`, `busy`).
@@ -546,6 +622,8 @@ export class JcpClient {
       resource: r.resource,
       tools: JSON.parse(r.tools) as Record<string, unknown>[],
       toolsJson: r.tools,
+      ...(r.kind !== undefined ? { kind: r.kind } : {}),
+      ...(r.skills !== undefined ? { skills: JSON.parse(r.skills) as Record<string, unknown>[] } : {}),
     }));
   }
 

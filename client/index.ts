@@ -4,6 +4,7 @@
  * `./client` export is library.ts.
  */
 export {
+  type AgentTaskParams,
   type ClientTlsOptions,
   type ClientSigner,
   type CallParams,

@@ -43,6 +43,9 @@ export {
   verifyGrantSignature,
 } from '../core/index.ts';
 export {
+  type AgentTaskMethod,
+  type AgentTaskParams,
+  type AgentTaskResult,
   type CallParams,
   type CallResult,
   type ClientOptions,

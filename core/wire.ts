@@ -15,8 +15,9 @@
  * - revoke_grant `{revoke_grant: {revocation: SignedRevocation, grant: Grant}}`: the same, carrying
  *   the revoked grant so the node checks authority at once (§4.3) instead of letting the
  *   revocation wait for the grant; answered like revoke.
- * - list_tools `{list_tools: {}}` → tool_list `{tool_list: {resources: [{name, resource, tools}]}}`
- *   (the MCP tools behind each resource; no receipt, no debit);
+ * - list_tools `{list_tools: {}}` → tool_list `{tool_list: {resources: [{name, resource, tools, kind?, skills?}]}}`
+ *   (the MCP tools behind each resource, or for an A2A agent `kind: "a2a"` and its card's `skills`;
+ *   no receipt, no debit);
  * - notice `{notice: {request_id, notification}}`: an MCP notification (progress, logging) the
  *   upstream sent during an allowed call of a request that asked for them with `notify: 1`; sent
  *   before that request's response.
@@ -402,6 +403,10 @@ export interface ToolListEntry {
    * `[]` when the node does not know them (the upstream never answered).
    */
   readonly tools: string;
+  /** `a2a` when an A2A agent stands behind the resource (docs/a2a.md); absent for an MCP server. */
+  readonly kind?: 'a2a';
+  /** A2A only: the JSON text of the agent card's `skills` array; `[]` before the card was read. */
+  readonly skills?: string;
 }
 
 /** An MCP notification forwarded during a call (`notice`). */
@@ -464,7 +469,17 @@ export function encodeWireMessage(m: WireMessage): Uint8Array {
     case 'list_tools':
       return encode({ list_tools: {} });
     case 'tool_list':
-      return encode({ tool_list: { resources: m.resources.map((r) => ({ name: r.name, resource: r.resource, tools: r.tools })) } });
+      return encode({
+        tool_list: {
+          resources: m.resources.map((r) => ({
+            name: r.name,
+            resource: r.resource,
+            tools: r.tools,
+            ...(r.kind !== undefined ? { kind: r.kind } : {}),
+            ...(r.skills !== undefined ? { skills: r.skills } : {}),
+          })),
+        },
+      });
     case 'notice':
       return encode({ notice: { request_id: m.request_id, notification: m.notification } });
     case 'amend':
@@ -580,10 +595,23 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
     const t = asObj(asObj(o, 'message', ['tool_list'])['tool_list'], 'tool_list', ['resources']);
     const resources = asArray(t['resources'], 'tool_list.resources', MAX_TOOL_LIST_RESOURCES).map((e, i) => {
       const where = `tool_list.resources[${i}]`;
-      const r = asObj(e, where, ['name', 'resource', 'tools']);
+      const r = asObj(e, where, ['name', 'resource', 'tools'], ['kind', 'skills']);
       const tools = asText(r['tools'], `${where}.tools`, Number.MAX_SAFE_INTEGER);
       check(Array.isArray(jsonOrUndefined(tools)), `${where}.tools`, 'expected the JSON text of an array of MCP tools');
-      return { name: asText(r['name'], `${where}.name`, MAX_NAME), resource: asCid(r['resource'], `${where}.resource`), tools };
+      const kind = r['kind'] === undefined ? undefined : asEnum(r['kind'], `${where}.kind`, ['a2a'] as const);
+      const skills = r['skills'] === undefined ? undefined : asText(r['skills'], `${where}.skills`, Number.MAX_SAFE_INTEGER);
+      check(
+        skills === undefined || Array.isArray(jsonOrUndefined(skills)),
+        `${where}.skills`,
+        'expected the JSON text of an array of agent skills',
+      );
+      return {
+        name: asText(r['name'], `${where}.name`, MAX_NAME),
+        resource: asCid(r['resource'], `${where}.resource`),
+        tools,
+        ...(kind !== undefined ? { kind } : {}),
+        ...(skills !== undefined ? { skills } : {}),
+      };
     });
     return { kind: 'tool_list', resources };
   }

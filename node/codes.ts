@@ -48,6 +48,37 @@ export const NodeErrorCodes = {
    * the decision: no receipt, no debit.
    */
   UNKNOWN_TOOL: 'unknown-tool',
+  /**
+   * An `agent-task` frame names a skill the A2A agent's card does not list (as `unknown-tool` for an
+   * MCP server; docs/a2a.md); refused before the decision: no receipt, no debit.
+   */
+  UNKNOWN_SKILL: 'unknown-skill',
+  /**
+   * A `SendMessage`/`SendStreamingMessage` whose message names no skill in `metadata.skill`, while
+   * the grant allows more than one skill of the agent (docs/a2a.md); refused before the decision.
+   */
+  SKILL_REQUIRED: 'skill-required',
+  /**
+   * The skill a message names (`metadata.skill`), or the skill a task started under, is not the
+   * frame's action (docs/a2a.md); refused before the decision.
+   */
+  SKILL_MISMATCH: 'skill-mismatch',
+  /**
+   * The frame's kind does not fit the resource: a `tool-call` (or any kind but `agent-task`) to an
+   * A2A agent, or an `agent-task` to an MCP server (docs/a2a.md); refused before the decision.
+   */
+  FRAME_KIND_MISMATCH: 'frame-kind-mismatch',
+  /**
+   * A follow-up (`GetTask`, `CancelTask`, `SubscribeToTask`, a message continuing or referencing a
+   * task) names a task this node did not see started by this caller under this leaf grant: the
+   * same answer whether the task is unknown or another caller's (docs/a2a.md); no receipt.
+   */
+  TASK_NOT_FOUND: 'task-not-found',
+  /**
+   * The A2A agent already has as many streams open as its endpoint allows, for this peer
+   * (`max_streams_per_peer`) or in total (`max_streams`); refused before the decision; retry later.
+   */
+  STREAM_LIMIT: 'stream-limit',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */
   INTERNAL: 'internal',
   /**

@@ -44,8 +44,29 @@ export interface McpHttpEndpointConfig {
   readonly timeoutMs: number;
 }
 
-/** The MCP server behind a resource: over stdio or Streamable HTTP. */
-export type EndpointConfig = McpStdioEndpointConfig | McpHttpEndpointConfig;
+/**
+ * How the node reaches an A2A v1.0 agent behind a resource (docs/a2a.md): its base URL, where its
+ * agent card is read from (`<url>/.well-known/agent-card.json`), with request headers from env or
+ * files as for `mcp-http` (sent only to the configured URL's origin).
+ */
+export interface A2aEndpointConfig {
+  readonly kind: 'a2a';
+  /** The agent's base URL, `http://` or `https://` (e.g. `http://127.0.0.1:41241`). */
+  readonly url: string;
+  /** Request headers (name → source); values are read from env or files, never inlined. */
+  readonly headers: Readonly<Record<string, HeaderSource>>;
+  /** How long a non-streaming call may take, and a stream may stay silent between events (milliseconds). */
+  readonly timeoutMs: number;
+  /** The agent card is read again once it is older than this (seconds; `card_refresh_s`, default 300). */
+  readonly cardRefreshS: number;
+  /** Most streams (`SendStreamingMessage`, `SubscribeToTask`) open to the agent at once (`max_streams`, default 256). */
+  readonly maxStreams: number;
+  /** Most streams open at once for one peer address (`max_streams_per_peer`, default 16). */
+  readonly maxStreamsPerPeer: number;
+}
+
+/** The upstream behind a resource: an MCP server over stdio or Streamable HTTP, or an A2A agent. */
+export type EndpointConfig = McpStdioEndpointConfig | McpHttpEndpointConfig | A2aEndpointConfig;
 
 /** One guarded resource: its content id, its trust roots (§7), and its endpoint (if any). */
 export interface ResourceConfig {
@@ -218,9 +239,9 @@ export interface ConfigOverrides {
   readonly nats?: string;
   readonly metrics?: string;
   /**
-   * `NAME=URL` (Streamable HTTP) or `NAME=COMMAND ARGS…` (stdio, split at whitespace): each one
-   * more resource NAME (id by the same rule as the config: {@link resourceIdOf}) fronting that
-   * MCP server, open to any root unless {@link trustRoot} names some (§7).
+   * `NAME=URL` (Streamable HTTP), `NAME=a2a+URL` (an A2A agent at base URL `URL`, docs/a2a.md) or
+   * `NAME=COMMAND ARGS…` (stdio, split at whitespace): each one more resource NAME (id by the same
+   * rule as the config: {@link resourceIdOf}) fronting that MCP server or agent, open to any root unless {@link trustRoot} names some (§7).
    */
   readonly upstream?: readonly string[];
   /** `NAME=did:key:…`: a trust root (§7) of the `--upstream` resource NAME; repeatable. */
@@ -254,7 +275,13 @@ export function upstreamResourcesJson(upstream: readonly string[], trustRoot: re
     const [, name, spec] = m as unknown as [string, string, string];
     if (out.some((r) => r['name'] === name)) fail('--upstream', `resource ${name} given twice`);
     const words = spec.trim().split(/\s+/);
-    const endpoint = /^[a-z][a-z0-9+.-]*:\/\//i.test(spec.trim()) ? { url: spec.trim() } : { command: words[0], args: words.slice(1) };
+    const a2a = /^a2a\+(https?:\/\/.+)$/i.exec(spec.trim());
+    const endpoint =
+      a2a !== null
+        ? { kind: 'a2a', url: a2a[1] }
+        : /^[a-z][a-z0-9+.-]*:\/\//i.test(spec.trim())
+          ? { url: spec.trim() }
+          : { command: words[0], args: words.slice(1) };
     out.push({ name, endpoint });
   }
   for (const t of trustRoot) {
@@ -306,6 +333,9 @@ export const CONFIG_DEFAULTS = {
   batchMax: 1024,
   logLevel: 'info',
   endpointTimeoutMs: 10_000,
+  a2aCardRefreshS: 300,
+  a2aMaxStreams: 256,
+  a2aMaxStreamsPerPeer: 16,
   revocationStalenessS: 30,
   region: 'local',
 } as const;
@@ -397,6 +427,20 @@ function readHeaders(v: unknown, where: string, base: string): Record<string, He
   return out;
 }
 
+/** The `a2a` endpoint of a resource (docs/a2a.md). @throws NodeFault `config-invalid` naming the field. */
+function readA2aEndpoint(o: Json, where: string, base: string): A2aEndpointConfig {
+  const http = readHttpEndpoint({ url: o['url'], headers: o['headers'], timeout_ms: o['timeout_ms'] }, where, base);
+  return {
+    kind: 'a2a',
+    url: http.url,
+    headers: http.headers,
+    timeoutMs: http.timeoutMs,
+    cardRefreshS: int(o['card_refresh_s'], `${where}.card_refresh_s`, 1, 86_400 * 7, CONFIG_DEFAULTS.a2aCardRefreshS),
+    maxStreams: int(o['max_streams'], `${where}.max_streams`, 1, 1_000_000, CONFIG_DEFAULTS.a2aMaxStreams),
+    maxStreamsPerPeer: int(o['max_streams_per_peer'], `${where}.max_streams_per_peer`, 1, 1_000_000, CONFIG_DEFAULTS.a2aMaxStreamsPerPeer),
+  };
+}
+
 function readHttpEndpoint(o: Json, where: string, base: string): McpHttpEndpointConfig {
   const url = text(o['url'], `${where}.url`);
   let u: URL;
@@ -419,14 +463,32 @@ function readHttpEndpoint(o: Json, where: string, base: string): McpHttpEndpoint
 /**
  * Reads a resource's endpoint: `{kind?: "mcp-http", url, headers?, timeout_ms?}` (Streamable HTTP)
  * or `{kind?: "mcp-stdio", command, args?, env?, cwd?, timeout_ms?}` (a child process over stdio);
- * `kind` may be left out, `url` or `command` says which.
+ * `kind` may be left out, `url` or `command` says which. An A2A agent is
+ * `{kind: "a2a", url, headers?, timeout_ms?, card_refresh_s?, max_streams?, max_streams_per_peer?}`
+ * (`kind` required: a bare `url` is an MCP server).
  * @throws NodeFault `config-invalid` naming the field.
  */
 export function readEndpoint(v: unknown, where: string, base: string): EndpointConfig {
-  const raw = obj(v, where, ['kind', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'timeout_ms']);
+  const raw = obj(v, where, [
+    'kind',
+    'command',
+    'args',
+    'env',
+    'cwd',
+    'url',
+    'headers',
+    'timeout_ms',
+    'card_refresh_s',
+    'max_streams',
+    'max_streams_per_peer',
+  ]);
+  if (raw['kind'] === 'a2a') {
+    const keys = ['kind', 'url', 'headers', 'timeout_ms', 'card_refresh_s', 'max_streams', 'max_streams_per_peer'];
+    return readA2aEndpoint(obj(raw, where, keys), where, base);
+  }
   const kind = raw['kind'] ?? (raw['url'] !== undefined ? 'mcp-http' : raw['command'] !== undefined ? 'mcp-stdio' : undefined);
   if (kind === 'mcp-http') return readHttpEndpoint(obj(raw, where, ['kind', 'url', 'headers', 'timeout_ms']), where, base);
-  if (kind !== 'mcp-stdio') fail(`${where}.kind`, 'expected "mcp-stdio" (with command) or "mcp-http" (with url)');
+  if (kind !== 'mcp-stdio') fail(`${where}.kind`, 'expected "mcp-stdio" (with command), "mcp-http" (with url) or "a2a" (with url)');
   const o = obj(raw, where, ['kind', 'command', 'args', 'env', 'cwd', 'timeout_ms']);
   const args = o['args'] ?? [];
   if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) fail(`${where}.args`, 'expected an array of strings');

@@ -39,6 +39,11 @@ export const EndpointErrorCodes = {
   FAILED: 'endpoint-failed',
   /** An idempotent replay of an allow whose result was not kept (the node stopped in between). */
   RESULT_LOST: 'result-lost',
+  /**
+   * The caller went away during a stream (A2A `SendStreamingMessage`/`SubscribeToTask`): the node
+   * closed the upstream stream; the call is charged (the agent had the task).
+   */
+  CALLER_GONE: 'caller-gone',
 } as const;
 
 /** One endpoint error code. */
@@ -102,15 +107,45 @@ export interface InvokeOptions {
    * in flight, so one caller never sees another's logs), in arrival order, before invoke resolves.
    */
   readonly onNotification?: (n: McpNotificationMessage) => void;
+  /** Aborted when the caller's connection closes (an A2A stream is then closed upstream). */
+  readonly signal?: AbortSignal;
+  /**
+   * Who asks (A2A endpoints, node/a2a.ts): the caller's did:key (sent upstream as `jcp/caller`),
+   * the frame's leaf grant id and resource (a task started is bound to them), and the peer address
+   * (streams are bounded per peer).
+   */
+  readonly caller?: { readonly did: string; readonly grantId: string; readonly resource: string; readonly peer: string };
 }
 
 /** What the endpoint knows of a tool name: listed by the upstream, not listed, or no list yet. */
 export type ToolStatus = 'known' | 'unknown' | 'unlisted';
 
+/**
+ * What a request-path check before the decision says (an A2A endpoint's {@link Endpoint.precheck}):
+ * the arguments to invoke with, or a refusal with a stable node error code.
+ */
+export type Precheck = { readonly args: Record<string, unknown> } | { readonly code: string; readonly message: string };
+
 /** A tool endpoint behind a resource. */
 export interface Endpoint {
   /** For logs. */
   readonly name: string;
+  /** `a2a` for an A2A agent (node/a2a.ts); absent for an MCP server. */
+  readonly kind?: 'a2a';
+  /**
+   * A2A only: checks a request before the decision (frame kind, payload, skill, task binding,
+   * stream bounds; docs/a2a.md). `leafActions` are the leaf grant's actions.
+   */
+  precheck?(
+    frame: { readonly kind: string; readonly action: string; readonly grant_id: string; readonly resource: string },
+    caller: string,
+    payload: Uint8Array | undefined,
+    notify: boolean,
+    leafActions: readonly string[],
+    peer: string,
+  ): Precheck;
+  /** A2A only: the agent card's `skills` (last read), or undefined before any card. */
+  skills?(): readonly Record<string, unknown>[] | undefined;
   /**
    * Calls tool `tool` with `args`; resolves to the result bytes (UTF-8 JSON of the upstream's
    * `CallToolResult`; a tool's own failure is a result with `isError: true`).

@@ -73,11 +73,13 @@ import {
   wireRequestSigningBytesOf,
 } from '../core/index.ts';
 import { MeteredError } from '../meter/index.ts';
+import { a2aPriceKey, AGENT_REPLY_KEY, agentOutcome } from './a2a.ts';
 import { ChainCache } from './chaincache.ts';
 import { NodeErrorCodes, type WireErrorCode } from './codes.ts';
 import {
   type Endpoint,
   EndpointError,
+  type InvokeOptions,
   EndpointErrorCodes,
   type McpNotificationMessage,
   endpointUnavailableIn,
@@ -326,7 +328,12 @@ export class Enforcer {
     await Promise.all(bindings.map(([, b]) => b.endpoint.ensureTools()));
     return encodeWireMessage({
       kind: 'tool_list',
-      resources: bindings.map(([id, b]) => ({ name: b.name, resource: id, tools: JSON.stringify(b.endpoint.tools() ?? []) })),
+      resources: bindings.map(([id, b]) => ({
+        name: b.name,
+        resource: id,
+        tools: JSON.stringify(b.endpoint.tools() ?? []),
+        ...(b.endpoint.kind === 'a2a' ? { kind: 'a2a' as const, skills: JSON.stringify(b.endpoint.skills?.() ?? []) } : {}),
+      })),
     });
   }
 
@@ -373,7 +380,21 @@ export class Enforcer {
     }
     const binding = this.#d.endpoints.get(req.frame.resource);
     let args: Record<string, unknown> | undefined;
-    if (binding !== undefined) {
+    if (binding?.endpoint.precheck !== undefined) {
+      // An A2A agent (node/a2a.ts, docs/a2a.md): frame kind, payload, skill, task binding, stream bounds.
+      const ep = binding.endpoint;
+      if (ep.toolStatus(req.frame.action) === 'unlisted') await ep.ensureTools();
+      const leaf = req.chain[req.chain.length - 1]?.grant.capability.actions ?? [];
+      const r = ep.precheck!(req.frame, req.caller, req.payload, req.notify === 1, leaf, peer);
+      if ('code' in r) return this.#error(r.code, r.message);
+      args = r.args;
+    } else if (binding !== undefined) {
+      if (req.frame.kind === 'agent-task') {
+        return this.#error(
+          NodeErrorCodes.FRAME_KIND_MISMATCH,
+          `${binding.name} is an MCP server: it takes tool-call frames, not agent-task`,
+        );
+      }
       const parsed = parseArgs(req.payload);
       if (typeof parsed === 'string') return this.#error(NodeErrorCodes.PAYLOAD_INVALID, parsed);
       args = parsed;
@@ -387,11 +408,12 @@ export class Enforcer {
       }
     }
     const emit = req.notify === 1 && notice !== undefined ? noticeEmitter(rid, notice) : undefined;
+    const io: CallIo = { emit, signal: notice?.closed, peer };
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
     const p = new Promise<void>((r) => {
       start = r;
-    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, emit, peer));
+    }).then(() => this.#decideNew(body, req, rid, t0, binding, args, io));
     this.#inflight.set(rid, p);
     start();
     return await p;
@@ -404,9 +426,9 @@ export class Enforcer {
     t0: number,
     binding: EndpointBinding | undefined,
     args: Record<string, unknown> | undefined,
-    emit: ((n: McpNotificationMessage) => void) | undefined,
-    peer: string,
+    io: CallIo,
   ): Promise<Uint8Array> {
+    const peer = io.peer;
     let release = true;
     try {
       // A chain whose root no trust root of the resource issued is denied whatever else it
@@ -426,7 +448,8 @@ export class Enforcer {
       if (this.#fatal) return this.#error(NodeErrorCodes.LOG_FAILED, 'the receipt log failed; this node is stopping');
       // --- serialized section: decide, debit, seal (no await until the append is queued) ---
       this.#d.revocations.noteChain(req.chain);
-      const cost = capProvenance(priceCall(req.cost, this.#d.meter.estimateUj(req.frame.action)), this.#d.provenanceCeiling ?? 'Estimator');
+      const priced = binding?.endpoint.kind === 'a2a' ? a2aPriceKey(req.frame.action, args) : req.frame.action;
+      const cost = capProvenance(priceCall(req.cost, this.#d.meter.estimateUj(priced)), this.#d.provenanceCeiling ?? 'Estimator');
       const dreq: DecisionRequest = { frame: req.frame, chain: req.chain, caller: req.caller, cost, nowS: req.now };
       let d: Decision = sigOk
         ? decide(dreq, this.#state)
@@ -469,7 +492,7 @@ export class Enforcer {
       m.debitedJoules.inc(Number(cost.uj) / 1e6);
       this.#d.budgetPolicy?.committed?.(dreq, d, receipt);
       if (binding === undefined) return encodeWireResponse({ decision: { verdict: 'allow' }, receipt });
-      const answered = await this.#callAndRecord(binding, req, args, emit, rid, seq, receipt, d.chainIds, cost.uj);
+      const answered = await this.#callAndRecord(binding, req, args, io, rid, seq, receipt, d.chainIds, cost.uj);
       release = !answered.deferred;
       return answered.response;
     } finally {
@@ -489,14 +512,15 @@ export class Enforcer {
     binding: EndpointBinding,
     req: WireRequest,
     args: Record<string, unknown> | undefined,
-    emit: ((n: McpNotificationMessage) => void) | undefined,
+    io: CallIo,
     rid: ContentId,
     seq: number,
     receipt: Uint8Array,
     chainIds: ContentId[],
     costUj: Cost['uj'],
   ): Promise<{ response: Uint8Array; deferred: boolean }> {
-    const inv = await this.#invoke(binding, req.frame.action, args ?? {}, emit);
+    const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer };
+    const inv = await this.#invoke(binding, req.frame.action, args ?? {}, { ...io, caller });
     const m = this.#d.metrics;
     const steward = this.#d.steward;
     const base = {
@@ -543,7 +567,10 @@ export class Enforcer {
       return { response: encodeWireResponse({ decision: { verdict: 'allow' }, receipt, result }), deferred: false };
     }
     const result = inv.result;
-    const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result), ...metered }, steward);
+    const a2a = binding.endpoint.kind === 'a2a';
+    // An agent's answer is an agent-reply, tagged data (§6): the record says so.
+    const tag = a2a ? { reply_kind: 'agent-reply' as const, reply_trust: 'data' as const } : {};
+    const record = sealOutcome({ ...base, kind: 'measurement', outcome: outcomeOf(result, a2a), ...metered, ...tag }, steward);
     // Deferred: no reply waits on it, so it rides with the next receipt's batch instead of
     // putting a second fsync in front of the next decision (the receipt is durable already).
     this.#d.log.putOutcome('measurement', seq, record, { requestId: rid, bytes: result }, { deferred: true }).then(
@@ -562,13 +589,17 @@ export class Enforcer {
     binding: EndpointBinding,
     tool: string,
     args: Record<string, unknown>,
-    emit: ((n: McpNotificationMessage) => void) | undefined,
+    io: CallIo & { readonly caller: NonNullable<InvokeOptions['caller']> },
   ): Promise<{ result: Uint8Array; metered?: Cost; unavailable?: { message: string; phase: 'start' | 'call' } }> {
     let result: Uint8Array;
     let metered: Cost | undefined;
     let unavailable: { message: string; phase: 'start' | 'call' } | undefined;
     try {
-      const opts = emit !== undefined ? { onNotification: emit } : {};
+      const opts: InvokeOptions = {
+        ...(io.emit !== undefined ? { onNotification: io.emit } : {}),
+        ...(io.signal !== undefined ? { signal: io.signal } : {}),
+        caller: io.caller,
+      };
       const r = await this.#d.meter.measure(tool, () => binding.endpoint.invoke(tool, args, opts));
       result = r.result;
       metered = r.cost;
@@ -593,7 +624,7 @@ export class Enforcer {
     }
     this.#d.metrics.endpointCalls.inc({
       resource: binding.name,
-      outcome: unavailable !== undefined ? EndpointErrorCodes.UNAVAILABLE : outcomeOf(result),
+      outcome: unavailable !== undefined ? EndpointErrorCodes.UNAVAILABLE : outcomeOf(result, binding.endpoint.kind === 'a2a'),
     });
     return { result, ...(metered !== undefined ? { metered } : {}), ...(unavailable !== undefined ? { unavailable } : {}) };
   }
@@ -786,6 +817,13 @@ const UNCHARGED: ReadonlySet<string> = new Set([
   NodeErrorCodes.RATE_LIMITED,
 ]);
 
+/** What a call needs of its connection: the notice emitter, the caller-gone signal, the peer address. */
+interface CallIo {
+  readonly emit: ((n: McpNotificationMessage) => void) | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly peer: string;
+}
+
 /** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
 function noticeEmitter(rid: ContentId, notice: NoticeSink): (n: McpNotificationMessage) => void {
   return (n) => notice(encodeWireMessage({ kind: 'notice', request_id: rid, notification: JSON.stringify(n) }));
@@ -813,12 +851,14 @@ export function parseArgs(payload: Uint8Array | undefined): Record<string, unkno
   return v as Record<string, unknown>;
 }
 
-function outcomeOf(result: Uint8Array): string {
+/** What a call's outcome record says of its result: `ok`, `tool-error`, an endpoint error code, or an agent task's end (node/a2a.ts). */
+function outcomeOf(result: Uint8Array, a2a = false): string {
   // Cheap peek: our own error results carry jcp_error; anything else is the tool's own answer.
-  if (result.length > 4096) return 'ok';
+  if (result.length > (a2a ? 1 << 20 : 4096)) return 'ok';
   try {
-    const v = JSON.parse(dec.decode(result)) as { jcp_error?: { code?: string }; isError?: boolean };
+    const v = JSON.parse(dec.decode(result)) as { jcp_error?: { code?: string }; isError?: boolean; [AGENT_REPLY_KEY]?: unknown };
     if (v.jcp_error?.code) return v.jcp_error.code;
+    if (a2a && AGENT_REPLY_KEY in v) return agentOutcome(v[AGENT_REPLY_KEY]);
     return v.isError ? 'tool-error' : 'ok';
   } catch {
     return 'ok';

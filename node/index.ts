@@ -21,6 +21,20 @@ export {
 export { CHAIN_CACHE_SIZE, ChainCache } from './chaincache.ts';
 export { NodeErrorCodes, type NodeErrorCode, NodeFault, NodeFaultCodes, type NodeFaultCode, type WireErrorCode } from './codes.ts';
 export {
+  A2A_EVENT_METHOD,
+  A2A_METHODS,
+  A2aEndpoint,
+  type A2aMethod,
+  AGENT_REPLY_KEY,
+  CALLER_META,
+  MAX_TASKS,
+  MAX_TASKS_PER_CALLER,
+  SKILL_META,
+  TaskTable,
+  type TaskOwner,
+} from './a2a.ts';
+export {
+  type A2aEndpointConfig,
   CONFIG_DEFAULTS,
   type ConfigOverrides,
   configFromJson,

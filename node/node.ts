@@ -25,6 +25,7 @@ import { makeDirs } from '../io/index.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';
+import { A2aEndpoint } from './a2a.ts';
 import { McpHttpEndpoint, McpStdioEndpoint } from './endpoint.ts';
 import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
@@ -415,7 +416,11 @@ function startEndpoints(cfg: NodeConfig, logger: Logger): Map<ContentId, Endpoin
   for (const r of cfg.resources) {
     if (r.endpoint === undefined) continue;
     const endpoint =
-      r.endpoint.kind === 'mcp-http' ? new McpHttpEndpoint(r.name, r.endpoint, logger) : new McpStdioEndpoint(r.name, r.endpoint, logger);
+      r.endpoint.kind === 'a2a'
+        ? new A2aEndpoint(r.name, r.endpoint, logger)
+        : r.endpoint.kind === 'mcp-http'
+          ? new McpHttpEndpoint(r.name, r.endpoint, logger)
+          : new McpStdioEndpoint(r.name, r.endpoint, logger);
     endpoints.set(r.id, { name: r.name, endpoint });
   }
   // Started in the background: a slow server does not hold up recovery; a call waits for it.

@@ -20,7 +20,10 @@
  * `jcp_receipt`), so no receipt verifier can take it for a receipt:
  *
  * `{jcp_outcome: "jcp-node/1", kind, receipt_seq, receipt_id, outcome, phase?, metered_uj?,
- *   metered_provenance?, metered_measured?, refund_uj?, steward, at}`
+ *   metered_provenance?, metered_measured?, refund_uj?, reply_kind?, reply_trust?, steward, at}`
+ *
+ * An A2A agent's answer (node/a2a.ts) is tagged in its measurement: `reply_kind: "agent-reply"`,
+ * `reply_trust: "data"` (§6), and its `outcome` is the task's end (`ok`, `task-failed`, …).
  *
  * In the log (`receiptlog.ts`): `m` ‖ receipt seq (8 bytes, big-endian) → a measurement record,
  * `u` ‖ receipt seq → a reversal record. A receipt has at most one outcome record.
@@ -95,6 +98,12 @@ export interface OutcomeCore {
   readonly metered_measured?: Uj;
   /** Reversals only: the µJ handed back, equal to the receipt's `cost_uj`. */
   readonly refund_uj?: Uj;
+  /**
+   * Measurements of an A2A agent's answer only (docs/a2a.md): the frame kind of the reply,
+   * `agent-reply`, and its trust tag, `data` (§6: agent outputs are data); present together.
+   */
+  readonly reply_kind?: 'agent-reply';
+  readonly reply_trust?: 'data';
   /** The signer's did:key, which must equal the COSE kid. */
   readonly steward: Did;
   /** When the outcome was known, unix seconds. */
@@ -126,7 +135,7 @@ export interface OutcomeRefusal {
 }
 
 const REQUIRED = ['jcp_outcome', 'kind', 'receipt_seq', 'receipt_id', 'outcome', 'steward', 'at'] as const;
-const OPTIONAL = ['phase', 'metered_uj', 'metered_provenance', 'metered_measured', 'refund_uj'] as const;
+const OPTIONAL = ['phase', 'metered_uj', 'metered_provenance', 'metered_measured', 'refund_uj', 'reply_kind', 'reply_trust'] as const;
 
 /** The plain CBOR map of an outcome core (absent optional fields left out). */
 export function outcomeToCbor(c: OutcomeCore): Obj {
@@ -144,6 +153,8 @@ export function outcomeToCbor(c: OutcomeCore): Obj {
   if (c.metered_provenance !== undefined) o['metered_provenance'] = c.metered_provenance;
   if (c.metered_measured !== undefined) o['metered_measured'] = uintOut(c.metered_measured);
   if (c.refund_uj !== undefined) o['refund_uj'] = uintOut(c.refund_uj);
+  if (c.reply_kind !== undefined) o['reply_kind'] = c.reply_kind;
+  if (c.reply_trust !== undefined) o['reply_trust'] = c.reply_trust;
   return o;
 }
 
@@ -179,7 +190,11 @@ export function readOutcomeCore(v: unknown, field = 'outcome'): OutcomeCore {
     ...(o['refund_uj'] !== undefined ? { refund_uj: asUint(o['refund_uj'], `${field}.refund_uj`) } : {}),
     steward: asDid(o['steward'], `${field}.steward`),
     at: asSafeUint(o['at'], `${field}.at`),
+    ...(o['reply_kind'] !== undefined ? { reply_kind: asEnum(o['reply_kind'], `${field}.reply_kind`, ['agent-reply'] as const) } : {}),
+    ...(o['reply_trust'] !== undefined ? { reply_trust: asEnum(o['reply_trust'], `${field}.reply_trust`, ['data'] as const) } : {}),
   };
+  check((core.reply_kind !== undefined) === (core.reply_trust !== undefined), `${field}.reply_trust`, 'present exactly with reply_kind');
+  check(core.reply_kind === undefined || kind === 'measurement', `${field}.reply_kind`, 'only on a measurement');
   if (core.metered_uj !== undefined) {
     const problem = provenanceProblem({
       uj: core.metered_uj,

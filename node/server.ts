@@ -37,7 +37,10 @@ import type { NodeMetrics } from './metrics.ts';
  * Sends one message body on the connection at once, ahead of the replies still owed (a `notice`
  * of a request in flight, docs/wire.md); dropped when the connection is gone.
  */
-export type NoticeSink = (body: Uint8Array) => void;
+export type NoticeSink = ((body: Uint8Array) => void) & {
+  /** Aborted when the connection closes: a call that holds an upstream stream for it lets go (node/a2a.ts). */
+  readonly closed?: AbortSignal;
+};
 
 /**
  * Handles one message body; resolves to the response body; never rejects. `notice` sends the
@@ -110,6 +113,7 @@ class Connection {
     // the connection ends once they are written.
     sock.on('end', () => this.drain());
     sock.on('close', () => {
+      this.#gone.abort();
       if (this.#readTimer) clearTimeout(this.#readTimer);
       this.#server.forget(this);
     });
@@ -215,11 +219,17 @@ class Connection {
     this.#flush();
   }
 
+  /** Aborted when the socket closes (the {@link NoticeSink}'s `closed`). */
+  readonly #gone = new AbortController();
+
   /** Writes a notice now: its request's reply is still queued, so the notice goes out before it. */
-  readonly #notice: NoticeSink = (body) => {
-    if (this.#sock.destroyed || this.#sock.writableEnded) return;
-    this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
-  };
+  readonly #notice: NoticeSink = Object.assign(
+    (body: Uint8Array) => {
+      if (this.#sock.destroyed || this.#sock.writableEnded) return;
+      this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
+    },
+    { closed: this.#gone.signal },
+  );
 
   #enqueue(p: Promise<Uint8Array>): void {
     const slot: Slot = { body: undefined };

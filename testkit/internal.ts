@@ -7,3 +7,4 @@ export { type ParticipantProc, startDealtGroup, startParticipantProc } from './f
 export { NatsCluster } from './nats.ts';
 export { JCP_BIN } from './procs.ts';
 export { TcpProxy } from './proxy.ts';
+export { type A2aAgentOptions, TEST_AGENT_SKILLS } from './a2a-agent.ts';

@@ -1,0 +1,549 @@
+/**
+ * A2A v1.0 agents behind a node (docs/a2a.md; spec §6: one frame for the tool layer and the agent
+ * layer). A resource whose endpoint is `{"kind": "a2a", "url"}` fronts an agent the node reaches with
+ * `@a2a-js/sdk`'s client (JSON-RPC or HTTP+JSON, as its agent card offers). A request for it is an
+ * `agent-task` frame whose action is a skill id of the card and whose payload is the UTF-8 JSON
+ * `{"method", "params"}` (an A2A v1.0 method and its request object, JSON form).
+ *
+ * Before the decision ({@link A2aEndpoint.precheck}; refusals are error replies, no receipt, no
+ * debit): the frame kind (`frame-kind-mismatch`), the payload (`payload-invalid`), the skill
+ * against the card (`unknown-skill`), the message's `metadata.skill` against the action
+ * (`skill-required`, `skill-mismatch`; a grant that allows exactly one skill of the agent lets the
+ * message leave it out), the task a follow-up names against the caller and leaf grant it started
+ * under (`task-not-found`, the same answer as for an unknown task), and the stream bounds
+ * (`stream-limit`). The decision, its receipt and the debit then happen in the enforcer, as for a
+ * tool call, before anything reaches the agent.
+ *
+ * On allow ({@link A2aEndpoint.invoke}): the message goes out with `metadata.skill` and
+ * `metadata["jcp/caller"]` (the caller's did:key) set; the agent's answer comes back as
+ * `{"agent-reply": <JSON>}` (§6: data). Streams forward each event as an `a2a/event` notification,
+ * in order, and are closed upstream when the caller's connection closes. Any failure before the
+ * agent answered (unreachable, HTTP error, JSON-RPC error, an empty card) is `endpoint-unavailable`
+ * phase `start`: the enforcer reverses the debit. A timeout, or a stream that broke after its first
+ * event, is charged.
+ */
+import type { Logger } from 'pino';
+import type { A2aEndpointConfig } from './config.ts';
+import { NodeErrorCodes } from './codes.ts';
+import {
+  type Endpoint,
+  EndpointError,
+  EndpointErrorCodes,
+  EndpointUnavailable,
+  headerValue,
+  type InvokeOptions,
+  type Precheck,
+  type ToolStatus,
+  TOOLS_BACKOFF_MAX_MS,
+  TOOLS_BACKOFF_MS,
+} from './endpoint.ts';
+
+/** The A2A v1.0 methods an `agent-task` payload may name (docs/a2a.md). */
+export const A2A_METHODS = ['SendMessage', 'SendStreamingMessage', 'GetTask', 'CancelTask', 'SubscribeToTask', 'ListTasks'] as const;
+/** One of {@link A2A_METHODS}. */
+export type A2aMethod = (typeof A2A_METHODS)[number];
+/** The methods that stream (need `notify: 1`; each event is a notice). */
+const STREAMING: ReadonlySet<string> = new Set(['SendStreamingMessage', 'SubscribeToTask']);
+/** The methods that name one task by `params.id`. */
+const TASK_BOUND: ReadonlySet<string> = new Set(['GetTask', 'CancelTask', 'SubscribeToTask']);
+
+/** The JSON-RPC method of the notice that carries one stream event (docs/a2a.md). */
+export const A2A_EVENT_METHOD = 'a2a/event';
+/** The key of the result object: `{"agent-reply": …}`. */
+export const AGENT_REPLY_KEY = 'agent-reply';
+/** The message metadata key naming the skill. */
+export const SKILL_META = 'skill';
+/** The message metadata key the node sets to the caller's did:key. */
+export const CALLER_META = 'jcp/caller';
+
+/** Most tasks one A2A endpoint remembers the owner of (oldest forgotten first). */
+export const MAX_TASKS = 65_536;
+/** Most tasks remembered per caller (its oldest forgotten first). */
+export const MAX_TASKS_PER_CALLER = 4096;
+
+/** Who a task belongs to: the caller and leaf grant it started under, and its skill. */
+export interface TaskOwner {
+  readonly caller: string;
+  readonly grantId: string;
+  readonly skill: string;
+}
+
+/**
+ * The bounded table task id → owner of one A2A endpoint: at most `max` tasks, `perCaller` per
+ * caller; past either the oldest (of all, or of that caller) is forgotten, and a follow-up on a
+ * forgotten task is answered `task-not-found`. Kept in memory: a restarted node forgets every task
+ * (docs/a2a.md "Follow-ups").
+ */
+export class TaskTable {
+  readonly #max: number;
+  readonly #perCaller: number;
+  readonly #owners = new Map<string, TaskOwner>();
+  readonly #byCaller = new Map<string, Set<string>>();
+
+  constructor(max = MAX_TASKS, perCaller = MAX_TASKS_PER_CALLER) {
+    this.#max = max;
+    this.#perCaller = perCaller;
+  }
+
+  get size(): number {
+    return this.#owners.size;
+  }
+
+  get(taskId: string): TaskOwner | undefined {
+    return this.#owners.get(taskId);
+  }
+
+  /** Binds `taskId` to `owner` unless it is bound already (the first binding stands). */
+  bind(taskId: string, owner: TaskOwner): void {
+    if (taskId === '' || this.#owners.has(taskId)) return;
+    let mine = this.#byCaller.get(owner.caller);
+    if (mine === undefined) {
+      mine = new Set();
+      this.#byCaller.set(owner.caller, mine);
+    }
+    if (mine.size >= this.#perCaller) this.#forget(mine.values().next().value as string);
+    if (this.#owners.size >= this.#max) this.#forget(this.#owners.keys().next().value as string);
+    this.#owners.set(taskId, owner);
+    mine.add(taskId);
+  }
+
+  #forget(taskId: string): void {
+    const o = this.#owners.get(taskId);
+    if (o === undefined) return;
+    this.#owners.delete(taskId);
+    const mine = this.#byCaller.get(o.caller);
+    mine?.delete(taskId);
+    if (mine?.size === 0) this.#byCaller.delete(o.caller);
+  }
+}
+
+type Sdk = typeof import('@a2a-js/sdk');
+type SdkClient = typeof import('@a2a-js/sdk/client');
+type A2aClient = import('@a2a-js/sdk/client').Client;
+type Json = Record<string, unknown>;
+
+let sdkModules: Promise<[Sdk, SdkClient]> | undefined;
+/** The SDK, loaded on first use (a node without A2A agents never loads it). */
+function loadSdk(): Promise<[Sdk, SdkClient]> {
+  sdkModules ??= Promise.all([import('@a2a-js/sdk'), import('@a2a-js/sdk/client')]);
+  return sdkModules;
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+function isObj(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The `{method, params}` of an agent-task payload, or why not (payload-invalid). */
+export function parseAgentTask(payload: Uint8Array | undefined): { method: A2aMethod; params: Json } | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(dec.decode(payload ?? new Uint8Array()));
+  } catch {
+    return 'request.payload: an agent-task takes the UTF-8 JSON {"method", "params"} (docs/a2a.md)';
+  }
+  if (!isObj(v) || !(A2A_METHODS as readonly unknown[]).includes(v['method'])) {
+    return `request.payload.method: expected one of ${A2A_METHODS.join(', ')}`;
+  }
+  const params = v['params'] ?? {};
+  if (!isObj(params)) return 'request.payload.params: expected the A2A request object (JSON)';
+  return { method: v['method'] as A2aMethod, params };
+}
+
+/**
+ * The key the node prices an agent-task at (its estimate, `meter.estimates_uj`, else
+ * `default_estimate_uj`; docs/a2a.md "What a task costs"): the skill for a send, like a tool call;
+ * `a2a:<Method>` for a follow-up (`a2a:GetTask`, `a2a:CancelTask`, `a2a:SubscribeToTask`,
+ * `a2a:ListTasks`), a read of the agent's state priced by its own estimate.
+ */
+export function a2aPriceKey(skill: string, args: Record<string, unknown> | undefined): string {
+  const m = args?.['method'];
+  return m === 'SendMessage' || m === 'SendStreamingMessage' || typeof m !== 'string' ? skill : `a2a:${m}`;
+}
+
+/** The outcome code of an agent reply: `ok`, or the task's end (`task-failed`, `task-canceled`, …). */
+export function agentOutcome(reply: unknown): string {
+  if (!isObj(reply)) return 'ok';
+  const r = reply;
+  const status = (isObj(r['task']) ? r['task']['status'] : isObj(r['statusUpdate']) ? r['statusUpdate']['status'] : r['status']) as unknown;
+  const state = isObj(status) ? status['state'] : undefined;
+  switch (state) {
+    case 'TASK_STATE_FAILED':
+      return 'task-failed';
+    case 'TASK_STATE_CANCELED':
+      return 'task-canceled';
+    case 'TASK_STATE_REJECTED':
+      return 'task-rejected';
+    case 'TASK_STATE_INPUT_REQUIRED':
+      return 'input-required';
+    case 'TASK_STATE_AUTH_REQUIRED':
+      return 'auth-required';
+    case 'TASK_STATE_SUBMITTED':
+    case 'TASK_STATE_WORKING':
+      return 'task-working';
+    default:
+      return 'ok';
+  }
+}
+
+/** The task id an answer or stream event names ('' when none). */
+function taskIdOf(v: Json): string {
+  for (const k of ['task', 'statusUpdate', 'artifactUpdate', 'message']) {
+    const x = v[k];
+    if (isObj(x)) return String(x[k === 'task' ? 'id' : 'taskId'] ?? '');
+  }
+  return '';
+}
+
+class StreamTimeout extends Error {}
+class CallerGone extends Error {}
+
+/** An A2A v1.0 agent behind a resource (see the module docs). */
+export class A2aEndpoint implements Endpoint {
+  readonly name: string;
+  readonly kind = 'a2a' as const;
+  readonly #cfg: A2aEndpointConfig;
+  readonly #log: Logger;
+  readonly #origin: string;
+  readonly tasks = new TaskTable();
+  #skills: readonly Json[] | undefined;
+  #skillIds: ReadonlySet<string> = new Set();
+  #cardAt = 0;
+  #client: A2aClient | undefined;
+  #reading: Promise<A2aClient> | undefined;
+  #lastFailure: string | undefined;
+  #retryAt = 0;
+  #backoffMs = TOOLS_BACKOFF_MS;
+  #streams = 0;
+  readonly #streamsPerPeer = new Map<string, number>();
+  readonly #live = new Set<AbortController>();
+
+  constructor(name: string, cfg: A2aEndpointConfig, log: Logger) {
+    this.name = name;
+    this.#cfg = cfg;
+    this.#log = log.child({ endpoint: name });
+    this.#origin = new URL(cfg.url).origin;
+  }
+
+  /** `fetch` with the configured headers, sent only to the configured URL's origin (a card cannot redirect secrets). */
+  readonly #fetch: typeof fetch = (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (url.origin !== this.#origin || Object.keys(this.#cfg.headers).length === 0) return fetch(input, init);
+    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    for (const [k, src] of Object.entries(this.#cfg.headers)) headers.set(k, headerValue(k, src));
+    return fetch(input, { ...init, headers });
+  };
+
+  tools(): readonly Record<string, unknown>[] | undefined {
+    return this.#skills === undefined ? undefined : [];
+  }
+
+  skills(): readonly Record<string, unknown>[] | undefined {
+    return this.#skills;
+  }
+
+  toolStatus(skill: string): ToolStatus {
+    if (this.#skills === undefined) return 'unlisted';
+    if (Date.now() - this.#cardAt > this.#cfg.cardRefreshS * 1000) void this.ensureTools();
+    return this.#skillIds.has(skill) ? 'known' : 'unknown';
+  }
+
+  lastFailure(): string | undefined {
+    return this.#skills === undefined ? this.#lastFailure : undefined;
+  }
+
+  /** Reads the card when none is known or it is older than `card_refresh_s` (with a back-off after failures); never rejects. */
+  async ensureTools(): Promise<void> {
+    const stale = Date.now() - this.#cardAt > this.#cfg.cardRefreshS * 1000;
+    if (this.#skills !== undefined && !stale) return;
+    if (Date.now() < this.#retryAt) return;
+    try {
+      await this.#readCard();
+    } catch {
+      // recorded in #readCard; the last card (if any) stays in use
+    }
+  }
+
+  async start(): Promise<void> {
+    await this.ensureTools();
+  }
+
+  async close(): Promise<void> {
+    for (const ac of this.#live) ac.abort(new CallerGone('the node is closing'));
+  }
+
+  /** Reads the agent card and makes a client from it (one read at a time). @throws EndpointUnavailable phase `start`. */
+  #readCard(): Promise<A2aClient> {
+    this.#reading ??= (async () => {
+      try {
+        const [sdk, c] = await loadSdk();
+        const resolver = new c.DefaultAgentCardResolver({ fetchImpl: this.#fetch });
+        const card = await resolver.resolve(this.#cfg.url);
+        const options = c.ClientFactoryOptions.createFrom(c.ClientFactoryOptions.default, {
+          transports: [new c.JsonRpcTransportFactory({ fetchImpl: this.#fetch }), new c.RestTransportFactory({ fetchImpl: this.#fetch })],
+          cardResolver: resolver,
+        });
+        const client = await new c.ClientFactory(options).createFromAgentCard(card);
+        this.#skills = card.skills.map((s) => sdk.AgentSkill.toJSON(s) as Json);
+        this.#skillIds = new Set(card.skills.map((s) => s.id));
+        this.#cardAt = Date.now();
+        this.#client = client;
+        this.#lastFailure = undefined;
+        this.#backoffMs = TOOLS_BACKOFF_MS;
+        return client;
+      } catch (e) {
+        this.#lastFailure = (e as Error)?.message ?? String(e);
+        this.#retryAt = Date.now() + this.#backoffMs;
+        this.#backoffMs = Math.min(this.#backoffMs * 2, TOOLS_BACKOFF_MAX_MS);
+        this.#log.warn({ err: this.#lastFailure }, 'agent card not read');
+        throw new EndpointUnavailable(`cannot read the agent card of ${this.name} at ${this.#cfg.url}: ${this.#lastFailure}`, 'start', {
+          cause: e,
+        });
+      } finally {
+        this.#reading = undefined;
+      }
+    })();
+    return this.#reading;
+  }
+
+  precheck(
+    frame: { readonly kind: string; readonly action: string; readonly grant_id: string },
+    caller: string,
+    payload: Uint8Array | undefined,
+    notify: boolean,
+    leafActions: readonly string[],
+    peer: string,
+  ): Precheck {
+    const refuse = (code: string, message: string): Precheck => ({ code, message });
+    if (frame.kind !== 'agent-task') {
+      return refuse(NodeErrorCodes.FRAME_KIND_MISMATCH, `${this.name} is an A2A agent: it takes agent-task frames, not ${frame.kind}`);
+    }
+    const p = parseAgentTask(payload);
+    if (typeof p === 'string') return refuse(NodeErrorCodes.PAYLOAD_INVALID, p);
+    const action = frame.action;
+    if (this.toolStatus(action) === 'unknown') {
+      return refuse(NodeErrorCodes.UNKNOWN_SKILL, `${this.name}'s agent card lists no skill ${JSON.stringify(action.slice(0, 128))}`);
+    }
+    const owned = (id: string): Precheck | undefined => {
+      const o = this.tasks.get(id);
+      if (o === undefined || o.caller !== caller || o.grantId !== frame.grant_id) {
+        return refuse(
+          NodeErrorCodes.TASK_NOT_FOUND,
+          `no task ${JSON.stringify(id.slice(0, 128))} of this caller and grant at ${this.name}`,
+        );
+      }
+      if (o.skill !== action) return refuse(NodeErrorCodes.SKILL_MISMATCH, `task ${id} runs skill ${o.skill}, not ${action}`);
+      return undefined;
+    };
+    let params = p.params;
+    if (p.method === 'SendMessage' || p.method === 'SendStreamingMessage') {
+      const r = this.#checkMessage(params, action, leafActions);
+      if (!('tasks' in r)) return r;
+      for (const id of r.tasks) {
+        const bad = owned(id);
+        if (bad !== undefined) return bad;
+      }
+      params = r.params;
+    } else if (TASK_BOUND.has(p.method)) {
+      if (typeof params['id'] !== 'string' || params['id'] === '')
+        return refuse(NodeErrorCodes.PAYLOAD_INVALID, 'request.payload.params.id: the task id');
+      const bad = owned(params['id']);
+      if (bad !== undefined) return bad;
+    }
+    if (STREAMING.has(p.method)) {
+      if (!notify) return refuse(NodeErrorCodes.PAYLOAD_INVALID, `${p.method} streams: the request needs notify: 1`);
+      const full = this.#streamsFull(peer);
+      if (full !== undefined) return refuse(NodeErrorCodes.STREAM_LIMIT, full);
+    }
+    return { args: { method: p.method, params } };
+  }
+
+  /**
+   * The message of a send: its skill (named, or the one skill the grant allows) must be `action`;
+   * returns the params with `metadata.skill` set, and the task ids it continues or references.
+   */
+  #checkMessage(params: Json, action: string, leafActions: readonly string[]): { params: Json; tasks: string[] } | Precheck {
+    const msg = params['message'];
+    if (!isObj(msg)) return { code: NodeErrorCodes.PAYLOAD_INVALID, message: 'request.payload.params.message: the A2A message (JSON)' };
+    const meta = msg['metadata'] ?? {};
+    if (!isObj(meta))
+      return { code: NodeErrorCodes.PAYLOAD_INVALID, message: 'request.payload.params.message.metadata: expected an object' };
+    let skill = meta[SKILL_META];
+    if (skill !== undefined && typeof skill !== 'string') {
+      return { code: NodeErrorCodes.PAYLOAD_INVALID, message: 'message.metadata.skill: expected a skill id (text)' };
+    }
+    if (skill === undefined) {
+      const granted = this.#skills === undefined ? [...leafActions] : leafActions.filter((a) => this.#skillIds.has(a));
+      if (granted.length !== 1) {
+        return {
+          code: NodeErrorCodes.SKILL_REQUIRED,
+          message: `the message names no skill (message.metadata.skill) and the grant allows ${granted.length} skills of ${this.name}`,
+        };
+      }
+      skill = granted[0]!;
+    }
+    if (skill !== action) {
+      return {
+        code: NodeErrorCodes.SKILL_MISMATCH,
+        message: `message.metadata.skill ${JSON.stringify(skill)} is not the frame's action ${action}`,
+      };
+    }
+    const refs = msg['referenceTaskIds'];
+    const tasks = [
+      ...(typeof msg['taskId'] === 'string' && msg['taskId'] !== '' ? [msg['taskId']] : []),
+      ...(Array.isArray(refs) ? refs.filter((x): x is string => typeof x === 'string' && x !== '') : []),
+    ];
+    return { params: { ...params, message: { ...msg, metadata: { ...meta, [SKILL_META]: skill } } }, tasks };
+  }
+
+  #streamsFull(peer: string): string | undefined {
+    if (this.#streams >= this.#cfg.maxStreams)
+      return `${this.name} has ${this.#streams} streams open (max_streams ${this.#cfg.maxStreams}); retry later`;
+    const mine = this.#streamsPerPeer.get(peer) ?? 0;
+    if (mine >= this.#cfg.maxStreamsPerPeer) {
+      return `${peer} has ${mine} streams open to ${this.name} (max_streams_per_peer ${this.#cfg.maxStreamsPerPeer}); retry later`;
+    }
+    return undefined;
+  }
+
+  async invoke(action: string, args: Record<string, unknown>, opts: InvokeOptions = {}): Promise<Uint8Array> {
+    const method = args['method'] as A2aMethod;
+    const params = (args['params'] ?? {}) as Json;
+    const [sdk] = await loadSdk();
+    const client = this.#client ?? (await this.#readCard());
+    const owner = opts.caller === undefined ? undefined : { caller: opts.caller.did, grantId: opts.caller.grantId, skill: action };
+    const withCaller = (): Json => {
+      const msg = (params['message'] ?? {}) as Json;
+      const meta = (msg['metadata'] ?? {}) as Json;
+      return { ...params, message: { ...msg, metadata: { ...meta, ...(owner ? { [CALLER_META]: owner.caller } : {}) } } };
+    };
+    const reply = (v: unknown) => enc.encode(JSON.stringify({ [AGENT_REPLY_KEY]: v }));
+    switch (method) {
+      case 'SendMessage': {
+        const r = await this.#once((signal) => client.sendMessage(sdk.SendMessageRequest.fromJSON(withCaller()), { signal }));
+        const json = ('messageId' in r ? { message: sdk.Message.toJSON(r) } : { task: sdk.Task.toJSON(r) }) as Json;
+        if (owner) this.tasks.bind(taskIdOf(json), owner);
+        return reply(json);
+      }
+      case 'SendStreamingMessage':
+        return reply(
+          await this.#stream(opts, owner, (signal) => client.sendMessageStream(sdk.SendMessageRequest.fromJSON(withCaller()), { signal })),
+        );
+      case 'SubscribeToTask':
+        return reply(
+          await this.#stream(opts, undefined, (signal) => client.resubscribeTask(sdk.SubscribeToTaskRequest.fromJSON(params), { signal })),
+        );
+      case 'GetTask':
+        return reply(sdk.Task.toJSON(await this.#once((signal) => client.getTask(sdk.GetTaskRequest.fromJSON(params), { signal }))));
+      case 'CancelTask':
+        return reply(sdk.Task.toJSON(await this.#once((signal) => client.cancelTask(sdk.CancelTaskRequest.fromJSON(params), { signal }))));
+      case 'ListTasks': {
+        const r = await this.#once((signal) => client.listTasks(sdk.ListTasksRequest.fromJSON(params), { signal }));
+        // Only this caller's tasks under this grant: the agent sees one client (the node).
+        const mine = r.tasks.filter((t) => {
+          const o = this.tasks.get(t.id);
+          return o !== undefined && o.caller === owner?.caller && o.grantId === owner.grantId;
+        });
+        return reply(sdk.ListTasksResponse.toJSON({ ...r, tasks: mine, totalSize: mine.length }));
+      }
+      default:
+        throw new EndpointError(EndpointErrorCodes.FAILED, `${this.name}: not an A2A method: ${String(method)}`);
+    }
+  }
+
+  /**
+   * One request/answer call within `timeout_ms`. @throws EndpointError `endpoint-timeout` (charged),
+   * or EndpointUnavailable phase `start` for any failure before the agent answered (reversed).
+   */
+  async #once<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ac = new AbortController();
+    const t = setTimeout(() => ac.abort(new StreamTimeout()), this.#cfg.timeoutMs);
+    try {
+      return await call(ac.signal);
+    } catch (e) {
+      if (ac.signal.reason instanceof StreamTimeout) {
+        throw new EndpointError(EndpointErrorCodes.TIMEOUT, `${this.name}: no answer within ${this.#cfg.timeoutMs} ms`, { cause: e });
+      }
+      throw this.#unavailable(e);
+    } finally {
+      clearTimeout(t);
+    }
+  }
+
+  #unavailable(e: unknown): EndpointUnavailable {
+    // The card may be out of date (the agent moved or restarted): read it again on the next call.
+    this.#cardAt = 0;
+    return new EndpointUnavailable(`${this.name}: the agent did not take the request: ${(e as Error)?.message ?? String(e)}`, 'start', {
+      cause: e,
+    });
+  }
+
+  /**
+   * Runs one stream: each event is sent on as an `a2a/event` notification, in order; resolves to the
+   * last event (JSON). The upstream stream is aborted when the caller goes away (`opts.signal`), after
+   * `timeout_ms` without an event, or when the node closes.
+   * @throws EndpointError `caller-gone` | `endpoint-timeout` | `endpoint-failed` (after the first
+   *   event: charged), or EndpointUnavailable phase `start` (before it: reversed).
+   */
+  async #stream(
+    opts: InvokeOptions,
+    owner: TaskOwner | undefined,
+    open: (signal: AbortSignal) => AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined>,
+  ): Promise<Json> {
+    const [sdk] = await loadSdk();
+    const peer = opts.caller?.peer ?? '';
+    const full = this.#streamsFull(peer);
+    if (full !== undefined) throw new EndpointUnavailable(full, 'start');
+    this.#streams++;
+    this.#streamsPerPeer.set(peer, (this.#streamsPerPeer.get(peer) ?? 0) + 1);
+    const ac = new AbortController();
+    this.#live.add(ac);
+    const gone = () => ac.abort(new CallerGone('the caller went away'));
+    if (opts.signal?.aborted) gone();
+    else opts.signal?.addEventListener('abort', gone, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => ac.abort(new StreamTimeout()), this.#cfg.timeoutMs);
+    };
+    let last: Json | undefined;
+    let events = 0;
+    try {
+      arm();
+      for await (const ev of open(ac.signal)) {
+        arm();
+        const json = sdk.StreamResponse.toJSON(ev) as Json;
+        if (owner) this.tasks.bind(taskIdOf(json), owner);
+        events++;
+        last = json;
+        opts.onNotification?.({ jsonrpc: '2.0', method: A2A_EVENT_METHOD, params: json });
+        if (ac.signal.aborted) break;
+      }
+    } catch (e) {
+      if (!ac.signal.aborted && events === 0) throw this.#unavailable(e);
+      if (!ac.signal.aborted)
+        throw new EndpointError(
+          EndpointErrorCodes.FAILED,
+          `${this.name}: the stream broke after ${events} events: ${(e as Error)?.message}`,
+          { cause: e },
+        );
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', gone);
+      this.#live.delete(ac);
+      this.#streams--;
+      const n = (this.#streamsPerPeer.get(peer) ?? 1) - 1;
+      if (n === 0) this.#streamsPerPeer.delete(peer);
+      else this.#streamsPerPeer.set(peer, n);
+    }
+    const why = ac.signal.reason;
+    if (why instanceof CallerGone)
+      throw new EndpointError(EndpointErrorCodes.CALLER_GONE, `${this.name}: ${why.message} after ${events} events; the stream was closed`);
+    if (why instanceof StreamTimeout)
+      throw new EndpointError(EndpointErrorCodes.TIMEOUT, `${this.name}: no stream event within ${this.#cfg.timeoutMs} ms`);
+    if (last === undefined) throw new EndpointError(EndpointErrorCodes.FAILED, `${this.name}: the stream ended without an event`);
+    return last;
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * A2A agents behind a node (docs/a2a.md): a real A2A v1.0 agent (testkit/a2a-agent.ts, the SDK's
+ * server on loopback) behind a real node, called by JcpClient.agentTask. Every task is a sealed
+ * agent-task decision made before the message reaches the agent; the reply is data; refusals
+ * before the decision debit nothing; follow-ups are bound to the caller and grant.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { encodeWireRequest, frameMessage, grantId, MAX_DECLARABLE_LENGTH, openReceipt } from '../../core/index.ts';
+import { type AgentTaskParams, JcpClient, WireErrorReply } from '../../client/index.ts';
+import { configFromJson, openOutcome, type OutcomeCore } from '../../node/index.ts';
+import { type A2aAgent, startA2aAgent } from '../../testkit/index.ts';
+import { cast, liveNode, mint, RawConn, rid } from './fixtures.ts';
+
+const { rng, alice, bob, carol } = cast('a2a');
+const SEND_UJ = 1000n;
+const READ_UJ = 10n;
+
+let agent: A2aAgent;
+let node: Awaited<ReturnType<typeof liveNode>>;
+let bobC: JcpClient;
+let carolC: JcpClient;
+let n = 0;
+
+/** A user message JSON (A2A v1.0) with `text`, naming `skill` unless undefined. */
+function message(text: string, skill?: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    message: {
+      messageId: `m-${++n}-${Math.random()}`,
+      role: 'ROLE_USER',
+      parts: [{ text }],
+      ...(skill !== undefined ? { metadata: { skill } } : {}),
+      ...extra,
+    },
+  };
+}
+
+async function refusal(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof WireErrorReply) return e.code;
+    throw e;
+  }
+  return 'no refusal';
+}
+
+/** The measurement record of receipt `seq` (deferred: it rides a later batch, so it is waited for). */
+async function measurement(seq: number): Promise<OutcomeCore> {
+  for (let i = 0; i < 200; i++) {
+    for await (const r of node.log.outcomes('measurement')) {
+      if (r.seq !== seq) continue;
+      const o = openOutcome(r.bytes, node.did);
+      if (o.ok) return o.value;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`no measurement for seq ${seq}`);
+}
+
+function seqOf(receipt: Uint8Array): number {
+  const r = openReceipt(receipt, node.did);
+  if (!r.ok) throw new Error('receipt does not open');
+  return r.value.seq;
+}
+
+beforeAll(async () => {
+  agent = await startA2aAgent();
+  node = await liveNode({
+    resources: [
+      { name: 'agent', endpoint: { kind: 'a2a', url: agent.url, timeout_ms: 5000, max_streams_per_peer: 1 } },
+      { name: 'mcp', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/mcp-server' } },
+    ],
+    meter: {
+      default_estimate_uj: Number(SEND_UJ),
+      estimates_uj: { 'a2a:GetTask': Number(READ_UJ), 'a2a:ListTasks': Number(READ_UJ) },
+      rungs: ['estimator'],
+    },
+  });
+  bobC = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+  carolC = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: carol });
+});
+
+afterAll(async () => {
+  await bobC?.close();
+  await carolC?.close();
+  await node?.cleanup();
+  await agent?.stop();
+});
+
+const ALL = ['echo', 'stream', 'fail'];
+const task = (c: JcpClient, p: Omit<AgentTaskParams, 'method'> & { method?: AgentTaskParams['method'] }) =>
+  c.agentTask({ method: 'SendMessage', ...p });
+
+describe('agent-task frames to an A2A agent', () => {
+  test('allow: a sealed receipt, priced like a tool call, the reply as data, jcp/caller forwarded, the outcome tagged agent-reply/data', async () => {
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const before = agent.received.length;
+    const r = await task(bobC, { chain: [g], skill: 'echo', params: message('hi', 'echo') });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    const core = openReceipt(r.receipt, node.did);
+    expect(core.ok && [core.value.action, core.value.cost_uj, core.value.resource]).toEqual(['echo', SEND_UJ, rid('agent')]);
+    const reply = r.reply as { message: { parts: { text: string }[]; metadata: Record<string, unknown> } };
+    expect(reply.message.parts[0]!.text).toBe('echo: hi');
+    expect(reply.message.metadata['jcp/caller']).toBe(bob.did);
+    expect(agent.received.length).toBe(before + 1);
+    expect(agent.received.at(-1)!.metadata).toMatchObject({ skill: 'echo', 'jcp/caller': bob.did });
+    expect(node.ledger.spent(grantId(g.grant))).toBe(SEND_UJ);
+    const m = await measurement(seqOf(r.receipt));
+    expect([m.outcome, m.reply_kind, m.reply_trust]).toEqual(['ok', 'agent-reply', 'data']);
+  });
+
+  test('deny (budget-exceeded, action-not-granted): sealed, and the agent never gets the message', async () => {
+    const before = agent.received.length;
+    const poor = mint(alice, bob, 'agent', ALL, SEND_UJ - 1n, rng);
+    const a = await task(bobC, { chain: [poor], skill: 'echo', params: message('x', 'echo') });
+    expect(a.decision).toEqual({ verdict: 'deny', deny_reason: 'budget-exceeded' });
+    const echoOnly = mint(alice, bob, 'agent', ['echo'], 1_000_000n, rng);
+    const b = await task(bobC, { chain: [echoOnly], skill: 'stream', params: message('x', 'stream') });
+    expect(b.decision).toEqual({ verdict: 'deny', deny_reason: 'action-not-granted' });
+    expect(openReceipt(b.receipt, node.did).ok).toBe(true);
+    expect(agent.received.length).toBe(before);
+    expect([node.ledger.spent(grantId(poor.grant)), node.ledger.spent(grantId(echoOnly.grant))]).toEqual([0n, 0n]);
+  });
+
+  test('skill-required, skill-mismatch, unknown-skill: refused before the decision, nothing debited; one granted skill is the default', async () => {
+    const before = agent.received.length;
+    const two = mint(alice, bob, 'agent', ['echo', 'stream'], 1_000_000n, rng);
+    expect(await refusal(task(bobC, { chain: [two], skill: 'echo', params: message('x') }))).toBe('skill-required');
+    expect(await refusal(task(bobC, { chain: [two], skill: 'echo', params: message('x', 'stream') }))).toBe('skill-mismatch');
+    const ghost = mint(alice, bob, 'agent', ['nope'], 1_000_000n, rng);
+    expect(await refusal(task(bobC, { chain: [ghost], skill: 'nope', params: message('x', 'nope') }))).toBe('unknown-skill');
+    expect(agent.received.length).toBe(before);
+    expect([node.ledger.spent(grantId(two.grant)), node.ledger.spent(grantId(ghost.grant))]).toEqual([0n, 0n]);
+    const one = mint(alice, bob, 'agent', ['echo'], 1_000_000n, rng);
+    const r = await task(bobC, { chain: [one], skill: 'echo', params: message('solo') });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    expect(agent.received.at(-1)!.metadata?.['skill']).toBe('echo');
+  });
+
+  test('a frame kind that does not fit the resource is refused before the decision', async () => {
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const toolCall = bobC.call({ chain: [g], action: 'echo', payload: { method: 'SendMessage', params: message('x', 'echo') } });
+    expect(await refusal(toolCall)).toBe('frame-kind-mismatch');
+    const m = mint(alice, bob, 'mcp', ['work'], 1_000_000n, rng);
+    expect(await refusal(task(bobC, { chain: [m], skill: 'work', params: message('x', 'work') }))).toBe('frame-kind-mismatch');
+    expect([node.ledger.spent(grantId(g.grant)), node.ledger.spent(grantId(m.grant))]).toEqual([0n, 0n]);
+  });
+
+  test('a task that ran and failed is charged, its outcome task-failed', async () => {
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const r = await task(bobC, { chain: [g], skill: 'fail', params: message('x', 'fail') });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    expect((r.reply as { task: { status: { state: string } } }).task.status.state).toBe('TASK_STATE_FAILED');
+    expect(node.ledger.spent(grantId(g.grant))).toBe(SEND_UJ);
+    expect((await measurement(seqOf(r.receipt))).outcome).toBe('task-failed');
+  });
+
+  test('tool_list: the agent resource carries kind a2a and the card skills', async () => {
+    const list = await bobC.listTools();
+    const a = list.find((x) => x.name === 'agent')!;
+    expect([a.kind, a.tools, a.skills?.map((s) => s['id'])]).toEqual(['a2a', [], ALL]);
+    expect(list.find((x) => x.name === 'mcp')!.kind).toBeUndefined();
+  });
+});
+
+describe('streams', () => {
+  test('SendStreamingMessage: every event reaches the caller in order, the reply is the last one', async () => {
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const events: Record<string, unknown>[] = [];
+    const r = await task(bobC, {
+      chain: [g],
+      skill: 'stream',
+      method: 'SendStreamingMessage',
+      params: message('events=4 delay=5', 'stream'),
+      onEvent: (e) => events.push(e),
+    });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    const shape = events.map((e) => {
+      const k = Object.keys(e)[0]!;
+      const v = e[k] as { status?: { state: string; message?: { parts: { text: string }[] } } };
+      return k === 'statusUpdate' ? `${v.status!.state}${v.status!.message ? `:${v.status!.message.parts[0]!.text}` : ''}` : k;
+    });
+    expect(shape).toEqual([
+      'task',
+      'TASK_STATE_WORKING:step 1',
+      'TASK_STATE_WORKING:step 2',
+      'TASK_STATE_WORKING:step 3',
+      'TASK_STATE_WORKING:step 4',
+      'artifactUpdate',
+      'TASK_STATE_COMPLETED',
+    ]);
+    expect(r.reply).toEqual(events.at(-1));
+  });
+
+  test('a caller that disconnects mid-stream makes the node close the upstream stream; streams are bounded per peer', async () => {
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const req = await bobC.request({
+      chain: [g],
+      action: 'stream',
+      kind: 'agent-task',
+      notify: true,
+      payload: { method: 'SendStreamingMessage', params: message('events=400 delay=50', 'stream') },
+    });
+    const raw = await RawConn.open(node.port);
+    raw.write(frameMessage(encodeWireRequest(req), MAX_DECLARABLE_LENGTH));
+    await raw.next(); // the first notice: the stream is open upstream
+    expect(agent.openRequests()).toBe(1);
+    // max_streams_per_peer 1: a second stream from this address is refused before the decision
+    const second = task(bobC, { chain: [g], skill: 'stream', method: 'SendStreamingMessage', params: message('events=1', 'stream') });
+    expect(await refusal(second)).toBe('stream-limit');
+    raw.destroy();
+    await expect.poll(() => agent.openRequests(), { timeout: 5000, interval: 25 }).toBe(0);
+    // the slot is free again
+    const third = await task(bobC, { chain: [g], skill: 'stream', method: 'SendStreamingMessage', params: message('events=1', 'stream') });
+    expect(third.decision).toEqual({ verdict: 'allow' });
+  });
+});
+
+describe('follow-ups', () => {
+  test('bound to the caller and grant: another caller, or another grant, gets task-not-found as for an unknown task; the owner is answered, priced as a read', async () => {
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const started = await task(bobC, { chain: [g], skill: 'stream', params: message('events=1', 'stream') });
+    const id = (started.reply as { task: { id: string } }).task.id;
+    const gc = mint(alice, carol, 'agent', ALL, 1_000_000n, rng);
+    const before = node.ledger.spent(grantId(gc.grant));
+    for (const method of ['GetTask', 'CancelTask', 'SubscribeToTask'] as const) {
+      expect(await refusal(carolC.agentTask({ chain: [gc], skill: 'stream', method, params: { id } }))).toBe('task-not-found');
+    }
+    expect(
+      await refusal(
+        carolC.agentTask({ chain: [gc], skill: 'stream', params: message('more', 'stream', { taskId: id }), method: 'SendMessage' }),
+      ),
+    ).toBe('task-not-found');
+    expect(await refusal(carolC.agentTask({ chain: [gc], skill: 'stream', method: 'GetTask', params: { id: 'no-such-task' } }))).toBe(
+      'task-not-found',
+    );
+    expect(node.ledger.spent(grantId(gc.grant))).toBe(before);
+    const g2 = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    expect(await refusal(bobC.agentTask({ chain: [g2], skill: 'stream', method: 'GetTask', params: { id } }))).toBe('task-not-found');
+    expect(await refusal(bobC.agentTask({ chain: [g], skill: 'echo', method: 'GetTask', params: { id } }))).toBe('skill-mismatch');
+    const spent = node.ledger.spent(grantId(g.grant));
+    const got = await bobC.agentTask({ chain: [g], skill: 'stream', method: 'GetTask', params: { id } });
+    expect(got.decision).toEqual({ verdict: 'allow' });
+    expect((got.reply as { id: string }).id).toBe(id);
+    const core = openReceipt(got.receipt, node.did);
+    expect(core.ok && core.value.cost_uj).toBe(READ_UJ);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(spent + READ_UJ);
+  });
+
+  test('ListTasks shows the caller only its own tasks under that grant', async () => {
+    const gb = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const gc = mint(alice, carol, 'agent', ALL, 1_000_000n, rng);
+    const mine = (await task(bobC, { chain: [gb], skill: 'stream', params: message('events=1', 'stream') })).reply as {
+      task: { id: string };
+    };
+    const theirs = (await task(carolC, { chain: [gc], skill: 'stream', params: message('events=1', 'stream') })).reply as {
+      task: { id: string };
+    };
+    const r = await bobC.agentTask({ chain: [gb], skill: 'stream', method: 'ListTasks', params: {} });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    const ids = (r.reply as { tasks: { id: string }[] }).tasks.map((t) => t.id);
+    expect(ids).toEqual([mine.task.id]);
+    expect(ids).not.toContain(theirs.task.id);
+  });
+});
+
+describe('an agent that cannot take the task', () => {
+  test('agent down after its card was read: endpoint-unavailable phase start, the debit reversed', async () => {
+    const gone = await startA2aAgent({ name: 'gone' });
+    const down = await liveNode({
+      resources: [{ name: 'gone', endpoint: { kind: 'a2a', url: gone.url, timeout_ms: 2000 } }],
+      meter: { default_estimate_uj: Number(SEND_UJ), rungs: ['estimator'] },
+    });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: down.port, signer: bob });
+    try {
+      const list = await c.listTools();
+      expect(list[0]!.skills?.length).toBe(3);
+      await gone.stop();
+      const g = mint(alice, bob, 'gone', ALL, 1_000_000n, rng);
+      const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'echo', params: message('x', 'echo') });
+      expect(r.decision).toEqual({ verdict: 'allow' });
+      expect([r.error?.code, r.error?.['phase'], r.error?.['refunded_uj']]).toEqual(['endpoint-unavailable', 'start', String(SEND_UJ)]);
+      expect(down.ledger.spent(grantId(g.grant))).toBe(0n);
+    } finally {
+      await c.close();
+      await down.cleanup();
+    }
+  });
+});
+
+describe('config', () => {
+  test('--upstream NAME=a2a+http://… is an a2a endpoint; a bare url stays mcp-http', () => {
+    const c = configFromJson({}, { upstream: ['ag=a2a+http://127.0.0.1:9', 'm=http://127.0.0.1:9/mcp'] });
+    expect(c.resources.map((r) => [r.name, r.endpoint?.kind])).toEqual([
+      ['ag', 'a2a'],
+      ['m', 'mcp-http'],
+    ]);
+    expect(c.resources[0]!.endpoint).toMatchObject({
+      url: 'http://127.0.0.1:9',
+      cardRefreshS: 300,
+      maxStreams: 256,
+      maxStreamsPerPeer: 16,
+    });
+    expect(() => configFromJson({ resources: [{ name: 'x', endpoint: { kind: 'a2a', url: 'ftp://x' } }] })).toThrow(/http/);
+    expect(() => configFromJson({ resources: [{ name: 'x', endpoint: { kind: 'a2a', url: 'http://x', command: 'y' } }] })).toThrow(
+      /unknown field/,
+    );
+  });
+});
