@@ -6,8 +6,7 @@
  * Orchestrator → worker: `go` (who it is, where the nodes are, its two grant chains), `checkpoint`
  * (commit to your state now, §4.7), `continue` (the signed amendment and the continuation grant),
  * `stop`.
- * Worker → orchestrator: `hello` (its own did:key; its key never leaves the worker, but for the
- * planner's, which its own `jcp bridge --a2a` reads from a file in the demo's folder), `call` (one
+ * Worker → orchestrator: `hello` (its own did:key; its key never leaves the worker), `call` (one
  * decided call), `delegated` (the planner's A2A task and its answer), `checkpoint` (the signed
  * checkpoint and its last receipt), `resumed`, `done`, `failed`.
  *
@@ -68,7 +67,7 @@ export type ToWorker =
   | { readonly type: 'revoked-everywhere'; readonly at_ms: number }
   | { readonly type: 'stop' };
 
-/** The planner's A2A task: sent through its own `jcp bridge --a2a` to the researcher behind its home node. */
+/** The planner's A2A task: sent through its bridge's A2A face to the researcher behind its home node. */
 export interface PlannerJob {
   /** The agents chain naming the researcher's skill ({@link chainToHex}). */
   readonly agents: string;
@@ -80,8 +79,6 @@ export interface PlannerJob {
   readonly delegate_uj: string;
   /** What the planner asks for (the message's text). */
   readonly text: string;
-  /** A folder of its own for the bridge's key and chain files (created, mode 0700). */
-  readonly dir: string;
 }
 
 /** The planner's A2A task as it saw it: the answer's decision (`jcp/…` metadata, docs/a2a.md) and the task. */
@@ -110,8 +107,6 @@ export type ToResearcher =
       readonly node: NodeAddress;
       /** The planner: the delegator whose chains its bridge accepts (`--accept-delegation-from`). */
       readonly planner: Did;
-      /** A folder of its own for its key (created, mode 0700). */
-      readonly dir: string;
       /** The sample files it reads (absolute paths). */
       readonly paths: readonly string[];
       readonly sampleDir: string;

@@ -372,7 +372,7 @@ function delegationLines(r: DemoReport): string[] {
   const p = d.planner.name;
   const t = d.task;
   out.push(
-    `  ${p} → its jcp bridge --a2a → ${d.planner.node} (${t.receipt ? `${t.receipt.frame_kind}, sealed ${t.receipt.verdict}` : 'no receipt'}) → the researcher ${d.researcher.url} (skill ${d.researcher.skill}): ${t.verdict}${t.deny_reason ? ` (${t.deny_reason})` : ''}${t.cost_uj ? `, ${fmtUj(t.cost_uj)}` : ''}${t.state ? `; task ${t.state}` : ''} in ${t.ms} ms`,
+    `  ${p} → its bridge's A2A face → ${d.planner.node} (${t.receipt ? `${t.receipt.frame_kind}, sealed ${t.receipt.verdict}` : 'no receipt'}) → the researcher ${d.researcher.url} (skill ${d.researcher.skill}): ${t.verdict}${t.deny_reason ? ` (${t.deny_reason})` : ''}${t.cost_uj ? `, ${fmtUj(t.cost_uj)}` : ''}${t.state ? `; task ${t.state}` : ''} in ${t.ms} ms`,
     `  the researcher answered: ${t.summary || '(nothing)'}`,
   );
   const g = d.delegated;
@@ -381,10 +381,11 @@ function delegationLines(r: DemoReport): string[] {
       `  delegated grant ${short(g.grant_id)}: ${fmtUj(g.budget_uj)} of ${p}'s ${fmtUj(g.parent_budget_uj)}; the chain ${g.chain_verifies ? 'verifies' : 'does NOT verify'} and ${g.extends_planner_chain ? `extends ${p}'s by one link to the researcher's did:key` : `does NOT extend ${p}'s`}`,
     );
   out.push("  the tree, µJ spent under each link (its own calls and its descendants'; from the verified receipts):");
-  const rows: string[][] = [['link', 'grant', 'budget', 'spent', 'own', 'allowed', 'refused']];
+  const rows: string[][] = [['link (holder)', 'resource', 'grant', 'budget', 'spent', 'own', 'allowed', 'refused']];
   for (const l of d.tree)
     rows.push([
-      `${'  '.repeat(l.depth)}${l.resource} ${l.role === 'root' || l.role === 'shard' ? l.role : l.holder}`,
+      `${'  '.repeat(l.depth)}${l.role === 'root' || l.role === 'shard' ? `${l.role} (${l.holder})` : l.role === 'planner' ? `${l.holder} (planner)` : l.holder}`,
+      l.resource,
       short(l.grant_id),
       BigInt(l.budget_uj).toLocaleString('en-US'),
       BigInt(l.spent_uj).toLocaleString('en-US'),
@@ -392,7 +393,7 @@ function delegationLines(r: DemoReport): string[] {
       String(l.allowed),
       String(l.refused),
     ]);
-  out.push(...table(rows, new Set([2, 3, 4, 5, 6])).map((x) => `  ${x}`));
+  out.push(...table(rows, new Set([3, 4, 5, 6, 7])).map((x) => `  ${x}`));
   const c = d.researcher_calls;
   out.push(
     c.refused_reason

@@ -4,8 +4,10 @@
  * skill, `research`, that the demo's node fronts as the resource `researcher` (docs/a2a.md).
  *
  * For each task it reads the delegated grant chain the planner's bridge put in the message's
- * `metadata["jcp/delegation"]` and calls filesystem tools through its own `jcp bridge` (stdio,
- * the MCP SDK's `Client`, `--accept-delegation-from` the planner), passing that chain in each
+ * `metadata["jcp/delegation"]` and calls filesystem tools through a bridge of its own (the bridge
+ * library in this process, as the workers have theirs: a `BridgeAgent` with its key and no grant
+ * of its own, accepting chains delegated by the planner, what `jcp bridge --accept-delegation-from`
+ * does; its MCP server linked in memory to the MCP SDK's `Client`), passing that chain in each
  * call's `_meta["jcp/delegation"]`, so every call draws on the planner's budget (§4.2) through
  * the researcher's own quarter of it. It reads until a call is denied (its quarter spent:
  * `budget-exceeded`) or it has read everything twice, and answers with a completed task whose
@@ -16,9 +18,7 @@
  * its bridge is up; a `call` per tool call and a `task` per finished task; `stop` ends it.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { AGENT_CARD_PATH, type AgentCard, type Message, type Part, type Task, TaskState } from '@a2a-js/sdk';
 import {
   type AgentExecutor,
@@ -30,11 +30,11 @@ import {
 } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import express from 'express';
+import { BridgeAgent, bridgeServer, CallJournal } from '../bridge/index.ts';
+import { JcpClient } from '../client/index.ts';
 import { type Actor, actorFromSeed, fromHex, openReceipt } from '../core/index.ts';
-import { writeKeyFile } from '../node/index.ts';
-import { JCP_BIN } from '../testkit/index.ts';
 import { chainFromBase64url, chainToHex, type FromResearcher, type ToResearcher } from './messages.ts';
 import { RESEARCH_SKILL } from './setup.ts';
 
@@ -118,8 +118,9 @@ function agentCard(base: string): AgentCard {
   };
 }
 
-/** The researcher's bridge: an MCP client over stdio to `jcp bridge`, and the node whose receipts it verifies. */
+/** The researcher's bridge: its node connection, the MCP client in front of it, and the job (the node whose receipts it verifies). */
 interface Bridge {
+  readonly node: JcpClient;
   readonly mcp: Client;
   readonly job: Go;
 }
@@ -295,20 +296,22 @@ async function serve(exec: Researcher): Promise<{ url: string; close: () => Prom
   return { url, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-/** Starts its `jcp bridge` (stdio) to the node, accepting chains delegated by the planner. */
+/** Starts its bridge to the node: no grant of its own, accepting chains the planner delegates; an MCP client linked to it in memory. */
 async function startBridge(me: Actor, job: Go): Promise<Bridge> {
-  mkdirSync(job.dir, { recursive: true, mode: 0o700 });
-  const keyFile = join(job.dir, 'researcher.key');
-  writeKeyFile(keyFile, me);
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [JCP_BIN, 'bridge', '--node', `${job.node.host}:${job.node.port}`, '--key', keyFile, '--accept-delegation-from', job.planner],
-    env: { ...process.env, JCP_EXIT_WITH_PARENT: '1' } as Record<string, string>,
-    stderr: 'inherit',
+  const node = await JcpClient.connect({ host: job.node.host, port: job.node.port, signer: me });
+  const agent = new BridgeAgent({
+    name: 'researcher',
+    signer: me,
+    chains: [],
+    client: node,
+    journal: new CallJournal(),
+    acceptDelegationFrom: [job.planner],
   });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await bridgeServer(agent).connect(serverSide);
   const mcp = new Client({ name: 'jcp-demo-researcher', version: '0.1.0' });
-  await mcp.connect(transport);
-  return { mcp, job };
+  await mcp.connect(clientSide);
+  return { node, mcp, job };
 }
 
 /** The researcher: hello with its did:key and url, wait (120 s) for `go`, start its bridge, serve until `stop`. */
@@ -325,6 +328,7 @@ async function main(): Promise<void> {
     await next('stop', 24 * 3_600_000);
   } finally {
     await bridge.mcp.close().catch(() => undefined);
+    await bridge.node.close().catch(() => undefined);
     await server.close();
   }
 }

@@ -198,7 +198,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     });
     const chains: WorkerChains[] = [];
     const outcome = reactToCalls(run, issuer, chains);
-    await launchWorkers(run, roots, chains, dir, sampleDir, paths);
+    await launchWorkers(run, roots, chains, sampleDir, paths);
     const facts = await awaitRun(run, outcome);
     const team = await teamPhase(run, roots);
     const { metrics, channel } = await stopEverything(run, broker, roots);
@@ -417,14 +417,7 @@ async function openChannel(run: DemoRun, broker: DemoBroker, roots: Roots): Prom
  * researcher starts its bridge to the planner's node, accepting chains the planner delegates; the
  * workers are told to go, the planner (with its A2A task) once the researcher is ready.
  */
-async function launchWorkers(
-  run: DemoRun,
-  roots: Roots,
-  chains: WorkerChains[],
-  dir: string,
-  sampleDir: string,
-  paths: string[],
-): Promise<void> {
+async function launchWorkers(run: DemoRun, roots: Roots, chains: WorkerChains[], sampleDir: string, paths: string[]): Promise<void> {
   const { nodes, workers, say } = run;
   const addresses: NodeAddress[] = nodes.map((n) => ({ name: n.name, host: n.host, port: n.port, did: n.did }));
   const dids: string[] = [];
@@ -437,7 +430,6 @@ async function launchWorkers(
     type: 'go',
     node: addresses[PLANNER_INDEX]!,
     planner: dids[PLANNER_INDEX]!,
-    dir: join(dir, 'researcher'),
     paths,
     sampleDir,
   });
@@ -465,7 +457,6 @@ async function launchWorkers(
               skill: RESEARCH_SKILL,
               delegate_uj: (files.budget_uj / DELEGATED_FRACTION).toString(),
               text: 'Read the sample notes and tell me what they say about grants and energy.',
-              dir: join(dir, `${w.name}-planner`),
             },
           }
         : {}),
@@ -480,7 +471,7 @@ async function launchWorkers(
 /** Shows the planner's A2A task as it starts and as its answer comes back (a failure goes to the problems). */
 function plannerTask(run: DemoRun, w: WorkerProc, filesUj: bigint): void {
   run.say(
-    `${w.name} plans: it sends the researcher a task over A2A (skill ${RESEARCH_SKILL}) through its own jcp bridge --a2a and ${run.nodes[PLANNER_INDEX]!.name}, delegating ${fmt(filesUj / DELEGATED_FRACTION)} (a quarter of its files grant)`,
+    `${w.name} plans: it sends the researcher a task over A2A (skill ${RESEARCH_SKILL}) through its bridge's A2A face and ${run.nodes[PLANNER_INDEX]!.name}, delegating ${fmt(filesUj / DELEGATED_FRACTION)} (a quarter of its files grant)`,
   );
   w.delegation(RUN_DEADLINE_MS).then(
     (d) =>

@@ -2,8 +2,7 @@
  * One agent worker of the demo, as its own process (`node --import <tsx> demo/worker.ts`,
  * spawned with an IPC channel by demo/workers.ts).
  *
- * It draws its own Ed25519 key (the private key never leaves this process, but for the planner's:
- * its `jcp bridge --a2a` reads it from a file, demo/planner.ts), says `hello` with its
+ * It draws its own Ed25519 key (the private key never leaves this process), says `hello` with its
  * did:key, receives (`go`) where the nodes are and two depth-0 grant chains (files: root → its node's shard → its grant; memory:
  * the channel root → its grant), and then works in rounds — one files call and one memory call per
  * round, through its own node — until every lane is refused (the planner first sends its A2A task
@@ -381,7 +380,7 @@ async function main(): Promise<void> {
   const s: Session = { me, job, bridges: new Map(), lanes, lastSent: new Map() };
   // The planner first hands the researcher its sub-task over A2A, with a quarter of its files budget (demo/planner.ts).
   if (job.planner !== undefined)
-    send(await delegateOverA2a(me, job.nodes[job.home]!, lanes[0]!.chain, chainFromHex(job.planner.agents), job.planner));
+    send(await delegateOverA2a(me, job.nodes[job.home]!, lanes[0]!.chain, chainFromHex(job.planner.agents), job.planner, job.name));
   const stopped = await workRounds(s);
   await closeBridges(s);
   const status = stopped
