@@ -7,8 +7,10 @@
  * until the child's budget is spent (budget-exceeded while the planner still has budget) or the
  * planner revokes it (revoked).
  */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Message, SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { type Message, SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -26,7 +28,10 @@ import {
 import { JcpClient } from '../../client/index.ts';
 import { type Actor, grantId, type SignedGrant, signRevocation } from '../../core/index.ts';
 import { type A2aAgent, startA2aAgent } from '../../testkit/index.ts';
-import { cast, liveNode, mint } from '../node/fixtures.ts';
+import { writeChainFile } from '../../client/index.ts';
+import { writeKeyFile } from '../../node/index.ts';
+import { runJcpInProcess } from '../support.ts';
+import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice: steward, bob: planner, carol: researcher, mallory } = cast('bridge-a2a');
 const TOOLS_SERVER = path.resolve(import.meta.dirname, '../../testkit/mcp-tools-server.ts');
@@ -243,5 +248,87 @@ describe('budgets that follow delegation', () => {
     expect(await mcpCode(strict.call('test_simple_text', {}, { mcpRequestId: 1, delegation: text }))).toBe(
       'delegation-delegator-not-accepted',
     );
+  });
+});
+
+describe('jcp bridge --a2a', () => {
+  const work = tempDir('bridge-a2a-cli');
+  let child: ChildProcess | undefined;
+  afterAll(() => {
+    child?.kill('SIGTERM');
+    work.cleanup();
+  });
+
+  test('--config: one agent card per agent, addressed by its bearer token; none without a token', async () => {
+    const w = (f: string) => path.join(work.dir, f);
+    writeKeyFile(w('planner.key'), planner);
+    writeKeyFile(w('researcher.key'), researcher);
+    writeChainFile(w('planner.chain.json'), [agentGrant]);
+    writeChainFile(w('researcher.chain.json'), [mint(steward, researcher, 'agent', ['stream'], 1000n, rng)]);
+    writeFileSync(w('p.token'), 'planner-token', { mode: 0o600 });
+    writeFileSync(w('r.token'), 'researcher-token', { mode: 0o600 });
+    writeFileSync(
+      w('bridge.json'),
+      JSON.stringify({
+        node: `127.0.0.1:${node.port}`,
+        agents: [
+          { name: 'planner', key: 'planner.key', chains: ['planner.chain.json'], token_file: 'p.token' },
+          {
+            name: 'researcher',
+            key: 'researcher.key',
+            chains: ['researcher.chain.json'],
+            token_file: 'r.token',
+            accept_delegation_from: [planner.did],
+          },
+        ],
+      }),
+    );
+    const JCP = path.resolve(import.meta.dirname, '../../bin/jcp.mjs');
+    child = spawn(process.execPath, [JCP, 'bridge', '--a2a', '127.0.0.1:0', '--config', w('bridge.json')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      let err = '';
+      child!.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) resolve(out.split('\n')[0]!);
+      });
+      child!.stderr!.on('data', (d: Buffer) => {
+        err += d.toString();
+      });
+      child!.once('exit', (code) => reject(new Error(`jcp bridge exited ${code}: ${err}`)));
+    });
+    const started = JSON.parse(line) as { a2a: string };
+    const card = async (token?: string) => {
+      const r = await fetch(
+        `${started.a2a}/.well-known/agent-card.json`,
+        token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
+      );
+      return { status: r.status, body: (await r.json()) as { name?: string; skills?: { id: string }[] } };
+    };
+    expect((await card()).status).toBe(401);
+    const p = await card('planner-token');
+    expect([p.body.name, p.body.skills?.map((s) => s.id).sort()]).toEqual(['planner', ['echo', 'stream']]);
+    const r = await card('researcher-token');
+    expect([r.body.name, r.body.skills?.map((s) => s.id)]).toEqual(['researcher', ['stream']]);
+  }, 60_000);
+
+  test('a bad --accept-delegation-from is a usage error', async () => {
+    const r = await runJcpInProcess([
+      'bridge',
+      '--node',
+      '127.0.0.1:1',
+      '--key',
+      'k',
+      '--chain',
+      'c',
+      '--a2a',
+      '127.0.0.1:0',
+      '--accept-delegation-from',
+      'did:web:x',
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.err).toContain('--accept-delegation-from');
   });
 });
