@@ -42,6 +42,8 @@ let node: Awaited<ReturnType<typeof liveNode>>;
 let face: A2aBridge;
 let researcherMcp: HttpBridge;
 const closers: Array<() => Promise<unknown>> = [];
+const dataDir = tempDir('bridge-a2a-node');
+let nodeClosed = false;
 
 const agentGrant = mint(steward, planner, 'agent', ['echo', 'stream'], 100_000n, rng);
 const toolsGrant = mint(steward, planner, 'tools', ['test_simple_text'], 10_000n, rng);
@@ -85,13 +87,17 @@ async function mcpCode(p: Promise<unknown>): Promise<string> {
 
 beforeAll(async () => {
   agent = await startA2aAgent();
-  node = await liveNode({
-    resources: [
-      { name: 'agent', endpoint: { kind: 'a2a', url: agent.url, timeout_ms: 5000 } },
-      { name: 'tools', endpoint: { command: process.execPath, args: ['--import', 'tsx', TOOLS_SERVER, '--stdio'] } },
-    ],
-    meter: { default_estimate_uj: Number(PRICE), rungs: ['estimator'] },
-  });
+  node = await liveNode(
+    {
+      resources: [
+        { name: 'agent', endpoint: { kind: 'a2a', url: agent.url, timeout_ms: 5000 } },
+        { name: 'tools', endpoint: { command: process.execPath, args: ['--import', 'tsx', TOOLS_SERVER, '--stdio'] } },
+      ],
+      meter: { default_estimate_uj: Number(PRICE), rungs: ['estimator'] },
+    },
+    {},
+    dataDir.dir,
+  );
   const plannerAgent = await bridgeAgent(planner, 'planner', [[agentGrant], [toolsGrant]]);
   face = await serveBridgeA2a({ host: '127.0.0.1', port: 0, agents: [{ agent: plannerAgent }] });
   const researcherAgent = await bridgeAgent(researcher, 'researcher', [], [planner.did]);
@@ -102,7 +108,8 @@ afterAll(async () => {
   await face?.close();
   await researcherMcp?.close();
   for (const c of closers.reverse()) await c().catch(() => undefined);
-  await node?.cleanup();
+  if (!nodeClosed) await node?.close();
+  dataDir.cleanup();
   await agent?.stop();
 });
 
@@ -331,4 +338,41 @@ describe('jcp bridge --a2a', () => {
     expect(r.code).not.toBe(0);
     expect(r.err).toContain('--accept-delegation-from');
   });
+});
+
+describe('jcp receipts attribute --tree', () => {
+  test('the delegation tree: the planner’s grant, its children for the researcher, spend per link', async () => {
+    await face.close();
+    await researcherMcp.close();
+    await node.close();
+    nodeClosed = true;
+    const r = await runJcpInProcess(['receipts', 'attribute', dataDir.dir, '--tree']);
+    expect(r.code).toBe(0);
+    type Node = {
+      grant_id: string;
+      subject?: string;
+      spent_uj: string;
+      own_uj: string;
+      allowed: number;
+      refused: number;
+      children: Node[];
+    };
+    const report = JSON.parse(r.out) as { attribution: unknown[]; delegation_tree: Node[] };
+    expect(report.attribution.length).toBeGreaterThan(0);
+    const root = report.delegation_tree.find((n) => n.grant_id === grantId(toolsGrant.grant))!;
+    // Two delegations were exercised: 2 calls then budget-exceeded; 1 call then revoked.
+    expect(root.children.map((c) => [c.subject, c.spent_uj, c.allowed, c.refused])).toEqual([
+      [researcher.did, (2n * PRICE).toString(), 2, 1],
+      [researcher.did, PRICE.toString(), 1, 1],
+    ]);
+    expect(root.spent_uj).toBe((3n * PRICE).toString());
+    expect(root.own_uj).toBe('0');
+    // The planner's own grant on the agent resource is a root of its own, with the planner as subject.
+    const agentRoot = report.delegation_tree.find((n) => n.grant_id === grantId(agentGrant.grant))!;
+    expect(agentRoot.subject).toBe(planner.did);
+    expect(BigInt(agentRoot.own_uj)).toBe(BigInt(agentRoot.spent_uj));
+    // Without --tree the report is as before.
+    const plain = JSON.parse((await runJcpInProcess(['receipts', 'attribute', dataDir.dir])).out) as Record<string, unknown>;
+    expect(plain['delegation_tree']).toBeUndefined();
+  }, 60_000);
 });
