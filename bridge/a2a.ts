@@ -361,6 +361,8 @@ export class A2aFace implements A2ARequestHandler {
       resource: route.skill.resource,
       chain: route.chain,
       payloadText: JSON.stringify({ method, params }),
+      // A message id names one message: its re-send replays even after the answer was delivered.
+      ...(key.startsWith('a2a-message:') ? { keepOpen: true } : {}),
     };
     const onEvent = extra.onEvent;
     let d: Awaited<ReturnType<BridgeAgent['send']>>;

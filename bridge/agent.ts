@@ -161,6 +161,12 @@ export interface Exchange {
   readonly chain: readonly SignedGrant[];
   /** The payload's text (tool arguments' JSON; for an agent task `{"method", "params"}`). */
   readonly payloadText: string;
+  /**
+   * Keep the call open in the journal after its answer was delivered (until the replay window
+   * passes): for keys that are unique per call (an A2A `messageId`), so a re-send of a call that
+   * was answered is still the same request, replayed by the node, never a second debit.
+   */
+  readonly keepOpen?: boolean;
 }
 
 /** A decided exchange: the decision, the metadata keys (see the module comment) and the node's result (allow). */
@@ -344,15 +350,18 @@ export class BridgeAgent {
    * is this agent's on another resource than the chain's), `unknown-tool`.
    */
   async #delegatedTool(name: string, chain: readonly SignedGrant[]): Promise<BridgeTool> {
-    const tool = catalogue([chain], await this.nodeTools()).find((t) => t.name === name);
+    const node = await this.nodeTools();
+    const tool = catalogue([chain], node).find((t) => t.name === name);
     if (tool !== undefined) return tool;
-    const own = (this.#catalogue ?? (await this.tools())).find((t) => t.name === name);
     const leaf = chain[chain.length - 1]!.grant;
-    if (own !== undefined && own.resource !== leaf.capability.resource) {
+    const elsewhere =
+      (this.#catalogue ?? (await this.tools())).find((t) => t.name === name)?.resource ??
+      node?.find((r) => r.resource !== leaf.capability.resource && r.tools.some((t) => t.name === name))?.resource;
+    if (elsewhere !== undefined && elsewhere !== leaf.capability.resource) {
       throw mcpError(
         ErrorCode.InvalidParams,
         DelegationErrorCodes.RESOURCE_MISMATCH,
-        `the delegated grant ${grantId(leaf)} is for resource ${leaf.capability.resource}; tool ${JSON.stringify(name)} is on ${own.resource}`,
+        `the delegated grant ${grantId(leaf)} is for resource ${leaf.capability.resource}; tool ${JSON.stringify(name)} is on ${elsewhere}`,
       );
     }
     throw mcpError(
@@ -537,7 +546,7 @@ export class BridgeAgent {
       throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.NODE_UNREACHABLE, `${(e as Error).message}; re-send the call to replay it`);
     }
     // Delivered unless the client went away; an undelivered call stays open for its re-send.
-    if (ctx.signal?.aborted !== true) {
+    if (ctx.signal?.aborted !== true && x.keepOpen !== true) {
       journal.end(callKey);
       this.#signed.delete(callKey);
     }

@@ -1,5 +1,5 @@
 /**
- * Budgets that follow delegation (spec §4.1, §4.2, §4.3; docs/a2a.md "Delegation"): the bridge
+ * Budgets that follow delegation (spec §4.1, §4.2, §4.3; docs/a2a.md "Budgets that follow delegation"): the bridge
  * mints a child grant from its agent's own grant when the agent asks (`jcp/delegate`), carries the
  * signed chain as `jcp/delegation` (base64url, no padding, of the det-CBOR array of SignedGrant,
  * root first, leaf last), and on the receiving side accepts such a chain for one call, only from

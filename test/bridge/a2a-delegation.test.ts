@@ -1,6 +1,6 @@
 /**
  * Budgets that follow delegation, the bridge's part (bridge/delegation.ts, docs/a2a.md
- * "Delegation"): minting a child grant from the agent's own (only narrower, §4.1), the det-CBOR /
+ * "Budgets that follow delegation"): minting a child grant from the agent's own (only narrower, §4.1), the det-CBOR /
  * base64url codec of the chain, and accepting a handed chain (leaf subject, delegator listed,
  * attenuation, expiry, signatures, resource), with real keys.
  */
