@@ -254,7 +254,7 @@ describe('jcp demo - the main job end to end', () => {
     expect(run.out()).toContain(`OK: all ${r.receipts.total} receipts on 3 nodes verify`);
     expect(run.out()).toContain('npx jcp receipts verify');
     expect(processesUsing(dir)).toEqual([]);
-  }, 150_000);
+  }, 240_000);
 
   it('with --no-nats: the parts that need no NATS, and it says channel mode and the team are not available', async () => {
     const root = tmp();
@@ -275,7 +275,7 @@ describe('jcp demo - the main job end to end', () => {
     await expectDelegation(r, run.out());
     expect(run.out()).toContain('channel mode not available');
     expect(processesUsing(dir)).toEqual([]);
-  }, 150_000);
+  }, 240_000);
 
   it('interrupted (SIGINT) while it starts: exits 130, leaves no process behind and removes its streams and buckets from the NATS', async () => {
     const root = tmp();
@@ -298,5 +298,5 @@ describe('jcp demo - the main job end to end', () => {
     const until = Date.now() + 5_000;
     while (processesUsing(dir).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     expect(processesUsing(dir)).toEqual([]);
-  }, 150_000);
+  }, 240_000);
 });
