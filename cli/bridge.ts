@@ -496,7 +496,10 @@ async function listen<T>(
     await cleanup();
     if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
     if ((e as { syscall?: string }).syscall === 'listen')
-      throw new CliError('listen-failed', `cannot listen (${what}) on ${addr.host}:${addr.port}: ${(e as Error).message}`);
+      throw new CliError(
+        'listen-failed',
+        `cannot listen on ${addr.host}:${addr.port}${what === '--a2a' ? ' (--a2a)' : ''}: ${(e as Error).message}`,
+      );
     throw e;
   }
 }
