@@ -410,8 +410,25 @@ async function probeMeter(meter: NodeMeter, metrics: NodeMetrics, logger: Logger
   }
 }
 
-/** The MCP endpoint of every resource that has one, by resource id; started in the background (a call waits for its server). */
-function startEndpoints(cfg: NodeConfig, logger: Logger): Map<ContentId, EndpointBinding> {
+/**
+ * Rebuilds the A2A endpoints' task tables from the log (node/a2a.ts `rebuildTaskTables`), so
+ * follow-ups on tasks started before a restart stay bound to their caller and grant (docs/a2a.md
+ * "Follow-ups"). A log that cannot be read here is logged, never fatal (boot replay read it).
+ */
+async function rebindTasks(log: ReceiptLog, endpoints: Map<ContentId, EndpointBinding>, logger: Logger): Promise<void> {
+  try {
+    const tasks = await rebuildTaskTables(log, endpoints);
+    if (tasks > 0) logger.info({ tasks }, 'A2A task bindings rebuilt from the log');
+  } catch (e) {
+    logger.warn({ err: (e as Error).message }, 'A2A task bindings not rebuilt: follow-ups on earlier tasks get task-not-found');
+  }
+}
+
+/**
+ * The endpoint of every resource that has one (an MCP server or an A2A agent), by resource id;
+ * started in the background (a call waits for its server), the A2A task tables rebuilt from `log`.
+ */
+async function startEndpoints(cfg: NodeConfig, logger: Logger, log: ReceiptLog): Promise<Map<ContentId, EndpointBinding>> {
   const endpoints = new Map<ContentId, EndpointBinding>();
   for (const r of cfg.resources) {
     if (r.endpoint === undefined) continue;
@@ -425,6 +442,7 @@ function startEndpoints(cfg: NodeConfig, logger: Logger): Map<ContentId, Endpoin
   }
   // Started in the background: a slow server does not hold up recovery; a call waits for it.
   void Promise.all([...endpoints.values()].map((b) => b.endpoint.start()));
+  await rebindTasks(log, endpoints, logger);
   return endpoints;
 }
 
@@ -645,14 +663,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   const { replay, revocations, amendments, boot, witnessCheck, tiles } = recovered;
   reportBoot(boot, metrics, logger);
   const probe = await probeMeter(meter, metrics, logger);
-  const endpoints = startEndpoints(cfg, logger);
-  // Follow-ups on tasks started before a restart stay bound to their caller and grant (docs/a2a.md "Follow-ups").
-  try {
-    const tasks = await rebuildTaskTables(log, endpoints);
-    if (tasks > 0) logger.info({ tasks }, 'A2A task bindings rebuilt from the log');
-  } catch (e) {
-    logger.warn({ err: (e as Error).message }, 'A2A task bindings not rebuilt: follow-ups on earlier tasks get task-not-found');
-  }
+  const endpoints = await startEndpoints(cfg, logger, log);
   let server: JcpServer | undefined;
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
