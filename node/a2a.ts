@@ -23,6 +23,7 @@
  * event, is charged.
  */
 import type { Logger } from 'pino';
+import { type ContentId, decode, decodeJcrSign1, type ReceiptCore, readReceiptCore } from '../core/index.ts';
 import type { A2aEndpointConfig } from './config.ts';
 import { NodeErrorCodes } from './codes.ts';
 import {
@@ -71,8 +72,8 @@ export interface TaskOwner {
 /**
  * The bounded table task id → owner of one A2A endpoint: at most `max` tasks, `perCaller` per
  * caller; past either the oldest (of all, or of that caller) is forgotten, and a follow-up on a
- * forgotten task is answered `task-not-found`. Kept in memory: a restarted node forgets every task
- * (docs/a2a.md "Follow-ups").
+ * forgotten task is answered `task-not-found`. Kept in memory, and rebuilt at boot from the newest
+ * receipts and their kept results ({@link rebuildTaskTables}; docs/a2a.md "Follow-ups").
  */
 export class TaskTable {
   readonly #max: number;
@@ -114,6 +115,61 @@ export class TaskTable {
     const mine = this.#byCaller.get(o.caller);
     mine?.delete(taskId);
     if (mine?.size === 0) this.#byCaller.delete(o.caller);
+  }
+}
+
+/** Most receipts, newest first, read at boot to rebuild the task tables ({@link rebuildTaskTables}). */
+export const TASK_REBUILD_RECEIPTS = 4 * MAX_TASKS;
+
+/** What {@link rebuildTaskTables} reads: the newest receipts and the kept results (node/receiptlog.ts). */
+export interface TaskLog {
+  lastSeq(): Promise<number>;
+  receiptChunks(chunk?: number, fromSeq?: number): AsyncGenerator<Array<[number, Uint8Array]>>;
+  getResult(requestId: ContentId): Promise<Uint8Array | undefined>;
+}
+
+/**
+ * Rebuilds the task tables of the A2A endpoints in `endpoints` (resource id → endpoint) from the
+ * log at boot: every allowed `agent-task` receipt of the newest {@link TASK_REBUILD_RECEIPTS},
+ * whose kept result names a task, binds it to the receipt's subject (the caller of an allow, §7),
+ * leaf grant and action (the skill), oldest first, so the first binding stands as it did. The log
+ * was verified by boot replay, so receipts are read, not verified again. Resolves to the number
+ * of tasks bound. @throws NodeFault `log-corrupt` when the log cannot be read.
+ */
+export async function rebuildTaskTables(log: TaskLog, endpoints: ReadonlyMap<string, { readonly endpoint: unknown }>): Promise<number> {
+  const tables = new Map<string, TaskTable>();
+  for (const [id, b] of endpoints) if (b.endpoint instanceof A2aEndpoint) tables.set(id, b.endpoint.tasks);
+  if (tables.size === 0) return 0;
+  const from = Math.max(0, (await log.lastSeq()) - TASK_REBUILD_RECEIPTS + 1);
+  let bound = 0;
+  for await (const chunk of log.receiptChunks(4096, from)) {
+    for (const [, bytes] of chunk) {
+      let core: ReceiptCore;
+      try {
+        core = readReceiptCore(decode(decodeJcrSign1(bytes).msg.payload));
+      } catch {
+        continue; // counted and reported by boot replay
+      }
+      const table = tables.get(core.resource);
+      if (table === undefined || core.verdict !== 'allow' || core.frame_kind !== 'agent-task' || core.request_id === undefined) continue;
+      const taskId = replyTaskId(await log.getResult(core.request_id));
+      if (taskId === '' || table.get(taskId) !== undefined) continue;
+      table.bind(taskId, { caller: core.subject, grantId: core.grant_id, skill: core.action });
+      bound++;
+    }
+  }
+  return bound;
+}
+
+/** The task id a kept `{"agent-reply": …}` result names ('' when none, or not an agent reply). */
+function replyTaskId(result: Uint8Array | undefined): string {
+  if (result === undefined) return '';
+  try {
+    const v: unknown = JSON.parse(dec.decode(result));
+    const reply = isObj(v) ? v[AGENT_REPLY_KEY] : undefined;
+    return isObj(reply) ? taskIdOf(reply) : '';
+  } catch {
+    return '';
   }
 }
 

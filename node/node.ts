@@ -25,7 +25,7 @@ import { makeDirs } from '../io/index.ts';
 import { createMeter, readMeterConfig } from '../meter/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { type NodeConfig, REPLAY_WORKERS_MIN_RECEIPTS, type ResourceConfig, trustRootsOf } from './config.ts';
-import { A2aEndpoint } from './a2a.ts';
+import { A2aEndpoint, rebuildTaskTables } from './a2a.ts';
 import { McpHttpEndpoint, McpStdioEndpoint } from './endpoint.ts';
 import { type EndpointBinding, Enforcer } from './enforcer.ts';
 import type { BudgetPolicy, RevocationFeed } from './hooks.ts';
@@ -646,6 +646,13 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
   reportBoot(boot, metrics, logger);
   const probe = await probeMeter(meter, metrics, logger);
   const endpoints = startEndpoints(cfg, logger);
+  // Follow-ups on tasks started before a restart stay bound to their caller and grant (docs/a2a.md "Follow-ups").
+  try {
+    const tasks = await rebuildTaskTables(log, endpoints);
+    if (tasks > 0) logger.info({ tasks }, 'A2A task bindings rebuilt from the log');
+  } catch (e) {
+    logger.warn({ err: (e as Error).message }, 'A2A task bindings not rebuilt: follow-ups on earlier tasks get task-not-found');
+  }
   let server: JcpServer | undefined;
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;

@@ -4,12 +4,13 @@
  * agent-task decision made before the message reaches the agent; the reply is data; refusals
  * before the decision debit nothing; follow-ups are bound to the caller and grant.
  */
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeWireRequest, frameMessage, grantId, MAX_DECLARABLE_LENGTH, openReceipt } from '../../core/index.ts';
 import { type AgentTaskParams, JcpClient, WireErrorReply } from '../../client/index.ts';
 import { configFromJson, openOutcome, type OutcomeCore } from '../../node/index.ts';
-import { type A2aAgent, startA2aAgent } from '../../testkit/index.ts';
-import { cast, liveNode, mint, RawConn, rid } from './fixtures.ts';
+import { type A2aAgent, JCP_BIN, startA2aAgent } from '../../testkit/internal.ts';
+import { cast, liveNode, mint, RawConn, rid, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob, carol } = cast('a2a');
 const SEND_UJ = 1000n;
@@ -235,6 +236,8 @@ describe('follow-ups', () => {
       'task-not-found',
     );
     expect(node.ledger.spent(grantId(gc.grant))).toBe(before);
+    // Bob's chain is no secret: carol presenting it as the caller still finds no task (not even a sealed deny).
+    expect(await refusal(carolC.agentTask({ chain: [g], skill: 'stream', method: 'GetTask', params: { id } }))).toBe('task-not-found');
     const g2 = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
     expect(await refusal(bobC.agentTask({ chain: [g2], skill: 'stream', method: 'GetTask', params: { id } }))).toBe('task-not-found');
     expect(await refusal(bobC.agentTask({ chain: [g], skill: 'echo', method: 'GetTask', params: { id } }))).toBe('skill-mismatch');
@@ -284,6 +287,67 @@ describe('an agent that cannot take the task', () => {
     } finally {
       await c.close();
       await down.cleanup();
+    }
+  });
+});
+
+describe('a restart', () => {
+  test('follow-ups stay bound to their caller and grant across a node restart (rebuilt from the log)', async () => {
+    const t = tempDir('a2a-restart');
+    const cfg = {
+      resources: [{ name: 'agent', endpoint: { kind: 'a2a', url: agent.url, timeout_ms: 5000 } }],
+      meter: { default_estimate_uj: Number(SEND_UJ), rungs: ['estimator'] },
+    };
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const gc = mint(alice, carol, 'agent', ALL, 1_000_000n, rng);
+    let id: string;
+    {
+      const first = await liveNode(cfg, {}, t.dir);
+      const c = await JcpClient.connect({ host: '127.0.0.1', port: first.port, signer: bob });
+      const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'stream', params: message('events=1', 'stream') });
+      id = (r.reply as { task: { id: string } }).task.id;
+      await c.close();
+      await first.close();
+    }
+    const again = await liveNode(cfg, {}, t.dir);
+    const b = await JcpClient.connect({ host: '127.0.0.1', port: again.port, signer: bob });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: again.port, signer: carol });
+    try {
+      const got = await b.agentTask({ method: 'GetTask', chain: [g], skill: 'stream', params: { id } });
+      expect((got.reply as { id: string }).id).toBe(id);
+      expect(await refusal(c.agentTask({ method: 'GetTask', chain: [gc], skill: 'stream', params: { id } }))).toBe('task-not-found');
+    } finally {
+      await b.close();
+      await c.close();
+      await again.close();
+      t.cleanup();
+    }
+  });
+});
+
+describe('jcp node start --upstream NAME=a2a+URL', () => {
+  test('prints the agent card skills beside the resource', async () => {
+    const t = tempDir('a2a-cli');
+    const child = spawn(
+      process.execPath,
+      [JCP_BIN, 'node', 'start', '--listen', '127.0.0.1:0', '--data', t.dir, '--upstream', `ag=a2a+${agent.url}`],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let err = '';
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stderr!.on('data', (d: Buffer) => {
+          err += d.toString('utf8');
+          const m = /jcp node: resource ag .*\n/.exec(err);
+          if (m) resolve(m[0]);
+        });
+        child.once('exit', (code) => reject(new Error(`jcp node exited (${code}): ${err}`)));
+      });
+      expect(line).toContain(`${rid('ag')} open agent skills: echo, stream, fail`);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      t.cleanup();
     }
   });
 });
