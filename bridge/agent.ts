@@ -25,6 +25,7 @@ import {
   type Did,
   encodeWireRequest,
   FRAME_HEADER_BYTES,
+  fromHex,
   grantId,
   openReceipt,
   parseDid,
@@ -39,6 +40,7 @@ import {
 import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
 import { type CallJournal, saltText } from './journal.ts';
+import { DelegationError, DelegationErrorCodes, DelegationGate, mintDelegation, readDelegateRequest } from './delegation.ts';
 import { type ThresholdCaller, thresholdToolError } from './threshold.ts';
 
 /** Stable codes of the bridge's MCP errors (`error.data.code`). */
@@ -94,6 +96,11 @@ export interface AgentOptions {
    * (bridge/threshold.ts), never sent to the node.
    */
   readonly threshold?: Pick<ThresholdCaller, 'did' | 'explain'>;
+  /**
+   * Delegators (did:key) whose delegated chains this agent accepts (`--accept-delegation-from`,
+   * bridge/delegation.ts); absent or empty: every handed chain is refused.
+   */
+  readonly acceptDelegationFrom?: readonly Did[];
 }
 
 /** What the budget resource reports per grant (µJ as decimal strings). */
@@ -129,6 +136,48 @@ export interface CallContext {
    * and only on allow). Progress carries the node's progress token: the caller substitutes its own.
    */
   readonly onNotice?: (notification: McpNotification) => void;
+  /**
+   * The chain to exercise instead of the agent's own: a delegated chain handed to this agent and
+   * accepted (bridge/delegation.ts), whose leaf names this agent. Its leaf id is part of the call key.
+   */
+  readonly chain?: readonly SignedGrant[];
+  /**
+   * A `jcp/delegation` value handed with the call (MCP `_meta`): the chain to exercise, once
+   * accepted ({@link BridgeAgent.acceptDelegation}); the tool is looked up in what it grants.
+   */
+  readonly delegation?: unknown;
+}
+
+/** One jcp/1 exchange the bridge signs for its agent ({@link BridgeAgent.send}). */
+export interface Exchange {
+  /** `tool-call` (MCP) or `agent-task` (A2A, docs/a2a.md). */
+  readonly kind: 'tool-call' | 'agent-task';
+  /** The listed name (tool or skill): picks the cost in `toolCostsUj`. */
+  readonly name: string;
+  /** The frame's action: the upstream tool's name, or the agent's skill id. */
+  readonly action: string;
+  readonly resource: ContentId;
+  /** The chain exercised (root first). */
+  readonly chain: readonly SignedGrant[];
+  /** The payload's text (tool arguments' JSON; for an agent task `{"method", "params"}`). */
+  readonly payloadText: string;
+  /**
+   * Keep the call open in the journal after its answer was delivered (until the replay window
+   * passes): for keys that are unique per call (an A2A `messageId`), so a re-send of a call that
+   * was answered is still the same request, replayed by the node, never a second debit.
+   */
+  readonly keepOpen?: boolean;
+}
+
+/** A decided exchange: the decision, the metadata keys (see the module comment) and the node's result (allow). */
+export interface Decided {
+  readonly decision: { readonly verdict: 'allow' | 'deny'; readonly deny_reason?: string };
+  /** `jcp/verdict`, `jcp/deny_reason`, `jcp/receipt`, `jcp/receipt_cose`, `jcp/request_id`, `jcp/grant_id`, `jcp/cost_uj`, `jcp/budget_remaining_uj`, `jcp/budget_uj`. */
+  readonly meta: Record<string, string>;
+  /** On allow: the node's result, a JSON object (a CallToolResult, `{"agent-reply": …}`, or `{jcp_error}`). */
+  readonly result?: Record<string, unknown>;
+  /** On allow, when the result is not a JSON object: why. */
+  readonly unreadable?: string;
 }
 
 /** An MCP `CallToolResult` (loose: upstream fields are kept as they are). */
@@ -182,8 +231,11 @@ export class BridgeAgent {
    */
   readonly #signed = new Map<ContentId, { req: WireRequest; atMs: number }>();
 
+  readonly #gate: DelegationGate;
+
   constructor(o: AgentOptions) {
     this.#o = o;
+    this.#gate = new DelegationGate({ self: o.signer.did, acceptFrom: o.acceptDelegationFrom ?? [] });
     this.name = o.name;
     this.did = o.signer.did;
   }
@@ -199,11 +251,18 @@ export class BridgeAgent {
     try {
       const list = await this.#o.client.listTools();
       this.#nodeListsTools = true;
-      return list.map((r) => ({
-        name: r.name,
-        resource: r.resource,
-        tools: r.tools.filter((t): t is McpToolDef => typeof t['name'] === 'string'),
-      }));
+      return list.map((r) => {
+        // `kind`/`skills`: A2A agents behind the node (docs/a2a.md); read loosely from older clients' types.
+        const a2a = r as { kind?: unknown; skills?: unknown };
+        const skills = typeof a2a.skills === 'string' ? (JSON.parse(a2a.skills) as unknown) : a2a.skills;
+        return {
+          name: r.name,
+          resource: r.resource,
+          tools: r.tools.filter((t): t is McpToolDef => typeof t['name'] === 'string'),
+          ...(a2a.kind === 'a2a' ? { kind: 'a2a' as const } : {}),
+          ...(Array.isArray(skills) ? { skills: skills.filter((k): k is McpToolDef => typeof k?.['id'] === 'string') } : {}),
+        };
+      });
     } catch (e) {
       if (e instanceof WireErrorReply) {
         if (e.code === 'unknown-message' || e.code === 'schema') {
@@ -220,6 +279,11 @@ export class BridgeAgent {
   async tools(): Promise<BridgeTool[]> {
     this.#catalogue = catalogue(this.#o.chains, await this.nodeTools());
     return this.#catalogue;
+  }
+
+  /** The agent's own grant chains, root first in each. */
+  get chains(): readonly (readonly SignedGrant[])[] {
+    return this.#o.chains;
   }
 
   /** The budget of each leaf grant as this bridge last saw it (see {@link GrantBudget}). */
@@ -260,14 +324,120 @@ export class BridgeAgent {
     if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
       throw mcpError(ErrorCode.InvalidParams, BridgeErrorCodes.ARGUMENTS_INVALID, 'tools/call arguments must be a JSON object');
     }
+    const delegated = ctx.delegation === undefined ? undefined : this.acceptDelegation(ctx.delegation);
+    const tool = delegated === undefined ? await this.#tool(name) : await this.#delegatedTool(name, delegated);
+    const argsText = JSON.stringify(args ?? {});
+    const chain = delegated ?? this.#o.chains[tool.chainIndex]!;
+    const x: Exchange = { kind: 'tool-call', name: tool.name, action: tool.action, resource: tool.resource, chain, payloadText: argsText };
+    const d = await this.send(x, { ...ctx, ...(delegated !== undefined ? { chain: delegated } : {}) });
+    if ('threshold' in d) return d.threshold;
+    return this.#toResult(d);
+  }
+
+  /** The listed tool `name`. @throws McpError `unknown-tool`. */
+  async #tool(name: string): Promise<BridgeTool> {
     let tool = this.#catalogue?.find((t) => t.name === name);
     if (tool === undefined) tool = (await this.tools()).find((t) => t.name === name);
     if (tool === undefined) {
       throw mcpError(ErrorCode.InvalidParams, BridgeErrorCodes.UNKNOWN_TOOL, `no tool ${JSON.stringify(name)} is granted to ${this.name}`);
     }
-    const chain = this.#o.chains[tool.chainIndex]!;
-    const argsText = JSON.stringify(args ?? {});
-    const contentKey = contentId([this.did, tool.resource, tool.action, argsText]);
+    return tool;
+  }
+
+  /**
+   * Tool `name` as the delegated `chain` grants it (its leaf's resource and actions, named by the
+   * catalogue rule over that chain alone). @throws McpError `delegation-resource-mismatch` (the tool
+   * is this agent's on another resource than the chain's), `unknown-tool`.
+   */
+  async #delegatedTool(name: string, chain: readonly SignedGrant[]): Promise<BridgeTool> {
+    const node = await this.nodeTools();
+    const tool = catalogue([chain], node).find((t) => t.name === name);
+    if (tool !== undefined) return tool;
+    const leaf = chain[chain.length - 1]!.grant;
+    const elsewhere =
+      (this.#catalogue ?? (await this.tools())).find((t) => t.name === name)?.resource ??
+      node?.find((r) => r.resource !== leaf.capability.resource && r.tools.some((t) => t.name === name))?.resource;
+    if (elsewhere !== undefined && elsewhere !== leaf.capability.resource) {
+      throw mcpError(
+        ErrorCode.InvalidParams,
+        DelegationErrorCodes.RESOURCE_MISMATCH,
+        `the delegated grant ${grantId(leaf)} is for resource ${leaf.capability.resource}; tool ${JSON.stringify(name)} is on ${elsewhere}`,
+      );
+    }
+    throw mcpError(
+      ErrorCode.InvalidParams,
+      BridgeErrorCodes.UNKNOWN_TOOL,
+      `the delegated grant ${grantId(leaf)} grants no tool ${JSON.stringify(name)}`,
+    );
+  }
+
+  /**
+   * The chain a `jcp/delegation` value hands this agent, checked (bridge/delegation.ts), optionally
+   * for `resource`. @throws McpError (InvalidParams) with the delegation's stable code.
+   */
+  acceptDelegation(text: unknown, resource?: ContentId): SignedGrant[] {
+    try {
+      return this.#gate.accept(text, resource);
+    } catch (e) {
+      if (e instanceof DelegationError) throw mcpError(ErrorCode.InvalidParams, e.code, e.message.slice(e.code.length + 2));
+      throw e;
+    }
+  }
+
+  /**
+   * Mints the child grant `request` asks for (a `jcp/delegate` value) from this agent's chain for its
+   * resource (a name the node lists, or a content id), or from `base` (an accepted delegated chain,
+   * to delegate further), signed with the agent's key: the chain to hand on, root first. With
+   * `seed`, the child's nonce is derived from it, so the same seed mints the same signed grant.
+   * @throws McpError (InvalidParams) `delegate-invalid`, `delegate-no-grant`, `delegate-not-narrower`,
+   *   `delegate-forbidden`, `delegate-unsupported` (a threshold subject: no key here to sign with).
+   */
+  async delegate(request: unknown, base?: readonly SignedGrant[], seed?: string): Promise<SignedGrant[]> {
+    try {
+      const req = readDelegateRequest(request);
+      const signer = this.#o.signer;
+      if (this.#o.threshold !== undefined || !('key' in signer))
+        throw new DelegationError(
+          DelegationErrorCodes.UNSUPPORTED,
+          'this agent signs through a threshold group; the bridge holds no key to sign a grant with',
+        );
+      const named = (await this.nodeTools().catch(() => undefined))?.find((r) => r.name === req.resource)?.resource;
+      const resource = named ?? req.resource;
+      const chains = base !== undefined ? [base] : this.#o.chains;
+      const parent = chains.find((c) => c[c.length - 1]?.grant.capability.resource === resource);
+      if (parent === undefined)
+        throw new DelegationError(
+          DelegationErrorCodes.NO_GRANT,
+          `${this.name} holds no grant for resource ${JSON.stringify(req.resource)}`,
+        );
+      const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
+      // A seed (the A2A message id and the request) mints the same grant for a re-sent message: the same request, a replay.
+      const nonce = seed === undefined ? undefined : fromHex(contentId([this.did, seed, 'delegation-nonce'])).slice(0, 16);
+      return mintDelegation(parent, req, signer, clock, ...(nonce !== undefined ? [nonce] : []));
+    } catch (e) {
+      if (e instanceof DelegationError) throw mcpError(ErrorCode.InvalidParams, e.code, e.message.slice(e.code.length + 2));
+      throw e;
+    }
+  }
+
+  /**
+   * Signs and sends one exchange (a tool call, or an agent task for bridge/a2a.ts) through the
+   * journal: the call key is the caller, resource, action, payload and chain leaf with the
+   * idempotency key (or the MCP request id), so a re-send is the same signed request (the node
+   * replays it, §11) and never a second debit.
+   * @returns the decision, the receipt, the node's result and the `_meta`/metadata keys; or, for a
+   *   threshold subject whose holders did not sign, the tool error result naming them.
+   * @throws McpError as {@link call}.
+   */
+  async send(x: Exchange, ctx: CallContext): Promise<Decided | { threshold: ToolResult }> {
+    const contentKey = contentId([
+      this.did,
+      x.resource,
+      x.action,
+      x.payloadText,
+      ...(x.kind === 'tool-call' ? [] : [x.kind]),
+      ...(ctx.chain !== undefined ? [grantId(ctx.chain[ctx.chain.length - 1]!.grant)] : []),
+    ]);
     let callKey = contentId([
       contentKey,
       ctx.idempotencyKey ?? String(ctx.mcpRequestId),
@@ -283,20 +453,13 @@ export class BridgeAgent {
     const mine = !this.#inflight.has(callKey);
     if (mine) this.#inflight.set(callKey, { session: ctx.sessionId, signal: ctx.signal });
     try {
-      return await this.#call(tool, chain, argsText, contentKey, callKey, ctx);
+      return await this.#call(x, contentKey, callKey, ctx);
     } finally {
       if (mine) this.#inflight.delete(callKey);
     }
   }
 
-  async #call(
-    tool: BridgeTool,
-    chain: readonly SignedGrant[],
-    argsText: string,
-    contentKey: ContentId,
-    callKey: ContentId,
-    ctx: CallContext,
-  ): Promise<ToolResult> {
+  async #call(x: Exchange, contentKey: ContentId, callKey: ContentId, ctx: CallContext): Promise<Decided | { threshold: ToolResult }> {
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
     const stamp = journal.stampFor(callKey, contentKey, clock);
@@ -304,8 +467,8 @@ export class BridgeAgent {
     // stamp. A call that is never sent (signing failed, past the frame cap) is closed again below.
     journal.begin(callKey, contentKey, stamp);
     // The salt is 0 (no whitespace) but for a re-send of a call an earlier bridge signed with one.
-    const payload = enc.encode(argsText + saltText(stamp.salt));
-    const cost: Cost = { uj: this.#o.toolCostsUj?.get(tool.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
+    const payload = enc.encode(x.payloadText + saltText(stamp.salt));
+    const cost: Cost = { uj: this.#o.toolCostsUj?.get(x.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
     const client = this.#o.client;
     let req: WireRequest;
     const kept = stamp.resent ? this.#signed.get(callKey)?.req : undefined;
@@ -326,11 +489,12 @@ export class BridgeAgent {
       try {
         req = await client.request({
           ...(resign !== undefined ? { signer: resign } : {}),
-          chain,
-          action: tool.action,
+          chain: x.chain,
+          action: x.action,
           payload,
           cost,
-          resource: tool.resource,
+          resource: x.resource,
+          ...(x.kind !== 'tool-call' ? { kind: x.kind } : {}),
           now: stamp.nowS,
           ...(stamp.nonce !== undefined ? { nonce: stamp.nonce } : {}),
           caller: this.did,
@@ -341,7 +505,7 @@ export class BridgeAgent {
         if (!stamp.resent) journal.end(callKey);
         // A threshold call its holders did not sign: a tool error naming who refused; nothing was sent.
         const why = await this.#o.threshold?.explain(e);
-        if (why !== undefined) return thresholdToolError(why);
+        if (why !== undefined) return { threshold: thresholdToolError(why) };
         throw e;
       }
     if (kept === undefined) this.#keep(callKey, req);
@@ -382,11 +546,11 @@ export class BridgeAgent {
       throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.NODE_UNREACHABLE, `${(e as Error).message}; re-send the call to replay it`);
     }
     // Delivered unless the client went away; an undelivered call stays open for its re-send.
-    if (ctx.signal?.aborted !== true) {
+    if (ctx.signal?.aborted !== true && x.keepOpen !== true) {
       journal.end(callKey);
       this.#signed.delete(callKey);
     }
-    return this.#toResult(r.decision, r.receipt, r.result, requestIdOf(req));
+    return this.#decided(r.decision, r.receipt, r.result, requestIdOf(req));
   }
 
   /** Keeps an open call's signed request for its re-sends (dropped after {@link SIGNED_KEEP_MS}). */
@@ -396,12 +560,8 @@ export class BridgeAgent {
     this.#signed.set(callKey, { req, atMs: now });
   }
 
-  #toResult(
-    decision: { verdict: 'allow' | 'deny'; deny_reason?: string },
-    receipt: Uint8Array,
-    result: Uint8Array | undefined,
-    requestId: ContentId,
-  ): ToolResult {
+  /** The decided exchange with its metadata keys; records the budget the receipt reports. @throws McpError `bad-reply` (an unreadable receipt). */
+  #decided(decision: Decided['decision'], receipt: Uint8Array, result: Uint8Array | undefined, requestId: ContentId): Decided {
     const opened = openReceipt(receipt);
     if (!opened.ok) throw mcpError(ErrorCode.InternalError, BridgeErrorCodes.BAD_REPLY, `receipt: ${opened.error.why}`);
     const core = opened.value;
@@ -422,7 +582,7 @@ export class BridgeAgent {
     const remaining = core.budget_remaining_uj + (upstream !== undefined ? refundOf(upstream, core.cost_uj, core.seq) : 0n);
     const prev = this.#budgets.get(core.grant_id);
     if (prev === undefined || prev.seq <= core.seq) this.#budgets.set(core.grant_id, { remaining, receipt: rid, seq: core.seq });
-    const meta: Record<string, unknown> = {
+    const meta: Record<string, string> = {
       'jcp/verdict': decision.verdict,
       ...(decision.deny_reason !== undefined ? { 'jcp/deny_reason': decision.deny_reason } : {}),
       'jcp/receipt': rid,
@@ -433,6 +593,17 @@ export class BridgeAgent {
       'jcp/budget_remaining_uj': remaining.toString(),
       'jcp/budget_uj': core.budget_uj.toString(),
     };
+    return {
+      decision,
+      meta,
+      ...(upstream !== undefined ? { result: upstream } : {}),
+      ...(unreadable !== undefined ? { unreadable } : {}),
+    };
+  }
+
+  /** An MCP `CallToolResult` for a decided tool call. */
+  #toResult(d: Decided): ToolResult {
+    const { decision, meta, result: upstream, unreadable } = d;
     if (decision.verdict === 'deny') {
       return { isError: true, content: [{ type: 'text', text: `denied: ${decision.deny_reason ?? 'unknown'}` }], _meta: meta };
     }
@@ -443,6 +614,10 @@ export class BridgeAgent {
         _meta: meta,
       };
     }
-    return { ...upstream, content: upstream.content ?? [], _meta: { ...(upstream._meta ?? {}), ...meta } };
+    return {
+      ...upstream,
+      content: (upstream['content'] as unknown[] | undefined) ?? [],
+      _meta: { ...((upstream['_meta'] as Record<string, unknown>) ?? {}), ...meta },
+    };
   }
 }

@@ -33,6 +33,49 @@ export interface NodeResourceTools {
   readonly resource: ContentId;
   /** The upstream's `tools/list` `tools`, in its order. */
   readonly tools: readonly McpToolDef[];
+  /** `a2a` when an A2A agent stands behind the resource (docs/a2a.md). */
+  readonly kind?: 'a2a';
+  /** A2A only: the agent card's skills (A2A `AgentSkill` JSON objects; `id` is read). */
+  readonly skills?: readonly McpToolDef[];
+}
+
+/** One skill the bridge's A2A face lists (bridge/a2a.ts), and how a task for it is made. */
+export interface BridgeSkill {
+  /** The skill id the A2A client sees (unique in the card). */
+  readonly name: string;
+  /** The upstream agent's skill id: the frame's action and the forwarded `metadata.skill`. */
+  readonly action: string;
+  readonly resource: ContentId;
+  readonly resourceName?: string;
+  readonly chainIndex: number;
+  /** The upstream's AgentSkill JSON, with `id` replaced by `name`. */
+  readonly definition: McpToolDef;
+}
+
+/**
+ * The A2A skills an agent holding `chains` may ask for: each leaf grant's actions that name a skill
+ * of the A2A agent behind its resource (the node's `tool_list` entries with `kind: "a2a"`), named
+ * by the same rule as tools (a skill id two resources share becomes `<label>__<id>`).
+ */
+export function skillCatalogue(chains: readonly (readonly SignedGrant[])[], node: readonly NodeResourceTools[] | undefined): BridgeSkill[] {
+  const agents = (node ?? [])
+    .filter((r) => r.kind === 'a2a')
+    .map((r) => ({
+      name: r.name,
+      resource: r.resource,
+      tools: (r.skills ?? []).map((k) => ({ ...k, skillName: k['name'], name: String(k['id']) })),
+    }));
+  return catalogue(chains, agents).map((t) => {
+    const { name: _id, skillName, ...skill } = t.definition;
+    return {
+      name: t.name,
+      action: t.action,
+      resource: t.resource,
+      ...(t.resourceName !== undefined ? { resourceName: t.resourceName } : {}),
+      chainIndex: t.chainIndex,
+      definition: { ...skill, id: t.name, name: typeof skillName === 'string' ? skillName : t.name } as unknown as McpToolDef,
+    };
+  });
 }
 
 /** One tool the bridge lists, and how a call to it is made. */

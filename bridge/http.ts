@@ -130,7 +130,7 @@ export function isLoopback(host: string): boolean {
 }
 
 /** The most bytes of one POST body (the SDK transport's default, 4 MiB). */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** Answers 413 `payload-too-large` and closes the connection (the rest of the body is not read). */
 function tooLarge(res: ServerResponse): void {
@@ -194,7 +194,7 @@ interface Session {
 }
 
 /** A JSON-RPC error body (`id: null`) with status `status`; `code` goes in `error.data.code`. */
-function refuse(res: ServerResponse, status: number, message: string, code?: string, extra: Record<string, unknown> = {}): void {
+export function refuse(res: ServerResponse, status: number, message: string, code?: string, extra: Record<string, unknown> = {}): void {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   // A refused request's body is not read: the connection cannot carry another request after it.
   if (code !== undefined) headers['connection'] = 'close';
@@ -215,10 +215,11 @@ function initializes(body: unknown): boolean {
  * `hosts` (when set) 403, `Origin` present and not in `origins` 403, a POST whose `Content-Type`
  * is not JSON 415, a `Content-Length` over the body cap 413.
  */
-function headerRefusal(
+export function headerRefusal(
   req: IncomingMessage,
   hosts: ReadonlySet<string> | undefined,
   origins: ReadonlySet<string>,
+  types: readonly string[] = ['application/json'],
 ): [number, string, string] | undefined {
   const host = (req.headers.host ?? '').toLowerCase();
   if (hosts !== undefined && !hosts.has(host))
@@ -228,10 +229,10 @@ function headerRefusal(
     return [403, `forbidden: Origin ${JSON.stringify(origin)} is not allowed`, HttpErrorCodes.ORIGIN_FORBIDDEN];
   if (req.method === 'POST') {
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (type !== 'application/json')
+    if (!types.includes(type))
       return [
         415,
-        `unsupported media type: a POST body must be application/json, not ${JSON.stringify(type)}`,
+        `unsupported media type: a POST body must be ${types.join(' or ')}, not ${JSON.stringify(type)}`,
         HttpErrorCodes.CONTENT_TYPE,
       ];
     const length = Number(req.headers['content-length'] ?? 0);
@@ -242,7 +243,7 @@ function headerRefusal(
 }
 
 /** The `Host` values a loopback bridge on `port` answers to, lower case. */
-function loopbackHosts(host: string, port: number): Set<string> {
+export function loopbackHosts(host: string, port: number): Set<string> {
   return new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${host}:${port}`].map((h) => h.toLowerCase()));
 }
 
@@ -385,7 +386,7 @@ async function sendWeb(res: ServerResponse, r: Response): Promise<void> {
 }
 
 /** An agent with the SHA-256 of its bearer token (absent: the single-agent loopback case). */
-interface KeyedAgent {
+export interface KeyedAgent {
   readonly agent: BridgeAgent;
   readonly hash: Buffer | undefined;
 }
@@ -394,7 +395,7 @@ interface KeyedAgent {
  * `o`'s agents with their token digests, after the listening rules are checked.
  * @throws BridgeConfigError `remote-listen-refused`, `no-agents`, `token-required`, `token-duplicate`.
  */
-function checkedAgents(o: HttpOptions): KeyedAgent[] {
+export function checkedAgents(o: Pick<HttpOptions, 'host' | 'agents' | 'allowRemote'>): KeyedAgent[] {
   if (!isLoopback(o.host) && o.allowRemote !== true) {
     throw new BridgeConfigError('remote-listen-refused', `${o.host} is not a loopback address; pass --allow-remote to listen there`);
   }
@@ -414,7 +415,7 @@ function checkedAgents(o: HttpOptions): KeyedAgent[] {
 }
 
 /** The agent a request authenticates as, comparing against every token (constant time per token). */
-function authenticate(keyed: readonly KeyedAgent[], req: IncomingMessage): BridgeAgent | undefined {
+export function authenticate(keyed: readonly KeyedAgent[], req: IncomingMessage): BridgeAgent | undefined {
   if (keyed.length === 1 && keyed[0]!.hash === undefined) return keyed[0]!.agent;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
   const presented = digest(m?.[1] ?? '');
@@ -423,11 +424,13 @@ function authenticate(keyed: readonly KeyedAgent[], req: IncomingMessage): Bridg
   return found;
 }
 
-/** A JSON-RPC error body (`id: null`) with status `status`, the connection closed after it. */
-const UNAUTHORIZED_MESSAGE = 'unauthorized: a valid bearer token is required';
-const BEARER_CHALLENGE = { 'www-authenticate': 'Bearer' };
+/** The message of a 401 (no bearer token, or one naming no agent). */
+export const UNAUTHORIZED_MESSAGE = 'unauthorized: a valid bearer token is required';
+/** The `WWW-Authenticate` header of a 401. */
+export const BEARER_CHALLENGE = { 'www-authenticate': 'Bearer' };
 
-function reply(res: ServerResponse, status: number, message: string, code: string, headers: Record<string, string> = {}): void {
+/** A JSON-RPC error body (`id: null`) with status `status` and `data.code`, the connection closed after it. */
+export function reply(res: ServerResponse, status: number, message: string, code: string, headers: Record<string, string> = {}): void {
   // Refused before its body was read (if it has one): the connection is not reused.
   res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message, data: { code } }, id: null }));
@@ -546,7 +549,7 @@ function sessionLimits(o: Partial<SessionLimits> | undefined): SessionLimits {
 }
 
 /** The origin `scheme://host[:port]` of `s`, lower case. @throws BridgeConfigError `origin-invalid`. */
-function originOf(s: string): string {
+export function originOf(s: string): string {
   let u: URL;
   try {
     u = new URL(s);

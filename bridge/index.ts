@@ -37,3 +37,20 @@ export {
   type ThresholdRefusal,
   thresholdToolError,
 } from './threshold.ts';
+export {
+  DELEGATE_KEY,
+  type DelegateRequest,
+  DELEGATION_KEY,
+  DelegationError,
+  DelegationErrorCodes,
+  DelegationGate,
+  type GateOptions,
+  MAX_DELEGATION_CHARS,
+  decodeDelegation,
+  encodeDelegation,
+  mintDelegation,
+  readDelegateRequest,
+} from './delegation.ts';
+export { type A2aBridge, A2aErrorCodes, A2aFace, type A2aLimits, type A2aOptions, DEFAULT_A2A_LIMITS, serveBridgeA2a } from './a2a.ts';
+export { type BridgeSkill, skillCatalogue } from './catalogue.ts';
+export type { Decided, Exchange } from './agent.ts';

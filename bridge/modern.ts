@@ -25,7 +25,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import type { McpNotification } from '../client/index.ts';
 import type { BridgeAgent } from './agent.ts';
-import { BRIDGE_INFO, BUDGET_RESOURCE, bridgeServer, readBudgetResource, refusal } from './server.ts';
+import { BRIDGE_INFO, BUDGET_RESOURCE, bridgeServer, delegationOf, readBudgetResource, refusal } from './server.ts';
 
 /** The `_meta` key of the 2026-07-28 envelope's protocol version (the claim that makes a request modern). */
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -90,6 +90,7 @@ export function modernServer(agent: BridgeAgent): Server {
       sent = sent.then(() => ctx.mcpReq.notify(send as never)).catch(() => undefined);
     };
     const result = await agent.call(req.params.name, req.params.arguments, {
+      ...delegationOf(meta),
       mcpRequestId: ctx.mcpReq.id,
       ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
       signal: ctx.mcpReq.signal,

@@ -33,6 +33,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { McpNotification } from '../client/index.ts';
 import { type BridgeAgent, BridgeErrorCodes, mcpError } from './agent.ts';
+import { DELEGATE_KEY, DELEGATION_KEY, DelegationErrorCodes } from './delegation.ts';
 
 /** The URI of the budget resource. */
 export const BUDGET_URI = 'jcp://budget';
@@ -55,6 +56,25 @@ export async function readBudgetResource(agent: BridgeAgent, uri: string) {
   if (uri !== BUDGET_URI) throw mcpError(ErrorCode.InvalidParams, 'unknown-resource', uri);
   const body = { agent: agent.did, grants: await agent.budgets() };
   return { contents: [{ uri: BUDGET_URI, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };
+}
+
+/**
+ * The `delegation` of a tools/call's context from its `_meta` (`jcp/delegation`: a delegated chain
+ * handed to this agent, docs/a2a.md). A `jcp/delegate` there is refused `delegate-unsupported`: a
+ * tool call's `_meta` does not reach the tool, so a chain minted for it would go nowhere; delegation
+ * travels in A2A messages (bridge/a2a.ts).
+ * @throws McpError InvalidParams `delegate-unsupported`.
+ */
+export function delegationOf(meta: unknown): { delegation?: unknown } {
+  if (typeof meta !== 'object' || meta === null) return {};
+  const m = meta as Record<string, unknown>;
+  if (m[DELEGATE_KEY] !== undefined)
+    throw mcpError(
+      ErrorCode.InvalidParams,
+      DelegationErrorCodes.UNSUPPORTED,
+      `${DELEGATE_KEY} in a tool call's _meta: the tool never sees _meta; delegate in an A2A message (docs/a2a.md)`,
+    );
+  return m[DELEGATION_KEY] !== undefined ? { delegation: m[DELEGATION_KEY] } : {};
 }
 
 /** MCP logging levels, least severe first (RFC 5424 severities). */
@@ -204,6 +224,7 @@ export function bridgeServer(agent: BridgeAgent): Server {
       sent = sent.then(() => extra.sendNotification(send as never)).catch(() => undefined);
     };
     const result = await agent.call(req.params.name, req.params.arguments, {
+      ...delegationOf(req.params._meta),
       mcpRequestId: extra.requestId,
       ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
       ...(extra.sessionId !== undefined ? { sessionId: extra.sessionId } : {}),

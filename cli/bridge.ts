@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_FRAME_CAP, type SignedGrant } from '../core/index.ts';
+import { DEFAULT_FRAME_CAP, type Did, parseDid, type SignedGrant } from '../core/index.ts';
 import { connect as connectNats, type NatsConnection } from '@nats-io/transport-node';
 import {
   BridgeAgent,
@@ -19,6 +19,8 @@ import {
   randomSaltBase,
   serveBridgeHttp,
   type SessionLimits,
+  type A2aBridge,
+  serveBridgeA2a,
 } from '../bridge/index.ts';
 import { isFrostError } from '../frost/index.ts';
 import { type ClientSigner, JcpClient } from '../client/index.ts';
@@ -32,10 +34,13 @@ const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain
                   [--http host:port [--allow-remote] [--token-file file | --token-env NAME]
                    [--allow-origin ORIGIN ...] [--session-idle-s s] [--session-init-s s]
                    [--max-sessions-per-agent n] [--max-sessions n]]
+                  [--a2a host:port [--allow-remote] [--token-file file | --token-env NAME]]
+                  [--accept-delegation-from DID ...]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
                   [--frame-cap bytes] [--nats URL [--frost-prefix P] [--frost-timeout-ms MS]]
                   [--ca file [--cert file --client-key file]]
        jcp bridge --http host:port --config bridge.json [--allow-remote]
+       jcp bridge --a2a host:port --config bridge.json [--allow-remote]
 
 An MCP server for one agent: it lists the upstream tools the agent's grants permit (each leaf
 grant's resource and actions, intersected with the node's tool list; a name two resources share
@@ -53,6 +58,15 @@ then required by every request). The resource jcp://budget reports each grant's 
   --max-sessions-per-agent  with --http: open sessions per agent (default 64); past it,
                   initialize gets 429 session-limit-agent
   --max-sessions  with --http: open sessions in all (default 1024); past it 503 session-limit-total
+  --a2a           also (or, without --http, only) serve A2A v1.0 for the agent(s): the agent card at
+                  http://host:port/.well-known/agent-card.json lists the skills the grants permit
+                  on A2A agents behind the node; JSON-RPC at /, HTTP+JSON at /rest; every message
+                  is a signed agent-task request (docs/a2a.md). Bearer tokens and --allow-remote as
+                  for --http
+  --accept-delegation-from  a did:key whose delegated chains this agent accepts (repeatable): a
+                  tools/call with _meta jcp/delegation, or an A2A message with metadata
+                  jcp/delegation, is then made under that chain (debited from every link, §4.2);
+                  chains from anyone else are refused delegation-delegator-not-accepted
   --cost-uj       cost claimed per call, µJ (default 0; the node prices at no less than its estimate)
   --tool-cost     cost of one tool by its listed name, µJ (repeatable; overrides --cost-uj)
   --journal       file that fixes the time of each open call, so a call re-sent after a restart
@@ -69,7 +83,8 @@ ${TLS_HELP}
   --frost-prefix  the FROST subject prefix (default jcp.frost)
   --frost-timeout-ms  deadline of each signing round, ms (default ${DEFAULT_THRESHOLD_TIMEOUT_MS})
   --config        several agents over --http: {"node": "host:port", "agents": [{"name", "key",
-                  "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?}]}
+                  "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?,
+                  "accept_delegation_from"?: [did:key, ..]}]}
                   (paths relative to the config file)
 
 Exit status: 0 when the MCP client closes stdio (or on SIGINT/SIGTERM), 1 on a failure to start, or
@@ -84,6 +99,8 @@ interface AgentSpec {
   readonly costUj: bigint;
   readonly toolCosts: Map<string, bigint>;
   readonly journal?: string;
+  /** Delegators whose chains this agent accepts (`--accept-delegation-from`, `accept_delegation_from`). */
+  readonly acceptFrom: readonly string[];
 }
 
 /** A whole number flag of at least `min`, in `unit`. @throws UsageError */
@@ -155,6 +172,9 @@ function readConfig(file: string): { node?: string; agents: AgentSpec[] } {
     }
     const journal = a['journal'];
     if (journal !== undefined && typeof journal !== 'string') bad(`${f}.journal: expected a path`);
+    const accept = a['accept_delegation_from'] ?? [];
+    if (!Array.isArray(accept) || accept.some((d) => typeof d !== 'string' || !didOk(d)))
+      bad(`${f}.accept_delegation_from: expected an array of did:key`);
     return {
       name: a['name'] as string,
       key: rel(a['key'] as string),
@@ -163,6 +183,7 @@ function readConfig(file: string): { node?: string; agents: AgentSpec[] } {
       costUj: BigInt(cost as number),
       toolCosts,
       ...(journal !== undefined ? { journal: rel(journal as string) } : {}),
+      acceptFrom: accept as string[],
     };
   });
   if (v.node !== undefined && typeof v.node !== 'string') bad('node: expected host:port');
@@ -175,6 +196,8 @@ const OPTIONS = {
   key: { type: 'string' },
   chain: { type: 'string', multiple: true },
   http: { type: 'string' },
+  a2a: { type: 'string' },
+  'accept-delegation-from': { type: 'string', multiple: true },
   'allow-remote': { type: 'boolean' },
   'allow-origin': { type: 'string', multiple: true },
   'session-idle-s': { type: 'string' },
@@ -206,6 +229,8 @@ interface BridgePlan {
   readonly nodeAddr: string;
   readonly specs: readonly AgentSpec[];
   readonly http: { host: string; port: number } | undefined;
+  /** `--a2a`: where the A2A face listens. */
+  readonly a2a: { host: string; port: number } | undefined;
   /** The replay window of the call journals (seconds). */
   readonly windowS: number;
   /** The largest frame the bridge sends (bytes). */
@@ -251,6 +276,7 @@ function planBridge(values: BridgeValues): BridgePlan {
   const windowS = values['replay-window-s'] === undefined ? 300 : intArg(values['replay-window-s'], '--replay-window-s', 'seconds', 0);
   const frameCap = values['frame-cap'] === undefined ? DEFAULT_FRAME_CAP : intArg(values['frame-cap'], '--frame-cap', 'bytes', 1);
   const http = values.http === undefined ? undefined : hostPortArg(values.http, '--http');
+  const a2a = values.a2a === undefined ? undefined : hostPortArg(values.a2a, '--a2a');
   let nodeAddr = values.node;
   let specs: AgentSpec[];
   if (values.nats === undefined && (values['frost-prefix'] !== undefined || values['frost-timeout-ms'] !== undefined)) {
@@ -262,20 +288,22 @@ function planBridge(values: BridgeValues): BridgePlan {
       : intArg(values['frost-timeout-ms'], '--frost-timeout-ms', 'milliseconds', 1);
   if (values.config !== undefined) {
     if (values.nats !== undefined) throw new UsageError('--nats (a threshold subject) is for one agent, not with --config');
-    if (http === undefined) throw new UsageError('--config serves several agents over --http; give --http host:port');
-    for (const f of ['key', 'chain', 'token-file', 'token-env', 'cost-uj', 'tool-cost', 'journal'] as const) {
+    if (http === undefined && a2a === undefined)
+      throw new UsageError('--config serves several agents over --http or --a2a; give --http host:port');
+    for (const f of ['key', 'chain', 'token-file', 'token-env', 'cost-uj', 'tool-cost', 'journal', 'accept-delegation-from'] as const) {
       if (values[f] !== undefined) throw new UsageError(`--${f} goes in the config file's agents with --config`);
     }
     const cfg = readConfig(values.config);
     nodeAddr ??= cfg.node;
     specs = cfg.agents;
-  } else specs = [agentFromFlags(values, http !== undefined)];
+  } else specs = [agentFromFlags(values, http !== undefined || a2a !== undefined)];
   if (nodeAddr === undefined) throw new UsageError('--node is required');
-  if (values['allow-remote'] === true && http === undefined) throw new UsageError('--allow-remote needs --http');
+  if (values['allow-remote'] === true && http === undefined && a2a === undefined)
+    throw new UsageError('--allow-remote needs --http or --a2a');
   const { host, port } = hostPortArg(nodeAddr, '--node');
   const tls = clientTlsArgs(values);
-  const limits = limitsArg(values, http !== undefined);
-  return { host, port, nodeAddr, specs, http, windowS, frameCap, frostTimeoutMs, tls, limits, origins: values['allow-origin'] ?? [] };
+  const limits = limitsArg(values, http !== undefined || a2a !== undefined);
+  return { host, port, nodeAddr, specs, http, a2a, windowS, frameCap, frostTimeoutMs, tls, limits, origins: values['allow-origin'] ?? [] };
 }
 
 /** The one agent of `--key`/`--chain` (its costs in µJ). @throws UsageError when `--key` or `--chain` is missing, or a token flag comes without `--http`. */
@@ -294,7 +322,21 @@ function agentFromFlags(values: BridgeValues, overHttp: boolean): AgentSpec {
     costUj: ujArg(values['cost-uj'] ?? '0', '--cost-uj'),
     toolCosts: new Map((values['tool-cost'] ?? []).map((v) => toolCostArg(v, '--tool-cost'))),
     ...(values.journal !== undefined ? { journal: values.journal } : {}),
+    acceptFrom: (values['accept-delegation-from'] ?? []).map((d) => {
+      if (!didOk(d)) throw new UsageError(`--accept-delegation-from: expected a did:key, got ${d}`);
+      return d;
+    }),
   };
+}
+
+/** Whether `d` is a did:key this build reads. */
+function didOk(d: string): boolean {
+  try {
+    parseDid(d as Did);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Closes every node connection and journal opened, then the NATS connection; never throws. */
@@ -402,6 +444,7 @@ async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened
       toolCostsUj: s.toolCosts,
       frameCap: plan.frameCap,
       ...(threshold !== undefined ? { threshold } : {}),
+      acceptDelegationFrom: s.acceptFrom as Did[],
     });
     agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });
   }
@@ -440,39 +483,70 @@ async function serveStdio(agent: BridgeAgent, opened: Opened): Promise<number> {
   return 0;
 }
 
-/**
- * Serves the agents over Streamable HTTP at `http`, prints `{listening, agents}` as one JSON line,
- * and runs until SIGINT or SIGTERM; resolves to 0. @throws CliError with the config error's code,
- * or `listen-failed`.
- */
-async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boolean, opened: Opened): Promise<number> {
-  const http = plan.http!;
-  let served: Awaited<ReturnType<typeof serveBridgeHttp>>;
+/** Starts one listener, turning its config errors into CliErrors (after closing what was opened). */
+async function listen<T>(
+  what: string,
+  addr: { host: string; port: number },
+  start: () => Promise<T>,
+  cleanup: () => Promise<void>,
+): Promise<T> {
   try {
-    served = await serveBridgeHttp({
-      host: http.host,
-      port: http.port,
-      agents,
-      allowRemote,
-      limits: plan.limits,
-      allowedOrigins: plan.origins,
-    });
+    return await start();
   } catch (e) {
-    await closeOpened(opened);
+    await cleanup();
     if (e instanceof BridgeConfigError) throw new CliError(e.code, e.message);
     if ((e as { syscall?: string }).syscall === 'listen')
-      throw new CliError('listen-failed', `cannot listen on ${http.host}:${http.port}: ${(e as Error).message}`);
+      throw new CliError(
+        'listen-failed',
+        `cannot listen on ${addr.host}:${addr.port}${what === '--a2a' ? ' (--a2a)' : ''}: ${(e as Error).message}`,
+      );
     throw e;
   }
+}
+
+/**
+ * Serves the agents over Streamable HTTP at `--http` and/or A2A at `--a2a`, prints
+ * `{listening?, a2a?, agents}` as one JSON line, and runs until SIGINT or SIGTERM; resolves to 0.
+ * @throws CliError with the config error's code, or `listen-failed`.
+ */
+async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boolean, opened: Opened): Promise<number> {
+  let served: Awaited<ReturnType<typeof serveBridgeHttp>> | undefined;
+  let a2a: A2aBridge | undefined;
+  const cleanup = async () => {
+    await served?.close();
+    await closeOpened(opened);
+  };
+  if (plan.http !== undefined) {
+    const http = plan.http;
+    served = await listen(
+      '--http',
+      http,
+      () => serveBridgeHttp({ host: http.host, port: http.port, agents, allowRemote, limits: plan.limits, allowedOrigins: plan.origins }),
+      cleanup,
+    );
+  }
+  if (plan.a2a !== undefined) {
+    const at = plan.a2a;
+    a2a = await listen(
+      '--a2a',
+      at,
+      () => serveBridgeA2a({ host: at.host, port: at.port, agents, allowRemote, allowedOrigins: plan.origins }),
+      cleanup,
+    );
+  }
   process.stdout.write(
-    `${JSON.stringify({ listening: served.url, agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })) })}\n`,
+    `${JSON.stringify({
+      ...(served !== undefined ? { listening: served.url } : {}),
+      ...(a2a !== undefined ? { a2a: a2a.url } : {}),
+      agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })),
+    })}\n`,
   );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
-  await served.close();
-  await closeOpened(opened);
+  await a2a?.close();
+  await cleanup();
   return 0;
 }
 
@@ -492,7 +566,7 @@ export const command: Command = {
       await closeOpened(opened);
       throw e;
     }
-    if (plan.http === undefined) return serveStdio(agents[0]!.agent, opened);
+    if (plan.http === undefined && plan.a2a === undefined) return serveStdio(agents[0]!.agent, opened);
     return serveHttp(plan, agents, values['allow-remote'] === true, opened);
   },
 };

@@ -7,7 +7,7 @@ import { createWriteStream, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { ClassicLevel } from 'classic-level';
-import { bytesEqual, type Did, encode, openReceipt, receiptId, toHex } from '../core/index.ts';
+import { bytesEqual, type Did, delegationTree, encode, openReceipt, receiptId, toHex } from '../core/index.ts';
 import {
   type Archived,
   type ArchiveRecord,
@@ -93,6 +93,9 @@ Options:
   --before seq    archive: the first seq kept in the live log
   --archive dir   verify, replay, attribute: the folder of archived segments
   --json          verify, replay, attribute: accepted for scripts; they print JSON anyway
+  --tree          attribute: add delegation_tree, the delegation tree (root → delegates → their
+                  delegates) from the receipts' chain_ids, with spent_uj per link (every link is
+                  debited, §4.2), own_uj, allowed and refused per grant (C14, C16)
 
 The node must not be running on the folder (LevelDB takes a lock). Opening the log runs LevelDB's
 own recovery, as a node's start does: its write-ahead file is folded into table files, and records
@@ -113,6 +116,7 @@ const OPTIONS = {
   archive: { type: 'string' },
   keep: { type: 'string' },
   json: { type: 'boolean' },
+  tree: { type: 'boolean' },
 } as const;
 
 /** The parsed flags of `jcp receipts <verb>`. */
@@ -274,8 +278,12 @@ function printReplay({ r, records, archive }: ReplayRun): number {
   return 0;
 }
 
-/** Prints `jcp receipts attribute`'s JSON: spend per (grant, subject), charged and refunded (µJ), metered by provenance; resolves to 0. */
-function printAttribution({ r, records, archive }: ReplayRun): number {
+/**
+ * Prints `jcp receipts attribute`'s JSON: spend per (grant, subject), charged and refunded (µJ),
+ * metered by provenance; with `tree`, also `delegation_tree` (core `delegationTree`: each exercised
+ * grant under its parent, by the receipts' chain_ids, with `spent_uj` per link); resolves to 0.
+ */
+function printAttribution({ r, records, archive }: ReplayRun, tree = false): number {
   const rows = [...r.attribution.values()].map((a) => {
     const o = r.outcomes.attribution.get(`${a.grant_id} ${a.subject}`);
     const refunded = o?.refunded_uj ?? 0n;
@@ -295,7 +303,18 @@ function printAttribution({ r, records, archive }: ReplayRun): number {
   });
   const outcomes = { measurements: r.outcomes.measurements, reversals: r.outcomes.reversals, bad: r.outcomes.bad.length };
   process.stdout.write(
-    `${JSON.stringify({ receipts: r.total, bad: r.rejected.length, outcomes, attribution: rows, ...archivedField(records, archive) }, bigintJson, 2)}\n`,
+    `${JSON.stringify(
+      {
+        receipts: r.total,
+        bad: r.rejected.length,
+        outcomes,
+        attribution: rows,
+        ...(tree ? { delegation_tree: delegationTree(r.attribution.values(), (id) => r.ledger.spent(id)) } : {}),
+        ...archivedField(records, archive),
+      },
+      bigintJson,
+      2,
+    )}\n`,
   );
   return 0;
 }
@@ -343,7 +362,7 @@ async function runOnLog(
   const head = await log.checkHead();
   if (!head.ok && verb !== 'verify') process.stderr.write(`jcp receipts: warning [log-damaged]: ${head.why}\n`);
   if (verb === 'replay') return printReplay(run);
-  if (verb === 'attribute') return printAttribution(run);
+  if (verb === 'attribute') return printAttribution(run, values.tree === true);
   return printVerify(run, head);
 }
 
@@ -365,6 +384,7 @@ export const command: Command = {
         `--json is for verify, replay and attribute (which print JSON anyway)${verb === 'export' ? '; export takes --format json' : ''}`,
       );
     }
+    if (values.tree && verb !== 'attribute') throw new UsageError('--tree is for attribute');
     if (verb === 'verify' && isReceiptFile(positionals[0]!)) return await verifyFile(positionals[0]!);
     const dataDir = path.resolve(positionals[0]!);
     const n = checkFlags(verb, values, dataDir);

@@ -73,7 +73,16 @@ export {
   ReceiptRefusals,
   sealReceipt,
 } from './receipt.ts';
-export { type Attribution, attributionKey, type BreakCode, type ContinuityBreak, type RejectedReceipt, replayReceipts } from './replay.ts';
+export {
+  type Attribution,
+  attributionKey,
+  type BreakCode,
+  type ContinuityBreak,
+  type DelegationNode,
+  delegationTree,
+  type RejectedReceipt,
+  replayReceipts,
+} from './replay.ts';
 export { err, ok, type Result } from './result.ts';
 export {
   readSignedRevocation,

@@ -71,6 +71,59 @@ export interface Attribution {
   refused: number;
   /** µJ debited by the allow receipts (on this grant, not counting descendants). */
   uj: Uj;
+  /** The chain the receipts exercised, root first, leaf last (= `grant_id`): their `chain_ids`; absent for one link. */
+  chain_ids?: readonly ContentId[];
+}
+
+/** One link of a delegation tree ({@link delegationTree}): a grant and what was spent under it. */
+export interface DelegationNode {
+  readonly grant_id: ContentId;
+  /** The subject of the grant (the agent holding it), when a receipt names it as leaf. */
+  readonly subject?: Did;
+  /** µJ debited from this grant, its descendants' spending included (§4.2: every link is debited). */
+  readonly spent_uj: Uj;
+  /** µJ of the calls made with this grant as leaf (its holder's own calls). */
+  readonly own_uj: Uj;
+  /** Calls allowed and refused with this grant as leaf. */
+  readonly allowed: number;
+  readonly refused: number;
+  /** Grants delegated from this one that were exercised, in first-seen order. */
+  readonly children: DelegationNode[];
+}
+
+/**
+ * The delegation tree of an attribution (C14, C16): each grant a receipt exercised, linked to its
+ * parent by the receipts' `chain_ids`, with its spending (`spent` per grant id: the ledger, which
+ * debits every link) and its own calls. Roots first, in first-seen order. Pure.
+ */
+export function delegationTree(attribution: Iterable<Attribution>, spent: (id: ContentId) => Uj): DelegationNode[] {
+  type Mutable = { -readonly [K in keyof DelegationNode]: DelegationNode[K] } & { subject?: Did };
+  const nodes = new Map<ContentId, Mutable>();
+  const node = (id: ContentId): Mutable => {
+    let n = nodes.get(id);
+    if (n === undefined) {
+      n = { grant_id: id, spent_uj: spent(id), own_uj: 0n, allowed: 0, refused: 0, children: [] };
+      nodes.set(id, n);
+    }
+    return n;
+  };
+  const parentOf = new Map<ContentId, ContentId>();
+  for (const a of attribution) {
+    const chain = a.chain_ids ?? [a.grant_id];
+    for (let i = 0; i < chain.length; i++) {
+      const n = node(chain[i]!);
+      if (i > 0 && !parentOf.has(chain[i]!)) {
+        parentOf.set(chain[i]!, chain[i - 1]!);
+        node(chain[i - 1]!).children.push(n);
+      }
+    }
+    const leaf = node(a.grant_id);
+    leaf.subject = a.subject;
+    leaf.own_uj += a.uj;
+    leaf.allowed += a.allowed;
+    leaf.refused += a.refused;
+  }
+  return [...nodes.values()].filter((n) => !parentOf.has(n.grant_id));
 }
 
 /** Options for {@link replayReceipts}. */
@@ -183,6 +236,7 @@ export function replayReceipts(receipts: Iterable<Uint8Array>, opts: ReplayOptio
       a = { grant_id: core.grant_id, subject: core.subject, allowed: 0, refused: 0, uj: 0n };
       attribution.set(key, a);
     }
+    if (a.chain_ids === undefined && core.chain_ids !== undefined) a.chain_ids = core.chain_ids;
     if (core.verdict === 'allow') {
       ledger.debit(debitedIds(core), core.cost_uj);
       a.allowed++;

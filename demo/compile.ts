@@ -17,6 +17,9 @@ import type { DemoNode } from './nodes.ts';
 import { leafId, type Roots, type WorkerChains } from './plan.ts';
 import type { DemoReport, WorkerLine } from './report.ts';
 import type { WorkerProc } from './workers.ts';
+import { delegationSection } from './delegation.ts';
+import type { ResearcherTask } from './researchers.ts';
+import { PLANNER_INDEX } from './setup.ts';
 
 /** What the run knows besides the receipts. */
 export interface RunFacts {
@@ -52,6 +55,8 @@ export interface RunFacts {
   readonly probe: Probe | undefined;
   /** Each node's `/metrics` text, taken before it stopped. */
   readonly metrics: readonly string[];
+  /** The researcher agent (A2A), when it started: its did:key, base url and the tasks it finished. */
+  readonly researcher?: { readonly did: Did; readonly url: string; readonly tasks: readonly ResearcherTask[] } | undefined;
   readonly problems: readonly string[];
 }
 
@@ -96,6 +101,7 @@ export function buildReport(f: RunFacts): DemoReport {
   const threshold = thresholdSection(f, byRequest, problems);
   const memoryRootId = grantId(f.roots.memory.grant);
   const channel = channelSection(f, all, memoryRootId, problems);
+  const delegation = delegationOf(f, problems);
   const receipts = receiptsSection(f, memoryRootId);
   const ok = receipts.all_verify && problems.length === 0;
   return {
@@ -129,10 +135,30 @@ export function buildReport(f: RunFacts): DemoReport {
     steering,
     threshold,
     channel,
+    delegation,
     energy: energySection(f, all),
     receipts,
     problems,
   };
+}
+
+/** The delegation section (demo/delegation.ts) for the planner, or why there is none. */
+function delegationOf(f: RunFacts, problems: string[]): DemoReport['delegation'] {
+  const planner = f.workers[PLANNER_INDEX];
+  const chains = f.chains[PLANNER_INDEX];
+  const home = f.evidence[PLANNER_INDEX];
+  if (planner?.did === undefined || chains === undefined || home === undefined) return { available: false, why: 'the planner did not run' };
+  return delegationSection(
+    {
+      planner: { name: planner.name, did: planner.did, node: home.name },
+      chains,
+      home,
+      evidence: f.evidence,
+      researcher: f.researcher,
+      delegated: planner.delegated,
+    },
+    problems,
+  );
 }
 
 /** Who owns which grant: each worker's files and memory leaves, and the continuation of a steered files grant (§4.7). */

@@ -7,8 +7,13 @@
  * (commit to your state now, §4.7), `continue` (the signed amendment and the continuation grant),
  * `stop`.
  * Worker → orchestrator: `hello` (its own did:key; its key never leaves the worker), `call` (one
- * decided call), `checkpoint` (the signed checkpoint and its last receipt), `resumed`, `done`,
- * `failed`.
+ * decided call), `delegated` (the planner's A2A task and its answer), `checkpoint` (the signed
+ * checkpoint and its last receipt), `resumed`, `done`, `failed`.
+ *
+ * Orchestrator → researcher: `go` (the node its bridge talks to, the planner it accepts chains
+ * from), `stop`. Researcher → orchestrator: `hello` (its did:key and A2A base url), `ready` (its
+ * bridge is up), `call` (one tool call it made under a delegated chain), `task` (a task it
+ * finished: the chain it was handed and what it did), `failed`.
  */
 import {
   type ContentId,
@@ -49,6 +54,8 @@ export type ToWorker =
       /** The files chain and the memory chain ({@link chainToHex}). */
       readonly files: string;
       readonly memory: string;
+      /** For the planner only: the A2A task it sends the researcher before its rounds. */
+      readonly planner?: PlannerJob;
     }
   | { readonly type: 'checkpoint' }
   | { readonly type: 'continue'; readonly amendment: string; readonly continuation: string }
@@ -59,6 +66,85 @@ export type ToWorker =
    */
   | { readonly type: 'revoked-everywhere'; readonly at_ms: number }
   | { readonly type: 'stop' };
+
+/** The planner's A2A task: sent through its bridge's A2A face to the researcher behind its home node. */
+export interface PlannerJob {
+  /** The agents chain naming the researcher's skill ({@link chainToHex}). */
+  readonly agents: string;
+  /** The researcher's did:key: the subject of the delegated grant. */
+  readonly researcher: Did;
+  /** The skill the message names (`metadata.skill`). */
+  readonly skill: string;
+  /** The delegated budget (µJ, decimal): a quarter of the planner's files grant. */
+  readonly delegate_uj: string;
+  /** What the planner asks for (the message's text). */
+  readonly text: string;
+}
+
+/** The planner's A2A task as it saw it: the answer's decision (`jcp/…` metadata, docs/a2a.md) and the task. */
+export interface DelegatedEvent {
+  readonly type: 'delegated';
+  /** The node's verdict on the `agent-task` frame, or `error` when no decision came back. */
+  readonly verdict: 'allow' | 'deny' | 'error';
+  readonly reason?: string;
+  readonly receipt?: string;
+  readonly request_id?: string;
+  readonly grant_id?: ContentId;
+  readonly cost_uj?: string;
+  /** The task's final state (A2A `TaskState` name), when a task came back. */
+  readonly state?: string;
+  /** The researcher's summary (the task's artifact text, or the error). */
+  readonly summary: string;
+  readonly sent_ms: number;
+  readonly done_ms: number;
+}
+
+/** Orchestrator → researcher. */
+export type ToResearcher =
+  | {
+      readonly type: 'go';
+      /** The node the researcher's bridge sends its tool calls to. */
+      readonly node: NodeAddress;
+      /** The planner: the delegator whose chains its bridge accepts (`--accept-delegation-from`). */
+      readonly planner: Did;
+      /** The sample files it reads (absolute paths). */
+      readonly paths: readonly string[];
+      readonly sampleDir: string;
+    }
+  | { readonly type: 'stop' };
+
+/** One tool call the researcher made under a delegated chain, as it saw it (µJ as decimal strings). */
+export interface ResearcherCall {
+  readonly type: 'call';
+  readonly action: string;
+  readonly verdict: 'allow' | 'deny';
+  readonly reason?: string;
+  readonly grant_id: ContentId;
+  readonly request_id: string;
+  readonly cost_uj: string;
+  readonly remaining_uj: string;
+  readonly budget_uj: string;
+}
+
+/** Researcher → orchestrator. */
+export type FromResearcher =
+  | { readonly type: 'hello'; readonly did: Did; readonly url: string }
+  | { readonly type: 'ready' }
+  | ResearcherCall
+  | {
+      readonly type: 'task';
+      readonly task_id: string;
+      /** The chain handed to it in `metadata["jcp/delegation"]` ({@link chainToHex}), or '' when there was none. */
+      readonly chain: string;
+      /** The caller the node named (`metadata["jcp/caller"]`), or ''. */
+      readonly caller: string;
+      readonly allowed: number;
+      readonly spent_uj: string;
+      /** The deny that ended its work, or '' when it stopped on its own. */
+      readonly denied: string;
+      readonly summary: string;
+    }
+  | { readonly type: 'failed'; readonly message: string };
 
 /** One decided call, as the worker saw it (µJ as decimal strings). */
 export interface CallEvent {
@@ -84,6 +170,7 @@ export interface CallEvent {
 export type FromWorker =
   | { readonly type: 'hello'; readonly did: Did }
   | CallEvent
+  | DelegatedEvent
   | { readonly type: 'checkpoint'; readonly checkpoint: string; readonly receipt: string; readonly node: string }
   | { readonly type: 'resumed'; readonly grant_id: ContentId; readonly budget_uj: string }
   | { readonly type: 'done'; readonly status: 'budget-exceeded' | 'revoked' | 'stopped' }
@@ -99,4 +186,11 @@ export function chainFromHex(hex: string): SignedGrant[] {
   const v = decode(fromHex(hex));
   if (!Array.isArray(v)) throw new TypeError('chain: expected an array');
   return v.map((x, i) => readSignedGrant(x, `chain[${i}]`));
+}
+
+/** Reads a chain as A2A metadata carries it (`jcp/delegation`, docs/a2a.md): base64url of the det-CBOR array, root first. @throws JcpError on malformed input. */
+export function chainFromBase64url(text: string): SignedGrant[] {
+  const v = decode(new Uint8Array(Buffer.from(text, 'base64url')));
+  if (!Array.isArray(v)) throw new TypeError('jcp/delegation: expected an array');
+  return v.map((x, i) => readSignedGrant(x, `jcp/delegation[${i}]`));
 }

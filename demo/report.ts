@@ -35,6 +35,78 @@ export interface WorkerLine {
   }[];
 }
 
+/** One link of the delegation tree (µJ as decimal strings): its spend from the verified receipts whose chain names it (§8.1, C14). */
+export interface DelegationLink {
+  /** 0 for a root. */
+  readonly depth: number;
+  readonly role: 'root' | 'shard' | 'planner' | 'researcher';
+  /** Who holds it: `issuer`, a worker's name, `researcher`. */
+  readonly holder: string;
+  /** The resource's name in the node's config. */
+  readonly resource: string;
+  readonly grant_id: ContentId;
+  readonly budget_uj: string;
+  /** µJ debited under this link: its own calls and every descendant's (§4.2). */
+  readonly spent_uj: string;
+  /** µJ debited by calls made with this link as the leaf. */
+  readonly own_spent_uj: string;
+  readonly allowed: number;
+  readonly refused: number;
+}
+
+/**
+ * The A2A delegation (docs/a2a.md): the planner's task to the researcher through its bridge's A2A
+ * face and the node, the grant its bridge delegated (a quarter of its files budget), the tree with
+ * spend per link, and how the researcher was stopped.
+ */
+export type DelegationSection =
+  | {
+      readonly available: true;
+      readonly planner: { readonly name: string; readonly did: Did; readonly node: string };
+      readonly researcher: { readonly did: Did; readonly url: string; readonly skill: string };
+      /** The `agent-task` decision on the planner's message (from the answer's metadata and the verified receipt). */
+      readonly task: {
+        readonly verdict: string;
+        readonly deny_reason: string | null;
+        readonly grant_id: ContentId | null;
+        readonly cost_uj: string | null;
+        /** The verified receipt of the task on the planner's node: its frame kind and verdict. */
+        readonly receipt: { readonly frame_kind: string; readonly verdict: string; readonly cost_uj: string } | null;
+        readonly state: string | null;
+        readonly summary: string;
+        readonly ms: number;
+      };
+      /** The grant the planner's bridge minted for the researcher, as the researcher received it. */
+      readonly delegated: {
+        readonly grant_id: ContentId;
+        readonly parent_grant_id: ContentId;
+        readonly budget_uj: string;
+        readonly parent_budget_uj: string;
+        readonly chain_verifies: boolean;
+        /** The chain extends the planner's own files chain by one link, to the researcher's did:key. */
+        readonly extends_planner_chain: boolean;
+      } | null;
+      /** Root first, depth-first. */
+      readonly tree: readonly DelegationLink[];
+      /** The researcher's calls on the delegated grant: the refusal that stopped it and what its grant had left then. */
+      readonly researcher_calls: {
+        readonly allowed: number;
+        readonly refused: number;
+        readonly spent_uj: string;
+        readonly refused_reason: string | null;
+        readonly remaining_at_refusal_uj: string | null;
+      };
+      /** What the planner's own grant had left when the researcher was refused (µJ), from the receipts in log order. */
+      readonly planner_remaining_at_refusal_uj: string | null;
+      /** The planner's allowed calls after the researcher's refusal. */
+      readonly planner_allowed_after_refusal: number;
+      /** The planner's budget less what its last receipt says is left: what the node debited from its grant, its own calls and the researcher's (µJ). */
+      readonly planner_drawn_uj: string;
+      /** Every link within its budget, every child within its parent's spend, and the planner's drawn µJ = its own spend + the researcher's. */
+      readonly links_add_up: boolean;
+    }
+  | { readonly available: false; readonly why: string };
+
 /** The whole report. */
 export interface DemoReport {
   readonly format: 'jcp-demo-report/1';
@@ -146,6 +218,8 @@ export interface DemoReport {
         readonly children_budget_uj: string;
       }
     | { readonly available: false; readonly why: string };
+  /** The A2A delegation (planner → researcher); absent from reports of earlier versions. */
+  delegation?: DelegationSection;
   energy: {
     readonly debits_by_provenance: Readonly<Record<string, { readonly receipts: number; readonly uj: string }>>;
     readonly probe: {
@@ -190,6 +264,7 @@ export function renderReport(r: DemoReport): string[] {
     ...denyLines(r),
     ...revocationLines(r),
     ...steeringLines(r),
+    ...delegationLines(r),
     ...thresholdLines(r),
     ...channelLines(r),
     ...energyLines(r),
@@ -281,6 +356,51 @@ function steeringLines(r: DemoReport): string[] {
       `  continuation grant ${short(s.continuation_id)} ${s.continuation_verifies ? 'verifies against the checkpoint + amendment' : 'DOES NOT verify'}; ${s.worker} continued: ${s.continued_allowed} allowed, ${s.continued_refused} refused`,
     );
   }
+  return out;
+}
+
+/** The delegation section (docs/a2a.md): the planner's A2A task, the delegated grant, the tree with spend per link (µJ), the researcher's refusal. */
+function delegationLines(r: DemoReport): string[] {
+  const out: string[] = [];
+  const d = r.delegation;
+  if (d === undefined) return out;
+  out.push('', 'Delegation over A2A (§4.1, §4.2): a planner hands the researcher a quarter of its files budget');
+  if (!d.available) {
+    out.push(`  not run: ${d.why}`);
+    return out;
+  }
+  const p = d.planner.name;
+  const t = d.task;
+  out.push(
+    `  ${p} → its bridge's A2A face → ${d.planner.node} (${t.receipt ? `${t.receipt.frame_kind}, sealed ${t.receipt.verdict}` : 'no receipt'}) → the researcher ${d.researcher.url} (skill ${d.researcher.skill}): ${t.verdict}${t.deny_reason ? ` (${t.deny_reason})` : ''}${t.cost_uj ? `, ${fmtUj(t.cost_uj)}` : ''}${t.state ? `; task ${t.state}` : ''} in ${t.ms} ms`,
+    `  the researcher answered: ${t.summary || '(nothing)'}`,
+  );
+  const g = d.delegated;
+  if (g)
+    out.push(
+      `  delegated grant ${short(g.grant_id)}: ${fmtUj(g.budget_uj)} of ${p}'s ${fmtUj(g.parent_budget_uj)}; the chain ${g.chain_verifies ? 'verifies' : 'does NOT verify'} and ${g.extends_planner_chain ? `extends ${p}'s by one link to the researcher's did:key` : `does NOT extend ${p}'s`}`,
+    );
+  out.push("  the tree, µJ spent under each link (its own calls and its descendants'; from the verified receipts):");
+  const rows: string[][] = [['link (holder)', 'resource', 'grant', 'budget', 'spent', 'own', 'allowed', 'refused']];
+  for (const l of d.tree)
+    rows.push([
+      `${'  '.repeat(l.depth)}${l.role === 'root' || l.role === 'shard' ? `${l.role} (${l.holder})` : l.role === 'planner' ? `${l.holder} (planner)` : l.holder}`,
+      l.resource,
+      short(l.grant_id),
+      BigInt(l.budget_uj).toLocaleString('en-US'),
+      BigInt(l.spent_uj).toLocaleString('en-US'),
+      BigInt(l.own_spent_uj).toLocaleString('en-US'),
+      String(l.allowed),
+      String(l.refused),
+    ]);
+  out.push(...table(rows, new Set([3, 4, 5, 6, 7])).map((x) => `  ${x}`));
+  const c = d.researcher_calls;
+  out.push(
+    c.refused_reason
+      ? `  the researcher made ${c.allowed} allowed calls (${fmtUj(c.spent_uj)}), then was refused ${c.refused_reason} (its grant had ${fmtUj(c.remaining_at_refusal_uj ?? '0')} left) while ${p}'s own grant had ${fmtUj(d.planner_remaining_at_refusal_uj ?? '0')} left; ${p} made ${d.planner_allowed_after_refusal} allowed calls after`
+      : `  the researcher made ${c.allowed} allowed calls (${fmtUj(c.spent_uj)}) and was NOT refused`,
+    `  ${d.links_add_up ? 'the links add up' : 'the links do NOT add up'}: ${d.planner.node} debited ${fmtUj(d.planner_drawn_uj)} from ${p}'s grant (its budget less what its last receipt left), its own calls and the researcher's`,
+  );
   return out;
 }
 

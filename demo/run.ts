@@ -6,9 +6,12 @@
  *    shared grant every node serves as a budget channel; sharded when there is no NATS), then
  *    three nodes start, each fronting `@modelcontextprotocol/server-filesystem` over a sample
  *    folder and `@modelcontextprotocol/server-memory`.
- * 3. Three agent workers (separate processes) get depth-0 grants and call tools until their
- *    budgets run out; mid-run the issuer revokes one (§4.3) and steers another through a
- *    checkpoint and amendment to a tighter budget (§4.7).
+ * 3. Three agent workers (separate processes) get grants and call tools until their budgets run
+ *    out; mid-run the issuer revokes one (§4.3) and steers another through a checkpoint and
+ *    amendment to a tighter budget (§4.7). The first, acting as a planner, first hands a sub-task
+ *    over A2A to a researcher agent (an SDK A2A server the nodes front as a resource) with a
+ *    delegated grant of a quarter of its files budget; the researcher spends it through its own
+ *    bridge until refused (docs/a2a.md).
  * 4. A 2-of-3 team made by FROST DKG over NATS approves one irreversible action (§2.2); one member
  *    alone is refused.
  * 5. Everything stops; the report is computed from each node's verified receipt log.
@@ -34,7 +37,21 @@ import { type DemoNode, metricsText, startNode, stopNode } from './nodes.ts';
 import { delegateWorker, leafId, mintRoots, type Roots, teamGrant, type WorkerChains } from './plan.ts';
 import { buildReport, type RunFacts } from './compile.ts';
 import type { DemoReport } from './report.ts';
-import { BUDGETS, FS_ACTIONS, MEMORY_ACTIONS, MEMORY_RESOURCE, meterSection, resourcesSection, TEAM_ACTION, writeSample } from './setup.ts';
+import {
+  AGENT_RESOURCE,
+  BUDGETS,
+  DELEGATED_FRACTION,
+  FS_ACTIONS,
+  MEMORY_ACTIONS,
+  MEMORY_RESOURCE,
+  meterSection,
+  PLANNER_INDEX,
+  RESEARCH_SKILL,
+  resourcesSection,
+  TEAM_ACTION,
+  writeSample,
+} from './setup.ts';
+import { ResearcherProc } from './researchers.ts';
 import { startTeam, type Team } from './team.ts';
 
 /** The entity prefix member 3's rules keep the team's deletions under (its "folder"). */
@@ -109,6 +126,8 @@ interface DemoRun {
   readonly cleanups: (() => Promise<unknown>)[];
   readonly nodes: DemoNode[];
   readonly workers: WorkerProc[];
+  /** The researcher agent (A2A), started first: the nodes front it. */
+  researcher: ResearcherProc | undefined;
   /** Called on every call event of a worker (set before any worker is told to go). */
   react: (w: WorkerProc, e: CallEvent) => void;
   nc: NatsConnection | undefined;
@@ -149,6 +168,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     cleanups: [],
     nodes: [],
     workers: [],
+    researcher: undefined,
     react: () => undefined,
     nc: undefined,
     bus: undefined,
@@ -204,6 +224,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       channel,
       probe,
       metrics,
+      researcher:
+        run.researcher?.did === undefined ? undefined : { did: run.researcher.did, url: run.researcher.url!, tasks: run.researcher.tasks },
       problems: run.problems,
     });
   } finally {
@@ -285,9 +307,10 @@ async function startParts(
   const { say, cleanups, nodes, workers } = run;
   const { natsUrl, root } = broker;
   say(
-    `starting ${NODES} nodes (each with a filesystem and a memory MCP server), ${WORKERS.length} worker processes${natsUrl !== undefined ? ' and 3 threshold participants' : ''}; this takes a few seconds`,
+    `starting ${NODES} nodes (each with a filesystem and a memory MCP server, and the researcher agent over A2A), ${WORKERS.length} worker processes, the researcher${natsUrl !== undefined ? ' and 3 threshold participants' : ''}; this takes a few seconds`,
   );
   const onCall = (w: WorkerProc, e: CallEvent) => run.react(w, e);
+  const researcher = startResearcher(run, dir);
   for (const name of WORKERS) workers.push(new WorkerProc(name, dir, onCall));
   cleanups.push(() => Promise.all(workers.map((w) => w.stop())));
   cleanups.push(() => Promise.all(nodes.map((n) => stopNode(n))));
@@ -296,11 +319,13 @@ async function startParts(
     stewards.map(async (steward, i) => {
       const name = `n${i + 1}`;
       const ndir = join(dir, name);
+      // The nodes read the researcher's agent card at start: it is up first.
+      const { url } = await researcher;
       nodes[i] = await startNode({
         name,
         dir: ndir,
         steward,
-        resources: resourcesSection(sampleDir, join(ndir, 'memory.jsonl'), issuer.did),
+        resources: resourcesSection(sampleDir, join(ndir, 'memory.jsonl'), issuer.did, url),
         meter: meterSection(),
         ...(natsUrl !== undefined
           ? {
@@ -338,6 +363,32 @@ async function startParts(
   return { tools, probe };
 }
 
+/**
+ * Phase 3: the researcher agent (demo/researcher.ts), an A2A server on a loopback port of its own;
+ * its stop joins the cleanups. Each of its calls on the delegated grant is shown as it comes: the
+ * first allowed one and every refusal. @throws Error when it does not say hello within 60 s.
+ */
+async function startResearcher(run: DemoRun, dir: string): Promise<{ did: string; url: string }> {
+  let shown = false;
+  const r = new ResearcherProc(dir, (c) => {
+    if (c.verdict === 'deny')
+      run.say(
+        `researcher ${c.action} on its delegated grant: refused ${c.reason} (${fmt(BigInt(c.remaining_uj))} of ${fmt(BigInt(c.budget_uj))} left)`,
+      );
+    else if (!shown) {
+      shown = true;
+      run.say(`researcher ${c.action} on its delegated grant: allowed, ${fmt(BigInt(c.cost_uj))} debited`);
+    }
+  });
+  run.researcher = r;
+  run.cleanups.push(() => r.stop());
+  const hello = await r.hello();
+  run.say(
+    `researcher agent up: an A2A server (@a2a-js/sdk) at ${hello.url}, skill ${RESEARCH_SKILL}, ${hello.did.slice(0, 24)}…; the nodes front it as the resource '${AGENT_RESOURCE}'`,
+  );
+  return hello;
+}
+
 /** Phase 3, with NATS: the 2-of-3 threshold team (FROST DKG over NATS, §2.2) under `dir/team`; its close joins the cleanups. */
 async function startDemoTeam(run: DemoRun, natsUrl: string, dir: string): Promise<void> {
   run.nc = await connect({ servers: natsUrl, name: 'jcp-demo' });
@@ -361,13 +412,33 @@ async function openChannel(run: DemoRun, broker: DemoBroker, roots: Roots): Prom
   run.say(`budget channel: all ${NODES} nodes have settled once and serve the memory root`);
 }
 
-/** Phase 4: each worker says hello, gets its depth-0 grants (filled into `chains`, by worker index) and is told to go. */
+/**
+ * Phase 4: each worker says hello and gets its grants (filled into `chains`, by worker index); the
+ * researcher starts its bridge to the planner's node, accepting chains the planner delegates; the
+ * workers are told to go, the planner (with its A2A task) once the researcher is ready.
+ */
 async function launchWorkers(run: DemoRun, roots: Roots, chains: WorkerChains[], sampleDir: string, paths: string[]): Promise<void> {
   const { nodes, workers, say } = run;
   const addresses: NodeAddress[] = nodes.map((n) => ({ name: n.name, host: n.host, port: n.port, did: n.did }));
+  const dids: string[] = [];
   for (const [i, w] of workers.entries()) {
-    const did = await w.hello();
-    chains[i] = delegateWorker(roots, i, did);
+    dids.push(await w.hello());
+    chains[i] = delegateWorker(roots, i, dids[i]!);
+  }
+  const researcher = run.researcher!;
+  const ready = researcher.go({
+    type: 'go',
+    node: addresses[PLANNER_INDEX]!,
+    planner: dids[PLANNER_INDEX]!,
+    paths,
+    sampleDir,
+  });
+  const order = [...workers.keys()].filter((i) => i !== PLANNER_INDEX).concat(PLANNER_INDEX);
+  for (const i of order) {
+    const w = workers[i]!;
+    const c = chains[i]!;
+    const files = c.files.at(-1)!.grant;
+    if (i === PLANNER_INDEX) await ready;
     w.send({
       type: 'go',
       name: w.name,
@@ -376,13 +447,39 @@ async function launchWorkers(run: DemoRun, roots: Roots, chains: WorkerChains[],
       sampleDir,
       paths,
       paceMs: run.o.paceMs ?? 150,
-      files: chainToHex(chains[i]!.files),
-      memory: chainToHex(chains[i]!.memory),
+      files: chainToHex(c.files),
+      memory: chainToHex(c.memory),
+      ...(i === PLANNER_INDEX && c.agents !== undefined
+        ? {
+            planner: {
+              agents: chainToHex(c.agents),
+              researcher: researcher.did!,
+              skill: RESEARCH_SKILL,
+              delegate_uj: (files.budget_uj / DELEGATED_FRACTION).toString(),
+              text: 'Read the sample notes and tell me what they say about grants and energy.',
+            },
+          }
+        : {}),
     });
     say(
-      `${w.name} (${did.slice(0, 24)}…) on ${nodes[i]!.name}: files grant ${fmt(chains[i]!.files.at(-1)!.grant.budget_uj)} from shard ${i + 1}, memory grant ${fmt(chains[i]!.memory.at(-1)!.grant.budget_uj)}, both depth 0`,
+      `${w.name} (${dids[i]!.slice(0, 24)}…) on ${nodes[i]!.name}: files grant ${fmt(files.budget_uj)} from shard ${i + 1} (depth ${files.delegate_depth}), memory grant ${fmt(c.memory.at(-1)!.grant.budget_uj)} (depth 0)`,
     );
+    if (i === PLANNER_INDEX) plannerTask(run, w, files.budget_uj);
   }
+}
+
+/** Shows the planner's A2A task as it starts and as its answer comes back (a failure goes to the problems). */
+function plannerTask(run: DemoRun, w: WorkerProc, filesUj: bigint): void {
+  run.say(
+    `${w.name} plans: it sends the researcher a task over A2A (skill ${RESEARCH_SKILL}) through its bridge's A2A face and ${run.nodes[PLANNER_INDEX]!.name}, delegating ${fmt(filesUj / DELEGATED_FRACTION)} (a quarter of its files grant)`,
+  );
+  w.delegation(RUN_DEADLINE_MS).then(
+    (d) =>
+      run.say(
+        `${w.name}'s A2A task: ${d.verdict}${d.reason ? ` (${d.reason})` : ''}${d.cost_uj ? `, ${fmt(BigInt(d.cost_uj))} debited` : ''}${d.state ? `, ${d.state}` : ''} in ${d.done_ms - d.sent_ms} ms; the researcher said: ${d.summary.slice(0, 200)}`,
+      ),
+    (err: unknown) => void run.problems.push(`the planner's A2A task: ${(err as Error).message}`),
+  );
 }
 
 /** The issuer's actions during the run, as they are started (each resolves once done; failures go to the problems). */
@@ -526,6 +623,7 @@ async function stopEverything(
   const { b, natsUrl, root } = broker;
   const metrics = await Promise.all(nodes.map((n) => metricsText(n)));
   await Promise.all(workers.map((w) => w.stop()));
+  await run.researcher?.stop();
   if (run.team) await run.team.close();
   run.team = undefined;
   await run.nc?.close();

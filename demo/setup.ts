@@ -14,6 +14,14 @@ import type { Did, Uj } from '../core/index.ts';
 /** Resource names as the nodes configure them (the resource id is `blake3({jcp_resource: name})`). */
 export const FS_RESOURCE = 'files';
 export const MEMORY_RESOURCE = 'memory';
+/** The researcher agent's resource: an A2A agent behind the node (docs/a2a.md). */
+export const AGENT_RESOURCE = 'researcher';
+/** The researcher's one skill (its agent card lists it; the planner's agents grant names it). */
+export const RESEARCH_SKILL = 'research';
+/** The worker that acts as the planner: it delegates a quarter of its files budget to the researcher over A2A. */
+export const PLANNER_INDEX = 0;
+/** The researcher's share of the planner's files grant: budget ÷ this. */
+export const DELEGATED_FRACTION = 4n;
 
 /** Filesystem tools a worker's files grant names (`@modelcontextprotocol/server-filesystem`). */
 export const FS_ACTIONS = ['read_text_file', 'search_files', 'directory_tree', 'get_file_info'] as const;
@@ -42,6 +50,8 @@ export const ESTIMATES_UJ: Readonly<Record<string, Uj>> = {
   search_nodes: 40_000n,
   open_nodes: 25_000n,
   delete_entities: 80_000n,
+  /** An A2A task sent to the researcher (an `agent-task` frame, priced like a tool call). */
+  research: 100_000n,
 };
 /** The estimate for any other action (µJ). */
 export const DEFAULT_ESTIMATE_UJ: Uj = 50_000n;
@@ -62,6 +72,10 @@ export const BUDGETS = {
   channelWindowUj: 250_000n,
   /** The threshold team's grant for the one irreversible action. */
   teamUj: 200_000n,
+  /** The agents root: tasks sent to the researcher over A2A. */
+  agentsRootUj: 1_000_000n,
+  /** The planner's agents grant (from the agents root). */
+  plannerAgentsUj: 500_000n,
 } as const;
 
 /** The sample folder's files (path relative to the folder → text). */
@@ -98,9 +112,14 @@ export function meterSection(): Record<string, unknown> {
 
 /**
  * The `resources` section of one node's config: the filesystem server over `sampleDir` and the
- * memory server with its own file, both honouring only `issuer` as root (§7 trust roots).
+ * memory server with its own file, and, given its base url, the researcher agent over A2A
+ * (`{"kind": "a2a", "url"}`, docs/a2a.md), all honouring only `issuer` as root (§7 trust roots).
  */
-export function resourcesSection(sampleDir: string, memoryFile: string, issuer: Did): unknown[] {
+export function resourcesSection(sampleDir: string, memoryFile: string, issuer: Did, researcherUrl?: string): unknown[] {
+  const agent =
+    researcherUrl === undefined
+      ? []
+      : [{ name: AGENT_RESOURCE, trust_roots: [issuer], endpoint: { kind: 'a2a', url: researcherUrl, timeout_ms: 60_000 } }];
   return [
     {
       name: FS_RESOURCE,
@@ -112,5 +131,6 @@ export function resourcesSection(sampleDir: string, memoryFile: string, issuer: 
       trust_roots: [issuer],
       endpoint: { kind: 'mcp-stdio', command: 'mcp-server-memory', env: { MEMORY_FILE_PATH: memoryFile }, timeout_ms: 15_000 },
     },
+    ...agent,
   ];
 }

@@ -31,7 +31,7 @@ export async function listTools(
   command: string,
   args: readonly string[],
   env: Record<string, string>,
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
 ): Promise<ToolInfo[]> {
   const transport = new StdioClientTransport({
     command: bin(command),

@@ -5,7 +5,8 @@
  * It draws its own Ed25519 key (the private key never leaves this process), says `hello` with its
  * did:key, receives (`go`) where the nodes are and two depth-0 grant chains (files: root → its node's shard → its grant; memory:
  * the channel root → its grant), and then works in rounds — one files call and one memory call per
- * round, through its own node — until every lane is refused: `budget-exceeded`
+ * round, through its own node — until every lane is refused (the planner first sends its A2A task
+ * to the researcher and waits for the answer, demo/planner.ts): `budget-exceeded`
  * ends a lane; `revoked` makes it try once at another node and then ends the lane. Every decided
  * call is reported to the orchestrator.
  *
@@ -55,6 +56,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { BridgeAgent, bridgeServer, CallJournal } from '../bridge/index.ts';
 import { JcpClient } from '../client/index.ts';
 import { type CallEvent, chainFromHex, type FromWorker, type Lane, type ToWorker } from './messages.ts';
+import { delegateOverA2a } from './planner.ts';
 
 type Go = Extract<ToWorker, { type: 'go' }>;
 type Continue = Extract<ToWorker, { type: 'continue' }>;
@@ -376,6 +378,9 @@ async function main(): Promise<void> {
     { lane: 'memory', chain: chainFromHex(job.memory), n: 0, spentUj: 0n, ended: undefined, lastReceipt: undefined, lastNode: '' },
   ];
   const s: Session = { me, job, bridges: new Map(), lanes, lastSent: new Map() };
+  // The planner first hands the researcher its sub-task over A2A, with a quarter of its files budget (demo/planner.ts).
+  if (job.planner !== undefined)
+    send(await delegateOverA2a(me, job.nodes[job.home]!, lanes[0]!.chain, chainFromHex(job.planner.agents), job.planner, job.name));
   const stopped = await workRounds(s);
   await closeBridges(s);
   const status = stopped

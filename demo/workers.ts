@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Did, Uj } from '../core/index.ts';
 import { scriptArgv, stopChild, track } from '../testkit/index.ts';
-import type { CallEvent, FromWorker, Lane, ToWorker } from './messages.ts';
+import type { CallEvent, DelegatedEvent, FromWorker, Lane, ToWorker } from './messages.ts';
 
 /** The worker script beside this module: `worker.ts` in the sources, `worker.js` in the build. */
 const WORKER_SCRIPT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url));
@@ -48,6 +48,8 @@ export class WorkerProc {
     memory: { spentUj: 0n, capUj: 0n, grantSpentUj: 0n, grantId: '' },
   };
   readonly calls: CallEvent[] = [];
+  /** The planner's A2A task to the researcher and its answer (the planner only). */
+  delegated: DelegatedEvent | undefined;
   end: WorkerEnd | undefined;
   failure: string | undefined;
   stderr = '';
@@ -114,6 +116,10 @@ export class WorkerProc {
         break;
       case 'resumed':
         break;
+      case 'delegated':
+        this.delegated = m;
+        this.version++;
+        break;
       case 'done':
         this.end = m.status;
         break;
@@ -163,6 +169,11 @@ export class WorkerProc {
     this.#checkpoint = undefined;
     this.send({ type: 'checkpoint' });
     return await this.#until(() => this.#checkpoint, 'checkpoint', timeoutMs);
+  }
+
+  /** The planner's A2A task once it has an answer. */
+  delegation(timeoutMs: number): Promise<DelegatedEvent> {
+    return this.#until(() => this.delegated, 'answer to its A2A task', timeoutMs);
   }
 
   /** Resolves once the worker reported how it ended. */

@@ -307,6 +307,7 @@ function addAttribution(into: Map<string, Attribution>, from: readonly Attributi
       m.allowed += a.allowed;
       m.refused += a.refused;
       m.uj += a.uj;
+      if (m.chain_ids === undefined && a.chain_ids !== undefined) m.chain_ids = a.chain_ids;
     }
   }
 }

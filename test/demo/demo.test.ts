@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readDataMeta, ReceiptLog, replayLog } from '../../node/index.ts';
+import { openReceipt, type ReceiptCore } from '../../core/index.ts';
 import type { DemoReport } from '../../demo/index.ts';
 import { JCP_BIN } from '../../testkit/internal.ts';
 import { connect } from '@nats-io/transport-node';
@@ -114,6 +115,66 @@ function expectWorkersRanOut(r: DemoReport): void {
   expect(BigInt(cont.spent_uj)).toBeLessThanOrEqual(BigInt(s.amended_budget_uj));
 }
 
+/** The verified receipt cores of one node's log, in log order, read here independently of the demo. */
+async function coresOf(n: DemoReport['nodes'][number]): Promise<ReceiptCore[]> {
+  const log = await ReceiptLog.open(n.data_dir, { steward: n.did, mustExist: true, nowS: 0 });
+  const cores: ReceiptCore[] = [];
+  try {
+    for await (const chunk of log.receiptChunks(1024))
+      for (const [, bytes] of chunk) {
+        const o = openReceipt(bytes, n.did);
+        if (o.ok) cores.push(o.value);
+      }
+  } finally {
+    await log.close();
+  }
+  return cores;
+}
+
+/**
+ * The A2A delegation: the planner's task was an allowed `agent-task`; the researcher's grant is a
+ * quarter of the planner's; the researcher was refused `budget-exceeded` on it while the planner
+ * still had budget (and went on spending); and the spend per link adds up — recomputed here from
+ * the planner's node's log: what the node left on the planner's grant is its budget less its own
+ * calls and the researcher's.
+ */
+async function expectDelegation(r: DemoReport, out: string): Promise<void> {
+  const d = r.delegation;
+  expect(d?.available, JSON.stringify(d)).toBe(true);
+  if (!d?.available) return;
+  expect(d.task).toMatchObject({ verdict: 'allow', receipt: { frame_kind: 'agent-task', verdict: 'allow' } });
+  const g = d.delegated!;
+  expect(g).toMatchObject({ chain_verifies: true, extends_planner_chain: true });
+  expect(BigInt(g.budget_uj) * 4n).toBe(BigInt(g.parent_budget_uj));
+  expect(d.researcher_calls.refused_reason).toBe('budget-exceeded');
+  expect(d.researcher_calls.allowed).toBeGreaterThan(0);
+  expect(BigInt(d.planner_remaining_at_refusal_uj!)).toBeGreaterThan(0n);
+  expect(d.planner_allowed_after_refusal).toBeGreaterThan(0);
+  expect(d.links_add_up).toBe(true);
+
+  const home = r.nodes.find((n) => n.name === d.planner.node)!;
+  const cores = await coresOf(home);
+  const sum = (cs: ReceiptCore[]) => cs.reduce((s, c) => s + (c.verdict === 'allow' ? c.cost_uj : 0n), 0n);
+  const researcher = cores.filter((c) => c.grant_id === g.grant_id);
+  const planner = cores.filter((c) => c.grant_id === g.parent_grant_id);
+  expect(researcher.every((c) => c.subject === d.researcher.did)).toBe(true);
+  const refusal = researcher.findIndex((c) => c.verdict === 'deny');
+  expect(researcher[refusal]?.deny_reason).toBe('budget-exceeded');
+  expect(sum(researcher)).toBeLessThanOrEqual(BigInt(g.budget_uj));
+  expect(sum(researcher).toString()).toBe(d.researcher_calls.spent_uj);
+  // Every researcher receipt names the planner's grant in its chain: the node debited that link too.
+  expect(researcher.every((c) => c.chain_ids?.includes(g.parent_grant_id))).toBe(true);
+  const lastPlanner = planner.at(-1)!;
+  expect(BigInt(g.parent_budget_uj) - lastPlanner.budget_remaining_uj).toBe(sum(planner) + sum(researcher));
+  const row = (role: string) => d.tree.find((l) => l.role === role && l.resource === 'files')!;
+  expect(BigInt(row('planner').spent_uj)).toBe(sum(planner) + sum(researcher));
+  expect(row('researcher').spent_uj).toBe(sum(researcher).toString());
+  expect(BigInt(row('shard').spent_uj)).toBeGreaterThanOrEqual(BigInt(row('planner').spent_uj));
+  expect(BigInt(row('root').spent_uj)).toBeGreaterThanOrEqual(BigInt(row('shard').spent_uj));
+  expect(out).toContain('Delegation over A2A');
+  expect(out).toMatch(/the researcher made \d+ allowed calls .*then was refused budget-exceeded/);
+}
+
 /** The demo's streams and KV buckets (`JCP_DEMO_…`, `KV_jcpdemo_…`) on the shared NATS now. */
 async function demoStreamsOnNats(): Promise<string[]> {
   const nc = await connect({ servers: '127.0.0.1:4222', reconnect: false });
@@ -148,6 +209,7 @@ describe('jcp demo - the main job end to end', () => {
     expect(await replayedIndependently(r)).toEqual({ total: r.receipts.total, bad: 0, breaks: 0 });
 
     expectWorkersRanOut(r);
+    await expectDelegation(r, run.out());
     expect(r.denies_by_reason['revoked']).toBeGreaterThanOrEqual(r.revocation!.calls_after);
     expect(r.denies_by_reason['budget-exceeded']).toBeGreaterThan(0);
 
@@ -192,7 +254,7 @@ describe('jcp demo - the main job end to end', () => {
     expect(run.out()).toContain(`OK: all ${r.receipts.total} receipts on 3 nodes verify`);
     expect(run.out()).toContain('npx jcp receipts verify');
     expect(processesUsing(dir)).toEqual([]);
-  }, 150_000);
+  }, 240_000);
 
   it('with --no-nats: the parts that need no NATS, and it says channel mode and the team are not available', async () => {
     const root = tmp();
@@ -210,9 +272,10 @@ describe('jcp demo - the main job end to end', () => {
     expect(r.receipts.all_verify).toBe(true);
     expect(await replayedIndependently(r)).toEqual({ total: r.receipts.total, bad: 0, breaks: 0 });
     expectWorkersRanOut(r);
+    await expectDelegation(r, run.out());
     expect(run.out()).toContain('channel mode not available');
     expect(processesUsing(dir)).toEqual([]);
-  }, 150_000);
+  }, 240_000);
 
   it('interrupted (SIGINT) while it starts: exits 130, leaves no process behind and removes its streams and buckets from the NATS', async () => {
     const root = tmp();
@@ -235,5 +298,5 @@ describe('jcp demo - the main job end to end', () => {
     const until = Date.now() + 5_000;
     while (processesUsing(dir).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     expect(processesUsing(dir)).toEqual([]);
-  }, 150_000);
+  }, 240_000);
 });

@@ -1,0 +1,661 @@
+/**
+ * The bridge's A2A face (docs/a2a.md "The bridge's A2A face"): an A2A v1.0 server, on the SDK's
+ * Express handlers, for the agents the bridge holds keys for. Each agent has an agent card at
+ * `/.well-known/agent-card.json` (its JSON-RPC interface at `/`, its HTTP+JSON interface at
+ * `/rest`) listing the skills its grants permit on the A2A agents behind the node (the node's
+ * `tool_list` entries with `kind: "a2a"`), named as tools are (bridge/catalogue.ts).
+ *
+ * Every `SendMessage`/`SendStreamingMessage` becomes a caller-signed jcp/1 request with an
+ * `agent-task` frame (BridgeAgent.send: the journal fixes its time and nonce by the message's
+ * `messageId`, so a re-sent message is the same request, replayed by the node, never a second
+ * debit). The message names its skill in `metadata.skill` (the card's id; forwarded as the
+ * upstream's). Follow-ups (`GetTask`, `CancelTask`, `SubscribeToTask`, `ListTasks`) are agent-task
+ * requests too, under the chain the task started with.
+ *
+ * Replies: the agent's task or message with the decision's keys added to its `metadata`
+ * (`jcp/verdict`, `jcp/receipt`, `jcp/grant_id`, `jcp/budget_remaining_uj`, …, bridge/agent.ts).
+ * A deny of a send is a task in state `TASK_STATE_REJECTED` whose status message is
+ * `denied: <reason>` (sealed: its receipt is in the metadata); a deny of a follow-up is an A2A
+ * error with that message and the keys in its `ErrorInfo.metadata`. A send the agent never ran
+ * (unreachable) is a `TASK_STATE_FAILED` task with `jcp/error`. Requests refused before any
+ * decision are A2A errors whose message starts with the stable code (`unknown-skill`,
+ * `skill-required`, `delegation-*`, `delegate-*`, `node-unreachable`, …), the code also in
+ * `ErrorInfo.metadata["jcp/error"]`.
+ *
+ * Streams: each event the agent sends (the node's `a2a/event` notices) reaches the client in
+ * order; an event is written when the next arrives or the task's request is decided, so the last
+ * one carries the decision's metadata.
+ *
+ * Delegation (bridge/delegation.ts): a message whose metadata has `jcp/delegate` gets a child
+ * grant minted from the agent's own grant and forwarded as `jcp/delegation`; a message that
+ * carries `jcp/delegation` (a chain handed to this agent, accepted from a listed delegator) is
+ * sent under that chain, and the chain is not forwarded.
+ *
+ * HTTP: the same checks as the MCP face (bridge/http.ts) before a body is read: loopback unless
+ * `allowRemote`, `Host` on loopback, `Origin`, bearer token (one per agent; a single agent on
+ * loopback may have none), `Content-Type` (`application/json` or `application/a2a+json`),
+ * `Content-Length`; and open requests (streams included) bounded per agent and in all.
+ */
+import { randomUUID } from 'node:crypto';
+import { type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  A2A_PROTOCOL_VERSION,
+  type AgentCard,
+  AgentSkill,
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
+  type ListTasksResponse,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  SubscribeToTaskRequest,
+  Task,
+} from '@a2a-js/sdk';
+import {
+  A2AError,
+  ExtendedAgentCardNotConfiguredError,
+  InvalidAgentResponseError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotFoundError,
+} from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import express from 'express';
+import type { SignedGrant } from '../core/index.ts';
+import type { BridgeAgent, Decided, Exchange } from './agent.ts';
+import { type BridgeSkill, skillCatalogue } from './catalogue.ts';
+import { DELEGATE_KEY, DELEGATION_KEY, DelegationErrorCodes, encodeDelegation } from './delegation.ts';
+import {
+  BEARER_CHALLENGE,
+  BridgeConfigError,
+  type HttpAgent,
+  HttpErrorCodes,
+  type KeyedAgent,
+  MAX_BODY_BYTES,
+  UNAUTHORIZED_MESSAGE,
+  authenticate,
+  checkedAgents,
+  headerRefusal,
+  isLoopback,
+  loopbackHosts,
+  originOf,
+  refuse,
+  reply,
+} from './http.ts';
+import { BRIDGE_INFO } from './server.ts';
+
+/** Stable codes of A2A requests refused before a decision (in the message and `ErrorInfo.metadata["jcp/error"]`). */
+export const A2aErrorCodes = {
+  /** A message names no skill and the card lists more than one. */
+  SKILL_REQUIRED: 'skill-required',
+  /** `metadata.skill` names no skill of this agent's card (or of the delegated chain's). */
+  UNKNOWN_SKILL: 'unknown-skill',
+  /** A send without a message. */
+  MESSAGE_REQUIRED: 'message-required',
+  /** 429: the agent has `perAgent` requests open. */
+  REQUEST_LIMIT_AGENT: 'request-limit-agent',
+  /** 503: the bridge has `total` requests open. */
+  REQUEST_LIMIT_TOTAL: 'request-limit-total',
+} as const;
+
+/** Bounds on open A2A requests (streams included) (see {@link DEFAULT_A2A_LIMITS}). */
+export interface A2aLimits {
+  /** Open requests per agent; one more gets 429 `request-limit-agent`. */
+  readonly perAgent: number;
+  /** Open requests in all; one more gets 503 `request-limit-total`. */
+  readonly total: number;
+}
+
+/** Default bounds: 64 open requests per agent, 1,024 in all. */
+export const DEFAULT_A2A_LIMITS: A2aLimits = { perAgent: 64, total: 1024 };
+
+/** Options of {@link serveBridgeA2a}. */
+export interface A2aOptions {
+  readonly host: string;
+  /** 0 for an ephemeral port. */
+  readonly port: number;
+  readonly agents: readonly HttpAgent[];
+  readonly allowRemote?: boolean;
+  readonly limits?: Partial<A2aLimits>;
+  /** As {@link HttpOptions.allowedOrigins} (bridge/http.ts). */
+  readonly allowedOrigins?: readonly string[];
+  /** As {@link HttpOptions.allowedHosts} (bridge/http.ts). */
+  readonly allowedHosts?: readonly string[];
+}
+
+/** A listening A2A face. */
+export interface A2aBridge {
+  /** `http://host:port` (the agent card is at `/.well-known/agent-card.json`). */
+  readonly url: string;
+  readonly port: number;
+  /** Requests open now. */
+  readonly open: () => number;
+  close(): Promise<void>;
+}
+
+/** The most task ids remembered per agent (task → the skill and chain it started under). */
+const MAX_TASKS = 4096;
+
+/** A task's route: the skill it is for and the chain it runs under. */
+interface Route {
+  readonly skill: BridgeSkill;
+  readonly chain: readonly SignedGrant[];
+}
+
+/** The stable code of a bridge error (McpError `data.code`), or undefined. */
+function codeOf(e: unknown): string | undefined {
+  const c = (e as { data?: { code?: unknown } }).data?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+/** An A2A error for an error thrown before a decision (see the module comment). */
+function a2aError(e: unknown): Error {
+  if (e instanceof A2AError) return e;
+  const code = codeOf(e);
+  if (code === undefined) return e as Error;
+  const o = { message: (e as Error).message, metadata: { 'jcp/error': code } };
+  if (code === 'task-not-found') return new TaskNotFoundError(o);
+  if (e instanceof McpError && e.code === -32602) return new RequestMalformedError(o);
+  return new A2AError(o);
+}
+
+/** A malformed-request error with its stable code. */
+function malformed(code: string, message: string): Error {
+  return new RequestMalformedError({ message: `${code}: ${message}`, metadata: { 'jcp/error': code } });
+}
+
+/** The `metadata` of an A2A object with `meta` added. */
+function withMeta<T extends { metadata: { [key: string]: unknown } | undefined }>(v: T, meta: Record<string, string>): T {
+  return { ...v, metadata: { ...(v.metadata ?? {}), ...meta } };
+}
+
+/** A terminal task (rejected or failed) whose status message is `text`, carrying `meta`. */
+function endedTask(
+  state: 'TASK_STATE_REJECTED' | 'TASK_STATE_FAILED',
+  text: string,
+  meta: Record<string, string>,
+  contextId: string,
+): Task {
+  return Task.fromJSON({
+    id: `jcp-${meta['jcp/request_id'] ?? randomUUID()}`,
+    contextId: contextId.length > 0 ? contextId : randomUUID(),
+    status: {
+      state,
+      message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text }], metadata: meta },
+      timestamp: new Date().toISOString(),
+    },
+    metadata: meta,
+  });
+}
+
+/** The agent's reply (`{"agent-reply": …}`) of a decided exchange, or the node's `jcp_error`. */
+function replyOf(d: Decided): { reply?: Record<string, unknown>; error?: { code: string; message: string } } {
+  const r = d.result;
+  if (r === undefined) return { error: { code: 'bad-reply', message: `the node's result is not JSON (${d.unreadable})` } };
+  const a = r['agent-reply'];
+  if (typeof a === 'object' && a !== null && !Array.isArray(a)) return { reply: a as Record<string, unknown> };
+  const e = r['jcp_error'] as { code?: unknown; message?: unknown } | undefined;
+  if (e !== undefined) return { error: { code: String(e.code), message: String(e.message ?? '') } };
+  return { error: { code: 'bad-reply', message: 'the node answered without an agent-reply' } };
+}
+
+/** A SendMessage reply (`{task}` | `{message}` | a bare task or message) as the SDK's object. */
+function sendResult(j: Record<string, unknown>): Task | Message {
+  if ('task' in j) return Task.fromJSON(j['task']);
+  if ('message' in j) return Message.fromJSON(j['message']);
+  if ('status' in j && 'id' in j) return Task.fromJSON(j);
+  if ('messageId' in j) return Message.fromJSON(j);
+  throw new InvalidAgentResponseError({ message: 'the agent replied with neither a task nor a message' });
+}
+
+/** A stream event's metadata with `meta` added. */
+function eventWithMeta(e: StreamResponse, meta: Record<string, string>): StreamResponse {
+  const p = e.payload;
+  if (p === undefined) return e;
+  switch (p.$case) {
+    case 'task':
+      return { payload: { $case: 'task', value: withMeta(p.value, meta) } };
+    case 'message':
+      return { payload: { $case: 'message', value: withMeta(p.value, meta) } };
+    case 'statusUpdate':
+      return { payload: { $case: 'statusUpdate', value: withMeta(p.value, meta) } };
+    case 'artifactUpdate':
+      return { payload: { $case: 'artifactUpdate', value: withMeta(p.value, meta) } };
+  }
+}
+
+/** The task id an event or reply names, or undefined. */
+function taskIdOf(v: Task | Message | StreamResponse): string | undefined {
+  if ('payload' in v) {
+    const p = v.payload;
+    if (p === undefined) return undefined;
+    return p.$case === 'task' ? p.value.id : p.$case === 'message' ? p.value.taskId : p.value.taskId;
+  }
+  return 'status' in v ? v.id : (v as Message).taskId;
+}
+
+/** One agent's A2A request handler (the SDK's `A2ARequestHandler`): see the module comment. */
+export class A2aFace implements A2ARequestHandler {
+  readonly #agent: BridgeAgent;
+  readonly #tasks = new Map<string, Route>();
+  #base = 'http://127.0.0.1';
+  readonly #secured: boolean;
+
+  constructor(agent: BridgeAgent, secured: boolean) {
+    this.#agent = agent;
+    this.#secured = secured;
+  }
+
+  /** Sets the base URL the card names (`http://host:port`). */
+  setBase(base: string): void {
+    this.#base = base;
+  }
+
+  /** The skills this agent's grants permit (own chains, or `chain` alone). @throws A2A error `node-unreachable`. */
+  async skills(chain?: readonly SignedGrant[]): Promise<BridgeSkill[]> {
+    try {
+      const node = await this.#agent.nodeTools();
+      return skillCatalogue(chain === undefined ? this.#agent.chains : [chain], node);
+    } catch (e) {
+      throw a2aError(e);
+    }
+  }
+
+  async getAgentCard(): Promise<AgentCard> {
+    const skills = await this.skills();
+    const iface = (path: string, protocolBinding: string) => ({
+      url: `${this.#base}${path}`,
+      protocolBinding,
+      tenant: '',
+      protocolVersion: A2A_PROTOCOL_VERSION,
+    });
+    return {
+      name: this.#agent.name,
+      description: `JCP bridge for ${this.#agent.did}: every task is a signed request decided by an enforcement node; replies carry jcp/receipt and jcp/budget_remaining_uj in their metadata.`,
+      supportedInterfaces: [iface('/', 'JSONRPC'), iface('/rest', 'HTTP+JSON')],
+      provider: undefined,
+      version: BRIDGE_INFO.version,
+      capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+      securitySchemes: this.#secured
+        ? {
+            bearer: {
+              scheme: {
+                $case: 'httpAuthSecurityScheme',
+                value: { description: 'the bridge token of this agent', scheme: 'Bearer', bearerFormat: '' },
+              },
+            },
+          }
+        : {},
+      securityRequirements: this.#secured ? [{ schemes: { bearer: { list: [] } } }] : [],
+      defaultInputModes: ['text/plain', 'application/json'],
+      defaultOutputModes: ['text/plain', 'application/json'],
+      skills: skills.map((s) => AgentSkill.fromJSON(s.definition)),
+      signatures: [],
+    };
+  }
+
+  async getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
+    throw new ExtendedAgentCardNotConfiguredError();
+  }
+
+  /** The route of a message: its skill (`metadata.skill`) under the chain it is sent with. */
+  async #route(skill: unknown, delegated: readonly SignedGrant[] | undefined): Promise<Route> {
+    const own = await this.skills();
+    const list = delegated === undefined ? own : await this.skills(delegated);
+    const chainOf = (s: BridgeSkill) => delegated ?? this.#agent.chains[s.chainIndex]!;
+    if (skill === undefined) {
+      if (list.length === 1) return { skill: list[0]!, chain: chainOf(list[0]!) };
+      throw malformed(
+        A2aErrorCodes.SKILL_REQUIRED,
+        `name the skill in message.metadata.skill (one of ${list.map((s) => s.name).join(', ') || 'none'})`,
+      );
+    }
+    const found = list.find((s) => s.name === skill);
+    if (found !== undefined) return { skill: found, chain: chainOf(found) };
+    if (delegated !== undefined && own.some((s) => s.name === skill))
+      throw malformed(
+        DelegationErrorCodes.RESOURCE_MISMATCH,
+        `the delegated chain grants no skill ${JSON.stringify(skill)}; it is for another resource`,
+      );
+    throw malformed(A2aErrorCodes.UNKNOWN_SKILL, `no skill ${JSON.stringify(skill)} is granted to ${this.#agent.name}`);
+  }
+
+  /** A send's route and the request to forward (skill rewritten, delegation minted or taken). */
+  async #prepare(params: SendMessageRequest): Promise<{ route: Route; out: SendMessageRequest; message: Message }> {
+    const message = params.message;
+    if (message === undefined) throw malformed(A2aErrorCodes.MESSAGE_REQUIRED, 'a send needs a message');
+    const meta: Record<string, unknown> = { ...(message.metadata ?? {}) };
+    let delegated: SignedGrant[] | undefined;
+    try {
+      if (meta[DELEGATION_KEY] !== undefined) delegated = this.#agent.acceptDelegation(meta[DELEGATION_KEY]);
+      delete meta[DELEGATION_KEY];
+      const route = await this.#route(meta['skill'], delegated);
+      if (meta[DELEGATE_KEY] !== undefined) {
+        const seed = `${message.messageId}\u0000${JSON.stringify(meta[DELEGATE_KEY])}`;
+        meta[DELEGATION_KEY] = encodeDelegation(await this.#agent.delegate(meta[DELEGATE_KEY], delegated, seed));
+        delete meta[DELEGATE_KEY];
+      }
+      meta['skill'] = route.skill.action;
+      return { route, out: { ...params, message: { ...message, metadata: meta } }, message };
+    } catch (e) {
+      throw a2aError(e);
+    }
+  }
+
+  /** Sends one agent-task exchange. @throws the A2A error of a refusal before a decision. */
+  async #exchange(
+    route: Route,
+    method: string,
+    params: unknown,
+    key: string,
+    extra: { signal?: AbortSignal; onEvent?: (e: StreamResponse) => void } = {},
+  ): Promise<Decided> {
+    const x: Exchange = {
+      kind: 'agent-task',
+      name: route.skill.name,
+      action: route.skill.action,
+      resource: route.skill.resource,
+      chain: route.chain,
+      payloadText: JSON.stringify({ method, params }),
+      // A message id names one message: its re-send replays even after the answer was delivered.
+      ...(key.startsWith('a2a-message:') ? { keepOpen: true } : {}),
+    };
+    const onEvent = extra.onEvent;
+    let d: Awaited<ReturnType<BridgeAgent['send']>>;
+    try {
+      d = await this.#agent.send(x, {
+        mcpRequestId: key,
+        idempotencyKey: key,
+        ...(extra.signal !== undefined ? { signal: extra.signal } : {}),
+        ...(onEvent !== undefined
+          ? {
+              onNotice: (n) => {
+                if (n.method !== 'a2a/event') return;
+                try {
+                  onEvent(StreamResponse.fromJSON(n.params ?? {}));
+                } catch {
+                  // An event the SDK cannot read is dropped (it is data, §6).
+                }
+              },
+            }
+          : {}),
+      });
+    } catch (e) {
+      throw a2aError(e);
+    }
+    if ('threshold' in d) {
+      const text = (d.threshold.content?.[0] as { text?: string } | undefined)?.text ?? 'threshold-refused';
+      throw new A2AError({ message: text, metadata: { 'jcp/error': String(d.threshold._meta?.['jcp/error'] ?? 'threshold-refused') } });
+    }
+    return d;
+  }
+
+  #remember(id: string | undefined, route: Route): void {
+    if (id === undefined || id.length === 0) return;
+    this.#tasks.delete(id);
+    this.#tasks.set(id, route);
+    for (const k of this.#tasks.keys()) {
+      if (this.#tasks.size <= MAX_TASKS) break;
+      this.#tasks.delete(k);
+    }
+  }
+
+  async sendMessage(params: SendMessageRequest): Promise<Message | Task> {
+    const { route, out, message } = await this.#prepare(params);
+    const d = await this.#exchange(route, 'SendMessage', SendMessageRequest.toJSON(out), `a2a-message:${message.messageId}`);
+    if (d.decision.verdict === 'deny')
+      return endedTask('TASK_STATE_REJECTED', `denied: ${d.decision.deny_reason}`, d.meta, message.contextId);
+    const { reply, error } = replyOf(d);
+    if (reply === undefined) {
+      const meta = { ...d.meta, 'jcp/error': error!.code };
+      return endedTask('TASK_STATE_FAILED', `${error!.code}: ${error!.message}`, meta, message.contextId);
+    }
+    const r = sendResult(reply);
+    this.#remember(taskIdOf(r), route);
+    return withMeta(r, d.meta);
+  }
+
+  async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
+    const { route, out, message } = await this.#prepare(params);
+    yield* this.#stream(
+      route,
+      'SendStreamingMessage',
+      SendMessageRequest.toJSON(out),
+      `a2a-message:${message.messageId}`,
+      message.contextId,
+    );
+  }
+
+  async *resubscribe(params: SubscribeToTaskRequest): AsyncGenerator<StreamResponse, void, undefined> {
+    const route = await this.#taskRoute(params.id);
+    yield* this.#stream(route, 'SubscribeToTask', SubscribeToTaskRequest.toJSON(params), `a2a-follow:${randomUUID()}`, '');
+  }
+
+  /** A streaming exchange: events in order, the last with the decision's metadata (see the module comment). */
+  async *#stream(
+    route: Route,
+    method: string,
+    params: unknown,
+    key: string,
+    contextId: string,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    const events: StreamResponse[] = [];
+    let wake: (() => void) | undefined;
+    let outcome: { d: Decided } | { e: unknown } | undefined;
+    const gone = new AbortController();
+    void this.#exchange(route, method, params, key, {
+      signal: gone.signal,
+      onEvent: (e) => {
+        events.push(e);
+        wake?.();
+      },
+    }).then(
+      (d) => {
+        outcome = { d };
+        wake?.();
+      },
+      (e: unknown) => {
+        outcome = { e };
+        wake?.();
+      },
+    );
+    let held: StreamResponse | undefined;
+    try {
+      for (;;) {
+        for (let e = events.shift(); e !== undefined; e = events.shift()) {
+          if (held !== undefined) yield held;
+          held = e;
+          this.#remember(taskIdOf(e), route);
+        }
+        if (outcome !== undefined) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+      if ('e' in outcome) {
+        if (held !== undefined) yield held;
+        throw outcome.e;
+      }
+      const d = outcome.d;
+      if (d.decision.verdict === 'deny') {
+        const t = endedTask('TASK_STATE_REJECTED', `denied: ${d.decision.deny_reason}`, d.meta, contextId);
+        yield { payload: { $case: 'task', value: t } };
+        return;
+      }
+      const { reply, error } = replyOf(d);
+      const meta = error !== undefined ? { ...d.meta, 'jcp/error': error.code } : d.meta;
+      if (held !== undefined) yield eventWithMeta(held, meta);
+      else if (reply !== undefined) yield eventWithMeta(StreamResponse.fromJSON(reply), meta);
+      else
+        yield { payload: { $case: 'task', value: endedTask('TASK_STATE_FAILED', `${error!.code}: ${error!.message}`, meta, contextId) } };
+    } finally {
+      if (outcome === undefined) gone.abort();
+    }
+  }
+
+  /** The route of a task this agent started, or (with one A2A resource) that resource's first skill. @throws TaskNotFoundError. */
+  async #taskRoute(id: string): Promise<Route> {
+    const known = this.#tasks.get(id);
+    if (known !== undefined) return known;
+    const skills = await this.skills();
+    const resources = new Set(skills.map((s) => s.resource));
+    if (resources.size === 1) return { skill: skills[0]!, chain: this.#agent.chains[skills[0]!.chainIndex]! };
+    throw new TaskNotFoundError({
+      message: `task ${JSON.stringify(id)} was not started through this bridge`,
+      metadata: { 'jcp/error': 'task-not-found' },
+    });
+  }
+
+  /** A follow-up on a task: its reply (a task) with metadata; a deny is an A2A error naming the reason. */
+  async #followUp(route: Route, method: string, params: unknown): Promise<Record<string, unknown> & { meta: Record<string, string> }> {
+    const d = await this.#exchange(route, method, params, `a2a-follow:${randomUUID()}`);
+    if (d.decision.verdict === 'deny') throw new A2AError({ message: `denied: ${d.decision.deny_reason}`, metadata: d.meta });
+    const { reply, error } = replyOf(d);
+    if (reply === undefined)
+      throw new A2AError({ message: `${error!.code}: ${error!.message}`, metadata: { ...d.meta, 'jcp/error': error!.code } });
+    return { ...reply, meta: d.meta };
+  }
+
+  async getTask(params: GetTaskRequest): Promise<Task> {
+    const { meta, ...r } = await this.#followUp(await this.#taskRoute(params.id), 'GetTask', GetTaskRequest.toJSON(params));
+    return withMeta(Task.fromJSON('task' in r ? r['task'] : r), meta);
+  }
+
+  async cancelTask(params: CancelTaskRequest): Promise<Task> {
+    const { meta, ...r } = await this.#followUp(await this.#taskRoute(params.id), 'CancelTask', CancelTaskRequest.toJSON(params));
+    return withMeta(Task.fromJSON('task' in r ? r['task'] : r), meta);
+  }
+
+  /** ListTasks to each A2A resource this agent may reach (its first granted skill), tasks concatenated. */
+  async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+    const skills = await this.skills();
+    const out: ListTasksResponse = { tasks: [], nextPageToken: '', pageSize: 0, totalSize: 0 };
+    const seen = new Set<string>();
+    for (const s of skills) {
+      if (seen.has(s.resource)) continue;
+      seen.add(s.resource);
+      const route = { skill: s, chain: this.#agent.chains[s.chainIndex]! };
+      const { meta, ...r } = await this.#followUp(route, 'ListTasks', ListTasksRequest.toJSON(params));
+      const tasks = Array.isArray(r['tasks']) ? r['tasks'].map((t) => withMeta(Task.fromJSON(t), meta)) : [];
+      for (const t of tasks) this.#remember(t.id, route);
+      out.tasks.push(...tasks);
+      out.totalSize += typeof r['totalSize'] === 'number' ? r['totalSize'] : tasks.length;
+      out.pageSize = Math.max(out.pageSize, typeof r['pageSize'] === 'number' ? r['pageSize'] : tasks.length);
+      if (seen.size === 1 && typeof r['nextPageToken'] === 'string') out.nextPageToken = r['nextPageToken'];
+    }
+    if (seen.size > 1) out.nextPageToken = '';
+    return out;
+  }
+
+  async createTaskPushNotificationConfig(): Promise<never> {
+    throw new PushNotificationNotSupportedError();
+  }
+  async getTaskPushNotificationConfig(): Promise<never> {
+    throw new PushNotificationNotSupportedError();
+  }
+  async listTaskPushNotificationConfigs(): Promise<never> {
+    throw new PushNotificationNotSupportedError();
+  }
+  async deleteTaskPushNotificationConfig(): Promise<never> {
+    throw new PushNotificationNotSupportedError();
+  }
+}
+
+/** The open-request counters behind {@link A2aLimits}. */
+class OpenRequests {
+  readonly #perAgent = new Map<BridgeAgent, number>();
+  #total = 0;
+  readonly limits: A2aLimits;
+  constructor(limits: A2aLimits) {
+    this.limits = limits;
+  }
+  get total(): number {
+    return this.#total;
+  }
+  /** Counts `res` as open for `agent` until it closes, or says which bound refuses it. */
+  hold(agent: BridgeAgent, res: ServerResponse): [number, string, number] | undefined {
+    const mine = this.#perAgent.get(agent) ?? 0;
+    if (mine >= this.limits.perAgent) return [429, A2aErrorCodes.REQUEST_LIMIT_AGENT, this.limits.perAgent];
+    if (this.#total >= this.limits.total) return [503, A2aErrorCodes.REQUEST_LIMIT_TOTAL, this.limits.total];
+    this.#perAgent.set(agent, mine + 1);
+    this.#total++;
+    res.once('close', () => {
+      this.#perAgent.set(agent, (this.#perAgent.get(agent) ?? 1) - 1);
+      this.#total--;
+    });
+    return undefined;
+  }
+}
+
+/** One agent's Express router: its card, its HTTP+JSON interface at `/rest`, its JSON-RPC interface at `/`. */
+function agentRouter(face: A2aFace): express.Router {
+  const router = express.Router();
+  const userBuilder = UserBuilder.noAuthentication;
+  router.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: face, cache: { maxAge: 0 } }));
+  router.use('/rest', restHandler({ requestHandler: face, userBuilder }));
+  router.post('/', jsonRpcHandler({ requestHandler: face, userBuilder }));
+  return router;
+}
+
+/**
+ * Serves `agents` as A2A agents at `http://host:port` (see the module comment).
+ * @throws BridgeConfigError as serveBridgeHttp (`remote-listen-refused`, `no-agents`,
+ *   `token-required`, `token-duplicate`, `origin-invalid`), `limits-invalid`; the listen error as it is.
+ */
+export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
+  const keyed: KeyedAgent[] = checkedAgents(o);
+  const limits = { ...DEFAULT_A2A_LIMITS, ...o.limits };
+  for (const [k, v] of Object.entries(limits))
+    if (!Number.isSafeInteger(v) || v < 1)
+      throw new BridgeConfigError('limits-invalid', `A2A limit ${k}: expected a whole number ≥ 1, got ${v}`);
+  const open = new OpenRequests(limits);
+  const faces = new Map(keyed.map((k) => [k.agent, new A2aFace(k.agent, k.hash !== undefined)]));
+  const routers = new Map([...faces].map(([a, f]) => [a, agentRouter(f)]));
+  const extraOrigins = (o.allowedOrigins ?? []).map(originOf);
+  let hosts: Set<string> | undefined;
+  let origins = new Set<string>();
+  const app = express();
+  app.disable('x-powered-by');
+  app.use((req, res, next) => {
+    const bad = headerRefusal(req, hosts, origins, ['application/json', 'application/a2a+json']);
+    if (bad !== undefined)
+      return refuse(res, bad[0], bad[1], bad[2], bad[2] === HttpErrorCodes.PAYLOAD_TOO_LARGE ? { limit: MAX_BODY_BYTES } : {});
+    const agent = authenticate(keyed, req);
+    if (agent === undefined) return reply(res, 401, UNAUTHORIZED_MESSAGE, HttpErrorCodes.UNAUTHORIZED, BEARER_CHALLENGE);
+    const over = open.hold(agent, res);
+    if (over !== undefined)
+      return refuse(res, over[0], `too many open requests (${over[1]}, limit ${over[2]}); retry later`, over[1], { limit: over[2] });
+    return routers.get(agent)!(req, res, next);
+  });
+  app.use((_req: express.Request, res: express.Response) =>
+    reply(res, 404, 'not found: the agent card is at /.well-known/agent-card.json', HttpErrorCodes.NOT_FOUND),
+  );
+  const http = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(o.port, o.host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (http.address() as AddressInfo).port;
+  const shown = o.host.includes(':') && !o.host.startsWith('[') ? `[${o.host}]` : o.host;
+  if (isLoopback(o.host)) hosts = new Set([...loopbackHosts(shown, port), ...(o.allowedHosts ?? []).map((h) => h.toLowerCase())]);
+  origins = new Set([`http://${shown}:${port}`.toLowerCase(), ...[...(hosts ?? [])].map((h) => `http://${h}`), ...extraOrigins]);
+  const url = `http://${shown}:${port}`;
+  for (const f of faces.values()) f.setBase(url);
+  return {
+    url,
+    port,
+    open: () => open.total,
+    async close() {
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
