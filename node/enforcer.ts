@@ -520,7 +520,13 @@ export class Enforcer {
     chainIds: ContentId[],
     costUj: Cost['uj'],
   ): Promise<{ response: Uint8Array; deferred: boolean }> {
-    const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer, receipt: receiptId(receipt) };
+    const caller = {
+      did: req.caller,
+      grantId: req.frame.grant_id,
+      resource: req.frame.resource,
+      peer: io.peer,
+      receipt: receiptId(receipt),
+    };
     const inv = await this.#invoke(binding, req.frame.action, args ?? {}, { ...io, caller });
     const m = this.#d.metrics;
     const steward = this.#d.steward;

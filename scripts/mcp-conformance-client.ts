@@ -41,7 +41,13 @@ async function main(): Promise<number> {
     }
     const calls = context.toolCalls ?? tools.map((t) => ({ name: String(t['name']), arguments: argsFor(t) }));
     for (const c of calls) {
-      const caller = { did: 'did:key:z6MkConformanceCaller', grantId: '0'.repeat(64), resource: '2'.repeat(64), peer: '127.0.0.1:0', receipt: '1'.repeat(64) };
+      const caller = {
+        did: 'did:key:z6MkConformanceCaller',
+        grantId: '0'.repeat(64),
+        resource: '2'.repeat(64),
+        peer: '127.0.0.1:0',
+        receipt: '1'.repeat(64),
+      };
       try {
         const r = await ep.invoke(c.name, c.arguments ?? {}, { caller });
         process.stdout.write(`${c.name}: ${new TextDecoder().decode(r).slice(0, 200)}\n`);
