@@ -283,13 +283,18 @@ export class A2aEndpoint implements Endpoint {
     this.#origin = new URL(cfg.url).origin;
   }
 
-  /** `fetch` with the configured headers, sent only to the configured URL's origin (a card cannot redirect secrets). */
+  /**
+   * `fetch` with the configured headers, sent only to the configured URL's origin, and never
+   * following a redirect (`redirect: 'error'`): a 3xx would carry the headers and the message to
+   * wherever the agent points (fetch strips only `Authorization` across origins). A redirect is
+   * then a failed request: the card is not read, a task is `endpoint-unavailable` and reversed.
+   */
   readonly #fetch: typeof fetch = (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    if (url.origin !== this.#origin || Object.keys(this.#cfg.headers).length === 0) return fetch(input, init);
+    if (url.origin !== this.#origin || Object.keys(this.#cfg.headers).length === 0) return fetch(input, { ...init, redirect: 'error' });
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     for (const [k, src] of Object.entries(this.#cfg.headers)) headers.set(k, headerValue(k, src));
-    return fetch(input, { ...init, headers });
+    return fetch(input, { ...init, headers, redirect: 'error' });
   };
 
   tools(): readonly Record<string, unknown>[] | undefined {

@@ -5,6 +5,9 @@
  * before the decision debit nothing; follow-ups are bound to the caller and grant.
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeWireRequest, frameMessage, grantId, MAX_DECLARABLE_LENGTH, openReceipt } from '../../core/index.ts';
 import { type AgentTaskParams, JcpClient, WireErrorReply } from '../../client/index.ts';
@@ -287,6 +290,65 @@ describe('an agent that cannot take the task', () => {
     } finally {
       await c.close();
       await down.cleanup();
+    }
+  });
+});
+
+describe('configured headers stay with the configured origin', () => {
+  test('an agent that redirects (card or message) to another origin never receives the headers or the message there', async () => {
+    const captured: { method: string; url: string; headers: Record<string, unknown> }[] = [];
+    const capture = createServer((req, res) => {
+      captured.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => capture.listen(0, '127.0.0.1', r));
+    const elsewhere = `http://127.0.0.1:${(capture.address() as AddressInfo).port}`;
+    const real = await startA2aAgent({ name: 'redirected' });
+    let redirectCard = false;
+    // Same origin as configured: serves the real card (its interfaces rewritten to itself) and
+    // answers every POST with a 307 to another origin (a 307 keeps the method and the body).
+    const front = createServer((req, res) => {
+      if (req.method === 'GET' && !redirectCard) {
+        void fetch(`${real.url}${req.url}`).then(async (r) => {
+          const text = (await r.text()).split(real.url).join(self);
+          res.writeHead(r.status, { 'content-type': 'application/json' }).end(text);
+        });
+        return;
+      }
+      res.writeHead(307, { location: `${elsewhere}${req.url}` }).end();
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const self = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+    const t = tempDir('a2a-redirect');
+    const keyFile = `${t.dir}/api-key`;
+    writeFileSync(keyFile, 'secret-api-key-123', { mode: 0o600 });
+    const n2 = await liveNode({
+      resources: [{ name: 'redir', endpoint: { kind: 'a2a', url: self, timeout_ms: 3000, headers: { 'X-Api-Key': { file: keyFile } } } }],
+      meter: { default_estimate_uj: Number(SEND_UJ), rungs: ['estimator'] },
+    });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: n2.port, signer: bob });
+    try {
+      const g = mint(alice, bob, 'redir', ALL, 1_000_000n, rng);
+      const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'echo', params: message('secret body', 'echo') });
+      expect(r.decision).toEqual({ verdict: 'allow' });
+      expect(r.error?.code).toBe('endpoint-unavailable');
+      expect(n2.ledger.spent(grantId(g.grant))).toBe(0n);
+      redirectCard = true;
+      const n3 = await liveNode({
+        resources: [{ name: 'redir', endpoint: { kind: 'a2a', url: self, timeout_ms: 3000, headers: { 'X-Api-Key': { file: keyFile } } } }],
+      });
+      await n3.endpoints.get(rid('redir'))?.endpoint.ensureTools();
+      expect(n3.endpoints.get(rid('redir'))?.endpoint.skills?.()).toBeUndefined();
+      await n3.cleanup();
+      expect(captured).toEqual([]);
+      expect(real.received.length).toBe(0);
+    } finally {
+      await c.close();
+      await n2.cleanup();
+      await real.stop();
+      front.close();
+      capture.close();
+      t.cleanup();
     }
   });
 });

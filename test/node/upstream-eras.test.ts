@@ -8,13 +8,16 @@
  * server stopped listing is refused `unknown-tool`, no receipt, no debit); a list with a long
  * `ttlMs` is not read again within it.
  */
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JcpClient, resultJson, type WireErrorReply } from '../../client/index.ts';
 import { grantId, receiptId } from '../../core/index.ts';
 import { CALLER_META_KEY, GRANT_META_KEY, type McpHttpEndpoint, RECEIPT_META_KEY, type RunningNode } from '../../node/index.ts';
-import { cast, liveNode, mint, rid } from './fixtures.ts';
+import { cast, liveNode, mint, rid, tempDir } from './fixtures.ts';
 import { type Everything, startV2Http, V2_SERVER_STDIO } from './upstreams.ts';
 
 const { rng, alice, bob } = cast('upstream-eras');
@@ -109,5 +112,45 @@ describe('upstream eras: 2026-07-28 where the server answers server/discover, el
     const fresh = (endpoint('v2http') as McpHttpEndpoint).listFreshness();
     expect(fresh.scope).toBe('private');
     expect(fresh.staleInMs).toBeGreaterThan(0);
+  });
+});
+
+describe('an HTTP upstream that redirects', () => {
+  test('the configured headers never follow a 3xx to another origin (the tool list is simply not read)', async () => {
+    const captured: { url: string; headers: Record<string, unknown> }[] = [];
+    const capture = createServer((req, res) => {
+      captured.push({ url: req.url ?? '', headers: req.headers });
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => capture.listen(0, '127.0.0.1', r));
+    const elsewhere = `http://127.0.0.1:${(capture.address() as AddressInfo).port}`;
+    const front = createServer((req, res) => res.writeHead(307, { location: `${elsewhere}${req.url}` }).end());
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const t = tempDir('http-redirect');
+    const keyFile = path.join(t.dir, 'token');
+    writeFileSync(keyFile, 'secret-token-456', { mode: 0o600 });
+    const n = await liveNode({
+      resources: [
+        {
+          name: 'redir',
+          endpoint: {
+            kind: 'mcp-http',
+            url: `http://127.0.0.1:${(front.address() as AddressInfo).port}/mcp`,
+            timeout_ms: 2000,
+            headers: { 'X-Api-Key': { file: keyFile } },
+          },
+        },
+      ],
+    });
+    try {
+      await n.endpoints.get(rid('redir'))!.endpoint.ensureTools();
+      expect(n.endpoints.get(rid('redir'))!.endpoint.tools()).toBeUndefined();
+      expect(captured).toEqual([]);
+    } finally {
+      await n.cleanup();
+      front.close();
+      capture.close();
+      t.cleanup();
+    }
   });
 });
