@@ -256,6 +256,47 @@ function taskIdOf(v: Json): string {
 class StreamTimeout extends Error {}
 class CallerGone extends Error {}
 
+/** Most bytes of an agent card the node reads (1 MiB); a larger card is not taken. */
+export const AGENT_CARD_MAX_BYTES = 1 << 20;
+/** Most skills of an agent card the node takes (they travel in every `tool_list` reply). */
+export const AGENT_CARD_MAX_SKILLS = 1024;
+/** The code in the card-read failure (start-up print, logs) of a card over either cap. */
+export const A2A_CARD_TOO_LARGE = 'agent-card-too-large';
+
+/**
+ * The body of `res`, at most `max` bytes.
+ * @throws Error `agent-card-too-large` past `max` (the rest is not read; the body is cancelled).
+ */
+async function readCapped(res: Response, max: number, signal: AbortSignal): Promise<Uint8Array> {
+  const declared = Number(res.headers.get('content-length') ?? '0');
+  if (declared > max) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new Error(`${A2A_CARD_TOO_LARGE}: ${declared} bytes declared (at most ${max})`);
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = res.body?.getReader();
+  if (reader === undefined) return new Uint8Array(0);
+  for (;;) {
+    signal.throwIfAborted();
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => undefined);
+      throw new Error(`${A2A_CARD_TOO_LARGE}: over ${max} bytes`);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
 /** An A2A v1.0 agent behind a resource (see the module docs). */
 export class A2aEndpoint implements Endpoint {
   readonly name: string;
@@ -295,6 +336,18 @@ export class A2aEndpoint implements Endpoint {
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     for (const [k, src] of Object.entries(this.#cfg.headers)) headers.set(k, headerValue(k, src));
     return fetch(input, { ...init, headers, redirect: 'error' });
+  };
+
+  /**
+   * The card read: {@link #fetch} within the endpoint's `timeout_ms`, its body read up to
+   * {@link AGENT_CARD_MAX_BYTES} (past it the read fails `agent-card-too-large`, the last good card
+   * stays in use), handed to the SDK's resolver as a buffered Response.
+   */
+  readonly #cardFetch: typeof fetch = async (input, init) => {
+    const signal = AbortSignal.timeout(this.#cfg.timeoutMs);
+    const res = await this.#fetch(input, { ...init, signal });
+    const body = await readCapped(res, AGENT_CARD_MAX_BYTES, signal);
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 
   tools(): readonly Record<string, unknown>[] | undefined {
@@ -340,8 +393,11 @@ export class A2aEndpoint implements Endpoint {
     this.#reading ??= (async () => {
       try {
         const [sdk, c] = await loadSdk();
-        const resolver = new c.DefaultAgentCardResolver({ fetchImpl: this.#fetch });
+        const resolver = new c.DefaultAgentCardResolver({ fetchImpl: this.#cardFetch });
         const card = await resolver.resolve(this.#cfg.url);
+        if (card.skills.length > AGENT_CARD_MAX_SKILLS) {
+          throw new Error(`${A2A_CARD_TOO_LARGE}: the card lists ${card.skills.length} skills (at most ${AGENT_CARD_MAX_SKILLS})`);
+        }
         const options = c.ClientFactoryOptions.createFrom(c.ClientFactoryOptions.default, {
           transports: [new c.JsonRpcTransportFactory({ fetchImpl: this.#fetch }), new c.RestTransportFactory({ fetchImpl: this.#fetch })],
           cardResolver: resolver,

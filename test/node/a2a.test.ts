@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeWireRequest, frameMessage, grantId, MAX_DECLARABLE_LENGTH, openReceipt } from '../../core/index.ts';
 import { type AgentTaskParams, JcpClient, WireErrorReply } from '../../client/index.ts';
-import { configFromJson, openOutcome, type OutcomeCore } from '../../node/index.ts';
+import { AGENT_CARD_MAX_BYTES, AGENT_CARD_MAX_SKILLS, configFromJson, openOutcome, type OutcomeCore } from '../../node/index.ts';
 import { type A2aAgent, JCP_BIN, startA2aAgent } from '../../testkit/internal.ts';
 import { cast, liveNode, mint, RawConn, rid, tempDir } from './fixtures.ts';
 
@@ -349,6 +349,44 @@ describe('configured headers stay with the configured origin', () => {
       front.close();
       capture.close();
       t.cleanup();
+    }
+  });
+});
+
+describe('agent cards are bounded', () => {
+  test('a card over 1 MiB or over 1,024 skills is not taken (agent-card-too-large), and nothing of it reaches tool_list', async () => {
+    const real = await startA2aAgent({ name: 'big' });
+    const card = (await (await fetch(`${real.url}/.well-known/agent-card.json`)).json()) as Record<string, unknown>;
+    const skill = (card['skills'] as Record<string, unknown>[])[0]!;
+    let body = '';
+    const front = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const self = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+    const cases = [
+      { ...card, description: 'x'.repeat(AGENT_CARD_MAX_BYTES) },
+      { ...card, skills: Array.from({ length: AGENT_CARD_MAX_SKILLS + 1 }, (_, i) => ({ ...skill, id: `s${i}` })) },
+    ];
+    try {
+      for (const big of cases) {
+        body = JSON.stringify(big);
+        const n2 = await liveNode({ resources: [{ name: 'big', endpoint: { kind: 'a2a', url: self, timeout_ms: 3000 } }] });
+        try {
+          const ep = n2.endpoints.get(rid('big'))!.endpoint;
+          await ep.ensureTools();
+          expect(ep.skills?.()).toBeUndefined();
+          expect(ep.lastFailure?.()).toContain('agent-card-too-large');
+        } finally {
+          await n2.cleanup();
+        }
+      }
+      body = JSON.stringify({ ...card, skills: Array.from({ length: AGENT_CARD_MAX_SKILLS }, (_, i) => ({ ...skill, id: `s${i}` })) });
+      const ok = await liveNode({ resources: [{ name: 'big', endpoint: { kind: 'a2a', url: self, timeout_ms: 3000 } }] });
+      await ok.endpoints.get(rid('big'))!.endpoint.ensureTools();
+      expect(ok.endpoints.get(rid('big'))!.endpoint.skills?.()?.length).toBe(AGENT_CARD_MAX_SKILLS);
+      await ok.cleanup();
+    } finally {
+      front.close();
+      await real.stop();
     }
   });
 });
