@@ -173,7 +173,9 @@ export const command: Command = {
     const onSignal = () => stopped();
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
-    await printResources(node);
+    // The resources are printed as their upstreams answer; a signal meanwhile stops the node at once
+    // (an upstream that never answers must not hold the node past SIGTERM).
+    await Promise.race([printResources(node), done]);
     await done;
     await node.close();
     await cluster?.close();

@@ -256,6 +256,41 @@ function taskIdOf(v: Json): string {
 class StreamTimeout extends Error {}
 class CallerGone extends Error {}
 
+/** Most bytes of one reply body from an agent (a JSON answer): the node's result cap (8 MiB) plus 64 KiB of envelope. */
+export const A2A_REPLY_MAX_BYTES = (8 << 20) + (64 << 10);
+/** Most bytes of one event stream from an agent (SSE), all events together. */
+export const A2A_STREAM_MAX_BYTES = 64 << 20;
+/** The code of a reply or stream that passed its cap (the call is `endpoint-failed`, charged: the agent ran). */
+export const A2A_REPLY_TOO_LARGE = 'agent-reply-too-large';
+
+/**
+ * `res` with its body counted as it arrives: past {@link A2A_STREAM_MAX_BYTES} for an event stream,
+ * else {@link A2A_REPLY_MAX_BYTES} (a larger declared `content-length` at once), the body errors
+ * `agent-reply-too-large` and the connection is dropped, so no agent can make the node hold more.
+ */
+function capReply(res: Response): Response {
+  if (res.body === null) return res;
+  const sse = (res.headers.get('content-type') ?? '').includes('text/event-stream');
+  const max = sse ? A2A_STREAM_MAX_BYTES : A2A_REPLY_MAX_BYTES;
+  const declared = Number(res.headers.get('content-length') ?? '0');
+  const tooLarge = (n: string) => new Error(`${A2A_REPLY_TOO_LARGE}: the agent's ${sse ? 'stream' : 'reply'} passed ${max} bytes (${n})`);
+  if (declared > max) {
+    void res.body.cancel().catch(() => undefined);
+    throw tooLarge(`${declared} declared`);
+  }
+  let seen = 0;
+  const counted = res.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, ctl) {
+        seen += chunk.byteLength;
+        if (seen > max) ctl.error(tooLarge(`${seen} read`));
+        else ctl.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers });
+}
+
 /** Most bytes of an agent card the node reads (1 MiB); a larger card is not taken. */
 export const AGENT_CARD_MAX_BYTES = 1 << 20;
 /** Most skills of an agent card the node takes (they travel in every `tool_list` reply). */
@@ -304,6 +339,8 @@ export class A2aEndpoint implements Endpoint {
   readonly #cfg: A2aEndpointConfig;
   readonly #log: Logger;
   readonly #origin: string;
+  /** Aborted by {@link close}: a card read in flight ends with the node. */
+  readonly #closing = new AbortController();
   readonly tasks = new TaskTable();
   #skills: readonly Json[] | undefined;
   #skillIds: ReadonlySet<string> = new Set();
@@ -329,13 +366,16 @@ export class A2aEndpoint implements Endpoint {
    * following a redirect (`redirect: 'error'`): a 3xx would carry the headers and the message to
    * wherever the agent points (fetch strips only `Authorization` across origins). A redirect is
    * then a failed request: the card is not read, a task is `endpoint-unavailable` and reversed.
+   * Every reply body is bounded as it arrives ({@link capReply}), before the SDK buffers or parses it.
    */
   readonly #fetch: typeof fetch = (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    if (url.origin !== this.#origin || Object.keys(this.#cfg.headers).length === 0) return fetch(input, { ...init, redirect: 'error' });
+    if (url.origin !== this.#origin || Object.keys(this.#cfg.headers).length === 0) {
+      return fetch(input, { ...init, redirect: 'error' }).then(capReply);
+    }
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     for (const [k, src] of Object.entries(this.#cfg.headers)) headers.set(k, headerValue(k, src));
-    return fetch(input, { ...init, headers, redirect: 'error' });
+    return fetch(input, { ...init, headers, redirect: 'error' }).then(capReply);
   };
 
   /**
@@ -344,7 +384,7 @@ export class A2aEndpoint implements Endpoint {
    * stays in use), handed to the SDK's resolver as a buffered Response.
    */
   readonly #cardFetch: typeof fetch = async (input, init) => {
-    const signal = AbortSignal.timeout(this.#cfg.timeoutMs);
+    const signal = AbortSignal.any([AbortSignal.timeout(this.#cfg.timeoutMs), this.#closing.signal]);
     const res = await this.#fetch(input, { ...init, signal });
     const body = await readCapped(res, AGENT_CARD_MAX_BYTES, signal);
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
@@ -385,6 +425,7 @@ export class A2aEndpoint implements Endpoint {
   }
 
   async close(): Promise<void> {
+    this.#closing.abort(new CallerGone('the node is closing'));
     for (const ac of this.#live) ac.abort(new CallerGone('the node is closing'));
   }
 

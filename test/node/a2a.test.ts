@@ -391,6 +391,55 @@ describe('agent cards are bounded', () => {
   });
 });
 
+describe('agent replies are bounded as they arrive', () => {
+  test('a 20 MB JSON reply is cut at the cap while it streams in (agent-reply-too-large), not buffered and then refused', async () => {
+    const real = await startA2aAgent({ name: 'huge' });
+    let bytesSent = 0;
+    let self = '';
+    const front = createServer((req, res) => {
+      if (req.method === 'GET') {
+        void fetch(`${real.url}${req.url}`).then(async (r) => {
+          res.writeHead(r.status, { 'content-type': 'application/json' }).end((await r.text()).split(real.url).join(self));
+        });
+        return;
+      }
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = 'x'.repeat(1 << 20);
+        res.write('{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"');
+        const more = () => {
+          while (bytesSent < 20 << 20) {
+            bytesSent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', more);
+          }
+          res.end('"}]}}}');
+        };
+        res.on('error', () => undefined);
+        more();
+      });
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    self = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+    const n2 = await liveNode({
+      resources: [{ name: 'huge', endpoint: { kind: 'a2a', url: self, timeout_ms: 10_000 } }],
+      meter: { default_estimate_uj: Number(SEND_UJ), rungs: ['estimator'] },
+    });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: n2.port, signer: bob });
+    try {
+      const g = mint(alice, bob, 'huge', ALL, 1_000_000n, rng);
+      const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'echo', params: message('big', 'echo') });
+      expect(r.decision).toEqual({ verdict: 'allow' });
+      expect(String(r.error?.message)).toContain('agent-reply-too-large');
+    } finally {
+      await c.close();
+      await n2.cleanup();
+      front.close();
+      await real.stop();
+    }
+  });
+});
+
 describe('a restart', () => {
   test('follow-ups stay bound to their caller and grant across a node restart (rebuilt from the log)', async () => {
     const t = tempDir('a2a-restart');
@@ -447,6 +496,43 @@ describe('jcp node start --upstream NAME=a2a+URL', () => {
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
+      t.cleanup();
+    }
+  });
+
+  test('SIGTERM stops it while an agent card is still being read (an agent that never answers holds nothing)', async () => {
+    const held: import('node:http').ServerResponse[] = [];
+    const silent = createServer((_req, res) => void held.push(res));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const t = tempDir('a2a-cli-silent');
+    const cfg = `${t.dir}/node.json`;
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        listen: '127.0.0.1:0',
+        data_dir: `${t.dir}/data`,
+        resources: [{ name: 'silent', endpoint: { kind: 'a2a', url, timeout_ms: 600_000 } }],
+      }),
+    );
+    const child = spawn(process.execPath, [JCP_BIN, 'node', 'start', '--config', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stderr!.on('data', (d: Buffer) => {
+          err += d.toString('utf8');
+          if (/listening on/.test(err)) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`jcp node exited (${code}): ${err}`)));
+      });
+      while (held.length === 0) await new Promise((r) => setTimeout(r, 20));
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      for (const r of held) r.destroy();
+      silent.close();
       t.cleanup();
     }
   });
