@@ -36,6 +36,7 @@
  * loopback may have none), `Content-Type` (`application/json` or `application/a2a+json`),
  * `Content-Length`; and open requests (streams included) bounded per agent and in all.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -100,6 +101,8 @@ export const A2aErrorCodes = {
   REQUEST_LIMIT_AGENT: 'request-limit-agent',
   /** 503: the bridge has `total` requests open. */
   REQUEST_LIMIT_TOTAL: 'request-limit-total',
+  /** 400: a body that is not JSON (the parser refused it). */
+  JSON_INVALID: 'json-invalid',
 } as const;
 
 /** Bounds on open A2A requests (streams included) (see {@link DEFAULT_A2A_LIMITS}). */
@@ -447,9 +450,21 @@ export class A2aFace implements A2ARequestHandler {
     let wake: (() => void) | undefined;
     let outcome: { d: Decided } | { e: unknown } | undefined;
     const gone = new AbortController();
+    // The HTTP client went away (or stopped reading): end the exchange, which closes its own
+    // connection to the node, which closes the agent's stream (docs/a2a.md).
+    const drop = (why: string) => {
+      if (outcome === undefined) outcome = { e: new Error(why) };
+      gone.abort();
+      wake?.();
+    };
+    const clientGone = requestGone.getStore();
+    const onClientGone = () => drop('the A2A client went away');
+    if (clientGone?.aborted === true) onClientGone();
+    clientGone?.addEventListener('abort', onClientGone, { once: true });
     void this.#exchange(route, method, params, key, {
       signal: gone.signal,
       onEvent: (e) => {
+        if (events.length >= A2A_MAX_QUEUED_EVENTS) return drop(`the A2A client read none of ${A2A_MAX_QUEUED_EVENTS} queued events`);
         events.push(e);
         wake?.();
       },
@@ -494,6 +509,7 @@ export class A2aFace implements A2ARequestHandler {
       else
         yield { payload: { $case: 'task', value: endedTask('TASK_STATE_FAILED', `${error!.code}: ${error!.message}`, meta, contextId) } };
     } finally {
+      clientGone?.removeEventListener('abort', onClientGone);
       if (outcome === undefined) gone.abort();
     }
   }
@@ -592,6 +608,16 @@ class OpenRequests {
   }
 }
 
+/**
+ * The HTTP request being answered, as a signal aborted when its response closes (the client went
+ * away, or the answer is done): a stream exchange ends with it, so a client that disconnects
+ * holds no stream at the bridge or the node.
+ */
+const requestGone = new AsyncLocalStorage<AbortSignal>();
+
+/** Most stream events queued for an HTTP client that does not read them; past it the stream is dropped. */
+export const A2A_MAX_QUEUED_EVENTS = 1024;
+
 /** One agent's Express router: its card, its HTTP+JSON interface at `/rest`, its JSON-RPC interface at `/`. */
 function agentRouter(face: A2aFace): express.Router {
   const router = express.Router();
@@ -630,11 +656,29 @@ export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
     const over = open.hold(agent, res);
     if (over !== undefined)
       return refuse(res, over[0], `too many open requests (${over[1]}, limit ${over[2]}); retry later`, over[1], { limit: over[2] });
-    return routers.get(agent)!(req, res, next);
+    const gone = new AbortController();
+    res.once('close', () => gone.abort());
+    return requestGone.run(gone.signal, () => routers.get(agent)!(req, res, next));
   });
   app.use((_req: express.Request, res: express.Response) =>
     reply(res, 404, 'not found: the agent card is at /.well-known/agent-card.json', HttpErrorCodes.NOT_FOUND),
   );
+  // A body the parser refused (chunked past the cap, not JSON): the stable JSON error, never
+  // Express's HTML page with its stack trace.
+  app.use((err: { type?: string; status?: number }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    if (res.headersSent) return void res.destroy();
+    if (err.type === 'entity.too.large')
+      return refuse(res, 413, `payload too large (over ${MAX_BODY_BYTES} bytes)`, HttpErrorCodes.PAYLOAD_TOO_LARGE, {
+        limit: MAX_BODY_BYTES,
+      });
+    if (err.type === 'entity.parse.failed') return refuse(res, 400, 'the body is not JSON', A2aErrorCodes.JSON_INVALID);
+    return refuse(
+      res,
+      err.status !== undefined && err.status >= 400 && err.status < 500 ? err.status : 500,
+      'the request failed',
+      HttpErrorCodes.INTERNAL,
+    );
+  });
   const http = createServer(app);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);

@@ -525,7 +525,11 @@ export class BridgeAgent {
     if (this.#o.threshold !== undefined && kept === undefined) journal.signed(callKey, req.signature);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
-      r = await client.callRequest(req, ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {});
+      // An agent task (it may stream, or run long) has a connection of its own: jcp/1 answers a
+      // connection's requests in order, so it would hold every other agent's call behind it; the
+      // client going away (ctx.signal) closes that connection, and the node ends the agent's stream.
+      const alone = x.kind === 'agent-task' ? { ownConnection: true, ...(ctx.signal !== undefined ? { signal: ctx.signal } : {}) } : {};
+      r = await client.callRequest(req, { ...(ctx.onNotice !== undefined ? { onNotice: ctx.onNotice } : {}), ...alone });
     } catch (e) {
       if (e instanceof WireErrorReply && e.code === 'clock-skew' && stamp.resent) {
         // A re-send whose original `now` is past the node's window: the original may have been

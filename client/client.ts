@@ -203,6 +203,18 @@ export interface CallRequestOptions {
   readonly onNotice?: (notification: McpNotification) => void;
   /** Seconds to wait for the reply; default the client's {@link ClientOptions.timeoutS}. */
   readonly timeoutS?: number;
+  /**
+   * Sends the request on a connection of its own, opened for it and closed after it (same
+   * options as this client). jcp/1 answers a connection's requests in order, so a long call
+   * (an A2A stream) on the shared connection would hold every call behind it.
+   */
+  readonly ownConnection?: boolean;
+  /**
+   * With `ownConnection`: aborting closes that connection, so the node sees the caller gone and
+   * ends the call's upstream stream (the request may still have been decided: re-send it to learn
+   * the outcome). The call then rejects with {@link ConnectionLost}.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** A decided call (§11): the decision, the receipt bytes, and the endpoint's result on allow. */
@@ -520,6 +532,7 @@ export class JcpClient {
    */
   async callRequest(req: WireRequest, opts: CallRequestOptions | number = {}): Promise<CallResult> {
     const o: CallRequestOptions = typeof opts === 'number' ? { timeoutS: opts } : opts;
+    if (o.ownConnection === true) return this.#callAlone(req, o);
     const body = encodeWireRequest(req);
     const rid = contentIdOfBytes(body);
     const onNotice = o.onNotice;
@@ -557,6 +570,21 @@ export class JcpClient {
       requestId: rid,
       request: req,
     };
+  }
+
+  /** {@link callRequest} on a connection of its own, closed after the call or when `o.signal` aborts. */
+  async #callAlone(req: WireRequest, o: CallRequestOptions): Promise<CallResult> {
+    o.signal?.throwIfAborted();
+    const side = await JcpClient.connect(this.#opts);
+    const abort = () => void side.close();
+    o.signal?.addEventListener('abort', abort, { once: true });
+    try {
+      const { ownConnection: _own, signal: _signal, ...rest } = o;
+      return await side.callRequest(req, rest);
+    } finally {
+      o.signal?.removeEventListener('abort', abort);
+      await side.close();
+    }
   }
 
   /**

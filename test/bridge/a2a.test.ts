@@ -157,6 +157,74 @@ describe('the A2A face: an unmodified SDK client through bridge and node to an S
     });
   }
 
+  test('a long stream holds no other call: a message sent during it is answered before the stream ends', async () => {
+    const client = await a2aClient('JSONRPC');
+    const done: string[] = [];
+    const stream = (async () => {
+      for await (const _e of client.sendMessageStream(send('events=20 delay=100', { skill: 'stream' }))) {
+        // read every event
+      }
+      done.push('stream');
+    })();
+    // the stream is under way (its task is at the agent) before the message goes out
+    while (agent.openRequests() === 0) await new Promise((r) => setTimeout(r, 10));
+    const r = (await client.sendMessage(send('during', { skill: 'echo' }))) as Message;
+    done.push('echo');
+    await stream;
+    expect(textOf(r)).toBe('echo: during');
+    expect(done).toEqual(['echo', 'stream']);
+  });
+
+  test('an A2A client that goes away mid-stream leaves no stream open at the bridge, the node or the agent', async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${face.url}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: {
+          message: {
+            messageId: `gone-${++n}`,
+            role: 'ROLE_USER',
+            parts: [{ text: 'events=100000 delay=5' }],
+            metadata: { skill: 'stream' },
+          },
+        },
+      }),
+      signal: ac.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read(); // the first event: the stream runs
+    expect(agent.openRequests()).toBeGreaterThan(0);
+    ac.abort();
+    // nothing else closes it: the agent would stream 100,000 events (over 8 minutes)
+    while (agent.openRequests() > 0) await new Promise((r) => setTimeout(r, 20));
+  });
+
+  test('a chunked body past the cap, or one that is not JSON, gets the stable JSON error and no stack trace', async () => {
+    const big = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let i = 0; i < 6; i++) c.enqueue(new Uint8Array(1 << 20).fill(0x61));
+        c.close();
+      },
+    });
+    const r = await fetch(`${face.url}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: big,
+      duplex: 'half',
+    } as RequestInit);
+    const text = await r.text();
+    expect(r.status).toBe(413);
+    expect((JSON.parse(text) as { error: { data: { code: string } } }).error.data.code).toBe('payload-too-large');
+    const bad = await fetch(`${face.url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
+    const badText = await bad.text();
+    expect(badText).not.toContain('node_modules');
+    expect(bad.status).toBeLessThan(500);
+  });
+
   test('a deny is a rejected task naming the reason, sealed; a skill not granted is unknown-skill before any decision', async () => {
     const poor = mint(steward, mallory, 'agent', ['echo'], PRICE - 1n, rng);
     const poorAgent = await bridgeAgent(mallory, 'poor', [[poor]]);
