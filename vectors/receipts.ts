@@ -452,7 +452,15 @@ export function verify(doc: J, t: Checker): void {
     const want: Record<string, bigint> = {};
     for (const [id, uj] of e.get('ledger').entries()) want[id] = uj.uint();
     c.eq(ledger, want, 'replayed ledger (leaf and ancestor debits)');
-    const attribution = [...r.attribution.values()].map((a) => ({ ...a, uj: dec(a.uj) }));
+    // The published attribution is the five fields of §8.1 (chain_ids, used by the delegation
+    // tree, is the implementation's own addition and not part of the vector).
+    const attribution = [...r.attribution.values()].map((a) => ({
+      grant_id: a.grant_id,
+      subject: a.subject,
+      allowed: a.allowed,
+      refused: a.refused,
+      uj: dec(a.uj),
+    }));
     c.eq(attribution, e.get('attribution').raw(), 'per-(grant_id, subject) attribution');
     c.eq(r.lastSeq, e.opt('last_seq')?.num(), 'last seq');
     c.eq(r.lastId, e.opt('last_id')?.str(), 'last receipt id');
