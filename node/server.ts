@@ -83,6 +83,12 @@ export interface JcpTlsOptions {
 
 /** Stop reading from a connection whose unread replies exceed this many bytes. */
 const WRITE_HIGH_WATER = 4 << 20;
+/**
+ * Most bytes of notices queued on a connection whose peer does not read them (an A2A stream to a
+ * stalled caller): past it the connection is dropped, so its calls end as `caller-gone` and the
+ * upstream stream is closed, instead of the node buffering without bound.
+ */
+export const NOTICE_BACKLOG_MAX_BYTES = 2 * WRITE_HIGH_WATER;
 
 interface Slot {
   body: Uint8Array | undefined;
@@ -226,6 +232,10 @@ class Connection {
   readonly #notice: NoticeSink = Object.assign(
     (body: Uint8Array) => {
       if (this.#sock.destroyed || this.#sock.writableEnded) return;
+      if (this.#sock.writableLength > NOTICE_BACKLOG_MAX_BYTES) {
+        this.#sock.destroy(new Error(`the peer read none of ${this.#sock.writableLength} bytes of notices (caller-slow)`));
+        return;
+      }
       this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
     },
     { closed: this.#gone.signal },

@@ -8,7 +8,7 @@
  *   `jcp/caller` as the agent received it (so a test sees what the node forwarded);
  * - `stream`: a task: `submitted`, then N `working` status updates (`step 1` … `step N`) D ms
  *   apart, an artifact `done: <text>`, then `completed`. N and D come from the text
- *   (`events=N delay=D`, default 3 and 10); the task stops early when canceled;
+ *   (`events=N delay=D size=S`, default 3, 10 and 0: S pads each status text with S bytes); the task stops early when canceled;
  * - `fail`: a task that runs and fails: `submitted`, `working`, then `failed`.
  *
  * The handle counts what reached the agent ({@link A2aAgent.received}) and the HTTP requests it
@@ -143,13 +143,14 @@ class TestExecutor implements AgentExecutor {
     const text = textOf(m);
     const events = Number(/events=(\d+)/.exec(text)?.[1] ?? 3);
     const delay = Number(/delay=(\d+)/.exec(text)?.[1] ?? 10);
+    const pad = Number(/size=(\d+)/.exec(text)?.[1] ?? 0);
     for (let i = 1; i <= events; i++) {
       if (this.#canceled.has(taskId)) {
         status(bus, taskId, contextId, TaskState.TASK_STATE_CANCELED, 'canceled');
         bus.finished();
         return;
       }
-      status(bus, taskId, contextId, TaskState.TASK_STATE_WORKING, `step ${i}`);
+      status(bus, taskId, contextId, TaskState.TASK_STATE_WORKING, pad > 0 ? `step ${i} ${'x'.repeat(pad)}` : `step ${i}`);
       await sleep(delay);
     }
     bus.publish(

@@ -220,6 +220,28 @@ describe('streams', () => {
   });
 });
 
+describe('a caller that does not read', () => {
+  test('its notices pile up to the backlog cap, then the node drops the connection and closes the stream upstream', async () => {
+    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
+    const req = await bobC.request({
+      chain: [g],
+      action: 'stream',
+      kind: 'agent-task',
+      notify: true,
+      payload: { method: 'SendStreamingMessage', params: message('events=100000 delay=0 size=1048576', 'stream') },
+    });
+    const raw = await RawConn.open(node.port);
+    raw.write(frameMessage(encodeWireRequest(req), MAX_DECLARABLE_LENGTH));
+    await raw.next(); // the stream is open upstream
+    raw.sock.pause(); // and from now on nothing is read
+    // 100,000 events of 1 MiB: the backlog cap (8 MiB) ends the stream long before the stream cap (64 MiB)
+    await expect.poll(() => agent.openRequests(), { timeout: 50_000, interval: 50 }).toBe(0);
+    // the node dropped the connection (a paused socket sees its close once it reads what was sent)
+    raw.sock.resume();
+    await expect.poll(() => raw.closed, { timeout: 20_000, interval: 50 }).toBe(true);
+  }, 60_000);
+});
+
 describe('follow-ups', () => {
   test('bound to the caller and grant: another caller, or another grant, gets task-not-found as for an unknown task; the owner is answered, priced as a read', async () => {
     const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
