@@ -144,6 +144,9 @@ const TOOLS = [
   tool('test_streaming_elicitation', 'Asks for input through an input_required result'),
 ];
 
+/** The names of every tool this server lists (to grant them all to an agent behind a node). */
+export const CONFORMANCE_TOOL_NAMES: readonly string[] = TOOLS.map((t) => t.name);
+
 /** The sealed multi round-trip state: the round the flow is in. */
 type FlowState = { round: number; tool: string };
 const codec = createRequestStateCodec<FlowState>({ key: randomBytes(32) });
