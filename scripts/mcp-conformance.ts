@@ -14,7 +14,8 @@
  * still pass directly, and a listed one that passes fails the run (a stale entry). The last line
  * but one gives the counts per leg and the run's duration.
  *
- * Usage: node --import tsx scripts/mcp-conformance.ts [--json out.json]
+ * Usage: node --import tsx scripts/mcp-conformance.ts [--json out.json] [--only TEXT]
+ * (`MCP_CONFORMANCE_VERBOSE=1`: each check's error message on stderr)
  * Exit status: 0 when both legs hold (baseline aside), 1 otherwise. The suite and the Node 22
  * binary come from scripts/mcp-conformance/ (its own lock file; `npm ci` there on first use).
  */
@@ -79,6 +80,9 @@ export const SERVER_SCENARIOS: readonly (readonly [string, string])[] = [
   ...INPUT_REQUIRED_SCENARIOS.map((s) => [s, '2026-07-28'] as const),
 ];
 
+/** `--only TEXT`: run only the scenarios whose name contains TEXT (both legs; for a quick look, not a verdict). */
+const ONLY = process.argv.indexOf('--only') >= 0 ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+
 /** Suite processes run at once (each a Node 22 process driving one scenario against one target). */
 const PARALLEL = 6;
 
@@ -122,7 +126,11 @@ function runSuite(node22: string, cli: string, args: string[], scenario: string)
           const p = path.join(dir, e.name);
           if (e.isDirectory()) walk(p);
           else if (e.name === 'checks.json') {
-            for (const c of JSON.parse(readFileSync(p, 'utf8')) as Array<{ id: string; status: Status }>) found[c.id] = c.status;
+            for (const c of JSON.parse(readFileSync(p, 'utf8')) as Array<{ id: string; status: Status; errorMessage?: string }>) {
+              found[c.id] = c.status;
+              if (process.env['MCP_CONFORMANCE_VERBOSE'] !== undefined && c.errorMessage !== undefined)
+                process.stderr.write(`${scenario} ${args.join(' ').slice(-40)} ${c.id}: ${c.status} ${c.errorMessage}\n`);
+            }
           }
         }
       };
@@ -157,15 +165,16 @@ async function clientLeg(
   let ok = 0;
   let differs = 0;
   const rows: unknown[] = [];
+  const picked = CLIENT_SCENARIOS.filter(([s]) => ONLY === undefined || s.includes(ONLY));
   const results = await pool(
-    CLIENT_SCENARIOS.map(
+    picked.map(
       ([s, version]) =>
         () =>
           runSuite(node22, cli, ['client', '--command', command, '--spec-version', version], s),
     ),
     PARALLEL / 2,
   );
-  for (const [i, [s, version]] of CLIENT_SCENARIOS.entries()) {
+  for (const [i, [s, version]] of picked.entries()) {
     const r = results[i] as Record<string, Status>;
     const listed = baseline[`client:${s}`];
     const pass = passed(r);
@@ -277,6 +286,10 @@ async function bridgeToTools(data: string) {
   const journal = new CallJournal();
   const agent = new BridgeAgent({ name: 'conformance', signer: agentKey, chains: [[grant]], client: jcp, journal });
   const bridge = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent }] });
+  // The node lists the upstream's tools once it is up (spawned, handshake done): wait for that
+  // here, so that the first scenarios do not time out on the start of the stdio server.
+  for (let i = 0; i < 100 && (await agent.tools()).length < CONFORMANCE_TOOL_NAMES.length; i++)
+    await new Promise((r) => setTimeout(r, 100));
   return {
     url: bridge.url,
     async close() {
@@ -298,6 +311,7 @@ async function serverLeg(
   cli: string,
   baseline: Record<string, string>,
 ): Promise<{ failed: boolean; same: number; expected: number; rows: unknown[]; counts: Record<string, LegCounts> }> {
+  const scenarios = SERVER_SCENARIOS.filter(([s]) => ONLY === undefined || s.includes(ONLY));
   const data = mkdtempSync(path.join(tmpdir(), 'jcp-mcp-conf-node-'));
   const direct = await serveToolsHttp();
   const through = await bridgeToTools(data);
@@ -313,12 +327,12 @@ async function serverLeg(
   let same = 0;
   let expected = 0;
   try {
-    const jobs = SERVER_SCENARIOS.flatMap(([s, v]) => [
+    const jobs = scenarios.flatMap(([s, v]) => [
       () => runScenario(node22, cli, direct.url, s, v),
       () => runScenario(node22, cli, through.url, s, v),
     ]);
     const results = await pool(jobs, PARALLEL);
-    for (const [i, [s, version]] of SERVER_SCENARIOS.entries()) {
+    for (const [i, [s, version]] of scenarios.entries()) {
       const d = results[2 * i] as Record<string, Status>;
       const b = results[2 * i + 1] as Record<string, Status>;
       const sorted = (r: Record<string, Status>) => JSON.stringify(Object.entries(r).sort(([x], [y]) => x.localeCompare(y)));
