@@ -343,7 +343,8 @@ async function serverLeg(
       else if (alike) verdict = listed !== undefined ? 'FAIL: the same through the bridge but in the baseline (stale entry)' : 'ok: same';
       else verdict = listed !== undefined ? `expected difference: ${listed}` : 'FAIL: differs through the bridge';
       if (verdict.startsWith('FAIL')) failed = true;
-      const c = (counts[version] ??= { scenarios: 0, directPass: 0, directFail: 0, bridgePass: 0, bridgeFail: 0, same: 0, expected: 0 });
+      counts[version] ??= { scenarios: 0, directPass: 0, directFail: 0, bridgePass: 0, bridgeFail: 0, same: 0, expected: 0 };
+      const c = counts[version];
       c.scenarios++;
       if (passed(d)) c.directPass++;
       else c.directFail++;
