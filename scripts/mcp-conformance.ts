@@ -5,14 +5,17 @@
  *  - client leg: the node's upstream MCP client (node/endpoint.ts `McpHttpEndpoint`, driven by
  *    scripts/mcp-conformance-client.ts) against the suite's scenario servers, for the scenarios
  *    that apply to a client without a person ({@link CLIENT_SCENARIOS}); each must pass;
- *  - server leg: the tools server of testkit/mcp-tools-server.ts at `--spec-version 2025-11-25`,
- *    directly over Streamable HTTP and through `jcp bridge` (Streamable HTTP) and a live node that
- *    fronts the same server over stdio; every tools scenario must give the same result both ways.
+ *  - server leg: the reference server of testkit/mcp-tools-server.ts (SDK v2, both eras) at
+ *    `--spec-version 2025-11-25` and `2026-07-28` ({@link SERVER_SCENARIOS}: the tools scenarios,
+ *    DNS rebinding, caching, stateless, input-required), directly over Streamable HTTP and through
+ *    `jcp bridge` (Streamable HTTP; its 2026-07-28 face is bridge/modern.ts) and a live node that
+ *    fronts the same server over stdio; every scenario must pass directly and give the same check
+ *    results both ways. Suite processes run {@link PARALLEL} at once, both legs together.
  *
  * What differs by design is listed in scripts/mcp-conformance-baseline.json with the reason
  * (server scenarios by name, client scenarios as `client:NAME`); a listed server scenario must
- * still pass directly, and a listed one that passes fails the run (a stale entry). The last line
- * but one gives the counts per leg and the run's duration.
+ * still pass directly, and a listed one that no longer differs fails the run (a stale entry). The
+ * last lines give the counts per spec version (direct and through), per leg, and the run's duration.
  *
  * Usage: node --import tsx scripts/mcp-conformance.ts [--json out.json] [--only TEXT]
  * (`MCP_CONFORMANCE_VERBOSE=1`: each check's error message on stderr)
