@@ -86,6 +86,9 @@ export const SERVER_SCENARIOS: readonly (readonly [string, string])[] = [
 /** `--only TEXT`: run only the scenarios whose name contains TEXT (both legs; for a quick look, not a verdict). */
 const ONLY = process.argv.indexOf('--only') >= 0 ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
 
+/** Server scenarios run alone on the node (after the others): their log messages need the upstream to have one call in flight. */
+const EXCLUSIVE = new Set(['tools-call-with-logging']);
+
 /** Suite processes run at once (each a Node 22 process driving one scenario against one target). */
 const PARALLEL = 6;
 
@@ -334,7 +337,18 @@ async function serverLeg(
       () => runScenario(node22, cli, direct.url, s, v),
       () => runScenario(node22, cli, through.url, s, v),
     ]);
-    const results = await pool(jobs, PARALLEL);
+    // A scenario in EXCLUSIVE runs after the others, alone on the node: the node forwards an
+    // upstream's log messages only while the call is its only one in flight (docs/wire.md).
+    const order = scenarios.map((sc, i) => [EXCLUSIVE.has(sc[0]) ? 1 : 0, i] as const);
+    const results: Array<Record<string, Status>> = new Array(jobs.length);
+    for (const batch of [0, 1]) {
+      const idx = order.filter(([b]) => b === batch).flatMap(([, i]) => [2 * i, 2 * i + 1]);
+      const got = await pool(
+        idx.map((j) => jobs[j] as () => Promise<Record<string, Status>>),
+        batch === 0 ? PARALLEL : 2,
+      );
+      for (const [k, j] of idx.entries()) results[j] = got[k] as Record<string, Status>;
+    }
     for (const [i, [s, version]] of scenarios.entries()) {
       const d = results[2 * i] as Record<string, Status>;
       const b = results[2 * i + 1] as Record<string, Status>;
