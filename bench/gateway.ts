@@ -9,7 +9,11 @@
  *    server-filesystem (stdio).
  * Rounds alternate direct and gateway so machine noise hits both alike.
  *
- * Figures: per-call latency p50/p99 at one client (µs), the added p50 (goal ≤ 1 ms), and the
+ * The gateway path is measured in both eras in the same run: the SDK's v1 `Client` (the 2025
+ * handshake) and the SDK v2 client pinned to 2026-07-28 (bridge/modern.ts, stateless), each through
+ * its own `jcp bridge` to the same node.
+ *
+ * Figures: per-call latency p50/p99 at one client (µs), the added p50 (goal ≤ 1 ms, per era), and the
  * node alone (a jcp/1 client straight to the node, same tool) to split the added time between
  * bridge and node, held to ≤ 1.5× the durable floor's p50, with what is left of it once the floor
  * (one fsync'd batch and the signature work) and the direct call (one upstream round trip over
@@ -24,6 +28,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { writeChainFile } from '../client/index.ts';
@@ -45,12 +51,22 @@ async function connectClient(command: string, args: string[]): Promise<Client> {
   return c;
 }
 
+/** The SDK v2 client pinned to 2026-07-28 (stateless: `server/discover`, the per-request envelope), over stdio. */
+async function connectModernClient(command: string, args: string[]): Promise<ClientV2> {
+  const c = new ClientV2({ name: 'bench-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await c.connect(new StdioClientTransportV2({ command, args, stderr: 'ignore' }));
+  return c;
+}
+
+/** What {@link latencies} needs of a client: either SDK's. */
+type ToolCaller = Pick<Client, 'callTool'> | Pick<ClientV2, 'callTool'>;
+
 /** Sequential calls; per-call latency samples (µs). */
-async function latencies(c: Client, root: string, n: number): Promise<number[]> {
+async function latencies(c: ToolCaller, root: string, n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const r = await c.callTool({ name: 'list_directory', arguments: { path: root } });
+    const r = (await c.callTool({ name: 'list_directory', arguments: { path: root } })) as { isError?: boolean; content?: unknown };
     out.push((performance.now() - t0) * 1000);
     if (r.isError) throw new Error(`list_directory failed: ${JSON.stringify(r.content)}`);
   }
@@ -174,6 +190,8 @@ interface GatewaySamples {
   readonly g: number[];
   readonly f: number[];
   readonly nd: number[];
+  /** Gateway latencies of the SDK v2 client pinned to 2026-07-28 (the bridge's stateless face), µs. */
+  readonly m: number[];
   readonly dRate: number[];
   readonly gRate: number[];
   readonly nRate: number[];
@@ -183,6 +201,8 @@ interface GatewaySamples {
 interface GatewayClients {
   readonly direct1: Client;
   readonly gateway1: Client;
+  /** The SDK v2 client pinned to 2026-07-28, through its own `jcp bridge`. */
+  readonly modern1: ClientV2;
   readonly directN: Client[];
   readonly gatewayN: Client[];
   readonly jcp: JcpClient;
@@ -192,10 +212,11 @@ interface GatewayClients {
 
 /** {@link ROUNDS} rounds of {@link CALLS_PER_ROUND} calls each way, alternating so machine noise hits both alike. */
 async function rounds(c: GatewayClients, grant: SignedGrant, root: string): Promise<GatewaySamples> {
-  const s: GatewaySamples = { d: [], g: [], f: [], nd: [], dRate: [], gRate: [], nRate: [] };
+  const s: GatewaySamples = { d: [], g: [], f: [], nd: [], m: [], dRate: [], gRate: [], nRate: [] };
   for (let r = 0; r < ROUNDS; r++) {
     s.d.push(...(await latencies(c.direct1, root, CALLS_PER_ROUND)));
     s.g.push(...(await latencies(c.gateway1, root, CALLS_PER_ROUND)));
+    s.m.push(...(await latencies(c.modern1, root, CALLS_PER_ROUND)));
     s.f.push(...(await floorLatencies(c.floorPort, CALLS_PER_ROUND)));
     s.nd.push(...(await nodeLatencies(c.jcp, grant, root, CALLS_PER_ROUND, s.nd.length)));
     s.dRate.push(await throughput(c.directN, root, Math.ceil(CALLS_PER_ROUND / 4)));
@@ -224,13 +245,16 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   try {
     const direct1 = await open(true);
     const gateway1 = await open(false);
+    const modern1 = await connectModernClient(process.execPath, bridgeArgs);
+    clients.push(modern1 as unknown as Client);
     await latencies(direct1, root, 50); // warm-up: JIT, the node's endpoint start
     await latencies(gateway1, root, 50);
+    await latencies(modern1, root, 50);
     const directN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(true)));
     const gatewayN = await Promise.all(Array.from({ length: CONCURRENT }, () => open(false)));
     await throughput(gatewayN, root, 10);
     await throughput(directN, root, 10);
-    const s = await rounds({ direct1, gateway1, directN, gatewayN, jcp, jcpN, floorPort: floor.port }, grant, root);
+    const s = await rounds({ direct1, gateway1, modern1, directN, gatewayN, jcp, jcpN, floorPort: floor.port }, grant, root);
     return gatewayFigures(s);
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
@@ -243,8 +267,9 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
 }
 
 /** The figures from the samples: p50/p99 (µs) per path, the added p50 (goal ≤ 1000 µs), node alone ÷ floor (goal ≤ 1.5), rates (calls/s) and gateway ÷ direct (goal ≥ 0.7). */
-function gatewayFigures({ d, g, f, nd, dRate, gRate, nRate }: GatewaySamples): Figure[] {
+function gatewayFigures({ d, g, f, nd, m, dRate, gRate, nRate }: GatewaySamples): Figure[] {
   const added = percentile(g, 50) - percentile(d, 50);
+  const addedModern = percentile(m, 50) - percentile(d, 50);
   const ratios = dRate.map((x, i) => gRate[i]! / x);
   const ratio = median(ratios);
   const nodeRatio = percentile(nd, 50) / percentile(f, 50);
@@ -258,6 +283,19 @@ function gatewayFigures({ d, g, f, nd, dRate, gRate, nRate }: GatewaySamples): F
     },
     { name: 'gateway: p99', value: sig(percentile(g, 99)), unit: 'µs' },
     { name: 'gateway p50 − direct p50 (added per call)', value: sig(added), unit: 'µs', goal: '≤ 1000 µs', met: added <= 1000 },
+    {
+      name: 'gateway 2026-07-28: SDK v2 client pinned to 2026-07-28 → jcp bridge (stateless face) → node → server-filesystem, one client, p50',
+      value: sig(percentile(m, 50)),
+      unit: 'µs',
+    },
+    { name: 'gateway 2026-07-28: p99', value: sig(percentile(m, 99)), unit: 'µs' },
+    {
+      name: 'gateway 2026-07-28 p50 − direct p50 (added per call)',
+      value: sig(addedModern),
+      unit: 'µs',
+      goal: '≤ 1000 µs',
+      met: addedModern <= 1000,
+    },
     {
       name: "node alone: jcp/1 client (in the bench process) → node → server-filesystem, one client, p50; floor: the durable floor's p50",
       value: sig(percentile(nd, 50)),

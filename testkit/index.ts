@@ -5,7 +5,7 @@
 export { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } from './cluster.ts';
 export { ParticipantCluster } from './frost-procs.ts';
 export { type A2aAgent, startA2aAgent } from './a2a-agent.ts';
-export { serveToolsHttp } from './mcp-tools-server.ts';
+export { CONFORMANCE_TOOL_NAMES, serveToolsHttp } from './mcp-tools-server.ts';
 export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
 export { ParticipantProc } from './frost-procs.ts';
 export { startParticipantProc } from './frost-procs.ts';
