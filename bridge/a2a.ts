@@ -646,6 +646,7 @@ export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
   let hosts: Set<string> | undefined;
   let origins = new Set<string>();
   const app = express();
+  const parseBody = express.json({ limit: MAX_BODY_BYTES, type: ['application/json', 'application/a2a+json'], strict: false });
   app.disable('x-powered-by');
   app.use((req, res, next) => {
     const bad = headerRefusal(req, hosts, origins, ['application/json', 'application/a2a+json']);
@@ -658,7 +659,11 @@ export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
       return refuse(res, over[0], `too many open requests (${over[1]}, limit ${over[2]}); retry later`, over[1], { limit: over[2] });
     const gone = new AbortController();
     res.once('close', () => gone.abort());
-    return requestGone.run(gone.signal, () => routers.get(agent)!(req, res, next));
+    // The body is parsed here up to MAX_BODY_BYTES (the SDK's own parser, with Express's 100 KB
+    // default, then sees it parsed and skips).
+    return requestGone.run(gone.signal, () =>
+      parseBody(req, res, (err?: unknown) => (err ? next(err) : routers.get(agent)!(req, res, next))),
+    );
   });
   app.use((_req: express.Request, res: express.Response) =>
     reply(res, 404, 'not found: the agent card is at /.well-known/agent-card.json', HttpErrorCodes.NOT_FOUND),

@@ -235,6 +235,8 @@ export async function startA2aAgent(opts: A2aAgentOptions = {}): Promise<A2aAgen
   };
   const executor = new TestExecutor();
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  // Bodies up to 4 MiB (the SDK's own parser keeps Express's 100 KB default; a parsed body is not parsed again).
+  app.use(express.json({ limit: 4 << 20, type: ['application/json', 'application/a2a+json'], strict: false }));
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   app.use(jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));

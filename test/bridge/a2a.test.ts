@@ -219,6 +219,10 @@ describe('the A2A face: an unmodified SDK client through bridge and node to an S
     const text = await r.text();
     expect(r.status).toBe(413);
     expect((JSON.parse(text) as { error: { data: { code: string } } }).error.data.code).toBe('payload-too-large');
+    // a message between Express's default 100 KB and the documented 4 MiB goes through
+    const long = 'y'.repeat(200_000);
+    const echoed = (await (await a2aClient('JSONRPC')).sendMessage(send(long, { skill: 'echo' }))) as Message;
+    expect(textOf(echoed)).toBe(`echo: ${long}`);
     const bad = await fetch(`${face.url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
     const badText = await bad.text();
     expect(badText).not.toContain('node_modules');
