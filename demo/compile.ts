@@ -4,7 +4,6 @@
  * after the revocation, the steered run, the team's two attempts, the channel audit against its
  * bound, the energy provenance, and the commands to inspect the logs.
  */
-import { dirname, isAbsolute, relative, sep } from 'node:path';
 import { JCP_BIN } from '../testkit/index.ts';
 import { type ContentId, type Did, grantId, type ReceiptCore, type SignedGrant } from '../core/index.ts';
 import type { ChannelAudit } from '../channel/index.ts';
@@ -481,13 +480,10 @@ function receiptsSection(f: RunFacts, memoryRootId: ContentId): DemoReport['rece
 }
 
 /**
- * How to run `jcp` from where the demo was started: `npx jcp` inside this package (npx finds its
- * bin there), else `node <absolute path>/bin/jcp.mjs` (npx elsewhere would look the name up on the
- * registry).
+ * How to run `jcp` from where the demo was started: `node <absolute path>/bin/jcp.mjs`, wherever
+ * that is. (`npx jcp` would look the name `jcp` up on the registry, even inside this package,
+ * whose own bin npx does not find: a name anyone could publish.) `cwd` is kept for callers.
  */
-export function jcpCommand(cwd = process.cwd()): string {
-  const root = dirname(dirname(JCP_BIN));
-  const rel = relative(root, cwd);
-  const inside = rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
-  return inside ? 'npx jcp' : `node ${JCP_BIN}`;
+export function jcpCommand(_cwd = process.cwd()): string {
+  return `node ${JCP_BIN}`;
 }

@@ -604,7 +604,9 @@ export class A2aEndpoint implements Endpoint {
           const o = this.tasks.get(t.id);
           return o !== undefined && o.caller === owner?.caller && o.grantId === owner.grantId;
         });
-        return reply(sdk.ListTasksResponse.toJSON({ ...r, tasks: mine, totalSize: mine.length }));
+        // The agent's page token names the last task of its page (anyone's): not passed on, so
+        // ListTasks is one page of the agent's tasks, filtered to the caller's (docs/a2a.md).
+        return reply(sdk.ListTasksResponse.toJSON({ ...r, tasks: mine, totalSize: mine.length, nextPageToken: '' }));
       }
       default:
         throw new EndpointError(EndpointErrorCodes.FAILED, `${this.name}: not an A2A method: ${String(method)}`);

@@ -289,6 +289,9 @@ describe('follow-ups', () => {
     const ids = (r.reply as { tasks: { id: string }[] }).tasks.map((t) => t.id);
     expect(ids).toEqual([mine.task.id]);
     expect(ids).not.toContain(theirs.task.id);
+    // a page of one: the agent's page token (it names the page's last task, anyone's) is not passed on
+    const paged = await carolC.agentTask({ chain: [gc], skill: 'stream', method: 'ListTasks', params: { pageSize: 1 } });
+    expect((paged.reply as { nextPageToken?: string }).nextPageToken ?? '').toBe('');
   });
 });
 
