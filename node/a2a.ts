@@ -295,6 +295,18 @@ function capReply(res: Response): Response {
 export const AGENT_CARD_MAX_BYTES = 1 << 20;
 /** Most skills of an agent card the node takes (they travel in every `tool_list` reply). */
 export const AGENT_CARD_MAX_SKILLS = 1024;
+/** The code in the card-read failure of a card whose interfaces are all at another origin than the configured `url`. */
+export const A2A_CARD_ORIGIN = 'agent-card-origin';
+
+/** The origin of `url`, or undefined when it is not a URL. */
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The code in the card-read failure (start-up print, logs) of a card over either cap. */
 export const A2A_CARD_TOO_LARGE = 'agent-card-too-large';
 
@@ -439,6 +451,15 @@ export class A2aEndpoint implements Endpoint {
         if (card.skills.length > AGENT_CARD_MAX_SKILLS) {
           throw new Error(`${A2A_CARD_TOO_LARGE}: the card lists ${card.skills.length} skills (at most ${AGENT_CARD_MAX_SKILLS})`);
         }
+        // The node calls only the configured origin: interfaces the card names elsewhere are
+        // dropped, so whoever serves the card cannot aim the node's messages at another service.
+        const sameOrigin = card.supportedInterfaces.filter((i) => originOf(i.url) === this.#origin);
+        if (sameOrigin.length === 0) {
+          throw new Error(
+            `${A2A_CARD_ORIGIN}: no interface of the card is at ${this.#origin} (${card.supportedInterfaces.map((i) => i.url).join(', ')})`,
+          );
+        }
+        card.supportedInterfaces = sameOrigin;
         const options = c.ClientFactoryOptions.createFrom(c.ClientFactoryOptions.default, {
           transports: [new c.JsonRpcTransportFactory({ fetchImpl: this.#fetch }), new c.RestTransportFactory({ fetchImpl: this.#fetch })],
           cardResolver: resolver,

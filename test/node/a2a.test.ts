@@ -220,28 +220,6 @@ describe('streams', () => {
   });
 });
 
-describe('a caller that does not read', () => {
-  test('its notices pile up to the backlog cap, then the node drops the connection and closes the stream upstream', async () => {
-    const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
-    const req = await bobC.request({
-      chain: [g],
-      action: 'stream',
-      kind: 'agent-task',
-      notify: true,
-      payload: { method: 'SendStreamingMessage', params: message('events=100000 delay=0 size=1048576', 'stream') },
-    });
-    const raw = await RawConn.open(node.port);
-    raw.write(frameMessage(encodeWireRequest(req), MAX_DECLARABLE_LENGTH));
-    await raw.next(); // the stream is open upstream
-    raw.sock.pause(); // and from now on nothing is read
-    // 100,000 events of 1 MiB: the backlog cap (8 MiB) ends the stream long before the stream cap (64 MiB)
-    await expect.poll(() => agent.openRequests(), { timeout: 50_000, interval: 50 }).toBe(0);
-    // the node dropped the connection (a paused socket sees its close once it reads what was sent)
-    raw.sock.resume();
-    await expect.poll(() => raw.closed, { timeout: 20_000, interval: 50 }).toBe(true);
-  }, 60_000);
-});
-
 describe('follow-ups', () => {
   test('bound to the caller and grant: another caller, or another grant, gets task-not-found as for an unknown task; the owner is answered, priced as a read', async () => {
     const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
@@ -378,6 +356,44 @@ describe('configured headers stay with the configured origin', () => {
   });
 });
 
+describe('the node calls only the configured origin', () => {
+  test('a card whose interfaces are all elsewhere is not taken (agent-card-origin); nothing is sent there', async () => {
+    const captured: string[] = [];
+    const capture = createServer((req, res) => {
+      captured.push(`${req.method} ${req.url}`);
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => capture.listen(0, '127.0.0.1', r));
+    const elsewhere = `http://127.0.0.1:${(capture.address() as AddressInfo).port}`;
+    const real = await startA2aAgent({ name: 'pointing' });
+    const card = (await (await fetch(`${real.url}/.well-known/agent-card.json`)).text()).split(real.url).join(elsewhere);
+    const front = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(card));
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const self = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+    const n2 = await liveNode({
+      resources: [{ name: 'pointing', endpoint: { kind: 'a2a', url: self, timeout_ms: 3000 } }],
+      meter: { default_estimate_uj: Number(SEND_UJ), rungs: ['estimator'] },
+    });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: n2.port, signer: bob });
+    try {
+      const ep = n2.endpoints.get(rid('pointing'))!.endpoint;
+      await ep.ensureTools();
+      expect(ep.lastFailure?.()).toContain('agent-card-origin');
+      const g = mint(alice, bob, 'pointing', ALL, 1_000_000n, rng);
+      const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'echo', params: message('to elsewhere', 'echo') });
+      expect(r.error?.code).toBe('endpoint-unavailable');
+      expect(n2.ledger.spent(grantId(g.grant))).toBe(0n);
+      expect(captured).toEqual([]);
+    } finally {
+      await c.close();
+      await n2.cleanup();
+      front.close();
+      capture.close();
+      await real.stop();
+    }
+  });
+});
+
 describe('agent cards are bounded', () => {
   test('a card over 1 MiB or over 1,024 skills is not taken (agent-card-too-large), and nothing of it reaches tool_list', async () => {
     const real = await startA2aAgent({ name: 'big' });
@@ -393,7 +409,7 @@ describe('agent cards are bounded', () => {
     ];
     try {
       for (const big of cases) {
-        body = JSON.stringify(big);
+        body = JSON.stringify(big).split(real.url).join(self);
         const n2 = await liveNode({ resources: [{ name: 'big', endpoint: { kind: 'a2a', url: self, timeout_ms: 3000 } }] });
         try {
           const ep = n2.endpoints.get(rid('big'))!.endpoint;
@@ -404,7 +420,9 @@ describe('agent cards are bounded', () => {
           await n2.cleanup();
         }
       }
-      body = JSON.stringify({ ...card, skills: Array.from({ length: AGENT_CARD_MAX_SKILLS }, (_, i) => ({ ...skill, id: `s${i}` })) });
+      body = JSON.stringify({ ...card, skills: Array.from({ length: AGENT_CARD_MAX_SKILLS }, (_, i) => ({ ...skill, id: `s${i}` })) })
+        .split(real.url)
+        .join(self);
       const ok = await liveNode({ resources: [{ name: 'big', endpoint: { kind: 'a2a', url: self, timeout_ms: 3000 } }] });
       await ok.endpoints.get(rid('big'))!.endpoint.ensureTools();
       expect(ok.endpoints.get(rid('big'))!.endpoint.skills?.()?.length).toBe(AGENT_CARD_MAX_SKILLS);
