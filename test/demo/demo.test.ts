@@ -252,7 +252,8 @@ describe('jcp demo - the main job end to end', () => {
 
     // The human report says the same, and nothing the demo started is left running.
     expect(run.out()).toContain(`OK: all ${r.receipts.total} receipts on 3 nodes verify`);
-    expect(run.out()).toContain('npx jcp receipts verify');
+    expect(run.out()).toContain(`node ${JCP_BIN} receipts verify`);
+    expect(run.out()).not.toContain('npx jcp');
     expect(processesUsing(dir)).toEqual([]);
   }, 240_000);
 
