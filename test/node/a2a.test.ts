@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeWireRequest, frameMessage, grantId, MAX_DECLARABLE_LENGTH, openReceipt } from '../../core/index.ts';
 import { type AgentTaskParams, JcpClient, WireErrorReply } from '../../client/index.ts';
@@ -218,6 +219,54 @@ describe('streams', () => {
     const third = await task(bobC, { chain: [g], skill: 'stream', method: 'SendStreamingMessage', params: message('events=1', 'stream') });
     expect(third.decision).toEqual({ verdict: 'allow' });
   });
+});
+
+describe('a caller that does not read', () => {
+  test('its notices pile up to the backlog cap, then the node drops the connection and closes the stream upstream', async () => {
+    // The agent runs in a process of its own: its task keeps producing after the stream is closed.
+    const proc = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('../../testkit/a2a-agent-main.ts', import.meta.url)), 'chatty'],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      proc.stdout!.on('data', (d: Buffer) => {
+        out += d.toString('utf8');
+        const m = /\{"url":"([^"]+)"\}/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+      proc.once('exit', (code) => reject(new Error(`agent exited (${code})`)));
+    });
+    const n2 = await liveNode({ resources: [{ name: 'chatty', endpoint: { kind: 'a2a', url, timeout_ms: 10_000 } }] });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: n2.port, signer: bob });
+    const raw = await RawConn.open(n2.port);
+    try {
+      const g = mint(alice, bob, 'chatty', ALL, 1_000_000n, rng);
+      const req = await c.request({
+        chain: [g],
+        action: 'stream',
+        kind: 'agent-task',
+        notify: true,
+        payload: { method: 'SendStreamingMessage', params: message('events=200 delay=0 size=1048576', 'stream') },
+      });
+      raw.write(frameMessage(encodeWireRequest(req), MAX_DECLARABLE_LENGTH));
+      await raw.next(); // the stream is open upstream
+      raw.sock.pause(); // and from now on nothing is read
+      // 200 events of 1 MiB: the backlog cap (8 MiB) drops the connection before the stream cap (64 MiB) ends the stream;
+      // a paused socket sees the close once it reads what was sent
+      await new Promise((r) => setTimeout(r, 3000));
+      raw.sock.resume();
+      await expect.poll(() => raw.closed, { timeout: 30_000, interval: 50 }).toBe(true);
+    } finally {
+      raw.destroy();
+      await c.close();
+      await n2.cleanup();
+      proc.kill('SIGKILL');
+    }
+  }, 90_000);
 });
 
 describe('follow-ups', () => {
