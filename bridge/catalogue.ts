@@ -39,18 +39,12 @@ export interface NodeResourceTools {
   readonly skills?: readonly McpToolDef[];
 }
 
-/** One skill the bridge's A2A face lists (bridge/a2a.ts), and how a task for it is made. */
-export interface BridgeSkill {
-  /** The skill id the A2A client sees (unique in the card). */
-  readonly name: string;
-  /** The upstream agent's skill id: the frame's action and the forwarded `metadata.skill`. */
-  readonly action: string;
-  readonly resource: ContentId;
-  readonly resourceName?: string;
-  readonly chainIndex: number;
-  /** The upstream's AgentSkill JSON, with `id` replaced by `name`. */
-  readonly definition: McpToolDef;
-}
+/**
+ * One skill the bridge's A2A face lists (bridge/a2a.ts), and how a task for it is made: the same
+ * shape as a tool ({@link BridgeTool}): `name` the skill id the A2A client sees, `action` the
+ * upstream agent's skill id, `definition` its AgentSkill JSON with `id` replaced by `name`.
+ */
+export type BridgeSkill = BridgeTool;
 
 /**
  * The A2A skills an agent holding `chains` may ask for: each leaf grant's actions that name a skill
