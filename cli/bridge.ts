@@ -27,7 +27,7 @@ import { type ClientSigner, JcpClient } from '../client/index.ts';
 import { readKeyFile, readSecretFile } from '../node/index.ts';
 import { hostPortArg, ujArg } from './args.ts';
 import { readChainFile } from '../client/index.ts';
-import { CliError, type Command, UsageError, connectionError, parse } from './command.ts';
+import { CliError, type Command, UsageError, connectionError, parse, untilSignal } from './command.ts';
 import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
@@ -534,6 +534,9 @@ async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boo
       cleanup,
     );
   }
+  // The handlers go in before the listening line: a supervisor that signals the moment it reads
+  // it stops the bridge gracefully, never by the signal's default action (test/node/signals.test.ts).
+  const signalled = untilSignal();
   process.stdout.write(
     `${JSON.stringify({
       ...(served !== undefined ? { listening: served.url } : {}),
@@ -541,12 +544,10 @@ async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boo
       agents: agents.map((a) => ({ name: a.agent.name, did: a.agent.did })),
     })}\n`,
   );
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
+  await signalled;
   await a2a?.close();
   await cleanup();
+  signalled.off();
   return 0;
 }
 

@@ -116,3 +116,24 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(
 export function wantsHelp(argv: string[]): boolean {
   return argv.includes('--help') || argv.includes('-h');
 }
+
+/**
+ * Resolves at the first SIGINT or SIGTERM. Call it *before* printing the line a supervisor waits
+ * for (listening on…): a signal sent the moment that line is read is then a graceful stop, never
+ * the signal's default action (death, exit status lost). The handlers stay until the returned
+ * promise's `off()` is called, so a second signal while the command closes is not fatal either.
+ */
+export function untilSignal(): Promise<void> & { off: () => void } {
+  let fire!: () => void;
+  const p = new Promise<void>((resolve) => {
+    fire = () => resolve();
+  });
+  process.on('SIGINT', fire);
+  process.on('SIGTERM', fire);
+  return Object.assign(p, {
+    off: () => {
+      process.off('SIGINT', fire);
+      process.off('SIGTERM', fire);
+    },
+  });
+}

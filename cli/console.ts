@@ -9,7 +9,7 @@ import type { ContentId } from '../core/index.ts';
 import { ConsoleData, type ConsoleSources } from '../console/index.ts';
 import { serveConsole } from '../console/index.ts';
 import { TlogStream } from '../node/index.ts';
-import { type Command, UsageError, parse } from './command.ts';
+import { type Command, UsageError, parse, untilSignal } from './command.ts';
 
 const help = `Usage: jcp console [--listen host:port] [--data dir …] [--nats url] [--subject-root R]
                    [--channel grant[=window_uj] …]
@@ -115,12 +115,11 @@ export const command: Command = {
       host: m[1]!.replace(/^\[|\]$/g, ''),
       port: Number(m[2]),
     });
+    const signalled = untilSignal();
     process.stdout.write(`jcp console: ${c.url}\n`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await signalled;
     await c.close();
+    signalled.off();
     return 0;
   },
 };

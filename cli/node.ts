@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import type { Did } from '../core/index.ts';
 import { ClusterHooks, readClusterConfig } from '../node/index.ts';
 import { type ConfigOverrides, type NodeConfig, NodeFault, loadConfig, startNode } from '../node/index.ts';
-import { type Command, UsageError, parse } from './command.ts';
+import { type Command, UsageError, parse, untilSignal } from './command.ts';
 
 const help = `Usage: jcp node start [--config file] [--listen host:port] [--data dir] [--nats url] [--metrics host:port]
                       [--upstream NAME=URL | --upstream 'NAME=COMMAND ARGS…' …] [--trust-root NAME=did …]
@@ -138,6 +138,13 @@ export const command: Command = {
     const done = new Promise<void>((r) => {
       stopped = r;
     });
+    // The signal handlers go in before the node starts, not after its banner: a supervisor that
+    // sends SIGTERM the moment it reads "listening" (or during start-up) stops the node gracefully,
+    // exit 0, instead of racing the handler's installation (seen: death by SIGTERM under load).
+    // They stay until the node has closed: a second signal meanwhile is not fatal either.
+    const signalled = untilSignal();
+    void signalled.then(() => stopped());
+    const dropSignals = () => signalled.off();
     // With NATS the node joins the cluster: budget channels and the revocation stream (docs/cluster.md).
     const logger = pino({ level: cfg.logLevel, base: { svc: 'jcp-node' } });
     let cluster: ClusterHooks | undefined;
@@ -162,25 +169,20 @@ export const command: Command = {
       });
     } catch (e) {
       await cluster?.close();
+      dropSignals();
       return fault(e);
     }
     cluster?.attach(node.steward, node.ledger, node.amendments);
     cluster?.startWitnessing(node, logger);
     cluster?.observe(node.metrics.registry);
     process.stderr.write(startBanner(node, cfg, cluster !== undefined));
-    // `on`, not `once`: a second signal while the node closes is not the default action (death by
-    // the signal, exit status lost); the first one stops it.
-    const onSignal = () => stopped();
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
     // The resources are printed as their upstreams answer; a signal meanwhile stops the node at once
     // (an upstream that never answers must not hold the node past SIGTERM).
     await Promise.race([printResources(node), done]);
     await done;
     await node.close();
     await cluster?.close();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    dropSignals();
     if (fatal) {
       process.stderr.write(`jcp node: stopped: ${fatal.message}\n`);
       return 1;

@@ -22,7 +22,7 @@ import {
 import { eventClassOf, isLoopbackHost, readKeyFile, StandingError, StandingServerCodes, startStandingServer } from '../node/index.ts';
 import { chainFileText, readChainFile, writeChainFile } from '../client/index.ts';
 import { didArg, expiryArg, hostPortArg, ujArg } from './args.ts';
-import { CliError, type Command, UsageError, parse } from './command.ts';
+import { CliError, type Command, UsageError, parse, untilSignal } from './command.ts';
 import { ioError, IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { checkFileView } from './steerfile.ts';
 
@@ -223,14 +223,13 @@ async function serve(argv: string[]): Promise<number> {
     throw e;
   }
   const l = server.ledger.ledger;
+  const signalled = untilSignal();
   process.stdout.write(
     `${JSON.stringify({ listening: `${host.includes(':') ? `[${host}]` : host}:${server.port}`, policy: mintPolicyId(sp), standing: grantId(chain[chain.length - 1]!.grant), firings: l.firings, spent_uj: l.spent_uj.toString() })}\n`,
   );
-  await new Promise<void>((r) => {
-    process.once('SIGINT', () => r());
-    process.once('SIGTERM', () => r());
-  });
+  await signalled;
   await server.close();
+  signalled.off();
   return 0;
 }
 
