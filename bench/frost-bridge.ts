@@ -2,7 +2,7 @@
  * An approved 2-of-3 call through the bridge (spec §2.2, §11), beside its floor measured in the
  * same run: the same tool call through the same bridge code with a single Ed25519 key.
  *
- * Both paths: the SDK's MCP `Client` → in-memory transport → `bridgeServer` (bridge/server.ts,
+ * Both paths: the SDK v2 MCP `Client` → in-memory transport → `bridgeServer` (bridge/server.ts,
  * bridge/agent.ts) → jcp/1 over TCP → an in-process node → `mcp-server-memory` `read_graph`.
  * The threshold path adds one signing session per call (bridge/threshold.ts, no prefetch): three
  * `Participant` holders in this process, each with a rules-file policy that approves the call,
@@ -17,8 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pino from 'pino';

@@ -1,7 +1,7 @@
 /**
  * The MCP gateway bench: `npm run bench -- gateway [--json out.json]`.
  *
- * The SDK's `Client` calls `@modelcontextprotocol/server-filesystem` `list_directory` over stdio,
+ * The SDK v2 `Client` (`@modelcontextprotocol/client`) calls `@modelcontextprotocol/server-filesystem` `list_directory` over stdio,
  * side by side in one run:
  *  - direct: the client spawns the server (stdio);
  *  - gateway: the client spawns `jcp bridge` (stdio), which signs each call and sends it to a
@@ -9,9 +9,9 @@
  *    server-filesystem (stdio).
  * Rounds alternate direct and gateway so machine noise hits both alike.
  *
- * The gateway path is measured in both eras in the same run: the SDK's v1 `Client` (the 2025
- * handshake) and the SDK v2 client pinned to 2026-07-28 (bridge/modern.ts, stateless), each through
- * its own `jcp bridge` to the same node.
+ * The gateway path is measured in both eras in the same run: the SDK v2 client in its default mode
+ * (the 2025 handshake) and pinned to 2026-07-28 (bridge/modern.ts, stateless), each through its own
+ * `jcp bridge` to the same node.
  *
  * Figures: per-call latency p50/p99 at one client (µs), the added p50 (goal ≤ 1 ms, per era), and the
  * node alone (a jcp/1 client straight to the node, same tool) to split the added time between
@@ -28,10 +28,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client as ClientV2 } from '@modelcontextprotocol/client';
-import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { writeChainFile } from '../client/index.ts';
 import { frameMessage, FrameReader, newActor, seededRng, type SignedGrant, signGrant } from '../core/index.ts';
 import { resourceIdOf, writeKeyFile } from '../node/index.ts';
@@ -45,6 +43,7 @@ const ROUNDS = Number(process.env['JCP_BENCH_GATEWAY_ROUNDS'] ?? 3);
 const CALLS_PER_ROUND = Number(process.env['JCP_BENCH_GATEWAY_CALLS'] ?? 300);
 const CONCURRENT = 8;
 
+/** The SDK v2 client in its default mode (the 2025 handshake), over stdio. */
 async function connectClient(command: string, args: string[]): Promise<Client> {
   const c = new Client({ name: 'bench', version: '1' });
   await c.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
@@ -52,14 +51,14 @@ async function connectClient(command: string, args: string[]): Promise<Client> {
 }
 
 /** The SDK v2 client pinned to 2026-07-28 (stateless: `server/discover`, the per-request envelope), over stdio. */
-async function connectModernClient(command: string, args: string[]): Promise<ClientV2> {
-  const c = new ClientV2({ name: 'bench-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await c.connect(new StdioClientTransportV2({ command, args, stderr: 'ignore' }));
+async function connectModernClient(command: string, args: string[]): Promise<Client> {
+  const c = new Client({ name: 'bench-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await c.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
   return c;
 }
 
-/** What {@link latencies} needs of a client: either SDK's. */
-type ToolCaller = Pick<Client, 'callTool'> | Pick<ClientV2, 'callTool'>;
+/** What {@link latencies} needs of a client. */
+type ToolCaller = Pick<Client, 'callTool'>;
 
 /** Sequential calls; per-call latency samples (µs). */
 async function latencies(c: ToolCaller, root: string, n: number): Promise<number[]> {
@@ -202,7 +201,7 @@ interface GatewayClients {
   readonly direct1: Client;
   readonly gateway1: Client;
   /** The SDK v2 client pinned to 2026-07-28, through its own `jcp bridge`. */
-  readonly modern1: ClientV2;
+  readonly modern1: Client;
   readonly directN: Client[];
   readonly gatewayN: Client[];
   readonly jcp: JcpClient;
@@ -246,7 +245,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     const direct1 = await open(true);
     const gateway1 = await open(false);
     const modern1 = await connectModernClient(process.execPath, bridgeArgs);
-    clients.push(modern1 as unknown as Client);
+    clients.push(modern1);
     await latencies(direct1, root, 50); // warm-up: JIT, the node's endpoint start
     await latencies(gateway1, root, 50);
     await latencies(modern1, root, 50);

@@ -11,8 +11,7 @@
  *   a signing session.
  */
 import { randomBytes } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import { BridgeAgent, bridgeServer, CallJournal, ThresholdCaller } from '../bridge/index.ts';
 import {
   type Actor,

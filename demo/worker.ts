@@ -51,8 +51,7 @@ import {
   toHex,
   verifyContinuation,
 } from '../core/index.ts';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import { BridgeAgent, bridgeServer, CallJournal } from '../bridge/index.ts';
 import { JcpClient } from '../client/index.ts';
 import { type CallEvent, chainFromHex, type FromWorker, type Lane, type ToWorker } from './messages.ts';

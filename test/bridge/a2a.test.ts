@@ -12,9 +12,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Message, SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
-import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Client as McpClient, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   type A2aBridge,
@@ -74,12 +72,17 @@ function send(text: string, metadata: Record<string, unknown>, messageId = `m-${
 
 const textOf = (m: Message | undefined) => (m?.parts[0]?.content?.$case === 'text' ? m.parts[0].content.value : '');
 
-/** The stable code of an MCP error (`data.code`). */
+/**
+ * The stable code of an MCP error (`data.code`): through the client a v2 `ProtocolError`; from
+ * `agent.call` in-process the bridge's own error (bridge/agent.ts, on the v1 types of the 2025
+ * face), read by its JSON-RPC shape.
+ */
 async function mcpCode(p: Promise<unknown>): Promise<string> {
   try {
     await p;
   } catch (e) {
-    if (e instanceof McpError) return String((e.data as { code?: unknown } | undefined)?.code);
+    const err = e as { code?: unknown; data?: { code?: unknown } };
+    if (e instanceof ProtocolError || (e instanceof Error && typeof err.code === 'number')) return String(err.data?.code);
     throw e;
   }
   return 'no error';

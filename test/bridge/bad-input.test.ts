@@ -4,9 +4,7 @@
  * client-side SDK would refuse to send most of these), and the SDK `Client` for the refund.
  */
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { Client, InMemoryTransport, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, bridgeServer, CallJournal } from '../../bridge/index.ts';
 import { JcpClient } from '../../client/index.ts';

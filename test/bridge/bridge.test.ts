@@ -5,10 +5,8 @@
  */
 import { realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
 import { writeChainFile } from '../../client/index.ts';
@@ -34,14 +32,19 @@ type Content = { type: string; text?: string };
 type Result = { content: Content[]; isError?: boolean; _meta?: Record<string, unknown>; structuredContent?: unknown };
 const text = (r: unknown) => ((r as Result).content ?? []).map((c) => c.text ?? '').join('');
 
-/** The stable code of an MCP error the bridge threw (`error.data.code`). */
+/**
+ * The stable code of an MCP error the bridge threw (`error.data.code`): through the client a v2
+ * `ProtocolError`; from `agent.call` in-process the bridge's own error (bridge/agent.ts, on the
+ * v1 types of the 2025 face), read by its JSON-RPC shape.
+ */
 async function mcpCode(p: Promise<unknown>, says?: string): Promise<string> {
   try {
     await p;
   } catch (e) {
-    if (!(e instanceof McpError)) throw e;
-    if (says !== undefined) expect(e.message).toContain(says);
-    return String((e.data as { code?: unknown } | undefined)?.code);
+    const err = e as { code?: unknown; message?: unknown; data?: { code?: unknown } };
+    if (!(e instanceof ProtocolError) && !(e instanceof Error && typeof err.code === 'number')) throw e;
+    if (says !== undefined) expect(String(err.message)).toContain(says);
+    return String(err.data?.code);
   }
   throw new Error('expected an MCP error');
 }
@@ -186,9 +189,15 @@ describe('bridge: real MCP clients and servers through a node', () => {
     toClose.push(() => served.close());
     const c = await httpClient(served.url);
     expect(await mcpCode(c.callTool({ name: 'read_text_file', arguments: { path: root } }))).toBe('unknown-tool');
-    // On the wire the message starts with the stable code (the client adds its one `MCP error <n>: `).
-    await expect(c.callTool({ name: 'read_text_file', arguments: {} })).rejects.toThrow(/^MCP error -32602: unknown-tool: no tool/);
-    await expect(c.readResource({ uri: 'jcp://other' })).rejects.toThrow(/^MCP error -32602: unknown-resource: /);
+    // On the wire the message starts with the stable code (the v2 client keeps the wire message as it is).
+    await expect(c.callTool({ name: 'read_text_file', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/^unknown-tool: no tool/),
+    });
+    await expect(c.readResource({ uri: 'jcp://other' })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/^unknown-resource: /),
+    });
     expect(await mcpCode(agent.call('list_directory', [1, 2], { mcpRequestId: 1 }))).toBe('arguments-invalid');
     expect(await mcpCode(agent.call('list_directory', 'x', { mcpRequestId: 2 }))).toBe('arguments-invalid');
     const big = 'x'.repeat(1_100_000);

@@ -4,9 +4,7 @@
  * the upstream's (schemas and descriptions as it lists them), results pass through unchanged, and
  * progress notifications reach the client, with its own token, before the result.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { Client, type Progress, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
 import { grantId } from '../../core/index.ts';
@@ -90,9 +88,8 @@ describe('bridge: server-everything over Streamable HTTP behind the node', () =>
     await client.readResource({ uri: 'jcp://budget' });
     await client.listResources();
     const seen: Array<Progress | 'result'> = [];
-    const r = await client.request(
-      { method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } } },
-      CallToolResultSchema,
+    const r = await client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } },
       { onprogress: (p) => seen.push(p) },
     );
     seen.push('result');
@@ -107,7 +104,7 @@ describe('bridge: server-everything over Streamable HTTP behind the node', () =>
       _meta: { 'jcp/idempotency_key': 'order-17' },
     };
     const abort = new AbortController();
-    const first = paidClient.request({ method: 'tools/call', params }, CallToolResultSchema, {
+    const first = paidClient.callTool(params, {
       signal: abort.signal,
       onprogress: () => abort.abort('the user gave up'),
     });

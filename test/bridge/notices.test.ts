@@ -4,9 +4,7 @@
  * the level it set; an upstream's sampling request is refused (the tool fails, the client is never asked).
  */
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
 import type { RunningNode } from '../../node/index.ts';
@@ -38,10 +36,10 @@ describe('bridge: notifications and server-to-client requests', () => {
     });
     bridge = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent }] });
     client = new Client({ name: 'notices', version: '1' }, { capabilities: { sampling: {} } });
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    client.setNotificationHandler('notifications/message', (n) => {
       seen.push(String(n.params.data));
     });
-    client.setRequestHandler(CreateMessageRequestSchema, async () => {
+    client.setRequestHandler('sampling/createMessage', async () => {
       asked++;
       return { role: 'assistant', content: { type: 'text', text: 'never' }, model: 'none' };
     });

@@ -1,9 +1,9 @@
-// A stdio MCP server for the demo's worker tests: lists the tools the demo's workers call
-// (server-filesystem's and server-memory's names, any object as arguments) and answers every
-// call with one text item naming the tool, so a node can front it without the real servers.
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+// A stdio MCP server for the demo's worker tests (the SDK v2 server, both eras): lists the tools
+// the demo's workers call (server-filesystem's and server-memory's names, any object as arguments)
+// and answers every call with one text item naming the tool, so a node can front it without the
+// real servers.
+import { Server } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 
 const names = [
   'read_text_file',
@@ -16,7 +16,9 @@ const names = [
   'open_nodes',
 ];
 const tools = names.map((name) => ({ name, inputSchema: { type: 'object' } }));
-const server = new Server({ name: 'demo-stub', version: '1.0.0' }, { capabilities: { tools: {} } });
-server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
-server.setRequestHandler(CallToolRequestSchema, (req) => ({ content: [{ type: 'text', text: `${req.params.name} done` }] }));
-await server.connect(new StdioServerTransport());
+serveStdio(() => {
+  const server = new Server({ name: 'demo-stub', version: '1.0.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler('tools/list', () => ({ tools }));
+  server.setRequestHandler('tools/call', (req) => ({ content: [{ type: 'text', text: `${req.params.name} done` }] }));
+  return server;
+});

@@ -2,15 +2,14 @@
  * MCP servers for the upstream tests, on loopback only: `@modelcontextprotocol/server-everything`
  * over Streamable HTTP as a child process (bound to 127.0.0.1 by a preload, on a free port or a
  * given one for a restart), the SDK v2 test server (v2-server.ts, both eras) over stdio or HTTP,
- * and a tiny in-process Streamable HTTP server that reports the `Authorization` header it received.
+ * and a tiny in-process Streamable HTTP server (the SDK v2 server) that reports the `Authorization` header it received.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createMcpHandler, Server as McpServer } from '@modelcontextprotocol/server';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -90,9 +89,27 @@ export interface BearerServer {
   close(): Promise<void>;
 }
 
-/** Starts {@link BearerServer} on 127.0.0.1, a free port; tool `whoami` returns the header it saw. */
+/**
+ * Starts {@link BearerServer} on 127.0.0.1, a free port; tool `whoami` returns the header it saw.
+ * The SDK v2 server, stateless (both eras: the node negotiates 2026-07-28 with it).
+ */
 export async function startBearerServer(token: string): Promise<BearerServer> {
   const seen: string[] = [];
+  /** Stateless, as the SDK's pattern is: a fresh handler (and server) per request, answering with that request's header. */
+  const handlerFor = (auth: string) =>
+    createMcpHandler(
+      () => {
+        const mcp = new McpServer({ name: 'bearer-check', version: '1.0.0' }, { capabilities: { tools: {} } });
+        mcp.setRequestHandler('tools/list', () => ({
+          tools: [
+            { name: 'whoami', description: 'returns the Authorization header it received', inputSchema: { type: 'object' as const } },
+          ],
+        }));
+        mcp.setRequestHandler('tools/call', () => ({ content: [{ type: 'text' as const, text: auth }] }));
+        return mcp;
+      },
+      { legacy: 'stateless' },
+    );
   const server: Server = createServer(async (req, res) => {
     const auth = req.headers.authorization ?? '';
     seen.push(auth);
@@ -100,18 +117,19 @@ export async function startBearerServer(token: string): Promise<BearerServer> {
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'unauthorized' }));
       return;
     }
-    // Stateless: a fresh server and transport per request (the SDK's stateless pattern).
-    const mcp = new McpServer({ name: 'bearer-check', version: '1.0.0' });
-    mcp.registerTool('whoami', { description: 'returns the Authorization header it received' }, async () => ({
-      content: [{ type: 'text', text: auth }],
-    }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => {
-      void transport.close();
-      void mcp.close();
-    });
-    await mcp.connect(transport);
-    await transport.handleRequest(req, res);
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE';
+    const r = await handlerFor(auth).fetch(
+      new Request(`http://${req.headers.host}${req.url}`, {
+        method: req.method ?? 'POST',
+        headers: req.headers as Record<string, string>,
+        ...(hasBody ? { body: Buffer.concat(chunks) } : {}),
+      }),
+    );
+    res.writeHead(r.status, Object.fromEntries(r.headers));
+    if (r.body !== null) for await (const c of r.body) res.write(c);
+    res.end();
   });
   await new Promise<void>((r) => server.listen({ port: 0, host: '127.0.0.1' }, () => r()));
   const { port } = server.address() as AddressInfo;
