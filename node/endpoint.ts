@@ -394,7 +394,33 @@ abstract class McpEndpoint implements Endpoint {
     this.#live = undefined;
   }
 
+  /**
+   * The upstream's era as learnt from a connection whose `server/discover` probe ended it (a
+   * 2025-only stdio server that exits on any request before `initialize`): later connections skip
+   * the probe and run the 2025 handshake (`connect({prior: {kind: 'legacy'}})`) for the life of
+   * this process. Undefined: probe each connection (in place, on the connection's own process).
+   */
+  #prior: { kind: 'legacy' } | undefined;
+
   async #open(current: () => boolean): Promise<Live> {
+    for (let attempt = 0; ; attempt++) {
+      const prior = this.#prior;
+      try {
+        return await this.#openOnce(current, prior);
+      } catch (e) {
+        // The in-place probe ended the server: it is a 2025-only server that exits before
+        // `initialize`. Say so once and connect again with the handshake alone.
+        if (attempt > 0 || prior !== undefined || !probeKilled(e)) throw e;
+        this.#prior = { kind: 'legacy' };
+        this.log.info(
+          { err: (e as Error).message },
+          'the server/discover probe ended the server: connecting with the 2025 handshake from now on',
+        );
+      }
+    }
+  }
+
+  async #openOnce(current: () => boolean, prior: { kind: 'legacy' } | undefined): Promise<Live> {
     // Loaded on first use: a node without endpoints never pays for the MCP SDK.
     const { Client } = await import('@modelcontextprotocol/client');
     const transport = await this.openTransport();
@@ -431,7 +457,7 @@ abstract class McpEndpoint implements Endpoint {
       void client.close().catch(() => undefined);
     };
     try {
-      await withTimeout(client.connect(transport), 2 * startMs, 'connect');
+      await withTimeout(client.connect(transport, prior !== undefined ? { prior } : undefined), 2 * startMs, 'connect');
     } catch (e) {
       void client.close().catch(() => undefined);
       throw e;
@@ -684,6 +710,16 @@ function callerMeta(caller: InvokeOptions['caller']): Record<string, string> {
   };
 }
 
+/**
+ * True when a connect failed because the server closed the connection during the in-place
+ * `server/discover` probe (SDK `ERA_NEGOTIATION_FAILED`, "the connection closed during the
+ * server/discover probe"): a 2025-only server that exits on any request before `initialize`.
+ */
+function probeKilled(e: unknown): boolean {
+  const x = e as { name?: unknown; code?: unknown; message?: unknown };
+  return x?.code === 'ERA_NEGOTIATION_FAILED' && /closed during the server\/discover probe/.test(String(x.message));
+}
+
 /** SDK error codes (v2 `SdkErrorCode`) that mean the request had no answer: the connection is gone. */
 const SDK_UNAVAILABLE = new Set(['CONNECTION_CLOSED', 'NOT_CONNECTED', 'SEND_FAILED']);
 
@@ -757,7 +793,12 @@ export class McpStdioEndpoint extends McpEndpoint {
 
   protected async openTransport(): Promise<Transport> {
     const { StdioClientTransport, getDefaultEnvironment } = await import('@modelcontextprotocol/client/stdio');
-    const transport = new StdioClientTransport({
+    // A subclass, so the SDK probes `server/discover` in place, on this connection's own process:
+    // for its base class it spawns a disposable sibling process for the probe and then the
+    // connection's (client `_connectNegotiated` → `negotiateStdioViaSibling`), two processes per
+    // connection. A server that the probe ends is then connected with the handshake alone ({@link McpEndpoint}).
+    class OneProcess extends StdioClientTransport {}
+    const transport = new OneProcess({
       command: this.#cfg.command,
       args: [...this.#cfg.args],
       env: stdioEnvironment(getDefaultEnvironment(), this.#cfg.env),
