@@ -36,10 +36,11 @@ import {
   toHex,
   verify,
   type WireRequest,
+  wireRequestSigningBytes,
 } from '../core/index.ts';
 import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
-import { type CallJournal, saltText } from './journal.ts';
+import { type Journal, JournalError, saltText } from './journal.ts';
 import { DelegationError, DelegationErrorCodes, DelegationGate, mintDelegation, readDelegateRequest } from './delegation.ts';
 import { type ThresholdCaller, thresholdToolError } from './threshold.ts';
 
@@ -67,6 +68,10 @@ export const BridgeErrorCodes = {
    * closed nor signed afresh; its re-sends get this until `--replay-window-s` passes.
    */
   RESULT_UNKNOWN: 'result-unknown',
+  /** The shared call journal (`--journal-nats`) did not answer in time: nothing was signed or sent, nothing debited. */
+  JOURNAL_UNAVAILABLE: 'journal-unavailable',
+  /** The shared call journal's bucket is at its byte bound: nothing was signed or sent, nothing debited. */
+  JOURNAL_FULL: 'journal-full',
 } as const;
 
 /** Options of {@link BridgeAgent}. */
@@ -79,8 +84,12 @@ export interface AgentOptions {
   readonly chains: readonly (readonly SignedGrant[])[];
   /** The node client, connected with `signer` as its signer. */
   readonly client: JcpClient;
-  /** The journal that fixes `now` for re-sent calls. */
-  readonly journal: CallJournal;
+  /**
+   * The journal that fixes `now` and the nonce for re-sent calls: a {@link CallJournal} (one
+   * process), or a journal replicas share (bridge/journal-nats.ts), whose failures refuse the call
+   * `journal-unavailable` / `journal-full` before anything is signed.
+   */
+  readonly journal: Journal;
   /** Cost claimed per call, µJ (default 0: the node prices at no less than its estimate, §5). */
   readonly costUj?: bigint;
   /** Per-tool cost, µJ, by the tool's listed name; overrides `costUj`. */
@@ -211,6 +220,20 @@ function refundOf(upstream: ToolResult, costUj: bigint, seq: number): bigint {
   if (typeof e !== 'object' || e === null) return 0n;
   const { code, refunded_uj, receipt_seq } = e as Record<string, unknown>;
   return code === 'endpoint-unavailable' && refunded_uj === costUj.toString() && receipt_seq === String(seq) ? costUj : 0n;
+}
+
+/**
+ * The value of a journal step that may answer at once or later ({@link Journal}); a
+ * {@link JournalError} becomes the MCP error of its code (nothing was signed or sent).
+ */
+async function settled<T>(step: () => T | Promise<T>): Promise<T> {
+  try {
+    const v = step();
+    return v instanceof Promise ? await v : v;
+  } catch (e) {
+    if (e instanceof JournalError) throw mcpError(ErrorCode.InternalError, e.code, e.message.slice(e.code.length + 2));
+    throw e;
+  }
 }
 
 /** See the module comment. */
@@ -462,10 +485,10 @@ export class BridgeAgent {
   async #call(x: Exchange, contentKey: ContentId, callKey: ContentId, ctx: CallContext): Promise<Decided | { threshold: ToolResult }> {
     const journal = this.#o.journal;
     const clock = (this.#o.clockS ?? (() => Math.floor(Date.now() / 1000)))();
-    const stamp = journal.stampFor(callKey, contentKey, clock);
-    // Recorded before the first await, so a re-send arriving while this one is signed reuses its
-    // stamp. A call that is never sent (signing failed, past the frame cap) is closed again below.
-    journal.begin(callKey, contentKey, stamp);
+    // Recorded before it is signed (in this process before the first await), so a re-send arriving
+    // while this one is signed reuses its stamp. A call that is never sent (signing failed, past
+    // the frame cap) is closed again below.
+    const stamp = await settled(() => journal.open(callKey, contentKey, clock));
     // The salt is 0 (no whitespace) but for a re-send of a call an earlier bridge signed with one.
     const payload = enc.encode(x.payloadText + saltText(stamp.salt));
     const cost: Cost = { uj: this.#o.toolCostsUj?.get(x.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
@@ -502,7 +525,7 @@ export class BridgeAgent {
           ...(this.#nodeListsTools === true ? { notify: true } : {}),
         });
       } catch (e) {
-        if (!stamp.resent) journal.end(callKey);
+        if (!stamp.resent) await journal.end(callKey);
         // A threshold call its holders did not sign: a tool error naming who refused; nothing was sent.
         const why = await this.#o.threshold?.explain(e);
         if (why !== undefined) return { threshold: thresholdToolError(why) };
@@ -512,7 +535,7 @@ export class BridgeAgent {
     const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
     const size = encodeWireRequest(req).length;
     if (size > cap) {
-      if (!stamp.resent) journal.end(callKey);
+      if (!stamp.resent) await journal.end(callKey);
       this.#signed.delete(callKey);
       throw mcpError(
         ErrorCode.InvalidParams,
@@ -522,7 +545,7 @@ export class BridgeAgent {
     }
     // A FROST signature is randomized: keep it (fsync'd) before the request leaves, so a re-send
     // after a restart sends these bytes again (the node replays them; no second debit).
-    if (this.#o.threshold !== undefined && kept === undefined) journal.signed(callKey, req.signature);
+    if (this.#o.threshold !== undefined && kept === undefined) req = await this.#signedOnce(callKey, req);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
       // An agent task (it may stream, or run long) has a connection of its own: jcp/1 answers a
@@ -543,7 +566,7 @@ export class BridgeAgent {
       }
       if (e instanceof WireErrorReply) {
         // No decision, no receipt, no debit: the call is over (a re-send would get the same error).
-        journal.end(callKey);
+        await journal.end(callKey);
         this.#signed.delete(callKey);
         throw mcpError(ErrorCode.InvalidParams, e.code, e.message.slice(e.code.length + 2));
       }
@@ -551,10 +574,25 @@ export class BridgeAgent {
     }
     // Delivered unless the client went away; an undelivered call stays open for its re-send.
     if (ctx.signal?.aborted !== true && x.keepOpen !== true) {
-      journal.end(callKey);
+      await journal.end(callKey);
       this.#signed.delete(callKey);
     }
     return this.#decided(r.decision, r.receipt, r.result, requestIdOf(req));
+  }
+
+  /**
+   * Records the signature of a threshold call in the journal before it leaves, and returns the
+   * request to send: `req`, or `req` with the signature another replica recorded first for the same
+   * call (the same fields; it verifies, so it is the same request, §11). @throws McpError
+   * `journal-unavailable` | `journal-full`: nothing was sent.
+   */
+  async #signedOnce(callKey: ContentId, req: WireRequest): Promise<WireRequest> {
+    const won = await settled(() => this.#o.journal.signed(callKey, req.signature));
+    if (won === undefined || Buffer.from(won).equals(Buffer.from(req.signature))) return req;
+    if (!verify(parseDid(this.did), wireRequestSigningBytes(req), won)) return req;
+    const theirs: WireRequest = { ...req, signature: won };
+    this.#keep(callKey, theirs);
+    return theirs;
   }
 
   /** Keeps an open call's signed request for its re-sends (dropped after {@link SIGNED_KEEP_MS}). */

@@ -23,7 +23,16 @@ export {
   type SessionLimits,
   serveBridgeHttp,
 } from './http.ts';
-export { CallJournal, type JournalOptions, randomSaltBase } from './journal.ts';
+export {
+  type CallStamp,
+  CallJournal,
+  type Journal,
+  JournalError,
+  JournalErrorCodes,
+  type JournalOptions,
+  randomSaltBase,
+} from './journal.ts';
+export { DEFAULT_JOURNAL_BUCKET, DEFAULT_JOURNAL_MAX_BYTES, NatsCallJournal, type NatsJournalOptions } from './journal-nats.ts';
 export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';
 export { BridgeStdioTransport } from './stdio.ts';
 export { MODERN_VERSION, isModernMessage, modernServer, serveBridgeStdio, STATIC_TTL_MS } from './modern.ts';

@@ -25,6 +25,10 @@
  * whose signatures are randomized, the entry also keeps the signature the call was sent with, so
  * the re-send after a restart is the same signed bytes ({@link CallJournal.signed}).
  *
+ * Bridges that serve one agent from several processes (replicas behind a proxy) share one journal
+ * instead: {@link Journal} is what the bridge needs of either, and bridge/journal-nats.ts keeps it in
+ * a NATS JetStream KV bucket.
+ *
  * Earlier bridges told identical calls apart by a *salt* of insignificant JSON whitespace after
  * the arguments (RFC 8259 §2; {@link saltText}) instead of a nonce. A journal line of theirs (a
  * salt `s`, no nonce `n`) still re-sends as it was signed: the same salt, no nonce.
@@ -89,13 +93,57 @@ export interface JournalOptions {
   readonly saltBase?: number;
 }
 
+/** Stable codes of {@link JournalError}: why a call was refused before anything was signed or sent. */
+export const JournalErrorCodes = {
+  /** The shared journal could not be read or written in time (NATS unreachable, no answer): nothing was sent, nothing debited. */
+  UNAVAILABLE: 'journal-unavailable',
+  /** The shared journal's bucket is at its byte bound: nothing was sent, nothing debited (a fresh stamp would risk a double debit). */
+  FULL: 'journal-full',
+} as const;
+
+/** A call the journal could not record, with a stable {@link JournalErrorCodes} code; the call was neither signed nor sent. */
+export class JournalError extends Error {
+  override readonly name = 'JournalError';
+  readonly code: (typeof JournalErrorCodes)[keyof typeof JournalErrorCodes];
+  constructor(code: JournalError['code'], message: string, options?: ErrorOptions) {
+    super(`${code}: ${message}`, options);
+    this.code = code;
+  }
+}
+
+/**
+ * What a {@link BridgeAgent} needs of a call journal (bridge/agent.ts), kept in memory or a file
+ * ({@link CallJournal}) or shared by replicas (bridge/journal-nats.ts `NatsCallJournal`). Each
+ * method may answer at once or with a promise; a rejection is a {@link JournalError}.
+ */
+export interface Journal {
+  /**
+   * The stamp of a call, recorded as open before it is signed: the open call's stamp when
+   * `callKey` is open and opened no more than the window before `clockS` (a re-send), else a fresh
+   * one (`clockS`, a random nonce). Two callers racing on one key get the same stamp.
+   * @throws JournalError `journal-unavailable`, `journal-full` (shared journals only).
+   */
+  open(callKey: string, contentKey: string, clockS: number): CallStamp | Promise<CallStamp>;
+  /**
+   * Records the 64-byte signature an open call is sent with (threshold callers), before it leaves.
+   * Returns the signature to send: `signature`, or one recorded first for the same call by another
+   * replica (the same fields, so the same request when it verifies); undefined means `signature`.
+   * @throws JournalError as {@link open}: the call must then not be sent.
+   */
+  signed(callKey: string, signature: Uint8Array): Uint8Array | undefined | Promise<Uint8Array | undefined>;
+  /** Closes a call whose answer reached the client; never throws (a close that is lost leaves the call re-sendable within the window). */
+  end(callKey: string): void | Promise<void>;
+  /** Frees the journal's file or connection. */
+  close(): void | Promise<void>;
+}
+
 /** A random salt start below 4^10 (see {@link JournalOptions.saltBase}: no longer changes any request). */
 export function randomSaltBase(): number {
   return randomInt(0, 4 ** 10);
 }
 
-/** See the module comment. */
-export class CallJournal {
+/** See the module comment: the journal of one process, in memory or in a file. */
+export class CallJournal implements Journal {
   readonly #open = new Map<string, Line>();
   readonly #windowS: number;
   #fd: number | undefined;
@@ -175,6 +223,13 @@ export class CallJournal {
     return { nowS: clockS, salt: 0, nonce: new Uint8Array(randomBytes(NONCE_BYTES)), resent: false };
   }
 
+  /** {@link stampFor} and {@link begin} in one step ({@link Journal.open}). @throws the file system error of {@link begin}. */
+  open(callKey: string, contentKey: string, clockS: number): CallStamp {
+    const stamp = this.stampFor(callKey, contentKey, clockS);
+    this.begin(callKey, contentKey, stamp);
+    return stamp;
+  }
+
   /** Records a call as open with its stamp, durably when the journal has a file, before it is sent. */
   begin(callKey: string, contentKey: string, stamp: CallStamp): void {
     const n = stamp.nonce !== undefined ? Buffer.from(stamp.nonce).toString('hex') : undefined;
@@ -198,7 +253,7 @@ export class CallJournal {
    * would sign a re-send after a restart differently, which is another request (§11 request id)
    * and a second debit. A re-send's stamp then carries it ({@link CallStamp.signature}).
    */
-  signed(callKey: string, signature: Uint8Array): void {
+  signed(callKey: string, signature: Uint8Array): undefined {
     const open = this.#open.get(callKey);
     if (open === undefined) return;
     const g = Buffer.from(signature).toString('hex');

@@ -13,6 +13,9 @@ import {
   BridgeStdioTransport,
   CallJournal,
   DEFAULT_THRESHOLD_TIMEOUT_MS,
+  type Journal,
+  JournalError,
+  NatsCallJournal,
   type HttpAgent,
   ThresholdCaller,
   serveBridgeStdio,
@@ -23,6 +26,7 @@ import {
   serveBridgeA2a,
 } from '../bridge/index.ts';
 import { isFrostError } from '../frost/index.ts';
+import { checkStreamName } from '../natsio/index.ts';
 import { type ClientSigner, JcpClient } from '../client/index.ts';
 import { readKeyFile, readSecretFile } from '../node/index.ts';
 import { hostPortArg, ujArg } from './args.ts';
@@ -32,11 +36,13 @@ import { TLS_FLAGS, TLS_HELP, clientTlsArgs } from './tlsargs.ts';
 
 const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain.json [--chain b.chain.json ...]
                   [--http host:port [--allow-remote] [--token-file file | --token-env NAME]
-                   [--allow-origin ORIGIN ...] [--session-idle-s s] [--session-init-s s]
+                   [--allow-origin ORIGIN ...] [--allow-host HOST:PORT ...] [--session-idle-s s] [--session-init-s s]
                    [--max-sessions-per-agent n] [--max-sessions n]]
                   [--a2a host:port [--allow-remote] [--token-file file | --token-env NAME]]
                   [--accept-delegation-from DID ...]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
+                  [--journal-nats URL [--journal-bucket NAME] [--journal-max-bytes n]]
+                  [--nats-ca f] [--nats-cert f --nats-key f]
                   [--frame-cap bytes] [--nats URL [--frost-prefix P] [--frost-timeout-ms MS]]
                   [--ca file [--cert file --client-key file]]
        jcp bridge --http host:port --config bridge.json [--allow-remote]
@@ -52,6 +58,8 @@ then required by every request). The resource jcp://budget reports each grant's 
   --allow-origin  with --http: a browser Origin (scheme://host[:port]) allowed besides the bridge's
                   own address (repeatable); a request with another Origin gets 403 origin-forbidden,
                   one without Origin (a non-browser client) is served
+  --allow-host    with --http: a Host header (host:port) accepted besides the bridge's own address
+                  (repeatable): a bridge on loopback behind a proxy sees the proxy's Host
   --session-idle-s  with --http: an initialized MCP session idle this long is closed (default 300)
   --session-init-s  with --http: a session that never sent notifications/initialized is closed
                   this long after its last request (default 15)
@@ -72,6 +80,15 @@ then required by every request). The resource jcp://budget reports each grant's 
   --journal       file that fixes the time of each open call, so a call re-sent after a restart
                   is the same request (replayed by the node, never debited twice)
   --replay-window-s  how long an unanswered call stays re-sendable (default 300)
+  --journal-nats  share the call journal with the agent's other bridge processes (replicas behind
+                  one proxy) in a NATS JetStream KV bucket at this url: a call re-sent to another
+                  replica is the same request, one decision and one debit. Instead of --journal.
+                  NATS unreachable: calls are refused journal-unavailable (nothing sent, nothing
+                  debited); a full bucket: journal-full
+  --journal-bucket  the KV bucket of --journal-nats (default jcp_bridge_journal; created if missing)
+  --journal-max-bytes  the bucket's byte bound when --journal-nats creates it (default 67108864)
+  --nats-ca f     CA bundle that signs the NATS servers' certificates (--journal-nats, --nats)
+  --nats-cert f, --nats-key f  a client certificate and key for NATS (--journal-nats, --nats)
 ${TLS_HELP}
   --frame-cap     the node's frame cap, bytes (default ${DEFAULT_FRAME_CAP}); larger calls are refused
   --nats          the chains' subject is a FROST threshold group (spec §2.2): each call is a
@@ -200,6 +217,7 @@ const OPTIONS = {
   'accept-delegation-from': { type: 'string', multiple: true },
   'allow-remote': { type: 'boolean' },
   'allow-origin': { type: 'string', multiple: true },
+  'allow-host': { type: 'string', multiple: true },
   'session-idle-s': { type: 'string' },
   'session-init-s': { type: 'string' },
   'max-sessions-per-agent': { type: 'string' },
@@ -215,6 +233,12 @@ const OPTIONS = {
   nats: { type: 'string' },
   'frost-prefix': { type: 'string' },
   'frost-timeout-ms': { type: 'string' },
+  'journal-nats': { type: 'string' },
+  'journal-bucket': { type: 'string' },
+  'journal-max-bytes': { type: 'string' },
+  'nats-ca': { type: 'string' },
+  'nats-cert': { type: 'string' },
+  'nats-key': { type: 'string' },
   ...TLS_FLAGS,
 } as const;
 
@@ -243,13 +267,19 @@ interface BridgePlan {
   readonly limits: Partial<SessionLimits>;
   /** `--allow-origin` values. */
   readonly origins: readonly string[];
+  /** `--allow-host` values. */
+  readonly hosts: readonly string[];
+  /** `--journal-nats`: the journal replicas share, or undefined (a journal per process). */
+  readonly shared: { servers: string; bucket: string | undefined; maxBytes: number | undefined } | undefined;
+  /** `--nats-ca`, `--nats-cert`, `--nats-key`: TLS of the bridge's NATS connections, or undefined (as the url says). */
+  readonly natsTls: { caFile?: string; certFile?: string; keyFile?: string } | undefined;
 }
 
 /** The `--session-*`/`--max-sessions*` flags as session limits. @throws UsageError (a bad number, or without `--http`). */
 function limitsArg(values: BridgeValues, http: boolean): Partial<SessionLimits> {
-  const given = (['session-idle-s', 'session-init-s', 'max-sessions-per-agent', 'max-sessions', 'allow-origin'] as const).filter(
-    (f) => values[f] !== undefined,
-  );
+  const given = (
+    ['session-idle-s', 'session-init-s', 'max-sessions-per-agent', 'max-sessions', 'allow-origin', 'allow-host'] as const
+  ).filter((f) => values[f] !== undefined);
   if (!http && given.length > 0) throw new UsageError(`--${given[0]} goes with --http`);
   const out: { -readonly [K in keyof SessionLimits]?: number } = {};
   if (values['session-idle-s'] !== undefined) out.idleMs = intArg(values['session-idle-s'], '--session-idle-s', 'seconds', 1) * 1000;
@@ -262,8 +292,10 @@ function limitsArg(values: BridgeValues, http: boolean): Partial<SessionLimits> 
 
 /** The node connections and journals opened so far, and the NATS connection of a threshold subject. */
 interface Opened {
-  readonly list: Array<{ client: JcpClient; journal: CallJournal }>;
+  readonly list: Array<{ client: JcpClient; journal: Journal }>;
   nc: NatsConnection | undefined;
+  /** The journal the agents share (`--journal-nats`), once opened. */
+  shared?: NatsCallJournal;
 }
 
 /**
@@ -303,7 +335,54 @@ function planBridge(values: BridgeValues): BridgePlan {
   const { host, port } = hostPortArg(nodeAddr, '--node');
   const tls = clientTlsArgs(values);
   const limits = limitsArg(values, http !== undefined || a2a !== undefined);
-  return { host, port, nodeAddr, specs, http, a2a, windowS, frameCap, frostTimeoutMs, tls, limits, origins: values['allow-origin'] ?? [] };
+  const shared = sharedJournalArgs(values, specs);
+  const natsTls = natsTlsArgs(values);
+  return {
+    ...{ host, port, nodeAddr, specs, http, a2a, windowS, frameCap, frostTimeoutMs, tls, limits, shared, natsTls },
+    origins: values['allow-origin'] ?? [],
+    hosts: (values['allow-host'] ?? []).map((h) => {
+      hostPortArg(h, '--allow-host');
+      return h;
+    }),
+  };
+}
+
+/**
+ * `--journal-nats` with `--journal-bucket`/`--journal-max-bytes`, or undefined.
+ * @throws UsageError for a bucket flag without `--journal-nats`, or with a journal file (flag or config).
+ */
+function sharedJournalArgs(values: BridgeValues, specs: readonly AgentSpec[]): BridgePlan['shared'] {
+  const url = values['journal-nats'];
+  if (url === undefined) {
+    if (values['journal-bucket'] !== undefined || values['journal-max-bytes'] !== undefined)
+      throw new UsageError('--journal-bucket/--journal-max-bytes go with --journal-nats');
+    return undefined;
+  }
+  if (specs.some((s) => s.journal !== undefined))
+    throw new UsageError('--journal-nats and a journal file exclude each other (the shared journal replaces it)');
+  const bucket = values['journal-bucket'];
+  if (bucket !== undefined) {
+    try {
+      checkStreamName(bucket);
+    } catch (e) {
+      throw new UsageError(`--journal-bucket: ${(e as Error).message}`);
+    }
+  }
+  const maxBytes =
+    values['journal-max-bytes'] === undefined ? undefined : intArg(values['journal-max-bytes'], '--journal-max-bytes', 'bytes', 4096);
+  return { servers: url, bucket, maxBytes };
+}
+
+/** `--nats-ca`, `--nats-cert`, `--nats-key` as the NATS client's TLS files, or undefined. @throws UsageError (cert without key, or no NATS flag). */
+function natsTlsArgs(values: BridgeValues): BridgePlan['natsTls'] {
+  const ca = values['nats-ca'];
+  const cert = values['nats-cert'];
+  const key = values['nats-key'];
+  if ((cert === undefined) !== (key === undefined)) throw new UsageError('--nats-cert and --nats-key go together');
+  if (ca === undefined && cert === undefined) return undefined;
+  if (values.nats === undefined && values['journal-nats'] === undefined)
+    throw new UsageError('--nats-ca/--nats-cert/--nats-key go with --journal-nats or --nats');
+  return { ...(ca !== undefined ? { caFile: ca } : {}), ...(cert !== undefined ? { certFile: cert, keyFile: key! } : {}) };
 }
 
 /** The one agent of `--key`/`--chain` (its costs in µJ). @throws UsageError when `--key` or `--chain` is missing, or a token flag comes without `--http`. */
@@ -343,8 +422,9 @@ function didOk(d: string): boolean {
 async function closeOpened(o: Opened): Promise<void> {
   for (const x of o.list) {
     await x.client.close().catch(() => undefined);
-    x.journal.close();
+    await x.journal.close();
   }
+  await o.shared?.close();
   await o.nc?.close().catch(() => undefined);
 }
 
@@ -368,7 +448,11 @@ async function thresholdSigner(
   const group = subjects[0];
   let nc: NatsConnection;
   try {
-    nc = await connectNats({ servers: values.nats.split(','), name: 'jcp-bridge' });
+    nc = await connectNats({
+      servers: values.nats.split(','),
+      name: 'jcp-bridge',
+      ...(plan.natsTls !== undefined ? { tls: plan.natsTls } : {}),
+    });
   } catch (e) {
     throw new CliError('nats-unreachable', `cannot reach NATS at ${values.nats}: ${(e as Error).message}`);
   }
@@ -404,6 +488,31 @@ function refuseForeignChains(s: AgentSpec, did: string, chains: readonly SignedG
 }
 
 /**
+ * The journal every agent of this process shares with the other replicas (`--journal-nats`),
+ * opened once (its bucket created if missing) and recorded in `opened`; undefined without the
+ * flag. @throws CliError `journal-unavailable` when NATS or the bucket cannot be reached in time.
+ */
+async function sharedJournal(plan: BridgePlan, opened: Opened): Promise<NatsCallJournal | undefined> {
+  if (plan.shared === undefined) return undefined;
+  if (opened.shared !== undefined) return opened.shared;
+  const j = new NatsCallJournal({
+    servers: plan.shared.servers,
+    windowS: plan.windowS,
+    ...(plan.shared.bucket !== undefined ? { bucket: plan.shared.bucket } : {}),
+    ...(plan.shared.maxBytes !== undefined ? { maxBytes: plan.shared.maxBytes } : {}),
+    link: { ...(plan.natsTls !== undefined ? { tls: plan.natsTls } : {}) },
+  });
+  opened.shared = j;
+  try {
+    await j.ready();
+  } catch (e) {
+    if (e instanceof JournalError) throw new CliError(e.code, e.message.slice(e.code.length + 2));
+    throw e;
+  }
+  return j;
+}
+
+/**
  * Opens each agent: its key and chains, its signer (a threshold group's with `--nats`), its call
  * journal, then its node connection (recorded in `opened`). @throws the key, chain, journal or
  * threshold errors; a connection error for the node.
@@ -421,16 +530,14 @@ async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened
     // The journal first: a journal that cannot be opened must not leave a node connection
     // open (it kept the process alive after the error).
     // A random salt start per process: two bridges of one agent never sign one request for two calls.
-    const journal = new CallJournal({
-      ...(s.journal !== undefined ? { file: s.journal } : {}),
-      windowS: plan.windowS,
-      saltBase: randomSaltBase(),
-    });
+    const journal: Journal =
+      (await sharedJournal(plan, opened)) ??
+      new CallJournal({ ...(s.journal !== undefined ? { file: s.journal } : {}), windowS: plan.windowS, saltBase: randomSaltBase() });
     let client: JcpClient;
     try {
       client = await JcpClient.connect({ host: plan.host, port: plan.port, signer, ...(plan.tls !== undefined ? { tls: plan.tls } : {}) });
     } catch (e) {
-      journal.close();
+      if (journal !== opened.shared) await journal.close();
       throw connectionError(e, `node ${plan.nodeAddr}`);
     }
     opened.list.push({ client, journal });
@@ -521,7 +628,11 @@ async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boo
     served = await listen(
       '--http',
       http,
-      () => serveBridgeHttp({ host: http.host, port: http.port, agents, allowRemote, limits: plan.limits, allowedOrigins: plan.origins }),
+      () =>
+        serveBridgeHttp({
+          ...{ host: http.host, port: http.port, agents, allowRemote, limits: plan.limits, allowedOrigins: plan.origins },
+          allowedHosts: plan.hosts,
+        }),
       cleanup,
     );
   }

@@ -25,7 +25,11 @@
  * may have acted.
  * After a transport failure the connection is dropped and the next call reconnects (a few
  * attempts, 50 → 200 ms apart); after a timeout the server is recycled (a stdio process killed),
- * since a server that hangs once may be wedged for everyone.
+ * since a server that hangs once may be wedged for everyone. A stdio server lost before its tool
+ * list was read (it exited, hung, or sent a message past the read cap) is not started again
+ * before a back-off ({@link RESPAWN_BACKOFF_MS}), and each loss is logged with its reason,
+ * rate-limited ({@link RESPAWN_LOG_EVERY_MS}). A stdio server starts once per connection: the
+ * `server/discover` probe runs on the connection's own process.
  */
 import type { Client, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -233,12 +237,44 @@ const CONNECT_BACKOFF_MS = 50;
 export const TOOLS_BACKOFF_MS = 1_000;
 /** The longest back-off between connects for the tool list (ms). */
 export const TOOLS_BACKOFF_MAX_MS = 60_000;
+/**
+ * After a stdio upstream was started and lost before its tool list was read (it exited, hung past
+ * the start budget, or sent a message past the read cap), no new start for this long (ms),
+ * doubled per such loss up to {@link RESPAWN_BACKOFF_MAX_MS}, reset once a list is read.
+ */
+export const RESPAWN_BACKOFF_MS = 1_000;
+/** The longest back-off between starts of a stdio upstream that keeps failing (ms). */
+export const RESPAWN_BACKOFF_MAX_MS = 60_000;
+/** At most one "lost before its tool list" warning per upstream per this long (ms); the others are counted in the next. */
+export const RESPAWN_LOG_EVERY_MS = 10_000;
+/** The largest message read from a stdio upstream (bytes; the SDK's default, set explicitly so the log can name it). */
+export const STDIO_READ_CAP_BYTES = 10 * 1024 * 1024;
+
+/** Back-off knobs of a stdio endpoint (tests; the node uses the defaults). Milliseconds. */
+export interface RespawnOptions {
+  /** First back-off after a failed start ({@link RESPAWN_BACKOFF_MS}); 0: none. */
+  readonly respawnBackoffMs?: number;
+  /** Rate limit of the failed-start warning ({@link RESPAWN_LOG_EVERY_MS}). */
+  readonly respawnLogEveryMs?: number;
+}
+
 /** Pages of `tools/list` read at most (a server that pages forever is cut off there). */
 const MAX_TOOL_PAGES = 100;
 /** The `_meta` key that marks the node's own requests on their way out (stripped before sending). */
 const MARK = 'jcp.node/call';
 
+/** One start of the upstream: whether its tool list was read, and whether its end was already counted (or was ours). */
+interface Attempt {
+  /** Set once connected: a close before it is counted by the failed connect instead. */
+  connected: boolean;
+  listed: boolean;
+  counted: boolean;
+  /** Why the transport gave up on the server (the read cap), when it said so. */
+  reason?: { readonly text: string; readonly detail: Record<string, unknown> };
+}
+
 interface Live {
+  readonly attempt: Attempt;
   readonly client: Client;
   readonly transport: Transport;
   /** Aborted (with an `endpoint-unavailable` EndpointError) once the transport gives up on the server. */
@@ -284,10 +320,74 @@ abstract class McpEndpoint implements Endpoint {
   readonly #byId = new Map<string | number, Slot>();
   readonly #byToken = new Map<string | number, Slot>();
 
-  protected constructor(name: string, timeoutMs: number, log: Logger) {
+  /** The respawn back-off ({@link RESPAWN_BACKOFF_MS}): when the next start may happen, the next wait, the last reason, the warning's rate limit. */
+  readonly #respawn: {
+    at: number;
+    waitMs: number;
+    failures: number;
+    reason: string;
+    loggedAt: number;
+    suppressed: number;
+    readonly baseMs: number;
+    readonly logEveryMs: number;
+  };
+
+  protected constructor(name: string, timeoutMs: number, log: Logger, opts: RespawnOptions = {}) {
     this.name = name;
     this.#timeoutMs = timeoutMs;
     this.log = log.child({ endpoint: name });
+    const baseMs = opts.respawnBackoffMs ?? RESPAWN_BACKOFF_MS;
+    this.#respawn = {
+      at: 0,
+      waitMs: baseMs,
+      failures: 0,
+      reason: '',
+      loggedAt: -Infinity,
+      suppressed: 0,
+      baseMs,
+      logEveryMs: opts.respawnLogEveryMs ?? RESPAWN_LOG_EVERY_MS,
+    };
+  }
+
+  /** Whether failed starts are backed off (a stdio upstream: each start is a process). */
+  protected respawnGated(): boolean {
+    return false;
+  }
+
+  /**
+   * Counts a start lost before its tool list was read (once per start): backs the next start
+   * off and says why, at most once per {@link RESPAWN_LOG_EVERY_MS} (the warnings left out are
+   * counted in the next one, `suppressed`).
+   */
+  #lostStart(attempt: Attempt, reason: string, detail: Record<string, unknown> = {}): void {
+    if (attempt.counted || attempt.listed || !this.respawnGated()) return;
+    attempt.counted = true;
+    const r = this.#respawn;
+    const now = Date.now();
+    r.failures++;
+    r.reason = reason;
+    r.at = now + r.waitMs;
+    const wait = r.waitMs;
+    r.waitMs = Math.min(Math.max(r.waitMs * 2, r.baseMs), RESPAWN_BACKOFF_MAX_MS);
+    if (now - r.loggedAt < r.logEveryMs) {
+      r.suppressed++;
+      return;
+    }
+    const stderr = this.failureDetail();
+    this.log.warn(
+      { reason, ...detail, failures: r.failures, respawn_in_ms: wait, suppressed: r.suppressed, ...(stderr ? { stderr } : {}) },
+      'upstream lost before its tool list was read; its next start is backed off',
+    );
+    r.loggedAt = now;
+    r.suppressed = 0;
+  }
+
+  /** Why no start is allowed now (an error naming the last loss), or undefined. */
+  #respawnGate(): EndpointError | undefined {
+    const r = this.#respawn;
+    const left = r.at - Date.now();
+    if (left <= 0) return undefined;
+    return new EndpointUnavailable(`${r.reason}; not started again for ${left} ms (back-off after ${r.failures} lost start(s))`, 'start');
   }
 
   /** A new, unstarted transport to the server. */
@@ -379,6 +479,8 @@ abstract class McpEndpoint implements Endpoint {
   /** The live connection, made on first use; one in flight at a time. */
   protected connection(): Promise<Live> {
     if (this.#conn) return this.#conn;
+    const gated = this.#respawnGate();
+    if (gated !== undefined) return Promise.reject(gated);
     const conn: Promise<Live> = this.#open(() => this.#conn === conn);
     this.#conn = conn;
     conn.catch(() => {
@@ -394,7 +496,73 @@ abstract class McpEndpoint implements Endpoint {
     this.#live = undefined;
   }
 
+  /**
+   * Hooks a new transport: our requests marked and tapped, its close and (HTTP) give-up dropping
+   * the connection, a stdio read past the cap remembered as the reason its start was lost.
+   * Returns the signal aborted (with an `endpoint-unavailable` EndpointError) once it is gone.
+   */
+  #watch(transport: Transport, client: Client, current: () => boolean, attempt: Attempt): AbortController {
+    // Set before connect: the SDK's own handler runs after ours, for every message.
+    transport.onmessage = (m) => this.#tap(m as unknown as Msg);
+    const send = transport.send.bind(transport);
+    transport.send = (m, o) => send(this.#outgoing(m as unknown as Msg) as unknown as JSONRPCMessage, o);
+    const lost = new AbortController();
+    transport.onclose = () => {
+      this.#forget(current);
+      const why = attempt.reason?.text ?? 'the connection closed';
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: ${why}`));
+      this.log.info({ reason: why }, 'endpoint connection closed');
+      if (attempt.connected) this.#lostStart(attempt, why, attempt.reason?.detail);
+    };
+    transport.onerror = (e) => {
+      // stdio: a message past the read buffer; the SDK closes the transport next (onclose above).
+      const cap = /ReadBuffer exceeded maximum size of (\d+) bytes/.exec(e.message);
+      if (cap !== null) {
+        const capBytes = Number(cap[1]);
+        attempt.reason ??= {
+          text: `the server sent a message longer than the stdio read cap of ${capBytes} bytes`,
+          detail: { cap: 'stdio-read-buffer', cap_bytes: capBytes },
+        };
+        return;
+      }
+      // Streamable HTTP: a server that died mid-call may leave the call's stream open-ended; the
+      // transport's failed reconnects (its GET stream, or a resumable POST stream) say it is gone.
+      if (!/Maximum reconnection attempts|Failed to reconnect/.test(e.message) || lost.signal.aborted) return;
+      this.log.warn({ err: e.message }, 'endpoint unreachable; calls in flight fail, the next call reconnects');
+      this.#forget(current);
+      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away: ${e.message}`));
+      void client.close().catch(() => undefined);
+    };
+    return lost;
+  }
+
+  /**
+   * The upstream's era as learnt from a connection whose `server/discover` probe ended it (a
+   * 2025-only stdio server that exits on any request before `initialize`): later connections skip
+   * the probe and run the 2025 handshake (`connect({prior: {kind: 'legacy'}})`) for the life of
+   * this process. Undefined: probe each connection (in place, on the connection's own process).
+   */
+  #prior: { kind: 'legacy' } | undefined;
+
   async #open(current: () => boolean): Promise<Live> {
+    for (let attempt = 0; ; attempt++) {
+      const prior = this.#prior;
+      try {
+        return await this.#openOnce(current, prior);
+      } catch (e) {
+        // The in-place probe ended the server: it is a 2025-only server that exits before
+        // `initialize`. Say so once and connect again with the handshake alone.
+        if (attempt > 0 || prior !== undefined || !probeKilled(e)) throw e;
+        this.#prior = { kind: 'legacy' };
+        this.log.info(
+          { err: (e as Error).message },
+          'the server/discover probe ended the server: connecting with the 2025 handshake from now on',
+        );
+      }
+    }
+  }
+
+  async #openOnce(current: () => boolean, prior: { kind: 'legacy' } | undefined): Promise<Live> {
     // Loaded on first use: a node without endpoints never pays for the MCP SDK.
     const { Client } = await import('@modelcontextprotocol/client');
     const transport = await this.openTransport();
@@ -411,44 +579,35 @@ abstract class McpEndpoint implements Endpoint {
         listMaxPages: MAX_TOOL_PAGES,
       },
     );
-    // Set before connect: the SDK's own handler runs after ours, for every message.
-    transport.onmessage = (m) => this.#tap(m as unknown as Msg);
-    const send = transport.send.bind(transport);
-    transport.send = (m, o) => send(this.#outgoing(m as unknown as Msg) as unknown as JSONRPCMessage, o);
-    const lost = new AbortController();
-    transport.onclose = () => {
-      this.#forget(current);
-      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the connection closed`));
-      this.log.info('endpoint connection closed');
-    };
-    // Streamable HTTP: a server that died mid-call may leave the call's stream open-ended; the
-    // transport's failed reconnects (its GET stream, or a resumable POST stream) say it is gone.
-    transport.onerror = (e) => {
-      if (!/Maximum reconnection attempts|Failed to reconnect/.test(e.message) || lost.signal.aborted) return;
-      this.log.warn({ err: e.message }, 'endpoint unreachable; calls in flight fail, the next call reconnects');
-      this.#forget(current);
-      lost.abort(new EndpointError(EndpointErrorCodes.UNAVAILABLE, `${this.name}: the server went away: ${e.message}`));
-      void client.close().catch(() => undefined);
-    };
+    const attempt: Attempt = { connected: false, listed: false, counted: false };
+    const lost = this.#watch(transport, client, current, attempt);
     try {
-      await withTimeout(client.connect(transport), 2 * startMs, 'connect');
+      await withTimeout(client.connect(transport, prior !== undefined ? { prior } : undefined), 2 * startMs, 'connect');
+      attempt.connected = true;
     } catch (e) {
+      // A server the probe ended is started again at once with the handshake (#open): not a lost start.
+      if (prior !== undefined || !probeKilled(e))
+        this.#lostStart(attempt, attempt.reason?.text ?? (e as Error).message, attempt.reason?.detail ?? timeoutDetail(e, 2 * startMs));
       void client.close().catch(() => undefined);
       throw e;
     }
     const era: McpEra = client.getProtocolEra() === 'modern' ? 'modern' : 'legacy';
-    const live: Live = { client, transport, lost, era };
+    const live: Live = { attempt, client, transport, lost, era };
     this.#protocol = { era, version: client.getNegotiatedProtocolVersion() ?? (era === 'modern' ? '2026-07-28' : 'unknown') };
     client.setNotificationHandler('notifications/tools/list_changed', () => {
       void this.#listTools(live).catch((e: Error) => this.log.warn({ err: e.message }, 'tools/list after list_changed failed'));
     });
     try {
       await withTimeout(this.#listTools(live), startMs, 'tools/list');
+      attempt.listed = true;
+      Object.assign(this.#respawn, { at: 0, waitMs: this.#respawn.baseMs, failures: 0 });
     } catch (e) {
       this.log.warn(
         { err: (e as Error).message },
         'tools/list failed; tool names are not checked until a list succeeds (next connection, or list_changed)',
       );
+      // The server went away while listing (the list past the read cap, a crash): this start is lost.
+      if (lost.signal.aborted) throw lost.signal.reason;
     }
     this.log.info({ tools: this.#tools?.length ?? null, era, version: this.#protocol.version }, 'endpoint connected');
     if (current()) this.#live = live;
@@ -667,6 +826,7 @@ abstract class McpEndpoint implements Endpoint {
     if (!conn) return;
     try {
       const c = await conn;
+      c.attempt.counted = true; // closed by us: not a lost start
       await c.client.close();
     } catch {
       // never started, or already gone
@@ -682,6 +842,21 @@ function callerMeta(caller: InvokeOptions['caller']): Record<string, string> {
     [GRANT_META_KEY]: caller.grantId,
     ...(caller.receipt !== undefined ? { [RECEIPT_META_KEY]: caller.receipt } : {}),
   };
+}
+
+/** The log fields of a start that timed out (`timeout_ms`), or none. */
+function timeoutDetail(e: unknown, ms: number): Record<string, unknown> {
+  return e instanceof TimeoutError ? { cap: 'start-timeout', timeout_ms: ms } : {};
+}
+
+/**
+ * True when a connect failed because the server closed the connection during the in-place
+ * `server/discover` probe (SDK `ERA_NEGOTIATION_FAILED`, "the connection closed during the
+ * server/discover probe"): a 2025-only server that exits on any request before `initialize`.
+ */
+function probeKilled(e: unknown): boolean {
+  const x = e as { name?: unknown; code?: unknown; message?: unknown };
+  return x?.code === 'ERA_NEGOTIATION_FAILED' && /closed during the server\/discover probe/.test(String(x.message));
 }
 
 /** SDK error codes (v2 `SdkErrorCode`) that mean the request had no answer: the connection is gone. */
@@ -741,9 +916,14 @@ export function stdioEnvironment(defaults: Record<string, string>, configured: R
 export class McpStdioEndpoint extends McpEndpoint {
   readonly #cfg: McpStdioEndpointConfig;
 
-  constructor(name: string, cfg: McpStdioEndpointConfig, log: Logger) {
-    super(name, cfg.timeoutMs, log);
+  /** `opts`: the respawn back-off's knobs (tests). */
+  constructor(name: string, cfg: McpStdioEndpointConfig, log: Logger, opts: RespawnOptions = {}) {
+    super(name, cfg.timeoutMs, log, opts);
     this.#cfg = cfg;
+  }
+
+  protected override respawnGated(): boolean {
+    return true;
   }
 
   /** The server's process id while it runs (for tests and operators). */
@@ -757,12 +937,18 @@ export class McpStdioEndpoint extends McpEndpoint {
 
   protected async openTransport(): Promise<Transport> {
     const { StdioClientTransport, getDefaultEnvironment } = await import('@modelcontextprotocol/client/stdio');
-    const transport = new StdioClientTransport({
+    // A subclass, so the SDK probes `server/discover` in place, on this connection's own process:
+    // for its base class it spawns a disposable sibling process for the probe and then the
+    // connection's (client `_connectNegotiated` → `negotiateStdioViaSibling`), two processes per
+    // connection. A server that the probe ends is then connected with the handshake alone ({@link McpEndpoint}).
+    class OneProcess extends StdioClientTransport {}
+    const transport = new OneProcess({
       command: this.#cfg.command,
       args: [...this.#cfg.args],
       env: stdioEnvironment(getDefaultEnvironment(), this.#cfg.env),
       ...(this.#cfg.cwd !== undefined ? { cwd: this.#cfg.cwd } : {}),
       stderr: 'pipe',
+      maxBufferSize: STDIO_READ_CAP_BYTES,
     });
     transport.stderr?.on('data', (d: Buffer) => {
       const text = d.toString('utf8');

@@ -71,6 +71,11 @@ export {
   McpStdioEndpoint,
   GRANT_META_KEY,
   RECEIPT_META_KEY,
+  RESPAWN_BACKOFF_MAX_MS,
+  RESPAWN_BACKOFF_MS,
+  RESPAWN_LOG_EVERY_MS,
+  type RespawnOptions,
+  STDIO_READ_CAP_BYTES,
   type ToolStatus,
   type UnavailablePhase,
 } from './endpoint.ts';

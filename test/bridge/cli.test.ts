@@ -169,6 +169,25 @@ describe('jcp bridge (command)', () => {
     expect(origin.stderr).toContain('error [origin-invalid]');
   }, 60_000);
 
+  test('refusals / the shared journal: bucket flags without --journal-nats, with a journal file, a bad bucket name; --allow-host without --http', async () => {
+    const bridgeArgs = ['bridge', '--node', `127.0.0.1:${node.port}`, '--key', w('bob.key'), '--chain', w('bob.chain.json')];
+    const bucketAlone = await runJcp([...bridgeArgs, '--journal-bucket', 'b']);
+    expect(bucketAlone.code).toBe(2);
+    expect(bucketAlone.stderr).toContain('--journal-bucket/--journal-max-bytes go with --journal-nats');
+    const both = await runJcp([...bridgeArgs, '--journal', w('x.journal'), '--journal-nats', 'nats://127.0.0.1:4222']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--journal-nats and a journal file exclude each other');
+    const badName = await runJcp([...bridgeArgs, '--journal-nats', 'nats://127.0.0.1:4222', '--journal-bucket', 'a.b']);
+    expect(badName.code).toBe(2);
+    expect(badName.stderr).toContain('--journal-bucket: stream name "a.b"');
+    const small = await runJcp([...bridgeArgs, '--journal-nats', 'nats://127.0.0.1:4222', '--journal-max-bytes', '10']);
+    expect(small.code).toBe(2);
+    expect(small.stderr).toContain('--journal-max-bytes: expected a whole number of bytes ≥ 4096');
+    const host = await runJcp([...bridgeArgs, '--allow-host', '127.0.0.1:8080']);
+    expect(host.code).toBe(2);
+    expect(host.stderr).toContain('--allow-host goes with --http');
+  }, 60_000);
+
   test('stdio / two bridge processes of one agent: the same call at the same moment is two requests', async () => {
     const open = async () => {
       const c = new Client({ name: 'cli-test', version: '1' });

@@ -10,11 +10,14 @@
  * answers `still here`; `drop_doomed` stops listing `doomed` (it is still answered if called);
  * `stats` returns how many `tools/list` requests the server answered.
  */
+import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createMcpHandler, Server } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 
+// `COUNT_FILE`: a line appended per start, so a test counts spawns (test/node/upstream-spawns.test.ts).
+if (process.env['COUNT_FILE'] !== undefined) appendFileSync(process.env['COUNT_FILE'], `${process.pid}\n`);
 const ttl = process.env['V2_TTL_MS'];
 const scope = process.env['V2_SCOPE'];
 const hints = { ...(ttl !== undefined ? { ttlMs: Number(ttl) } : {}), ...(scope !== undefined ? { cacheScope: scope } : {}) };

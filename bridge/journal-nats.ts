@@ -1,0 +1,250 @@
+/**
+ * The call journal shared by bridge replicas (docs/bridge.md "Two MCP eras on the same endpoints
+ * (bridge/modern.ts)", its paragraph "Stateless HTTP, replicas"): several
+ * bridge processes for the same agent, behind one proxy, agree on each call's `now` and nonce, so
+ * a call re-sent to another replica is the same signed request (spec §11 `request_id`), replayed
+ * by the node: one decision and one debit.
+ *
+ * The journal is a NATS JetStream KV bucket (`@nats-io/kv`), reached through the cluster's NATS
+ * layer (natsio/: {@link NatsLink}, its TLS options, its deadline):
+ *
+ * - key: the SHA-256 of the call key (itself a digest of the agent, resource, tool, arguments and
+ *   the MCP request id or idempotency key), hex; the arguments never reach NATS;
+ * - value: `{"now", "nonce", "signature"?, "state"}` (unix seconds; 32 hex digits; 128 hex digits,
+ *   threshold callers only; `open` | `done`), JSON;
+ * - a call is opened with a compare-and-set create (`kv.create`): of two replicas racing on one
+ *   key, one writes its stamp and the other reads it back, so both sign the same request. A key
+ *   whose entry is `done` or older than the window is taken over with a compare-and-set update;
+ * - entries expire after the window (the bucket's `max_age`), and the bucket is bounded
+ *   (`max_bytes`, discard-new): a full bucket refuses the call `journal-full` — never a fresh
+ *   stamp, which would be a second debit for a re-send.
+ *
+ * NATS unreachable (or not answering within the link's deadline): the call is refused
+ * `journal-unavailable` before anything is signed or sent. A replica without its journal cannot
+ * tell a re-send from a new call, and guessing "new" is a second debit.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { KV } from '@nats-io/kv';
+import { NatsLink, type NatsLinkOpts, checkStreamName } from '../natsio/index.ts';
+import { type CallStamp, type Journal, JournalError, JournalErrorCodes } from './journal.ts';
+
+/** The default bucket name (`--journal-bucket`). */
+export const DEFAULT_JOURNAL_BUCKET = 'jcp_bridge_journal';
+/** The default byte bound of the bucket (`--journal-max-bytes`): 64 MiB, some 200,000 open calls. */
+export const DEFAULT_JOURNAL_MAX_BYTES = 64 * 1024 * 1024;
+/** The largest value the bucket takes, bytes (an entry is under 300). */
+const MAX_VALUE_BYTES = 1024;
+/** Compare-and-set rounds before a key that keeps changing under us is given up (`journal-unavailable`). */
+const CAS_ROUNDS = 8;
+const NONCE_HEX = /^[0-9a-f]{32}$/;
+const SIGNATURE_HEX = /^[0-9a-f]{128}$/;
+
+/** Options of {@link NatsCallJournal}. */
+export interface NatsJournalOptions {
+  /** NATS url(s): one, comma-separated, or a list (`--journal-nats`). */
+  readonly servers: string | readonly string[];
+  /** KV bucket name (`--journal-bucket`; default {@link DEFAULT_JOURNAL_BUCKET}); created if missing, with the options below. */
+  readonly bucket?: string;
+  /** How long an unanswered call stays re-sendable, seconds (default 300): the entries' lifetime. */
+  readonly windowS?: number;
+  /** The bucket's byte bound (default {@link DEFAULT_JOURNAL_MAX_BYTES}). */
+  readonly maxBytes?: number;
+  /** The NATS link's options (TLS, request timeout, deadline: the longest a call waits for the journal, default 5,000 ms). */
+  readonly link?: NatsLinkOpts;
+}
+
+/** One entry of the bucket. */
+interface Entry {
+  readonly now: number;
+  readonly nonce: string;
+  readonly signature?: string;
+  readonly state: 'open' | 'done';
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+function readEntry(bytes: Uint8Array): Entry | undefined {
+  try {
+    const v = JSON.parse(dec.decode(bytes)) as Partial<Entry>;
+    if (!Number.isSafeInteger(v.now) || typeof v.nonce !== 'string' || !NONCE_HEX.test(v.nonce)) return undefined;
+    if (v.state !== 'open' && v.state !== 'done') return undefined;
+    if (v.signature !== undefined && !(typeof v.signature === 'string' && SIGNATURE_HEX.test(v.signature))) return undefined;
+    return v as Entry;
+  } catch {
+    return undefined;
+  }
+}
+
+const write = (e: Entry) => enc.encode(JSON.stringify(e));
+const hexBytes = (h: string) => Uint8Array.from(Buffer.from(h, 'hex'));
+
+/** True for the answer of a compare-and-set that lost (the key changed since it was read). */
+function lostRace(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return code === 10071 || code === 10164 || /wrong last sequence/i.test((e as Error)?.message ?? '');
+}
+
+/** The journal error for a failed KV operation: `journal-full` for a bucket at its bound, else `journal-unavailable`. */
+function journalError(e: unknown, bucket: string): JournalError {
+  if (e instanceof JournalError) return e;
+  const m = (e as Error)?.message ?? String(e);
+  if (/maximum (bytes|messages)/i.test(m))
+    return new JournalError(JournalErrorCodes.FULL, `the shared journal (KV bucket ${bucket}) is full (${m}); nothing was sent`, {
+      cause: e,
+    });
+  return new JournalError(
+    JournalErrorCodes.UNAVAILABLE,
+    `the shared journal (KV bucket ${bucket}) did not answer: ${m}; nothing was sent`,
+    {
+      cause: e,
+    },
+  );
+}
+
+/** See the module comment. */
+export class NatsCallJournal implements Journal {
+  readonly #link: NatsLink;
+  readonly #bucket: string;
+  readonly #windowS: number;
+  readonly #maxBytes: number;
+  #kv: Promise<KV> | undefined;
+
+  /**
+   * Starts the NATS link in the background (it retries forever) and returns at once; the bucket is
+   * opened, or created, on the first call. @throws NatsNameError `nats-bad-stream-name` for a bad
+   * bucket name; RangeError for a bad window or bound.
+   */
+  constructor(opts: NatsJournalOptions) {
+    this.#bucket = checkStreamName(opts.bucket ?? DEFAULT_JOURNAL_BUCKET);
+    this.#windowS = opts.windowS ?? 300;
+    this.#maxBytes = opts.maxBytes ?? DEFAULT_JOURNAL_MAX_BYTES;
+    if (!Number.isSafeInteger(this.#windowS) || this.#windowS < 0) throw new RangeError('windowS: expected a non-negative integer');
+    if (!Number.isSafeInteger(this.#maxBytes) || this.#maxBytes < 4096) throw new RangeError('maxBytes: expected an integer ≥ 4096');
+    this.#link = NatsLink.start(opts.servers, { name: 'jcp-bridge-journal', ...opts.link });
+  }
+
+  /** The bucket's name. */
+  get bucket(): string {
+    return this.#bucket;
+  }
+
+  /**
+   * Opens (or creates) the bucket now rather than on the first call, so a bridge started without
+   * its journal says so at once. @throws JournalError `journal-unavailable`.
+   */
+  async ready(): Promise<void> {
+    await this.#with(async () => undefined);
+  }
+
+  /** The bucket, opened (created if missing: history 1, max age the window, max bytes, discard new) once per process. */
+  #open(): Promise<KV> {
+    this.#kv ??= (async () => {
+      const { js } = await this.#link.jetstream();
+      const { Kvm } = await import('@nats-io/kv');
+      return await new Kvm(js).create(this.#bucket, {
+        history: 1,
+        // The entry outlives the window by a little: the window is checked on `now` as well.
+        ttl: (Math.max(this.#windowS, 1) + 5) * 1000,
+        max_bytes: this.#maxBytes,
+        maxValueSize: MAX_VALUE_BYTES,
+        timeout: this.#link.requestTimeoutMs,
+      });
+    })();
+    const kv = this.#kv;
+    kv.catch(() => {
+      if (this.#kv === kv) this.#kv = undefined;
+    });
+    return kv;
+  }
+
+  /** `op` on the bucket; its failure as a {@link JournalError}. */
+  async #with<T>(op: (kv: KV) => Promise<T>): Promise<T> {
+    try {
+      return await op(await this.#open());
+    } catch (e) {
+      throw journalError(e, this.#bucket);
+    }
+  }
+
+  /** The KV key of a call: SHA-256 of the call key, hex. */
+  #key(callKey: string): string {
+    return createHash('sha256').update('jcp-bridge-journal\0').update(callKey).digest('hex');
+  }
+
+  /** See {@link Journal.open}. @throws JournalError `journal-unavailable` | `journal-full`. */
+  open(callKey: string, _contentKey: string, clockS: number): Promise<CallStamp> {
+    const key = this.#key(callKey);
+    return this.#with(async (kv) => {
+      const fresh: Entry = { now: clockS, nonce: randomBytes(16).toString('hex'), state: 'open' };
+      for (let round = 0; round < CAS_ROUNDS; round++) {
+        try {
+          await kv.create(key, write(fresh));
+          return stampOf(fresh, false);
+        } catch (e) {
+          if (!lostRace(e)) throw e;
+        }
+        const got = await kv.get(key);
+        if (got === null || got.operation !== 'PUT') continue; // gone meanwhile (expired, deleted): create again
+        const had = readEntry(got.value);
+        if (had !== undefined && had.state === 'open' && had.now >= clockS - this.#windowS) return stampOf(had, true);
+        try {
+          // Closed, past the window or unreadable: this call is a new one.
+          await kv.update(key, write(fresh), got.revision);
+          return stampOf(fresh, false);
+        } catch (e) {
+          if (!lostRace(e)) throw e;
+        }
+      }
+      throw new JournalError(JournalErrorCodes.UNAVAILABLE, `the shared journal entry of this call kept changing (${CAS_ROUNDS} rounds)`);
+    });
+  }
+
+  /** See {@link Journal.signed}: the first signature recorded for the open call wins. @throws JournalError. */
+  signed(callKey: string, signature: Uint8Array): Promise<Uint8Array | undefined> {
+    const key = this.#key(callKey);
+    const g = Buffer.from(signature).toString('hex');
+    return this.#with(async (kv) => {
+      for (let round = 0; round < CAS_ROUNDS; round++) {
+        const got = await kv.get(key);
+        const had = got !== null && got.operation === 'PUT' ? readEntry(got.value) : undefined;
+        if (got === null || had === undefined || had.state !== 'open')
+          throw new JournalError(JournalErrorCodes.UNAVAILABLE, 'the shared journal lost this open call before it was signed; not sent');
+        if (had.signature !== undefined) return hexBytes(had.signature);
+        try {
+          await kv.update(key, write({ ...had, signature: g }), got.revision);
+          return undefined;
+        } catch (e) {
+          if (!lostRace(e)) throw e;
+        }
+      }
+      throw new JournalError(JournalErrorCodes.UNAVAILABLE, `the shared journal entry of this call kept changing (${CAS_ROUNDS} rounds)`);
+    });
+  }
+
+  /** See {@link Journal.end}: marks the entry `done`; a failure leaves it open (re-sendable) until it expires. */
+  async end(callKey: string): Promise<void> {
+    const key = this.#key(callKey);
+    await this.#with(async (kv) => {
+      const got = await kv.get(key);
+      const had = got !== null && got.operation === 'PUT' ? readEntry(got.value) : undefined;
+      if (got === null || had === undefined || had.state !== 'open') return;
+      await kv.update(key, write({ ...had, state: 'done' }), got.revision);
+    }).catch(() => undefined);
+  }
+
+  /** Closes the NATS link (the bucket and its entries stay: other replicas use them). */
+  async close(): Promise<void> {
+    await this.#link.close();
+  }
+}
+
+function stampOf(e: Entry, resent: boolean): CallStamp {
+  return {
+    nowS: e.now,
+    salt: 0,
+    nonce: hexBytes(e.nonce),
+    resent,
+    ...(resent && e.signature !== undefined ? { signature: hexBytes(e.signature) } : {}),
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * The shared call journal (bridge/journal-nats.ts) against the NATS on 127.0.0.1:4222: two
+ * journals (two replicas) racing on one call agree on one stamp; a closed call or one past the
+ * window is a new call; the first signature recorded wins; keys are digests (the call key, which
+ * names the arguments, never reaches NATS); a full bucket refuses `journal-full`; NATS unreachable
+ * refuses `journal-unavailable`. Each test has its own bucket, deleted afterwards.
+ */
+import { randomBytes } from 'node:crypto';
+import { Kvm } from '@nats-io/kv';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { JournalError, NatsCallJournal, type NatsJournalOptions } from '../../bridge/index.ts';
+
+const NATS = 'nats://127.0.0.1:4222';
+const hex = (b: Uint8Array | undefined) => (b === undefined ? undefined : Buffer.from(b).toString('hex'));
+
+describe('shared call journal (NATS JetStream KV)', () => {
+  let nc: NatsConnection;
+  const opened: NatsCallJournal[] = [];
+  const buckets = new Set<string>();
+  const journal = (bucket: string, o: Partial<NatsJournalOptions> = {}) => {
+    buckets.add(bucket);
+    const j = new NatsCallJournal({ servers: NATS, bucket, ...o });
+    opened.push(j);
+    return j;
+  };
+  const fresh = () => `jcp_test_journal_${randomBytes(6).toString('hex')}`;
+
+  beforeAll(async () => {
+    nc = await natsConnect({ servers: NATS, reconnect: false });
+  });
+  afterEach(async () => {
+    for (const j of opened.splice(0)) await j.close();
+    const jsm = await jetstreamManager(nc);
+    for (const b of buckets) await jsm.streams.delete(`KV_${b}`).catch(() => undefined);
+    buckets.clear();
+  });
+  afterAll(async () => {
+    await nc.close();
+  });
+
+  test('two replicas racing on one call get one stamp; a closed call, or one past the window, is a new call', async () => {
+    const b = fresh();
+    const [a, c] = [journal(b, { windowS: 60 }), journal(b, { windowS: 60 })];
+    const [x, y] = await Promise.all([a.open('call-1', 'content', 1_000), c.open('call-1', 'content', 1_001)]);
+    expect(hex(x.nonce)).toBe(hex(y.nonce));
+    expect(x.nowS).toBe(y.nowS);
+    expect([x.resent, y.resent].sort()).toEqual([false, true]);
+    // Another key is another call.
+    const other = await a.open('call-2', 'content', 1_000);
+    expect(other.resent).toBe(false);
+    expect(hex(other.nonce)).not.toBe(hex(x.nonce));
+    // Closed on one replica: a new call on the other.
+    await a.end('call-1');
+    const after = await c.open('call-1', 'content', 1_002);
+    expect(after.resent).toBe(false);
+    expect(hex(after.nonce)).not.toBe(hex(x.nonce));
+    // Open, but opened more than the window ago: a new call.
+    const late = await a.open('call-1', 'content', 1_002 + 61);
+    expect(late.resent).toBe(false);
+    expect(late.nowS).toBe(1_063);
+  });
+
+  test('the first signature recorded for an open call wins; a re-send carries it', async () => {
+    const b = fresh();
+    const [a, c] = [journal(b), journal(b)];
+    await a.open('t-1', 'content', 2_000);
+    const mine = new Uint8Array(64).fill(1);
+    const theirs = new Uint8Array(64).fill(2);
+    expect(await a.signed('t-1', mine)).toBeUndefined();
+    expect(hex(await c.signed('t-1', theirs))).toBe(hex(mine));
+    const again = await c.open('t-1', 'content', 2_001);
+    expect(again.resent).toBe(true);
+    expect(hex(again.signature)).toBe(hex(mine));
+  });
+
+  test('keys are digests of the call key: the call key (arguments) never reaches NATS', async () => {
+    const b = fresh();
+    const secret = 'call-with-secret-arguments-hunter2';
+    await journal(b).open(secret, 'content', 3_000);
+    const keys: string[] = [];
+    for await (const k of await (await new Kvm(nc).open(b)).keys()) keys.push(k);
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(keys[0]).not.toContain('hunter2');
+  });
+
+  test('a full bucket refuses the call journal-full (never a fresh stamp)', async () => {
+    const j = journal(fresh(), { maxBytes: 4096 });
+    let refused: unknown;
+    for (let i = 0; i < 200 && refused === undefined; i++) {
+      await j.open(`fill-${i}`, 'content', 4_000).catch((e: unknown) => {
+        refused = e;
+      });
+    }
+    expect(refused).toBeInstanceOf(JournalError);
+    expect((refused as JournalError).code).toBe('journal-full');
+  });
+
+  test('NATS unreachable: the call is refused journal-unavailable', async () => {
+    const j = new NatsCallJournal({ servers: 'nats://127.0.0.1:1', bucket: fresh(), link: { deadlineMs: 300 } });
+    opened.push(j);
+    const e = await j.open('call', 'content', 5_000).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(JournalError);
+    expect((e as JournalError).code).toBe('journal-unavailable');
+  });
+});
