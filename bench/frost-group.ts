@@ -6,7 +6,7 @@
  * Figures per implementation: a 2-of-3 signing session over NATS (coordinator call → verified
  * aggregate) p50, and a DKG 3-of-5 (first invite → last confirmation) p50, each against its floor
  * measured in this run: the same rounds back to back in this process with the same
- * implementation. Goals (sodium, the default; issue 29): signing p50 ≤ 10 ms, DKG 3-of-5 p50 ≤
+ * implementation. Goals (sodium, the default): signing p50 ≤ 10 ms, DKG 3-of-5 p50 ≤
  * 150 ms, each printed as met or MISSED; the load average at the start and end of the run too.
  * Also the unit costs of one base and one variable-base scalar multiplication per implementation.
  */

@@ -17,7 +17,7 @@
  * Floors: DKG rounds 1–3 of every participant back to back; signing = commit and sign share per
  * signer, verify every share, aggregate, Ed25519 verify. Goals: signing overhead ≤ 3 ms p50,
  * read as the median of per-session differences (session − the
- * floor run right after it), in-process; and (issue 29) a 2-of-3 session with the holders as
+ * floor run right after it), in-process; and a 2-of-3 session with the holders as
  * processes p50 ≤ 10 ms, a 3-of-5 DKG p50 ≤ 150 ms. Sessions and floors alternate so noise hits
  * both alike; the load average at the start and end of the run is printed with the figures.
  * Last, bench/frost-bridge.ts: an approved 2-of-3 call through the bridge, p50/p99, against a
@@ -189,7 +189,7 @@ async function dkgFigures(
       nats.push(r.elapsedMs);
       lib.push(l);
     }
-    // Issue 29's goal for a 3-of-5 DKG (docs/frost.md "Measured").
+    // The goal for a 3-of-5 DKG (docs/frost.md "Measured (bench/frost-group.ts)").
     const goal = min === 3 ? { text: 'p50 ≤ 150 ms', met: median(nats) <= 150 } : undefined;
     figures.push(ms(`dkg ${min}-of-${max}, ${at.label}, p50 (floor: same rounds in-process)`, median(nats), median(lib), goal));
     figures.push(ms(`dkg ${min}-of-${max}, ${at.label}, p99`, percentile(nats, 99)));
@@ -227,7 +227,7 @@ async function signFigures(
     // Median of the per-session differences: each session is paired with the floor run right
     // after it, so a burst of load from elsewhere hits both halves of a pair.
     const overhead = median(nats.map((t, i) => t - lib[i]!));
-    // Issue 29's goal: a 2-of-3 session with the holders as processes (the deployment shape).
+    // The goal for a 2-of-3 session is read with the holders as processes (the deployment shape).
     const p50 = median(nats);
     const sessionGoal = at.label === 'processes' && key === '2of3' ? { text: 'p50 ≤ 10 ms', met: p50 <= 10 } : undefined;
     figures.push(ms(`sign ${min}-of-${max}, ${at.label}, p50 (floor: same rounds in-process)`, p50, median(lib), sessionGoal));

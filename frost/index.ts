@@ -70,7 +70,6 @@ export {
 export {
   aggregate,
   aggregatePlanned,
-  type AggregationPlan,
   badShares,
   checkPackage,
   commit,
