@@ -3,15 +3,27 @@
  * cut short by a kill mid-append is cut off when the journal is opened again, so the records
  * appended after the restart stay readable, by the holder (its session bindings) and by an
  * auditor (`jcp frost approvals --journal`). A holder's own records (`appendSealed`) bind their
- * session at once and are durable when their promise resolves.
+ * session at once and are durable when their promise resolves. The approvals stream is found
+ * once per connection, and made again when it went away.
  */
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { actorFromSeed, type Did } from '../../core/index.ts';
-import { type DecisionBody, DecisionJournal, readDecisionFile, sealDecision } from '../../frost/internal.ts';
+import {
+  approvalsStream,
+  type DecisionBody,
+  DecisionJournal,
+  publishDecision,
+  readDecisionFile,
+  readDecisionStream,
+  sealDecision,
+} from '../../frost/internal.ts';
+import { cleanupPrefix, NATS_URL, uniquePrefix } from './helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'jcp-decision-journal-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -116,5 +128,25 @@ describe('decision journal / own records with a background fdatasync', () => {
     const again = DecisionJournal.open(path);
     expect(again.forSession(group, 1, a)).toEqual(j.forSession(group, 1, a));
     again.close();
+  });
+});
+
+describe('decision records on the approvals stream', () => {
+  it('a publish after the stream was deleted makes it again (the stream is only looked up once per connection)', async () => {
+    const nc = await connect({ servers: NATS_URL });
+    const prefix = uniquePrefix('decisions');
+    try {
+      const a = randomBytes(16).toString('hex');
+      const b = randomBytes(16).toString('hex');
+      expect(await publishDecision(nc, prefix, group, 1, record(a, 'approve'))).toBe(1);
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.delete(approvalsStream(prefix));
+      expect(await publishDecision(nc, prefix, group, 1, record(b, 'refuse'))).toBe(1);
+      const read = await readDecisionStream(nc, prefix, group);
+      expect(read.map((d) => `${d.seq} ${d.record?.body.session} ${d.record?.valid}`)).toEqual([`1 ${b} true`]);
+    } finally {
+      await cleanupPrefix(nc, prefix);
+      await nc.close();
+    }
   });
 });
