@@ -7,6 +7,7 @@
  * throughputs). Floors are measured in the same process right next to the figure, so machine
  * noise hits both alike.
  */
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 /** One benchmark figure, as printed and as written to `--json` (`{"figures": [...]}`). */
@@ -31,6 +32,14 @@ export interface Figure {
  */
 export function ratioAtLeast(name: string, value: number, unit: string, floor: number, least: number, ratio = value / floor): Figure {
   return { name, value: sig(value), unit, floor: sig(floor), ratio: sig(ratio), goal: `ratio ≥ ${least}`, met: ratio >= least };
+}
+
+/**
+ * The machine's 1-minute load average as a figure (`when`: e.g. `start`, `end`), with the core
+ * count in its name: on a shared machine every other figure of the run is read against it.
+ */
+export function loadFigure(when: string): Figure {
+  return { name: `load average, 1 min, ${when} of the run (${cpus().length} cores)`, value: sig(loadavg()[0]!, 3), unit: 'runnable' };
 }
 
 /** The options every suite's `run` receives. */

@@ -15,9 +15,11 @@
  * Figures: DKG wall time (first invite → last confirmation) for 2-of-3 and 3-of-5; signing
  * session wall time (coordinator call → verified aggregate) p50/p99 for 2-of-3 and 7-of-10.
  * Floors: DKG rounds 1–3 of every participant back to back; signing = commit and sign share per
- * signer, verify every share, aggregate, Ed25519 verify. Goals: DKG 3-of-5 ≤ 250 ms p50;
- * signing overhead ≤ 3 ms p50, read as the median of per-session differences (session − the
- * floor run right after it), in-process. Sessions and floors alternate so noise hits both alike.
+ * signer, verify every share, aggregate, Ed25519 verify. Goals: signing overhead ≤ 3 ms p50,
+ * read as the median of per-session differences (session − the
+ * floor run right after it), in-process; and a 2-of-3 session with the holders as
+ * processes p50 ≤ 10 ms, a 3-of-5 DKG p50 ≤ 150 ms. Sessions and floors alternate so noise hits
+ * both alike; the load average at the start and end of the run is printed with the figures.
  * Last, bench/frost-bridge.ts: an approved 2-of-3 call through the bridge, p50/p99, against a
  * single-key call through the same bridge.
  */
@@ -54,7 +56,7 @@ import {
   writeShareFile,
 } from '../frost/index.ts';
 import { ParticipantCluster } from '../testkit/index.ts';
-import { type Figure, median, percentile, type SuiteOptions, sig } from './figures.ts';
+import { type Figure, loadFigure, median, percentile, type SuiteOptions, sig } from './figures.ts';
 import { bridgeFigures } from './frost-bridge.ts';
 
 const NATS_URL = process.env['JCP_NATS_URL'] ?? 'nats://127.0.0.1:4222';
@@ -187,7 +189,8 @@ async function dkgFigures(
       nats.push(r.elapsedMs);
       lib.push(l);
     }
-    const goal = min === 3 ? { text: 'p50 ≤ 250 ms', met: median(nats) <= 250 } : undefined;
+    // The goal for a 3-of-5 DKG (docs/frost.md "Measured (bench/frost-group.ts)").
+    const goal = min === 3 ? { text: 'p50 ≤ 150 ms', met: median(nats) <= 150 } : undefined;
     figures.push(ms(`dkg ${min}-of-${max}, ${at.label}, p50 (floor: same rounds in-process)`, median(nats), median(lib), goal));
     figures.push(ms(`dkg ${min}-of-${max}, ${at.label}, p99`, percentile(nats, 99)));
   }
@@ -224,7 +227,10 @@ async function signFigures(
     // Median of the per-session differences: each session is paired with the floor run right
     // after it, so a burst of load from elsewhere hits both halves of a pair.
     const overhead = median(nats.map((t, i) => t - lib[i]!));
-    figures.push(ms(`sign ${min}-of-${max}, ${at.label}, p50 (floor: same rounds in-process)`, median(nats), median(lib)));
+    // The goal for a 2-of-3 session is read with the holders as processes (the deployment shape).
+    const p50 = median(nats);
+    const sessionGoal = at.label === 'processes' && key === '2of3' ? { text: 'p50 ≤ 10 ms', met: p50 <= 10 } : undefined;
+    figures.push(ms(`sign ${min}-of-${max}, ${at.label}, p50 (floor: same rounds in-process)`, p50, median(lib), sessionGoal));
     figures.push(ms(`sign ${min}-of-${max}, ${at.label}, p99`, percentile(nats, 99), percentile(lib, 99)));
     figures.push(
       ms(
@@ -319,7 +325,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     seedKeystore(join(root, 'inproc', `q${i}`), i, [d23.value, d710.value], (d) => d.group.min);
   }
   const nc = await connect({ servers: NATS_URL });
-  const figures: Figure[] = [];
+  const figures: Figure[] = [loadFigure('start')];
   let cluster: ParticipantCluster | undefined;
   const inproc: Participant[] = [];
   const completions = new Map<string, number>();
@@ -356,6 +362,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     });
     // An approved 2-of-3 call through the bridge against a single-key call (bench/frost-bridge.ts).
     figures.push(...(await bridgeFigures(nc, rng)));
+    figures.push(loadFigure('end'));
   } finally {
     for (const p of inproc) await p.stop();
     await cluster?.dispose();

@@ -361,9 +361,12 @@ export interface DecisionBody {
   readonly resource: string;
 }
 
+/** The longest `reason` a decision record keeps (characters; {@link sealDecision} cuts longer ones). */
+export const MAX_REASON_CHARS = 2000;
+
 /** Signs a decision as the holder (Ed25519 over canonical CBOR of the body); returns the record bytes `{body, signature}`. */
 export function sealDecision(body: DecisionBody, holder: Actor): Uint8Array {
-  return encode(signBody({ ...body, reason: body.reason.slice(0, 2000) }, holder));
+  return encode(signBody({ ...body, reason: body.reason.slice(0, MAX_REASON_CHARS) }, holder));
 }
 
 /** A decision record read back, with whether its signature verifies under `body.holder`. */

@@ -5,7 +5,18 @@
  * `approval.ts`; docs/frost.md "Approvals" documents the formats and subjects.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -13,9 +24,11 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { contentId, type ContentId, contentIdOfBytes, type Did } from '../core/index.ts';
 import { ensureStream, isStreamNotFound, storeNameOf } from '../natsio/index.ts';
 import {
+  type DecisionBody,
   type DecodedCall,
   DEFAULT_MAX_SKEW_S,
   judgeByRules,
+  MAX_REASON_CHARS,
   openDecision,
   parseRules,
   type ReadDecision,
@@ -349,6 +362,12 @@ export class DecisionJournal {
   readonly #fd: number;
   /** `<groupTag>:<identifier>:<session>` → the last decision taken for it. */
   readonly #bySession = new Map<string, { request: ContentId; approve: boolean; reason: string }>();
+  /** Background fdatasyncs still running ({@link appendSealed}). */
+  #pending = 0;
+  /** The latest background fdatasync. */
+  #latest: Promise<void> = Promise.resolve();
+  /** Set once a background fdatasync failed: nothing is appended or trusted after it. */
+  #failed: FrostError | undefined;
 
   private constructor(path: string) {
     this.path = path;
@@ -385,23 +404,77 @@ export class DecisionJournal {
     return this.#bySession.get(key(group, identifier, session));
   }
 
-  /** Appends a record (durably: fdatasync) and indexes it. @throws FrostError `frost-journal-io`. */
+  /**
+   * Appends a record (durably: fdatasync) and indexes it (once its signature verifies).
+   * @throws FrostError `frost-journal-io`; the decoder's JcpError for bytes that are not a record.
+   */
   append(record: Uint8Array): void {
     const d = openDecision(record);
+    this.#write(record);
+    this.#note(d);
+  }
+
+  /**
+   * {@link append} for a record this process has just sealed ({@link sealDecision} of `body`),
+   * with the fdatasync in the background: the record is written and indexed before this returns
+   * (so the session is bound to its request at once), indexed from `body` (its reason cut as the
+   * record's is) rather than read back and re-verified, and the returned promise resolves once
+   * it is on stable storage (rejects with `frost-journal-io`). The caller must not let the share
+   * or refusal the decision governs leave before then ({@link settled} waits for every record).
+   * @throws FrostError `frost-journal-io` when the write fails.
+   */
+  appendSealed(record: Uint8Array, body: DecisionBody): Promise<void> {
+    this.#write(record, false);
+    this.#bySession.set(key(body.group, body.identifier, body.session), {
+      request: body.request,
+      approve: body.decision === 'approve',
+      reason: body.reason.slice(0, MAX_REASON_CHARS),
+    });
+    this.#pending++;
+    const durable = new Promise<void>((resolve, reject) => {
+      fdatasync(this.#fd, (e) => {
+        this.#pending--;
+        // A failed fdatasync may have dropped the dirty pages (a later one can then succeed
+        // without them): the journal is not trusted again in this process.
+        if (e) this.#failed ??= new FrostError(FrostErrorCodes.JOURNAL_IO, `${this.path}: fdatasync failed: ${e.message}`);
+        if (this.#failed) reject(this.#failed);
+        else resolve();
+      });
+    });
+    this.#latest = durable;
+    durable.catch(() => undefined); // awaited by the caller; never an unhandled rejection here
+    return durable;
+  }
+
+  /**
+   * Resolves once every record appended so far is on stable storage (each background fdatasync
+   * covers every write before it, so the latest one is enough); rejects with `frost-journal-io`
+   * after any fdatasync of this journal failed.
+   */
+  async settled(): Promise<void> {
+    if (this.#failed) throw this.#failed;
+    await this.#latest;
+  }
+
+  #write(record: Uint8Array, durable = true): void {
+    if (this.#failed) throw this.#failed;
     const head = new Uint8Array(4);
     new DataView(head.buffer).setUint32(0, record.length, false);
     try {
       writeSync(this.#fd, Buffer.concat([head, record]));
-      fdatasyncSync(this.#fd);
+      if (durable) fdatasyncSync(this.#fd);
     } catch (e) {
       throw new FrostError(FrostErrorCodes.JOURNAL_IO, `${this.path}: ${(e as Error).message}`);
     }
-    this.#note(d);
   }
 
-  /** Closes the file. */
+  /** Closes the file, making a record whose background fdatasync is still running durable first. */
   close(): void {
-    closeSync(this.#fd);
+    try {
+      if (this.#pending > 0 && !this.#failed) fdatasyncSync(this.#fd);
+    } finally {
+      closeSync(this.#fd);
+    }
   }
 }
 
@@ -466,15 +539,36 @@ export async function publishDecision(
   identifier: number,
   record: Uint8Array,
 ): Promise<number> {
+  const subject = approvalsSubject(prefix, group, identifier);
   try {
+    const known = approvalsStreams.get(nc);
+    if (known?.has(prefix)) {
+      try {
+        return (await jetstream(nc).publish(subject, record)).seq;
+      } catch {
+        // The stream went away (deleted, or the server lost it): make sure of it again below.
+        known.delete(prefix);
+      }
+    }
     const jsm = await jetstreamManager(nc);
     await ensureStream(jsm, { name: approvalsStream(prefix), subjects: [`${prefix}.approvals.>`], max_age: 30 * 24 * 3600 * 1e9 });
-    const ack = await jetstream(nc).publish(approvalsSubject(prefix, group, identifier), record);
+    const ack = await jetstream(nc).publish(subject, record);
+    const set = approvalsStreams.get(nc) ?? new Set<string>();
+    approvalsStreams.set(nc, set);
+    if (set.size < 64) set.add(prefix);
     return ack.seq;
   } catch (e) {
     throw new FrostError(FrostErrorCodes.TRANSPORT, `approvals stream: ${(e as Error).message}`, [], undefined, { cause: e });
   }
 }
+
+/**
+ * Per connection, the prefixes whose approvals stream a publish has already found or made: later
+ * decisions go straight to the stream (one request each, not three: the account check and the
+ * stream look-up were most of a decision's NATS traffic). A publish that fails drops the entry,
+ * so a stream deleted meanwhile is made again. At most 64 prefixes per connection.
+ */
+const approvalsStreams = new WeakMap<NatsConnection, Set<string>>();
 
 /** One message of the approvals stream (or record of a journal): a record read back, or why it is not one. */
 export interface StreamedDecision {

@@ -21,7 +21,7 @@ import { type Bus, DEFAULT_PREFIX, type GroupRegistry, natsBus, natsRegistry, su
 import { type Culprit, describeCulprits, FrostError, FrostErrorCodes } from './errors.ts';
 import { type GroupPublic, groupDigest, IDENTITY_ENCODING, type SigningCommitment } from './group.ts';
 import { expectMessage, openMessage, sealMessage } from './message.ts';
-import { aggregate, type SigningPackage } from './sign.ts';
+import { aggregatePlanned, planAggregate, type SigningPackage } from './sign.ts';
 import { packagePayload, readCommitment, readRefusal, readShare } from './sign-wire.ts';
 
 /** Options for {@link signWithGroup}. */
@@ -340,7 +340,7 @@ async function attemptOnce(
   const chosen = [...commitments.keys()].slice(0, want);
   const pkg: SigningPackage = { message: opts.message, commitments: chosen.map((id) => commitments.get(id)!) };
   const payload = packagePayload(opts.group, pkg);
-  const replies = await Promise.allSettled(
+  const pending = Promise.allSettled(
     chosen.map(async (id) => {
       const to = g.roster[id - 1]!;
       const raw = await bus.request(
@@ -351,9 +351,15 @@ async function attemptOnce(
       return { id, raw };
     }),
   );
+  // Once the packages are on the wire (the client writes on a microtask), derive what needs
+  // only the package — commitment checks, binding factors, group commitment, challenge — while
+  // the signers work, so only the sum and one Ed25519 verification are left when shares arrive.
+  await new Promise<void>((r) => setImmediate(r));
+  const plan = planAggregate(g, pkg);
+  const replies = await pending;
   done();
   const shares = readShares(opts, g, me, session, chosen, replies, culprit);
-  const sig = aggregate(g, pkg, shares);
+  const sig = aggregatePlanned(g, plan, shares);
   if (!sig.ok) {
     const culprits = sig.error.culprits.map((c) => (c.identifier !== undefined ? culprit(c.identifier) : c));
     throw new FrostError(

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type Actor, bytesEqual, type Did, encode, type Obj, type Rng } from '../core/index.ts';
-import { type BoxKeyPair, newBoxKey, open, pairKey, seal } from './box.ts';
+import { type BoxKeyPair, newBoxKey, open, pairKeyFrom, seal, sharedSecret } from './box.ts';
 import type { Bus, subjects } from './bus.ts';
 import { type DkgState, dkgAbandon, dkgRound1, dkgRound2, dkgRound3, type Round1Package } from './dkg.ts';
 import {
@@ -71,6 +71,8 @@ export class DkgSession {
   readonly initiator: Did;
   readonly #deps: DkgSessionDeps;
   readonly #box: BoxKeyPair = newBoxKey();
+  /** X25519 shared secret with each peer (by did), computed once at `dkg-start`; zeroed at the end. */
+  readonly #shared = new Map<Did, Uint8Array>();
   #phase: Phase = 'hello';
   #timeoutMs: number;
   #timer: NodeJS.Timeout | undefined;
@@ -259,7 +261,8 @@ export class DkgSession {
     for (const p of s.value.roster) {
       if (p === me) continue;
       try {
-        pairKey(this.#box.secret, p.encKey, boxContext(this.session, me, p));
+        // Once per peer and session: rounds 2 and 3 derive their keys from it.
+        this.#shared.set(p.did, sharedSecret(this.#box.key ?? this.#box.secret, p.encKey, p.did));
       } catch {
         this.#abort(FrostErrorCodes.BAD_MESSAGE, `${p.did} announced an unusable X25519 key`, [this.#culprit(p.did)]);
         return;
@@ -348,7 +351,7 @@ export class DkgSession {
       for (const p of peers) {
         const ctx = boxContext(this.session, me, p);
         const nonce = new Uint8Array(randomBytes(12));
-        const ct = seal(pairKey(this.#box.secret, p.encKey, ctx), nonce, ctx, r.value.get(start.roster.indexOf(p) + 1)!);
+        const ct = seal(pairKeyFrom(this.#shared.get(p.did)!, ctx), nonce, ctx, r.value.get(start.roster.indexOf(p) + 1)!);
         this.#send('dkg-round2', 2, { identifier: this.#myIndex + 1, nonce, ciphertext: ct }, p);
       }
     }
@@ -360,7 +363,7 @@ export class DkgSession {
       for (const p of peers) {
         const sh = readRound2(this.#r2.get(p.did)!.body.payload);
         const ctx = boxContext(this.session, p, me);
-        const share = open(pairKey(this.#box.secret, p.encKey, ctx), sh.nonce, ctx, sh.ciphertext);
+        const share = open(pairKeyFrom(this.#shared.get(p.did)!, ctx), sh.nonce, ctx, sh.ciphertext);
         if (share?.length !== 32) bad.push(p);
         else received.set(sh.identifier, share);
       }
@@ -453,6 +456,8 @@ export class DkgSession {
     if (this.#timer) clearTimeout(this.#timer);
     if (this.#state) dkgAbandon(this.#state);
     this.#box.secret.fill(0);
+    for (const k of this.#shared.values()) k.fill(0);
+    this.#shared.clear();
     if (!o.ok) this.#record?.signingShare.fill(0);
     this.#deps.onFinish(o);
   }

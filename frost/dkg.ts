@@ -6,19 +6,21 @@
  * 2. {@link dkgRound2}: check everyone's round-1 package, compute one share `f_me(j)` per peer.
  * 3. {@link dkgRound3}: check every received share against its sender's commitment, sum them.
  *
- * Round 1 draws the polynomial with noble's `ed25519_FROST.DKG.round1`; rounds 2 and 3 (the proof,
- * share and commitment checks, where the time goes) are written here over the group operations of
- * `curve.ts` (libsodium by default, noble as the reference). Each package and share is checked on
- * its own, so a fault names every sender who misbehaved. Pure: no I/O, no clock;
- * randomness is an argument. Nothing here encrypts or authenticates: that is the actor's job.
+ * All three rounds are written here over the group operations of `curve.ts` (libsodium by
+ * default, noble as the reference); round 1 draws its scalars exactly as noble's
+ * `ed25519_FROST.DKG.round1` does, so both give the same package for the same randomness. Each
+ * package and share is checked on its own, so a fault names every sender who misbehaved. Pure:
+ * no I/O, no clock; randomness is an argument. Nothing here encrypts or authenticates: that is the actor's job.
  */
 import type { DKG_Secret } from '@noble/curves/abstract/frost.js';
+import { getMinHashLength, mapHashToField } from '@noble/curves/abstract/modular.js';
+import { bytesToNumberLE } from '@noble/curves/utils.js';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { bytesEqual, concat, err, ok, type Result, type Rng, utf8 } from '../core/index.ts';
 import { curve } from './curve.ts';
 import { type Culprit, fault, FrostErrorCodes, type FrostFault } from './errors.ts';
 import { isCanonicalScalar } from './sign.ts';
-import { checkThreshold, Fn, idHex, nobleRng, type PublicPackage, type ShareSecret, suite, type Threshold } from './group.ts';
+import { checkThreshold, Fn, type PublicPackage, type ShareSecret, suite, type Threshold } from './group.ts';
 
 /** A participant's public round-1 broadcast: its VSS commitment and proof of knowledge of `a0`. */
 export interface Round1Package {
@@ -49,18 +51,39 @@ function checkIdentifier(id: number, t: Threshold): boolean {
 }
 
 /**
- * Round 1: draws this participant's polynomial (degree `min − 1`) and proof of knowledge.
+ * A uniform non-zero scalar from `rng`, exactly as noble's `ed25519_FROST` draws its polynomial
+ * coefficients and proof nonces (`mapHashToField` over 48 random bytes, so `1..L−1`): the same
+ * `rng` gives the same round-1 output as noble's `DKG.round1` (test/frost/dkg.test.ts compares).
+ */
+function randomScalar(rng: Rng): bigint {
+  return bytesToNumberLE(mapHashToField(rng(getMinHashLength(Fn.ORDER)), Fn.ORDER, true));
+}
+
+/**
+ * Round 1: draws this participant's polynomial (degree `min − 1`), commits to every coefficient
+ * (`a_j·G`, RFC 9591 App. C.2) and proves knowledge of `a_0` (Schnorr: `R = k·G`,
+ * `μ = k + a_0·H_dkg(id ‖ a_0·G ‖ R)`), the frost-rs / noble round 1, with the base
+ * multiplications on `curve.ts` (noble's constant-time blinded multiplication cost ≈ 2 ms each).
  * Returns `frost-bad-params` for a bad threshold or identifier.
  */
 export function dkgRound1(identifier: number, t: Threshold, rng: Rng): Result<{ state: DkgState; package: Round1Package }, FrostFault> {
   const c = checkThreshold(t);
   if (!c.ok) return c;
   if (!checkIdentifier(identifier, t)) return err(fault(FrostErrorCodes.BAD_PARAMS, `identifier ${identifier} outside 1..${t.max}`));
-  const r = suite.DKG.round1(idHex(identifier), { min: t.min, max: t.max }, undefined, nobleRng(rng));
-  return ok({
-    state: { identifier, threshold: t, secret: r.secret },
-    package: { identifier, commitment: r.public.commitment, proof: r.public.proofOfKnowledge },
-  });
+  const coefficients = Array.from({ length: t.min }, () => randomScalar(rng));
+  const commitment = coefficients.map((a) => curve.baseMul(Fn.toBytes(a)));
+  const k = randomScalar(rng);
+  const R = curve.baseMul(Fn.toBytes(k));
+  const challenge = Fn.fromBytes(pokChallenge(identifier, commitment[0]!, R));
+  const proof = concat(R, Fn.toBytes(Fn.add(k, Fn.mul(coefficients[0]!, challenge))));
+  const secret: DKG_Secret = {
+    identifier: BigInt(identifier),
+    coefficients,
+    commitment: commitment.map((x) => x.slice()),
+    signers: { min: t.min, max: t.max },
+    step: 1,
+  };
+  return ok({ state: { identifier, threshold: t, secret }, package: { identifier, commitment, proof } });
 }
 
 /**

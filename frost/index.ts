@@ -67,7 +67,17 @@ export {
   writeIdentityFile,
   writeShareFile,
 } from './sharefile.ts';
-export { aggregate, badShares, checkPackage, commit, type SigningPackage, signShare, soloSignature } from './sign.ts';
+export {
+  aggregate,
+  aggregatePlanned,
+  badShares,
+  checkPackage,
+  commit,
+  planAggregate,
+  type SigningPackage,
+  signShare,
+  soloSignature,
+} from './sign.ts';
 export { CommitmentPrefetch } from './coordinator.ts';
 export { warmUp } from './group.ts';
 export { type Curve, curves, useCurve } from './curve.ts';

@@ -423,8 +423,10 @@ export class Participant {
   }
 
   /**
-   * Decodes `message`, applies the approval policy, journals the signed decision (durably) and
-   * publishes it. Resolves with the refusal, or undefined when approved.
+   * Decodes `message`, applies the approval policy, journals the signed decision and publishes
+   * it. Resolves with the refusal once its record is durable, or undefined when approved: the
+   * approval's record is made durable in the background (the commitment it unblocks may leave
+   * before; the share waits for it, see {@link #signPackage}).
    */
   async #decide(rec: ShareRecord, session: string, message: Uint8Array): Promise<FrostFault | undefined> {
     const approver = this.#approver;
@@ -450,8 +452,9 @@ export class Participant {
         action: subject.kind === 'raw' ? '' : subject.action,
         resource: subject.kind === 'raw' ? '' : subject.resource,
       };
-      this.#keepDecision(rec, this.#decisions, body);
+      const durable = this.#keepDecision(rec, this.#decisions, body);
       if (v.approve) return undefined;
+      await durable;
       return fault(subject.kind === 'raw' && !approver.allowRaw ? FrostErrorCodes.NOT_A_REQUEST : FrostErrorCodes.NOT_APPROVED, v.reason);
     } finally {
       this.#deciding.delete(k);
@@ -461,11 +464,11 @@ export class Participant {
   /**
    * Seals `body` with the holder's identity key, journals it, reports it as a `decision` event and
    * publishes it on `<prefix>_approvals` (a failed publish is reported as a `frost-transport` error
-   * event; the journal keeps the record).
+   * event; the journal keeps the record). Returns the record's durability (its background fdatasync).
    */
-  #keepDecision(rec: ShareRecord, journal: DecisionJournal, body: DecisionBody): void {
+  #keepDecision(rec: ShareRecord, journal: DecisionJournal, body: DecisionBody): Promise<void> {
     const record = sealDecision(body, rec.identity);
-    journal.append(record);
+    const durable = journal.appendSealed(record, body);
     this.#emit({
       event: 'decision',
       session: body.session,
@@ -477,9 +480,14 @@ export class Participant {
       decision: body.decision,
       reason: body.reason,
     });
-    publishDecision(this.#opts.nc, this.#prefix, rec.did, rec.identifier, record).catch((x) =>
-      this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
+    // The journal holds the record; the stream copy goes out after the reply this decision
+    // unblocks (a commitment or a share), so it does not stand in the session's way.
+    setImmediate(() =>
+      publishDecision(this.#opts.nc, this.#prefix, rec.did, rec.identifier, record).catch((x) =>
+        this.#emit({ event: 'error', code: FrostErrorCodes.TRANSPORT, why: (x as Error).message }),
+      ),
     );
+    return durable;
   }
 
   #digest(rec: ShareRecord): string {
@@ -551,10 +559,16 @@ export class Participant {
     }
     const session = m.body.session;
     const ruled = this.#ruled(rec, session, parsed.pkg.message);
-    // A refused or mismatched package burns the session: its nonce is dropped, never used.
+    // A refused or mismatched package burns the session: its nonce is dropped, never used. The
+    // refusal leaves once the decision records behind it are durable.
     const burn = (f: FrostFault) => {
       journal.release(session);
-      this.#refuse(rec, reply, m, 2, f);
+      this.#decisions
+        .settled()
+        .then(() => this.#refuse(rec, reply, m, 2, f))
+        .catch((e: unknown) =>
+          this.#emit({ event: 'error', code: isFrostError(e) ? e.code : 'internal', why: (e as Error)?.message ?? String(e) }),
+        );
     };
     if (ruled === 'pending') {
       this.#refuse(rec, reply, m, 2, fault(FrostErrorCodes.REFUSED, `a decision on session ${session} is under way`));
@@ -588,7 +602,8 @@ export class Participant {
       return;
     }
     // The `used` record is written now (a second package is refused at once) and fdatasync'd in
-    // the background while the share is computed; the share leaves only once the record is durable.
+    // the background while the share is computed; the share leaves only once that record and the
+    // approval behind it (journaled in round one, its fdatasync in the background) are durable.
     const claimed = journal.claim(m.body.session, mine.commitment, Date.now());
     if (!claimed.ok) {
       this.#refuse(rec, reply, m, 2, claimed.error);
@@ -597,7 +612,7 @@ export class Participant {
     const { nonces, durable } = claimed.value;
     const share = signShare(rec.group, rec, nonces, mine.commitment, parsed.pkg);
     const session = m.body.session;
-    durable
+    Promise.all([durable, this.#decisions.settled()])
       .then(() => {
         if (!share.ok) return this.#refuse(rec, reply, m, 2, share.error);
         this.#reply(rec, reply, 'sign-share', m, 2, { group: rec.did, identifier: rec.identifier, share: share.value });

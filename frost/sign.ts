@@ -186,7 +186,10 @@ export function signShare(
   if (!bytesEqual(curve.baseMul(nonces.hiding), mine.hiding) || !bytesEqual(curve.baseMul(nonces.binding), mine.binding)) {
     return refuse('incorrect signer commitment (the nonces are not the ones committed to)');
   }
-  const invalid = invalidCommitments(pkg);
+  // My own commitment is checked above (byte-equal to `mine`, which is baseMul of my nonces:
+  // a valid element by construction); every other one is decoded under RFC 9591 §3.1 here.
+  const others = pkg.commitments.filter((x) => x.identifier !== share.identifier);
+  const invalid = invalidCommitments({ message: pkg.message, commitments: others });
   if (invalid.length) return refuse('a commitment is not a valid element', invalid);
   const p = prepare(pub, pkg);
   const me = p.signers.get(share.identifier)!;
@@ -198,15 +201,12 @@ export function signShare(
 }
 
 /**
- * The share checks of RFC 9591 §5.4 and the group commitment, computed once: culprits (a share
- * missing, not a canonical scalar, or failing `z_i·G = R_i + (c·λ_i)·PK_i`; a commitment not a
- * valid element) and, when there are none, the prepared package.
+ * The commitment checks a coordinator makes before anything is derived from a package: every
+ * commitment 2 × 32 bytes and not the identity, every point a valid element (RFC 9591 §3.1),
+ * identifiers in `1..max` and distinct. Returns the offending identifiers (all of them when the
+ * identifiers are wrong), empty when the package is sound.
  */
-function checkShares(
-  pub: PublicPackage,
-  pkg: SigningPackage,
-  shares: ReadonlyMap<number, Uint8Array>,
-): { bad: Culprit[]; prepared?: Prepared } {
+function packageCulprits(pub: PublicPackage, pkg: SigningPackage): Culprit[] {
   const malformed = pkg.commitments.filter(
     (c) =>
       c.hiding.length !== 32 ||
@@ -214,25 +214,32 @@ function checkShares(
       bytesEqual(c.hiding, IDENTITY_ENCODING) ||
       bytesEqual(c.binding, IDENTITY_ENCODING),
   );
-  if (malformed.length) return { bad: malformed.map((c) => ({ identifier: c.identifier })) };
+  if (malformed.length) return malformed.map((c) => ({ identifier: c.identifier }));
   const invalid = invalidCommitments(pkg);
-  if (invalid.length) return { bad: invalid };
+  if (invalid.length) return invalid;
   const ids = pkg.commitments.map((c) => c.identifier);
   const inRange = ids.every((i) => Number.isSafeInteger(i) && i >= 1 && i <= pub.max);
-  if (!inRange || new Set(ids).size !== ids.length) return { bad: ids.map((identifier) => ({ identifier })) };
-  const prepared = prepare(pub, pkg);
-  const bad: Culprit[] = [];
-  for (const id of ids) {
-    const z = shares.get(id);
-    const me = prepared.signers.get(id)!;
-    const pk = pub.verifyingShares[id - 1]!;
-    const good =
-      z !== undefined &&
-      isCanonicalScalar(z) &&
-      bytesEqual(curve.baseMul(z), curve.add(me.Ri, curve.mul(pk, curve.scalarMul(prepared.c, me.lambda))));
-    if (!good) bad.push({ identifier: id });
-  }
-  return bad.length ? { bad } : { bad, prepared };
+  if (!inRange || new Set(ids).size !== ids.length) return ids.map((identifier) => ({ identifier }));
+  return [];
+}
+
+/** RFC 9591 §5.4 for one signer: `z_i` present, canonical, and `z_i·G = R_i + (c·λ_i)·PK_i`. */
+function shareVerifies(pub: PublicPackage, prepared: Prepared, id: number, z: Uint8Array | undefined): boolean {
+  const me = prepared.signers.get(id)!;
+  const pk = pub.verifyingShares[id - 1]!;
+  return (
+    z !== undefined &&
+    isCanonicalScalar(z) &&
+    bytesEqual(curve.baseMul(z), curve.add(me.Ri, curve.mul(pk, curve.scalarMul(prepared.c, me.lambda))))
+  );
+}
+
+/** The identifiers of the package whose share fails {@link shareVerifies}. */
+function failingShares(pub: PublicPackage, prepared: Prepared, pkg: SigningPackage, shares: ReadonlyMap<number, Uint8Array>): Culprit[] {
+  return pkg.commitments
+    .map((c) => c.identifier)
+    .filter((id) => !shareVerifies(pub, prepared, id, shares.get(id)))
+    .map((identifier) => ({ identifier }));
 }
 
 /**
@@ -240,15 +247,77 @@ function checkShares(
  * missing, or whose commitment is not a valid element). Empty when every share is good.
  */
 export function badShares(pub: PublicPackage, pkg: SigningPackage, shares: ReadonlyMap<number, Uint8Array>): Culprit[] {
-  return checkShares(pub, pkg, shares).bad;
+  const culprits = packageCulprits(pub, pkg);
+  if (culprits.length) return culprits;
+  return failingShares(pub, prepare(pub, pkg), pkg, shares);
 }
 
 /**
- * Aggregates (RFC 9591 §5.3) after verifying every share (§5.4), then checks the result as an
+ * What a coordinator derives from a signing package before any share exists (see
+ * {@link planAggregate}). Opaque: pass it to {@link aggregatePlanned} with the same `pub`.
+ */
+export interface AggregationPlan {
+  readonly pkg: SigningPackage;
+  /** The package's commitment checks failed: these identifiers are at fault. */
+  readonly culprits: readonly Culprit[];
+  readonly prepared?: Prepared;
+}
+
+/**
+ * The part of aggregation that needs only the package (RFC 9591 §5.3–§5.4): the commitment
+ * checks (sizes, identity, valid elements per §3.1, identifiers) and the binding factors, group
+ * commitment, Lagrange coefficients and challenge. Never fails: a bad package is carried in the
+ * plan and reported by {@link aggregatePlanned}, so a coordinator can compute this while the
+ * signers compute their shares, off the session's critical path.
+ */
+export function planAggregate(pub: PublicPackage, pkg: SigningPackage): AggregationPlan {
+  const culprits = packageCulprits(pub, pkg);
+  return culprits.length ? { pkg, culprits } : { pkg, culprits, prepared: prepare(pub, pkg) };
+}
+
+/**
+ * Aggregates (RFC 9591 §5.3) the shares of a planned package and checks the result as an
  * ordinary Ed25519 signature under the group's did:key with the project's verifier
- * (`core/ed25519.ts`). Faults: `frost-bad-signature-share` naming every bad signer (or none, when
- * the signer count is outside `min..max` or a share comes from outside the package);
- * `frost-bad-signature` if the aggregate still does not verify.
+ * (`core/ed25519.ts`). Every share must be present and a canonical scalar (§5.3
+ * DeserializeScalar); the sum is then verified as a whole, and only when it does not verify is
+ * each share checked on its own (§5.4 identifiable abort) to name the signers at fault, as
+ * frost-rs does: a signature that verifies under the group key is a valid one whoever's shares
+ * made it, and a failed one names exactly the signers the per-share check would. Faults:
+ * `frost-bad-signature-share` naming every bad signer (or none, when the signer count is outside
+ * `min..max` or a share comes from outside the package; or the commitments the plan refused);
+ * `frost-bad-signature` if the aggregate does not verify and no single share is at fault.
+ */
+export function aggregatePlanned(
+  pub: PublicPackage,
+  plan: AggregationPlan,
+  shares: ReadonlyMap<number, Uint8Array>,
+): Result<Uint8Array, FrostFault> {
+  const pkg = plan.pkg;
+  const n = pkg.commitments.length;
+  const listed = new Set(pkg.commitments.map((c) => c.identifier));
+  if (n < pub.min || n > pub.max || [...shares.keys()].some((id) => !listed.has(id))) {
+    return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, `aggregation failed: ${n} signers, ${shares.size} shares`, []));
+  }
+  const prepared = plan.prepared;
+  const badShare = (culprits: Culprit[]) =>
+    err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', culprits));
+  if (!prepared || plan.culprits.length) return badShare([...plan.culprits]);
+  const zs = pkg.commitments.map((c) => shares.get(c.identifier));
+  if (zs.some((z) => z === undefined || !isCanonicalScalar(z))) return badShare(failingShares(pub, prepared, pkg, shares));
+  let z: Uint8Array = new Uint8Array(32);
+  for (const zi of zs) z = curve.scalarAdd(z, zi!);
+  const sig = concat(prepared.R, z);
+  if (verify(parseDid(groupDid(pub)), pkg.message, sig)) return ok(sig);
+  const culprits = failingShares(pub, prepared, pkg, shares);
+  if (culprits.length) return badShare(culprits);
+  return err(fault(FrostErrorCodes.BAD_SIGNATURE, 'the aggregate does not verify as Ed25519 under the group key'));
+}
+
+/**
+ * Aggregates (RFC 9591 §5.3): {@link planAggregate} then {@link aggregatePlanned}, in one call.
+ * Faults: `frost-bad-signature-share` naming every bad signer (or none, when the signer count
+ * is outside `min..max` or a share comes from outside the package); `frost-bad-signature` if
+ * the aggregate does not verify and no single share is at fault.
  */
 export function aggregate(
   pub: PublicPackage,
@@ -257,18 +326,11 @@ export function aggregate(
 ): Result<Uint8Array, FrostFault> {
   const n = pkg.commitments.length;
   const listed = new Set(pkg.commitments.map((c) => c.identifier));
+  // The cheap count checks first, as before: no point arithmetic for a package of the wrong size.
   if (n < pub.min || n > pub.max || [...shares.keys()].some((id) => !listed.has(id))) {
     return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, `aggregation failed: ${n} signers, ${shares.size} shares`, []));
   }
-  const { bad, prepared } = checkShares(pub, pkg, shares);
-  if (bad.length || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));
-  let z: Uint8Array = new Uint8Array(32);
-  for (const c of pkg.commitments) z = curve.scalarAdd(z, shares.get(c.identifier)!);
-  const sig = concat(prepared.R, z);
-  if (!verify(parseDid(groupDid(pub)), pkg.message, sig)) {
-    return err(fault(FrostErrorCodes.BAD_SIGNATURE, 'the aggregate does not verify as Ed25519 under the group key'));
-  }
-  return ok(sig);
+  return aggregatePlanned(pub, planAggregate(pub, pkg), shares);
 }
 
 /**

@@ -8,7 +8,7 @@ import { ed25519, ed25519_FROST } from '@noble/curves/ed25519.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { seededRng, utf8 } from '../../core/index.ts';
-import { curves, IDENTITY, nobleCurve, sodiumCurve, useCurve } from '../../frost/internal.ts';
+import { checkRound1, curves, dkgRound1, IDENTITY, nobleCurve, sodiumCurve, useCurve } from '../../frost/internal.ts';
 import { aggregate, commit, deal, signShare } from '../../frost/index.ts';
 import { hex, vectorJson } from '../vectors/load.ts';
 
@@ -134,6 +134,33 @@ describe('frost/curve: sodium against the noble reference', () => {
         expect(results[0]).toBe(results[1]);
       }),
       { numRuns: 8 },
+    );
+  });
+
+  it('property: dkg round 1 over either implementation gives noble ed25519_FROST.DKG.round1’s package byte for byte', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1_000_000 }), fc.constantFrom([2, 3], [3, 5], [2, 2]), (seed, [min, max]) => {
+        const t = { min: min!, max: max! };
+        const id = (seed % t.max) + 1;
+        const refRng = seededRng(`dkg1-${seed}`);
+        const nobleRef = ed25519_FROST.DKG.round1(ed25519_FROST.Identifier.fromNumber(id), t, undefined, ((n?: number) =>
+          refRng(n ?? 32)) as never);
+        expect(nobleRef.public.commitment.length).toBe(t.min);
+        for (const c of Object.values(curves)) {
+          const was = useCurve(c);
+          try {
+            const r = dkgRound1(id, t, seededRng(`dkg1-${seed}`));
+            if (!r.ok) throw new Error(r.error.why);
+            expect(r.value.package.commitment.map(hexOf), c.name).toEqual(nobleRef.public.commitment.map(hexOf));
+            expect(hexOf(r.value.package.proof), c.name).toBe(hexOf(nobleRef.public.proofOfKnowledge));
+            expect(r.value.state.secret.coefficients, c.name).toEqual(nobleRef.secret.coefficients);
+            expect(checkRound1(r.value.package, t), c.name).toEqual({ ok: true, value: undefined });
+          } finally {
+            useCurve(was);
+          }
+        }
+      }),
+      { numRuns: 12 },
     );
   });
 });

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { concat, fromHex, parseDid, toHex, utf8, verify } from '../../core/index.ts';
 import {
   aggregate,
+  aggregatePlanned,
   badShares,
   checkPackage,
   commit,
@@ -21,6 +22,7 @@ import {
   FrostErrorCodes,
   groupDid,
   IDENTITY_ENCODING,
+  planAggregate,
   type SigningCommitment,
   type SigningPackage,
   signShare,
@@ -226,5 +228,70 @@ describe('rfc9591 / elements (RFC 9591 §3.1 DeserializeElement)', () => {
       ]),
     );
     expect(r.ok ? 'aggregated' : r.error).toMatchObject({ code: FrostErrorCodes.BAD_SIGNATURE_SHARE, culprits: [{ identifier: 3 }] });
+  });
+
+  it('aggregation planned before the shares: the same signature; a bad share or commitment named as before', () => {
+    const { a, b } = fresh();
+    const pub = d.value.group;
+    const pkg = { message: msg, commitments: [a.commitment, b.commitment] };
+    const plan = planAggregate(pub, pkg);
+    const z1 = signShare(pub, s1!, a.nonces, a.commitment, pkg);
+    const z3 = signShare(pub, s3!, b.nonces, b.commitment, pkg);
+    if (!z1.ok || !z3.ok) throw new Error('share failed');
+    const good = new Map([
+      [1, z1.value],
+      [3, z3.value],
+    ]);
+    const planned = aggregatePlanned(pub, plan, good);
+    const whole = aggregate(pub, pkg, good);
+    if (!planned.ok || !whole.ok) throw new Error('aggregation failed');
+    expect(toHex(planned.value)).toBe(toHex(whole.value));
+    expect(verify(parseDid(groupDid(pub)), msg, planned.value)).toBe(true);
+    // A missing share, a non-canonical one, and a wrong one are each named.
+    const code = (m: Map<number, Uint8Array>) => {
+      const r = aggregatePlanned(pub, plan, m);
+      return r.ok ? 'aggregated' : { code: r.error.code, culprits: r.error.culprits };
+    };
+    expect(code(new Map([[1, z1.value]]))).toEqual({ code: FrostErrorCodes.BAD_SIGNATURE_SHARE, culprits: [{ identifier: 3 }] });
+    expect(
+      code(
+        new Map([
+          [1, new Uint8Array(32).fill(0xff)],
+          [3, z3.value],
+        ]),
+      ),
+    ).toEqual({ code: FrostErrorCodes.BAD_SIGNATURE_SHARE, culprits: [{ identifier: 1 }] });
+    const off = Fn.toBytes(Fn.add(Fn.fromBytes(z3.value), 1n));
+    expect(
+      code(
+        new Map([
+          [1, z1.value],
+          [3, off],
+        ]),
+      ),
+    ).toEqual({ code: FrostErrorCodes.BAD_SIGNATURE_SHARE, culprits: [{ identifier: 3 }] });
+    // A commitment that is not a valid element is refused by the plan, naming its holder.
+    const evil = planAggregate(pub, { message: msg, commitments: [a.commitment, { ...b.commitment, binding: invalid }] });
+    const r = aggregatePlanned(pub, evil, good);
+    expect(r.ok ? 'aggregated' : r.error).toMatchObject({ code: FrostErrorCodes.BAD_SIGNATURE_SHARE, culprits: [{ identifier: 3 }] });
+  });
+
+  it('verify-first (RFC 9591 §5.3, as frost-rs): shares that sum to a valid signature are accepted; each is still named by badShares', () => {
+    const { a, b } = fresh();
+    const pub = d.value.group;
+    const pkg = { message: msg, commitments: [a.commitment, b.commitment] };
+    const z1 = signShare(pub, s1!, a.nonces, a.commitment, pkg);
+    const z3 = signShare(pub, s3!, b.nonces, b.commitment, pkg);
+    if (!z1.ok || !z3.ok) throw new Error('share failed');
+    // Two colluding signers shift value between their shares: neither share verifies on its
+    // own, the sum is the same valid Ed25519 signature.
+    const shifted = new Map([
+      [1, Fn.toBytes(Fn.add(Fn.fromBytes(z1.value), 7n))],
+      [3, Fn.toBytes(Fn.sub(Fn.fromBytes(z3.value), 7n))],
+    ]);
+    const r = aggregate(pub, pkg, shifted);
+    if (!r.ok) throw new Error(r.error.why);
+    expect(verify(parseDid(groupDid(pub)), msg, r.value)).toBe(true);
+    expect(badShares(pub, pkg, shifted)).toEqual([{ identifier: 1 }, { identifier: 3 }]);
   });
 });
