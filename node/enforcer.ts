@@ -84,8 +84,10 @@ import {
   type McpNotificationMessage,
   endpointUnavailableIn,
   errorResult,
+  type McpInput,
 } from './endpoint.ts';
 import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
+import { type ContinuationLimits, type ContinuationParty, Continuations, DEFAULT_CONTINUATION_LIMITS } from './continuations.ts';
 import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
@@ -116,6 +118,8 @@ export interface EndpointBinding {
 
 /** Everything the request path uses. */
 export interface EnforcerDeps {
+  /** Bounds of the MCP calls waiting for input (node/continuations.ts; default {@link DEFAULT_CONTINUATION_LIMITS}). */
+  readonly continuationLimits?: ContinuationLimits;
   readonly steward: Actor;
   readonly log: ReceiptLog;
   readonly ledger: Ledger;
@@ -176,6 +180,7 @@ export interface EnforcerDeps {
 }
 
 const dec = new TextDecoder('utf-8', { fatal: true });
+const enc = new TextEncoder();
 
 /** An error reply body (§11): `{error: {code, message}}`, never a receipt. */
 export function errorBody(code: WireErrorCode | string, message: string): Uint8Array {
@@ -188,12 +193,15 @@ export class Enforcer {
   readonly #state: DecisionState;
   readonly #inflight = new Map<ContentId, Promise<Uint8Array>>();
   readonly #chains = new ChainCache();
+  /** MCP calls waiting for their continuation (multi round-trip, docs/node.md). */
+  readonly #continuations: Continuations;
   #nextSeq: number;
   #headId: ContentId | undefined;
   #fatal: Error | undefined;
 
   constructor(deps: EnforcerDeps) {
     this.#d = deps;
+    this.#continuations = new Continuations(deps.continuationLimits ?? DEFAULT_CONTINUATION_LIMITS);
     this.#nextSeq = deps.nextSeq;
     this.#headId = deps.headId;
     const amendments = deps.amendments;
@@ -408,8 +416,18 @@ export class Enforcer {
         return this.#error(NodeErrorCodes.UNKNOWN_TOOL, `${binding.name} has no tool ${JSON.stringify(req.frame.action.slice(0, 128))}`);
       }
     }
+    const input = parseInput(req.input);
+    if (typeof input === 'string') return this.#error(NodeErrorCodes.INPUT_INVALID, input);
     const emit = req.notify === 1 && notice !== undefined ? noticeEmitter(rid, notice) : undefined;
-    const io: CallIo = { emit, signal: notice?.closed, peer };
+    const io: CallIo = { emit, signal: notice?.closed, peer, ...(input !== undefined ? { input } : {}) };
+    // A continuation carries the node's token; responses without one are a new call's (decided and
+    // debited like any call: nothing binds them to an earlier round).
+    if (input?.state !== undefined) {
+      if (binding === undefined || binding.endpoint.kind === 'a2a') {
+        return this.#error(NodeErrorCodes.INPUT_INVALID, 'request.input.state continues an MCP tool call; this resource has no MCP server');
+      }
+      return await this.#continue(body, req, binding, args ?? {}, input.state, io);
+    }
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
     const p = new Promise<void>((r) => {
@@ -528,6 +546,7 @@ export class Enforcer {
       receipt: receiptId(receipt),
     };
     const inv = await this.#invoke(binding, req.frame.action, args ?? {}, { ...io, caller });
+    if (inv.unavailable === undefined) inv.result = this.#pend(inv.result, receipt, 1, partyOf(req));
     const m = this.#d.metrics;
     const steward = this.#d.steward;
     const base = {
@@ -588,6 +607,68 @@ export class Enforcer {
   }
 
   /**
+   * A continuation of a multi round-trip MCP call (docs/node.md "Multi round-trip calls"): the
+   * caller's signature is checked, the pending call of `state` taken for this caller, grant,
+   * resource and tool (once), and the tool called again with the client's `inputResponses` and the
+   * upstream's own `requestState` — no decision, no debit, no new receipt: the reply carries the
+   * first round's receipt. A round that needs input again is kept again (round + 1).
+   * Refusals (no receipt, nothing sent upstream): `input-state-invalid` naming why.
+   */
+  async #continue(body: Uint8Array, req: WireRequest, binding: EndpointBinding, args: Record<string, unknown>, state: string, io: CallIo) {
+    const signed = wireRequestSigningBytesOf(body, req);
+    const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
+    if (!sigOk) return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, 'bad-signature: the continuation is not signed by its caller');
+    const who = partyOf(req);
+    const p = this.#continuations.take(state, who);
+    if ('refused' in p) {
+      const why = {
+        malformed: 'input.state is not a continuation token of this node',
+        unknown: 'no call waits for this continuation (already continued, expired, or never issued here)',
+        mismatch: 'the continuation token does not verify for this caller, grant, resource and tool (tampered)',
+        expired: 'the call waited longer than abuse.input_pending_ttl_s for its continuation',
+      }[p.refused];
+      return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, `${p.refused}: ${why}; nothing was sent upstream or debited`);
+    }
+    const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer, receipt: p.receiptId };
+    const resumed: McpInput = { ...io.input, ...(p.upstreamState !== undefined ? { state: p.upstreamState } : {}) };
+    if (p.upstreamState === undefined) delete (resumed as { state?: string }).state;
+    const inv = await this.#invoke(binding, req.frame.action, args, { ...io, input: resumed, caller });
+    const result = inv.unavailable === undefined ? this.#pend(inv.result, p.receipt, p.round + 1, who) : inv.result;
+    return encodeWireResponse({ decision: { verdict: 'allow' }, receipt: p.receipt, result });
+  }
+
+  /**
+   * A result that is an MCP `input_required` result (2026-07-28) is kept as a pending call bound
+   * to `receipt` (round `round`), its `requestState` replaced by the node's continuation token;
+   * any other result is returned as it is. A call the node cannot keep (its bounds) becomes an
+   * `input-limit` endpoint error result.
+   */
+  #pend(result: Uint8Array, receipt: Uint8Array, round: number, who: ContinuationParty): Uint8Array {
+    let v: Record<string, unknown>;
+    try {
+      v = JSON.parse(dec.decode(result)) as Record<string, unknown>;
+    } catch {
+      return result;
+    }
+    if (typeof v !== 'object' || v === null || v['resultType'] !== 'input_required') return result;
+    const upstream = v['requestState'];
+    const r = this.#continuations.mint({
+      ...who,
+      receipt,
+      receiptId: receiptId(receipt),
+      round,
+      upstreamState: typeof upstream === 'string' ? upstream : undefined,
+    });
+    if ('refused' in r) {
+      return errorResult(
+        EndpointErrorCodes.INPUT_LIMIT,
+        `the tool asked for input, and the node cannot keep the call waiting (${r.refused}: abuse.input_pending_per_caller / input_pending_total, or a requestState above the node's bound)`,
+      );
+    }
+    return enc.encode(JSON.stringify({ ...v, requestState: r.token }));
+  }
+
+  /**
    * Calls the endpoint, metered (§5), telling it who called (`caller`: did:key, grant id, receipt id). Resolves to the result bytes and the meter's figure, or to
    * `unavailable` when the endpoint rejected with endpoint-unavailable (the call had no answer;
    * nothing is charged for it). Never rejects.
@@ -604,6 +685,7 @@ export class Enforcer {
     try {
       // Who called goes to the upstream (docs/node.md "Endpoints and results"), never in the arguments.
       const opts: InvokeOptions = {
+        ...(io.input !== undefined ? { input: io.input } : {}),
         ...(io.emit !== undefined ? { onNotification: io.emit } : {}),
         ...(io.signal !== undefined ? { signal: io.signal } : {}),
         caller: io.caller,
@@ -830,6 +912,43 @@ interface CallIo {
   readonly emit: ((n: McpNotificationMessage) => void) | undefined;
   readonly signal: AbortSignal | undefined;
   readonly peer: string;
+  /** The request's MCP multi round-trip material (capabilities; on a continuation the responses and the upstream's state). */
+  readonly input?: McpInput;
+}
+
+/** Who continues a call: the request's caller, grant, resource and tool. */
+function partyOf(req: WireRequest): ContinuationParty {
+  return { caller: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, action: req.frame.action };
+}
+
+/** The client capabilities the node passes upstream: only these (what an upstream may ask of a client mid-call). */
+const INPUT_CAPABILITIES = ['sampling', 'elicitation', 'roots'] as const;
+
+/**
+ * A request's `input` (core/wire.ts; the JSON text of `{capabilities?, responses?, state?}`) as
+ * {@link McpInput}, keeping only the `sampling`, `elicitation` and `roots` capabilities; undefined
+ * when absent; a string saying why when it is not that shape.
+ */
+export function parseInput(text: string | undefined): McpInput | undefined | string {
+  if (text === undefined) return undefined;
+  const v = JSON.parse(text) as Record<string, unknown>; // the wire decoder checked it is a JSON object
+  for (const k of Object.keys(v))
+    if (!['capabilities', 'responses', 'state'].includes(k)) return `request.input: unknown key ${JSON.stringify(k.slice(0, 64))}`;
+  const isObj = (x: unknown) => typeof x === 'object' && x !== null && !Array.isArray(x);
+  const { capabilities, responses, state } = v;
+  if (capabilities !== undefined && !isObj(capabilities)) return 'request.input.capabilities: expected an object';
+  if (responses !== undefined && !isObj(responses)) return 'request.input.responses: expected an object';
+  if (state !== undefined && typeof state !== 'string') return 'request.input.state: expected a string';
+  const caps: Record<string, unknown> = {};
+  for (const k of INPUT_CAPABILITIES) {
+    const c = (capabilities as Record<string, unknown> | undefined)?.[k];
+    if (c !== undefined) caps[k] = c;
+  }
+  return {
+    ...(capabilities !== undefined ? { capabilities: caps } : {}),
+    ...(responses !== undefined ? { responses: responses as Record<string, unknown> } : {}),
+    ...(state !== undefined ? { state: state as string } : {}),
+  };
 }
 
 /** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
