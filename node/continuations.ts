@@ -58,7 +58,7 @@ export interface PendingCall extends ContinuationParty {
 }
 
 /** Why a continuation was refused (the `input-state-invalid` message says which). */
-export type ContinuationRefusal = 'malformed' | 'unknown' | 'mismatch' | 'expired';
+export type ContinuationRefusal = 'malformed' | 'unknown' | 'mismatch';
 
 /** Why a pending call could not be kept (the call's result then says so). */
 export type PendingRefusal = 'caller-limit' | 'total-limit' | 'state-too-large';
@@ -126,8 +126,8 @@ export class Continuations {
 
   /**
    * Takes the pending call of `token` for `who` (once: it is gone afterwards), or says why not:
-   * `malformed` (not a token), `unknown` (never minted here, already used, or swept), `mismatch`
-   * (the tag fails: a changed token, or another caller, grant, resource or tool), `expired`.
+   * `malformed` (not a token), `unknown` (never minted here, already used, or expired: swept
+   * first), `mismatch` (the tag fails: a changed token, or another caller, grant, resource or tool).
    * A token that fails its tag leaves the pending call in place for its rightful caller.
    */
   take(token: string, who: ContinuationParty): PendingCall | { refused: ContinuationRefusal } {
@@ -141,7 +141,6 @@ export class Continuations {
     const got = Buffer.from(tagText, 'base64url');
     if (got.length !== want.length || !timingSafeEqual(got, want) || b64u(got) !== tagText) return { refused: 'mismatch' };
     this.#remove(handle, p);
-    if (p.expiresAtMs <= this.#now()) return { refused: 'expired' };
     return p;
   }
 }

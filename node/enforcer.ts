@@ -623,9 +623,8 @@ export class Enforcer {
     if ('refused' in p) {
       const why = {
         malformed: 'input.state is not a continuation token of this node',
-        unknown: 'no call waits for this continuation (already continued, expired, or never issued here)',
+        unknown: 'no call waits for this continuation (already continued, waited past abuse.input_pending_ttl_s, or never issued here)',
         mismatch: 'the continuation token does not verify for this caller, grant, resource and tool (tampered)',
-        expired: 'the call waited longer than abuse.input_pending_ttl_s for its continuation',
       }[p.refused];
       return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, `${p.refused}: ${why}; nothing was sent upstream or debited`);
     }
