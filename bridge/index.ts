@@ -8,7 +8,9 @@ export {
   BridgeAgent,
   BridgeErrorCodes,
   type CallContext,
+  type CallInput,
   type GrantBudget,
+  inputText,
   type ToolResult,
 } from './agent.ts';
 export { type BridgeTool, catalogue, type McpToolDef, type NodeResourceTools, resourceLabel } from './catalogue.ts';
@@ -24,7 +26,7 @@ export {
   serveBridgeHttp,
 } from './http.ts';
 export { CallJournal, type JournalOptions, randomSaltBase } from './journal.ts';
-export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';
+export { BRIDGE_INFO, BUDGET_URI, bridgeServer, MAX_INPUT_ROUNDS } from './server.ts';
 export { BridgeStdioTransport } from './stdio.ts';
 export { MODERN_VERSION, isModernMessage, modernServer, serveBridgeStdio, STATIC_TTL_MS } from './modern.ts';
 export { saltText } from './journal.ts';

@@ -10,8 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { grantId, type SignedGrant, sign } from '../../core/index.ts';
-import type { RunningNode } from '../../node/index.ts';
-import { Continuations } from '../../node/continuations.ts';
+import { Continuations, type RunningNode } from '../../node/index.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('continuations');
