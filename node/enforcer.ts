@@ -195,6 +195,13 @@ export class Enforcer {
   readonly #chains = new ChainCache();
   /** MCP calls waiting for their continuation (multi round-trip, docs/node.md). */
   readonly #continuations: Continuations;
+  /**
+   * Replies to continuations already answered, by request id (a re-send of the same signed bytes
+   * gets the same reply, §11), oldest first; at most {@link CONTINUED_KEEP_BYTES} of replies, each
+   * kept for the pending calls' lifetime.
+   */
+  readonly #continued = new Map<ContentId, { reply: Uint8Array; atMs: number }>();
+  #continuedBytes = 0;
   #nextSeq: number;
   #headId: ContentId | undefined;
   #fatal: Error | undefined;
@@ -426,7 +433,20 @@ export class Enforcer {
       if (binding === undefined || binding.endpoint.kind === 'a2a') {
         return this.#error(NodeErrorCodes.INPUT_INVALID, 'request.input.state continues an MCP tool call; this resource has no MCP server');
       }
-      return await this.#continue(body, req, binding, args ?? {}, input.state, io);
+      const kept = this.#continuedReply(rid);
+      if (kept !== undefined) {
+        this.#d.metrics.replays.inc();
+        return kept;
+      }
+      const p = this.#continue(body, req, binding, args ?? {}, input.state, io);
+      this.#inflight.set(rid, p);
+      try {
+        const reply = await p;
+        if (this.#errorCodes.get(reply) === undefined) this.#keepContinued(rid, reply);
+        return reply;
+      } finally {
+        this.#inflight.delete(rid);
+      }
     }
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
@@ -634,6 +654,29 @@ export class Enforcer {
     const inv = await this.#invoke(binding, req.frame.action, args, { ...io, input: resumed, caller });
     const result = inv.unavailable === undefined ? this.#pend(inv.result, p.receipt, p.round + 1, who) : inv.result;
     return encodeWireResponse({ decision: { verdict: 'allow' }, receipt: p.receipt, result });
+  }
+
+  /** The reply kept for continuation `rid` (dropping those past the pending calls' lifetime), or undefined. */
+  #continuedReply(rid: ContentId): Uint8Array | undefined {
+    const ttl = (this.#d.continuationLimits ?? DEFAULT_CONTINUATION_LIMITS).ttlMs;
+    const now = Date.now();
+    for (const [k, v] of this.#continued) {
+      if (now - v.atMs < ttl) break;
+      this.#continued.delete(k);
+      this.#continuedBytes -= v.reply.length;
+    }
+    return this.#continued.get(rid)?.reply;
+  }
+
+  /** Keeps a continuation's reply for its re-sends, evicting the oldest past {@link CONTINUED_KEEP_BYTES}. */
+  #keepContinued(rid: ContentId, reply: Uint8Array): void {
+    this.#continued.set(rid, { reply, atMs: Date.now() });
+    this.#continuedBytes += reply.length;
+    for (const [k, v] of this.#continued) {
+      if (this.#continuedBytes <= CONTINUED_KEEP_BYTES) break;
+      this.#continued.delete(k);
+      this.#continuedBytes -= v.reply.length;
+    }
   }
 
   /**
@@ -905,6 +948,9 @@ const UNCHARGED: ReadonlySet<string> = new Set([
   NodeErrorCodes.BUSY,
   NodeErrorCodes.RATE_LIMITED,
 ]);
+
+/** Most bytes of continuation replies kept for re-sends (64 MiB; the oldest go first). */
+const CONTINUED_KEEP_BYTES = 64 << 20;
 
 /** What a call needs of its connection: the notice emitter, the caller-gone signal, the peer address. */
 interface CallIo {

@@ -3,8 +3,9 @@
  * calls"): the bounds (total, age, size of the upstream state), a token bound to its caller, grant,
  * resource and tool; and on the wire (jcp/1, no bridge) against testkit's SDK v2 server: a
  * continuation by another caller, or one whose signature does not verify, is refused
- * `input-state-invalid` and leaves the pending call to its caller; a malformed `input` is refused
- * before anything is decided.
+ * `input-state-invalid` and leaves the pending call to its caller; a re-sent continuation gets its
+ * reply again, another request with a used token is refused; a malformed `input` is refused before
+ * anything is decided.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -96,6 +97,21 @@ describe('continuations: on the wire', () => {
     expect(json(done.result)['content']).toEqual([{ type: 'text', text: 'state-ok: confirmed true' }]);
     expect(done.receipt).toEqual(first.receipt);
     expect(node.ledger.spent(grantId(grant.grant))).toBe(spent);
+  });
+
+  test('a re-send of the same signed continuation gets the same reply (§11); another request with the same token is a replay, refused', async () => {
+    const caps = JSON.stringify({ capabilities: { elicitation: {} } });
+    const first = await jcp.call({ chain: [grant], action: TOOL, payload: {}, input: caps });
+    const state = json(first.result)['requestState'] as string;
+    const input = JSON.stringify({ responses: { confirm: { action: 'accept', content: { ok: false } } }, state });
+    const req = await jcp.request({ chain: [grant], action: TOOL, payload: {}, input, nonce: new Uint8Array(16).fill(1) });
+    const a = await jcp.callRequest(req);
+    const b = await jcp.callRequest(req);
+    expect(json(a.result)['content']).toEqual([{ type: 'text', text: 'state-ok: confirmed false' }]);
+    expect(b.result).toEqual(a.result);
+    expect(b.receipt).toEqual(first.receipt);
+    const other = await jcp.request({ chain: [grant], action: TOOL, payload: {}, input, nonce: new Uint8Array(16).fill(2) });
+    await expect(jcp.callRequest(other)).rejects.toThrow(/^input-state-invalid: unknown/);
   });
 
   test('a malformed input is refused before the decision (schema, input-invalid); nothing debited', async () => {
