@@ -1023,13 +1023,20 @@ export function parseArgs(payload: Uint8Array | undefined): Record<string, unkno
   return v as Record<string, unknown>;
 }
 
-/** What a call's outcome record says of its result: `ok`, `tool-error`, an endpoint error code, or an agent task's end (node/a2a.ts). */
+/** What a call's outcome record says of its result: `ok`, `tool-error`, `input-required`, an endpoint error code, or an agent task's end (node/a2a.ts). */
 function outcomeOf(result: Uint8Array, a2a = false): string {
   // Cheap peek: our own error results carry jcp_error; anything else is the tool's own answer.
   if (result.length > (a2a ? 1 << 20 : 4096)) return 'ok';
   try {
-    const v = JSON.parse(dec.decode(result)) as { jcp_error?: { code?: string }; isError?: boolean; [AGENT_REPLY_KEY]?: unknown };
+    const v = JSON.parse(dec.decode(result)) as {
+      jcp_error?: { code?: string };
+      isError?: boolean;
+      resultType?: unknown;
+      [AGENT_REPLY_KEY]?: unknown;
+    };
     if (v.jcp_error?.code) return v.jcp_error.code;
+    // The tool asked for input: the call goes on in continuations (docs/node.md "Multi round-trip calls").
+    if (v.resultType === 'input_required') return 'input-required';
     if (a2a && AGENT_REPLY_KEY in v) return agentOutcome(v[AGENT_REPLY_KEY]);
     return v.isError ? 'tool-error' : 'ok';
   } catch {

@@ -10,8 +10,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
-import { grantId, type SignedGrant, sign } from '../../core/index.ts';
-import { Continuations, type RunningNode } from '../../node/index.ts';
+import { grantId, openReceipt, type SignedGrant, sign } from '../../core/index.ts';
+import { Continuations, openOutcome, type RunningNode } from '../../node/index.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('continuations');
@@ -97,6 +97,18 @@ describe('continuations: on the wire', () => {
     expect(json(done.result)['content']).toEqual([{ type: 'text', text: 'state-ok: confirmed true' }]);
     expect(done.receipt).toEqual(first.receipt);
     expect(node.ledger.spent(grantId(grant.grant))).toBe(spent);
+    // The receipt's one outcome record says the tool asked for input.
+    const seq = openReceipt(first.receipt, node.did);
+    if (!seq.ok) throw new Error('receipt');
+    const records: string[] = [];
+    for (let i = 0; i < 50 && records.length === 0; i++) {
+      for await (const o of node.log.outcomes('measurement')) {
+        const opened = openOutcome(o.bytes, node.did);
+        if (o.seq === seq.value.seq && opened.ok) records.push(opened.value.outcome);
+      }
+      if (records.length === 0) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(records).toEqual(['input-required']);
   });
 
   test('a re-send of the same signed continuation gets the same reply (§11); another request with the same token is a replay, refused', async () => {
