@@ -433,20 +433,7 @@ export class Enforcer {
       if (binding === undefined || binding.endpoint.kind === 'a2a') {
         return this.#error(NodeErrorCodes.INPUT_INVALID, 'request.input.state continues an MCP tool call; this resource has no MCP server');
       }
-      const kept = this.#continuedReply(rid);
-      if (kept !== undefined) {
-        this.#d.metrics.replays.inc();
-        return kept;
-      }
-      const p = this.#continue(body, req, binding, args ?? {}, input.state, io);
-      this.#inflight.set(rid, p);
-      try {
-        const reply = await p;
-        if (this.#errorCodes.get(reply) === undefined) this.#keepContinued(rid, reply);
-        return reply;
-      } finally {
-        this.#inflight.delete(rid);
-      }
+      return await this.#continueOnce(body, req, rid, binding, args ?? {}, input.state, io);
     }
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
@@ -654,6 +641,35 @@ export class Enforcer {
     const inv = await this.#invoke(binding, req.frame.action, args, { ...io, input: resumed, caller });
     const result = inv.unavailable === undefined ? this.#pend(inv.result, p.receipt, p.round + 1, who) : inv.result;
     return encodeWireResponse({ decision: { verdict: 'allow' }, receipt: p.receipt, result });
+  }
+
+  /**
+   * A continuation by request id `rid`: the reply kept for a re-send of the same bytes (§11), else
+   * {@link #continue}, registered in flight meanwhile; a reply that is not an error is kept.
+   */
+  async #continueOnce(
+    body: Uint8Array,
+    req: WireRequest,
+    rid: ContentId,
+    binding: EndpointBinding,
+    args: Record<string, unknown>,
+    state: string,
+    io: CallIo,
+  ): Promise<Uint8Array> {
+    const kept = this.#continuedReply(rid);
+    if (kept !== undefined) {
+      this.#d.metrics.replays.inc();
+      return kept;
+    }
+    const p = this.#continue(body, req, binding, args, state, io);
+    this.#inflight.set(rid, p);
+    try {
+      const reply = await p;
+      if (this.#errorCodes.get(reply) === undefined) this.#keepContinued(rid, reply);
+      return reply;
+    } finally {
+      this.#inflight.delete(rid);
+    }
   }
 
   /** The reply kept for continuation `rid` (dropping those past the pending calls' lifetime), or undefined. */
