@@ -26,7 +26,7 @@ export {
   serveBridgeHttp,
 } from './http.ts';
 export { CallJournal, type JournalOptions, randomSaltBase } from './journal.ts';
-export { BRIDGE_INFO, BUDGET_URI, bridgeServer, MAX_INPUT_ROUNDS } from './server.ts';
+export { BRIDGE_INFO, BUDGET_URI, bridgeServer, legacyAsk, MAX_INPUT_ROUNDS } from './server.ts';
 export { BridgeStdioTransport } from './stdio.ts';
 export { MODERN_VERSION, isModernMessage, modernServer, serveBridgeStdio, STATIC_TTL_MS } from './modern.ts';
 export { saltText } from './journal.ts';

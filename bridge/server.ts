@@ -206,7 +206,7 @@ const INPUT_METHODS: Readonly<Record<string, string>> = {
  * client did not declare the capability for (or an unknown method), `input-rounds-exceeded` past
  * {@link MAX_INPUT_ROUNDS}. The result's `_meta` (receipt, budget) is kept on a refusal.
  */
-function legacyAsk(
+export function legacyAsk(
   result: Record<string, unknown>,
   capabilities: Record<string, unknown>,
   round: number,

@@ -15,7 +15,7 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StreamableHTTPClientTransport as LegacyHttp } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
+import { BridgeAgent, CallJournal, type HttpBridge, legacyAsk, MAX_INPUT_ROUNDS, serveBridgeHttp } from '../../bridge/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { grantId, type SignedGrant } from '../../core/index.ts';
 import type { RunningNode } from '../../node/index.ts';
@@ -199,5 +199,29 @@ describe('bridge: multi round-trip calls (input_required)', () => {
     // The SDK server behind the node checks the request's client capabilities (the bridge's, sent on).
     expect(text(r)).toMatch(/^endpoint-failed: .*elicitation\/create.*client capabilities do not declare/);
     expect(r._meta?.['jcp/verdict']).toBe('allow');
+  });
+});
+
+describe('bridge: what a 2025-era client is asked', () => {
+  const result = (inputRequests: Record<string, unknown>) => ({
+    resultType: 'input_required',
+    inputRequests,
+    requestState: 's',
+    _meta: { 'jcp/receipt': 'r' },
+  });
+  const elicit = { method: 'elicitation/create', params: { message: 'name?' } };
+
+  test('only what the client declared, at most MAX_INPUT_ROUNDS rounds; anything else ends the call with a failed tool result', () => {
+    expect(legacyAsk(result({ a: elicit }), { elicitation: {} }, 1)).toEqual({ requests: [['a', elicit]] });
+    const undeclared = legacyAsk(result({ a: elicit, b: { method: 'roots/list' } }), { elicitation: {} }, 1);
+    expect('refused' in undeclared && undeclared.refused).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: expect.stringMatching(/^input-unsupported: the tool asked for roots\/list/) }],
+      _meta: { 'jcp/receipt': 'r' },
+    });
+    const unknown = legacyAsk(result({ a: { method: 'tasks/get' } }), { elicitation: {}, sampling: {}, roots: {} }, 1);
+    expect('refused' in unknown && JSON.stringify(unknown.refused)).toMatch(/input-unsupported/);
+    const many = legacyAsk(result({ a: elicit }), { elicitation: {} }, MAX_INPUT_ROUNDS + 1);
+    expect('refused' in many && JSON.stringify(many.refused)).toMatch(/input-rounds-exceeded/);
   });
 });
