@@ -619,7 +619,9 @@ export class Enforcer {
    * resource and tool (once), and the tool called again with the client's `inputResponses` and the
    * upstream's own `requestState` — no decision, no debit, no new receipt: the reply carries the
    * first round's receipt. A round that needs input again is kept again (round + 1).
-   * Refusals (no receipt, nothing sent upstream): `input-state-invalid` naming why.
+   * Refusals (no receipt, nothing sent upstream): `input-state-invalid` naming why (`bad-signature`,
+   * the {@link Continuations.take} refusals, or `revoked`: a link of the chain was revoked or
+   * steered since the first round; the pending call is then gone).
    */
   async #continue(body: Uint8Array, req: WireRequest, binding: EndpointBinding, args: Record<string, unknown>, state: string, io: CallIo) {
     const signed = wireRequestSigningBytesOf(body, req);
@@ -634,6 +636,14 @@ export class Enforcer {
         mismatch: 'the continuation token does not verify for this caller, grant, resource and tool (tampered)',
       }[p.refused];
       return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, `${p.refused}: ${why}; nothing was sent upstream or debited`);
+    }
+    // A call continues only while its grant stands: a revoked (or steered) link ends it (§4.3).
+    const revoked = [req.frame.grant_id, ...req.chain.map((g) => grantId(g.grant))].find((id) => this.#state.revoked.has(id));
+    if (revoked !== undefined) {
+      return this.#error(
+        NodeErrorCodes.INPUT_STATE_INVALID,
+        `revoked: grant ${revoked} was revoked after the call's first round; nothing was sent upstream`,
+      );
     }
     const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer, receipt: p.receiptId };
     const resumed: McpInput = { ...io.input, ...(p.upstreamState !== undefined ? { state: p.upstreamState } : {}) };

@@ -10,7 +10,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
-import { grantId, openReceipt, type SignedGrant, sign } from '../../core/index.ts';
+import { grantId, openReceipt, type SignedGrant, sign, signRevocation } from '../../core/index.ts';
 import { Continuations, openOutcome, type RunningNode } from '../../node/index.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
 
@@ -124,6 +124,16 @@ describe('continuations: on the wire', () => {
     expect(b.receipt).toEqual(first.receipt);
     const other = await jcp.request({ chain: [grant], action: TOOL, payload: {}, input, nonce: new Uint8Array(16).fill(2) });
     await expect(jcp.callRequest(other)).rejects.toThrow(/^input-state-invalid: unknown/);
+  });
+
+  test('a call whose grant was revoked after its first round is not continued: input-state-invalid revoked', async () => {
+    const g2 = mint(alice, bob, 'tools', [TOOL], 1_000n, rng);
+    const caps = JSON.stringify({ capabilities: { elicitation: {} } });
+    const first = await jcp.call({ chain: [g2], action: TOOL, payload: {}, input: caps });
+    const state = json(first.result)['requestState'] as string;
+    expect(await jcp.revoke(signRevocation(grantId(g2.grant), alice, rng(16)))).toBe(grantId(g2.grant));
+    const input = JSON.stringify({ responses: { confirm: { action: 'accept', content: { ok: true } } }, state });
+    await expect(jcp.call({ chain: [g2], action: TOOL, payload: {}, input })).rejects.toThrow(/^input-state-invalid: revoked/);
   });
 
   test('a malformed input is refused before the decision (schema, input-invalid); nothing debited', async () => {
