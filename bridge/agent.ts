@@ -155,6 +155,42 @@ export interface CallContext {
    * accepted ({@link BridgeAgent.acceptDelegation}); the tool is looked up in what it grants.
    */
   readonly delegation?: unknown;
+  /**
+   * MCP multi round-trip material (MCP 2026-07-28, SEP-2322; docs/bridge.md "Multi round-trip
+   * calls"): the client's declared capabilities, and on a continuation its `inputResponses` and the
+   * `requestState` it was handed (the node's continuation token). Sent as the request's `input`
+   * (docs/wire.md) when it holds anything; a call without it signs the same bytes as before.
+   */
+  readonly input?: CallInput;
+}
+
+/** The MCP client's multi round-trip material for one call ({@link CallContext.input}). */
+export interface CallInput {
+  /** The client's capabilities (only `sampling`, `elicitation`, `roots` are sent on). */
+  readonly capabilities?: Record<string, unknown>;
+  /** The client's `inputResponses`. */
+  readonly responses?: Record<string, unknown>;
+  /** The `requestState` of the input_required result the client answers. */
+  readonly state?: string;
+}
+
+/**
+ * The `input` text of a call (docs/wire.md `request.input`), or undefined when there is nothing to
+ * send: no `sampling`/`elicitation`/`roots` capability, no responses, no state.
+ */
+export function inputText(input: CallInput | undefined): string | undefined {
+  if (input === undefined) return undefined;
+  const caps: Record<string, unknown> = {};
+  for (const k of ['sampling', 'elicitation', 'roots']) {
+    const c = input.capabilities?.[k];
+    if (c !== undefined && c !== null) caps[k] = c;
+  }
+  const o = {
+    ...(Object.keys(caps).length > 0 ? { capabilities: caps } : {}),
+    ...(input.responses !== undefined ? { responses: input.responses } : {}),
+    ...(input.state !== undefined ? { state: input.state } : {}),
+  };
+  return Object.keys(o).length === 0 ? undefined : JSON.stringify(o);
 }
 
 /** One jcp/1 exchange the bridge signs for its agent ({@link BridgeAgent.send}). */
@@ -170,6 +206,8 @@ export interface Exchange {
   readonly chain: readonly SignedGrant[];
   /** The payload's text (tool arguments' JSON; for an agent task `{"method", "params"}`). */
   readonly payloadText: string;
+  /** The request's `input` text ({@link inputText}), or undefined. Part of the call key. */
+  readonly input?: string;
   /**
    * Keep the call open in the journal after its answer was delivered (until the replay window
    * passes): for keys that are unique per call (an A2A `messageId`), so a re-send of a call that
@@ -351,7 +389,16 @@ export class BridgeAgent {
     const tool = delegated === undefined ? await this.#tool(name) : await this.#delegatedTool(name, delegated);
     const argsText = JSON.stringify(args ?? {});
     const chain = delegated ?? this.#o.chains[tool.chainIndex]!;
-    const x: Exchange = { kind: 'tool-call', name: tool.name, action: tool.action, resource: tool.resource, chain, payloadText: argsText };
+    const input = inputText(ctx.input);
+    const x: Exchange = {
+      kind: 'tool-call',
+      name: tool.name,
+      action: tool.action,
+      resource: tool.resource,
+      chain,
+      payloadText: argsText,
+      ...(input !== undefined ? { input } : {}),
+    };
     const d = await this.send(x, { ...ctx, ...(delegated !== undefined ? { chain: delegated } : {}) });
     if ('threshold' in d) return d.threshold;
     return this.#toResult(d);
@@ -460,6 +507,7 @@ export class BridgeAgent {
       x.payloadText,
       ...(x.kind === 'tool-call' ? [] : [x.kind]),
       ...(ctx.chain !== undefined ? [grantId(ctx.chain[ctx.chain.length - 1]!.grant)] : []),
+      ...(x.input !== undefined ? [x.input, 'input'] : []),
     ]);
     let callKey = contentId([
       contentKey,
@@ -520,6 +568,7 @@ export class BridgeAgent {
           ...(x.kind !== 'tool-call' ? { kind: x.kind } : {}),
           now: stamp.nowS,
           ...(stamp.nonce !== undefined ? { nonce: stamp.nonce } : {}),
+          ...(x.input !== undefined ? { input: x.input } : {}),
           caller: this.did,
           // Asked of every call to a node that serves it (a fixed rule, so a re-sent call signs the same bytes).
           ...(this.#nodeListsTools === true ? { notify: true } : {}),

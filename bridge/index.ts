@@ -8,7 +8,9 @@ export {
   BridgeAgent,
   BridgeErrorCodes,
   type CallContext,
+  type CallInput,
   type GrantBudget,
+  inputText,
   type ToolResult,
 } from './agent.ts';
 export { type BridgeTool, catalogue, type McpToolDef, type NodeResourceTools, resourceLabel } from './catalogue.ts';
@@ -33,7 +35,7 @@ export {
   randomSaltBase,
 } from './journal.ts';
 export { DEFAULT_JOURNAL_BUCKET, DEFAULT_JOURNAL_MAX_BYTES, NatsCallJournal, type NatsJournalOptions } from './journal-nats.ts';
-export { BRIDGE_INFO, BUDGET_URI, bridgeServer } from './server.ts';
+export { BRIDGE_INFO, BUDGET_URI, bridgeServer, legacyAsk, MAX_INPUT_ROUNDS } from './server.ts';
 export { BridgeStdioTransport } from './stdio.ts';
 export { MODERN_VERSION, isModernMessage, modernServer, serveBridgeStdio, STATIC_TTL_MS } from './modern.ts';
 export { saltText } from './journal.ts';

@@ -29,6 +29,8 @@ import { BRIDGE_INFO, BUDGET_RESOURCE, bridgeServer, delegationOf, readBudgetRes
 
 /** The `_meta` key of the 2026-07-28 envelope's protocol version (the claim that makes a request modern). */
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
+/** The `_meta` key of the 2026-07-28 envelope's client capabilities. */
+const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 /** The `_meta` key of a 2026-07-28 request's log level (replaces `logging/setLevel`). */
 const LOG_LEVEL_KEY = 'io.modelcontextprotocol/logLevel';
 /** Lifetime the bridge vouches for of results fixed for the process's life (`server/discover`, `resources/list`), ms. */
@@ -89,14 +91,32 @@ export function modernServer(agent: BridgeAgent): Server {
       const send = out;
       sent = sent.then(() => ctx.mcpReq.notify(send as never)).catch(() => undefined);
     };
+    // Multi round-trip (SEP-2322, docs/bridge.md): the client's capabilities go to the node with
+    // every call; a retry's inputResponses and requestState (the node's continuation token, passed
+    // through untouched: the node checks it) make the call a continuation of the first round.
+    const caps = envelope[CLIENT_CAPABILITIES_KEY] ?? meta[CLIENT_CAPABILITIES_KEY];
+    const responses = ctx.mcpReq.inputResponses;
+    const state = ctx.mcpReq.requestState();
+    const input = {
+      ...(typeof caps === 'object' && caps !== null ? { capabilities: caps as Record<string, unknown> } : {}),
+      ...(responses !== undefined ? { responses } : {}),
+      ...(typeof state === 'string' ? { state } : {}),
+    };
     const result = await agent.call(req.params.name, req.params.arguments, {
       ...delegationOf(meta),
       mcpRequestId: ctx.mcpReq.id,
       ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
       signal: ctx.mcpReq.signal,
       onNotice: relay,
+      input,
     });
     await sent;
+    // The tool needs input: the node's input_required result (its inputRequests, the node's
+    // continuation token as requestState) goes to the client as this revision's answer.
+    if (result['resultType'] === 'input_required') {
+      const { inputRequests, requestState, _meta } = result as Record<string, unknown>;
+      return { resultType: 'input_required', inputRequests, requestState, _meta } as never;
+    }
     return result as never;
   });
   server.setRequestHandler('resources/list', async () => ({ resources: [BUDGET_RESOURCE] }));

@@ -22,7 +22,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
+  CreateMessageResultSchema,
+  ElicitResultSchema,
   ErrorCode,
+  ListRootsResultSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   type JSONRPCMessage,
@@ -32,7 +35,7 @@ import {
   SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { McpNotification } from '../client/index.ts';
-import { type BridgeAgent, BridgeErrorCodes, mcpError } from './agent.ts';
+import { type BridgeAgent, BridgeErrorCodes, type CallInput, mcpError } from './agent.ts';
 import { DELEGATE_KEY, DELEGATION_KEY, DelegationErrorCodes } from './delegation.ts';
 
 /** The URI of the budget resource. */
@@ -187,6 +190,47 @@ function guard(transport: Transport): void {
   };
 }
 
+/** Most input rounds one 2025-era call may take through the bridge (as the SDK's client driver's `maxRounds`). */
+export const MAX_INPUT_ROUNDS = 10;
+
+/** What an upstream may ask of a client mid-call, by method: the client capability each needs. */
+const INPUT_METHODS: Readonly<Record<string, string>> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/**
+ * The input requests of an input_required result to send to a 2025-era client (as server
+ * requests), or the failed tool result to answer instead: `input-unsupported` for a request the
+ * client did not declare the capability for (or an unknown method), `input-rounds-exceeded` past
+ * {@link MAX_INPUT_ROUNDS}. The result's `_meta` (receipt, budget) is kept on a refusal.
+ */
+export function legacyAsk(
+  result: Record<string, unknown>,
+  capabilities: Record<string, unknown>,
+  round: number,
+): { requests: [string, { method: string; params?: unknown }][] } | { refused: Record<string, unknown> } {
+  const refuse = (code: string, why: string) => ({
+    refused: { isError: true, content: [{ type: 'text', text: `${code}: ${why}` }], _meta: result['_meta'] ?? {} },
+  });
+  if (round > MAX_INPUT_ROUNDS) return refuse('input-rounds-exceeded', `the tool asked for input more than ${MAX_INPUT_ROUNDS} times`);
+  const asked = result['inputRequests'];
+  const requests: [string, { method: string; params?: unknown }][] = [];
+  for (const [k, r] of Object.entries(typeof asked === 'object' && asked !== null ? asked : {})) {
+    const method = (r as { method?: unknown })?.method;
+    const cap = typeof method === 'string' ? INPUT_METHODS[method] : undefined;
+    if (cap === undefined || capabilities[cap] === undefined) {
+      return refuse(
+        'input-unsupported',
+        `the tool asked for ${String(method)}, which this client did not declare (capability ${cap ?? 'none'})`,
+      );
+    }
+    requests.push([k, r as { method: string; params?: unknown }]);
+  }
+  return { requests };
+}
+
 /**
  * A new MCP `Server` answering for `agent`; connect it to a transport (`server.connect(t)`).
  * Errors it returns: see BridgeAgent.call (tool calls); `-32602` `arguments-invalid` for
@@ -223,14 +267,40 @@ export function bridgeServer(agent: BridgeAgent): Server {
       const send = out;
       sent = sent.then(() => extra.sendNotification(send as never)).catch(() => undefined);
     };
-    const result = await agent.call(req.params.name, req.params.arguments, {
-      ...delegationOf(req.params._meta),
-      mcpRequestId: extra.requestId,
-      ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
-      ...(extra.sessionId !== undefined ? { sessionId: extra.sessionId } : {}),
-      signal: extra.signal,
-      onNotice: relay,
-    });
+    // The session's capabilities go to the node with every call, so a 2026-07-28 upstream asks only
+    // for what this client can answer (docs/bridge.md "Multi round-trip calls").
+    const capabilities = (server.getClientCapabilities() ?? {}) as Record<string, unknown>;
+    const call = (input: CallInput) =>
+      agent.call(req.params.name, req.params.arguments, {
+        ...delegationOf(req.params._meta),
+        mcpRequestId: extra.requestId,
+        ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+        ...(extra.sessionId !== undefined ? { sessionId: extra.sessionId } : {}),
+        signal: extra.signal,
+        onNotice: relay,
+        input,
+      });
+    let result = await call({ capabilities });
+    // The tool needs input (the node's input_required result): this era has no such result, so each
+    // input request goes to the client as a server request on this call, and the answers go back
+    // to the node as the call's continuation (no second decision, no second debit), round by round.
+    for (let round = 1; result['resultType'] === 'input_required'; round++) {
+      await sent;
+      const asked = legacyAsk(result, capabilities, round);
+      if ('refused' in asked) return asked.refused as never;
+      const responses: Record<string, unknown> = {};
+      for (const [k, r] of asked.requests) {
+        const schema =
+          r.method === 'elicitation/create'
+            ? ElicitResultSchema
+            : r.method === 'sampling/createMessage'
+              ? CreateMessageResultSchema
+              : ListRootsResultSchema;
+        responses[k] = await extra.sendRequest({ method: r.method, params: r.params } as never, schema as never, { signal: extra.signal });
+      }
+      const state = result['requestState'];
+      result = await call({ capabilities, responses, ...(typeof state === 'string' ? { state } : {}) });
+    }
     await sent;
     return result as never;
   });

@@ -128,6 +128,11 @@ export interface CallParams {
    */
   readonly nonce?: Uint8Array;
   /**
+   * The request's `input` (signed; core/wire.ts WireRequest.input): the JSON text of the MCP
+   * multi round-trip material `{capabilities?, responses?, state?}`. Absent: none.
+   */
+  readonly input?: string;
+  /**
    * Called with each MCP notification (the JSON-RPC object: `notifications/progress` with the
    * node's progress token, `notifications/message`) the upstream sent during this call, in order
    * and before the call resolves. Only for allowed calls; a deny gets none.
@@ -508,6 +513,7 @@ export class JcpClient {
       ...(payload !== undefined ? { payload } : {}),
       ...(p.notify === true || p.onNotice !== undefined ? { notify: 1 as const } : {}),
       ...(p.nonce !== undefined ? { nonce: p.nonce } : {}),
+      ...(p.input !== undefined ? { input: p.input } : {}),
     };
     return await signWireRequest(unsigned, 'sign' in signer ? signer.sign : signer);
   }

@@ -170,6 +170,7 @@ export {
   payloadHash,
   readWireRequestFields,
   REQUEST_OPTIONAL,
+  REQUEST_INPUT_MAX_CHARS,
   requestIdOf,
   signWireRequest,
   signWireRequestSync,

@@ -8,7 +8,7 @@
  * has exactly one wire form.
  *
  * Messages are maps; `docs/wire.md` lists them all. Which message a map is follows from its keys:
- * - request `{frame, chain, caller, cost, now, signature, payload?, notify?, nonce?}` (WireRequest, §11);
+ * - request `{frame, chain, caller, cost, now, signature, payload?, notify?, nonce?, input?}` (WireRequest, §11);
  * - response `{decision: {verdict, deny_reason?}, receipt, result?}` (WireResponse, §11);
  * - error `{error: {code, message}}` (never reached a decision; no receipt);
  * - revoke `{revoke: SignedRevocation}` → answered by revoked `{revoked: {grant_id}}` or an error.
@@ -287,6 +287,15 @@ export interface WireRequest {
    * they were before the field existed).
    */
   readonly nonce?: Uint8Array;
+  /**
+   * MCP multi round-trip material (MCP 2026-07-28, SEP-2322; docs/wire.md "MCP tools behind a
+   * node"): the UTF-8 JSON text of an object `{capabilities?, responses?, state?}` — the MCP
+   * client's declared capabilities (`sampling`, `elicitation`, `roots`), and on a continuation
+   * the client's `inputResponses` and the node's continuation token (`requestState`). At most
+   * {@link REQUEST_INPUT_MAX_CHARS} characters. Signed like every field; absent in a request
+   * without any (its bytes are then what they were before the field existed).
+   */
+  readonly input?: string;
   /** Ed25519 by `caller` over {@link wireRequestSigningBytes}; 64 bytes. */
   readonly signature: Uint8Array;
 }
@@ -310,6 +319,7 @@ function unsignedToCbor(r: UnsignedWireRequest): Obj {
   if (r.payload !== undefined) o['payload'] = r.payload;
   if (r.notify !== undefined) o['notify'] = r.notify;
   if (r.nonce !== undefined) o['nonce'] = r.nonce;
+  if (r.input !== undefined) o['input'] = r.input;
   return o;
 }
 
@@ -656,7 +666,10 @@ export function decodeWireMessage(bytes: Uint8Array): WireMessage {
 }
 
 /** The optional fields of a request map. */
-export const REQUEST_OPTIONAL: readonly string[] = ['payload', 'notify', 'nonce'];
+export const REQUEST_OPTIONAL: readonly string[] = ['payload', 'notify', 'nonce', 'input'];
+
+/** Most characters of a request's optional `input` (the JSON text of the MCP input material). */
+export const REQUEST_INPUT_MAX_CHARS = 1_048_576;
 
 /** Length of a request's optional `nonce` (bytes). */
 export const REQUEST_NONCE_BYTES = 16;
@@ -693,6 +706,16 @@ export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): Wi
   const frame = readFrame(o['frame'], 'request.frame');
   check(frame.payload_hash === payloadHash(payload), 'request.frame.payload_hash', 'does not match the payload');
   if (o['notify'] !== undefined) check(o['notify'] === 1, 'request.notify', 'expected the unsigned integer 1 (or absent)');
+  if (o['input'] !== undefined) {
+    const t = o['input'];
+    check(
+      typeof t === 'string' && t.length <= REQUEST_INPUT_MAX_CHARS,
+      'request.input',
+      `text of at most ${REQUEST_INPUT_MAX_CHARS} characters`,
+    );
+    const v = jsonOrUndefined(t as string);
+    check(typeof v === 'object' && v !== null && !Array.isArray(v), 'request.input', 'the JSON text of an object');
+  }
   return {
     frame,
     chain,
@@ -702,13 +725,14 @@ export function readWireRequestFields(o: Obj, chain: readonly SignedGrant[]): Wi
     ...(payload !== undefined ? { payload } : {}),
     ...(o['notify'] !== undefined ? { notify: 1 as const } : {}),
     ...(o['nonce'] !== undefined ? { nonce: asBytes(o['nonce'], 'request.nonce', REQUEST_NONCE_BYTES) } : {}),
+    ...(o['input'] !== undefined ? { input: o['input'] as string } : {}),
     signature: asBytes(o['signature'], 'request.signature', 64),
   };
 }
 
-/** The first byte of a request map: 6 required fields, plus `payload`, `notify` and `nonce` when present. */
+/** The first byte of a request map: 6 required fields, plus `payload`, `notify`, `nonce` and `input` when present. */
 const REQUEST_HEAD_MIN = headBytes(MAJOR.map, 6)[0]!;
-const REQUEST_HEAD_MAX = headBytes(MAJOR.map, 9)[0]!;
+const REQUEST_HEAD_MAX = headBytes(MAJOR.map, 10)[0]!;
 /** `now`, `cost`, `chain`: the first three keys of every request map in canonical key order (§3, length first). */
 const NOW_KEY = encode('now');
 const COST_KEY = encode('cost');
@@ -722,7 +746,7 @@ export interface RequestChainEntry {
 }
 
 /**
- * Finds the `chain` entry of a request-shaped body (a 6- to 9-entry map whose first keys are
+ * Finds the `chain` entry of a request-shaped body (a 6- to 10-entry map whose first keys are
  * `now`, `cost`, `chain`) by walking the item structure only; undefined for any other shape.
  * Nothing is checked canonical here: the caller still decodes the body strictly
  * ({@link decodeWireRequestWithChain} or {@link decodeWireMessage}).
@@ -767,7 +791,7 @@ const SIGNATURE_TAIL_BYTES = SIGNATURE_TAIL.length + 64;
  * `signature` is the longest key of a request, so in canonical key order (length first) it is
  * the map's last entry, and dropping it (with the entry count one less) gives exactly
  * `canonical_cbor(request without signature)` without encoding the request again. Falls back to
- * {@link wireRequestSigningBytes} when the body has another shape (not a 6- to 9-entry map
+ * {@link wireRequestSigningBytes} when the body has another shape (not a 6- to 10-entry map
  * ending with `req.signature`). Either way equal to `wireRequestSigningBytes(req)`. Never throws
  * for a `req` that encodes.
  */

@@ -49,6 +49,19 @@ export const NodeErrorCodes = {
    */
   UNKNOWN_TOOL: 'unknown-tool',
   /**
+   * A request's `input` (MCP multi round-trip material, docs/wire.md) is not what it must be: not
+   * `{capabilities?, responses?, state?}` with an object, an object and a string, or a `state` on a
+   * resource that is not an MCP server. No receipt, no debit.
+   */
+  INPUT_INVALID: 'input-invalid',
+  /**
+   * A continuation whose `input.state` (the node's continuation token) the node does not hold for
+   * this caller, grant, resource and tool: tampered, replayed (each token continues one round
+   * once), expired, minted by another node, or the request's signature does not verify
+   * (docs/node.md "Multi round-trip calls"). No receipt, no debit, nothing sent upstream.
+   */
+  INPUT_STATE_INVALID: 'input-state-invalid',
+  /**
    * An `agent-task` frame names a skill the A2A agent's card does not list (as `unknown-tool` for an
    * MCP server; docs/a2a.md); refused before the decision: no receipt, no debit.
    */

@@ -141,6 +141,12 @@ export interface AbuseConfig {
   readonly recordRefillPerS: number;
   /** `abuse.max_issuers`: most issuers tracked (decided issuers remembered, rate buckets). */
   readonly maxIssuers: number;
+  /** `abuse.input_pending_per_caller`: MCP calls waiting for input one caller may hold (node/continuations.ts). */
+  readonly inputPendingPerCaller: number;
+  /** `abuse.input_pending_total`: MCP calls waiting for input the node holds, all callers. */
+  readonly inputPendingTotal: number;
+  /** `abuse.input_pending_ttl_s`: how long a call waits for its continuation, seconds. */
+  readonly inputPendingTtlS: number;
 }
 
 /** The node's whole configuration, with defaults applied. */
@@ -321,6 +327,9 @@ export const CONFIG_DEFAULTS = {
   abuseMaxAmendments: 100_000,
   abuseRecordMaxBytes: 65_536,
   abuseRecordBurst: 20,
+  abuseInputPendingPerCaller: 16,
+  abuseInputPendingTotal: 1024,
+  abuseInputPendingTtlS: 600,
   abuseRecordRefillPerS: 1,
   abuseMaxIssuers: 65_536,
   logSizeAlarmBytes: 0,
@@ -606,6 +615,21 @@ function readRecordLimits(abuse: Record<string, unknown>): Omit<AbuseConfig, 'bu
     recordBurst: int(abuse['record_burst'], 'abuse.record_burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseRecordBurst),
     recordRefillPerS: int(abuse['record_refill_per_s'], 'abuse.record_refill_per_s', 0, 1_000_000, CONFIG_DEFAULTS.abuseRecordRefillPerS),
     maxIssuers: int(abuse['max_issuers'], 'abuse.max_issuers', 1, 10_000_000, CONFIG_DEFAULTS.abuseMaxIssuers),
+    inputPendingPerCaller: int(
+      abuse['input_pending_per_caller'],
+      'abuse.input_pending_per_caller',
+      0,
+      1_000_000,
+      CONFIG_DEFAULTS.abuseInputPendingPerCaller,
+    ),
+    inputPendingTotal: int(
+      abuse['input_pending_total'],
+      'abuse.input_pending_total',
+      0,
+      10_000_000,
+      CONFIG_DEFAULTS.abuseInputPendingTotal,
+    ),
+    inputPendingTtlS: int(abuse['input_pending_ttl_s'], 'abuse.input_pending_ttl_s', 1, 86_400, CONFIG_DEFAULTS.abuseInputPendingTtlS),
   };
 }
 
@@ -715,6 +739,9 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'record_burst',
     'record_refill_per_s',
     'max_issuers',
+    'input_pending_per_caller',
+    'input_pending_total',
+    'input_pending_ttl_s',
   ]);
   const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {

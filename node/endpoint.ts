@@ -52,6 +52,13 @@ export const EndpointErrorCodes = {
    * closed the upstream stream; the call is charged (the agent had the task).
    */
   CALLER_GONE: 'caller-gone',
+  /**
+   * The tool asked for input (an MCP `input_required` result) and the node could not keep the call
+   * waiting for its continuation: the caller's or the node's pending calls at their bound
+   * (`abuse.input_pending_per_caller`, `abuse.input_pending_total`), or an upstream `requestState`
+   * above the node's bound. Charged (the tool ran a round); docs/node.md "Multi round-trip calls".
+   */
+  INPUT_LIMIT: 'input-limit',
 } as const;
 
 /** One endpoint error code. */
@@ -132,7 +139,29 @@ export interface InvokeOptions {
     readonly peer: string;
     readonly receipt?: string;
   };
+  /**
+   * MCP multi round-trip material for this call (MCP 2026-07-28, SEP-2322; docs/node.md
+   * "Multi round-trip calls"), used on a 2026-07-28 connection only: `capabilities` (the MCP
+   * client's declared `sampling` / `elicitation` / `roots`) go in the request's envelope as the
+   * client capabilities; on a continuation, `responses` (the client's `inputResponses`) and
+   * `state` (the upstream's own `requestState`, byte for byte) go in the retry's params, on a
+   * fresh request id. A continuation on a 2025-era connection throws `endpoint-failed`.
+   */
+  readonly input?: McpInput;
 }
+
+/** The MCP client's multi round-trip material for one upstream call ({@link InvokeOptions.input}). */
+export interface McpInput {
+  /** The client capabilities to declare for this call (only `sampling`, `elicitation`, `roots` are kept by the node). */
+  readonly capabilities?: Record<string, unknown>;
+  /** The client's `inputResponses` (keyed as the upstream's `inputRequests`). */
+  readonly responses?: Record<string, unknown>;
+  /** The upstream's `requestState`, echoed exactly as it sent it. */
+  readonly state?: string;
+}
+
+/** The `_meta` key of the 2026-07-28 request envelope that carries the client's capabilities. */
+export const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 
 /** The `_meta` key of a tool call that carries the calling agent's did:key (set by the node, verified by its signature). */
 export const CALLER_META_KEY = 'jcp/caller';
@@ -661,7 +690,7 @@ abstract class McpEndpoint implements Endpoint {
     params: Record<string, unknown>,
     timeoutMs: number,
     emit: ((n: McpNotificationMessage) => void) | undefined,
-    meta: Record<string, string> = {},
+    meta: Record<string, unknown> = {},
   ): Promise<{ value: unknown; parsed: unknown; pages: readonly unknown[] }> {
     const key = `${++this.#seq}`;
     const slot: Slot = { emit };
@@ -678,6 +707,9 @@ abstract class McpEndpoint implements Endpoint {
         timeout: timeoutMs + 1000,
         signal: call.signal,
         ...(emit !== undefined ? { onprogress: () => undefined } : {}),
+        // An input_required result is the call's answer, handed back as it came (the caller's
+        // MCP client answers it; docs/node.md "Multi round-trip calls").
+        ...(method === 'tools/call' ? { allowInputRequired: true } : {}),
       };
       const marked = { ...params, _meta: { ...meta, [MARK]: key } };
       const sent: Promise<unknown> =
@@ -778,13 +810,29 @@ abstract class McpEndpoint implements Endpoint {
       for (let attempt = 0; ; attempt++) {
         const c = await this.#reach();
         try {
+          const input = opts.input;
+          const resuming = input?.responses !== undefined || input?.state !== undefined;
+          if (resuming && c.era !== 'modern') {
+            throw new EndpointError(
+              EndpointErrorCodes.FAILED,
+              `${this.name}: ${tool}: the upstream no longer speaks 2026-07-28; the continuation cannot be sent`,
+            );
+          }
           const r = await this.#request(
             c,
             'tools/call',
-            { name: tool, arguments: args },
+            {
+              name: tool,
+              arguments: args,
+              ...(input?.responses !== undefined ? { inputResponses: input.responses } : {}),
+              ...(input?.state !== undefined ? { requestState: input.state } : {}),
+            },
             this.#timeoutMs,
             opts.onNotification,
-            callerMeta(opts.caller),
+            {
+              ...callerMeta(opts.caller),
+              ...(c.era === 'modern' && input?.capabilities !== undefined ? { [CLIENT_CAPABILITIES_KEY]: input.capabilities } : {}),
+            },
           );
           return enc.encode(JSON.stringify(r.value));
         } catch (e) {

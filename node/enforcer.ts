@@ -84,8 +84,10 @@ import {
   type McpNotificationMessage,
   endpointUnavailableIn,
   errorResult,
+  type McpInput,
 } from './endpoint.ts';
 import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
+import { type ContinuationLimits, type ContinuationParty, Continuations, DEFAULT_CONTINUATION_LIMITS } from './continuations.ts';
 import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
@@ -116,6 +118,8 @@ export interface EndpointBinding {
 
 /** Everything the request path uses. */
 export interface EnforcerDeps {
+  /** Bounds of the MCP calls waiting for input (node/continuations.ts; default {@link DEFAULT_CONTINUATION_LIMITS}). */
+  readonly continuationLimits?: ContinuationLimits;
   readonly steward: Actor;
   readonly log: ReceiptLog;
   readonly ledger: Ledger;
@@ -176,6 +180,7 @@ export interface EnforcerDeps {
 }
 
 const dec = new TextDecoder('utf-8', { fatal: true });
+const enc = new TextEncoder();
 
 /** An error reply body (§11): `{error: {code, message}}`, never a receipt. */
 export function errorBody(code: WireErrorCode | string, message: string): Uint8Array {
@@ -188,12 +193,22 @@ export class Enforcer {
   readonly #state: DecisionState;
   readonly #inflight = new Map<ContentId, Promise<Uint8Array>>();
   readonly #chains = new ChainCache();
+  /** MCP calls waiting for their continuation (multi round-trip, docs/node.md). */
+  readonly #continuations: Continuations;
+  /**
+   * Replies to continuations already answered, by request id (a re-send of the same signed bytes
+   * gets the same reply, §11), oldest first; at most {@link CONTINUED_KEEP_BYTES} of replies, each
+   * kept for the pending calls' lifetime.
+   */
+  readonly #continued = new Map<ContentId, { reply: Uint8Array; atMs: number }>();
+  #continuedBytes = 0;
   #nextSeq: number;
   #headId: ContentId | undefined;
   #fatal: Error | undefined;
 
   constructor(deps: EnforcerDeps) {
     this.#d = deps;
+    this.#continuations = new Continuations(deps.continuationLimits ?? DEFAULT_CONTINUATION_LIMITS);
     this.#nextSeq = deps.nextSeq;
     this.#headId = deps.headId;
     const amendments = deps.amendments;
@@ -408,8 +423,18 @@ export class Enforcer {
         return this.#error(NodeErrorCodes.UNKNOWN_TOOL, `${binding.name} has no tool ${JSON.stringify(req.frame.action.slice(0, 128))}`);
       }
     }
+    const input = parseInput(req.input);
+    if (typeof input === 'string') return this.#error(NodeErrorCodes.INPUT_INVALID, input);
     const emit = req.notify === 1 && notice !== undefined ? noticeEmitter(rid, notice) : undefined;
-    const io: CallIo = { emit, signal: notice?.closed, peer };
+    const io: CallIo = { emit, signal: notice?.closed, peer, ...(input !== undefined ? { input } : {}) };
+    // A continuation carries the node's token; responses without one are a new call's (decided and
+    // debited like any call: nothing binds them to an earlier round).
+    if (input?.state !== undefined) {
+      if (binding === undefined || binding.endpoint.kind === 'a2a') {
+        return this.#error(NodeErrorCodes.INPUT_INVALID, 'request.input.state continues an MCP tool call; this resource has no MCP server');
+      }
+      return await this.#continueOnce(body, req, rid, binding, args ?? {}, input.state, io);
+    }
     // Registered before deciding starts, so a copy arriving meanwhile waits for this decision.
     let start!: () => void;
     const p = new Promise<void>((r) => {
@@ -528,6 +553,7 @@ export class Enforcer {
       receipt: receiptId(receipt),
     };
     const inv = await this.#invoke(binding, req.frame.action, args ?? {}, { ...io, caller });
+    if (inv.unavailable === undefined) inv.result = this.#pend(inv.result, receipt, 1, partyOf(req));
     const m = this.#d.metrics;
     const steward = this.#d.steward;
     const base = {
@@ -588,6 +614,129 @@ export class Enforcer {
   }
 
   /**
+   * A continuation of a multi round-trip MCP call (docs/node.md "Multi round-trip calls"): the
+   * caller's signature is checked, the pending call of `state` taken for this caller, grant,
+   * resource and tool (once), and the tool called again with the client's `inputResponses` and the
+   * upstream's own `requestState` — no decision, no debit, no new receipt: the reply carries the
+   * first round's receipt. A round that needs input again is kept again (round + 1).
+   * Refusals (no receipt, nothing sent upstream): `input-state-invalid` naming why (`bad-signature`,
+   * the {@link Continuations.take} refusals, or `revoked`: a link of the chain was revoked or
+   * steered since the first round; the pending call is then gone).
+   */
+  async #continue(body: Uint8Array, req: WireRequest, binding: EndpointBinding, args: Record<string, unknown>, state: string, io: CallIo) {
+    const signed = wireRequestSigningBytesOf(body, req);
+    const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
+    if (!sigOk) return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, 'bad-signature: the continuation is not signed by its caller');
+    const who = partyOf(req);
+    const p = this.#continuations.take(state, who);
+    if ('refused' in p) {
+      const why = {
+        malformed: 'input.state is not a continuation token of this node',
+        unknown: 'no call waits for this continuation (already continued, waited past abuse.input_pending_ttl_s, or never issued here)',
+        mismatch: 'the continuation token does not verify for this caller, grant, resource and tool (tampered)',
+      }[p.refused];
+      return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, `${p.refused}: ${why}; nothing was sent upstream or debited`);
+    }
+    // A call continues only while its grant stands: a revoked (or steered) link ends it (§4.3).
+    const revoked = [req.frame.grant_id, ...req.chain.map((g) => grantId(g.grant))].find((id) => this.#state.revoked.has(id));
+    if (revoked !== undefined) {
+      return this.#error(
+        NodeErrorCodes.INPUT_STATE_INVALID,
+        `revoked: grant ${revoked} was revoked after the call's first round; nothing was sent upstream`,
+      );
+    }
+    const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer, receipt: p.receiptId };
+    const resumed: McpInput = { ...io.input, ...(p.upstreamState !== undefined ? { state: p.upstreamState } : {}) };
+    if (p.upstreamState === undefined) delete (resumed as { state?: string }).state;
+    const inv = await this.#invoke(binding, req.frame.action, args, { ...io, input: resumed, caller });
+    const result = inv.unavailable === undefined ? this.#pend(inv.result, p.receipt, p.round + 1, who) : inv.result;
+    return encodeWireResponse({ decision: { verdict: 'allow' }, receipt: p.receipt, result });
+  }
+
+  /**
+   * A continuation by request id `rid`: the reply kept for a re-send of the same bytes (§11), else
+   * {@link #continue}, registered in flight meanwhile; a reply that is not an error is kept.
+   */
+  async #continueOnce(
+    body: Uint8Array,
+    req: WireRequest,
+    rid: ContentId,
+    binding: EndpointBinding,
+    args: Record<string, unknown>,
+    state: string,
+    io: CallIo,
+  ): Promise<Uint8Array> {
+    const kept = this.#continuedReply(rid);
+    if (kept !== undefined) {
+      this.#d.metrics.replays.inc();
+      return kept;
+    }
+    const p = this.#continue(body, req, binding, args, state, io);
+    this.#inflight.set(rid, p);
+    try {
+      const reply = await p;
+      if (this.#errorCodes.get(reply) === undefined) this.#keepContinued(rid, reply);
+      return reply;
+    } finally {
+      this.#inflight.delete(rid);
+    }
+  }
+
+  /** The reply kept for continuation `rid` (dropping those past the pending calls' lifetime), or undefined. */
+  #continuedReply(rid: ContentId): Uint8Array | undefined {
+    const ttl = (this.#d.continuationLimits ?? DEFAULT_CONTINUATION_LIMITS).ttlMs;
+    const now = Date.now();
+    for (const [k, v] of this.#continued) {
+      if (now - v.atMs < ttl) break;
+      this.#continued.delete(k);
+      this.#continuedBytes -= v.reply.length;
+    }
+    return this.#continued.get(rid)?.reply;
+  }
+
+  /** Keeps a continuation's reply for its re-sends, evicting the oldest past {@link CONTINUED_KEEP_BYTES}. */
+  #keepContinued(rid: ContentId, reply: Uint8Array): void {
+    this.#continued.set(rid, { reply, atMs: Date.now() });
+    this.#continuedBytes += reply.length;
+    for (const [k, v] of this.#continued) {
+      if (this.#continuedBytes <= CONTINUED_KEEP_BYTES) break;
+      this.#continued.delete(k);
+      this.#continuedBytes -= v.reply.length;
+    }
+  }
+
+  /**
+   * A result that is an MCP `input_required` result (2026-07-28) is kept as a pending call bound
+   * to `receipt` (round `round`), its `requestState` replaced by the node's continuation token;
+   * any other result is returned as it is. A call the node cannot keep (its bounds) becomes an
+   * `input-limit` endpoint error result.
+   */
+  #pend(result: Uint8Array, receipt: Uint8Array, round: number, who: ContinuationParty): Uint8Array {
+    let v: Record<string, unknown>;
+    try {
+      v = JSON.parse(dec.decode(result)) as Record<string, unknown>;
+    } catch {
+      return result;
+    }
+    if (typeof v !== 'object' || v === null || v['resultType'] !== 'input_required') return result;
+    const upstream = v['requestState'];
+    const r = this.#continuations.mint({
+      ...who,
+      receipt,
+      receiptId: receiptId(receipt),
+      round,
+      upstreamState: typeof upstream === 'string' ? upstream : undefined,
+    });
+    if ('refused' in r) {
+      return errorResult(
+        EndpointErrorCodes.INPUT_LIMIT,
+        `the tool asked for input, and the node cannot keep the call waiting (${r.refused}: abuse.input_pending_per_caller / input_pending_total, or a requestState above the node's bound)`,
+      );
+    }
+    return enc.encode(JSON.stringify({ ...v, requestState: r.token }));
+  }
+
+  /**
    * Calls the endpoint, metered (§5), telling it who called (`caller`: did:key, grant id, receipt id). Resolves to the result bytes and the meter's figure, or to
    * `unavailable` when the endpoint rejected with endpoint-unavailable (the call had no answer;
    * nothing is charged for it). Never rejects.
@@ -604,6 +753,7 @@ export class Enforcer {
     try {
       // Who called goes to the upstream (docs/node.md "Endpoints and results"), never in the arguments.
       const opts: InvokeOptions = {
+        ...(io.input !== undefined ? { input: io.input } : {}),
         ...(io.emit !== undefined ? { onNotification: io.emit } : {}),
         ...(io.signal !== undefined ? { signal: io.signal } : {}),
         caller: io.caller,
@@ -825,11 +975,51 @@ const UNCHARGED: ReadonlySet<string> = new Set([
   NodeErrorCodes.RATE_LIMITED,
 ]);
 
+/** Most bytes of continuation replies kept for re-sends (64 MiB; the oldest go first). */
+const CONTINUED_KEEP_BYTES = 64 << 20;
+
 /** What a call needs of its connection: the notice emitter, the caller-gone signal, the peer address. */
 interface CallIo {
   readonly emit: ((n: McpNotificationMessage) => void) | undefined;
   readonly signal: AbortSignal | undefined;
   readonly peer: string;
+  /** The request's MCP multi round-trip material (capabilities; on a continuation the responses and the upstream's state). */
+  readonly input?: McpInput;
+}
+
+/** Who continues a call: the request's caller, grant, resource and tool. */
+function partyOf(req: WireRequest): ContinuationParty {
+  return { caller: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, action: req.frame.action };
+}
+
+/** The client capabilities the node passes upstream: only these (what an upstream may ask of a client mid-call). */
+const INPUT_CAPABILITIES = ['sampling', 'elicitation', 'roots'] as const;
+
+/**
+ * A request's `input` (core/wire.ts; the JSON text of `{capabilities?, responses?, state?}`) as
+ * {@link McpInput}, keeping only the `sampling`, `elicitation` and `roots` capabilities; undefined
+ * when absent; a string saying why when it is not that shape.
+ */
+export function parseInput(text: string | undefined): McpInput | undefined | string {
+  if (text === undefined) return undefined;
+  const v = JSON.parse(text) as Record<string, unknown>; // the wire decoder checked it is a JSON object
+  for (const k of Object.keys(v))
+    if (!['capabilities', 'responses', 'state'].includes(k)) return `request.input: unknown key ${JSON.stringify(k.slice(0, 64))}`;
+  const isObj = (x: unknown) => typeof x === 'object' && x !== null && !Array.isArray(x);
+  const { capabilities, responses, state } = v;
+  if (capabilities !== undefined && !isObj(capabilities)) return 'request.input.capabilities: expected an object';
+  if (responses !== undefined && !isObj(responses)) return 'request.input.responses: expected an object';
+  if (state !== undefined && typeof state !== 'string') return 'request.input.state: expected a string';
+  const caps: Record<string, unknown> = {};
+  for (const k of INPUT_CAPABILITIES) {
+    const c = (capabilities as Record<string, unknown> | undefined)?.[k];
+    if (c !== undefined) caps[k] = c;
+  }
+  return {
+    ...(capabilities !== undefined ? { capabilities: caps } : {}),
+    ...(responses !== undefined ? { responses: responses as Record<string, unknown> } : {}),
+    ...(state !== undefined ? { state: state as string } : {}),
+  };
 }
 
 /** Sends each upstream notification of request `rid` as a `notice` (docs/wire.md), in order. */
@@ -859,13 +1049,20 @@ export function parseArgs(payload: Uint8Array | undefined): Record<string, unkno
   return v as Record<string, unknown>;
 }
 
-/** What a call's outcome record says of its result: `ok`, `tool-error`, an endpoint error code, or an agent task's end (node/a2a.ts). */
+/** What a call's outcome record says of its result: `ok`, `tool-error`, `input-required`, an endpoint error code, or an agent task's end (node/a2a.ts). */
 function outcomeOf(result: Uint8Array, a2a = false): string {
   // Cheap peek: our own error results carry jcp_error; anything else is the tool's own answer.
   if (result.length > (a2a ? 1 << 20 : 4096)) return 'ok';
   try {
-    const v = JSON.parse(dec.decode(result)) as { jcp_error?: { code?: string }; isError?: boolean; [AGENT_REPLY_KEY]?: unknown };
+    const v = JSON.parse(dec.decode(result)) as {
+      jcp_error?: { code?: string };
+      isError?: boolean;
+      resultType?: unknown;
+      [AGENT_REPLY_KEY]?: unknown;
+    };
     if (v.jcp_error?.code) return v.jcp_error.code;
+    // The tool asked for input: the call goes on in continuations (docs/node.md "Multi round-trip calls").
+    if (v.resultType === 'input_required') return 'input-required';
     if (a2a && AGENT_REPLY_KEY in v) return agentOutcome(v[AGENT_REPLY_KEY]);
     return v.isError ? 'tool-error' : 'ok';
   } catch {

@@ -65,7 +65,9 @@ export {
   errorResult,
   headerValue,
   type InvokeOptions,
+  CLIENT_CAPABILITIES_KEY,
   type McpEra,
+  type McpInput,
   McpHttpEndpoint,
   type McpNotificationMessage,
   McpStdioEndpoint,
@@ -79,6 +81,15 @@ export {
   type ToolStatus,
   type UnavailablePhase,
 } from './endpoint.ts';
+export {
+  type ContinuationLimits,
+  type ContinuationParty,
+  type ContinuationRefusal,
+  Continuations,
+  DEFAULT_CONTINUATION_LIMITS,
+  type PendingCall,
+  type PendingRefusal,
+} from './continuations.ts';
 export {
   type AmendmentOutlet,
   Enforcer,

@@ -4,6 +4,7 @@
  * (§8.1), revocations (§4.3), trust roots (§7), the meter (§5), the MCP endpoints, the jcp/1
  * listener (§11), and `/metrics` + `/healthz`.
  */
+import { DEFAULT_CONTINUATION_LIMITS } from './continuations.ts';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -479,6 +480,12 @@ function makeEnforcer(
     amendmentOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
       f.publishAmendment !== undefined ? [{ name: f.name, publish: (id: ContentId, m: Uint8Array) => f.publishAmendment!(id, m) }] : [],
     ),
+    continuationLimits: {
+      perCaller: cfg.abuse.inputPendingPerCaller,
+      total: cfg.abuse.inputPendingTotal,
+      ttlMs: cfg.abuse.inputPendingTtlS * 1000,
+      stateChars: DEFAULT_CONTINUATION_LIMITS.stateChars,
+    },
     limiter: new PeerLimiter(cfg.abuse, clockS),
     denyLimiter: new PeerLimiter({ burst: cfg.abuse.denyBurst, refillPerS: cfg.abuse.denyRefillPerS, maxPeers: 1 }, clockS),
     issuerPolicy: b.policy,

@@ -86,7 +86,7 @@ export interface OutcomeCore {
   readonly receipt_seq: number;
   /** The receipt id (BLAKE3-256 of its COSE_Sign1 bytes) of that receipt. */
   readonly receipt_id: ContentId;
-  /** The endpoint's outcome: `ok`, `tool-error`, or an endpoint error code (`endpoint-timeout`, `endpoint-failed`, `endpoint-unavailable`). */
+  /** The endpoint's outcome: `ok`, `tool-error`, `input-required` (an MCP call that asked for input, docs/node.md "Multi round-trip calls"), or an endpoint error code (`endpoint-timeout`, `endpoint-failed`, `endpoint-unavailable`). */
   readonly outcome: string;
   /** Reversals only: where the endpoint failed. */
   readonly phase?: OutcomePhase;

@@ -8,7 +8,9 @@
  * What it does is what a node does, nothing scenario-specific beyond the suite's own context: it
  * connects (server/discover, else the 2025 handshake), reads the tool list, and calls each listed
  * tool once with arguments made from its input schema (numbers 1, strings "x", booleans true),
- * or the calls the context names (`toolCalls: [{name, arguments}]`). Exit 0 unless it cannot
+ * or the calls the context names (`toolCalls: [{name, arguments}]`); a call answered
+ * `input_required` is continued as a node continues it for its caller (the caller here declines
+ * every elicitation), up to 10 rounds. Exit 0 unless it cannot
  * connect. Usage: node --import tsx scripts/mcp-conformance-client.ts URL
  */
 import { pino } from 'pino';
@@ -49,7 +51,17 @@ async function main(): Promise<number> {
         receipt: '1'.repeat(64),
       };
       try {
-        const r = await ep.invoke(c.name, c.arguments ?? {}, { caller });
+        let r = await ep.invoke(c.name, c.arguments ?? {}, { caller });
+        // An input_required result (2026-07-28): a node hands it to its caller and, when the
+        // caller answers, sends the answers with the upstream's requestState exactly as it came
+        // (node/enforcer.ts continuations). The caller here declines every elicitation.
+        for (let round = 1; round <= 10; round++) {
+          const v = JSON.parse(new TextDecoder().decode(r)) as { resultType?: string; inputRequests?: object; requestState?: unknown };
+          if (v.resultType !== 'input_required') break;
+          const responses = Object.fromEntries(Object.keys(v.inputRequests ?? {}).map((k) => [k, { action: 'decline' }]));
+          const input = { responses, ...(typeof v.requestState === 'string' ? { state: v.requestState } : {}) };
+          r = await ep.invoke(c.name, c.arguments ?? {}, { caller, input });
+        }
         process.stdout.write(`${c.name}: ${new TextDecoder().decode(r).slice(0, 200)}\n`);
       } catch (e) {
         process.stdout.write(`${c.name}: ${(e as Error).message}\n`);

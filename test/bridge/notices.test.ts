@@ -1,7 +1,8 @@
 /**
  * Notifications and server-to-client requests through the bridge, with testkit/mcp-tools-server.ts
  * over stdio behind a node: log messages reach the client in order, before the result, at or above
- * the level it set; an upstream's sampling request is refused (the tool fails, the client is never asked).
+ * the level it set; an upstream's sampling request reaches the client, which declared sampling, as a
+ * server request on its call (the node relays the upstream's input_required result; docs/bridge.md).
  */
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -9,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
 import type { RunningNode } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
+import { grantId } from '../../core/index.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 
 const { rng, alice, bob } = cast('bridge-notices');
@@ -21,6 +23,7 @@ describe('bridge: notifications and server-to-client requests', () => {
   let client: Client;
   const seen: string[] = [];
   let asked = 0;
+  const grant = mint(alice, bob, 'tools', ['test_tool_with_logging', 'test_sampling'], 1_000n, rng);
 
   beforeAll(async () => {
     node = await liveNode({
@@ -30,7 +33,8 @@ describe('bridge: notifications and server-to-client requests', () => {
     const agent = new BridgeAgent({
       name: 'bob',
       signer: bob,
-      chains: [[mint(alice, bob, 'tools', ['test_tool_with_logging', 'test_sampling'], 1_000n, rng)]],
+      chains: [[grant]],
+      costUj: 1n,
       client: jcp,
       journal: new CallJournal(),
     });
@@ -66,13 +70,17 @@ describe('bridge: notifications and server-to-client requests', () => {
     expect(seen).toEqual([]);
   });
 
-  test('sampling / an upstream asking the client for a completion is refused: the tool fails, the client is never asked', async () => {
+  test('sampling / an upstream asking the client for a completion reaches the client (it declared sampling); its answer reaches the tool, one debit', async () => {
+    const before = node.ledger.spent(grantId(grant.grant));
     const r = (await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } })) as {
       isError?: boolean;
+      content?: { text?: string }[];
       _meta?: Record<string, unknown>;
     };
-    expect(r.isError).toBe(true);
+    expect(r.isError).not.toBe(true);
+    expect(r.content?.[0]?.text).toMatch(/never/);
     expect(r._meta?.['jcp/verdict']).toBe('allow');
-    expect(asked).toBe(0);
+    expect(asked).toBe(1);
+    expect(node.ledger.spent(grantId(grant.grant)) - before).toBe(1n);
   });
 });
