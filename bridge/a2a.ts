@@ -64,6 +64,7 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+// v1 SDK: McpError is what the bridge's 2025 face (the v1 server, docs/bridge.md) throws to its clients.
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
 import type { SignedGrant } from '../core/index.ts';

@@ -26,6 +26,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+// v1 SDK: the 2025 face's sessions (GET stream, Mcp-Session-Id), which the v2 HTTP entry serves only statelessly.
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type McpHttpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { BridgeAgent } from './agent.ts';

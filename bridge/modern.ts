@@ -21,6 +21,7 @@
  */
 import { type McpHttpHandler, Server, createMcpHandler } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+// v1 SDK types: the transport and messages of the 2025 face this module routes legacy traffic to.
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import type { McpNotification } from '../client/index.ts';

@@ -8,6 +8,7 @@
  * A message past {@link STDIO_MAX_BUFFER} bytes clears the buffer and reports
  * `ReadBuffer exceeded maximum size of <n> bytes` to `onerror`, then closes, as the SDK does.
  */
+// v1 SDK types: the 2025 face's transport interface (the v1 server reads this pipe).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
