@@ -26,16 +26,16 @@ import { join, resolve } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed, type ContentId, grantId, overdraftBound } from '../core/index.ts';
 import { auditChannel, channelNames, JetStreamBus } from '../channel/index.ts';
-import { createMeter, type Probe, readMeterConfig } from '../meter/index.ts';
-import { approveAsTeam, askTeamToSign, callTeamViaBridge, revokeEverywhere, type Steering, steer } from './actions.ts';
+import type { Probe } from '../meter/index.ts';
+import type { Steering } from './actions.ts';
 import { type Broker, chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
 import { freePort, whenInterrupted } from '../testkit/index.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
-import { type NodeEvidence, readEvidence } from './evidence.ts';
+import type { NodeEvidence } from './evidence.ts';
 import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
 import { type DemoNode, metricsText, startNode, stopNode } from './nodes.ts';
 import { delegateWorker, leafId, mintRoots, type Roots, teamGrant, type WorkerChains } from './plan.ts';
-import { buildReport, type RunFacts } from './compile.ts';
+import type { RunFacts } from './compile.ts';
 import type { DemoReport } from './report.ts';
 import {
   AGENT_RESOURCE,
@@ -53,7 +53,7 @@ import {
   writeSample,
 } from './setup.ts';
 import { ResearcherProc } from './researchers.ts';
-import { startTeam, type Team } from './team.ts';
+import type { Team } from './team.ts';
 
 /** The entity prefix member 3's rules keep the team's deletions under (its "folder"). */
 const TEAM_FOLDER = 'w1-';
@@ -205,7 +205,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const { metrics, channel } = await stopEverything(run, broker, roots);
     evidenceMade = true;
     const evidence: NodeEvidence[] = [];
+    const { readEvidence } = await import('./evidence.ts');
     for (const n of run.nodes) evidence.push(await readEvidence(n.name, n.did, n.dataDir));
+    const { buildReport } = await import('./compile.ts');
     return buildReport({
       startedAt: new Date(t0).toISOString(),
       runS: (Date.now() - t0) / 1000,
@@ -350,6 +352,7 @@ async function startParts(
   const teamReady = natsUrl === undefined ? Promise.resolve() : startDemoTeam(run, natsUrl, dir);
   const toolsReady = Promise.all(nodes.map((n) => nodeTools(n, [FS_RESOURCE, MEMORY_RESOURCE])));
   const probeReady = (async () => {
+    const { createMeter, readMeterConfig } = await import('../meter/index.ts');
     const m = createMeter(readMeterConfig(meterSection()));
     try {
       return await m.probe();
@@ -410,6 +413,7 @@ async function startResearcher(run: DemoRun, dir: string, url: string): Promise<
 /** Phase 3, with NATS: the 2-of-3 threshold team (FROST DKG over NATS, §2.2) under `dir/team`; its close joins the cleanups. */
 async function startDemoTeam(run: DemoRun, natsUrl: string, dir: string): Promise<void> {
   run.nc = await connect({ servers: natsUrl, name: 'jcp-demo' });
+  const { startTeam } = await import('./team.ts');
   run.team = await startTeam(run.nc, natsUrl, join(dir, 'team'), {
     resource: MEMORY_RESOURCE,
     action: TEAM_ACTION,
@@ -517,6 +521,8 @@ interface RunReactions {
 function reactToCalls(run: DemoRun, issuer: Actor, chains: readonly WorkerChains[]): RunReactions {
   const { say, workers, nodes, problems } = run;
   const r: RunReactions = { revokeTask: undefined, steerTask: undefined, revocation: undefined, steering: undefined };
+  // Loaded now, once the nodes are up (not before: the first node's start waits for no more than it needs).
+  const actions = import('./actions.ts');
   const sampled = new Set<string>();
   run.react = (w: WorkerProc, e: CallEvent): void => {
     if (e.verdict === 'deny') say(`${w.name} ${e.lane} ${e.action} at ${e.node}: refused ${e.reason}`);
@@ -529,30 +535,34 @@ function reactToCalls(run: DemoRun, issuer: Actor, chains: readonly WorkerChains
     }
     if (w === workers[2] && r.revokeTask === undefined && w.allowed >= REVOKE_AFTER) {
       const ids = [leafId(chains[2]!.files), leafId(chains[2]!.memory)];
-      r.revokeTask = revokeEverywhere(issuer, nodes, ids).then(
-        (acked) => {
-          const revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
-          r.revocation = revocation;
-          // The worker's try at another node waits for this (it may already be refused at home:
-          // a node applies a revocation before it acknowledges it), so it falls after atMs.
-          w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
-          say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
-        },
-        (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
-      );
+      r.revokeTask = actions
+        .then((a) => a.revokeEverywhere(issuer, nodes, ids))
+        .then(
+          (acked) => {
+            const revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
+            r.revocation = revocation;
+            // The worker's try at another node waits for this (it may already be refused at home:
+            // a node applies a revocation before it acknowledges it), so it falls after atMs.
+            w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
+            say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
+          },
+          (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
+        );
     }
     const filesAllowed = w.calls.filter((c) => c.lane === 'files' && c.verdict === 'allow').length;
     if (w === workers[1] && r.steerTask === undefined && filesAllowed >= STEER_AFTER) {
       say(`the issuer asks ${w.name} to checkpoint its files grant (§4.7)`);
-      r.steerTask = steer(issuer, nodes, w, chains[1]!.files.at(-1)!).then(
-        (s) => {
-          r.steering = s;
-          say(
-            `${w.name} checkpointed; the issuer amended its files budget ${fmt(s.budgetBeforeUj)} → ${fmt(s.amendedUj)} (${fmt(s.remainingUj)} were left), revoked the steered grant, and ${w.name} continues under ${grantId(s.continuation.grant).slice(0, 16)}…`,
-          );
-        },
-        (err: unknown) => void problems.push(`steering failed: ${(err as Error).message}`),
-      );
+      r.steerTask = actions
+        .then((a) => a.steer(issuer, nodes, w, chains[1]!.files.at(-1)!))
+        .then(
+          (s) => {
+            r.steering = s;
+            say(
+              `${w.name} checkpointed; the issuer amended its files budget ${fmt(s.budgetBeforeUj)} → ${fmt(s.amendedUj)} (${fmt(s.remainingUj)} were left), revoked the steered grant, and ${w.name} continues under ${grantId(s.continuation.grant).slice(0, 16)}…`,
+            );
+          },
+          (err: unknown) => void problems.push(`steering failed: ${(err as Error).message}`),
+        );
     }
   };
   return r;
@@ -604,6 +614,7 @@ async function teamPhase(run: DemoRun, roots: Roots): Promise<TeamOutcome> {
       team: undefined,
       teamGrant: undefined,
     };
+  const { approveAsTeam, askTeamToSign, callTeamViaBridge } = await import('./actions.ts');
   const target = TEAM_TARGET;
   const teamInfo = { group: team.group, members: team.members, min: team.min, max: team.max, dkgMs: team.dkgMs };
   const tg = teamGrant(roots, team.group);
