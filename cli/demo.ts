@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { asCoded, renderReport, runDemo } from '../demo/index.ts';
 import { exitAfterInterrupt, loopbackNatsUrlProblem } from '../testkit/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
-import { openConsole } from './console.ts';
+import type { openConsole } from './console.ts';
 
 const help = `Usage: jcp demo [--json out.json] [--dir d] [--nats url | --no-nats] [--pace ms] [--keep-console]
 
@@ -92,6 +92,8 @@ export const command: Command = {
       const report = await runDemo({
         print,
         onNodesStarted: async (info) => {
+          // Loaded once the nodes are up: the demo starts them before it loads what comes after.
+          const { openConsole } = await import('./console.ts');
           auditConsole = await openConsole({
             dirs: info.dataDirs,
             ...(info.natsUrl !== undefined ? { nats: info.natsUrl } : {}),

@@ -14,6 +14,10 @@
  * artifact says what it read and how it was stopped. Each call's receipt is verified under the
  * node's did (§8) and reported to the orchestrator.
  *
+ * Command line: the demo's folder (only so `ps` tells which demo it belongs to), then the loopback
+ * port to serve on (0 or absent: any free one; the demo picks it first so that the nodes' configs
+ * can name the url while this process is still starting).
+ *
  * IPC (demo/messages.ts): `hello` {did, url} at once; `go` {node, planner, dir, …} → `ready` once
  * its bridge is up; a `call` per tool call and a `task` per finished task; `stop` ends it.
  */
@@ -278,10 +282,10 @@ class Researcher implements AgentExecutor {
   }
 }
 
-/** Starts the A2A server on 127.0.0.1 (a free port); resolves to its base url and a closer. */
-async function serve(exec: Researcher): Promise<{ url: string; close: () => Promise<void> }> {
+/** Starts the A2A server on 127.0.0.1:`port` (0: a free port); resolves to its base url and a closer. @throws the listen error (EADDRINUSE). */
+async function serve(exec: Researcher, port: number): Promise<{ url: string; close: () => Promise<void> }> {
   const app = express();
-  const server = app.listen(0, '127.0.0.1');
+  const server = app.listen(port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => {
     server.once('listening', () => resolve());
     server.once('error', reject);
@@ -317,7 +321,9 @@ async function startBridge(me: Actor, job: Go): Promise<Bridge> {
 async function main(): Promise<void> {
   const me: Actor = actorFromSeed(new Uint8Array(randomBytes(32)));
   const exec = new Researcher();
-  const server = await serve(exec);
+  const port = Number(process.argv[3] ?? 0);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`bad port '${process.argv[3]}'`);
+  const server = await serve(exec, port);
   send({ type: 'hello', did: me.did, url: server.url });
   const job = await next('go', 120_000);
   const bridge = await startBridge(me, job);

@@ -29,9 +29,14 @@ export class ResearcherProc {
   stderr = '';
   readonly #waiters = new Set<() => void>();
 
-  /** Spawns the researcher; `demoDir` goes on its command line only so `ps` tells which demo it belongs to. */
-  constructor(demoDir: string, onCall: (c: ResearcherCall) => void) {
-    this.child = spawn(process.execPath, [...scriptArgv(RESEARCHER_SCRIPT), demoDir], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  /**
+   * Spawns the researcher; `demoDir` goes on its command line only so `ps` tells which demo it
+   * belongs to. It serves on 127.0.0.1:`port` (0: any free port; its `hello` says which).
+   */
+  constructor(demoDir: string, onCall: (c: ResearcherCall) => void, port = 0) {
+    this.child = spawn(process.execPath, [...scriptArgv(RESEARCHER_SCRIPT), demoDir, String(port)], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
     track(this.child);
     this.child.stderr?.setEncoding('utf8').on('data', (d: string) => {
       this.stderr = (this.stderr + d).slice(-4000);

@@ -26,22 +26,23 @@ import { join, resolve } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type Actor, actorFromSeed, type ContentId, grantId, overdraftBound } from '../core/index.ts';
 import { auditChannel, channelNames, JetStreamBus } from '../channel/index.ts';
-import { createMeter, type Probe, readMeterConfig } from '../meter/index.ts';
-import { approveAsTeam, askTeamToSign, callTeamViaBridge, revokeEverywhere, type Steering, steer } from './actions.ts';
+import type { Probe } from '../meter/index.ts';
+import type { Steering } from './actions.ts';
 import { type Broker, chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
-import { whenInterrupted } from '../testkit/index.ts';
+import { freePort, whenInterrupted } from '../testkit/index.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
-import { type NodeEvidence, readEvidence } from './evidence.ts';
+import type { NodeEvidence } from './evidence.ts';
 import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
 import { type DemoNode, metricsText, startNode, stopNode } from './nodes.ts';
 import { delegateWorker, leafId, mintRoots, type Roots, teamGrant, type WorkerChains } from './plan.ts';
-import { buildReport, type RunFacts } from './compile.ts';
+import type { RunFacts } from './compile.ts';
 import type { DemoReport } from './report.ts';
 import {
   AGENT_RESOURCE,
   BUDGETS,
   DELEGATED_FRACTION,
   FS_ACTIONS,
+  FS_RESOURCE,
   MEMORY_ACTIONS,
   MEMORY_RESOURCE,
   meterSection,
@@ -52,7 +53,7 @@ import {
   writeSample,
 } from './setup.ts';
 import { ResearcherProc } from './researchers.ts';
-import { startTeam, type Team } from './team.ts';
+import type { Team } from './team.ts';
 
 /** The entity prefix member 3's rules keep the team's deletions under (its "folder"). */
 const TEAM_FOLDER = 'w1-';
@@ -60,7 +61,7 @@ const TEAM_FOLDER = 'w1-';
 const REFUSED_TARGET = 'w2-secrets';
 /** The entity the team deletes through the bridge: inside every member's policy. */
 const BRIDGE_TARGET = 'w1-scratch';
-import { listTools, missingTools, type ToolInfo } from './tools.ts';
+import { missingTools, nodeTools, type ToolInfo } from './tools.ts';
 import { WorkerProc } from './workers.ts';
 
 /** Options of {@link runDemo}. */
@@ -204,7 +205,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const { metrics, channel } = await stopEverything(run, broker, roots);
     evidenceMade = true;
     const evidence: NodeEvidence[] = [];
+    const { readEvidence } = await import('./evidence.ts');
     for (const n of run.nodes) evidence.push(await readEvidence(n.name, n.did, n.dataDir));
+    const { buildReport } = await import('./compile.ts');
     return buildReport({
       startedAt: new Date(t0).toISOString(),
       runS: (Date.now() - t0) / 1000,
@@ -290,9 +293,12 @@ function mintPlan(run: DemoRun, natsUrl: string | undefined): { issuer: Actor; s
 }
 
 /**
- * Phase 3: in parallel, the nodes, the worker processes, the threshold team (with NATS), the MCP
- * servers' tool lists and the meter probe. Waits for all of them, even when one fails, so everything
- * started is stopped by the cleanups. @throws the first failure, or Error when the installed MCP
+ * Phase 3: the researcher first (the nodes read its agent card at start), then the nodes; once they
+ * listen, in parallel, the worker processes, the threshold team (with NATS), the MCP servers' tool
+ * lists (asked of the nodes, which started those servers: each server runs once) and the meter
+ * probe. The nodes go first so that they do not wait for the CPU behind 6 other processes loading
+ * their modules (docs/benchmarks.md "startup"). Waits for everything started, even when one part
+ * fails, so the cleanups stop it. @throws the first failure, or Error when the installed MCP
  * servers lack a tool the grants name.
  */
 async function startParts(
@@ -307,20 +313,22 @@ async function startParts(
   const { say, cleanups, nodes, workers } = run;
   const { natsUrl, root } = broker;
   say(
-    `starting ${NODES} nodes (each with a filesystem and a memory MCP server, and the researcher agent over A2A), ${WORKERS.length} worker processes, the researcher${natsUrl !== undefined ? ' and 3 threshold participants' : ''}; this takes a few seconds`,
+    `starting ${NODES} nodes (each with a filesystem and a memory MCP server, and the researcher agent over A2A), then ${WORKERS.length} worker processes${natsUrl !== undefined ? ' and 3 threshold participants' : ''}; this takes a few seconds`,
   );
   const onCall = (w: WorkerProc, e: CallEvent) => run.react(w, e);
-  const researcher = startResearcher(run, dir);
-  for (const name of WORKERS) workers.push(new WorkerProc(name, dir, onCall));
   cleanups.push(() => Promise.all(workers.map((w) => w.stop())));
   cleanups.push(() => Promise.all(nodes.map((n) => stopNode(n))));
   const points = stewards.map((s) => s.did);
-  const nodesReady = Promise.all(
-    stewards.map(async (steward, i) => {
+  // The researcher starts beside the nodes on a port chosen here, so that their configs can name
+  // its url at once: a node reads the agent card after it listens, and again (after a back-off)
+  // when a task comes while it has none (docs/a2a.md).
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const researcher = startResearcher(run, dir, url);
+  const nodesStarted = await Promise.allSettled([
+    researcher,
+    ...stewards.map(async (steward, i) => {
       const name = `n${i + 1}`;
       const ndir = join(dir, name);
-      // The nodes read the researcher's agent card at start: it is up first.
-      const { url } = await researcher;
       nodes[i] = await startNode({
         name,
         dir: ndir,
@@ -337,13 +345,14 @@ async function startParts(
       });
       say(`node ${name} up: jcp/1 on 127.0.0.1:${nodes[i]!.port}, steward ${steward.did.slice(0, 24)}…`);
     }),
-  );
-  const teamReady = natsUrl === undefined ? Promise.resolve() : startDemoTeam(run, natsUrl, dir);
-  const toolsReady = Promise.all([
-    listTools('mcp-server-filesystem', [sampleDir], {}),
-    listTools('mcp-server-memory', [], { MEMORY_FILE_PATH: join(dir, 'tools-probe.jsonl') }),
   ]);
+  const nodeFailed = nodesStarted.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+  if (nodeFailed) throw nodeFailed.reason;
+  for (const name of WORKERS) workers.push(new WorkerProc(name, dir, onCall));
+  const teamReady = natsUrl === undefined ? Promise.resolve() : startDemoTeam(run, natsUrl, dir);
+  const toolsReady = Promise.all(nodes.map((n) => nodeTools(n, [FS_RESOURCE, MEMORY_RESOURCE])));
   const probeReady = (async () => {
+    const { createMeter, readMeterConfig } = await import('../meter/index.ts');
     const m = createMeter(readMeterConfig(meterSection()));
     try {
       return await m.probe();
@@ -351,38 +360,50 @@ async function startParts(
       m.close();
     }
   })();
-  const started = await Promise.allSettled([nodesReady, teamReady, toolsReady, probeReady]);
+  const started = await Promise.allSettled([teamReady, toolsReady, probeReady]);
   const failed = started.find((x): x is PromiseRejectedResult => x.status === 'rejected');
   if (failed) throw failed.reason;
-  const tools = (started[2] as PromiseFulfilledResult<[ToolInfo[], ToolInfo[]]>).value;
-  const probe = (started[3] as PromiseFulfilledResult<Probe>).value;
+  const lists = (started[1] as PromiseFulfilledResult<Record<string, ToolInfo[]>[]>).value;
+  const probe = (started[2] as PromiseFulfilledResult<Probe>).value;
+  const tools: [ToolInfo[], ToolInfo[]] = [lists[0]![FS_RESOURCE]!, lists[0]![MEMORY_RESOURCE]!];
   say(`filesystem server tools: ${tools[0].map((t) => t.name).join(', ')}`);
   say(`memory server tools: ${tools[1].map((t) => t.name).join(', ')}`);
-  const missing = [...missingTools(tools[0], FS_ACTIONS), ...missingTools(tools[1], [...MEMORY_ACTIONS, TEAM_ACTION])];
-  if (missing.length) throw new Error(`the installed MCP servers lack tools the grants name: ${missing.join(', ')}`);
+  // Every node's servers: the same packages, but each node started its own.
+  const missing = new Set(
+    lists.flatMap((l) => [
+      ...missingTools(l[FS_RESOURCE]!, FS_ACTIONS),
+      ...missingTools(l[MEMORY_RESOURCE]!, [...MEMORY_ACTIONS, TEAM_ACTION]),
+    ]),
+  );
+  if (missing.size) throw new Error(`the installed MCP servers lack tools the grants name: ${[...missing].join(', ')}`);
   return { tools, probe };
 }
 
 /**
- * Phase 3: the researcher agent (demo/researcher.ts), an A2A server on a loopback port of its own;
- * its stop joins the cleanups. Each of its calls on the delegated grant is shown as it comes: the
+ * Phase 3: the researcher agent (demo/researcher.ts), an A2A server on `url` (a loopback port the
+ * demo chose); its stop joins the cleanups. Each of its calls on the delegated grant is shown as it comes: the
  * first allowed one and every refusal. @throws Error when it does not say hello within 60 s.
  */
-async function startResearcher(run: DemoRun, dir: string): Promise<{ did: string; url: string }> {
+async function startResearcher(run: DemoRun, dir: string, url: string): Promise<{ did: string; url: string }> {
   let shown = false;
-  const r = new ResearcherProc(dir, (c) => {
-    if (c.verdict === 'deny')
-      run.say(
-        `researcher ${c.action} on its delegated grant: refused ${c.reason} (${fmt(BigInt(c.remaining_uj))} of ${fmt(BigInt(c.budget_uj))} left)`,
-      );
-    else if (!shown) {
-      shown = true;
-      run.say(`researcher ${c.action} on its delegated grant: allowed, ${fmt(BigInt(c.cost_uj))} debited`);
-    }
-  });
+  const r = new ResearcherProc(
+    dir,
+    (c) => {
+      if (c.verdict === 'deny')
+        run.say(
+          `researcher ${c.action} on its delegated grant: refused ${c.reason} (${fmt(BigInt(c.remaining_uj))} of ${fmt(BigInt(c.budget_uj))} left)`,
+        );
+      else if (!shown) {
+        shown = true;
+        run.say(`researcher ${c.action} on its delegated grant: allowed, ${fmt(BigInt(c.cost_uj))} debited`);
+      }
+    },
+    Number(new URL(url).port),
+  );
   run.researcher = r;
   run.cleanups.push(() => r.stop());
   const hello = await r.hello();
+  if (hello.url !== url) throw new Error(`the researcher serves ${hello.url}, not ${url}`);
   run.say(
     `researcher agent up: an A2A server (@a2a-js/sdk) at ${hello.url}, skill ${RESEARCH_SKILL}, ${hello.did.slice(0, 24)}…; the nodes front it as the resource '${AGENT_RESOURCE}'`,
   );
@@ -392,6 +413,7 @@ async function startResearcher(run: DemoRun, dir: string): Promise<{ did: string
 /** Phase 3, with NATS: the 2-of-3 threshold team (FROST DKG over NATS, §2.2) under `dir/team`; its close joins the cleanups. */
 async function startDemoTeam(run: DemoRun, natsUrl: string, dir: string): Promise<void> {
   run.nc = await connect({ servers: natsUrl, name: 'jcp-demo' });
+  const { startTeam } = await import('./team.ts');
   run.team = await startTeam(run.nc, natsUrl, join(dir, 'team'), {
     resource: MEMORY_RESOURCE,
     action: TEAM_ACTION,
@@ -499,6 +521,8 @@ interface RunReactions {
 function reactToCalls(run: DemoRun, issuer: Actor, chains: readonly WorkerChains[]): RunReactions {
   const { say, workers, nodes, problems } = run;
   const r: RunReactions = { revokeTask: undefined, steerTask: undefined, revocation: undefined, steering: undefined };
+  // Loaded now, once the nodes are up (not before: the first node's start waits for no more than it needs).
+  const actions = import('./actions.ts');
   const sampled = new Set<string>();
   run.react = (w: WorkerProc, e: CallEvent): void => {
     if (e.verdict === 'deny') say(`${w.name} ${e.lane} ${e.action} at ${e.node}: refused ${e.reason}`);
@@ -511,30 +535,34 @@ function reactToCalls(run: DemoRun, issuer: Actor, chains: readonly WorkerChains
     }
     if (w === workers[2] && r.revokeTask === undefined && w.allowed >= REVOKE_AFTER) {
       const ids = [leafId(chains[2]!.files), leafId(chains[2]!.memory)];
-      r.revokeTask = revokeEverywhere(issuer, nodes, ids).then(
-        (acked) => {
-          const revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
-          r.revocation = revocation;
-          // The worker's try at another node waits for this (it may already be refused at home:
-          // a node applies a revocation before it acknowledges it), so it falls after atMs.
-          w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
-          say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
-        },
-        (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
-      );
+      r.revokeTask = actions
+        .then((a) => a.revokeEverywhere(issuer, nodes, ids))
+        .then(
+          (acked) => {
+            const revocation = { worker: w.name, grantIds: ids, acked, atMs: Date.now() };
+            r.revocation = revocation;
+            // The worker's try at another node waits for this (it may already be refused at home:
+            // a node applies a revocation before it acknowledges it), so it falls after atMs.
+            w.send({ type: 'revoked-everywhere', at_ms: revocation.atMs });
+            say(`the issuer revoked ${w.name}'s grants; every node acknowledged (${acked.join(', ')}): from now on ${w.name} is refused`);
+          },
+          (err: unknown) => void problems.push(`revocation failed: ${(err as Error).message}`),
+        );
     }
     const filesAllowed = w.calls.filter((c) => c.lane === 'files' && c.verdict === 'allow').length;
     if (w === workers[1] && r.steerTask === undefined && filesAllowed >= STEER_AFTER) {
       say(`the issuer asks ${w.name} to checkpoint its files grant (§4.7)`);
-      r.steerTask = steer(issuer, nodes, w, chains[1]!.files.at(-1)!).then(
-        (s) => {
-          r.steering = s;
-          say(
-            `${w.name} checkpointed; the issuer amended its files budget ${fmt(s.budgetBeforeUj)} → ${fmt(s.amendedUj)} (${fmt(s.remainingUj)} were left), revoked the steered grant, and ${w.name} continues under ${grantId(s.continuation.grant).slice(0, 16)}…`,
-          );
-        },
-        (err: unknown) => void problems.push(`steering failed: ${(err as Error).message}`),
-      );
+      r.steerTask = actions
+        .then((a) => a.steer(issuer, nodes, w, chains[1]!.files.at(-1)!))
+        .then(
+          (s) => {
+            r.steering = s;
+            say(
+              `${w.name} checkpointed; the issuer amended its files budget ${fmt(s.budgetBeforeUj)} → ${fmt(s.amendedUj)} (${fmt(s.remainingUj)} were left), revoked the steered grant, and ${w.name} continues under ${grantId(s.continuation.grant).slice(0, 16)}…`,
+            );
+          },
+          (err: unknown) => void problems.push(`steering failed: ${(err as Error).message}`),
+        );
     }
   };
   return r;
@@ -586,6 +614,7 @@ async function teamPhase(run: DemoRun, roots: Roots): Promise<TeamOutcome> {
       team: undefined,
       teamGrant: undefined,
     };
+  const { approveAsTeam, askTeamToSign, callTeamViaBridge } = await import('./actions.ts');
   const target = TEAM_TARGET;
   const teamInfo = { group: team.group, members: team.members, min: team.min, max: team.max, dkgMs: team.dkgMs };
   const tg = teamGrant(roots, team.group);

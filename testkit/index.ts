@@ -4,8 +4,8 @@
  */
 export { type ClusterState, clusterStatus, LocalCluster, stopClusterFromState } from './cluster.ts';
 export { ParticipantCluster } from './frost-procs.ts';
-export { type A2aAgent, startA2aAgent } from './a2a-agent.ts';
-export { CONFORMANCE_TOOL_NAMES, serveToolsHttp } from './mcp-tools-server.ts';
+export { type A2aAgent, startA2aAgent, serveToolsHttp } from './lazy.ts';
+export { CONFORMANCE_TOOL_NAMES } from './mcp-tools-list.ts';
 export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
 export { ParticipantProc } from './frost-procs.ts';
 export { startParticipantProc } from './frost-procs.ts';

@@ -73,6 +73,49 @@ function processesUsing(dir: string): string[] {
   return found;
 }
 
+/**
+ * Samples /proc every 50 ms until `done()` and sorts the MCP servers of the demo in `dir` seen
+ * running (`…/mcp-server-filesystem <dir>/sample`, or `…/mcp-server-memory` with a
+ * `MEMORY_FILE_PATH` under `dir`) by who started them: a node (`jcp node start --config
+ * <dir>/nX/node.json`) or anything else (the demo itself). Each node may start a server more than
+ * once (the MCP SDK probes a stdio server's era on a sibling process); the demo should start none.
+ * A server that lived less than a sample can be missed.
+ */
+async function serversSeen(
+  dir: string,
+  done: () => boolean,
+  timeoutMs = 180_000,
+): Promise<{ byNodes: { filesystem: number; memory: number }; byOthers: string[] }> {
+  const seen = new Map<string, { kind: 'filesystem' | 'memory'; parent: string }>();
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) {
+    for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+      try {
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+        const kind = cmd.includes('mcp-server-filesystem') ? 'filesystem' : cmd.includes('mcp-server-memory') ? 'memory' : undefined;
+        if (kind === undefined || seen.has(pid)) continue;
+        const where = kind === 'filesystem' ? cmd : readFileSync(`/proc/${pid}/environ`, 'latin1');
+        if (!where.includes(dir)) continue;
+        const ppid = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ')[1]!;
+        const parent = readFileSync(`/proc/${ppid}/cmdline`, 'latin1').replaceAll('\0', ' ');
+        seen.set(pid, {
+          kind,
+          parent: parent.includes(' node start --config ') ? (/\/(n\d)\/node\.json/.exec(parent)?.[1] ?? parent) : parent,
+        });
+      } catch {
+        // gone, or not ours
+      }
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const all = [...seen.values()];
+  const nodes = (k: string) => new Set(all.filter((s) => s.kind === k && /^n\d$/.test(s.parent)).map((s) => s.parent)).size;
+  return {
+    byNodes: { filesystem: nodes('filesystem'), memory: nodes('memory') },
+    byOthers: all.filter((s) => !/^n\d$/.test(s.parent)).map((s) => `${s.kind} started by ${s.parent.slice(0, 120)}`),
+  };
+}
+
 async function replayedIndependently(report: DemoReport): Promise<{ total: number; bad: number; breaks: number }> {
   let total = 0;
   let bad = 0;
@@ -262,8 +305,14 @@ describe('jcp demo - the main job end to end', () => {
     const dir = join(root, 'run');
     const json = join(root, 'report.json');
     const run = demo(['--json', json, '--dir', dir, '--no-nats']);
+    // Each node starts its filesystem and memory server, and the demo starts none of its own (it
+    // asks the nodes for the tool lists), seen until the lists are printed.
+    let exited = false;
+    const servers = serversSeen(dir, () => exited || run.out().includes('memory server tools:'));
     const { code } = await run.exited;
+    exited = true;
     expect(code, run.out().slice(-3000)).toBe(0);
+    expect(await servers).toEqual({ byNodes: { filesystem: 3, memory: 3 }, byOthers: [] });
     const r = JSON.parse(readFileSync(json, 'utf8')) as DemoReport;
     expect(r.ok).toBe(true);
     expect(r.nats.mode).toBe('none');
