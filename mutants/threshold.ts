@@ -41,12 +41,11 @@ export default [
   },
   {
     id: 'threshold-shares-unverified',
-    equivalent:
-      'the share check returns no prepared aggregate whenever a share fails, so `!prepared` refuses the call with the same frost-bad-signature-share and the same culprits',
     file: 'frost/sign.ts',
-    find: "  if (bad.length || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
-    replace:
-      "  if (bad.length > 1 || !prepared) return err(fault(FrostErrorCodes.BAD_SIGNATURE_SHARE, 'signature share(s) failed verification', bad));",
+    // The aggregate is the one check of the shares now (RFC 9591 §5.3, as frost-rs): returned
+    // unverified, a bad share makes a signature that does not verify instead of a refusal.
+    find: '  if (verify(parseDid(groupDid(pub)), pkg.message, sig)) return ok(sig);',
+    replace: '  if (sig.length === 64 || verify(parseDid(groupDid(pub)), pkg.message, sig)) return ok(sig);',
     classes: ['C13'],
   },
   {
@@ -59,8 +58,9 @@ export default [
   {
     id: 'threshold-node-caller-signature-ignored',
     file: 'node/enforcer.ts',
-    find: ': callerSignatureOk(req, signed);',
-    replace: ': callerSignatureOk(req, signed) || req.signature.length === 64;',
+    find: '      const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);',
+    replace:
+      '      const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed) || req.signature.length === 64;',
     classes: ['C13'],
   },
   {
