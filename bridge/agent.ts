@@ -16,7 +16,7 @@
  * `jcp/grant_id`, `jcp/cost_uj`, `jcp/budget_remaining_uj`, `jcp/budget_uj` (µJ as decimal
  * strings: they can pass 2^53).
  */
-// v1 SDK: the agent's errors go to the 2025 face's v1 server (docs/bridge.md "Why the 2025 face stays on the v1 server").
+// v1 SDK: the agent's errors go to the 2025 face's v1 server (docs/bridge.md, why the 2025 face stays on it).
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   contentId,

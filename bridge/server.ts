@@ -18,7 +18,7 @@
  * upstream gets the SDK's JSON-RPC error (-32601, method not found) and decides what its tool
  * returns. The bridge itself sends none.
  */
-// v1 SDK: the 2025 face's server (docs/bridge.md "Why the 2025 face stays on the v1 server").
+// v1 SDK: the 2025 face's server (docs/bridge.md, why the 2025 face stays on it).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
