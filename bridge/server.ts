@@ -13,10 +13,12 @@
  * grant's budget and the remaining budget the last receipt reported, so a client can read its
  * budget without calling a tool (no request is sent to the node, nothing is logged or debited).
  *
- * Server-to-client requests (sampling, elicitation, roots) that an upstream makes during a call
- * never reach the MCP client: the node's MCP client declares none of those capabilities, so the
- * upstream gets the SDK's JSON-RPC error (-32601, method not found) and decides what its tool
- * returns. The bridge itself sends none.
+ * Input an upstream tool asks for mid-call (a 2026-07-28 upstream's `input_required` result:
+ * sampling, elicitation, roots) reaches a 2025-era client as server requests on its call, only
+ * those it declared the capability for, at most {@link MAX_INPUT_ROUNDS} rounds ({@link legacyAsk});
+ * the answers go back to the node as the call's continuation (docs/bridge.md "Multi round-trip
+ * calls"). A 2025-era upstream never asks: the node's 2025 handshake declares no
+ * client capabilities. The bridge itself asks nothing of its own.
  */
 // v1 SDK: the 2025 face's server (docs/bridge.md, why the 2025 face stays on it).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';

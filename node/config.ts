@@ -145,8 +145,10 @@ export interface AbuseConfig {
   readonly inputPendingPerCaller: number;
   /** `abuse.input_pending_total`: MCP calls waiting for input the node holds, all callers. */
   readonly inputPendingTotal: number;
-  /** `abuse.input_pending_ttl_s`: how long a call waits for its continuation, seconds. */
+  /** `abuse.input_pending_ttl_s`: how long after its first round a call may be continued, seconds. */
   readonly inputPendingTtlS: number;
+  /** `abuse.input_rounds_max`: most rounds of one MCP call that may ask for input. */
+  readonly inputRoundsMax: number;
 }
 
 /** The node's whole configuration, with defaults applied. */
@@ -330,6 +332,7 @@ export const CONFIG_DEFAULTS = {
   abuseInputPendingPerCaller: 16,
   abuseInputPendingTotal: 1024,
   abuseInputPendingTtlS: 600,
+  abuseInputRoundsMax: 16,
   abuseRecordRefillPerS: 1,
   abuseMaxIssuers: 65_536,
   logSizeAlarmBytes: 0,
@@ -630,6 +633,7 @@ function readRecordLimits(abuse: Record<string, unknown>): Omit<AbuseConfig, 'bu
       CONFIG_DEFAULTS.abuseInputPendingTotal,
     ),
     inputPendingTtlS: int(abuse['input_pending_ttl_s'], 'abuse.input_pending_ttl_s', 1, 86_400, CONFIG_DEFAULTS.abuseInputPendingTtlS),
+    inputRoundsMax: int(abuse['input_rounds_max'], 'abuse.input_rounds_max', 1, 1_000, CONFIG_DEFAULTS.abuseInputRoundsMax),
   };
 }
 
@@ -742,6 +746,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'input_pending_per_caller',
     'input_pending_total',
     'input_pending_ttl_s',
+    'input_rounds_max',
   ]);
   const logLevel = text(o['log_level'], 'log_level', CONFIG_DEFAULTS.logLevel);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {

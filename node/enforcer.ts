@@ -87,7 +87,13 @@ import {
   type McpInput,
 } from './endpoint.ts';
 import { OUTCOME_PROFILE, sealOutcome } from './outcome.ts';
-import { type ContinuationLimits, type ContinuationParty, Continuations, DEFAULT_CONTINUATION_LIMITS } from './continuations.ts';
+import {
+  argumentsDigest,
+  type ContinuationLimits,
+  type ContinuationParty,
+  Continuations,
+  DEFAULT_CONTINUATION_LIMITS,
+} from './continuations.ts';
 import type { NoticeSink } from './server.ts';
 import type { BudgetPolicy } from './hooks.ts';
 import type { NodeMetrics } from './metrics.ts';
@@ -553,7 +559,7 @@ export class Enforcer {
       receipt: receiptId(receipt),
     };
     const inv = await this.#invoke(binding, req.frame.action, args ?? {}, { ...io, caller });
-    if (inv.unavailable === undefined) inv.result = this.#pend(inv.result, receipt, 1, partyOf(req));
+    if (inv.unavailable === undefined) inv.result = this.#pend(inv.result, receipt, 1, partyOf(req, args ?? {}));
     const m = this.#d.metrics;
     const steward = this.#d.steward;
     const base = {
@@ -627,13 +633,13 @@ export class Enforcer {
     const signed = wireRequestSigningBytesOf(body, req);
     const sigOk = this.#d.pool ? await this.#d.pool.verify(req.caller, signed, req.signature) : callerSignatureOk(req, signed);
     if (!sigOk) return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, 'bad-signature: the continuation is not signed by its caller');
-    const who = partyOf(req);
+    const who = partyOf(req, args);
     const p = this.#continuations.take(state, who);
     if ('refused' in p) {
       const why = {
         malformed: 'input.state is not a continuation token of this node',
         unknown: 'no call waits for this continuation (already continued, waited past abuse.input_pending_ttl_s, or never issued here)',
-        mismatch: 'the continuation token does not verify for this caller, grant, resource and tool (tampered)',
+        mismatch: 'the continuation token does not verify for this caller, grant, resource, tool and arguments (tampered, or another call)',
       }[p.refused];
       return this.#error(NodeErrorCodes.INPUT_STATE_INVALID, `${p.refused}: ${why}; nothing was sent upstream or debited`);
     }
@@ -645,11 +651,20 @@ export class Enforcer {
         `revoked: grant ${revoked} was revoked after the call's first round; nothing was sent upstream`,
       );
     }
+    // Nor past any link's expiry (§4): the call was allowed while it stood, not forever.
+    const nowS = this.#d.clockS();
+    const lapsed = req.chain.find((g) => g.grant.expiry !== 0 && g.grant.expiry <= nowS);
+    if (lapsed !== undefined) {
+      return this.#error(
+        NodeErrorCodes.INPUT_STATE_INVALID,
+        `expired: grant ${grantId(lapsed.grant)} expired after the call's first round; nothing was sent upstream`,
+      );
+    }
     const caller = { did: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, peer: io.peer, receipt: p.receiptId };
     const resumed: McpInput = { ...io.input, ...(p.upstreamState !== undefined ? { state: p.upstreamState } : {}) };
     if (p.upstreamState === undefined) delete (resumed as { state?: string }).state;
     const inv = await this.#invoke(binding, req.frame.action, args, { ...io, input: resumed, caller });
-    const result = inv.unavailable === undefined ? this.#pend(inv.result, p.receipt, p.round + 1, who) : inv.result;
+    const result = inv.unavailable === undefined ? this.#pend(inv.result, p.receipt, p.round + 1, who, p.firstAtMs) : inv.result;
     return encodeWireResponse({ decision: { verdict: 'allow' }, receipt: p.receipt, result });
   }
 
@@ -711,7 +726,7 @@ export class Enforcer {
    * any other result is returned as it is. A call the node cannot keep (its bounds) becomes an
    * `input-limit` endpoint error result.
    */
-  #pend(result: Uint8Array, receipt: Uint8Array, round: number, who: ContinuationParty): Uint8Array {
+  #pend(result: Uint8Array, receipt: Uint8Array, round: number, who: ContinuationParty, firstAtMs?: number): Uint8Array {
     let v: Record<string, unknown>;
     try {
       v = JSON.parse(dec.decode(result)) as Record<string, unknown>;
@@ -726,11 +741,19 @@ export class Enforcer {
       receiptId: receiptId(receipt),
       round,
       upstreamState: typeof upstream === 'string' ? upstream : undefined,
+      ...(firstAtMs !== undefined ? { firstAtMs } : {}),
     });
     if ('refused' in r) {
+      const why = {
+        'caller-limit': 'abuse.input_pending_per_caller',
+        'total-limit': 'abuse.input_pending_total',
+        'state-too-large': "a requestState above the node's bound",
+        'rounds-exceeded': `more rounds than abuse.input_rounds_max (${round - 1} already)`,
+        expired: 'past abuse.input_pending_ttl_s from its first round',
+      }[r.refused];
       return errorResult(
         EndpointErrorCodes.INPUT_LIMIT,
-        `the tool asked for input, and the node cannot keep the call waiting (${r.refused}: abuse.input_pending_per_caller / input_pending_total, or a requestState above the node's bound)`,
+        `the tool asked for input, and the node cannot keep the call waiting (${r.refused}: ${why})`,
       );
     }
     return enc.encode(JSON.stringify({ ...v, requestState: r.token }));
@@ -987,9 +1010,15 @@ interface CallIo {
   readonly input?: McpInput;
 }
 
-/** Who continues a call: the request's caller, grant, resource and tool. */
-function partyOf(req: WireRequest): ContinuationParty {
-  return { caller: req.caller, grantId: req.frame.grant_id, resource: req.frame.resource, action: req.frame.action };
+/** Who continues a call: the request's caller, grant, resource and tool, and the call's arguments. */
+function partyOf(req: WireRequest, args: Record<string, unknown>): ContinuationParty {
+  return {
+    caller: req.caller,
+    grantId: req.frame.grant_id,
+    resource: req.frame.resource,
+    action: req.frame.action,
+    argsDigest: argumentsDigest(args),
+  };
 }
 
 /** The client capabilities the node passes upstream: only these (what an upstream may ask of a client mid-call). */

@@ -82,11 +82,13 @@ export {
   type UnavailablePhase,
 } from './endpoint.ts';
 export {
+  argumentsDigest,
   type ContinuationLimits,
   type ContinuationParty,
   type ContinuationRefusal,
   Continuations,
   DEFAULT_CONTINUATION_LIMITS,
+  DEFAULT_INPUT_ROUNDS,
   type PendingCall,
   type PendingRefusal,
 } from './continuations.ts';

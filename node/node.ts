@@ -484,6 +484,7 @@ function makeEnforcer(
       perCaller: cfg.abuse.inputPendingPerCaller,
       total: cfg.abuse.inputPendingTotal,
       ttlMs: cfg.abuse.inputPendingTtlS * 1000,
+      rounds: cfg.abuse.inputRoundsMax,
       stateChars: DEFAULT_CONTINUATION_LIMITS.stateChars,
     },
     limiter: new PeerLimiter(cfg.abuse, clockS),

@@ -5,8 +5,8 @@
  * retries with its inputResponses and the requestState it was handed; a 2025-era client (the v1
  * SDK client) is asked by server requests on its call. Either way one decision and one debit per
  * logical call, every round bound to the first round's receipt; a tampered or replayed
- * requestState is refused `input-state-invalid`; the node's pending calls are bounded per caller
- * (`abuse.input_pending_per_caller`). The client's declared capabilities reach the upstream, which
+ * requestState, or one sent with other arguments, is refused `input-state-invalid`; the node's
+ * pending calls are bounded per caller (`abuse.input_pending_per_caller`, the oldest dropped). The client's declared capabilities reach the upstream, which
  * asks only for what the client can answer.
  */
 import path from 'node:path';
@@ -156,21 +156,36 @@ describe('bridge: multi round-trip calls (input_required)', () => {
     expect(await receipts()).toBe(receiptsBefore);
   });
 
-  test('2026-07-28 / a caller holds at most abuse.input_pending_per_caller waiting calls: past it the call ends input-limit', async () => {
+  test('2026-07-28 / past abuse.input_pending_per_caller the new call is kept and the oldest of the caller dropped: never locked out', async () => {
     const c = await manualClient();
     const a = await ask(c, STATE_TOOL);
     const b = await ask(c, STATE_TOOL);
-    expect([a.resultType, b.resultType]).toEqual(['input_required', 'input_required']);
     const over = await ask(c, STATE_TOOL);
-    expect(over.resultType).toBeUndefined();
-    expect(over.isError).toBe(true);
-    expect(text(over)).toMatch(/^input-limit: .*caller-limit/);
-    // Continuing one frees its place.
+    expect([a.resultType, b.resultType, over.resultType]).toEqual(['input_required', 'input_required', 'input_required']);
     const answer = { confirm: { action: 'accept', content: { ok: true } } };
-    expect(text(await ask(c, STATE_TOOL, { inputResponses: answer, requestState: a.requestState }))).toBe('state-ok: confirmed true');
-    const again = await ask(c, STATE_TOOL);
-    expect(again.resultType).toBe('input_required');
-    for (const s of [b.requestState, again.requestState]) await ask(c, STATE_TOOL, { inputResponses: answer, requestState: s });
+    // The oldest (a) made room: its token is gone; the other two continue.
+    await expect(ask(c, STATE_TOOL, { inputResponses: answer, requestState: a.requestState })).rejects.toThrow(
+      /input-state-invalid: unknown/,
+    );
+    for (const s of [b.requestState, over.requestState]) {
+      expect(text(await ask(c, STATE_TOOL, { inputResponses: answer, requestState: s }))).toBe('state-ok: confirmed true');
+    }
+  });
+
+  test('2026-07-28 / a retry with other arguments is another call, not a continuation: refused, nothing sent upstream or debited', async () => {
+    const c = await manualClient();
+    const r1 = await ask(c, STATE_TOOL);
+    expect(r1.resultType).toBe('input_required');
+    const spent = node.ledger.spent(grantId(grant.grant));
+    const receiptsBefore = await receipts();
+    const answer = { confirm: { action: 'accept', content: { ok: true } } };
+    await expect(
+      ask(c, STATE_TOOL, { arguments: { path: '/etc/shadow' }, inputResponses: answer, requestState: r1.requestState }),
+    ).rejects.toThrow(/input-state-invalid: mismatch/);
+    expect(node.ledger.spent(grantId(grant.grant))).toBe(spent);
+    expect(await receipts()).toBe(receiptsBefore);
+    // The same arguments still continue it.
+    expect(text(await ask(c, STATE_TOOL, { inputResponses: answer, requestState: r1.requestState }))).toBe('state-ok: confirmed true');
   });
 
   test('2025 era / the elicitation reaches the client as a server request on its call, the answer goes back to the tool; one debit', async () => {

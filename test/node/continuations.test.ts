@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { grantId, openReceipt, type SignedGrant, sign, signRevocation } from '../../core/index.ts';
-import { Continuations, openOutcome, type RunningNode } from '../../node/index.ts';
+import { argumentsDigest, Continuations, openOutcome, type RunningNode } from '../../node/index.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
 
 const { rng, alice, bob, mallory } = cast('continuations');
@@ -19,7 +19,13 @@ const SERVER = path.resolve(import.meta.dirname, '../../testkit/mcp-tools-server
 const TOOL = 'test_input_required_result_request_state';
 const dec = new TextDecoder();
 
-const party = (caller: string) => ({ caller, grantId: 'g'.repeat(64), resource: 'r'.repeat(64), action: 'tool' });
+const party = (caller: string, args: Record<string, unknown> = { q: 1 }) => ({
+  caller,
+  grantId: 'g'.repeat(64),
+  resource: 'r'.repeat(64),
+  action: 'tool',
+  argsDigest: argumentsDigest(args),
+});
 const pending = (caller: string, state?: string) => ({
   ...party(caller),
   receipt: new Uint8Array([1, 2, 3]),
@@ -35,6 +41,8 @@ describe('continuations: the pending set', () => {
     if (!('token' in m)) throw new Error('not minted');
     expect(c.take(m.token, { ...party('did:key:bob'), action: 'other' })).toEqual({ refused: 'mismatch' });
     expect(c.take(m.token, party('did:key:mallory'))).toEqual({ refused: 'mismatch' });
+    // The same call only: other arguments cannot ride on the first round's debit.
+    expect(c.take(m.token, party('did:key:bob', { q: 2 }))).toEqual({ refused: 'mismatch' });
     const p = c.take(m.token, party('did:key:bob'));
     expect('refused' in p ? p : p.upstreamState).toBe('up-state');
     expect(c.take(m.token, party('did:key:bob'))).toEqual({ refused: 'unknown' });
@@ -48,13 +56,49 @@ describe('continuations: the pending set', () => {
     expect(c.mint(pending('did:key:a', 'x'.repeat(9)))).toEqual({ refused: 'state-too-large' });
     const a = c.mint(pending('did:key:a'));
     const b = c.mint(pending('did:key:b'));
-    expect(c.mint(pending('did:key:c'))).toEqual({ refused: 'total-limit' });
     if (!('token' in a) || !('token' in b)) throw new Error('not minted');
     now += 60_000;
     // Both waited their whole time: swept, their places free again.
     expect(c.take(a.token, party('did:key:a'))).toEqual({ refused: 'unknown' });
     expect(c.size).toBe(0);
     expect('token' in c.mint(pending('did:key:c'))).toBe(true);
+  });
+
+  test('past a count bound the new call is kept and an old one dropped: the oldest of the caller, or of the biggest holder', () => {
+    const c = new Continuations({ perCaller: 2, total: 4, ttlMs: 60_000, stateChars: 8 });
+    const tokens = (who: string, n: number) =>
+      Array.from({ length: n }, () => {
+        const m = c.mint(pending(who));
+        if (!('token' in m)) throw new Error(`not minted: ${JSON.stringify(m)}`);
+        return m.token;
+      });
+    // A caller who abandons calls is never locked out: its third call pushes out its first.
+    const [a1, a2, a3] = tokens('did:key:a', 3);
+    expect(c.take(a1!, party('did:key:a'))).toEqual({ refused: 'unknown' });
+    expect(c.dropped).toBe(1);
+    // The node full (a: 2, b: 2), a victim's call drops the oldest of a biggest holder, not nobody's.
+    const [b1] = tokens('did:key:b', 2);
+    const [v1] = tokens('did:key:victim', 1);
+    expect(c.size).toBe(4);
+    expect(c.take(a2!, party('did:key:a'))).toEqual({ refused: 'unknown' });
+    // More callers flooding with one call each cannot push out the victim's one while others hold more.
+    tokens('did:key:c', 1);
+    expect(c.take(b1!, party('did:key:b'))).toEqual({ refused: 'unknown' });
+    expect('refused' in c.take(v1!, party('did:key:victim'))).toBe(false);
+    expect('refused' in c.take(a3!, party('did:key:a'))).toBe(false);
+  });
+
+  test('a call asks for input at most `rounds` times, and its deadline runs from the first round', () => {
+    let now = 5_000_000;
+    const c = new Continuations({ perCaller: 4, total: 8, ttlMs: 60_000, rounds: 3, stateChars: 8 }, () => now);
+    expect('token' in c.mint({ ...pending('did:key:a'), round: 3, firstAtMs: now })).toBe(true);
+    expect(c.mint({ ...pending('did:key:a'), round: 4, firstAtMs: now })).toEqual({ refused: 'rounds-exceeded' });
+    // A later round of a call that began 50 s ago has 10 s left, not a fresh minute.
+    const m = c.mint({ ...pending('did:key:b'), round: 2, firstAtMs: now - 50_000 });
+    if (!('token' in m)) throw new Error('not minted');
+    now += 10_000;
+    expect(c.take(m.token, party('did:key:b'))).toEqual({ refused: 'unknown' });
+    expect(c.mint({ ...pending('did:key:b'), round: 2, firstAtMs: now - 60_000 })).toEqual({ refused: 'expired' });
   });
 });
 
@@ -134,6 +178,17 @@ describe('continuations: on the wire', () => {
     expect(await jcp.revoke(signRevocation(grantId(g2.grant), alice, rng(16)))).toBe(grantId(g2.grant));
     const input = JSON.stringify({ responses: { confirm: { action: 'accept', content: { ok: true } } }, state });
     await expect(jcp.call({ chain: [g2], action: TOOL, payload: {}, input })).rejects.toThrow(/^input-state-invalid: revoked/);
+  });
+
+  test('a call whose grant expired after its first round is not continued: input-state-invalid expired', async () => {
+    const expiry = Math.floor(Date.now() / 1000) + 2;
+    const g3 = mint(alice, bob, 'tools', [TOOL], 1_000n, rng, { expiry });
+    const caps = JSON.stringify({ capabilities: { elicitation: {} } });
+    const first = await jcp.call({ chain: [g3], action: TOOL, payload: {}, input: caps });
+    const state = json(first.result)['requestState'] as string;
+    while (Date.now() / 1000 < expiry + 0.2) await new Promise((r) => setTimeout(r, 100));
+    const input = JSON.stringify({ responses: { confirm: { action: 'accept', content: { ok: true } } }, state });
+    await expect(jcp.call({ chain: [g3], action: TOOL, payload: {}, input })).rejects.toThrow(/^input-state-invalid: expired/);
   });
 
   test('a malformed input is refused before the decision (schema, input-invalid); nothing debited', async () => {
