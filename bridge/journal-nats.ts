@@ -15,25 +15,38 @@
  * - a call is opened with a compare-and-set create (`kv.create`): of two replicas racing on one
  *   key, one writes its stamp and the other reads it back, so both sign the same request. A key
  *   whose entry is `done` or older than the window is taken over with a compare-and-set update;
- * - entries expire after the window (the bucket's `max_age`), and the bucket is bounded
- *   (`max_bytes`, discard-new): a full bucket refuses the call `journal-full` — never a fresh
- *   stamp, which would be a second debit for a re-send.
+ * - entries expire after the window (the bucket's `max_age`), and the bucket is bounded by a count
+ *   of entries sized from the byte bound (`max_msgs`, discard-new; {@link entryBound}): a full
+ *   bucket refuses a new call `journal-full` — never a fresh stamp, which would be a second debit
+ *   for a re-send — and never drops an open entry (a byte bound did: see `#open`).
  *
  * NATS unreachable (or not answering within the link's deadline): the call is refused
  * `journal-unavailable` before anything is signed or sent. A replica without its journal cannot
  * tell a re-send from a new call, and guessing "new" is a second debit.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { DiscardPolicy } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import { NatsLink, type NatsLinkOpts, checkStreamName } from '../natsio/index.ts';
 import { type CallStamp, type Journal, JournalError, JournalErrorCodes } from './journal.ts';
 
 /** The default bucket name (`--journal-bucket`). */
 export const DEFAULT_JOURNAL_BUCKET = 'jcp_bridge_journal';
-/** The default byte bound of the bucket (`--journal-max-bytes`): 64 MiB, some 200,000 open calls. */
+/** The default byte bound of the bucket (`--journal-max-bytes`): 64 MiB, some 106,000 entries ({@link entryBound}). */
 export const DEFAULT_JOURNAL_MAX_BYTES = 64 * 1024 * 1024;
-/** The largest value the bucket takes, bytes (an entry is under 300). */
-const MAX_VALUE_BYTES = 1024;
+/** The largest message (headers and value) the bucket takes, bytes (the stream's `max_msg_size`; an entry is under 300 with its headers). */
+const MAX_VALUE_BYTES = 512;
+/** A stored record's bytes besides its subject, headers and value (nats-server's file store: 22 of header, 8 of hash). */
+const RECORD_OVERHEAD = 30;
+
+/**
+ * The number of entries a bucket bounded to `maxBytes` takes: `maxBytes` over the largest record
+ * one can take (overhead, subject `$KV.<bucket>.<64 hex>`, {@link MAX_VALUE_BYTES}), so the stream
+ * never holds more than `maxBytes` (about 106,000 entries for the default 64 MiB).
+ */
+export function entryBound(maxBytes: number, bucket: string): number {
+  return Math.floor(maxBytes / (RECORD_OVERHEAD + `$KV.${bucket}.`.length + 64 + MAX_VALUE_BYTES));
+}
 /** Compare-and-set rounds before a key that keeps changing under us is given up (`journal-unavailable`). */
 const CAS_ROUNDS = 8;
 const NONCE_HEX = /^[0-9a-f]{32}$/;
@@ -137,19 +150,37 @@ export class NatsCallJournal implements Journal {
     await this.#with(async () => undefined);
   }
 
-  /** The bucket, opened (created if missing: history 1, max age the window, max bytes, discard new) once per process. */
+  /**
+   * The bucket, opened (created if missing: history 1, max age the window, discard new) once per
+   * process, and bounded by a count of entries ({@link entryBound}), not by `max_bytes`. At
+   * `max_bytes` the server (2.9) admits a write on its payload and header size but stores the
+   * subject and record overhead too, and then drops the oldest messages of the stream to get back
+   * under the bound; a `done` update of a key is always admitted at the bound (it replaces the
+   * key's message), so answered calls evicted *open* ones. At `max_msgs` with discard new a create
+   * is refused (`maximum messages exceeded`: `journal-full`) and an update, which replaces its
+   * key's message, keeps the count: no entry is ever dropped before it expires. A bucket an earlier
+   * bridge created with a byte bound is converted (its `max_bytes` becomes the count's bound).
+   */
   #open(): Promise<KV> {
     this.#kv ??= (async () => {
       const { js } = await this.#link.jetstream();
       const { Kvm } = await import('@nats-io/kv');
-      return await new Kvm(js).create(this.#bucket, {
+      const kv = await new Kvm(js).create(this.#bucket, {
         history: 1,
         // The entry outlives the window by a little: the window is checked on `now` as well.
         ttl: (Math.max(this.#windowS, 1) + 5) * 1000,
-        max_bytes: this.#maxBytes,
         maxValueSize: MAX_VALUE_BYTES,
         timeout: this.#link.requestTimeoutMs,
       });
+      const jsm = await js.jetstreamManager();
+      const stream = `KV_${this.#bucket}`;
+      const { config } = await jsm.streams.info(stream);
+      if (config.max_bytes > 0 || !(config.max_msgs > 0) || config.discard !== DiscardPolicy.New) {
+        const bound = config.max_bytes > 0 ? config.max_bytes : this.#maxBytes;
+        const maxMsgs = config.max_msgs > 0 ? config.max_msgs : entryBound(bound, this.#bucket);
+        await jsm.streams.update(stream, { ...config, max_msgs: maxMsgs, max_bytes: -1, discard: DiscardPolicy.New });
+      }
+      return kv;
     })();
     const kv = this.#kv;
     kv.catch(() => {

@@ -11,6 +11,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { JournalError, NatsCallJournal, type NatsJournalOptions } from '../../bridge/index.ts';
+import { entryBound } from '../../bridge/journal-nats.ts';
 
 const NATS = 'nats://127.0.0.1:4222';
 const hex = (b: Uint8Array | undefined) => (b === undefined ? undefined : Buffer.from(b).toString('hex'));
@@ -96,6 +97,45 @@ describe('shared call journal (NATS JetStream KV)', () => {
     }
     expect(refused).toBeInstanceOf(JournalError);
     expect((refused as JournalError).code).toBe('journal-full');
+  });
+
+  test('at its bound the bucket refuses new calls journal-full and never drops an open one (several bucket name lengths)', async () => {
+    // Each answered call is opened and closed (an update of its key); an open call whose client
+    // went away must outlive them all: its re-send is the same stamp, never a fresh one.
+    for (const len of [6, 11, 17, 23, 30, 41]) {
+      const b = `jt${randomBytes(32).toString('hex')}`.slice(0, len);
+      const j = journal(b, { windowS: 300, maxBytes: 4096 });
+      const held = await j.open('held-open-call', 'content', 6_000);
+      expect(held.resent).toBe(false);
+      const outcomes: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        const s = await j.open(`answered-${i}`, 'content', 6_000).catch((e: unknown) => e);
+        if (s instanceof JournalError) outcomes.push(s.code);
+        else {
+          outcomes.push('new');
+          await j.end(`answered-${i}`);
+        }
+      }
+      expect(outcomes, `bucket ${b}`).toContain('journal-full');
+      const again = await j.open('held-open-call', 'content', 6_001);
+      expect({ bucket: b, resent: again.resent, nonce: hex(again.nonce) }).toEqual({ bucket: b, resent: true, nonce: hex(held.nonce) });
+      const { state } = await (await jetstreamManager(nc)).streams.info(`KV_${b}`);
+      expect(state.bytes, `bucket ${b}`).toBeLessThanOrEqual(4096);
+    }
+  });
+
+  test('a bucket an earlier bridge bounded by bytes is converted to a count bound (no eviction)', async () => {
+    const b = fresh();
+    buckets.add(b);
+    await new Kvm(nc).create(b, { history: 1, max_bytes: 8192 });
+    const j = journal(b, { maxBytes: 1 << 20 });
+    await j.ready();
+    const { config } = await (await jetstreamManager(nc)).streams.info(`KV_${b}`);
+    expect({ max_bytes: config.max_bytes, max_msgs: config.max_msgs, discard: config.discard }).toEqual({
+      max_bytes: -1,
+      max_msgs: entryBound(8192, b),
+      discard: 'new',
+    });
   });
 
   test('NATS unreachable: the call is refused journal-unavailable', async () => {
