@@ -17,6 +17,7 @@
  * strings: they can pass 2^53).
  */
 // v1 SDK: the agent's errors go to the 2025 face's v1 server (docs/bridge.md, why the 2025 face stays on it).
+import { createHmac, hkdfSync } from 'node:crypto';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   contentId,
@@ -41,7 +42,7 @@ import {
 } from '../core/index.ts';
 import { type ClientSigner, type JcpClient, type McpNotification, WireErrorReply } from '../client/index.ts';
 import { type BridgeTool, type McpToolDef, type NodeResourceTools, catalogue } from './catalogue.ts';
-import { type Journal, JournalError, saltText } from './journal.ts';
+import { type AnsweredScope, type Journal, JournalError, saltText } from './journal.ts';
 import { DelegationError, DelegationErrorCodes, DelegationGate, mintDelegation, readDelegateRequest } from './delegation.ts';
 import { type ThresholdCaller, thresholdToolError } from './threshold.ts';
 
@@ -237,6 +238,21 @@ const SIGNED_KEEP_MS = 600_000;
 const dec = new TextDecoder('utf-8', { fatal: true });
 
 /**
+ * The secret an agent's bridges key their shared journal's call keys with: HKDF-SHA256 (RFC 5869)
+ * of the agent's 32-byte Ed25519 seed, info `jcp-bridge-journal-key/v1`, 32 bytes. Every replica
+ * holding the agent's key derives the same one; a reader of the bucket without it cannot confirm
+ * guessed arguments (docs/bridge.md "Two MCP eras on the same endpoints (bridge/modern.ts)", its paragraph "Who may write the bucket").
+ */
+export function journalSecret(seed: Uint8Array): Uint8Array {
+  return new Uint8Array(hkdfSync('sha256', seed, new Uint8Array(0), 'jcp-bridge-journal-key/v1', 32));
+}
+
+/** A call key as a shared journal sees it: HMAC-SHA256 (RFC 2104) of `callKey` under the agent's {@link journalSecret}, hex. */
+export function keyedCallKey(secret: Uint8Array, callKey: string): string {
+  return createHmac('sha256', secret).update(callKey).digest('hex');
+}
+
+/**
  * A coded MCP error whose message starts with the stable code. `McpError`'s constructor prefixes
  * `MCP error <n>: `, which the SDK's server would send on as the JSON-RPC message (and the client
  * prefixes again); the message is set back to `<code>: <message>`.
@@ -294,9 +310,12 @@ export class BridgeAgent {
   readonly #signed = new Map<ContentId, { req: WireRequest; atMs: number }>();
 
   readonly #gate: DelegationGate;
+  /** The agent's journal secret ({@link journalSecret}): Ed25519 key holders only, not a threshold group. */
+  readonly #journalSecret: Uint8Array | undefined;
 
   constructor(o: AgentOptions) {
     this.#o = o;
+    this.#journalSecret = o.threshold === undefined && 'key' in o.signer ? journalSecret(o.signer.key.seed) : undefined;
     this.#gate = new DelegationGate({ self: o.signer.did, acceptFrom: o.acceptDelegationFrom ?? [] });
     this.name = o.name;
     this.did = o.signer.did;
@@ -537,7 +556,8 @@ export class BridgeAgent {
     // Recorded before it is signed (in this process before the first await), so a re-send arriving
     // while this one is signed reuses its stamp. A call that is never sent (signing failed, past
     // the frame cap) is closed again below.
-    const stamp = await settled(() => journal.open(callKey, contentKey, clock));
+    const { jk, answered } = this.#journalKey(callKey, ctx);
+    const stamp = await settled(() => journal.open(jk, contentKey, clock, answered));
     // The salt is 0 (no whitespace) but for a re-send of a call an earlier bridge signed with one.
     const payload = enc.encode(x.payloadText + saltText(stamp.salt));
     const cost: Cost = { uj: this.#o.toolCostsUj?.get(x.name) ?? this.#o.costUj ?? 0n, provenance: 'Estimator' };
@@ -575,7 +595,7 @@ export class BridgeAgent {
           ...(this.#nodeListsTools === true ? { notify: true } : {}),
         });
       } catch (e) {
-        if (!stamp.resent) await journal.end(callKey);
+        if (!stamp.resent) await journal.end(jk);
         // A threshold call its holders did not sign: a tool error naming who refused; nothing was sent.
         const why = await this.#o.threshold?.explain(e);
         if (why !== undefined) return { threshold: thresholdToolError(why) };
@@ -585,7 +605,7 @@ export class BridgeAgent {
     const cap = this.#o.frameCap ?? DEFAULT_FRAME_CAP;
     const size = encodeWireRequest(req).length;
     if (size > cap) {
-      if (!stamp.resent) await journal.end(callKey);
+      if (!stamp.resent) await journal.end(jk);
       this.#signed.delete(callKey);
       throw mcpError(
         ErrorCode.InvalidParams,
@@ -595,7 +615,7 @@ export class BridgeAgent {
     }
     // A FROST signature is randomized: keep it (fsync'd) before the request leaves, so a re-send
     // after a restart sends these bytes again (the node replays them; no second debit).
-    if (this.#o.threshold !== undefined && kept === undefined) req = await this.#signedOnce(callKey, req);
+    if (this.#o.threshold !== undefined && kept === undefined) req = await this.#signedOnce(callKey, jk, req);
     let r: Awaited<ReturnType<JcpClient['callRequest']>>;
     try {
       // An agent task (it may stream, or run long) has a connection of its own: jcp/1 answers a
@@ -616,7 +636,7 @@ export class BridgeAgent {
       }
       if (e instanceof WireErrorReply) {
         // No decision, no receipt, no debit: the call is over (a re-send would get the same error).
-        await journal.end(callKey);
+        await journal.end(jk);
         this.#signed.delete(callKey);
         throw mcpError(ErrorCode.InvalidParams, e.code, e.message.slice(e.code.length + 2));
       }
@@ -624,10 +644,25 @@ export class BridgeAgent {
     }
     // Delivered unless the client went away; an undelivered call stays open for its re-send.
     if (ctx.signal?.aborted !== true && x.keepOpen !== true) {
-      await journal.end(callKey);
+      await journal.end(jk);
       this.#signed.delete(callKey);
     }
     return this.#decided(r.decision, r.receipt, r.result, requestIdOf(req));
+  }
+
+  /**
+   * The key the journal sees (keyed with the agent's journal secret when the journal is shared:
+   * {@link keyedCallKey}) and the call's {@link AnsweredScope}: an answered call re-sent within the
+   * answered window is the same request when it names itself (docs/bridge.md "Re-sent calls, and repeated ones (bridge/journal.ts)"), by
+   * its idempotency key whatever the session, or by its MCP id within its session; an MCP id alone
+   * (no session: every client's ids start alike) does not.
+   */
+  #journalKey(callKey: ContentId, ctx: CallContext): { jk: string; answered: AnsweredScope | undefined } {
+    const shared = this.#journalSecret !== undefined && this.#o.journal.shared === true;
+    return {
+      jk: shared ? keyedCallKey(this.#journalSecret!, callKey) : callKey,
+      answered: ctx.idempotencyKey !== undefined ? {} : ctx.sessionId !== undefined ? { session: ctx.sessionId } : undefined,
+    };
   }
 
   /**
@@ -636,8 +671,8 @@ export class BridgeAgent {
    * call (the same fields; it verifies, so it is the same request, §11). @throws McpError
    * `journal-unavailable` | `journal-full`: nothing was sent.
    */
-  async #signedOnce(callKey: ContentId, req: WireRequest): Promise<WireRequest> {
-    const won = await settled(() => this.#o.journal.signed(callKey, req.signature));
+  async #signedOnce(callKey: ContentId, jk: string, req: WireRequest): Promise<WireRequest> {
+    const won = await settled(() => this.#o.journal.signed(jk, req.signature));
     if (won === undefined || Buffer.from(won).equals(Buffer.from(req.signature))) return req;
     if (!verify(parseDid(this.did), wireRequestSigningBytes(req), won)) return req;
     const theirs: WireRequest = { ...req, signature: won };

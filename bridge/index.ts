@@ -11,6 +11,8 @@ export {
   type CallInput,
   type GrantBudget,
   inputText,
+  journalSecret,
+  keyedCallKey,
   type ToolResult,
 } from './agent.ts';
 export { type BridgeTool, catalogue, type McpToolDef, type NodeResourceTools, resourceLabel } from './catalogue.ts';
@@ -27,14 +29,16 @@ export {
 } from './http.ts';
 export {
   type CallStamp,
+  type AnsweredScope,
   CallJournal,
+  DEFAULT_ANSWERED_WINDOW_S,
   type Journal,
   JournalError,
   JournalErrorCodes,
   type JournalOptions,
   randomSaltBase,
 } from './journal.ts';
-export { DEFAULT_JOURNAL_BUCKET, DEFAULT_JOURNAL_MAX_BYTES, NatsCallJournal, type NatsJournalOptions } from './journal-nats.ts';
+export { DEFAULT_JOURNAL_BUCKET, DEFAULT_JOURNAL_MAX_BYTES, entryBound, NatsCallJournal, type NatsJournalOptions } from './journal-nats.ts';
 export { BRIDGE_INFO, BUDGET_URI, bridgeServer, legacyAsk, MAX_INPUT_ROUNDS } from './server.ts';
 export { BridgeStdioTransport } from './stdio.ts';
 export { MODERN_VERSION, isModernMessage, modernServer, serveBridgeStdio, STATIC_TTL_MS } from './modern.ts';

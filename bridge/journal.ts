@@ -15,7 +15,17 @@
  *   delivered to the MCP client), a call with the same key reuses its `now` and nonce: a re-send.
  * - A fresh call takes `now` from the clock and a fresh random nonce.
  * - An open entry is closed when its answer reached the client; one whose client went away stays
- *   open for `windowS` seconds (default 300). A re-send later than the node's `max_skew_s` is
+ *   open for `windowS` seconds (default 300).
+ * - *Answered*: a closed entry still names the same request for `answeredWindowS` seconds after
+ *   its `now` (default 30, the node's default `max_skew_s`: a later re-send of the same bytes would
+ *   be refused `clock-skew`) for a call that names itself across answers ({@link AnsweredScope}):
+ *   one with an idempotency key, or one from the MCP session that opened it (ids are unique within
+ *   a session). So such a call whose answer was lost past the bridge (a proxy's retry), or the
+ *   second of two replicas handed it after the first answered, is replayed by the node (the same
+ *   result and receipt, no second debit), and a re-sent continuation gets the node's kept reply
+ *   (docs/node.md). A call named only by its MCP id with no session (stdio, the stateless
+ *   2026-07-28 leg: every client's ids start again at the same number) is a new call once
+ *   answered: the same id and arguments then most often come from another client. A re-send later than the node's `max_skew_s` is
  *   refused `clock-skew`; the bridge keeps the entry open then (the original may have been
  *   debited: `result-unknown`, bridge/agent.ts), so the call is not signed afresh within `windowS`.
  *
@@ -33,7 +43,7 @@
  * the arguments (RFC 8259 §2; {@link saltText}) instead of a nonce. A journal line of theirs (a
  * salt `s`, no nonce `n`) still re-sends as it was signed: the same salt, no nonce.
  */
-import { randomBytes, randomInt } from 'node:crypto';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { closeSync, fdatasyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 
 /** One journal line: a call opened (`now`, nonce or salt set), signed (`g` set too) or closed (`done`). */
@@ -50,6 +60,8 @@ interface Line {
   readonly n?: string;
   /** The signature the call was sent with, 128 lowercase hex digits (threshold callers only: see {@link CallJournal.signed}). */
   readonly g?: string;
+  /** The digest of the MCP session that opened the call (32 hex digits; see {@link Journal.open}), when it had one. */
+  readonly u?: string;
   readonly done?: 1;
 }
 
@@ -86,11 +98,31 @@ export interface JournalOptions {
   readonly file?: string;
   /** How long an unanswered call stays re-sendable, seconds (default 300). */
   readonly windowS?: number;
+  /** How long after its `now` an answered call is still the same request (see the module comment "Answered"), seconds (default {@link DEFAULT_ANSWERED_WINDOW_S}; 0: never). */
+  readonly answeredWindowS?: number;
   /**
    * Kept for the options of earlier bridges, which started each process's salts there; fresh
    * calls now take a random nonce and no salt, so it no longer changes any request.
    */
   readonly saltBase?: number;
+}
+
+/**
+ * Whether an answered call's key still names it (see the module comment "Answered"), given to
+ * {@link Journal.open}: `{}` for a call with an idempotency key, `{session}` for a call named by
+ * its MCP id within a session; absent for a call named by its MCP id alone.
+ */
+export interface AnsweredScope {
+  /** The MCP session id; kept only as a digest ({@link sessionDigest}). */
+  readonly session?: string;
+}
+
+/** The default answered window, seconds: the node's default `max_skew_s` (node/config.ts). */
+export const DEFAULT_ANSWERED_WINDOW_S = 30;
+
+/** The digest a journal keeps of an MCP session id (a bearer of the session, never stored as it is): 32 hex digits. */
+export function sessionDigest(session: string): string {
+  return createHash('sha256').update('jcp-bridge-journal-scope\0').update(session).digest('hex').slice(0, 32);
 }
 
 /** Stable codes of {@link JournalError}: why a call was refused before anything was signed or sent. */
@@ -120,10 +152,13 @@ export interface Journal {
   /**
    * The stamp of a call, recorded as open before it is signed: the open call's stamp when
    * `callKey` is open and opened no more than the window before `clockS` (a re-send), else a fresh
-   * one (`clockS`, a random nonce). Two callers racing on one key get the same stamp.
+   * one (`clockS`, a random nonce). Two callers racing on one key get the same stamp. With
+   * `answered`, a closed (answered) call's stamp is returned too while `clockS` is within the
+   * answered window of its `now` and `answered.session` is the session it was opened with (both
+   * absent, or equal): see the module comment "Answered".
    * @throws JournalError `journal-unavailable`, `journal-full` (shared journals only).
    */
-  open(callKey: string, contentKey: string, clockS: number): CallStamp | Promise<CallStamp>;
+  open(callKey: string, contentKey: string, clockS: number, answered?: AnsweredScope): CallStamp | Promise<CallStamp>;
   /**
    * Records the 64-byte signature an open call is sent with (threshold callers), before it leaves.
    * Returns the signature to send: `signature`, or one recorded first for the same call by another
@@ -135,6 +170,11 @@ export interface Journal {
   end(callKey: string): void | Promise<void>;
   /** Frees the journal's file or connection. */
   close(): void | Promise<void>;
+  /**
+   * True for a journal others can read (bridge/journal-nats.ts): the agent then hands it call keys
+   * keyed with its journal secret (bridge/agent.ts `keyedCallKey`), never the bare ones.
+   */
+  readonly shared?: boolean;
 }
 
 /** A random salt start below 4^10 (see {@link JournalOptions.saltBase}: no longer changes any request). */
@@ -145,7 +185,10 @@ export function randomSaltBase(): number {
 /** See the module comment: the journal of one process, in memory or in a file. */
 export class CallJournal implements Journal {
   readonly #open = new Map<string, Line>();
+  /** Closed calls within the answered window, by call key. */
+  readonly #answered = new Map<string, Line>();
   readonly #windowS: number;
+  readonly #answeredS: number;
   #fd: number | undefined;
 
   /**
@@ -154,6 +197,9 @@ export class CallJournal implements Journal {
    */
   constructor(opts: JournalOptions = {}, nowS: number = Math.floor(Date.now() / 1000)) {
     this.#windowS = opts.windowS ?? 300;
+    this.#answeredS = opts.answeredWindowS ?? DEFAULT_ANSWERED_WINDOW_S;
+    if (!Number.isSafeInteger(this.#answeredS) || this.#answeredS < 0)
+      throw new RangeError('answeredWindowS: expected a non-negative integer');
     const base = opts.saltBase ?? 0;
     if (!Number.isSafeInteger(base) || base < 0) throw new RangeError('saltBase: expected a non-negative integer');
     if (opts.file === undefined) return;
@@ -175,12 +221,20 @@ export class CallJournal implements Journal {
       if (l.s !== undefined && !Number.isSafeInteger(l.s)) continue;
       if (l.n !== undefined && !(typeof l.n === 'string' && NONCE_HEX.test(l.n))) continue;
       if (l.g !== undefined && !(typeof l.g === 'string' && SIGNATURE_HEX.test(l.g))) continue;
-      if (l.done === 1) this.#open.delete(l.k);
-      else if (l.k !== '') this.#open.set(l.k, l);
+      if (l.u !== undefined && !(typeof l.u === 'string' && NONCE_HEX.test(l.u))) continue;
+      if (l.done === 1) {
+        this.#open.delete(l.k);
+        // Earlier bridges' close lines carry no stamp: nothing to replay.
+        if (l.k !== '' && (l.n !== undefined || l.s !== undefined)) this.#answered.set(l.k, l);
+      } else if (l.k !== '') {
+        this.#open.set(l.k, l);
+        this.#answered.delete(l.k);
+      }
     }
     this.#prune(nowS);
     const tmp = `${opts.file}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
+    for (const l of this.#answered.values()) writeSync(fd, `${JSON.stringify(l)}\n`);
     for (const l of this.#open.values()) writeSync(fd, `${JSON.stringify(l)}\n`);
     fdatasyncSync(fd);
     closeSync(fd);
@@ -190,6 +244,7 @@ export class CallJournal implements Journal {
 
   #prune(nowS: number): void {
     for (const [k, l] of this.#open) if (l.now < nowS - this.#windowS) this.#open.delete(k);
+    for (const [k, l] of this.#answered) if (l.now < nowS - this.#answeredS) this.#answered.delete(k);
   }
 
   #append(l: Line): void {
@@ -201,11 +256,12 @@ export class CallJournal implements Journal {
   /**
    * The stamp of a call: the open call's `now`, nonce and salt when `callKey` is open (a
    * re-send) and opened no more than `windowS` seconds before `clockS`; else `clockS`, a fresh
-   * random nonce and salt 0 (an entry past the window is dropped). Records nothing (see {@link begin}).
-   * `contentKey` (agent, resource, tool, arguments) is recorded with the call.
+   * random nonce and salt 0 (an entry past the window is dropped). An answered call's stamp while
+   * within the answered window for `answered` ({@link Journal.open}). Records nothing
+   * (see {@link begin}). `contentKey` (agent, resource, tool, arguments) is recorded with the call.
    */
-  stampFor(callKey: string, _contentKey: string, clockS: number): CallStamp {
-    let open = this.#open.get(callKey);
+  stampFor(callKey: string, _contentKey: string, clockS: number, answered?: AnsweredScope): CallStamp {
+    let open = this.#open.get(callKey) ?? this.#answeredFor(callKey, clockS, answered);
     if (open !== undefined && open.now < clockS - this.#windowS) {
       // Past the replay window: dropped (as a restart would), so the call is a new one.
       this.#open.delete(callKey);
@@ -223,15 +279,26 @@ export class CallJournal implements Journal {
     return { nowS: clockS, salt: 0, nonce: new Uint8Array(randomBytes(NONCE_BYTES)), resent: false };
   }
 
-  /** {@link stampFor} and {@link begin} in one step ({@link Journal.open}). @throws the file system error of {@link begin}. */
-  open(callKey: string, contentKey: string, clockS: number): CallStamp {
-    const stamp = this.stampFor(callKey, contentKey, clockS);
-    this.begin(callKey, contentKey, stamp);
+  /** The answered call with `callKey` when `clockS` is within the answered window of its `now` and `answered` names its session. */
+  #answeredFor(callKey: string, clockS: number, answered: AnsweredScope | undefined): Line | undefined {
+    const l = this.#answered.get(callKey);
+    if (answered === undefined || l === undefined || this.#answeredS === 0 || l.now < clockS - this.#answeredS) return undefined;
+    return l.u === (answered.session === undefined ? undefined : sessionDigest(answered.session)) ? l : undefined;
+  }
+
+  /**
+   * {@link stampFor} and {@link begin} in one step ({@link Journal.open}); an answered call
+   * replayed stays closed. @throws the file system error of {@link begin}.
+   */
+  open(callKey: string, contentKey: string, clockS: number, answered?: AnsweredScope): CallStamp {
+    const stamp = this.stampFor(callKey, contentKey, clockS, answered);
+    if (stamp.resent && !this.#open.has(callKey)) return stamp;
+    this.begin(callKey, contentKey, stamp, answered?.session);
     return stamp;
   }
 
-  /** Records a call as open with its stamp, durably when the journal has a file, before it is sent. */
-  begin(callKey: string, contentKey: string, stamp: CallStamp): void {
+  /** Records a call as open with its stamp (and the digest of its MCP session, when given), durably when the journal has a file, before it is sent. */
+  begin(callKey: string, contentKey: string, stamp: CallStamp, session?: string): void {
     const n = stamp.nonce !== undefined ? Buffer.from(stamp.nonce).toString('hex') : undefined;
     const open = this.#open.get(callKey);
     if (open !== undefined && open.now === stamp.nowS && (open.s ?? 0) === stamp.salt && open.n === n) return;
@@ -241,9 +308,11 @@ export class CallJournal implements Journal {
       now: stamp.nowS,
       ...(stamp.salt > 0 ? { s: stamp.salt } : {}),
       ...(n !== undefined ? { n } : {}),
+      ...(session !== undefined ? { u: sessionDigest(session) } : {}),
     };
     this.#append(l);
     this.#open.set(callKey, l);
+    this.#answered.delete(callKey);
     this.#prune(stamp.nowS);
   }
 
@@ -263,12 +332,14 @@ export class CallJournal implements Journal {
     this.#open.set(callKey, l);
   }
 
-  /** Closes a call whose answer reached the client: a later call with its key is a new call. */
+  /** Closes a call whose answer reached the client: a later call with its key is a new call, but within the answered window (module comment). */
   end(callKey: string): void {
     const l = this.#open.get(callKey);
     if (l === undefined) return;
     this.#open.delete(callKey);
-    this.#append({ k: callKey, c: l.c, now: l.now, done: 1 });
+    const done: Line = { ...l, done: 1 };
+    this.#append(done);
+    if (this.#answeredS > 0) this.#answered.set(callKey, done);
   }
 
   /** Calls open now (sent, answer not delivered). */

@@ -86,7 +86,8 @@ then required by every request). The resource jcp://budget reports each grant's 
                   NATS unreachable: calls are refused journal-unavailable (nothing sent, nothing
                   debited); a full bucket: journal-full
   --journal-bucket  the KV bucket of --journal-nats (default jcp_bridge_journal; created if missing)
-  --journal-max-bytes  the bucket's byte bound when --journal-nats creates it (default 67108864)
+  --journal-max-bytes  the bucket's byte bound when --journal-nats creates it (default 67108864),
+                       kept as a count of entries (docs/bridge.md)
   --nats-ca f     CA bundle that signs the NATS servers' certificates (--journal-nats, --nats)
   --nats-cert f, --nats-key f  a client certificate and key for NATS (--journal-nats, --nats)
 ${TLS_HELP}

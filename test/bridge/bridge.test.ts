@@ -3,12 +3,21 @@
  * as a child process) and over Streamable HTTP, a live node, and real servers behind it
  * (`@modelcontextprotocol/server-filesystem`, `@modelcontextprotocol/server-memory`).
  */
+import { createHmac, hkdfSync } from 'node:crypto';
 import { realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BridgeAgent, CallJournal, type HttpBridge, serveBridgeHttp } from '../../bridge/index.ts';
+import {
+  type AnsweredScope,
+  BridgeAgent,
+  CallJournal,
+  type HttpBridge,
+  journalSecret,
+  keyedCallKey,
+  serveBridgeHttp,
+} from '../../bridge/index.ts';
 import { writeChainFile } from '../../client/index.ts';
 import {
   type Actor,
@@ -226,11 +235,40 @@ describe('bridge: real MCP clients and servers through a node', () => {
     expect(text(again)).toBe(text(first));
     expect(node.ledger.spent(grantId(g.grant))).toBe(3n);
     expect(restarted.openCalls).toBe(0);
-    // A new call with the same arguments (answered, so closed) is a new request: a second debit.
+    // Answered now: named by its MCP id alone (no session, no idempotency key), the same call again
+    // is a new request (every client's ids start alike): a second debit.
     const next = await (await agentFor(bob, [[g]], { journal: restarted, costUj: 3n })).call('list_directory', args, { mcpRequestId: 4 });
     expect(next._meta!['jcp/request_id']).not.toBe(first._meta!['jcp/request_id']);
     expect(node.ledger.spent(grantId(g.grant))).toBe(6n);
     restarted.close();
+  });
+
+  test('journal keys / a shared journal sees call keys keyed with the agent secret (HKDF of its key, HMAC), a private one the bare key', async () => {
+    const g = mint(alice, bob, 'fs', ['list_directory'], 1_000_000n, rng);
+    /** A journal that records the call keys it is handed. */
+    class Recording extends CallJournal {
+      readonly keys: string[] = [];
+      readonly #shared: boolean;
+      constructor(shared: boolean) {
+        super();
+        this.#shared = shared;
+      }
+      get shared(): boolean {
+        return this.#shared;
+      }
+      override open(callKey: string, contentKey: string, clockS: number, answered?: AnsweredScope) {
+        this.keys.push(callKey);
+        return super.open(callKey, contentKey, clockS, answered);
+      }
+    }
+    const [bare, shared] = [new Recording(false), new Recording(true)];
+    for (const journal of [bare, shared])
+      await (await agentFor(bob, [[g]], { journal, costUj: 1n })).call('list_directory', { path: root }, { mcpRequestId: 'k-1' });
+    const [plain, keyed] = [bare.keys[0]!, shared.keys[0]!];
+    expect(keyed).not.toBe(plain);
+    const secret = hkdfSync('sha256', bob.key.seed, new Uint8Array(0), 'jcp-bridge-journal-key/v1', 32);
+    expect(keyed).toBe(createHmac('sha256', Buffer.from(secret)).update(plain).digest('hex'));
+    expect(keyed).toBe(keyedCallKey(journalSecret(bob.key.seed), plain));
   });
 
   test('concurrency / identical calls in flight at once (distinct MCP ids) are distinct requests: one debit each', async () => {
@@ -289,6 +327,15 @@ describe('bridge: real MCP clients and servers through a node', () => {
     );
     expect(keyed[0]!._meta!['jcp/request_id']).toBe(keyed[1]!._meta!['jcp/request_id']);
     expect(node.ledger.spent(grantId(g.grant))).toBe(25n);
+    // In turn: answered in one session, the same MCP id and arguments from another session (ids
+    // restart per session) is a new call; from the answered session again, the same request.
+    const c = await agent.call('list_directory', args, { mcpRequestId: 3, sessionId: 'session-c' });
+    const cAgain = await agent.call('list_directory', args, { mcpRequestId: 3, sessionId: 'session-c' });
+    expect(cAgain._meta!['jcp/request_id']).toBe(c._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(30n);
+    const d = await agent.call('list_directory', args, { mcpRequestId: 3, sessionId: 'session-d' });
+    expect(d._meta!['jcp/request_id']).not.toBe(c._meta!['jcp/request_id']);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(35n);
   });
 
   test('http / several agents: each by its own bearer token (401 otherwise), with its own key and chains', async () => {

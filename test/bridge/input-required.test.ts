@@ -156,6 +156,27 @@ describe('bridge: multi round-trip calls (input_required)', () => {
     expect(await receipts()).toBe(receiptsBefore);
   });
 
+  test('2026-07-28 / a continuation re-sent with its idempotency key after its answer (the client never saw it) gets the same reply; nothing debited again', async () => {
+    const c = await manualClient();
+    const r1 = await ask(c, STATE_TOOL, { _meta: { 'jcp/idempotency_key': 'f7-round-1' } });
+    expect(r1.resultType).toBe('input_required');
+    const spent = node.ledger.spent(grantId(grant.grant));
+    const receiptsBefore = await receipts();
+    const round2 = {
+      inputResponses: { confirm: { action: 'accept', content: { ok: true } } },
+      requestState: r1.requestState,
+      _meta: { 'jcp/idempotency_key': 'f7-round-2' },
+    };
+    const done = await ask(c, STATE_TOOL, round2);
+    expect(text(done)).toBe('state-ok: confirmed true');
+    const again = await ask(c, STATE_TOOL, round2);
+    expect(text(again)).toBe('state-ok: confirmed true');
+    expect(typeof done._meta?.['jcp/request_id']).toBe('string');
+    expect(again._meta?.['jcp/request_id']).toBe(done._meta?.['jcp/request_id']);
+    expect(node.ledger.spent(grantId(grant.grant))).toBe(spent);
+    expect(await receipts()).toBe(receiptsBefore);
+  });
+
   test('2026-07-28 / past abuse.input_pending_per_caller the new call is kept and the oldest of the caller dropped: never locked out', async () => {
     const c = await manualClient();
     const a = await ask(c, STATE_TOOL);

@@ -47,9 +47,35 @@ describe('bridge journal', () => {
     j.begin('k', 'c', a);
     expect(j.stampFor('k', 'c', 107)).toEqual({ nowS: 100, salt: 0, nonce: a.nonce, resent: true });
     j.end('k');
-    const b = j.stampFor('k', 'c', 107);
-    expect(b).toMatchObject({ nowS: 107, salt: 0, resent: false });
+    expect(j.openCalls).toBe(0);
+    // Answered: past the answered window (30 s after its `now`) the key names a new call.
+    const b = j.stampFor('k', 'c', 131);
+    expect(b).toMatchObject({ nowS: 131, salt: 0, resent: false });
     expect(b.nonce).not.toEqual(a.nonce);
+  });
+
+  test('re-send / an answered call that names itself (idempotency key, or its session) is the same request within the answered window; an MCP id alone is not', () => {
+    const j = new CallJournal({}, 100);
+    const a = j.open('k', 'c', 100, {});
+    j.end('k');
+    // The answer was lost past the bridge (a proxy retry, a replica racing): the same stamp, replayed by the node.
+    expect(j.open('k', 'c', 110, {})).toEqual({ nowS: 100, salt: 0, nonce: a.nonce, resent: true });
+    expect(j.openCalls).toBe(0);
+    expect(j.open('k', 'c', 130, {})).toMatchObject({ nowS: 100, resent: true });
+    expect(j.open('k', 'c', 131, {})).toMatchObject({ nowS: 131, resent: false });
+    const s = j.open('s', 'c', 100, { session: 'session-a' });
+    j.end('s');
+    expect(j.open('s', 'c', 101, { session: 'session-a' })).toEqual({ ...s, resent: true });
+    expect(j.open('s', 'c', 101, { session: 'session-b' })).toMatchObject({ nowS: 101, resent: false });
+    // Named by its MCP id alone (no session, no key): a new call once answered.
+    j.open('bare', 'c', 100);
+    j.end('bare');
+    expect(j.open('bare', 'c', 101)).toMatchObject({ nowS: 101, resent: false });
+    const off = new CallJournal({ answeredWindowS: 0 }, 100);
+    off.open('k', 'c', 100, {});
+    off.end('k');
+    expect(off.open('k', 'c', 100, {})).toMatchObject({ resent: false });
+    expect(() => new CallJournal({ answeredWindowS: -1 })).toThrow(RangeError);
   });
 
   test('restart / a file keeps open calls with their nonces; a torn last line is ignored; old entries drop', () => {
@@ -66,7 +92,10 @@ describe('bridge journal', () => {
       const r = new CallJournal({ file, windowS: 60 }, 120);
       expect(r.openCalls).toBe(1);
       expect(r.stampFor('open', 'c1', 120)).toEqual({ nowS: 100, salt: 0, nonce: open.nonce, resent: true });
+      // Answered at 100: re-sent within the answered window after a restart, the same request; then a new call.
+      expect(r.stampFor('done', 'c2', 120, {})).toMatchObject({ nowS: 100, resent: true });
       expect(r.stampFor('done', 'c2', 120)).toMatchObject({ nowS: 120, resent: false });
+      expect(r.stampFor('done', 'c2', 131, {})).toMatchObject({ nowS: 131, resent: false });
       r.close();
       const later = new CallJournal({ file, windowS: 60 }, 1000);
       expect(later.openCalls).toBe(0);

@@ -205,6 +205,45 @@ describe('bridge replicas: two processes for one agent share the call journal ov
     expect(spent()).toBe(40n);
   }, 90_000);
 
+  test('two replicas given one call with an idempotency key, the first answered before the second reads the journal: one request, one debit', async () => {
+    const agents: BridgeAgent[] = [];
+    for (const name of ['replica-a', 'replica-b']) {
+      const jcp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+      const journal = new NatsCallJournal({ servers: NATS, bucket });
+      toClose.push(
+        () => jcp.close(),
+        () => journal.close(),
+      );
+      agents.push(new BridgeAgent({ name, signer: bob, chains: [[paid]], client: jcp, journal, costUj: 1n }));
+    }
+    const [a, b] = agents as [BridgeAgent, BridgeAgent];
+    const spent = () => node.ledger.spent(grantId(paid.grant));
+    const before = spent();
+    const seq = await node.log.lastSeq();
+    // In turn (the worst case of a race: A has answered and closed the call before B's journal read), then at once.
+    for (let i = 0; i < 10; i++) {
+      const ctx = { mcpRequestId: 1, idempotencyKey: `race-${i}` };
+      const first = await a.call('echo', { message: `race ${i}` }, ctx);
+      const second = await b.call('echo', { message: `race ${i}` }, ctx);
+      expect(second._meta!['jcp/request_id']).toBe(first._meta!['jcp/request_id']);
+      expect(second._meta!['jcp/receipt']).toBe(first._meta!['jcp/receipt']);
+    }
+    const pairs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        Promise.all([a, b].map((r) => r.call('echo', { message: `both ${i}` }, { mcpRequestId: 1, idempotencyKey: `both-${i}` }))),
+      ),
+    );
+    for (const [x, y] of pairs) expect(y!._meta!['jcp/request_id']).toBe(x!._meta!['jcp/request_id']);
+    expect(spent() - before).toBe(20n);
+    expect((await node.log.lastSeq()) - seq).toBe(20);
+    // Named by its MCP id alone (stateless, no key), an answered call's id and arguments again are a
+    // new call (docs/bridge.md "Re-sent calls"): its own decision and debit.
+    const bare = await a.call('echo', { message: 'bare' }, { mcpRequestId: 7 });
+    const again = await b.call('echo', { message: 'bare' }, { mcpRequestId: 7 });
+    expect(again._meta!['jcp/request_id']).not.toBe(bare._meta!['jcp/request_id']);
+    expect(spent() - before).toBe(22n);
+  }, 30_000);
+
   test('NATS unreachable: a call is refused journal-unavailable before it is signed (nothing debited); the command does not start', async () => {
     const jcp = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
     toClose.push(() => jcp.close());
