@@ -1,4 +1,6 @@
 /** Small helpers shared by the test files. */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { vi } from 'vitest';
 import { main } from '../cli/internal.ts';
 import { JcpError } from '../core/index.ts';
@@ -39,4 +41,18 @@ export async function runJcpInProcess(
     w.mockRestore();
     e.mockRestore();
   }
+}
+
+/**
+ * The node_modules files the CommonJS loader holds after `specifier` (a path from the repository
+ * root) is imported in a fresh Node process, the sources through tsx: what a command loads, which
+ * is what its start-up time follows (test/node/startup-modules.test.ts, test/demo/startup-modules.test.ts).
+ */
+export function cjsLoadedBy(specifier: string): string[] {
+  const script = `await import(${JSON.stringify(specifier)});
+const { createRequire } = await import('node:module');
+process.stdout.write(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+  return (JSON.parse(out) as string[]).filter((f) => f.includes('/node_modules/'));
 }

@@ -6,20 +6,8 @@
  * with it); they load once the nodes are up. Not a timing: the set of packages loaded, which is what the start-up time
  * follows (0.65 s of CPU for the whole graph against 0.25 s for this one, measured here).
  */
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** The node_modules files the CommonJS loader holds after `specifier` is imported in a fresh process (tsx for the sources). */
-function cjsLoadedBy(specifier: string): string[] {
-  const script = `await import(${JSON.stringify(specifier)});
-const { createRequire } = await import('node:module');
-process.stdout.write(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
-  return (JSON.parse(out) as string[]).filter((f) => f.includes('/node_modules/'));
-}
+import { cjsLoadedBy } from '../support.ts';
 
 describe('demo start: modules loaded before the first node starts', () => {
   it('the command module of `jcp demo` does not load express', () => {

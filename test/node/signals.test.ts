@@ -22,23 +22,32 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-describe('jcp node start: signals', () => {
-  it('a SIGTERM sent as the banner is written stops the node gracefully: exit 0, not killed by the signal', () => {
-    const data = mkdtempSync(path.join(tmpdir(), 'jcp-signals-'));
-    dirs.push(data);
-    const script = `
-const write = process.stderr.write.bind(process.stderr);
+/**
+ * A script for `node --import tsx -e` that runs `jcp argv` in-process and sends itself SIGTERM from
+ * inside the first write to `stream` that contains `needle`: the moment a supervisor reading that
+ * stream would see it.
+ */
+function signalOnLine(stream: 'stdout' | 'stderr', needle: string, argv: readonly string[]): string {
+  return `
+const write = process.${stream}.write.bind(process.${stream});
 let sent = false;
-process.stderr.write = (chunk, ...rest) => {
+process.${stream}.write = (chunk, ...rest) => {
   const r = write(chunk, ...rest);
-  if (!sent && String(chunk).includes('listening on')) {
+  if (!sent && String(chunk).includes(${JSON.stringify(needle)})) {
     sent = true;
     process.kill(process.pid, 'SIGTERM');
   }
   return r;
 };
 const { main } = await import('./cli/main.ts');
-process.exitCode = await main(['node', 'start', '--data', ${JSON.stringify(data)}, '--listen', '127.0.0.1:0']);`;
+process.exitCode = await main(${JSON.stringify(argv)});`;
+}
+
+describe('jcp node start: signals', () => {
+  it('a SIGTERM sent as the banner is written stops the node gracefully: exit 0, not killed by the signal', () => {
+    const data = mkdtempSync(path.join(tmpdir(), 'jcp-signals-'));
+    dirs.push(data);
+    const script = signalOnLine('stderr', 'listening on', ['node', 'start', '--data', data, '--listen', '127.0.0.1:0']);
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: ROOT,
       encoding: 'utf8',
@@ -66,19 +75,7 @@ process.exitCode = await main(['node', 'start', '--data', ${JSON.stringify(data)
         '--chain',
         path.join(dir, 'bob.chain.json'),
       ];
-      const script = `
-const write = process.stdout.write.bind(process.stdout);
-let sent = false;
-process.stdout.write = (chunk, ...rest) => {
-  const r = write(chunk, ...rest);
-  if (!sent && String(chunk).includes('listening')) {
-    sent = true;
-    process.kill(process.pid, 'SIGTERM');
-  }
-  return r;
-};
-const { main } = await import('./cli/main.ts');
-process.exitCode = await main(${JSON.stringify(argv)});`;
+      const script = signalOnLine('stdout', 'listening', argv);
       const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
         cwd: ROOT,
         stdio: ['ignore', 'pipe', 'pipe'],

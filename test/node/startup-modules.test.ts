@@ -6,20 +6,8 @@
  * loaded, not every algorithm it ships. Not a timing: the set of
  * packages loaded, which is what the start-up time follows.
  */
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** The node_modules files the CommonJS loader holds after `specifier` is imported in a fresh process (tsx for the sources). */
-function cjsLoadedBy(specifier: string): string[] {
-  const script = `await import(${JSON.stringify(specifier)});
-const { createRequire } = await import('node:module');
-process.stdout.write(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
-  return (JSON.parse(out) as string[]).filter((f) => f.includes('/node_modules/'));
-}
+import { cjsLoadedBy } from '../support.ts';
 
 describe('node start: modules loaded before listening', () => {
   it('the command module of `jcp node start` loads neither the NATS client nor the default metrics', () => {
