@@ -56,6 +56,12 @@ export type ToWorker =
       readonly memory: string;
       /** For the planner only: the A2A task it sends the researcher before its rounds. */
       readonly planner?: PlannerJob;
+      /**
+       * For the worker the issuer steers (§4.7): after this many allowed files calls it waits for
+       * the `checkpoint` request (the orchestrator sends it on seeing that many), so a fast run
+       * (`--pace 0`) cannot spend the grant before the request arrives.
+       */
+      readonly steer_after?: number;
     }
   | { readonly type: 'checkpoint' }
   | { readonly type: 'continue'; readonly amendment: string; readonly continuation: string }

@@ -471,6 +471,7 @@ async function launchWorkers(run: DemoRun, roots: Roots, chains: WorkerChains[],
       paceMs: run.o.paceMs ?? 150,
       files: chainToHex(c.files),
       memory: chainToHex(c.memory),
+      ...(i === 1 ? { steer_after: STEER_AFTER } : {}),
       ...(i === PLANNER_INDEX && c.agents !== undefined
         ? {
             planner: {

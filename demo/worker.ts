@@ -118,6 +118,8 @@ async function next<T extends ToWorker['type']>(type: T, timeoutMs: number): Pro
 
 /** How long a worker refused `revoked` waits for `revoked-everywhere` before trying elsewhere anyway (ms). */
 const REVOKED_EVERYWHERE_WAIT_MS = 60_000;
+/** How long the steered worker waits for the checkpoint request once it is due (ms). */
+const STEER_WAIT_MS = 60_000;
 
 /**
  * The orchestrator's `revoked-everywhere`, waited for once (later calls reuse it); resolves once
@@ -345,15 +347,26 @@ async function checkpoint(s: Session): Promise<void> {
  */
 async function workRounds(s: Session): Promise<boolean> {
   const { job, lanes } = s;
+  let filesAllowed = 0;
+  let steered = false;
   while (lanes.some((l) => l.ended === undefined)) {
     if (take('stop')) return true;
-    if (take('checkpoint') && lanes[0]!.ended === undefined) await checkpoint(s);
+    // The steered worker waits for the checkpoint request at the point the orchestrator asks
+    // for it (job.steer_after allowed files calls): no race with a fast run spending the grant.
+    if (!steered && job.steer_after !== undefined && filesAllowed >= job.steer_after && lanes[0]!.ended === undefined) {
+      await next('checkpoint', STEER_WAIT_MS);
+      steered = true;
+      await checkpoint(s);
+    } else if (take('checkpoint') && lanes[0]!.ended === undefined) await checkpoint(s);
     for (const l of lanes) {
       if (l.ended !== undefined) continue;
       const { action, args } = callOf(job, l.lane, l.n);
       l.n++;
       const reason = await callAt(s, l, job.home, action, args);
-      if (reason === undefined) continue;
+      if (reason === undefined) {
+        if (l.lane === 'files') filesAllowed++;
+        continue;
+      }
       if (reason === DenyReasons.REVOKED) {
         // The revocation went to every node: once all have acknowledged it, the same call elsewhere is refused too.
         await awaitRevokedEverywhere();
