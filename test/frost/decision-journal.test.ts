@@ -50,24 +50,7 @@ function body(session: string, decision: 'approve' | 'refuse', reason = `${decis
 }
 
 function record(session: string, decision: 'approve' | 'refuse'): Uint8Array {
-  return sealDecision(
-    {
-      proto: 'jcp-frost-approval/1',
-      holder: holder.did,
-      group,
-      identifier: 1,
-      session,
-      request: '11'.repeat(32),
-      policy: '22'.repeat(32),
-      policy_kind: 'rules',
-      decision,
-      reason: `${decision} ${session}`,
-      at_s: 1_760_000_000,
-      action: 'write_file',
-      resource: '33'.repeat(32),
-    },
-    holder,
-  );
+  return sealDecision(body(session, decision), holder);
 }
 
 function frame(r: Uint8Array): Buffer {
