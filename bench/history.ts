@@ -520,8 +520,9 @@ const WARM_MS = 1000;
  * latencies and fsync'd batch p99s; the snapshots written during the load (count, seconds, the
  * request ids the last one held); and the longest pause between decisions while any of them was
  * written (from {@link WARM_MS} after the load's first reply) against the batch p99 of the same
- * run (goal: no longer). The run without snapshots gives the pause over the same stretches of its
- * load: what the node and this machine show anyway.
+ * run, and against the same stretches of the run without snapshots (what the node and this
+ * machine show anyway; goal ≤ 1.25×), and the p99 with snapshots against the p99 without (goal
+ * ≤ 1.25×).
  */
 function openFigures(load: RateLoad & { mode: 'open' }, base: RateRun, during: RateRun): Figure[] {
   const figures: Figure[] = [];
@@ -566,21 +567,32 @@ function openFigures(load: RateLoad & { mode: 'open' }, base: RateRun, during: R
   figures.push({ name: `longest pause between decisions, ${at}, no snapshot (same stretches of the load)`, value: sig(floor), unit: 'ms' });
   const batchP99 = percentile(during.batchS, 99) * 1000;
   const pause = Math.max(...windows.map((w) => longestPause(during.replyAtMs, w)));
+  // Read against the fsync'd batch p99 of the same run (the goal before the ≤ 1.25× ones below; kept as a figure).
   figures.push({
     name: `longest pause between decisions while snapshots are written, ${at}`,
     value: sig(pause),
     unit: 'ms',
     floor: sig(batchP99),
     ratio: sig(pause / batchP99),
-    goal: "pause ≤ the fsync'd batch p99 of the same run",
-    met: pause <= batchP99,
   });
+  // The goals: the pause and the p99 against the run without snapshots, ≤ 1.25× each.
   figures.push({
     name: `longest pause while snapshots are written (× the same stretches without), ${at}`,
     value: sig(pause / floor),
     unit: '×',
     floor: sig(floor),
     ratio: sig(pause / floor),
+    goal: 'ratio ≤ 1.25',
+    met: pause <= 1.25 * floor,
+  });
+  figures.push({
+    name: `p99 decision latency while snapshots are written (× the p99 without), ${at}`,
+    value: sig(during.p99Us / base.p99Us),
+    unit: '×',
+    floor: sig(base.p99Us / 1000),
+    ratio: sig(during.p99Us / base.p99Us),
+    goal: 'ratio ≤ 1.25',
+    met: during.p99Us <= 1.25 * base.p99Us,
   });
   return figures;
 }
