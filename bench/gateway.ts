@@ -36,7 +36,7 @@
  * durable floor server at {@link CONCURRENT} connections (goal ≥ 0.8).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -258,6 +258,46 @@ async function startHttpBridge(bridgeConfig: string, nodePort: number): Promise<
   return { child, url };
 }
 
+/** CPU seconds (user + system, every thread) a process has used so far, from /proc (Linux); 0 where unreadable. */
+function cpuOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes whose parent is `pid` (Linux /proc), e.g. a node's stdio MCP servers. */
+function childrenOf(pid: number | undefined): number[] {
+  if (pid === undefined) return [];
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ')[1] === String(pid);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** The processes of a throughput run whose CPU is counted: the bench itself (clients) and each named pid. */
+type CpuParts = Record<string, number | undefined>;
+
+/** Runs `work` (which makes `calls` calls) and adds each part's CPU per call (µs) to `into` (one entry per round). */
+async function withCpu<T>(parts: CpuParts, calls: number, into: Record<string, number[]>, work: () => Promise<T>): Promise<T> {
+  const before = Object.fromEntries(Object.entries(parts).map(([k, pid]) => [k, cpuOf(pid)]));
+  const me = process.cpuUsage();
+  const out = await work();
+  const mine = process.cpuUsage(me);
+  for (const [k, pid] of Object.entries(parts)) (into[k] ??= []).push(((cpuOf(pid) - before[k]!) * 1e6) / calls);
+  (into['clients (the bench process)'] ??= []).push((mine.user + mine.system) / calls);
+  return out;
+}
+
 /** The SDK v2 client in its default mode over Streamable HTTP with a bearer token. */
 async function connectHttpClient(url: string, token: string): Promise<Client> {
   const c = new Client({ name: 'bench-http', version: '1' });
@@ -289,6 +329,10 @@ interface GatewaySamples {
   readonly hRate: number[];
   /** Round trips/s of {@link CONCURRENT} connections to the durable floor server, per round. */
   readonly fRate: number[];
+  /** CPU per call (µs) of each process, per round: the node alone at {@link CONCURRENT} clients. */
+  readonly nCpu: Record<string, number[]>;
+  /** CPU per call (µs) of each process, per round: {@link CONCURRENT} agents through one multi-agent bridge. */
+  readonly hCpu: Record<string, number[]>;
 }
 
 /** The clients the rounds use: one and {@link CONCURRENT} MCP clients direct and through bridges, jcp/1 clients to the node, the floor's port. */
@@ -306,11 +350,29 @@ interface GatewayClients {
   readonly floorPort: number;
   /** {@link CONCURRENT} clients, one per agent, of one multi-agent `jcp bridge --http`. */
   readonly httpN: Client[];
+  /** Process ids whose CPU the throughput runs count. */
+  readonly pids: { readonly node?: number; readonly upstream?: number; readonly bridge?: number };
 }
 
 /** {@link ROUNDS} rounds of {@link CALLS_PER_ROUND} calls each way, alternating so machine noise hits both alike. */
 async function rounds(c: GatewayClients, grant: SignedGrant, root: string): Promise<GatewaySamples> {
-  const s: GatewaySamples = { d: [], g: [], f: [], nd: [], m: [], p: [], dRate: [], gRate: [], nRate: [], hRate: [], fRate: [] };
+  const s: GatewaySamples = {
+    d: [],
+    g: [],
+    f: [],
+    nd: [],
+    m: [],
+    p: [],
+    dRate: [],
+    gRate: [],
+    nRate: [],
+    hRate: [],
+    fRate: [],
+    nCpu: {},
+    hCpu: {},
+  };
+  const n = Math.ceil(CALLS_PER_ROUND / 4);
+  const { node, upstream, bridge } = c.pids;
   for (let r = 0; r < ROUNDS; r++) {
     s.d.push(...(await latencies(c.direct1, root, CALLS_PER_ROUND)));
     s.g.push(...(await latencies(c.gateway1, root, CALLS_PER_ROUND)));
@@ -320,8 +382,9 @@ async function rounds(c: GatewayClients, grant: SignedGrant, root: string): Prom
     s.nd.push(...(await nodeLatencies(c.jcp, grant, root, CALLS_PER_ROUND, s.nd.length)));
     s.dRate.push(await throughput(c.directN, root, Math.ceil(CALLS_PER_ROUND / 4)));
     s.gRate.push(await throughput(c.gatewayN, root, Math.ceil(CALLS_PER_ROUND / 4)));
-    s.nRate.push(await nodeThroughput(c.jcpN, grant, root, Math.ceil(CALLS_PER_ROUND / 4), 1_000_000 * (r + 1)));
-    s.hRate.push(await throughput(c.httpN, root, Math.ceil(CALLS_PER_ROUND / 4)));
+    const calls = n * CONCURRENT;
+    s.nRate.push(await withCpu({ node, upstream }, calls, s.nCpu, () => nodeThroughput(c.jcpN, grant, root, n, 1_000_000 * (r + 1))));
+    s.hRate.push(await withCpu({ bridge, node, upstream }, calls, s.hCpu, () => throughput(c.httpN, root, n)));
     s.fRate.push(await floorThroughput(c.floorPort, CONCURRENT, Math.ceil(CALLS_PER_ROUND / 4)));
   }
   return s;
@@ -369,7 +432,14 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     await throughput(gatewayN, root, 10);
     await throughput(directN, root, 10);
     await throughput(httpN, root, 10);
-    const s = await rounds({ direct1, gateway1, modern1, proxy1, directN, gatewayN, jcp, jcpN, floorPort: floor.port, httpN }, grant, root);
+    // The node's one server (started at its first call): the process the node spawned.
+    const upstream = childrenOf(node.child.pid)[0];
+    const pids = { node: node.child.pid, upstream, bridge: http.child.pid };
+    const s = await rounds(
+      { direct1, gateway1, modern1, proxy1, directN, gatewayN, jcp, jcpN, floorPort: floor.port, httpN, pids },
+      grant,
+      root,
+    );
     return gatewayFigures(s);
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
@@ -459,7 +529,11 @@ function latencyFigures({ d, g, f, nd, m, p }: GatewaySamples): Figure[] {
 }
 
 /** The throughput figures (calls/s at {@link CONCURRENT} clients): node alone, direct, the gateway ÷ direct (goal ≥ 0.7), one multi-agent bridge ÷ node alone (goal ≥ 0.7), node alone ÷ the durable floor (goal ≥ 0.8). */
-function rateFigures({ dRate, gRate, nRate, hRate, fRate }: GatewaySamples): Figure[] {
+function rateFigures({ dRate, gRate, nRate, hRate, fRate, nCpu, hCpu }: GatewaySamples): Figure[] {
+  // Where the CPU of a call goes on the two shared cores: the ceiling of each rate is 2 s of CPU
+  // per second over the sum of these.
+  const cpu = (what: string, parts: Record<string, number[]>): Figure[] =>
+    Object.entries(parts).map(([k, v]) => ({ name: `CPU per call, ${what}: ${k} (median of rounds)`, value: sig(median(v)), unit: 'µs' }));
   const ratios = dRate.map((x, i) => gRate[i]! / x);
   const ratio = median(ratios);
   const hRatio = median(hRate.map((x, i) => x / nRate[i]!));
@@ -507,6 +581,8 @@ function rateFigures({ dRate, gRate, nRate, hRate, fRate }: GatewaySamples): Fig
       goal: 'ratio ≥ 0.8',
       met: nfRatio >= 0.8,
     },
+    ...cpu(`node alone at ${CONCURRENT} clients`, nCpu),
+    ...cpu(`${CONCURRENT} agents through one multi-agent bridge`, hCpu),
   ];
 }
 
