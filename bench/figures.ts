@@ -7,6 +7,7 @@
  * throughputs). Floors are measured in the same process right next to the figure, so machine
  * noise hits both alike.
  */
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
@@ -243,4 +244,15 @@ export function keep(v: unknown): void {
 /** The last kept value (read it so `keep` is never dead code). */
 export function kept(): unknown {
   return globalSink;
+}
+
+/** CPU seconds (user + system, every thread) process `pid` has used so far, from /proc (Linux); 0 where unreadable. */
+export function cpuOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
 }

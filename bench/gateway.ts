@@ -47,7 +47,7 @@ import { writeChainFile } from '../client/index.ts';
 import { frameMessage, FrameReader, newActor, seededRng, type SignedGrant, signGrant } from '../core/index.ts';
 import { resourceIdOf, writeKeyFile } from '../node/index.ts';
 import { JcpClient } from '../client/index.ts';
-import { type Figure, type SuiteOptions, median, percentile, sig } from './figures.ts';
+import { cpuOf, type Figure, type SuiteOptions, median, percentile, sig } from './figures.ts';
 import { startFloorServer, startNode, stopNode } from './node.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
@@ -256,17 +256,6 @@ async function startHttpBridge(bridgeConfig: string, nodePort: number): Promise<
     });
   });
   return { child, url };
-}
-
-/** CPU seconds (user + system, every thread) a process has used so far, from /proc (Linux); 0 where unreadable. */
-function cpuOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return 0;
-  }
 }
 
 /** The processes whose parent is `pid` (Linux /proc), e.g. a node's stdio MCP servers. */

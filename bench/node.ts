@@ -63,7 +63,7 @@ import {
 import { ReceiptLog, resourceIdOf, writeKeyFile } from '../node/index.ts';
 import type { FloorMode } from './floorserver.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
-import { type Figure, median, opsPerSecond, ratioAtLeast, type SuiteOptions, sig } from './figures.ts';
+import { cpuOf, type Figure, median, opsPerSecond, ratioAtLeast, type SuiteOptions, sig } from './figures.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
 /** Rounds of each closed-loop and open-loop run (`JCP_BENCH_NODE_ROUNDS`, default 5). */
@@ -118,9 +118,9 @@ async function peakFigures(agent: Actor, grant: SignedGrant, rng: Rng): Promise<
   // the same code): floors and both placements alternate for ROUNDS rounds and each figure is the
   // median of its rounds (the spread is in the name); the floor runs before, between and after.
   const floors = [oneCoreFloor(agent, grant, rng)];
-  const ones: LoadResult[] = [];
-  const twos: LoadResult[] = [];
-  const bare: LoadResult[] = [];
+  const ones: Driven[] = [];
+  const twos: Driven[] = [];
+  const bare: Driven[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     ones.push(await drive(agent, grant, { workers: 0, pin: true, label: 'one-core' }));
     twos.push(await drive(agent, grant, { workers: 1, pin: false, label: 'two-core' }));
@@ -183,6 +183,26 @@ async function peakFigures(agent: Actor, grant: SignedGrant, rng: Rng): Promise<
     value: sig(median(twos.map((x) => x.cpuUs / x.sent))),
     unit: 'µs',
   });
+  // The CPU of a decision on each side, and the ceiling they give the two-core rate here: the two
+  // cores give 2 s of CPU per second to the node and the load process together.
+  const nodeCpu = median(twos.map((x) => x.serverCpuUs / x.sent));
+  const loadCpu = median(twos.map((x) => x.cpuUs / x.sent));
+  figures.push({
+    name: 'node CPU per decision, one-core runs (every thread)',
+    value: sig(median(ones.map((x) => x.serverCpuUs / x.sent))),
+    unit: 'µs',
+  });
+  figures.push({ name: 'node CPU per decision, both-cores runs (every thread)', value: sig(nodeCpu), unit: 'µs' });
+  const ceiling = 2e6 / (nodeCpu + loadCpu);
+  figures.push({
+    name: 'ceiling of the both-cores rate here: 2 CPU-s/s ÷ (node + load process CPU per decision); ratio: ÷ the one-core rate',
+    value: sig(ceiling),
+    unit: 'decisions/s',
+    floor: sig(one),
+    ratio: sig(ceiling / one),
+    goal: 'ratio ≥ 1.6 (else the both-cores goal is out of reach with the load process on the same cores)',
+    met: ceiling / one >= 1.6,
+  });
   const scaling = await verifyScaling(agent);
   figures.push({
     name: 'Ed25519 verifies/s, two threads ÷ one thread on this machine (ceiling of any two-core speed-up)',
@@ -205,9 +225,9 @@ async function halfPeakFigures(agent: Actor, grant: SignedGrant, one: number, tw
   const figures: Figure[] = [];
   const peak = Math.max(one, two);
   const best = two >= one ? { workers: 1, pin: false } : { workers: 0, pin: true };
-  const halves: LoadResult[] = [];
-  const bareHalves: LoadResult[] = [];
-  const echoHalves: LoadResult[] = [];
+  const halves: Driven[] = [];
+  const bareHalves: Driven[] = [];
+  const echoHalves: Driven[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     halves.push(await drive(agent, grant, { ...best, label: 'half-peak', rate: peak / 2 }));
     bareHalves.push(await drive(agent, grant, { workers: 0, pin: false, label: 'floor-durable-half', rate: peak / 2, floor: 'durable' }));
@@ -415,6 +435,9 @@ function load(spec: LoadSpec, pin: boolean): LoadResult {
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as LoadResult;
 }
 
+/** A load run with the CPU the server used during it (µs, every thread, from /proc). */
+type Driven = LoadResult & { readonly serverCpuUs: number };
+
 function nodeConfig(dataDir: string, workers: number): string {
   mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, '..', `${path.basename(dataDir)}.json`);
@@ -440,7 +463,7 @@ async function drive(
   agent: Actor,
   grant: SignedGrant,
   o: { workers: number; pin: boolean; label: string; rate?: number; floor?: FloorMode },
-): Promise<LoadResult> {
+): Promise<Driven> {
   const dir = mkdtempSync(path.join(tmpdir(), `jcp-bench-${o.label}-`));
   try {
     const node =
@@ -460,7 +483,9 @@ async function drive(
       // Warm-up (JIT, worker start, LevelDB files), then the measured run.
       load({ ...base, requests: 2_000, mode: 'closed', window: 32, tag: `${o.label}-warm-${randomBytes(4).toString('hex')}` }, o.pin);
       const requests = o.rate !== undefined ? Math.max(2_000, Math.round(o.rate * 4)) : 30_000;
-      return load(
+      // taskset execs the server: the child's pid is the server's either way.
+      const cpu0 = cpuOf(node.child.pid);
+      const r = load(
         {
           ...base,
           requests,
@@ -472,6 +497,7 @@ async function drive(
         },
         o.pin,
       );
+      return { ...r, serverCpuUs: (cpuOf(node.child.pid) - cpu0) * 1e6 };
     } finally {
       await stopNode(node);
     }
