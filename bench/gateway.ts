@@ -322,6 +322,8 @@ interface GatewaySamples {
   readonly nCpu: Record<string, number[]>;
   /** CPU per call (µs) of each process, per round: {@link CONCURRENT} agents through one multi-agent bridge. */
   readonly hCpu: Record<string, number[]>;
+  /** CPU per round trip (µs) of each process, per round: the durable floor server at {@link CONCURRENT} connections. */
+  readonly fCpu: Record<string, number[]>;
 }
 
 /** The clients the rounds use: one and {@link CONCURRENT} MCP clients direct and through bridges, jcp/1 clients to the node, the floor's port. */
@@ -340,7 +342,7 @@ interface GatewayClients {
   /** {@link CONCURRENT} clients, one per agent, of one multi-agent `jcp bridge --http`. */
   readonly httpN: Client[];
   /** Process ids whose CPU the throughput runs count. */
-  readonly pids: { readonly node?: number; readonly upstream?: number; readonly bridge?: number };
+  readonly pids: { readonly node?: number; readonly upstream?: number; readonly bridge?: number; readonly floor?: number };
 }
 
 /** {@link ROUNDS} rounds of {@link CALLS_PER_ROUND} calls each way, alternating so machine noise hits both alike. */
@@ -359,6 +361,7 @@ async function rounds(c: GatewayClients, grant: SignedGrant, root: string): Prom
     fRate: [],
     nCpu: {},
     hCpu: {},
+    fCpu: {},
   };
   const n = Math.ceil(CALLS_PER_ROUND / 4);
   const { node, upstream, bridge } = c.pids;
@@ -374,7 +377,7 @@ async function rounds(c: GatewayClients, grant: SignedGrant, root: string): Prom
     const calls = n * CONCURRENT;
     s.nRate.push(await withCpu({ node, upstream }, calls, s.nCpu, () => nodeThroughput(c.jcpN, grant, root, n, 1_000_000 * (r + 1))));
     s.hRate.push(await withCpu({ bridge, node, upstream }, calls, s.hCpu, () => throughput(c.httpN, root, n)));
-    s.fRate.push(await floorThroughput(c.floorPort, CONCURRENT, Math.ceil(CALLS_PER_ROUND / 4)));
+    s.fRate.push(await withCpu({ floor: c.pids.floor }, calls, s.fCpu, () => floorThroughput(c.floorPort, CONCURRENT, n)));
   }
   return s;
 }
@@ -423,7 +426,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     await throughput(httpN, root, 10);
     // The node's one server (started at its first call): the process the node spawned.
     const upstream = childrenOf(node.child.pid)[0];
-    const pids = { node: node.child.pid, upstream, bridge: http.child.pid };
+    const pids = { node: node.child.pid, upstream, bridge: http.child.pid, floor: floor.child.pid };
     const s = await rounds(
       { direct1, gateway1, modern1, proxy1, directN, gatewayN, jcp, jcpN, floorPort: floor.port, httpN, pids },
       grant,
@@ -518,7 +521,7 @@ function latencyFigures({ d, g, f, nd, m, p }: GatewaySamples): Figure[] {
 }
 
 /** The throughput figures (calls/s at {@link CONCURRENT} clients): node alone, direct, the gateway ÷ direct (goal ≥ 0.7), one multi-agent bridge ÷ node alone (goal ≥ 0.7), node alone ÷ the durable floor (goal ≥ 0.8). */
-function rateFigures({ dRate, gRate, nRate, hRate, fRate, nCpu, hCpu }: GatewaySamples): Figure[] {
+function rateFigures({ dRate, gRate, nRate, hRate, fRate, nCpu, hCpu, fCpu }: GatewaySamples): Figure[] {
   // Where the CPU of a call goes on the two shared cores: the ceiling of each rate is 2 s of CPU
   // per second over the sum of these.
   const cpu = (what: string, parts: Record<string, number[]>): Figure[] =>
@@ -572,6 +575,45 @@ function rateFigures({ dRate, gRate, nRate, hRate, fRate, nCpu, hCpu }: GatewayS
     },
     ...cpu(`node alone at ${CONCURRENT} clients`, nCpu),
     ...cpu(`${CONCURRENT} agents through one multi-agent bridge`, hCpu),
+    ...cpu(`the durable floor server at ${CONCURRENT} connections`, fCpu),
+    ...ceilings(nCpu, hCpu, fCpu),
+  ];
+}
+
+/** The sum over processes of the median CPU per call (µs). */
+function cpuSum(parts: Record<string, number[]>, except: readonly string[] = []): number {
+  return Object.entries(parts)
+    .filter(([k]) => !except.includes(k))
+    .reduce((t, [, v]) => t + median(v), 0);
+}
+
+/**
+ * What two shared cores allow the two throughput ratios, from the CPU per call measured in the
+ * same run (a CPU-bound rate is 2 CPU-s/s over the CPU of a call): the multi-agent bridge ÷ node
+ * alone even with a bridge that cost nothing (the clients' and the node's CPU stay), and the node
+ * alone ÷ the durable floor even with a node that cost no more than the floor server (the
+ * upstream server's CPU stays).
+ */
+function ceilings(nCpu: Record<string, number[]>, hCpu: Record<string, number[]>, fCpu: Record<string, number[]>): Figure[] {
+  const freeBridge = cpuSum(nCpu) / cpuSum(hCpu, ['bridge']);
+  const floorCpu = cpuSum(fCpu);
+  const upstream = median(nCpu['upstream'] ?? [0]);
+  const floorNode = floorCpu / (floorCpu + upstream);
+  return [
+    {
+      name: 'ceiling of one multi-agent bridge ÷ node alone with a bridge costing no CPU: node-alone CPU per call ÷ the bridged run’s CPU per call without the bridge’s',
+      value: sig(freeBridge),
+      unit: '×',
+      goal: 'ratio ≥ 0.7 (else out of reach on two cores shared with the clients)',
+      met: freeBridge >= 0.7,
+    },
+    {
+      name: 'ceiling of node alone ÷ durable floor with a node costing no more than the floor server: floor CPU per call ÷ (floor CPU + the upstream server’s CPU per call)',
+      value: sig(floorNode),
+      unit: '×',
+      goal: 'ratio ≥ 0.8 (else out of reach with the upstream server on the same two cores)',
+      met: floorNode >= 0.8,
+    },
   ];
 }
 

@@ -17,9 +17,9 @@
  * off, and one whose first snapshot (of the whole log) starts one second after start, both
  * driven by the same closed-loop load (`bench/nodeload.ts`); the rate and p99 of each, and the
  * rate ratio, and the p99 with a snapshot against the p99 without (goal: no worse). Logs are built once per size and kept in the temp folder (the build seals every
- * receipt: minutes per million on two cores). The open loop runs a third time, without snapshots
- * and beside a process at nice 19 that only spins: what any background work at the snapshot
- * worker's priority costs the p99 on this machine. Requests in the built logs are ten days old, so
+ * receipt: minutes per million on two cores). The open loop runs twice more, without snapshots,
+ * beside a process that only spins, at nice 19 (the snapshot worker's priority) and in the
+ * SCHED_IDLE class: what any background work at that priority costs the p99 on this machine. Requests in the built logs are ten days old, so
  * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -312,7 +312,7 @@ async function rateOn(
     | { readonly afterS: number }
     | { readonly everyReceipts: number; readonly from: { seed: number; n: number; ns: readonly number[] } }
     | undefined,
-  burner = false,
+  burner?: 'nice' | 'idle',
 ): Promise<RateRun> {
   // With `everyReceipts`, the node starts from the kept snapshot of the log (as a node that snapshots as it goes) and writes one every so many receipts.
   const dir = await copyOf(source, snapshot !== undefined && 'from' in snapshot ? snapshot.from : undefined);
@@ -328,8 +328,15 @@ async function rateOn(
   });
   try {
     const node = await startNode(file);
-    // The background floor: a process at nice 19 that only spins, for the whole load.
-    const spin = burner ? spawn('nice', ['-n', '19', process.execPath, '-e', 'for (;;);'], { stdio: 'ignore' }) : undefined;
+    // The background floor: a process that only spins, for the whole load, at nice 19 or in the
+    // SCHED_IDLE class (chrt --idle: it runs only on a core nothing else wants).
+    const spinner = [process.execPath, '-e', 'for (;;);'];
+    const spin =
+      burner === 'nice'
+        ? spawn('nice', ['-n', '19', ...spinner], { stdio: 'ignore' })
+        : burner === 'idle'
+          ? spawn('chrt', ['--idle', '0', ...spinner], { stdio: 'ignore' })
+          : undefined;
     try {
       const r = await load({
         host: '127.0.0.1',
@@ -425,14 +432,19 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   figures.push(...openFigures(open, openBase, openDuring));
   // What any background work at nice 19 costs the p99 on this machine: the same open loop, no
   // snapshots, with a process at nice 19 that only spins (no memory, no I/O, nothing of the node's).
-  const openSpin = await rateOn(small, agent, grant, open, undefined, true);
-  figures.push({
-    name: `p99 decision latency, open loop at ${open.rate}/s, no snapshot, a nice-19 spinning process beside it (× the p99 without)`,
-    value: sig(openSpin.p99Us / openBase.p99Us),
-    unit: '×',
-    floor: sig(openBase.p99Us / 1000),
-    ratio: sig(openSpin.p99Us / openBase.p99Us),
-  });
+  for (const [policy, what] of [
+    ['nice', 'a nice-19 spinning process'],
+    ['idle', 'a SCHED_IDLE spinning process'],
+  ] as const) {
+    const spun = await rateOn(small, agent, grant, open, undefined, policy);
+    figures.push({
+      name: `p99 decision latency, open loop at ${open.rate}/s, no snapshot, ${what} beside it (× the p99 without)`,
+      value: sig(spun.p99Us / openBase.p99Us),
+      unit: '×',
+      floor: sig(openBase.p99Us / 1000),
+      ratio: sig(spun.p99Us / openBase.p99Us),
+    });
+  }
   figures.push(...(await stallFigures(small, ns[0]!)));
   return figures;
 }
