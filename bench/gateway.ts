@@ -282,8 +282,11 @@ async function withCpu<T>(parts: CpuParts, calls: number, into: Record<string, n
   const me = process.cpuUsage();
   const out = await work();
   const mine = process.cpuUsage(me);
-  for (const [k, pid] of Object.entries(parts)) (into[k] ??= []).push(((cpuOf(pid) - before[k]!) * 1e6) / calls);
-  (into['clients (the bench process)'] ??= []).push((mine.user + mine.system) / calls);
+  const add = (k: string, us: number) => {
+    into[k] = [...(into[k] ?? []), us];
+  };
+  for (const [k, pid] of Object.entries(parts)) add(k, ((cpuOf(pid) - before[k]!) * 1e6) / calls);
+  add('clients (the bench process)', (mine.user + mine.system) / calls);
   return out;
 }
 
