@@ -7,7 +7,7 @@
  * throughputs). Floors are measured in the same process right next to the figure, so machine
  * noise hits both alike.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
@@ -246,13 +246,25 @@ export function kept(): unknown {
   return globalSink;
 }
 
+/** The fields of /proc/<pid>/stat after the command name (`state` first, so `ppid` is [1]); undefined where unreadable (Linux only). */
+function procStat(pid: number | string): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU seconds (user + system, every thread) process `pid` has used so far, from /proc (Linux); 0 where unreadable. */
 export function cpuOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return 0;
-  }
+  const f = pid === undefined ? undefined : procStat(pid);
+  return f === undefined ? 0 : (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
+
+/** The processes whose parent is `pid` (Linux /proc), e.g. a node's stdio MCP servers. */
+export function childrenOf(pid: number | undefined): number[] {
+  if (pid === undefined) return [];
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d) && procStat(d)?.[1] === String(pid))
+    .map(Number);
 }

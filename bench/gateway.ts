@@ -36,7 +36,7 @@
  * durable floor server at {@link CONCURRENT} connections (goal ≥ 0.8).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,11 +44,11 @@ import { performance } from 'node:perf_hooks';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { writeChainFile } from '../client/index.ts';
-import { frameMessage, FrameReader, newActor, seededRng, type SignedGrant, signGrant } from '../core/index.ts';
-import { resourceIdOf, writeKeyFile } from '../node/index.ts';
+import { type Actor, frameMessage, FrameReader, newActor, seededRng, type SignedGrant } from '../core/index.ts';
+import { writeKeyFile } from '../node/index.ts';
 import { JcpClient } from '../client/index.ts';
-import { cpuOf, type Figure, type SuiteOptions, median, percentile, ratioAtLeast, sig } from './figures.ts';
-import { startFloorServer, startNode, stopNode } from './node.ts';
+import { childrenOf, cpuOf, type Figure, type SuiteOptions, median, percentile, ratioAtLeast, sig } from './figures.ts';
+import { rootGrant, startFloorServer, startNode, stopNode } from './node.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
 const FS_SERVER = path.join(repo, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
@@ -156,8 +156,8 @@ interface GatewaySetup {
   readonly chain: string;
   readonly grant: SignedGrant;
   readonly config: string;
-  /** The multi-agent bridge's config: {@link CONCURRENT} agents (`a0`…), each with `<name>.key`, `<name>.chain.json`, `<name>.token`. */
-  readonly bridgeConfig: string;
+  /** The multi-agent bridge's agents (config entries, paths relative to {@link dir}): {@link CONCURRENT} of them (`a0`…), each with `<name>.key`, `<name>.chain.json`, `<name>.token`. */
+  readonly bridgeAgents: readonly object[];
   /** The bearer token of each agent of {@link bridgeConfig}, in order. */
   readonly tokens: string[];
 }
@@ -174,19 +174,7 @@ function setUp(seed: SuiteOptions['seed']): GatewaySetup {
   const key = path.join(dir, 'agent.key');
   writeKeyFile(key, agent);
   const chain = path.join(dir, 'fs.chain.json');
-  // A root grant of `issuer` to `subject`: list_directory on fs, a 10^15 µJ budget.
-  const fsGrant = (subject: ReturnType<typeof newActor>) =>
-    signGrant(
-      {
-        issuer: issuer.did,
-        subject: subject.did,
-        capability: { resource: resourceIdOf('fs'), actions: ['list_directory'] },
-        budget_uj: 10n ** 15n,
-        expiry: 0,
-        nonce: rng(16),
-      },
-      issuer,
-    );
+  const fsGrant = (subject: Actor) => rootGrant(issuer, subject, 'fs', ['list_directory'], rng);
   const grant = fsGrant(agent);
   writeChainFile(chain, [grant]);
   // The multi-agent bridge: each agent its own key, its own grant from the same issuer, its own token.
@@ -202,7 +190,6 @@ function setUp(seed: SuiteOptions['seed']): GatewaySetup {
     tokens.push(token);
     agents.push({ name, key: `${name}.key`, chains: [`${name}.chain.json`], token_file: `${name}.token` });
   }
-  const bridgeConfig = path.join(dir, 'bridge.json');
   const config = path.join(dir, 'node.json');
   writeFileSync(
     config,
@@ -214,8 +201,7 @@ function setUp(seed: SuiteOptions['seed']): GatewaySetup {
       meter: { default_estimate_uj: 1, rungs: ['estimator'] },
     }),
   );
-  writeFileSync(bridgeConfig, JSON.stringify({ node: '127.0.0.1:0', agents }));
-  return { dir, root, agent, key, chain, grant, config, bridgeConfig, tokens };
+  return { dir, root, agent, key, chain, grant, config, bridgeAgents: agents, tokens };
 }
 
 /** A `jcp bridge --http --config` child and its `/mcp` URL. */
@@ -225,13 +211,13 @@ interface HttpBridgeChild {
 }
 
 /**
- * Starts `jcp bridge --http 127.0.0.1:0 --config file` against the node at `nodePort` (the
- * config's `node` rewritten) and waits for its `{"listening"}` line.
+ * Writes `<dir>/bridge.json` (`agents` against the node at `nodePort`), starts `jcp bridge --http
+ * 127.0.0.1:0 --config` on it and waits for its `{"listening"}` line.
  * @throws Error if the bridge exits or prints no listening line within 30 s.
  */
-async function startHttpBridge(bridgeConfig: string, nodePort: number): Promise<HttpBridgeChild> {
-  const cfg = JSON.parse(readFileSync(bridgeConfig, 'utf8')) as Record<string, unknown>;
-  writeFileSync(bridgeConfig, JSON.stringify({ ...cfg, node: `127.0.0.1:${nodePort}` }));
+async function startHttpBridge(dir: string, agents: readonly object[], nodePort: number): Promise<HttpBridgeChild> {
+  const bridgeConfig = path.join(dir, 'bridge.json');
+  writeFileSync(bridgeConfig, JSON.stringify({ node: `127.0.0.1:${nodePort}`, agents }));
   const child = spawn(process.execPath, [path.join(repo, 'bin/jcp.mjs'), 'bridge', '--http', '127.0.0.1:0', '--config', bridgeConfig], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -250,21 +236,6 @@ async function startHttpBridge(bridgeConfig: string, nodePort: number): Promise<
   return { child, url };
 }
 
-/** The processes whose parent is `pid` (Linux /proc), e.g. a node's stdio MCP servers. */
-function childrenOf(pid: number | undefined): number[] {
-  if (pid === undefined) return [];
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ')[1] === String(pid);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
 /** The processes of a throughput run whose CPU is counted: the bench itself (clients) and each named pid. */
 type CpuParts = Record<string, number | undefined>;
 
@@ -275,7 +246,9 @@ async function withCpu<T>(parts: CpuParts, calls: number, into: Record<string, n
   const out = await work();
   const mine = process.cpuUsage(me);
   const add = (k: string, us: number) => {
-    into[k] = [...(into[k] ?? []), us];
+    const list = into[k] ?? [];
+    list.push(us);
+    into[k] = list;
   };
   for (const [k, pid] of Object.entries(parts)) add(k, ((cpuOf(pid) - before[k]!) * 1e6) / calls);
   add('clients (the bench process)', (mine.user + mine.system) / calls);
@@ -379,9 +352,9 @@ async function rounds(c: GatewayClients, grant: SignedGrant, root: string): Prom
 
 /** The suite. */
 export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
-  const { dir, root, agent, key, chain, grant, config, bridgeConfig, tokens } = setUp(seed);
+  const { dir, root, agent, key, chain, grant, config, bridgeAgents, tokens } = setUp(seed);
   const node = await startNode(config, false);
-  const http = await startHttpBridge(bridgeConfig, node.port);
+  const http = await startHttpBridge(dir, bridgeAgents, node.port);
   const floor = await startFloorServer('durable', path.join(dir, 'floor'), false);
   const bridgeArgs = [path.join(repo, 'bin/jcp.mjs'), 'bridge', '--node', `127.0.0.1:${node.port}`, '--key', key, '--chain', chain];
   const clients: Client[] = [];

@@ -27,20 +27,19 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type Actor, encode, newActor, seededRng, type SignedGrant, signedGrantToCbor, signGrant, toHex } from '../core/index.ts';
+import { type Actor, encode, newActor, seededRng, type SignedGrant, signedGrantToCbor, toHex } from '../core/index.ts';
 import {
   type MadeSnapshot,
   makeSnapshot,
   makeSnapshotOffThread,
   ReceiptLog,
   readKeyFile,
-  resourceIdOf,
   SNAPSHOT_DIR,
   SNAPSHOT_WORKER_NICE,
   WorkerPool,
 } from '../node/index.ts';
 import { type Figure, type SuiteOptions, sig } from './figures.ts';
-import { readBuild, sealedLog } from './node.ts';
+import { readBuild, rootGrant, sealedLog } from './node.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
@@ -403,17 +402,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const rng = seededRng(`bench/history/agent/${seed}`);
   const issuer = newActor(rng);
   const agent = newActor(rng);
-  const grant = signGrant(
-    {
-      issuer: issuer.did,
-      subject: agent.did,
-      capability: { resource: resourceIdOf('bench'), actions: ['call'] },
-      budget_uj: 10n ** 15n,
-      expiry: 0,
-      nonce: rng(16),
-    },
-    issuer,
-  );
+  const grant = rootGrant(issuer, agent, 'bench', ['call'], rng);
   const small = await historyLog(seed, ns[0]!, ns);
   const requests = Number(process.env['JCP_BENCH_HISTORY_REQUESTS'] ?? 20_000);
   const base = await rateOn(small, agent, grant, { mode: 'closed', requests }, undefined);

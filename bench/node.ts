@@ -85,22 +85,30 @@ const startAffinity = hasTaskset
   ? (/:\s*(\S+)\s*$/.exec(spawnSync('taskset', ['-p', '-c', String(process.pid)], { encoding: 'utf8' }).stdout)?.[1] ?? '0')
   : '0';
 
-/** Runs the node suite. */
-export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
-  const rng = seededRng(`bench/node/${seed}`);
-  const issuer = newActor(rng);
-  const agent = newActor(rng);
-  const grant = signGrant(
+/**
+ * A root grant for the benches: `issuer` to `subject`, `actions` on the resource named `resource`,
+ * a 10^15 µJ budget (never the limit), no expiry, a nonce from `rng`.
+ */
+export function rootGrant(issuer: Actor, subject: Actor, resource: string, actions: string[], rng: Rng): SignedGrant {
+  return signGrant(
     {
       issuer: issuer.did,
-      subject: agent.did,
-      capability: { resource: resourceIdOf('bench'), actions: ['call'] },
+      subject: subject.did,
+      capability: { resource: resourceIdOf(resource), actions },
       budget_uj: 10n ** 15n,
       expiry: 0,
       nonce: rng(16),
     },
     issuer,
   );
+}
+
+/** Runs the node suite. */
+export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
+  const rng = seededRng(`bench/node/${seed}`);
+  const issuer = newActor(rng);
+  const agent = newActor(rng);
+  const grant = rootGrant(issuer, agent, 'bench', ['call'], rng);
   const { figures, one, two } = await peakFigures(agent, grant, rng);
   figures.push(...(await halfPeakFigures(agent, grant, one, two)));
   figures.push(...(await bigLogFigures(seed, agent, grant)));
@@ -116,15 +124,11 @@ function boundFigures(ones: readonly Driven[], twos: readonly Driven[], one: num
   const out: Figure[] = [];
   // What bounds the two-core figure on this machine: the load process shares the two cores, and
   // two threads of pure signature work do not run twice as fast as one.
-  out.push({
-    name: 'load process CPU per request, both-cores runs (shares the cores with the node)',
-    value: sig(median(twos.map((x) => x.cpuUs / x.sent))),
-    unit: 'µs',
-  });
+  const loadCpu = median(twos.map((x) => x.cpuUs / x.sent));
+  out.push({ name: 'load process CPU per request, both-cores runs (shares the cores with the node)', value: sig(loadCpu), unit: 'µs' });
   // The CPU of a decision on each side, and the ceiling they give the two-core rate here: the two
   // cores give 2 s of CPU per second to the node and the load process together.
   const nodeCpu = median(twos.map((x) => x.serverCpuUs / x.sent));
-  const loadCpu = median(twos.map((x) => x.cpuUs / x.sent));
   out.push({
     name: 'node CPU per decision, one-core runs (every thread)',
     value: sig(median(ones.map((x) => x.serverCpuUs / x.sent))),
@@ -580,19 +584,7 @@ export async function sealedLog(
   if (!base) writeKeyFile(path.join(dir, 'steward.key'), steward);
   const issuer = newActor(rng);
   const workers = Array.from({ length: 16 }, () => newActor(rng));
-  const grants = workers.map((w) =>
-    signGrant(
-      {
-        issuer: issuer.did,
-        subject: w.did,
-        capability: { resource: resourceIdOf('bench'), actions: ['call'] },
-        budget_uj: 10n ** 15n,
-        expiry: 0,
-        nonce: rng(16),
-      },
-      issuer,
-    ),
-  );
+  const grants = workers.map((w) => rootGrant(issuer, w, 'bench', ['call'], rng));
   const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: t0S, batchMax: BUILD_BATCH });
   const ledger = new Ledger();
   const state = { ledger, revoked: new Set<string>(), trust: new TrustRoots() };

@@ -28,6 +28,6 @@ const server = new Server({ name: 'jcp-bench-sdkproxy', version: '1' }, { capabi
 server.setRequestHandler(ListToolsRequestSchema, async () => (await upstream.listTools()) as never);
 server.setRequestHandler(CallToolRequestSchema, async (r) => (await upstream.callTool(r.params)) as never);
 const transport = new StdioServerTransport();
-transport.onclose = () => void upstream.close().finally(() => process.exit(0));
+// The client closing the pipe ends stdin (the SDK's transport does not close itself on it).
 process.stdin.on('end', () => void upstream.close().finally(() => process.exit(0)));
 await server.connect(transport);
