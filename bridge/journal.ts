@@ -190,7 +190,7 @@ export class CallJournal implements Journal {
   readonly #windowS: number;
   readonly #answeredS: number;
   #fd: number | undefined;
-  /** The last second {@link #prune} ran for. */
+  /** The second {@link #prune} last ran for. */
   #prunedAt = Number.NEGATIVE_INFINITY;
 
   /**
@@ -246,12 +246,13 @@ export class CallJournal implements Journal {
 
   /**
    * Drops open calls past the window and answered calls past the answered window, as of `nowS`.
-   * Stamps are whole seconds, so nothing more can expire until the clock passes the last pruned
-   * second: one pass per second of clock, not per call (a pass per call scanned every answered
-   * call of the last 30 s, ~9,000 at one client's rate, on each new call).
+   * Stamps are whole seconds, so nothing more can expire while the clock stays on the second last
+   * pruned for: one pass per second of clock, not per call (a pass per call scanned every answered
+   * call of the last 30 s, ~9,000 at one client's rate, on each new call). Any other second prunes,
+   * earlier ones too: a clock that stepped ahead and came back must not stop the pruning.
    */
   #prune(nowS: number): void {
-    if (nowS <= this.#prunedAt) return;
+    if (nowS === this.#prunedAt) return;
     this.#prunedAt = nowS;
     for (const [k, l] of this.#open) if (l.now < nowS - this.#windowS) this.#open.delete(k);
     for (const [k, l] of this.#answered) if (l.now < nowS - this.#answeredS) this.#answered.delete(k);

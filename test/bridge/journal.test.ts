@@ -54,6 +54,16 @@ describe('bridge journal', () => {
     expect(b.nonce).not.toEqual(a.nonce);
   });
 
+  test('memory / open calls past the window are dropped even after the clock stepped ahead and came back', () => {
+    // One call seen at a clock 9,000 s ahead (an NTP step, a VM clock fault), then the clock back:
+    // entries must still expire with the window, not wait until the clock reaches that second.
+    const j = new CallJournal({ windowS: 10 }, 1_000);
+    j.open('ahead', 'c', 10_000);
+    for (let t = 1_000; t < 1_100; t++) for (let i = 0; i < 20; i++) j.open(`${t}-${i}`, 'c', t);
+    // Within the window: the last 11 seconds of 20 calls (and the one from ahead, dropped or not).
+    expect(j.openCalls).toBeLessThanOrEqual(11 * 20 + 1);
+  });
+
   test('re-send / an answered call that names itself (idempotency key, or its session) is the same request within the answered window; an MCP id alone is not', () => {
     const j = new CallJournal({}, 100);
     const a = j.open('k', 'c', 100, {});
