@@ -2,7 +2,7 @@
  * A signature worker thread (started by `workers.ts`): verifies caller signatures (§11) and
  * replays receipt-log slices (§8.1), so both cores do signature work.
  */
-import { readlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { parseDid, verify } from '../core/index.ts';
@@ -22,7 +22,10 @@ export type WorkerJob =
   | { readonly t: 'verify'; readonly id: number; readonly jobs: readonly VerifyJob[] }
   /** A running node's snapshot session (node/snapshotjob.ts). */
   | SnapshotJob
-  /** Asks for the priority the worker had once its modules had loaded (see `bootNice`): a `{id, nice}` reply, null where unknown. */
+  /**
+   * Asks for the priority and class the worker had once its modules had loaded (see `bootNice`):
+   * a `{id, nice, idle}` reply, each null where unknown.
+   */
   | { readonly t: 'nice'; readonly id: number }
   | {
       readonly t: 'replay';
@@ -62,12 +65,32 @@ export function threadNice(): number | undefined {
   }
 }
 
+/** Linux's number of the SCHED_IDLE scheduling policy (sched(7)). */
+export const SCHED_IDLE = 5;
+
+/**
+ * This thread's scheduling policy (sched(7): 0 SCHED_OTHER, 3 SCHED_BATCH, 5 SCHED_IDLE, …), read
+ * from field 41 of /proc/thread-self/stat (proc(5)), or undefined where it cannot be read.
+ */
+export function threadPolicy(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    // Fields after the command name (in parentheses, which may hold spaces) start at field 3.
+    const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]);
+    return Number.isSafeInteger(policy) ? policy : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The priority this worker had when this module's body began, after its imports loaded: the boot
  * script (worker.mjs) lowers it to `workerData.nice` before it loads any module, so a background
  * worker's start-up (most of its CPU for a short job) does not run at the decision path's priority.
  */
 const bootNice = threadNice();
+/** Whether this worker was in the SCHED_IDLE class when this module's body began (worker.mjs sets it first when asked). */
+const bootPolicy = threadPolicy();
 
 const port = parentPort;
 if (port) {
@@ -84,7 +107,7 @@ if (port) {
         };
         handleSnapshotJob(m, answer).catch((e: Error) => answer(e));
       } else if (m.t === 'nice') {
-        port.postMessage({ id: m.id, nice: bootNice ?? null });
+        port.postMessage({ id: m.id, nice: bootNice ?? null, idle: bootPolicy === undefined ? null : bootPolicy === SCHED_IDLE });
       } else if (m.t === 'verify') {
         const flags = verifyJobs(m.jobs);
         port.postMessage({ id: m.id, flags }, [flags.buffer as ArrayBuffer]);

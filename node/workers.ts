@@ -48,6 +48,15 @@ export function unpack(packed: Uint8Array, ends: Uint32Array): Uint8Array[] {
   return out;
 }
 
+/**
+ * How a worker thread was scheduled once its modules had loaded: its nice (null where it cannot be
+ * read) and whether it was in the SCHED_IDLE class (null where the class cannot be read: not Linux).
+ */
+export interface BootScheduling {
+  readonly nice: number | null;
+  readonly idle: boolean | null;
+}
+
 /** A fixed pool of signature workers. */
 export class WorkerPool {
   readonly #slots: Slot[];
@@ -63,13 +72,22 @@ export class WorkerPool {
     for (const slot of this.#slots) {
       slot.worker.on(
         'message',
-        (m: { id: number; flags?: Uint8Array; slice?: SliceResult; nice?: number | null; snap?: SnapshotReply; error?: string }) => {
+        (m: {
+          id: number;
+          flags?: Uint8Array;
+          slice?: SliceResult;
+          nice?: number | null;
+          idle?: boolean | null;
+          snap?: SnapshotReply;
+          error?: string;
+        }) => {
           slot.inFlight--;
           const w = this.#waiters.get(m.id);
           if (!w) return;
           this.#waiters.delete(m.id);
           if (m.error !== undefined) w.reject(new Error(`worker: ${m.error}`));
-          else w.resolve(m.nice !== undefined ? m.nice : (m.flags ?? m.slice ?? m.snap));
+          else if (m.nice !== undefined) w.resolve({ nice: m.nice, idle: m.idle ?? null } satisfies BootScheduling);
+          else w.resolve(m.flags ?? m.slice ?? m.snap);
         },
       );
       slot.worker.on('error', (e) => {
@@ -83,9 +101,12 @@ export class WorkerPool {
    * Starts `n` workers (n ≥ 1) and waits until each is online. With `nice` (1–19, Linux), each
    * worker thread lowers its own scheduling priority to it (setpriority on its thread id), so
    * background work (a snapshot's replay) yields the cores to the decision path; elsewhere, or
-   * when the system refuses, the worker runs at the normal priority.
+   * when the system refuses, the worker runs at the normal priority. With `idle` (Linux, glibc),
+   * each also enters the SCHED_IDLE class (sched_setscheduler(2) on itself, through koffi) before
+   * it loads its modules: it runs only where no other thread wants a core and yields at once to
+   * one that wakes; where that is refused, it keeps its nice ({@link bootScheduling} tells).
    */
-  static async start(n: number, opts: { readonly nice?: number } = {}): Promise<WorkerPool> {
+  static async start(n: number, opts: { readonly nice?: number; readonly idle?: boolean } = {}): Promise<WorkerPool> {
     // In the sources this module is node/workers.ts and its entry node/worker.ts (run through tsx);
     // in the build it is dist/node/workers.js and its entry dist/node/worker.js. The boot script
     // is plain JavaScript in node/ either way.
@@ -94,7 +115,10 @@ export class WorkerPool {
     const entry = new URL(sources ? './worker.ts' : './worker.js', import.meta.url).href;
     const workers = Array.from(
       { length: n },
-      () => new Worker(boot, { workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}) } }),
+      () =>
+        new Worker(boot, {
+          workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}), ...(opts.idle === true ? { idle: true } : {}) },
+        }),
     );
     await Promise.all(
       workers.map(
@@ -188,7 +212,16 @@ export class WorkerPool {
    * script lowers it before loading anything.
    */
   async bootNices(): Promise<Array<number | null>> {
-    return Promise.all(this.#slots.map((slot) => this.#send<number | null>({ t: 'nice', id: 0 }, [], slot)));
+    return (await this.bootScheduling()).map((s) => s.nice);
+  }
+
+  /**
+   * How each worker was scheduled once its modules had loaded, in worker order: its nice and
+   * whether it was in the SCHED_IDLE class. With `nice` / `idle` at start, that is what was asked
+   * where the system allowed it: the boot script sets both before loading anything.
+   */
+  async bootScheduling(): Promise<BootScheduling[]> {
+    return Promise.all(this.#slots.map((slot) => this.#send<BootScheduling>({ t: 'nice', id: 0 }, [], slot)));
   }
 
   /** Stops every worker. */

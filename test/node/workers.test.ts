@@ -106,6 +106,20 @@ describe('WorkerPool.replaySlice', () => {
   });
 });
 
+/** Scheduling policies of this process's threads (Linux /proc, field 41: 0 normal, 5 SCHED_IDLE), by thread id. */
+function threadPolicies(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, 'utf8');
+      out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
 /** Nice values of this process's threads (Linux /proc), by thread id. */
 function threadNices(): Map<number, number> {
   const out = new Map<number, number>();
@@ -134,6 +148,30 @@ describe('WorkerPool priority', () => {
       expect([...threadNices()].filter(([t]) => before.has(t)).every(([t, nice]) => nice === before.get(t))).toBe(true);
     } finally {
       await pool.close();
+    }
+  });
+
+  test('idle / a pool asked for SCHED_IDLE runs its worker threads in that class from before their modules load; others stay in the normal class', async () => {
+    const before = threadPolicies();
+    const idle = await WorkerPool.start(2, { nice: SNAPSHOT_WORKER_NICE, idle: true });
+    const normal = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE });
+    try {
+      // Each answer comes once the worker's modules have loaded: the boot script has set its class.
+      expect(await idle.bootScheduling()).toEqual([
+        { nice: SNAPSHOT_WORKER_NICE, idle: true },
+        { nice: SNAPSHOT_WORKER_NICE, idle: true },
+      ]);
+      const withIdle = threadPolicies();
+      expect(await normal.bootScheduling()).toEqual([{ nice: SNAPSHOT_WORKER_NICE, idle: false }]);
+      // /proc says the same: threads in SCHED_IDLE (5) were added (each idle worker, and any thread
+      // such a worker started, such as a module loader's); this process's own threads are untouched.
+      const idleAdded = (from: Map<number, number>, to: Map<number, number>) =>
+        [...to].filter(([tid, p]) => !from.has(tid) && p === 5).length;
+      expect(idleAdded(before, withIdle)).toBeGreaterThanOrEqual(2);
+      expect([...before.keys()].every((tid) => threadPolicies().get(tid) === 0)).toBe(true);
+    } finally {
+      await idle.close();
+      await normal.close();
     }
   });
 
