@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { contentId, type ContentId, type Did, isContentId, isDid } from '../core/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
+import type { SnapshotScheduling } from './snapshot.ts';
 
 /** How the node reaches the MCP server behind a resource: a child process over stdio. */
 export interface McpStdioEndpointConfig {
@@ -94,6 +95,8 @@ export interface SnapshotConfig {
   readonly everyS: number;
   /** Snapshot files kept (the newest). */
   readonly keep: number;
+  /** How the snapshot worker thread is scheduled: `idle` (SCHED_IDLE and nice 19) or `nice` (nice 19 alone); see node/snapshot.ts `SnapshotScheduling`. */
+  readonly scheduling: SnapshotScheduling;
 }
 
 /** Abuse limits per peer address (node/ratelimit.ts): a token bucket charged by failures. */
@@ -320,6 +323,7 @@ export const CONFIG_DEFAULTS = {
   snapshotEveryReceipts: 100_000,
   snapshotEveryS: 3600,
   snapshotKeep: 2,
+  snapshotScheduling: 'idle' as SnapshotScheduling,
   abuseBurst: 200,
   abuseRefillPerS: 20,
   abuseMaxPeers: 65_536,
@@ -642,6 +646,13 @@ function readRecordLimits(abuse: Record<string, unknown>): Omit<AbuseConfig, 'bu
  * order {@link configFromJson} always checked them, with the defaults of {@link CONFIG_DEFAULTS}.
  * @throws NodeFault `config-invalid` naming the first field out of its range.
  */
+/** `snapshot.scheduling`: `idle` (the default) or `nice`. */
+function snapshotScheduling(v: unknown): SnapshotScheduling {
+  const s = text(v, 'snapshot.scheduling', CONFIG_DEFAULTS.snapshotScheduling);
+  if (s !== 'idle' && s !== 'nice') fail('snapshot.scheduling', 'expected idle|nice');
+  return s;
+}
+
 function readLimits(
   o: Record<string, unknown>,
   snap: Record<string, unknown>,
@@ -661,6 +672,7 @@ function readLimits(
       ),
       everyS: int(snap['every_s'], 'snapshot.every_s', 0, 86_400 * 365, CONFIG_DEFAULTS.snapshotEveryS),
       keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
+      scheduling: snapshotScheduling(snap['scheduling']),
     },
     abuse: {
       burst: int(abuse['burst'], 'abuse.burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseBurst),
@@ -728,7 +740,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
-  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep']);
+  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep', 'scheduling']);
   const abuse = obj(o['abuse'] ?? {}, 'abuse', [
     'burst',
     'refill_per_s',

@@ -176,6 +176,7 @@ export {
   SNAPSHOT_WORKER_NICE,
   type SnapshotChoice,
   type SnapshotLogLookups,
+  type SnapshotScheduling,
   snapshotBody,
   snapshotFileName,
   Snapshotter,

@@ -508,6 +508,7 @@ function startSnapshots(b: BootParts, r: Recovered, metrics: NodeMetrics): Snaps
     everyReceipts: cfg.snapshot.everyReceipts,
     everyS: cfg.snapshot.everyS,
     keep: cfg.snapshot.keep,
+    scheduling: cfg.snapshot.scheduling,
     windowS: b.windowS,
     aheadS: cfg.requestIndexMarginS,
     clockS: b.clockS,

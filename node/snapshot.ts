@@ -687,6 +687,17 @@ export async function makeSnapshotOffThread(
 /** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
 export const SNAPSHOT_WORKER_NICE = 19;
 
+/**
+ * How a running node's snapshot worker thread is scheduled (config `snapshot.scheduling`; Linux):
+ * `idle` (the default) puts it in the SCHED_IDLE class as well as at nice 19: it runs only on a
+ * core no other thread wants and yields at once to a decision that wakes, so snapshots cost the
+ * decisions' tail latency least, but on cores kept busy by other work it gets almost no time
+ * (SCHED_IDLE's weight is 3 against nice 19's 15 and nice 0's 1,024) and a snapshot can take
+ * far longer. `nice` keeps it at nice 19 in the normal class: snapshots finish sooner on busy
+ * cores, and each costs the open loop's p99 more (docs/node.md "Snapshots").
+ */
+export type SnapshotScheduling = 'idle' | 'nice';
+
 /** Longest wait (seconds) between the timer's tries after snapshots failed in a row (1, 2, 4, … s up to it). */
 export const SNAPSHOT_RETRY_MAX_S = 300;
 
@@ -716,6 +727,8 @@ export interface SnapshotterOptions {
    */
   readonly runner?: SliceRunner | undefined;
   readonly parallel?: number;
+  /** The snapshot worker's scheduling ({@link SnapshotScheduling}; default `idle`). */
+  readonly scheduling?: SnapshotScheduling;
   readonly logger: Logger;
   /** Called after each snapshot written (metrics). */
   readonly onSnapshot?: (s: MadeSnapshot) => void;
@@ -740,6 +753,9 @@ export class Snapshotter {
   /** Failures in a row, and the clock (unix s) before which the timer does not try again. */
   #failures = 0;
   #retryAt = Number.NEGATIVE_INFINITY;
+  /** How the last snapshot's worker thread ran (logged with each snapshot written). */
+  #ranAs = 'unknown';
+  #refusedIdle = false;
 
   constructor(o: SnapshotterOptions) {
     this.#o = o;
@@ -784,8 +800,15 @@ export class Snapshotter {
     const build = async (): Promise<MadeSnapshot | undefined> => {
       // A temporary worker of its own at the lowest priority (never the decision path's signature
       // workers: a replay slice queued there would hold up the caller-signature checks behind it).
-      const tmp = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE });
+      const idle = (this.#o.scheduling ?? 'idle') === 'idle';
+      const tmp = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle });
       try {
+        const [ran] = await tmp.bootScheduling();
+        this.#ranAs = ran?.idle ? 'idle' : `nice ${ran?.nice ?? 'unknown'}`;
+        if (idle && ran?.idle === false && !this.#refusedIdle) {
+          this.#refusedIdle = true;
+          this.#o.logger.warn({ scheduling: this.#ranAs }, 'snapshot worker: the SCHED_IDLE class was refused; it runs at its nice');
+        }
         return await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, tmp, {
           steward: this.#o.steward,
           toSeq,
@@ -818,7 +841,15 @@ export class Snapshotter {
       if (made !== undefined) {
         this.#covered = made.seq;
         this.#o.logger.info(
-          { seq: made.seq, file: made.file, replayed: made.replayed, requests: made.requests, bytes: made.bytes, seconds: made.seconds },
+          {
+            seq: made.seq,
+            file: made.file,
+            replayed: made.replayed,
+            requests: made.requests,
+            bytes: made.bytes,
+            seconds: made.seconds,
+            scheduling: this.#ranAs,
+          },
           'snapshot written',
         );
         this.#o.onSnapshot?.(made);

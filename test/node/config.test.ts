@@ -63,6 +63,11 @@ describe('config', () => {
     expect(c.stewardKey).toBe(path.join(c.dataDir, 'steward.key'));
   });
 
+  test('snapshot.scheduling: idle by default, nice when asked', () => {
+    expect(configFromJson({}, {}, t.dir).snapshot.scheduling).toBe('idle');
+    expect(configFromJson({ snapshot: { scheduling: 'nice' } }, {}, t.dir).snapshot.scheduling).toBe('nice');
+  });
+
   test('command-line overrides win over the file', () => {
     const c = configFromJson(
       { listen: '127.0.0.1:1' },
@@ -95,6 +100,8 @@ describe('config', () => {
     [{ resources: [{ name: 'x', endpoint: { kind: 'http' } }] }, {}, 'resources[0].endpoint.kind'],
     [{ resources: [{ name: 'x', endpoint: { kind: 'mcp-stdio', command: 'x', args: [1] } }] }, {}, 'resources[0].endpoint.args'],
     [{ log_level: 'loud' }, {}, 'log_level'],
+    [{ snapshot: { scheduling: 'fast' } }, {}, 'snapshot.scheduling'],
+    [{ snapshot: { scheduling: 19 } }, {}, 'snapshot.scheduling'],
   ])('config-invalid / %j names its field', (v, o, where) => {
     expect(refusal(v, o)).toEqual({ code: 'config-invalid', where });
   });

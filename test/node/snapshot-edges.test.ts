@@ -305,3 +305,32 @@ describe('a snapshot made while the node clock ran ahead', () => {
     await b.close();
   });
 });
+
+describe.runIf(process.platform === 'linux')('how the snapshot worker is scheduled', () => {
+  /** The `scheduling` of each 'snapshot written' line a node with `snapshot` config logs for two snapshots. */
+  async function ranAs(snapshot: Record<string, unknown>): Promise<unknown[]> {
+    const lines: Array<{ msg: string; scheduling?: unknown }> = [];
+    const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ ...cfg, snapshot: { ...cfg.snapshot, ...snapshot } }, { clockS: () => T, logger }, folder());
+    try {
+      const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+      for (let i = 0; i < 2; i++) {
+        await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+        expect(await a.snapshots.snapshotNow()).toBeDefined();
+      }
+      await c.close();
+    } finally {
+      await a.close();
+    }
+    return lines.filter((l) => l.msg === 'snapshot written').map((l) => l.scheduling);
+  }
+
+  test('by default in the SCHED_IDLE class (it yields a core at once to a decision that wakes), said in each snapshot written', async () => {
+    expect(await ranAs({})).toEqual(['idle', 'idle']);
+  });
+
+  test('snapshot.scheduling "nice" keeps it at nice 19 in the normal class', async () => {
+    expect(await ranAs({ scheduling: 'nice' })).toEqual(['nice 19', 'nice 19']);
+  });
+});
