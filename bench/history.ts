@@ -19,7 +19,8 @@
  * rate ratio, and the p99 with a snapshot against the p99 without (goal: no worse). Logs are built once per size and kept in the temp folder (the build seals every
  * receipt: minutes per million on two cores). Then an open loop at half the closed loop's rate,
  * for `JCP_BENCH_HISTORY_ROUNDS` rounds (default 3) of a run without snapshots and one writing
- * them as it goes (the node's default scheduling: the worker in SCHED_IDLE at nice 19): the p99
+ * them as it goes (the worker in SCHED_IDLE at nice 19, the node's default; nice 19 alone with
+ * `JCP_BENCH_HISTORY_SCHEDULING=nice`): the p99
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
@@ -305,6 +306,9 @@ type RateLoad =
   | { readonly mode: 'closed'; readonly requests: number }
   | { readonly mode: 'open'; readonly requests: number; readonly rate: number };
 
+/** The snapshot worker's scheduling in the runs with snapshots (`JCP_BENCH_HISTORY_SCHEDULING`: idle, the node's default, or nice). */
+const SCHEDULING = process.env['JCP_BENCH_HISTORY_SCHEDULING'] ?? 'idle';
+
 /** A load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
 async function rateOn(
   source: string,
@@ -326,7 +330,9 @@ async function rateOn(
       ? {}
       : {
           snapshot:
-            'afterS' in snapshot ? { every_receipts: 0, every_s: snapshot.afterS } : { every_receipts: snapshot.everyReceipts, every_s: 0 },
+            'afterS' in snapshot
+              ? { every_receipts: 0, every_s: snapshot.afterS, scheduling: SCHEDULING }
+              : { every_receipts: snapshot.everyReceipts, every_s: 0, scheduling: SCHEDULING },
         }),
   });
   try {
