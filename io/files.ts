@@ -1,6 +1,7 @@
 /**
  * Filesystem helpers shared by the CLI, the node (node/node.ts, node/keyfile.ts, node/config.ts)
- * and the FROST keystore. Depends on node:fs and node:path only, so any layer may import it.
+ * and the FROST keystore. Depends on node:fs and node:path only (and koffi, loaded on first use,
+ * for io/writeback.ts), so any layer may import it.
  *
  * - {@link readFileCapped} is how every key, config, chain, grant, share and message file is read:
  *   at most its kind's cap (see {@link READ_CAPS}) plus one byte is ever read, so an endless file
@@ -29,6 +30,7 @@ import {
 } from 'node:fs';
 import { open as openAsync, rename as renameAsync, rm as rmAsync } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { writeBackRange } from './writeback.ts';
 
 /** The stable code of every {@link IoError}. */
 export const IO_ERROR_CODE = 'io';
@@ -363,10 +365,12 @@ export function writeFileDurably(file: string, bytes: Uint8Array, mode = 0o600):
  * is closed on every path; when a step fails, the temporary file is removed (best effort) and the
  * first error is the one rejected with (a failing close after it does not hide it).
  *
- * With `syncEveryBytes`, the bytes are written in pieces of that size, each flushed to the disk
- * (fdatasync) before the next is written (the `bytes_per_sync` of database engines): a large file
- * then never leaves megabytes of dirty pages for one flush, which the fsyncs of other files on the
- * same disk (a log's group commit) would wait behind.
+ * With `syncEveryBytes`, the bytes are written in pieces of that size, each written back to the
+ * disk before the next is written (the `bytes_per_sync` of database engines): a large file then
+ * never leaves megabytes of dirty pages for one flush, which the fsyncs of other files on the
+ * same disk (a log's group commit) would wait behind. A piece is written back with
+ * `opts.writeBack` (default {@link writeBackRange}: sync_file_range, no journal commit per
+ * piece); where that answers false, with fdatasync.
  * @throws (rejects with) the Node system error of the step that failed (`ENOENT` for a missing
  *   folder, `EISDIR` when `file` is a folder, `ENOSPC`…); nothing is renamed into place unless it
  *   was fsync'd, and `file` is left as it was unless the rename happened.
@@ -375,28 +379,40 @@ export async function writeFileDurablyAsync(
   file: string,
   bytes: Uint8Array,
   mode = 0o600,
-  opts: { readonly syncEveryBytes?: number } = {},
+  opts: {
+    readonly syncEveryBytes?: number;
+    readonly writeBack?: (fd: number, offset: number, length: number) => Promise<boolean>;
+  } = {},
 ): Promise<void> {
   const dir = dirname(file);
   const tmp = tempPathFor(file);
   const piece = opts.syncEveryBytes !== undefined && opts.syncEveryBytes > 0 ? opts.syncEveryBytes : bytes.length;
   asyncTemps.add(join(dir, basename(tmp)));
   try {
-    await writeThrough(tmp, file, dir, bytes, piece, mode);
+    await writeThrough(tmp, file, dir, bytes, piece, mode, opts.writeBack ?? writeBackRange);
   } finally {
     asyncTemps.delete(join(dir, basename(tmp)));
   }
 }
 
-/** The steps of {@link writeFileDurablyAsync} (`piece`: bytes between two flushes). */
-async function writeThrough(tmp: string, file: string, dir: string, bytes: Uint8Array, piece: number, mode: number): Promise<void> {
+/** The steps of {@link writeFileDurablyAsync} (`piece`: bytes between two write-backs). */
+async function writeThrough(
+  tmp: string,
+  file: string,
+  dir: string,
+  bytes: Uint8Array,
+  piece: number,
+  mode: number,
+  writeBack: (fd: number, offset: number, length: number) => Promise<boolean>,
+): Promise<void> {
   const fh = await openAsync(tmp, 'wx', mode);
   try {
     try {
       for (let off = 0; off < bytes.length; ) {
+        const start = off;
         const end = Math.min(bytes.length, off + piece);
         while (off < end) off += (await fh.write(bytes, off, end - off)).bytesWritten;
-        if (off < bytes.length) await fh.datasync();
+        if (off < bytes.length && !(await writeBack(fh.fd, start, end - start))) await fh.datasync();
       }
       await fh.sync();
     } catch (e) {

@@ -18,3 +18,4 @@ export {
   writeFileDurablyAsync,
 } from './files.ts';
 export { hostName, type ReadOnlyRefusal, readOnlyGuard } from './http.ts';
+export { writeBackRange } from './writeback.ts';

@@ -12,7 +12,7 @@ import { describe, expect, test, vi } from 'vitest';
 import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
 import { listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex } from '../../node/index.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
-import { writeFileDurablyAsync } from '../../io/index.ts';
+import { writeBackRange, writeFileDurablyAsync } from '../../io/index.ts';
 import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
 
@@ -125,7 +125,7 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(fds()).toBe(before);
   });
 
-  test('writeFileDurablyAsync with syncEveryBytes: every byte in place, flushed piece by piece (one fdatasync between pieces), then the fsync', async () => {
+  test('writeFileDurablyAsync with syncEveryBytes: every byte in place, written back piece by piece (sync_file_range, no fdatasync; fdatasync where that answers false), then the fsync', async () => {
     const dir = folder();
     const file = path.join(dir, 'p.bin');
     const big = Buffer.alloc((1 << 20) + 5);
@@ -136,11 +136,21 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     await probe.close();
     const datasync = vi.spyOn(proto, 'datasync');
     const sync = vi.spyOn(proto, 'sync');
+    const ranges: Array<[number, number, boolean]> = [];
+    const counted = async (fd: number, offset: number, length: number) => {
+      const done = await writeBackRange(fd, offset, length);
+      ranges.push([offset, length, done]);
+      return done;
+    };
     try {
-      await writeFileDurablyAsync(file, big, 0o600, { syncEveryBytes: 128 << 10 });
-      // 1 MiB + 5 bytes in 128 KiB pieces: 9 pieces, a flush after each but the last, then the fsync (and the folder's).
-      expect(datasync).toHaveBeenCalledTimes(8);
+      await writeFileDurablyAsync(file, big, 0o600, { syncEveryBytes: 128 << 10, writeBack: counted });
+      // 1 MiB + 5 bytes in 128 KiB pieces: 9 pieces, each written back but the last, then the fsync (and the folder's).
+      expect(ranges).toEqual(Array.from({ length: 8 }, (_, i) => [i * (128 << 10), 128 << 10, process.platform === 'linux']));
+      expect(datasync).toHaveBeenCalledTimes(process.platform === 'linux' ? 0 : 8);
       expect(sync).toHaveBeenCalledTimes(2);
+      // Where the write-back is not available, each piece is flushed with fdatasync instead.
+      await writeFileDurablyAsync(file, big, 0o600, { syncEveryBytes: 128 << 10, writeBack: async () => false });
+      expect(datasync).toHaveBeenCalledTimes(process.platform === 'linux' ? 8 : 16);
       datasync.mockClear();
       await writeFileDurablyAsync(file, big);
       expect(datasync).not.toHaveBeenCalled();
@@ -151,6 +161,20 @@ describe('snapshots: a start replays only the receipts after the newest snapshot
     expect(readFileSync(file).equals(big)).toBe(true);
     expect(readdirSync(dir).sort()).toEqual(['p.bin', 'probe']);
   });
+
+  test.runIf(process.platform === 'linux')(
+    'writeBackRange: true on an open file (its dirty pages written back), false on a descriptor that is not open',
+    async () => {
+      const fh = await open(path.join(folder(), 'w.bin'), 'w');
+      try {
+        await fh.write(Buffer.alloc(64 << 10, 7), 0, 64 << 10, 0);
+        expect(await writeBackRange(fh.fd, 0, 64 << 10)).toBe(true);
+      } finally {
+        await fh.close();
+      }
+      expect(await writeBackRange(1 << 20, 0, 4096)).toBe(false);
+    },
+  );
 
   test('a snapshot that does not verify is ignored with its reason, and the start replays the whole log', async () => {
     const dir = folder();
