@@ -23,8 +23,8 @@ export type WorkerJob =
   /** A running node's snapshot session (node/snapshotjob.ts). */
   | SnapshotJob
   /**
-   * Asks for the priority and class the worker had once its modules had loaded (see `bootNice`):
-   * a `{id, nice, idle}` reply, each null where unknown.
+   * Asks for the priority the worker had once its modules had loaded (see `bootNice`) and whether
+   * it is in the SCHED_IDLE class: a `{id, nice, idle}` reply, each null where unknown.
    */
   | { readonly t: 'nice'; readonly id: number }
   | {
@@ -89,8 +89,6 @@ export function threadPolicy(): number | undefined {
  * worker's start-up (most of its CPU for a short job) does not run at the decision path's priority.
  */
 const bootNice = threadNice();
-/** Whether this worker was in the SCHED_IDLE class when this module's body began (worker.mjs sets it first when asked). */
-const bootPolicy = threadPolicy();
 
 const port = parentPort;
 if (port) {
@@ -107,7 +105,9 @@ if (port) {
         };
         handleSnapshotJob(m, answer).catch((e: Error) => answer(e));
       } else if (m.t === 'nice') {
-        port.postMessage({ id: m.id, nice: bootNice ?? null, idle: bootPolicy === undefined ? null : bootPolicy === SCHED_IDLE });
+        // The class now: the boot script sets SCHED_IDLE right after this module has loaded, before any message is handled.
+        const policy = threadPolicy();
+        port.postMessage({ id: m.id, nice: bootNice ?? null, idle: policy === undefined ? null : policy === SCHED_IDLE });
       } else if (m.t === 'verify') {
         const flags = verifyJobs(m.jobs);
         port.postMessage({ id: m.id, flags }, [flags.buffer as ArrayBuffer]);

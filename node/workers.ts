@@ -94,6 +94,12 @@ export class WorkerPool {
         for (const w of this.#waiters.values()) w.reject(e);
         this.#waiters.clear();
       });
+      // A worker that ended (terminate(), or process.exit in it) never answers what it still had.
+      slot.worker.on('exit', (code) => {
+        const e = new Error(`worker: exited (code ${code}) before it answered`);
+        for (const w of this.#waiters.values()) w.reject(e);
+        this.#waiters.clear();
+      });
     }
   }
 
@@ -102,9 +108,11 @@ export class WorkerPool {
    * worker thread lowers its own scheduling priority to it (setpriority on its thread id), so
    * background work (a snapshot's replay) yields the cores to the decision path; elsewhere, or
    * when the system refuses, the worker runs at the normal priority. With `idle` (Linux, glibc),
-   * each also enters the SCHED_IDLE class (sched_setscheduler(2) on itself, through koffi) before
-   * it loads its modules: it runs only where no other thread wants a core and yields at once to
-   * one that wakes; where that is refused, it keeps its nice ({@link bootScheduling} tells).
+   * each also enters the SCHED_IDLE class (sched_setscheduler(2) on itself, through koffi) once its
+   * modules have loaded (not before: see node/worker.mjs): it then runs only where no other thread
+   * wants a core and yields at once to one that wakes; where that is refused, it keeps its nice
+   * ({@link bootScheduling} tells). A worker that exits (terminated by {@link close}, or crashed)
+   * rejects the jobs it still had.
    */
   static async start(n: number, opts: { readonly nice?: number; readonly idle?: boolean } = {}): Promise<WorkerPool> {
     // In the sources this module is node/workers.ts and its entry node/worker.ts (run through tsx);
@@ -216,9 +224,10 @@ export class WorkerPool {
   }
 
   /**
-   * How each worker was scheduled once its modules had loaded, in worker order: its nice and
-   * whether it was in the SCHED_IDLE class. With `nice` / `idle` at start, that is what was asked
-   * where the system allowed it: the boot script sets both before loading anything.
+   * How each worker is scheduled, in worker order: the nice it had once its modules had loaded
+   * (the boot script sets it before loading anything) and whether it is in the SCHED_IDLE class
+   * (set right after they loaded). With `nice` / `idle` at start, that is what was asked where the
+   * system allowed it.
    */
   async bootScheduling(): Promise<BootScheduling[]> {
     return Promise.all(this.#slots.map((slot) => this.#send<BootScheduling>({ t: 'nice', id: 0 }, [], slot)));

@@ -175,6 +175,13 @@ describe('WorkerPool priority', () => {
     }
   });
 
+  test('a worker that ends (close, or a crash) rejects the jobs it still had instead of leaving them pending', async () => {
+    const pool = await WorkerPool.start(1);
+    const pending = pool.bootScheduling();
+    await pool.close();
+    await expect(pending).rejects.toThrow(/worker: exited/);
+  });
+
   test('nice / the priority is lowered before the worker loads its modules (its start-up, most of a short job, never runs at the normal priority)', async () => {
     const low = await WorkerPool.start(2, { nice: SNAPSHOT_WORKER_NICE });
     const normal = await WorkerPool.start(1);
