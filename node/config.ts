@@ -95,7 +95,7 @@ export interface SnapshotConfig {
   readonly everyS: number;
   /** Snapshot files kept (the newest). */
   readonly keep: number;
-  /** How the snapshot worker thread is scheduled: `idle` (SCHED_IDLE and nice 19) or `nice` (nice 19 alone); see node/snapshot.ts `SnapshotScheduling`. */
+  /** How the snapshot worker thread is scheduled: `nice` (nice 19, the default) or `idle` (SCHED_IDLE too); see node/snapshot.ts `SnapshotScheduling`. */
   readonly scheduling: SnapshotScheduling;
 }
 
@@ -323,7 +323,7 @@ export const CONFIG_DEFAULTS = {
   snapshotEveryReceipts: 100_000,
   snapshotEveryS: 3600,
   snapshotKeep: 2,
-  snapshotScheduling: 'idle' as SnapshotScheduling,
+  snapshotScheduling: 'nice' as SnapshotScheduling,
   abuseBurst: 200,
   abuseRefillPerS: 20,
   abuseMaxPeers: 65_536,
@@ -646,13 +646,6 @@ function readRecordLimits(abuse: Record<string, unknown>): Omit<AbuseConfig, 'bu
  * order {@link configFromJson} always checked them, with the defaults of {@link CONFIG_DEFAULTS}.
  * @throws NodeFault `config-invalid` naming the first field out of its range.
  */
-/** `snapshot.scheduling`: `idle` (the default) or `nice`. */
-function snapshotScheduling(v: unknown): SnapshotScheduling {
-  const s = text(v, 'snapshot.scheduling', CONFIG_DEFAULTS.snapshotScheduling);
-  if (s !== 'idle' && s !== 'nice') fail('snapshot.scheduling', 'expected idle|nice');
-  return s;
-}
-
 function readLimits(
   o: Record<string, unknown>,
   snap: Record<string, unknown>,
@@ -702,6 +695,13 @@ function readLimits(
     replayWorkers: int(o['replay_workers'], 'replay_workers', 0, 64, availableParallelism()),
     log: { batchMax: int(log['batch_max'], 'log.batch_max', 1, 1_000_000, CONFIG_DEFAULTS.batchMax) },
   };
+}
+
+/** `snapshot.scheduling`: `nice` (the default) or `idle`; anything else is `config-invalid`. */
+function snapshotScheduling(v: unknown): SnapshotScheduling {
+  if (v === undefined) return CONFIG_DEFAULTS.snapshotScheduling;
+  if (v !== 'idle' && v !== 'nice') fail('snapshot.scheduling', 'expected "idle" or "nice"');
+  return v;
 }
 
 /**

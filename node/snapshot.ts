@@ -689,12 +689,14 @@ export const SNAPSHOT_WORKER_NICE = 19;
 
 /**
  * How a running node's snapshot worker thread is scheduled (config `snapshot.scheduling`; Linux):
- * `idle` (the default) puts it in the SCHED_IDLE class as well as at nice 19: it runs only on a
- * core no other thread wants and yields at once to a decision that wakes, so snapshots cost the
- * decisions' tail latency least, but on cores kept busy by other work it gets almost no time
- * (SCHED_IDLE's weight is 3 against nice 19's 15 and nice 0's 1,024) and a snapshot can take
- * far longer. `nice` keeps it at nice 19 in the normal class: snapshots finish sooner on busy
- * cores, and each costs the open loop's p99 more (docs/node.md "Snapshots").
+ * `nice` (the default) runs it at nice 19 in the normal class. `idle` also puts it in the
+ * SCHED_IDLE class once its modules have loaded: the kernel then preempts it as soon as a
+ * decision wakes, which on a host where the node has the cores to itself kept the open loop's p99
+ * near its value without snapshots, but the thread shares locks with the main thread (libuv's
+ * thread pool, the message ports it answers on), and on cores that other processes of the same
+ * scheduling group keep busy it can wait seconds for CPU while holding one, and the main thread
+ * with it (SCHED_IDLE's weight is 3 against nice 19's 15 and nice 0's 1,024). docs/node.md
+ * "Snapshots" has the figures.
  */
 export type SnapshotScheduling = 'idle' | 'nice';
 
@@ -755,6 +757,8 @@ export class Snapshotter {
   #retryAt = Number.NEGATIVE_INFINITY;
   /** How the last snapshot's worker thread ran (logged with each snapshot written). */
   #ranAs = 'unknown';
+  /** The running snapshot's worker, ended by {@link close}. */
+  #worker: WorkerPool | undefined;
   #refusedIdle = false;
 
   constructor(o: SnapshotterOptions) {
@@ -798,18 +802,21 @@ export class Snapshotter {
     const toSeq = this.#o.durableSeq();
     if (toSeq <= this.#covered) return undefined;
     const build = async (): Promise<MadeSnapshot | undefined> => {
+      const t0 = performance.now();
       // A temporary worker of its own at the lowest priority (never the decision path's signature
       // workers: a replay slice queued there would hold up the caller-signature checks behind it).
-      const idle = (this.#o.scheduling ?? 'idle') === 'idle';
+      const idle = (this.#o.scheduling ?? 'nice') === 'idle';
       const tmp = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle });
+      this.#worker = tmp;
       try {
+        if (this.#closed) return undefined; // closed while the worker started
         const [ran] = await tmp.bootScheduling();
         this.#ranAs = ran?.idle ? 'idle' : `nice ${ran?.nice ?? 'unknown'}`;
         if (idle && ran?.idle === false && !this.#refusedIdle) {
           this.#refusedIdle = true;
           this.#o.logger.warn({ scheduling: this.#ranAs }, 'snapshot worker: the SCHED_IDLE class was refused; it runs at its nice');
         }
-        return await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, tmp, {
+        const made = await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, tmp, {
           steward: this.#o.steward,
           toSeq,
           windowS: this.#o.windowS,
@@ -818,7 +825,10 @@ export class Snapshotter {
           keep: this.#o.keep,
           logger: this.#o.logger,
         });
+        // Seconds from the worker's start (at the lowest priority, most of a short snapshot's time) to the file in place.
+        return made && { ...made, seconds: (performance.now() - t0) / 1000 };
       } finally {
+        this.#worker = undefined;
         await tmp.close();
       }
     };
@@ -829,6 +839,11 @@ export class Snapshotter {
       try {
         made = await p;
       } catch (e) {
+        if (this.#closed) {
+          // Ended by close(): the snapshot is only a cache of the log; the next start makes one.
+          this.#o.logger.info({ seq: toSeq }, 'snapshot abandoned: the node is stopping');
+          return undefined;
+        }
         // Each try replays the log after the last usable snapshot: a lasting fault (a full disk,
         // a folder not writable) waits 1, 2, 4, … s (at most SNAPSHOT_RETRY_MAX_S) between tries.
         this.#failures++;
@@ -860,10 +875,15 @@ export class Snapshotter {
     }
   }
 
-  /** Stops the timer and waits for a snapshot in progress. */
+  /**
+   * Stops the timer and abandons a snapshot in progress: its worker thread is ended (at the lowest
+   * priority on busy cores it could take minutes to finish, and the node's stop would wait for it);
+   * one whose bytes are made and being written to its file completes (a bounded write).
+   */
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
+    await this.#worker?.close();
     await this.#running?.catch(() => undefined);
   }
 }

@@ -63,9 +63,9 @@ describe('config', () => {
     expect(c.stewardKey).toBe(path.join(c.dataDir, 'steward.key'));
   });
 
-  test('snapshot.scheduling: idle by default, nice when asked', () => {
-    expect(configFromJson({}, {}, t.dir).snapshot.scheduling).toBe('idle');
-    expect(configFromJson({ snapshot: { scheduling: 'nice' } }, {}, t.dir).snapshot.scheduling).toBe('nice');
+  test('snapshot.scheduling: nice by default, idle when asked', () => {
+    expect(configFromJson({}, {}, t.dir).snapshot.scheduling).toBe('nice');
+    expect(configFromJson({ snapshot: { scheduling: 'idle' } }, {}, t.dir).snapshot.scheduling).toBe('idle');
   });
 
   test('command-line overrides win over the file', () => {

@@ -3,7 +3,7 @@
  * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
  * foreign snapshot files, a snapshot made while the clock ran ahead.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
@@ -326,11 +326,49 @@ describe.runIf(process.platform === 'linux')('how the snapshot worker is schedul
     return lines.filter((l) => l.msg === 'snapshot written').map((l) => l.scheduling);
   }
 
-  test('by default in the SCHED_IDLE class (it yields a core at once to a decision that wakes), said in each snapshot written', async () => {
-    expect(await ranAs({})).toEqual(['idle', 'idle']);
-  });
-
-  test('snapshot.scheduling "nice" keeps it at nice 19 in the normal class', async () => {
+  test('by default at nice 19 in the normal class, said in each snapshot written', async () => {
+    expect(await ranAs({})).toEqual(['nice 19', 'nice 19']);
     expect(await ranAs({ scheduling: 'nice' })).toEqual(['nice 19', 'nice 19']);
   });
+
+  test('snapshot.scheduling "idle" puts it in the SCHED_IDLE class (preempted at once by a decision that wakes)', async () => {
+    expect(await ranAs({ scheduling: 'idle' })).toEqual(['idle', 'idle']);
+  });
+});
+
+describe.runIf(process.platform === 'linux')('stopping while a snapshot is built', () => {
+  test('close() ends the snapshot worker instead of waiting for it: nothing written, "snapshot abandoned" logged', async () => {
+    const dir = folder();
+    const lines: Array<{ msg: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000_000n, rng);
+    // In SCHED_IDLE, which it enters once its modules have loaded: that is how this test sees it replaying.
+    const a = await liveNode({ ...cfg, snapshot: { ...cfg.snapshot, scheduling: 'idle' } }, { clockS: () => T, logger }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let b = 0; b < 30; b++) {
+      await Promise.all(Array.from({ length: 100 }, (_, i) => c.call({ chain: [g], action: 'read', payload: { b, i }, cost, now: T })));
+    }
+    await c.close();
+    const idleThreads = () =>
+      readdirSync(`/proc/${process.pid}/task`).filter((t) => {
+        try {
+          const st = readFileSync(`/proc/${process.pid}/task/${t}/stat`, 'utf8');
+          return st.slice(st.lastIndexOf(')') + 2).split(' ')[41 - 3] === '5';
+        } catch {
+          return false;
+        }
+      }).length;
+    const made = a.snapshots.snapshotNow();
+    // The worker enters SCHED_IDLE once its modules have loaded: from then on it is replaying the 3,000 receipts.
+    for (let i = 0; i < 2000 && idleThreads() === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(idleThreads()).toBeGreaterThan(0);
+    await a.close();
+    expect(await made).toBeUndefined();
+    expect(lines.map((l) => l.msg)).toContain('snapshot abandoned: the node is stopping');
+    expect(lines.map((l) => l.msg)).not.toContain('snapshot written');
+    expect(
+      existsSync(path.join(dir, 'snapshots')) ? readdirSync(path.join(dir, 'snapshots')).filter((f) => f.startsWith('snap-')) : [],
+    ).toEqual([]);
+    expect(idleThreads()).toBe(0);
+  }, 60_000);
 });
