@@ -307,7 +307,7 @@ type RateLoad =
   | { readonly mode: 'open'; readonly requests: number; readonly rate: number };
 
 /** The snapshot worker's scheduling in the runs with snapshots (`JCP_BENCH_HISTORY_SCHEDULING`: idle, the node's default, or nice). */
-const SCHEDULING = process.env['JCP_BENCH_HISTORY_SCHEDULING'] ?? 'idle';
+const SCHEDULING = process.env['JCP_BENCH_HISTORY_SCHEDULING'] ?? 'nice';
 
 /** A load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
 async function rateOn(
