@@ -5,5 +5,5 @@
 export * from './index.ts';
 export { REQUEST_KEY_WORDS, requestKeyWords } from './requestindex.ts';
 export { MAX_WAITING_PER_GRANT } from './revocations.ts';
-export { VERIFY_CHUNK } from './workers.ts';
+export { SCHED_IDLE, threadPolicy, VERIFY_CHUNK } from './workers.ts';
 export { SNAPSHOT_WORKER_NICE } from './snapshot.ts';

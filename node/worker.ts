@@ -2,13 +2,13 @@
  * A signature worker thread (started by `workers.ts`): verifies caller signatures (§11) and
  * replays receipt-log slices (§8.1), so both cores do signature work.
  */
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readlinkSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { parseDid, verify } from '../core/index.ts';
 import { replaySlice, type SliceJob } from './replay.ts';
 import { handleSnapshotJob, type SnapshotJob, type SnapshotReply } from './snapshotjob.ts';
-import { unpack } from './workers.ts';
+import { SCHED_IDLE, threadPolicy, unpack } from './workers.ts';
 
 /** One caller-signature check: the caller's did, the signed bytes, the signature. */
 export interface VerifyJob {
@@ -60,24 +60,6 @@ export function threadNice(): number | undefined {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     return Number.isSafeInteger(tid) && tid > 0 ? getPriority(tid) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Linux's number of the SCHED_IDLE scheduling policy (sched(7)). */
-export const SCHED_IDLE = 5;
-
-/**
- * This thread's scheduling policy (sched(7): 0 SCHED_OTHER, 3 SCHED_BATCH, 5 SCHED_IDLE, …), read
- * from field 41 of /proc/thread-self/stat (proc(5)), or undefined where it cannot be read.
- */
-export function threadPolicy(): number | undefined {
-  try {
-    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-    // Fields after the command name (in parentheses, which may hold spaces) start at field 3.
-    const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]);
-    return Number.isSafeInteger(policy) ? policy : undefined;
   } catch {
     return undefined;
   }

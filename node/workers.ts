@@ -4,6 +4,7 @@
  * turn, and boot-replay slices. The decision itself, the debit and the receipt signature stay on
  * the main thread, in order (each receipt links to the previous one's bytes).
  */
+import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { SliceJob, SliceResult } from './replay.ts';
 import type { SnapshotJob, SnapshotReply } from './snapshotjob.ts';
@@ -48,6 +49,25 @@ export function unpack(packed: Uint8Array, ends: Uint32Array): Uint8Array[] {
   return out;
 }
 
+/** Linux's number of the SCHED_IDLE scheduling policy (sched(7)). */
+export const SCHED_IDLE = 5;
+
+/**
+ * A thread's scheduling policy (sched(7): 0 SCHED_OTHER, 3 SCHED_BATCH, 5 SCHED_IDLE, …), read
+ * from field 41 of `<task>/stat` (proc(5); `task` defaults to this thread's,
+ * /proc/thread-self, or give /proc/<pid>/task/<tid>), or undefined where it cannot be read.
+ */
+export function threadPolicy(task = '/proc/thread-self'): number | undefined {
+  try {
+    const stat = readFileSync(`${task}/stat`, 'utf8');
+    // Fields after the command name (in parentheses, which may hold spaces) start at field 3.
+    const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]);
+    return Number.isSafeInteger(policy) ? policy : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * How a worker thread was scheduled once its modules had loaded: its nice (null where it cannot be
  * read) and whether it was in the SCHED_IDLE class (null where the class cannot be read: not Linux).
@@ -90,17 +110,16 @@ export class WorkerPool {
           else w.resolve(m.flags ?? m.slice ?? m.snap);
         },
       );
-      slot.worker.on('error', (e) => {
-        for (const w of this.#waiters.values()) w.reject(e);
-        this.#waiters.clear();
-      });
+      slot.worker.on('error', (e) => this.#rejectAll(e));
       // A worker that ended (terminate(), or process.exit in it) never answers what it still had.
-      slot.worker.on('exit', (code) => {
-        const e = new Error(`worker: exited (code ${code}) before it answered`);
-        for (const w of this.#waiters.values()) w.reject(e);
-        this.#waiters.clear();
-      });
+      slot.worker.on('exit', (code) => this.#rejectAll(new Error(`worker: exited (code ${code}) before it answered`)));
     }
+  }
+
+  /** Rejects every job in flight with `e`. */
+  #rejectAll(e: Error): void {
+    for (const w of this.#waiters.values()) w.reject(e);
+    this.#waiters.clear();
   }
 
   /**

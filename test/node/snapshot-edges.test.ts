@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
 import pino from 'pino';
 import { NodeErrorCodes, receiptKey } from '../../node/index.ts';
+import { SCHED_IDLE, threadPolicy } from '../../node/internal.ts';
 import { JcpClient, type WireErrorReply } from '../../client/index.ts';
 import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
@@ -350,14 +351,7 @@ describe.runIf(process.platform === 'linux')('stopping while a snapshot is built
     }
     await c.close();
     const idleThreads = () =>
-      readdirSync(`/proc/${process.pid}/task`).filter((t) => {
-        try {
-          const st = readFileSync(`/proc/${process.pid}/task/${t}/stat`, 'utf8');
-          return st.slice(st.lastIndexOf(')') + 2).split(' ')[41 - 3] === '5';
-        } catch {
-          return false;
-        }
-      }).length;
+      readdirSync(`/proc/${process.pid}/task`).filter((t) => threadPolicy(`/proc/${process.pid}/task/${t}`) === SCHED_IDLE).length;
     const made = a.snapshots.snapshotNow();
     // The worker enters SCHED_IDLE once its modules have loaded: from then on it is replaying the 3,000 receipts.
     for (let i = 0; i < 2000 && idleThreads() === 0; i++) await new Promise((r) => setTimeout(r, 5));

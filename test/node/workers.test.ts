@@ -6,7 +6,16 @@ import { getPriority } from 'node:os';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId, newActor, seededRng, sign, toHex } from '../../core/index.ts';
-import { type LogReplay, ReceiptLog, replayLog, SNAPSHOT_WORKER_NICE, VERIFY_CHUNK, WorkerPool } from '../../node/internal.ts';
+import {
+  type LogReplay,
+  ReceiptLog,
+  replayLog,
+  SCHED_IDLE,
+  SNAPSHOT_WORKER_NICE,
+  threadPolicy,
+  VERIFY_CHUNK,
+  WorkerPool,
+} from '../../node/internal.ts';
 import { bob as worker, carol, child, request, rootGrant, TestSteward } from '../core/evidence-fixtures.ts';
 import { tempDir } from './fixtures.ts';
 
@@ -106,16 +115,12 @@ describe('WorkerPool.replaySlice', () => {
   });
 });
 
-/** Scheduling policies of this process's threads (Linux /proc, field 41: 0 normal, 5 SCHED_IDLE), by thread id. */
+/** Scheduling policies of this process's threads (0 normal, 5 SCHED_IDLE), by thread id; a thread that ended meanwhile is left out. */
 function threadPolicies(): Map<number, number> {
   const out = new Map<number, number>();
   for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, 'utf8');
-      out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]));
-    } catch {
-      // the thread ended meanwhile
-    }
+    const policy = threadPolicy(`/proc/${process.pid}/task/${tid}`);
+    if (policy !== undefined) out.set(Number(tid), policy);
   }
   return out;
 }
@@ -166,7 +171,7 @@ describe('WorkerPool priority', () => {
       // /proc says the same: threads in SCHED_IDLE (5) were added (each idle worker, and any thread
       // such a worker started, such as a module loader's); this process's own threads are untouched.
       const idleAdded = (from: Map<number, number>, to: Map<number, number>) =>
-        [...to].filter(([tid, p]) => !from.has(tid) && p === 5).length;
+        [...to].filter(([tid, p]) => !from.has(tid) && p === SCHED_IDLE).length;
       expect(idleAdded(before, withIdle)).toBeGreaterThanOrEqual(2);
       expect([...before.keys()].every((tid) => threadPolicies().get(tid) === 0)).toBe(true);
     } finally {
