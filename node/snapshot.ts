@@ -729,7 +729,7 @@ export interface SnapshotterOptions {
    */
   readonly runner?: SliceRunner | undefined;
   readonly parallel?: number;
-  /** The snapshot worker's scheduling ({@link SnapshotScheduling}; default `idle`). */
+  /** The snapshot worker's scheduling ({@link SnapshotScheduling}; default `nice`). */
   readonly scheduling?: SnapshotScheduling;
   readonly logger: Logger;
   /** Called after each snapshot written (metrics). */
@@ -750,13 +750,12 @@ export class Snapshotter {
   #covered: number;
   #lastAt: number;
   #timer: NodeJS.Timeout | undefined;
-  #running: Promise<MadeSnapshot | undefined> | undefined;
+  /** The snapshot being built (awaited only for it to settle). */
+  #running: Promise<unknown> | undefined;
   #closed = false;
   /** Failures in a row, and the clock (unix s) before which the timer does not try again. */
   #failures = 0;
   #retryAt = Number.NEGATIVE_INFINITY;
-  /** How the last snapshot's worker thread ran (logged with each snapshot written). */
-  #ranAs = 'unknown';
   /** The running snapshot's worker, ended by {@link close}. */
   #worker: WorkerPool | undefined;
   #refusedIdle = false;
@@ -801,7 +800,8 @@ export class Snapshotter {
     if (this.#closed) return undefined;
     const toSeq = this.#o.durableSeq();
     if (toSeq <= this.#covered) return undefined;
-    const build = async (): Promise<MadeSnapshot | undefined> => {
+    // What was written, and how its worker thread was scheduled (`idle` or `nice <n>`, logged with it).
+    const build = async (): Promise<{ made: MadeSnapshot; ranAs: string } | undefined> => {
       const t0 = performance.now();
       // A temporary worker of its own at the lowest priority (never the decision path's signature
       // workers: a replay slice queued there would hold up the caller-signature checks behind it).
@@ -811,10 +811,10 @@ export class Snapshotter {
       try {
         if (this.#closed) return undefined; // closed while the worker started
         const [ran] = await tmp.bootScheduling();
-        this.#ranAs = ran?.idle ? 'idle' : `nice ${ran?.nice ?? 'unknown'}`;
+        const ranAs = ran?.idle ? 'idle' : `nice ${ran?.nice ?? 'unknown'}`;
         if (idle && ran?.idle === false && !this.#refusedIdle) {
           this.#refusedIdle = true;
-          this.#o.logger.warn({ scheduling: this.#ranAs }, 'snapshot worker: the SCHED_IDLE class was refused; it runs at its nice');
+          this.#o.logger.warn({ scheduling: ranAs }, 'snapshot worker: the SCHED_IDLE class was refused; it runs at its nice');
         }
         const made = await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, tmp, {
           steward: this.#o.steward,
@@ -826,7 +826,7 @@ export class Snapshotter {
           logger: this.#o.logger,
         });
         // Seconds from the worker's start (at the lowest priority, most of a short snapshot's time) to the file in place.
-        return made && { ...made, seconds: (performance.now() - t0) / 1000 };
+        return made && { made: { ...made, seconds: (performance.now() - t0) / 1000 }, ranAs };
       } finally {
         this.#worker = undefined;
         await tmp.close();
@@ -835,9 +835,9 @@ export class Snapshotter {
     const p = build();
     this.#running = p;
     try {
-      let made: MadeSnapshot | undefined;
+      let built: Awaited<typeof p>;
       try {
-        made = await p;
+        built = await p;
       } catch (e) {
         if (this.#closed) {
           // Ended by close(): the snapshot is only a cache of the log; the next start makes one.
@@ -853,22 +853,12 @@ export class Snapshotter {
       this.#failures = 0;
       this.#retryAt = Number.NEGATIVE_INFINITY;
       this.#lastAt = this.#o.clockS();
-      if (made !== undefined) {
-        this.#covered = made.seq;
-        this.#o.logger.info(
-          {
-            seq: made.seq,
-            file: made.file,
-            replayed: made.replayed,
-            requests: made.requests,
-            bytes: made.bytes,
-            seconds: made.seconds,
-            scheduling: this.#ranAs,
-          },
-          'snapshot written',
-        );
-        this.#o.onSnapshot?.(made);
-      }
+      if (built === undefined) return undefined;
+      const { made, ranAs } = built;
+      this.#covered = made.seq;
+      const { seq, file, replayed, requests, bytes, seconds } = made;
+      this.#o.logger.info({ seq, file, replayed, requests, bytes, seconds, scheduling: ranAs }, 'snapshot written');
+      this.#o.onSnapshot?.(made);
       return made;
     } finally {
       this.#running = undefined;
