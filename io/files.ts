@@ -381,7 +381,7 @@ export async function writeFileDurablyAsync(
   mode = 0o600,
   opts: {
     readonly syncEveryBytes?: number;
-    readonly writeBack?: (fd: number, offset: number, length: number) => Promise<boolean>;
+    readonly writeBack?: typeof writeBackRange;
   } = {},
 ): Promise<void> {
   const dir = dirname(file);
@@ -403,7 +403,7 @@ async function writeThrough(
   bytes: Uint8Array,
   piece: number,
   mode: number,
-  writeBack: (fd: number, offset: number, length: number) => Promise<boolean>,
+  writeBack: typeof writeBackRange,
 ): Promise<void> {
   const fh = await openAsync(tmp, 'wx', mode);
   try {
