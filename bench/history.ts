@@ -19,8 +19,8 @@
  * rate ratio, and the p99 with a snapshot against the p99 without (goal: no worse). Logs are built once per size and kept in the temp folder (the build seals every
  * receipt: minutes per million on two cores). Then an open loop at half the closed loop's rate,
  * for `JCP_BENCH_HISTORY_ROUNDS` rounds (default 3) of a run without snapshots and one writing
- * them as it goes (the worker in SCHED_IDLE at nice 19, the node's default; nice 19 alone with
- * `JCP_BENCH_HISTORY_SCHEDULING=nice`): the p99
+ * them as it goes (the worker at nice 19, the node's default; in SCHED_IDLE too with
+ * `JCP_BENCH_HISTORY_SCHEDULING=idle`): the p99
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
@@ -306,7 +306,7 @@ type RateLoad =
   | { readonly mode: 'closed'; readonly requests: number }
   | { readonly mode: 'open'; readonly requests: number; readonly rate: number };
 
-/** The snapshot worker's scheduling in the runs with snapshots (`JCP_BENCH_HISTORY_SCHEDULING`: idle, the node's default, or nice). */
+/** The snapshot worker's `snapshot.scheduling` in the runs with snapshots (`JCP_BENCH_HISTORY_SCHEDULING`: nice, the node's default, or idle). */
 const SCHEDULING = process.env['JCP_BENCH_HISTORY_SCHEDULING'] ?? 'nice';
 
 /** A load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
@@ -329,10 +329,12 @@ async function rateOn(
     ...(snapshot === undefined
       ? {}
       : {
-          snapshot:
-            'afterS' in snapshot
-              ? { every_receipts: 0, every_s: snapshot.afterS, scheduling: SCHEDULING }
-              : { every_receipts: snapshot.everyReceipts, every_s: 0, scheduling: SCHEDULING },
+          snapshot: {
+            ...('afterS' in snapshot
+              ? { every_receipts: 0, every_s: snapshot.afterS }
+              : { every_receipts: snapshot.everyReceipts, every_s: 0 }),
+            scheduling: SCHEDULING,
+          },
         }),
   });
   try {
@@ -694,7 +696,7 @@ async function stalled<T>(work: () => Promise<T>): Promise<{ stallMs: number; va
  * log's last request, so the snapshot's request index holds `n` ids, as a busy node's does): the
  * way a running node made it before (replay on a nice-19 worker, the state merged, encoded and
  * signed on the main thread) and the way it does now (`makeSnapshotOffThread`: the state on the
- * worker, in the SCHED_IDLE class). Floor: the same probe with nothing running. The two files must be the same bytes.
+ * worker, scheduled as `JCP_BENCH_HISTORY_SCHEDULING` says). Floor: the same probe with nothing running. The two files must be the same bytes.
  */
 async function stallFigures(source: string, n: number): Promise<Figure[]> {
   const build = readBuild(source);
@@ -706,7 +708,7 @@ async function stallFigures(source: string, n: number): Promise<Figure[]> {
   for (const offThread of [false, true]) {
     const dir = await copyOf(source, undefined);
     const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
-    const pool = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle: offThread });
+    const pool = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle: offThread && SCHEDULING === 'idle' });
     try {
       const o = { steward, nowS, windowS: WINDOW_S, keep: 1 };
       const r = await stalled(() =>
