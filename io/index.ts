@@ -19,3 +19,4 @@ export {
 } from './files.ts';
 export { hostName, type ReadOnlyRefusal, readOnlyGuard } from './http.ts';
 export { writeBackRange } from './writeback.ts';
+export { bindCloseOnExec, markCloseOnExec } from './cloexec.ts';

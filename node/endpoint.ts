@@ -34,6 +34,7 @@
 import type { Client, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from 'pino';
+import { bindCloseOnExec, markCloseOnExec } from '../io/index.ts';
 import { readSecretFile } from './keyfile.ts';
 import type { HeaderSource, McpHttpEndpointConfig, McpStdioEndpointConfig } from './config.ts';
 
@@ -989,7 +990,15 @@ export class McpStdioEndpoint extends McpEndpoint {
     // for its base class it spawns a disposable sibling process for the probe and then the
     // connection's (client `_connectNegotiated` → `negotiateStdioViaSibling`), two processes per
     // connection. A server that the probe ends is then connected with the handshake alone ({@link McpEndpoint}).
-    class OneProcess extends StdioClientTransport {}
+    // Marks the node's own descriptors close-on-exec just before the spawn (io/cloexec.ts): the
+    // receipt log's LevelDB files are opened without it, and the server must not inherit them.
+    class OneProcess extends StdioClientTransport {
+      override async start(): Promise<void> {
+        markCloseOnExec();
+        return super.start();
+      }
+    }
+    await bindCloseOnExec();
     const transport = new OneProcess({
       command: this.#cfg.command,
       args: [...this.#cfg.args],

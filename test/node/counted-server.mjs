@@ -5,12 +5,24 @@
 // `EXIT_BEFORE_INIT=1`: the server exits on any request before `initialize` (as servers on SDKs
 // that refuse pre-initialize traffic do), so a `server/discover` probe ends it.
 // `CRASH_ON_LIST=1`: the server exits when asked for its tools.
-import { appendFileSync } from 'node:fs';
+// `FDS_FILE=path`: the server writes there, one per line, what each descriptor it was started
+// with (/proc/self/fd) points at, so a test sees what the node let it inherit.
+import { appendFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 appendFileSync(process.env.COUNT_FILE, `${process.pid}\n`);
+if (process.env.FDS_FILE) {
+  const fds = readdirSync('/proc/self/fd').map((fd) => {
+    try {
+      return `${fd} ${readlinkSync(`/proc/self/fd/${fd}`)}`;
+    } catch {
+      return `${fd} ?`;
+    }
+  });
+  writeFileSync(process.env.FDS_FILE, `${fds.join('\n')}\n`);
+}
 const n = Number(process.env.TOOLS ?? 1);
 const pad = 'x'.repeat(n > 1 ? 200 : 0);
 const tools = Array.from({ length: n }, (_, i) => ({ name: `t${i}`, description: pad, inputSchema: { type: 'object' } }));

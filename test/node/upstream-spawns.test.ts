@@ -8,6 +8,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ClassicLevel } from 'classic-level';
 import pino from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import { McpStdioEndpoint } from '../../node/index.ts';
@@ -74,5 +75,23 @@ describe('stdio upstreams: one process per connection', () => {
     await endpoint.close();
     await endpoint.start();
     expect(starts()).toBe(2);
+  }, 60_000);
+
+  test("the server inherits none of the node's LevelDB files (LOG, LOCK, write-ahead .log, MANIFEST)", async () => {
+    // classic-level opens its files without O_CLOEXEC, as the receipt log's store does in a node.
+    const store = path.join(work.dir, 'store');
+    const db = new ClassicLevel(store);
+    await db.open();
+    try {
+      await db.put('k', 'v');
+      const fds = path.join(work.dir, 'fds');
+      const { endpoint } = counted('fds', { FDS_FILE: fds });
+      await endpoint.start();
+      const lines = readFileSync(fds, 'utf8').split('\n').filter(Boolean);
+      expect(lines.length).toBeGreaterThanOrEqual(3); // it did list its descriptors (0, 1, 2 at least)
+      expect(lines.filter((l) => l.includes(store))).toEqual([]);
+    } finally {
+      await db.close();
+    }
   }, 60_000);
 });
