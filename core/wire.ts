@@ -186,12 +186,21 @@ export class FrameReader {
    * in it exceeds the cap (`frame-too-large`, nothing allocated) or a body buffer cannot be
    * allocated (`frame-unallocatable`) — that error, which comes after those bodies in the stream.
    * Once failed, the reader stays failed: each later call returns the same error and no bodies.
+   *
+   * With `maxBodies`, reading stops once that many bodies are complete: the bytes of `chunk` not
+   * consumed yet come back as `rest` (a view of `chunk`, absent when all were consumed), for the
+   * caller to pass to a later `read` once it can take more: a peer's pipelined messages are then
+   * taken one at a time against the caller's limit, never a whole chunk's worth at once.
    */
-  read(chunk: Uint8Array): { readonly bodies: Uint8Array[]; readonly error?: JcpError } {
+  read(
+    chunk: Uint8Array,
+    maxBodies = Number.POSITIVE_INFINITY,
+  ): { readonly bodies: Uint8Array[]; readonly error?: JcpError; readonly rest?: Uint8Array } {
     if (this.#failed) return { bodies: [], error: this.#failed };
     const out: Uint8Array[] = [];
     let off = 0;
     while (off < chunk.length) {
+      if (out.length >= maxBodies) return { bodies: out, rest: chunk.subarray(off) };
       if (this.#length < 0) {
         const take = Math.min(FRAME_HEADER_BYTES - this.#headerFill, chunk.length - off);
         this.#header.set(chunk.subarray(off, off + take), this.#headerFill);

@@ -252,6 +252,16 @@ export class Enforcer {
    * before anything else, and a reply that is the peer's failure (every error reply but the
    * node's own faults: `UNCHARGED`) takes one of its tokens.
    */
+  /**
+   * False while messages from the address `peer` are refused `rate-limited` (its bucket is
+   * empty); always true without abuse limits. The jcp/1 server refuses such an address's new
+   * connections and closes one that keeps sending (node/server.ts).
+   */
+  admits(peer: string): boolean {
+    const limiter = this.#d.limiter;
+    return limiter === undefined || limiter.admits(peer);
+  }
+
   async handle(body: Uint8Array, notice?: NoticeSink, peer = ''): Promise<Uint8Array> {
     const limiter = this.#d.limiter;
     if (limiter === undefined || !limiter.enabled) return await this.#handle(body, notice, peer);

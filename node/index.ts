@@ -182,7 +182,16 @@ export {
   Snapshotter,
   writeSnapshotFile,
 } from './snapshot.ts';
-export { JcpServer, type MessageHandler, type NoticeSink, type ServerLimits } from './server.ts';
+export {
+  JcpServer,
+  type MessageHandler,
+  type NoticeSink,
+  REFUSED_IN_A_ROW_MAX,
+  type ServerHooks,
+  type ServerLimits,
+  TURN_MESSAGES,
+  UNSENT_BUDGET_BYTES,
+} from './server.ts';
 export { WorkerPool } from './workers.ts';
 export { buildLogTree, checkAgainstCheckpoint, checkpointOf, type LogCheckpoint, originOf, type ReceiptSource } from './tlog.ts';
 export { hashTile, parseTilePath, TILE_WIDTH, type TilePath, type TileReply, TileServer, tileIndexPath } from './tlogtiles.ts';

@@ -585,7 +585,10 @@ async function listenAll(
   return { port, ...(metrics ? { metrics } : {}) };
 }
 
-/** The jcp/1 server (§11) that hands each frame to the enforcer, with the config's limits and TLS files. */
+/**
+ * The jcp/1 server (§11) that hands each frame to the enforcer, with the config's limits and TLS
+ * files; an address the enforcer refuses `rate-limited` has its new connections refused too.
+ */
 function jcpServer(cfg: NodeConfig, enforcer: Enforcer, tls: JcpTlsOptions | undefined, metrics: NodeMetrics, logger: Logger): JcpServer {
   return new JcpServer(
     (body, notice, peer) => enforcer.handle(body, notice, peer),
@@ -599,6 +602,7 @@ function jcpServer(cfg: NodeConfig, enforcer: Enforcer, tls: JcpTlsOptions | und
     },
     metrics,
     logger,
+    { admits: (peer) => enforcer.admits(peer) },
   );
 }
 

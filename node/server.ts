@@ -14,7 +14,19 @@
  *   then ends the connection.
  * - Replies go out in request order on each connection (clients match them FIFO), but requests
  *   are handled concurrently; at most `maxPending` unanswered requests per connection, and the
- *   node stops reading from a connection that does not read its replies.
+ *   node stops taking requests from a connection that does not read its replies.
+ * - Bytes received wait in the connection's inbox (at most 64 KiB, then the socket is not read)
+ *   and are taken in turns: each connection with bytes gets a turn of at most
+ *   {@link TURN_MESSAGES} messages, round-robin, and a round yields to I/O after 5 ms. A peer that
+ *   pipelines thousands of messages in one write does not hold the event loop (nor delay the
+ *   accepting of new connections, which Node does one per turn of its loop) until they are done.
+ * - Replies and notices written but not yet taken by the kernel are counted, per connection (at
+ *   most 4 MiB before its requests stop being taken) and in total (`unsentBudgetBytes`, default
+ *   {@link UNSENT_BUDGET_BYTES}: past it, a connection with unsent bytes of its own is not taken
+ *   from until they go out). The replies ready at once go out as one buffer in one write.
+ * - With the node's per-address `rate-limited` check (`hooks.admits`), an address refused
+ *   `rate-limited` has its new connections told so and closed, and a connection that sends
+ *   {@link REFUSED_IN_A_ROW_MAX} messages in a row while refused is closed.
  * - At most `maxConnections` connections; more get `busy` and are closed. When the node is full,
  *   a newcomer from an address holding fewer connections than the address holding the most (by
  *   more than one) takes the place of one of that address's connections that owes no reply (an
@@ -61,6 +73,15 @@ export interface ServerLimits {
   /** Unanswered requests per connection before reading pauses. */
   readonly maxPending: number;
   /**
+   * Most bytes of replies and notices held unsent, all connections together (default
+   * {@link UNSENT_BUDGET_BYTES}). Past it, every connection that itself holds unsent bytes stops
+   * being read until they are sent; connections whose peers read their replies go on. With the
+   * per-connection bound (4 MiB), it keeps peers that send and never read from holding the node's
+   * memory: what is held is this budget plus at most one round of `maxPending` replies per
+   * connection.
+   */
+  readonly unsentBudgetBytes?: number | undefined;
+  /**
    * jcp/1 over TLS (docs/tls.md): PEM certificate chain and key of the node, and the CA bundle
    * client certificates must chain to. With it the listener speaks TLS only: a plaintext client
    * fails the handshake and is disconnected before any frame is read. Undefined = plain TCP.
@@ -81,8 +102,32 @@ export interface JcpTlsOptions {
   readonly clientCerts: 'off' | 'request' | 'require';
 }
 
-/** Stop reading from a connection whose unread replies exceed this many bytes. */
+/** Stop reading from a connection whose unsent replies exceed this many bytes. */
 const WRITE_HIGH_WATER = 4 << 20;
+/**
+ * Default of {@link ServerLimits.unsentBudgetBytes}: most bytes of replies and notices, all
+ * connections together, the node holds written but not yet taken by the kernel.
+ */
+export const UNSENT_BUDGET_BYTES = 64 << 20;
+/**
+ * Bytes a connection may hold received but not yet taken (its inbox): past it the socket is not
+ * read until the node takes them, and the peer's further bytes wait in the kernel.
+ */
+const INBOX_MAX_BYTES = 64 << 10;
+/** Most messages one connection's turn takes (the server's round-robin over connections). */
+export const TURN_MESSAGES = 32;
+/**
+ * A round of turns stops once it has run this long (milliseconds; at least one turn runs): the
+ * rest wait for the next turn of the event loop, after its I/O, so reading sockets and accepting
+ * connections (Node accepts one per turn of its loop) never wait behind a long round.
+ */
+const ROUND_MS = 5;
+/**
+ * A connection that sends this many messages in a row while its address is refused
+ * `rate-limited` (its bucket empty, node/ratelimit.ts) is closed: told `rate-limited` once more,
+ * then ended, instead of being answered message by message for as long as it keeps sending.
+ */
+export const REFUSED_IN_A_ROW_MAX = 64;
 /**
  * Most bytes of notices queued on a connection whose peer does not read them (an A2A stream to a
  * stalled caller): past it the connection is dropped, so its calls end as `caller-gone` and the
@@ -94,6 +139,16 @@ interface Slot {
   body: Uint8Array | undefined;
 }
 
+/**
+ * Optional hooks of {@link JcpServer}: `admits(peer)` is false while the address `peer` is
+ * refused `rate-limited` (the node's per-address bucket, node/ratelimit.ts). With it, such an
+ * address's new connections are refused at once, and a connection that sends
+ * {@link REFUSED_IN_A_ROW_MAX} messages in a row while refused is closed.
+ */
+export interface ServerHooks {
+  readonly admits?: ((peer: string) => boolean) | undefined;
+}
+
 class Connection {
   readonly #sock: Socket;
   readonly #reader: FrameReader;
@@ -102,8 +157,20 @@ class Connection {
   readonly #queue: Slot[] = [];
   #readTimer: NodeJS.Timeout | undefined;
   #closing = false;
+  /** The socket is paused: the inbox is full. */
   #paused = false;
   #flushScheduled = false;
+  /** Bytes received and not yet read into messages, oldest first; taken in the server's turns. */
+  readonly #inbox: Uint8Array[] = [];
+  #inboxBytes = 0;
+  /** In the server's queue of connections waiting for a turn. */
+  #waiting = false;
+  /** The peer half-closed: once the inbox is taken, the connection drains. */
+  #peerEnded = false;
+  /** Bytes written to the socket that it has not yet handed to the kernel (counted in the server's total). */
+  #unsent = 0;
+  /** Messages received in a row while the peer's address was refused `rate-limited`. */
+  #refusedInARow = 0;
 
   constructor(sock: Socket, server: JcpServer) {
     this.#sock = sock;
@@ -113,14 +180,21 @@ class Connection {
     sock.setNoDelay(true);
     sock.setTimeout(server.limits.idleTimeoutMs, () => sock.destroy());
     sock.on('data', (chunk: Buffer) => this.#onData(chunk));
-    sock.on('drain', () => this.#maybeResume());
     sock.on('error', () => undefined);
-    // A client that half-closes (FIN after its last request) still gets every reply it is owed;
-    // the connection ends once they are written.
-    sock.on('end', () => this.drain());
+    // A client that half-closes (FIN after its last request) still gets every reply it is owed:
+    // the requests still in the inbox are taken first, and the connection ends once the replies
+    // are written.
+    sock.on('end', () => {
+      this.#peerEnded = true;
+      if (this.#inbox.length === 0) this.drain();
+    });
     sock.on('close', () => {
+      this.#closing = true; // a turn still queued for it takes nothing
       this.#gone.abort();
       if (this.#readTimer) clearTimeout(this.#readTimer);
+      this.#dropInbox();
+      this.#server.unsentChanged(-this.#unsent);
+      this.#unsent = 0;
       this.#server.forget(this);
     });
   }
@@ -136,13 +210,14 @@ class Connection {
 
   /** Nothing buffered, nothing owed, not closing: closing it loses no request. */
   get idle(): boolean {
-    return this.evictable && this.#reader.buffered === 0;
+    return this.evictable && this.#reader.buffered === 0 && this.#inbox.length === 0;
   }
 
   /**
-   * No reply owed and not closing (a partial frame may be buffered: it was never decided, so
-   * closing the connection loses no request). A connection that holds only a half-sent frame is
-   * as evictable as an idle one: else one address sending headers could keep every slot.
+   * No reply owed and not closing (a partial frame, or bytes not yet taken, may be buffered: they
+   * were never decided, so closing the connection loses no request). A connection that holds only
+   * a half-sent frame is as evictable as an idle one: else one address sending headers could keep
+   * every slot.
    */
   get evictable(): boolean {
     return !this.#closing && !this.#sock.destroyed && this.#queue.length === 0;
@@ -162,6 +237,7 @@ class Connection {
   drain(): void {
     if (this.#closing) return;
     this.#closing = true;
+    this.#dropInbox();
     if (this.#readTimer) clearTimeout(this.#readTimer);
     this.#sock.pause();
     this.#flush();
@@ -173,28 +249,123 @@ class Connection {
 
   #onData(chunk: Buffer): void {
     if (this.#closing) return;
-    const { bodies, error } = this.#reader.read(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    // Requests completed before a bad length in the same chunk are still answered, in order.
-    for (const body of bodies) this.#enqueue(this.#server.handler(body, this.#notice, this.#peer));
-    if (error) {
-      this.#server.metrics.errors.inc({ code: error.code });
-      this.#closeWith(errorBody(error.code, error.message));
-      return;
-    }
-    if (!this.#paused && (this.#queue.length >= this.#server.limits.maxPending || this.#sock.writableLength > WRITE_HIGH_WATER)) {
+    this.#inbox.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    this.#inboxBytes += chunk.byteLength;
+    if (this.#readTimer) clearTimeout(this.#readTimer); // bytes came: the node, not the peer, holds them now
+    this.#readTimer = undefined;
+    if (!this.#paused && this.#inboxBytes >= INBOX_MAX_BYTES) {
       this.#paused = true;
       this.#sock.pause();
     }
-    this.#armReadTimer(bodies.length > 0);
+    this.#wait();
+  }
+
+  #dropInbox(): void {
+    this.#inbox.length = 0;
+    this.#inboxBytes = 0;
+  }
+
+  /** Joins the server's queue for a turn when there are bytes to take and room to take them. */
+  #wait(): void {
+    if (this.#waiting || this.#closing || this.#inbox.length === 0 || !this.#mayTake()) return;
+    this.#waiting = true;
+    this.#server.enqueueTurn(this);
+  }
+
+  /**
+   * @internal One turn (the server's round-robin, {@link JcpServer}): reads at most `max` messages
+   * out of the inbox while fewer than `maxPending` replies are owed and the unsent bytes allow it,
+   * and hands each to the handler. Bytes past the last message taken stay in the inbox. A peer
+   * that pipelines thousands of messages gets them handled a turn at a time, every other
+   * connection's turn in between; a peer that never reads its replies stops being taken.
+   * @returns the messages taken.
+   */
+  takeTurn(max: number): number {
+    this.#waiting = false;
+    let taken = 0;
+    while (!this.#closing && this.#inbox.length > 0 && taken < max && this.#mayTake()) {
+      const room = Math.min(max - taken, this.#server.limits.maxPending - this.#queue.length);
+      const chunk = this.#inbox[0]!;
+      const { bodies, error, rest } = this.#reader.read(chunk, room);
+      if (rest === undefined) this.#inbox.shift();
+      else this.#inbox[0] = rest;
+      this.#inboxBytes -= chunk.length - (rest?.length ?? 0);
+      for (const body of bodies) {
+        // Requests completed before a bad length in the same chunk are still answered, in order.
+        if (this.#refusedFor()) return taken;
+        this.#enqueue(this.#server.handler(body, this.#notice, this.#peer));
+        taken++;
+      }
+      if (error) {
+        this.#server.metrics.errors.inc({ code: error.code });
+        this.#closeWith(errorBody(error.code, error.message));
+        return taken;
+      }
+    }
+    if (this.#closing) return taken;
+    if (this.#peerEnded && this.#inbox.length === 0) {
+      this.drain();
+      return taken;
+    }
+    this.#armReadTimer(taken > 0);
+    this.#maybeResume();
+    return taken;
+  }
+
+  /**
+   * Counts a message that arrives while the peer's address is refused `rate-limited`; at
+   * {@link REFUSED_IN_A_ROW_MAX} in a row the connection is closed (true: the message is not handled).
+   */
+  #refusedFor(): boolean {
+    const admits = this.#server.hooks.admits;
+    if (admits === undefined || admits(this.#peer)) {
+      this.#refusedInARow = 0;
+      return false;
+    }
+    if (++this.#refusedInARow < REFUSED_IN_A_ROW_MAX) return false;
+    this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
+    this.#closeWith(
+      errorBody(
+        NodeErrorCodes.RATE_LIMITED,
+        `${REFUSED_IN_A_ROW_MAX} messages in a row while ${this.#peer} is rate-limited: the connection is closed; retry later`,
+      ),
+    );
+    return true;
+  }
+
+  /**
+   * More messages may be taken: fewer than `maxPending` replies owed, at most
+   * {@link WRITE_HIGH_WATER} bytes unsent, and no unsent bytes of its own while the server's
+   * total is past its budget.
+   */
+  #mayTake(): boolean {
+    return (
+      this.#queue.length < this.#server.limits.maxPending &&
+      this.#unsent <= WRITE_HIGH_WATER &&
+      !(this.#unsent > 0 && this.#server.overBudget)
+    );
+  }
+
+  /** Writes `bytes` to the socket, counting them unsent until the socket has handed them to the kernel. */
+  #write(bytes: Uint8Array): void {
+    const n = bytes.length;
+    this.#unsent += n;
+    this.#server.unsentChanged(n);
+    this.#sock.write(bytes, () => {
+      if (this.#sock.destroyed && this.#unsent === 0) return; // counted off at close
+      this.#unsent -= n;
+      this.#server.unsentChanged(-n);
+      this.#maybeResume();
+    });
   }
 
   /**
    * The read timeout measures how long the frame being received has been incomplete: it starts
-   * when a partial frame begins (restarting when a chunk completes one frame and begins the
-   * next), and does not run while the node itself has stopped reading this connection.
+   * when a partial frame begins (restarting when a turn completes one frame and begins the
+   * next), and does not run while bytes wait in the inbox (the node, not the peer, holds them).
    */
   #armReadTimer(frameCompleted: boolean): void {
-    if (this.#reader.buffered === 0 || this.#paused || this.#closing) {
+    if (this.#reader.buffered === 0 || this.#inbox.length > 0 || this.#closing) {
       if (this.#readTimer) clearTimeout(this.#readTimer);
       this.#readTimer = undefined;
       return;
@@ -206,7 +377,7 @@ class Connection {
 
   #onReadTimeout(): void {
     this.#readTimer = undefined;
-    if (this.#closing || this.#reader.buffered === 0) return;
+    if (this.#closing || this.#reader.buffered === 0 || this.#inbox.length > 0) return;
     this.#server.metrics.errors.inc({ code: NodeErrorCodes.READ_TIMEOUT });
     this.#closeWith(
       errorBody(
@@ -219,6 +390,7 @@ class Connection {
   /** Queues a final error reply after the pending ones, then closes the connection. */
   #closeWith(body: Uint8Array): void {
     this.#closing = true;
+    this.#dropInbox();
     if (this.#readTimer) clearTimeout(this.#readTimer);
     this.#sock.pause();
     this.#queue.push({ body });
@@ -232,11 +404,11 @@ class Connection {
   readonly #notice: NoticeSink = Object.assign(
     (body: Uint8Array) => {
       if (this.#sock.destroyed || this.#sock.writableEnded) return;
-      if (this.#sock.writableLength > NOTICE_BACKLOG_MAX_BYTES) {
-        this.#sock.destroy(new Error(`the peer read none of ${this.#sock.writableLength} bytes of notices (caller-slow)`));
+      if (this.#unsent > NOTICE_BACKLOG_MAX_BYTES) {
+        this.#sock.destroy(new Error(`the peer read none of ${this.#unsent} bytes of notices (caller-slow)`));
         return;
       }
-      this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
+      this.#write(frameMessage(body, MAX_DECLARABLE_LENGTH));
     },
     { closed: this.#gone.signal },
   );
@@ -270,18 +442,19 @@ class Connection {
   }
 
   #flush(): void {
-    // Replies that are ready go out in one write (fewer syscalls and segments under load).
-    let corked = false;
+    // Replies that are ready go out in one write of one buffer (fewer syscalls and segments under
+    // load, and one entry in the socket's queue however many small replies it holds).
+    const frames: Uint8Array[] = [];
+    let bytes = 0;
     while (this.#queue.length > 0 && this.#queue[0]!.body !== undefined) {
       const body = this.#queue.shift()!.body!;
       if (this.#sock.destroyed) continue;
-      if (!corked) {
-        this.#sock.cork();
-        corked = true;
-      }
-      this.#sock.write(frameMessage(body, MAX_DECLARABLE_LENGTH));
+      const frame = frameMessage(body, MAX_DECLARABLE_LENGTH);
+      frames.push(frame);
+      bytes += frame.length;
     }
-    if (corked) this.#sock.uncork();
+    if (frames.length === 1) this.#write(frames[0]!);
+    else if (frames.length > 1) this.#write(Buffer.concat(frames, bytes));
     if (this.#closing && this.#queue.length === 0) {
       // Fully closed once the last reply is written: the listener allows half-open connections,
       // and a client that never closes its half would otherwise hold this slot until the idle timeout.
@@ -291,12 +464,16 @@ class Connection {
     this.#maybeResume();
   }
 
+  /**
+   * After replies went out or were handed to the kernel: asks for a turn if the inbox holds bytes
+   * that may now be taken, and reads the socket again once the inbox has room.
+   */
   #maybeResume(): void {
-    if (!this.#paused || this.#closing) return;
-    if (this.#queue.length < this.#server.limits.maxPending / 2 + 1 && this.#sock.writableLength <= WRITE_HIGH_WATER) {
+    if (this.#closing) return;
+    this.#wait();
+    if (this.#paused && this.#inboxBytes < INBOX_MAX_BYTES) {
       this.#paused = false;
       this.#sock.resume();
-      this.#armReadTimer(true); // a frame left incomplete while paused gets a full timeout again
     }
   }
 }
@@ -306,6 +483,9 @@ export class JcpServer {
   readonly handler: MessageHandler;
   readonly limits: ServerLimits;
   readonly metrics: NodeMetrics;
+  readonly hooks: ServerHooks;
+  readonly #unsentBudget: number;
+  #unsent = 0;
   readonly #log: Logger;
   readonly #conns = new Set<Connection>();
   /** Open connections per remote address. */
@@ -315,10 +495,13 @@ export class JcpServer {
   readonly #handshaking = new Set<Socket>();
   #accepting = true;
 
-  constructor(handler: MessageHandler, limits: ServerLimits, metrics: NodeMetrics, log: Logger) {
+  /** `hooks`: {@link ServerHooks} (the node passes its per-address `rate-limited` check). */
+  constructor(handler: MessageHandler, limits: ServerLimits, metrics: NodeMetrics, log: Logger, hooks: ServerHooks = {}) {
     this.handler = handler;
     this.limits = limits;
     this.metrics = metrics;
+    this.hooks = hooks;
+    this.#unsentBudget = limits.unsentBudgetBytes ?? UNSENT_BUDGET_BYTES;
     this.#log = log;
     const tls = limits.tls;
     this.#server =
@@ -371,8 +554,63 @@ export class JcpServer {
     return this.#conns.size;
   }
 
+  /** Bytes of replies and notices written by all connections and not yet taken by the kernel. */
+  get unsentBytes(): number {
+    return this.#unsent;
+  }
+
+  /** True while {@link unsentBytes} is past the budget ({@link ServerLimits.unsentBudgetBytes}). */
+  get overBudget(): boolean {
+    return this.#unsent > this.#unsentBudget;
+  }
+
+  /** @internal A connection's unsent bytes changed by `delta`. */
+  unsentChanged(delta: number): void {
+    this.#unsent += delta;
+  }
+
+  /** Connections waiting for a turn, in the order they asked. */
+  #turns: Connection[] = [];
+  #roundScheduled = false;
+
+  /** @internal `c` has bytes to take: it gets a turn in the next round. */
+  enqueueTurn(c: Connection): void {
+    this.#turns.push(c);
+    if (this.#roundScheduled) return;
+    this.#roundScheduled = true;
+    setImmediate(() => this.#round());
+  }
+
+  /**
+   * A round: each connection waiting gets one turn ({@link TURN_MESSAGES} messages), in the order
+   * they asked, until {@link ROUND_MS} have gone; those that still have bytes ask again, behind the
+   * others. The next round runs in the next turn of the event loop, after its I/O.
+   */
+  #round(): void {
+    this.#roundScheduled = false;
+    const until = performance.now() + ROUND_MS;
+    const turns = this.#turns;
+    this.#turns = [];
+    let i = 0;
+    while (i < turns.length) {
+      turns[i++]!.takeTurn(TURN_MESSAGES);
+      if (performance.now() >= until) break;
+    }
+    if (i < turns.length) this.#turns = turns.slice(i).concat(this.#turns);
+    if (this.#turns.length > 0 && !this.#roundScheduled) {
+      this.#roundScheduled = true;
+      setImmediate(() => this.#round());
+    }
+  }
+
   #accept(sock: Socket): void {
     const peer = sock.remoteAddress ?? '';
+    if (this.#accepting && this.hooks.admits !== undefined && !this.hooks.admits(peer)) {
+      // Refused while its address is rate-limited: told so, then closed, as a `busy` newcomer is.
+      this.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
+      this.#refuse(sock, errorBody(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`));
+      return;
+    }
     if (this.#accepting && this.#conns.size >= this.limits.maxConnections) {
       const victim = this.#victimFor(peer);
       if (victim !== undefined) {
@@ -386,18 +624,23 @@ export class JcpServer {
     }
     if (!this.#accepting || this.#conns.size - this.#evicting >= this.limits.maxConnections) {
       this.metrics.errors.inc({ code: NodeErrorCodes.BUSY });
-      sock.on('error', () => undefined);
-      // Closed for good once the reply is written (and at the latest after the read timeout): the
-      // listener allows half-open connections, and a refused client that never closes its half
-      // would otherwise hold this socket, uncounted, and keep the node from stopping.
-      sock.setTimeout(this.limits.readTimeoutMs, () => sock.destroy());
-      sock.end(frameMessage(errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit or stopping')), () => sock.destroy());
+      this.#refuse(sock, errorBody(NodeErrorCodes.BUSY, 'the node is at its connection limit or stopping'));
       return;
     }
     const c = new Connection(sock, this);
     this.#conns.add(c);
     this.#perPeer.set(peer, (this.#perPeer.get(peer) ?? 0) + 1);
     this.metrics.connections.set(this.#conns.size);
+  }
+
+  /** Sends `body` to a connection not taken, then closes it. */
+  #refuse(sock: Socket, body: Uint8Array): void {
+    sock.on('error', () => undefined);
+    // Closed for good once the reply is written (and at the latest after the read timeout): the
+    // listener allows half-open connections, and a refused client that never closes its half
+    // would otherwise hold this socket, uncounted, and keep the node from stopping.
+    sock.setTimeout(this.limits.readTimeoutMs, () => sock.destroy());
+    sock.end(frameMessage(body), () => sock.destroy());
   }
 
   /** Connections told to close for a newcomer that have not closed yet (they no longer count). */
