@@ -20,7 +20,8 @@
  * receipt: minutes per million on two cores). Then an open loop at half the closed loop's rate,
  * for `JCP_BENCH_HISTORY_ROUNDS` rounds (default 3) of a run without snapshots and one writing
  * them as it goes (the worker at nice 19, the node's default; in SCHED_IDLE too with
- * `JCP_BENCH_HISTORY_SCHEDULING=idle`): the p99
+ * `JCP_BENCH_HISTORY_SCHEDULING=idle`; built in a process of its own with
+ * `JCP_BENCH_HISTORY_BUILDER=process`): the p99
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
@@ -294,7 +295,7 @@ interface RateRun extends LoadResult {
   /** When the first snapshot was written (unix ms), if it was during the load. */
   readonly snapshot: { fromMs: number; toMs: number } | undefined;
   /** Every snapshot finished during the load (unix ms), with the request ids and receipts it held and replayed. */
-  readonly snapshots: Array<{ fromMs: number; toMs: number; requests: number; replayed: number; scheduling: string }>;
+  readonly snapshots: Array<{ fromMs: number; toMs: number; requests: number; replayed: number; scheduling: string; builder: string }>;
 }
 
 /**
@@ -308,6 +309,8 @@ type RateLoad =
 
 /** The snapshot worker's `snapshot.scheduling` in the runs with snapshots (`JCP_BENCH_HISTORY_SCHEDULING`: nice, the node's default, or idle). */
 const SCHEDULING = process.env['JCP_BENCH_HISTORY_SCHEDULING'] ?? 'nice';
+/** The node's `snapshot.builder` in the runs with snapshots (`JCP_BENCH_HISTORY_BUILDER`: thread, the node's default, or process). */
+const BUILDER = process.env['JCP_BENCH_HISTORY_BUILDER'] ?? 'thread';
 
 /** A load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
 async function rateOn(
@@ -334,6 +337,7 @@ async function rateOn(
               ? { every_receipts: 0, every_s: snapshot.afterS }
               : { every_receipts: snapshot.everyReceipts, every_s: 0 }),
             scheduling: SCHEDULING,
+            builder: BUILDER,
           },
         }),
   });
@@ -374,6 +378,7 @@ async function rateOn(
           requests: Number(l['requests']),
           replayed: Number(l['replayed']),
           scheduling: String(l['scheduling']),
+          builder: String(l['builder']),
         }));
       const first = snapshots[0];
       return { ...r, replyAtMs, batchS, snapshot: first && { fromMs: first.fromMs, toMs: first.toMs }, snapshots };
@@ -622,6 +627,11 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
   figures.push({
     name: `snapshots written in the SCHED_IDLE class, ${at}`,
     value: snaps.filter((x) => x.scheduling === 'idle').length,
+    unit: 'snapshots',
+  });
+  figures.push({
+    name: `snapshots built in a process of their own, ${at}`,
+    value: snaps.filter((x) => x.builder === 'process').length,
     unit: 'snapshots',
   });
   if (counted.length === 0) return figures;

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { contentId, type ContentId, type Did, isContentId, isDid } from '../core/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
-import type { SnapshotScheduling } from './snapshot.ts';
+import type { SnapshotBuilderKind, SnapshotScheduling } from './snapshot.ts';
 
 /** How the node reaches the MCP server behind a resource: a child process over stdio. */
 export interface McpStdioEndpointConfig {
@@ -97,6 +97,8 @@ export interface SnapshotConfig {
   readonly keep: number;
   /** How the snapshot worker thread is scheduled: `nice` (nice 19, the default) or `idle` (SCHED_IDLE too); see node/snapshot.ts `SnapshotScheduling`. */
   readonly scheduling: SnapshotScheduling;
+  /** Where the snapshot is built: `thread` (a worker thread, the default) or `process` (a process of its own); see node/snapshot.ts `SnapshotBuilderKind`. */
+  readonly builder: SnapshotBuilderKind;
 }
 
 /** Abuse limits per peer address (node/ratelimit.ts): a token bucket charged by failures. */
@@ -666,6 +668,7 @@ function readLimits(
       everyS: int(snap['every_s'], 'snapshot.every_s', 0, 86_400 * 365, CONFIG_DEFAULTS.snapshotEveryS),
       keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
       scheduling: snapshotScheduling(snap['scheduling']),
+      builder: snapshotBuilder(snap['builder']),
     },
     abuse: {
       burst: int(abuse['burst'], 'abuse.burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseBurst),
@@ -695,6 +698,13 @@ function readLimits(
     replayWorkers: int(o['replay_workers'], 'replay_workers', 0, 64, availableParallelism()),
     log: { batchMax: int(log['batch_max'], 'log.batch_max', 1, 1_000_000, CONFIG_DEFAULTS.batchMax) },
   };
+}
+
+/** `snapshot.builder`: `thread` (the default) or `process`; anything else is `config-invalid`. */
+function snapshotBuilder(v: unknown): SnapshotBuilderKind {
+  if (v === undefined) return 'thread';
+  if (v !== 'process' && v !== 'thread') fail('snapshot.builder', 'expected "process" or "thread"');
+  return v;
 }
 
 /** `snapshot.scheduling`: `nice` (the default) or `idle`; anything else is `config-invalid`. */
@@ -740,7 +750,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
-  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep', 'scheduling']);
+  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep', 'scheduling', 'builder']);
   const abuse = obj(o['abuse'] ?? {}, 'abuse', [
     'burst',
     'refill_per_s',

@@ -7,3 +7,4 @@ export { REQUEST_KEY_WORDS, requestKeyWords } from './requestindex.ts';
 export { MAX_WAITING_PER_GRANT } from './revocations.ts';
 export { SCHED_IDLE, threadPolicy, VERIFY_CHUNK } from './workers.ts';
 export { SNAPSHOT_WORKER_NICE } from './snapshot.ts';
+export { SnapshotProcess } from './snapshotproc.ts';

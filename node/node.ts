@@ -509,6 +509,7 @@ function startSnapshots(b: BootParts, r: Recovered, metrics: NodeMetrics): Snaps
     everyS: cfg.snapshot.everyS,
     keep: cfg.snapshot.keep,
     scheduling: cfg.snapshot.scheduling,
+    builder: cfg.snapshot.builder,
     windowS: b.windowS,
     aheadS: cfg.requestIndexMarginS,
     clockS: b.clockS,

@@ -42,8 +42,9 @@ import {
 import type { ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, noOutcomes, replayLog, replaySlice, type SliceRunner } from './replay.ts';
 import { REQUEST_KEY_WORDS, TimedRequestIndex } from './requestindex.ts';
-import type { SnapshotCandidate, SnapshotReply } from './snapshotjob.ts';
-import { packReceipts, WorkerPool } from './workers.ts';
+import type { SnapshotCandidate, SnapshotJob, SnapshotReply } from './snapshotjob.ts';
+import { SnapshotProcess } from './snapshotproc.ts';
+import { type BootScheduling, packReceipts, WorkerPool } from './workers.ts';
 
 /** Folder of the snapshots inside a node data folder. */
 export const SNAPSHOT_DIR = 'snapshots';
@@ -631,7 +632,7 @@ export interface OffThreadSnapshotOptions {
 export async function makeSnapshotOffThread(
   log: ReceiptLog,
   dataDir: string,
-  pool: WorkerPool,
+  pool: Pick<SnapshotBuilder, 'snapshotJob'>,
   o: OffThreadSnapshotOptions,
 ): Promise<MadeSnapshot | undefined> {
   const t0 = performance.now();
@@ -700,6 +701,25 @@ export const SNAPSHOT_WORKER_NICE = 19;
  */
 export type SnapshotScheduling = 'idle' | 'nice';
 
+/**
+ * Where a running node's snapshot is built (config `snapshot.builder`): `thread` (the default) on
+ * a temporary worker thread of the node's process, `process` in a temporary process of its own
+ * (node/snapshotproc.ts), which shares no lock with the main thread, so `scheduling: idle` cannot
+ * stall the decisions through one. The process costs a Node start (about 0.3 s of CPU at nice 19)
+ * per snapshot, and each slice of receipts is copied through a pipe instead of transferred.
+ */
+export type SnapshotBuilderKind = 'process' | 'thread';
+
+/**
+ * What builds a running node's snapshot: a one-worker {@link WorkerPool} or a
+ * {@link SnapshotProcess}. `snapshotJob` carries the session (node/snapshotjob.ts).
+ */
+export interface SnapshotBuilder {
+  snapshotJob(job: SnapshotJob, transfer?: ArrayBuffer[]): Promise<SnapshotReply>;
+  bootScheduling(): Promise<BootScheduling[]>;
+  close(): Promise<void>;
+}
+
 /** Longest wait (seconds) between the timer's tries after snapshots failed in a row (1, 2, 4, … s up to it). */
 export const SNAPSHOT_RETRY_MAX_S = 300;
 
@@ -731,6 +751,8 @@ export interface SnapshotterOptions {
   readonly parallel?: number;
   /** The snapshot worker's scheduling ({@link SnapshotScheduling}; default `nice`). */
   readonly scheduling?: SnapshotScheduling;
+  /** Where the snapshot is built ({@link SnapshotBuilderKind}; default `thread`). */
+  readonly builder?: SnapshotBuilderKind;
   readonly logger: Logger;
   /** Called after each snapshot written (metrics). */
   readonly onSnapshot?: (s: MadeSnapshot) => void;
@@ -740,8 +762,9 @@ export interface SnapshotterOptions {
  * Writes snapshots of a running node's log every N receipts or T seconds. The check
  * runs on a 1-second timer; a snapshot is built from the log ({@link makeSnapshotOffThread}),
  * never from the live ledger, so the decision path is not paused: the choice of the base, the
- * replay, the merge, the encoding and the signature run on a temporary worker thread at the lowest
- * scheduling priority (the main thread reads the log and writes the file), and one snapshot is
+ * replay, the merge, the encoding and the signature run on a temporary worker thread (or, with
+ * `builder: 'process'`, a temporary process: {@link SnapshotProcess}) at the lowest scheduling
+ * priority (the main thread reads the log and writes the file), and one snapshot is
  * built at a time. A failure is logged and retried at the next trigger, after a wait that doubles with each
  * failure in a row (1 s up to {@link SNAPSHOT_RETRY_MAX_S}); it never stops the node.
  */
@@ -757,7 +780,7 @@ export class Snapshotter {
   #failures = 0;
   #retryAt = Number.NEGATIVE_INFINITY;
   /** The running snapshot's worker, ended by {@link close}. */
-  #worker: WorkerPool | undefined;
+  #worker: SnapshotBuilder | undefined;
   #refusedIdle = false;
 
   constructor(o: SnapshotterOptions) {
@@ -806,7 +829,10 @@ export class Snapshotter {
       // A temporary worker of its own at the lowest priority (never the decision path's signature
       // workers: a replay slice queued there would hold up the caller-signature checks behind it).
       const idle = (this.#o.scheduling ?? 'nice') === 'idle';
-      const tmp = await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle });
+      const tmp: SnapshotBuilder =
+        this.#o.builder === 'process'
+          ? await SnapshotProcess.start({ idle })
+          : await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle });
       this.#worker = tmp;
       try {
         if (this.#closed) return undefined; // closed while the worker started
@@ -857,7 +883,10 @@ export class Snapshotter {
       const { made, ranAs } = built;
       this.#covered = made.seq;
       const { seq, file, replayed, requests, bytes, seconds } = made;
-      this.#o.logger.info({ seq, file, replayed, requests, bytes, seconds, scheduling: ranAs }, 'snapshot written');
+      this.#o.logger.info(
+        { seq, file, replayed, requests, bytes, seconds, scheduling: ranAs, builder: this.#o.builder ?? 'thread' },
+        'snapshot written',
+      );
       this.#o.onSnapshot?.(made);
       return made;
     } finally {

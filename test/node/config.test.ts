@@ -68,6 +68,11 @@ describe('config', () => {
     expect(configFromJson({ snapshot: { scheduling: 'idle' } }, {}, t.dir).snapshot.scheduling).toBe('idle');
   });
 
+  test('snapshot.builder: thread by default, process when asked', () => {
+    expect(configFromJson({}, {}, t.dir).snapshot.builder).toBe('thread');
+    expect(configFromJson({ snapshot: { builder: 'process' } }, {}, t.dir).snapshot.builder).toBe('process');
+  });
+
   test('command-line overrides win over the file', () => {
     const c = configFromJson(
       { listen: '127.0.0.1:1' },
@@ -102,6 +107,8 @@ describe('config', () => {
     [{ log_level: 'loud' }, {}, 'log_level'],
     [{ snapshot: { scheduling: 'fast' } }, {}, 'snapshot.scheduling'],
     [{ snapshot: { scheduling: 19 } }, {}, 'snapshot.scheduling'],
+    [{ snapshot: { builder: 'fork' } }, {}, 'snapshot.builder'],
+    [{ snapshot: { builder: null } }, {}, 'snapshot.builder'],
   ])('config-invalid / %j names its field', (v, o, where) => {
     expect(refusal(v, o)).toEqual({ code: 'config-invalid', where });
   });

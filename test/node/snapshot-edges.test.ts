@@ -3,13 +3,15 @@
  * attacker would: gaps at the start of an archive range, a segment left by a crash, damaged or
  * foreign snapshot files, a snapshot made while the clock ran ahead.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
 import pino from 'pino';
 import { NodeErrorCodes, receiptKey } from '../../node/index.ts';
-import { SCHED_IDLE, threadPolicy } from '../../node/internal.ts';
+import { SCHED_IDLE, SnapshotProcess, threadPolicy } from '../../node/internal.ts';
+import { ClassicLevel } from 'classic-level';
 import { JcpClient, type WireErrorReply } from '../../client/index.ts';
 import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
@@ -334,6 +336,89 @@ describe.runIf(process.platform === 'linux')('how the snapshot worker is schedul
 
   test('snapshot.scheduling "idle" puts it in the SCHED_IDLE class (preempted at once by a decision that wakes)', async () => {
     expect(await ranAs({ scheduling: 'idle' })).toEqual(['idle', 'idle']);
+  });
+});
+
+describe.runIf(process.platform === 'linux')('snapshot.builder "process": the snapshot built in a process of its own', () => {
+  /** The `scheduling` and `builder` of each 'snapshot written' line for two snapshots, and whether a restart used the last one. */
+  async function built(snapshot: Record<string, unknown>): Promise<{ lines: unknown[]; used: unknown }> {
+    const lines: Array<{ msg: string; scheduling?: unknown; builder?: unknown }> = [];
+    const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const dir = folder();
+    const config = { ...cfg, snapshot: { ...cfg.snapshot, ...snapshot } };
+    const a = await liveNode(config, { clockS: () => T, logger }, dir);
+    try {
+      const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+      for (let i = 0; i < 2; i++) {
+        await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+        expect(await a.snapshots.snapshotNow()).toMatchObject({ seq: i });
+      }
+      await c.close();
+    } finally {
+      await a.close();
+    }
+    const b = await liveNode(config, { clockS: () => T }, dir);
+    const used = b.boot.snapshot;
+    await b.close();
+    return { lines: lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.scheduling, l.builder]), used };
+  }
+
+  test('written as by a worker thread (a restart uses it), said in each snapshot written, at nice 19 or idle', async () => {
+    expect(await built({ builder: 'process' })).toEqual({
+      lines: [
+        ['nice 19', 'process'],
+        ['nice 19', 'process'],
+      ],
+      used: expect.objectContaining({ seq: 1, replayed: 0 }),
+    });
+    expect((await built({ builder: 'process', scheduling: 'idle' })).lines).toEqual([
+      ['idle', 'process'],
+      ['idle', 'process'],
+    ]);
+    expect((await built({})).lines).toEqual([
+      ['nice 19', 'thread'],
+      ['nice 19', 'thread'],
+    ]);
+  });
+
+  test("every thread of the process at nice 19 and SCHED_IDLE; none of the node's files or environment beyond PATH, HOME, locale, NODE_*", async () => {
+    const store = path.join(folder(), 'store');
+    const db = new ClassicLevel(store);
+    await db.open();
+    process.env['JCP_TEST_SNAPSHOT_SECRET'] = 'do-not-pass';
+    const p = await SnapshotProcess.start({ idle: true });
+    try {
+      const pid = p.pid!;
+      const tasks = readdirSync(`/proc/${pid}/task`);
+      expect(tasks.length).toBeGreaterThan(1);
+      for (const tid of tasks) {
+        expect(threadPolicy(`/proc/${pid}/task/${tid}`)).toBe(SCHED_IDLE);
+        expect(getPriority(Number(tid))).toBe(19);
+      }
+      const fds = readdirSync(`/proc/${pid}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      });
+      expect(fds.length).toBeGreaterThan(3);
+      expect(fds.filter((f) => f.includes(store))).toEqual([]);
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+      expect(env.some((e) => e.startsWith('PATH='))).toBe(true);
+      expect(env.filter((e) => e.startsWith('JCP_TEST_SNAPSHOT_SECRET'))).toEqual([]);
+    } finally {
+      delete process.env['JCP_TEST_SNAPSHOT_SECRET'];
+      await p.close();
+      await db.close();
+    }
+  });
+
+  test('a session message after the process ended is refused, never left pending', async () => {
+    const p = await SnapshotProcess.start();
+    await p.close();
+    await expect(p.snapshotJob({ t: 'snap-end', id: 0 })).rejects.toThrow(/snapshot process exited/);
   });
 });
 

@@ -68,6 +68,8 @@ describe('the packed and installed package', () => {
       'dist/client/library.d.ts',
       'dist/node/worker.js',
       'node/worker.mjs',
+      'dist/node/snapshotchild.js',
+      'node/snapshotproc.mjs',
       'bin/jcp.mjs',
     ])
       expect(files).toContain(f);
