@@ -998,7 +998,13 @@ export class McpStdioEndpoint extends McpEndpoint {
         return super.start();
       }
     }
-    await bindCloseOnExec();
+    if (!(await bindCloseOnExec()) && !closeOnExecWarned) {
+      closeOnExecWarned = true;
+      this.log.warn(
+        { endpoint: this.name },
+        "stdio servers may inherit the node's open files (the receipt log's included): fcntl(2) could not be bound to mark them close-on-exec",
+      );
+    }
     const transport = new OneProcess({
       command: this.#cfg.command,
       args: [...this.#cfg.args],
@@ -1033,6 +1039,9 @@ export class McpStdioEndpoint extends McpEndpoint {
     }
   }
 }
+
+/** The close-on-exec warning was logged (once per process). */
+let closeOnExecWarned = false;
 
 /**
  * The value of a configured header: read from its environment variable or file at each connect

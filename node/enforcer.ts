@@ -246,13 +246,6 @@ export class Enforcer {
   }
 
   /**
-   * Handles one message body from peer address `peer` and resolves to the response body.
-   * `notice` sends the `notice` messages of a request that asked for them (`notify: 1`) before
-   * its response. Never rejects. With abuse limits, a peer out of tokens gets `rate-limited`
-   * before anything else, and a reply that is the peer's failure (every error reply but the
-   * node's own faults: `UNCHARGED`) takes one of its tokens.
-   */
-  /**
    * False while messages from the address `peer` are refused `rate-limited` (its bucket is
    * empty); always true without abuse limits. The jcp/1 server refuses such an address's new
    * connections and closes one that keeps sending (node/server.ts).
@@ -262,6 +255,13 @@ export class Enforcer {
     return limiter === undefined || limiter.admits(peer);
   }
 
+  /**
+   * Handles one message body from peer address `peer` and resolves to the response body.
+   * `notice` sends the `notice` messages of a request that asked for them (`notify: 1`) before
+   * its response. Never rejects. With abuse limits, a peer out of tokens gets `rate-limited`
+   * before anything else, and a reply that is the peer's failure (every error reply but the
+   * node's own faults: `UNCHARGED`) takes one of its tokens.
+   */
   async handle(body: Uint8Array, notice?: NoticeSink, peer = ''): Promise<Uint8Array> {
     const limiter = this.#d.limiter;
     if (limiter === undefined || !limiter.enabled) return await this.#handle(body, notice, peer);

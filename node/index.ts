@@ -184,9 +184,11 @@ export {
 } from './snapshot.ts';
 export {
   JcpServer,
+  MAX_IN_FLIGHT,
   type MessageHandler,
   type NoticeSink,
-  REFUSED_IN_A_ROW_MAX,
+  REFUSED_BEFORE_CLOSE,
+  REFUSED_WINDOW_MS,
   type ServerHooks,
   type ServerLimits,
   TURN_MESSAGES,

@@ -7,7 +7,8 @@
  *   cannot be resynchronised after a bad length).
  * - A partial frame must complete within `readTimeoutMs` of its first byte (`read-timeout`, then
  *   close): a client that trickles bytes holds one bounded buffer for a bounded time. The clock
- *   restarts with each new frame and stops while the node is not reading the connection. A
+ *   restarts with each new frame (not with each byte) and stops while the node holds bytes of the
+ *   connection it has not taken. A
  *   connection with no traffic for `idleTimeoutMs` is closed.
  * - Requests that a chunk completes before a bad length are answered before the error reply.
  * - A client that half-closes (FIN) after its last request still gets every reply owed; the node
@@ -15,18 +16,24 @@
  * - Replies go out in request order on each connection (clients match them FIFO), but requests
  *   are handled concurrently; at most `maxPending` unanswered requests per connection, and the
  *   node stops taking requests from a connection that does not read its replies.
- * - Bytes received wait in the connection's inbox (at most 64 KiB, then the socket is not read)
- *   and are taken in turns: each connection with bytes gets a turn of at most
- *   {@link TURN_MESSAGES} messages, round-robin, and a round yields to I/O after 5 ms. A peer that
- *   pipelines thousands of messages in one write does not hold the event loop (nor delay the
- *   accepting of new connections, which Node does one per turn of its loop) until they are done.
+ * - Bytes received wait in the connection's inbox (at most 64 KiB or 64 reads; the socket is not
+ *   read past that, nor while the connection may take no more requests) and are taken in turns:
+ *   each connection with bytes gets a turn of at most {@link TURN_MESSAGES} messages (fewer when
+ *   many connections wait: {@link MAX_IN_FLIGHT} shared among them, at least one each),
+ *   round-robin, and a round yields to I/O after 5 ms. At most `maxInFlight` requests are being
+ *   handled at once, all connections together: a round that finds none of that room left stops,
+ *   and the turns go on in order once a quarter of it is back. So a peer that pipelines thousands
+ *   of messages does not hold the event loop, and the work a round starts (a handler's part after
+ *   its first `await` included) is bounded however many connections send.
  * - Replies and notices written but not yet taken by the kernel are counted, per connection (at
  *   most 4 MiB before its requests stop being taken) and in total (`unsentBudgetBytes`, default
  *   {@link UNSENT_BUDGET_BYTES}: past it, a connection with unsent bytes of its own is not taken
- *   from until they go out). The replies ready at once go out as one buffer in one write.
+ *   from until they go out, and a turn takes one message). What is held past the budget is the
+ *   replies of the requests in flight and one more reply per connection. The replies ready at
+ *   once go out as one buffer in one write.
  * - With the node's per-address `rate-limited` check (`hooks.admits`), an address refused
  *   `rate-limited` has its new connections told so and closed, and a connection that sends
- *   {@link REFUSED_IN_A_ROW_MAX} messages in a row while refused is closed.
+ *   {@link REFUSED_BEFORE_CLOSE} refused messages within {@link REFUSED_WINDOW_MS} is closed.
  * - At most `maxConnections` connections; more get `busy` and are closed. When the node is full,
  *   a newcomer from an address holding fewer connections than the address holding the most (by
  *   more than one) takes the place of one of that address's connections that owes no reply (an
@@ -81,6 +88,8 @@ export interface ServerLimits {
    * connection.
    */
   readonly unsentBudgetBytes?: number | undefined;
+  /** Requests being handled at once, all connections together (default {@link MAX_IN_FLIGHT}). */
+  readonly maxInFlight?: number | undefined;
   /**
    * jcp/1 over TLS (docs/tls.md): PEM certificate chain and key of the node, and the CA bundle
    * client certificates must chain to. With it the listener speaks TLS only: a plaintext client
@@ -114,7 +123,16 @@ export const UNSENT_BUDGET_BYTES = 64 << 20;
  * read until the node takes them, and the peer's further bytes wait in the kernel.
  */
 const INBOX_MAX_BYTES = 64 << 10;
-/** Most messages one connection's turn takes (the server's round-robin over connections). */
+/**
+ * Reads a connection's inbox may hold (each read one buffer): past it the socket is not read
+ * either, so a peer sending one-byte segments holds at most this many small buffers.
+ */
+const INBOX_MAX_READS = 64;
+/**
+ * Most messages one connection's turn takes (the server's round-robin over connections). With
+ * many connections waiting, a turn takes fewer: {@link MAX_IN_FLIGHT} shared among them, at least
+ * one each, so a connection's wait grows with the number of connections, not with their backlogs.
+ */
 export const TURN_MESSAGES = 32;
 /**
  * A round of turns stops once it has run this long (milliseconds; at least one turn runs): the
@@ -123,11 +141,21 @@ export const TURN_MESSAGES = 32;
  */
 const ROUND_MS = 5;
 /**
- * A connection that sends this many messages in a row while its address is refused
- * `rate-limited` (its bucket empty, node/ratelimit.ts) is closed: told `rate-limited` once more,
- * then ended, instead of being answered message by message for as long as it keeps sending.
+ * A connection that sends this many messages refused `rate-limited` (its address's bucket empty,
+ * node/ratelimit.ts) within {@link REFUSED_WINDOW_MS} is closed: told `rate-limited` once more,
+ * then ended, instead of being answered message by message for as long as it keeps sending. The
+ * messages admitted in between (the bucket refills) do not reset the count.
  */
-export const REFUSED_IN_A_ROW_MAX = 64;
+export const REFUSED_BEFORE_CLOSE = 64;
+/** The window {@link REFUSED_BEFORE_CLOSE} is counted in, milliseconds. */
+export const REFUSED_WINDOW_MS = 10_000;
+/**
+ * Default of {@link ServerLimits.maxInFlight}: requests handed to the handler and not yet answered,
+ * all connections together. Past it no connection's turn takes more until replies settle, so the
+ * work a round starts (a handler's part after its first `await` included) is bounded however many
+ * connections send at once.
+ */
+export const MAX_IN_FLIGHT = 256;
 /**
  * Most bytes of notices queued on a connection whose peer does not read them (an A2A stream to a
  * stalled caller): past it the connection is dropped, so its calls end as `caller-gone` and the
@@ -143,7 +171,7 @@ interface Slot {
  * Optional hooks of {@link JcpServer}: `admits(peer)` is false while the address `peer` is
  * refused `rate-limited` (the node's per-address bucket, node/ratelimit.ts). With it, such an
  * address's new connections are refused at once, and a connection that sends
- * {@link REFUSED_IN_A_ROW_MAX} messages in a row while refused is closed.
+ * {@link REFUSED_BEFORE_CLOSE} messages in a row while refused is closed.
  */
 export interface ServerHooks {
   readonly admits?: ((peer: string) => boolean) | undefined;
@@ -169,8 +197,9 @@ class Connection {
   #peerEnded = false;
   /** Bytes written to the socket that it has not yet handed to the kernel (counted in the server's total). */
   #unsent = 0;
-  /** Messages received in a row while the peer's address was refused `rate-limited`. */
-  #refusedInARow = 0;
+  /** Messages refused `rate-limited` since {@link #refusedSince} (ms, performance.now()). */
+  #refused = 0;
+  #refusedSince = 0;
 
   constructor(sock: Socket, server: JcpServer) {
     this.#sock = sock;
@@ -206,6 +235,11 @@ class Connection {
   /** The remote IP address. */
   get peer(): string {
     return this.#peer;
+  }
+
+  /** Reads (socket buffers) held in the inbox, not yet taken. */
+  get inboxReads(): number {
+    return this.#inbox.length;
   }
 
   /** Nothing buffered, nothing owed, not closing: closing it loses no request. */
@@ -251,13 +285,17 @@ class Connection {
     if (this.#closing) return;
     this.#inbox.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     this.#inboxBytes += chunk.byteLength;
-    if (this.#readTimer) clearTimeout(this.#readTimer); // bytes came: the node, not the peer, holds them now
-    this.#readTimer = undefined;
-    if (!this.#paused && this.#inboxBytes >= INBOX_MAX_BYTES) {
+    // The read timeout keeps running: a frame trickled byte by byte is still one frame late.
+    if (!this.#paused && (this.#inboxFull() || !this.#mayTake())) {
       this.#paused = true;
       this.#sock.pause();
     }
     this.#wait();
+  }
+
+  /** The inbox holds {@link INBOX_MAX_BYTES} or {@link INBOX_MAX_READS}: the socket is not read. */
+  #inboxFull(): boolean {
+    return this.#inboxBytes >= INBOX_MAX_BYTES || this.#inbox.length >= INBOX_MAX_READS;
   }
 
   #dropInbox(): void {
@@ -284,7 +322,8 @@ class Connection {
     this.#waiting = false;
     let taken = 0;
     while (!this.#closing && this.#inbox.length > 0 && taken < max && this.#mayTake()) {
-      const room = Math.min(max - taken, this.#server.limits.maxPending - this.#queue.length);
+      const room = Math.min(max - taken, this.#server.limits.maxPending - this.#queue.length, this.#server.inFlightRoom);
+      if (room <= 0) break; // no in-flight room left: it asks again, behind the others
       const chunk = this.#inbox[0]!;
       const { bodies, error, rest } = this.#reader.read(chunk, room);
       if (rest === undefined) this.#inbox.shift();
@@ -314,20 +353,23 @@ class Connection {
 
   /**
    * Counts a message that arrives while the peer's address is refused `rate-limited`; at
-   * {@link REFUSED_IN_A_ROW_MAX} in a row the connection is closed (true: the message is not handled).
+   * {@link REFUSED_BEFORE_CLOSE} within {@link REFUSED_WINDOW_MS} the connection is closed (true:
+   * the message is not handled).
    */
   #refusedFor(): boolean {
     const admits = this.#server.hooks.admits;
-    if (admits === undefined || admits(this.#peer)) {
-      this.#refusedInARow = 0;
-      return false;
+    if (admits === undefined || admits(this.#peer)) return false;
+    const now = performance.now();
+    if (now - this.#refusedSince > REFUSED_WINDOW_MS) {
+      this.#refused = 0;
+      this.#refusedSince = now;
     }
-    if (++this.#refusedInARow < REFUSED_IN_A_ROW_MAX) return false;
+    if (++this.#refused < REFUSED_BEFORE_CLOSE) return false;
     this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
     this.#closeWith(
       errorBody(
         NodeErrorCodes.RATE_LIMITED,
-        `${REFUSED_IN_A_ROW_MAX} messages in a row while ${this.#peer} is rate-limited: the connection is closed; retry later`,
+        `${REFUSED_BEFORE_CLOSE} messages within ${REFUSED_WINDOW_MS / 1000} s while ${this.#peer} is rate-limited: the connection is closed; retry later`,
       ),
     );
     return true;
@@ -416,13 +458,16 @@ class Connection {
   #enqueue(p: Promise<Uint8Array>): void {
     const slot: Slot = { body: undefined };
     this.#queue.push(slot);
+    this.#server.inFlightChanged(1);
     p.then(
       (body) => {
         slot.body = body;
+        this.#server.inFlightChanged(-1);
         this.#scheduleFlush();
       },
       (e: Error) => {
         slot.body = errorBody(NodeErrorCodes.INTERNAL, e.message);
+        this.#server.inFlightChanged(-1);
         this.#scheduleFlush();
       },
     );
@@ -471,7 +516,7 @@ class Connection {
   #maybeResume(): void {
     if (this.#closing) return;
     this.#wait();
-    if (this.#paused && this.#inboxBytes < INBOX_MAX_BYTES) {
+    if (this.#paused && !this.#inboxFull() && this.#mayTake()) {
       this.#paused = false;
       this.#sock.resume();
     }
@@ -486,6 +531,10 @@ export class JcpServer {
   readonly hooks: ServerHooks;
   readonly #unsentBudget: number;
   #unsent = 0;
+  readonly #maxInFlight: number;
+  #inFlight = 0;
+  /** A round stopped for want of in-flight room: the next runs once a quarter of it is back. */
+  #waitingForRoom = false;
   readonly #log: Logger;
   readonly #conns = new Set<Connection>();
   /** Open connections per remote address. */
@@ -502,6 +551,7 @@ export class JcpServer {
     this.metrics = metrics;
     this.hooks = hooks;
     this.#unsentBudget = limits.unsentBudgetBytes ?? UNSENT_BUDGET_BYTES;
+    this.#maxInFlight = limits.maxInFlight ?? MAX_IN_FLIGHT;
     this.#log = log;
     const tls = limits.tls;
     this.#server =
@@ -554,6 +604,13 @@ export class JcpServer {
     return this.#conns.size;
   }
 
+  /** Reads held in connections' inboxes, not yet taken, all connections together (a walk over them). */
+  get inboxReads(): number {
+    let n = 0;
+    for (const c of this.#conns) n += c.inboxReads;
+    return n;
+  }
+
   /** Bytes of replies and notices written by all connections and not yet taken by the kernel. */
   get unsentBytes(): number {
     return this.#unsent;
@@ -569,6 +626,26 @@ export class JcpServer {
     this.#unsent += delta;
   }
 
+  /** @internal Requests more that may be handed to the handler now (all connections). */
+  get inFlightRoom(): number {
+    return this.#maxInFlight - this.#inFlight;
+  }
+
+  /** Requests handed to the handler and not yet answered, all connections together. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** @internal A request was handed to the handler (+1) or answered (−1). */
+  inFlightChanged(delta: number): void {
+    this.#inFlight += delta;
+    if (delta < 0 && this.#waitingForRoom && this.#inFlight <= (this.#maxInFlight * 3) >> 2) {
+      // A quarter of the room back: the turns go on where they stopped, in order.
+      this.#waitingForRoom = false;
+      this.#scheduleRound();
+    }
+  }
+
   /** Connections waiting for a turn, in the order they asked. */
   #turns: Connection[] = [];
   #roundScheduled = false;
@@ -576,7 +653,11 @@ export class JcpServer {
   /** @internal `c` has bytes to take: it gets a turn in the next round. */
   enqueueTurn(c: Connection): void {
     this.#turns.push(c);
-    if (this.#roundScheduled) return;
+    this.#scheduleRound();
+  }
+
+  #scheduleRound(): void {
+    if (this.#roundScheduled || this.#waitingForRoom || this.#turns.length === 0) return;
     this.#roundScheduled = true;
     setImmediate(() => this.#round());
   }
@@ -591,16 +672,20 @@ export class JcpServer {
     const until = performance.now() + ROUND_MS;
     const turns = this.#turns;
     this.#turns = [];
+    // Past the unsent budget a turn takes one message: what non-reading peers can add then is one reply each.
+    const turn = this.overBudget ? 1 : Math.max(1, Math.min(TURN_MESSAGES, Math.floor(this.#maxInFlight / turns.length)));
     let i = 0;
     while (i < turns.length) {
-      turns[i++]!.takeTurn(TURN_MESSAGES);
+      if (this.#inFlight >= this.#maxInFlight) {
+        // No room: the rest keep their places, and go on once replies have settled.
+        this.#waitingForRoom = true;
+        break;
+      }
+      turns[i++]!.takeTurn(turn);
       if (performance.now() >= until) break;
     }
     if (i < turns.length) this.#turns = turns.slice(i).concat(this.#turns);
-    if (this.#turns.length > 0 && !this.#roundScheduled) {
-      this.#roundScheduled = true;
-      setImmediate(() => this.#round());
-    }
+    this.#scheduleRound();
   }
 
   #accept(sock: Socket): void {

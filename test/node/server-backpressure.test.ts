@@ -8,7 +8,7 @@
 import pino from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import { decodeWireMessage, frameMessage } from '../../core/index.ts';
-import { JcpServer, NodeErrorCodes, NodeMetrics, REFUSED_IN_A_ROW_MAX } from '../../node/index.ts';
+import { JcpServer, NodeErrorCodes, NodeMetrics, REFUSED_BEFORE_CLOSE } from '../../node/index.ts';
 import { liveNode, RawConn, tempFolders } from './fixtures.ts';
 
 const quiet = pino({ level: 'silent' });
@@ -107,17 +107,92 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
     expect(first).toBe(n);
   });
 
+  test('a partial frame trickled a byte at a time still times out at read_timeout_ms from its first byte', async () => {
+    const server = new JcpServer(async (body) => body, { ...limits, maxPending: 8, readTimeoutMs: 500 }, new NodeMetrics(), quiet);
+    servers.push(server);
+    const port = await server.listen('127.0.0.1', 0);
+    const c = await RawConn.open(port);
+    conns.push(c);
+    c.write(Uint8Array.of(0, 0, 0, 100)); // a header declaring 100 bytes
+    const t0 = Date.now();
+    const trickle = setInterval(() => {
+      if (!c.closed) c.sock.write(Uint8Array.of(1));
+    }, 100);
+    try {
+      const m = decodeWireMessage(await c.next(3000));
+      expect(m).toMatchObject({ kind: 'error', error: { code: NodeErrorCodes.READ_TIMEOUT } });
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(await c.waitClosed(2000)).toBe(true);
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+
+  test('one-byte segments to a connection not being served are not read: its inbox holds a bounded number of reads', async () => {
+    const server = new JcpServer(() => new Promise<Uint8Array>(() => undefined), { ...limits, maxPending: 1 }, new NodeMetrics(), quiet);
+    servers.push(server);
+    const port = await server.listen('127.0.0.1', 0);
+    const c = await RawConn.open(port);
+    conns.push(c);
+    c.write(frameMessage(Uint8Array.of(1))); // taken, never answered: the connection has no room
+    await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 3000; i++) {
+      c.sock.write(Uint8Array.of(0));
+      if (i % 10 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    // Before, each segment the node read became one buffer in the inbox (thousands).
+    expect(server.inboxReads).toBeLessThanOrEqual(64);
+  });
+
+  test('requests in flight are bounded across connections (maxInFlight); all answered in order once they settle', async () => {
+    let handled = 0;
+    const owed: Array<() => void> = [];
+    const server = new JcpServer(
+      (body) => {
+        handled++;
+        return new Promise((resolve) => owed.push(() => resolve(body)));
+      },
+      { ...limits, maxPending: 256, maxInFlight: 50 },
+      new NodeMetrics(),
+      quiet,
+    );
+    servers.push(server);
+    const port = await server.listen('127.0.0.1', 0);
+    const peers: RawConn[] = [];
+    for (let p = 0; p < 10; p++) {
+      const c = await RawConn.open(port, `127.0.0.${60 + p}`);
+      conns.push(c);
+      peers.push(c);
+      c.write(Buffer.concat(Array.from({ length: 100 }, (_, i) => frameMessage(Uint8Array.of(p, i)))));
+    }
+    // Before, each connection's turns took up to maxPending: 1,000 handed over at once.
+    expect(await settled(() => handled)).toBe(50);
+    expect(server.inFlight).toBe(50);
+    const pump = setInterval(() => {
+      for (const release of owed.splice(0)) release();
+    }, 2);
+    try {
+      for (let p = 0; p < 10; p++) for (let i = 0; i < 100; i++) expect([...(await peers[p]!.next())]).toEqual([p, i]);
+    } finally {
+      clearInterval(pump);
+    }
+    expect(handled).toBe(1000);
+    expect(server.inFlight).toBe(0);
+  });
+
   test('replies unsent stay within the total budget; a peer that reads its replies is still answered', async () => {
     const budget = 1 << 20;
     const reply = new Uint8Array(64 << 10);
     let handled = 0;
-    const maxPending = 4;
+    const maxPending = 64;
+    const maxInFlight = 32;
     const server = new JcpServer(
       async (body) => {
         handled++;
         return body.length === 1 ? reply : body;
       },
-      { ...limits, maxPending, unsentBudgetBytes: budget },
+      { ...limits, maxPending, unsentBudgetBytes: budget, maxInFlight },
       new NodeMetrics(),
       quiet,
     );
@@ -135,9 +210,10 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
     await settled(() => handled, 500);
     // The kernel's socket buffers take some megabytes per connection first; what the node holds is
     // the budget plus at most one round of replies per connection past it.
-    const round = maxPending * (reply.length + 4);
+    // What is held past the budget: the replies of the requests in flight when it was crossed, and
+    // one more reply per connection (past the budget a turn takes one message).
     expect(server.unsentBytes).toBeGreaterThan(budget / 2);
-    expect(server.unsentBytes).toBeLessThanOrEqual(budget + hogs * round);
+    expect(server.unsentBytes).toBeLessThanOrEqual(budget + (maxInFlight + hogs) * (reply.length + 4));
     expect(server.overBudget).toBe(true);
     // A peer that reads its replies is answered all the same.
     const honest = await RawConn.open(port, '127.0.0.40');
@@ -150,7 +226,7 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
 });
 
 describe('jcp/1 server: an address that keeps sending while rate-limited', () => {
-  test(`is closed after ${REFUSED_IN_A_ROW_MAX} refused messages in a row; its new connections are refused; another address is answered`, async () => {
+  test(`is closed after ${REFUSED_BEFORE_CLOSE} refused messages in a row; its new connections are refused; another address is answered`, async () => {
     const clock = 1_900_000_000;
     const node = await liveNode(
       { abuse: { burst: 3, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } },
@@ -164,7 +240,7 @@ describe('jcp/1 server: an address that keeps sending while rate-limited', () =>
     };
     const bad = await RawConn.open(node.port, '127.0.0.50');
     const seen: string[] = [];
-    for (let i = 0; i < 3 + REFUSED_IN_A_ROW_MAX; i++) {
+    for (let i = 0; i < 3 + REFUSED_BEFORE_CLOSE; i++) {
       bad.write(garbage);
       seen.push((await code(bad)).code);
     }
@@ -183,6 +259,31 @@ describe('jcp/1 server: an address that keeps sending while rate-limited', () =>
     await node.close();
   });
 
+  test('messages admitted as the bucket refills do not reset the count: 64 refused within 10 s close the connection', async () => {
+    let clock = 1_900_000_000;
+    const node = await liveNode(
+      { abuse: { burst: 2, refill_per_s: 1 }, snapshot: { every_receipts: 0, every_s: 0 } },
+      { clockS: () => clock },
+      folder(),
+    );
+    const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
+    const c = await RawConn.open(node.port, '127.0.0.53');
+    const send = async () => {
+      c.write(garbage);
+      const m = decodeWireMessage(await c.next());
+      return m.kind === 'error' ? m.error.code : m.kind;
+    };
+    const seen: string[] = [];
+    for (let i = 0; i < 42; i++) seen.push(await send()); // 2 failures, then 40 refused
+    clock += 1; // one token back: one message admitted (and failed) between the refusals
+    for (let i = 0; i < 30 && !c.closed; i++) seen.push(await send().catch(() => 'closed'));
+    expect(seen.filter((x) => x === 'cbor-malformed')).toHaveLength(3);
+    expect(seen.filter((x) => x === NodeErrorCodes.RATE_LIMITED)).toHaveLength(REFUSED_BEFORE_CLOSE);
+    expect(await c.waitClosed(5000)).toBe(true);
+    c.destroy();
+    await node.close();
+  });
+
   test('the closing reply says why; up to it, each refused message is answered', async () => {
     const clock = 1_900_000_000;
     const node = await liveNode(
@@ -195,13 +296,13 @@ describe('jcp/1 server: an address that keeps sending while rate-limited', () =>
     c.write(garbage);
     await c.next();
     const messages: string[] = [];
-    for (let i = 0; i < REFUSED_IN_A_ROW_MAX; i++) {
+    for (let i = 0; i < REFUSED_BEFORE_CLOSE; i++) {
       c.write(garbage);
       const m = decodeWireMessage(await c.next());
       messages.push(m.kind === 'error' ? m.error.message : m.kind);
     }
     expect(messages.slice(0, -1).every((m) => m.includes('retry later') && !m.includes('closed'))).toBe(true);
-    expect(messages.at(-1)).toContain(`${REFUSED_IN_A_ROW_MAX} messages in a row`);
+    expect(messages.at(-1)).toContain(`${REFUSED_BEFORE_CLOSE} messages within 10 s`);
     expect(messages.at(-1)).toContain('the connection is closed');
     expect(await c.waitClosed(5000)).toBe(true);
     c.destroy();
