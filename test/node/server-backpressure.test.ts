@@ -39,7 +39,12 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
     for (const s of servers.splice(0)) await s.close(100);
   });
 
-  test('2,000 messages in one write are taken maxPending at a time; all answered, in order, once replies go out', async () => {
+  /**
+   * A listening server whose handler answers each message with its own body once released:
+   * `handled()` counts the messages handed to it, `releasing()` releases them every 2 ms until
+   * its stop function is called.
+   */
+  async function held(l: { maxPending: number; maxInFlight?: number }) {
     let handled = 0;
     const owed: Array<() => void> = [];
     const server = new JcpServer(
@@ -47,23 +52,32 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
         handled++;
         return new Promise((resolve) => owed.push(() => resolve(body)));
       },
-      { ...limits, maxPending: 8 },
+      { ...limits, ...l },
       new NodeMetrics(),
       quiet,
     );
     servers.push(server);
     const port = await server.listen('127.0.0.1', 0);
+    const releasing = () => {
+      const pump = setInterval(() => {
+        for (const release of owed.splice(0)) release();
+      }, 2);
+      return () => clearInterval(pump);
+    };
+    return { server, port, handled: () => handled, releasing };
+  }
+
+  test('2,000 messages in one write are taken maxPending at a time; all answered, in order, once replies go out', async () => {
+    const { port, handled, releasing } = await held({ maxPending: 8 });
     const c = await RawConn.open(port);
     conns.push(c);
     const n = 2000;
     const frames = Array.from({ length: n }, (_, i) => frameMessage(Uint8Array.of(i >> 8, i & 0xff)));
     c.write(Buffer.concat(frames));
     // One 16 KiB write: before, every message of it was handed to the handler at once.
-    expect(await settled(() => handled)).toBe(8);
+    expect(await settled(handled)).toBe(8);
     // Replies go out: the rest is taken, in order, a turn at a time.
-    const pump = setInterval(() => {
-      for (const release of owed.splice(0)) release();
-    }, 2);
+    const stop = releasing();
     const got: number[] = [];
     try {
       while (got.length < n) {
@@ -71,10 +85,10 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
         got.push((b[0]! << 8) | b[1]!);
       }
     } finally {
-      clearInterval(pump);
+      stop();
     }
     expect(got).toEqual(Array.from({ length: n }, (_, i) => i));
-    expect(handled).toBe(n);
+    expect(handled()).toBe(n);
   });
 
   test('a peer pipelining 20,000 messages gets turns: another connection is answered long before that backlog is done', async () => {
@@ -146,19 +160,7 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
   });
 
   test('requests in flight are bounded across connections (maxInFlight); all answered in order once they settle', async () => {
-    let handled = 0;
-    const owed: Array<() => void> = [];
-    const server = new JcpServer(
-      (body) => {
-        handled++;
-        return new Promise((resolve) => owed.push(() => resolve(body)));
-      },
-      { ...limits, maxPending: 256, maxInFlight: 50 },
-      new NodeMetrics(),
-      quiet,
-    );
-    servers.push(server);
-    const port = await server.listen('127.0.0.1', 0);
+    const { server, port, handled, releasing } = await held({ maxPending: 256, maxInFlight: 50 });
     const peers: RawConn[] = [];
     for (let p = 0; p < 10; p++) {
       const c = await RawConn.open(port, `127.0.0.${60 + p}`);
@@ -167,17 +169,15 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
       c.write(Buffer.concat(Array.from({ length: 100 }, (_, i) => frameMessage(Uint8Array.of(p, i)))));
     }
     // Before, each connection's turns took up to maxPending: 1,000 handed over at once.
-    expect(await settled(() => handled)).toBe(50);
+    expect(await settled(handled)).toBe(50);
     expect(server.inFlight).toBe(50);
-    const pump = setInterval(() => {
-      for (const release of owed.splice(0)) release();
-    }, 2);
+    const stop = releasing();
     try {
       for (let p = 0; p < 10; p++) for (let i = 0; i < 100; i++) expect([...(await peers[p]!.next())]).toEqual([p, i]);
     } finally {
-      clearInterval(pump);
+      stop();
     }
-    expect(handled).toBe(1000);
+    expect(handled()).toBe(1000);
     expect(server.inFlight).toBe(0);
   });
 
@@ -226,52 +226,45 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
 });
 
 describe('jcp/1 server: an address that keeps sending while rate-limited', () => {
+  const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
+  /** A node whose abuse limits are `burst` tokens, refilled `refillPerS` a second on `clock()`. */
+  const limited = (burst: number, refillPerS: number, clock: () => number) =>
+    liveNode({ abuse: { burst, refill_per_s: refillPerS }, snapshot: { every_receipts: 0, every_s: 0 } }, { clockS: clock }, folder());
+  /** The next reply on `c`: its error (code and message), or its kind. */
+  const reply = async (c: RawConn) => {
+    const m = decodeWireMessage(await c.next());
+    return m.kind === 'error' ? m.error : { code: m.kind, message: '' };
+  };
   test(`is closed after ${REFUSED_BEFORE_CLOSE} refused messages in a row; its new connections are refused; another address is answered`, async () => {
-    const clock = 1_900_000_000;
-    const node = await liveNode(
-      { abuse: { burst: 3, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } },
-      { clockS: () => clock },
-      folder(),
-    );
-    const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
-    const code = async (c: RawConn) => {
-      const m = decodeWireMessage(await c.next());
-      return m.kind === 'error' ? m.error : { code: m.kind, message: '' };
-    };
+    const node = await limited(3, 0, () => 1_900_000_000);
     const bad = await RawConn.open(node.port, '127.0.0.50');
     const seen: string[] = [];
     for (let i = 0; i < 3 + REFUSED_BEFORE_CLOSE; i++) {
       bad.write(garbage);
-      seen.push((await code(bad)).code);
+      seen.push((await reply(bad)).code);
     }
     expect(seen.slice(0, 3)).toEqual(['cbor-malformed', 'cbor-malformed', 'cbor-malformed']);
     expect(new Set(seen.slice(3))).toEqual(new Set([NodeErrorCodes.RATE_LIMITED]));
     expect(await bad.waitClosed(5000)).toBe(true);
     // A new connection from that address: told rate-limited and closed before it sends anything.
     const again = await RawConn.open(node.port, '127.0.0.50');
-    expect((await code(again)).code).toBe(NodeErrorCodes.RATE_LIMITED);
+    expect((await reply(again)).code).toBe(NodeErrorCodes.RATE_LIMITED);
     expect(await again.waitClosed(5000)).toBe(true);
     // Another address: answered as usual.
     const other = await RawConn.open(node.port, '127.0.0.51');
     other.write(garbage);
-    expect((await code(other)).code).toBe('cbor-malformed');
+    expect((await reply(other)).code).toBe('cbor-malformed');
     for (const c of [bad, again, other]) c.destroy();
     await node.close();
   });
 
   test('messages admitted as the bucket refills do not reset the count: 64 refused within 10 s close the connection', async () => {
     let clock = 1_900_000_000;
-    const node = await liveNode(
-      { abuse: { burst: 2, refill_per_s: 1 }, snapshot: { every_receipts: 0, every_s: 0 } },
-      { clockS: () => clock },
-      folder(),
-    );
-    const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
+    const node = await limited(2, 1, () => clock);
     const c = await RawConn.open(node.port, '127.0.0.53');
     const send = async () => {
       c.write(garbage);
-      const m = decodeWireMessage(await c.next());
-      return m.kind === 'error' ? m.error.code : m.kind;
+      return (await reply(c)).code;
     };
     const seen: string[] = [];
     for (let i = 0; i < 42; i++) seen.push(await send()); // 2 failures, then 40 refused
@@ -285,21 +278,14 @@ describe('jcp/1 server: an address that keeps sending while rate-limited', () =>
   });
 
   test('the closing reply says why; up to it, each refused message is answered', async () => {
-    const clock = 1_900_000_000;
-    const node = await liveNode(
-      { abuse: { burst: 1, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } },
-      { clockS: () => clock },
-      folder(),
-    );
-    const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
+    const node = await limited(1, 0, () => 1_900_000_000);
     const c = await RawConn.open(node.port, '127.0.0.52');
     c.write(garbage);
     await c.next();
     const messages: string[] = [];
     for (let i = 0; i < REFUSED_BEFORE_CLOSE; i++) {
       c.write(garbage);
-      const m = decodeWireMessage(await c.next());
-      messages.push(m.kind === 'error' ? m.error.message : m.kind);
+      messages.push((await reply(c)).message);
     }
     expect(messages.slice(0, -1).every((m) => m.includes('retry later') && !m.includes('closed'))).toBe(true);
     expect(messages.at(-1)).toContain(`${REFUSED_BEFORE_CLOSE} messages within 10 s`);
