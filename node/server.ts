@@ -77,15 +77,15 @@ export interface ServerLimits {
   /** A connection without traffic for this many ms is closed. */
   readonly idleTimeoutMs: number;
   readonly maxConnections: number;
-  /** Unanswered requests per connection before reading pauses. */
+  /** Unanswered requests per connection before no more are taken from it. */
   readonly maxPending: number;
   /**
    * Most bytes of replies and notices held unsent, all connections together (default
-   * {@link UNSENT_BUDGET_BYTES}). Past it, every connection that itself holds unsent bytes stops
-   * being read until they are sent; connections whose peers read their replies go on. With the
-   * per-connection bound (4 MiB), it keeps peers that send and never read from holding the node's
-   * memory: what is held is this budget plus at most one round of `maxPending` replies per
-   * connection.
+   * {@link UNSENT_BUDGET_BYTES}). Past it, no request is taken from a connection that itself holds
+   * unsent bytes until they are sent, and a turn takes one message; connections whose peers read
+   * their replies go on. With the per-connection bound (4 MiB), it keeps peers that send and never
+   * read from holding the node's memory: what is held is this budget plus the replies of the
+   * requests in flight and one more reply per connection.
    */
   readonly unsentBudgetBytes?: number | undefined;
   /** Requests being handled at once, all connections together (default {@link MAX_IN_FLIGHT}). */
@@ -111,7 +111,7 @@ export interface JcpTlsOptions {
   readonly clientCerts: 'off' | 'request' | 'require';
 }
 
-/** Stop reading from a connection whose unsent replies exceed this many bytes. */
+/** Take no more requests from a connection whose unsent replies exceed this many bytes. */
 const WRITE_HIGH_WATER = 4 << 20;
 /**
  * Default of {@link ServerLimits.unsentBudgetBytes}: most bytes of replies and notices, all
@@ -171,7 +171,7 @@ interface Slot {
  * Optional hooks of {@link JcpServer}: `admits(peer)` is false while the address `peer` is
  * refused `rate-limited` (the node's per-address bucket, node/ratelimit.ts). With it, such an
  * address's new connections are refused at once, and a connection that sends
- * {@link REFUSED_BEFORE_CLOSE} messages in a row while refused is closed.
+ * {@link REFUSED_BEFORE_CLOSE} refused messages within {@link REFUSED_WINDOW_MS} is closed.
  */
 export interface ServerHooks {
   readonly admits?: ((peer: string) => boolean) | undefined;
@@ -185,7 +185,7 @@ class Connection {
   readonly #queue: Slot[] = [];
   #readTimer: NodeJS.Timeout | undefined;
   #closing = false;
-  /** The socket is paused: the inbox is full. */
+  /** The socket is paused: the inbox is full, or the connection may take no more requests. */
   #paused = false;
   #flushScheduled = false;
   /** Bytes received and not yet read into messages, oldest first; taken in the server's turns. */
@@ -316,9 +316,8 @@ class Connection {
    * and hands each to the handler. Bytes past the last message taken stay in the inbox. A peer
    * that pipelines thousands of messages gets them handled a turn at a time, every other
    * connection's turn in between; a peer that never reads its replies stops being taken.
-   * @returns the messages taken.
    */
-  takeTurn(max: number): number {
+  takeTurn(max: number): void {
     this.#waiting = false;
     let taken = 0;
     while (!this.#closing && this.#inbox.length > 0 && taken < max && this.#mayTake()) {
@@ -331,24 +330,23 @@ class Connection {
       this.#inboxBytes -= chunk.length - (rest?.length ?? 0);
       for (const body of bodies) {
         // Requests completed before a bad length in the same chunk are still answered, in order.
-        if (this.#refusedFor()) return taken;
+        if (this.#refusedFor()) return;
         this.#enqueue(this.#server.handler(body, this.#notice, this.#peer));
         taken++;
       }
       if (error) {
         this.#server.metrics.errors.inc({ code: error.code });
         this.#closeWith(errorBody(error.code, error.message));
-        return taken;
+        return;
       }
     }
-    if (this.#closing) return taken;
+    if (this.#closing) return;
     if (this.#peerEnded && this.#inbox.length === 0) {
       this.drain();
-      return taken;
+      return;
     }
     this.#armReadTimer(taken > 0);
     this.#maybeResume();
-    return taken;
   }
 
   /**

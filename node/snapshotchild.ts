@@ -30,7 +30,7 @@ if (process.send !== undefined) {
       } catch {
         // unreadable: null
       }
-      const policy = threadPolicy('/proc/self/task/' + process.pid);
+      const policy = threadPolicy(); // this thread: the process's main thread
       send({ id: m.id, nice, idle: policy === undefined ? null : policy === SCHED_IDLE });
       return;
     }

@@ -8,20 +8,18 @@
  * waits for a core holding one.
  *
  * The process gets the steward's seed over the channel (it signs the snapshot), and nothing else of
- * the node's: an environment of PATH, HOME, the locale and NODE_* variables only, and none of the
+ * the node's: an environment of PATH, HOME and the locale only (`stdioEnvironment`), and none of the
  * node's open files (marked close-on-exec before the spawn, io/cloexec.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { bindCloseOnExec, markCloseOnExec } from '../io/index.ts';
+import { stdioEnvironment } from './endpoint.ts';
 import type { SnapshotProcessJob, SnapshotProcessReply } from './snapshotchild.ts';
 import type { SnapshotJob, SnapshotReply } from './snapshotjob.ts';
 import type { BootScheduling } from './workers.ts';
 
 type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
-
-/** The environment variables the snapshot process gets from the node's (besides its own two). */
-const PASSED_ENV = /^(PATH|HOME|LANG|LC_[A-Z]+|TZ|NODE_.*)$/;
 
 /** One snapshot process: started per snapshot, ended by {@link close}. */
 export class SnapshotProcess {
@@ -64,10 +62,10 @@ export class SnapshotProcess {
     const sources = import.meta.url.endsWith('.ts');
     const boot = new URL(sources ? './snapshotproc.mjs' : '../../node/snapshotproc.mjs', import.meta.url);
     const entry = new URL(sources ? './snapshotchild.ts' : './snapshotchild.js', import.meta.url).href;
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PASSED_ENV.test(k)) env[k] = v;
-    env['JCP_SNAPSHOT_ENTRY'] = entry;
-    if (opts.idle === true) env['JCP_SNAPSHOT_IDLE'] = '1';
+    // PATH and HOME, the locale, and its own two: as little of the node's environment as a stdio upstream gets.
+    const base: Record<string, string> = {};
+    for (const k of ['PATH', 'HOME']) if (process.env[k] !== undefined) base[k] = process.env[k]!;
+    const env = stdioEnvironment(base, { JCP_SNAPSHOT_ENTRY: entry, ...(opts.idle === true ? { JCP_SNAPSHOT_IDLE: '1' } : {}) });
     await bindCloseOnExec();
     markCloseOnExec();
     const child = spawn(process.execPath, [fileURLToPath(boot)], {

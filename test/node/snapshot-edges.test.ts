@@ -382,7 +382,7 @@ describe.runIf(process.platform === 'linux')('snapshot.builder "process": the sn
     ]);
   });
 
-  test("every thread of the process at nice 19 and SCHED_IDLE; none of the node's files or environment beyond PATH, HOME, locale, NODE_*", async () => {
+  test("every thread of the process at nice 19 and SCHED_IDLE; none of the node's files or environment beyond PATH, HOME and the locale", async () => {
     const store = path.join(folder(), 'store');
     const db = new ClassicLevel(store);
     await db.open();
