@@ -43,6 +43,11 @@ its log without debiting it twice.
 TLS (docs/tls.md), for a node started with --tls-cert/--tls-key:
 ${TLS_HELP}
 
+An allowed call the endpoint could not run (its server down, timed out, failed) prints the
+node's error in the result (\`jcp_error\`, with \`refunded_uj\` when the debit was reversed) and one
+line "jcp call: allowed, but the endpoint failed [code]: …" on stderr; it still exits 0 (the
+decision and its receipt stand).
+
 Exit status: 0 allow, 3 deny, 1 an error reply (no decision, no receipt: the reply {"error": {code,
 message}} on stdout, and one line "jcp call: error [code]: …" on stderr) or a failure.`;
 
@@ -106,6 +111,25 @@ export function payloadArg(text: string, flag = '--payload'): Uint8Array {
     }
   }
   return utf8.encode(text);
+}
+
+/**
+ * The stderr line for an allowed call whose endpoint did not run it (the result carries the
+ * node's `jcp_error`, node/endpoint.ts): `jcp call: allowed, but the endpoint failed [code]:
+ * message`, with `; refunded N µJ` when the node reversed the debit (a reversal record, node/outcome.ts). The decision and its
+ * receipt stand, so the exit status stays 0; the line keeps a person from reading the allow as done.
+ * @param result the printed `result` (parsed JSON, or text)
+ * @returns the line, or undefined when the result is the endpoint's own answer
+ */
+export function endpointFailure(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const e = (result as { jcp_error?: unknown }).jcp_error;
+  if (typeof e !== 'object' || e === null) return undefined;
+  const { code, message, refunded_uj } = e as { code?: unknown; message?: unknown; refunded_uj?: unknown };
+  if (typeof code !== 'string') return undefined;
+  const text = typeof message === 'string' ? message.replace(/\s*\n\s*/g, ' ') : '';
+  const refund = typeof refunded_uj === 'string' ? `; refunded ${refunded_uj} µJ` : '';
+  return `jcp call: allowed, but the endpoint failed [${code}]: ${text}${refund}`;
 }
 
 /** The default of `--timeout-s`, in seconds. */
@@ -224,6 +248,8 @@ export const command: Command = {
         ...(r.result !== undefined ? { result: resultJson(r.result) } : {}),
       };
       process.stdout.write(`${JSON.stringify(out, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
+      const failed = endpointFailure(out.result);
+      if (failed !== undefined) process.stderr.write(`${failed}\n`);
       return r.decision.verdict === 'allow' ? 0 : 3;
     } catch (e) {
       if (e instanceof WireErrorReply) {

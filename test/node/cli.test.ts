@@ -654,3 +654,69 @@ describe('jcp CLI small inputs', () => {
     }
   });
 });
+
+describe('jcp call when the endpoint cannot run the call', () => {
+  const t = tempDir('cli-gone');
+  const f = (n: string) => path.join(t.dir, n);
+  let node: Awaited<ReturnType<typeof liveNode>>;
+  let addr: string;
+  beforeAll(async () => {
+    node = await liveNode({
+      resources: [{ name: 'demo' }, { name: 'gone', endpoint: { kind: 'mcp-stdio', command: '/nonexistent/mcp-server' } }],
+    });
+    addr = `127.0.0.1:${node.port}`;
+    await jcp('key', 'new', '--out', f('a.key'));
+    await jcp('key', 'new', '--out', f('b.key'));
+  });
+  afterAll(async () => {
+    await node.cleanup();
+    t.cleanup();
+  });
+
+  test('an allowed call its endpoint could not run exits 0 and says so on stderr, with the refund', async () => {
+    const mint = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('a.key'),
+      '--subject',
+      f('b.key'),
+      '--resource',
+      'gone',
+      '--actions',
+      'read',
+      '--budget',
+      '100',
+      '--out',
+      f('gone.json'),
+    );
+    expect(mint.code).toBe(0);
+    const demo = await jcp(
+      'grant',
+      'mint',
+      '--key',
+      f('a.key'),
+      '--subject',
+      f('b.key'),
+      '--resource',
+      'demo',
+      '--actions',
+      'read',
+      '--budget',
+      '100',
+      '--out',
+      f('demo.json'),
+    );
+    expect(demo.code).toBe(0);
+    const r = await jcp('call', '--node', addr, '--chain', f('gone.json'), '--key', f('b.key'), '--action', 'read', '--cost', '30');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out) as { decision: unknown; result: { jcp_error: { code: string; refunded_uj: string } } };
+    expect(out.decision).toEqual({ verdict: 'allow' });
+    expect(out.result.jcp_error.code).toBe('endpoint-unavailable');
+    expect(r.err).toMatch(/^jcp call: allowed, but the endpoint failed \[endpoint-unavailable\]: .+; refunded 30 µJ\n$/);
+    // A call whose tool answered says nothing on stderr.
+    const ok = await jcp('call', '--node', addr, '--chain', f('demo.json'), '--key', f('b.key'), '--action', 'read', '--cost', '1');
+    expect(ok.code).toBe(0);
+    expect(ok.err).toBe('');
+  });
+});
