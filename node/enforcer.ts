@@ -100,7 +100,7 @@ import type { NodeMetrics } from './metrics.ts';
 import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { TimedRequestIndex } from './requestindex.ts';
-import type { PeerLimiter } from './ratelimit.ts';
+import { type PeerLimiter, REPLY_TOKEN_BYTES, ReplaySlots } from './ratelimit.ts';
 import type { IssuerPolicy, RecordRefusal } from './issuerpolicy.ts';
 import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
@@ -345,6 +345,26 @@ export class Enforcer {
     return b;
   }
 
+  /** Idempotent replays read back from the log, a few at a time per peer and in all (node/ratelimit.ts). */
+  readonly #replays = new ReplaySlots();
+
+  /**
+   * A reply the node gives without a decision or a debit (an idempotent replay, a `tool_list`):
+   * with abuse limits on, it spends max(1, ⌈bytes / 64 KiB⌉) of `peer`'s tokens
+   * ({@link PeerLimiter.spend}); a peer with none left gets `rate-limited` instead. One signed
+   * request re-sent over and over, or `list_tools` pipelined, otherwise made the node send
+   * megabytes per message for nothing (2026-12-06: 428 replays of 6 MB for one debit).
+   */
+  #freeReply(peer: string, reply: Uint8Array, what: 'replays' | 'tool lists'): Uint8Array {
+    const limiter = this.#d.limiter;
+    if (limiter === undefined || limiter.spend(peer, Math.ceil(reply.byteLength / REPLY_TOKEN_BYTES))) return reply;
+    this.#d.metrics.rateLimited.inc();
+    return this.#error(NodeErrorCodes.RATE_LIMITED, `too many ${what} from ${peer} (each 64 KiB takes a token); retry later`);
+  }
+
+  /** The last `tool_list` body and the tool lists it was made from (re-encoded only when one changed). */
+  #toolList: { readonly from: readonly unknown[]; readonly body: Uint8Array } | undefined;
+
   /** `tool_list`: each endpoint's last known tools, in config order (listing first where none is known). */
   async #listTools(peer: string): Promise<Uint8Array> {
     const bindings = [...this.#d.endpoints.entries()];
@@ -357,15 +377,25 @@ export class Enforcer {
       return this.#error(NodeErrorCodes.RATE_LIMITED, `too many list_tools from ${peer} while an upstream is down; retry later`);
     }
     await Promise.all(bindings.map(([, b]) => b.endpoint.ensureTools()));
-    return encodeWireMessage({
-      kind: 'tool_list',
-      resources: bindings.map(([id, b]) => ({
-        name: b.name,
-        resource: id,
-        tools: JSON.stringify(b.endpoint.tools() ?? []),
-        ...(b.endpoint.kind === 'a2a' ? { kind: 'a2a' as const, skills: JSON.stringify(b.endpoint.skills?.() ?? []) } : {}),
-      })),
-    });
+    // Each endpoint keeps its list as one array until it re-lists, so the same arrays mean the same body.
+    // (An A2A agent's list is its skills; its tools() is a new empty array each time.)
+    const from = bindings.map(([, b]) => (b.endpoint.kind === 'a2a' ? b.endpoint.skills?.() : b.endpoint.tools()));
+    const kept = this.#toolList;
+    let body: Uint8Array;
+    if (kept !== undefined && kept.from.length === from.length && kept.from.every((v, i) => v === from[i])) body = kept.body;
+    else {
+      body = encodeWireMessage({
+        kind: 'tool_list',
+        resources: bindings.map(([id, b]) => ({
+          name: b.name,
+          resource: id,
+          tools: JSON.stringify(b.endpoint.tools() ?? []),
+          ...(b.endpoint.kind === 'a2a' ? { kind: 'a2a' as const, skills: JSON.stringify(b.endpoint.skills?.() ?? []) } : {}),
+        })),
+      });
+      this.#toolList = { from, body };
+    }
+    return this.#freeReply(peer, body, 'tool lists');
   }
 
   async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
@@ -393,14 +423,14 @@ export class Enforcer {
     const inflight = this.#inflight.get(rid);
     if (inflight !== undefined) {
       this.#d.metrics.replays.inc();
-      return await inflight;
+      return this.#freeReply(peer, await inflight, 'replays');
     }
     const seq = requests.get(rid, req.now);
     if (seq !== undefined) {
-      const replayed = await this.#fromLog(rid, seq);
+      const replayed = await this.#replays.run(peer, () => this.#fromLog(rid, seq));
       if (replayed !== undefined) {
         this.#d.metrics.replays.inc();
-        return replayed;
+        return this.#freeReply(peer, replayed, 'replays');
       }
     }
     if (this.#d.resources !== undefined && !this.#d.resources.has(req.frame.resource)) {

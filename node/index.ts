@@ -104,7 +104,15 @@ export {
 export type { AllowDecision, BudgetPolicy, RevocationFeed, RevocationRejection, RevocationSink } from './hooks.ts';
 export { KEY_FILE_TYPE, loadOrCreateKey, readKeyFile, readSecretFile, secretModeProblem, writeKeyFile } from './keyfile.ts';
 export { type LogGrowth, NodeMetrics, RateSampler, serveMetrics } from './metrics.ts';
-export { EVICT_SCAN, type PeerLimitConfig, PeerLimiter } from './ratelimit.ts';
+export {
+  EVICT_SCAN,
+  type PeerLimitConfig,
+  PeerLimiter,
+  REPLAYS_PER_PEER,
+  REPLAYS_TOTAL,
+  REPLY_TOKEN_BYTES,
+  ReplaySlots,
+} from './ratelimit.ts';
 export { type BootReport, type NodeOptions, type RunningNode, startNode } from './node.ts';
 export {
   checkOutcome,

@@ -6,7 +6,10 @@
  * (`untrusted-root`; those two also draw on a global bucket, the enforcer's `denyLimiter`). A peer whose bucket is empty gets `rate-limited` before its
  * message is decoded, so it makes the node write no receipt and do no signature work; the bucket
  * refills at `refill_per_s` tokens per second up to `burst`. Well-formed, well-signed requests
- * cost nothing, and peers are independent: one peer's garbage never slows another's calls.
+ * cost nothing, and peers are independent: one peer's garbage never slows another's calls. The
+ * replies the node gives without a decision (an idempotent replay of a request decided before, a
+ * `tool_list`) spend tokens by their size ({@link PeerLimiter.spend}, {@link REPLY_TOKEN_BYTES}),
+ * and replays read back from the log run a few at a time ({@link ReplaySlots}).
  *
  * Memory is bounded: at most `maxPeers` buckets, kept in the order they were last charged. When
  * full, the {@link EVICT_SCAN} least recently charged are looked at: those that refilled completely
@@ -14,6 +17,13 @@
  * bounded step, so a table full of drained buckets (many addresses failing) never makes a new
  * peer cost a walk over every peer on the event loop.
  */
+
+/**
+ * Bytes of a free reply one token pays for (64 KiB): an idempotent replay or a `tool_list` of
+ * `b` bytes spends max(1, ⌈b / 64 KiB⌉) tokens, so at the default refill (20 tokens/s) one address
+ * gets at most 1.25 MiB/s of replies it does not pay for in energy.
+ */
+export const REPLY_TOKEN_BYTES = 64 * 1024;
 
 /** Buckets looked at, least recently charged first, when the table is full and a new peer comes. */
 export const EVICT_SCAN = 32;
@@ -93,6 +103,20 @@ export class PeerLimiter {
     return true;
   }
 
+  /**
+   * Spends `n` tokens of `peer` (n ≥ 1) for a reply it had for free (an idempotent replay, a
+   * `tool_list`; node/enforcer.ts charges one per {@link REPLY_TOKEN_BYTES} of reply): the bucket
+   * may go below zero, so the debt is paid by refill before the peer is admitted again. False
+   * (nothing spent) when the bucket had less than one token; true when spent or limits are off.
+   */
+  spend(peer: string, n: number): boolean {
+    if (!this.enabled) return true;
+    const b = this.#charged(peer);
+    if (b.tokens < 1) return false;
+    b.tokens -= Math.max(1, n);
+    return true;
+  }
+
   /** Takes one token from `peer` (a failed request or a bad-signature deny). */
   charge(peer: string): void {
     if (!this.enabled) return;
@@ -121,6 +145,77 @@ export class PeerLimiter {
     if (this.#buckets.size >= this.#cfg.maxPeers) {
       const oldest = this.#buckets.keys().next();
       if (!oldest.done) this.#buckets.delete(oldest.value);
+    }
+  }
+}
+
+/** Replies read back from the log at once for one peer address ({@link ReplaySlots}). */
+export const REPLAYS_PER_PEER = 2;
+/** Replies read back from the log at once for all peers ({@link ReplaySlots}). */
+export const REPLAYS_TOTAL = 16;
+
+/**
+ * Bounds the idempotent replays read back from the log at once (§11: a request decided before
+ * gets its original response, result included, up to the log's result cap of 8 MiB): at most
+ * `perPeer` per peer address and `total` in all; the others wait their turn in arrival order
+ * (they hold no result while they wait, and the server's in-flight cap bounds how many wait).
+ * Without it, one paid call's request pipelined many times from non-reading connections made
+ * the node hold a copy of its result per re-send (3 GB measured, 2026-12-06).
+ */
+export class ReplaySlots {
+  readonly #perPeer: number;
+  readonly #total: number;
+  #running = 0;
+  readonly #byPeer = new Map<string, number>();
+  readonly #waiting: { peer: string; go: () => void }[] = [];
+
+  constructor(perPeer = REPLAYS_PER_PEER, total = REPLAYS_TOTAL) {
+    this.#perPeer = perPeer;
+    this.#total = total;
+  }
+
+  /** Replays running now (tests, metrics). */
+  get running(): number {
+    return this.#running;
+  }
+
+  /** Replays waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Runs `fn` in a slot of `peer`, waiting for one first; the slot is freed however `fn` ends. */
+  async run<T>(peer: string, fn: () => Promise<T>): Promise<T> {
+    // A waiter's slot is taken for it by the replay that frees it (#leave), before anyone else looks.
+    if (this.#free(peer)) this.#enter(peer);
+    else await new Promise<void>((go) => this.#waiting.push({ peer, go }));
+    try {
+      return await fn();
+    } finally {
+      this.#leave(peer);
+    }
+  }
+
+  #free(peer: string): boolean {
+    return this.#running < this.#total && (this.#byPeer.get(peer) ?? 0) < this.#perPeer;
+  }
+
+  #enter(peer: string): void {
+    this.#running++;
+    this.#byPeer.set(peer, (this.#byPeer.get(peer) ?? 0) + 1);
+  }
+
+  #leave(peer: string): void {
+    this.#running--;
+    const n = (this.#byPeer.get(peer) ?? 1) - 1;
+    if (n === 0) this.#byPeer.delete(peer);
+    else this.#byPeer.set(peer, n);
+    // The first waiter that fits goes (a peer at its own bound does not hold up the others).
+    const i = this.#waiting.findIndex((w) => this.#free(w.peer));
+    if (i >= 0) {
+      const [w] = this.#waiting.splice(i, 1);
+      this.#enter(w!.peer);
+      w!.go();
     }
   }
 }
