@@ -357,7 +357,11 @@ export class Enforcer {
    */
   #freeReply(peer: string, reply: Uint8Array, what: 'replays' | 'tool lists'): Uint8Array {
     const limiter = this.#d.limiter;
-    if (limiter === undefined || limiter.spend(peer, Math.ceil(reply.byteLength / REPLY_TOKEN_BYTES))) return reply;
+    if (limiter === undefined || limiter.spend(peer, Math.ceil(reply.byteLength / REPLY_TOKEN_BYTES))) {
+      // Counted as a replay once it is answered (a refused one is counted as rate-limited).
+      if (what === 'replays') this.#d.metrics.replays.inc();
+      return reply;
+    }
     this.#d.metrics.rateLimited.inc();
     return this.#error(NodeErrorCodes.RATE_LIMITED, `too many ${what} from ${peer} (each 64 KiB takes a token); retry later`);
   }
@@ -421,17 +425,11 @@ export class Enforcer {
     // The body is canonical (decode re-encoded it byte for byte), so its hash is `requestIdOf(req)`.
     const rid = contentIdOfBytes(body);
     const inflight = this.#inflight.get(rid);
-    if (inflight !== undefined) {
-      this.#d.metrics.replays.inc();
-      return this.#freeReply(peer, await inflight, 'replays');
-    }
+    if (inflight !== undefined) return this.#freeReply(peer, await inflight, 'replays');
     const seq = requests.get(rid, req.now);
     if (seq !== undefined) {
       const replayed = await this.#replays.run(peer, () => this.#fromLog(rid, seq));
-      if (replayed !== undefined) {
-        this.#d.metrics.replays.inc();
-        return this.#freeReply(peer, replayed, 'replays');
-      }
+      if (replayed !== undefined) return this.#freeReply(peer, replayed, 'replays');
     }
     if (this.#d.resources !== undefined && !this.#d.resources.has(req.frame.resource)) {
       return this.#error(

@@ -45,6 +45,10 @@ describe('free replies spend abuse tokens', () => {
       // The first is decided (no token); three replays take the three tokens; the fifth is refused.
       expect(seen).toEqual(['allow', 'allow', 'allow', 'allow', NodeErrorCodes.RATE_LIMITED]);
       expect(node.enforcer.nextSeq).toBe(1);
+      // Counted as replays: the three answered (the refused one is counted as rate-limited).
+      expect(await node.metrics.registry.getSingleMetricAsString('jcp_idempotent_replays_total')).toContain(
+        'jcp_idempotent_replays_total 3',
+      );
       // Another address is not touched, and tokens come back with time.
       const other = await RawConn.open(node.port, '127.0.0.3');
       expect((await outcome(other, frame)).what).toBe('allow');
