@@ -195,6 +195,7 @@ export {
   MAX_IN_FLIGHT,
   type MessageHandler,
   type NoticeSink,
+  peerAddress,
   REFUSED_BEFORE_CLOSE,
   REFUSED_WINDOW_MS,
   type ServerHooks,

@@ -204,7 +204,7 @@ class Connection {
   constructor(sock: Socket, server: JcpServer) {
     this.#sock = sock;
     this.#server = server;
-    this.#peer = sock.remoteAddress ?? '';
+    this.#peer = peerAddress(sock.remoteAddress);
     this.#reader = new FrameReader(server.limits.frameCap);
     sock.setNoDelay(true);
     sock.setTimeout(server.limits.idleTimeoutMs, () => sock.destroy());
@@ -687,7 +687,7 @@ export class JcpServer {
   }
 
   #accept(sock: Socket): void {
-    const peer = sock.remoteAddress ?? '';
+    const peer = peerAddress(sock.remoteAddress);
     if (this.#accepting && this.hooks.admits !== undefined && !this.hooks.admits(peer)) {
       // Refused while its address is rate-limited: told so, then closed, as a `busy` newcomer is.
       this.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
@@ -797,4 +797,28 @@ export class JcpServer {
     for (const raw of this.#handshaking) raw.destroy();
     await closed;
   }
+}
+
+/**
+ * The peer address that abuse limits, per-address fairness and eviction count by (one bucket,
+ * one share of the connections): an IPv4 address as it is, an IPv4-mapped IPv6 address
+ * (`::ffff:192.0.2.1`, a dual-stack listener) as its IPv4 form, and any other IPv6 address as
+ * its /64 prefix (`2001:db8:1:2::/64`): one host is usually given a whole /64, so counting by
+ * full address would give it 2^64 buckets. `''` when the socket has no address (closed).
+ */
+export function peerAddress(remote: string | undefined): string {
+  if (remote === undefined || remote === '') return '';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(remote);
+  if (mapped !== null) return mapped[1]!;
+  if (!remote.includes(':')) return remote;
+  const addr = remote.split('%')[0]!.toLowerCase();
+  const [front = '', back] = addr.split('::');
+  const groups = (part: string) => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])));
+  const head = groups(front);
+  const tail = back === undefined ? [] : groups(back);
+  const all = [...head, ...Array<string>(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail];
+  return `${all
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
