@@ -45,7 +45,8 @@ const help = `Usage: jcp init [DIR] --upstream NAME=URL | --upstream 'NAME=COMMA
                  [--listen host:port] [--name SERVER] [--json]
 
 Writes a working setup into DIR (default ./${INIT_DEFAULT_DIR}, created mode 0700):
-  issuer.key          the issuer (mode 0600): signs the grants; the node's trust root (§7)
+  issuer.key          the issuer (mode 0600): signs the grants; the node's trust root (§7).
+                      The authority: move it off the agent's machine (nothing here runs on it)
   agent.key           the agent (mode 0600): the bridge signs every call with it
   NAME.chain.json     per upstream, a root grant (§4) from the issuer to the agent
   node.json           the node config: --listen, data folder DIR/data, one resource per upstream
@@ -375,6 +376,11 @@ function textReport(w: Written, out: ReturnType<typeof outputsOf>): string {
     `  ${w.targets.agentKey}\n      agent ${w.agent.did} (mode 0600): the bridge signs every call with it`,
     ...grants,
     `  ${w.targets.nodeConfig}\n      node config: listens on ${w.listen}, data in ${w.targets.dataDir}`,
+    '',
+    // The issuer key mints grants: left beside the agent's key, whoever reads one reads both.
+    `${w.targets.issuerKey} is the authority:`,
+    "  whoever can read it can mint grants. Move it off the agent's machine: the node and the bridge",
+    '  run without it (the node trusts its did, in node.json); keep it where you mint grants.',
     '',
     'Start the node (keep it running):',
     `  ${out.commands.node.map(shellWord).join(' ')}`,

@@ -59,7 +59,8 @@ Verbs:
              --out file (default stdout; a new file outside the data folder: an existing
              file is never overwritten).
   repair     run LevelDB's repair on a damaged log (the operator's explicit step; a node never
-             repairs or recreates its log by itself), then verify it.
+             repairs or recreates its log by itself), then verify it. Not for error [io] (a full
+             disk, permissions, a read-only file system): that is no damage; fix it and retry.
   archive    move the receipts below --before SEQ into sealed segment files in --out DIR (a CBOR
              sequence each; first and last seq and BLAKE3 recorded in the log). Only what the
              newest usable snapshot covers (below its seq and its request index's first seq).

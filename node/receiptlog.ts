@@ -28,9 +28,9 @@ import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync,
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { blake3, bytesEqual, type ContentId, type Did } from '../core/index.ts';
-import { readFileCapped } from '../io/index.ts';
+import { errnoOf, IoError, readFileCapped } from '../io/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
-import { HeadMarkFile } from './headmark.ts';
+import { HEAD_MARK_FILE, HeadMarkFile } from './headmark.ts';
 import type { OutcomeKind } from './outcome.ts';
 
 /** The `format` tag of `node.json`. */
@@ -120,7 +120,49 @@ export function isLockError(e: unknown): boolean {
   return false;
 }
 
-/** Reads `node.json` of a data folder, or undefined when absent. @throws NodeFault `log-corrupt` when unreadable. */
+/**
+ * Operating-system failures that say nothing about the log's bytes (full disk, quota, permissions,
+ * read-only file system, a failing disk, descriptor or memory limits), with what to do about each.
+ * The texts are strerror's (Linux and macOS): LevelDB reports only those, with no code.
+ */
+const OS_FAILURES: ReadonlyArray<readonly [errno: string, strerror: RegExp, fix: string]> = [
+  ['ENOSPC', /No space left on device/i, 'free disk space'],
+  ['EDQUOT', /Dis[kc] quota exceeded/i, 'free space or raise the disk quota'],
+  ['EACCES', /Permission denied/i, "check the folder's owner and permissions"],
+  ['EPERM', /Operation not permitted/i, "check the folder's owner and permissions"],
+  ['EROFS', /Read-only file system/i, 'make its file system writable'],
+  ['EIO', /Input\/output error/i, 'check the disk (the kernel log names the device)'],
+  ['ENFILE', /Too many open files in system/i, "raise the system's open-file limit"],
+  ['EMFILE', /Too many open files/i, 'raise the open-file limit (ulimit -n)'],
+  ['ENOMEM', /Cannot allocate memory/i, 'free memory'],
+];
+
+/**
+ * `e` as an {@link IoError} (`io`) when an operating-system failure ({@link OS_FAILURES}) anywhere
+ * in its cause chain made `doing` fail: the log is not known to be damaged, so the advice is to fix
+ * the cause and retry, never to repair it. Undefined for anything else (a corrupt or missing file).
+ */
+function osFailure(e: unknown, at: string, doing: string): IoError | undefined {
+  const chain: Error[] = [];
+  for (let x: unknown = e; x instanceof Error && chain.length < 8; x = x.cause) chain.push(x);
+  // The innermost match: the system's own error, not a wrapper that repeats its text.
+  for (const x of chain.reverse()) {
+    const errno = x instanceof IoError ? x.errno : errnoOf(x);
+    const hit = OS_FAILURES.find(([code, text]) => code === errno || (errno === undefined && text.test(x.message)));
+    if (hit === undefined) continue;
+    const [code, , fix] = hit;
+    const why = (x.message.includes(code) ? x.message : `${x.message} (${code})`).replace(/[.\s]+$/, '');
+    // An IoError (readFileCapped's) already names its path and what failed.
+    const what = x instanceof IoError ? why : `${at}: ${doing}: ${why}`;
+    return new IoError(at, `${what}. An operating-system error, not a sign the log is damaged: ${fix}, then retry`, code, { cause: e });
+  }
+  return undefined;
+}
+
+/**
+ * Reads `node.json` of a data folder, or undefined when absent.
+ * @throws NodeFault `log-corrupt` when unreadable; IoError `io` for an operating-system failure ({@link OS_FAILURES}).
+ */
 export function readDataMeta(dataDir: string): { format: string; steward: Did; created_at_s: number; head_mark?: number } | undefined {
   const file = path.join(dataDir, 'node.json');
   if (!existsSync(file)) return undefined;
@@ -134,7 +176,9 @@ export function readDataMeta(dataDir: string): { format: string; steward: Did; c
     if (v.format !== DATA_FORMAT || typeof v.steward !== 'string') throw new Error(`not a ${DATA_FORMAT} data folder`);
     return v;
   } catch (e) {
-    throw new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${file}: ${(e as Error).message}`, file, { cause: e });
+    throw (
+      osFailure(e, file, 'cannot read') ?? new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${file}: ${(e as Error).message}`, file, { cause: e })
+    );
   }
 }
 
@@ -180,7 +224,9 @@ export class ReceiptLog {
    * one.
    * @throws NodeFault `log-missing` (node.json says a log exists but it is gone), `log-corrupt`
    *   (LevelDB refuses to open it: corrupt, locked by another process, unreadable),
-   *   `log-steward-mismatch` (made by another steward key).
+   *   `log-steward-mismatch` (made by another steward key); IoError `io` when an operating-system
+   *   failure stops it (full disk, quota, permissions, read-only file system, EIO, open-file limit:
+   *   {@link OS_FAILURES}), which is not damage: fix the cause and retry, never repair.
    */
   static async open(dataDir: string, opts: ReceiptLogOptions): Promise<ReceiptLog> {
     const location = path.join(dataDir, 'receipts');
@@ -213,6 +259,8 @@ export class ReceiptLog {
           { cause: e },
         );
       }
+      const io = osFailure(e, location, 'cannot open the receipt log');
+      if (io !== undefined) throw io;
       throw new NodeFault(
         NodeFaultCodes.LOG_CORRUPT,
         `${location}: cannot open the receipt log: ${cause.message}. Repair it with 'jcp receipts repair ${dataDir}'`,
@@ -239,6 +287,8 @@ export class ReceiptLog {
       if (meta === undefined) await mark.reset();
     } catch (e) {
       await db.close();
+      const io = osFailure(e, path.join(dataDir, HEAD_MARK_FILE), 'cannot open or write the head mark');
+      if (io !== undefined) throw io;
       throw e instanceof NodeFault
         ? e
         : new NodeFault(NodeFaultCodes.LOG_CORRUPT, `${dataDir}: cannot write the head mark: ${(e as Error).message}`, dataDir, {

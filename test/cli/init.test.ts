@@ -203,6 +203,21 @@ describe('jcp init', { timeout: 150_000 }, () => {
     expect(readdirSync(work).sort()).toEqual(['m', 'p']);
   });
 
+  test('init / the output says issuer.key is the authority, to move off the agent machine (nothing printed to run needs it)', async () => {
+    const work = temp();
+    const r = await runJcp(['init', '--upstream', 'a=http://127.0.0.1:9/mcp', '--actions', 'x'], { cwd: work });
+    expect(r.code, r.stderr).toBe(0);
+    const issuerKey = path.join(work, 'jcp', 'issuer.key');
+    const note = section(r.stdout, `${issuerKey} is the authority`);
+    expect(note).toBe(
+      "  whoever can read it can mint grants. Move it off the agent's machine: the node and the bridge\n" +
+        '  run without it (the node trusts its did, in node.json); keep it where you mint grants.',
+    );
+    // True of what was printed: no command nor MCP host entry names the issuer key.
+    const printed = r.stdout.slice(r.stdout.indexOf('Start the node'));
+    expect(printed).not.toContain('issuer.key');
+  });
+
   test('init / usage errors exit 2 and write nothing', async () => {
     const work = temp();
     for (const [args, why] of [
