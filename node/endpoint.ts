@@ -28,8 +28,11 @@
  * since a server that hangs once may be wedged for everyone. A stdio server lost before its tool
  * list was read (it exited, hung, or sent a message past the read cap) is not started again
  * before a back-off ({@link RESPAWN_BACKOFF_MS}), and each loss is logged with its reason,
- * rate-limited ({@link RESPAWN_LOG_EVERY_MS}). A stdio server starts once per connection: the
- * `server/discover` probe runs on the connection's own process.
+ * rate-limited ({@link RESPAWN_LOG_EVERY_MS}); so is one lost after its list was read when such
+ * losses repeat ({@link LOST_AFTER_LIST_COUNT} within {@link LOST_AFTER_LIST_WINDOW_MS}). A
+ * stdio server's result past the read cap ({@link STDIO_READ_CAP_BYTES}) fails that call only
+ * (`endpoint-failed`; node/stdioreader.ts) once its tool list was read. A stdio server starts
+ * once per connection: the `server/discover` probe runs on the connection's own process.
  */
 import type { Client, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -37,6 +40,7 @@ import type { Logger } from 'pino';
 import { bindCloseOnExec, markCloseOnExec } from '../io/index.ts';
 import { readSecretFile } from './keyfile.ts';
 import type { HeaderSource, McpHttpEndpointConfig, McpStdioEndpointConfig } from './config.ts';
+import { type OversizedLine, StdioReader } from './stdioreader.ts';
 
 /** Codes an endpoint failure carries (in {@link EndpointError} and the result's `jcp_error`; stable). */
 export const EndpointErrorCodes = {
@@ -270,22 +274,47 @@ export const TOOLS_BACKOFF_MAX_MS = 60_000;
 /**
  * After a stdio upstream was started and lost before its tool list was read (it exited, hung past
  * the start budget, or sent a message past the read cap), no new start for this long (ms),
- * doubled per such loss up to {@link RESPAWN_BACKOFF_MAX_MS}, reset once a list is read.
+ * doubled per such loss up to {@link RESPAWN_BACKOFF_MAX_MS}, reset once a list is read (unless
+ * losses after the list are being backed off: {@link LOST_AFTER_LIST_COUNT}).
  */
 export const RESPAWN_BACKOFF_MS = 1_000;
 /** The longest back-off between starts of a stdio upstream that keeps failing (ms). */
 export const RESPAWN_BACKOFF_MAX_MS = 60_000;
 /** At most one "lost before its tool list" warning per upstream per this long (ms); the others are counted in the next. */
 export const RESPAWN_LOG_EVERY_MS = 10_000;
-/** The largest message read from a stdio upstream (bytes; the SDK's default, set explicitly so the log can name it). */
+/**
+ * The largest message read from a stdio upstream (bytes, one line; the SDK's default, set
+ * explicitly so the log can name it). A response past it, once the upstream's tool list was read,
+ * fails its own call as the server's error (`endpoint-failed`, charged: the tool ran) and the
+ * connection stays up (node/stdioreader.ts); any other message past it ends the connection.
+ */
 export const STDIO_READ_CAP_BYTES = 10 * 1024 * 1024;
+/**
+ * A stdio upstream lost after its tool list was read (it exited, or sent a message that could not
+ * be read) this many times within {@link LOST_AFTER_LIST_WINDOW_MS} gets the respawn back-off
+ * ({@link RESPAWN_BACKOFF_MS}, doubling) from that loss on, as one lost before its list: a tool
+ * input that crashes the server cannot make the node start processes at will.
+ */
+export const LOST_AFTER_LIST_COUNT = 3;
+/** The window of {@link LOST_AFTER_LIST_COUNT} (ms). */
+export const LOST_AFTER_LIST_WINDOW_MS = 10_000;
+/**
+ * A stdio upstream that stayed up this long after its tool list was read (ms) is lost afresh:
+ * its back-off goes back to {@link RESPAWN_BACKOFF_MS} and its losses after the list are counted
+ * from zero. Until then each loss after the list, once backed off, is backed off again (doubled).
+ */
+export const RESPAWN_STABLE_MS = 60_000;
 
 /** Back-off knobs of a stdio endpoint (tests; the node uses the defaults). Milliseconds. */
 export interface RespawnOptions {
   /** First back-off after a failed start ({@link RESPAWN_BACKOFF_MS}); 0: none. */
   readonly respawnBackoffMs?: number;
-  /** Rate limit of the failed-start warning ({@link RESPAWN_LOG_EVERY_MS}). */
+  /** Rate limit of the failed-start warning and of the oversized-result warning ({@link RESPAWN_LOG_EVERY_MS}). */
   readonly respawnLogEveryMs?: number;
+  /** The window of repeated losses after the tool list ({@link LOST_AFTER_LIST_WINDOW_MS}). */
+  readonly lostAfterListWindowMs?: number;
+  /** How long an upstream must stay up for its back-off to reset ({@link RESPAWN_STABLE_MS}). */
+  readonly respawnStableMs?: number;
 }
 
 /** Pages of `tools/list` read at most (a server that pages forever is cut off there). */
@@ -298,6 +327,8 @@ interface Attempt {
   /** Set once connected: a close before it is counted by the failed connect instead. */
   connected: boolean;
   listed: boolean;
+  /** When its tool list was first read (ms since the epoch). */
+  listedAt?: number;
   counted: boolean;
   /** Why the transport gave up on the server (the read cap), when it said so. */
   reason?: { readonly text: string; readonly detail: Record<string, unknown> };
@@ -350,7 +381,11 @@ abstract class McpEndpoint implements Endpoint {
   readonly #byId = new Map<string | number, Slot>();
   readonly #byToken = new Map<string | number, Slot>();
 
-  /** The respawn back-off ({@link RESPAWN_BACKOFF_MS}): when the next start may happen, the next wait, the last reason, the warning's rate limit. */
+  /**
+   * The respawn back-off ({@link RESPAWN_BACKOFF_MS}): when the next start may happen, the next
+   * wait, the last reason, the warning's rate limit; the recent losses after a tool list was read
+   * (ms since the epoch) and whether they are being backed off (`streak`).
+   */
   readonly #respawn: {
     at: number;
     waitMs: number;
@@ -358,8 +393,12 @@ abstract class McpEndpoint implements Endpoint {
     reason: string;
     loggedAt: number;
     suppressed: number;
+    recent: number[];
+    streak: boolean;
     readonly baseMs: number;
     readonly logEveryMs: number;
+    readonly windowMs: number;
+    readonly stableMs: number;
   };
 
   protected constructor(name: string, timeoutMs: number, log: Logger, opts: RespawnOptions = {}) {
@@ -374,8 +413,12 @@ abstract class McpEndpoint implements Endpoint {
       reason: '',
       loggedAt: -Infinity,
       suppressed: 0,
+      recent: [],
+      streak: false,
       baseMs,
       logEveryMs: opts.respawnLogEveryMs ?? RESPAWN_LOG_EVERY_MS,
+      windowMs: opts.lostAfterListWindowMs ?? LOST_AFTER_LIST_WINDOW_MS,
+      stableMs: opts.respawnStableMs ?? RESPAWN_STABLE_MS,
     };
   }
 
@@ -385,15 +428,40 @@ abstract class McpEndpoint implements Endpoint {
   }
 
   /**
-   * Counts a start lost before its tool list was read (once per start): backs the next start
-   * off and says why, at most once per {@link RESPAWN_LOG_EVERY_MS} (the warnings left out are
-   * counted in the next one, `suppressed`).
+   * Counts a lost start (once per start; not one we closed). Lost before its tool list was read:
+   * backs the next start off. Lost after: noted, and backed off once {@link LOST_AFTER_LIST_COUNT}
+   * such losses fell within {@link LOST_AFTER_LIST_WINDOW_MS}, and at each one after that until
+   * the upstream stays up {@link RESPAWN_STABLE_MS} (which resets the back-off).
    */
   #lostStart(attempt: Attempt, reason: string, detail: Record<string, unknown> = {}): void {
-    if (attempt.counted || attempt.listed || !this.respawnGated()) return;
+    if (attempt.counted || !this.respawnGated()) return;
     attempt.counted = true;
     const r = this.#respawn;
     const now = Date.now();
+    if (attempt.listedAt === undefined) {
+      this.#backOff(now, reason, detail, 'upstream lost before its tool list was read; its next start is backed off');
+      return;
+    }
+    if (now - attempt.listedAt >= r.stableMs) Object.assign(r, { failures: 0, waitMs: r.baseMs, recent: [], streak: false });
+    r.recent = r.recent.filter((t) => now - t < r.windowMs);
+    r.recent.push(now);
+    if (!r.streak && r.recent.length < LOST_AFTER_LIST_COUNT) return;
+    r.streak = true;
+    this.#backOff(
+      now,
+      reason,
+      { ...detail, lost_within_window: r.recent.length, window_ms: r.windowMs },
+      'upstream lost repeatedly after its tool list was read; its next start is backed off',
+    );
+  }
+
+  /**
+   * Backs the next start off (the current wait, then doubled up to {@link RESPAWN_BACKOFF_MAX_MS})
+   * and logs `msg` with the reason, at most once per {@link RESPAWN_LOG_EVERY_MS} (the warnings
+   * left out are counted in the next one, `suppressed`).
+   */
+  #backOff(now: number, reason: string, detail: Record<string, unknown>, msg: string): void {
+    const r = this.#respawn;
     r.failures++;
     r.reason = reason;
     r.at = now + r.waitMs;
@@ -406,7 +474,7 @@ abstract class McpEndpoint implements Endpoint {
     const stderr = this.failureDetail();
     this.log.warn(
       { reason, ...detail, failures: r.failures, respawn_in_ms: wait, suppressed: r.suppressed, ...(stderr ? { stderr } : {}) },
-      'upstream lost before its tool list was read; its next start is backed off',
+      msg,
     );
     r.loggedAt = now;
     r.suppressed = 0;
@@ -422,6 +490,8 @@ abstract class McpEndpoint implements Endpoint {
 
   /** A new, unstarted transport to the server. */
   protected abstract openTransport(): Promise<Transport>;
+  /** Told once a connection's tool list was read (a stdio transport's reader then spares oversized results). */
+  protected listed(_transport: Transport): void {}
   /** Frees what a dropped connection holds (a stdio process is killed). */
   protected abstract dispose(live: Live): void;
 
@@ -630,7 +700,10 @@ abstract class McpEndpoint implements Endpoint {
     try {
       await withTimeout(this.#listTools(live), startMs, 'tools/list');
       attempt.listed = true;
-      Object.assign(this.#respawn, { at: 0, waitMs: this.#respawn.baseMs, failures: 0 });
+      attempt.listedAt = Date.now();
+      this.listed(transport);
+      // Losses before the list are forgotten; repeated losses after it only once the upstream stays up.
+      if (!this.#respawn.streak) Object.assign(this.#respawn, { at: 0, waitMs: this.#respawn.baseMs, failures: 0 });
     } catch (e) {
       this.log.warn(
         { err: (e as Error).message },
@@ -858,8 +931,9 @@ abstract class McpEndpoint implements Endpoint {
     }
   }
 
-  /** Forgets a connection after a failure (the next call reconnects) and frees it. */
+  /** Forgets a connection after a failure (the next call reconnects) and frees it (our own close: not a lost start). */
   #drop(c: Live): void {
+    c.attempt.counted = true;
     if (this.#live === c) {
       this.#conn = undefined;
       this.#live = undefined;
@@ -961,14 +1035,54 @@ export function stdioEnvironment(defaults: Record<string, string>, configured: R
   return { ...env, ...configured };
 }
 
+/** Where a stdio transport holds the node's {@link StdioReader} when it took the SDK's place (absent: the SDK's reader). */
+const READER = Symbol('jcp.stdioReader');
+type ReaderHolder = { [READER]?: StdioReader };
+
 /** An MCP server over stdio (a child process), started on demand and restarted after a crash or hang. */
 export class McpStdioEndpoint extends McpEndpoint {
   readonly #cfg: McpStdioEndpointConfig;
+  /** The oversized-result warning's rate limit ({@link RESPAWN_LOG_EVERY_MS}): last logged (ms since the epoch), left out since. */
+  readonly #oversized: { loggedAt: number; suppressed: number; readonly everyMs: number };
 
   /** `opts`: the respawn back-off's knobs (tests). */
   constructor(name: string, cfg: McpStdioEndpointConfig, log: Logger, opts: RespawnOptions = {}) {
     super(name, cfg.timeoutMs, log, opts);
     this.#cfg = cfg;
+    this.#oversized = { loggedAt: -Infinity, suppressed: 0, everyMs: opts.respawnLogEveryMs ?? RESPAWN_LOG_EVERY_MS };
+  }
+
+  /**
+   * Whether the transport of the current connection reads with the node's {@link StdioReader}
+   * (false: the SDK's own reader, whose cap ends the connection); undefined with no connection.
+   */
+  async readsWithStdioReader(): Promise<boolean | undefined> {
+    try {
+      return ((await this.connection()).transport as ReaderHolder)[READER] !== undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  protected override listed(transport: Transport): void {
+    const reader = (transport as ReaderHolder)[READER];
+    if (reader !== undefined) reader.spare = true;
+  }
+
+  /** Logs a result replaced for going past the read cap, at most once per {@link RESPAWN_LOG_EVERY_MS} (the rest counted in `suppressed`). */
+  #oversizedResult(line: OversizedLine): void {
+    const o = this.#oversized;
+    const now = Date.now();
+    if (now - o.loggedAt < o.everyMs) {
+      o.suppressed++;
+      return;
+    }
+    this.log.warn(
+      { cap: 'stdio-read-buffer', cap_bytes: line.capBytes, bytes: line.bytes, suppressed: o.suppressed },
+      'upstream result larger than the stdio read cap: that call failed (endpoint-failed), the connection stays up',
+    );
+    o.loggedAt = now;
+    o.suppressed = 0;
   }
 
   protected override respawnGated(): boolean {
@@ -986,13 +1100,33 @@ export class McpStdioEndpoint extends McpEndpoint {
 
   protected async openTransport(): Promise<Transport> {
     const { StdioClientTransport, getDefaultEnvironment } = await import('@modelcontextprotocol/client/stdio');
+    const { deserializeMessage } = await import('@modelcontextprotocol/client');
     // A subclass, so the SDK probes `server/discover` in place, on this connection's own process:
     // for its base class it spawns a disposable sibling process for the probe and then the
     // connection's (client `_connectNegotiated` → `negotiateStdioViaSibling`), two processes per
     // connection. A server that the probe ends is then connected with the handshake alone ({@link McpEndpoint}).
     // Marks the node's own descriptors close-on-exec just before the spawn (io/cloexec.ts): the
     // receipt log's LevelDB files are opened without it, and the server must not inherit them.
-    class OneProcess extends StdioClientTransport {
+    // Its stdout is read by the node's StdioReader in place of the SDK's ReadBuffer (its
+    // `_readBuffer`, same interface), so that one result past the read cap fails its own call
+    // instead of the connection (node/stdioreader.ts). Should the SDK no longer have that field,
+    // its own reader stays (the whole connection is lost past the cap) and a warning says so.
+    class OneProcess extends StdioClientTransport implements ReaderHolder {
+      readonly [READER]: StdioReader | undefined;
+      constructor(params: ConstructorParameters<typeof StdioClientTransport>[0], reader: StdioReader) {
+        super(params);
+        const self = this as unknown as { _readBuffer?: Partial<Record<'append' | 'readMessage' | 'clear', unknown>> };
+        const sdk = self._readBuffer;
+        if (
+          sdk !== undefined &&
+          typeof sdk.append === 'function' &&
+          typeof sdk.readMessage === 'function' &&
+          typeof sdk.clear === 'function'
+        ) {
+          (self as { _readBuffer: unknown })._readBuffer = reader;
+          this[READER] = reader;
+        }
+      }
       override async start(): Promise<void> {
         markCloseOnExec();
         return super.start();
@@ -1005,14 +1139,29 @@ export class McpStdioEndpoint extends McpEndpoint {
         "stdio servers may inherit the node's open files (the receipt log's included): fcntl(2) could not be bound to mark them close-on-exec",
       );
     }
-    const transport = new OneProcess({
-      command: this.#cfg.command,
-      args: [...this.#cfg.args],
-      env: stdioEnvironment(getDefaultEnvironment(), this.#cfg.env),
-      ...(this.#cfg.cwd !== undefined ? { cwd: this.#cfg.cwd } : {}),
-      stderr: 'pipe',
-      maxBufferSize: STDIO_READ_CAP_BYTES,
+    const reader = new StdioReader({
+      capBytes: STDIO_READ_CAP_BYTES,
+      parse: deserializeMessage,
+      onOversized: (line) => this.#oversizedResult(line),
     });
+    const transport = new OneProcess(
+      {
+        command: this.#cfg.command,
+        args: [...this.#cfg.args],
+        env: stdioEnvironment(getDefaultEnvironment(), this.#cfg.env),
+        ...(this.#cfg.cwd !== undefined ? { cwd: this.#cfg.cwd } : {}),
+        stderr: 'pipe',
+        maxBufferSize: STDIO_READ_CAP_BYTES,
+      },
+      reader,
+    );
+    if (transport[READER] === undefined && !readerWarned) {
+      readerWarned = true;
+      this.log.warn(
+        { cap_bytes: STDIO_READ_CAP_BYTES },
+        "the MCP SDK's stdio transport has no _readBuffer to replace: a result past the stdio read cap ends the whole connection",
+      );
+    }
     transport.stderr?.on('data', (d: Buffer) => {
       const text = d.toString('utf8');
       this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_CHARS);
@@ -1042,6 +1191,8 @@ export class McpStdioEndpoint extends McpEndpoint {
 
 /** The close-on-exec warning was logged (once per process). */
 let closeOnExecWarned = false;
+/** The warning that the SDK's stdio reader could not be replaced was logged (once per process). */
+let readerWarned = false;
 
 /**
  * The value of a configured header: read from its environment variable or file at each connect

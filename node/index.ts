@@ -72,15 +72,28 @@ export {
   type McpNotificationMessage,
   McpStdioEndpoint,
   GRANT_META_KEY,
+  LOST_AFTER_LIST_COUNT,
+  LOST_AFTER_LIST_WINDOW_MS,
   RECEIPT_META_KEY,
   RESPAWN_BACKOFF_MAX_MS,
   RESPAWN_BACKOFF_MS,
   RESPAWN_LOG_EVERY_MS,
+  RESPAWN_STABLE_MS,
   type RespawnOptions,
   STDIO_READ_CAP_BYTES,
   type ToolStatus,
   type UnavailablePhase,
 } from './endpoint.ts';
+export {
+  OVERSIZED_ERROR_CODE,
+  OVERSIZED_HEAD_BYTES,
+  OVERSIZED_TAIL_BYTES,
+  type OversizedLine,
+  oversizedResponseId,
+  type RpcId,
+  StdioReader,
+  type StdioReaderOptions,
+} from './stdioreader.ts';
 export {
   argumentsDigest,
   type ContinuationLimits,

@@ -7,6 +7,9 @@
 // `CRASH_ON_LIST=1`: the server exits when asked for its tools.
 // `FDS_FILE=path`: the server writes there, one per line, what each descriptor it was started
 // with (/proc/self/fd) points at, so a test sees what the node let it inherit.
+// `EXTRA_TOOLS=1`: it also lists `big` (`{bytes}`: a text result of that many bytes, on one
+// line of some bytes + 90) and `exit` (the process exits, as a server an input crashes).
+// Any call's `sleep_ms` argument makes it answer that much later (calls in flight together).
 import { appendFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -26,12 +29,19 @@ if (process.env.FDS_FILE) {
 const n = Number(process.env.TOOLS ?? 1);
 const pad = 'x'.repeat(n > 1 ? 200 : 0);
 const tools = Array.from({ length: n }, (_, i) => ({ name: `t${i}`, description: pad, inputSchema: { type: 'object' } }));
+if (process.env.EXTRA_TOOLS === '1') tools.push(...['big', 'exit'].map((name) => ({ name, inputSchema: { type: 'object' } })));
 const server = new Server({ name: 'counted', version: '1.0.0' }, { capabilities: { tools: {} } });
 server.setRequestHandler(ListToolsRequestSchema, () => {
   if (process.env.CRASH_ON_LIST === '1') process.exit(3);
   return { tools };
 });
-server.setRequestHandler(CallToolRequestSchema, (req) => ({ content: [{ type: 'text', text: `ran ${req.params.name}` }] }));
+server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  const args = req.params.arguments ?? {};
+  if (typeof args.sleep_ms === 'number') await new Promise((r) => setTimeout(r, args.sleep_ms));
+  if (req.params.name === 'exit') process.exit(4);
+  if (req.params.name === 'big') return { content: [{ type: 'text', text: 'a'.repeat(Number(args.bytes)) }] };
+  return { content: [{ type: 'text', text: `ran ${req.params.name}` }] };
+});
 const transport = new StdioServerTransport();
 await server.connect(transport);
 if (process.env.EXIT_BEFORE_INIT === '1') {
