@@ -225,6 +225,83 @@ describe('jcp/1 server: a peer that sends and does not read', () => {
   });
 });
 
+describe('jcp/1 server: unsent bytes are counted by address', () => {
+  const servers: JcpServer[] = [];
+  const conns: RawConn[] = [];
+  afterEach(async () => {
+    for (const c of conns.splice(0)) c.destroy();
+    for (const s of servers.splice(0)) await s.close(100);
+  });
+
+  test('new connections that never read get no reply past the address’s 4 MiB; another address is answered', async () => {
+    // Each connection asks once for an 8 MiB reply and reads nothing. The kernel takes the first
+    // few megabytes of each socket; the rest is held by the node, unsent.
+    const reply = new Uint8Array(8 << 20);
+    let handled = 0;
+    const server = new JcpServer(
+      async (body) => {
+        handled++;
+        return body.length === 1 ? reply : body;
+      },
+      { ...limits, frameCap: 16 << 20, maxPending: 64, maxConnections: 256 },
+      new NodeMetrics(),
+      quiet,
+    );
+    servers.push(server);
+    const port = await server.listen('127.0.0.1', 0);
+    const ask = frameMessage(Uint8Array.of(1));
+    for (let i = 0; i < 40; i++) {
+      const c = await RawConn.open(port, '127.0.0.60');
+      c.sock.pause();
+      conns.push(c);
+      c.write(ask);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await settled(() => handled, 500);
+    // Before: every connection got its reply (40 × 8 MiB less what the kernel took). Now: once
+    // the address holds more than 4 MiB unsent, its connections are not taken from.
+    expect(handled).toBeLessThanOrEqual(4);
+    expect(server.peerUnsent('127.0.0.60')).toBeLessThanOrEqual((4 << 20) + 2 * (reply.length + 4));
+    expect(server.peerUnsent('127.0.0.60')).toBe(server.unsentBytes);
+    const honest = await RawConn.open(port, '127.0.0.61');
+    conns.push(honest);
+    honest.write(frameMessage(Uint8Array.of(7, 1)));
+    expect([...(await honest.next())]).toEqual([7, 1]);
+    // Once the address's connections close, its count goes back to zero.
+    for (const c of conns.splice(0, 40)) c.destroy();
+    expect(await settled(() => server.peerUnsent('127.0.0.60'), 200)).toBe(0);
+    expect(server.unsentBytes).toBe(0);
+  });
+
+  test('a connection of the address that reads is taken from again once the address’s unsent bytes go out', async () => {
+    const reply = new Uint8Array(1 << 20);
+    const server = new JcpServer(
+      async (body) => (body.length === 1 ? reply : body),
+      { ...limits, maxPending: 64 },
+      new NodeMetrics(),
+      quiet,
+    );
+    servers.push(server);
+    const port = await server.listen('127.0.0.1', 0);
+    const hog = await RawConn.open(port, '127.0.0.62');
+    hog.sock.pause();
+    conns.push(hog);
+    hog.write(Buffer.concat(Array.from({ length: 40 }, () => frameMessage(Uint8Array.of(1)))));
+    await settled(() => server.peerUnsent('127.0.0.62'), 300);
+    expect(server.peerUnsent('127.0.0.62')).toBeGreaterThan(4 << 20);
+    // Another connection from the same address waits while the address holds more than 4 MiB …
+    const second = await RawConn.open(port, '127.0.0.62');
+    conns.push(second);
+    second.write(frameMessage(Uint8Array.of(7, 2)));
+    const answered = second.next().then((b) => [...b]);
+    const early = await Promise.race([answered, new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+    expect(early).toBe('waiting');
+    // … and is answered once the hog's bytes go out (here: it reads them).
+    hog.sock.resume();
+    expect(await answered).toEqual([7, 2]);
+  });
+});
+
 describe('jcp/1 server: an address that keeps sending while rate-limited', () => {
   const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
   /** A node whose abuse limits are `burst` tokens, refilled `refillPerS` a second on `clock()`. */
