@@ -115,7 +115,9 @@ export type HeadCheck =
 /** True when LevelDB refused to open because another process holds the database lock. */
 export function isLockError(e: unknown): boolean {
   for (let x: unknown = e; x instanceof Error; x = (x as { cause?: unknown }).cause) {
-    if ((x as { code?: unknown }).code === 'LEVEL_LOCKED' || /\block\b.*(unavailable|held)|LOCK:/i.test(x.message)) return true;
+    // Only a lock another holder has: an OS failure on the LOCK file itself ("…/LOCK: Read-only
+    // file system", "Permission denied") is not one (it is `io`, {@link OS_FAILURES}).
+    if ((x as { code?: unknown }).code === 'LEVEL_LOCKED' || /\block\b.*(unavailable|held)/i.test(x.message)) return true;
   }
   return false;
 }

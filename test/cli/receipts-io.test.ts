@@ -127,6 +127,39 @@ describe('jcp receipts: an operating-system error opening the log', { timeout: 6
     expect(again.code).toBe(0);
   });
 
+  test.each([
+    ['EROFS', 'Read-only file system', /writable/],
+    ['EACCES', 'Permission denied', /permissions/],
+  ])(
+    '%s on the LOCK file / io, not log-locked (a reviewer saw "in use by another process" on a read-only disk)',
+    async (errno, strerror, advice) => {
+      const dir = await folderWithReceipts();
+      fault.text = `IO error: ${path.join(dir, 'receipts', 'LOCK')}: ${strerror}`;
+      try {
+        const r = await runJcpInProcess(['receipts', 'verify', dir]);
+        expect(r.code).toBe(1);
+        expect(r.err).toMatch(/^jcp receipts: error \[io\]: /);
+        expect(r.err).toContain(`(${errno})`);
+        expect(r.err).toMatch(advice);
+        expect(r.err).not.toMatch(/log-locked|another process/);
+      } finally {
+        fault.text = undefined;
+      }
+    },
+  );
+
+  test('log-locked / a log another process holds is still log-locked', async () => {
+    const dir = await folderWithReceipts();
+    fault.text = `IO error: lock ${path.join(dir, 'receipts', 'LOCK')}: Resource temporarily unavailable`;
+    try {
+      const r = await runJcpInProcess(['receipts', 'verify', dir]);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(/^jcp receipts: error \[log-locked\]: /);
+    } finally {
+      fault.text = undefined;
+    }
+  });
+
   test('log-corrupt / a damaged log keeps its code and the advice to repair', async () => {
     const dir = await folderWithReceipts();
     writeFileSync(path.join(dir, 'receipts', 'CURRENT'), 'MANIFEST-999999\n');
