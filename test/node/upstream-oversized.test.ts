@@ -9,15 +9,11 @@
  *   the upstream stays up; calls meanwhile are refused `endpoint-unavailable`, phase `start`.
  * Starts are counted by test/node/counted-server.mjs.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
-import { EndpointError, McpStdioEndpoint, type RespawnOptions, STDIO_READ_CAP_BYTES } from '../../node/index.ts';
+import { EndpointError, type McpStdioEndpoint, type RespawnOptions, STDIO_READ_CAP_BYTES } from '../../node/index.ts';
+import { countedEndpoint } from './counted.ts';
 import { tempDir } from './fixtures.ts';
 
-const SERVER = path.join(import.meta.dirname, 'counted-server.mjs');
 const REPEATED = 'upstream lost repeatedly after its tool list was read; its next start is backed off';
 const OVERSIZED = 'upstream result larger than the stdio read cap: that call failed (endpoint-failed), the connection stays up';
 /** A `big` result past the cap (its JSON line is some 90 bytes more). */
@@ -31,33 +27,8 @@ describe('stdio upstreams: a result past the read cap, and repeated losses after
   });
 
   /** An endpoint for the counted server (its `big` and `exit` tools listed); its starts so far and its log lines. */
-  function counted(name: string, opts: RespawnOptions = {}, env: Record<string, string> = {}) {
-    const file = path.join(work.dir, `${name}.starts`);
-    writeFileSync(file, '');
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString().split('\n')) if (l.length > 0) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
-    const endpoint = new McpStdioEndpoint(
-      name,
-      {
-        kind: 'mcp-stdio',
-        command: process.execPath,
-        args: [SERVER],
-        env: { COUNT_FILE: file, EXTRA_TOOLS: '1', ...env },
-        cwd: undefined,
-        timeoutMs: 10_000,
-      },
-      pino({ level: 'info' }, sink),
-      opts,
-    );
-    open.push(endpoint);
-    const starts = () => readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
-    return { endpoint, starts, logged: (msg: string) => lines.filter((l) => l['msg'] === msg) };
-  }
+  const counted = (name: string, opts: RespawnOptions = {}, env: Record<string, string> = {}) =>
+    countedEndpoint(work.dir, open, name, { EXTRA_TOOLS: '1', ...env }, opts);
 
   const failure = (p: Promise<unknown>) => p.then(() => undefined).catch((e: unknown) => e as EndpointError);
   const text = (b: Uint8Array) => new TextDecoder().decode(b);

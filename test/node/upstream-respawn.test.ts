@@ -7,15 +7,11 @@
  * `endpoint-unavailable` (phase `start`: charged nothing) without a new process. Starts are counted
  * by test/node/counted-server.mjs.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
-import { EndpointError, McpStdioEndpoint, type RespawnOptions } from '../../node/index.ts';
+import { EndpointError, type McpStdioEndpoint, type RespawnOptions } from '../../node/index.ts';
+import { countedEndpoint } from './counted.ts';
 import { tempDir } from './fixtures.ts';
 
-const SERVER = path.join(import.meta.dirname, 'counted-server.mjs');
 const LOST = 'upstream lost before its tool list was read; its next start is backed off';
 
 describe('stdio upstreams lost before their tool list: the reason logged, restarts backed off', () => {
@@ -26,33 +22,10 @@ describe('stdio upstreams lost before their tool list: the reason logged, restar
   });
 
   /** An endpoint for the counted server with `env`; its starts so far and its log lines. */
-  function counted(name: string, env: Record<string, string>, opts: RespawnOptions) {
-    const file = path.join(work.dir, `${name}.starts`);
-    writeFileSync(file, '');
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString().split('\n')) if (l.length > 0) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
-    const endpoint = new McpStdioEndpoint(
-      name,
-      {
-        kind: 'mcp-stdio',
-        command: process.execPath,
-        args: [SERVER],
-        env: { COUNT_FILE: file, ...env },
-        cwd: undefined,
-        timeoutMs: 10_000,
-      },
-      pino({ level: 'info' }, sink),
-      opts,
-    );
-    open.push(endpoint);
-    const starts = () => readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
-    return { endpoint, starts, lost: () => lines.filter((l) => l['msg'] === LOST) };
-  }
+  const counted = (name: string, env: Record<string, string>, opts: RespawnOptions) => {
+    const c = countedEndpoint(work.dir, open, name, env, opts);
+    return { ...c, lost: () => c.logged(LOST) };
+  };
 
   test('100,000 tools (a 26 MB line past the 10 MiB read cap): one start, the cap named once, checks and calls refused until the back-off ends', async () => {
     const { endpoint, starts, lost } = counted('huge', { TOOLS: '100000' }, { respawnBackoffMs: 60_000 });
