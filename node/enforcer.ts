@@ -355,9 +355,11 @@ export class Enforcer {
    * request re-sent over and over, or `list_tools` pipelined, otherwise made the node send
    * megabytes per message for nothing (2026-12-06: 428 replays of 6 MB for one debit).
    */
-  #freeReply(peer: string, reply: Uint8Array, what: 'replays' | 'tool lists'): Uint8Array {
+  #freeReply(peer: string, reply: Uint8Array, what: 'replays' | 'tool lists', taken = 0): Uint8Array {
     const limiter = this.#d.limiter;
-    if (limiter === undefined || limiter.spend(peer, Math.ceil(reply.byteLength / REPLY_TOKEN_BYTES))) {
+    // `taken`: tokens this message already took (a list that re-spawns a down upstream took one).
+    const owed = Math.max(1, Math.ceil(reply.byteLength / REPLY_TOKEN_BYTES)) - taken;
+    if (limiter === undefined || owed <= 0 || limiter.spend(peer, owed)) {
       // Counted as a replay once it is answered (a refused one is counted as rate-limited).
       if (what === 'replays') this.#d.metrics.replays.inc();
       return reply;
@@ -376,7 +378,8 @@ export class Enforcer {
     // peer's tokens: one address cannot keep a down stdio server re-spawning (the endpoint's
     // back-off bounds it across all peers).
     const limiter = this.#d.limiter;
-    if (limiter?.enabled && bindings.some(([, b]) => b.endpoint.tools() === undefined) && !limiter.take(peer)) {
+    const respawns = limiter?.enabled === true && bindings.some(([, b]) => b.endpoint.tools() === undefined);
+    if (respawns && !limiter.take(peer)) {
       this.#d.metrics.rateLimited.inc();
       return this.#error(NodeErrorCodes.RATE_LIMITED, `too many list_tools from ${peer} while an upstream is down; retry later`);
     }
@@ -399,7 +402,8 @@ export class Enforcer {
       });
       this.#toolList = { from, body };
     }
-    return this.#freeReply(peer, body, 'tool lists');
+    // One token per list in all (the re-spawn's counts), and more for a list past 64 KiB.
+    return this.#freeReply(peer, body, 'tool lists', respawns ? 1 : 0);
   }
 
   async #request(body: Uint8Array, req: WireRequest, notice: NoticeSink | undefined, peer: string): Promise<Uint8Array> {
