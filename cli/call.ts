@@ -127,10 +127,13 @@ export function endpointFailure(result: unknown): string | undefined {
   if (typeof e !== 'object' || e === null) return undefined;
   const { code, message, refunded_uj } = e as { code?: unknown; message?: unknown; refunded_uj?: unknown };
   if (typeof code !== 'string') return undefined;
-  const text = typeof message === 'string' ? message.replace(/\s*\n\s*/g, ' ') : '';
+  const text = typeof message === 'string' ? oneLine(message) : '';
   const refund = typeof refunded_uj === 'string' ? `; refunded ${refunded_uj} µJ` : '';
   return `jcp call: allowed, but the endpoint failed [${code}]: ${text}${refund}`;
 }
+
+/** `text` on one line: each line break, with the spaces around it, becomes one space. */
+const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ');
 
 /** The default of `--timeout-s`, in seconds. */
 export const DEFAULT_CALL_TIMEOUT_S = 30;
@@ -256,7 +259,7 @@ export const command: Command = {
         process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } }, null, 2)}\n`);
         // And the one line every command's errors are (README): `jcp call: error [code]: …`.
         const why = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
-        process.stderr.write(`jcp call: error [${e.code}]: ${why.replace(/\s*\n\s*/g, ' ')}\n`);
+        process.stderr.write(`jcp call: error [${e.code}]: ${oneLine(why)}\n`);
         return 1;
       }
       throw timedOut(e);

@@ -384,12 +384,13 @@ export class Enforcer {
       return this.#error(NodeErrorCodes.RATE_LIMITED, `too many list_tools from ${peer} while an upstream is down; retry later`);
     }
     await Promise.all(bindings.map(([, b]) => b.endpoint.ensureTools()));
-    // Each endpoint keeps its list as one array until it re-lists, so the same arrays mean the same body.
+    // Each endpoint keeps its list as one array until it re-lists, so the same arrays mean the same
+    // body (the endpoints, and so the arrays' count and order, are fixed by the config).
     // (An A2A agent's list is its skills; its tools() is a new empty array each time.)
     const from = bindings.map(([, b]) => (b.endpoint.kind === 'a2a' ? b.endpoint.skills?.() : b.endpoint.tools()));
     const kept = this.#toolList;
     let body: Uint8Array;
-    if (kept !== undefined && kept.from.length === from.length && kept.from.every((v, i) => v === from[i])) body = kept.body;
+    if (kept?.from.every((v, i) => v === from[i])) body = kept.body;
     else {
       body = encodeWireMessage({
         kind: 'tool_list',
