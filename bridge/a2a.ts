@@ -98,6 +98,12 @@ export const A2aErrorCodes = {
   UNKNOWN_SKILL: 'unknown-skill',
   /** A send without a message. */
   MESSAGE_REQUIRED: 'message-required',
+  /**
+   * A message with no parts, or a part with none of `text`, `raw`, `url`, `data` (A2A v1.0 `Part`'s
+   * one-of; the SDK reads any other shape, v0.3's `{kind: "file", file}` among them, as a part with
+   * no content). Refused before a decision: nothing is sealed or debited.
+   */
+  PART_INVALID: 'part-invalid',
   /** 429: the agent has `perAgent` requests open. */
   REQUEST_LIMIT_AGENT: 'request-limit-agent',
   /** 503: the bridge has `total` requests open. */
@@ -332,6 +338,9 @@ export class A2aFace implements A2ARequestHandler {
   async #prepare(params: SendMessageRequest): Promise<{ route: Route; out: SendMessageRequest; message: Message }> {
     const message = params.message;
     if (message === undefined) throw malformed(A2aErrorCodes.MESSAGE_REQUIRED, 'a send needs a message');
+    if (message.parts.length === 0) throw malformed(A2aErrorCodes.PART_INVALID, 'a message needs at least one part');
+    const empty = message.parts.findIndex((p) => p.content === undefined);
+    if (empty >= 0) throw malformed(A2aErrorCodes.PART_INVALID, `part ${empty} has none of text, raw, url or data (an A2A v1.0 part)`);
     const meta: Record<string, unknown> = { ...(message.metadata ?? {}) };
     let delegated: SignedGrant[] | undefined;
     try {

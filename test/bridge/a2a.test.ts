@@ -249,6 +249,48 @@ describe('the A2A face: an unmodified SDK client through bridge and node to an S
     const bad = await (await a2aClient('JSONRPC')).sendMessage(send('x', { skill: 'fail' })).catch((e: Error) => e);
     expect((bad as Error).message).toContain('unknown-skill');
   });
+
+  test('a message with no parts, or a part with no content (a shape the SDK drops), is part-invalid: nothing sealed or debited', async () => {
+    const spent = node.ledger.spent(grantId(agentGrant.grant));
+    const received = agent.received.length;
+    // v0.3's {kind, text} is read by its `text`; these carry no text, raw, url or data
+    const shapes: unknown[][] = [[], [{ kind: 'file', file: { uri: 'https://x' } }], [{ text: 'ok' }, { type: 'text', content: 'x' }]];
+    for (const [i, parts] of shapes.entries()) {
+      const req = SendMessageRequest.fromJSON({
+        message: { messageId: `bad-${i}`, role: 'ROLE_USER', parts, metadata: { skill: 'echo' } },
+      });
+      for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+        const client = await a2aClient(binding);
+        const e = await client.sendMessage(req).catch((x: Error) => x);
+        expect(e).toBeInstanceOf(Error);
+        expect((e as Error).message).toContain('part-invalid');
+        const streamed = await (async () => {
+          for await (const _ of client.sendMessageStream(req)) return 'an event';
+          return 'no event';
+        })().catch((x: Error) => x);
+        expect((streamed as Error).message).toContain('part-invalid');
+      }
+    }
+    // the raw JSON-RPC error: invalid params with the stable code in its data
+    const r = await fetch(`${face.url}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: 'bad-raw', role: 'ROLE_USER', parts: [{}], metadata: { skill: 'echo' } } },
+      }),
+    });
+    const { error } = (await r.json()) as { error: { code: number; data: Array<{ metadata?: Record<string, string> }> } };
+    expect(error.code).toBe(-32602);
+    expect(error.data[0]?.metadata?.['jcp/error']).toBe('part-invalid');
+    expect(agent.received.length).toBe(received);
+    expect(node.ledger.spent(grantId(agentGrant.grant))).toBe(spent);
+    // an empty text part is content: it goes through
+    const ok = (await (await a2aClient('JSONRPC')).sendMessage(send('', { skill: 'echo' }))) as Message;
+    expect(textOf(ok)).toBe('echo: ');
+  });
 });
 
 describe('budgets that follow delegation', () => {
