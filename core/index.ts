@@ -63,6 +63,7 @@ export {
   encodeReceiptCore,
   openJcr1Receipt,
   openReceipt,
+  readVouchedReceipt,
   readJcr1ReceiptCore,
   readReceiptCore,
   type ReceiptCore,

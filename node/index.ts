@@ -203,6 +203,7 @@ export {
   Snapshotter,
   writeSnapshotFile,
 } from './snapshot.ts';
+export type { SnapshotCheck } from './snapshotjob.ts';
 export {
   JcpServer,
   MAX_IN_FLIGHT,

@@ -27,7 +27,7 @@
 import { existsSync, writeFileSync, fsyncSync, openSync, closeSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ClassicLevel } from 'classic-level';
-import { blake3, bytesEqual, type ContentId, type Did } from '../core/index.ts';
+import { blake3, bytesEqual, type ContentId, type Did, toHex } from '../core/index.ts';
 import { errnoOf, IoError, readFileCapped } from '../io/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
 import { HEAD_MARK_FILE, HeadMarkFile } from './headmark.ts';
@@ -204,6 +204,10 @@ export class ReceiptLog {
   #failed: Error | undefined;
   #closed = false;
   #durableSeq = -1;
+  /** The id of the receipt at {@link #durableSeq} (hex BLAKE3 of its bytes). */
+  #durableId: ContentId | undefined;
+  /** The first receipt seq this process appended (−1 before the first). */
+  #appendedFrom = -1;
 
   private constructor(
     dataDir: string,
@@ -403,6 +407,17 @@ export class ReceiptLog {
     return this.#durableSeq;
   }
 
+  /**
+   * The receipts this process appended and made durable: seqs `fromSeq` through `seq`, and the
+   * receipt id of the one at `seq` (BLAKE3 of the bytes it wrote, held in memory since); undefined
+   * before the first durable batch. What a snapshot vouches for by `prev` links instead of
+   * signatures (node/snapshotjob.ts): the log on disk cannot change that id.
+   */
+  get appendedDurable(): { readonly fromSeq: number; readonly seq: number; readonly id: ContentId } | undefined {
+    if (this.#durableId === undefined || this.#appendedFrom < 0) return undefined;
+    return { fromSeq: this.#appendedFrom, seq: this.#durableSeq, id: this.#durableId };
+  }
+
   /** True once a batch failed: the log can no longer be trusted to hold what the node decides. */
   get failed(): Error | undefined {
     return this.#failed;
@@ -413,6 +428,7 @@ export class ReceiptLog {
    * Resolves once durable. Callers append in seq order; batches are written in order.
    */
   appendReceipt(seq: number, receipt: Uint8Array): Promise<void> {
+    if (this.#appendedFrom < 0) this.#appendedFrom = seq;
     return this.#write([{ type: 'put', key: receiptKey(seq), value: receipt }]);
   }
 
@@ -698,7 +714,9 @@ export class ReceiptLog {
         const op = ops[j]!;
         if (op.key[0] === R && op.key.length === 9) {
           this.#durableSeq = seqOfKey(op.key);
-          this.#mark.note(this.#durableSeq, blake3(op.value));
+          const digest = blake3(op.value);
+          this.#durableId = toHex(digest);
+          this.#mark.note(this.#durableSeq, digest);
           return;
         }
       }

@@ -34,6 +34,8 @@ export interface SliceJob {
   readonly steward: Did;
   /** The seq the slice should start at, and the id of the receipt before it (absent at the log's start). */
   readonly start: { readonly seq: number; readonly prev?: ContentId };
+  /** Signatures not checked: see {@link ReplayLogOptions.vouched}. */
+  readonly vouched?: boolean;
 }
 
 /** What one slice contributes (structured-clone friendly: plain data, bigints). */
@@ -63,7 +65,7 @@ export interface SliceResult {
 
 /** Replays one slice with core `replayReceipts` (pure apart from its own fresh ledger). */
 export function replaySlice(job: SliceJob): SliceResult {
-  const r = replayReceipts(job.receipts, { steward: job.steward, start: job.start });
+  const r = replayReceipts(job.receipts, { steward: job.steward, start: job.start, vouched: job.vouched === true });
   const seqOf = new Map<Uint8Array, number>();
   for (let i = 0; i < job.receipts.length; i++) seqOf.set(job.receipts[i]!, job.seqs[i]!);
   const requestKeys = new Uint32Array(r.requests.size * REQUEST_KEY_WORDS);
@@ -275,6 +277,12 @@ export interface ReplayLogOptions {
   /** Stop after this seq (default: the end of the log). */
   readonly toSeq?: number;
   /**
+   * The receipts' signatures are not checked (core `replayReceipts` `vouched`): only for receipts
+   * the caller vouches for by their `prev` links to an id it holds (node/snapshotjob.ts), which it
+   * must check in the result (no new rejected receipt or break, `coveredId` that id). Default false.
+   */
+  readonly vouched?: boolean;
+  /**
    * The request index's window and horizon (seconds; node/requestindex.ts `TimedRequestIndex`)
    * when not continuing `from`: default no horizon (every request id kept).
    */
@@ -385,6 +393,7 @@ export async function replayChunks(
       seqs,
       steward: opts.steward,
       start: { seq: nextStart, ...(prevId !== undefined ? { prev: prevId } : {}) },
+      ...(opts.vouched === true ? { vouched: true } : {}),
     };
     nextStart = seqs[seqs.length - 1]! + 1;
     prevId = receiptId(receipts[receipts.length - 1]!);

@@ -4,7 +4,8 @@
  * whole window) lives in the worker, not on the decision path: the main thread only reads the log
  * (LevelDB allows one handle, held by the main thread) and hands its receipts over, packed, in
  * slices; the worker chooses the base snapshot (reads and verifies its file), replays and merges
- * the receipts (signature checks included), and encodes and signs the result. So nothing on the
+ * the receipts (signature checks included, except for receipts the node vouches for: `vouch`
+ * on `snap-open`), and encodes and signs the result. So nothing on the
  * main thread grows with the state: at 1,000,000 request ids in the window, encoding alone takes
  * seconds (bench/history.ts), which the main thread would spend with every decision waiting.
  *
@@ -42,6 +43,14 @@ export type SnapshotJob =
       readonly aheadS: number;
       readonly windowS: number;
       readonly toSeq: number;
+      /**
+       * The node appended receipts `fromSeq` through `seq` itself, and holds the id of the one at
+       * `seq` (node/receiptlog.ts `appendedDurable`). When every receipt after the chosen base is
+       * among them and `seq` is `toSeq`, their signatures are not checked again: their `prev`
+       * links must run from the base's receipt id to `id` with no receipt refused, or the session
+       * ends `unvouched` and the main thread starts it again without this.
+       */
+      readonly vouch?: { readonly fromSeq: number; readonly seq: number; readonly id: ContentId } | undefined;
     }
   | {
       readonly t: 'snap-chunk';
@@ -59,9 +68,25 @@ export type SnapshotReply =
   | { readonly t: 'taken' }
   | {
       readonly t: 'ended';
-      /** Undefined: nothing new to cover. */
-      readonly made?: { readonly bytes: Uint8Array; readonly seq: number; readonly replayed: number; readonly requests: number };
+      /** Undefined: nothing new to cover (or `unvouched`). */
+      readonly made?: {
+        readonly bytes: Uint8Array;
+        readonly seq: number;
+        readonly replayed: number;
+        readonly requests: number;
+        /** How the receipts after the base were checked: `chain` (vouched), `signatures`. */
+        readonly checked: SnapshotCheck;
+      };
+      /** A vouched session whose receipts did not link to the vouched id: why (nothing made). */
+      readonly unvouched?: string;
     };
+
+/**
+ * How a snapshot's receipts after its base were checked: `signatures` (each one's steward
+ * signature), or `chain` (receipts this process sealed, vouched for by their `prev` links to the
+ * receipt id it holds for the last: node/receiptlog.ts `appendedDurable`).
+ */
+export type SnapshotCheck = 'chain' | 'signatures';
 
 /** Receipts per replay slice in the worker (its merges cost the decision path nothing). */
 const WORKER_SLICE = 2048;
@@ -77,6 +102,8 @@ interface Session {
   readonly baseTotal: number;
   readonly nowS: number;
   readonly windowS: number;
+  /** The vouched receipts' last seq and id, when signatures are not checked; with the base's refused and broken counts. */
+  readonly vouched: { readonly seq: number; readonly id: ContentId; readonly rejected: number; readonly breaks: number } | undefined;
   /** Chunks handed over and not yet taken by the replay, and the end mark (null). */
   readonly queue: Array<{ chunk: Array<[number, Uint8Array]>; answer: SnapshotAnswer } | null>;
   /** Wakes the replay when it waits for a chunk. */
@@ -123,11 +150,27 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
   s.wake?.();
   session = undefined;
   const r = await s.replay!;
+  const v = s.vouched;
+  if (v !== undefined) {
+    const why =
+      r.rejected.length > v.rejected
+        ? `receipt seq ${r.rejected[v.rejected]!.seq} refused: ${r.rejected[v.rejected]!.code}`
+        : r.breaks.length > v.breaks
+          ? `receipt seq ${r.breaks[v.breaks]!.seq}: ${r.breaks[v.breaks]!.code}`
+          : r.coveredSeq !== v.seq || r.coveredId !== v.id
+            ? `the log's receipt at seq ${r.coveredSeq} is not the one the node made durable at seq ${v.seq}`
+            : undefined;
+    if (why !== undefined) {
+      answer({ t: 'ended', unvouched: why });
+      return;
+    }
+  }
   const bytes = finishSnapshot(r, s.base, { steward: s.steward, nowS: s.nowS, windowS: s.windowS });
+  const checked: SnapshotCheck = v !== undefined ? 'chain' : 'signatures';
   answer(
     bytes === undefined
       ? { t: 'ended' }
-      : { t: 'ended', made: { bytes, seq: r.coveredSeq, replayed: r.total - s.baseTotal, requests: r.requests.size } },
+      : { t: 'ended', made: { bytes, seq: r.coveredSeq, replayed: r.total - s.baseTotal, requests: r.requests.size, checked } },
   );
 }
 
@@ -135,12 +178,19 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
 function open(steward: Actor, base: OpenedSnapshot | undefined, m: SnapshotJob & { t: 'snap-open' }): Session {
   const requestHorizon = Math.max(0, m.nowS - m.windowS);
   const from = base?.state(m.windowS, requestHorizon);
+  // Vouched only when the node appended every receipt after the base and the last is the one it holds.
+  const vouch = m.vouch;
+  const vouched =
+    vouch !== undefined && vouch.seq === m.toSeq && (base?.seq ?? -1) + 1 >= vouch.fromSeq
+      ? { seq: vouch.seq, id: vouch.id, rejected: from?.rejected.length ?? 0, breaks: from?.breaks.length ?? 0 }
+      : undefined;
   const s: Session = {
     steward,
     base,
     baseTotal: from?.total ?? 0,
     nowS: m.nowS,
     windowS: m.windowS,
+    vouched,
     queue: [],
     wake: undefined,
     failed: undefined,
@@ -169,6 +219,7 @@ function open(steward: Actor, base: OpenedSnapshot | undefined, m: SnapshotJob &
     requestWindowS: m.windowS,
     requestHorizon,
     ...(from ? { from } : {}),
+    ...(vouched !== undefined ? { vouched: true } : {}),
   });
   // A replay that fails answers the chunks waiting and every later message with its error.
   s.replay.catch((e: Error) => {

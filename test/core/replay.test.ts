@@ -100,6 +100,23 @@ describe('replay - bad evidence is counted, never applied (C14)', () => {
     // the next receipt's prev names bytes the replay never accepted: a gap is reported too
     expect(r.breaks).toEqual([expect.objectContaining({ index: 3, code: BreakCodes.SEQ_GAP, expectedSeq: 2, seq: 3 })]);
   });
+  it('vouched / signatures unchecked: the changed receipt is read, but its id no longer matches the next prev (the caller must check)', () => {
+    const { s } = mixedLog();
+    const log = s.receipts.map((x) => new Uint8Array(x));
+    log[2]![log[2]!.length - 5]! ^= 0x40; // in the signature
+    const r = replayReceipts(log, { vouched: true });
+    expect(r.rejected).toEqual([]);
+    expect(r.breaks).toEqual([expect.objectContaining({ index: 3, code: BreakCodes.PREV_MISMATCH, expectedSeq: 3, seq: 3 })]);
+    // untouched, the same state as a verified replay
+    const clean = replayReceipts(s.receipts, { vouched: true });
+    expect(ledgerOf(clean.ledger)).toEqual(ledgerOf(s.ledger));
+    expect(clean.breaks).toEqual([]);
+    // every other check still runs: garbage and another steward are refused
+    const odd = replayReceipts([new Uint8Array([1, 2, 3]), ...s.receipts], { vouched: true, steward: mallory.did });
+    expect(odd.rejected[0]).toMatchObject({ index: 0, code: ErrorCodes.CBOR_MALFORMED });
+    expect(odd.rejected.slice(1).every((x) => x.code === ReceiptRefusals.WRONG_STEWARD)).toBe(true);
+    expect(odd.rejected.length).toBe(1 + s.receipts.length);
+  });
   it('deny / garbage bytes are rejected with a decoder code', () => {
     const { s } = mixedLog();
     const r = replayReceipts([new Uint8Array([1, 2, 3]), ...s.receipts]);

@@ -309,6 +309,37 @@ describe('a snapshot made while the node clock ran ahead', () => {
   });
 });
 
+describe('which receipts a running node vouches for by their links', () => {
+  test('receipts from before a restart have their signatures checked; those the node then appended are vouched for (checked "chain")', async () => {
+    const lines: Array<{ msg: string; seq?: number; checked?: unknown; replayed?: number }> = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const dir = folder();
+    const call = async (node: { port: number }, from: number, n: number) => {
+      const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+      for (let i = from; i < from + n; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+      await c.close();
+    };
+    // A fresh log: every receipt is the node's own.
+    const a = await liveNode(cfg, { clockS: () => T, logger }, dir);
+    await call(a, 0, 2);
+    await a.snapshots.snapshotNow();
+    await call(a, 2, 2); // seqs 2 and 3, not in a snapshot before the restart
+    await a.close();
+    const b = await liveNode(cfg, { clockS: () => T, logger }, dir);
+    await call(b, 4, 2);
+    await b.snapshots.snapshotNow(); // base seq 1: seqs 2, 3 were appended by the node before
+    await call(b, 6, 1);
+    await b.snapshots.snapshotNow(); // base seq 5: seq 6 is this node's
+    await b.close();
+    expect(lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.seq, l.replayed, l.checked])).toEqual([
+      [1, 2, 'chain'],
+      [5, 4, 'signatures'],
+      [6, 1, 'chain'],
+    ]);
+  });
+});
+
 describe.runIf(process.platform === 'linux')('how the snapshot worker is scheduled', () => {
   /** The `scheduling` of each 'snapshot written' line a node with `snapshot` config logs for two snapshots. */
   async function ranAs(snapshot: Record<string, unknown>): Promise<unknown[]> {
@@ -342,7 +373,7 @@ describe.runIf(process.platform === 'linux')('how the snapshot worker is schedul
 describe.runIf(process.platform === 'linux')('snapshot.builder "process": the snapshot built in a process of its own', () => {
   /** The `scheduling` and `builder` of each 'snapshot written' line for two snapshots, and whether a restart used the last one. */
   async function built(snapshot: Record<string, unknown>): Promise<{ lines: unknown[]; used: unknown }> {
-    const lines: Array<{ msg: string; scheduling?: unknown; builder?: unknown }> = [];
+    const lines: Array<{ msg: string; scheduling?: unknown; builder?: unknown; checked?: unknown }> = [];
     const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
     const dir = folder();
@@ -361,24 +392,24 @@ describe.runIf(process.platform === 'linux')('snapshot.builder "process": the sn
     const b = await liveNode(config, { clockS: () => T }, dir);
     const used = b.boot.snapshot;
     await b.close();
-    return { lines: lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.scheduling, l.builder]), used };
+    return { lines: lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.scheduling, l.builder, l.checked]), used };
   }
 
   test('written as by a worker thread (a restart uses it), said in each snapshot written, at nice 19 or idle', async () => {
     expect(await built({ builder: 'process' })).toEqual({
       lines: [
-        ['nice 19', 'process'],
-        ['nice 19', 'process'],
+        ['nice 19', 'process', 'chain'],
+        ['nice 19', 'process', 'chain'],
       ],
       used: expect.objectContaining({ seq: 1, replayed: 0 }),
     });
     expect((await built({ builder: 'process', scheduling: 'idle' })).lines).toEqual([
-      ['idle', 'process'],
-      ['idle', 'process'],
+      ['idle', 'process', 'chain'],
+      ['idle', 'process', 'chain'],
     ]);
     expect((await built({})).lines).toEqual([
-      ['nice 19', 'thread'],
-      ['nice 19', 'thread'],
+      ['nice 19', 'thread', 'chain'],
+      ['nice 19', 'thread', 'chain'],
     ]);
   });
 

@@ -10,11 +10,13 @@ import path from 'node:path';
 import pino from 'pino';
 import { describe, expect, test } from 'vitest';
 import { JcpClient } from '../../client/index.ts';
+import { type ContentId, receiptId } from '../../core/index.ts';
 import {
   listSnapshots,
   type MadeSnapshot,
   makeSnapshot,
   makeSnapshotOffThread,
+  type OffThreadSnapshotOptions,
   ReceiptLog,
   readKeyFile,
   SNAPSHOT_DIR,
@@ -43,7 +45,7 @@ async function loggedFolder(n: number): Promise<string> {
 /** Both paths on copies of `dir` (with what its snapshot folder holds): the files they write, and what each logged as ignored. */
 async function both(
   dir: string,
-  o: { nowS: number; windowS: number; toSeq?: number },
+  o: { nowS: number; windowS: number; toSeq?: number; vouch?: OffThreadSnapshotOptions['vouch'] },
 ): Promise<{ inline: MadeSnapshot | undefined; off: MadeSnapshot | undefined; ignored: { inline: string[]; off: string[] } }> {
   const a = folder();
   const b = folder();
@@ -66,11 +68,13 @@ async function both(
       windowS: o.windowS,
       toSeq,
       logger: logger(ignored.off),
+      vouch: o.vouch,
     });
     if (inline !== undefined && off !== undefined) {
       expect(path.basename(off.file)).toBe(path.basename(inline.file));
       expect(readFileSync(off.file).equals(readFileSync(inline.file))).toBe(true);
-      expect({ ...off, file: '', seconds: 0 }).toEqual({ ...inline, file: '', seconds: 0 });
+      expect({ ...off, file: '', seconds: 0, checked: '' }).toEqual({ ...inline, file: '', seconds: 0, checked: '' });
+      expect(inline.checked).toBe('signatures');
     }
     return { inline, off, ignored };
   } finally {
@@ -123,6 +127,69 @@ describe('a running node snapshot built on a worker thread', () => {
     expect(r.ignored.off).toEqual(['the steward signature does not verify']);
     expect(r.ignored.off).toEqual(r.ignored.inline);
     expect(r.off).toMatchObject({ seq: 7, replayed: 2 });
+  });
+
+  /** What a node that appended receipts `fromSeq`..`seq` of `dir` would vouch: the id of the receipt at `seq` as it is now. */
+  async function vouchOf(dir: string, fromSeq: number, seq: number): Promise<{ fromSeq: number; seq: number; id: ContentId }> {
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
+    try {
+      return { fromSeq, seq, id: receiptId((await log.getReceipt(seq))!) };
+    } finally {
+      await log.close();
+    }
+  }
+
+  /** A copy of `dir` with receipt `seq`'s last byte (in its signature) flipped, as a disk or a hand could. */
+  async function withChanged(dir: string, seq: number): Promise<string> {
+    const copy = folder();
+    cpSync(dir, copy, { recursive: true });
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const log = await ReceiptLog.open(copy, { steward: steward.did, nowS: 0, mustExist: true });
+    try {
+      const bytes = Uint8Array.from((await log.getReceipt(seq))!);
+      bytes[bytes.length - 1]! ^= 1;
+      await log.appendReceipt(seq, bytes);
+    } finally {
+      await log.close();
+    }
+    return copy;
+  }
+
+  test('receipts the node appended are vouched for by their prev links to the id it holds: the same bytes, checked "chain"', async () => {
+    const dir = await loggedFolder(14);
+    const nowS = Math.floor(Date.now() / 1000);
+    const whole = await both(dir, { nowS, windowS: 3600, vouch: await vouchOf(dir, 0, 13) });
+    expect(whole.off).toMatchObject({ seq: 13, replayed: 14, checked: 'chain' });
+    // Not every receipt after the base is the node's own (no base, appended from seq 10): signatures.
+    const part = await both(dir, { nowS, windowS: 3600, vouch: await vouchOf(dir, 10, 13) });
+    expect(part.off).toMatchObject({ seq: 13, replayed: 14, checked: 'signatures' });
+    // A vouch for another seq than the one covered: signatures.
+    const short = await both(dir, { nowS, windowS: 3600, toSeq: 9, vouch: await vouchOf(dir, 0, 13) });
+    expect(short.off).toMatchObject({ seq: 9, checked: 'signatures' });
+    // Continuing a base at seq 9 with the node's receipts from seq 10 on: chain.
+    const based = folder();
+    cpSync(dir, based, { recursive: true });
+    cpSync(path.dirname(short.off!.file), path.join(based, SNAPSHOT_DIR), { recursive: true });
+    const cont = await both(based, { nowS, windowS: 3600, vouch: await vouchOf(dir, 10, 13) });
+    expect(cont.off).toMatchObject({ seq: 13, replayed: 4, checked: 'chain' });
+    expect(whole.ignored.off).toEqual([]);
+  });
+
+  test('a receipt changed after the node wrote it breaks the vouch: warned, and made again with every signature checked', async () => {
+    const dir = await loggedFolder(14);
+    const nowS = Math.floor(Date.now() / 1000);
+    const held = await vouchOf(dir, 0, 13); // what the node holds in memory, before the change
+    // A receipt in the middle: its id changes, so the next one's prev link breaks.
+    const middle = await both(await withChanged(dir, 6), { nowS, windowS: 3600, vouch: held });
+    expect(middle.off).toMatchObject({ seq: 13, replayed: 14, checked: 'signatures' });
+    expect(middle.ignored.off).toEqual(['receipt seq 7: prev-mismatch']);
+    // The inline path (every signature) refused seq 6: the file both wrote counts it.
+    expect(readFileSync(middle.off!.file).equals(readFileSync(middle.inline!.file))).toBe(true);
+    // The last receipt: no link after it, but it is not the one the node holds.
+    const last = await both(await withChanged(dir, 13), { nowS, windowS: 3600, vouch: held });
+    expect(last.off).toMatchObject({ checked: 'signatures' });
+    expect(last.ignored.off).toEqual([`the log's receipt at seq 13 is not the one the node made durable at seq 13`]);
   });
 
   test('a session message out of order is refused by the worker, and nothing is written', async () => {
