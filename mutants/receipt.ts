@@ -1,7 +1,8 @@
 /**
  * Mutants of receipts and replay (spec §8, §8.1; core/receipt.ts, core/replay.ts): chain_ids
  * missing a link, the steward (kid) check weakened, fields sealed from the wrong source, replay
- * debiting only the leaf or debiting denials, a tampered receipt counted at the wrong place.
+ * debiting only the leaf or debiting denials, a tampered receipt counted at the wrong place, a
+ * signature left unchecked where the caller vouched for nothing.
  */
 import type { Mutant } from '../scripts/mutants.ts';
 
@@ -100,8 +101,22 @@ export default [
   {
     id: 'receipt-signature-checked-over-payload',
     file: 'core/receipt.ts',
-    find: 'if (!verify(pub, sigStructure(msg.protectedBytes, msg.payload), msg.signature)) {',
-    replace: 'if (!verify(pub, sigStructure(new Uint8Array(0), msg.payload), msg.signature)) {',
+    find: 'if (checkSignature && !verify(pub, sigStructure(msg.protectedBytes, msg.payload), msg.signature)) {',
+    replace: 'if (checkSignature && !verify(pub, sigStructure(new Uint8Array(0), msg.payload), msg.signature)) {',
     classes: ['C5'],
+  },
+  {
+    id: 'receipt-open-skips-signature',
+    file: 'core/receipt.ts',
+    find: 'return openWith(bytes, expectedSteward, readReceiptCore, true);',
+    replace: 'return openWith(bytes, expectedSteward, readReceiptCore, false);',
+    classes: ['C5', 'C14'],
+  },
+  {
+    id: 'replay-vouched-by-default',
+    file: 'core/replay.ts',
+    find: 'const open = opts.vouched === true ? readVouchedReceipt : openReceipt;',
+    replace: 'const open = opts.vouched !== false ? readVouchedReceipt : openReceipt;',
+    classes: ['C14'],
   },
 ] satisfies Mutant[];
