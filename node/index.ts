@@ -205,6 +205,7 @@ export {
 } from './snapshot.ts';
 export type { SnapshotCheck } from './snapshotjob.ts';
 export {
+  HANDSHAKES_PER_PEER,
   JcpServer,
   MAX_IN_FLIGHT,
   type MessageHandler,
@@ -216,6 +217,7 @@ export {
   type ServerLimits,
   TURN_MESSAGES,
   UNSENT_BUDGET_BYTES,
+  UNSENT_CEILING_FACTOR,
 } from './server.ts';
 export { WorkerPool } from './workers.ts';
 export { buildLogTree, checkAgainstCheckpoint, checkpointOf, type LogCheckpoint, originOf, type ReceiptSource } from './tlog.ts';

@@ -136,6 +136,12 @@ export class NodeMetrics {
     labelNames: ['why'] as const,
     registers: [this.registry],
   });
+  /** jcp/1 connections closed because the node held more than twice its unsent budget (node/server.ts). */
+  readonly unsentShed = new Counter({
+    name: 'jcp_unsent_shed_connections_total',
+    help: 'jcp/1 connections closed, those holding the most unsent reply bytes first, because the node held more than twice its unsent budget',
+    registers: [this.registry],
+  });
   /** Messages refused `rate-limited` (node/ratelimit.ts), and the peers tracked. */
   readonly rateLimited = new Counter({
     name: 'jcp_rate_limited_total',

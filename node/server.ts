@@ -30,7 +30,11 @@
  *   taken), and in total (`unsentBudgetBytes`, default {@link UNSENT_BUDGET_BYTES}: past it, an
  *   address with unsent bytes of its own is not taken from until they go out, and a turn takes
  *   one message). What is held past the budget is the replies of the requests in flight and one
- *   more reply per address. The replies ready at once go out as one buffer in one write.
+ *   more reply per address; past {@link UNSENT_CEILING_FACTOR} × the budget, the connections
+ *   holding the most are closed until the total is within it. The replies ready at once go out
+ *   as one buffer in one write.
+ * - TLS: a connection in its handshake is bounded apart (at most {@link HANDSHAKES_PER_PEER} per
+ *   address and `maxConnections` in all, each ended after `readTimeoutMs` unless it completes).
  * - With the node's per-address `rate-limited` check (`hooks.admits`), an address refused
  *   `rate-limited` has its new connections told so and closed, and a connection that sends
  *   {@link REFUSED_BEFORE_CLOSE} refused messages within {@link REFUSED_WINDOW_MS} is closed.
@@ -111,6 +115,11 @@ export interface JcpTlsOptions {
   readonly clientCerts: 'off' | 'request' | 'require';
 }
 
+/**
+ * TLS: handshakes one peer address ({@link peerAddress}) may have in progress at once; one more
+ * is closed at once. Each must complete within `readTimeoutMs`.
+ */
+export const HANDSHAKES_PER_PEER = 64;
 /** Take no more requests from the connections of an address whose unsent replies exceed this many bytes. */
 const WRITE_HIGH_WATER = 4 << 20;
 /**
@@ -118,6 +127,12 @@ const WRITE_HIGH_WATER = 4 << 20;
  * connections together, the node holds written but not yet taken by the kernel.
  */
 export const UNSENT_BUDGET_BYTES = 64 << 20;
+/**
+ * Past this many times {@link ServerLimits.unsentBudgetBytes} held unsent, the connections holding
+ * the most are closed until the total is within the budget: what bounds the total however many
+ * addresses each hold one reply past the budget.
+ */
+export const UNSENT_CEILING_FACTOR = 2;
 /**
  * Bytes a connection may hold received but not yet taken (its inbox): past it the socket is not
  * read until the node takes them, and the peer's further bytes wait in the kernel.
@@ -229,6 +244,18 @@ class Connection {
   }
 
   destroy(): void {
+    this.#sock.destroy();
+  }
+
+  /** Bytes written to this connection that the kernel has not taken yet. */
+  get unsent(): number {
+    return this.#unsent;
+  }
+
+  /** Closes it with its unsent bytes counted off at once (the server is over its ceiling). */
+  shed(): void {
+    this.#server.unsentChanged(-this.#unsent, this.#peer);
+    this.#unsent = 0; // the write callbacks of a destroyed socket then count nothing off
     this.#sock.destroy();
   }
 
@@ -544,8 +571,12 @@ export class JcpServer {
   /** Open connections per remote address. */
   readonly #perPeer = new Map<string, number>();
   readonly #server: Server;
-  /** TLS only: raw sockets accepted by TCP, until they close. */
-  readonly #handshaking = new Set<Socket>();
+  /**
+   * TLS only: raw sockets accepted by TCP and not yet through the handshake, by `address:port`
+   * (what the TLS socket reports too), each with the timer that ends it; and how many per peer.
+   */
+  readonly #handshaking = new Map<string, { readonly raw: Socket; readonly peer: string; readonly timer: NodeJS.Timeout }>();
+  readonly #handshakingPerPeer = new Map<string, number>();
   #accepting = true;
 
   /** `hooks`: {@link ServerHooks} (the node passes its per-address `rate-limited` check). */
@@ -575,6 +606,7 @@ export class JcpServer {
               allowHalfOpen: true,
             },
             (sock) => {
+              this.#handshakeDone(`${sock.remoteAddress}:${sock.remotePort}`);
               if (
                 tls.clientCerts === 'request' &&
                 sock.getPeerCertificate() &&
@@ -589,11 +621,10 @@ export class JcpServer {
             },
           );
     if (tls !== undefined) {
-      // Sockets still in (or failed at) the handshake are not connections yet: close() ends them.
-      this.#server.on('connection', (raw: Socket) => {
-        this.#handshaking.add(raw);
-        raw.once('close', () => this.#handshaking.delete(raw));
-      });
+      // Sockets still in (or failed at) the handshake are not connections yet: bounded per peer
+      // and in total, ended after `readTimeoutMs` (node:tls would keep one whose client closed
+      // before its handshake, half-open, for good), and by close().
+      this.#server.on('connection', (raw: Socket) => this.#handshakeStarted(raw));
       // A plaintext client (or a failed handshake) never reaches #accept: counted and logged.
       this.#server.on('tlsClientError', (e: Error & { code?: string }) => {
         this.metrics.tlsRefused.inc({ why: 'handshake' });
@@ -606,6 +637,53 @@ export class JcpServer {
   /** Open connections. */
   get connections(): number {
     return this.#conns.size;
+  }
+
+  /** TLS: connections accepted by TCP whose handshake has not completed. */
+  get handshaking(): number {
+    return this.#handshaking.size;
+  }
+
+  /**
+   * A raw TLS connection: refused at once past {@link HANDSHAKES_PER_PEER} handshakes of its peer
+   * or `maxConnections` in all (`jcp_tls_refused_connections_total{why="handshake-limit"}`), else
+   * ended unless its handshake completes within `readTimeoutMs` (`why="handshake-timeout"`).
+   */
+  #handshakeStarted(raw: Socket): void {
+    raw.on('error', () => undefined);
+    if (raw.remoteAddress === undefined) {
+      raw.destroy(); // closed before it was seen
+      return;
+    }
+    const peer = peerAddress(raw.remoteAddress);
+    const mine = this.#handshakingPerPeer.get(peer) ?? 0;
+    if (!this.#accepting || mine >= HANDSHAKES_PER_PEER || this.#handshaking.size >= this.limits.maxConnections) {
+      this.metrics.tlsRefused.inc({ why: 'handshake-limit' });
+      raw.destroy();
+      return;
+    }
+    const key = `${raw.remoteAddress}:${raw.remotePort}`;
+    const timer = setTimeout(() => {
+      if (this.#handshaking.get(key)?.raw !== raw) return;
+      this.metrics.tlsRefused.inc({ why: 'handshake-timeout' });
+      raw.destroy();
+    }, this.limits.readTimeoutMs);
+    this.#handshaking.set(key, { raw, peer, timer });
+    this.#handshakingPerPeer.set(peer, mine + 1);
+    raw.once('close', () => {
+      if (this.#handshaking.get(key)?.raw === raw) this.#handshakeDone(key);
+    });
+  }
+
+  /** The handshake of the connection from `key` (`address:port`) completed, or it closed. */
+  #handshakeDone(key: string): void {
+    const h = this.#handshaking.get(key);
+    if (h === undefined) return;
+    clearTimeout(h.timer);
+    this.#handshaking.delete(key);
+    const n = (this.#handshakingPerPeer.get(h.peer) ?? 1) - 1;
+    if (n <= 0) this.#handshakingPerPeer.delete(h.peer);
+    else this.#handshakingPerPeer.set(h.peer, n);
   }
 
   /** Reads held in connections' inboxes, not yet taken, all connections together (a walk over them). */
@@ -642,11 +720,43 @@ export class JcpServer {
     const after = before + delta;
     if (after > 0) this.#unsentByPeer.set(peer, after);
     else this.#unsentByPeer.delete(peer);
+    if (delta > 0 && this.#unsent > this.#unsentBudget * UNSENT_CEILING_FACTOR) this.#shed();
     if (delta >= 0) return;
     if (wasOver && !this.overBudget) {
       for (const c of this.#conns) c.resume();
     } else if ((before > WRITE_HIGH_WATER && after <= WRITE_HIGH_WATER) || (after <= 0 && this.overBudget)) {
       for (const c of this.#conns) if (c.peer === peer) c.resume();
+    }
+  }
+
+  #shedding = false;
+
+  /**
+   * Past {@link UNSENT_CEILING_FACTOR} × the budget (each address may still be given one more
+   * reply past the budget, and addresses are many): closes the connections holding the most
+   * unsent bytes, largest first, until the total is back within the budget. A peer that reads its
+   * replies holds next to none; a paid reply so lost is replayed from the log when asked again.
+   */
+  #shed(): void {
+    if (this.#shedding) return;
+    this.#shedding = true;
+    try {
+      const holders = [...this.#conns].filter((c) => c.unsent > 0).sort((a, b) => b.unsent - a.unsent);
+      let closed = 0;
+      let bytes = 0;
+      for (const c of holders) {
+        if (this.#unsent <= this.#unsentBudget) break;
+        bytes += c.unsent;
+        c.shed();
+        closed++;
+      }
+      this.metrics.unsentShed.inc(closed);
+      this.#log.warn(
+        { closed, bytes, unsent: this.#unsent, budget: this.#unsentBudget },
+        'jcp/1: unsent replies past twice the budget; the connections holding the most were closed',
+      );
+    } finally {
+      this.#shedding = false;
     }
   }
 
@@ -820,7 +930,7 @@ export class JcpServer {
     const end = Date.now() + graceMs;
     while (this.#conns.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     for (const c of this.#conns) c.destroy();
-    for (const raw of this.#handshaking) raw.destroy();
+    for (const { raw } of [...this.#handshaking.values()]) raw.destroy();
     await closed;
   }
 }

@@ -4,7 +4,12 @@
  * plaintext), the NATS client connection over TLS, and NATS routes over TLS. The CA and the
  * certificates are made at test time (testkit/tls.ts, openssl).
  */
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import tls from 'node:tls';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { frameMessage } from '../../core/index.ts';
 import { JetStreamBus } from '../../channel/index.ts';
 import { channelNames } from '../../channel/index.ts';
 import { NatsServer } from '../../testkit/index.ts';
@@ -15,7 +20,7 @@ import { makeTlsMaterial } from '../../testkit/index.ts';
 type TlsMaterial = ReturnType<typeof makeTlsMaterial>;
 import { join } from 'node:path';
 import { writeChainFile } from '../../client/index.ts';
-import { writeKeyFile } from '../../node/index.ts';
+import { HANDSHAKES_PER_PEER, JcpServer, NodeMetrics, writeKeyFile } from '../../node/index.ts';
 import { runJcpInProcess } from '../support.ts';
 import { cast, liveNode, mint } from '../node/fixtures.ts';
 
@@ -48,6 +53,63 @@ describe('tls - jcp/1', () => {
       ).rejects.toThrow();
     } finally {
       await node.cleanup();
+    }
+  }, 60_000);
+
+  test('handshakes: one closed or silent before its handshake is let go after read_timeout_ms (before: never), at most 64 held per address', async () => {
+    const metrics = new NodeMetrics();
+    const server = new JcpServer(
+      async (body) => body,
+      {
+        frameCap: 1 << 20,
+        readTimeoutMs: 1500,
+        idleTimeoutMs: 60_000,
+        maxConnections: 256,
+        maxPending: 8,
+        tls: { cert: readFileSync(m.server.certFile), key: readFileSync(m.server.keyFile), clientCerts: 'off' },
+      },
+      metrics,
+      pino({ level: 'silent' }),
+    );
+    const port = await server.listen('127.0.0.1', 0);
+    const raw = (localAddress: string) =>
+      new Promise<Socket>((resolve, reject) => {
+        const c = connect({ host: '127.0.0.1', port, localAddress });
+        c.on('error', () => undefined);
+        c.once('connect', () => resolve(c));
+        c.once('error', reject);
+      });
+    const closed = (c: Socket) => new Promise<void>((resolve) => (c.destroyed ? resolve() : c.once('close', () => resolve())));
+    try {
+      // Before: node:tls kept each such socket half-open (CLOSE-WAIT) for good.
+      const quitters = await Promise.all(Array.from({ length: 40 }, () => raw('127.0.0.70')));
+      for (const c of quitters) c.end();
+      const t0 = Date.now();
+      await Promise.all(quitters.map(closed));
+      expect(Date.now() - t0).toBeLessThan(1500 + 3000);
+      // Silent ones: 64 held by one address, the rest closed at once, all of them after the timeout.
+      const silent = await Promise.all(Array.from({ length: 70 }, () => raw('127.0.0.71')));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(server.handshaking).toBe(HANDSHAKES_PER_PEER);
+      expect(silent.filter((c) => c.destroyed || c.readableEnded).length).toBeGreaterThanOrEqual(70 - HANDSHAKES_PER_PEER);
+      // Another address still gets through its handshake and is answered.
+      const ok = tls.connect({ socket: await raw('127.0.0.72'), host: '127.0.0.1', ca: m.ca });
+      await new Promise((r) => ok.once('secureConnect', r));
+      ok.write(frameMessage(Uint8Array.of(9)));
+      const echo = await new Promise<Buffer>((r) => ok.once('data', r));
+      expect([...echo.subarray(4)]).toEqual([9]);
+      await Promise.all(silent.map(closed));
+      // (the node's side of each socket closes on its own turn)
+      for (let i = 0; i < 100 && server.handshaking > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(server.handshaking).toBe(0);
+      const why = new Map((await metrics.tlsRefused.get()).values.map((v) => [v.labels['why'], v.value]));
+      expect(why.get('handshake-limit')).toBe(70 - HANDSHAKES_PER_PEER);
+      expect(why.get('handshake-timeout')).toBe(quitters.length + HANDSHAKES_PER_PEER);
+      // The TLS connection that completed its handshake is not ended by the handshake timer.
+      expect(ok.destroyed).toBe(false);
+      ok.destroy();
+    } finally {
+      await server.close(100);
     }
   }, 60_000);
 
