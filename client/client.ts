@@ -64,7 +64,11 @@ export interface ClientOptions {
   readonly port: number;
   /** Signs requests made with {@link JcpClient.call}. */
   readonly signer?: ClientSigner;
-  /** Reconnect attempts after a drop before pending calls fail (default 10). */
+  /**
+   * Reconnect attempts before pending calls fail with ConnectionLost (default 10), counted from
+   * the last reply: a node that takes each new connection and closes it unanswered (a TLS node
+   * reached without `tls`) uses them up instead of being retried until the call's timeout.
+   */
   readonly reconnectAttempts?: number;
   /** First reconnect delay, doubled per attempt up to 2 s (default 50 ms). */
   readonly reconnectDelayMs?: number;
@@ -297,6 +301,15 @@ export class JcpClient {
   #waiting: Waiter[] = [];
   #closed = false;
   #reconnecting: Promise<void> | undefined;
+  /**
+   * Reconnect attempts since the last reply, and the next delay: kept across drops, so a node
+   * that takes each connection and closes it unanswered (a TLS port reached in plaintext) ends
+   * the attempts instead of starting them afresh on every connection.
+   */
+  #attempts = 0;
+  #delay: number | undefined;
+  /** A connection was made since the last reply and closed without one. */
+  #closedUnanswered = false;
   /** request id → notice handler of a call in flight that asked for notices. */
   readonly #noticeHandlers = new Map<ContentId, Set<(n: McpNotification) => void>>();
 
@@ -350,6 +363,12 @@ export class JcpClient {
       sock.once(ready, () => {
         clearTimeout(timer);
         sock.off('error', onError);
+        if (this.#closed) {
+          // closed while this connection was being made: nothing may hold it open
+          sock.destroy();
+          reject(new ConnectionLost('client closed'));
+          return;
+        }
         this.#reader = new FrameReader(this.#opts.replyCap ?? 64 << 20);
         this.#sock = sock;
         sock.on('data', (chunk: Buffer) => this.#onData(chunk));
@@ -366,6 +385,9 @@ export class JcpClient {
     for (const b of bodies) {
       if (isNoticeBody(b)) this.#onNotice(b);
       else {
+        this.#attempts = 0;
+        this.#delay = undefined;
+        this.#closedUnanswered = false;
         const w = this.#waiting.shift();
         if (w !== undefined && !w.abandoned) w.resolve(b);
       }
@@ -409,16 +431,21 @@ export class JcpClient {
       for (const w of this.#waiting.splice(0)) w.reject(new ConnectionLost('client closed'));
       return;
     }
-    if (this.#waiting.length > 0) void this.#reconnect();
+    if (this.#waiting.length > 0) {
+      // a connection the attempts made, closed with requests on it and no reply
+      if (this.#attempts > 0) this.#closedUnanswered = true;
+      void this.#reconnect();
+    }
   }
 
   #reconnect(): Promise<void> {
     this.#reconnecting ??= (async () => {
       const attempts = this.#opts.reconnectAttempts ?? 10;
-      let delay = this.#opts.reconnectDelayMs ?? 50;
-      for (let i = 0; i < attempts && !this.#closed; i++) {
+      while (this.#attempts < attempts && !this.#closed) {
+        const delay = this.#delay ?? this.#opts.reconnectDelayMs ?? 50;
         await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 2000);
+        this.#delay = Math.min(delay * 2, 2000);
+        this.#attempts++;
         try {
           await this.#open();
           // Re-send every unanswered request, in order; the node answers re-sent ones from its log.
@@ -429,7 +456,14 @@ export class JcpClient {
           // try again
         }
       }
-      const e = new ConnectionLost(`cannot reach ${this.#opts.host}:${this.#opts.port}`);
+      const e = new ConnectionLost(
+        this.#closedUnanswered
+          ? `${this.#opts.host}:${this.#opts.port} closed the connection before answering, ${this.#attempts} times (a TLS node needs the client's tls option, jcp call's --ca)`
+          : `cannot reach ${this.#opts.host}:${this.#opts.port}`,
+      );
+      this.#attempts = 0;
+      this.#delay = undefined;
+      this.#closedUnanswered = false;
       for (const w of this.#waiting.splice(0)) w.reject(e);
     })().finally(() => {
       this.#reconnecting = undefined;

@@ -57,6 +57,33 @@ describe('client', () => {
     await c.close();
   });
 
+  test('a node that takes each connection and closes it unanswered (a TLS port reached in plaintext) fails the call after the attempts, and no socket is left open', async () => {
+    let accepted = 0;
+    const open = new Set<Socket>();
+    const server = createServer((sock: Socket) => {
+      accepted++;
+      open.add(sock);
+      sock.on('close', () => open.delete(sock));
+      sock.on('error', () => undefined);
+      sock.once('data', () => sock.destroy());
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const c = await JcpClient.connect({ host: '127.0.0.1', port, signer: bob, reconnectAttempts: 4, reconnectDelayMs: 10, timeoutS: 30 });
+    const g = mint(alice, bob, 'tools', ['read'], 100n, rng);
+    const t0 = Date.now();
+    const e = await c.call({ chain: [g], action: 'read' }).catch((x: unknown) => x);
+    // Before: each new connection started the attempts afresh, 20 a second until the 30 s timeout.
+    expect(e).toBeInstanceOf(ConnectionLost);
+    expect((e as Error).message).toContain('closed the connection before answering');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(accepted).toBe(1 + 4);
+    await c.close();
+    for (let i = 0; i < 50 && open.size > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(open.size).toBe(0);
+    await new Promise((r) => server.close(r));
+  });
+
   test('a reply over replyCap fails its own call (frame-too-large); replies ahead of it in the same chunk arrive, calls behind it are re-sent', async () => {
     const bodies = (n: number) => Uint8Array.of(0xa0 + n);
     let connection = 0;
