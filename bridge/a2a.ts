@@ -628,6 +628,19 @@ const requestGone = new AsyncLocalStorage<AbortSignal>();
 /** Most stream events queued for an HTTP client that does not read them; past it the stream is dropped. */
 export const A2A_MAX_QUEUED_EVENTS = 1024;
 
+/**
+ * The index of the first part that is not an object in a send's `message.parts` (JSON-RPC
+ * `params.message`, or HTTP+JSON's body `message`), else undefined: the SDK would fail reading it
+ * with an internal error and no stable code.
+ */
+function partNotObject(body: unknown): number | undefined {
+  const o = body as { params?: { message?: { parts?: unknown } }; message?: { parts?: unknown } } | null;
+  const parts = o?.params?.message?.parts ?? o?.message?.parts;
+  if (!Array.isArray(parts)) return undefined;
+  const i = parts.findIndex((p) => typeof p !== 'object' || p === null || Array.isArray(p));
+  return i < 0 ? undefined : i;
+}
+
 /** One agent's Express router: its card, its HTTP+JSON interface at `/rest`, its JSON-RPC interface at `/`. */
 function agentRouter(face: A2aFace): express.Router {
   const router = express.Router();
@@ -672,7 +685,13 @@ export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
     // The body is parsed here up to MAX_BODY_BYTES (the SDK's own parser, with Express's 100 KB
     // default, then sees it parsed and skips).
     return requestGone.run(gone.signal, () =>
-      parseBody(req, res, (err?: unknown) => (err ? next(err) : routers.get(agent)!(req, res, next))),
+      parseBody(req, res, (err?: unknown) => {
+        if (err) return next(err);
+        const odd = partNotObject(req.body);
+        if (odd !== undefined)
+          return refuse(res, 400, `part-invalid: part ${odd} is not an object (an A2A v1.0 part)`, A2aErrorCodes.PART_INVALID);
+        return routers.get(agent)!(req, res, next);
+      }),
     );
   });
   app.use((_req: express.Request, res: express.Response) =>

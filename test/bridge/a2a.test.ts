@@ -285,6 +285,31 @@ describe('the A2A face: an unmodified SDK client through bridge and node to an S
     const { error } = (await r.json()) as { error: { code: number; data: Array<{ metadata?: Record<string, string> }> } };
     expect(error.code).toBe(-32602);
     expect(error.data[0]?.metadata?.['jcp/error']).toBe('part-invalid');
+    // A part that is not an object (the SDK's reader would fail with an internal error, no code).
+    for (const part of [null, 'x', 5, ['t']]) {
+      for (const [url, body] of [
+        [
+          `${face.url}/`,
+          {
+            jsonrpc: '2.0',
+            id: 2,
+            method: 'SendMessage',
+            params: { message: { messageId: 'n', role: 'ROLE_USER', parts: [{ text: 'a' }, part] } },
+          },
+        ],
+        [`${face.url}/rest/message:send`, { message: { messageId: 'n', role: 'ROLE_USER', parts: [{ text: 'a' }, part] } }],
+      ] as const) {
+        const odd = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+          body: JSON.stringify(body),
+        });
+        expect(odd.status).toBe(400);
+        const j = (await odd.json()) as { error: { message: string; data: { code: string } } };
+        expect(j.error.data.code).toBe('part-invalid');
+        expect(j.error.message).toContain('part 1');
+      }
+    }
     expect(agent.received.length).toBe(received);
     expect(node.ledger.spent(grantId(agentGrant.grant))).toBe(spent);
     // an empty text part is content: it goes through
