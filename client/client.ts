@@ -458,7 +458,7 @@ export class JcpClient {
       }
       const e = new ConnectionLost(
         this.#closedUnanswered
-          ? `${this.#opts.host}:${this.#opts.port} closed the connection before answering, ${this.#attempts} times (a TLS node needs the client's tls option, jcp call's --ca)`
+          ? `${this.#opts.host}:${this.#opts.port} closed the connection before answering, again on each of ${this.#attempts} reconnects (a TLS node needs the client's tls option, jcp call's --ca)`
           : `cannot reach ${this.#opts.host}:${this.#opts.port}`,
       );
       this.#attempts = 0;

@@ -34,7 +34,8 @@
  *   holding the most are closed until the total is within it. The replies ready at once go out
  *   as one buffer in one write.
  * - TLS: a connection in its handshake is bounded apart (at most {@link HANDSHAKES_PER_PEER} per
- *   address and `maxConnections` in all, each ended after `readTimeoutMs` unless it completes).
+ *   address and `maxConnections` in all, where a newcomer takes the place of the oldest of the
+ *   address holding the most; each ended after `readTimeoutMs` unless it completes).
  * - With the node's per-address `rate-limited` check (`hooks.admits`), an address refused
  *   `rate-limited` has its new connections told so and closed, and a connection that sends
  *   {@link REFUSED_BEFORE_CLOSE} refused messages within {@link REFUSED_WINDOW_MS} is closed.
@@ -576,7 +577,8 @@ export class JcpServer {
    * (what the TLS socket reports too), each with the timer that ends it; and how many per peer.
    */
   readonly #handshaking = new Map<string, { readonly raw: Socket; readonly peer: string; readonly timer: NodeJS.Timeout }>();
-  readonly #handshakingPerPeer = new Map<string, number>();
+  /** The keys of {@link #handshaking} by peer, oldest first. */
+  readonly #handshakesOf = new Map<string, Set<string>>();
   #accepting = true;
 
   /** `hooks`: {@link ServerHooks} (the node passes its per-address `rate-limited` check). */
@@ -646,8 +648,11 @@ export class JcpServer {
 
   /**
    * A raw TLS connection: refused at once past {@link HANDSHAKES_PER_PEER} handshakes of its peer
-   * or `maxConnections` in all (`jcp_tls_refused_connections_total{why="handshake-limit"}`), else
-   * ended unless its handshake completes within `readTimeoutMs` (`why="handshake-timeout"`).
+   * (`jcp_tls_refused_connections_total{why="handshake-limit"}`); with `maxConnections` in their
+   * handshake already, it takes the place of the oldest handshake of the address holding the most
+   * (`why="handshake-evicted"`) if that address holds more than one more than its own, else it is
+   * refused (`handshake-limit`): addresses that fill the handshakes cannot keep another out.
+   * Ended unless its handshake completes within `readTimeoutMs` (`why="handshake-timeout"`).
    */
   #handshakeStarted(raw: Socket): void {
     raw.on('error', () => undefined);
@@ -656,11 +661,19 @@ export class JcpServer {
       return;
     }
     const peer = peerAddress(raw.remoteAddress);
-    const mine = this.#handshakingPerPeer.get(peer) ?? 0;
-    if (!this.#accepting || mine >= HANDSHAKES_PER_PEER || this.#handshaking.size >= this.limits.maxConnections) {
+    const mine = this.#handshakesOf.get(peer)?.size ?? 0;
+    const full = this.#handshaking.size >= this.limits.maxConnections;
+    const victim = full ? this.#handshakeVictimFor(peer, mine) : undefined;
+    if (!this.#accepting || mine >= HANDSHAKES_PER_PEER || (full && victim === undefined)) {
       this.metrics.tlsRefused.inc({ why: 'handshake-limit' });
       raw.destroy();
       return;
+    }
+    if (victim !== undefined) {
+      this.metrics.tlsRefused.inc({ why: 'handshake-evicted' });
+      const v = this.#handshaking.get(victim)!;
+      this.#handshakeDone(victim);
+      v.raw.destroy();
     }
     const key = `${raw.remoteAddress}:${raw.remotePort}`;
     const timer = setTimeout(() => {
@@ -669,7 +682,9 @@ export class JcpServer {
       raw.destroy();
     }, this.limits.readTimeoutMs);
     this.#handshaking.set(key, { raw, peer, timer });
-    this.#handshakingPerPeer.set(peer, mine + 1);
+    const keys = this.#handshakesOf.get(peer);
+    if (keys === undefined) this.#handshakesOf.set(peer, new Set([key]));
+    else keys.add(key);
     raw.once('close', () => {
       if (this.#handshaking.get(key)?.raw === raw) this.#handshakeDone(key);
     });
@@ -681,9 +696,26 @@ export class JcpServer {
     if (h === undefined) return;
     clearTimeout(h.timer);
     this.#handshaking.delete(key);
-    const n = (this.#handshakingPerPeer.get(h.peer) ?? 1) - 1;
-    if (n <= 0) this.#handshakingPerPeer.delete(h.peer);
-    else this.#handshakingPerPeer.set(h.peer, n);
+    const keys = this.#handshakesOf.get(h.peer);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#handshakesOf.delete(h.peer);
+  }
+
+  /**
+   * With the handshakes full: the key of the oldest handshake of the address holding the most, if
+   * that is another address holding more than one more than `peer` (which holds `mine`); else undefined.
+   */
+  #handshakeVictimFor(peer: string, mine: number): string | undefined {
+    let top: Set<string> | undefined;
+    let topPeer = '';
+    for (const [p, keys] of this.#handshakesOf) {
+      if (top === undefined || keys.size > top.size) {
+        top = keys;
+        topPeer = p;
+      }
+    }
+    if (top === undefined || topPeer === peer || top.size <= mine + 1) return undefined;
+    return top.values().next().value;
   }
 
   /** Reads held in connections' inboxes, not yet taken, all connections together (a walk over them). */

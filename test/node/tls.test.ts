@@ -113,6 +113,61 @@ describe('tls - jcp/1', () => {
     }
   }, 60_000);
 
+  test('handshakes full (max_connections): a newcomer from another address takes the oldest of the address holding the most; one of those is refused', async () => {
+    const metrics = new NodeMetrics();
+    const server = new JcpServer(
+      async (body) => body,
+      {
+        frameCap: 1 << 20,
+        readTimeoutMs: 10_000,
+        idleTimeoutMs: 60_000,
+        maxConnections: 32,
+        maxPending: 8,
+        tls: { cert: readFileSync(m.server.certFile), key: readFileSync(m.server.keyFile), clientCerts: 'off' },
+      },
+      metrics,
+      pino({ level: 'silent' }),
+    );
+    const port = await server.listen('127.0.0.1', 0);
+    const raw = (localAddress: string) =>
+      new Promise<Socket>((resolve, reject) => {
+        const c = connect({ host: '127.0.0.1', port, localAddress });
+        c.on('error', () => undefined);
+        c.once('connect', () => resolve(c));
+        c.once('error', reject);
+      });
+    const held: Socket[] = [];
+    try {
+      // Two addresses fill every handshake slot (before: every other TLS client was refused until they timed out).
+      for (let i = 0; i < 16; i++) held.push(await raw('127.0.0.80'), await raw('127.0.0.81'));
+      for (let i = 0; i < 50 && server.handshaking < 32; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(server.handshaking).toBe(32);
+      for (const from of ['127.0.0.82', '127.0.0.83']) {
+        if (server.handshaking < 32) held.push(await raw('127.0.0.81')); // full again
+        for (let i = 0; i < 50 && server.handshaking < 32; i++) await new Promise((r) => setTimeout(r, 10));
+        const ok = tls.connect({ socket: await raw(from), host: '127.0.0.1', ca: m.ca });
+        await new Promise((r, j) => {
+          ok.once('secureConnect', r);
+          ok.once('error', j);
+        });
+        ok.write(frameMessage(Uint8Array.of(3)));
+        expect([...(await new Promise<Buffer>((r) => ok.once('data', r))).subarray(4)]).toEqual([3]);
+        ok.destroy();
+      }
+      // Full again: one more from the address holding the most is refused.
+      held.push(await raw('127.0.0.81'));
+      for (let i = 0; i < 50 && server.handshaking < 32; i++) await new Promise((r) => setTimeout(r, 10));
+      const again = await raw('127.0.0.81');
+      await new Promise<void>((r) => (again.destroyed ? r() : again.once('close', () => r())));
+      const why = new Map((await metrics.tlsRefused.get()).values.map((v) => [v.labels['why'], v.value]));
+      expect(why.get('handshake-evicted')).toBe(2);
+      expect(why.get('handshake-limit')).toBe(1);
+    } finally {
+      for (const c of held) c.destroy();
+      await server.close(100);
+    }
+  }, 60_000);
+
   test('jcp call --ca: allow over TLS; without --ca the TLS node is not reached', async () => {
     const node = await liveNode({ tls: { cert_file: m.server.certFile, key_file: m.server.keyFile } });
     try {
