@@ -56,15 +56,16 @@ describe('tls - jcp/1', () => {
     }
   }, 60_000);
 
-  test('handshakes: one closed or silent before its handshake is let go after read_timeout_ms (before: never), at most 64 held per address', async () => {
+  /** An echoing jcp/1 TLS server (`readTimeoutMs`, `maxConnections`), and raw TCP connections to it from a loopback address. */
+  async function echoOverTls(readTimeoutMs: number, maxConnections: number) {
     const metrics = new NodeMetrics();
     const server = new JcpServer(
       async (body) => body,
       {
         frameCap: 1 << 20,
-        readTimeoutMs: 1500,
+        readTimeoutMs,
         idleTimeoutMs: 60_000,
-        maxConnections: 256,
+        maxConnections,
         maxPending: 8,
         tls: { cert: readFileSync(m.server.certFile), key: readFileSync(m.server.keyFile), clientCerts: 'off' },
       },
@@ -79,6 +80,11 @@ describe('tls - jcp/1', () => {
         c.once('connect', () => resolve(c));
         c.once('error', reject);
       });
+    return { metrics, server, raw };
+  }
+
+  test('handshakes: one closed or silent before its handshake is let go after read_timeout_ms (before: never), at most 64 held per address', async () => {
+    const { metrics, server, raw } = await echoOverTls(1500, 256);
     const closed = (c: Socket) => new Promise<void>((resolve) => (c.destroyed ? resolve() : c.once('close', () => resolve())));
     try {
       // Before: node:tls kept each such socket half-open (CLOSE-WAIT) for good.
@@ -114,28 +120,7 @@ describe('tls - jcp/1', () => {
   }, 60_000);
 
   test('handshakes full (max_connections): a newcomer from another address takes the oldest of the address holding the most; one of those is refused', async () => {
-    const metrics = new NodeMetrics();
-    const server = new JcpServer(
-      async (body) => body,
-      {
-        frameCap: 1 << 20,
-        readTimeoutMs: 10_000,
-        idleTimeoutMs: 60_000,
-        maxConnections: 32,
-        maxPending: 8,
-        tls: { cert: readFileSync(m.server.certFile), key: readFileSync(m.server.keyFile), clientCerts: 'off' },
-      },
-      metrics,
-      pino({ level: 'silent' }),
-    );
-    const port = await server.listen('127.0.0.1', 0);
-    const raw = (localAddress: string) =>
-      new Promise<Socket>((resolve, reject) => {
-        const c = connect({ host: '127.0.0.1', port, localAddress });
-        c.on('error', () => undefined);
-        c.once('connect', () => resolve(c));
-        c.once('error', reject);
-      });
+    const { metrics, server, raw } = await echoOverTls(10_000, 32);
     const held: Socket[] = [];
     try {
       // Two addresses fill every handshake slot (before: every other TLS client was refused until they timed out).
