@@ -53,6 +53,36 @@ function demo(args: string[]): Run {
   return { child, out: () => out, exited };
 }
 
+/**
+ * This run's marks in NATS names, read from its own files and processes: the hex of its subject
+ * root (`jcp-demo-<hex>` in a node.json under `dir`: streams `JCP_DEMO_<HEX>_…`) and of its team's
+ * prefix (`jcpdemo.<hex>` on a participant's command line: bucket `KV_jcpdemo_<hex>_…`). Another
+ * demo on the same NATS (a second test run beside this one) has others.
+ */
+function runMarks(dir: string): string[] {
+  const marks = new Set<string>();
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(d, e.name));
+      else if (e.name === 'node.json') {
+        const root = /"subject_root": "jcp-demo-([0-9a-f]+)"/.exec(readFileSync(join(d, e.name), 'utf8'))?.[1];
+        if (root !== undefined) marks.add(`JCP_DEMO_${root.toUpperCase()}_`);
+      }
+    }
+  };
+  walk(dir);
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+      const team = cmd.includes(dir) ? /jcpdemo\.([0-9a-f]+)/.exec(cmd)?.[1] : undefined;
+      if (team !== undefined) marks.add(`KV_jcpdemo_${team}_`);
+    } catch {
+      // gone
+    }
+  }
+  return [...marks];
+}
+
 /** Processes (other than this one) whose command line or environment names `dir`. */
 function processesUsing(dir: string): string[] {
   const found: string[] = [];
@@ -337,13 +367,17 @@ describe('jcp demo - the main job end to end', () => {
       await new Promise((r) => setTimeout(r, 100));
     expect(run.out()).toMatch(/threshold team: 3 participant processes/);
     // The run's own streams and the team's bucket exist now (so their removal below is the demo's doing).
-    expect((await demoStreamsOnNats()).filter((n) => !before.includes(n)).length).toBeGreaterThan(0);
+    const marks = runMarks(dir);
+    const ours = (names: string[]) => names.filter((n) => !before.includes(n) && marks.some((m) => n.startsWith(m)));
+    expect(marks.some((m) => m.startsWith('JCP_DEMO_'))).toBe(true);
+    expect(marks.some((m) => m.startsWith('KV_jcpdemo_'))).toBe(true);
+    expect(ours(await demoStreamsOnNats()).length).toBeGreaterThan(4);
     expect(processesUsing(dir).length).toBeGreaterThan(0);
     run.child.kill('SIGINT');
     const { code } = await run.exited;
     expect(code).toBe(130);
     expect(run.out()).toContain('interrupted');
-    expect((await demoStreamsOnNats()).filter((n) => !before.includes(n))).toEqual([]);
+    expect(ours(await demoStreamsOnNats())).toEqual([]);
     // Children SIGKILLed by the parent's exit hook may take a moment to be reaped.
     const until = Date.now() + 5_000;
     while (processesUsing(dir).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
