@@ -121,6 +121,24 @@ export interface JcpTlsOptions {
  * is closed at once. Each must complete within `readTimeoutMs`.
  */
 export const HANDSHAKES_PER_PEER = 64;
+/**
+ * The fairness rule of a full server (connections, or TLS handshakes): the address holding the
+ * most (`sizeOf` of its entry in `byPeer`), if that is not `peer` and holds more than one more
+ * than `peer`'s `mine`; else undefined, and the newcomer is refused.
+ */
+function busiestOther<T>(byPeer: ReadonlyMap<string, T>, peer: string, mine: number, sizeOf: (t: T) => number): string | undefined {
+  let top: string | undefined;
+  let most = 0;
+  for (const [p, t] of byPeer) {
+    const n = sizeOf(t);
+    if (n > most) {
+      top = p;
+      most = n;
+    }
+  }
+  return top === undefined || top === peer || most <= mine + 1 ? undefined : top;
+}
+
 /** Take no more requests from the connections of an address whose unsent replies exceed this many bytes. */
 const WRITE_HIGH_WATER = 4 << 20;
 /**
@@ -706,16 +724,8 @@ export class JcpServer {
    * that is another address holding more than one more than `peer` (which holds `mine`); else undefined.
    */
   #handshakeVictimFor(peer: string, mine: number): string | undefined {
-    let top: Set<string> | undefined;
-    let topPeer = '';
-    for (const [p, keys] of this.#handshakesOf) {
-      if (top === undefined || keys.size > top.size) {
-        top = keys;
-        topPeer = p;
-      }
-    }
-    if (top === undefined || topPeer === peer || top.size <= mine + 1) return undefined;
-    return top.values().next().value;
+    const top = busiestOther(this.#handshakesOf, peer, mine, (keys) => keys.size);
+    return top === undefined ? undefined : this.#handshakesOf.get(top)!.values().next().value;
   }
 
   /** Reads held in connections' inboxes, not yet taken, all connections together (a walk over them). */
@@ -904,15 +914,8 @@ export class JcpServer {
    * than `peer` does; else undefined.
    */
   #victimFor(peer: string): Connection | undefined {
-    let top = '';
-    let most = 0;
-    for (const [p, n] of this.#perPeer) {
-      if (n > most) {
-        top = p;
-        most = n;
-      }
-    }
-    if (top === peer || most <= (this.#perPeer.get(peer) ?? 0) + 1) return undefined;
+    const top = busiestOther(this.#perPeer, peer, this.#perPeer.get(peer) ?? 0, (n) => n);
+    if (top === undefined) return undefined;
     // An idle connection first; else one holding only a partial frame (no reply owed).
     let partial: Connection | undefined;
     for (const c of this.#conns) {
