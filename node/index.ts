@@ -146,6 +146,7 @@ export {
   isLockError,
   outcomeKey,
   readDataMeta,
+  type AppendedDurable,
   ReceiptLog,
   type ReceiptLogOptions,
   receiptKey,

@@ -184,6 +184,16 @@ export function readDataMeta(dataDir: string): { format: string; steward: Did; c
   }
 }
 
+/**
+ * Receipts a running node appended itself: seqs `fromSeq` through `seq`, and `id`, the receipt id
+ * of the one at `seq` as the node wrote it ({@link ReceiptLog.appendedDurable}).
+ */
+export interface AppendedDurable {
+  readonly fromSeq: number;
+  readonly seq: number;
+  readonly id: ContentId;
+}
+
 /** The durable, group-committed receipt log of one node (§8.1). */
 /** Longest a deferred write waits for another write's batch before it gets its own (ms). */
 export const DEFERRED_FLUSH_MS = 10;
@@ -204,8 +214,8 @@ export class ReceiptLog {
   #failed: Error | undefined;
   #closed = false;
   #durableSeq = -1;
-  /** The id of the receipt at {@link #durableSeq} (hex BLAKE3 of its bytes). */
-  #durableId: ContentId | undefined;
+  /** BLAKE3 of the receipt at {@link #durableSeq} (its id, as bytes). */
+  #durableDigest: Uint8Array | undefined;
   /** The first receipt seq this process appended (−1 before the first). */
   #appendedFrom = -1;
 
@@ -413,9 +423,9 @@ export class ReceiptLog {
    * before the first durable batch. What a snapshot vouches for by `prev` links instead of
    * signatures (node/snapshotjob.ts): the log on disk cannot change that id.
    */
-  get appendedDurable(): { readonly fromSeq: number; readonly seq: number; readonly id: ContentId } | undefined {
-    if (this.#durableId === undefined || this.#appendedFrom < 0) return undefined;
-    return { fromSeq: this.#appendedFrom, seq: this.#durableSeq, id: this.#durableId };
+  get appendedDurable(): AppendedDurable | undefined {
+    if (this.#durableDigest === undefined || this.#appendedFrom < 0) return undefined;
+    return { fromSeq: this.#appendedFrom, seq: this.#durableSeq, id: toHex(this.#durableDigest) };
   }
 
   /** True once a batch failed: the log can no longer be trusted to hold what the node decides. */
@@ -714,9 +724,8 @@ export class ReceiptLog {
         const op = ops[j]!;
         if (op.key[0] === R && op.key.length === 9) {
           this.#durableSeq = seqOfKey(op.key);
-          const digest = blake3(op.value);
-          this.#durableId = toHex(digest);
-          this.#mark.note(this.#durableSeq, digest);
+          this.#durableDigest = blake3(op.value);
+          this.#mark.note(this.#durableSeq, this.#durableDigest);
           return;
         }
       }

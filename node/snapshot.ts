@@ -39,7 +39,7 @@ import {
   signBody,
   verifyBody,
 } from '../core/index.ts';
-import type { ReceiptLog } from './receiptlog.ts';
+import type { AppendedDurable, ReceiptLog } from './receiptlog.ts';
 import { type LogReplay, noOutcomes, replayLog, replaySlice, type SliceRunner } from './replay.ts';
 import { REQUEST_KEY_WORDS, TimedRequestIndex } from './requestindex.ts';
 import type { SnapshotCandidate, SnapshotCheck, SnapshotJob, SnapshotReply } from './snapshotjob.ts';
@@ -638,7 +638,7 @@ export interface OffThreadSnapshotOptions {
    * warning `snapshot: receipts not as the node wrote them` is logged and the snapshot is made
    * again with every signature checked.
    */
-  readonly vouch?: { readonly fromSeq: number; readonly seq: number; readonly id: ContentId } | undefined;
+  readonly vouch?: AppendedDurable | undefined;
 }
 
 /**
@@ -659,11 +659,12 @@ export async function makeSnapshotOffThread(
 ): Promise<MadeSnapshot | undefined> {
   const t0 = performance.now();
   if (o.toSeq < 0) return undefined;
-  const first = await snapshotSession(log, dataDir, pool, o, o.vouch);
-  if (first.unvouched === undefined) return first.made && { ...first.made, seconds: (performance.now() - t0) / 1000 };
-  o.logger?.warn({ why: first.unvouched, toSeq: o.toSeq }, 'snapshot: receipts not as the node wrote them; checking every signature');
-  const again = await snapshotSession(log, dataDir, pool, o, undefined);
-  return again.made && { ...again.made, seconds: (performance.now() - t0) / 1000 };
+  let session = await snapshotSession(log, dataDir, pool, o, o.vouch);
+  if (session.unvouched !== undefined) {
+    o.logger?.warn({ why: session.unvouched, toSeq: o.toSeq }, 'snapshot: receipts not as the node wrote them; checking every signature');
+    session = await snapshotSession(log, dataDir, pool, o, undefined);
+  }
+  return session.made && { ...session.made, seconds: (performance.now() - t0) / 1000 };
 }
 
 /** One session of {@link makeSnapshotOffThread}: the file written, or why the vouched receipts did not link. */
@@ -673,7 +674,7 @@ async function snapshotSession(
   pool: Pick<SnapshotBuilder, 'snapshotJob'>,
   o: OffThreadSnapshotOptions,
   vouch: OffThreadSnapshotOptions['vouch'],
-): Promise<{ made?: MadeSnapshot; unvouched?: string }> {
+): Promise<{ made?: Omit<MadeSnapshot, 'seconds'>; unvouched?: string }> {
   const { list, why } = listSnapshotsOrWhy(dataDir);
   const lookups = lookupsOf(log);
   const candidates: SnapshotCandidate[] = [];
@@ -721,7 +722,7 @@ async function snapshotSession(
   if (ended.made === undefined) return {};
   const { bytes, seq, replayed, requests, checked } = ended.made;
   const file = await writeSnapshotFileOffLoop(dataDir, seq, bytes, o.keep ?? 2);
-  return { made: { file, seq, replayed, requests, bytes: bytes.length, seconds: 0, checked } };
+  return { made: { file, seq, replayed, requests, bytes: bytes.length, checked } };
 }
 
 /** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
@@ -862,9 +863,8 @@ export class Snapshotter {
     if (this.#closed) return undefined;
     const toSeq = this.#o.durableSeq();
     if (toSeq <= this.#covered) return undefined;
-    // The receipts this process appended, and the id it holds for the last: vouched by their links.
-    const appended = this.#o.log.appendedDurable;
-    const vouch = appended !== undefined && appended.seq === toSeq ? appended : undefined;
+    // The receipts this process appended, and the id it holds for the last (used if it reaches toSeq).
+    const vouch = this.#o.log.appendedDurable;
     // What was written, and how its worker thread was scheduled (`idle` or `nice <n>`, logged with it).
     const build = async (): Promise<{ made: MadeSnapshot; ranAs: string } | undefined> => {
       const t0 = performance.now();

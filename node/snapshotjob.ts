@@ -17,6 +17,7 @@
 import { type Actor, actorFromSeed, type ContentId } from '../core/index.ts';
 import { type LogReplay, replayChunks, replaySlice } from './replay.ts';
 import { chooseAmong, finishSnapshot, type OpenedSnapshot } from './snapshot.ts';
+import type { AppendedDurable } from './receiptlog.ts';
 import { unpack } from './workers.ts';
 
 /** A snapshot file the main thread listed, and the receipt id the log holds at its seq (undefined: none there). */
@@ -50,7 +51,7 @@ export type SnapshotJob =
        * links must run from the base's receipt id to `id` with no receipt refused, or the session
        * ends `unvouched` and the main thread starts it again without this.
        */
-      readonly vouch?: { readonly fromSeq: number; readonly seq: number; readonly id: ContentId } | undefined;
+      readonly vouch?: AppendedDurable | undefined;
     }
   | {
       readonly t: 'snap-chunk';
