@@ -110,30 +110,53 @@ export function demoStreams(root: string): string[] {
   return [n.statementStream, n.revocationStream, shardStreamName(root), tlogStreamName(root)];
 }
 
+/** Options of {@link removeDemoStreams}. */
+export interface RemoveStreamsOptions {
+  /**
+   * After deleting, wait this long (ms) and look again; a stream that is back is deleted again,
+   * until a look finds none (at most {@link REMOVE_ROUNDS} rounds). For an interrupted run: a
+   * JetStream request sent just before its sender was stopped may still create a stream after the
+   * deletion (the server serves requests from different connections in no fixed order). Default 0:
+   * one round, no second look.
+   */
+  readonly settleMs?: number;
+}
+
+/** The most deletion rounds {@link removeDemoStreams} makes with `settleMs`. */
+export const REMOVE_ROUNDS = 5;
+
 /**
  * Deletes the streams the demo made under `root` on `url` (their consumers go with them); a
  * stream that is not there is skipped. Deleting a whole stream is allowed although the streams
  * are created with `deny_delete` and `deny_purge`: those refuse deleting single messages and
  * purging (the statements and revocations are evidence while a cluster runs), not removing the
- * stream. Run it only once the nodes have stopped (a running node would create them again).
- * @returns the names of the streams deleted.
+ * stream. Run it only once the nodes and the demo's own NATS clients have stopped (a running one
+ * would create them again); see {@link RemoveStreamsOptions.settleMs} for requests still in flight.
+ * @returns the names of the streams deleted, each once.
  * @throws Error when NATS cannot be reached or refuses a deletion (the caller reports it).
  */
-export async function removeDemoStreams(url: string, root: string): Promise<string[]> {
+export async function removeDemoStreams(url: string, root: string, opts: RemoveStreamsOptions = {}): Promise<string[]> {
+  const settleMs = opts.settleMs ?? 0;
   const nc = await connect({ servers: url, name: 'jcp-demo-cleanup', reconnect: false, timeout: 5_000 });
   try {
     const jsm = await jetstreamManager(nc, { timeout: 5_000 });
-    const removed: string[] = [];
-    for (const name of demoStreams(root)) {
-      try {
-        await jsm.streams.info(name);
-      } catch {
-        continue; // not there: nothing to remove
+    const removed = new Set<string>();
+    for (let round = 0; round < (settleMs > 0 ? REMOVE_ROUNDS : 1); round++) {
+      if (round > 0) await new Promise((r) => setTimeout(r, settleMs));
+      let found = 0;
+      for (const name of demoStreams(root)) {
+        try {
+          await jsm.streams.info(name);
+        } catch {
+          continue; // not there: nothing to remove
+        }
+        await jsm.streams.delete(name);
+        removed.add(name);
+        found++;
       }
-      await jsm.streams.delete(name);
-      removed.push(name);
+      if (round > 0 && found === 0) break;
     }
-    return removed;
+    return [...removed];
   } finally {
     await nc.close();
   }

@@ -5,4 +5,5 @@
 export * from './index.ts';
 export { jcpCommand } from './compile.ts';
 export { type CallEvent, chainToHex } from './messages.ts';
+export { demoStreams, removeDemoStreams } from './broker.ts';
 export { WorkerProc } from './workers.ts';

@@ -98,6 +98,8 @@ const STEER_AFTER = 6;
 /** How long the workers may run, all together (ms). */
 const RUN_DEADLINE_MS = 90_000;
 const NODES = 3;
+/** On an interrupt, how long the stream removal waits before it looks again for a stream made after it (ms). */
+const INTERRUPT_SETTLE_MS = 300;
 const WORKERS = ['w1', 'w2', 'w3'] as const;
 
 function prepareDir(dir: string | undefined): string {
@@ -136,6 +138,8 @@ interface DemoRun {
   team: Team | undefined;
   ticker: NodeJS.Timeout | undefined;
   streamsRemoved: boolean;
+  /** Set on SIGINT/SIGTERM: from then on the run opens no NATS client of its own. */
+  interrupted: boolean;
 }
 
 /** The NATS the demo uses (phase 1): the broker, its url (undefined without NATS) and the demo's subject root. */
@@ -176,6 +180,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     team: undefined,
     ticker: undefined,
     streamsRemoved: false,
+    interrupted: false,
   };
   let made: string | undefined;
   let evidenceMade = false;
@@ -191,6 +196,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const { issuer, stewards, roots } = mintPlan(run, broker.natsUrl);
     const { tools, probe } = await startParts(run, dir, sampleDir, broker, issuer, stewards, roots);
     if (broker.natsUrl !== undefined) await openChannel(run, broker, roots);
+    // The console opens a channel bus of its own, which would make the streams again.
+    if (run.interrupted) throw new Error('interrupted');
     await o.onNodesStarted?.({
       dataDirs: run.nodes.map((n) => n.dataDir),
       natsUrl: broker.natsUrl,
@@ -269,7 +276,14 @@ async function openBroker(run: DemoRun, chosen: Broker | undefined, dir: string)
     const remove = () => (run.streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root));
     cleanups.push(remove);
     cleanups.push(async () => unregisterStreams());
-    const unregisterStreams = whenInterrupted(remove);
+    // Interrupted: the nodes are SIGKILLed by then, but this process's own channel bus may be
+    // ensuring the streams at that moment, and would make them again after the deletion (CI saw
+    // STATEMENTS and REVOCATIONS left so). So no new bus, this one closed, and a second look.
+    const unregisterStreams = whenInterrupted(async () => {
+      run.interrupted = true;
+      await run.bus?.close().catch(() => undefined);
+      if (!run.streamsRemoved) await removeDemoStreams(url, root, { settleMs: INTERRUPT_SETTLE_MS });
+    });
   }
   return { b, natsUrl, root };
 }
@@ -428,6 +442,7 @@ async function startDemoTeam(run: DemoRun, natsUrl: string, dir: string): Promis
 
 /** The channel: waits until every node has settled once (a point allows nothing before, §4.5 profile). @throws Error after 20 s. */
 async function openChannel(run: DemoRun, broker: DemoBroker, roots: Roots): Promise<void> {
+  if (run.interrupted) throw new Error('interrupted');
   run.bus = JetStreamBus.start(broker.natsUrl!, { names: channelNames(broker.root), name: 'jcp-demo' });
   await run.bus.ready(10_000);
   await waitSettled(run.bus, grantId(roots.memory.grant), NODES, 20_000);

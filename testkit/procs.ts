@@ -82,17 +82,26 @@ export function whenInterrupted(fn: () => Promise<unknown>): () => void {
   return () => interruptCleanups.delete(fn);
 }
 
+/** How long the interrupted exit waits for the SIGKILLed children to be gone before its clean-ups run, ms. */
+export const INTERRUPT_REAP_MS = 1_000;
+
 /**
- * The interrupted exit: SIGKILLs every tracked child, runs the clean-ups registered with
- * {@link whenInterrupted} (at most {@link INTERRUPT_CLEANUP_MS}), then exits with `code`. A second
- * call while the first runs does nothing.
+ * The interrupted exit: SIGKILLs every tracked child and waits until they have exited (at most
+ * {@link INTERRUPT_REAP_MS}: a child's last requests to a server are then sent, so a clean-up runs
+ * after them), runs the clean-ups registered with {@link whenInterrupted}, then exits with `code`;
+ * all of it within {@link INTERRUPT_CLEANUP_MS}. A second call while the first runs does nothing.
  */
 export function exitAfterInterrupt(code: number): void {
   if (exiting) return;
   exiting = true;
+  const killed = [...live];
   killAllTracked();
-  const all = Promise.allSettled([...interruptCleanups].map((f) => f()));
-  const deadline = new Promise((resolve) => setTimeout(resolve, INTERRUPT_CLEANUP_MS));
+  const gone = Promise.all(
+    killed.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))),
+  );
+  const reaped = Promise.race([gone, sleep(INTERRUPT_REAP_MS)]);
+  const all = reaped.then(() => Promise.allSettled([...interruptCleanups].map((f) => f())));
+  const deadline = sleep(INTERRUPT_CLEANUP_MS);
   void Promise.race([all, deadline]).finally(() => process.exit(code));
 }
 

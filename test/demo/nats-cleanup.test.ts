@@ -12,6 +12,7 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoStreams, removeDemoStreams } from '../../demo/internal.ts';
 import { JCP_BIN, NatsServer } from '../../testkit/internal.ts';
 
 let server: NatsServer;
@@ -81,4 +82,41 @@ describe("demo - a NATS of the user's is left as it was", () => {
     const after = await inventory();
     expect(after).toEqual(before);
   }, 240_000);
+
+  /**
+   * An interrupted demo deletes its streams while a request sent just before its sender stopped
+   * may still make one again (run 36's CI: STATEMENTS and REVOCATIONS left behind). Here a late
+   * writer makes the statements stream again 50 ms after it is deleted, once.
+   */
+  async function withLateWriter(settleMs: number): Promise<{ removed: string[]; left: string[] }> {
+    const root = `jcp-demo-late${settleMs}`;
+    const names = demoStreams(root);
+    for (const [i, name] of names.entries()) await jsm.streams.add({ name, subjects: [`${root}.t${i}.>`] });
+    let remade = false;
+    const poll = setInterval(() => {
+      if (remade) return;
+      jsm.streams.info(names[0]!).catch(() => {
+        remade = true;
+        setTimeout(() => void jsm.streams.add({ name: names[0]!, subjects: [`${root}.t0.>`] }), 50);
+      });
+    }, 10);
+    try {
+      const removed = await removeDemoStreams(server.url, root, { settleMs });
+      await new Promise((r) => setTimeout(r, 300));
+      const left: string[] = [];
+      for await (const s of jsm.streams.list()) if (names.includes(s.config.name)) left.push(s.config.name);
+      for (const n of left) await jsm.streams.delete(n);
+      return { removed, left };
+    } finally {
+      clearInterval(poll);
+    }
+  }
+
+  it('removeDemoStreams with settleMs deletes a stream made again after its deletion; one round leaves it', async () => {
+    const settled = await withLateWriter(200);
+    expect(settled.left).toEqual([]);
+    expect(settled.removed.sort()).toEqual(demoStreams('jcp-demo-late200').sort());
+    const once = await withLateWriter(0);
+    expect(once.left).toEqual([demoStreams('jcp-demo-late0')[0]]);
+  }, 30_000);
 });
