@@ -196,10 +196,19 @@ export class TlogStream {
     return await this.#ensured;
   }
 
-  /** Publishes one JSON message on `subject` and waits for the stream's ack. */
+  /**
+   * Publishes one JSON message on `subject` and waits for the stream's ack. A failed publish
+   * forgets that the stream was ensured, so the next call makes it again if it was deleted (a
+   * JetStream store wiped under a running node). @throws Error when NATS does not ack.
+   */
   async publish(subject: string, msg: object): Promise<void> {
     const { js } = await this.ensure();
-    await js.publish(subject, JSON.stringify(msg), { timeout: this.timeoutMs });
+    try {
+      await js.publish(subject, JSON.stringify(msg), { timeout: this.timeoutMs });
+    } catch (e) {
+      this.#ensured = undefined;
+      throw e;
+    }
   }
 
   /** The last stored message of every subject matching `filter` (parsed JSON; unparsable ones dropped). */
@@ -291,6 +300,11 @@ export interface WitnessingOpts {
   readonly everyReceipts?: number;
   /** The clock, POSIX seconds (cosignature timestamps). Default wall clock. */
   readonly clockS?: () => number;
+  /**
+   * While checkpoints keep failing to publish, warn again at most this often, ms (the first
+   * failure warns at once, a success after failures logs once at info). Default 60,000.
+   */
+  readonly warnEveryMs?: number;
 }
 
 /**
@@ -306,6 +320,9 @@ export class TlogWitnessing {
   readonly #everyMs: number;
   readonly #everyReceipts: number;
   readonly #clockS: () => number;
+  readonly #warnEveryMs: number;
+  /** While checkpoints fail to publish: since when, how many failures, when last warned (ms since the epoch). */
+  #unpublished: { since: number; failures: number; warnedAt: number } | undefined;
   /** The last checkpoint note of each log (by steward did) this node cosigned. */
   readonly #cosigned = new Map<string, string>();
   #published: { size: number; at: number } | undefined;
@@ -324,6 +341,7 @@ export class TlogWitnessing {
     this.#everyMs = opts.everyMs ?? 5_000;
     this.#everyReceipts = opts.everyReceipts ?? 1_000;
     this.#clockS = opts.clockS ?? (() => Math.floor(Date.now() / 1000));
+    this.#warnEveryMs = opts.warnEveryMs ?? 60_000;
   }
 
   /** The last checkpoint of log `steward` this node cosigned (signed note), if any. */
@@ -396,7 +414,34 @@ export class TlogWitnessing {
     const last = this.#published;
     if (size === undefined || (last !== undefined && size === last.size)) return;
     if (last !== undefined && size - last.size < this.#everyReceipts && Date.now() - last.at < this.#everyMs) return;
-    await this.publishNow().catch((e: Error) => this.#log.warn({ why: e.message }, 'tlog: checkpoint not published'));
+    try {
+      await this.publishNow();
+    } catch (e) {
+      this.#publishFailed(e as Error);
+      return;
+    }
+    const u = this.#unpublished;
+    if (u === undefined) return;
+    this.#unpublished = undefined;
+    this.#log.info({ failures: u.failures, after_s: Math.round((Date.now() - u.since) / 1000) }, 'tlog: checkpoint published again');
+  }
+
+  /** One failed publish: warns at the first, then at most every `warnEveryMs` with the count (a NATS without JetStream fails every tick). */
+  #publishFailed(e: Error): void {
+    const now = Date.now();
+    const u = this.#unpublished;
+    if (u === undefined) {
+      this.#unpublished = { since: now, failures: 1, warnedAt: now };
+      this.#log.warn({ why: e.message }, 'tlog: checkpoint not published');
+      return;
+    }
+    u.failures++;
+    if (now - u.warnedAt < this.#warnEveryMs) return;
+    u.warnedAt = now;
+    this.#log.warn(
+      { why: e.message, failures: u.failures, since: new Date(u.since).toISOString() },
+      'tlog: checkpoint still not published',
+    );
   }
 
   async #answerProof(data: Uint8Array): Promise<object> {

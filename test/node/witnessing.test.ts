@@ -19,7 +19,9 @@ import { ClusterHooks, readClusterConfig } from '../../node/index.ts';
 import { NodeFault } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { originOf } from '../../node/index.ts';
-import { TlogStream, witnessName } from '../../node/index.ts';
+import { TlogStream, tlogStreamConfig, witnessName } from '../../node/index.ts';
+import { DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { pino } from 'pino';
 import { cast, liveNode, mint, quiet, tempDir } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('tlog-witnessing');
@@ -38,7 +40,7 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_0
 describe('tlog witnessing over NATS', () => {
   let nats: NatsServer;
   const root = `tlogw${process.pid}x${Date.now().toString(36)}`;
-  const dirs = [tempDir('tlogw-a'), tempDir('tlogw-b'), tempDir('tlogw-old')];
+  const dirs = [tempDir('tlogw-a'), tempDir('tlogw-b'), tempDir('tlogw-old'), tempDir('tlogw-lost')];
   const running: Array<{ node: Live; hooks: ClusterHooks }> = [];
   let stream: TlogStream;
   let probe: ClusterHooks;
@@ -229,4 +231,47 @@ describe('tlog witnessing over NATS', () => {
     );
     expect((refusedStart as NodeFault).message).toContain(b.node.steward.did);
   }, 90_000);
+
+  test('a deleted tlog stream is made again at the next checkpoint; while it cannot be, one warning, not one per tick', async () => {
+    const root2 = `${root}lost`;
+    const lines: Array<{ level: number; msg: string; failures?: number }> = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const hooks = new ClusterHooks(
+      nats.url,
+      readClusterConfig({ subject_root: root2, checkpoint_every_ms: 100, checkpoint_every_receipts: 1 }),
+      quiet,
+    );
+    const node = await liveNode({}, { budgetPolicy: hooks.budgetPolicy }, dirs[3]!.dir);
+    const r = { node, hooks };
+    running.push(r);
+    hooks.attach(node.steward, node.ledger, node.amendments);
+    hooks.startWitnessing(node, logger);
+    const s2 = new TlogStream(probe.bus.connection!, { root: root2 });
+    const published = (size: number) =>
+      until(`a checkpoint at size ${size} on the stream`, async () => {
+        const cps = await s2.lastOf(s2.cpSubject(node.steward.did));
+        return cps[0]?.msg['size'] === size ? true : undefined;
+      });
+    await calls(node, 1);
+    await published(1);
+    // The stream deleted, and a full one holding its subjects (it refuses every message, and the
+    // stream cannot be made again beside it).
+    const jsm = await jetstreamManager(probe.bus.connection!);
+    const cfg = tlogStreamConfig(root2, 1);
+    await jsm.streams.delete(s2.stream);
+    await jsm.streams.add({ name: `${s2.stream}_BLOCK`, subjects: cfg.subjects, max_msgs: 1, discard: DiscardPolicy.New });
+    await jetstream(probe.bus.connection!).publish(`${root2}.tlog.cp.fill`, '{}');
+    await calls(node, 2);
+    // 15 ticks of 100 ms, each failing.
+    await new Promise((res) => setTimeout(res, 1_500));
+    const warned = lines.filter((l) => l.msg.startsWith('tlog: checkpoint'));
+    expect(warned.map((l) => l.msg)).toEqual(['tlog: checkpoint not published']);
+    // Unblocked: the stream is made again and the size-3 checkpoint lands in it.
+    await jsm.streams.delete(`${s2.stream}_BLOCK`);
+    await published(3);
+    const again = await until('the published-again line', async () => lines.find((l) => l.msg === 'tlog: checkpoint published again'));
+    expect(again.failures).toBeGreaterThanOrEqual(10);
+    await stop(r);
+    await jsm.streams.delete(s2.stream);
+  }, 60_000);
 });
