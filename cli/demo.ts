@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { asCoded, renderReport, runDemo } from '../demo/index.ts';
-import { exitAfterInterrupt, loopbackNatsUrlProblem } from '../testkit/index.ts';
+import { exitAfterInterrupt, interrupting, loopbackNatsUrlProblem } from '../testkit/index.ts';
 import { type Command, UsageError, parse } from './command.ts';
 import type { openConsole } from './console.ts';
 
@@ -125,6 +125,9 @@ export const command: Command = {
       }
       return report.exit_code;
     } catch (e) {
+      // Interrupted: the run failed because its processes were killed; the interrupted exit (130)
+      // comes within its bound, and an error line now would only mislead.
+      if (interrupting()) await new Promise(() => undefined);
       // Every failure has a stable code (its own, or demo-failed); cli/main.ts prints it as
       // `jcp demo: error [code]: message` and exits 1.
       const err = asCoded(e);

@@ -8,6 +8,7 @@ import { connect } from '@nats-io/transport-node';
 import { channelNames, natsGreeting, NatsUnavailable } from '../channel/index.ts';
 import { shardStreamName } from '../shards/index.ts';
 import { tlogStreamName } from '../node/index.ts';
+import { isStreamNotFound } from '../natsio/index.ts';
 import { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from '../testkit/index.ts';
 
 /** The default NATS url the demo tries first. */
@@ -127,7 +128,8 @@ export const REMOVE_ROUNDS = 5;
 
 /**
  * Deletes the streams the demo made under `root` on `url` (their consumers go with them); a
- * stream that is not there is skipped. Deleting a whole stream is allowed although the streams
+ * stream that is not there, or that another removal deletes first, is skipped (two removals at
+ * once both resolve). Deleting a whole stream is allowed although the streams
  * are created with `deny_delete` and `deny_purge`: those refuse deleting single messages and
  * purging (the statements and revocations are evidence while a cluster runs), not removing the
  * stream. Run it only once the nodes and the demo's own NATS clients have stopped (a running one
@@ -150,7 +152,13 @@ export async function removeDemoStreams(url: string, root: string, opts: RemoveS
         } catch {
           continue; // not there: nothing to remove
         }
-        await jsm.streams.delete(name);
+        try {
+          await jsm.streams.delete(name);
+        } catch (e) {
+          // Deleted meanwhile by another removal (an interrupted run's, beside its own): done.
+          if (!isStreamNotFound(e)) throw e;
+          continue;
+        }
         removed.add(name);
         found++;
       }

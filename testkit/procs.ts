@@ -94,6 +94,10 @@ export const INTERRUPT_REAP_MS = 1_000;
 export function exitAfterInterrupt(code: number): void {
   if (exiting) return;
   exiting = true;
+  // A second Ctrl-C must not kill this process before its clean-ups (the listeners that brought
+  // it here were `once`): it is told what is going on, and the exit comes within the bound.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const)
+    process.on(sig, () => process.stderr.write(`jcp: still stopping (at most ${INTERRUPT_CLEANUP_MS / 1000} s after the first signal)\n`));
   const killed = [...live];
   killAllTracked();
   const gone = Promise.all(
@@ -103,6 +107,11 @@ export function exitAfterInterrupt(code: number): void {
   const all = reaped.then(() => Promise.allSettled([...interruptCleanups].map((f) => f())));
   const deadline = sleep(INTERRUPT_CLEANUP_MS);
   void Promise.race([all, deadline]).finally(() => process.exit(code));
+}
+
+/** True once {@link exitAfterInterrupt} has begun: this process exits soon, and a failure it sees now is the interrupt's doing. */
+export function interrupting(): boolean {
+  return exiting;
 }
 
 /** SIGKILLs every tracked child that is still alive (synchronous; used on exit). */

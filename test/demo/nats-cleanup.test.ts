@@ -119,4 +119,17 @@ describe("demo - a NATS of the user's is left as it was", () => {
     const once = await withLateWriter(0);
     expect(once.left).toEqual([demoStreams('jcp-demo-late0')[0]]);
   }, 30_000);
+
+  it('two removals at once (an interrupted run beside its own clean-up) both resolve, and leave nothing', async () => {
+    const root = 'jcp-demo-twice';
+    const names = demoStreams(root);
+    for (const [i, name] of names.entries()) await jsm.streams.add({ name, subjects: [`${root}.t${i}.>`] });
+    const both = await Promise.allSettled([removeDemoStreams(server.url, root), removeDemoStreams(server.url, root, { settleMs: 100 })]);
+    expect(both.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))).toEqual(['ok', 'ok']);
+    const removed = both.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+    expect(new Set(removed)).toEqual(new Set(names));
+    const left: string[] = [];
+    for await (const s of jsm.streams.list()) if (names.includes(s.config.name)) left.push(s.config.name);
+    expect(left).toEqual([]);
+  }, 30_000);
 });
