@@ -66,6 +66,12 @@ export type ToWorker =
   | { readonly type: 'checkpoint' }
   | { readonly type: 'continue'; readonly amendment: string; readonly continuation: string }
   /**
+   * The issuer is revoking this worker's grants: it makes no call until `revoked-everywhere` (so
+   * that a fast worker on a loaded machine cannot spend its budgets before the revocation is
+   * acknowledged, and leave no call after it for the report to check).
+   */
+  | { readonly type: 'revoking' }
+  /**
    * Every node has acknowledged the revocation of this worker's grants; `at_ms` is when the
    * orchestrator recorded that (its clock, ms), the instant after which the report requires
    * every call of the worker to be refused `revoked`.

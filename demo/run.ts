@@ -273,7 +273,8 @@ async function openBroker(run: DemoRun, chosen: Broker | undefined, dir: string)
   const root = demoSubjectRoot(b, randomBytes(4).toString('hex'));
   if (b.mode === 'external') {
     const url = b.url;
-    const remove = () => (run.streamsRemoved ? Promise.resolve() : removeDemoStreams(url, root));
+    // Interrupted, the removal below (with its second look) is the one: not this one beside it.
+    const remove = () => (run.streamsRemoved || run.interrupted ? Promise.resolve() : removeDemoStreams(url, root));
     cleanups.push(remove);
     cleanups.push(async () => unregisterStreams());
     // Interrupted: the nodes are SIGKILLed by then, but this process's own channel bus may be
@@ -551,6 +552,9 @@ function reactToCalls(run: DemoRun, issuer: Actor, chains: readonly WorkerChains
     }
     if (w === workers[2] && r.revokeTask === undefined && w.allowed >= REVOKE_AFTER) {
       const ids = [leafId(chains[2]!.files), leafId(chains[2]!.memory)];
+      // It holds its calls until every node has acknowledged (a fast worker on a loaded machine
+      // spent both budgets first once, and no call came after the revocation to check).
+      w.send({ type: 'revoking' });
       r.revokeTask = actions
         .then((a) => a.revokeEverywhere(issuer, nodes, ids))
         .then(

@@ -16,7 +16,9 @@
  * waits for the record to be durable), so the home node can refuse this worker before the
  * orchestrator has heard back from every node: without the wait, every call of a fast worker
  * could fall before the acknowledgement, and the report's "calls sent after the revocation were
- * all refused" would have no call to check.
+ * all refused" would have no call to check. For the same reason the orchestrator sends `revoking`
+ * as it starts the revocation: the worker then makes no call until `revoked-everywhere`, so it
+ * cannot spend both budgets while the nodes acknowledge (it did once, on a loaded machine).
  *
  * Every call is an MCP `tools/call` from the SDK's `Client` to a `jcp bridge` of its own (the
  * bridge library in this process, over the SDK's in-memory transport; one bridge per node it
@@ -360,6 +362,7 @@ async function workRounds(s: Session): Promise<boolean> {
     } else if (take('checkpoint') && lanes[0]!.ended === undefined) await checkpoint(s);
     for (const l of lanes) {
       if (l.ended !== undefined) continue;
+      if (take('revoking')) await awaitRevokedEverywhere();
       const { action, args } = callOf(job, l.lane, l.n);
       l.n++;
       const reason = await callAt(s, l, job.home, action, args);
