@@ -21,7 +21,7 @@
  * A witness's cosigner key name is `jcp-witness/<did>` ({@link witnessName}); its key is the
  * node's steward key (type 0x04 cosignatures never verify as 0x01 note signatures).
  */
-import type { JetStreamClient, JetStreamManager, StreamConfig } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, PubAck, StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Actor } from '../core/index.ts';
@@ -31,7 +31,7 @@ import { isJcpError } from '../core/index.ts';
 import { contentIdOfBytes } from '../core/index.ts';
 import { addSignatureLines, openCheckpoint, type SignedLogCheckpoint, verifyCosignature } from '../core/index.ts';
 import { witness } from '../core/index.ts';
-import { DELIVER, DISCARD, jetStreamLib, RETENTION_LIMITS, STORAGE_FILE } from '../natsio/index.ts';
+import { DELIVER, DISCARD, jetStreamLib, NatsUnavailable, RETENTION_LIMITS, STORAGE_FILE } from '../natsio/index.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { originOf } from './tlog.ts';
 import type { TileServer } from './tlogtiles.ts';
@@ -168,7 +168,7 @@ export class TlogStream {
     return `${this.root}.tlogq.${didToken(steward)}`;
   }
 
-  /** Creates the stream if it is missing (idempotent, safe to race). @throws Error when NATS cannot do it */
+  /** Creates the stream if it is missing (idempotent, safe to race). @throws NatsUnavailable `nats-unavailable` when it can be neither read nor made; Error from the connection */
   async ensure(): Promise<{ jsm: JetStreamManager; js: JetStreamClient }> {
     this.#ensured ??= (async () => {
       const { jetstream, jetstreamManager } = await jetStreamLib();
@@ -181,11 +181,16 @@ export class TlogStream {
             .toLowerCase()
             .includes('not found')
         )
-          throw e;
+          throw new NatsUnavailable(`the ${this.stream} stream cannot be read: ${(e as Error).message}`);
         try {
           await jsm.streams.add(tlogStreamConfig(this.root, this.#replicas));
         } catch (e2) {
-          await jsm.streams.info(this.stream).catch(() => Promise.reject(e2));
+          // Lost a creation race (read the winner's), or it cannot be made (another stream holds its subjects).
+          await jsm.streams
+            .info(this.stream)
+            .catch(() =>
+              Promise.reject(new NatsUnavailable(`the ${this.stream} stream is missing and cannot be made: ${(e2 as Error).message}`)),
+            );
         }
       }
       return { jsm, js: jetstream(this.nc, { timeout: this.timeoutMs }) };
@@ -203,11 +208,21 @@ export class TlogStream {
    */
   async publish(subject: string, msg: object): Promise<void> {
     const { js } = await this.ensure();
+    let ack: PubAck;
     try {
-      await js.publish(subject, JSON.stringify(msg), { timeout: this.timeoutMs });
+      ack = await js.publish(subject, JSON.stringify(msg), { timeout: this.timeoutMs });
     } catch (e) {
       this.#ensured = undefined;
+      const m = (e as Error).message;
+      // What nats.js says when no stream answers (it cannot tell a missing stream from JetStream off).
+      if (m.includes('jetstream is not enabled'))
+        throw new Error(`${m}: no stream took ${subject} (the ${this.stream} stream is missing, or JetStream is off)`);
       throw e;
+    }
+    // Another stream holding these subjects acked it: the checkpoint is not where witnesses read.
+    if (ack.stream !== this.stream) {
+      this.#ensured = undefined;
+      throw new Error(`stored by stream ${ack.stream}, not ${this.stream}: another stream holds ${subject}`);
     }
   }
 
@@ -408,8 +423,20 @@ export class TlogWitnessing {
     this.#metrics.tlogSize.set(cp.size);
   }
 
+  /** True while a tick's publish is in flight: the next tick skips (a publish may wait seconds for its ack). */
+  #publishing = false;
+
   async #maybePublish(): Promise<void> {
-    if (this.#stopped) return;
+    if (this.#stopped || this.#publishing) return;
+    this.#publishing = true;
+    try {
+      await this.#publishIfDue();
+    } finally {
+      this.#publishing = false;
+    }
+  }
+
+  async #publishIfDue(): Promise<void> {
     const size = (await this.#tiles.tree().catch(() => undefined))?.size;
     const last = this.#published;
     if (size === undefined || (last !== undefined && size === last.size)) return;

@@ -20,7 +20,7 @@ import { NodeFault } from '../../node/index.ts';
 import { JcpClient } from '../../client/index.ts';
 import { originOf } from '../../node/index.ts';
 import { TlogStream, tlogStreamConfig, witnessName } from '../../node/index.ts';
-import { DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DiscardPolicy, jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { cast, liveNode, mint, quiet, tempDir } from './fixtures.ts';
 
@@ -271,7 +271,39 @@ describe('tlog witnessing over NATS', () => {
     await published(3);
     const again = await until('the published-again line', async () => lines.find((l) => l.msg === 'tlog: checkpoint published again'));
     expect(again.failures).toBeGreaterThanOrEqual(10);
+
+    // A stream of someone else's holding the subjects and acking every message: the checkpoint
+    // is not where witnesses read it, so it is not published (it was counted published, silently).
+    lines.length = 0;
+    await jsm.streams.delete(s2.stream);
+    await jsm.streams.add({ name: `${s2.stream}_SQUAT`, subjects: cfg.subjects, storage: StorageType.Memory });
+    await calls(node, 1);
+    const squat = await until('the not-published warning', async () => lines.find((l) => l.msg === 'tlog: checkpoint not published'));
+    expect((squat as { why?: string }).why).toContain(`stored by stream ${s2.stream}_SQUAT, not ${s2.stream}`);
+    // The audit says so with a code, not an internal error.
+    const audit = await runJcpInProcess(['receipts', 'witness-audit', '--nats', nats.url, '--subject-root', root2, '--json']);
+    expect(audit.code, audit.err).not.toBe(0);
+    expect(audit.err).toContain('[nats-unavailable]');
+    expect(audit.err).toContain('cannot be made');
+    expect(audit.err).not.toContain('internal error');
+    await jsm.streams.delete(`${s2.stream}_SQUAT`);
+    await published(4);
+
+    // NATS down for 3 s with calls meanwhile: publishes wait for their acks longer than a tick,
+    // and the ones sent before the outage must not start a second warning after the recovery.
+    await until('the published-again line', async () => lines.find((l) => l.msg === 'tlog: checkpoint published again'));
+    lines.length = 0;
+    await nats.stop();
+    await calls(node, 1).catch(() => undefined);
+    await new Promise((res) => setTimeout(res, 3_000));
+    await nats.start();
+    await published(5);
+    await new Promise((res) => setTimeout(res, 3_000));
+    expect(lines.filter((l) => l.msg.startsWith('tlog: checkpoint')).map((l) => l.msg)).toEqual([
+      'tlog: checkpoint not published',
+      'tlog: checkpoint published again',
+    ]);
     await stop(r);
     await jsm.streams.delete(s2.stream);
-  }, 60_000);
+  }, 90_000);
 });
