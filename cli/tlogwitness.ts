@@ -7,29 +7,33 @@
 import path from 'node:path';
 import { type Did, isDid } from '../core/index.ts';
 import { buildFleetRecord, type FleetRecord, verifyFleetRecord } from '../core/index.ts';
-import { JetStreamBus } from '../channel/index.ts';
-import { channelNames } from '../channel/index.ts';
-import { NatsUnavailable, natsHostPort } from '../channel/index.ts';
+import { NatsLink, NatsUnavailable, natsHostPort } from '../natsio/index.ts';
 import { readKeyFile } from '../node/index.ts';
 import { TlogStream, witnessAudit } from '../node/index.ts';
 import { CliError, UsageError } from './command.ts';
 import { READ_CAPS, readFileCapped } from '../io/index.ts';
 
-/** Opens the bus for `--nats` (default nats://127.0.0.1:4222). @throws UsageError, NatsUnavailable */
-async function openBus(url: string | undefined, root: string): Promise<JetStreamBus> {
+/**
+ * Opens a plain NATS connection for `--nats` (default nats://127.0.0.1:4222): an audit makes no
+ * stream (a channel bus would make the channel's streams). @throws UsageError, NatsUnavailable
+ */
+async function openLink(url: string | undefined): Promise<NatsLink> {
   const u = url ?? 'nats://127.0.0.1:4222';
   const bad = u.split(',').find((x) => natsHostPort(x.trim()) === undefined);
   if (bad !== undefined) throw new UsageError(`--nats: expected nats://host:port, got ${bad}`);
-  const bus = JetStreamBus.start(u, { names: channelNames(root), name: 'jcp-tlog-audit' });
+  const link = NatsLink.start(
+    u.split(',').map((x) => x.trim()),
+    { name: 'jcp-tlog-audit' },
+  );
   try {
-    await bus.ready(5_000);
+    await link.ready(5_000);
   } catch (e) {
-    await bus.close();
-    throw new NatsUnavailable(`cannot reach NATS with JetStream at ${u}: ${(e as Error).message.replace(/^NATS connection: /, '')}`, {
+    await link.close();
+    throw new NatsUnavailable(`cannot reach NATS at ${u}: ${(e as Error).message.replace(/^NATS connection: /, '')}`, {
       cause: e,
     });
   }
-  return bus;
+  return link;
 }
 
 /**
@@ -61,9 +65,9 @@ export async function runTlogWitness(
     return 0;
   }
   const root = values['subject-root'] ?? 'jcp';
-  const bus = await openBus(values.nats, root);
+  const link = await openLink(values.nats);
   try {
-    const s = new TlogStream(bus.connection!, { root });
+    const s = new TlogStream(link.connection!, { root, readOnly: true });
     const a = await witnessAudit(s);
     if (verb === 'fleet') {
       if (values.key === undefined) throw new UsageError("fleet: --key FILE (the team root's key) is required");
@@ -97,6 +101,6 @@ export async function runTlogWitness(
     }
     return a.alarms.length > 0 ? 1 : 0;
   } finally {
-    await bus.close();
+    await link.close();
   }
 }

@@ -129,6 +129,20 @@ export interface TlogStreamOpts {
   readonly replicas?: number;
   /** Per-request timeout, ms. Default 2,000. */
   readonly timeoutMs?: number;
+  /**
+   * For an auditor: never make the stream; a missing one is {@link TlogStreamMissing}. Default
+   * false (a node makes it when it is missing).
+   */
+  readonly readOnly?: boolean;
+}
+
+/** The stable code of {@link TlogStreamMissing}. */
+export const TLOG_STREAM_MISSING = 'tlog-stream-missing';
+
+/** A read-only {@link TlogStream} found no `<ROOT>_TLOG` stream (no node published under that subject root). Code `tlog-stream-missing`. */
+export class TlogStreamMissing extends Error {
+  override readonly name = 'TlogStreamMissing';
+  readonly code = TLOG_STREAM_MISSING;
 }
 
 /** The transparency-log stream over one NATS connection the caller owns (never closed here). */
@@ -138,6 +152,7 @@ export class TlogStream {
   readonly nc: NatsConnection;
   readonly #replicas: number;
   readonly timeoutMs: number;
+  readonly #readOnly: boolean;
   #ensured: Promise<{ jsm: JetStreamManager; js: JetStreamClient }> | undefined;
 
   constructor(nc: NatsConnection, opts: TlogStreamOpts = {}) {
@@ -146,6 +161,7 @@ export class TlogStream {
     this.nc = nc;
     this.#replicas = opts.replicas ?? 1;
     this.timeoutMs = opts.timeoutMs ?? 2_000;
+    this.#readOnly = opts.readOnly ?? false;
   }
 
   /** Subject of log `steward`'s checkpoints. */
@@ -168,7 +184,11 @@ export class TlogStream {
     return `${this.root}.tlogq.${didToken(steward)}`;
   }
 
-  /** Creates the stream if it is missing (idempotent, safe to race). @throws NatsUnavailable `nats-unavailable` when it can be neither read nor made; Error from the connection */
+  /**
+   * Creates the stream if it is missing (idempotent, safe to race); read-only, only checks it is there.
+   * @throws NatsUnavailable `nats-unavailable` when it can be neither read nor made; TlogStreamMissing
+   * `tlog-stream-missing` when read-only and missing; Error from the connection
+   */
   async ensure(): Promise<{ jsm: JetStreamManager; js: JetStreamClient }> {
     this.#ensured ??= (async () => {
       const { jetstream, jetstreamManager } = await jetStreamLib();
@@ -182,6 +202,10 @@ export class TlogStream {
             .includes('not found')
         )
           throw new NatsUnavailable(`the ${this.stream} stream cannot be read: ${(e as Error).message}`);
+        if (this.#readOnly)
+          throw new TlogStreamMissing(
+            `no ${this.stream} stream on this NATS: no node with subject root '${this.root}' has published a checkpoint here (is the subject root right?)`,
+          );
         try {
           await jsm.streams.add(tlogStreamConfig(this.root, this.#replicas));
         } catch (e2) {

@@ -283,8 +283,7 @@ describe('tlog witnessing over NATS', () => {
     // The audit says so with a code, not an internal error.
     const audit = await runJcpInProcess(['receipts', 'witness-audit', '--nats', nats.url, '--subject-root', root2, '--json']);
     expect(audit.code, audit.err).not.toBe(0);
-    expect(audit.err).toContain('[nats-unavailable]');
-    expect(audit.err).toContain('cannot be made');
+    expect(audit.err).toContain(`error [tlog-stream-missing]: no ${s2.stream} stream`);
     expect(audit.err).not.toContain('internal error');
     await jsm.streams.delete(`${s2.stream}_SQUAT`);
     await published(4);
@@ -306,4 +305,19 @@ describe('tlog witnessing over NATS', () => {
     await stop(r);
     await jsm.streams.delete(s2.stream);
   }, 90_000);
+
+  test('witness-audit makes no stream: under a subject root nobody published, it fails tlog-stream-missing and the NATS is as it was', async () => {
+    const empty = `${root}empty`;
+    const jsm = await jetstreamManager(probe.bus.connection!);
+    const streams = async () => {
+      const names: string[] = [];
+      for await (const si of jsm.streams.list()) names.push(si.config.name);
+      return names.sort();
+    };
+    const before = await streams();
+    const audit = await runJcpInProcess(['receipts', 'witness-audit', '--nats', nats.url, '--subject-root', empty]);
+    expect(audit.code).toBe(1);
+    expect(audit.err).toContain(`error [tlog-stream-missing]: no ${empty.toUpperCase()}_TLOG stream`);
+    expect(await streams()).toEqual(before);
+  });
 });
