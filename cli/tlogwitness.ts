@@ -19,12 +19,10 @@ import { READ_CAPS, readFileCapped } from '../io/index.ts';
  */
 async function openLink(url: string | undefined): Promise<NatsLink> {
   const u = url ?? 'nats://127.0.0.1:4222';
-  const bad = u.split(',').find((x) => natsHostPort(x.trim()) === undefined);
+  const servers = u.split(',').map((x) => x.trim());
+  const bad = servers.find((x) => natsHostPort(x) === undefined);
   if (bad !== undefined) throw new UsageError(`--nats: expected nats://host:port, got ${bad}`);
-  const link = NatsLink.start(
-    u.split(',').map((x) => x.trim()),
-    { name: 'jcp-tlog-audit' },
-  );
+  const link = NatsLink.start(servers, { name: 'jcp-tlog-audit' });
   try {
     await link.ready(5_000);
   } catch (e) {

@@ -148,14 +148,9 @@ export async function removeDemoStreams(url: string, root: string, opts: RemoveS
       let found = 0;
       for (const name of demoStreams(root)) {
         try {
-          await jsm.streams.info(name);
-        } catch {
-          continue; // not there: nothing to remove
-        }
-        try {
           await jsm.streams.delete(name);
         } catch (e) {
-          // Deleted meanwhile by another removal (an interrupted run's, beside its own): done.
+          // Not there, or deleted meanwhile by another removal (an interrupted run's): done.
           if (!isStreamNotFound(e)) throw e;
           continue;
         }

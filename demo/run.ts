@@ -29,7 +29,7 @@ import { auditChannel, channelNames, JetStreamBus } from '../channel/index.ts';
 import type { Probe } from '../meter/index.ts';
 import type { Steering } from './actions.ts';
 import { type Broker, chosenBroker, demoStreams, demoSubjectRoot, findBroker, NATS_INSTALL_HINT, removeDemoStreams } from './broker.ts';
-import { freePort, whenInterrupted } from '../testkit/index.ts';
+import { freePort, interrupting, whenInterrupted } from '../testkit/index.ts';
 import { DemoError, DemoErrorCodes } from './errors.ts';
 import type { NodeEvidence } from './evidence.ts';
 import { type CallEvent, chainToHex, type NodeAddress } from './messages.ts';
@@ -138,8 +138,6 @@ interface DemoRun {
   team: Team | undefined;
   ticker: NodeJS.Timeout | undefined;
   streamsRemoved: boolean;
-  /** Set on SIGINT/SIGTERM: from then on the run opens no NATS client of its own. */
-  interrupted: boolean;
 }
 
 /** The NATS the demo uses (phase 1): the broker, its url (undefined without NATS) and the demo's subject root. */
@@ -180,7 +178,6 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     team: undefined,
     ticker: undefined,
     streamsRemoved: false,
-    interrupted: false,
   };
   let made: string | undefined;
   let evidenceMade = false;
@@ -196,8 +193,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const { issuer, stewards, roots } = mintPlan(run, broker.natsUrl);
     const { tools, probe } = await startParts(run, dir, sampleDir, broker, issuer, stewards, roots);
     if (broker.natsUrl !== undefined) await openChannel(run, broker, roots);
-    // The console opens a channel bus of its own, which would make the streams again.
-    if (run.interrupted) throw new Error('interrupted');
+    // Interrupted (testkit's interrupted exit has begun): the console opens a channel bus of its
+    // own, which would make the streams again.
+    if (interrupting()) throw new Error('interrupted');
     await o.onNodesStarted?.({
       dataDirs: run.nodes.map((n) => n.dataDir),
       natsUrl: broker.natsUrl,
@@ -274,14 +272,13 @@ async function openBroker(run: DemoRun, chosen: Broker | undefined, dir: string)
   if (b.mode === 'external') {
     const url = b.url;
     // Interrupted, the removal below (with its second look) is the one: not this one beside it.
-    const remove = () => (run.streamsRemoved || run.interrupted ? Promise.resolve() : removeDemoStreams(url, root));
+    const remove = () => (run.streamsRemoved || interrupting() ? Promise.resolve() : removeDemoStreams(url, root));
     cleanups.push(remove);
     cleanups.push(async () => unregisterStreams());
     // Interrupted: the nodes are SIGKILLed by then, but this process's own channel bus may be
     // ensuring the streams at that moment, and would make them again after the deletion (CI saw
     // STATEMENTS and REVOCATIONS left so). So no new bus, this one closed, and a second look.
     const unregisterStreams = whenInterrupted(async () => {
-      run.interrupted = true;
       await run.bus?.close().catch(() => undefined);
       if (!run.streamsRemoved) await removeDemoStreams(url, root, { settleMs: INTERRUPT_SETTLE_MS });
     });
@@ -443,7 +440,7 @@ async function startDemoTeam(run: DemoRun, natsUrl: string, dir: string): Promis
 
 /** The channel: waits until every node has settled once (a point allows nothing before, §4.5 profile). @throws Error after 20 s. */
 async function openChannel(run: DemoRun, broker: DemoBroker, roots: Roots): Promise<void> {
-  if (run.interrupted) throw new Error('interrupted');
+  if (interrupting()) throw new Error('interrupted');
   run.bus = JetStreamBus.start(broker.natsUrl!, { names: channelNames(broker.root), name: 'jcp-demo' });
   await run.bus.ready(10_000);
   await waitSettled(run.bus, grantId(roots.memory.grant), NODES, 20_000);
