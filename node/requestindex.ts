@@ -273,27 +273,50 @@ export class TimedRequestIndex {
     return dropped;
   }
 
-  /** Every entry whose `now` is at or above `minAt` (default the horizon), in seq order (a snapshot's request index). */
+  /**
+   * Every entry whose `now` is at or above `minAt` (default the horizon), in seq order (a
+   * snapshot's request index). Built in typed arrays: the entries are gathered in table order,
+   * then an index of them is sorted by seq (no per-entry object: at 100,000 entries the row
+   * arrays it used before cost ~80 ms of the snapshot worker's CPU here).
+   */
   entries(minAt = this.#horizon): RequestEntries {
-    const rows: Array<[number, number, number, number, number, number]> = [];
-    const h = minAt;
+    let n = 0;
     for (const b of this.#buckets.values()) {
-      b.forEach((a, bb, c, d, seq, at) => {
-        if (at >= h) rows.push([a, bb, c, d, seq, at]);
+      b.forEach((_a, _b, _c, _d, _seq, at) => {
+        if (at >= minAt) n++;
       });
     }
-    rows.sort((x, y) => x[4] - y[4]);
-    const keys = new Uint32Array(rows.length * REQUEST_KEY_WORDS);
-    const seqs = new Float64Array(rows.length);
-    const ats = new Float64Array(rows.length);
-    rows.forEach((r, i) => {
-      keys[i * 4] = r[0];
-      keys[i * 4 + 1] = r[1];
-      keys[i * 4 + 2] = r[2];
-      keys[i * 4 + 3] = r[3];
-      seqs[i] = r[4];
-      ats[i] = r[5];
-    });
+    const k0 = new Uint32Array(n * REQUEST_KEY_WORDS);
+    const s0 = new Float64Array(n);
+    const t0 = new Float64Array(n);
+    let j = 0;
+    for (const b of this.#buckets.values()) {
+      b.forEach((a, bb, c, d, seq, at) => {
+        if (at < minAt) return;
+        k0[j * 4] = a;
+        k0[j * 4 + 1] = bb;
+        k0[j * 4 + 2] = c;
+        k0[j * 4 + 3] = d;
+        s0[j] = seq;
+        t0[j] = at;
+        j++;
+      });
+    }
+    const order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    order.sort((x, y) => s0[x]! - s0[y]!);
+    const keys = new Uint32Array(n * REQUEST_KEY_WORDS);
+    const seqs = new Float64Array(n);
+    const ats = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const from = order[i]!;
+      keys[i * 4] = k0[from * 4]!;
+      keys[i * 4 + 1] = k0[from * 4 + 1]!;
+      keys[i * 4 + 2] = k0[from * 4 + 2]!;
+      keys[i * 4 + 3] = k0[from * 4 + 3]!;
+      seqs[i] = s0[from]!;
+      ats[i] = t0[from]!;
+    }
     return { keys, seqs, ats };
   }
 }

@@ -530,6 +530,7 @@ export interface MadeSnapshot {
   readonly seq: number;
   /** Receipts replayed to make it (those after the snapshot it continued, if any). */
   readonly replayed: number;
+  /** Request ids the snapshot holds (its `requests.count`). */
   readonly requests: number;
   readonly bytes: number;
   readonly seconds: number;
@@ -539,7 +540,16 @@ export interface MadeSnapshot {
    * `chain` (a running node's own receipts, vouched for by their `prev` links to the id it holds).
    */
   readonly checked: SnapshotCheck;
+  /**
+   * What it continued: `file` (a snapshot file read and verified), `kept` (the state of the
+   * snapshot the same worker made last, held in memory since: node/snapshotjob.ts), `none` (a
+   * replay from seq 0).
+   */
+  readonly base: SnapshotBase;
 }
+
+/** What a snapshot continued (see {@link MadeSnapshot.base}). */
+export type SnapshotBase = 'file' | 'kept' | 'none';
 
 const yielding: SliceRunner = async (job) => {
   await yieldTurn(); // let decisions in between slices
@@ -579,8 +589,9 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
     ...(from ? { from } : {}),
   });
   await yieldTurn(); // decisions waiting behind the last merge go first
-  const bytes = finishSnapshot(r, base, { steward: o.steward, nowS: o.nowS, windowS });
-  if (bytes === undefined) return undefined;
+  const done = finishSnapshotCounted(r, base, { steward: o.steward, nowS: o.nowS, windowS });
+  if (done === undefined) return undefined;
+  const { bytes, requestCount } = done;
   await yieldTurn();
   const file = await writeSnapshotFileOffLoop(dataDir, r.coveredSeq, bytes, o.keep ?? 2);
   const replayed = r.total - (from?.total ?? 0);
@@ -588,10 +599,11 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
     file,
     seq: r.coveredSeq,
     replayed,
-    requests: r.requests.size,
+    requests: requestCount,
     bytes: bytes.length,
     seconds: (performance.now() - t0) / 1000,
     checked: 'signatures',
+    base: base === undefined ? 'none' : 'file',
   };
 }
 
@@ -604,14 +616,29 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
  */
 export function finishSnapshot(
   r: LogReplay,
-  base: OpenedSnapshot | undefined,
+  base: Pick<OpenedSnapshot, 'requestCount' | 'seq'> | undefined,
   o: { readonly steward: Actor; readonly nowS: number; readonly windowS: number },
 ): Uint8Array | undefined {
+  return finishSnapshotCounted(r, base, o)?.bytes;
+}
+
+/**
+ * {@link finishSnapshot}, with the number of request ids the snapshot holds (its
+ * `requests.count`): what a worker keeping the state for its next snapshot compares against then
+ * (node/snapshotjob.ts).
+ */
+export function finishSnapshotCounted(
+  r: LogReplay,
+  base: Pick<OpenedSnapshot, 'requestCount' | 'seq'> | undefined,
+  o: { readonly steward: Actor; readonly nowS: number; readonly windowS: number },
+): { readonly bytes: Uint8Array; readonly requestCount: number } | undefined {
   if (r.coveredSeq < 0) return undefined;
   r.requests.advance(o.nowS);
   const horizon = Math.max(0, r.requests.horizon);
   if (base !== undefined && r.coveredSeq === base.seq && r.requests.entries(horizon).seqs.length === base.requestCount) return undefined;
-  return encodeSnapshot(r, o.steward, { madeAtS: o.nowS, windowS: Math.min(o.windowS, Number.MAX_SAFE_INTEGER), horizon });
+  const body = snapshotBody(r, o.steward.did, { madeAtS: o.nowS, windowS: Math.min(o.windowS, Number.MAX_SAFE_INTEGER), horizon });
+  const requestCount = (body['requests'] as { count: number }).count;
+  return { bytes: encode(signBody(body, o.steward)), requestCount };
 }
 
 /** Receipts per replay slice of a running node's snapshot (the main thread's share of each slice is one short task). */
@@ -722,7 +749,8 @@ async function snapshotSession(
   if (ended.made === undefined) return {};
   const { bytes, seq, replayed, requests, checked } = ended.made;
   const file = await writeSnapshotFileOffLoop(dataDir, seq, bytes, o.keep ?? 2);
-  return { made: { file, seq, replayed, requests, bytes: bytes.length, checked } };
+  const base: SnapshotBase = opened.base ?? (opened.baseSeq < 0 ? 'none' : 'file');
+  return { made: { file, seq, replayed, requests, bytes: bytes.length, checked, base } };
 }
 
 /** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
@@ -760,6 +788,14 @@ export interface SnapshotBuilder {
   close(): Promise<void>;
 }
 
+/**
+ * Seconds a running node keeps its snapshot worker after a snapshot (node/snapshotjob.ts): a
+ * snapshot that comes within this time continues the state the worker holds, with no worker start
+ * (about 0.12 s of CPU here) and no reading of the base file; after it, the worker is ended and its
+ * memory (the state of the whole request window) returned.
+ */
+export const SNAPSHOT_WORKER_IDLE_S = 60;
+
 /** Longest wait (seconds) between the timer's tries after snapshots failed in a row (1, 2, 4, … s up to it). */
 export const SNAPSHOT_RETRY_MAX_S = 300;
 
@@ -793,6 +829,8 @@ export interface SnapshotterOptions {
   readonly scheduling?: SnapshotScheduling;
   /** Where the snapshot is built ({@link SnapshotBuilderKind}; default `thread`). */
   readonly builder?: SnapshotBuilderKind;
+  /** Seconds the worker is kept after a snapshot (default {@link SNAPSHOT_WORKER_IDLE_S}). */
+  readonly workerIdleS?: number;
   readonly logger: Logger;
   /** Called after each snapshot written (metrics). */
   readonly onSnapshot?: (s: MadeSnapshot) => void;
@@ -819,8 +857,13 @@ export class Snapshotter {
   /** Failures in a row, and the clock (unix s) before which the timer does not try again. */
   #failures = 0;
   #retryAt = Number.NEGATIVE_INFINITY;
-  /** The running snapshot's worker, ended by {@link close}. */
-  #worker: SnapshotBuilder | undefined;
+  /**
+   * The snapshot worker (or process), kept from one snapshot to the next while they come within
+   * {@link SNAPSHOT_WORKER_IDLE_S} of each other, with how it runs (`idle`, `nice <n>`); ended
+   * by {@link close}, by that idle time, or by a failed snapshot.
+   */
+  #builder: { readonly b: SnapshotBuilder; readonly ranAs: string } | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
   #refusedIdle = false;
 
   constructor(o: SnapshotterOptions) {
@@ -868,23 +911,11 @@ export class Snapshotter {
     // What was written, and how its worker thread was scheduled (`idle` or `nice <n>`, logged with it).
     const build = async (): Promise<{ made: MadeSnapshot; ranAs: string } | undefined> => {
       const t0 = performance.now();
-      // A temporary worker of its own at the lowest priority (never the decision path's signature
-      // workers: a replay slice queued there would hold up the caller-signature checks behind it).
-      const idle = (this.#o.scheduling ?? 'nice') === 'idle';
-      const tmp: SnapshotBuilder =
-        this.#o.builder === 'process'
-          ? await SnapshotProcess.start({ idle })
-          : await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle });
-      this.#worker = tmp;
+      this.#stopIdleTimer();
+      const builder = this.#builder ?? (await this.#startBuilder());
+      if (builder === undefined) return undefined; // closed while the worker started
       try {
-        if (this.#closed) return undefined; // closed while the worker started
-        const [ran] = await tmp.bootScheduling();
-        const ranAs = ran?.idle ? 'idle' : `nice ${ran?.nice ?? 'unknown'}`;
-        if (idle && ran?.idle === false && !this.#refusedIdle) {
-          this.#refusedIdle = true;
-          this.#o.logger.warn({ scheduling: ranAs }, 'snapshot worker: the SCHED_IDLE class was refused; it runs at its nice');
-        }
-        const made = await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, tmp, {
+        const made = await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, builder.b, {
           steward: this.#o.steward,
           toSeq,
           windowS: this.#o.windowS,
@@ -894,11 +925,15 @@ export class Snapshotter {
           logger: this.#o.logger,
           vouch,
         });
-        // Seconds from the worker's start (at the lowest priority, most of a short snapshot's time) to the file in place.
-        return made && { made: { ...made, seconds: (performance.now() - t0) / 1000 }, ranAs };
+        // Seconds from the start (the worker's start too, when one was started) to the file in place.
+        return made && { made: { ...made, seconds: (performance.now() - t0) / 1000 }, ranAs: builder.ranAs };
+      } catch (e) {
+        // A failed session may leave the worker anywhere: the next snapshot starts a new one.
+        this.#builder = undefined;
+        await builder.b.close();
+        throw e;
       } finally {
-        this.#worker = undefined;
-        await tmp.close();
+        if (this.#builder !== undefined) this.#startIdleTimer();
       }
     };
     const p = build();
@@ -925,9 +960,9 @@ export class Snapshotter {
       if (built === undefined) return undefined;
       const { made, ranAs } = built;
       this.#covered = made.seq;
-      const { seq, file, replayed, requests, bytes, seconds, checked } = made;
+      const { seq, file, replayed, requests, bytes, seconds, checked, base } = made;
       this.#o.logger.info(
-        { seq, file, replayed, requests, bytes, seconds, scheduling: ranAs, builder: this.#o.builder ?? 'thread', checked },
+        { seq, file, replayed, requests, bytes, seconds, scheduling: ranAs, builder: this.#o.builder ?? 'thread', checked, base },
         'snapshot written',
       );
       this.#o.onSnapshot?.(made);
@@ -945,7 +980,59 @@ export class Snapshotter {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
-    await this.#worker?.close();
+    this.#stopIdleTimer();
+    const builder = this.#builder;
+    this.#builder = undefined;
+    await builder?.b.close();
     await this.#running?.catch(() => undefined);
+  }
+
+  /**
+   * Starts the snapshot worker (a thread, or a process with `builder: 'process'`) at the lowest
+   * priority and keeps it; undefined when the snapshotter was closed meanwhile (the worker is ended).
+   */
+  async #startBuilder(): Promise<{ readonly b: SnapshotBuilder; readonly ranAs: string } | undefined> {
+    // A worker of its own at the lowest priority (never the decision path's signature workers: a
+    // replay slice queued there would hold up the caller-signature checks behind it).
+    const idle = (this.#o.scheduling ?? 'nice') === 'idle';
+    const b: SnapshotBuilder =
+      this.#o.builder === 'process'
+        ? await SnapshotProcess.start({ idle })
+        : await WorkerPool.start(1, { nice: SNAPSHOT_WORKER_NICE, idle });
+    if (this.#closed) {
+      await b.close();
+      return undefined;
+    }
+    this.#builder = { b, ranAs: 'unknown' };
+    const [ran] = await b.bootScheduling();
+    const ranAs = ran?.idle ? 'idle' : `nice ${ran?.nice ?? 'unknown'}`;
+    if (idle && ran?.idle === false && !this.#refusedIdle) {
+      this.#refusedIdle = true;
+      this.#o.logger.warn({ scheduling: ranAs }, 'snapshot worker: the SCHED_IDLE class was refused; it runs at its nice');
+    }
+    if (this.#builder?.b !== b) return undefined; // closed while it answered
+    this.#builder = { b, ranAs };
+    return this.#builder;
+  }
+
+  /** Ends the kept worker once no snapshot has come for {@link SNAPSHOT_WORKER_IDLE_S} (its memory holds the last state). */
+  #startIdleTimer(): void {
+    this.#stopIdleTimer();
+    this.#idleTimer = setTimeout(
+      () => {
+        this.#idleTimer = undefined;
+        if (this.#running !== undefined) return; // a snapshot started meanwhile: it starts the timer again
+        const builder = this.#builder;
+        this.#builder = undefined;
+        void builder?.b.close();
+      },
+      (this.#o.workerIdleS ?? SNAPSHOT_WORKER_IDLE_S) * 1000,
+    );
+    this.#idleTimer.unref();
+  }
+
+  #stopIdleTimer(): void {
+    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
   }
 }

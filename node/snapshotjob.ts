@@ -13,10 +13,16 @@
  * to choose among them) → `{baseSeq, ignored}`; `snap-chunk` × n (receipts in seq order after
  * `baseSeq`), each answered once the worker has replayed it; `snap-end` → the snapshot bytes, or
  * nothing new to cover. A new `snap-open` drops a session left open.
+ *
+ * A node keeps its snapshot worker from one snapshot to the next (node/snapshot.ts `Snapshotter`),
+ * and the worker keeps the state of the snapshot it made last: when the newest file the main
+ * thread lists is that snapshot (its seq, and the log's receipt id there is the one it covers),
+ * the next session continues the state in memory instead of reading, verifying and decoding the
+ * file, which holds the same state (the bytes made are the same: test/node/snapshot-offthread).
  */
 import { type Actor, actorFromSeed, type ContentId } from '../core/index.ts';
 import { type LogReplay, replayChunks, replaySlice } from './replay.ts';
-import { chooseAmong, finishSnapshot, type OpenedSnapshot } from './snapshot.ts';
+import { chooseAmong, finishSnapshotCounted, type OpenedSnapshot, type SnapshotBase } from './snapshot.ts';
 import type { AppendedDurable } from './receiptlog.ts';
 import { unpack } from './workers.ts';
 
@@ -65,7 +71,13 @@ export type SnapshotJob =
 
 /** The replies: to `snap-open`, to `snap-chunk` (empty: replayed), to `snap-end`. */
 export type SnapshotReply =
-  | { readonly t: 'opened'; readonly baseSeq: number; readonly ignored: Array<{ file: string; why: string }> }
+  | {
+      readonly t: 'opened';
+      readonly baseSeq: number;
+      readonly ignored: Array<{ file: string; why: string }>;
+      /** What the session continues (absent from a worker of before 0.2: `file`, or `none` when `baseSeq` is −1). */
+      readonly base?: SnapshotBase;
+    }
   | { readonly t: 'taken' }
   | {
       readonly t: 'ended';
@@ -98,7 +110,8 @@ export type SnapshotAnswer = (r: SnapshotReply | Error) => void;
 /** The worker's one open session. */
 interface Session {
   readonly steward: Actor;
-  readonly base: OpenedSnapshot | undefined;
+  /** The base's seq and request count (what `finishSnapshot` compares), or none. */
+  readonly base: Pick<OpenedSnapshot, 'requestCount' | 'seq'> | undefined;
   /** Receipts the base covered (the replay's count starts there). */
   readonly baseTotal: number;
   readonly nowS: number;
@@ -117,6 +130,37 @@ interface Session {
 let session: Session | undefined;
 
 /**
+ * The state of the last snapshot this worker made (see the module docs), with what it is bound
+ * to: the seq and receipt id it covers, the request window (s), when it was made
+ * (unix s) and how many request ids it holds. Taken by every `snap-open` (the replay changes it in
+ * place), and kept again only by a session that made a snapshot.
+ */
+interface KeptState {
+  readonly seq: number;
+  readonly receiptId: ContentId;
+  readonly windowS: number;
+  readonly madeAtS: number;
+  readonly requestCount: number;
+  readonly state: LogReplay;
+}
+
+let kept: KeptState | undefined;
+
+/**
+ * The kept state, when the session `m` may continue it: the newest file listed is the kept
+ * snapshot (the log's receipt id at its seq is the one the state covers; a receipt id names one
+ * receipt, with its seq and steward), the request window is the same, and it was not made further
+ * ahead of the clock than `aheadS` (node/snapshot.ts `SnapshotClock`: the rule `chooseAmong`
+ * applies to a file).
+ */
+function keptFor(k: KeptState | undefined, m: SnapshotJob & { t: 'snap-open' }): KeptState | undefined {
+  const newest = m.candidates[0];
+  if (k === undefined || newest === undefined) return undefined;
+  const usable = newest.receiptId === k.receiptId && k.windowS === m.windowS && k.madeAtS - m.nowS <= m.aheadS;
+  return usable ? k : undefined;
+}
+
+/**
  * Handles one snapshot message on the worker thread; `answer` is called once for it (for a chunk,
  * once the replay has taken it).
  * @throws (rejects with) Error when no session is open for a chunk or the end, or what the
@@ -126,6 +170,15 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
   if (m.t === 'snap-open') {
     session = undefined;
     const steward = actorFromSeed(m.stewardSeed);
+    const k = keptFor(kept, m);
+    kept = undefined;
+    if (k !== undefined) {
+      // The same horizon a file's state would get: the later of its own and clock − window.
+      k.state.requests.advance(m.nowS);
+      session = open(steward, { seq: k.seq, requestCount: k.requestCount }, k.state, m);
+      answer({ t: 'opened', baseSeq: k.seq, ignored: [...m.ignored], base: 'kept' });
+      return;
+    }
     const ids = new Map(m.candidates.map((c) => [c.seq, c.receiptId]));
     const choice = await chooseAmong(
       m.candidates,
@@ -134,8 +187,9 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
       steward.did,
       { nowS: m.nowS, toleranceS: m.aheadS },
     );
-    session = open(steward, choice.used, m);
-    answer({ t: 'opened', baseSeq: choice.used?.seq ?? -1, ignored: [...choice.ignored] });
+    const base = choice.used;
+    session = open(steward, base, base?.state(m.windowS, Math.max(0, m.nowS - m.windowS)), m);
+    answer({ t: 'opened', baseSeq: base?.seq ?? -1, ignored: [...choice.ignored], base: base === undefined ? 'none' : 'file' });
     return;
   }
   const s = session;
@@ -166,19 +220,35 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
       return;
     }
   }
-  const bytes = finishSnapshot(r, s.base, { steward: s.steward, nowS: s.nowS, windowS: s.windowS });
+  const done = finishSnapshotCounted(r, s.base, { steward: s.steward, nowS: s.nowS, windowS: s.windowS });
   const checked: SnapshotCheck = v !== undefined ? 'chain' : 'signatures';
-  answer(
-    bytes === undefined
-      ? { t: 'ended' }
-      : { t: 'ended', made: { bytes, seq: r.coveredSeq, replayed: r.total - s.baseTotal, requests: r.requests.size, checked } },
-  );
+  if (done === undefined) {
+    answer({ t: 'ended' });
+    return;
+  }
+  const { bytes, requestCount } = done;
+  kept = {
+    seq: r.coveredSeq,
+    receiptId: r.coveredId!,
+    windowS: s.windowS,
+    madeAtS: s.nowS,
+    requestCount,
+    state: r,
+  };
+  answer({ t: 'ended', made: { bytes, seq: r.coveredSeq, replayed: r.total - s.baseTotal, requests: requestCount, checked } });
 }
 
-/** Opens a session: the replay from the base (or seq 0) waits on the chunks the main thread sends. */
-function open(steward: Actor, base: OpenedSnapshot | undefined, m: SnapshotJob & { t: 'snap-open' }): Session {
+/**
+ * Opens a session: the replay from `from`, the state of the base (or from seq 0), waits on the
+ * chunks the main thread sends.
+ */
+function open(
+  steward: Actor,
+  base: Pick<OpenedSnapshot, 'requestCount' | 'seq'> | undefined,
+  from: LogReplay | undefined,
+  m: SnapshotJob & { t: 'snap-open' },
+): Session {
   const requestHorizon = Math.max(0, m.nowS - m.windowS);
-  const from = base?.state(m.windowS, requestHorizon);
   // Vouched only when the node appended every receipt after the base and the last is the one it holds.
   const vouch = m.vouch;
   const vouched =

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
 import pino from 'pino';
-import { NodeErrorCodes, receiptKey } from '../../node/index.ts';
+import { NodeErrorCodes, ReceiptLog, readKeyFile, receiptKey, Snapshotter } from '../../node/index.ts';
 import { SCHED_IDLE, SnapshotProcess, threadPolicy } from '../../node/internal.ts';
 import { ClassicLevel } from 'classic-level';
 import { JcpClient, type WireErrorReply } from '../../client/index.ts';
@@ -311,7 +311,7 @@ describe('a snapshot made while the node clock ran ahead', () => {
 
 describe('which receipts a running node vouches for by their links', () => {
   test('receipts from before a restart have their signatures checked; those the node then appended are vouched for (checked "chain")', async () => {
-    const lines: Array<{ msg: string; seq?: number; checked?: unknown; replayed?: number }> = [];
+    const lines: Array<{ msg: string; seq?: number; checked?: unknown; replayed?: number; base?: unknown }> = [];
     const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
     const dir = folder();
@@ -332,10 +332,11 @@ describe('which receipts a running node vouches for by their links', () => {
     await call(b, 6, 1);
     await b.snapshots.snapshotNow(); // base seq 5: seq 6 is this node's
     await b.close();
-    expect(lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.seq, l.replayed, l.checked])).toEqual([
-      [1, 2, 'chain'],
-      [5, 4, 'signatures'],
-      [6, 1, 'chain'],
+    // The last continues the state the kept worker made the one before from (`kept`), not the file.
+    expect(lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.seq, l.replayed, l.checked, l.base])).toEqual([
+      [1, 2, 'chain', 'none'],
+      [5, 4, 'signatures', 'file'],
+      [6, 1, 'chain', 'kept'],
     ]);
   });
 });
@@ -373,7 +374,7 @@ describe.runIf(process.platform === 'linux')('how the snapshot worker is schedul
 describe.runIf(process.platform === 'linux')('snapshot.builder "process": the snapshot built in a process of its own', () => {
   /** The `scheduling` and `builder` of each 'snapshot written' line for two snapshots, and whether a restart used the last one. */
   async function built(snapshot: Record<string, unknown>): Promise<{ lines: unknown[]; used: unknown }> {
-    const lines: Array<{ msg: string; scheduling?: unknown; builder?: unknown; checked?: unknown }> = [];
+    const lines: Array<{ msg: string; scheduling?: unknown; builder?: unknown; checked?: unknown; base?: unknown }> = [];
     const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
     const dir = folder();
@@ -392,24 +393,25 @@ describe.runIf(process.platform === 'linux')('snapshot.builder "process": the sn
     const b = await liveNode(config, { clockS: () => T }, dir);
     const used = b.boot.snapshot;
     await b.close();
-    return { lines: lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.scheduling, l.builder, l.checked]), used };
+    return { lines: lines.filter((l) => l.msg === 'snapshot written').map((l) => [l.scheduling, l.builder, l.checked, l.base]), used };
   }
 
   test('written as by a worker thread (a restart uses it), said in each snapshot written, at nice 19 or idle', async () => {
     expect(await built({ builder: 'process' })).toEqual({
+      // The second continues the state the kept process made the first from.
       lines: [
-        ['nice 19', 'process', 'chain'],
-        ['nice 19', 'process', 'chain'],
+        ['nice 19', 'process', 'chain', 'none'],
+        ['nice 19', 'process', 'chain', 'kept'],
       ],
       used: expect.objectContaining({ seq: 1, replayed: 0 }),
     });
     expect((await built({ builder: 'process', scheduling: 'idle' })).lines).toEqual([
-      ['idle', 'process', 'chain'],
-      ['idle', 'process', 'chain'],
+      ['idle', 'process', 'chain', 'none'],
+      ['idle', 'process', 'chain', 'kept'],
     ]);
     expect((await built({})).lines).toEqual([
-      ['nice 19', 'thread', 'chain'],
-      ['nice 19', 'thread', 'chain'],
+      ['nice 19', 'thread', 'chain', 'none'],
+      ['nice 19', 'thread', 'chain', 'kept'],
     ]);
   });
 
@@ -450,6 +452,68 @@ describe.runIf(process.platform === 'linux')('snapshot.builder "process": the sn
     const p = await SnapshotProcess.start();
     await p.close();
     await expect(p.snapshotJob({ t: 'snap-end', id: 0 })).rejects.toThrow(/snapshot process exited/);
+  });
+});
+
+describe.runIf(process.platform === 'linux')('the snapshot worker kept from one snapshot to the next', () => {
+  /** Threads of this process at nice 19 (the snapshot worker's). */
+  const niceThreads = () =>
+    readdirSync(`/proc/${process.pid}/task`).filter((t) => {
+      try {
+        // Field 19 (nice) of /proc/<pid>/task/<tid>/stat: the 17th after the ") " that ends the name.
+        return readFileSync(`/proc/${process.pid}/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ')[16] === '19';
+      } catch {
+        return false; // the thread ended meanwhile
+      }
+    }).length;
+  const until = async (f: () => boolean) => {
+    for (let i = 0; i < 1000 && !f(); i++) await new Promise((r) => setTimeout(r, 10));
+  };
+
+  test('kept while snapshots come within its idle time (each continues the state the last made), ended after it and by close()', async () => {
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(cfg, { clockS: () => T }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    for (let i = 0; i < 6; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+    await c.close();
+    await a.close();
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: T, mustExist: true });
+    const lines: Array<{ msg: string; base?: unknown }> = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    let upTo = 1;
+    const s = new Snapshotter({
+      log,
+      dataDir: dir,
+      steward,
+      everyReceipts: 0,
+      everyS: 0,
+      keep: 2,
+      windowS: 90,
+      clockS: () => T,
+      durableSeq: () => upTo,
+      coveredSeq: -1,
+      workerIdleS: 0.5,
+      logger,
+    });
+    const before = niceThreads();
+    try {
+      expect(await s.snapshotNow()).toMatchObject({ seq: 1, base: 'none' });
+      expect(niceThreads()).toBeGreaterThan(before); // kept after the snapshot (a thread, and the loader thread it starts from sources)
+      upTo = 3;
+      expect(await s.snapshotNow()).toMatchObject({ seq: 3, base: 'kept', replayed: 2 });
+      await until(() => niceThreads() === before); // ended after 0.5 s without a snapshot
+      expect(niceThreads()).toBe(before);
+      upTo = 5;
+      expect(await s.snapshotNow()).toMatchObject({ seq: 5, base: 'file', replayed: 2 });
+      expect(niceThreads()).toBeGreaterThan(before);
+    } finally {
+      await s.close();
+      await log.close();
+    }
+    expect(niceThreads()).toBe(before); // close() ends it at once
+    expect(lines.filter((l) => l.msg === 'snapshot written').map((l) => l.base)).toEqual(['none', 'kept', 'file']);
   });
 });
 

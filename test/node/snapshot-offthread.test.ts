@@ -5,7 +5,7 @@
  * (`makeSnapshot`, `jcp receipts snapshot`) writes for the same log, clock and window, byte for
  * byte: with and without a base to continue, short of the log's end, with a bad newest snapshot.
  */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { describe, expect, test } from 'vitest';
@@ -190,6 +190,69 @@ describe('a running node snapshot built on a worker thread', () => {
     const last = await both(await withChanged(dir, 13), { nowS, windowS: 3600, vouch: held });
     expect(last.off).toMatchObject({ checked: 'signatures' });
     expect(last.ignored.off).toEqual([`the log's receipt at seq 13 is not the one the node made durable at seq 13`]);
+  });
+
+  test('a worker kept between snapshots continues the state it made last: the same bytes as the offline path reading each file, as the request window moves', async () => {
+    // 12 receipts, 3 requests at each of T, T+40, T+80, T+120; window 90 s (max_skew 30 + margin 60).
+    const T = 1_900_000_000;
+    let clock = T;
+    const dir = folder();
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const node = await liveNode({ ...manual, max_skew_s: 30, request_index_margin_s: 60 }, { clockS: () => clock }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    for (let i = 0; i < 12; i++) {
+      clock = T + 40 * Math.floor(i / 3);
+      await c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 100n, provenance: 'Estimator' }, now: clock });
+    }
+    await c.close();
+    await node.close();
+    const a = folder();
+    const b = folder();
+    cpSync(dir, a, { recursive: true });
+    cpSync(dir, b, { recursive: true });
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const logA = await ReceiptLog.open(a, { steward: steward.did, nowS: 0, mustExist: true });
+    const logB = await ReceiptLog.open(b, { steward: steward.did, nowS: 0, mustExist: true });
+    const pool = await WorkerPool.start(1, { nice: 19 });
+    try {
+      const step = async (toSeq: number, nowS: number, windowS = 90) => {
+        const inline = await makeSnapshot(logA, a, { steward, nowS, windowS, toSeq });
+        const off = await makeSnapshotOffThread(logB, b, pool, { steward, nowS, windowS, toSeq });
+        expect(readFileSync(off!.file).equals(readFileSync(inline!.file))).toBe(true);
+        expect(off!.requests).toBe(inline!.requests);
+        return { inline: inline!, off: off! };
+      };
+      const s1 = await step(2, T + 10);
+      expect([s1.off.base, s1.inline.base, s1.off.requests]).toEqual(['none', 'none', 3]);
+      const s2 = await step(5, T + 50);
+      expect([s2.off.base, s2.inline.base, s2.off.replayed, s2.off.requests]).toEqual(['kept', 'file', 3, 6]);
+      // The horizon (T + 40) drops the first 3 ids here, and T + 80 the next 3 below.
+      const s3 = await step(8, T + 130);
+      expect([s3.off.base, s3.off.requests]).toEqual(['kept', 6]);
+      const s4 = await step(11, T + 170);
+      expect([s4.off.base, s4.off.requests]).toEqual(['kept', 6]);
+      // A clock gone back past the kept snapshot's time: not continued, as a file made ahead is not (the one at seq 8 is).
+      const back = await step(11, T + 160);
+      expect([back.off.base, back.inline.base, back.off.replayed]).toEqual(['file', 'file', 3]);
+      // The newest file gone (a write lost): the worker does not continue what it holds; both read the older file.
+      rmSync(back.off.file);
+      rmSync(back.inline.file);
+      const s5 = await step(11, T + 171);
+      expect([s5.off.base, s5.inline.base, s5.off.replayed]).toEqual(['file', 'file', 3]);
+      // Another window than the kept state's: read from the file (its horizon T + 150 leaves no id).
+      const s6 = await step(11, T + 300, 150);
+      expect([s6.off.base, s6.off.requests]).toEqual(['file', 0]);
+      // The log's receipt at the kept seq changed: not continued; the file there does not match the log either, so the older one (seq 8) is.
+      const changed = Uint8Array.from((await logB.getReceipt(11))!);
+      changed[changed.length - 1]! ^= 1;
+      await logB.appendReceipt(11, changed);
+      const off = await makeSnapshotOffThread(logB, b, pool, { steward, nowS: T + 301, windowS: 150, toSeq: 11 });
+      expect(off).toMatchObject({ seq: 11, base: 'file', replayed: 3 });
+    } finally {
+      await pool.close();
+      await logA.close();
+      await logB.close();
+    }
   });
 
   test('a session message out of order is refused by the worker, and nothing is written', async () => {

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
 import { decode, encode, grantId, receiptId, signBody } from '../../core/index.ts';
 import { listSnapshots, NodeErrorCodes, sealOutcome, TimedRequestIndex } from '../../node/index.ts';
+import { requestKeyWords } from '../../node/internal.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { writeBackRange, writeFileDurablyAsync } from '../../io/index.ts';
 import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
@@ -411,6 +412,27 @@ describe('the request index is bounded by time', () => {
     expect([...index.entries().seqs]).toEqual(Array.from({ length: 50 }, (_, i) => 50 + i));
     expect(index.advance(1000)).toBe(0);
     expect(index.horizon).toBe(1050);
+  });
+
+  test('entries: every entry at or above the given time, in seq order, each with its own key words and time', () => {
+    const index = new TimedRequestIndex(7);
+    // 600 entries over many buckets, inserted in an order unrelated to their seqs.
+    const rows = Array.from({ length: 600 }, (_, i) => ({ seq: 10_000 + ((i * 389) % 600) * 3, at: 2000 + ((i * 7919) % 97) }));
+    const id = (seq: number) =>
+      `${(seq * 2654435761).toString(16).slice(-8).padStart(8, '0')}${seq.toString(16).padStart(8, '0')}${'ab'.repeat(24)}`;
+    for (const r of rows) index.set(id(r.seq), r.seq, r.at);
+    const minAt = 2040;
+    const want = rows.filter((r) => r.at >= minAt).sort((a, b) => a.seq - b.seq);
+    const e = index.entries(minAt);
+    expect(want.length).toBeGreaterThan(100);
+    expect(want.length).toBeLessThan(rows.length);
+    expect([...e.seqs]).toEqual(want.map((r) => r.seq));
+    expect([...e.ats]).toEqual(want.map((r) => r.at));
+    const words = new Uint32Array(4);
+    want.forEach((r, i) => {
+      requestKeyWords(id(r.seq), words, 0);
+      expect([...e.keys.subarray(i * 4, i * 4 + 4)]).toEqual([...words]);
+    });
   });
 });
 
