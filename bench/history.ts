@@ -295,7 +295,16 @@ interface RateRun extends LoadResult {
   /** When the first snapshot was written (unix ms), if it was during the load. */
   readonly snapshot: { fromMs: number; toMs: number } | undefined;
   /** Every snapshot finished during the load (unix ms), with the request ids and receipts it held and replayed. */
-  readonly snapshots: Array<{ fromMs: number; toMs: number; requests: number; replayed: number; scheduling: string; builder: string }>;
+  readonly snapshots: Array<{
+    fromMs: number;
+    toMs: number;
+    requests: number;
+    replayed: number;
+    scheduling: string;
+    builder: string;
+    cpuS: number;
+    base: string;
+  }>;
 }
 
 /**
@@ -379,6 +388,9 @@ async function rateOn(
           replayed: Number(l['replayed']),
           scheduling: String(l['scheduling']),
           builder: String(l['builder']),
+          // The worker thread's CPU seconds for it (absent from a node before the field: NaN).
+          cpuS: Number(l['cpu_s']),
+          base: String(l['base']),
         }));
       const first = snapshots[0];
       return { ...r, replyAtMs, batchS, snapshot: first && { fromMs: first.fromMs, toMs: first.toMs }, snapshots };
@@ -636,6 +648,20 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
   });
   if (counted.length === 0) return figures;
   figures.push({ name: `request ids in the last snapshot written, ${at}`, value: snaps[snaps.length - 1]!.requests, unit: 'ids' });
+  // What each snapshot costs the cores: its worker thread's CPU (node/snapshotjob.ts), per 10,000 receipts it replayed.
+  const timed = snaps.filter((x) => Number.isFinite(x.cpuS) && x.replayed > 0);
+  if (timed.length > 0) {
+    figures.push({
+      name: `snapshot worker CPU seconds per 10,000 receipts replayed, ${at} (median of ${timed.length} snapshots)`,
+      value: sig(median(timed.map((x) => (x.cpuS / x.replayed) * 10_000))),
+      unit: 's',
+    });
+    figures.push({
+      name: `snapshots that continued the state their worker kept, ${at}`,
+      value: snaps.filter((x) => x.base === 'kept').length,
+      unit: 'snapshots',
+    });
+  }
   figures.push({
     name: `seconds of the load while snapshots were written, ${at}`,
     value: sig(median(counted.map((r) => r.seconds))),

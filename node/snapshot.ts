@@ -546,6 +546,12 @@ export interface MadeSnapshot {
    * replay from seq 0).
    */
   readonly base: SnapshotBase;
+  /**
+   * CPU seconds the snapshot's worker thread (or process's main thread) ran for it: the choice,
+   * replay, merge, encoding and signature, and, for a worker just started, its start (Linux
+   * `/proc/thread-self/schedstat`; absent elsewhere, and from the offline path).
+   */
+  readonly cpuSeconds?: number;
 }
 
 /** What a snapshot continued (see {@link MadeSnapshot.base}). */
@@ -747,10 +753,12 @@ async function snapshotSession(
   if (ended.t !== 'ended') throw new Error(`snapshot: the worker answered ${ended.t} to snap-end`);
   if (ended.unvouched !== undefined) return { unvouched: ended.unvouched };
   if (ended.made === undefined) return {};
-  const { bytes, seq, replayed, requests, checked } = ended.made;
+  const { bytes, seq, replayed, requests, checked, cpuS } = ended.made;
   const file = await writeSnapshotFileOffLoop(dataDir, seq, bytes, o.keep ?? 2);
   const base: SnapshotBase = opened.base ?? (opened.baseSeq < 0 ? 'none' : 'file');
-  return { made: { file, seq, replayed, requests, bytes: bytes.length, checked, base } };
+  return {
+    made: { file, seq, replayed, requests, bytes: bytes.length, checked, base, ...(cpuS !== undefined ? { cpuSeconds: cpuS } : {}) },
+  };
 }
 
 /** The scheduling priority (nice) of the worker thread a running node's snapshot replays on. */
@@ -960,9 +968,21 @@ export class Snapshotter {
       if (built === undefined) return undefined;
       const { made, ranAs } = built;
       this.#covered = made.seq;
-      const { seq, file, replayed, requests, bytes, seconds, checked, base } = made;
+      const { seq, file, replayed, requests, bytes, seconds, checked, base, cpuSeconds } = made;
       this.#o.logger.info(
-        { seq, file, replayed, requests, bytes, seconds, scheduling: ranAs, builder: this.#o.builder ?? 'thread', checked, base },
+        {
+          seq,
+          file,
+          replayed,
+          requests,
+          bytes,
+          seconds,
+          ...(cpuSeconds !== undefined ? { cpu_s: Number(cpuSeconds.toFixed(4)) } : {}),
+          scheduling: ranAs,
+          builder: this.#o.builder ?? 'thread',
+          checked,
+          base,
+        },
         'snapshot written',
       );
       this.#o.onSnapshot?.(made);

@@ -20,6 +20,7 @@
  * the next session continues the state in memory instead of reading, verifying and decoding the
  * file, which holds the same state (the bytes made are the same: test/node/snapshot-offthread).
  */
+import { readFileSync } from 'node:fs';
 import { type Actor, actorFromSeed, type ContentId } from '../core/index.ts';
 import { type LogReplay, replayChunks, replaySlice } from './replay.ts';
 import { chooseAmong, finishSnapshotCounted, type OpenedSnapshot, type SnapshotBase } from './snapshot.ts';
@@ -89,6 +90,8 @@ export type SnapshotReply =
         readonly requests: number;
         /** How the receipts after the base were checked: `chain` (vouched), `signatures`. */
         readonly checked: SnapshotCheck;
+        /** CPU seconds of the thread that made it, since it started or made its last snapshot ({@link threadCpuS}; absent off Linux). */
+        readonly cpuS?: number;
       };
       /** A vouched session whose receipts did not link to the vouched id: why (nothing made). */
       readonly unvouched?: string;
@@ -145,6 +148,22 @@ interface KeptState {
 }
 
 let kept: KeptState | undefined;
+
+/**
+ * CPU seconds the calling thread has run (Linux: the first field of `/proc/thread-self/schedstat`,
+ * nanoseconds on a CPU), or undefined where that file cannot be read.
+ */
+function threadCpuS(): number | undefined {
+  try {
+    const ns = Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[0]);
+    return Number.isFinite(ns) ? ns / 1e9 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** This thread's CPU seconds when it made its last snapshot (0: none yet, so the first counts its start). */
+let cpuMark = 0;
 
 /**
  * The kept state, when the session `m` may continue it: the newest file listed is the kept
@@ -235,7 +254,20 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
     requestCount,
     state: r,
   };
-  answer({ t: 'ended', made: { bytes, seq: r.coveredSeq, replayed: r.total - s.baseTotal, requests: requestCount, checked } });
+  const cpu = threadCpuS();
+  const cpuS = cpu === undefined ? undefined : cpu - cpuMark;
+  if (cpu !== undefined) cpuMark = cpu;
+  answer({
+    t: 'ended',
+    made: {
+      bytes,
+      seq: r.coveredSeq,
+      replayed: r.total - s.baseTotal,
+      requests: requestCount,
+      checked,
+      ...(cpuS !== undefined ? { cpuS } : {}),
+    },
+  });
 }
 
 /**

@@ -480,7 +480,7 @@ describe.runIf(process.platform === 'linux')('the snapshot worker kept from one 
     await a.close();
     const steward = readKeyFile(path.join(dir, 'steward.key'));
     const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: T, mustExist: true });
-    const lines: Array<{ msg: string; base?: unknown }> = [];
+    const lines: Array<{ msg: string; base?: unknown; cpu_s?: unknown }> = [];
     const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
     let upTo = 1;
     const s = new Snapshotter({
@@ -514,6 +514,9 @@ describe.runIf(process.platform === 'linux')('the snapshot worker kept from one 
     }
     expect(niceThreads()).toBe(before); // close() ends it at once
     expect(lines.filter((l) => l.msg === 'snapshot written').map((l) => l.base)).toEqual(['none', 'kept', 'file']);
+    // Each says the CPU seconds its worker thread ran for it (its start included for a new worker).
+    const cpu = lines.filter((l) => l.msg === 'snapshot written').map((l) => l.cpu_s);
+    expect(cpu.every((x) => typeof x === 'number' && x > 0 && x < 60)).toBe(true);
   });
 });
 
