@@ -779,10 +779,11 @@ export type SnapshotScheduling = 'idle' | 'nice';
 
 /**
  * Where a running node's snapshot is built (config `snapshot.builder`): `thread` (the default) on
- * a temporary worker thread of the node's process, `process` in a temporary process of its own
- * (node/snapshotproc.ts), which shares no lock with the main thread, so `scheduling: idle` cannot
- * stall the decisions through one. The process costs a Node start (about 0.3 s of CPU at nice 19)
- * per snapshot, and each slice of receipts is copied through a pipe instead of transferred.
+ * a worker thread of the node's process, `process` in a process of its own (node/snapshotproc.ts),
+ * which shares no lock with the main thread, so `scheduling: idle` cannot stall the decisions
+ * through one. Either is kept between snapshots that come close together ({@link Snapshotter}).
+ * The process costs a Node start (about 0.3 s of CPU at nice 19) when it starts, and each slice of
+ * receipts is copied through a pipe instead of transferred.
  */
 export type SnapshotBuilderKind = 'process' | 'thread';
 
@@ -794,6 +795,8 @@ export interface SnapshotBuilder {
   snapshotJob(job: SnapshotJob, transfer?: ArrayBuffer[]): Promise<SnapshotReply>;
   bootScheduling(): Promise<BootScheduling[]>;
   close(): Promise<void>;
+  /** Whether it has ended (a thread that exited, a process that died): a kept one is then replaced. Absent: never asked. */
+  readonly exited?: boolean;
 }
 
 /**
@@ -828,7 +831,7 @@ export interface SnapshotterOptions {
   readonly coveredSeq: number;
   /**
    * Ignored (kept for callers that pass the node's signature workers): the replay's slices run on
-   * a temporary worker thread started for each snapshot at {@link SNAPSHOT_WORKER_NICE}, so the
+   * the snapshot's own worker thread at {@link SNAPSHOT_WORKER_NICE}, so the
    * main thread only reads the log and decides, and the signature workers only serve decisions.
    */
   readonly runner?: SliceRunner | undefined;
@@ -837,7 +840,7 @@ export interface SnapshotterOptions {
   readonly scheduling?: SnapshotScheduling;
   /** Where the snapshot is built ({@link SnapshotBuilderKind}; default `thread`). */
   readonly builder?: SnapshotBuilderKind;
-  /** Seconds the worker is kept after a snapshot (default {@link SNAPSHOT_WORKER_IDLE_S}). */
+  /** Seconds the worker is kept after a snapshot (default {@link SNAPSHOT_WORKER_IDLE_S}, or `everyS` + 10 when `everyS` is 1–600). */
   readonly workerIdleS?: number;
   readonly logger: Logger;
   /** Called after each snapshot written (metrics). */
@@ -848,10 +851,12 @@ export interface SnapshotterOptions {
  * Writes snapshots of a running node's log every N receipts or T seconds. The check
  * runs on a 1-second timer; a snapshot is built from the log ({@link makeSnapshotOffThread}),
  * never from the live ledger, so the decision path is not paused: the choice of the base, the
- * replay, the merge, the encoding and the signature run on a temporary worker thread (or, with
- * `builder: 'process'`, a temporary process: {@link SnapshotProcess}) at the lowest scheduling
- * priority (the main thread reads the log and writes the file), and one snapshot is
- * built at a time. A failure is logged and retried at the next trigger, after a wait that doubles with each
+ * replay, the merge, the encoding and the signature run on a worker thread (or, with
+ * `builder: 'process'`, a process: {@link SnapshotProcess}) at the lowest scheduling priority (the
+ * main thread reads the log and writes the file), and one snapshot is built at a time. The worker
+ * is kept, with the state it made last, for the next snapshot that comes within its idle time
+ * (`workerIdleS`; default {@link SNAPSHOT_WORKER_IDLE_S}, or `every_s` + 10 s when `every_s` is at
+ * most 600), and replaced when it has ended meanwhile. A failure is logged and retried at the next trigger, after a wait that doubles with each
  * failure in a row (1 s up to {@link SNAPSHOT_RETRY_MAX_S}); it never stops the node.
  */
 export class Snapshotter {
@@ -920,6 +925,13 @@ export class Snapshotter {
     const build = async (): Promise<{ made: MadeSnapshot; ranAs: string } | undefined> => {
       const t0 = performance.now();
       this.#stopIdleTimer();
+      if (this.#builder?.b.exited === true) {
+        // The kept worker ended meanwhile (a crash, a killed process): a new one, no failed snapshot.
+        const gone = this.#builder.b;
+        this.#builder = undefined;
+        this.#o.logger.warn({ builder: this.#o.builder ?? 'thread' }, 'snapshot worker: the kept worker had ended; starting a new one');
+        await gone.close();
+      }
       const builder = this.#builder ?? (await this.#startBuilder());
       if (builder === undefined) return undefined; // closed while the worker started
       try {
@@ -1024,7 +1036,15 @@ export class Snapshotter {
       return undefined;
     }
     this.#builder = { b, ranAs: 'unknown' };
-    const [ran] = await b.bootScheduling();
+    let ran: BootScheduling | undefined;
+    try {
+      [ran] = await b.bootScheduling();
+    } catch (e) {
+      // Died while starting: not kept (the next snapshot starts a new one).
+      if (this.#builder?.b === b) this.#builder = undefined;
+      await b.close();
+      throw e;
+    }
     const ranAs = ran?.idle ? 'idle' : `nice ${ran?.nice ?? 'unknown'}`;
     if (idle && ran?.idle === false && !this.#refusedIdle) {
       this.#refusedIdle = true;
@@ -1035,19 +1055,27 @@ export class Snapshotter {
     return this.#builder;
   }
 
-  /** Ends the kept worker once no snapshot has come for {@link SNAPSHOT_WORKER_IDLE_S} (its memory holds the last state). */
+  /**
+   * Seconds the worker is kept after a snapshot: `workerIdleS`, else {@link SNAPSHOT_WORKER_IDLE_S},
+   * or `every_s` + 10 when snapshots are timed at most 10 minutes apart (so a worker is not ended
+   * just before the next one is due, as with `every_s: 60`).
+   */
+  get workerIdleS(): number {
+    if (this.#o.workerIdleS !== undefined) return this.#o.workerIdleS;
+    const every = this.#o.everyS;
+    return every > 0 && every <= 600 ? Math.max(SNAPSHOT_WORKER_IDLE_S, every + 10) : SNAPSHOT_WORKER_IDLE_S;
+  }
+
+  /** Ends the kept worker once no snapshot has come for {@link workerIdleS} seconds (its memory holds the last state). */
   #startIdleTimer(): void {
     this.#stopIdleTimer();
-    this.#idleTimer = setTimeout(
-      () => {
-        this.#idleTimer = undefined;
-        if (this.#running !== undefined) return; // a snapshot started meanwhile: it starts the timer again
-        const builder = this.#builder;
-        this.#builder = undefined;
-        void builder?.b.close();
-      },
-      (this.#o.workerIdleS ?? SNAPSHOT_WORKER_IDLE_S) * 1000,
-    );
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = undefined;
+      if (this.#running !== undefined) return; // a snapshot started meanwhile: it starts the timer again
+      const builder = this.#builder;
+      this.#builder = undefined;
+      void builder?.b.close();
+    }, this.workerIdleS * 1000);
     this.#idleTimer.unref();
   }
 

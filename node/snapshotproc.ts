@@ -21,7 +21,7 @@ import type { BootScheduling } from './workers.ts';
 
 type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
 
-/** One snapshot process: started per snapshot, ended by {@link close}. */
+/** One snapshot process: kept between snapshots by the node (node/snapshot.ts `Snapshotter`), ended by {@link close}. */
 export class SnapshotProcess {
   readonly #child: ChildProcess;
   readonly #waiters = new Map<number, Waiter>();
@@ -48,6 +48,11 @@ export class SnapshotProcess {
     this.#exited ??= e;
     for (const w of this.#waiters.values()) w.reject(e);
     this.#waiters.clear();
+  }
+
+  /** Whether the process has ended (or failed): it answers nothing more, and a kept one should be replaced. */
+  get exited(): boolean {
+    return this.#exited !== undefined;
   }
 
   /**

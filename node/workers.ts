@@ -16,6 +16,8 @@ export const VERIFY_CHUNK = 16;
 interface Slot {
   readonly worker: Worker;
   inFlight: number;
+  /** Set once the worker has exited: a message sent to it then would never be answered. */
+  exited?: Error;
 }
 
 type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
@@ -112,8 +114,16 @@ export class WorkerPool {
       );
       slot.worker.on('error', (e) => this.#rejectAll(e));
       // A worker that ended (terminate(), or process.exit in it) never answers what it still had.
-      slot.worker.on('exit', (code) => this.#rejectAll(new Error(`worker: exited (code ${code}) before it answered`)));
+      slot.worker.on('exit', (code) => {
+        slot.exited = new Error(`worker: exited (code ${code})`);
+        this.#rejectAll(new Error(`worker: exited (code ${code}) before it answered`));
+      });
     }
+  }
+
+  /** Whether a worker of the pool has exited (it answers nothing more: a pool kept for later use should be replaced). */
+  get exited(): boolean {
+    return this.#slots.some((s) => s.exited !== undefined);
   }
 
   /** Rejects every job in flight with `e`. */
@@ -215,8 +225,11 @@ export class WorkerPool {
   #send<T>(job: WorkerJob, transfer: ArrayBuffer[] = [], to?: Slot): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('worker pool is closed'));
     const id = this.#nextId++;
-    let slot = to ?? this.#slots[0]!;
-    if (to === undefined) for (const s of this.#slots) if (s.inFlight < slot.inFlight) slot = s;
+    // A worker that exited never answers: not chosen, and a message for it alone is refused at
+    // once instead of waiting for ever.
+    let slot = to ?? this.#slots.find((s) => s.exited === undefined) ?? this.#slots[0]!;
+    if (to === undefined) for (const s of this.#slots) if (s.exited === undefined && s.inFlight < slot.inFlight) slot = s;
+    if (slot.exited !== undefined) return Promise.reject(slot.exited);
     slot.inFlight++;
     return new Promise<T>((resolve, reject) => {
       this.#waiters.set(id, { resolve: resolve as (v: unknown) => void, reject });

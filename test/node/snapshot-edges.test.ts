@@ -5,6 +5,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
@@ -517,6 +518,98 @@ describe.runIf(process.platform === 'linux')('the snapshot worker kept from one 
     // Each says the CPU seconds its worker thread ran for it (its start included for a new worker).
     const cpu = lines.filter((l) => l.msg === 'snapshot written').map((l) => l.cpu_s);
     expect(cpu.every((x) => typeof x === 'number' && x > 0 && x < 60)).toBe(true);
+  });
+});
+
+describe.runIf(process.platform === 'linux')('a kept snapshot worker that ended meanwhile', () => {
+  const within = <T>(p: Promise<T>, ms: number): Promise<T> =>
+    Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`not settled after ${ms} ms`)), ms))]);
+
+  test('a worker thread that exited is replaced: the next snapshot is made (it waited for ever), and the node stops', async () => {
+    // The snapshot worker, caught as the session opens (nothing outside can end it: this stands in for a crash).
+    let snapWorker: Worker | undefined;
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (this: Worker, m: unknown, t?: Parameters<Worker['postMessage']>[1]) {
+      if ((m as { t?: string } | null)?.t === 'snap-open') snapWorker = this;
+      return post.call(this, m, t);
+    };
+    const lines: Array<{ msg: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode(cfg, { clockS: () => T, logger }, folder());
+    try {
+      const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+      for (let i = 0; i < 2; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+      expect(await a.snapshots.snapshotNow()).toMatchObject({ seq: 1, base: 'none' });
+      await snapWorker!.terminate();
+      for (let i = 2; i < 4; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+      await c.close();
+      expect(await within(a.snapshots.snapshotNow(), 20_000)).toMatchObject({ seq: 3, base: 'file' });
+      expect(lines.map((l) => l.msg)).toContain('snapshot worker: the kept worker had ended; starting a new one');
+      expect(lines.map((l) => l.msg)).not.toContain('snapshot failed; retried at the next trigger');
+    } finally {
+      Worker.prototype.postMessage = post;
+      await within(a.close(), 20_000);
+    }
+  }, 60_000);
+
+  test('a snapshot process killed between snapshots is replaced: no snapshot fails', async () => {
+    const lines: Array<{ msg: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
+    const a = await liveNode({ ...cfg, snapshot: { ...cfg.snapshot, builder: 'process' } }, { clockS: () => T, logger }, folder());
+    // This process's children running the snapshot process's boot script.
+    const children = () =>
+      readdirSync('/proc')
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+            return (
+              Number(stat.split(') ')[1]!.split(' ')[1]) === process.pid && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('snapshot')
+            );
+          } catch {
+            return false;
+          }
+        })
+        .map(Number);
+    try {
+      const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+      for (let i = 0; i < 2; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+      expect(await a.snapshots.snapshotNow()).toMatchObject({ seq: 1, base: 'none' });
+      const [pid] = children();
+      expect(pid).toBeDefined();
+      process.kill(pid!, 'SIGKILL');
+      for (let i = 0; i < 500 && children().includes(pid!); i++) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 100)); // its exit event
+      for (let i = 2; i < 4; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
+      await c.close();
+      expect(await a.snapshots.snapshotNow()).toMatchObject({ seq: 3, base: 'file' });
+      expect(lines.map((l) => l.msg)).toContain('snapshot worker: the kept worker had ended; starting a new one');
+    } finally {
+      await a.close();
+    }
+  }, 60_000);
+
+  test('kept for 60 s after a snapshot, or every_s + 10 s when snapshots are timed at most 10 minutes apart', () => {
+    const base = {
+      log: {} as ReceiptLog,
+      dataDir: '',
+      steward: alice,
+      everyReceipts: 0,
+      keep: 2,
+      windowS: 90,
+      clockS: () => T,
+      durableSeq: () => -1,
+      coveredSeq: -1,
+      logger: pino({ level: 'silent' }),
+    };
+    expect(new Snapshotter({ ...base, everyS: 0 }).workerIdleS).toBe(60);
+    expect(new Snapshotter({ ...base, everyS: 3600 }).workerIdleS).toBe(60);
+    expect(new Snapshotter({ ...base, everyS: 60 }).workerIdleS).toBe(70);
+    expect(new Snapshotter({ ...base, everyS: 600 }).workerIdleS).toBe(610);
+    expect(new Snapshotter({ ...base, everyS: 601 }).workerIdleS).toBe(60);
+    expect(new Snapshotter({ ...base, everyS: 60, workerIdleS: 5 }).workerIdleS).toBe(5);
   });
 });
 

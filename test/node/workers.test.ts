@@ -4,6 +4,7 @@ import { getPriority } from 'node:os';
  * order and verdicts (§11); log slices replayed on workers rebuild what an inline replay does (§8.1).
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId, newActor, seededRng, sign, toHex } from '../../core/index.ts';
 import {
@@ -53,6 +54,39 @@ describe('WorkerPool.verify', () => {
     });
     const verdicts = await Promise.all(cases.map((c) => pool.verify(c.did, c.msg, c.sig)));
     expect(verdicts).toEqual(cases.map((c) => c.ok));
+  });
+});
+
+describe('a WorkerPool whose worker exited', () => {
+  test('its work goes to the worker still running; a message for the exited one alone is refused at once, not left waiting', async () => {
+    // The pool's workers, caught as they are asked how they run (nothing outside ends one: this stands in for a crash).
+    const workers: Worker[] = [];
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (this: Worker, m: unknown, t?: Parameters<Worker['postMessage']>[1]) {
+      if ((m as { t?: string } | null)?.t === 'nice') workers.push(this);
+      return post.call(this, m, t);
+    };
+    const pool = await WorkerPool.start(2);
+    try {
+      await pool.bootScheduling();
+      expect(workers).toHaveLength(2);
+      expect(pool.exited).toBe(false);
+      await workers[0]!.terminate();
+      await new Promise((r) => setTimeout(r, 50)); // its exit event
+      expect(pool.exited).toBe(true);
+      const msg = rng(32);
+      const sig = sign(alice.key, msg);
+      const within = <T>(p: Promise<T>) =>
+        Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('not answered in 10 s')), 10_000))]);
+      // One turn of checks spread over both workers before: all answered now, by the one running.
+      const verdicts = await within(Promise.all(Array.from({ length: 40 }, () => pool.verify(alice.did, msg, sig))));
+      expect(verdicts.every((v) => v)).toBe(true);
+      // A snapshot session goes to the first worker alone: refused.
+      await expect(within(pool.snapshotJob({ t: 'snap-end', id: 0 }))).rejects.toThrow('worker: exited');
+    } finally {
+      Worker.prototype.postMessage = post;
+      await pool.close();
+    }
   });
 });
 
