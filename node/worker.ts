@@ -5,10 +5,11 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
-import { parseDid, verify } from '../core/index.ts';
 import { replaySlice, type SliceJob } from './replay.ts';
 import { handleSnapshotJob, type SnapshotJob, type SnapshotReply } from './snapshotjob.ts';
-import { SCHED_IDLE, threadPolicy, unpack } from './workers.ts';
+import { SCHED_IDLE, threadPolicy, unpack, verifyJobs } from './workers.ts';
+
+export { verifyJobs };
 
 /** One caller-signature check: the caller's did, the signed bytes, the signature. */
 export interface VerifyJob {
@@ -37,20 +38,6 @@ export type WorkerJob =
       readonly steward: SliceJob['steward'];
       readonly start: SliceJob['start'];
     };
-
-/** 1 where the signature verifies under the did, else 0 (a did that does not parse is 0). */
-export function verifyJobs(jobs: readonly VerifyJob[]): Uint8Array {
-  const out = new Uint8Array(jobs.length);
-  for (let i = 0; i < jobs.length; i++) {
-    const j = jobs[i]!;
-    try {
-      out[i] = verify(parseDid(j.did), j.msg, j.sig) ? 1 : 0;
-    } catch {
-      out[i] = 0;
-    }
-  }
-  return out;
-}
 
 /**
  * This thread's scheduling priority (nice; Linux: getpriority on the thread's own id, read from

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import { parseDid, verify } from '../core/index.ts';
 import type { SliceJob, SliceResult } from './replay.ts';
 import type { SnapshotJob, SnapshotReply } from './snapshotjob.ts';
 import type { VerifyJob, WorkerJob } from './worker.ts';
@@ -20,7 +21,26 @@ interface Slot {
   exited?: Error;
 }
 
-type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+/** A job in flight: how it is answered, and the worker it went to. */
+type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void; slot: Slot };
+
+/**
+ * 1 where the signature verifies under the did, else 0 (a did that does not parse is 0): what a
+ * worker answers to a `verify` batch, and what the pool does itself for a batch whose worker
+ * exited before it answered.
+ */
+export function verifyJobs(jobs: readonly VerifyJob[]): Uint8Array {
+  const out = new Uint8Array(jobs.length);
+  for (let i = 0; i < jobs.length; i++) {
+    const j = jobs[i]!;
+    try {
+      out[i] = verify(parseDid(j.did), j.msg, j.sig) ? 1 : 0;
+    } catch {
+      out[i] = 0;
+    }
+  }
+  return out;
+}
 
 /**
  * Receipts back to back in one buffer, to hand a worker without a copy: `ends[i]` is where receipt
@@ -112,11 +132,12 @@ export class WorkerPool {
           else w.resolve(m.flags ?? m.slice ?? m.snap);
         },
       );
-      slot.worker.on('error', (e) => this.#rejectAll(e));
-      // A worker that ended (terminate(), or process.exit in it) never answers what it still had.
+      slot.worker.on('error', (e) => this.#rejectAll(slot, e));
+      // A worker that ended (terminate(), or process.exit in it) never answers what it still had;
+      // the other workers' jobs are theirs to answer.
       slot.worker.on('exit', (code) => {
         slot.exited = new Error(`worker: exited (code ${code})`);
-        this.#rejectAll(new Error(`worker: exited (code ${code}) before it answered`));
+        this.#rejectAll(slot, new Error(`worker: exited (code ${code}) before it answered`));
       });
     }
   }
@@ -126,10 +147,13 @@ export class WorkerPool {
     return this.#slots.some((s) => s.exited !== undefined);
   }
 
-  /** Rejects every job in flight with `e`. */
-  #rejectAll(e: Error): void {
-    for (const w of this.#waiters.values()) w.reject(e);
-    this.#waiters.clear();
+  /** Rejects every job in flight on `slot`'s worker with `e`. */
+  #rejectAll(slot: Slot, e: Error): void {
+    for (const [id, w] of this.#waiters) {
+      if (w.slot !== slot) continue;
+      this.#waiters.delete(id);
+      w.reject(e);
+    }
   }
 
   /**
@@ -203,14 +227,12 @@ export class WorkerPool {
     for (let p = 0; p < parts && p * per < jobs.length; p++) {
       const b = jobs.slice(p * per, (p + 1) * per);
       const w = waiters.slice(p * per, (p + 1) * per);
-      this.#send<Uint8Array>({ t: 'verify', id: 0, jobs: b }).then(
-        (flags) => {
-          for (let i = 0; i < w.length; i++) w[i]!(flags[i] === 1);
-        },
-        () => {
-          for (const r of w) r(false);
-        },
-      );
+      const answer = (flags: Uint8Array) => {
+        for (let i = 0; i < w.length; i++) w[i]!(flags[i] === 1);
+      };
+      // A batch whose worker exited (or that no worker can take) is checked here instead: a
+      // worker lost must not turn good signatures into bad-signature denials.
+      this.#send<Uint8Array>({ t: 'verify', id: 0, jobs: b }).then(answer, () => answer(verifyJobs(b)));
     }
   }
 
@@ -232,7 +254,7 @@ export class WorkerPool {
     if (slot.exited !== undefined) return Promise.reject(slot.exited);
     slot.inFlight++;
     return new Promise<T>((resolve, reject) => {
-      this.#waiters.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.#waiters.set(id, { resolve: resolve as (v: unknown) => void, reject, slot });
       slot.worker.postMessage({ ...job, id }, transfer);
     });
   }

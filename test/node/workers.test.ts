@@ -58,6 +58,32 @@ describe('WorkerPool.verify', () => {
 });
 
 describe('a WorkerPool whose worker exited', () => {
+  test('checks in flight when a worker exits are all answered right: its own batches checked by the pool, the others by their workers', async () => {
+    const workers: Worker[] = [];
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (this: Worker, m: unknown, t?: Parameters<Worker['postMessage']>[1]) {
+      if ((m as { t?: string } | null)?.t === 'nice') workers.push(this);
+      return post.call(this, m, t);
+    };
+    const pool = await WorkerPool.start(3);
+    try {
+      await pool.bootScheduling();
+      const cases = Array.from({ length: VERIFY_CHUNK * 30 }, (_, i) => {
+        const msg = rng(40);
+        const sig = sign(alice.key, msg);
+        if (i % 5 === 0) sig[0]! ^= 1; // a bad one among them: still refused
+        return { msg, sig, ok: i % 5 !== 0 };
+      });
+      const verdicts = Promise.all(cases.map((c) => pool.verify(alice.did, c.msg, c.sig)));
+      // The batches are sent on the next turn; the first worker ends right after (before it answers them).
+      setImmediate(() => setImmediate(() => void workers[0]!.terminate()));
+      expect(await verdicts).toEqual(cases.map((c) => c.ok));
+    } finally {
+      Worker.prototype.postMessage = post;
+      await pool.close();
+    }
+  });
+
   test('its work goes to the worker still running; a message for the exited one alone is refused at once, not left waiting', async () => {
     // The pool's workers, caught as they are asked how they run (nothing outside ends one: this stands in for a crash).
     const workers: Worker[] = [];
