@@ -1,4 +1,5 @@
 /** Shared fixtures for the node tests: actors, grants, a live node on a loopback port, raw sockets. */
+import { Worker } from 'node:worker_threads';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -220,4 +221,20 @@ export function request(
     // Signing as someone other than the caller is how impersonation is built.
     opts.caller !== undefined && opts.caller !== signer.did ? { ...signer, did: opts.caller } : signer,
   );
+}
+
+/**
+ * Catches the worker threads this process posts a message of type `t` to (e.g. `nice`, asked of
+ * each pool worker by `bootScheduling`; `snap-open`, of a snapshot worker): nothing outside a pool
+ * can end one of its workers, so a test that stands in for a crash terminates the one caught.
+ * `restore()` puts `Worker.prototype.postMessage` back.
+ */
+export function catchWorkers(t: string): { readonly workers: Worker[]; restore(): void } {
+  const workers: Worker[] = [];
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (this: Worker, m: unknown, transfer?: Parameters<Worker['postMessage']>[1]) {
+    if ((m as { t?: string } | null)?.t === t && !workers.includes(this)) workers.push(this);
+    return post.call(this, m, transfer);
+  };
+  return { workers, restore: () => void (Worker.prototype.postMessage = post) };
 }

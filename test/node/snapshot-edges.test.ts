@@ -5,7 +5,6 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { grantId } from '../../core/index.ts';
@@ -14,7 +13,7 @@ import { NodeErrorCodes, ReceiptLog, readKeyFile, receiptKey, Snapshotter } from
 import { SCHED_IDLE, SnapshotProcess, threadPolicy } from '../../node/internal.ts';
 import { ClassicLevel } from 'classic-level';
 import { JcpClient, type WireErrorReply } from '../../client/index.ts';
-import { cast, liveNode, mint, request, tempFolders } from './fixtures.ts';
+import { cast, catchWorkers, liveNode, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('snapshot-edges');
@@ -527,12 +526,7 @@ describe.runIf(process.platform === 'linux')('a kept snapshot worker that ended 
 
   test('a worker thread that exited is replaced: the next snapshot is made (it waited for ever), and the node stops', async () => {
     // The snapshot worker, caught as the session opens (nothing outside can end it: this stands in for a crash).
-    let snapWorker: Worker | undefined;
-    const post = Worker.prototype.postMessage;
-    Worker.prototype.postMessage = function (this: Worker, m: unknown, t?: Parameters<Worker['postMessage']>[1]) {
-      if ((m as { t?: string } | null)?.t === 'snap-open') snapWorker = this;
-      return post.call(this, m, t);
-    };
+    const caught = catchWorkers('snap-open');
     const lines: Array<{ msg: string }> = [];
     const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
     const g = mint(alice, bob, 'tools', ['read'], 1_000_000n, rng);
@@ -541,14 +535,14 @@ describe.runIf(process.platform === 'linux')('a kept snapshot worker that ended 
       const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
       for (let i = 0; i < 2; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
       expect(await a.snapshots.snapshotNow()).toMatchObject({ seq: 1, base: 'none' });
-      await snapWorker!.terminate();
+      await caught.workers[0]!.terminate();
       for (let i = 2; i < 4; i++) await c.call({ chain: [g], action: 'read', payload: { i }, cost, now: T });
       await c.close();
       expect(await within(a.snapshots.snapshotNow(), 20_000)).toMatchObject({ seq: 3, base: 'file' });
       expect(lines.map((l) => l.msg)).toContain('snapshot worker: the kept worker had ended; starting a new one');
       expect(lines.map((l) => l.msg)).not.toContain('snapshot failed; retried at the next trigger');
     } finally {
-      Worker.prototype.postMessage = post;
+      caught.restore();
       await within(a.close(), 20_000);
     }
   }, 60_000);

@@ -4,7 +4,6 @@ import { getPriority } from 'node:os';
  * order and verdicts (§11); log slices replayed on workers rebuild what an inline replay does (§8.1).
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { grantId, newActor, seededRng, sign, toHex } from '../../core/index.ts';
 import {
@@ -18,7 +17,7 @@ import {
   WorkerPool,
 } from '../../node/internal.ts';
 import { bob as worker, carol, child, request, rootGrant, TestSteward } from '../core/evidence-fixtures.ts';
-import { tempDir } from './fixtures.ts';
+import { catchWorkers, tempDir } from './fixtures.ts';
 
 const rng = seededRng('workers');
 const alice = newActor(rng);
@@ -59,12 +58,7 @@ describe('WorkerPool.verify', () => {
 
 describe('a WorkerPool whose worker exited', () => {
   test('checks in flight when a worker exits are all answered right: its own batches checked by the pool, the others by their workers', async () => {
-    const workers: Worker[] = [];
-    const post = Worker.prototype.postMessage;
-    Worker.prototype.postMessage = function (this: Worker, m: unknown, t?: Parameters<Worker['postMessage']>[1]) {
-      if ((m as { t?: string } | null)?.t === 'nice') workers.push(this);
-      return post.call(this, m, t);
-    };
+    const { workers, restore } = catchWorkers('nice');
     const pool = await WorkerPool.start(3);
     try {
       await pool.bootScheduling();
@@ -79,19 +73,14 @@ describe('a WorkerPool whose worker exited', () => {
       setImmediate(() => setImmediate(() => void workers[0]!.terminate()));
       expect(await verdicts).toEqual(cases.map((c) => c.ok));
     } finally {
-      Worker.prototype.postMessage = post;
+      restore();
       await pool.close();
     }
   });
 
   test('its work goes to the worker still running; a message for the exited one alone is refused at once, not left waiting', async () => {
-    // The pool's workers, caught as they are asked how they run (nothing outside ends one: this stands in for a crash).
-    const workers: Worker[] = [];
-    const post = Worker.prototype.postMessage;
-    Worker.prototype.postMessage = function (this: Worker, m: unknown, t?: Parameters<Worker['postMessage']>[1]) {
-      if ((m as { t?: string } | null)?.t === 'nice') workers.push(this);
-      return post.call(this, m, t);
-    };
+    // The pool's workers, caught as they are asked how they run (this stands in for a crash).
+    const { workers, restore } = catchWorkers('nice');
     const pool = await WorkerPool.start(2);
     try {
       await pool.bootScheduling();
@@ -110,7 +99,7 @@ describe('a WorkerPool whose worker exited', () => {
       // A snapshot session goes to the first worker alone: refused.
       await expect(within(pool.snapshotJob({ t: 'snap-end', id: 0 }))).rejects.toThrow('worker: exited');
     } finally {
-      Worker.prototype.postMessage = post;
+      restore();
       await pool.close();
     }
   });
