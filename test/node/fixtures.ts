@@ -236,5 +236,10 @@ export function catchWorkers(t: string): { readonly workers: Worker[]; restore()
     if ((m as { t?: string } | null)?.t === t && !workers.includes(this)) workers.push(this);
     return post.call(this, m, transfer);
   };
-  return { workers, restore: () => void (Worker.prototype.postMessage = post) };
+  return {
+    workers,
+    restore: () => {
+      Worker.prototype.postMessage = post;
+    },
+  };
 }
