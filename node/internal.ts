@@ -8,3 +8,4 @@ export { MAX_WAITING_PER_GRANT } from './revocations.ts';
 export { SCHED_IDLE, threadPolicy, VERIFY_CHUNK } from './workers.ts';
 export { SNAPSHOT_WORKER_NICE } from './snapshot.ts';
 export { SnapshotProcess } from './snapshotproc.ts';
+export { replayChunks } from './replay.ts';

@@ -399,7 +399,12 @@ export async function replayChunks(
     prevId = receiptId(receipts[receipts.length - 1]!);
     receipts = [];
     seqs = [];
-    inFlight.push(runner(job));
+    const slice = runner(job);
+    // Handled now: a slice that fails while the loop reads the log or awaits an earlier one (a
+    // worker that exited fails all it had) would otherwise be an unhandled rejection, which ends
+    // the process; its error still reaches the caller when the slice is awaited in turn.
+    slice.catch(() => undefined);
+    inFlight.push(slice);
     while (inFlight.length >= parallel) merge(await inFlight.shift()!);
   };
   let done = false;

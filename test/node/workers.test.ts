@@ -9,8 +9,10 @@ import { grantId, newActor, seededRng, sign, toHex } from '../../core/index.ts';
 import {
   type LogReplay,
   ReceiptLog,
+  replayChunks,
   replayLog,
   SCHED_IDLE,
+  type SliceResult,
   SNAPSHOT_WORKER_NICE,
   threadPolicy,
   VERIFY_CHUNK,
@@ -101,6 +103,35 @@ describe('a WorkerPool whose worker exited', () => {
     } finally {
       restore();
       await pool.close();
+    }
+  });
+});
+
+describe('a replay whose slice fails while another is awaited', () => {
+  test('rejects with the error, and leaves no unhandled rejection (which ends the process: a worker exiting mid-replay did that at boot)', async () => {
+    const unhandled: unknown[] = [];
+    const listener = (e: unknown) => void unhandled.push(e);
+    process.on('unhandledRejection', listener);
+    try {
+      const source = async function* (): AsyncGenerator<Array<[number, Uint8Array]>> {
+        yield Array.from({ length: 4 }, (_, i): [number, Uint8Array] => [i, Uint8Array.of(i)]);
+      };
+      let n = 0;
+      // Slice 1 fails after 50 ms; slice 2 at once, while the replay awaits slice 1.
+      const runner = (): Promise<SliceResult> => {
+        n++;
+        return n === 1
+          ? new Promise((_, reject) => setTimeout(() => reject(new Error('worker: exited (code 1) before it answered')), 50))
+          : Promise.reject(new Error('worker: exited (code 1) before it answered'));
+      };
+      await expect(replayChunks(() => source(), { steward: alice.did, sliceSize: 2, parallel: 2, runner })).rejects.toThrow(
+        'worker: exited (code 1) before it answered',
+      );
+      expect(n).toBe(2);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', listener);
     }
   });
 });
