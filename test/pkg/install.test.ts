@@ -180,9 +180,18 @@ describe('the packed and installed package', () => {
       const { stdout } = await npm(['exec', '--yes', '--prefer-offline', '--package', tarball, '--', 'jcp', 'bridge', '--help'], home);
       expect(stdout).toMatch(/^Usage: jcp bridge --node host:port/);
     } finally {
-      // npx keeps what it installed under the npm cache: drop this run's entry.
+      // npx keeps what it installed under the npm cache: drop this run's entry, and only it (the
+      // one whose package.json names this tarball): another run of this suite on the same machine
+      // may be using an entry it made meanwhile, and removing that failed its npx.
+      const ours = (e: string) => {
+        try {
+          return readFileSync(path.join(npx, e, 'package.json'), 'utf8').includes(path.basename(path.dirname(tarball)));
+        } catch {
+          return false;
+        }
+      };
       for (const e of existsSync(npx) ? readdirSync(npx) : [])
-        if (!before.has(e)) rmSync(path.join(npx, e), { recursive: true, force: true });
+        if (!before.has(e) && ours(e)) rmSync(path.join(npx, e), { recursive: true, force: true });
     }
   });
 });
