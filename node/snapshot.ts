@@ -595,7 +595,7 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
     ...(from ? { from } : {}),
   });
   await yieldTurn(); // decisions waiting behind the last merge go first
-  const done = finishSnapshotCounted(r, base, { steward: o.steward, nowS: o.nowS, windowS });
+  const done = finishSnapshot(r, base, { steward: o.steward, nowS: o.nowS, windowS });
   if (done === undefined) return undefined;
   const { bytes, requestCount } = done;
   await yieldTurn();
@@ -614,26 +614,15 @@ export async function makeSnapshot(log: ReceiptLog, dataDir: string, o: MakeSnap
 }
 
 /**
- * The signed snapshot bytes of a replayed state `r` (the base snapshot it continued, if any): the
- * request index moved up to `nowS` − `windowS` first. Undefined when there is nothing new to
+ * The signed snapshot bytes of a replayed state `r` (the base snapshot it continued, if any), with
+ * the number of request ids they hold (`requests.count`, what a worker keeping the state compares
+ * against next time: node/snapshotjob.ts): the request index moved up to `nowS` − `windowS`
+ * first. Undefined when there is nothing new to
  * cover: `r` covers no receipt, or covers the base's seq and the clock has moved the request
  * window past no id the base names (then the base is written again at the same seq, so a quiet
  * log can still be archived).
  */
 export function finishSnapshot(
-  r: LogReplay,
-  base: Pick<OpenedSnapshot, 'requestCount' | 'seq'> | undefined,
-  o: { readonly steward: Actor; readonly nowS: number; readonly windowS: number },
-): Uint8Array | undefined {
-  return finishSnapshotCounted(r, base, o)?.bytes;
-}
-
-/**
- * {@link finishSnapshot}, with the number of request ids the snapshot holds (its
- * `requests.count`): what a worker keeping the state for its next snapshot compares against then
- * (node/snapshotjob.ts).
- */
-export function finishSnapshotCounted(
   r: LogReplay,
   base: Pick<OpenedSnapshot, 'requestCount' | 'seq'> | undefined,
   o: { readonly steward: Actor; readonly nowS: number; readonly windowS: number },

@@ -23,7 +23,7 @@
 import { readFileSync } from 'node:fs';
 import { type Actor, actorFromSeed, type ContentId } from '../core/index.ts';
 import { type LogReplay, replayChunks, replaySlice } from './replay.ts';
-import { chooseAmong, finishSnapshotCounted, type OpenedSnapshot, type SnapshotBase } from './snapshot.ts';
+import { chooseAmong, finishSnapshot, type OpenedSnapshot, type SnapshotBase } from './snapshot.ts';
 import type { AppendedDurable } from './receiptlog.ts';
 import { unpack } from './workers.ts';
 
@@ -239,7 +239,7 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
       return;
     }
   }
-  const done = finishSnapshotCounted(r, s.base, { steward: s.steward, nowS: s.nowS, windowS: s.windowS });
+  const done = finishSnapshot(r, s.base, { steward: s.steward, nowS: s.nowS, windowS: s.windowS });
   const checked: SnapshotCheck = v !== undefined ? 'chain' : 'signatures';
   if (done === undefined) {
     answer({ t: 'ended' });
