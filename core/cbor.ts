@@ -708,6 +708,18 @@ function checkUint(v: number | bigint, key: string): void {
   if (!ok) throw new JcpError(ErrorCodes.CBOR_FORBIDDEN_TYPE, `${key}: not an unsigned integer below 2^64`);
 }
 
+/** Text keys with their det-CBOR encodings, in canonical order (bytewise by encoding: length-first). */
+function encodedKeys(keys: readonly string[]): { key: string; bytes: Uint8Array }[] {
+  return keys
+    .map((key) => {
+      const b = utf8Of(key);
+      const bytes = new Uint8Array(headLength(b.length) + b.length);
+      bytes.set(b, writeHead(bytes, 0, MAJOR.text, b.length));
+      return { key, bytes };
+    })
+    .sort((x, y) => compareBytes(x.bytes, y.bytes));
+}
+
 /**
  * A writer for flat maps over a fixed key set: keys are sorted once into canonical order
  * (bytewise by their encoding, i.e. length-first for text), then each call writes the present
@@ -717,14 +729,7 @@ export class FlatMapWriter {
   readonly #keys: readonly { key: string; bytes: Uint8Array }[];
 
   constructor(keys: readonly string[]) {
-    this.#keys = keys
-      .map((key) => {
-        const b = utf8Of(key);
-        const bytes = new Uint8Array(headLength(b.length) + b.length);
-        bytes.set(b, writeHead(bytes, 0, MAJOR.text, b.length));
-        return { key, bytes };
-      })
-      .sort((x, y) => compareBytes(x.bytes, y.bytes));
+    this.#keys = encodedKeys(keys);
   }
 
   /**
@@ -759,6 +764,97 @@ export class FlatMapWriter {
     }
     return scratch.slice(0, off);
   }
+}
+
+/**
+ * A reader of chosen entries of flat maps over a fixed key set (the maps {@link FlatMapWriter}
+ * writes): for hot paths that need a few fields of bytes already known to be such a map (a node's
+ * own receipts, node/snapshotjob.ts). The map must be canonical over the picker's keys: shortest
+ * heads, known keys strictly ascending, nothing after it. The entries read are checked as
+ * {@link readFlatMap} checks them (valid UTF-8 text, arrays of text); the others are stepped
+ * over by their heads, their content unread.
+ */
+export class FlatMapPicker<K extends string> {
+  /** Every key's encoding, canonical order; `read[i]`: the name to read it as, or undefined to skip. */
+  readonly #keys: readonly Uint8Array[];
+  readonly #read: readonly (K | undefined)[];
+
+  /**
+   * @param keys every key the maps may hold (any order).
+   * @param read the keys whose values {@link pick} returns (each one of `keys`).
+   * @throws Error when a key to read is not one of `keys`.
+   */
+  constructor(keys: readonly string[], read: readonly K[]) {
+    for (const k of read) if (!keys.includes(k)) throw new Error(`FlatMapPicker: ${k} is not one of the keys`);
+    const sorted = encodedKeys(keys);
+    this.#keys = sorted.map((x) => x.bytes);
+    this.#read = sorted.map((x) => ((read as readonly string[]).includes(x.key) ? (x.key as K) : undefined));
+  }
+
+  /**
+   * The read entries of `bytes` (absent keys absent): a uint as a number (a bigint above
+   * 2^53 − 1), text as a string, an array of text as a string array. Undefined when the bytes are
+   * not a canonical flat map over the picker's keys, or an entry read is not valid (the caller
+   * then uses the strict decoder for the precise refusal). Never throws.
+   */
+  pick(bytes: Uint8Array): Partial<Record<K, FlatValue>> | undefined {
+    if (!headAt(bytes, 0) || hMajor !== MAJOR.map || typeof hValue !== 'number') return undefined;
+    const n = hValue;
+    const keys = this.#keys;
+    const out: Partial<Record<K, FlatValue>> = {};
+    let off = hNext;
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      // Keys are strictly ascending: the next one is at or after the picker's position.
+      while (k < keys.length && !bytesAt(bytes, off, keys[k]!)) k++;
+      if (k === keys.length) return undefined;
+      off += keys[k]!.length;
+      const name = this.#read[k++];
+      if (!headAt(bytes, off)) return undefined;
+      const major = hMajor as number; // (set by headAt)
+      if (major === MAJOR.uint) {
+        if (name !== undefined) out[name] = hValue;
+        off = hNext;
+      } else if (major === MAJOR.text) {
+        if (name === undefined) {
+          if (typeof hValue !== 'number' || hNext + hValue > bytes.length) return undefined;
+          off = hNext + hValue;
+        } else {
+          const t = textAt(bytes, off);
+          if (t === undefined) return undefined;
+          out[name] = t;
+          off = hNext;
+        }
+      } else if (major === MAJOR.array && typeof hValue === 'number') {
+        const len = hValue;
+        const arr: string[] = [];
+        off = hNext;
+        for (let j = 0; j < len; j++) {
+          if (name === undefined) {
+            if (!headAt(bytes, off) || (hMajor as number) !== MAJOR.text || typeof hValue !== 'number' || hNext + hValue > bytes.length)
+              return undefined;
+            off = hNext + hValue;
+            continue;
+          }
+          const t = textAt(bytes, off);
+          if (t === undefined) return undefined;
+          arr.push(t);
+          off = hNext;
+        }
+        if (name !== undefined) out[name] = arr;
+      } else {
+        return undefined;
+      }
+    }
+    return off === bytes.length ? out : undefined;
+  }
+}
+
+/** Whether `b` holds `item` at `off`. */
+function bytesAt(b: Uint8Array, off: number, item: Uint8Array): boolean {
+  if (off + item.length > b.length) return false;
+  for (let i = 0; i < item.length; i++) if (b[off + i] !== item[i]) return false;
+  return true;
 }
 
 /** The shared output buffer of {@link FlatMapWriter.write} (grown on demand, never shrunk below 4 KiB). */

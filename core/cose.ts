@@ -207,14 +207,9 @@ const headerCache = new Map<string, HeaderMap>();
  * decoded strictly once and cached by their bytes.
  */
 function fastJcrSign1(bytes: Uint8Array): CoseSign1 | undefined {
-  if (!(bytes instanceof Uint8Array) || bytes.length < 4 || !itemAt(bytes, 0, SIGN1_HEAD)) return undefined;
-  const p = readString(bytes, SIGN1_HEAD.length, MAJOR.bytes);
-  if (!p || !itemAt(bytes, p.end, EMPTY_MAP)) return undefined;
-  const payload = readString(bytes, p.end + 1, MAJOR.bytes);
-  if (!payload) return undefined;
-  const sig = readString(bytes, payload.end, MAJOR.bytes);
-  if (!sig || sig.end !== bytes.length) return undefined;
-  const protectedBytes = bytes.subarray(p.start, p.end);
+  const parts = jcrSign1Parts(bytes);
+  if (parts === undefined) return undefined;
+  const { protectedBytes, payload, signature } = parts;
   const key = Buffer.from(protectedBytes.buffer, protectedBytes.byteOffset, protectedBytes.length).toString('latin1');
   let protectedHeader = headerCache.get(key);
   if (protectedHeader === undefined) {
@@ -222,10 +217,27 @@ function fastJcrSign1(bytes: Uint8Array): CoseSign1 | undefined {
     if (headerCache.size > 10_000) headerCache.clear();
     headerCache.set(key, protectedHeader);
   }
+  return { protectedBytes, protectedHeader, unprotected: NO_HEADERS, payload, signature };
+}
+
+/**
+ * The three byte strings of a COSE_Sign1 in the JCR-1 shape `d2 84 <bstr protected> a0
+ * <bstr payload> <bstr signature>` (shortest-form heads, nothing after), as views of `bytes`;
+ * undefined for any other bytes. The protected header is not decoded: a caller that knows the
+ * header it expects compares its bytes (core/receipt.ts `readOwnReceipt`). Never throws.
+ */
+export function jcrSign1Parts(
+  bytes: Uint8Array,
+): { readonly protectedBytes: Uint8Array; readonly payload: Uint8Array; readonly signature: Uint8Array } | undefined {
+  if (!(bytes instanceof Uint8Array) || bytes.length < 4 || !itemAt(bytes, 0, SIGN1_HEAD)) return undefined;
+  const p = readString(bytes, SIGN1_HEAD.length, MAJOR.bytes);
+  if (!p || !itemAt(bytes, p.end, EMPTY_MAP)) return undefined;
+  const payload = readString(bytes, p.end + 1, MAJOR.bytes);
+  if (!payload) return undefined;
+  const sig = readString(bytes, payload.end, MAJOR.bytes);
+  if (!sig || sig.end !== bytes.length) return undefined;
   return {
-    protectedBytes,
-    protectedHeader,
-    unprotected: NO_HEADERS,
+    protectedBytes: bytes.subarray(p.start, p.end),
     payload: bytes.subarray(payload.start, payload.end),
     signature: bytes.subarray(sig.start, sig.end),
   };

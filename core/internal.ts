@@ -3,7 +3,7 @@
  * re-exports). Product code never imports this file.
  */
 export * from './index.ts';
-export { FlatMapWriter, headLength, readCanonical, readFlatMap, readHead, writeHead } from './cbor.ts';
+export { FlatMapPicker, FlatMapWriter, headLength, readCanonical, readFlatMap, readHead, writeHead } from './cbor.ts';
 export { decodeByCborg } from './cbor.ts';
 export { MAX_CHAIN_LENGTH } from './chain.ts';
 export { COSE_ALG_EDDSA, ed25519KeyFromCose, signSign1, verifySign1 } from './cose.ts';
@@ -28,3 +28,5 @@ export { headBytes } from './cbor.ts';
 export { leadingTag } from './cbor.ts';
 export { skipItem } from './cbor.ts';
 export { withoutMapEntry } from './cbor.ts';
+export { jcrSign1Parts } from './cose.ts';
+export { readOwnReceipt, type ReplayedFields } from './receipt.ts';

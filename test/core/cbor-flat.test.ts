@@ -9,6 +9,7 @@ import {
   decode,
   encode,
   encodeSign1,
+  FlatMapPicker,
   FlatMapWriter,
   headBytes,
   headLength,
@@ -142,6 +143,70 @@ describe('cbor flat maps and heads - reading', () => {
     ['truncated', 'a1616162'],
   ])('declines %s (left to the strict decoder)', (_what, h) => {
     expect(readFlatMap(new Uint8Array(Buffer.from(h, 'hex')))).toBeUndefined();
+  });
+  it('a picker reads the chosen entries as readFlatMap does, and steps over the others', () => {
+    const read = ['b', 'seq', 'chain_ids', 'é', 'k'.repeat(30)];
+    const picker = new FlatMapPicker(KEYS, read);
+    fc.assert(
+      fc.property(flatMap, (m) => {
+        const full = readFlatMap(writer.write(m))!;
+        const want = Object.fromEntries(Object.entries(full).filter(([k]) => read.includes(k)));
+        expect(picker.pick(writer.write(m))).toEqual(want);
+      }),
+      { numRuns: 300, seed: 9 },
+    );
+  });
+  it('a picker accepts no mutant readFlatMap refuses, and agrees with it on what it reads', () => {
+    const read = ['a', 'seq', 'chain_ids'];
+    const picker = new FlatMapPicker(KEYS, read);
+    let picked = 0;
+    fc.assert(
+      fc.property(
+        flatMap,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat(3)), { minLength: 1, maxLength: 4 }),
+        (m, edits) => {
+          let b = Array.from(writer.write(m));
+          for (const [pos, val, op] of edits) {
+            const i = pos % (b.length + 1);
+            if (op === 0 && b.length) b[i % b.length] = val;
+            else if (op === 1) b.splice(i, 0, val);
+            else if (op === 2 && b.length) b.splice(i % b.length, 1);
+            else b = b.slice(0, i);
+          }
+          const bytes = Uint8Array.from(b);
+          const fast = picker.pick(bytes);
+          if (fast === undefined) return;
+          picked++;
+          // Skipped entries are unread: only a map whose skipped text is valid UTF-8 must agree.
+          const full = readFlatMap(bytes);
+          if (full === undefined) return;
+          expect(Object.keys(full).every((k) => KEYS.includes(k))).toBe(true);
+          expect(fast).toEqual(Object.fromEntries(Object.entries(full).filter(([k]) => read.includes(k))));
+        },
+      ),
+      { numRuns: 3000, seed: 11 },
+    );
+    expect(picked).toBeGreaterThan(100);
+  });
+  it.each([
+    ['unsorted keys', 'a2616201616101'],
+    ['a duplicate key', 'a2616101616101'],
+    ['an unknown key', 'a1617801'],
+    ['a long-form integer', 'a161611801'],
+    ['trailing bytes', 'a161610100'],
+    ['invalid UTF-8 in an entry read', 'a1616161ff'],
+    ['a byte string value', 'a1616241ff'],
+    ['a nested map', 'a16162a0'],
+    ['truncated skipped text', 'a1616262'],
+    ['not a map', '8101'],
+  ])('a picker declines %s', (_what, h) => {
+    const picker = new FlatMapPicker(KEYS, ['a']);
+    expect(picker.pick(new Uint8Array(Buffer.from(h, 'hex')))).toBeUndefined();
+  });
+  it('a picker steps over a skipped entry without reading its text, and refuses to read a key it does not know', () => {
+    // {"a": 1, "b": "\xff"}: "b" is skipped, so its invalid UTF-8 is not read
+    expect(new FlatMapPicker(KEYS, ['a']).pick(new Uint8Array(Buffer.from('a2616101616261ff', 'hex')))).toEqual({ a: 1 });
+    expect(() => new FlatMapPicker(KEYS, ['nope'])).toThrow(/not one of the keys/);
   });
   it('readHead declines non-shortest heads', () => {
     expect(readHead(Uint8Array.of(0x18, 0x17), 0)).toBeUndefined();

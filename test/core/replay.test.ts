@@ -5,10 +5,17 @@ import {
   attributionKey,
   BreakCodes,
   decide,
+  encode,
+  encodeSign1,
   ErrorCodes,
   grantId,
+  jcrProtectedHeader,
   type Ledger,
+  openReceipt,
+  readOwnReceipt,
+  readVouchedReceipt,
   receiptCoreFor,
+  receiptCoreToCbor,
   receiptId,
   ReceiptRefusals,
   replayReceipts,
@@ -116,6 +123,78 @@ describe('replay - bad evidence is counted, never applied (C14)', () => {
     expect(odd.rejected[0]).toMatchObject({ index: 0, code: ErrorCodes.CBOR_MALFORMED });
     expect(odd.rejected.slice(1).every((x) => x.code === ReceiptRefusals.WRONG_STEWARD)).toBe(true);
     expect(odd.rejected.length).toBe(1 + s.receipts.length);
+  });
+  it('vouched with the steward: the lean read gives the same state as a verified replay, and the same fields', () => {
+    const { s } = mixedLog();
+    const full = replayReceipts(s.receipts, { steward: steward.did });
+    expect(full.denied).toBeGreaterThan(0);
+    expect(replayReceipts(s.receipts, { steward: steward.did, vouched: true })).toEqual(full);
+    for (const bytes of s.receipts) {
+      const { value: core } = openReceipt(bytes, steward.did) as unknown as { value: Record<string, unknown> };
+      const lean = readOwnReceipt(bytes, steward.did);
+      expect(lean.ok).toBe(true);
+      const fields = Object.keys((lean as { value: object }).value);
+      expect(fields.length).toBeGreaterThanOrEqual(7);
+      expect((lean as { value: object }).value).toEqual(Object.fromEntries(fields.map((k) => [k, core[k]])));
+      // every field a replay reads is there when the receipt has it
+      for (const k of [
+        'grant_id',
+        'subject',
+        'verdict',
+        'deny_reason',
+        'cost_uj',
+        'steward',
+        'chain_ids',
+        'seq',
+        'prev',
+        'request_id',
+        'at',
+      ]) {
+        expect(fields.includes(k)).toBe(core[k] !== undefined);
+      }
+    }
+  });
+  it('vouched with the steward: bytes not in the sealed shape get the full read and its refusal', () => {
+    const { s } = mixedLog();
+    const sealed = s.receipts[0]!;
+    const core = openReceipt(sealed, steward.did);
+    if (!core.ok) throw new Error('setup');
+    /** A receipt of `steward`'s with the core changed (signature zeroed: neither read checks it). */
+    const forged = (patch: Record<string, unknown>) =>
+      encodeSign1({
+        protectedBytes: jcrProtectedHeader(new TextEncoder().encode(steward.did)),
+        unprotected: new Map(),
+        payload: encode({ ...receiptCoreToCbor(core.value), ...patch }),
+        signature: new Uint8Array(64),
+      });
+    const other = new TestSteward(mallory);
+    other.handle(request([rootGrant(alice, 100n)], alice, 50n));
+    expect(readOwnReceipt(other.receipts[0]!, steward.did)).toMatchObject({ ok: false, error: { code: ReceiptRefusals.WRONG_STEWARD } });
+    expect(readOwnReceipt(new Uint8Array([1, 2, 3]), steward.did)).toMatchObject({ ok: false, error: { code: ErrorCodes.CBOR_MALFORMED } });
+    const patches: Record<string, unknown>[] = [
+      { verdict: 'maybe' },
+      { deny_reason: 'revoked' },
+      { verdict: 'deny' },
+      { seq: 'one' },
+      { at: 'later' },
+      { cost_uj: 'x' },
+      { steward: alice.did },
+      { grant_id: 7 },
+      { subject: 7 },
+      { prev: 7 },
+      { request_id: 7 },
+      { chain_ids: 'x' },
+    ];
+    for (const patch of patches) {
+      const bytes = forged(patch);
+      const want = readVouchedReceipt(bytes, steward.did);
+      expect(want.ok).toBe(false);
+      expect(readOwnReceipt(bytes, steward.did)).toEqual(want);
+    }
+    // A field the replay does not read is stepped over unchecked (the caller vouches for the bytes).
+    const odd = forged({ issuer: 'not a did' });
+    expect(readVouchedReceipt(odd, steward.did)).toMatchObject({ ok: false, error: { code: ErrorCodes.DID_INVALID } });
+    expect(readOwnReceipt(odd, steward.did)).toMatchObject({ ok: true, value: { grant_id: core.value.grant_id, seq: core.value.seq } });
   });
   it('deny / garbage bytes are rejected with a decoder code', () => {
     const { s } = mixedLog();
