@@ -115,8 +115,8 @@ export default [
   {
     id: 'replay-vouched-by-default',
     file: 'core/replay.ts',
-    find: 'const open = opts.vouched === true ? readVouchedReceipt : openReceipt;',
-    replace: 'const open = opts.vouched !== false ? readVouchedReceipt : openReceipt;',
+    find: 'opts.vouched !== true ? openReceipt : steward',
+    replace: 'opts.vouched === false ? openReceipt : steward',
     classes: ['C14'],
   },
 ] satisfies Mutant[];
