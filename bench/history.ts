@@ -286,8 +286,44 @@ export function longestPause(atMs: readonly number[], window?: { fromMs: number;
   return max;
 }
 
+/**
+ * A process beside the node that only spins at nice 19 (no memory, no I/O, nothing of the
+ * node's): for the whole load (`nice`, or `idle` in the SCHED_IDLE class), or only over the given
+ * stretches (ms from the load's start), sleeping between them.
+ */
+type Burner = 'nice' | 'idle' | { readonly stretchesMs: ReadonlyArray<readonly [number, number]> };
+
+/**
+ * The spinner over stretches: argv[1] holds [fromMs, toMs] pairs, offsets from the "go" line on
+ * stdin (sent, once it printed "ready", as the load starts); it spins through each, prints the
+ * pair it spun (unix ms), and sleeps until the next.
+ */
+const STRETCH_SPINNER = `
+const w = JSON.parse(process.argv[1]);
+process.stdout.write('ready\\n');
+process.stdin.once('data', () => {
+  const t0 = Date.now();
+  let i = 0;
+  const step = () => {
+    if (i === w.length) return process.exit(0);
+    const [a, b] = w[i];
+    const now = Date.now() - t0;
+    if (now < a) return void setTimeout(step, a - now);
+    const from = Date.now();
+    while (Date.now() - t0 < b);
+    process.stdout.write(JSON.stringify([from, Date.now()]) + '\\n');
+    i++;
+    setImmediate(step);
+  };
+  step();
+});`;
+
 /** What a rate run measured besides the load's figures: the node's batch times and its snapshot, if one was written. */
 interface RateRun extends LoadResult {
+  /** When the load process was started (unix ms). */
+  readonly loadAtMs: number;
+  /** The stretches a spinner over stretches spun (unix ms); empty otherwise. */
+  readonly spunMs: ReadonlyArray<{ fromMs: number; toMs: number }>;
   /** When each reply was read (unix ms), in reply order. */
   readonly replyAtMs: number[];
   /** Seconds of every fsync'd batch of the log during the run (the node's `log batch durable` lines). */
@@ -331,7 +367,7 @@ async function rateOn(
     | { readonly afterS: number }
     | { readonly everyReceipts: number; readonly from: { seed: number; n: number; ns: readonly number[] } }
     | undefined,
-  burner?: 'nice' | 'idle',
+  burner?: Burner,
 ): Promise<RateRun> {
   // With `everyReceipts`, the node starts from the kept snapshot of the log (as a node that snapshots as it goes) and writes one every so many receipts.
   const dir = await copyOf(source, snapshot !== undefined && 'from' in snapshot ? snapshot.from : undefined);
@@ -360,8 +396,25 @@ async function rateOn(
         ? spawn('nice', ['-n', '19', ...spinner], { stdio: 'ignore' })
         : burner === 'idle'
           ? spawn('chrt', ['--idle', '0', ...spinner], { stdio: 'ignore' })
-          : undefined;
+          : burner !== undefined
+            ? spawn('nice', ['-n', '19', process.execPath, '-e', STRETCH_SPINNER, JSON.stringify(burner.stretchesMs)], {
+                stdio: ['pipe', 'pipe', 'ignore'],
+              })
+            : undefined;
+    let spunOut = '';
+    spin?.stdout?.on('data', (d: Buffer) => {
+      spunOut += d.toString();
+    });
     try {
+      if (spin?.stdin) {
+        // Started (its clock from the "go"), then told to go as the load starts.
+        for (let waitedMs = 0; !spunOut.includes('ready'); waitedMs += 5) {
+          if (waitedMs > 10_000) throw new Error('history: the spinner over stretches did not start');
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        spin.stdin.write('go\n');
+      }
+      const loadAtMs = Date.now();
       const r = await load({
         host: '127.0.0.1',
         port: node.port,
@@ -393,7 +446,13 @@ async function rateOn(
           base: String(l['base']),
         }));
       const first = snapshots[0];
-      return { ...r, replyAtMs, batchS, snapshot: first && { fromMs: first.fromMs, toMs: first.toMs }, snapshots };
+      // The stretches the spinner did spin (unix ms), one JSON pair a line as each ended.
+      const spunMs = spunOut
+        .split('\n')
+        .filter((l) => l.startsWith('['))
+        .map((l) => JSON.parse(l) as [number, number])
+        .map(([fromMs, toMs]) => ({ fromMs, toMs }));
+      return { ...r, replyAtMs, batchS, snapshot: first && { fromMs: first.fromMs, toMs: first.toMs }, snapshots, loadAtMs, spunMs };
     } finally {
       spin?.kill('SIGKILL');
       await stopNode(node);
@@ -452,7 +511,10 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
   const pairs: OpenPair[] = [];
   for (let i = 0; i < rounds; i++) {
     const without = await rateOn(small, agent, grant, open, undefined);
-    pairs.push({ base: without, during: await rateOn(small, agent, grant, open, { everyReceipts: rate * 4, from }) });
+    const during = await rateOn(small, agent, grant, open, { everyReceipts: rate * 4, from });
+    // The floor of the goals: no snapshot, a nice-19 spinner over the stretches the snapshots took.
+    const stretchesMs = during.snapshots.map((x) => [x.fromMs - during.loadAtMs, x.toMs - during.loadAtMs] as const);
+    pairs.push({ base: without, during, mimic: await rateOn(small, agent, grant, open, undefined, { stretchesMs }) });
   }
   figures.push(...openFigures(open, pairs));
   const baseP99Us = median(pairs.map((p) => p.base.p99Us));
@@ -573,6 +635,8 @@ const WARM_MS = 1000;
 interface OpenPair {
   readonly base: RateRun;
   readonly during: RateRun;
+  /** No snapshot, a nice-19 spinner over the stretches `during`'s snapshots took (same offsets from the load's start). */
+  readonly mimic?: RateRun;
 }
 
 /**
@@ -582,11 +646,12 @@ interface OpenPair {
  * warm-up), and the fsync'd batch p99 of the run with them. Undefined when no snapshot was
  * written during the load.
  */
-function pairPauses({ base, during }: OpenPair): { seconds: number; pause: number; floor: number; batchP99: number } | undefined {
+function pairPauses(
+  { base, during }: Pick<OpenPair, 'base' | 'during'>,
+  stretches: ReadonlyArray<{ fromMs: number; toMs: number }> = during.snapshots,
+): { seconds: number; pause: number; floor: number; batchP99: number } | undefined {
   const warm = (r: RateRun) => (r.replyAtMs[0] ?? 0) + WARM_MS;
-  const windows = during.snapshots
-    .map((x) => ({ fromMs: Math.max(x.fromMs, warm(during)), toMs: x.toMs }))
-    .filter((w) => w.toMs > w.fromMs);
+  const windows = stretches.map((x) => ({ fromMs: Math.max(x.fromMs, warm(during)), toMs: x.toMs })).filter((w) => w.toMs > w.fromMs);
   if (windows.length === 0) return undefined;
   const shift = warm(base) - warm(during);
   return {
@@ -627,7 +692,7 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
     figures.push({ name: `fsync'd batch p99, ${at}, ${what}`, value: sig(med((p) => percentile(run(p).batchS, 99)) * 1000), unit: 'ms' });
   }
   const snaps = pairs.flatMap((p) => p.during.snapshots);
-  const rounds = pairs.map(pairPauses);
+  const rounds = pairs.map((p) => pairPauses(p));
   const counted = rounds.filter((r) => r !== undefined);
   figures.push({
     name: `snapshots written during the load, ${at}`,
@@ -702,6 +767,45 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
     for (const [i, r] of ratios.entries()) {
       figures.push({ name: `${what}, ${at}, round ${i + 1} of ${ratios.length}`, value: sig(r), unit: '×', ratio: sig(r) });
     }
+  }
+  figures.push(...mimicFigures(at, pairs));
+  return figures;
+}
+
+/**
+ * The floor of the two goals: the same ratios for a run with no snapshot and a process at nice 19
+ * that only spins over the stretches the snapshots of the same round took (what any work of that
+ * length beside the decisions costs them on this machine, with nothing of the node's), and the
+ * snapshots' ratios over it (their cost beyond that). Medians of the rounds, each also per round.
+ */
+function mimicFigures(at: string, pairs: readonly OpenPair[]): Figure[] {
+  const rounds = pairs.flatMap((p) => {
+    const m = p.mimic;
+    const pauses = m && pairPauses({ base: p.base, during: m }, m.spunMs);
+    const own = pairPauses(p);
+    if (m === undefined || pauses === undefined || own === undefined) return [];
+    return [
+      {
+        p99: m.p99Us / p.base.p99Us,
+        pause: pauses.pause / pauses.floor,
+        overP99: p.during.p99Us / m.p99Us,
+        overPause: own.pause / pauses.pause,
+      },
+    ];
+  });
+  if (rounds.length === 0) return [];
+  const figures: Figure[] = [];
+  const spinner = 'no snapshot, a nice-19 process spinning over the stretches the snapshots took';
+  for (const [what, key] of [
+    [`p99 decision latency, ${at}, ${spinner} (× the p99 without)`, 'p99'],
+    [`longest pause, ${at}, ${spinner} (× the same stretches without)`, 'pause'],
+    [`p99 decision latency while snapshots are written (× the p99 with the spinner over the same stretches), ${at}`, 'overP99'],
+    [`longest pause while snapshots are written (× the spinner's over the same stretches), ${at}`, 'overPause'],
+  ] as const) {
+    const ratios = rounds.map((r) => r[key]);
+    figures.push({ name: what, value: sig(median(ratios)), unit: '×', ratio: sig(median(ratios)) });
+    for (const [i, r] of ratios.entries())
+      figures.push({ name: `${what}, round ${i + 1} of ${ratios.length}`, value: sig(r), unit: '×', ratio: sig(r) });
   }
   return figures;
 }
