@@ -164,7 +164,9 @@ describe('replay - bad evidence is counted, never applied (C14)', () => {
       encodeSign1({
         protectedBytes: jcrProtectedHeader(new TextEncoder().encode(steward.did)),
         unprotected: new Map(),
-        payload: encode({ ...receiptCoreToCbor(core.value), ...patch }),
+        payload: encode(
+          Object.fromEntries(Object.entries({ ...receiptCoreToCbor(core.value), ...patch }).filter(([, v]) => v !== undefined)),
+        ),
         signature: new Uint8Array(64),
       });
     const other = new TestSteward(mallory);
@@ -184,6 +186,18 @@ describe('replay - bad evidence is counted, never applied (C14)', () => {
       { prev: 7 },
       { request_id: 7 },
       { chain_ids: 'x' },
+      // Read fields with the right type but a value the full read refuses (helper-31).
+      { grant_id: 'x' },
+      { grant_id: 'x', chain_ids: undefined },
+      { grant_id: core.value.grant_id.toUpperCase(), chain_ids: undefined },
+      { subject: 'bob' },
+      { prev: 'x' },
+      { request_id: 'x' },
+      { chain_ids: [] },
+      { chain_ids: [core.value.grant_id, core.value.grant_id] },
+      { chain_ids: ['ab'.repeat(32), 'cd'.repeat(32)] },
+      { chain_ids: ['x', core.value.grant_id] },
+      { chain_ids: [...Array.from({ length: 1024 }, (_, i) => i.toString(16).padStart(64, '0')), core.value.grant_id] },
     ];
     for (const patch of patches) {
       const bytes = forged(patch);
