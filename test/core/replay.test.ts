@@ -194,6 +194,7 @@ describe('replay - bad evidence is counted, never applied (C14)', () => {
       { prev: 'x' },
       { request_id: 'x' },
       { chain_ids: [] },
+      { chain_ids: [core.value.grant_id] },
       { chain_ids: [core.value.grant_id, core.value.grant_id] },
       { chain_ids: ['ab'.repeat(32), 'cd'.repeat(32)] },
       { chain_ids: ['x', core.value.grant_id] },
@@ -205,10 +206,25 @@ describe('replay - bad evidence is counted, never applied (C14)', () => {
       expect(want.ok).toBe(false);
       expect(readOwnReceipt(bytes, steward.did)).toEqual(want);
     }
-    // A field the replay does not read is stepped over unchecked (the caller vouches for the bytes).
+    // A field the replay does not read is stepped over unchecked (the caller vouches for the bytes):
+    // the lean read accepts what the full read refuses for it, which shows it was the one that read.
     const odd = forged({ issuer: 'not a did' });
     expect(readVouchedReceipt(odd, steward.did)).toMatchObject({ ok: false, error: { code: ErrorCodes.DID_INVALID } });
     expect(readOwnReceipt(odd, steward.did)).toMatchObject({ ok: true, value: { grant_id: core.value.grant_id, seq: core.value.seq } });
+    // A deny may name a grant twice (it debits nothing): still the lean read.
+    const twice = [core.value.grant_id, core.value.grant_id];
+    const deny = forged({ issuer: 'not a did', verdict: 'deny', deny_reason: 'revoked', chain_ids: twice });
+    expect(readOwnReceipt(deny, steward.did)).toMatchObject({ ok: true, value: { verdict: 'deny', chain_ids: twice } });
+    // A steward argument that is no did:key is refused as the full read refuses it.
+    const fake = 'did:key:z6MkNOTAKEY' as typeof steward.did;
+    const fakeSealed = encodeSign1({
+      protectedBytes: jcrProtectedHeader(new TextEncoder().encode(fake)),
+      unprotected: new Map(),
+      payload: encode({ ...receiptCoreToCbor(core.value), steward: fake }),
+      signature: new Uint8Array(64),
+    });
+    expect(readVouchedReceipt(fakeSealed, fake)).toMatchObject({ ok: false, error: { code: ErrorCodes.DID_INVALID } });
+    expect(readOwnReceipt(fakeSealed, fake)).toEqual(readVouchedReceipt(fakeSealed, fake));
   });
   it('deny / garbage bytes are rejected with a decoder code', () => {
     const { s } = mixedLog();
