@@ -318,6 +318,46 @@ process.stdin.once('data', () => {
   step();
 });`;
 
+/**
+ * Starts a {@link Burner}: `go()` resolves once it runs (the spinner over stretches has started
+ * and been told to go: its clock starts then), `spun()` gives the stretches it spun (unix ms).
+ * @throws Error from `go()` when the spinner over stretches does not start within 10 s.
+ */
+function startBurner(burner: Burner): { child: ChildProcess; go(): Promise<void>; spun(): Array<{ fromMs: number; toMs: number }> } {
+  // Spinning for the whole load at nice 19, or in the SCHED_IDLE class (chrt --idle: it runs only on a core nothing else wants).
+  const spinner = [process.execPath, '-e', 'for (;;);'];
+  const child =
+    burner === 'nice'
+      ? spawn('nice', ['-n', '19', ...spinner], { stdio: 'ignore' })
+      : burner === 'idle'
+        ? spawn('chrt', ['--idle', '0', ...spinner], { stdio: 'ignore' })
+        : spawn('nice', ['-n', '19', process.execPath, '-e', STRETCH_SPINNER, JSON.stringify(burner.stretchesMs)], {
+            stdio: ['pipe', 'pipe', 'ignore'],
+          });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  return {
+    child,
+    async go() {
+      if (child.stdin === null) return;
+      for (let waitedMs = 0; !out.includes('ready'); waitedMs += 5) {
+        if (waitedMs > 10_000) throw new Error('history: the spinner over stretches did not start');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      child.stdin.write('go\n');
+    },
+    // One JSON pair a line, as each stretch ended.
+    spun: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('['))
+        .map((l) => JSON.parse(l) as [number, number])
+        .map(([fromMs, toMs]) => ({ fromMs, toMs })),
+  };
+}
+
 /** What a rate run measured besides the load's figures: the node's batch times and its snapshot, if one was written. */
 interface RateRun extends LoadResult {
   /** When the load process was started (unix ms). */
@@ -388,32 +428,9 @@ async function rateOn(
   });
   try {
     const node = await startNode(file);
-    // The background floor: a process that only spins, for the whole load, at nice 19 or in the
-    // SCHED_IDLE class (chrt --idle: it runs only on a core nothing else wants).
-    const spinner = [process.execPath, '-e', 'for (;;);'];
-    const spin =
-      burner === 'nice'
-        ? spawn('nice', ['-n', '19', ...spinner], { stdio: 'ignore' })
-        : burner === 'idle'
-          ? spawn('chrt', ['--idle', '0', ...spinner], { stdio: 'ignore' })
-          : burner !== undefined
-            ? spawn('nice', ['-n', '19', process.execPath, '-e', STRETCH_SPINNER, JSON.stringify(burner.stretchesMs)], {
-                stdio: ['pipe', 'pipe', 'ignore'],
-              })
-            : undefined;
-    let spunOut = '';
-    spin?.stdout?.on('data', (d: Buffer) => {
-      spunOut += d.toString();
-    });
+    const spin = burner === undefined ? undefined : startBurner(burner);
     try {
-      if (spin?.stdin) {
-        // Started (its clock from the "go"), then told to go as the load starts.
-        for (let waitedMs = 0; !spunOut.includes('ready'); waitedMs += 5) {
-          if (waitedMs > 10_000) throw new Error('history: the spinner over stretches did not start');
-          await new Promise((r) => setTimeout(r, 5));
-        }
-        spin.stdin.write('go\n');
-      }
+      await spin?.go();
       const loadAtMs = Date.now();
       const r = await load({
         host: '127.0.0.1',
@@ -446,15 +463,10 @@ async function rateOn(
           base: String(l['base']),
         }));
       const first = snapshots[0];
-      // The stretches the spinner did spin (unix ms), one JSON pair a line as each ended.
-      const spunMs = spunOut
-        .split('\n')
-        .filter((l) => l.startsWith('['))
-        .map((l) => JSON.parse(l) as [number, number])
-        .map(([fromMs, toMs]) => ({ fromMs, toMs }));
+      const spunMs = spin?.spun() ?? [];
       return { ...r, replyAtMs, batchS, snapshot: first && { fromMs: first.fromMs, toMs: first.toMs }, snapshots, loadAtMs, spunMs };
     } finally {
-      spin?.kill('SIGKILL');
+      spin?.child.kill('SIGKILL');
       await stopNode(node);
     }
   } finally {
