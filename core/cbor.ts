@@ -810,40 +810,15 @@ export class FlatMapPicker<K extends string> {
       if (k === keys.length) return undefined;
       off += keys[k]!.length;
       const name = this.#read[k++];
-      if (!headAt(bytes, off)) return undefined;
-      const major = hMajor as number; // (set by headAt)
-      if (major === MAJOR.uint) {
-        if (name !== undefined) out[name] = hValue;
-        off = hNext;
-      } else if (major === MAJOR.text) {
-        if (name === undefined) {
-          if (typeof hValue !== 'number' || hNext + hValue > bytes.length) return undefined;
-          off = hNext + hValue;
-        } else {
-          const t = textAt(bytes, off);
-          if (t === undefined) return undefined;
-          out[name] = t;
-          off = hNext;
-        }
-      } else if (major === MAJOR.array && typeof hValue === 'number') {
-        const len = hValue;
-        const arr: string[] = [];
-        off = hNext;
-        for (let j = 0; j < len; j++) {
-          if (name === undefined) {
-            if (!headAt(bytes, off) || (hMajor as number) !== MAJOR.text || typeof hValue !== 'number' || hNext + hValue > bytes.length)
-              return undefined;
-            off = hNext + hValue;
-            continue;
-          }
-          const t = textAt(bytes, off);
-          if (t === undefined) return undefined;
-          arr.push(t);
-          off = hNext;
-        }
-        if (name !== undefined) out[name] = arr;
+      if (name === undefined) {
+        const end = flatValueEnd(bytes, off);
+        if (end === undefined) return undefined;
+        off = end;
       } else {
-        return undefined;
+        const v = flatValueAt(bytes, off);
+        if (v === undefined) return undefined;
+        out[name] = v;
+        off = hNext;
       }
     }
     return off === bytes.length ? out : undefined;
@@ -923,32 +898,55 @@ export function readFlatMap(bytes: Uint8Array): Record<string, FlatValue> | unde
     if (prevStart >= 0 && compareRanges(bytes, prevStart, prevEnd, keyStart, off) >= 0) return undefined;
     prevStart = keyStart;
     prevEnd = off;
-    if (!headAt(bytes, off)) return undefined;
-    const major = hMajor as number; // (set by headAt; the compiler keeps the map check's narrowing)
-    if (major === MAJOR.uint) {
-      out[key] = hValue;
-      off = hNext;
-    } else if (major === MAJOR.text) {
-      const t = textAt(bytes, off);
-      if (t === undefined) return undefined;
-      out[key] = t;
-      off = hNext;
-    } else if (major === MAJOR.array && typeof hValue === 'number') {
-      const len = hValue;
-      const arr: string[] = [];
-      off = hNext;
-      for (let j = 0; j < len; j++) {
-        const t = textAt(bytes, off);
-        if (t === undefined) return undefined;
-        arr.push(t);
-        off = hNext;
-      }
-      out[key] = arr;
-    } else {
-      return undefined;
-    }
+    const v = flatValueAt(bytes, off);
+    if (v === undefined) return undefined;
+    out[key] = v;
+    off = hNext;
   }
   return off === bytes.length ? out : undefined;
+}
+
+/**
+ * The flat-map value at `off` (an unsigned integer, a bigint above 2^53 − 1; text; an array of
+ * text), its end in `hNext`; undefined when it is none, or its text is not valid UTF-8.
+ */
+function flatValueAt(b: Uint8Array, off: number): FlatValue | undefined {
+  if (!headAt(b, off)) return undefined;
+  const major = hMajor as number; // (set by headAt)
+  if (major === MAJOR.uint) return hValue;
+  if (major === MAJOR.text) return textAt(b, off);
+  if (major !== MAJOR.array || typeof hValue !== 'number') return undefined;
+  const len = hValue;
+  const arr: string[] = [];
+  let at = hNext;
+  for (let j = 0; j < len; j++) {
+    const t = textAt(b, at);
+    if (t === undefined) return undefined;
+    arr.push(t);
+    at = hNext;
+  }
+  return arr; // (hNext: the end of its last item, or of its head when it has none)
+}
+
+/** Whether the head just read (by headAt) is a text item's (a length past the input leaves the end past it: the caller's end check refuses it). */
+function isTextHead(): boolean {
+  return (hMajor as number) === MAJOR.text && typeof hValue === 'number';
+}
+
+/** The end of the flat-map value at `off`, its text not read; undefined when it is none. */
+function flatValueEnd(b: Uint8Array, off: number): number | undefined {
+  if (!headAt(b, off)) return undefined;
+  const major = hMajor as number; // (set by headAt)
+  if (major === MAJOR.uint) return hNext;
+  if (major === MAJOR.text) return isTextHead() ? hNext + (hValue as number) : undefined;
+  if (major !== MAJOR.array || typeof hValue !== 'number') return undefined;
+  const len = hValue;
+  let at = hNext;
+  for (let j = 0; j < len; j++) {
+    if (!headAt(b, at) || !isTextHead()) return undefined;
+    at = hNext + (hValue as number);
+  }
+  return at;
 }
 
 /** The text item at `off` (its end in `hNext`), or undefined when it is not a valid definite text item. */
