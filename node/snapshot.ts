@@ -922,7 +922,8 @@ export class Snapshotter {
         await gone.close();
       }
       const builder = this.#builder ?? (await this.#startBuilder());
-      if (builder === undefined) return undefined; // closed while the worker started
+      // Closed while the worker started: abandoned, as a snapshot ended by close() (below).
+      if (builder === undefined) throw new Error('snapshot: the node stopped while its worker started');
       try {
         const made = await makeSnapshotOffThread(this.#o.log, this.#o.dataDir, builder.b, {
           steward: this.#o.steward,

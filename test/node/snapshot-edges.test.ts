@@ -635,4 +635,22 @@ describe.runIf(process.platform === 'linux')('stopping while a snapshot is built
     ).toEqual([]);
     expect(idleThreads()).toBe(0);
   }, 60_000);
+  test('close() while the snapshot worker is still starting: "snapshot abandoned" logged too, nothing written', async () => {
+    const dir = folder();
+    const lines: Array<{ msg: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const g = mint(alice, bob, 'tools', ['read'], 1_000_000_000n, rng);
+    const a = await liveNode(cfg, { clockS: () => T, logger }, dir);
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    await c.call({ chain: [g], action: 'read', payload: {}, cost, now: T });
+    await c.close();
+    const made = a.snapshots.snapshotNow();
+    await a.close(); // the worker has not started yet (it takes tens of ms)
+    expect(await made).toBeUndefined();
+    expect(lines.map((l) => l.msg)).toContain('snapshot abandoned: the node is stopping');
+    expect(lines.map((l) => l.msg)).not.toContain('snapshot written');
+    expect(
+      existsSync(path.join(dir, 'snapshots')) ? readdirSync(path.join(dir, 'snapshots')).filter((f) => f.startsWith('snap-')) : [],
+    ).toEqual([]);
+  }, 60_000);
 });
