@@ -42,12 +42,14 @@ export {
   type Uj,
   verifyGrantSignature,
 } from '../core/index.ts';
+export { readChainFile } from './chainfile.ts';
 export {
   type AgentTaskMethod,
   type AgentTaskParams,
   type AgentTaskResult,
   type CallParams,
   type CallResult,
+  CallTimeout,
   type ClientOptions,
   type ClientSigner,
   ConnectionLost,

@@ -13,7 +13,7 @@ import { tempDir } from '../node/fixtures.ts';
 const REPO = path.resolve(import.meta.dirname, '../..');
 const TSC = path.join(REPO, 'node_modules/typescript/bin/tsc');
 
-const typed = `import { grantId, JcpClient, newActor, randomRng, resourceIdOf, type SignedGrant, signGrant } from 'jcp-cluster/client';
+const typed = `import { CallTimeout, grantId, JcpClient, newActor, randomRng, readChainFile, resourceIdOf, type SignedGrant, signGrant } from 'jcp-cluster/client';
 import { BUDGET_URI, type BridgeTool, catalogue } from 'jcp-cluster/bridge';
 const issuer = newActor(randomRng);
 const agent = newActor(randomRng);
@@ -24,7 +24,9 @@ const grant: SignedGrant = signGrant(
 const id: string = grantId(grant.grant);
 const tools: BridgeTool[] = catalogue([[grant]], [{ name: 'fs', resource: resourceIdOf('fs'), tools: [{ name: 'list_directory' }] }]);
 const connect: typeof JcpClient.connect = JcpClient.connect;
-export const out = { id, tools: tools.map((t) => t.name), uri: BUDGET_URI, connect: typeof connect };
+// What \`jcp init\` and \`jcp grant mint\` write is read with readChainFile; a call past its timeoutS rejects with CallTimeout.
+const read = readChainFile;
+export const out = { id, tools: tools.map((t) => t.name), uri: BUDGET_URI, connect: typeof connect, read: typeof read, timeout: CallTimeout.name };
 `;
 
 describe('package: npm pack, installed into an empty Node 20 project', () => {
@@ -112,7 +114,13 @@ describe('package: npm pack, installed into an empty Node 20 project', () => {
       `${typed.replace(/: SignedGrant|: string|: BridgeTool\[\]|: typeof JcpClient\.connect|, type SignedGrant|, type BridgeTool/g, '')}\nconsole.log(JSON.stringify(out));\n`,
     );
     const ran = JSON.parse(execFileSync(process.execPath, ['run.mjs'], { cwd: app, encoding: 'utf8' })) as Record<string, unknown>;
-    expect(ran).toMatchObject({ tools: ['list_directory'], uri: 'jcp://budget', connect: 'function' });
+    expect(ran).toMatchObject({
+      tools: ['list_directory'],
+      uri: 'jcp://budget',
+      connect: 'function',
+      read: 'function',
+      timeout: 'CallTimeout',
+    });
     expect(String(ran['id'])).toMatch(/^[0-9a-f]{64}$/);
   }, 300_000);
 });
