@@ -29,4 +29,4 @@ export { leadingTag } from './cbor.ts';
 export { skipItem } from './cbor.ts';
 export { withoutMapEntry } from './cbor.ts';
 export { jcrSign1Parts } from './cose.ts';
-export { readOwnReceipt, type ReplayedFields } from './receipt.ts';
+export { readOwnReceipt, REPLAYED_FIELDS, type ReplayedFields } from './receipt.ts';

@@ -350,7 +350,8 @@ export type ReplayedFields = Pick<
   'grant_id' | 'subject' | 'verdict' | 'deny_reason' | 'cost_uj' | 'steward' | 'chain_ids' | 'seq' | 'prev' | 'request_id' | 'at'
 >;
 
-const REPLAYED = [
+/** The core fields {@link readOwnReceipt} reads: those the replay (core/replay.ts) uses. */
+export const REPLAYED_FIELDS = [
   'grant_id',
   'subject',
   'verdict',
@@ -363,7 +364,7 @@ const REPLAYED = [
   'request_id',
   'at',
 ] as const;
-const replayedPicker = new FlatMapPicker([...REQUIRED, ...OPTIONAL], REPLAYED);
+const replayedPicker = new FlatMapPicker([...REQUIRED, ...OPTIONAL], REPLAYED_FIELDS);
 
 /**
  * Reads the fields a replay uses ({@link ReplayedFields}) from a receipt of a node's own log,

@@ -607,6 +607,16 @@ describe.runIf(process.platform === 'linux')('a kept snapshot worker that ended 
   });
 });
 
+/** A snapshot ended by the node's stop: it made nothing, said so, and left no file. */
+async function expectAbandoned(made: Promise<unknown>, lines: ReadonlyArray<{ msg: string }>, dir: string): Promise<void> {
+  expect(await made).toBeUndefined();
+  expect(lines.map((l) => l.msg)).toContain('snapshot abandoned: the node is stopping');
+  expect(lines.map((l) => l.msg)).not.toContain('snapshot written');
+  expect(
+    existsSync(path.join(dir, 'snapshots')) ? readdirSync(path.join(dir, 'snapshots')).filter((f) => f.startsWith('snap-')) : [],
+  ).toEqual([]);
+}
+
 describe.runIf(process.platform === 'linux')('stopping while a snapshot is built', () => {
   test('close() ends the snapshot worker instead of waiting for it: nothing written, "snapshot abandoned" logged', async () => {
     const dir = folder();
@@ -627,12 +637,7 @@ describe.runIf(process.platform === 'linux')('stopping while a snapshot is built
     for (let i = 0; i < 2000 && idleThreads() === 0; i++) await new Promise((r) => setTimeout(r, 5));
     expect(idleThreads()).toBeGreaterThan(0);
     await a.close();
-    expect(await made).toBeUndefined();
-    expect(lines.map((l) => l.msg)).toContain('snapshot abandoned: the node is stopping');
-    expect(lines.map((l) => l.msg)).not.toContain('snapshot written');
-    expect(
-      existsSync(path.join(dir, 'snapshots')) ? readdirSync(path.join(dir, 'snapshots')).filter((f) => f.startsWith('snap-')) : [],
-    ).toEqual([]);
+    await expectAbandoned(made, lines, dir);
     expect(idleThreads()).toBe(0);
   }, 60_000);
   test('close() while the snapshot worker is still starting: "snapshot abandoned" logged too, nothing written', async () => {
@@ -646,11 +651,6 @@ describe.runIf(process.platform === 'linux')('stopping while a snapshot is built
     await c.close();
     const made = a.snapshots.snapshotNow();
     await a.close(); // the worker has not started yet (it takes tens of ms)
-    expect(await made).toBeUndefined();
-    expect(lines.map((l) => l.msg)).toContain('snapshot abandoned: the node is stopping');
-    expect(lines.map((l) => l.msg)).not.toContain('snapshot written');
-    expect(
-      existsSync(path.join(dir, 'snapshots')) ? readdirSync(path.join(dir, 'snapshots')).filter((f) => f.startsWith('snap-')) : [],
-    ).toEqual([]);
+    await expectAbandoned(made, lines, dir);
   }, 60_000);
 });
