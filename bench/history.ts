@@ -648,7 +648,7 @@ interface OpenPair {
   readonly base: RateRun;
   readonly during: RateRun;
   /** No snapshot, a nice-19 spinner over the stretches `during`'s snapshots took (same offsets from the load's start). */
-  readonly mimic?: RateRun;
+  readonly mimic: RateRun;
 }
 
 /**
@@ -780,7 +780,7 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
       figures.push({ name: `${what}, ${at}, round ${i + 1} of ${ratios.length}`, value: sig(r), unit: '×', ratio: sig(r) });
     }
   }
-  figures.push(...mimicFigures(at, pairs));
+  figures.push(...mimicFigures(at, pairs, rounds));
   return figures;
 }
 
@@ -788,20 +788,21 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
  * The floor of the two goals: the same ratios for a run with no snapshot and a process at nice 19
  * that only spins over the stretches the snapshots of the same round took (what any work of that
  * length beside the decisions costs them on this machine, with nothing of the node's), and the
- * snapshots' ratios over it (their cost beyond that). Medians of the rounds, each also per round.
+ * snapshots' ratios over it (their cost beyond that; `own`: each round's {@link pairPauses}).
+ * Medians of the rounds, each also per round.
  */
-function mimicFigures(at: string, pairs: readonly OpenPair[]): Figure[] {
-  const rounds = pairs.flatMap((p) => {
+function mimicFigures(at: string, pairs: readonly OpenPair[], own: ReadonlyArray<ReturnType<typeof pairPauses>>): Figure[] {
+  const rounds = pairs.flatMap((p, i) => {
     const m = p.mimic;
-    const pauses = m && pairPauses({ base: p.base, during: m }, m.spunMs);
-    const own = pairPauses(p);
-    if (m === undefined || pauses === undefined || own === undefined) return [];
+    const pauses = pairPauses({ base: p.base, during: m }, m.spunMs);
+    const snapshots = own[i];
+    if (pauses === undefined || snapshots === undefined) return [];
     return [
       {
         p99: m.p99Us / p.base.p99Us,
         pause: pauses.pause / pauses.floor,
         overP99: p.during.p99Us / m.p99Us,
-        overPause: own.pause / pauses.pause,
+        overPause: snapshots.pause / pauses.pause,
       },
     ];
   });

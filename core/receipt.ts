@@ -387,32 +387,27 @@ export function readOwnReceipt(bytes: Uint8Array, steward: Did): Result<Replayed
     f === undefined ||
     f.steward !== steward ||
     !isDid(steward) ||
-    typeof f.grant_id !== 'string' ||
-    typeof f.subject !== 'string' ||
+    // Each field the replay reads, checked as readReceiptCore checks it.
+    !isContentId(f.grant_id) ||
+    !isDid(f.subject) ||
     typeof f.seq !== 'number' ||
     typeof f.at !== 'number' ||
     (typeof f.cost_uj !== 'number' && typeof f.cost_uj !== 'bigint') ||
     !(f.verdict === 'allow' ? f.deny_reason === undefined : f.verdict === 'deny' && isDenyReason(f.deny_reason)) ||
-    (f.prev !== undefined && typeof f.prev !== 'string') ||
-    (f.request_id !== undefined && typeof f.request_id !== 'string') ||
-    (f.chain_ids !== undefined && !Array.isArray(f.chain_ids)) ||
-    // The values the replay keys its state on, checked as readReceiptCore checks them.
-    !isContentId(f.grant_id) ||
-    !isDid(f.subject) ||
     (f.prev !== undefined && !isContentId(f.prev)) ||
     (f.request_id !== undefined && !isContentId(f.request_id)) ||
-    (f.chain_ids !== undefined && !chainIdsHold(f.chain_ids as readonly unknown[], f.grant_id, f.verdict))
+    (f.chain_ids !== undefined && !chainIdsHold(f.chain_ids, f.grant_id, f.verdict))
   ) {
     return readVouchedReceipt(bytes, steward);
   }
   return ok({
     grant_id: f.grant_id,
-    subject: f.subject as Did,
+    subject: f.subject,
     verdict: f.verdict as Verdict,
     ...(f.deny_reason !== undefined ? { deny_reason: f.deny_reason as DenyReason } : {}),
     cost_uj: BigInt(f.cost_uj),
     steward,
-    ...(f.chain_ids !== undefined ? { chain_ids: f.chain_ids as ContentId[] } : {}),
+    ...(f.chain_ids !== undefined ? { chain_ids: f.chain_ids } : {}),
     seq: f.seq,
     ...(f.prev !== undefined ? { prev: f.prev } : {}),
     ...(f.request_id !== undefined ? { request_id: f.request_id } : {}),
@@ -420,9 +415,9 @@ export function readOwnReceipt(bytes: Uint8Array, steward: Did): Result<Replayed
   });
 }
 
-/** Whether `ids` is a receipt's valid `chain_ids` for `grant` (the rules {@link readReceiptCore} checks, as a yes or no). */
-function chainIdsHold(ids: readonly unknown[], grant: string, verdict: unknown): boolean {
-  if (ids.length < 2 || ids.length > MAX_RECEIPT_CHAIN_IDS || ids[ids.length - 1] !== grant) return false;
+/** Whether `ids` is a receipt's valid `chain_ids` for `grant`: an array under the rules {@link readReceiptCore} checks, as a yes or no. */
+function chainIdsHold(ids: unknown, grant: string, verdict: unknown): ids is ContentId[] {
+  if (!Array.isArray(ids) || ids.length < 2 || ids.length > MAX_RECEIPT_CHAIN_IDS || ids[ids.length - 1] !== grant) return false;
   if (!ids.every(isContentId)) return false;
   return verdict !== 'allow' || new Set(ids).size === ids.length;
 }

@@ -137,7 +137,8 @@ export interface ReplayOptions {
   /**
    * The caller vouches for the bytes: signatures are not checked. With `steward`, receipts in
    * the shape the steward seals are read lean ({@link readOwnReceipt}: only the fields the
-   * replay uses, with their types), any other bytes as {@link readVouchedReceipt} reads them
+   * replay uses, checked as the full read checks them), any other bytes as
+   * {@link readVouchedReceipt} reads them
    * (every check but the signature). The result is only as good as the caller's own check
    * afterwards: no rejected receipt, no break, and the last id the one it holds
    * (node/snapshotjob.ts). Default false.
