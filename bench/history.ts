@@ -47,6 +47,7 @@ import {
 import { type Figure, median, type SuiteOptions, sig } from './figures.ts';
 import { readBuild, rootGrant, sealedLog } from './node.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
+import { ratesInAndOut, sampleThreads, type ThreadInterval } from './threads.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
 /**
@@ -366,6 +367,8 @@ interface RateRun extends LoadResult {
   readonly spunMs: ReadonlyArray<{ fromMs: number; toMs: number }>;
   /** When each reply was read (unix ms), in reply order. */
   readonly replyAtMs: number[];
+  /** The node's threads' CPU by class during the load, every 100 ms (bench/threads.ts). */
+  readonly threads: ThreadInterval[];
   /** Seconds of every fsync'd batch of the log during the run (the node's `log batch durable` lines). */
   readonly batchS: number[];
   /** When the first snapshot was written (unix ms), if it was during the load. */
@@ -429,6 +432,7 @@ async function rateOn(
   try {
     const node = await startNode(file);
     const spin = burner === undefined ? undefined : startBurner(burner);
+    const sampler = sampleThreads(node.child.pid!);
     try {
       await spin?.go();
       const loadAtMs = Date.now();
@@ -445,6 +449,7 @@ async function rateOn(
         nowS: Math.floor(Date.now() / 1000),
         timelineFile: `${dir}.replies.json`,
       });
+      const threads = sampler.stop();
       const replyAtMs = JSON.parse(readFileSync(`${dir}.replies.json`, 'utf8')) as number[];
       const lines = node.lines();
       const batchS = lines.filter((l) => l['msg'] === 'log batch durable').map((l) => Number(l['seconds']));
@@ -464,8 +469,18 @@ async function rateOn(
         }));
       const first = snapshots[0];
       const spunMs = spin?.spun() ?? [];
-      return { ...r, replyAtMs, batchS, snapshot: first && { fromMs: first.fromMs, toMs: first.toMs }, snapshots, loadAtMs, spunMs };
+      return {
+        ...r,
+        replyAtMs,
+        batchS,
+        snapshot: first && { fromMs: first.fromMs, toMs: first.toMs },
+        snapshots,
+        loadAtMs,
+        spunMs,
+        threads,
+      };
     } finally {
+      sampler.stop();
       spin?.child.kill('SIGKILL');
       await stopNode(node);
     }
@@ -528,7 +543,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     const stretchesMs = during.snapshots.map((x) => [x.fromMs - during.loadAtMs, x.toMs - during.loadAtMs] as const);
     pairs.push({ base: without, during, mimic: await rateOn(small, agent, grant, open, undefined, { stretchesMs }) });
   }
-  figures.push(...openFigures(open, pairs));
+  figures.push(...openFigures(open, pairs), ...threadFigures(open, pairs));
   const baseP99Us = median(pairs.map((p) => p.base.p99Us));
   // What any background work at nice 19 costs the p99 on this machine: the same open loop, no
   // snapshots, with a process at nice 19 that only spins (no memory, no I/O, nothing of the node's).
@@ -819,6 +834,50 @@ function mimicFigures(at: string, pairs: readonly OpenPair[], own: ReadonlyArray
     figures.push({ name: what, value: sig(median(ratios)), unit: '×', ratio: sig(median(ratios)) });
     for (const [i, r] of ratios.entries())
       figures.push({ name: `${what}, round ${i + 1} of ${ratios.length}`, value: sig(r), unit: '×', ratio: sig(r) });
+  }
+  return figures;
+}
+
+/**
+ * Where a snapshot's cost lands (bench/threads.ts): in each round's run with snapshots, the CPU
+ * (ms per s) of the node's main thread, of its other threads at the node's own priority (V8's
+ * helper threads, which also collect the snapshot worker's garbage, libuv's pool, the signature
+ * workers) and of the snapshot worker (nice 19), while snapshots were written against the rest of
+ * the same run after its warm-up; medians of the rounds. And how far the p99 of the runs without
+ * snapshots spreads between rounds (highest ÷ lowest): the noise the ≤ 1.25× goals are read in.
+ */
+function threadFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair[]): Figure[] {
+  const at = `open loop at ${load.rate}/s`;
+  const figures: Figure[] = [];
+  const bases = pairs.map((p) => p.base.p99Us);
+  if (bases.length > 1) {
+    const spread = Math.max(...bases) / Math.min(...bases);
+    figures.push({
+      name: `p99 decision latency, ${at}, no snapshot: highest round ÷ lowest`,
+      value: sig(spread),
+      unit: '×',
+      ratio: sig(spread),
+    });
+  }
+  const rounds = pairs.flatMap((p) => {
+    const r = ratesInAndOut(p.during.threads, p.during.snapshots, (p.during.replyAtMs[0] ?? 0) + WARM_MS);
+    return r.inside !== undefined && r.outside !== undefined ? [{ inside: r.inside, outside: r.outside }] : [];
+  });
+  if (rounds.length === 0) return figures;
+  for (const [what, key] of [
+    ['main thread', 'main'],
+    ["other threads at the node's priority (V8's helper threads, libuv's pool, signature workers)", 'helpers'],
+    ['snapshot worker (nice 19)', 'low'],
+  ] as const) {
+    const inside = median(rounds.map((r) => r.inside[key]));
+    const outside = median(rounds.map((r) => r.outside[key]));
+    figures.push({
+      name: `node CPU while snapshots are written, ${at}: ${what} (ms per s; floor: the rest of the run)`,
+      value: sig(inside),
+      unit: 'ms/s',
+      floor: sig(outside),
+      ...(outside > 0 ? { ratio: sig(inside / outside) } : {}),
+    });
   }
   return figures;
 }
