@@ -25,7 +25,12 @@
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
- * machine. Requests in the built logs are ten days old, so
+ * machine. In each run with snapshots the node's threads are sampled (bench/threads.ts): the CPU
+ * of its main thread, of its other threads at its own priority (V8's helper threads, libuv's pool,
+ * the signature workers) and of the nice-19 worker, while snapshots are written against the rest
+ * of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
+ * open-loop rounds, at that rate; `JCP_BENCH_HISTORY_NODE_ARGS` adds Node or V8 flags to every
+ * node. Requests in the built logs are ten days old, so
  * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -176,10 +181,16 @@ function configFile(dir: string, extra: Record<string, unknown>): string {
   return file;
 }
 
+/**
+ * Node or V8 flags for every node the suite starts (`JCP_BENCH_HISTORY_NODE_ARGS`, space-separated,
+ * e.g. `--single-threaded-gc`): to see which of V8's background work a figure moves with.
+ */
+const NODE_ARGS = (process.env['JCP_BENCH_HISTORY_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+
 /** Starts `jcp node start`; resolves once it listens, with the seconds from spawn to then. */
 function startNode(file: string): Promise<Started> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [path.join(repo, 'bin/jcp.mjs'), 'node', 'start', '--config', file], { cwd: repo });
+  const child = spawn(process.execPath, [...NODE_ARGS, path.join(repo, 'bin/jcp.mjs'), 'node', 'start', '--config', file], { cwd: repo });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => {
     out += d.toString();
@@ -491,10 +502,78 @@ async function rateOn(
   }
 }
 
+/**
+ * Only the open-loop rounds and their figures (`JCP_BENCH_HISTORY_OPEN_ONLY=1`, with
+ * `JCP_BENCH_HISTORY_OPEN_RATE`): no start figures, closed loop, spinners beside the whole load or
+ * stall probe. For comparing one setting with another at the same rate.
+ */
+const OPEN_ONLY = process.env['JCP_BENCH_HISTORY_OPEN_ONLY'] === '1';
+/** The open loop's rate (decisions/s; `JCP_BENCH_HISTORY_OPEN_RATE`); unset or 0: half the closed loop's. */
+const OPEN_RATE = Number(process.env['JCP_BENCH_HISTORY_OPEN_RATE'] ?? 0);
+
 /** The suite: start time and memory by log size, with and without a snapshot; decisions while one is written. */
 export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
-  const figures: Figure[] = [];
+  if (OPEN_ONLY && !(OPEN_RATE > 0))
+    throw new Error('history: JCP_BENCH_HISTORY_OPEN_ONLY=1 needs JCP_BENCH_HISTORY_OPEN_RATE (decisions/s)');
   const ns = sizes();
+  const figures: Figure[] = OPEN_ONLY ? [] : await startFigures(seed, ns);
+  // Decisions while a snapshot of the whole smallest log is written (its replay on a temporary worker thread at nice 19).
+  const rng = seededRng(`bench/history/agent/${seed}`);
+  const issuer = newActor(rng);
+  const agent = newActor(rng);
+  const grant = rootGrant(issuer, agent, 'bench', ['call'], rng);
+  const small = await historyLog(seed, ns[0]!, ns);
+  let rate = OPEN_RATE;
+  if (!OPEN_ONLY) {
+    const requests = Number(process.env['JCP_BENCH_HISTORY_REQUESTS'] ?? 20_000);
+    const base = await rateOn(small, agent, grant, { mode: 'closed', requests }, undefined);
+    const during = await rateOn(small, agent, grant, { mode: 'closed', requests }, { afterS: 1 });
+    figures.push(...rateFigures(ns[0]!, requests, base, during));
+    if (!(rate > 0)) rate = Math.max(1, Math.round(base.perSecond / 2));
+  }
+  // A closed loop keeps both cores busy, so the nice-19 snapshot hardly runs until the load ends.
+  // The sustained case: an open loop at half the closed loop's rate for JCP_BENCH_HISTORY_OPEN_S
+  // (default 30 s), on a node that started from a snapshot of the log and writes one every
+  // `rate × 4` receipts (each holding every request id of the load so far: all are in the window).
+  const openS = Number(process.env['JCP_BENCH_HISTORY_OPEN_S'] ?? 30);
+  const open = { mode: 'open', requests: Math.round(rate * openS), rate } as const;
+  const from = { seed, n: ns[0]!, ns };
+  // Runs without and with snapshots alternate for JCP_BENCH_HISTORY_ROUNDS rounds (default 3): a
+  // stall of this VM's disk or CPU in one run moves one round's ratios, not the medians.
+  const rounds = Math.max(1, Number(process.env['JCP_BENCH_HISTORY_ROUNDS'] ?? 3));
+  const pairs: OpenPair[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const without = await rateOn(small, agent, grant, open, undefined);
+    const during = await rateOn(small, agent, grant, open, { everyReceipts: rate * 4, from });
+    // The floor of the goals: no snapshot, a nice-19 spinner over the stretches the snapshots took.
+    const stretchesMs = during.snapshots.map((x) => [x.fromMs - during.loadAtMs, x.toMs - during.loadAtMs] as const);
+    pairs.push({ base: without, during, mimic: await rateOn(small, agent, grant, open, undefined, { stretchesMs }) });
+  }
+  figures.push(...openFigures(open, pairs), ...threadFigures(open, pairs));
+  if (OPEN_ONLY) return figures;
+  const baseP99Us = median(pairs.map((p) => p.base.p99Us));
+  // What any background work at nice 19 costs the p99 on this machine: the same open loop, no
+  // snapshots, with a process at nice 19 that only spins (no memory, no I/O, nothing of the node's).
+  for (const [policy, what] of [
+    ['nice', 'a nice-19 spinning process'],
+    ['idle', 'a SCHED_IDLE spinning process'],
+  ] as const) {
+    const spun = await rateOn(small, agent, grant, open, undefined, policy);
+    figures.push({
+      name: `p99 decision latency, open loop at ${open.rate}/s, no snapshot, ${what} beside it (× the p99 without)`,
+      value: sig(spun.p99Us / baseP99Us),
+      unit: '×',
+      floor: sig(baseP99Us / 1000),
+      ratio: sig(spun.p99Us / baseP99Us),
+    });
+  }
+  figures.push(...(await stallFigures(small, ns[0]!)));
+  return figures;
+}
+
+/** Start seconds and RSS by log size, from the log alone and from a snapshot, and their growth. */
+async function startFigures(seed: number, ns: readonly number[]): Promise<Figure[]> {
+  const figures: Figure[] = [];
   const starts = new Map<string, { seconds: number; rssMb: number }>();
   // A full replay's start is linear in the log (minutes per million receipts here): sizes above
   // `JCP_BENCH_HISTORY_FULL_MAX` (default 1,000,000) start from a snapshot only.
@@ -514,53 +593,6 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     }
   }
   if (ns.length > 1) figures.push(...growthFigures(ns, fullMax, starts));
-  // Decisions while a snapshot of the whole smallest log is written (its replay on a temporary worker thread at nice 19).
-  const rng = seededRng(`bench/history/agent/${seed}`);
-  const issuer = newActor(rng);
-  const agent = newActor(rng);
-  const grant = rootGrant(issuer, agent, 'bench', ['call'], rng);
-  const small = await historyLog(seed, ns[0]!, ns);
-  const requests = Number(process.env['JCP_BENCH_HISTORY_REQUESTS'] ?? 20_000);
-  const base = await rateOn(small, agent, grant, { mode: 'closed', requests }, undefined);
-  const during = await rateOn(small, agent, grant, { mode: 'closed', requests }, { afterS: 1 });
-  figures.push(...rateFigures(ns[0]!, requests, base, during));
-  // A closed loop keeps both cores busy, so the nice-19 snapshot hardly runs until the load ends.
-  // The sustained case: an open loop at half the closed loop's rate for JCP_BENCH_HISTORY_OPEN_S
-  // (default 30 s), on a node that started from a snapshot of the log and writes one every
-  // `rate × 4` receipts (each holding every request id of the load so far: all are in the window).
-  const rate = Math.max(1, Math.round(base.perSecond / 2));
-  const openS = Number(process.env['JCP_BENCH_HISTORY_OPEN_S'] ?? 30);
-  const open = { mode: 'open', requests: Math.round(rate * openS), rate } as const;
-  const from = { seed, n: ns[0]!, ns };
-  // Runs without and with snapshots alternate for JCP_BENCH_HISTORY_ROUNDS rounds (default 3): a
-  // stall of this VM's disk or CPU in one run moves one round's ratios, not the medians.
-  const rounds = Math.max(1, Number(process.env['JCP_BENCH_HISTORY_ROUNDS'] ?? 3));
-  const pairs: OpenPair[] = [];
-  for (let i = 0; i < rounds; i++) {
-    const without = await rateOn(small, agent, grant, open, undefined);
-    const during = await rateOn(small, agent, grant, open, { everyReceipts: rate * 4, from });
-    // The floor of the goals: no snapshot, a nice-19 spinner over the stretches the snapshots took.
-    const stretchesMs = during.snapshots.map((x) => [x.fromMs - during.loadAtMs, x.toMs - during.loadAtMs] as const);
-    pairs.push({ base: without, during, mimic: await rateOn(small, agent, grant, open, undefined, { stretchesMs }) });
-  }
-  figures.push(...openFigures(open, pairs), ...threadFigures(open, pairs));
-  const baseP99Us = median(pairs.map((p) => p.base.p99Us));
-  // What any background work at nice 19 costs the p99 on this machine: the same open loop, no
-  // snapshots, with a process at nice 19 that only spins (no memory, no I/O, nothing of the node's).
-  for (const [policy, what] of [
-    ['nice', 'a nice-19 spinning process'],
-    ['idle', 'a SCHED_IDLE spinning process'],
-  ] as const) {
-    const spun = await rateOn(small, agent, grant, open, undefined, policy);
-    figures.push({
-      name: `p99 decision latency, open loop at ${open.rate}/s, no snapshot, ${what} beside it (× the p99 without)`,
-      value: sig(spun.p99Us / baseP99Us),
-      unit: '×',
-      floor: sig(baseP99Us / 1000),
-      ratio: sig(spun.p99Us / baseP99Us),
-    });
-  }
-  figures.push(...(await stallFigures(small, ns[0]!)));
   return figures;
 }
 
