@@ -25,10 +25,10 @@
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
- * machine. In each run with snapshots the node's threads are sampled (bench/threads.ts): the CPU
- * of its main thread, of its other threads at its own priority (V8's helper threads, libuv's pool,
- * the signature workers) and of the nice-19 worker, while snapshots are written against the rest
- * of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
+ * machine. The node's threads are sampled in every run (bench/threads.ts); from the open-loop
+ * runs with snapshots come the CPU of its main thread, of its other threads at its own priority
+ * (V8's helper threads, libuv's pool, the signature workers) and of the nice-19 worker, while
+ * snapshots are written against the rest of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
  * open-loop rounds, at that rate; `JCP_BENCH_HISTORY_NODE_ARGS` adds Node or V8 flags to every
  * node. Requests in the built logs are ten days old, so
  * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
@@ -508,8 +508,8 @@ async function rateOn(
  * stall probe. For comparing one setting with another at the same rate.
  */
 const OPEN_ONLY = process.env['JCP_BENCH_HISTORY_OPEN_ONLY'] === '1';
-/** The open loop's rate (decisions/s; `JCP_BENCH_HISTORY_OPEN_RATE`); unset or 0: half the closed loop's. */
-const OPEN_RATE = Number(process.env['JCP_BENCH_HISTORY_OPEN_RATE'] ?? 0);
+/** The open loop's rate (decisions/s, rounded; `JCP_BENCH_HISTORY_OPEN_RATE`); unset or 0: half the closed loop's. */
+const OPEN_RATE = Math.round(Number(process.env['JCP_BENCH_HISTORY_OPEN_RATE'] ?? 0));
 
 /** The suite: start time and memory by log size, with and without a snapshot; decisions while one is written. */
 export async function run({ seed }: SuiteOptions): Promise<Figure[]> {

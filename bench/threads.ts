@@ -5,13 +5,18 @@
  * CPU) and `stat` (the thread's nice) of every thread; the CPU between two samples goes to one
  * of three classes:
  * - `main`: the node's main thread (the decisions; tid = pid);
- * - `low`: threads at nice 10 or more (the snapshot worker at nice 19, node/snapshot.ts);
+ * - `low`: threads at least 10 nice steps below the main thread (the snapshot worker at nice 19,
+ *   node/snapshot.ts, when the node runs at nice 0; the same when the whole node was started
+ *   niced);
  * - `helpers`: every other thread at the node's own priority: V8's helper threads (the garbage
  *   collectors' parallel and concurrent work for every isolate of the process, worker threads
  *   included), libuv's pool (the log's writes and fsyncs, LevelDB reads) and the signature
  *   workers.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+
+/** Nice steps below the main thread from which a thread counts as `low`. */
+const LOW_NICE_STEPS = 10;
 
 /** CPU milliseconds of each thread class over one sampling interval (unix ms at both ends). */
 export interface ThreadInterval {
@@ -65,10 +70,11 @@ export function sampleThreads(pid: number, everyMs = 100): { stop(): ThreadInter
     const now = readThreads(pid);
     const at = Date.now();
     const ms = { mainMs: 0, lowMs: 0, helpersMs: 0 };
+    const lowFrom = (now.get(String(pid))?.nice ?? 0) + LOW_NICE_STEPS;
     for (const [tid, t] of now) {
       const d = (t.ns - (last.get(tid)?.ns ?? 0)) / 1e6;
       if (tid === String(pid)) ms.mainMs += d;
-      else if (t.nice >= 10) ms.lowMs += d;
+      else if (t.nice >= lowFrom) ms.lowMs += d;
       else ms.helpersMs += d;
     }
     if (now.size > 0) intervals.push({ fromMs: lastAt, toMs: at, ...ms });

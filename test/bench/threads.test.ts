@@ -10,6 +10,25 @@ const at = (fromMs: number, mainMs: number, lowMs: number, helpersMs: number): T
   helpersMs,
 });
 
+/**
+ * A worker thread that sets its own nice to `nice` and, once told, spins until its own CPU
+ * (schedstat, so it holds however busy the cores are) has grown by `cpuMs`. It lives until
+ * terminated (its listener stays): a thread that ends before a sample loses its CPU since the last.
+ */
+function spinner(nice: number, cpuMs: number): Worker {
+  return new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     const { readFileSync, readlinkSync } = require('node:fs');
+     require('node:os').setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), ${nice});
+     const cpuMs = () => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+     parentPort.on('message', () => { const end = cpuMs() + ${cpuMs}; while (cpuMs() < end); parentPort.postMessage('done'); });
+     parentPort.postMessage('ready');`,
+    { eval: true },
+  );
+}
+
+const next = (w: Worker) => new Promise((r) => w.once('message', r));
+
 describe('bench/threads: CPU by thread class', () => {
   it('ratesInAndOut splits intervals by their middle and leaves out the warm-up', () => {
     const intervals = [at(0, 90, 90, 90), at(1000, 50, 0, 10), at(1100, 60, 40, 30), at(1200, 40, 0, 10), at(1300, 70, 20, 50)];
@@ -26,33 +45,38 @@ describe('bench/threads: CPU by thread class', () => {
     // Outside: from 1000 and from 1200; the one from 0 is in the warm-up.
     expect(outside).toEqual({ main: 450, low: 0, helpers: 100, seconds: 0.2 });
     expect(ratesInAndOut(intervals, [], 5000)).toEqual({ inside: undefined, outside: undefined });
+    // A stretch's ends count as inside: one ending at a middle (1150), one starting at a middle (1350).
+    const edges = ratesInAndOut(
+      intervals,
+      [
+        { fromMs: 1140, toMs: 1150 },
+        { fromMs: 1350, toMs: 1360 },
+      ],
+      500,
+    );
+    expect(edges.inside?.seconds).toBe(0.2);
   });
 
-  it('sampleThreads puts a nice-19 thread in low and the main thread in main', async () => {
-    // A worker thread that lowers itself to nice 10 (the class's lowest) and spins until its own
-    // CPU (schedstat, so the test holds however busy the cores are) reaches 150 ms.
-    const worker = new Worker(
-      `const { parentPort } = require('node:worker_threads');
-       const { readFileSync, readlinkSync } = require('node:fs');
-       const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-       require('node:os').setPriority(tid, 10);
-       const cpuMs = () => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
-       parentPort.once('message', () => { const end = cpuMs() + 150; while (cpuMs() < end); parentPort.postMessage('done'); });
-       parentPort.postMessage('ready');`,
-      { eval: true },
-    );
-    await new Promise((r) => worker.once('message', r));
-    const sampler = sampleThreads(process.pid, 20);
-    const done = new Promise((r) => worker.once('message', r));
-    worker.postMessage('go');
+  it('sampleThreads counts the main thread, threads 10 nice steps below it and the others apart, up to stop()', async () => {
+    // One worker 10 steps below this thread spins 150 ms of its own CPU, one at this thread's
+    // nice 300 ms. The period is longer than the test: every figure comes from stop()'s sample.
+    const low = spinner(10, 150);
+    const same = spinner(0, 300);
+    await Promise.all([next(low), next(same)]);
+    await new Promise((r) => setTimeout(r, 200)); // the workers' start-up ends
+    const sampler = sampleThreads(process.pid, 600_000);
+    const done = Promise.all([next(low), next(same)]);
+    low.postMessage('go');
+    same.postMessage('go');
     await done;
-    await new Promise((r) => setTimeout(r, 60));
     const intervals = sampler.stop();
-    await worker.terminate();
-    const sum = (k: 'mainMs' | 'lowMs') => intervals.reduce((t, x) => t + x[k], 0);
-    // The spin is 150 ms of CPU at nice 10 (read by another thread, a running thread's count can
-    // lag by a scheduler tick); the main thread only ran the sampler's timer.
+    await Promise.all([low.terminate(), same.terminate()]);
+    const sum = (k: 'mainMs' | 'lowMs' | 'helpersMs') => intervals.reduce((t, x) => t + x[k], 0);
+    expect(intervals).toHaveLength(1);
+    // A running thread's count, read by another, can lag by a scheduler tick.
     expect(sum('lowMs')).toBeGreaterThan(120);
-    expect(sum('mainMs')).toBeLessThan(sum('lowMs'));
+    expect(sum('lowMs')).toBeLessThan(350);
+    expect(sum('helpersMs')).toBeGreaterThan(250);
+    expect(sum('mainMs')).toBeGreaterThan(0);
   }, 60_000);
 });
