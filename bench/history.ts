@@ -25,7 +25,7 @@
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
- * machine. The node's threads are sampled in every run (bench/threads.ts); from the open-loop
+ * machine. The node's threads are sampled in every rate run (bench/threads.ts); from the open-loop
  * runs with snapshots come the CPU of its main thread, of its other threads at its own priority
  * (V8's helper threads, libuv's pool, the signature workers) and of the nice-19 worker, while
  * snapshots are written against the rest of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
