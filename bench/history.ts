@@ -25,10 +25,11 @@
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
- * machine. The node's threads are sampled in every rate run (bench/threads.ts); from the open-loop
- * runs with snapshots come the CPU of its main thread, of its other threads at its own priority
- * (V8's helper threads, libuv's pool, the signature workers) and of the nice-19 worker, while
- * snapshots are written against the rest of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
+ * machine. The node's threads are sampled in every rate run (bench/threads.ts), so the runs a
+ * ratio compares carry the same sampling; from the open-loop runs with snapshots come the CPU of
+ * its main thread, of its other threads at its own priority (V8's helper threads, libuv's pool,
+ * the signature workers) and of the nice-19 worker, while snapshots are written against the rest
+ * of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
  * open-loop rounds, at that rate; `JCP_BENCH_HISTORY_NODE_ARGS` adds Node or V8 flags to every
  * node. Requests in the built logs are ten days old, so
  * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
@@ -690,6 +691,9 @@ function rateFigures(n: number, requests: number, base: RateRun, during: RateRun
 /** Milliseconds at the start of a load left out of the open-loop pause windows (connections, first batches, JIT). */
 const WARM_MS = 1000;
 
+/** When a run's warm-up ends (unix ms): {@link WARM_MS} after its first reply. */
+const warmEnd = (r: RateRun): number => (r.replyAtMs[0] ?? 0) + WARM_MS;
+
 /** One round of the open loop: a run without snapshots and one with them, same rate and requests. */
 interface OpenPair {
   readonly base: RateRun;
@@ -709,10 +713,9 @@ function pairPauses(
   { base, during }: Pick<OpenPair, 'base' | 'during'>,
   stretches: ReadonlyArray<{ fromMs: number; toMs: number }> = during.snapshots,
 ): { seconds: number; pause: number; floor: number; batchP99: number } | undefined {
-  const warm = (r: RateRun) => (r.replyAtMs[0] ?? 0) + WARM_MS;
-  const windows = stretches.map((x) => ({ fromMs: Math.max(x.fromMs, warm(during)), toMs: x.toMs })).filter((w) => w.toMs > w.fromMs);
+  const windows = stretches.map((x) => ({ fromMs: Math.max(x.fromMs, warmEnd(during)), toMs: x.toMs })).filter((w) => w.toMs > w.fromMs);
   if (windows.length === 0) return undefined;
-  const shift = warm(base) - warm(during);
+  const shift = warmEnd(base) - warmEnd(during);
   return {
     seconds: windows.reduce((t, w) => t + w.toMs - w.fromMs, 0) / 1000,
     pause: Math.max(...windows.map((w) => longestPause(during.replyAtMs, w))),
@@ -892,7 +895,7 @@ function threadFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPa
     });
   }
   const rounds = pairs.flatMap((p) => {
-    const r = ratesInAndOut(p.during.threads, p.during.snapshots, (p.during.replyAtMs[0] ?? 0) + WARM_MS);
+    const r = ratesInAndOut(p.during.threads, p.during.snapshots, warmEnd(p.during));
     return r.inside !== undefined && r.outside !== undefined ? [{ inside: r.inside, outside: r.outside }] : [];
   });
   if (rounds.length === 0) return figures;

@@ -58,9 +58,9 @@ function readThreads(pid: number): Map<string, { ns: number; nice: number }> {
 
 /**
  * Samples the threads of process `pid` every `everyMs` (default 100) until `stop()`, which
- * returns the intervals (a last one ends at the first `stop()`). A thread born between two samples counts from zero; one that ended
- * loses its last interval's CPU (at most `everyMs` of one thread). Off Linux (no /proc), no
- * intervals.
+ * returns the intervals (a last one ends at the first `stop()`). A thread born between two
+ * samples counts from zero; one that ended loses its last interval's CPU (at most `everyMs` of
+ * one thread). Off Linux (no /proc), no intervals.
  */
 export function sampleThreads(pid: number, everyMs = 100): { stop(): ThreadInterval[] } {
   const intervals: ThreadInterval[] = [];
@@ -82,11 +82,12 @@ export function sampleThreads(pid: number, everyMs = 100): { stop(): ThreadInter
     lastAt = at;
   };
   const timer = setInterval(sample, everyMs);
+  let stopped = false;
   return {
     stop() {
-      if (timer.hasRef()) {
+      if (!stopped) {
+        stopped = true;
         clearInterval(timer);
-        timer.unref();
         sample(); // the last stretch, up to the stop
       }
       return intervals;
