@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { type Actor, actorFromSeed } from '../core/index.ts';
 import { readKeyFile, writeKeyFile } from '../node/index.ts';
 import { loopbackNatsUrlProblem, NatsCluster, NatsServer } from './nats.ts';
-import { freePort, JCP_BIN, killChild, stopChild, track, waitUntil } from './procs.ts';
+import { freePort, JCP_BIN, killChild, pidAlive, stopChild, track, waitUntil } from './procs.ts';
 import { TcpProxy } from './proxy.ts';
 
 /** The `jcp` entry point the nodes run. */
@@ -376,17 +376,6 @@ export interface NodeStatus {
   /** The pid `cluster up` recorded, and whether a process with that pid runs now (a node restarted by hand has another pid). */
   readonly pid: number | undefined;
   readonly pidRunning: boolean;
-}
-
-function pidAlive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: the pid exists but belongs to someone else.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

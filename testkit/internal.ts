@@ -5,6 +5,6 @@
 export * from './index.ts';
 export { type ParticipantProc, startDealtGroup, startParticipantProc } from './frost-procs.ts';
 export { NatsCluster } from './nats.ts';
-export { JCP_BIN } from './procs.ts';
+export { CLAIMS_DIR, claimPort, JCP_BIN } from './procs.ts';
 export { TcpProxy } from './proxy.ts';
 export { type A2aAgentOptions, TEST_AGENT_SKILLS } from './a2a-agent.ts';

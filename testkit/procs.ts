@@ -5,9 +5,11 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -56,12 +58,23 @@ let hooked = false;
 export function track(child: ChildProcess): void {
   live.add(child);
   child.once('exit', () => live.delete(child));
-  if (!hooked) {
-    hooked = true;
-    process.once('exit', killAllTracked);
-    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-      process.once(sig, () => exitAfterInterrupt(128 + (sig === 'SIGINT' ? 2 : 15)));
-    }
+  hookExit();
+}
+
+/**
+ * Once per process: on exit, SIGKILL every tracked child and drop this process's port claims; on
+ * SIGINT or SIGTERM, exit through {@link exitAfterInterrupt} (a signal's default action would skip
+ * the exit handlers).
+ */
+function hookExit(): void {
+  if (hooked) return;
+  hooked = true;
+  process.once('exit', () => {
+    killAllTracked();
+    dropClaims();
+  });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => exitAfterInterrupt(128 + (sig === 'SIGINT' ? 2 : 15)));
   }
 }
 
@@ -139,6 +152,82 @@ function ephemeralRange(): [number, number] {
 
 const handedOut = new Set<number>();
 
+/**
+ * The folder of port claims shared by every process of this user that uses the test kit: one
+ * file per claimed port, named by the port and holding the claiming process's pid. A claim is
+ * made with an exclusive create, so two processes (two vitest forks, two suites side by side)
+ * never claim one port; a claim whose process is gone is taken over; a process removes its own
+ * claims when it exits.
+ */
+export const CLAIMS_DIR: string = join(tmpdir(), `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
+const myClaims = new Set<string>();
+
+/** True while a process with `pid` exists (EPERM: it exists but belongs to someone else). */
+export function pidAlive(pid: number | undefined): boolean {
+  if (!pid || !Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function dropClaims(): void {
+  for (const f of myClaims) {
+    try {
+      unlinkSync(f);
+    } catch {
+      // already gone
+    }
+  }
+  myClaims.clear();
+}
+
+/** Creates the claim file for `port`; false when it exists. @throws the create's error otherwise. */
+function createClaim(file: string): boolean {
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  }
+}
+
+/**
+ * Claims `port` for this process across processes. True when claimed, or when claims cannot be
+ * kept here at all (an unwritable temporary folder: only this process's own record then applies);
+ * false when a live process holds it. A claim left by a process that is gone is taken over: two
+ * processes taking over one stale claim in the same instant is the one race left.
+ */
+export function claimPort(port: number): boolean {
+  const file = join(CLAIMS_DIR, String(port));
+  try {
+    mkdirSync(CLAIMS_DIR, { recursive: true, mode: 0o700 });
+    if (!createClaim(file)) {
+      let holder = Number.NaN;
+      try {
+        holder = Number(readFileSync(file, 'utf8'));
+      } catch {
+        // removed since: try to create it below
+      }
+      if (pidAlive(holder)) return false;
+      try {
+        unlinkSync(file);
+      } catch {
+        // another process took it over first
+      }
+      if (!createClaim(file)) return false;
+    }
+  } catch {
+    return true;
+  }
+  myClaims.add(file);
+  hookExit();
+  return true;
+}
+
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
@@ -152,7 +241,9 @@ function canListen(port: number): Promise<boolean> {
  * A free TCP port on 127.0.0.1 for a server a child process will bind. Chosen below the kernel's
  * ephemeral range: a port found free inside that range can be taken by any outgoing connection
  * (a NATS client, a load generator) before the child binds it, which failed a cluster start with
- * EADDRINUSE. Never hands out the same port twice in one process; falls back to binding port 0.
+ * EADDRINUSE. Never hands out the same port twice in one process, nor a port another process using
+ * the test kit holds (claims in a shared temporary folder, removed when the process exits: two
+ * suites side by side collided without them); falls back to binding port 0.
  */
 export async function freePort(): Promise<number> {
   const [lo] = ephemeralRange();
@@ -162,6 +253,7 @@ export async function freePort(): Promise<number> {
       const port = base + randomInt(lo - base);
       if (handedOut.has(port) || !(await canListen(port))) continue;
       handedOut.add(port);
+      if (!claimPort(port)) continue;
       return port;
     }
   }
