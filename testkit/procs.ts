@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -58,23 +58,12 @@ let hooked = false;
 export function track(child: ChildProcess): void {
   live.add(child);
   child.once('exit', () => live.delete(child));
-  hookExit();
-}
-
-/**
- * Once per process: on exit, SIGKILL every tracked child and drop this process's port claims; on
- * SIGINT or SIGTERM, exit through {@link exitAfterInterrupt} (a signal's default action would skip
- * the exit handlers).
- */
-function hookExit(): void {
-  if (hooked) return;
-  hooked = true;
-  process.once('exit', () => {
-    killAllTracked();
-    dropClaims();
-  });
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => exitAfterInterrupt(128 + (sig === 'SIGINT' ? 2 : 15)));
+  if (!hooked) {
+    hooked = true;
+    process.once('exit', killAllTracked);
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(sig, () => exitAfterInterrupt(128 + (sig === 'SIGINT' ? 2 : 15)));
+    }
   }
 }
 
@@ -153,14 +142,16 @@ function ephemeralRange(): [number, number] {
 const handedOut = new Set<number>();
 
 /**
- * The folder of port claims shared by every process of this user that uses the test kit: one
- * file per claimed port, named by the port and holding the claiming process's pid. A claim is
- * made with an exclusive create, so two processes (two vitest forks, two suites side by side)
- * never claim one port; a claim whose process is gone is taken over; a process removes its own
- * claims when it exits.
+ * The folder of port claims shared by every process of this user that uses the test kit: one file
+ * per claimed port, named by the port and holding the claiming process's pid. A claim is linked in
+ * whole (never present without its pid), so two processes (two vitest forks, two suites side by
+ * side) never both claim one port; a claim whose process is gone is taken over under a lock; a
+ * process removes its own claims when it exits normally (one killed leaves them to be taken over).
  */
 export const CLAIMS_DIR: string = join(tmpdir(), `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
 const myClaims = new Set<string>();
+let claimsUsable: boolean | undefined;
+let claimsHooked = false;
 
 /** True while a process with `pid` exists (EPERM: it exists but belongs to someone else). */
 export function pidAlive(pid: number | undefined): boolean {
@@ -184,47 +175,105 @@ function dropClaims(): void {
   myClaims.clear();
 }
 
-/** Creates the claim file for `port`; false when it exists. @throws the create's error otherwise. */
-function createClaim(file: string): boolean {
+/**
+ * Whether {@link CLAIMS_DIR} can be trusted with claims (made here when missing): a directory, not
+ * a symbolic link, owned by this user, closed to everyone else. Decided once per process; when it
+ * cannot, ports are not claimed across processes and one line on stderr says why.
+ */
+function claimsFolder(): boolean {
+  if (claimsUsable !== undefined) return claimsUsable;
   try {
-    writeFileSync(file, String(process.pid), { flag: 'wx', mode: 0o600 });
+    try {
+      mkdirSync(CLAIMS_DIR, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const st = lstatSync(CLAIMS_DIR);
+    const uid = process.getuid?.();
+    claimsUsable = st.isDirectory() && (uid === undefined || st.uid === uid) && (st.mode & 0o077) === 0;
+  } catch {
+    claimsUsable = false;
+  }
+  if (!claimsUsable)
+    process.stderr.write(`jcp testkit: ports are not claimed across processes: ${CLAIMS_DIR} is not a folder of this user's alone\n`);
+  return claimsUsable;
+}
+
+/**
+ * Links a file holding this process's pid in at `file`, so `file` never exists without its pid.
+ * @returns false when `file` exists. @throws the file system's error otherwise.
+ */
+function linkClaim(file: string): boolean {
+  const tmp = `${file}.${process.pid}.${randomInt(2 ** 40)}.tmp`;
+  writeFileSync(tmp, String(process.pid), { flag: 'wx', mode: 0o600 });
+  try {
+    linkSync(tmp, file);
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw e;
+  } finally {
+    unlinkSync(tmp);
+  }
+}
+
+/** The pid in claim `file`, or NaN when it is gone or unreadable. */
+function holderOf(file: string): number {
+  try {
+    return Number.parseInt(readFileSync(file, 'utf8'), 10);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** A takeover lock older than this (ms) whose process is gone was left by a crash mid-takeover, and is removed. */
+const ABANDONED_LOCK_MS = 10_000;
+
+/**
+ * Takes over claim `file`, whose process `holder` is gone, under the lock `<file>.takeover`: the
+ * claim is removed only if it still names `holder`. @returns whether this process now holds it;
+ * false when another process holds the lock or claimed the port first.
+ */
+function takeOver(file: string, holder: number): boolean {
+  const lock = `${file}.takeover`;
+  if (!linkClaim(lock)) {
+    try {
+      if (!pidAlive(holderOf(lock)) && Date.now() - statSync(lock).mtimeMs > ABANDONED_LOCK_MS) unlinkSync(lock);
+    } catch {
+      // released since
+    }
+    return false;
+  }
+  try {
+    if (holderOf(file) !== holder) return false;
+    unlinkSync(file);
+    return linkClaim(file);
+  } finally {
+    unlinkSync(lock);
   }
 }
 
 /**
- * Claims `port` for this process across processes. True when claimed, or when claims cannot be
- * kept here at all (an unwritable temporary folder: only this process's own record then applies);
- * false when a live process holds it. A claim left by a process that is gone is taken over: two
- * processes taking over one stale claim in the same instant is the one race left.
+ * Claims `port` for this process across processes ({@link CLAIMS_DIR}). True when claimed, or
+ * when claims cannot be kept here at all (an untrusted folder, a file system error: only this
+ * process's own record then applies); false when a live process holds it or is taking it over.
  */
 export function claimPort(port: number): boolean {
+  if (!claimsFolder()) return true;
   const file = join(CLAIMS_DIR, String(port));
   try {
-    mkdirSync(CLAIMS_DIR, { recursive: true, mode: 0o700 });
-    if (!createClaim(file)) {
-      let holder = Number.NaN;
-      try {
-        holder = Number(readFileSync(file, 'utf8'));
-      } catch {
-        // removed since: try to create it below
-      }
-      if (pidAlive(holder)) return false;
-      try {
-        unlinkSync(file);
-      } catch {
-        // another process took it over first
-      }
-      if (!createClaim(file)) return false;
+    if (!linkClaim(file)) {
+      const holder = holderOf(file);
+      if (Number.isNaN(holder) || pidAlive(holder) || !takeOver(file, holder)) return false;
     }
   } catch {
     return true;
   }
   myClaims.add(file);
-  hookExit();
+  if (!claimsHooked) {
+    claimsHooked = true;
+    process.once('exit', dropClaims);
+  }
   return true;
 }
 
@@ -242,8 +291,7 @@ function canListen(port: number): Promise<boolean> {
  * ephemeral range: a port found free inside that range can be taken by any outgoing connection
  * (a NATS client, a load generator) before the child binds it, which failed a cluster start with
  * EADDRINUSE. Never hands out the same port twice in one process, nor a port another process using
- * the test kit holds (claims in a shared temporary folder, removed when the process exits: two
- * suites side by side collided without them); falls back to binding port 0.
+ * the test kit holds ({@link claimPort}: two suites side by side collided without it); falls back to binding port 0.
  */
 export async function freePort(): Promise<number> {
   const [lo] = ephemeralRange();

@@ -4,9 +4,10 @@
  * claimed across processes, a cluster node failed to listen with EADDRINUSE when another process
  * had been handed its port (chaos-regions, seed r10, run beside a second suite).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -17,29 +18,68 @@ const claimed = (port: number): boolean => existsSync(join(CLAIMS_DIR, String(po
 /** A port below the range freePort draws from, so no test kit process claims it on its own. */
 const ASIDE = 19_999;
 
-/** Starts the fixture claiming `count` ports; resolves with its ports and a function that ends it. */
-async function claimElsewhere(
-  count: number,
-): Promise<{ ports: number[]; pid: number; child: ChildProcess; end: () => Promise<number | null> }> {
-  const child = spawn(process.execPath, [...scriptArgv(FIXTURE), String(count)], { stdio: ['pipe', 'pipe', 'inherit'] });
+interface Fixture {
+  readonly pid: number;
+  /** The next line the fixture prints. @throws when it exits first. */
+  line(): Promise<string>;
+  /** Sends a line. */
+  send(s: string): void;
+  /** What it wrote to stderr so far. */
+  stderr(): string;
+  /** Asks it to exit; resolves with its exit code. */
+  end(): Promise<number | null>;
+}
+
+/** Starts test/testkit/fixtures/claim-ports.ts with `args` (and `env` over this process's). */
+function fixture(args: string[], env: Record<string, string> = {}): Fixture {
+  const child = spawn(process.execPath, [...scriptArgv(FIXTURE), ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   track(child);
   let out = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (s: string) => {
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => {
     out += s;
   });
-  while (!out.includes('\n')) {
-    const [what] = await Promise.race([once(child.stdout, 'data'), once(child, 'exit').then(() => ['exit'])]);
-    if (what === 'exit') throw new Error(`fixture exited before printing its ports: ${out}`);
-  }
-  const ports = JSON.parse(out.slice(0, out.indexOf('\n'))) as number[];
-  const end = async (): Promise<number | null> => {
-    const exited = once(child, 'exit');
-    child.stdin.end('done\n');
-    const [code] = await exited;
-    return code as number | null;
+  child.stderr.setEncoding('utf8').on('data', (s: string) => {
+    err += s;
+  });
+  const exited = once(child, 'exit');
+  return {
+    pid: child.pid ?? 0,
+    async line() {
+      while (!out.includes('\n')) {
+        const [what] = await Promise.race([once(child.stdout, 'data'), exited.then(() => ['exit'])]);
+        if (what === 'exit' && !out.includes('\n')) throw new Error(`fixture exited before a line: ${out} ${err}`);
+      }
+      const l = out.slice(0, out.indexOf('\n'));
+      out = out.slice(l.length + 1);
+      return l;
+    },
+    stderr: () => err,
+    send(s) {
+      child.stdin.write(`${s}\n`);
+    },
+    async end() {
+      child.stdin.end('done\n');
+      const [code] = await exited;
+      return code as number | null;
+    },
   };
-  return { ports, pid: child.pid ?? 0, child, end };
+}
+
+/** Two fixtures racing with `claimPort` for ports [from, to] in claims folder under `tmp`; resolves with what each holds. */
+async function race(tmp: string, from: number, to: number): Promise<[number[], number[]]> {
+  const racers = [0, 1].map(() => fixture(['race', String(from), String(to)], { TMPDIR: tmp }));
+  try {
+    for (const r of racers) expect(await r.line()).toBe('ready');
+    for (const r of racers) r.send('go');
+    const [a, b] = await Promise.all(racers.map(async (r) => JSON.parse(await r.line()) as number[]));
+    return [a!, b!];
+  } finally {
+    for (const r of racers) await r.end();
+  }
 }
 
 describe('freePort across processes', () => {
@@ -47,47 +87,90 @@ describe('freePort across processes', () => {
     const mine: number[] = [];
     for (let i = 0; i < 400; i++) mine.push(await freePort());
     expect(new Set(mine).size).toBe(400);
-    const other = await claimElsewhere(400);
+    const other = fixture(['400']);
+    const theirs = JSON.parse(await other.line()) as number[];
     try {
-      expect(other.ports).toHaveLength(400);
-      expect(other.ports.filter((p) => mine.includes(p))).toEqual([]);
+      expect(theirs).toHaveLength(400);
+      expect(theirs.filter((p) => mine.includes(p))).toEqual([]);
       const after: number[] = [];
       for (let i = 0; i < 400; i++) after.push(await freePort());
-      expect(after.filter((p) => other.ports.includes(p))).toEqual([]);
+      expect(after.filter((p) => theirs.includes(p))).toEqual([]);
       expect(mine.every(claimed)).toBe(true);
-      expect(other.ports.every(claimed)).toBe(true);
+      expect(theirs.every(claimed)).toBe(true);
     } finally {
       expect(await other.end()).toBe(0);
     }
-    expect(other.ports.filter(claimed)).toEqual([]);
+    expect(theirs.filter(claimed)).toEqual([]);
   }, 60_000);
 
-  it('drops its claims when it is stopped by SIGTERM, having started no child', async () => {
-    const other = await claimElsewhere(20);
-    expect(other.ports.every(claimed)).toBe(true);
-    const exited = once(other.child, 'exit');
-    other.child.kill('SIGTERM');
-    const [code] = await exited;
-    expect(code).toBe(128 + 15);
-    expect(other.ports.filter(claimed)).toEqual([]);
-  });
+  it('gives each port to one of two processes claiming the same ports at once, stale claims or none', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'jcp-ports-race-'));
+    try {
+      const [a, b] = await race(tmp, 10_000, 12_999);
+      expect(a.filter((p) => b.includes(p))).toEqual([]);
+      expect(a.length + b.length).toBe(3000);
+      // Every port claimed again, by processes that are gone: both racers take them over.
+      const gone = spawn(process.execPath, ['-e', '']);
+      await once(gone, 'exit');
+      const dir = join(tmp, `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
+      for (let p = 10_000; p <= 12_999; p++) writeFileSync(join(dir, String(p)), String(gone.pid));
+      const [c, d] = await race(tmp, 10_000, 12_999);
+      expect(c.filter((p) => d.includes(p))).toEqual([]);
+      expect(c.length + d.length).toBeGreaterThan(0);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it("takes over a claim whose process is gone, and leaves a live process's claim alone", async () => {
     const file = join(CLAIMS_DIR, String(ASIDE));
     const gone = spawn(process.execPath, ['-e', '']);
     const [code] = await once(gone, 'exit');
     expect(code).toBe(0);
-    const other = await claimElsewhere(1);
+    const other = fixture(['1']);
+    await other.line();
     try {
       writeFileSync(file, String(other.pid));
       expect(claimPort(ASIDE)).toBe(false);
       expect(readFileSync(file, 'utf8')).toBe(String(other.pid));
+      // A claim read before its pid is in it (an empty file) is not taken for a stale one.
+      writeFileSync(file, '');
+      expect(claimPort(ASIDE)).toBe(false);
       writeFileSync(file, String(gone.pid));
       expect(claimPort(ASIDE)).toBe(true);
       expect(readFileSync(file, 'utf8')).toBe(String(process.pid));
     } finally {
       rmSync(file, { force: true });
       await other.end();
+    }
+  });
+
+  it('claims nothing in a folder that is a link, or open to other users, and says so', async () => {
+    for (const make of ['link', 'open'] as const) {
+      const tmp = mkdtempSync(join(tmpdir(), 'jcp-ports-trust-'));
+      try {
+        const dir = join(tmp, `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
+        const target = join(tmp, 'elsewhere');
+        mkdirSync(target, { mode: 0o700 });
+        writeFileSync(join(target, '10000'), 'precious');
+        if (make === 'link') symlinkSync(target, dir);
+        else {
+          mkdirSync(dir);
+          chmodSync(dir, 0o777);
+        }
+        const f = fixture(['race', '10000', '10004'], { TMPDIR: tmp });
+        expect(await f.line()).toBe('ready');
+        f.send('go');
+        // Unclaimed across processes, every port is this process's own.
+        expect(JSON.parse(await f.line())).toEqual([10_000, 10_001, 10_002, 10_003, 10_004]);
+        await f.end();
+        expect(f.stderr()).toContain('ports are not claimed across processes');
+        expect(readFileSync(join(target, '10000'), 'utf8')).toBe('precious');
+        expect(existsSync(join(target, '10001'))).toBe(false);
+        if (make === 'open') expect(existsSync(join(dir, '10001'))).toBe(false);
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
     }
   });
 });
