@@ -53,6 +53,7 @@ import {
 import { type Figure, median, type SuiteOptions, sig } from './figures.ts';
 import { readBuild, rootGrant, sealedLog } from './node.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
+import { percentileOf, type Split, type Stretch, splitByStretches } from './split.ts';
 import { ratesInAndOut, sampleThreads, type ThreadInterval } from './threads.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
@@ -279,9 +280,7 @@ function load(spec: LoadSpec): Promise<LoadResult> {
 
 /** The `p`-th percentile of `xs` (nearest rank; 0 for none). */
 function percentile(xs: readonly number[], p: number): number {
-  if (xs.length === 0) return 0;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+  return xs.length === 0 ? 0 : percentileOf(xs, p);
 }
 
 /**
@@ -379,6 +378,8 @@ interface RateRun extends LoadResult {
   readonly spunMs: ReadonlyArray<{ fromMs: number; toMs: number }>;
   /** When each reply was read (unix ms), in reply order. */
   readonly replyAtMs: number[];
+  /** Each reply's latency (µs), in the same order. */
+  readonly latencyUs: number[];
   /** The node's threads' CPU by class during the load, every 100 ms (bench/threads.ts). */
   readonly threads: ThreadInterval[];
   /** Seconds of every fsync'd batch of the log during the run (the node's `log batch durable` lines). */
@@ -460,9 +461,11 @@ async function rateOn(
         tag: `history-${randomBytes(4).toString('hex')}`,
         nowS: Math.floor(Date.now() / 1000),
         timelineFile: `${dir}.replies.json`,
+        latencyFile: `${dir}.latency.json`,
       });
       const threads = sampler.stop();
       const replyAtMs = JSON.parse(readFileSync(`${dir}.replies.json`, 'utf8')) as number[];
+      const latencyUs = JSON.parse(readFileSync(`${dir}.latency.json`, 'utf8')) as number[];
       const lines = node.lines();
       const batchS = lines.filter((l) => l['msg'] === 'log batch durable').map((l) => Number(l['seconds']));
       const last = replyAtMs[replyAtMs.length - 1] ?? 0;
@@ -484,6 +487,7 @@ async function rateOn(
       return {
         ...r,
         replyAtMs,
+        latencyUs,
         batchS,
         snapshot: first && { fromMs: first.fromMs, toMs: first.toMs },
         snapshots,
@@ -500,6 +504,7 @@ async function rateOn(
     rmSync(dir, { recursive: true, force: true });
     rmSync(file, { force: true });
     rmSync(`${dir}.replies.json`, { force: true });
+    rmSync(`${dir}.latency.json`, { force: true });
   }
 }
 
@@ -550,7 +555,7 @@ export async function run({ seed }: SuiteOptions): Promise<Figure[]> {
     const stretchesMs = during.snapshots.map((x) => [x.fromMs - during.loadAtMs, x.toMs - during.loadAtMs] as const);
     pairs.push({ base: without, during, mimic: await rateOn(small, agent, grant, open, undefined, { stretchesMs }) });
   }
-  figures.push(...openFigures(open, pairs), ...threadFigures(open, pairs));
+  figures.push(...openFigures(open, pairs), ...splitFigures(open, pairs), ...threadFigures(open, pairs));
   if (OPEN_ONLY) return figures;
   const baseP99Us = median(pairs.map((p) => p.base.p99Us));
   // What any background work at nice 19 costs the p99 on this machine: the same open loop, no
@@ -869,6 +874,86 @@ function mimicFigures(at: string, pairs: readonly OpenPair[], own: ReadonlyArray
     figures.push({ name: what, value: sig(median(ratios)), unit: '×', ratio: sig(median(ratios)) });
     for (const [i, r] of ratios.entries())
       figures.push({ name: `${what}, round ${i + 1} of ${ratios.length}`, value: sig(r), unit: '×', ratio: sig(r) });
+  }
+  return figures;
+}
+
+/**
+ * The p99 goal read with less noise (bench/split.ts): the latencies of every round pooled, and the
+ * decisions of each run split by whether they were in flight while a snapshot was written.
+ * - Pooled: the p99 of every decision of the runs with snapshots ÷ that of the runs without.
+ * - Split: in the runs with snapshots, the p99 of the decisions in flight during a snapshot ÷ the
+ *   p99 of the rest of the same run (after its warm-up), rounds pooled; each round's ratio too.
+ *   The rest includes what follows a snapshot (its garbage collected later), so the split can
+ *   understate the cost; the pooled ratio does not.
+ * - The split's null: the runs without snapshots split by the same stretches (same offsets from
+ *   the warm-up's end), and the runs with the nice-19 spinner by the stretches it spun. A split of
+ *   a run with nothing in its stretches reads near 1× pooled; one round's split moves about as
+ *   much as the run-against-run ratio (0.7–2.8× in a simulation of 40 runs), so read the pooled
+ *   rows, and the null beside them.
+ * The two goal readings say `ratio ≤ 1.25`, as the medians of the rounds in {@link openFigures}
+ * do; a split no round could make reads as not met.
+ */
+function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair[]): Figure[] {
+  const at = `open loop at ${load.rate}/s`;
+  const figures: Figure[] = [];
+  const p99 = (xs: readonly number[]) => percentileOf(xs, 99) / 1000;
+  const pooledWithout = p99(pairs.flatMap((p) => p.base.latencyUs));
+  const pooledWith = p99(pairs.flatMap((p) => p.during.latencyUs));
+  figures.push({
+    name: `p99 decision latency of the runs with snapshots (× the runs without), ${at}, the ${pairs.length} rounds' decisions pooled`,
+    value: sig(pooledWith / pooledWithout),
+    unit: '×',
+    floor: sig(pooledWithout),
+    ratio: sig(pooledWith / pooledWithout),
+    goal: 'ratio ≤ 1.25',
+    met: pooledWith / pooledWithout <= 1.25,
+  });
+  const split = (r: RateRun, stretches: readonly Stretch[]): Split => splitByStretches(r.replyAtMs, r.latencyUs, stretches, warmEnd(r));
+  // The run with snapshots' stretches at the same offsets from the warm-up's end of run `r`.
+  const moved = (p: OpenPair, r: RateRun): Stretch[] => {
+    const shift = warmEnd(r) - warmEnd(p.during);
+    return p.during.snapshots.map((x) => ({ fromMs: x.fromMs + shift, toMs: x.toMs + shift }));
+  };
+  const rows: ReadonlyArray<readonly [string, Split[], boolean]> = [
+    [
+      `p99 decision latency of the decisions in flight while a snapshot is written (× the rest of the same run), ${at}`,
+      pairs.map((p) => split(p.during, p.during.snapshots)),
+      true,
+    ],
+    [
+      `p99 decision latency, ${at}, no snapshot, split by the same stretches (× the rest of the same run; the split's null)`,
+      pairs.map((p) => split(p.base, moved(p, p.base))),
+      false,
+    ],
+    [
+      `p99 decision latency, ${at}, no snapshot, a nice-19 process spinning over the stretches, split by them (× the rest of the same run)`,
+      pairs.map((p) => split(p.mimic, p.mimic.spunMs)),
+      false,
+    ],
+  ];
+  for (const [what, of, goal] of rows) {
+    const counted = [...of.entries()].filter(([, s]) => s.inside.length > 0 && s.outside.length > 0);
+    if (counted.length === 0) {
+      const none = { name: `${what}: no round had decisions on both sides`, value: 0, unit: 'rounds' };
+      figures.push(goal ? { ...none, goal: 'ratio ≤ 1.25', met: false } : none);
+      continue;
+    }
+    const inside = p99(counted.flatMap(([, s]) => s.inside));
+    const outside = p99(counted.flatMap(([, s]) => s.outside));
+    const ratio = inside / outside;
+    figures.push({
+      name: `${what}, rounds pooled`,
+      value: sig(ratio),
+      unit: '×',
+      floor: sig(outside),
+      ratio: sig(ratio),
+      ...(goal ? { goal: 'ratio ≤ 1.25', met: ratio <= 1.25 } : {}),
+    });
+    for (const [i, s] of counted) {
+      const r = p99(s.inside) / p99(s.outside);
+      figures.push({ name: `${what}, round ${i + 1} of ${of.length}`, value: sig(r), unit: '×', ratio: sig(r) });
+    }
   }
   return figures;
 }

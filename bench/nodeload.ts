@@ -44,6 +44,8 @@ export interface LoadSpec {
   readonly nowS: number;
   /** Also write the time of every reply (unix ms, fractional, in reply order) to this file, as a JSON array. */
   readonly timelineFile?: string;
+  /** Also write every reply's latency (µs, in the same reply order as `timelineFile`) to this file, as a JSON array. */
+  readonly latencyFile?: string;
 }
 
 /** What the load process measured. */
@@ -145,6 +147,8 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
     const finish = () => {
       const elapsedMs = performance.now() - started;
       const cpu = process.cpuUsage(cpu0);
+      if (spec.latencyFile !== undefined)
+        writeFileSync(spec.latencyFile, JSON.stringify(Array.from(lat.subarray(0, done), (us) => Math.round(us))));
       const sorted = lat.slice(0, done).sort();
       if (replyAt && spec.timelineFile !== undefined)
         writeFileSync(
