@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { linkSync, lstatSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -146,7 +146,8 @@ const handedOut = new Set<number>();
  * per claimed port, named by the port and holding the claiming process's pid. A claim is linked in
  * whole (never present without its pid), so two processes (two vitest forks, two suites side by
  * side) never both claim one port; a claim whose process is gone is taken over under a lock; a
- * process removes its own claims when it exits normally (one killed leaves them to be taken over).
+ * process removes its own claims when it exits, or on SIGINT or SIGTERM when nothing else listens
+ * for them (one killed with SIGKILL leaves them to be taken over).
  */
 export const CLAIMS_DIR: string = join(tmpdir(), `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
 const myClaims = new Set<string>();
@@ -167,7 +168,7 @@ export function pidAlive(pid: number | undefined): boolean {
 function dropClaims(): void {
   for (const f of myClaims) {
     try {
-      unlinkSync(f);
+      if (holderOf(f) === process.pid) unlinkSync(f);
     } catch {
       // already gone
     }
@@ -226,37 +227,47 @@ function holderOf(file: string): number {
   }
 }
 
-/** A takeover lock older than this (ms) whose process is gone was left by a crash mid-takeover, and is removed. */
-const ABANDONED_LOCK_MS = 10_000;
-
 /**
  * Takes over claim `file`, whose process `holder` is gone, under the lock `<file>.takeover`: the
- * claim is removed only if it still names `holder`. @returns whether this process now holds it;
- * false when another process holds the lock or claimed the port first.
+ * claim is removed only if it still names `holder`. A lock is removed only by the process that
+ * holds it, so one left by a process killed mid-takeover (a few microseconds) keeps that one port
+ * from this folder's claims for good. @returns whether this process now holds the claim; false
+ * when another process holds the lock or claimed the port first.
  */
 function takeOver(file: string, holder: number): boolean {
   const lock = `${file}.takeover`;
-  if (!linkClaim(lock)) {
-    try {
-      if (!pidAlive(holderOf(lock)) && Date.now() - statSync(lock).mtimeMs > ABANDONED_LOCK_MS) unlinkSync(lock);
-    } catch {
-      // released since
-    }
-    return false;
-  }
+  if (!linkClaim(lock)) return false;
   try {
     if (holderOf(file) !== holder) return false;
     unlinkSync(file);
     return linkClaim(file);
   } finally {
-    unlinkSync(lock);
+    try {
+      unlinkSync(lock);
+    } catch {
+      // cannot happen while only its holder removes it
+    }
   }
 }
 
 /**
+ * When no one else listens for `signal`: drops this process's claims on it, then raises it again,
+ * so the process still ends by the signal as it would have (vitest ends its forks with SIGTERM,
+ * which skips the exit handlers). Where another listener is there when the signal comes, that
+ * listener decides what happens, as before.
+ */
+function dropClaimsOn(signal: 'SIGINT' | 'SIGTERM'): void {
+  if (process.listenerCount(signal) > 0) return;
+  process.once(signal, () => {
+    dropClaims();
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  });
+}
+
+/**
  * Claims `port` for this process across processes ({@link CLAIMS_DIR}). True when claimed, or
- * when claims cannot be kept here at all (an untrusted folder, a file system error: only this
- * process's own record then applies); false when a live process holds it or is taking it over.
+ * when claims cannot be kept here at all (an untrusted folder: only this process's own record then
+ * applies); false when a live process holds it or is taking it over, or on a file system error.
  */
 export function claimPort(port: number): boolean {
   if (!claimsFolder()) return true;
@@ -266,13 +277,17 @@ export function claimPort(port: number): boolean {
       const holder = holderOf(file);
       if (Number.isNaN(holder) || pidAlive(holder) || !takeOver(file, holder)) return false;
     }
-  } catch {
-    return true;
+  } catch (e) {
+    // The folder removed since it was checked (a temporary-file cleaner): check it again next time.
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') claimsUsable = undefined;
+    return false;
   }
   myClaims.add(file);
   if (!claimsHooked) {
     claimsHooked = true;
     process.once('exit', dropClaims);
+    dropClaimsOn('SIGINT');
+    dropClaimsOn('SIGTERM');
   }
   return true;
 }

@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,8 @@ interface Fixture {
   stderr(): string;
   /** Asks it to exit; resolves with its exit code. */
   end(): Promise<number | null>;
+  /** Sends it `signal`; resolves with its exit code and signal. */
+  kill(signal: NodeJS.Signals): Promise<[number | null, NodeJS.Signals | null]>;
 }
 
 /** Starts test/testkit/fixtures/claim-ports.ts with `args` (and `env` over this process's). */
@@ -65,6 +67,11 @@ function fixture(args: string[], env: Record<string, string> = {}): Fixture {
       child.stdin.end('done\n');
       const [code] = await exited;
       return code as number | null;
+    },
+    async kill(signal) {
+      child.kill(signal);
+      const [code, sig] = await exited;
+      return [code as number | null, sig as NodeJS.Signals | null];
     },
   };
 }
@@ -106,21 +113,40 @@ describe('freePort across processes', () => {
   it('gives each port to one of two processes claiming the same ports at once, stale claims or none', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'jcp-ports-race-'));
     try {
+      const dir = join(tmp, `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
       const [a, b] = await race(tmp, 10_000, 12_999);
       expect(a.filter((p) => b.includes(p))).toEqual([]);
       expect(a.length + b.length).toBe(3000);
-      // Every port claimed again, by processes that are gone: both racers take them over.
+      // Both exited normally: no claim, temporary file or lock is left.
+      expect(readdirSync(dir)).toEqual([]);
+      // Every port claimed again, by a process that is gone: between them, the racers take over all.
       const gone = spawn(process.execPath, ['-e', '']);
       await once(gone, 'exit');
-      const dir = join(tmp, `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
       for (let p = 10_000; p <= 12_999; p++) writeFileSync(join(dir, String(p)), String(gone.pid));
+      // The first 100 also hold a takeover lock its process left (killed mid-takeover): those stay out of reach.
+      for (let p = 10_000; p < 10_100; p++) writeFileSync(join(dir, `${p}.takeover`), String(gone.pid));
       const [c, d] = await race(tmp, 10_000, 12_999);
       expect(c.filter((p) => d.includes(p))).toEqual([]);
-      expect(c.length + d.length).toBeGreaterThan(0);
+      expect(c.length + d.length).toBe(2900);
+      expect([...c, ...d].every((p) => p >= 10_100)).toBe(true);
+      expect(readdirSync(dir).length).toBe(200);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('drops its claims on SIGTERM, and ends by the signal, or as its own SIGTERM handler says', async () => {
+    const f = fixture(['20']);
+    const ports = JSON.parse(await f.line()) as number[];
+    expect(ports.every(claimed)).toBe(true);
+    expect(await f.kill('SIGTERM')).toEqual([null, 'SIGTERM']);
+    expect(ports.filter(claimed)).toEqual([]);
+    // A process with its own SIGTERM handler keeps it: it ends as that handler says.
+    const g = fixture(['20', 'graceful']);
+    const theirs = JSON.parse(await g.line()) as number[];
+    expect(await g.kill('SIGTERM')).toEqual([0, null]);
+    expect(theirs.filter(claimed)).toEqual([]);
+  });
 
   it("takes over a claim whose process is gone, and leaves a live process's claim alone", async () => {
     const file = join(CLAIMS_DIR, String(ASIDE));
