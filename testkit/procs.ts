@@ -146,8 +146,9 @@ const handedOut = new Set<number>();
  * per claimed port, named by the port and holding the claiming process's pid. A claim is linked in
  * whole (never present without its pid), so two processes (two vitest forks, two suites side by
  * side) never both claim one port; a claim whose process is gone is taken over under a lock; a
- * process removes its own claims when it exits, or on SIGINT or SIGTERM when nothing else listens
- * for them (one killed with SIGKILL leaves them to be taken over).
+ * process removes its own claims when it exits. One ended by a signal it does not handle (vitest
+ * ends its forks with SIGTERM) leaves them to be taken over: a listener for SIGINT or SIGTERM here
+ * would keep a process stuck in synchronous code from dying by them.
  */
 export const CLAIMS_DIR: string = join(tmpdir(), `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
 const myClaims = new Set<string>();
@@ -251,23 +252,10 @@ function takeOver(file: string, holder: number): boolean {
 }
 
 /**
- * When no one else listens for `signal`: drops this process's claims on it, then raises it again,
- * so the process still ends by the signal as it would have (vitest ends its forks with SIGTERM,
- * which skips the exit handlers). Where another listener is there when the signal comes, that
- * listener decides what happens, as before.
- */
-function dropClaimsOn(signal: 'SIGINT' | 'SIGTERM'): void {
-  if (process.listenerCount(signal) > 0) return;
-  process.once(signal, () => {
-    dropClaims();
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-  });
-}
-
-/**
  * Claims `port` for this process across processes ({@link CLAIMS_DIR}). True when claimed, or
  * when claims cannot be kept here at all (an untrusted folder: only this process's own record then
- * applies); false when a live process holds it or is taking it over, or on a file system error.
+ * applies, or a file system error other than a missing folder: one stderr line says so); false
+ * when a live process holds it or is taking it over.
  */
 export function claimPort(port: number): boolean {
   if (!claimsFolder()) return true;
@@ -279,15 +267,19 @@ export function claimPort(port: number): boolean {
     }
   } catch (e) {
     // The folder removed since it was checked (a temporary-file cleaner): check it again next time.
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') claimsUsable = undefined;
-    return false;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+      claimsUsable = undefined;
+      return false;
+    }
+    // Any other error would fail every claim, and freePort would fall back to the ephemeral range.
+    claimsUsable = false;
+    process.stderr.write(`jcp testkit: ports are not claimed across processes: ${(e as Error).message}\n`);
+    return true;
   }
   myClaims.add(file);
   if (!claimsHooked) {
     claimsHooked = true;
     process.once('exit', dropClaims);
-    dropClaimsOn('SIGINT');
-    dropClaimsOn('SIGTERM');
   }
   return true;
 }
