@@ -50,10 +50,10 @@ import {
   SNAPSHOT_WORKER_NICE,
   WorkerPool,
 } from '../node/index.ts';
-import { type Figure, median, type SuiteOptions, sig } from './figures.ts';
+import { type Figure, median, percentile as nearestRank, type SuiteOptions, sig } from './figures.ts';
 import { readBuild, rootGrant, sealedLog } from './node.ts';
 import type { LoadResult, LoadSpec } from './nodeload.ts';
-import { percentileOf, type Split, type Stretch, splitByStretches } from './split.ts';
+import { type Split, type Stretch, splitByStretches } from './split.ts';
 import { ratesInAndOut, sampleThreads, type ThreadInterval } from './threads.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
@@ -280,7 +280,7 @@ function load(spec: LoadSpec): Promise<LoadResult> {
 
 /** The `p`-th percentile of `xs` (nearest rank; 0 for none). */
 function percentile(xs: readonly number[], p: number): number {
-  return xs.length === 0 ? 0 : percentileOf(xs, p);
+  return xs.length === 0 ? 0 : nearestRank(xs, p);
 }
 
 /**
@@ -897,7 +897,7 @@ function mimicFigures(at: string, pairs: readonly OpenPair[], own: ReadonlyArray
 function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair[]): Figure[] {
   const at = `open loop at ${load.rate}/s`;
   const figures: Figure[] = [];
-  const p99 = (xs: readonly number[]) => percentileOf(xs, 99) / 1000;
+  const p99 = (xs: readonly number[]) => nearestRank(xs, 99) / 1000;
   const pooledWithout = p99(pairs.flatMap((p) => p.base.latencyUs));
   const pooledWith = p99(pairs.flatMap((p) => p.during.latencyUs));
   figures.push({

@@ -48,10 +48,3 @@ export function splitByStretches(
   }
   return { inside, outside };
 }
-
-/** The `p`-th percentile of `xs` (nearest rank, 0 < p ≤ 100); NaN for none. */
-export function percentileOf(xs: readonly number[], p: number): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = Float64Array.from(xs).sort();
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}

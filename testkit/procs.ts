@@ -153,7 +153,6 @@ const handedOut = new Set<number>();
 export const CLAIMS_DIR: string = join(tmpdir(), `jcp-testkit-ports-${process.getuid?.() ?? 'user'}`);
 const myClaims = new Set<string>();
 let claimsUsable: boolean | undefined;
-let claimsHooked = false;
 
 /** True while a process with `pid` exists (EPERM: it exists but belongs to someone else). */
 export function pidAlive(pid: number | undefined): boolean {
@@ -276,11 +275,8 @@ export function claimPort(port: number): boolean {
     process.stderr.write(`jcp testkit: ports are not claimed across processes: ${(e as Error).message}\n`);
     return true;
   }
+  if (myClaims.size === 0) process.once('exit', dropClaims);
   myClaims.add(file);
-  if (!claimsHooked) {
-    claimsHooked = true;
-    process.once('exit', dropClaims);
-  }
   return true;
 }
 

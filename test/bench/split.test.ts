@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { percentileOf, splitByStretches } from '../../bench/split.ts';
+import { percentile } from '../../bench/figures.ts';
+import { splitByStretches } from '../../bench/split.ts';
 
 describe('splitByStretches', () => {
   // Decisions replied at 1,000 + 10·i ms, each taking 4 ms (4,000 µs), the last one 30 ms.
@@ -36,15 +37,15 @@ describe('splitByStretches', () => {
   });
 });
 
-describe('percentileOf', () => {
+describe('percentile (bench/figures.ts), as the split figures read it', () => {
   it('is the nearest rank, as the load process computes its p99', () => {
     const xs = Array.from({ length: 200 }, (_, i) => 200 - i);
-    expect(percentileOf(xs, 99)).toBe(198);
-    expect(percentileOf(xs, 50)).toBe(100);
-    expect(percentileOf([], 99)).toBeNaN();
+    expect(percentile(xs, 99)).toBe(198);
+    expect(percentile(xs, 50)).toBe(100);
+    expect(() => percentile([], 99)).toThrow(RangeError);
     // 150 values: the 99th percentile is the 149th (148.5 rounded up), not the 148th.
     expect(
-      percentileOf(
+      percentile(
         Array.from({ length: 150 }, (_, i) => i + 1),
         99,
       ),
