@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { IoError, READ_CAPS, readFileCapped } from '../io/index.ts';
 import { contentId, type ContentId, type Did, isContentId, isDid } from '../core/index.ts';
 import { NodeFault, NodeFaultCodes } from './codes.ts';
-import type { SnapshotBuilderKind, SnapshotScheduling } from './snapshot.ts';
+import { SNAPSHOT_PAUSE_MAX_MS, type SnapshotBuilderKind, type SnapshotScheduling } from './snapshot.ts';
 
 /** How the node reaches the MCP server behind a resource: a child process over stdio. */
 export interface McpStdioEndpointConfig {
@@ -99,6 +99,8 @@ export interface SnapshotConfig {
   readonly scheduling: SnapshotScheduling;
   /** Where the snapshot is built: `thread` (a worker thread, the default) or `process` (a process of its own); see node/snapshot.ts `SnapshotBuilderKind`. */
   readonly builder: SnapshotBuilderKind;
+  /** Milliseconds the node waits after handing each slice of receipts to the snapshot builder (0, the default: none); see node/snapshot.ts `OffThreadSnapshotOptions.pauseMs`. */
+  readonly pauseMs: number;
 }
 
 /** Abuse limits per peer address (node/ratelimit.ts): a token bucket charged by failures. */
@@ -669,6 +671,7 @@ function readLimits(
       keep: int(snap['keep'], 'snapshot.keep', 1, 1000, CONFIG_DEFAULTS.snapshotKeep),
       scheduling: snapshotScheduling(snap['scheduling']),
       builder: snapshotBuilder(snap['builder']),
+      pauseMs: int(snap['pause_ms'], 'snapshot.pause_ms', 0, SNAPSHOT_PAUSE_MAX_MS, 0),
     },
     abuse: {
       burst: int(abuse['burst'], 'abuse.burst', 0, 1_000_000, CONFIG_DEFAULTS.abuseBurst),
@@ -750,7 +753,7 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     fail(overrides.nats !== undefined ? '--nats' : 'nats', 'expected a nats:// URL');
   }
   const log = obj(o['log'] ?? {}, 'log', ['batch_max']);
-  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep', 'scheduling', 'builder']);
+  const snap = obj(o['snapshot'] ?? {}, 'snapshot', ['every_receipts', 'every_s', 'keep', 'scheduling', 'builder', 'pause_ms']);
   const abuse = obj(o['abuse'] ?? {}, 'abuse', [
     'burst',
     'refill_per_s',

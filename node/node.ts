@@ -510,6 +510,7 @@ function startSnapshots(b: BootParts, r: Recovered, metrics: NodeMetrics): Snaps
     keep: cfg.snapshot.keep,
     scheduling: cfg.snapshot.scheduling,
     builder: cfg.snapshot.builder,
+    pauseMs: cfg.snapshot.pauseMs,
     windowS: b.windowS,
     aheadS: cfg.requestIndexMarginS,
     clockS: b.clockS,

@@ -22,7 +22,7 @@
  */
 import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { setImmediate as yieldTurn } from 'node:timers/promises';
+import { setTimeout as sleep, setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { makeDirs, readFileCapped, removeStaleTemps, writeFileDurably, writeFileDurablyAsync } from '../io/index.ts';
 import {
@@ -639,6 +639,9 @@ export function finishSnapshot(
 /** Receipts per replay slice of a running node's snapshot (the main thread's share of each slice is one short task). */
 export const SNAPSHOT_SLICE = 256;
 
+/** The longest pause `snapshot.pause_ms` may set between two slices (ms). */
+export const SNAPSHOT_PAUSE_MAX_MS = 1000;
+
 /** Options of {@link makeSnapshotOffThread}. */
 export interface OffThreadSnapshotOptions {
   readonly steward: Actor;
@@ -653,6 +656,15 @@ export interface OffThreadSnapshotOptions {
   /** Snapshots kept (default 2). */
   readonly keep?: number;
   readonly logger?: Logger;
+  /**
+   * Milliseconds to wait after handing each slice of {@link SNAPSHOT_SLICE} receipts to the
+   * builder, at most {@link SNAPSHOT_PAUSE_MAX_MS} (`snapshot.pause_ms`; default 0, none). With a
+   * pause the builder also replays one slice at a time instead of eight, so its work comes in short
+   * bursts spread over a longer snapshot. Same file, same bytes.
+   */
+  readonly pauseMs?: number;
+  /** Ends a pause early when aborted (the node stopping): the snapshot then rejects with the abort's reason. */
+  readonly signal?: AbortSignal;
   /**
    * The receipts this node appended and the id it holds for the last (node/receiptlog.ts
    * `appendedDurable`): those after the base are checked by their `prev` links to that id instead
@@ -689,6 +701,15 @@ export async function makeSnapshotOffThread(
   return session.made && { ...session.made, seconds: (performance.now() - t0) / 1000 };
 }
 
+/** Waits `ms`; rejects with `signal`'s reason as soon as it is aborted. */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, undefined, signal !== undefined ? { signal } : {});
+  } catch (e) {
+    throw signal?.aborted ? signal.reason : e;
+  }
+}
+
 /** One session of {@link makeSnapshotOffThread}: the file written, or why the vouched receipts did not link. */
 async function snapshotSession(
   log: ReceiptLog,
@@ -699,6 +720,7 @@ async function snapshotSession(
 ): Promise<{ made?: Omit<MadeSnapshot, 'seconds'>; unvouched?: string }> {
   const { list, why } = listSnapshotsOrWhy(dataDir);
   const lookups = lookupsOf(log);
+  const pauseMs = Math.min(SNAPSHOT_PAUSE_MAX_MS, Math.max(0, o.pauseMs ?? 0));
   const candidates: SnapshotCandidate[] = [];
   for (const { seq, file } of list) candidates.push({ seq, file, receiptId: await lookups.receiptIdAt(seq) });
   const opened = await pool.snapshotJob({
@@ -713,6 +735,7 @@ async function snapshotSession(
     windowS: o.windowS,
     toSeq: o.toSeq,
     ...(vouch !== undefined ? { vouch } : {}),
+    ...(pauseMs > 0 ? { sliceSize: SNAPSHOT_SLICE } : {}),
   });
   if (opened.t !== 'opened') throw new Error(`snapshot: the worker answered ${opened.t} to snap-open`);
   for (const x of opened.ignored) o.logger?.warn({ file: x.file, why: x.why }, 'snapshot ignored');
@@ -734,6 +757,7 @@ async function snapshotSession(
       // never awaited, and an unhandled rejection would end the node.
       pending.catch(() => undefined);
       if (before !== undefined) await before;
+      if (pauseMs > 0) await pause(pauseMs, o.signal);
     }
     if (part.length < chunk.length) break;
   }
@@ -829,6 +853,8 @@ export interface SnapshotterOptions {
   readonly scheduling?: SnapshotScheduling;
   /** Where the snapshot is built ({@link SnapshotBuilderKind}; default `thread`). */
   readonly builder?: SnapshotBuilderKind;
+  /** Milliseconds between two slices handed to the builder (`snapshot.pause_ms`; default 0): {@link OffThreadSnapshotOptions.pauseMs}. */
+  readonly pauseMs?: number;
   /** Seconds the worker is kept after a snapshot (default {@link SNAPSHOT_WORKER_IDLE_S}, or `everyS` + 10 when `everyS` is 1–600). */
   readonly workerIdleS?: number;
   readonly logger: Logger;
@@ -856,6 +882,8 @@ export class Snapshotter {
   /** The snapshot being built (awaited only for it to settle). */
   #running: Promise<unknown> | undefined;
   #closed = false;
+  /** Aborted by close(): ends a paced snapshot's pause (`snapshot.pause_ms`) at once. */
+  readonly #stopping = new AbortController();
   /** Failures in a row, and the clock (unix s) before which the timer does not try again. */
   #failures = 0;
   #retryAt = Number.NEGATIVE_INFINITY;
@@ -934,6 +962,7 @@ export class Snapshotter {
           keep: this.#o.keep,
           logger: this.#o.logger,
           vouch,
+          ...(this.#o.pauseMs ? { pauseMs: this.#o.pauseMs, signal: this.#stopping.signal } : {}),
         });
         // Seconds from the start (the worker's start too, when one was started) to the file in place.
         return made && { made: { ...made, seconds: (performance.now() - t0) / 1000 }, ranAs: builder.ranAs };
@@ -982,6 +1011,7 @@ export class Snapshotter {
           ...(cpuSeconds !== undefined ? { cpu_s: Number(cpuSeconds.toFixed(4)) } : {}),
           scheduling: ranAs,
           builder: this.#o.builder ?? 'thread',
+          ...(this.#o.pauseMs ? { pause_ms: this.#o.pauseMs } : {}),
           checked,
           base,
         },
@@ -1001,6 +1031,7 @@ export class Snapshotter {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#stopping.abort(new Error('snapshot: the node is stopping'));
     if (this.#timer) clearInterval(this.#timer);
     this.#stopIdleTimer();
     const builder = this.#builder;

@@ -59,6 +59,8 @@ export type SnapshotJob =
        * ends `unvouched` and the main thread starts it again without this.
        */
       readonly vouch?: AppendedDurable | undefined;
+      /** Receipts the worker replays at a time (default 2,048); the main thread sends fewer when it paces the snapshot (`snapshot.pause_ms`). */
+      readonly sliceSize?: number;
     }
   | {
       readonly t: 'snap-chunk';
@@ -316,7 +318,7 @@ function open(
   s.replay = replayChunks(() => source(), {
     steward: steward.did,
     toSeq: m.toSeq,
-    sliceSize: WORKER_SLICE,
+    sliceSize: m.sliceSize ?? WORKER_SLICE,
     runner: async (job) => replaySlice(job),
     parallel: 1,
     requestWindowS: m.windowS,

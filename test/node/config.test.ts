@@ -73,6 +73,12 @@ describe('config', () => {
     expect(configFromJson({ snapshot: { builder: 'process' } }, {}, t.dir).snapshot.builder).toBe('process');
   });
 
+  test('snapshot.pause_ms: 0 (no pause) by default, the milliseconds given when asked, up to 1000', () => {
+    expect(configFromJson({}, {}, t.dir).snapshot.pauseMs).toBe(0);
+    expect(configFromJson({ snapshot: { pause_ms: 25 } }, {}, t.dir).snapshot.pauseMs).toBe(25);
+    expect(configFromJson({ snapshot: { pause_ms: 1000 } }, {}, t.dir).snapshot.pauseMs).toBe(1000);
+  });
+
   test('command-line overrides win over the file', () => {
     const c = configFromJson(
       { listen: '127.0.0.1:1' },
@@ -109,6 +115,10 @@ describe('config', () => {
     [{ snapshot: { scheduling: 19 } }, {}, 'snapshot.scheduling'],
     [{ snapshot: { builder: 'fork' } }, {}, 'snapshot.builder'],
     [{ snapshot: { builder: null } }, {}, 'snapshot.builder'],
+    [{ snapshot: { pause_ms: -1 } }, {}, 'snapshot.pause_ms'],
+    [{ snapshot: { pause_ms: 1001 } }, {}, 'snapshot.pause_ms'],
+    [{ snapshot: { pause_ms: 2.5 } }, {}, 'snapshot.pause_ms'],
+    [{ snapshot: { pause_ms: '25' } }, {}, 'snapshot.pause_ms'],
   ])('config-invalid / %j names its field', (v, o, where) => {
     expect(refusal(v, o)).toEqual({ code: 'config-invalid', where });
   });

@@ -22,6 +22,7 @@ import {
   SNAPSHOT_DIR,
   WorkerPool,
 } from '../../node/index.ts';
+import { SNAPSHOT_SLICE, type SnapshotJob } from '../../node/internal.ts';
 import { cast, liveNode, mint, tempFolders } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('snapshot-offthread');
@@ -45,7 +46,9 @@ async function loggedFolder(n: number): Promise<string> {
 /** Both paths on copies of `dir` (with what its snapshot folder holds): the files they write, and what each logged as ignored. */
 async function both(
   dir: string,
-  o: { nowS: number; windowS: number; toSeq?: number; vouch?: OffThreadSnapshotOptions['vouch'] },
+  o: { nowS: number; windowS: number; toSeq?: number; vouch?: OffThreadSnapshotOptions['vouch']; pauseMs?: number },
+  /** Each session message handed to the worker, as it was handed over (`performance.now()` ms). */
+  seen: Array<{ t: SnapshotJob['t']; atMs: number; sliceSize?: number | undefined; receipts?: number }> = [],
 ): Promise<{ inline: MadeSnapshot | undefined; off: MadeSnapshot | undefined; ignored: { inline: string[]; off: string[] } }> {
   const a = folder();
   const b = folder();
@@ -62,13 +65,25 @@ async function both(
   const logB = await ReceiptLog.open(b, { steward: steward.did, nowS: 0, mustExist: true });
   const pool = await WorkerPool.start(1, { nice: 19 });
   try {
-    const off = await makeSnapshotOffThread(logB, b, pool, {
+    const spy: Pick<WorkerPool, 'snapshotJob'> = {
+      snapshotJob(job, transfer) {
+        seen.push({
+          t: job.t,
+          atMs: performance.now(),
+          ...(job.t === 'snap-open' ? { sliceSize: job.sliceSize } : {}),
+          ...(job.t === 'snap-chunk' ? { receipts: job.seqs.length } : {}),
+        });
+        return pool.snapshotJob(job, transfer);
+      },
+    };
+    const off = await makeSnapshotOffThread(logB, b, spy, {
       steward,
       nowS: o.nowS,
       windowS: o.windowS,
       toSeq,
       logger: logger(ignored.off),
       vouch: o.vouch,
+      ...(o.pauseMs !== undefined ? { pauseMs: o.pauseMs } : {}),
     });
     if (inline !== undefined && off !== undefined) {
       expect(path.basename(off.file)).toBe(path.basename(inline.file));
@@ -258,6 +273,55 @@ describe('a running node snapshot built on a worker thread', () => {
       await pool.close();
       await logA.close();
       await logB.close();
+    }
+  });
+
+  test('snapshot.pause_ms: the slices handed over at least the pause apart, the worker asked to replay one slice at a time; the same bytes', async () => {
+    // 600 receipts: slices of 256, 256 and 88.
+    const dir = await loggedFolder(600);
+    const nowS = Math.floor(Date.now() / 1000);
+    const seen: Parameters<typeof both>[2] = [];
+    const paced = await both(dir, { nowS, windowS: 3600, pauseMs: 60 }, seen);
+    expect(paced.off).toMatchObject({ seq: 599, replayed: 600 });
+    expect(seen.map((m) => m.t)).toEqual(['snap-open', 'snap-chunk', 'snap-chunk', 'snap-chunk', 'snap-end']);
+    expect(seen[0]!.sliceSize).toBe(SNAPSHOT_SLICE);
+    expect(seen.filter((m) => m.t === 'snap-chunk').map((m) => m.receipts)).toEqual([256, 256, 88]);
+    // The pause follows each slice (timers fire no earlier than asked; a millisecond of rounding allowed).
+    for (let i = 2; i < seen.length; i++) expect(seen[i]!.atMs - seen[i - 1]!.atMs).toBeGreaterThanOrEqual(59);
+    // Without a pause: the worker's own slices, and no wait.
+    const plain: typeof seen = [];
+    await both(dir, { nowS, windowS: 3600 }, plain);
+    expect(plain[0]!.sliceSize).toBeUndefined();
+    expect(plain[plain.length - 1]!.atMs - plain[1]!.atMs).toBeLessThan(120);
+  });
+
+  test('snapshot.pause_ms: a pause ends when its signal is aborted (the node stopping), and the snapshot rejects with the reason; nothing written', async () => {
+    const dir = await loggedFolder(600);
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
+    const pool = await WorkerPool.start(1, { nice: 19 });
+    const stop = new AbortController();
+    // The node stops as the first slice is handed over: the pause after it (1 s) must not hold the snapshot.
+    const spy: Pick<WorkerPool, 'snapshotJob'> = {
+      snapshotJob(job, transfer) {
+        if (job.t === 'snap-chunk') stop.abort(new Error('stopping'));
+        return pool.snapshotJob(job, transfer);
+      },
+    };
+    try {
+      const made = makeSnapshotOffThread(log, dir, spy, {
+        steward,
+        nowS: Math.floor(Date.now() / 1000),
+        windowS: 3600,
+        toSeq: 599,
+        pauseMs: 1000,
+        signal: stop.signal,
+      });
+      await expect(made).rejects.toThrow('stopping');
+      expect(listSnapshots(dir)).toEqual([]);
+    } finally {
+      await pool.close();
+      await log.close();
     }
   });
 
