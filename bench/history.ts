@@ -21,7 +21,8 @@
  * for `JCP_BENCH_HISTORY_ROUNDS` rounds (default 3) of a run without snapshots and one writing
  * them as it goes (the worker at nice 19, the node's default; in SCHED_IDLE too with
  * `JCP_BENCH_HISTORY_SCHEDULING=idle`; built in a process of its own with
- * `JCP_BENCH_HISTORY_BUILDER=process`): the p99
+ * `JCP_BENCH_HISTORY_BUILDER=process`; paced with `JCP_BENCH_HISTORY_PAUSE_MS`, the node's
+ * `snapshot.pause_ms`): the p99
  * and the longest pause with snapshots against without, goals ≤ 1.25× (medians of the rounds).
  * The open loop runs twice more, without snapshots, beside a process that only spins, at nice 19
  * and in the SCHED_IDLE class: what any background work of that kind costs the p99 on this
@@ -31,7 +32,7 @@
  * the signature workers) and of the nice-19 worker, while snapshots are written against the rest
  * of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
  * open-loop rounds, at that rate; `JCP_BENCH_HISTORY_NODE_ARGS` adds Node or V8 flags to every
- * node. Requests in the built logs are ten days old, so
+ * node; `JCP_BENCH_HISTORY_TIMELINES=<folder>` keeps each rate run's timeline there. Requests in the built logs are ten days old, so
  * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -374,6 +375,8 @@ function startBurner(burner: Burner): { child: ChildProcess; go(): Promise<void>
 interface RateRun extends LoadResult {
   /** When the load process was started (unix ms). */
   readonly loadAtMs: number;
+  /** CPU time the hypervisor gave other guests during the load, all cores together (ms per s; /proc/stat `steal`; NaN where unreadable). */
+  readonly stealMsPerS: number;
   /** The stretches a spinner over stretches spun (unix ms); empty otherwise. */
   readonly spunMs: ReadonlyArray<{ fromMs: number; toMs: number }>;
   /** When each reply was read (unix ms), in reply order. */
@@ -384,6 +387,8 @@ interface RateRun extends LoadResult {
   readonly threads: ThreadInterval[];
   /** Seconds of every fsync'd batch of the log during the run (the node's `log batch durable` lines). */
   readonly batchS: number[];
+  /** When each of those batches was durable (unix ms; its line's time), in the same order. */
+  readonly batchAtMs: number[];
   /** When the first snapshot was written (unix ms), if it was during the load. */
   readonly snapshot: { fromMs: number; toMs: number } | undefined;
   /** Every snapshot finished during the load (unix ms), with the request ids and receipts it held and replayed. */
@@ -394,6 +399,7 @@ interface RateRun extends LoadResult {
     replayed: number;
     scheduling: string;
     builder: string;
+    pauseMs: number;
     cpuS: number;
     base: string;
   }>;
@@ -412,6 +418,50 @@ type RateLoad =
 const SCHEDULING = process.env['JCP_BENCH_HISTORY_SCHEDULING'] ?? 'nice';
 /** The node's `snapshot.builder` in the runs with snapshots (`JCP_BENCH_HISTORY_BUILDER`: thread, the node's default, or process). */
 const BUILDER = process.env['JCP_BENCH_HISTORY_BUILDER'] ?? 'thread';
+/** The node's `snapshot.pause_ms` in the runs with snapshots (`JCP_BENCH_HISTORY_PAUSE_MS`; default 0, the node's). */
+const PAUSE_MS = Number(process.env['JCP_BENCH_HISTORY_PAUSE_MS'] ?? 0);
+
+/** CPU time stolen from this machine by its hypervisor so far, all cores (ms; /proc/stat's `steal` at 100 ticks/s); NaN where unreadable. */
+function stolenMs(): number {
+  try {
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+    return Number(cpu[8]) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** A rate run's fsync'd batches and the snapshots finished by `lastReplyMs`, from the node's log lines. */
+function fromNodeLines(
+  lines: ReadonlyArray<Record<string, unknown>>,
+  lastReplyMs: number,
+): Pick<RateRun, 'batchS' | 'batchAtMs' | 'snapshots'> {
+  const batches = lines.filter((l) => l['msg'] === 'log batch durable');
+  const snapshots = lines
+    .filter((l) => l['msg'] === 'snapshot written' && Number(l['time']) <= lastReplyMs)
+    .map((l) => ({
+      fromMs: Number(l['time']) - Number(l['seconds']) * 1000,
+      toMs: Number(l['time']),
+      requests: Number(l['requests']),
+      replayed: Number(l['replayed']),
+      scheduling: String(l['scheduling']),
+      builder: String(l['builder']),
+      // `snapshot.pause_ms` as the node logged it (absent: 0).
+      pauseMs: Number(l['pause_ms'] ?? 0),
+      // The worker thread's CPU seconds for it (absent from a node before the field: NaN).
+      cpuS: Number(l['cpu_s']),
+      base: String(l['base']),
+    }));
+  return { batchS: batches.map((l) => Number(l['seconds'])), batchAtMs: batches.map((l) => Number(l['time'])), snapshots };
+}
+
+/**
+ * A folder to keep each rate run's timeline in (`JCP_BENCH_HISTORY_TIMELINES`), for reading a run
+ * decision by decision: `<load start, unix ms>-<none|snapshots|spinner>.json` with `replyAtMs`,
+ * `latencyUs` (µs), `batchAtMs` and `batchS` (s) of the fsync'd batches, `snapshots`, `spunMs`,
+ * and the node's log lines whose message starts with `snapshot`. Unset: nothing kept.
+ */
+const TIMELINES = process.env['JCP_BENCH_HISTORY_TIMELINES'] || undefined;
 
 /** A load on a node over a copy of `source`; with `snapshotAfterS`, its first snapshot starts then. */
 async function rateOn(
@@ -439,6 +489,7 @@ async function rateOn(
               : { every_receipts: snapshot.everyReceipts, every_s: 0 }),
             scheduling: SCHEDULING,
             builder: BUILDER,
+            pause_ms: PAUSE_MS,
           },
         }),
   });
@@ -449,6 +500,7 @@ async function rateOn(
     try {
       await spin?.go();
       const loadAtMs = Date.now();
+      const stolenAt = stolenMs();
       const r = await load({
         host: '127.0.0.1',
         port: node.port,
@@ -464,34 +516,30 @@ async function rateOn(
         latencyFile: `${dir}.latency.json`,
       });
       const threads = sampler.stop();
+      const stealMsPerS = ((stolenMs() - stolenAt) / (Date.now() - loadAtMs)) * 1000;
       const replyAtMs = JSON.parse(readFileSync(`${dir}.replies.json`, 'utf8')) as number[];
       const latencyUs = JSON.parse(readFileSync(`${dir}.latency.json`, 'utf8')) as number[];
       const lines = node.lines();
-      const batchS = lines.filter((l) => l['msg'] === 'log batch durable').map((l) => Number(l['seconds']));
-      const last = replyAtMs[replyAtMs.length - 1] ?? 0;
-      const snapshots = lines
-        .filter((l) => l['msg'] === 'snapshot written' && Number(l['time']) <= last)
-        .map((l) => ({
-          fromMs: Number(l['time']) - Number(l['seconds']) * 1000,
-          toMs: Number(l['time']),
-          requests: Number(l['requests']),
-          replayed: Number(l['replayed']),
-          scheduling: String(l['scheduling']),
-          builder: String(l['builder']),
-          // The worker thread's CPU seconds for it (absent from a node before the field: NaN).
-          cpuS: Number(l['cpu_s']),
-          base: String(l['base']),
-        }));
+      const { batchS, batchAtMs, snapshots } = fromNodeLines(lines, replyAtMs[replyAtMs.length - 1] ?? 0);
       const first = snapshots[0];
       const spunMs = spin?.spun() ?? [];
+      if (TIMELINES !== undefined) {
+        const kind = snapshot !== undefined ? 'snapshots' : burner !== undefined ? 'spinner' : 'none';
+        const snapshotLines = lines.filter((l) => String(l['msg']).startsWith('snapshot'));
+        mkdirSync(TIMELINES, { recursive: true });
+        const timeline = { replyAtMs, latencyUs, batchAtMs, batchS, snapshots, spunMs, snapshotLines };
+        writeFileSync(path.join(TIMELINES, `${loadAtMs}-${kind}.json`), JSON.stringify(timeline));
+      }
       return {
         ...r,
         replyAtMs,
         latencyUs,
         batchS,
+        batchAtMs,
         snapshot: first && { fromMs: first.fromMs, toMs: first.toMs },
         snapshots,
         loadAtMs,
+        stealMsPerS,
         spunMs,
         threads,
       };
@@ -768,16 +816,16 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
     goal: 'at least one each round',
     met: counted.length === pairs.length,
   });
-  figures.push({
-    name: `snapshots written in the SCHED_IDLE class, ${at}`,
-    value: snaps.filter((x) => x.scheduling === 'idle').length,
-    unit: 'snapshots',
-  });
-  figures.push({
-    name: `snapshots built in a process of their own, ${at}`,
-    value: snaps.filter((x) => x.builder === 'process').length,
-    unit: 'snapshots',
-  });
+  for (const [what, how] of [
+    ['written in the SCHED_IDLE class', (x: RateRun['snapshots'][number]) => x.scheduling === 'idle'],
+    ['built in a process of their own', (x: RateRun['snapshots'][number]) => x.builder === 'process'],
+    [`paced by snapshot.pause_ms`, (x: RateRun['snapshots'][number]) => x.pauseMs > 0],
+  ] as const)
+    figures.push({
+      name: `snapshots ${what}, ${at}${what.startsWith('paced') ? ` (the pause: ${PAUSE_MS} ms)` : ''}`,
+      value: snaps.filter(how).length,
+      unit: 'snapshots',
+    });
   if (counted.length === 0) return figures;
   figures.push({ name: `request ids in the last snapshot written, ${at}`, value: snaps[snaps.length - 1]!.requests, unit: 'ids' });
   // What each snapshot costs the cores: its worker thread's CPU (node/snapshotjob.ts), per 10,000 receipts it replayed.
@@ -891,6 +939,8 @@ function mimicFigures(at: string, pairs: readonly OpenPair[], own: ReadonlyArray
  *   a run with nothing in its stretches reads near 1× pooled; one round's split moves about as
  *   much as the run-against-run ratio (0.7–2.8× in a simulation of 40 runs), so read the pooled
  *   rows, and the null beside them.
+ * - The fsync'd batches of the same runs split by the same stretches, and their null: whether a
+ *   snapshot's cost reaches the disk the log is made durable on.
  * The two goal readings say `ratio ≤ 1.25`, as the medians of the rounds in {@link openFigures}
  * do; a split no round could make reads as not met.
  */
@@ -915,6 +965,14 @@ function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPai
     const shift = warmEnd(r) - warmEnd(p.during);
     return p.during.snapshots.map((x) => ({ fromMs: x.fromMs + shift, toMs: x.toMs + shift }));
   };
+  // The fsync'd batches split the same way (a batch's stretch: its seconds before its line's time): the disk's side of the cost.
+  const batches = (r: RateRun, stretches: readonly Stretch[]): Split =>
+    splitByStretches(
+      r.batchAtMs,
+      r.batchS.map((s) => s * 1e6),
+      stretches,
+      warmEnd(r),
+    );
   const rows: ReadonlyArray<readonly [string, Split[], boolean]> = [
     [
       `p99 decision latency of the decisions in flight while a snapshot is written (× the rest of the same run), ${at}`,
@@ -929,6 +987,16 @@ function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPai
     [
       `p99 decision latency, ${at}, no snapshot, a nice-19 process spinning over the stretches, split by them (× the rest of the same run)`,
       pairs.map((p) => split(p.mimic, p.mimic.spunMs)),
+      false,
+    ],
+    [
+      `fsync'd batch p99 of the batches in flight while a snapshot is written (× the rest of the same run), ${at}`,
+      pairs.map((p) => batches(p.during, p.during.snapshots)),
+      false,
+    ],
+    [
+      `fsync'd batch p99, ${at}, no snapshot, split by the same stretches (× the rest of the same run; the split's null)`,
+      pairs.map((p) => batches(p.base, moved(p, p.base))),
       false,
     ],
   ];
@@ -964,7 +1032,10 @@ function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPai
  * helper threads, which also collect the snapshot worker's garbage, libuv's pool, the signature
  * workers) and of the snapshot worker (nice 19), while snapshots were written against the rest of
  * the same run after its warm-up; medians of the rounds. And how far the p99 of the runs without
- * snapshots spreads between rounds (highest ÷ lowest): the noise the ≤ 1.25× goals are read in.
+ * snapshots spreads between rounds (highest ÷ lowest): the noise the ≤ 1.25× goals are read in;
+ * and the CPU the hypervisor gave other guests during each kind of run (/proc/stat `steal`, ms per
+ * s of both cores), median and highest round: on a shared host it comes in bursts that stall
+ * every thread at once, whatever its priority.
  */
 function threadFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair[]): Figure[] {
   const at = `open loop at ${load.rate}/s`;
@@ -978,6 +1049,18 @@ function threadFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPa
       unit: '×',
       ratio: sig(spread),
     });
+  }
+  // What the hypervisor took (/proc/stat steal): a round whose stretch of the machine lost CPU to other guests.
+  for (const [what, run] of [
+    ['no snapshot', (p: OpenPair) => p.base],
+    ['snapshots written', (p: OpenPair) => p.during],
+    ['a nice-19 process spinning over the stretches', (p: OpenPair) => p.mimic],
+  ] as const) {
+    const steal = pairs.map((p) => run(p).stealMsPerS).filter(Number.isFinite);
+    if (steal.length === 0) continue;
+    const name = `CPU the hypervisor took (steal, ms per s of both cores), ${at}, ${what}`;
+    figures.push({ name: `${name}, median of the rounds`, value: sig(median(steal)), unit: 'ms/s' });
+    figures.push({ name: `${name}, highest round`, value: sig(Math.max(...steal)), unit: 'ms/s' });
   }
   const rounds = pairs.flatMap((p) => {
     const r = ratesInAndOut(p.during.threads, p.during.snapshots, warmEnd(p.during));
