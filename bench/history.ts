@@ -973,7 +973,7 @@ function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPai
       stretches,
       warmEnd(r),
     );
-  const rows: ReadonlyArray<readonly [string, Split[], boolean]> = [
+  const rows: ReadonlyArray<readonly [string, Split[], boolean, string?]> = [
     [
       `p99 decision latency of the decisions in flight while a snapshot is written (× the rest of the same run), ${at}`,
       pairs.map((p) => split(p.during, p.during.snapshots)),
@@ -993,17 +993,19 @@ function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPai
       `fsync'd batch p99 of the batches in flight while a snapshot is written (× the rest of the same run), ${at}`,
       pairs.map((p) => batches(p.during, p.during.snapshots)),
       false,
+      'batches',
     ],
     [
       `fsync'd batch p99, ${at}, no snapshot, split by the same stretches (× the rest of the same run; the split's null)`,
       pairs.map((p) => batches(p.base, moved(p, p.base))),
       false,
+      'batches',
     ],
   ];
-  for (const [what, of, goal] of rows) {
+  for (const [what, of, goal, items = 'decisions'] of rows) {
     const counted = [...of.entries()].filter(([, s]) => s.inside.length > 0 && s.outside.length > 0);
     if (counted.length === 0) {
-      const none = { name: `${what}: no round had decisions on both sides`, value: 0, unit: 'rounds' };
+      const none = { name: `${what}: no round had ${items} on both sides`, value: 0, unit: 'rounds' };
       figures.push(goal ? { ...none, goal: 'ratio ≤ 1.25', met: false } : none);
       continue;
     }
@@ -1058,7 +1060,7 @@ function threadFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPa
   ] as const) {
     const steal = pairs.map((p) => run(p).stealMsPerS).filter(Number.isFinite);
     if (steal.length === 0) continue;
-    const name = `CPU the hypervisor took (steal, ms per s of both cores), ${at}, ${what}`;
+    const name = `CPU the hypervisor took (steal, ms per s, all cores together), ${at}, ${what}`;
     figures.push({ name: `${name}, median of the rounds`, value: sig(median(steal)), unit: 'ms/s' });
     figures.push({ name: `${name}, highest round`, value: sig(Math.max(...steal)), unit: 'ms/s' });
   }

@@ -658,9 +658,10 @@ export interface OffThreadSnapshotOptions {
   readonly logger?: Logger;
   /**
    * Milliseconds to wait after handing each slice of {@link SNAPSHOT_SLICE} receipts to the
-   * builder, at most {@link SNAPSHOT_PAUSE_MAX_MS} (`snapshot.pause_ms`; default 0, none). With a
-   * pause the builder also replays one slice at a time instead of eight, so its work comes in short
-   * bursts spread over a longer snapshot. Same file, same bytes.
+   * builder but the last, at most {@link SNAPSHOT_PAUSE_MAX_MS} (`snapshot.pause_ms`; default 0,
+   * none). With a pause the builder also replays one slice at a time instead of eight, so its work
+   * comes in short bursts spread over a longer snapshot. Same file, same bytes. A snapshot then
+   * covers at most 256,000 ÷ `pauseMs` receipts a second: one that takes in more falls behind.
    */
   readonly pauseMs?: number;
   /** Ends a pause early when aborted (the node stopping): the snapshot then rejects with the abort's reason. */
@@ -718,6 +719,7 @@ async function snapshotSession(
   o: OffThreadSnapshotOptions,
   vouch: OffThreadSnapshotOptions['vouch'],
 ): Promise<{ made?: Omit<MadeSnapshot, 'seconds'>; unvouched?: string }> {
+  o.signal?.throwIfAborted();
   const { list, why } = listSnapshotsOrWhy(dataDir);
   const lookups = lookupsOf(log);
   const pauseMs = Math.min(SNAPSHOT_PAUSE_MAX_MS, Math.max(0, o.pauseMs ?? 0));
@@ -757,7 +759,8 @@ async function snapshotSession(
       // never awaited, and an unhandled rejection would end the node.
       pending.catch(() => undefined);
       if (before !== undefined) await before;
-      if (pauseMs > 0) await pause(pauseMs, o.signal);
+      // No pause after the last slice: the snapshot's end need not wait.
+      if (pauseMs > 0 && part[part.length - 1]![0] < o.toSeq) await pause(pauseMs, o.signal);
     }
     if (part.length < chunk.length) break;
   }

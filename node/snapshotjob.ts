@@ -94,6 +94,8 @@ export type SnapshotReply =
         readonly checked: SnapshotCheck;
         /** CPU seconds of the thread that made it, since it started or made its last snapshot ({@link threadCpuS}; absent off Linux). */
         readonly cpuS?: number;
+        /** Replay slices this session ran (each of `sliceSize` receipts but the last). */
+        readonly slices: number;
       };
       /** A vouched session whose receipts did not link to the vouched id: why (nothing made). */
       readonly unvouched?: string;
@@ -130,6 +132,8 @@ interface Session {
   /** Set once the replay failed: later chunks are answered with it. */
   failed: Error | undefined;
   replay: Promise<LogReplay> | undefined;
+  /** Replay slices run so far. */
+  slices: number;
 }
 
 let session: Session | undefined;
@@ -268,6 +272,7 @@ export async function handleSnapshotJob(m: SnapshotJob, answer: SnapshotAnswer):
       requests: requestCount,
       checked,
       ...(cpuS !== undefined ? { cpuS } : {}),
+      slices: s.slices,
     },
   });
 }
@@ -300,6 +305,7 @@ function open(
     wake: undefined,
     failed: undefined,
     replay: undefined,
+    slices: 0,
   };
   async function* source(): AsyncGenerator<Array<[number, Uint8Array]>> {
     for (;;) {
@@ -319,7 +325,10 @@ function open(
     steward: steward.did,
     toSeq: m.toSeq,
     sliceSize: m.sliceSize ?? WORKER_SLICE,
-    runner: async (job) => replaySlice(job),
+    runner: async (job) => {
+      s.slices++;
+      return replaySlice(job);
+    },
     parallel: 1,
     requestWindowS: m.windowS,
     requestHorizon,

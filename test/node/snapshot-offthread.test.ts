@@ -20,6 +20,7 @@ import {
   ReceiptLog,
   readKeyFile,
   SNAPSHOT_DIR,
+  Snapshotter,
   WorkerPool,
 } from '../../node/index.ts';
 import { SNAPSHOT_SLICE, type SnapshotJob } from '../../node/internal.ts';
@@ -48,7 +49,7 @@ async function both(
   dir: string,
   o: { nowS: number; windowS: number; toSeq?: number; vouch?: OffThreadSnapshotOptions['vouch']; pauseMs?: number },
   /** Each session message handed to the worker, as it was handed over (`performance.now()` ms). */
-  seen: Array<{ t: SnapshotJob['t']; atMs: number; sliceSize?: number | undefined; receipts?: number }> = [],
+  seen: Array<{ t: SnapshotJob['t']; atMs: number; sliceSize?: number | undefined; receipts?: number; slices?: number }> = [],
 ): Promise<{ inline: MadeSnapshot | undefined; off: MadeSnapshot | undefined; ignored: { inline: string[]; off: string[] } }> {
   const a = folder();
   const b = folder();
@@ -73,7 +74,12 @@ async function both(
           ...(job.t === 'snap-open' ? { sliceSize: job.sliceSize } : {}),
           ...(job.t === 'snap-chunk' ? { receipts: job.seqs.length } : {}),
         });
-        return pool.snapshotJob(job, transfer);
+        const seenAs = seen[seen.length - 1]!;
+        // The worker's answer to snap-end says how many replay slices it ran.
+        return pool.snapshotJob(job, transfer).then((r) => {
+          if (r.t === 'ended' && r.made !== undefined) seenAs.slices = r.made.slices;
+          return r;
+        });
       },
     };
     const off = await makeSnapshotOffThread(logB, b, spy, {
@@ -286,12 +292,15 @@ describe('a running node snapshot built on a worker thread', () => {
     expect(seen.map((m) => m.t)).toEqual(['snap-open', 'snap-chunk', 'snap-chunk', 'snap-chunk', 'snap-end']);
     expect(seen[0]!.sliceSize).toBe(SNAPSHOT_SLICE);
     expect(seen.filter((m) => m.t === 'snap-chunk').map((m) => m.receipts)).toEqual([256, 256, 88]);
-    // The pause follows each slice (timers fire no earlier than asked; a millisecond of rounding allowed).
-    for (let i = 2; i < seen.length; i++) expect(seen[i]!.atMs - seen[i - 1]!.atMs).toBeGreaterThanOrEqual(59);
-    // Without a pause: the worker's own slices, and no wait.
+    // The worker replayed them one slice at a time.
+    expect(seen[4]!.slices).toBe(3);
+    // The pause follows each slice but the last (timers fire no earlier than asked; a millisecond of rounding allowed).
+    for (const i of [2, 3]) expect(seen[i]!.atMs - seen[i - 1]!.atMs).toBeGreaterThanOrEqual(59);
+    // Without a pause: the worker's own slices (all 600 in one), and no wait.
     const plain: typeof seen = [];
     await both(dir, { nowS, windowS: 3600 }, plain);
     expect(plain[0]!.sliceSize).toBeUndefined();
+    expect(plain[plain.length - 1]!.slices).toBe(1);
     expect(plain[plain.length - 1]!.atMs - plain[1]!.atMs).toBeLessThan(120);
   });
 
@@ -301,10 +310,16 @@ describe('a running node snapshot built on a worker thread', () => {
     const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
     const pool = await WorkerPool.start(1, { nice: 19 });
     const stop = new AbortController();
+    let stoppedAt = Number.POSITIVE_INFINITY;
+    const seen: string[] = [];
     // The node stops as the first slice is handed over: the pause after it (1 s) must not hold the snapshot.
     const spy: Pick<WorkerPool, 'snapshotJob'> = {
       snapshotJob(job, transfer) {
-        if (job.t === 'snap-chunk') stop.abort(new Error('stopping'));
+        seen.push(job.t);
+        if (job.t === 'snap-chunk' && !stop.signal.aborted) {
+          stoppedAt = performance.now();
+          stop.abort(new Error('stopping'));
+        }
         return pool.snapshotJob(job, transfer);
       },
     };
@@ -318,9 +333,63 @@ describe('a running node snapshot built on a worker thread', () => {
         signal: stop.signal,
       });
       await expect(made).rejects.toThrow('stopping');
+      // Ended at the abort, not at the pause's end (1 s after the first slice).
+      expect(performance.now() - stoppedAt).toBeLessThan(800);
       expect(listSnapshots(dir)).toEqual([]);
+      // A signal aborted before the snapshot starts: nothing is handed over.
+      const handed = seen.length;
+      await expect(
+        makeSnapshotOffThread(log, dir, spy, { steward, nowS: 0, windowS: 3600, toSeq: 599, pauseMs: 1000, signal: stop.signal }),
+      ).rejects.toThrow('stopping');
+      expect(seen.length).toBe(handed);
     } finally {
       await pool.close();
+      await log.close();
+    }
+  });
+
+  test('snapshot.pause_ms: a node stopping during a pause does not wait for it; the snapshot is abandoned, nothing written', async () => {
+    const dir = await loggedFolder(600);
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const log = await ReceiptLog.open(dir, { steward: steward.did, nowS: 0, mustExist: true });
+    // Told when the snapshot has read its first slice of the log (the pause follows its handover).
+    let firstRead: () => void = () => undefined;
+    const read = new Promise<void>((r) => (firstRead = r));
+    const chunks = log.receiptChunks.bind(log);
+    log.receiptChunks = async function* (...a: Parameters<typeof chunks>) {
+      for await (const chunk of chunks(...a)) {
+        firstRead();
+        yield chunk;
+      }
+    };
+    const lines: Array<{ msg: string }> = [];
+    const s = new Snapshotter({
+      log,
+      dataDir: dir,
+      steward,
+      everyReceipts: 0,
+      everyS: 0,
+      keep: 2,
+      windowS: 3600,
+      clockS: () => Math.floor(Date.now() / 1000),
+      durableSeq: () => 599,
+      coveredSeq: -1,
+      pauseMs: 1000,
+      logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as { msg: string }) }),
+    });
+    try {
+      const made = s.snapshotNow();
+      // Stopped as the first slice goes over: its pause (1 s) is under way, or about to be.
+      await read;
+      const t0 = performance.now();
+      await s.close();
+      // Without the abort, close() waits the pause out.
+      expect(performance.now() - t0).toBeLessThan(500);
+      expect(await made).toBeUndefined();
+      expect(lines.map((l) => l.msg)).toContain('snapshot abandoned: the node is stopping');
+      expect(listSnapshots(dir)).toEqual([]);
+    } finally {
+      await s.close();
       await log.close();
     }
   });
