@@ -22,7 +22,7 @@ import {
   signWireRequestSync,
   type WireRequest,
 } from '../../core/index.ts';
-import { configFromJson, type NodeOptions, type RunningNode, resourceIdOf, startNode } from '../../node/index.ts';
+import { configFromJson, type NodeOptions, type RunningNode, resourceIdOf, Snapshotter, startNode } from '../../node/index.ts';
 
 /** A temp folder, removed by the returned cleanup. */
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
@@ -242,4 +242,17 @@ export function catchWorkers(t: string): { readonly workers: Worker[]; restore()
       Worker.prototype.postMessage = post;
     },
   };
+}
+
+type SnapshotterOptions = ConstructorParameters<typeof Snapshotter>[0];
+
+/**
+ * A {@link Snapshotter} for a test that asks for each snapshot itself (no trigger, 2
+ * kept, none covered yet, receipts durable up to `durableSeq()`); `more` adds or overrides.
+ */
+export function manualSnapshotter(
+  o: Pick<SnapshotterOptions, 'log' | 'dataDir' | 'steward' | 'windowS' | 'clockS' | 'durableSeq' | 'logger'>,
+  more: Partial<SnapshotterOptions> = {},
+): Snapshotter {
+  return new Snapshotter({ everyReceipts: 0, everyS: 0, keep: 2, coveredSeq: -1, ...o, ...more });
 }

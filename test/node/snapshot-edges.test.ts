@@ -13,7 +13,7 @@ import { NodeErrorCodes, ReceiptLog, readKeyFile, receiptKey, Snapshotter } from
 import { SCHED_IDLE, SnapshotProcess, threadPolicy } from '../../node/internal.ts';
 import { ClassicLevel } from 'classic-level';
 import { JcpClient, type WireErrorReply } from '../../client/index.ts';
-import { cast, catchWorkers, liveNode, mint, request, tempFolders } from './fixtures.ts';
+import { cast, catchWorkers, liveNode, manualSnapshotter, mint, request, tempFolders } from './fixtures.ts';
 import { runJcpInProcess } from '../support.ts';
 
 const { rng, alice, bob } = cast('snapshot-edges');
@@ -483,20 +483,10 @@ describe.runIf(process.platform === 'linux')('the snapshot worker kept from one 
     const lines: Array<{ msg: string; base?: unknown; cpu_s?: unknown }> = [];
     const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
     let upTo = 1;
-    const s = new Snapshotter({
-      log,
-      dataDir: dir,
-      steward,
-      everyReceipts: 0,
-      everyS: 0,
-      keep: 2,
-      windowS: 90,
-      clockS: () => T,
-      durableSeq: () => upTo,
-      coveredSeq: -1,
-      workerIdleS: 0.5,
-      logger,
-    });
+    const s = manualSnapshotter(
+      { log, dataDir: dir, steward, windowS: 90, clockS: () => T, durableSeq: () => upTo, logger },
+      { workerIdleS: 0.5 },
+    );
     const before = niceThreads();
     try {
       expect(await s.snapshotNow()).toMatchObject({ seq: 1, base: 'none' });

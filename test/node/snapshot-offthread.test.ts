@@ -20,11 +20,10 @@ import {
   ReceiptLog,
   readKeyFile,
   SNAPSHOT_DIR,
-  Snapshotter,
   WorkerPool,
 } from '../../node/index.ts';
 import { SNAPSHOT_SLICE, type SnapshotJob } from '../../node/internal.ts';
-import { cast, liveNode, mint, tempFolders } from './fixtures.ts';
+import { cast, liveNode, manualSnapshotter, mint, tempFolders } from './fixtures.ts';
 
 const { rng, alice, bob } = cast('snapshot-offthread');
 const folder = tempFolders('snapoff');
@@ -363,20 +362,9 @@ describe('a running node snapshot built on a worker thread', () => {
       }
     };
     const lines: Array<{ msg: string }> = [];
-    const s = new Snapshotter({
-      log,
-      dataDir: dir,
-      steward,
-      everyReceipts: 0,
-      everyS: 0,
-      keep: 2,
-      windowS: 3600,
-      clockS: () => Math.floor(Date.now() / 1000),
-      durableSeq: () => 599,
-      coveredSeq: -1,
-      pauseMs: 1000,
-      logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as { msg: string }) }),
-    });
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as { msg: string }) });
+    const clockS = () => Math.floor(Date.now() / 1000);
+    const s = manualSnapshotter({ log, dataDir: dir, steward, windowS: 3600, clockS, durableSeq: () => 599, logger }, { pauseMs: 1000 });
     try {
       const made = s.snapshotNow();
       // Stopped as the first slice goes over: its pause (1 s) is under way, or about to be.
