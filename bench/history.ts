@@ -817,12 +817,12 @@ function openFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair
     met: counted.length === pairs.length,
   });
   for (const [what, how] of [
-    ['written in the SCHED_IDLE class', (x: RateRun['snapshots'][number]) => x.scheduling === 'idle'],
-    ['built in a process of their own', (x: RateRun['snapshots'][number]) => x.builder === 'process'],
-    [`paced by snapshot.pause_ms`, (x: RateRun['snapshots'][number]) => x.pauseMs > 0],
+    [`written in the SCHED_IDLE class, ${at}`, (x: RateRun['snapshots'][number]) => x.scheduling === 'idle'],
+    [`built in a process of their own, ${at}`, (x: RateRun['snapshots'][number]) => x.builder === 'process'],
+    [`paced by snapshot.pause_ms, ${at} (the pause: ${PAUSE_MS} ms)`, (x: RateRun['snapshots'][number]) => x.pauseMs > 0],
   ] as const)
     figures.push({
-      name: `snapshots ${what}, ${at}${what.startsWith('paced') ? ` (the pause: ${PAUSE_MS} ms)` : ''}`,
+      name: `snapshots ${what}`,
       value: snaps.filter(how).length,
       unit: 'snapshots',
     });
@@ -1036,7 +1036,7 @@ function splitFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPai
  * the same run after its warm-up; medians of the rounds. And how far the p99 of the runs without
  * snapshots spreads between rounds (highest ÷ lowest): the noise the ≤ 1.25× goals are read in;
  * and the CPU the hypervisor gave other guests during each kind of run (/proc/stat `steal`, ms per
- * s of both cores), median and highest round: on a shared host it comes in bursts that stall
+ * s, all cores together), median and highest round: on a shared host it comes in bursts that stall
  * every thread at once, whatever its priority.
  */
 function threadFigures(load: RateLoad & { mode: 'open' }, pairs: readonly OpenPair[]): Figure[] {

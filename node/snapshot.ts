@@ -884,9 +884,11 @@ export class Snapshotter {
   #timer: NodeJS.Timeout | undefined;
   /** The snapshot being built (awaited only for it to settle). */
   #running: Promise<unknown> | undefined;
-  #closed = false;
-  /** Aborted by close(): ends a paced snapshot's pause (`snapshot.pause_ms`) at once. */
+  /** Aborted by close(): the snapshotter is closed, and a paced snapshot's pause (`snapshot.pause_ms`) ends at once. */
   readonly #stopping = new AbortController();
+  get #closed(): boolean {
+    return this.#stopping.signal.aborted;
+  }
   /** Failures in a row, and the clock (unix s) before which the timer does not try again. */
   #failures = 0;
   #retryAt = Number.NEGATIVE_INFINITY;
@@ -1033,7 +1035,6 @@ export class Snapshotter {
    * one whose bytes are made and being written to its file completes (a bounded write).
    */
   async close(): Promise<void> {
-    this.#closed = true;
     this.#stopping.abort(new Error('snapshot: the node is stopping'));
     if (this.#timer) clearInterval(this.#timer);
     this.#stopIdleTimer();
