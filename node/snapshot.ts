@@ -1022,11 +1022,32 @@ export class Snapshotter {
         },
         'snapshot written',
       );
+      this.#warnIfBehind(made);
       this.#o.onSnapshot?.(made);
       return made;
     } finally {
       this.#running = undefined;
     }
+  }
+
+  /**
+   * Logs `snapshot falling behind` (warn) when, by the count trigger (`snapshot.every_receipts`),
+   * the next snapshot is due at once and longer than this one: more receipts became durable while
+   * it was written (`arrived`) than it replayed, and at least `every_receipts`. Snapshots then run
+   * back to back, each replaying more than the last, until the load drops; with
+   * `snapshot.pause_ms` set the line says so (a paced snapshot covers at most 256,000 ÷ `pause_ms`
+   * receipts a second). Fields: `seq`, `replayed`, `arrived` (receipts), `seconds`, `pause_ms`.
+   */
+  #warnIfBehind(made: MadeSnapshot): void {
+    const arrived = this.#o.durableSeq() - made.seq;
+    if (this.#o.everyReceipts === 0 || arrived < this.#o.everyReceipts || arrived <= made.replayed) return;
+    const pauseMs = this.#o.pauseMs ?? 0;
+    this.#o.logger.warn(
+      { seq: made.seq, replayed: made.replayed, arrived, seconds: made.seconds, pause_ms: pauseMs },
+      pauseMs > 0
+        ? 'snapshot falling behind: more receipts came in while it was written than it replayed (snapshot.pause_ms paces it; a lower pause keeps up)'
+        : 'snapshot falling behind: more receipts came in while it was written than it replayed',
+    );
   }
 
   /**

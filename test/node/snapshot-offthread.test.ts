@@ -382,6 +382,41 @@ describe('a running node snapshot built on a worker thread', () => {
     }
   });
 
+  test('snapshot falling behind: warned when the next snapshot is due at once and longer than this one', async () => {
+    const dir = await loggedFolder(600);
+    const steward = readKeyFile(path.join(dir, 'steward.key'));
+    const clockS = () => Math.floor(Date.now() / 1000);
+    type Line = { msg: string; seq?: number; replayed?: number; arrived?: number; pause_ms?: number };
+    /** The warn lines of one snapshot of a copy of `dir` (600 receipts) while `arrival` more became durable. */
+    const warned = async (arrival: number, more: { everyReceipts: number; pauseMs?: number }): Promise<Line[]> => {
+      const copy = folder();
+      cpSync(dir, copy, { recursive: true });
+      const log = await ReceiptLog.open(copy, { steward: steward.did, nowS: 0, mustExist: true });
+      const lines: Line[] = [];
+      const logger = pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l) as Line) });
+      // The head as the snapshot starts (599), then `arrival` more once it is written.
+      let asked = 0;
+      const durableSeq = () => (asked++ === 0 ? 599 : 599 + arrival);
+      const s = manualSnapshotter({ log, dataDir: copy, steward, windowS: 3600, clockS, durableSeq, logger }, more);
+      try {
+        expect((await s.snapshotNow())?.replayed).toBe(600);
+        return lines;
+      } finally {
+        await s.close();
+        await log.close();
+      }
+    };
+    const behind = await warned(1000, { everyReceipts: 500, pauseMs: 1 });
+    expect(behind).toEqual([expect.objectContaining({ seq: 599, replayed: 600, arrived: 1000, pause_ms: 1 })]);
+    expect(behind[0]?.msg).toMatch(/^snapshot falling behind: .*snapshot\.pause_ms paces it/);
+    const unpaced = await warned(1000, { everyReceipts: 500 });
+    expect(unpaced.map((l) => l.msg)).toEqual(['snapshot falling behind: more receipts came in while it was written than it replayed']);
+    // Keeping up: fewer came in than it replayed, or too few for the next to be due, or no count trigger.
+    expect(await warned(600, { everyReceipts: 100, pauseMs: 1 })).toEqual([]);
+    expect(await warned(1000, { everyReceipts: 1001 })).toEqual([]);
+    expect(await warned(1000, { everyReceipts: 0 })).toEqual([]);
+  });
+
   test('a session message out of order is refused by the worker, and nothing is written', async () => {
     const pool = await WorkerPool.start(1);
     try {
