@@ -32,7 +32,8 @@
  * the signature workers) and of the nice-19 worker, while snapshots are written against the rest
  * of the run. `JCP_BENCH_HISTORY_OPEN_ONLY=1` with `JCP_BENCH_HISTORY_OPEN_RATE` runs only the
  * open-loop rounds, at that rate; `JCP_BENCH_HISTORY_NODE_ARGS` adds Node or V8 flags to every
- * node; `JCP_BENCH_HISTORY_TIMELINES=<folder>` keeps each rate run's timeline there. Requests in the built logs are ten days old, so
+ * node; `JCP_BENCH_HISTORY_WORKERS` sets every node's `workers` (the caller's signature checked on
+ * that many worker threads; default 0, the main thread); `JCP_BENCH_HISTORY_TIMELINES=<folder>` keeps each rate run's timeline there. Requests in the built logs are ten days old, so
  * the snapshot's request index (bounded by time) is empty, as on a node that has run for long.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -420,6 +421,11 @@ const SCHEDULING = process.env['JCP_BENCH_HISTORY_SCHEDULING'] ?? 'nice';
 const BUILDER = process.env['JCP_BENCH_HISTORY_BUILDER'] ?? 'thread';
 /** The node's `snapshot.pause_ms` in the runs with snapshots (`JCP_BENCH_HISTORY_PAUSE_MS`; default 0, the node's). */
 const PAUSE_MS = Number(process.env['JCP_BENCH_HISTORY_PAUSE_MS'] ?? 0);
+/**
+ * The nodes' `workers` (signature-check worker threads) in every rate run, with snapshots or not
+ * (`JCP_BENCH_HISTORY_WORKERS`; default 0, the node's: the caller's signature checked on the main thread).
+ */
+const WORKERS = Number(process.env['JCP_BENCH_HISTORY_WORKERS'] ?? 0);
 
 /** CPU time stolen from this machine by its hypervisor so far, all cores (ms; /proc/stat's `steal` at 100 ticks/s); NaN where unreadable. */
 function stolenMs(): number {
@@ -480,6 +486,7 @@ async function rateOn(
   // Debug level, in both runs: the node logs each durable batch with its seconds.
   const file = configFile(dir, {
     log_level: 'debug',
+    ...(WORKERS > 0 ? { workers: WORKERS } : {}),
     ...(snapshot === undefined
       ? {}
       : {
