@@ -222,7 +222,7 @@ export {
   UNSENT_BUDGET_BYTES,
   UNSENT_CEILING_FACTOR,
 } from './server.ts';
-export { WorkerPool } from './workers.ts';
+export { type PoolOptions, type WorkerExit, WorkerPool } from './workers.ts';
 export { buildLogTree, checkAgainstCheckpoint, checkpointOf, type LogCheckpoint, originOf, type ReceiptSource } from './tlog.ts';
 export { hashTile, parseTilePath, TILE_WIDTH, type TilePath, type TileReply, TileServer, tileIndexPath } from './tlogtiles.ts';
 export {

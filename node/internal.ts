@@ -5,7 +5,7 @@
 export * from './index.ts';
 export { REQUEST_KEY_WORDS, requestKeyWords } from './requestindex.ts';
 export { MAX_WAITING_PER_GRANT } from './revocations.ts';
-export { SCHED_IDLE, threadPolicy, VERIFY_CHUNK } from './workers.ts';
+export { SCHED_IDLE, SIGNATURE_WORKER_REPLACEMENTS, threadPolicy, VERIFY_CHUNK } from './workers.ts';
 export { SNAPSHOT_PAUSE_MAX_MS, SNAPSHOT_SLICE, SNAPSHOT_WORKER_NICE } from './snapshot.ts';
 export type { SnapshotJob } from './snapshotjob.ts';
 export { SnapshotProcess } from './snapshotproc.ts';

@@ -47,7 +47,7 @@ import { AmendmentStore } from './amendments.ts';
 import { RevocationStore } from './revocations.ts';
 import { chooseSnapshot, Snapshotter } from './snapshot.ts';
 import { type JcpTlsOptions, JcpServer } from './server.ts';
-import { WorkerPool } from './workers.ts';
+import { SIGNATURE_WORKER_REPLACEMENTS, WorkerPool } from './workers.ts';
 
 /** Effects and hooks a node takes besides its config (all optional). */
 export interface NodeOptions {
@@ -646,6 +646,27 @@ function issuerPolicyOf(cfg: NodeConfig, clockS: () => number): IssuerPolicy {
 }
 
 /**
+ * The node's `n` signature workers (config `workers`): caller-signature checks off the main
+ * thread. A worker that exits (a crash, out of memory) is logged (warn, `signature worker
+ * exited…`, with `worker`, `code`, `replaced`) and replaced, up to
+ * {@link SIGNATURE_WORKER_REPLACEMENTS} times over the node's life; its checks in flight, and any
+ * a missing worker would have made, are made on the main thread (a lost worker never turns a good
+ * signature into a `bad-signature` deny).
+ */
+function signaturePool(n: number, logger: Logger): Promise<WorkerPool> {
+  return WorkerPool.start(n, {
+    replace: SIGNATURE_WORKER_REPLACEMENTS,
+    onExit: ({ index, code, replaced }) =>
+      logger.warn(
+        { worker: index, code, replaced },
+        replaced
+          ? 'signature worker exited; a new one took its place (its checks in flight were made on the main thread)'
+          : 'signature worker exited and was not replaced (replacements used up): its checks run on the main thread',
+      ),
+  });
+}
+
+/**
  * Starts a node from its config. Refuses to start with a typed {@link NodeFault}: `key-file-invalid`,
  * `log-missing`, `log-corrupt`, `log-steward-mismatch`, `config-invalid` (meter section, or a data_dir that cannot be created).
  * The steps, in order: TLS files read, steward, meter, receipt log opened, boot recovery
@@ -669,7 +690,7 @@ export async function startNode(cfg: NodeConfig, opts: NodeOptions = {}): Promis
       logger.debug({ receipts: n, seconds: s }, 'log batch durable');
     },
   });
-  const pool = cfg.workers > 0 ? await WorkerPool.start(cfg.workers) : undefined;
+  const pool = cfg.workers > 0 ? await signaturePool(cfg.workers, logger) : undefined;
   // The request index keeps ids by time: `max_skew_s` plus the margin (node/requestindex.ts).
   const policy = issuerPolicyOf(cfg, clockS);
   const b: BootParts = { cfg, opts, log, steward, pool, windowS: cfg.maxSkewS + cfg.requestIndexMarginS, clockS, logger, policy, metrics };

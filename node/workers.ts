@@ -11,6 +11,13 @@ import type { SliceJob, SliceResult } from './replay.ts';
 import type { SnapshotJob, SnapshotReply } from './snapshotjob.ts';
 import type { VerifyJob, WorkerJob } from './worker.ts';
 
+/**
+ * Signature workers a node replaces over its life when they exit (config `workers` ≥ 1; node/node.ts):
+ * bounded, so a worker that keeps crashing does not start threads without end; past it the node
+ * runs on the workers left and its main thread.
+ */
+export const SIGNATURE_WORKER_REPLACEMENTS = 16;
+
 /** Largest number of caller-signature checks sent to a worker in one message. */
 export const VERIFY_CHUNK = 16;
 
@@ -99,6 +106,32 @@ export interface BootScheduling {
   readonly idle: boolean | null;
 }
 
+/** A worker of a {@link WorkerPool} that exited while the pool was open ({@link PoolOptions.onExit}). */
+export interface WorkerExit {
+  /** Its place in the pool (0-based). */
+  readonly index: number;
+  /** Its exit code. */
+  readonly code: number;
+  /** Whether a new worker took its place ({@link PoolOptions.replace}). */
+  readonly replaced: boolean;
+}
+
+/** How a {@link WorkerPool} starts its workers and what it does when one exits. */
+export interface PoolOptions {
+  /** Scheduling priority (nice, 1–19, Linux) each worker lowers itself to. */
+  readonly nice?: number;
+  /** Whether each worker enters the SCHED_IDLE class (Linux, glibc). */
+  readonly idle?: boolean;
+  /**
+   * Workers that exit while the pool is open (a crash, out of memory) that are replaced by a new
+   * one, over the pool's life (default 0: none; a pool kept for later checks {@link WorkerPool.exited}).
+   * Bounded, so a worker that keeps crashing does not start threads without end.
+   */
+  readonly replace?: number;
+  /** Told of each worker that exits while the pool is open, after its jobs were rejected (and it was replaced, if it was). */
+  readonly onExit?: (e: WorkerExit) => void;
+}
+
 /** A fixed pool of signature workers. */
 export class WorkerPool {
   readonly #slots: Slot[];
@@ -109,37 +142,57 @@ export class WorkerPool {
   #scheduled = false;
   #closed = false;
 
-  private constructor(workers: Worker[]) {
+  readonly #spawn: () => Worker;
+  readonly #onExit: ((e: WorkerExit) => void) | undefined;
+  /** Replacements left for workers that exit while the pool is open ({@link PoolOptions.replace}). */
+  #replacements: number;
+
+  private constructor(workers: Worker[], spawn: () => Worker, opts: PoolOptions) {
+    this.#spawn = spawn;
+    this.#onExit = opts.onExit;
+    this.#replacements = opts.replace ?? 0;
     this.#slots = workers.map((worker) => ({ worker, inFlight: 0 }));
-    for (const slot of this.#slots) {
-      slot.worker.on(
-        'message',
-        (m: {
-          id: number;
-          flags?: Uint8Array;
-          slice?: SliceResult;
-          nice?: number | null;
-          idle?: boolean | null;
-          snap?: SnapshotReply;
-          error?: string;
-        }) => {
-          slot.inFlight--;
-          const w = this.#waiters.get(m.id);
-          if (!w) return;
-          this.#waiters.delete(m.id);
-          if (m.error !== undefined) w.reject(new Error(`worker: ${m.error}`));
-          else if (m.nice !== undefined) w.resolve({ nice: m.nice, idle: m.idle ?? null } satisfies BootScheduling);
-          else w.resolve(m.flags ?? m.slice ?? m.snap);
-        },
-      );
-      slot.worker.on('error', (e) => this.#rejectAll(slot, e));
-      // A worker that ended (terminate(), or process.exit in it) never answers what it still had;
-      // the other workers' jobs are theirs to answer.
-      slot.worker.on('exit', (code) => {
-        slot.exited = new Error(`worker: exited (code ${code})`);
-        this.#rejectAll(slot, new Error(`worker: exited (code ${code}) before it answered`));
-      });
-    }
+    for (const [i, slot] of this.#slots.entries()) this.#wire(slot, i);
+  }
+
+  /** Answers `slot`'s messages; on its exit rejects what it still had and, while the pool is open, replaces it if it may. */
+  #wire(slot: Slot, index: number): void {
+    slot.worker.on(
+      'message',
+      (m: {
+        id: number;
+        flags?: Uint8Array;
+        slice?: SliceResult;
+        nice?: number | null;
+        idle?: boolean | null;
+        snap?: SnapshotReply;
+        error?: string;
+      }) => {
+        slot.inFlight--;
+        const w = this.#waiters.get(m.id);
+        if (!w) return;
+        this.#waiters.delete(m.id);
+        if (m.error !== undefined) w.reject(new Error(`worker: ${m.error}`));
+        else if (m.nice !== undefined) w.resolve({ nice: m.nice, idle: m.idle ?? null } satisfies BootScheduling);
+        else w.resolve(m.flags ?? m.slice ?? m.snap);
+      },
+    );
+    slot.worker.on('error', (e) => this.#rejectAll(slot, e));
+    // A worker that ended (terminate(), or process.exit in it) never answers what it still had;
+    // the other workers' jobs are theirs to answer.
+    slot.worker.on('exit', (code) => {
+      slot.exited = new Error(`worker: exited (code ${code})`);
+      this.#rejectAll(slot, new Error(`worker: exited (code ${code}) before it answered`));
+      if (this.#closed) return;
+      const replaced = this.#replacements > 0;
+      if (replaced) {
+        this.#replacements--;
+        const fresh: Slot = { worker: this.#spawn(), inFlight: 0 };
+        this.#slots[index] = fresh;
+        this.#wire(fresh, index);
+      }
+      this.#onExit?.({ index, code, replaced });
+    });
   }
 
   /** Whether a worker of the pool has exited (it answers nothing more: a pool kept for later use should be replaced). */
@@ -165,22 +218,21 @@ export class WorkerPool {
    * modules have loaded (not before: see node/worker.mjs): it then runs only where no other thread
    * wants a core and yields at once to one that wakes; where that is refused, it keeps its nice
    * ({@link bootScheduling} tells). A worker that exits (terminated by {@link close}, or crashed)
-   * rejects the jobs it still had.
+   * rejects the jobs it still had; while the pool is open it is then replaced when
+   * `opts.replace` allows, and `opts.onExit` is told either way.
    */
-  static async start(n: number, opts: { readonly nice?: number; readonly idle?: boolean } = {}): Promise<WorkerPool> {
+  static async start(n: number, opts: PoolOptions = {}): Promise<WorkerPool> {
     // In the sources this module is node/workers.ts and its entry node/worker.ts (run through tsx);
     // in the build it is dist/node/workers.js and its entry dist/node/worker.js. The boot script
     // is plain JavaScript in node/ either way.
     const sources = import.meta.url.endsWith('.ts');
     const boot = new URL(sources ? './worker.mjs' : '../../node/worker.mjs', import.meta.url);
     const entry = new URL(sources ? './worker.ts' : './worker.js', import.meta.url).href;
-    const workers = Array.from(
-      { length: n },
-      () =>
-        new Worker(boot, {
-          workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}), ...(opts.idle === true ? { idle: true } : {}) },
-        }),
-    );
+    const spawn = () =>
+      new Worker(boot, {
+        workerData: { entry, ...(opts.nice !== undefined ? { nice: opts.nice } : {}), ...(opts.idle === true ? { idle: true } : {}) },
+      });
+    const workers = Array.from({ length: n }, spawn);
     await Promise.all(
       workers.map(
         (w) =>
@@ -190,7 +242,7 @@ export class WorkerPool {
           }),
       ),
     );
-    return new WorkerPool(workers);
+    return new WorkerPool(workers, spawn, opts);
   }
 
   /** Number of workers. */

@@ -427,4 +427,41 @@ describe('request path: caller signatures on worker threads', () => {
     await b.close();
     t.cleanup();
   });
+
+  test('a signature worker that exits is logged and replaced; calls are decided all along, none denied bad-signature', async () => {
+    const { catchWorkers } = await import('./fixtures.ts');
+    const { pino } = await import('pino');
+    const lines: Array<{ msg: string; worker?: number; code?: number; replaced?: boolean }> = [];
+    const logger = pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l) as (typeof lines)[number]) });
+    // The node's signature workers, caught as they get their first checks (this stands in for a crash).
+    const { workers, restore } = catchWorkers('verify');
+    const a = await liveNode({ workers: 1 }, { logger });
+    const c = await JcpClient.connect({ host: '127.0.0.1', port: a.port, signer: bob });
+    try {
+      const g = mint(alice, bob, 'tools', ['read'], 1_000n, rng);
+      const call = (i: number) => c.call({ chain: [g], action: 'read', payload: { i }, cost: { uj: 1n, provenance: 'Estimator' } });
+      expect((await call(0)).decision.verdict).toBe('allow');
+      expect(workers).toHaveLength(1);
+      // Calls in flight as the worker ends: checked on the main thread instead, each allowed.
+      const during = Array.from({ length: 20 }, (_, i) => call(1 + i));
+      await workers[0]!.terminate();
+      expect((await Promise.all(during)).map((r) => r.decision.verdict)).toEqual(Array(20).fill('allow'));
+      expect(lines).toEqual([
+        expect.objectContaining({
+          worker: 0,
+          code: 1,
+          replaced: true,
+          msg: expect.stringMatching(/^signature worker exited; a new one took its place/),
+        }),
+      ]);
+      // The new worker takes the next checks.
+      expect((await call(21)).decision.verdict).toBe('allow');
+      expect(workers).toHaveLength(2);
+      expect(a.ledger.spent(grantId(g.grant))).toBe(22n);
+    } finally {
+      restore();
+      await c.close();
+      await a.cleanup();
+    }
+  });
 });

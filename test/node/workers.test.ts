@@ -107,6 +107,42 @@ describe('a WorkerPool whose worker exited', () => {
   });
 });
 
+describe('WorkerPool: a worker that exits while the pool is open', () => {
+  test('is replaced while `replace` allows (onExit told each time); then its work goes to the workers left and the main thread', async () => {
+    const { workers, restore } = catchWorkers('nice');
+    const exits: Array<{ index: number; code: number; replaced: boolean }> = [];
+    const pool = await WorkerPool.start(2, { replace: 1, onExit: (e) => exits.push(e) });
+    const msg = rng(32);
+    const sig = sign(alice.key, msg);
+    const checks = async () => (await Promise.all(Array.from({ length: 40 }, () => pool.verify(alice.did, msg, sig)))).every((v) => v);
+    try {
+      expect(await pool.bootScheduling()).toHaveLength(2);
+      await workers[1]!.terminate();
+      await new Promise((r) => setTimeout(r, 50)); // its exit event
+      expect(exits).toEqual([{ index: 1, code: 1, replaced: true }]);
+      expect(pool.exited).toBe(false);
+      // The new worker answers in the dead one's place.
+      expect(await pool.bootScheduling()).toHaveLength(2);
+      expect(workers).toHaveLength(3);
+      expect(await checks()).toBe(true);
+      // Replacements used up: the next exit is told, not replaced.
+      await workers[2]!.terminate();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(exits).toEqual([
+        { index: 1, code: 1, replaced: true },
+        { index: 1, code: 1, replaced: false },
+      ]);
+      expect(pool.exited).toBe(true);
+      expect(await checks()).toBe(true);
+    } finally {
+      restore();
+      await pool.close();
+    }
+    // Ended by close(): neither told nor replaced.
+    expect(exits).toHaveLength(2);
+  });
+});
+
 describe('a replay whose slice fails while another is awaited', () => {
   test('rejects with the error, and leaves no unhandled rejection (which ends the process: a worker exiting mid-replay did that at boot)', async () => {
     const unhandled: unknown[] = [];
