@@ -213,7 +213,8 @@ function actionsPlan(values: readonly string[], names: readonly string[]): { all
 /**
  * The names of every tool an upstream lists now: the endpoint the node would use (node/endpoint.ts),
  * started once, closed after, at most {@link INIT_DISCOVERY_TIMEOUT_MS}.
- * @throws CliError `upstream-unreachable` (no list: give --actions) or `no-tools` (an empty list).
+ * @throws CliError `upstream-unreachable` (no list: give --actions; the message says why: the
+ *   connect's error with a stdio server's stderr tail, or no answer in time) or `no-tools` (an empty list).
  */
 async function discoverTools(name: string, ep: EndpointConfig): Promise<string[]> {
   const log = pino({ level: 'silent' });
@@ -233,11 +234,14 @@ async function discoverTools(name: string, ep: EndpointConfig): Promise<string[]
     ]);
     // An A2A agent's actions are its card's skill ids (docs/a2a.md), named `id` instead of `name`.
     const tools = endpoint.kind === 'a2a' ? endpoint.skills?.()?.map((s) => ({ name: s['id'] })) : endpoint.tools();
-    if (tools === undefined)
+    if (tools === undefined) {
+      // Why: the connect's error (with a stdio server's stderr tail), or no answer in time.
+      const why = endpoint.lastFailure?.() ?? `no list within ${INIT_DISCOVERY_TIMEOUT_MS / 1000} s`;
       throw new CliError(
         'upstream-unreachable',
-        `--upstream ${name}: cannot list its tools: give the tools to grant with --actions ${name}=TOOL,TOOL…`,
+        `--upstream ${name}: cannot list its tools (${why}): give the tools to grant with --actions ${name}=TOOL,TOOL…`,
       );
+    }
     const names = tools.map((t) => String(t['name']));
     if (names.length === 0)
       throw new CliError('no-tools', `--upstream ${name}: the server lists no tools; a grant needs at least one action`);

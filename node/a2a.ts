@@ -33,6 +33,7 @@ import {
   EndpointUnavailable,
   headerValue,
   type InvokeOptions,
+  messageWithCauses,
   type Precheck,
   type ToolStatus,
   TOOLS_BACKOFF_MAX_MS,
@@ -473,7 +474,7 @@ export class A2aEndpoint implements Endpoint {
         this.#backoffMs = TOOLS_BACKOFF_MS;
         return client;
       } catch (e) {
-        this.#lastFailure = (e as Error)?.message ?? String(e);
+        this.#lastFailure = messageWithCauses(e);
         this.#retryAt = Date.now() + this.#backoffMs;
         this.#backoffMs = Math.min(this.#backoffMs * 2, TOOLS_BACKOFF_MAX_MS);
         this.#log.warn({ err: this.#lastFailure }, 'agent card not read');

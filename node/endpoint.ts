@@ -116,6 +116,22 @@ export function endpointUnavailableIn(e: unknown): { message: string; phase: Una
   return undefined;
 }
 
+/**
+ * `e`'s message followed by its causes' (up to 4 levels down, e.g. `fetch failed` and then
+ * `connect ECONNREFUSED 127.0.0.1:9`), each once: what {@link Endpoint.lastFailure} says.
+ */
+export function messageWithCauses(e: unknown): string {
+  const parts: string[] = [];
+  let x: unknown = e;
+  for (let i = 0; i < 5 && x !== null && typeof x === 'object'; i++) {
+    const o = x as { message?: unknown; code?: unknown; cause?: unknown };
+    const m = typeof o.message === 'string' && o.message !== '' ? o.message : typeof o.code === 'string' ? o.code : undefined;
+    if (m !== undefined && !parts.some((p) => p.includes(m))) parts.push(m);
+    x = o.cause;
+  }
+  return parts.length > 0 ? parts.join(': ') : String(e);
+}
+
 /** A JSON-RPC notification the upstream sent (`{jsonrpc: "2.0", method, params?}`). */
 export type McpNotificationMessage = { readonly method: string; readonly params?: Record<string, unknown> } & Record<string, unknown>;
 
@@ -547,7 +563,7 @@ abstract class McpEndpoint implements Endpoint {
     } catch (e) {
       // unreachable now: the list stays as it was, and is not asked again before the back-off
       const tail = this.failureDetail();
-      this.#lastFailure = `${(e as Error).message}${tail ? `; stderr: ${tail}` : ''}`;
+      this.#lastFailure = `${messageWithCauses(e)}${tail ? `; stderr: ${tail}` : ''}`;
       this.#toolsRetryAt = Date.now() + this.#toolsBackoffMs;
       if (this.#toolsStaleAt !== undefined) this.#toolsStaleAt = this.#toolsRetryAt;
       this.#toolsBackoffMs = Math.min(this.#toolsBackoffMs * 2, TOOLS_BACKOFF_MAX_MS);

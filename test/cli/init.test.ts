@@ -181,6 +181,11 @@ describe('jcp init', { timeout: 150_000 }, () => {
     const down = await runJcp(['init', 'q', '--upstream', 'a=http://127.0.0.1:9/mcp'], { cwd: work });
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/error \[upstream-unreachable\].*--actions a=TOOL,TOOL/);
+    // It says why: the connect's error down to its cause, or a stdio server's stderr.
+    expect(down.stderr).toMatch(/cannot list its tools \(.*fetch failed: [^)]+\)/);
+    const crashed = await runJcp(['init', 'r', '--upstream', 'c=node --eval=console.error("boom4242");process.exit(3)'], { cwd: work });
+    expect(crashed.code).toBe(1);
+    expect(crashed.stderr).toMatch(/error \[upstream-unreachable\]: --upstream c: cannot list its tools \(.*stderr: boom4242\)/);
     expect(readdirSync(work).sort()).toEqual(['p']);
     // A bare command: found as the node finds it (the project's node_modules/.bin), written absolute.
     // (npx vitest puts node_modules/.bin on PATH; a user's shell does not)
