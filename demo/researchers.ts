@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Did } from '../core/index.ts';
-import { scriptArgv, stopChild, track } from '../testkit/index.ts';
+import { agentEnvironment, scriptArgv, stopChild, track } from '../testkit/index.ts';
 import type { FromResearcher, ResearcherCall, ToResearcher } from './messages.ts';
 
 /** The researcher script beside this module: `researcher.ts` in the sources, `researcher.js` in the build. */
@@ -36,6 +36,8 @@ export class ResearcherProc {
   constructor(demoDir: string, onCall: (c: ResearcherCall) => void, port = 0) {
     this.child = spawn(process.execPath, [...scriptArgv(RESEARCHER_SCRIPT), demoDir, String(port)], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      // An agent: only what a process needs, never the user's secrets (testkit agentEnvironment).
+      env: agentEnvironment(),
     });
     track(this.child);
     this.child.stderr?.setEncoding('utf8').on('data', (d: string) => {

@@ -9,7 +9,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Did, Uj } from '../core/index.ts';
-import { scriptArgv, stopChild, track } from '../testkit/index.ts';
+import { agentEnvironment, scriptArgv, stopChild, track } from '../testkit/index.ts';
 import type { CallEvent, DelegatedEvent, FromWorker, Lane, ToWorker } from './messages.ts';
 
 /** The worker script beside this module: `worker.ts` in the sources, `worker.js` in the build. */
@@ -65,6 +65,8 @@ export class WorkerProc {
     this.#onCall = onCall;
     this.child = spawn(process.execPath, [...scriptArgv(WORKER_SCRIPT), name, demoDir], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      // An agent: only what a process needs, never the user's secrets (testkit agentEnvironment).
+      env: agentEnvironment(),
     });
     track(this.child);
     this.child.stderr?.setEncoding('utf8');

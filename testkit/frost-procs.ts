@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Did } from '../core/index.ts';
 import { deal, FrostError, shareRecord, writeShareFile } from '../frost/index.ts';
-import { JCP_BIN, killChild, scriptArgv, stopChild, track } from './procs.ts';
+import { agentEnvironment, JCP_BIN, killChild, scriptArgv, stopChild, track } from './procs.ts';
 
 const ROOT = resolve(dirname(JCP_BIN), '..');
 /** The `jcp` entry point. */
@@ -142,7 +142,8 @@ export async function startParticipantProc(
   const child = spawn(process.execPath, argv, {
     cwd: ROOT,
     stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...opts.env },
+    // Only what a process needs and its own variables: never the caller's secrets (testkit/procs.ts).
+    env: agentEnvironment(opts.env),
   });
   track(child);
   const p = new ParticipantProc(opts.keystore, child);

@@ -9,7 +9,17 @@ export { CONFORMANCE_TOOL_NAMES } from './mcp-tools-list.ts';
 export { findNatsServerBin, loopbackNatsUrlProblem, NatsServer } from './nats.ts';
 export { ParticipantProc } from './frost-procs.ts';
 export { startParticipantProc } from './frost-procs.ts';
-export { exitAfterInterrupt, freePort, interrupting, JCP_BIN, scriptArgv, stopChild, track, whenInterrupted } from './procs.ts';
+export {
+  agentEnvironment,
+  exitAfterInterrupt,
+  freePort,
+  interrupting,
+  JCP_BIN,
+  scriptArgv,
+  stopChild,
+  track,
+  whenInterrupted,
+} from './procs.ts';
 export { type LinkStatus, liveLinks, type RegionCluster, type RegionState, type RegionStatus, startRegions } from './regions.ts';
 export { TcpProxy } from './proxy.ts';
 export { feedReachTarget, measureRevocationReach, metricsReachTarget, quantileMs, type ReachTarget } from './reach.ts';

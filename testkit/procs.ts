@@ -48,6 +48,40 @@ export function scriptArgv(script: string): string[] {
   return ['--import', TSX_IMPORT, script];
 }
 
+/**
+ * Variables an agent process the project starts (the demo's workers and researcher, FROST
+ * participants) inherits from the caller's environment: what Node and a terminal need to run, and
+ * the project's one non-secret switch (`JCP_FROST_GROUP`, the group arithmetic). Nothing else: no
+ * token, key or cloud credential the user happens to have set (README "Why": no agent holds an
+ * ambient secret).
+ */
+export const AGENT_ENV_INHERITED: readonly string[] = [
+  'PATH',
+  'HOME',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TERM',
+  'TMPDIR',
+  'TZ',
+  'SYSTEMROOT',
+  'JCP_FROST_GROUP',
+];
+
+/**
+ * The environment of an agent process: {@link AGENT_ENV_INHERITED} from `from` (default this
+ * process's), then `extra` (its own variables, e.g. an approver's secret named for it).
+ */
+export function agentEnvironment(
+  extra: Readonly<Record<string, string | undefined>> = {},
+  from: Readonly<Record<string, string | undefined>> = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const k of AGENT_ENV_INHERITED) if (from[k] !== undefined) env[k] = from[k];
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
+  return env;
+}
+
 const live = new Set<ChildProcess>();
 let hooked = false;
 

@@ -34,8 +34,8 @@ interface Run {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function demo(args: string[]): Run {
-  const child = spawn(process.execPath, [JCP_BIN, 'demo', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function demo(args: string[], env: Record<string, string> = {}): Run {
+  const child = spawn(process.execPath, [JCP_BIN, 'demo', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   children.add(child);
   let out = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => {
@@ -144,6 +144,36 @@ async function serversSeen(
     byNodes: { filesystem: nodes('filesystem'), memory: nodes('memory') },
     byOthers: all.filter((s) => !/^n\d$/.test(s.parent)).map((s) => `${s.kind} started by ${s.parent.slice(0, 120)}`),
   };
+}
+
+/**
+ * Samples /proc every 100 ms until `done()`: the demo's agent processes (its workers, its
+ * researcher, its team's participants: command lines naming `dir` or its team) seen running, and
+ * those among them whose environment holds `secret`.
+ */
+async function agentsHolding(
+  dir: string,
+  secret: string,
+  done: () => boolean,
+  timeoutMs = 180_000,
+): Promise<{ seen: number; holding: string[] }> {
+  const seen = new Set<string>();
+  const holding = new Set<string>();
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) {
+    for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+      try {
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'latin1').replaceAll('\0', ' ');
+        if (!/demo\/(worker|researcher)\.[jt]s |frost participant /.test(cmd) || !cmd.includes(dir)) continue;
+        seen.add(pid);
+        if (readFileSync(`/proc/${pid}/environ`, 'latin1').includes(secret)) holding.add(cmd.slice(0, 160));
+      } catch {
+        // gone, or not ours
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { seen: seen.size, holding: [...holding] };
 }
 
 async function replayedIndependently(report: DemoReport): Promise<{ total: number; bad: number; breaks: number }> {
@@ -266,13 +296,22 @@ describe('jcp demo - the main job end to end', () => {
     const root = tmp();
     const dir = join(root, 'run');
     const json = join(root, 'report.json');
-    const run = demo(['--json', json, '--dir', dir]);
+    // A secret in the user's environment (README "Why": no agent holds an ambient secret).
+    const secret = `jcp-demo-ambient-${process.pid}-${Date.now()}`;
+    const run = demo(['--json', json, '--dir', dir], { JCP_TEST_AMBIENT_SECRET: secret, AWS_SECRET_ACCESS_KEY: secret });
+    let ended = false;
+    const agents = agentsHolding(dir, secret, () => ended);
     const { code } = await run.exited;
+    ended = true;
     expect(code, run.out().slice(-3000)).toBe(0);
     const r = JSON.parse(readFileSync(json, 'utf8')) as DemoReport;
     expect(r.ok).toBe(true);
     expect(r.problems).toEqual([]);
     expect(r.nats).toEqual({ mode: 'external', url: 'nats://127.0.0.1:4222' });
+    // The workers, the researcher and the team's three participants were seen; none held the secret.
+    const { seen, holding } = await agents;
+    expect(seen).toBeGreaterThanOrEqual(6);
+    expect(holding).toEqual([]);
     expect(r.dir).toBe(dir);
 
     // Every receipt verifies — by the report, and by replaying the logs again here.
