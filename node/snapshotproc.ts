@@ -58,7 +58,8 @@ export class SnapshotProcess {
   /**
    * Starts the process and waits until its IPC channel answers. `idle`: every thread also in the
    * SCHED_IDLE class (Linux, glibc; where refused, nice 19 only: {@link bootScheduling} tells).
-   * @throws Error when the process cannot be started or ends before it answers.
+   * @throws Error `worker: cannot start the snapshot process: <why>` when it cannot be started
+   *   (e.g. `spawn … EMFILE`), or `worker: the snapshot process exited …` when it ends before it answers.
    */
   static async start(opts: { readonly idle?: boolean } = {}): Promise<SnapshotProcess> {
     // In the sources this module is node/snapshotproc.ts and its entry node/snapshotchild.ts (run
@@ -78,6 +79,11 @@ export class SnapshotProcess {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'advanced',
     });
+    if (child.pid === undefined) {
+      // Not started (out of file handles, no such binary): spawn says why on its 'error' event, next tick.
+      const why = await new Promise<Error>((resolve) => child.once('error', resolve));
+      throw new Error(`worker: cannot start the snapshot process: ${why.message}`);
+    }
     const p = new SnapshotProcess(child);
     try {
       await p.bootScheduling();

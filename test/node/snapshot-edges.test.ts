@@ -453,6 +453,17 @@ describe.runIf(process.platform === 'linux')('snapshot.builder "process": the sn
     await p.close();
     await expect(p.snapshotJob({ t: 'snap-end', id: 0 })).rejects.toThrow(/snapshot process exited/);
   });
+
+  test('a process that cannot be started is refused with why (the spawn error), not a missing IPC channel', async () => {
+    // Stands in for a node out of file handles: the spawn fails before any process runs.
+    const execPath = process.execPath;
+    process.execPath = path.join(folder(), 'no-such-node');
+    try {
+      await expect(SnapshotProcess.start()).rejects.toThrow(/^worker: cannot start the snapshot process: spawn .*no-such-node ENOENT$/);
+    } finally {
+      process.execPath = execPath;
+    }
+  });
 });
 
 describe.runIf(process.platform === 'linux')('the snapshot worker kept from one snapshot to the next', () => {
