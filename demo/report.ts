@@ -426,7 +426,7 @@ function thresholdLines(r: DemoReport): string[] {
     for (const p of t.policies) out.push(`  member ${p.member} decides by ${p.kind}: ${p.what}`);
     for (const d of t.approvals)
       out.push(
-        `  member ${d.member} ${d.decision === 'approve' ? 'approved' : 'REFUSED'} request ${short(d.request)} (${d.policy_kind} ${short(d.policy)}): ${d.reason}`,
+        `  member ${d.member} ${d.decision === 'approve' ? 'approved' : 'REFUSED'} request ${short(d.request)} in session ${short(d.session)} (${d.policy_kind} ${short(d.policy)}): ${d.reason}`,
       );
     if (t.refused_call) {
       const rc = t.refused_call;

@@ -77,6 +77,8 @@ export interface TeamDecision {
   readonly member: number;
   readonly holder: Did;
   readonly request: string;
+  /** The signing session it was asked in: a request the signer retried with other members is decided once per session. */
+  readonly session: string;
   readonly policy_kind: string;
   readonly policy: string;
   readonly decision: 'approve' | 'refuse';
@@ -210,6 +212,7 @@ export async function startTeam(nc: NatsConnection, natsUrl: string, dir: string
           member: i + 1,
           holder: p.did as Did,
           request: String(e['request']),
+          session: String(e['session']),
           policy_kind: String(e['policy_kind']),
           policy: String(e['policy']),
           decision: e['decision'] === 'approve' ? ('approve' as const) : ('refuse' as const),

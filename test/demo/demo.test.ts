@@ -345,6 +345,14 @@ describe('jcp demo - the main job end to end', () => {
     expect(refusers).toEqual([2, 3]);
     expect(r.threshold.refused_call!.refusals.find((x) => x.member === 3)!.why).toMatch(/entityNames is not under w1-/);
     expect(r.threshold.approvals.some((d) => d.member === 2 && d.decision === 'refuse' && /looks like a secret/.test(d.reason))).toBe(true);
+    // A request asked again in another session is decided again: each decision names its session, and no line repeats.
+    expect(r.threshold.approvals.every((d) => /^[0-9a-f]{16,}$/.test(d.session))).toBe(true);
+    const decided = run
+      .out()
+      .split('\n')
+      .filter((l) => /^ {2}member \d (approved|REFUSED) request /.test(l));
+    expect(decided.length).toBe(r.threshold.approvals.length);
+    expect(new Set(decided).size).toBe(decided.length);
     expect(r.denies_by_reason['bad-signature']).toBe(1);
 
     // The channel: three points, the statements prove the spend the receipts show, within the bound.
