@@ -18,5 +18,14 @@ export {
   writeFileDurablyAsync,
 } from './files.ts';
 export { hostName, type ReadOnlyRefusal, readOnlyGuard } from './http.ts';
+export {
+  BRIDGE_HTTP_LIMITS,
+  type BoundedServer,
+  createBoundedServer,
+  HTTP_LIMITS,
+  type HttpConnectionCounts,
+  type HttpLimits,
+} from './httplimits.ts';
+export { peerAddress } from './peer.ts';
 export { writeBackRange } from './writeback.ts';
 export { bindCloseOnExec, markCloseOnExec } from './cloexec.ts';

@@ -213,7 +213,6 @@ export {
   MAX_IN_FLIGHT,
   type MessageHandler,
   type NoticeSink,
-  peerAddress,
   REFUSED_BEFORE_CLOSE,
   REFUSED_WINDOW_MS,
   type ServerHooks,
@@ -222,6 +221,8 @@ export {
   UNSENT_BUDGET_BYTES,
   UNSENT_CEILING_FACTOR,
 } from './server.ts';
+/** The peer address abuse limits count by; it lives in io/ (shared with the HTTP listeners' bounds). */
+export { peerAddress } from '../io/index.ts';
 export { type PoolOptions, type WorkerExit, WorkerPool } from './workers.ts';
 export { buildLogTree, checkAgainstCheckpoint, checkpointOf, type LogCheckpoint, originOf, type ReceiptSource } from './tlog.ts';
 export { hashTile, parseTilePath, TILE_WIDTH, type TilePath, type TileReply, TileServer, tileIndexPath } from './tlogtiles.ts';
