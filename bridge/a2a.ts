@@ -38,7 +38,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { type ServerResponse, createServer } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   A2A_PROTOCOL_VERSION,
@@ -68,6 +68,7 @@ import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
 import type { SignedGrant } from '../core/index.ts';
+import { BRIDGE_HTTP_LIMITS, createBoundedServer, type HttpLimits } from '../io/index.ts';
 import type { BridgeAgent, Decided, Exchange } from './agent.ts';
 import { type BridgeSkill, skillCatalogue } from './catalogue.ts';
 import { DELEGATE_KEY, DELEGATION_KEY, DelegationErrorCodes, encodeDelegation } from './delegation.ts';
@@ -135,6 +136,8 @@ export interface A2aOptions {
   readonly allowedOrigins?: readonly string[];
   /** As {@link HttpOptions.allowedHosts} (bridge/http.ts). */
   readonly allowedHosts?: readonly string[];
+  /** As {@link HttpOptions.connectionLimits} (bridge/http.ts; default `BRIDGE_HTTP_LIMITS`: 4096 in all, 256 per peer). */
+  readonly connectionLimits?: HttpLimits;
 }
 
 /** A listening A2A face. */
@@ -713,7 +716,7 @@ export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
       HttpErrorCodes.INTERNAL,
     );
   });
-  const http = createServer(app);
+  const { server: http } = createBoundedServer(app, o.connectionLimits, BRIDGE_HTTP_LIMITS);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(o.port, o.host, () => {

@@ -24,11 +24,12 @@
  * 2025-era sessionful face above, unchanged.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 // v1 SDK: the 2025 face's sessions (GET stream, Mcp-Session-Id), which the v2 HTTP entry serves only statelessly.
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type McpHttpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import { BRIDGE_HTTP_LIMITS, createBoundedServer, type HttpLimits } from '../io/index.ts';
 import type { BridgeAgent } from './agent.ts';
 import { modernHttp } from './modern.ts';
 import { bridgeServer, refusal } from './server.ts';
@@ -37,6 +38,18 @@ import { bridgeServer, refusal } from './server.ts';
 export interface HttpAgent {
   readonly agent: BridgeAgent;
   readonly token?: string;
+}
+
+/** A request listener running `handle`; its failure is a 500 `internal` (or the end of a started response). */
+function answering(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<unknown>,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (!res.headersSent) reply(res, 500, `internal error: ${(e as Error).message}`, HttpErrorCodes.INTERNAL);
+      else res.end();
+    });
+  };
 }
 
 /** Options of {@link serveBridgeHttp}. */
@@ -60,6 +73,12 @@ export interface HttpOptions {
    * proxy sees the proxy's `Host`). Not needed off loopback, where `Host` is not checked.
    */
   readonly allowedHosts?: readonly string[];
+  /**
+   * Connection bounds of the listener (io/httplimits.ts; default `BRIDGE_HTTP_LIMITS`: 4096 in
+   * all, 256 per peer address, 10 s for the headers, 30 s for a request): one over a bound is
+   * closed as it is accepted, before any token is read (slow loris, file-handle exhaustion).
+   */
+  readonly connectionLimits?: HttpLimits;
 }
 
 /** Bounds on Streamable HTTP sessions (see {@link DEFAULT_SESSION_LIMITS}). */
@@ -323,12 +342,7 @@ export async function serveBridgeHttp(o: HttpOptions): Promise<HttpBridge> {
     return known.transport.handleRequest(req, res, body);
   };
 
-  const http = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      if (!res.headersSent) reply(res, 500, `internal error: ${(e as Error).message}`, HttpErrorCodes.INTERNAL);
-      else res.end();
-    });
-  });
+  const { server: http } = createBoundedServer(answering(handle), o.connectionLimits, BRIDGE_HTTP_LIMITS);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(o.port, o.host, () => {

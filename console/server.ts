@@ -10,13 +10,13 @@
  * address (`0.0.0.0`, `::`) accepts any `Host`.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { ConsoleData, ConsoleState } from './data.ts';
 import { PAGE_HTML, PAGE_JS } from './page.ts';
-import { readOnlyGuard } from '../io/index.ts';
+import { createBoundedServer, type HttpLimits, readOnlyGuard } from '../io/index.ts';
 
 /** Chart.js's UMD build, read from its installed package: beside its CommonJS entry (dist/chart.cjs). */
 const chartJs = (): Buffer => readFileSync(path.join(path.dirname(createRequire(import.meta.url).resolve('chart.js')), 'chart.umd.min.js'));
@@ -29,10 +29,12 @@ export interface RunningConsole {
 }
 
 /**
- * Serves the console for `data` on `host:port` (port 0: any free one).
+ * Serves the console for `data` on `host:port` (port 0: any free one). Connections are bounded by
+ * `limits` (io/httplimits.ts; default `HTTP_LIMITS`: 1024 in all, 64 per peer address, 10 s for
+ * the headers): one over a bound is closed as it is accepted (slow loris, file-handle exhaustion).
  * @throws Error when the address cannot be bound
  */
-export async function serveConsole(data: ConsoleData, host = '127.0.0.1', port = 0): Promise<RunningConsole> {
+export async function serveConsole(data: ConsoleData, host = '127.0.0.1', port = 0, limits: HttpLimits = {}): Promise<RunningConsole> {
   let cached: { at: number; state: Promise<ConsoleState> } | undefined;
   const state = (): Promise<ConsoleState> => {
     if (cached === undefined || Date.now() - cached.at > 1_000) cached = { at: Date.now(), state: data.state() };
@@ -40,7 +42,7 @@ export async function serveConsole(data: ConsoleData, host = '127.0.0.1', port =
   };
   const vendor = chartJs();
   const guard = readOnlyGuard(host);
-  const server = createServer((req, res) => {
+  const { server } = createBoundedServer((req, res) => {
     const send = (status: number, type: string, body: string | Buffer) => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
       res.end(req.method === 'HEAD' ? undefined : body);
@@ -67,7 +69,7 @@ export async function serveConsole(data: ConsoleData, host = '127.0.0.1', port =
       return;
     }
     send(404, 'text/plain', 'not found\n');
-  });
+  }, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -2,9 +2,9 @@
  * Observability of the node: Prometheus metrics (`prom-client`) and the `/metrics` + `/healthz`
  * HTTP endpoint on the metrics port. Names carry their units (`_seconds`, `_uj`).
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readOnlyGuard } from '../io/index.ts';
+import { createBoundedServer, type HttpLimits, readOnlyGuard } from '../io/index.ts';
 import { Counter, collectDefaults, Gauge, Histogram, Registry } from './prom.ts';
 
 /** The node's metrics, in their own registry (several nodes may share a process in tests). */
@@ -295,8 +295,10 @@ export interface TlogResponder {
  * failed) and `/readyz` (the same JSON, 200 while ready to allow, 503 otherwise),
  * and, when `tlog` is given, `/checkpoint` and `/tile/…` (C2SP tlog-tiles, GET only). Like the
  * console (io/http.ts): any method but GET and HEAD is 405; a `Host` naming neither loopback nor
- * `host` is 421 (DNS rebinding), unless `host` is a wildcard (`0.0.0.0`, `::`).
- * Resolves to the server and the bound port.
+ * `host` is 421 (DNS rebinding), unless `host` is a wildcard (`0.0.0.0`, `::`). Connections are
+ * bounded by `limits` (io/httplimits.ts; default `HTTP_LIMITS`: 1024 in all, 64 per peer
+ * address, 10 s for the headers): one over a bound is closed as it is accepted, so a slow-loris
+ * peer cannot take the node's file handles. Resolves to the server and the bound port.
  */
 export async function serveMetrics(
   metrics: NodeMetrics,
@@ -304,9 +306,10 @@ export async function serveMetrics(
   host: string,
   port: number,
   tlog?: TlogResponder,
+  limits: HttpLimits = {},
 ): Promise<{ server: Server; port: number }> {
   const guard = readOnlyGuard(host);
-  const server = createServer((req, res) => {
+  const { server } = createBoundedServer((req, res) => {
     const url = req.url ?? '/';
     // What the console does (io/http.ts): GET and HEAD only, and no foreign Host (DNS rebinding).
     const refused = guard(req.method, req.headers.host);
@@ -353,7 +356,7 @@ export async function serveMetrics(
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
     res.end(tlog ? 'not found: try /metrics, /healthz, /checkpoint or /tile/…\n' : 'not found: try /metrics or /healthz\n');
-  });
+  }, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -28,8 +28,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
+import { createBoundedServer, type HttpLimits } from '../io/index.ts';
 import {
   type Actor,
   contentId,
@@ -254,6 +255,12 @@ export interface StandingServerOptions {
   readonly childExpiry?: number;
   /** Callback timeout, ms (default 10 000). */
   readonly callbackTimeoutMs?: number;
+  /**
+   * Connection bounds of the webhook listener (io/httplimits.ts; default `HTTP_LIMITS`: 1024 in
+   * all, 64 per peer address, 10 s for the headers, 30 s for a request): one over a bound is
+   * closed as it is accepted (slow loris, file-handle exhaustion).
+   */
+  readonly connectionLimits?: HttpLimits;
 }
 
 /** A running standing server. */
@@ -418,7 +425,7 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
   const refuse = (res: ServerResponse, status: number, code: string, message: string) =>
     send(res, status, { error: { code, message }, ledger: ledgerView() });
 
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const { server } = createBoundedServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname === '/ledger') {
       if (req.method !== 'GET') return refuse(res, 405, StandingServerCodes.METHOD_NOT_ALLOWED, 'GET /ledger');
@@ -446,7 +453,7 @@ export async function startStandingServer(o: StandingServerOptions): Promise<Sta
         refuse(res, 500, StandingServerCodes.LEDGER_FAILED, e.message),
       );
     });
-  });
+  }, o.connectionLimits);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

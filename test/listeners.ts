@@ -96,3 +96,49 @@ export function runJcp(
     });
   });
 }
+
+/**
+ * What a bounded HTTP listener on loopback `port` (io/httplimits.ts, `maxPerPeer` = `bound`) does
+ * with `bound` + 1 connections from 127.0.0.1: `extraClosed` (the last one is closed within a
+ * second), `heldOpen` (the first `bound` still are) and `otherServed` (the HTTP status a GET of
+ * `path` from 127.0.0.2 gets meanwhile, 0 for none). Closes every connection it opened.
+ */
+export async function perPeerBound(
+  port: number,
+  bound: number,
+  path = '/',
+): Promise<{ extraClosed: boolean; heldOpen: boolean; otherServed: number }> {
+  const { connect: tcp } = await import('node:net');
+  const { get } = await import('node:http');
+  const socks: Socket[] = [];
+  const openOne = () =>
+    new Promise<{ closed: Promise<void> }>((resolve, reject) => {
+      const s = tcp({ host: '127.0.0.1', port, localAddress: '127.0.0.1' });
+      socks.push(s);
+      const closed = new Promise<void>((r) => s.once('close', () => r()));
+      s.once('error', reject);
+      s.once('connect', () => {
+        s.removeListener('error', reject);
+        s.on('error', () => {});
+        resolve({ closed });
+      });
+    });
+  const within = (p: Promise<void>, ms: number) =>
+    Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+  try {
+    const held = [];
+    for (let i = 0; i < bound; i++) held.push(await openOne());
+    await new Promise((r) => setTimeout(r, 50));
+    const extraClosed = await within((await openOne()).closed, 1000);
+    const heldOpen = !(await Promise.all(held.map((h) => within(h.closed, 50)))).some((c) => c);
+    const otherServed = await new Promise<number>((resolve) => {
+      get({ host: '127.0.0.1', port, path, localAddress: '127.0.0.2', agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', () => resolve(0));
+    });
+    return { extraClosed, heldOpen, otherServed };
+  } finally {
+    for (const s of socks) s.destroy();
+  }
+}

@@ -14,6 +14,7 @@ import { runJcpInProcess } from '../support.ts';
 import { JCP_BIN } from '../../testkit/internal.ts';
 import { eventClassOf, MintLedgerFile, startStandingServer } from '../../node/index.ts';
 import { tempDir } from './fixtures.ts';
+import { perPeerBound } from '../listeners.ts';
 
 /** The `jcp` command run in this process (test/support.ts). */
 const jcp = (...argv: string[]) => runJcpInProcess(argv);
@@ -276,21 +277,38 @@ describe('the mint ledger file (§4.6)', () => {
     }
   });
 
+  /** A standing server of `policy` on an ephemeral loopback port, its ledger and hand-offs in `dir`. */
+  const serverIn = (dir: string) => ({
+    chain: [standing],
+    policy,
+    holder: trigger,
+    agent: worker.did,
+    ledgerFile: path.join(dir, 'l.jsonl'),
+    handoff: { dir },
+    writeChain: (file: string, c: readonly (typeof standing)[]) => writeChainFile(file, c),
+    chainJson: chainFileText,
+    host: '127.0.0.1',
+    port: 0,
+  });
+
+  test('the webhook listener closes a connection over its per-peer bound at once; 127.0.0.2 is still served', async () => {
+    const t = tempDir('mintledger-bound');
+    try {
+      const s = await startStandingServer({ ...serverIn(t.dir), connectionLimits: { maxPerPeer: 3 } });
+      try {
+        expect(await perPeerBound(s.port, 3, '/ledger')).toEqual({ extraClosed: true, heldOpen: true, otherServed: 200 });
+      } finally {
+        await s.close();
+      }
+    } finally {
+      t.cleanup();
+    }
+  });
+
   test('a fired body sent again to another source is wrong-event-class, not a replay of the first child (break12 F3)', async () => {
     const t = tempDir('mintledger-src');
     try {
-      const s = await startStandingServer({
-        chain: [standing],
-        policy,
-        holder: trigger,
-        agent: worker.did,
-        ledgerFile: path.join(t.dir, 'l.jsonl'),
-        handoff: { dir: t.dir },
-        writeChain: (file: string, c: readonly (typeof standing)[]) => writeChainFile(file, c),
-        chainJson: chainFileText,
-        host: '127.0.0.1',
-        port: 0,
-      });
+      const s = await startStandingServer(serverIn(t.dir));
       try {
         const body = '{"kind":"failed","run":1}';
         expect((await post(s.port, '/events/ci', body)).body.fired?.replayed).toBe(false);
