@@ -247,6 +247,14 @@ export class FrameReader {
     return { bodies: out };
   }
 
+  /**
+   * The body length the message being read declares, once its header is complete; undefined while
+   * a header is read (a caller may refuse a message on its length before taking its body).
+   */
+  get declared(): number | undefined {
+    return this.#length < 0 ? undefined : this.#length;
+  }
+
   /** Bytes received of the incomplete message (header and body so far); 0 between messages. */
   get buffered(): number {
     return this.#headerFill + (this.#length < 0 ? 0 : this.#bodyFill);

@@ -214,6 +214,7 @@ export {
   type MessageHandler,
   type NoticeSink,
   REFUSED_BEFORE_CLOSE,
+  REFUSED_BYTES_BEFORE_CLOSE,
   REFUSED_WINDOW_MS,
   type ServerHooks,
   type ServerLimits,

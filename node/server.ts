@@ -38,7 +38,9 @@
  *   address holding the most; each ended after `readTimeoutMs` unless it completes).
  * - With the node's per-address `rate-limited` check (`hooks.admits`), an address refused
  *   `rate-limited` has its new connections told so and closed, and a connection that sends
- *   {@link REFUSED_BEFORE_CLOSE} refused messages within {@link REFUSED_WINDOW_MS} is closed.
+ *   {@link REFUSED_BEFORE_CLOSE} refused messages, or more than {@link REFUSED_BYTES_BEFORE_CLOSE}
+ *   bytes of them, within {@link REFUSED_WINDOW_MS} is closed; the bytes are counted on a message's
+ *   declared length, before its body is read.
  * - At most `maxConnections` connections; more get `busy` and are closed. When the node is full,
  *   a newcomer from an address holding fewer connections than the address holding the most (by
  *   more than one) takes the place of one of that address's connections that owes no reply (an
@@ -52,7 +54,7 @@ import { type Server, type Socket, createServer } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { frameMessage, FrameReader, MAX_DECLARABLE_LENGTH } from '../core/index.ts';
+import { FRAME_HEADER_BYTES, frameMessage, FrameReader, MAX_DECLARABLE_LENGTH } from '../core/index.ts';
 import { peerAddress } from '../io/index.ts';
 import { NodeErrorCodes } from './codes.ts';
 import { errorBody } from './enforcer.ts';
@@ -182,7 +184,16 @@ const ROUND_MS = 5;
  * messages admitted in between (the bucket refills) do not reset the count.
  */
 export const REFUSED_BEFORE_CLOSE = 64;
-/** The window {@link REFUSED_BEFORE_CLOSE} is counted in, milliseconds. */
+/**
+ * A connection whose messages refused `rate-limited` within {@link REFUSED_WINDOW_MS} would come
+ * to more than this many bytes (headers included) is closed: a message from a refused address is
+ * refused on its declared length, before its body is read, when it would take the count past this
+ * (told `rate-limited` once more, then ended). So a refused address's large frames are not read,
+ * allocated and copied up to {@link REFUSED_BEFORE_CLOSE} times each connection (2026-12-07: 300
+ * connections sending frames of 1 MiB of junk, 1.1 s for another address's call).
+ */
+export const REFUSED_BYTES_BEFORE_CLOSE = 256 << 10;
+/** The window {@link REFUSED_BEFORE_CLOSE} and {@link REFUSED_BYTES_BEFORE_CLOSE} are counted in, milliseconds. */
 export const REFUSED_WINDOW_MS = 10_000;
 /**
  * Default of {@link ServerLimits.maxInFlight}: requests handed to the handler and not yet answered,
@@ -234,6 +245,8 @@ class Connection {
   #unsent = 0;
   /** Messages refused `rate-limited` since {@link #refusedSince} (ms, performance.now()). */
   #refused = 0;
+  /** Bytes (headers included) of the messages counted in {@link #refused}. */
+  #refusedBytes = 0;
   #refusedSince = 0;
 
   constructor(sock: Socket, server: JcpServer) {
@@ -371,13 +384,16 @@ class Connection {
       const room = Math.min(max - taken, this.#server.limits.maxPending - this.#queue.length, this.#server.inFlightRoom);
       if (room <= 0) break; // no in-flight room left: it asks again, behind the others
       const chunk = this.#inbox[0]!;
-      const { bodies, error, rest } = this.#reader.read(chunk, room);
-      if (rest === undefined) this.#inbox.shift();
-      else this.#inbox[0] = rest;
-      this.#inboxBytes -= chunk.length - (rest?.length ?? 0);
+      const fed = this.#mayRead(chunk);
+      if (fed === undefined) return; // refused on its declared length: closed
+      const { bodies, error, rest } = this.#reader.read(fed, room);
+      const left = (rest?.length ?? 0) + chunk.length - fed.length;
+      if (left === 0) this.#inbox.shift();
+      else this.#inbox[0] = chunk.subarray(chunk.length - left);
+      this.#inboxBytes -= chunk.length - left;
       for (const body of bodies) {
         // Requests completed before a bad length in the same chunk are still answered, in order.
-        if (this.#refusedFor()) return;
+        if (this.#refusedFor(body)) return;
         this.#enqueue(this.#server.handler(body, this.#notice, this.#peer));
         taken++;
       }
@@ -401,14 +417,11 @@ class Connection {
    * {@link REFUSED_BEFORE_CLOSE} within {@link REFUSED_WINDOW_MS} the connection is closed (true:
    * the message is not handled).
    */
-  #refusedFor(): boolean {
+  #refusedFor(body: Uint8Array): boolean {
     const admits = this.#server.hooks.admits;
     if (admits === undefined || admits(this.#peer)) return false;
-    const now = performance.now();
-    if (now - this.#refusedSince > REFUSED_WINDOW_MS) {
-      this.#refused = 0;
-      this.#refusedSince = now;
-    }
+    this.#refusedWindow();
+    this.#refusedBytes += FRAME_HEADER_BYTES + body.length;
     if (++this.#refused < REFUSED_BEFORE_CLOSE) return false;
     this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
     this.#closeWith(
@@ -418,6 +431,40 @@ class Connection {
       ),
     );
     return true;
+  }
+
+  /** Starts a new window of refused messages once {@link REFUSED_WINDOW_MS} have passed since the last began. */
+  #refusedWindow(): void {
+    const now = performance.now();
+    if (now - this.#refusedSince <= REFUSED_WINDOW_MS) return;
+    this.#refused = 0;
+    this.#refusedBytes = 0;
+    this.#refusedSince = now;
+  }
+
+  /**
+   * What of `chunk` the frame reader may take now: all of it while the peer's address is admitted.
+   * While it is refused `rate-limited`, a message's body is not read before its declared length is
+   * counted: the reader takes only the rest of a header first, and a message whose length would
+   * take the refused bytes within the window past {@link REFUSED_BYTES_BEFORE_CLOSE} closes the
+   * connection (undefined), its body unread. So a refused address's large frames cost the node a
+   * header each, not a megabyte read, allocated and copied.
+   */
+  #mayRead(chunk: Uint8Array): Uint8Array | undefined {
+    const admits = this.#server.hooks.admits;
+    if (admits === undefined || admits(this.#peer)) return chunk;
+    const declared = this.#reader.declared;
+    if (declared === undefined) return chunk.subarray(0, Math.min(chunk.length, FRAME_HEADER_BYTES - this.#reader.buffered));
+    this.#refusedWindow();
+    if (this.#refusedBytes + FRAME_HEADER_BYTES + declared <= REFUSED_BYTES_BEFORE_CLOSE) return chunk;
+    this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
+    this.#closeWith(
+      errorBody(
+        NodeErrorCodes.RATE_LIMITED,
+        `a message of ${declared} bytes while ${this.#peer} is rate-limited (more than ${REFUSED_BYTES_BEFORE_CLOSE} bytes refused within ${REFUSED_WINDOW_MS / 1000} s): the connection is closed; retry later`,
+      ),
+    );
+    return undefined;
   }
 
   /**

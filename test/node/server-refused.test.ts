@@ -1,0 +1,77 @@
+/**
+ * What a rate-limited address costs the jcp/1 server (node/server.ts): a large frame from a
+ * refused address is refused on its declared length, before its body is read (docs/node.md
+ * "Abuse limits").
+ */
+import { describe, expect, test } from 'vitest';
+import { decodeWireMessage, frameMessage } from '../../core/index.ts';
+import { NodeErrorCodes } from '../../node/index.ts';
+import { liveNode, RawConn, tempFolders } from './fixtures.ts';
+
+const folder = tempFolders('server-refused');
+const garbage = frameMessage(Uint8Array.of(0xff, 0x00, 0x01));
+const CLOCK = 1_900_000_000;
+
+/** A node whose abuse limits are `burst` tokens, never refilled. */
+const limited = (burst: number, extra: Record<string, unknown> = {}) =>
+  liveNode({ abuse: { burst, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 }, ...extra }, { clockS: () => CLOCK }, folder());
+
+/** The next reply on `c`: its error code, or its kind. */
+const code = async (c: RawConn, ms?: number) => {
+  const m = decodeWireMessage(await c.next(ms));
+  return m.kind === 'error' ? m.error.code : m.kind;
+};
+
+/** The 4-byte header of a frame declaring `n` bytes of body. */
+const header = (n: number) => {
+  const h = new Uint8Array(4);
+  new DataView(h.buffer).setUint32(0, n, false);
+  return h;
+};
+
+describe('jcp/1 server: a large frame from a rate-limited address', () => {
+  test('is refused on its declared length: rate-limited and closed before its body is sent', async () => {
+    const node = await limited(1);
+    const c = await RawConn.open(node.port, '127.0.0.70');
+    c.write(garbage);
+    expect(await code(c)).toBe('cbor-malformed'); // the one token: the address is refused now
+    // A frame just under the 1 MiB cap, of which only the header and 1 KiB are sent: the node
+    // does not wait for (and read) the rest.
+    c.write(header((1 << 20) - 8));
+    c.write(new Uint8Array(1024).fill(0xa0));
+    expect(await code(c, 3000)).toBe(NodeErrorCodes.RATE_LIMITED);
+    expect(await c.waitClosed(3000)).toBe(true);
+    c.destroy();
+    await node.cleanup();
+  });
+
+  test('one begun while admitted is refused once the address is refused, before the rest is read', async () => {
+    const node = await limited(1);
+    const big = await RawConn.open(node.port, '127.0.0.71');
+    big.write(header((1 << 20) - 8));
+    big.write(new Uint8Array(1024).fill(0xa0));
+    // Another connection of the address spends its one token.
+    const other = await RawConn.open(node.port, '127.0.0.71');
+    other.write(garbage);
+    expect(await code(other)).toBe('cbor-malformed');
+    big.write(new Uint8Array(1024).fill(0xa0)); // more of the body: the node now refuses it
+    expect(await code(big, 3000)).toBe(NodeErrorCodes.RATE_LIMITED);
+    expect(await big.waitClosed(3000)).toBe(true);
+    for (const c of [big, other]) c.destroy();
+    await node.cleanup();
+  });
+
+  test('small messages from a refused address are still answered one by one', async () => {
+    const node = await limited(1);
+    const c = await RawConn.open(node.port, '127.0.0.72');
+    c.write(garbage);
+    expect(await code(c)).toBe('cbor-malformed');
+    for (let i = 0; i < 8; i++) {
+      c.write(garbage);
+      expect(await code(c)).toBe(NodeErrorCodes.RATE_LIMITED);
+    }
+    expect(c.closed).toBe(false);
+    c.destroy();
+    await node.cleanup();
+  });
+});
