@@ -256,6 +256,14 @@ export class Enforcer {
   }
 
   /**
+   * Takes one token of the address `peer` for a failure the jcp/1 server answers itself (a
+   * `read-timeout`, node/server.ts); nothing without abuse limits.
+   */
+  charge(peer: string): void {
+    this.#d.limiter?.charge(peer);
+  }
+
+  /**
    * Handles one message body from peer address `peer` and resolves to the response body.
    * `notice` sends the `notice` messages of a request that asked for them (`notify: 1`) before
    * its response. Never rejects. With abuse limits, a peer out of tokens gets `rate-limited`

@@ -604,7 +604,7 @@ function jcpServer(cfg: NodeConfig, enforcer: Enforcer, tls: JcpTlsOptions | und
     },
     metrics,
     logger,
-    { admits: (peer) => enforcer.admits(peer) },
+    { admits: (peer) => enforcer.admits(peer), charge: (peer) => enforcer.charge(peer) },
   );
 }
 

@@ -40,7 +40,7 @@
  *   `rate-limited` has its new connections told so and closed, and a connection that sends
  *   {@link REFUSED_BEFORE_CLOSE} refused messages, or more than {@link REFUSED_BYTES_BEFORE_CLOSE}
  *   bytes of them, within {@link REFUSED_WINDOW_MS} is closed; the bytes are counted on a message's
- *   declared length, before its body is read.
+ *   declared length, before its body is read. A `read-timeout` spends a token (`hooks.charge`).
  * - At most `maxConnections` connections; more get `busy` and are closed. When the node is full,
  *   a newcomer from an address holding fewer connections than the address holding the most (by
  *   more than one) takes the place of one of that address's connections that owes no reply (an
@@ -221,6 +221,11 @@ interface Slot {
  */
 export interface ServerHooks {
   readonly admits?: ((peer: string) => boolean) | undefined;
+  /**
+   * Takes one token of the address `peer` for a failure the server answers itself: a
+   * `read-timeout` (a frame not completed in time), as the node's handler charges its error replies.
+   */
+  readonly charge?: ((peer: string) => void) | undefined;
 }
 
 class Connection {
@@ -517,6 +522,9 @@ class Connection {
     this.#readTimer = undefined;
     if (this.#closing || this.#reader.buffered === 0 || this.#inbox.length > 0) return;
     this.#server.metrics.errors.inc({ code: NodeErrorCodes.READ_TIMEOUT });
+    // A failure of the peer like any other error reply: it spends a token, so an address that
+    // keeps opening connections and trickling frames is refused at connect once its bucket is empty.
+    this.#server.hooks.charge?.(this.#peer);
     this.#closeWith(
       errorBody(
         NodeErrorCodes.READ_TIMEOUT,

@@ -1,7 +1,7 @@
 /**
  * What a rate-limited address costs the jcp/1 server (node/server.ts): a large frame from a
- * refused address is refused on its declared length, before its body is read (docs/node.md
- * "Abuse limits").
+ * refused address is refused on its declared length, before its body is read; a read timeout
+ * spends a token of the peer's abuse bucket (docs/node.md "Abuse limits").
  */
 import { describe, expect, test } from 'vitest';
 import { decodeWireMessage, frameMessage } from '../../core/index.ts';
@@ -72,6 +72,29 @@ describe('jcp/1 server: a large frame from a rate-limited address', () => {
     }
     expect(c.closed).toBe(false);
     c.destroy();
+    await node.cleanup();
+  });
+});
+
+describe('jcp/1 server: a read timeout', () => {
+  test('spends a token of the peer: once the bucket is empty, its new connections are refused', async () => {
+    const node = await limited(2, { read_timeout_ms: 100 });
+    for (let i = 0; i < 2; i++) {
+      const slow = await RawConn.open(node.port, '127.0.0.73');
+      slow.write(Uint8Array.of(0, 0)); // half a header, never completed
+      expect(await code(slow)).toBe(NodeErrorCodes.READ_TIMEOUT);
+      expect(await slow.waitClosed(3000)).toBe(true);
+      slow.destroy();
+    }
+    const again = await RawConn.open(node.port, '127.0.0.73');
+    expect(await code(again, 3000)).toBe(NodeErrorCodes.RATE_LIMITED);
+    expect(await again.waitClosed(3000)).toBe(true);
+    again.destroy();
+    // Another address is not affected.
+    const other = await RawConn.open(node.port, '127.0.0.74');
+    other.write(garbage);
+    expect(await code(other)).toBe('cbor-malformed');
+    other.destroy();
     await node.cleanup();
   });
 });
