@@ -5,9 +5,11 @@
  * closes a connection whose headers never finish only after `headersTimeout` (60 s) and then only
  * at its next check (every 30 s): a slow-loris peer sending a header line every few seconds can
  * hold thousands of connections and starve the process (no new jcp/1 connections, no snapshot
- * child). {@link createBoundedServer} refuses a connection over a per-peer or total bound the
- * moment it is accepted (before a byte is read, so a bearer token checked later does not help)
- * and closes unfinished requests within about a second of their timeouts.
+ * child). {@link createBoundedServer} refuses a connection over a per-peer bound the moment it
+ * is accepted (before a byte is read, so a bearer token checked later does not help); at the total
+ * bound it makes room for a peer holding fewer connections by closing one of the biggest holder's;
+ * it closes a connection pipelining more than a few requests, and unfinished requests within
+ * about a second of their timeouts.
  */
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -25,12 +27,20 @@ export interface HttpLimits {
   readonly requestTimeoutMs?: number;
   /** Milliseconds between Node's checks of those two timeouts (`connectionsCheckingInterval`). */
   readonly checkIntervalMs?: number;
+  /**
+   * Requests one connection may have in flight (received, response not finished): HTTP/1.1
+   * pipelining. A connection that sends more is destroyed, its extra requests unanswered: Node
+   * parses every request of a chunk before any answer is written, so without this one connection
+   * that never reads its answers has every one of thousands of pipelined requests rendered and
+   * held in memory.
+   */
+  readonly maxPipelined?: number;
 }
 
 /**
  * The defaults for a listener few clients use (metrics, standing webhooks, console): 1024
  * connections in total, 64 per peer address, 10 s for the headers, 30 s for the whole request,
- * timeouts checked every second.
+ * timeouts checked every second, 8 requests in flight per connection.
  */
 export const HTTP_LIMITS: Required<HttpLimits> = {
   maxConnections: 1024,
@@ -38,6 +48,7 @@ export const HTTP_LIMITS: Required<HttpLimits> = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   checkIntervalMs: 1_000,
+  maxPipelined: 8,
 };
 
 /**
@@ -55,6 +66,10 @@ export interface HttpConnectionCounts {
   readonly refusedPeer: number;
   /** Connections closed at once because the listener already held `maxConnections`. */
   readonly refusedTotal: number;
+  /** Connections closed to make room, at the total bound, for a peer holding fewer (of the peer holding the most). */
+  readonly evicted: number;
+  /** Connections closed for having more than `maxPipelined` requests in flight. */
+  readonly refusedPipelined: number;
 }
 
 /** A bounded HTTP server (not yet listening) and a view of its {@link HttpConnectionCounts}. */
@@ -65,12 +80,18 @@ export interface BoundedServer {
 
 /**
  * An `http.Server` serving `handler` under `limits` (unset fields from `defaults`, itself
- * {@link HTTP_LIMITS} unless given): a connection from a peer that already holds `maxPerPeer`
- * open connections, or arriving while `maxConnections` are open, is destroyed as it is accepted
- * (its file handle freed; no response, not read); counts drop when a connection closes, so a
- * refused peer may connect again once its others close. A request whose headers are not complete
- * in `headersTimeoutMs`, or whole in `requestTimeoutMs`, is answered 408 and closed within
- * `checkIntervalMs` of that. Throws RangeError for a bound that is not a positive integer.
+ * {@link HTTP_LIMITS} unless given):
+ * - a connection from a peer that already holds `maxPerPeer` open connections is destroyed as it
+ *   is accepted (its file handle freed; no response, not read);
+ * - at `maxConnections`, a newcomer from a peer holding fewer connections than the peer holding
+ *   the most, by more than one, takes the place of one of that peer's (the oldest with no request
+ *   in flight, else the oldest), so a few addresses filling the listener cannot keep the others
+ *   out; any other newcomer is destroyed;
+ * - a connection with more than `maxPipelined` requests in flight is destroyed;
+ * - a request whose headers are not complete in `headersTimeoutMs`, or whole in
+ *   `requestTimeoutMs`, is answered 408 and closed within `checkIntervalMs` of that.
+ * Counts drop when a connection closes, so a refused peer may connect again once its others close.
+ * Throws RangeError for a bound that is not a positive integer.
  */
 export function createBoundedServer(
   handler: RequestListener,
@@ -80,33 +101,85 @@ export function createBoundedServer(
   const l = { ...defaults, ...stripUndefined(limits) };
   for (const [k, v] of Object.entries(l))
     if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`HTTP limit ${k} must be a positive integer, not ${String(v)}`);
-  const server = createServer(
-    { headersTimeout: l.headersTimeoutMs, requestTimeout: l.requestTimeoutMs, connectionsCheckingInterval: l.checkIntervalMs },
-    handler,
-  );
-  const perPeer = new Map<string, number>();
-  let open = 0;
-  let refusedPeer = 0;
-  let refusedTotal = 0;
-  server.on('connection', (sock: Socket) => {
-    const peer = peerAddress(sock.remoteAddress);
-    const held = perPeer.get(peer) ?? 0;
-    if (open >= l.maxConnections || held >= l.maxPerPeer || peer === '') {
-      if (open >= l.maxConnections) refusedTotal++;
-      else refusedPeer++;
+  // Each peer's open connections, oldest first, and the requests each connection has in flight.
+  const perPeer = new Map<string, Set<Socket>>();
+  const inFlight = new Map<Socket, number>();
+  const c = { open: 0, refusedPeer: 0, refusedTotal: 0, evicted: 0, refusedPipelined: 0 };
+  const counted: RequestListener = (req, res) => {
+    const sock = req.socket;
+    if (sock.destroyed) return;
+    const n = (inFlight.get(sock) ?? 0) + 1;
+    if (n > l.maxPipelined) {
+      c.refusedPipelined++;
       sock.destroy();
       return;
     }
-    open++;
-    perPeer.set(peer, held + 1);
-    sock.once('close', () => {
-      open--;
-      const n = (perPeer.get(peer) ?? 1) - 1;
-      if (n <= 0) perPeer.delete(peer);
-      else perPeer.set(peer, n);
+    inFlight.set(sock, n);
+    res.once('close', () => {
+      const m = (inFlight.get(sock) ?? 1) - 1;
+      if (m <= 0) inFlight.delete(sock);
+      else inFlight.set(sock, m);
     });
+    handler(req, res);
+  };
+  const server = createServer(
+    { headersTimeout: l.headersTimeoutMs, requestTimeout: l.requestTimeoutMs, connectionsCheckingInterval: l.checkIntervalMs },
+    counted,
+  );
+  const drop = (peer: string, sock: Socket): void => {
+    const mine = perPeer.get(peer);
+    if (mine === undefined || !mine.delete(sock)) return;
+    c.open--;
+    inFlight.delete(sock);
+    if (mine.size === 0) perPeer.delete(peer);
+  };
+  server.on('connection', (sock: Socket) => {
+    const peer = peerAddress(sock.remoteAddress);
+    const held = perPeer.get(peer)?.size ?? 0;
+    if (peer === '' || held >= l.maxPerPeer) {
+      c.refusedPeer++;
+      sock.destroy();
+      return;
+    }
+    if (c.open >= l.maxConnections) {
+      const victim = evictable(perPeer, held, inFlight);
+      if (victim === undefined) {
+        c.refusedTotal++;
+        sock.destroy();
+        return;
+      }
+      c.evicted++;
+      drop(victim.peer, victim.sock);
+      victim.sock.destroy();
+    }
+    c.open++;
+    const mine = perPeer.get(peer) ?? new Set<Socket>();
+    mine.add(sock);
+    perPeer.set(peer, mine);
+    sock.once('close', () => drop(peer, sock));
   });
-  return { server, counts: () => ({ open, refusedPeer, refusedTotal }) };
+  return { server, counts: () => ({ ...c }) };
+}
+
+/**
+ * The connection to close so a newcomer from a peer holding `held` connections gets a place: one
+ * of the peer holding the most, when that is more than `held` + 1 (the oldest with no request in
+ * flight, else its oldest); undefined when no peer holds that many more.
+ */
+function evictable(
+  perPeer: ReadonlyMap<string, ReadonlySet<Socket>>,
+  held: number,
+  inFlight: ReadonlyMap<Socket, number>,
+): { peer: string; sock: Socket } | undefined {
+  let most: [string, ReadonlySet<Socket>] | undefined;
+  for (const e of perPeer) if (most === undefined || e[1].size > most[1].size) most = e;
+  if (most === undefined || most[1].size <= held + 1) return undefined;
+  let oldest: Socket | undefined;
+  for (const sock of most[1]) {
+    oldest ??= sock;
+    if (!inFlight.has(sock)) return { peer: most[0], sock };
+  }
+  return oldest && { peer: most[0], sock: oldest };
 }
 
 function stripUndefined(o: HttpLimits): HttpLimits {

@@ -68,14 +68,59 @@ describe('createBoundedServer', () => {
     expect(b.counts()).toMatchObject({ refusedPeer: 2, refusedTotal: 0 });
   });
 
-  it('closes connections over the total bound at once, whoever they come from', async () => {
+  it('at the total bound, refuses a newcomer whose peer holds within one of the most', async () => {
     const { b, port } = await serve({ maxPerPeer: 10, maxConnections: 4 });
-    for (let i = 0; i < 2; i++) await open(port, '127.0.0.1');
-    for (let i = 0; i < 2; i++) await open(port, '127.0.0.2');
+    const held = [];
+    for (let i = 0; i < 2; i++) held.push(await open(port, '127.0.0.1'));
+    for (let i = 0; i < 2; i++) held.push(await open(port, '127.0.0.2'));
     await until(() => b.counts().open === 4);
-    const extra = await open(port, '127.0.0.3');
+    const extra = await open(port, '127.0.0.2');
     expect(await within(extra.closed, 1000)).toBe(true);
-    expect(b.counts()).toMatchObject({ open: 4, refusedTotal: 1, refusedPeer: 0 });
+    for (const h of held) expect(await within(h.closed, 100)).toBe(false);
+    expect(b.counts()).toMatchObject({ open: 4, refusedTotal: 1, refusedPeer: 0, evicted: 0 });
+  });
+
+  it('at the total bound, a newcomer from a peer holding fewer takes the place of a connection of the peer holding the most', async () => {
+    const { b, port } = await serve({ maxPerPeer: 10, maxConnections: 4 });
+    const held = [];
+    for (let i = 0; i < 4; i++) held.push(await open(port, '127.0.0.1'));
+    await until(() => b.counts().open === 4);
+    // Without the eviction, a few addresses filling the listener keep every other one out.
+    expect(await fetchFrom(port, '127.0.0.2')).toBe(200);
+    const closed = await Promise.all(held.map((h) => within(h.closed, 500)));
+    expect(closed.filter(Boolean)).toHaveLength(1);
+    // The oldest of the biggest holder's connections went.
+    expect(closed[0]).toBe(true);
+    expect(b.counts()).toMatchObject({ evicted: 1, refusedTotal: 0 });
+  });
+
+  it('destroys a connection with more than maxPipelined requests in flight, its extra requests unanswered', async () => {
+    let handled = 0;
+    const b = createBoundedServer(
+      (_req, res) => {
+        handled++;
+        setTimeout(() => res.end('ok'), 100);
+      },
+      { maxPipelined: 2 },
+    );
+    started.push(b);
+    await new Promise<void>((r) => b.server.listen(0, '127.0.0.1', () => r()));
+    const port = (b.server.address() as AddressInfo).port;
+    const { sock, closed } = await open(port);
+    // Five requests in one write, never read: without the bound each is handled and its answer held.
+    sock.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(5));
+    expect(await within(closed, 1000)).toBe(true);
+    expect(handled).toBe(2);
+    expect(b.counts()).toMatchObject({ refusedPipelined: 1 });
+    // Within the bound: two pipelined requests, both answered.
+    const ok = await open(port, '127.0.0.2');
+    let got = '';
+    ok.sock.on('data', (d: Buffer) => {
+      got += d.toString('latin1');
+    });
+    ok.sock.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(2));
+    await until(() => got.split('HTTP/1.1 200').length === 3);
+    expect(got.split('HTTP/1.1 200')).toHaveLength(3);
   });
 
   it('closes a slow-loris connection (headers never finished) after the headers timeout', async () => {
