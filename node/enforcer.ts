@@ -281,9 +281,11 @@ export class Enforcer {
     const code = this.#errorCodes.get(reply);
     if (code === undefined || UNCHARGED.has(code)) return reply;
     // Messages pipelined in one write all pass the entry check before the first is charged: each
-    // failure takes its token here, and one that finds the bucket empty is not answered either
-    // (as a bad-signature deny past the entry check).
-    if (limiter.take(peer)) return reply;
+    // failure takes its tokens here, and one that finds the bucket empty is not answered either
+    // (as a bad-signature deny past the entry check). A failure costs one token per
+    // REPLY_TOKEN_BYTES of its message (at least one), as a free reply does per its size: a large
+    // junk frame, read whole before it fails, is not one token's worth of work.
+    if (limiter.spend(peer, Math.ceil(body.byteLength / REPLY_TOKEN_BYTES))) return reply;
     this.#d.metrics.rateLimited.inc();
     return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
   }

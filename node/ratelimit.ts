@@ -1,6 +1,7 @@
 /**
  * Abuse limits per peer address: a token bucket per remote IP address, charged one
- * token by every request of that peer that fails before a decision (an error reply: malformed,
+ * token per {@link REPLY_TOKEN_BYTES} of its message (at least one) by every request of that peer
+ * that fails before a decision (an error reply: malformed,
  * non-canonical, schema, clock skew, unknown resource, bad payload, refused revocation, …) and
  * by every `bad-signature` deny and every deny on a chain whose root no trust root issued
  * (`untrusted-root`; those two also draw on a global bucket, the enforcer's `denyLimiter`). A peer whose bucket is empty gets `rate-limited` before its
@@ -117,11 +118,15 @@ export class PeerLimiter {
     return true;
   }
 
-  /** Takes one token from `peer` (a failed request or a bad-signature deny). */
+  /**
+   * Takes one token from `peer` (a failure the jcp/1 server answers itself: a `read-timeout`),
+   * even from an empty bucket: the debt is paid by refill before the peer is admitted again (as
+   * {@link spend}'s), so failures past the last token still cost their time.
+   */
   charge(peer: string): void {
     if (!this.enabled) return;
     const b = this.#charged(peer);
-    b.tokens = Math.max(0, b.tokens - 1);
+    b.tokens -= 1;
   }
 
   /** The bucket of `peer`, refilled and moved to the most recently charged end (made when new). */

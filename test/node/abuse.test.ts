@@ -61,6 +61,16 @@ describe('abuse limits per peer address', () => {
     await node.close();
   });
 
+  test('a failed message costs one token per 64 KiB of it: a large junk frame empties the bucket as many small ones would', async () => {
+    const node = await liveNode({ abuse: { burst: 8, refill_per_s: 0 }, snapshot: { every_receipts: 0, every_s: 0 } }, {}, folder());
+    const bad = await RawConn.open(node.port, '127.0.0.5');
+    // 200 KiB of junk (4 tokens), twice: the bucket of 8 is empty, and the next message is refused.
+    const big = frameMessage(new Uint8Array(200 * 1024).fill(0xa0));
+    expect(await outcomes(bad, [big, big, garbage])).toEqual(['cbor-malformed', 'cbor-malformed', NodeErrorCodes.RATE_LIMITED]);
+    bad.destroy();
+    await node.close();
+  });
+
   test('bad-signature denies are sealed until the limit, then the peer is refused without a receipt', async () => {
     const clock = 1_900_000_000;
     const node = await liveNode(
@@ -218,6 +228,13 @@ describe('abuse limits per peer address', () => {
     expect(l.admits('a')).toBe(true);
     l.charge('a');
     expect(l.admits('a')).toBe(false);
+    // Charges past the last token are a debt refill pays first (read-timeouts past the last token still cost).
+    l.charge('a');
+    l.charge('a');
+    t = 3; // two tokens back: the debt of two paid, none to spend
+    expect(l.admits('a')).toBe(false);
+    t = 4;
+    expect(l.admits('a')).toBe(true);
   });
 });
 
