@@ -81,6 +81,7 @@ export {
   RESPAWN_STABLE_MS,
   type RespawnOptions,
   STDIO_READ_CAP_BYTES,
+  stdioEnvironment,
   type ToolStatus,
   type UnavailablePhase,
 } from './endpoint.ts';

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { stdioEnvironment } from '../node/index.ts';
 
 /**
  * The package's root folder: one level above this file in the sources (`testkit/procs.ts`), two
@@ -50,36 +51,23 @@ export function scriptArgv(script: string): string[] {
 
 /**
  * Variables an agent process the project starts (the demo's workers and researcher, FROST
- * participants) inherits from the caller's environment: what Node and a terminal need to run, and
- * the project's one non-secret switch (`JCP_FROST_GROUP`, the group arithmetic). Nothing else: no
+ * participants) inherits from the caller's environment, beside the locale that
+ * `stdioEnvironment` (node/endpoint.ts) adds: what Node and a terminal need to run, and the
+ * project's one non-secret switch (`JCP_FROST_GROUP`, the group arithmetic). Nothing else: no
  * token, key or cloud credential the user happens to have set (README "Why": no agent holds an
  * ambient secret).
  */
-export const AGENT_ENV_INHERITED: readonly string[] = [
-  'PATH',
-  'HOME',
-  'LANG',
-  'LC_ALL',
-  'LC_CTYPE',
-  'TERM',
-  'TMPDIR',
-  'TZ',
-  'SYSTEMROOT',
-  'JCP_FROST_GROUP',
-];
+const AGENT_ENV_INHERITED = ['PATH', 'HOME', 'TERM', 'TMPDIR', 'SYSTEMROOT', 'JCP_FROST_GROUP'] as const;
 
 /**
- * The environment of an agent process: {@link AGENT_ENV_INHERITED} from `from` (default this
- * process's), then `extra` (its own variables, e.g. an approver's secret named for it).
+ * The environment of an agent process: {@link AGENT_ENV_INHERITED} and the locale from this
+ * process's (as a stdio upstream gets them: `stdioEnvironment`), then `extra` (its own variables,
+ * e.g. an approver's secret named for it).
  */
-export function agentEnvironment(
-  extra: Readonly<Record<string, string | undefined>> = {},
-  from: Readonly<Record<string, string | undefined>> = process.env,
-): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const k of AGENT_ENV_INHERITED) if (from[k] !== undefined) env[k] = from[k];
-  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
-  return env;
+export function agentEnvironment(extra: Readonly<Record<string, string>> = {}): Record<string, string> {
+  const base: Record<string, string> = {};
+  for (const k of AGENT_ENV_INHERITED) if (process.env[k] !== undefined) base[k] = process.env[k];
+  return stdioEnvironment(base, extra);
 }
 
 const live = new Set<ChildProcess>();
