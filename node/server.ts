@@ -423,19 +423,24 @@ class Connection {
    * the message is not handled).
    */
   #refusedFor(body: Uint8Array): boolean {
-    const admits = this.#server.hooks.admits;
-    if (admits === undefined || admits(this.#peer)) return false;
+    if (this.#admitted()) return false;
     this.#refusedWindow();
     this.#refusedBytes += FRAME_HEADER_BYTES + body.length;
     if (++this.#refused < REFUSED_BEFORE_CLOSE) return false;
-    this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
-    this.#closeWith(
-      errorBody(
-        NodeErrorCodes.RATE_LIMITED,
-        `${REFUSED_BEFORE_CLOSE} messages within ${REFUSED_WINDOW_MS / 1000} s while ${this.#peer} is rate-limited: the connection is closed; retry later`,
-      ),
-    );
+    this.#closeRefused(`${REFUSED_BEFORE_CLOSE} messages within ${REFUSED_WINDOW_MS / 1000} s while ${this.#peer} is rate-limited`);
     return true;
+  }
+
+  /** Whether the peer's address is admitted now (no `rate-limited` hook, or it admits the address). */
+  #admitted(): boolean {
+    const admits = this.#server.hooks.admits;
+    return admits === undefined || admits(this.#peer);
+  }
+
+  /** Tells the peer `rate-limited` once more (`why` it is closed) and closes the connection. */
+  #closeRefused(why: string): void {
+    this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
+    this.#closeWith(errorBody(NodeErrorCodes.RATE_LIMITED, `${why}: the connection is closed; retry later`));
   }
 
   /** Starts a new window of refused messages once {@link REFUSED_WINDOW_MS} have passed since the last began. */
@@ -456,18 +461,13 @@ class Connection {
    * header each, not a megabyte read, allocated and copied.
    */
   #mayRead(chunk: Uint8Array): Uint8Array | undefined {
-    const admits = this.#server.hooks.admits;
-    if (admits === undefined || admits(this.#peer)) return chunk;
+    if (this.#admitted()) return chunk;
     const declared = this.#reader.declared;
     if (declared === undefined) return chunk.subarray(0, Math.min(chunk.length, FRAME_HEADER_BYTES - this.#reader.buffered));
     this.#refusedWindow();
     if (this.#refusedBytes + FRAME_HEADER_BYTES + declared <= REFUSED_BYTES_BEFORE_CLOSE) return chunk;
-    this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
-    this.#closeWith(
-      errorBody(
-        NodeErrorCodes.RATE_LIMITED,
-        `a message of ${declared} bytes while ${this.#peer} is rate-limited (more than ${REFUSED_BYTES_BEFORE_CLOSE} bytes refused within ${REFUSED_WINDOW_MS / 1000} s): the connection is closed; retry later`,
-      ),
+    this.#closeRefused(
+      `a message of ${declared} bytes while ${this.#peer} is rate-limited (more than ${REFUSED_BYTES_BEFORE_CLOSE} bytes refused within ${REFUSED_WINDOW_MS / 1000} s)`,
     );
     return undefined;
   }
