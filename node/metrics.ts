@@ -4,7 +4,7 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createBoundedServer, type HttpLimits, readOnlyGuard } from '../io/index.ts';
+import { createBoundedServer, type HttpConnectionCounts, type HttpLimits, readOnlyGuard } from '../io/index.ts';
 import { Counter, collectDefaults, Gauge, Histogram, Registry } from './prom.ts';
 
 /** The node's metrics, in their own registry (several nodes may share a process in tests). */
@@ -142,6 +142,61 @@ export class NodeMetrics {
     help: 'jcp/1 connections closed, those holding the most unsent reply bytes first, because the node held more than twice its unsent budget',
     registers: [this.registry],
   });
+  /**
+   * jcp/1 connections closed because their address is refused `rate-limited` and kept sending
+   * (node/server.ts), by why: `messages` (64 refused messages within 10 s) or `bytes` (a declared
+   * length that would take the refused bytes within 10 s past 256 KiB, its body unread).
+   */
+  readonly rateLimitedCloses = new Counter({
+    name: 'jcp_rate_limited_closes_total',
+    help: 'jcp/1 connections closed while their address was refused rate-limited, by why (messages, bytes)',
+    labelNames: ['why'] as const,
+    registers: [this.registry],
+  });
+  /** The bounded HTTP listeners whose counts are exported ({@link NodeMetrics.watchHttp}). */
+  readonly #http = new Map<string, { counts: () => HttpConnectionCounts; told: HttpConnectionCounts }>();
+  /** Open connections of each bounded HTTP listener (io/httplimits.ts), read at each scrape. */
+  readonly httpConnections = new Gauge({
+    name: 'jcp_http_connections',
+    help: 'Open connections of a bounded HTTP listener (listener: metrics)',
+    labelNames: ['listener'] as const,
+    registers: [this.registry],
+    collect: () => this.#collectHttp(),
+  });
+  /** Connections a bounded HTTP listener closed at once or to make room, by listener and why. */
+  readonly httpClosed = new Counter({
+    name: 'jcp_http_connections_closed_total',
+    help: 'Connections a bounded HTTP listener closed by a bound, by listener and why (peer-bound, total-bound, evicted, pipelined)',
+    labelNames: ['listener', 'why'] as const,
+    registers: [this.registry],
+  });
+
+  /**
+   * Exports the counts of the bounded HTTP listener `listener` (io/httplimits.ts
+   * `BoundedServer.counts`) as `jcp_http_connections{listener}` and
+   * `jcp_http_connections_closed_total{listener, why}`, read at each scrape. A second call for the
+   * same name replaces the first.
+   */
+  watchHttp(listener: string, counts: () => HttpConnectionCounts): void {
+    this.#http.set(listener, { counts, told: { open: 0, refusedPeer: 0, refusedTotal: 0, evicted: 0, refusedPipelined: 0 } });
+  }
+
+  #collectHttp(): void {
+    for (const [listener, w] of this.#http) {
+      const now = w.counts();
+      this.httpConnections.set({ listener }, now.open);
+      const add = (why: string, n: number) => {
+        if (n > 0) this.httpClosed.inc({ listener, why }, n);
+      };
+      // Scrapes read the httpConnections gauge first (its collect), so the counter is current too.
+      add('peer-bound', now.refusedPeer - w.told.refusedPeer);
+      add('total-bound', now.refusedTotal - w.told.refusedTotal);
+      add('evicted', now.evicted - w.told.evicted);
+      add('pipelined', now.refusedPipelined - w.told.refusedPipelined);
+      w.told = now;
+    }
+  }
+
   /** Messages refused `rate-limited` (node/ratelimit.ts), and the peers tracked. */
   readonly rateLimited = new Counter({
     name: 'jcp_rate_limited_total',
@@ -298,7 +353,9 @@ export interface TlogResponder {
  * `host` is 421 (DNS rebinding), unless `host` is a wildcard (`0.0.0.0`, `::`). Connections are
  * bounded by `limits` (io/httplimits.ts; default `HTTP_LIMITS`: 1024 in all, 64 per peer
  * address, 10 s for the headers): one over a bound is closed as it is accepted, so a slow-loris
- * peer cannot take the node's file handles. Resolves to the server and the bound port.
+ * peer cannot take the node's file handles; its counts are exported as `jcp_http_connections` and
+ * `jcp_http_connections_closed_total` with `listener="metrics"`. Resolves to the server and the
+ * bound port.
  */
 export async function serveMetrics(
   metrics: NodeMetrics,
@@ -309,7 +366,7 @@ export async function serveMetrics(
   limits: HttpLimits = {},
 ): Promise<{ server: Server; port: number }> {
   const guard = readOnlyGuard(host);
-  const { server } = createBoundedServer((req, res) => {
+  const { server, counts } = createBoundedServer((req, res) => {
     const url = req.url ?? '/';
     // What the console does (io/http.ts): GET and HEAD only, and no foreign Host (DNS rebinding).
     const refused = guard(req.method, req.headers.host);
@@ -357,6 +414,7 @@ export async function serveMetrics(
     res.writeHead(404, { 'content-type': 'text/plain' });
     res.end(tlog ? 'not found: try /metrics, /healthz, /checkpoint or /tile/…\n' : 'not found: try /metrics or /healthz\n');
   }, limits);
+  metrics.watchHttp('metrics', counts);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -427,7 +427,10 @@ class Connection {
     this.#refusedWindow();
     this.#refusedBytes += FRAME_HEADER_BYTES + body.length;
     if (++this.#refused < REFUSED_BEFORE_CLOSE) return false;
-    this.#closeRefused(`${REFUSED_BEFORE_CLOSE} messages within ${REFUSED_WINDOW_MS / 1000} s while ${this.#peer} is rate-limited`);
+    this.#closeRefused(
+      `${REFUSED_BEFORE_CLOSE} messages within ${REFUSED_WINDOW_MS / 1000} s while ${this.#peer} is rate-limited`,
+      'messages',
+    );
     return true;
   }
 
@@ -437,9 +440,10 @@ class Connection {
     return admits === undefined || admits(this.#peer);
   }
 
-  /** Tells the peer `rate-limited` once more (`why` it is closed) and closes the connection. */
-  #closeRefused(why: string): void {
+  /** Tells the peer `rate-limited` once more (`why` it is closed), counts the close by `counted` (`jcp_rate_limited_closes_total`) and closes the connection. */
+  #closeRefused(why: string, counted: 'messages' | 'bytes'): void {
     this.#server.metrics.errors.inc({ code: NodeErrorCodes.RATE_LIMITED });
+    this.#server.metrics.rateLimitedCloses.inc({ why: counted });
     this.#closeWith(errorBody(NodeErrorCodes.RATE_LIMITED, `${why}: the connection is closed; retry later`));
   }
 
@@ -468,6 +472,7 @@ class Connection {
     if (this.#refusedBytes + FRAME_HEADER_BYTES + declared <= REFUSED_BYTES_BEFORE_CLOSE) return chunk;
     this.#closeRefused(
       `a message of ${declared} bytes while ${this.#peer} is rate-limited (more than ${REFUSED_BYTES_BEFORE_CLOSE} bytes refused within ${REFUSED_WINDOW_MS / 1000} s)`,
+      'bytes',
     );
     return undefined;
   }

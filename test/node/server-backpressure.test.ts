@@ -369,6 +369,7 @@ describe('jcp/1 server: an address that keeps sending while rate-limited', () =>
     expect(seen.slice(0, 3)).toEqual(['cbor-malformed', 'cbor-malformed', 'cbor-malformed']);
     expect(new Set(seen.slice(3))).toEqual(new Set([NodeErrorCodes.RATE_LIMITED]));
     expect(await bad.waitClosed(5000)).toBe(true);
+    expect((await node.metrics.rateLimitedCloses.get()).values).toEqual([{ labels: { why: 'messages' }, value: 1 }]);
     // A new connection from that address: told rate-limited and closed before it sends anything.
     const again = await RawConn.open(node.port, '127.0.0.50');
     expect((await reply(again)).code).toBe(NodeErrorCodes.RATE_LIMITED);

@@ -41,6 +41,7 @@ describe('jcp/1 server: a large frame from a rate-limited address', () => {
     c.write(new Uint8Array(1024).fill(0xa0));
     expect(await code(c, 3000)).toBe(NodeErrorCodes.RATE_LIMITED);
     expect(await c.waitClosed(3000)).toBe(true);
+    expect((await node.metrics.rateLimitedCloses.get()).values).toEqual([{ labels: { why: 'bytes' }, value: 1 }]);
     c.destroy();
     await node.cleanup();
   });
