@@ -120,6 +120,15 @@ export interface AbuseConfig {
   /** `abuse.deny_refill_per_s`: tokens the global deny bucket gets back per second. */
   readonly denyRefillPerS: number;
   /**
+   * `abuse.failure_burst`: the global bucket of failed requests, shared by all peers (0 = no
+   * global limit): each takes as many tokens here as of its peer's (one per 64 KiB of the message,
+   * at least one). While it is empty, addresses that failed within the last 10 s are refused
+   * `rate-limited` (node/enforcer.ts `Enforcer.admits`).
+   */
+  readonly failureBurst: number;
+  /** `abuse.failure_refill_per_s`: tokens the global failure bucket gets back per second. */
+  readonly failureRefillPerS: number;
+  /**
    * `abuse.max_revocations`: most revocations kept (admitted plus waiting). At the bound, new
    * revocations are refused `record-limit` unless their issuer is a trust root of a served
    * resource or an issuer of a grant the node has decided; none is ever evicted.
@@ -333,6 +342,8 @@ export const CONFIG_DEFAULTS = {
   abuseMaxPeers: 65_536,
   abuseDenyBurst: 1000,
   abuseDenyRefillPerS: 100,
+  abuseFailureBurst: 2048,
+  abuseFailureRefillPerS: 320,
   abuseMaxRevocations: 100_000,
   abuseMaxAmendments: 100_000,
   abuseRecordMaxBytes: 65_536,
@@ -615,6 +626,14 @@ function readRecordLimits(abuse: Record<string, unknown>): Omit<AbuseConfig, 'bu
   return {
     denyBurst: int(abuse['deny_burst'], 'abuse.deny_burst', 0, 10_000_000, CONFIG_DEFAULTS.abuseDenyBurst),
     denyRefillPerS: int(abuse['deny_refill_per_s'], 'abuse.deny_refill_per_s', 0, 10_000_000, CONFIG_DEFAULTS.abuseDenyRefillPerS),
+    failureBurst: int(abuse['failure_burst'], 'abuse.failure_burst', 0, 100_000_000, CONFIG_DEFAULTS.abuseFailureBurst),
+    failureRefillPerS: int(
+      abuse['failure_refill_per_s'],
+      'abuse.failure_refill_per_s',
+      0,
+      100_000_000,
+      CONFIG_DEFAULTS.abuseFailureRefillPerS,
+    ),
     maxRevocations: int(abuse['max_revocations'], 'abuse.max_revocations', 1, 100_000_000, CONFIG_DEFAULTS.abuseMaxRevocations),
     maxAmendments: int(abuse['max_amendments'], 'abuse.max_amendments', 1, 100_000_000, CONFIG_DEFAULTS.abuseMaxAmendments),
     recordPolicy: policy,
@@ -760,6 +779,8 @@ export function configFromJson(v: unknown, overrides: ConfigOverrides = {}, base
     'max_peers',
     'deny_burst',
     'deny_refill_per_s',
+    'failure_burst',
+    'failure_refill_per_s',
     'max_revocations',
     'max_amendments',
     'record_policy',

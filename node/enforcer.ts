@@ -100,7 +100,7 @@ import type { NodeMetrics } from './metrics.ts';
 import { capProvenance, type NodeMeter, priceCall } from './pricing.ts';
 import type { ReceiptLog } from './receiptlog.ts';
 import type { TimedRequestIndex } from './requestindex.ts';
-import { type PeerLimiter, REPLY_TOKEN_BYTES, ReplaySlots } from './ratelimit.ts';
+import { FAILED_RECENTLY_S, type PeerLimiter, REPLY_TOKEN_BYTES, ReplaySlots } from './ratelimit.ts';
 import type { IssuerPolicy, RecordRefusal } from './issuerpolicy.ts';
 import type { AmendmentRejection, AmendmentStore } from './amendments.ts';
 import type { RevocationStore } from './revocations.ts';
@@ -170,6 +170,14 @@ export interface EnforcerDeps {
    * past either it gets `rate-limited` and no receipt. Undefined = no global limit.
    */
   readonly denyLimiter?: PeerLimiter | undefined;
+  /**
+   * The global bucket of failures, all peers together (config `abuse.failure_burst`,
+   * `abuse.failure_refill_per_s`; one key, `''`): every request that fails before a decision takes
+   * as many tokens here as of its peer's (one per 64 KiB of it, at least one), and a `read-timeout`
+   * one. While it is empty, an address that failed within {@link FAILED_RECENTLY_S} is refused
+   * `rate-limited`; addresses that did not fail are served as before. Undefined = no global limit.
+   */
+  readonly failureLimiter?: PeerLimiter | undefined;
   /** Which issuers' amendments a node keeps and relays (node/issuerpolicy.ts); undefined = any. */
   readonly issuerPolicy?: IssuerPolicy | undefined;
   /** Called once when the log can no longer be written: the node must stop. */
@@ -252,15 +260,40 @@ export class Enforcer {
    */
   admits(peer: string): boolean {
     const limiter = this.#d.limiter;
-    return limiter === undefined || limiter.admits(peer);
+    if (limiter === undefined) return true;
+    if (!limiter.admits(peer)) return false;
+    const all = this.#d.failureLimiter;
+    return all === undefined || all.admits('') || !limiter.failedWithin(peer, FAILED_RECENTLY_S);
   }
 
   /**
-   * Takes one token of the address `peer` for a failure the jcp/1 server answers itself (a
-   * `read-timeout`, node/server.ts); nothing without abuse limits.
+   * Takes one token of the address `peer` (and of the global failure bucket) for a failure the
+   * jcp/1 server answers itself (a `read-timeout`, node/server.ts); nothing without abuse limits.
    */
   charge(peer: string): void {
     this.#d.limiter?.charge(peer);
+    this.#failed(1);
+  }
+
+  /** When the global failure bucket last emptied and was logged (clock seconds). */
+  #pressureLoggedAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Takes `n` tokens of the global failure bucket for a failure of any peer; logs (at most once
+   * per {@link FAILED_RECENTLY_S}) when that empties it.
+   */
+  #failed(n: number): void {
+    const all = this.#d.failureLimiter;
+    if (all === undefined || !all.enabled) return;
+    all.charge('', n);
+    if (all.admits('')) return;
+    const now = this.#d.clockS();
+    if (now - this.#pressureLoggedAt < FAILED_RECENTLY_S) return;
+    this.#pressureLoggedAt = now;
+    this.#d.logger.warn(
+      { refused_for_s: FAILED_RECENTLY_S },
+      'abuse: the failures of all peers together emptied abuse.failure_burst; addresses that failed recently are refused rate-limited until it refills',
+    );
   }
 
   /**
@@ -273,9 +306,12 @@ export class Enforcer {
   async handle(body: Uint8Array, notice?: NoticeSink, peer = ''): Promise<Uint8Array> {
     const limiter = this.#d.limiter;
     if (limiter === undefined || !limiter.enabled) return await this.#handle(body, notice, peer);
-    if (!limiter.admits(peer)) {
+    if (!this.admits(peer)) {
       this.#d.metrics.rateLimited.inc();
-      return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
+      const why = limiter.admits(peer)
+        ? `too many failed requests from all peers, and ${peer} failed within the last ${FAILED_RECENTLY_S} s`
+        : `too many failed or bad-signature requests from ${peer}`;
+      return this.#error(NodeErrorCodes.RATE_LIMITED, `${why}; retry later`);
     }
     const reply = await this.#handle(body, notice, peer);
     const code = this.#errorCodes.get(reply);
@@ -285,7 +321,11 @@ export class Enforcer {
     // (as a bad-signature deny past the entry check). A failure costs one token per
     // REPLY_TOKEN_BYTES of its message (at least one), as a free reply does per its size: a large
     // junk frame, read whole before it fails, is not one token's worth of work.
-    if (limiter.spend(peer, Math.ceil(body.byteLength / REPLY_TOKEN_BYTES))) return reply;
+    // The global failure bucket is charged the same (abuse.failure_burst): a flood spread over
+    // many addresses, each within its own bucket, still empties it.
+    const cost = Math.max(1, Math.ceil(body.byteLength / REPLY_TOKEN_BYTES));
+    this.#failed(cost);
+    if (limiter.fail(peer, cost)) return reply;
     this.#d.metrics.rateLimited.inc();
     return this.#error(NodeErrorCodes.RATE_LIMITED, `too many failed or bad-signature requests from ${peer}; retry later`);
   }

@@ -489,6 +489,7 @@ function makeEnforcer(
     },
     limiter: new PeerLimiter(cfg.abuse, clockS),
     denyLimiter: new PeerLimiter({ burst: cfg.abuse.denyBurst, refillPerS: cfg.abuse.denyRefillPerS, maxPeers: 1 }, clockS),
+    failureLimiter: new PeerLimiter({ burst: cfg.abuse.failureBurst, refillPerS: cfg.abuse.failureRefillPerS, maxPeers: 1 }, clockS),
     issuerPolicy: b.policy,
     revocationOutlets: (opts.revocationFeeds ?? []).flatMap((f) =>
       f.publish !== undefined ? [{ name: f.name, publish: (sr: SignedRevocation) => f.publish!(sr) }] : [],

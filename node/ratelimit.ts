@@ -26,6 +26,14 @@
  */
 export const REPLY_TOKEN_BYTES = 64 * 1024;
 
+/**
+ * Seconds a peer address counts as failing after its last failure: while the node's global failure
+ * bucket (config `abuse.failure_burst`) is empty, such an address is refused `rate-limited`
+ * (node/enforcer.ts `Enforcer.admits`), so under a spread flood each address gets one failed
+ * message in this long, not `abuse.refill_per_s` tokens' worth a second.
+ */
+export const FAILED_RECENTLY_S = 10;
+
 /** Buckets looked at, least recently charged first, when the table is full and a new peer comes. */
 export const EVICT_SCAN = 32;
 
@@ -42,6 +50,8 @@ export interface PeerLimitConfig {
 interface Bucket {
   tokens: number;
   at: number;
+  /** When the peer last failed (clock seconds; {@link PeerLimiter.fail}), -Infinity if never. */
+  failedAt: number;
 }
 
 /** Token buckets by peer address; the clock is in seconds (the node's clock, injectable in tests). */
@@ -119,14 +129,35 @@ export class PeerLimiter {
   }
 
   /**
-   * Takes one token from `peer` (a failure the jcp/1 server answers itself: a `read-timeout`),
-   * even from an empty bucket: the debt is paid by refill before the peer is admitted again (as
-   * {@link spend}'s), so failures past the last token still cost their time.
+   * Takes `n` tokens (default one) from `peer` (a failure the jcp/1 server answers itself: a
+   * `read-timeout`; every peer's failures in the node's global failure bucket), even from an empty
+   * bucket: the debt is paid by refill before the peer is admitted again (as {@link spend}'s), so
+   * failures past the last token still cost their time.
    */
-  charge(peer: string): void {
+  charge(peer: string, n = 1): void {
     if (!this.enabled) return;
     const b = this.#charged(peer);
-    b.tokens -= 1;
+    b.tokens -= n;
+    b.failedAt = this.#clockS();
+  }
+
+  /**
+   * {@link spend} for a failure of `peer` (a request that failed before a decision): also notes
+   * when it failed, for {@link failedWithin}. Same result as {@link spend}.
+   */
+  fail(peer: string, n: number): boolean {
+    if (!this.enabled) return true;
+    const b = this.#charged(peer);
+    b.failedAt = this.#clockS();
+    if (b.tokens < 1) return false;
+    b.tokens -= Math.max(1, n);
+    return true;
+  }
+
+  /** True when `peer` failed ({@link fail}, or a `read-timeout` {@link charge}) within the last `seconds`. */
+  failedWithin(peer: string, seconds: number): boolean {
+    const b = this.#buckets.get(peer);
+    return b !== undefined && this.#clockS() - b.failedAt < seconds;
   }
 
   /** The bucket of `peer`, refilled and moved to the most recently charged end (made when new). */
@@ -134,7 +165,7 @@ export class PeerLimiter {
     let b = this.#refilled(peer);
     if (b === undefined) {
       if (this.#buckets.size >= this.#cfg.maxPeers) this.#evict();
-      b = { tokens: this.#cfg.burst, at: this.#clockS() };
+      b = { tokens: this.#cfg.burst, at: this.#clockS(), failedAt: Number.NEGATIVE_INFINITY };
     } else this.#buckets.delete(peer);
     this.#buckets.set(peer, b);
     return b;

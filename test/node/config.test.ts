@@ -52,6 +52,8 @@ describe('config', () => {
     expect(refusal({ abuse: { record_issuers: ['did:key:zNope'] } })).toEqual({ code: 'config-invalid', where: 'abuse.record_issuers[0]' });
     expect(refusal({ abuse: { max_revocations: 0 } })).toEqual({ code: 'config-invalid', where: 'abuse.max_revocations' });
     expect(refusal({ abuse: { deny_burst: -1 } })).toEqual({ code: 'config-invalid', where: 'abuse.deny_burst' });
+    expect(refusal({ abuse: { failure_burst: -1 } })).toEqual({ code: 'config-invalid', where: 'abuse.failure_burst' });
+    expect(refusal({ abuse: { failure_refill_per_s: 1.5 } })).toEqual({ code: 'config-invalid', where: 'abuse.failure_refill_per_s' });
     expect(refusal({ abuse: { record_max_bytes: 10 } })).toEqual({ code: 'config-invalid', where: 'abuse.record_max_bytes' });
   });
 

@@ -99,3 +99,63 @@ describe('jcp/1 server: a read timeout', () => {
     await node.cleanup();
   });
 });
+
+describe('jcp/1 server: failures spread over many addresses (abuse.failure_burst)', () => {
+  /** Per-address buckets of 100 tokens; a global failure bucket of `global` tokens; no refill; the clock is `clock()`. */
+  const spread = (global: number, clock: () => number) =>
+    liveNode(
+      {
+        abuse: { burst: 100, refill_per_s: 0, failure_burst: global, failure_refill_per_s: 0 },
+        snapshot: { every_receipts: 0, every_s: 0 },
+      },
+      { clockS: clock },
+      folder(),
+    );
+
+  test('once the global bucket is empty, addresses that failed within 10 s are refused; others are not', async () => {
+    let clock = CLOCK;
+    const node = await spread(4, () => clock);
+    const a = await RawConn.open(node.port, '127.0.0.80');
+    const b = await RawConn.open(node.port, '127.0.0.81');
+    // Two failures from each of two addresses, each far within its own bucket, empty the global one.
+    for (const c of [a, b, a, b]) {
+      c.write(garbage);
+      expect(await code(c)).toBe('cbor-malformed');
+    }
+    a.write(garbage);
+    const refused = decodeWireMessage(await a.next());
+    expect(refused.kind === 'error' && refused.error).toMatchObject({
+      code: NodeErrorCodes.RATE_LIMITED,
+      message: expect.stringContaining('from all peers, and 127.0.0.80 failed within the last 10 s'),
+    });
+    const again = await RawConn.open(node.port, '127.0.0.81'); // a new connection of a failing address
+    expect(await code(again, 3000)).toBe(NodeErrorCodes.RATE_LIMITED);
+    expect(await again.waitClosed(3000)).toBe(true);
+    // An address that has not failed is still answered (its failure then counts against it).
+    const fresh = await RawConn.open(node.port, '127.0.0.82');
+    fresh.write(garbage);
+    expect(await code(fresh)).toBe('cbor-malformed');
+    fresh.write(garbage);
+    expect(await code(fresh)).toBe(NodeErrorCodes.RATE_LIMITED);
+    // 10 s after its last failure an address is admitted again, though the global bucket is still empty.
+    clock += 10;
+    b.write(garbage);
+    expect(await code(b)).toBe('cbor-malformed');
+    for (const c of [a, b, again, fresh]) c.destroy();
+    await node.cleanup();
+  });
+
+  test('a 1 MiB junk frame takes 16 tokens of the global bucket', async () => {
+    const node = await spread(17, () => CLOCK);
+    const a = await RawConn.open(node.port, '127.0.0.83');
+    a.write(frameMessage(new Uint8Array((1 << 20) - 64).fill(0xff)));
+    expect(await code(a)).toBe('cbor-malformed'); // 16 of 17 taken: the global bucket still admits
+    const b = await RawConn.open(node.port, '127.0.0.84');
+    b.write(garbage);
+    expect(await code(b)).toBe('cbor-malformed'); // the 17th
+    a.write(garbage);
+    expect(await code(a)).toBe(NodeErrorCodes.RATE_LIMITED);
+    for (const c of [a, b]) c.destroy();
+    await node.cleanup();
+  });
+});
