@@ -291,6 +291,13 @@ async function settled<T>(step: () => T | Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Milliseconds a bridge agent reuses the node's tool list ({@link BridgeAgent.nodeTools}): 2 s, so
+ * an agent asks the node at most once every 2 s however many requests it gets, far within the
+ * node's abuse refill (20 tokens/s per address); a tool an upstream adds shows within 2 s.
+ */
+export const NODE_TOOLS_MAX_AGE_MS = 2000;
+
 /** See the module comment. */
 export class BridgeAgent {
   readonly name: string;
@@ -321,18 +328,38 @@ export class BridgeAgent {
     this.did = o.signer.did;
   }
 
+  /** The node's tool list as last fetched, and when (performance.now() ms). */
+  #listed: { readonly atMs: number; readonly list: NodeResourceTools[] | undefined } | undefined;
+  /** The fetch of the node's tool list in flight, shared by every caller that needs it meanwhile. */
+  #listing: Promise<NodeResourceTools[] | undefined> | undefined;
+
   /**
    * The node's tool list (`{list_tools: {}}` → `{tool_list}`, docs/wire.md), or undefined when
    * the node predates the message (it answers `unknown-message`, or `schema` from older nodes):
-   * then the granted actions are listed, and requests carry no `notify`.
+   * then the granted actions are listed, and requests carry no `notify`. A list fetched less than
+   * {@link NODE_TOOLS_MAX_AGE_MS} ago is reused, and callers that come while one is fetched share
+   * it: every A2A request, agent-card fetch and MCP `tools/list` needs the list, and the node
+   * charges each `tool_list` to the bridge's address, so without this a stranger fetching the
+   * card in a loop had every bridge on the host refused `rate-limited` (2026-12-07). A failed
+   * fetch is not kept.
    * @throws McpError `node-unreachable`, or the node's error code.
    */
   async nodeTools(): Promise<NodeResourceTools[] | undefined> {
     if (this.#nodeListsTools === false) return undefined;
+    const listed = this.#listed;
+    if (listed !== undefined && performance.now() - listed.atMs < NODE_TOOLS_MAX_AGE_MS) return listed.list;
+    this.#listing ??= this.#fetchNodeTools().finally(() => {
+      this.#listing = undefined;
+    });
+    return await this.#listing;
+  }
+
+  async #fetchNodeTools(): Promise<NodeResourceTools[] | undefined> {
     try {
+      const atMs = performance.now();
       const list = await this.#o.client.listTools();
       this.#nodeListsTools = true;
-      return list.map((r) => {
+      const tools = list.map((r) => {
         // `kind`/`skills`: A2A agents behind the node (docs/a2a.md); read loosely from older clients' types.
         const a2a = r as { kind?: unknown; skills?: unknown };
         const skills = typeof a2a.skills === 'string' ? (JSON.parse(a2a.skills) as unknown) : a2a.skills;
@@ -344,6 +371,8 @@ export class BridgeAgent {
           ...(Array.isArray(skills) ? { skills: skills.filter((k): k is McpToolDef => typeof k?.['id'] === 'string') } : {}),
         };
       });
+      this.#listed = { atMs, list: tools };
+      return tools;
     } catch (e) {
       if (e instanceof WireErrorReply) {
         if (e.code === 'unknown-message' || e.code === 'schema') {
