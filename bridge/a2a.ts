@@ -352,7 +352,7 @@ export class A2aFace implements A2ARequestHandler {
       const route = await this.#route(meta['skill'], delegated);
       if (meta[DELEGATE_KEY] !== undefined) {
         const seed = `${message.messageId}\u0000${JSON.stringify(meta[DELEGATE_KEY])}`;
-        meta[DELEGATION_KEY] = encodeDelegation(await this.#agent.delegate(meta[DELEGATE_KEY], delegated, seed));
+        meta[DELEGATION_KEY] = encodeDelegation(await this.#agent.delegate(meta[DELEGATE_KEY], delegated, seed, this.#secured));
         delete meta[DELEGATE_KEY];
       }
       meta['skill'] = route.skill.action;

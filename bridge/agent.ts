@@ -112,6 +112,12 @@ export interface AgentOptions {
    * bridge/delegation.ts); absent or empty: every handed chain is refused.
    */
   readonly acceptDelegationFrom?: readonly Did[];
+  /**
+   * The keys (did:key) this agent may delegate to (`--delegate-to`; `jcp/delegate`'s `to`,
+   * docs/a2a.md). Absent: any key when the request came through a face with a token (the holder
+   * of the token is the agent), none through a face without one; see {@link BridgeAgent.delegate}.
+   */
+  readonly delegateTo?: readonly Did[];
 }
 
 /** What the budget resource reports per grant (µJ as decimal strings). */
@@ -508,12 +514,23 @@ export class BridgeAgent {
    * resource (a name the node lists, or a content id), or from `base` (an accepted delegated chain,
    * to delegate further), signed with the agent's key: the chain to hand on, root first. With
    * `seed`, the child's nonce is derived from it, so the same seed mints the same signed grant.
-   * @throws McpError (InvalidParams) `delegate-invalid`, `delegate-no-grant`, `delegate-not-narrower`,
+   * `authenticated`: the request came through a face with a token (false: one anyone who reaches
+   * it may use); `to` must then be in {@link AgentOptions.delegateTo} when that is set, and, when
+   * it is not, the request must be `authenticated`.
+   * @throws McpError (InvalidParams) `delegate-invalid`, `delegate-target-refused`, `delegate-no-grant`, `delegate-not-narrower`,
    *   `delegate-forbidden`, `delegate-unsupported` (a threshold subject: no key here to sign with).
    */
-  async delegate(request: unknown, base?: readonly SignedGrant[], seed?: string): Promise<SignedGrant[]> {
+  async delegate(request: unknown, base?: readonly SignedGrant[], seed?: string, authenticated = true): Promise<SignedGrant[]> {
     try {
       const req = readDelegateRequest(request);
+      const allowed = this.#o.delegateTo;
+      if (allowed !== undefined ? !allowed.includes(req.to) : !authenticated)
+        throw new DelegationError(
+          DelegationErrorCodes.TARGET_REFUSED,
+          allowed !== undefined
+            ? `${req.to} is not a key this agent delegates to (--delegate-to)`
+            : 'this face has no token: anyone who reaches it could name any key; list the keys this agent delegates to with --delegate-to',
+        );
       const signer = this.#o.signer;
       if (this.#o.threshold !== undefined || !('key' in signer))
         throw new DelegationError(

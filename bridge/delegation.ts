@@ -43,6 +43,12 @@ export const DelegationErrorCodes = {
   NOT_NARROWER: 'delegate-not-narrower',
   /** The agent's grant is leaf-only (`delegate_depth` 0): it may not delegate. */
   FORBIDDEN: 'delegate-forbidden',
+  /**
+   * `to` is not a delegate this bridge may mint for: not in `--delegate-to`, or, without that
+   * list, asked on a face with no token (anyone who reaches it), where a minted grant would be a
+   * lasting capability for whatever key the sender names.
+   */
+  TARGET_REFUSED: 'delegate-target-refused',
   /** The agent's key is a threshold group (`--nats`): the bridge holds no key that could sign a grant. */
   UNSUPPORTED: 'delegate-unsupported',
   /** `jcp/delegation` is not base64url of a det-CBOR array of 1..32 signed grants, or is over the size cap. */

@@ -39,7 +39,7 @@ const help = `Usage: jcp bridge --node host:port --key agent.key --chain a.chain
                    [--allow-origin ORIGIN ...] [--allow-host HOST:PORT ...] [--session-idle-s s] [--session-init-s s]
                    [--max-sessions-per-agent n] [--max-sessions n]]
                   [--a2a host:port [--allow-remote] [--token-file file | --token-env NAME]]
-                  [--accept-delegation-from DID ...]
+                  [--accept-delegation-from DID ...] [--delegate-to DID ...]
                   [--cost-uj uj] [--tool-cost TOOL=uj ...] [--journal file] [--replay-window-s s]
                   [--journal-nats URL [--journal-bucket NAME] [--journal-max-bytes n]]
                   [--nats-ca f] [--nats-cert f --nats-key f]
@@ -75,6 +75,10 @@ then required by every request). The resource jcp://budget reports each grant's 
                   tools/call with _meta jcp/delegation, or an A2A message with metadata
                   jcp/delegation, is then made under that chain (debited from every link, §4.2);
                   chains from anyone else are refused delegation-delegator-not-accepted
+  --delegate-to   a did:key this agent may hand a delegated grant to (repeatable; an A2A message
+                  with metadata jcp/delegate {to, ..}). Without it, only an A2A face with a token
+                  mints delegations (to any key); on a face without one every jcp/delegate is
+                  refused delegate-target-refused, as anyone who reaches it could name their own key
   --cost-uj       cost claimed per call, µJ (default 0; the node prices at no less than its estimate)
   --tool-cost     cost of one tool by its listed name, µJ (repeatable; overrides --cost-uj)
   --journal       file that fixes the time of each open call, so a call re-sent after a restart
@@ -102,7 +106,7 @@ ${TLS_HELP}
   --frost-timeout-ms  deadline of each signing round, ms (default ${DEFAULT_THRESHOLD_TIMEOUT_MS})
   --config        several agents over --http: {"node": "host:port", "agents": [{"name", "key",
                   "chains": [..], "token_file" | "token_env", "cost_uj"?, "tool_costs"?, "journal"?,
-                  "accept_delegation_from"?: [did:key, ..]}]}
+                  "accept_delegation_from"?: [did:key, ..], "delegate_to"?: [did:key, ..]}]}
                   (paths relative to the config file)
 
 Exit status: 0 when the MCP client closes stdio (or on SIGINT/SIGTERM), 1 on a failure to start, or
@@ -119,6 +123,8 @@ interface AgentSpec {
   readonly journal?: string;
   /** Delegators whose chains this agent accepts (`--accept-delegation-from`, `accept_delegation_from`). */
   readonly acceptFrom: readonly string[];
+  /** Keys this agent may delegate to (`--delegate-to`, `delegate_to`); undefined: see `AgentOptions.delegateTo`. */
+  readonly delegateTo?: readonly string[];
 }
 
 /** A whole number flag of at least `min`, in `unit`. @throws UsageError */
@@ -193,6 +199,9 @@ function readConfig(file: string): { node?: string; agents: AgentSpec[] } {
     const accept = a['accept_delegation_from'] ?? [];
     if (!Array.isArray(accept) || accept.some((d) => typeof d !== 'string' || !didOk(d)))
       bad(`${f}.accept_delegation_from: expected an array of did:key`);
+    const delegateTo = a['delegate_to'];
+    if (delegateTo !== undefined && (!Array.isArray(delegateTo) || delegateTo.some((d) => typeof d !== 'string' || !didOk(d))))
+      bad(`${f}.delegate_to: expected an array of did:key`);
     return {
       name: a['name'] as string,
       key: rel(a['key'] as string),
@@ -202,6 +211,7 @@ function readConfig(file: string): { node?: string; agents: AgentSpec[] } {
       toolCosts,
       ...(journal !== undefined ? { journal: rel(journal as string) } : {}),
       acceptFrom: accept as string[],
+      ...(delegateTo !== undefined ? { delegateTo: delegateTo as string[] } : {}),
     };
   });
   if (v.node !== undefined && typeof v.node !== 'string') bad('node: expected host:port');
@@ -216,6 +226,7 @@ const OPTIONS = {
   http: { type: 'string' },
   a2a: { type: 'string' },
   'accept-delegation-from': { type: 'string', multiple: true },
+  'delegate-to': { type: 'string', multiple: true },
   'allow-remote': { type: 'boolean' },
   'allow-origin': { type: 'string', multiple: true },
   'allow-host': { type: 'string', multiple: true },
@@ -323,7 +334,17 @@ function planBridge(values: BridgeValues): BridgePlan {
     if (values.nats !== undefined) throw new UsageError('--nats (a threshold subject) is for one agent, not with --config');
     if (http === undefined && a2a === undefined)
       throw new UsageError('--config serves several agents over --http or --a2a; give --http host:port');
-    for (const f of ['key', 'chain', 'token-file', 'token-env', 'cost-uj', 'tool-cost', 'journal', 'accept-delegation-from'] as const) {
+    for (const f of [
+      'key',
+      'chain',
+      'token-file',
+      'token-env',
+      'cost-uj',
+      'tool-cost',
+      'journal',
+      'accept-delegation-from',
+      'delegate-to',
+    ] as const) {
       if (values[f] !== undefined) throw new UsageError(`--${f} goes in the config file's agents with --config`);
     }
     const cfg = readConfig(values.config);
@@ -406,6 +427,14 @@ function agentFromFlags(values: BridgeValues, overHttp: boolean): AgentSpec {
       if (!didOk(d)) throw new UsageError(`--accept-delegation-from: expected a did:key, got ${d}`);
       return d;
     }),
+    ...(values['delegate-to'] !== undefined
+      ? {
+          delegateTo: values['delegate-to'].map((d) => {
+            if (!didOk(d)) throw new UsageError(`--delegate-to: expected a did:key, got ${d}`);
+            return d;
+          }),
+        }
+      : {}),
   };
 }
 
@@ -553,6 +582,7 @@ async function openAgents(values: BridgeValues, plan: BridgePlan, opened: Opened
       frameCap: plan.frameCap,
       ...(threshold !== undefined ? { threshold } : {}),
       acceptDelegationFrom: s.acceptFrom as Did[],
+      ...(s.delegateTo !== undefined ? { delegateTo: s.delegateTo as Did[] } : {}),
     });
     agents.push({ agent, ...(s.token !== undefined ? { token: s.token } : {}) });
   }

@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
-import type { Actor, SignedGrant } from '../core/index.ts';
+import type { Actor, Did, SignedGrant } from '../core/index.ts';
 import { type A2aBridge, BridgeAgent, CallJournal, serveBridgeA2a } from '../bridge/index.ts';
 import { JcpClient } from '../client/index.ts';
 import type { DelegatedEvent, NodeAddress, PlannerJob } from './messages.ts';
@@ -33,10 +33,11 @@ async function startFace(
   files: readonly SignedGrant[],
   agents: readonly SignedGrant[],
   name: string,
+  delegateTo: readonly Did[],
 ): Promise<PlannerBridge> {
   const client = await JcpClient.connect({ host: node.host, port: node.port, signer: me });
   try {
-    const agent = new BridgeAgent({ name, signer: me, chains: [[...agents], [...files]], client, journal: new CallJournal() });
+    const agent = new BridgeAgent({ name, signer: me, chains: [[...agents], [...files]], client, journal: new CallJournal(), delegateTo });
     const face = await serveBridgeA2a({ host: '127.0.0.1', port: 0, agents: [{ agent }] });
     return { node: client, face };
   } catch (e) {
@@ -113,7 +114,7 @@ export async function delegateOverA2a(
   const sent = Date.now();
   let bridge: PlannerBridge | undefined;
   try {
-    bridge = await startFace(me, node, files, agents, name);
+    bridge = await startFace(me, node, files, agents, name, [job.researcher]);
     const client = await new ClientFactory().createFromUrl(bridge.face.url);
     const resource = files[files.length - 1]!.grant.capability.resource;
     const r = await client.sendMessage({

@@ -47,7 +47,13 @@ const agentGrant = mint(steward, planner, 'agent', ['echo', 'stream'], 100_000n,
 const toolsGrant = mint(steward, planner, 'tools', ['test_simple_text'], 10_000n, rng);
 let n = 0;
 
-async function bridgeAgent(actor: Actor, name: string, chains: SignedGrant[][], accept: string[] = []): Promise<BridgeAgent> {
+async function bridgeAgent(
+  actor: Actor,
+  name: string,
+  chains: SignedGrant[][],
+  accept: string[] = [],
+  delegateTo?: readonly Actor[],
+): Promise<BridgeAgent> {
   const client = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: actor });
   closers.push(() => client.close());
   return new BridgeAgent({
@@ -57,6 +63,7 @@ async function bridgeAgent(actor: Actor, name: string, chains: SignedGrant[][], 
     client,
     journal: new CallJournal(),
     acceptDelegationFrom: accept as never,
+    ...(delegateTo !== undefined ? { delegateTo: delegateTo.map((a) => a.did) } : {}),
   });
 }
 
@@ -101,7 +108,7 @@ beforeAll(async () => {
     {},
     dataDir.dir,
   );
-  const plannerAgent = await bridgeAgent(planner, 'planner', [[agentGrant], [toolsGrant]]);
+  const plannerAgent = await bridgeAgent(planner, 'planner', [[agentGrant], [toolsGrant]], [], [researcher]);
   face = await serveBridgeA2a({ host: '127.0.0.1', port: 0, agents: [{ agent: plannerAgent }] });
   const researcherAgent = await bridgeAgent(researcher, 'researcher', [], [planner.did]);
   researcherMcp = await serveBridgeHttp({ host: '127.0.0.1', port: 0, agents: [{ agent: researcherAgent }] });
@@ -378,6 +385,40 @@ describe('budgets that follow delegation', () => {
     expect(r._meta?.['jcp/deny_reason']).toBe('revoked');
   });
 
+  test('the sending bridge mints only for --delegate-to keys; with no list, only through a face with a token', async () => {
+    const own = mint(steward, planner, 'agent', ['echo'], 10_000n, rng);
+    const ask = (to: Actor) =>
+      send('x', { skill: 'echo', 'jcp/delegate': { to: to.did, resource: 'agent', budget_uj: '10', actions: ['echo'] } });
+    const refusal = (p: Promise<unknown>) =>
+      p.then(
+        () => 'sent',
+        (e: Error) => e.message,
+      );
+    // The planner's face lists the researcher: a stranger naming its own key is refused.
+    expect(await refusal((await a2aClient('JSONRPC')).sendMessage(ask(mallory)))).toContain('delegate-target-refused');
+    // No list, no token: anyone who reaches the face could name any key, so none.
+    const open = await serveBridgeA2a({ host: '127.0.0.1', port: 0, agents: [{ agent: await bridgeAgent(planner, 'open', [[own]]) }] });
+    closers.push(() => open.close());
+    const openClient = await new ClientFactory().createFromUrl(open.url);
+    expect(await refusal(openClient.sendMessage(ask(researcher)))).toContain('delegate-target-refused');
+    const before = agent.received.length;
+    // No list, a token: the token's holder is the agent; any key, as before.
+    const secured = await serveBridgeA2a({
+      host: '127.0.0.1',
+      port: 0,
+      agents: [{ agent: await bridgeAgent(planner, 'secured', [[own]]), token: 'sesame' }],
+    });
+    closers.push(() => secured.close());
+    const r = await fetch(`${secured.url}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer sesame' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: SendMessageRequest.toJSON(ask(mallory)) }),
+    });
+    expect(r.status).toBe(200);
+    expect(agent.received.length).toBe(before + 1);
+    expect(typeof agent.received.at(-1)!.metadata!['jcp/delegation']).toBe('string');
+  });
+
   test('abuse is refused by the receiving bridge: another resource, a delegator not listed', async () => {
     // A chain for the agent resource, used on a tool of the tools resource.
     const client = await a2aClient('JSONRPC');
@@ -463,7 +504,7 @@ describe('jcp bridge --a2a', () => {
     expect([r.body.name, r.body.skills?.map((s) => s.id)]).toEqual(['researcher', ['stream']]);
   }, 60_000);
 
-  test('a bad --accept-delegation-from is a usage error', async () => {
+  test('a bad --accept-delegation-from or --delegate-to is a usage error', async () => {
     const r = await runJcpInProcess([
       'bridge',
       '--node',
@@ -479,6 +520,21 @@ describe('jcp bridge --a2a', () => {
     ]);
     expect(r.code).not.toBe(0);
     expect(r.err).toContain('--accept-delegation-from');
+    const to = await runJcpInProcess([
+      'bridge',
+      '--node',
+      '127.0.0.1:1',
+      '--key',
+      'k',
+      '--chain',
+      'c',
+      '--a2a',
+      '127.0.0.1:0',
+      '--delegate-to',
+      'did:web:x',
+    ]);
+    expect(to.code).not.toBe(0);
+    expect(to.err).toContain('--delegate-to: expected a did:key');
   });
 });
 
