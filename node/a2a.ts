@@ -10,8 +10,8 @@
  * against the card (`unknown-skill`), the message's `metadata.skill` against the action
  * (`skill-required`, `skill-mismatch`; a grant that allows exactly one skill of the agent lets the
  * message leave it out), the task a follow-up names against the caller and leaf grant it started
- * under (`task-not-found`, the same answer as for an unknown task), and the stream bounds
- * (`stream-limit`). The decision, its receipt and the debit then happen in the enforcer, as for a
+ * under (`task-not-found`, the same answer as for an unknown task), and the stream bounds, per
+ * caller, per address and in all (`stream-limit`; {@link a2aStreamBounds}). The decision, its receipt and the debit then happen in the enforcer, as for a
  * tool call, before anything reaches the agent.
  *
  * On allow ({@link A2aEndpoint.invoke}): the message goes out with `metadata.skill` and
@@ -292,6 +292,47 @@ function capReply(res: Response): Response {
   return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
 
+/** The bounds on open streams of one A2A endpoint ({@link a2aStreamBounds}); counts of streams. */
+export interface A2aStreamBounds {
+  /** Most streams open to the agent in all (`max_streams`). */
+  readonly total: number;
+  /** Most streams open for one caller did:key (`max_streams_per_peer`). */
+  readonly perCaller: number;
+  /** Most streams open from one peer address: `max(max_streams_per_peer, ⌊max_streams / 2⌋)`. */
+  readonly perAddress: number;
+}
+
+/**
+ * The stream bounds of an A2A endpoint (docs/a2a.md "Streams"; refusal `stream-limit`):
+ *
+ * - per caller, `max_streams_per_peer` (default 16): the primary bound. A stream is opened only by
+ *   an allowed request, signed by its caller and debited from its chain, so the caller (the party
+ *   that pays) is who is bounded. The config key keeps its name (an interface); its "peer" is the
+ *   calling party. An address is not a party: every `jcp bridge --a2a` on a host reaches the node
+ *   from 127.0.0.1, so a per-address bound this small let one bridge's callers block every other
+ *   agent on the host.
+ * - per address, `max(max_streams_per_peer, ⌊max_streams / 2⌋)` (default 128): kept, and much
+ *   larger, because did:keys cost nothing and a delegable grant lets one party spread its streams
+ *   over many keys; this caps what one host can hold, so other hosts always keep half the node's
+ *   streams, while a host of many bridges serves ⌊max_streams / 2⌋ / max_streams_per_peer callers
+ *   at their bound (8 by default) before it bites.
+ * - in all, `max_streams` (default 256): what the node holds open to the agent.
+ */
+export function a2aStreamBounds(cfg: Pick<A2aEndpointConfig, 'maxStreams' | 'maxStreamsPerPeer'>): A2aStreamBounds {
+  return {
+    total: cfg.maxStreams,
+    perCaller: cfg.maxStreamsPerPeer,
+    perAddress: Math.max(cfg.maxStreamsPerPeer, Math.floor(cfg.maxStreams / 2)),
+  };
+}
+
+/** Adds `d` to `key`'s count in `m` (a count of 0 is deleted). */
+function count(m: Map<string, number>, key: string, d: number): void {
+  const n = (m.get(key) ?? 0) + d;
+  if (n <= 0) m.delete(key);
+  else m.set(key, n);
+}
+
 /** Most bytes of an agent card the node reads (1 MiB); a larger card is not taken. */
 export const AGENT_CARD_MAX_BYTES = 1 << 20;
 /** Most skills of an agent card the node takes (they travel in every `tool_list` reply). */
@@ -363,7 +404,9 @@ export class A2aEndpoint implements Endpoint {
   #lastFailure: string | undefined;
   #retryAt = 0;
   #backoffMs = TOOLS_BACKOFF_MS;
+  readonly #bounds: A2aStreamBounds;
   #streams = 0;
+  readonly #streamsPerCaller = new Map<string, number>();
   readonly #streamsPerPeer = new Map<string, number>();
   readonly #live = new Set<AbortController>();
 
@@ -372,6 +415,7 @@ export class A2aEndpoint implements Endpoint {
     this.#cfg = cfg;
     this.#log = log.child({ endpoint: name });
     this.#origin = new URL(cfg.url).origin;
+    this.#bounds = a2aStreamBounds(cfg);
   }
 
   /**
@@ -534,7 +578,7 @@ export class A2aEndpoint implements Endpoint {
     }
     if (STREAMING.has(p.method)) {
       if (!notify) return refuse(NodeErrorCodes.PAYLOAD_INVALID, `${p.method} streams: the request needs notify: 1`);
-      const full = this.#streamsFull(peer);
+      const full = this.#streamsFull(caller, peer);
       if (full !== undefined) return refuse(NodeErrorCodes.STREAM_LIMIT, full);
     }
     return { args: { method: p.method, params } };
@@ -578,12 +622,22 @@ export class A2aEndpoint implements Endpoint {
     return { params: { ...params, message: { ...msg, metadata: { ...meta, [SKILL_META]: skill } } }, tasks };
   }
 
-  #streamsFull(peer: string): string | undefined {
-    if (this.#streams >= this.#cfg.maxStreams)
-      return `${this.name} has ${this.#streams} streams open (max_streams ${this.#cfg.maxStreams}); retry later`;
-    const mine = this.#streamsPerPeer.get(peer) ?? 0;
-    if (mine >= this.#cfg.maxStreamsPerPeer) {
-      return `${peer} has ${mine} streams open to ${this.name} (max_streams_per_peer ${this.#cfg.maxStreamsPerPeer}); retry later`;
+  /**
+   * Why one more stream of `caller` (did:key) from `peer` (address) is refused ({@link a2aStreamBounds}),
+   * or undefined. Checked before the decision (where `caller` is the request's, its signature not
+   * yet checked: a refusal only) and again as the stream opens, with the caller the enforcer
+   * verified; only opened streams are counted, so no one can fill another caller's count.
+   */
+  #streamsFull(caller: string, peer: string): string | undefined {
+    const b = this.#bounds;
+    if (this.#streams >= b.total) return `${this.name} has ${this.#streams} streams open (max_streams ${b.total}); retry later`;
+    const mine = this.#streamsPerCaller.get(caller) ?? 0;
+    if (mine >= b.perCaller) {
+      return `caller ${caller} has ${mine} streams open to ${this.name} (max_streams_per_peer ${b.perCaller}, per caller); retry later`;
+    }
+    const here = this.#streamsPerPeer.get(peer) ?? 0;
+    if (here >= b.perAddress) {
+      return `${peer} has ${here} streams open to ${this.name} (${b.perAddress} per address: half of max_streams); retry later`;
     }
     return undefined;
   }
@@ -675,11 +729,13 @@ export class A2aEndpoint implements Endpoint {
     open: (signal: AbortSignal) => AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined>,
   ): Promise<Json> {
     const [sdk] = await loadSdk();
+    const caller = opts.caller?.did ?? '';
     const peer = opts.caller?.peer ?? '';
-    const full = this.#streamsFull(peer);
+    const full = this.#streamsFull(caller, peer);
     if (full !== undefined) throw new EndpointUnavailable(full, 'start');
     this.#streams++;
-    this.#streamsPerPeer.set(peer, (this.#streamsPerPeer.get(peer) ?? 0) + 1);
+    count(this.#streamsPerCaller, caller, 1);
+    count(this.#streamsPerPeer, peer, 1);
     const ac = new AbortController();
     this.#live.add(ac);
     const gone = () => ac.abort(new CallerGone('the caller went away'));
@@ -716,9 +772,8 @@ export class A2aEndpoint implements Endpoint {
       opts.signal?.removeEventListener('abort', gone);
       this.#live.delete(ac);
       this.#streams--;
-      const n = (this.#streamsPerPeer.get(peer) ?? 1) - 1;
-      if (n === 0) this.#streamsPerPeer.delete(peer);
-      else this.#streamsPerPeer.set(peer, n);
+      count(this.#streamsPerCaller, caller, -1);
+      count(this.#streamsPerPeer, peer, -1);
     }
     const why = ac.signal.reason;
     if (why instanceof CallerGone)

@@ -151,7 +151,7 @@ export interface InvokeOptions {
    * MCP endpoints send `did`, `grantId` and `receipt` to the upstream in the request's `_meta`
    * (never in the arguments): {@link CALLER_META_KEY}, {@link GRANT_META_KEY}, {@link RECEIPT_META_KEY}.
    * A2A endpoints (node/a2a.ts) send `did` as `jcp/caller` in the message metadata, bind a task
-   * started to `did` + `grantId` + `resource`, and bound streams per `peer`.
+   * started to `did` + `grantId` + `resource`, and bound streams per `did` and per `peer`.
    */
   readonly caller?: {
     readonly did: string;

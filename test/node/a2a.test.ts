@@ -197,7 +197,7 @@ describe('streams', () => {
     expect(r.reply).toEqual(events.at(-1));
   });
 
-  test('a caller that disconnects mid-stream makes the node close the upstream stream; streams are bounded per peer', async () => {
+  test('a caller that disconnects mid-stream makes the node close the upstream stream; streams are bounded per caller', async () => {
     const g = mint(alice, bob, 'agent', ALL, 1_000_000n, rng);
     const req = await bobC.request({
       chain: [g],
@@ -210,7 +210,7 @@ describe('streams', () => {
     raw.write(frameMessage(encodeWireRequest(req), MAX_DECLARABLE_LENGTH));
     await raw.next(); // the first notice: the stream is open upstream
     expect(agent.openRequests()).toBe(1);
-    // max_streams_per_peer 1: a second stream from this address is refused before the decision
+    // max_streams_per_peer 1 (per caller): a second stream of this caller is refused before the decision
     const second = task(bobC, { chain: [g], skill: 'stream', method: 'SendStreamingMessage', params: message('events=1', 'stream') });
     expect(await refusal(second)).toBe('stream-limit');
     raw.destroy();
