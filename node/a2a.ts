@@ -17,10 +17,12 @@
  * On allow ({@link A2aEndpoint.invoke}): the message goes out with `metadata.skill` and
  * `metadata["jcp/caller"]` (the caller's did:key) set; the agent's answer comes back as
  * `{"agent-reply": <JSON>}` (§6: data). Streams forward each event as an `a2a/event` notification,
- * in order, and are closed upstream when the caller's connection closes. Any failure before the
- * agent answered (unreachable, HTTP error, JSON-RPC error, an empty card) is `endpoint-unavailable`
- * phase `start`: the enforcer reverses the debit. A timeout, or a stream that broke after its first
- * event, is charged.
+ * in order, and are closed upstream when the caller's connection closes. A failure that says the
+ * agent did not take the request (unreachable: connection refused, DNS, connect timeout; an HTTP
+ * error, a JSON-RPC error, a redirect, a card that cannot be read) is `endpoint-unavailable` phase
+ * `start`: the enforcer reverses the debit. A timeout, a connection that broke after the request
+ * was sent (the agent failed mid-task; {@link brokeMidTask}), a reply past its cap, or a stream
+ * that broke after its first event, is charged (`endpoint-timeout`, `endpoint-failed`).
  */
 import type { Logger } from 'pino';
 import { type ContentId, decode, decodeJcrSign1, type ReceiptCore, readReceiptCore } from '../core/index.ts';
@@ -256,6 +258,56 @@ function taskIdOf(v: Json): string {
 
 class StreamTimeout extends Error {}
 class CallerGone extends Error {}
+
+/**
+ * Error codes (Node's `err.code`, undici's in `e.cause.code`) that say the request never reached
+ * the agent: nothing listened, the name did not resolve, no route, the connect timed out.
+ */
+const NEVER_REACHED: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+/** System calls whose failure means the connection was never open (any code: `connect ETIMEDOUT`, `connect ECONNRESET`). */
+const CONNECTING_SYSCALLS: ReadonlySet<string> = new Set(['connect', 'getaddrinfo']);
+/** Error codes that say an open connection to the agent broke (reset, or closed by the agent). */
+const CONNECTION_BROKE: ReadonlySet<string> = new Set(['ECONNRESET', 'UND_ERR_SOCKET']);
+/** Messages of the same (undici: `other side closed`, a body cut: `terminated`; node:http: `socket hang up`). */
+const CONNECTION_BROKE_MESSAGE = /other side closed|socket hang up|^terminated$/;
+
+/**
+ * True when `e` (a failed A2A call; its `cause` chain, up to 5 levels, is read) says the agent was
+ * reached and failed mid-task: the connection broke after it was open and the request sent
+ * (`ECONNRESET`, undici `UND_ERR_SOCKET` / `other side closed`, a body cut: `terminated`,
+ * `socket hang up`), or its reply passed the node's cap ({@link A2A_REPLY_TOO_LARGE}). Such a
+ * call is charged (`endpoint-failed`), like a timeout: the agent had the task and may have worked
+ * on it. False when any level names a failure to reach it (`ECONNREFUSED`, `ENOTFOUND`,
+ * `EHOSTUNREACH`, a connect timeout, any failed `connect` or `getaddrinfo`) and for everything else (HTTP or JSON-RPC
+ * errors, redirects, unknown failures): those stay `endpoint-unavailable` and are reversed, so a
+ * caller is charged for a broken connection only on positive evidence that one was open.
+ * Known limits: an agent that closes a connection as it accepts it, before reading the request
+ * (at its connection limit), looks the same to the node as one that died working, and is charged;
+ * so is a connection reset during a TLS handshake.
+ */
+export function brokeMidTask(e: unknown): boolean {
+  let broke = false;
+  let x: unknown = e;
+  for (let i = 0; i < 5 && x !== null && typeof x === 'object'; i++) {
+    const o = x as { code?: unknown; message?: unknown; syscall?: unknown; cause?: unknown };
+    const code = typeof o.code === 'string' ? o.code : '';
+    const message = typeof o.message === 'string' ? o.message : '';
+    if (NEVER_REACHED.has(code) || (typeof o.syscall === 'string' && CONNECTING_SYSCALLS.has(o.syscall))) return false;
+    if (CONNECTION_BROKE.has(code) || CONNECTION_BROKE_MESSAGE.test(message) || message.startsWith(A2A_REPLY_TOO_LARGE)) broke = true;
+    x = o.cause;
+  }
+  return broke;
+}
 
 /** Most bytes of one reply body from an agent (a JSON answer): the node's result cap (8 MiB) plus 64 KiB of envelope. */
 export const A2A_REPLY_MAX_BYTES = (8 << 20) + (64 << 10);
@@ -691,7 +743,9 @@ export class A2aEndpoint implements Endpoint {
 
   /**
    * One request/answer call within `timeout_ms`. @throws EndpointError `endpoint-timeout` (charged),
-   * or EndpointUnavailable phase `start` for any failure before the agent answered (reversed).
+   * `endpoint-failed` when the connection broke after the request was sent or the reply passed its
+   * cap (charged; {@link brokeMidTask}), or EndpointUnavailable phase `start` for any other failure
+   * before the agent answered (reversed).
    */
   async #once<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ac = new AbortController();
@@ -702,16 +756,28 @@ export class A2aEndpoint implements Endpoint {
       if (ac.signal.reason instanceof StreamTimeout) {
         throw new EndpointError(EndpointErrorCodes.TIMEOUT, `${this.name}: no answer within ${this.#cfg.timeoutMs} ms`, { cause: e });
       }
-      throw this.#unavailable(e);
+      throw this.#failure(e);
     } finally {
       clearTimeout(t);
     }
   }
 
-  #unavailable(e: unknown): EndpointUnavailable {
+  /**
+   * The error of a call that failed before the agent answered: `endpoint-failed` (charged) when
+   * the agent was reached and failed mid-task ({@link brokeMidTask}), else `endpoint-unavailable`
+   * phase `start` (reversed). Either way the card is read again on the next call.
+   */
+  #failure(e: unknown): EndpointError {
     // The card may be out of date (the agent moved or restarted): read it again on the next call.
     this.#cardAt = 0;
-    return new EndpointUnavailable(`${this.name}: the agent did not take the request: ${(e as Error)?.message ?? String(e)}`, 'start', {
+    if (brokeMidTask(e)) {
+      return new EndpointError(
+        EndpointErrorCodes.FAILED,
+        `${this.name}: the agent failed mid-task: the request was sent and then the connection broke: ${messageWithCauses(e)}`,
+        { cause: e },
+      );
+    }
+    return new EndpointUnavailable(`${this.name}: the agent did not take the request: ${messageWithCauses(e)}`, 'start', {
       cause: e,
     });
   }
@@ -721,7 +787,8 @@ export class A2aEndpoint implements Endpoint {
    * last event (JSON). The upstream stream is aborted when the caller goes away (`opts.signal`), after
    * `timeout_ms` without an event, or when the node closes.
    * @throws EndpointError `caller-gone` | `endpoint-timeout` | `endpoint-failed` (after the first
-   *   event: charged), or EndpointUnavailable phase `start` (before it: reversed).
+   *   event, or before it when the connection broke after the request was sent: charged), or
+   *   EndpointUnavailable phase `start` (before the first event otherwise, or `stream-limit`: reversed).
    */
   async #stream(
     opts: InvokeOptions,
@@ -760,7 +827,7 @@ export class A2aEndpoint implements Endpoint {
         if (ac.signal.aborted) break;
       }
     } catch (e) {
-      if (!ac.signal.aborted && events === 0) throw this.#unavailable(e);
+      if (!ac.signal.aborted && events === 0) throw this.#failure(e);
       if (!ac.signal.aborted)
         throw new EndpointError(
           EndpointErrorCodes.FAILED,

@@ -2,10 +2,15 @@
  * An A2A agent behind a node (docs/a2a.md), seen from the parties that pay for it:
  * - open streams are bounded per caller (the did:key that signs and pays), with a larger bound
  *   per peer address and one in all: callers that share an address (every `jcp bridge --a2a` on a
- *   host reaches the node from 127.0.0.1) do not hold each other's streams.
+ *   host reaches the node from 127.0.0.1) do not hold each other's streams;
+ * - an agent that took the request and then broke the connection (killed mid-task, a cut reply)
+ *   is charged `endpoint-failed`, like a timeout; an agent that was never reached (nothing
+ *   listening) is reversed, as before.
  */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { Actor } from '../../core/index.ts';
+import { type Actor, grantId, openReceipt } from '../../core/index.ts';
 import { JcpClient, WireErrorReply } from '../../client/index.ts';
 import { type A2aAgent, startA2aAgent } from '../../testkit/internal.ts';
 import { cast, liveNode, mint } from './fixtures.ts';
@@ -27,6 +32,11 @@ async function refusal(p: Promise<unknown>): Promise<string> {
     throw e;
   }
   return 'no refusal';
+}
+
+async function listen(s: Server): Promise<string> {
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
 }
 
 describe('stream bounds: per caller first, per address larger, in all', () => {
@@ -95,4 +105,108 @@ describe('stream bounds: per caller first, per address larger, in all', () => {
     await expect.poll(() => agent.openRequests(), { timeout: 5000, interval: 25 }).toBe(1);
     expect(await another(bob)).toBe('no refusal');
   }, 30_000);
+});
+
+/** A front for a real agent: its card (interfaces rewritten to the front), and every POST to `onPost`. */
+async function front(real: A2aAgent, onPost: (req: IncomingMessage, res: ServerResponse) => void) {
+  let self = '';
+  const posts: string[] = [];
+  const server = createServer((req, res) => {
+    if (req.method === 'GET') {
+      void fetch(`${real.url}${req.url}`).then(async (r) => {
+        res.writeHead(r.status, { 'content-type': 'application/json' }).end((await r.text()).split(real.url).join(self));
+      });
+      return;
+    }
+    let body = '';
+    req.on('data', (d: Buffer) => {
+      body += d.toString('utf8');
+    });
+    req.on('end', () => {
+      posts.push(body);
+      onPost(req, res);
+    });
+  });
+  self = await listen(server);
+  return { server, url: self, posts };
+}
+
+describe('an agent that fails mid-task is charged; one never reached is not', () => {
+  let real: A2aAgent;
+  let mode: 'hang-up' | 'cut' = 'hang-up';
+  let f: Awaited<ReturnType<typeof front>>;
+  let node: Awaited<ReturnType<typeof liveNode>>;
+  let c: JcpClient;
+
+  beforeAll(async () => {
+    real = await startA2aAgent({ name: 'mid-task' });
+    f = await front(real, (req, res) => {
+      res.on('error', () => undefined);
+      if (mode === 'cut') {
+        // an answer begun, then the connection cut
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"half');
+      }
+      // the agent worked a while on the task, then died: its connection goes with it
+      setTimeout(() => req.socket.destroy(), 300);
+    });
+    node = await liveNode({
+      resources: [{ name: 'mid', endpoint: { kind: 'a2a', url: f.url, timeout_ms: 5000 } }],
+      meter: { default_estimate_uj: Number(SEND_UJ), rungs: ['estimator'] },
+    });
+    c = await JcpClient.connect({ host: '127.0.0.1', port: node.port, signer: bob });
+    await node.endpoints.get([...node.endpoints.keys()][0]!)!.endpoint.ensureTools();
+  });
+
+  afterAll(async () => {
+    await c?.close();
+    await node?.cleanup();
+    f?.server.close();
+    await real?.stop();
+  });
+
+  /** The reversal records in the node's log, by receipt seq. */
+  async function reversals(): Promise<number[]> {
+    const out: number[] = [];
+    for await (const r of node.log.outcomes('reversal')) out.push(r.seq);
+    return out;
+  }
+
+  const seqOf = (receipt: Uint8Array): number => {
+    const r = openReceipt(receipt, node.did);
+    if (!r.ok) throw new Error('receipt does not open');
+    return r.value.seq;
+  };
+
+  for (const [m, method] of [
+    ['hang-up', 'SendMessage'],
+    ['cut', 'SendMessage'],
+    ['hang-up', 'SendStreamingMessage'],
+  ] as const) {
+    test(`${method}, the agent ${m === 'cut' ? 'cuts its reply' : 'hangs up after taking the request'}: endpoint-failed, the debit stays`, async () => {
+      mode = m;
+      const g = mint(alice, bob, 'mid', ALL, 1_000_000n, rng);
+      const posts = f.posts.length;
+      const r = await c.agentTask({ method, chain: [g], skill: 'echo', params: message('work', 'echo') });
+      expect(r.decision).toEqual({ verdict: 'allow' });
+      expect(f.posts.length).toBe(posts + 1); // the agent had the request
+      expect(r.error?.code).toBe('endpoint-failed');
+      expect(String(r.error?.message)).toMatch(/the agent failed mid-task: the request was sent and then the connection broke/);
+      expect(r.error?.['refunded_uj']).toBeUndefined();
+      expect(node.ledger.spent(grantId(g.grant))).toBe(SEND_UJ);
+      expect(await reversals()).not.toContain(seqOf(r.receipt));
+    });
+  }
+
+  test('nothing listening (the agent is gone after its card was read): endpoint-unavailable phase start, reversed', async () => {
+    f.server.close();
+    f.server.closeAllConnections();
+    const g = mint(alice, bob, 'mid', ALL, 1_000_000n, rng);
+    const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'echo', params: message('x', 'echo') });
+    expect(r.decision).toEqual({ verdict: 'allow' });
+    expect([r.error?.code, r.error?.['phase'], r.error?.['refunded_uj']]).toEqual(['endpoint-unavailable', 'start', String(SEND_UJ)]);
+    expect(String(r.error?.message)).toMatch(/the agent did not take the request: fetch failed: connect ECONNREFUSED/);
+    expect(node.ledger.spent(grantId(g.grant))).toBe(0n);
+    expect(await reversals()).toContain(seqOf(r.receipt));
+  });
 });

@@ -523,6 +523,9 @@ describe('agent replies are bounded as they arrive', () => {
       const r = await c.agentTask({ method: 'SendMessage', chain: [g], skill: 'echo', params: message('big', 'echo') });
       expect(r.decision).toEqual({ verdict: 'allow' });
       expect(String(r.error?.message)).toContain('agent-reply-too-large');
+      // the agent answered: charged (endpoint-failed), not reversed
+      expect([r.error?.code, r.error?.['refunded_uj']]).toEqual(['endpoint-failed', undefined]);
+      expect(n2.ledger.spent(grantId(g.grant))).toBe(SEND_UJ);
     } finally {
       await c.close();
       await n2.cleanup();
