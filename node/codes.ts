@@ -88,8 +88,9 @@ export const NodeErrorCodes = {
    */
   TASK_NOT_FOUND: 'task-not-found',
   /**
-   * The A2A agent already has as many streams open as its endpoint allows, for this peer
-   * (`max_streams_per_peer`) or in total (`max_streams`); refused before the decision; retry later.
+   * The A2A agent already has as many streams open as its endpoint allows, for this caller
+   * (`max_streams_per_peer`), for this peer address (max of that and half of `max_streams`) or in
+   * total (`max_streams`); refused before the decision; retry later.
    */
   STREAM_LIMIT: 'stream-limit',
   /** An unexpected fault inside the node (a bug); the message never reached a decision. */

@@ -62,7 +62,10 @@ export interface A2aEndpointConfig {
   readonly cardRefreshS: number;
   /** Most streams (`SendStreamingMessage`, `SubscribeToTask`) open to the agent at once (`max_streams`, default 256). */
   readonly maxStreams: number;
-  /** Most streams open at once for one peer address (`max_streams_per_peer`, default 16). */
+  /**
+   * Most streams open at once for one caller (did:key; `max_streams_per_peer`, default 16, the key's
+   * old name kept); one peer address may hold max(this, ⌊max_streams / 2⌋) (node/a2a.ts `a2aStreamBounds`).
+   */
   readonly maxStreamsPerPeer: number;
 }
 
