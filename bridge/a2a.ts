@@ -68,7 +68,7 @@ import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import express from 'express';
 import type { SignedGrant } from '../core/index.ts';
-import { BRIDGE_HTTP_LIMITS, createBoundedServer, type HttpLimits } from '../io/index.ts';
+import { BRIDGE_HTTP_LIMITS, createBoundedServer, type HttpLimits, peerAddress } from '../io/index.ts';
 import type { BridgeAgent, Decided, Exchange } from './agent.ts';
 import { type BridgeSkill, skillCatalogue } from './catalogue.ts';
 import { DELEGATE_KEY, DELEGATION_KEY, DelegationErrorCodes, encodeDelegation } from './delegation.ts';
@@ -109,6 +109,13 @@ export const A2aErrorCodes = {
   REQUEST_LIMIT_AGENT: 'request-limit-agent',
   /** 503: the bridge has `total` requests open. */
   REQUEST_LIMIT_TOTAL: 'request-limit-total',
+  /** 429: the client's address (IPv4, or IPv6 /64) has `perPeer` requests open to this agent. */
+  REQUEST_LIMIT_PEER: 'request-limit-peer',
+  /**
+   * A message's `messageId`, `contextId`, `taskId` or a `referenceTaskIds` entry is longer than
+   * {@link A2A_MAX_ID_CHARS}. Refused before a decision: nothing is sealed or debited.
+   */
+  ID_TOO_LONG: 'id-too-long',
   /** 400: a body that is not JSON (the parser refused it). */
   JSON_INVALID: 'json-invalid',
 } as const;
@@ -119,10 +126,22 @@ export interface A2aLimits {
   readonly perAgent: number;
   /** Open requests in all; one more gets 503 `request-limit-total`. */
   readonly total: number;
+  /**
+   * Open requests to one agent from one client address (IPv4, or IPv6 by /64); one more gets 429
+   * `request-limit-peer`: one address trickling bodies cannot hold all of an agent's `perAgent`.
+   */
+  readonly perPeer: number;
 }
 
-/** Default bounds: 64 open requests per agent, 1,024 in all. */
-export const DEFAULT_A2A_LIMITS: A2aLimits = { perAgent: 64, total: 1024 };
+/** Default bounds: 64 open requests per agent, 32 of them from one address, 1,024 in all. */
+export const DEFAULT_A2A_LIMITS: A2aLimits = { perAgent: 64, total: 1024, perPeer: 32 };
+
+/**
+ * Longest A2A id a message may carry (`messageId`, `contextId`, `taskId`, `referenceTaskIds`),
+ * characters: 1,024 (a UUID is 36). The bridge keeps ids (its task routes, its journal's keys);
+ * messages with 1,000,000-character ids grew a bridge to 1.1 GB (2026-12-07).
+ */
+export const A2A_MAX_ID_CHARS = 1024;
 
 /** Options of {@link serveBridgeA2a}. */
 export interface A2aOptions {
@@ -344,6 +363,15 @@ export class A2aFace implements A2ARequestHandler {
     if (message.parts.length === 0) throw malformed(A2aErrorCodes.PART_INVALID, 'a message needs at least one part');
     const empty = message.parts.findIndex((p) => p.content === undefined);
     if (empty >= 0) throw malformed(A2aErrorCodes.PART_INVALID, `part ${empty} has none of text, raw, url or data (an A2A v1.0 part)`);
+    const ids: [string, string][] = [
+      ['messageId', message.messageId],
+      ['contextId', message.contextId],
+      ['taskId', message.taskId],
+      ...message.referenceTaskIds.map((id, i): [string, string] => [`referenceTaskIds[${i}]`, id]),
+    ];
+    const long = ids.find(([, id]) => typeof id === 'string' && id.length > A2A_MAX_ID_CHARS);
+    if (long !== undefined)
+      throw malformed(A2aErrorCodes.ID_TOO_LONG, `message.${long[0]} has ${long[1].length} characters (at most ${A2A_MAX_ID_CHARS})`);
     const meta: Record<string, unknown> = { ...(message.metadata ?? {}) };
     let delegated: SignedGrant[] | undefined;
     try {
@@ -411,7 +439,7 @@ export class A2aFace implements A2ARequestHandler {
   }
 
   #remember(id: string | undefined, route: Route): void {
-    if (id === undefined || id.length === 0) return;
+    if (id === undefined || id.length === 0 || id.length > A2A_MAX_ID_CHARS) return;
     this.#tasks.delete(id);
     this.#tasks.set(id, route);
     for (const k of this.#tasks.keys()) {
@@ -598,6 +626,8 @@ export class A2aFace implements A2ARequestHandler {
 /** The open-request counters behind {@link A2aLimits}. */
 class OpenRequests {
   readonly #perAgent = new Map<BridgeAgent, number>();
+  /** Open requests by agent and client address (`peerAddress`), joined by a NUL. */
+  readonly #perPeer = new Map<string, number>();
   #total = 0;
   readonly limits: A2aLimits;
   constructor(limits: A2aLimits) {
@@ -606,15 +636,22 @@ class OpenRequests {
   get total(): number {
     return this.#total;
   }
-  /** Counts `res` as open for `agent` until it closes, or says which bound refuses it. */
-  hold(agent: BridgeAgent, res: ServerResponse): [number, string, number] | undefined {
+  /** Counts `res` as open for `agent` and the client address `peer` until it closes, or says which bound refuses it. */
+  hold(agent: BridgeAgent, peer: string, res: ServerResponse): [number, string, number] | undefined {
     const mine = this.#perAgent.get(agent) ?? 0;
+    const key = `${agent.did}\u0000${peer}`;
+    const theirs = this.#perPeer.get(key) ?? 0;
+    if (theirs >= this.limits.perPeer) return [429, A2aErrorCodes.REQUEST_LIMIT_PEER, this.limits.perPeer];
     if (mine >= this.limits.perAgent) return [429, A2aErrorCodes.REQUEST_LIMIT_AGENT, this.limits.perAgent];
     if (this.#total >= this.limits.total) return [503, A2aErrorCodes.REQUEST_LIMIT_TOTAL, this.limits.total];
     this.#perAgent.set(agent, mine + 1);
+    this.#perPeer.set(key, theirs + 1);
     this.#total++;
     res.once('close', () => {
       this.#perAgent.set(agent, (this.#perAgent.get(agent) ?? 1) - 1);
+      const left = (this.#perPeer.get(key) ?? 1) - 1;
+      if (left <= 0) this.#perPeer.delete(key);
+      else this.#perPeer.set(key, left);
       this.#total--;
     });
     return undefined;
@@ -680,7 +717,7 @@ export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
       return refuse(res, bad[0], bad[1], bad[2], bad[2] === HttpErrorCodes.PAYLOAD_TOO_LARGE ? { limit: MAX_BODY_BYTES } : {});
     const agent = authenticate(keyed, req);
     if (agent === undefined) return reply(res, 401, UNAUTHORIZED_MESSAGE, HttpErrorCodes.UNAUTHORIZED, BEARER_CHALLENGE);
-    const over = open.hold(agent, res);
+    const over = open.hold(agent, peerAddress(req.socket.remoteAddress), res);
     if (over !== undefined)
       return refuse(res, over[0], `too many open requests (${over[1]}, limit ${over[2]}); retry later`, over[1], { limit: over[2] });
     const gone = new AbortController();

@@ -66,6 +66,15 @@ export {
   mintDelegation,
   readDelegateRequest,
 } from './delegation.ts';
-export { type A2aBridge, A2aErrorCodes, A2aFace, type A2aLimits, type A2aOptions, DEFAULT_A2A_LIMITS, serveBridgeA2a } from './a2a.ts';
+export {
+  A2A_MAX_ID_CHARS,
+  type A2aBridge,
+  A2aErrorCodes,
+  A2aFace,
+  type A2aLimits,
+  type A2aOptions,
+  DEFAULT_A2A_LIMITS,
+  serveBridgeA2a,
+} from './a2a.ts';
 export { type BridgeSkill, skillCatalogue } from './catalogue.ts';
 export type { Decided, Exchange } from './agent.ts';
