@@ -29,6 +29,7 @@ import { isFrostError } from '../frost/index.ts';
 import { checkStreamName } from '../natsio/index.ts';
 import { type ClientSigner, JcpClient } from '../client/index.ts';
 import { readKeyFile, readSecretFile } from '../node/index.ts';
+import { boundConsoleError } from '../io/index.ts';
 import { hostPortArg, ujArg } from './args.ts';
 import { readChainFile } from '../client/index.ts';
 import { CliError, type Command, UsageError, connectionError, parse, untilSignal } from './command.ts';
@@ -650,6 +651,7 @@ async function listen<T>(
 async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boolean, opened: Opened): Promise<number> {
   let served: Awaited<ReturnType<typeof serveBridgeHttp>> | undefined;
   let a2a: A2aBridge | undefined;
+  let restoreConsole: (() => void) | undefined;
   const cleanup = async () => {
     await served?.close();
     await closeOpened(opened);
@@ -669,6 +671,8 @@ async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boo
   }
   if (plan.a2a !== undefined) {
     const at = plan.a2a;
+    // The A2A SDK logs every refused request with its stack trace: bounded, one line each (io/stderr.ts).
+    restoreConsole = boundConsoleError();
     a2a = await listen(
       '--a2a',
       at,
@@ -690,6 +694,7 @@ async function serveHttp(plan: BridgePlan, agents: HttpAgent[], allowRemote: boo
   await a2a?.close();
   await cleanup();
   signalled.off();
+  restoreConsole?.();
   return 0;
 }
 

@@ -27,5 +27,6 @@ export {
   type HttpLimits,
 } from './httplimits.ts';
 export { peerAddress } from './peer.ts';
+export { boundConsoleError } from './stderr.ts';
 export { writeBackRange } from './writeback.ts';
 export { bindCloseOnExec, markCloseOnExec } from './cloexec.ts';
