@@ -53,6 +53,8 @@ import {
   StreamResponse,
   SubscribeToTaskRequest,
   Task,
+  TaskState,
+  TaskStatusUpdateEvent,
 } from '@a2a-js/sdk';
 import {
   A2AError,
@@ -258,6 +260,43 @@ function eventWithMeta(e: StreamResponse, meta: Record<string, string>): StreamR
     case 'artifactUpdate':
       return { payload: { $case: 'artifactUpdate', value: withMeta(p.value, meta) } };
   }
+}
+
+/** Task states after which a task changes no more (A2A v1.0 `TaskState`: completed, failed, canceled, rejected). */
+const TERMINAL_STATES: ReadonlySet<TaskState> = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+]);
+
+/**
+ * The `TASK_STATE_FAILED` status update that ends a stream which broke after its last event `last`
+ * (the node's `jcp/error` `error`, e.g. `endpoint-failed`), or undefined when `last` already ended
+ * its task (a terminal state) or names no task (a message): without it an A2A client saw the
+ * stream end on a `WORKING` event, its task never finished.
+ */
+export function brokenStreamEnd(
+  last: StreamResponse,
+  error: { code: string; message: string },
+  meta: Record<string, string>,
+): StreamResponse | undefined {
+  const p = last.payload;
+  if (p === undefined || p.$case === 'message') return undefined;
+  const state = p.$case === 'task' ? p.value.status?.state : p.$case === 'statusUpdate' ? p.value.status?.state : undefined;
+  if (state !== undefined && TERMINAL_STATES.has(state)) return undefined;
+  const taskId = p.$case === 'task' ? p.value.id : p.value.taskId;
+  const update = TaskStatusUpdateEvent.fromJSON({
+    taskId,
+    contextId: p.value.contextId,
+    status: {
+      state: 'TASK_STATE_FAILED',
+      message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text: `${error.code}: ${error.message}` }], metadata: meta },
+      timestamp: new Date().toISOString(),
+    },
+    metadata: meta,
+  });
+  return { payload: { $case: 'statusUpdate', value: update } };
 }
 
 /** The task id an event or reply names, or undefined. */
@@ -545,8 +584,11 @@ export class A2aFace implements A2ARequestHandler {
       }
       const { reply, error } = replyOf(d);
       const meta = error !== undefined ? { ...d.meta, 'jcp/error': error.code } : d.meta;
-      if (held !== undefined) yield eventWithMeta(held, meta);
-      else if (reply !== undefined) yield eventWithMeta(StreamResponse.fromJSON(reply), meta);
+      if (held !== undefined) {
+        yield eventWithMeta(held, meta);
+        const end = error !== undefined ? brokenStreamEnd(held, error, meta) : undefined;
+        if (end !== undefined) yield end;
+      } else if (reply !== undefined) yield eventWithMeta(StreamResponse.fromJSON(reply), meta);
       else
         yield { payload: { $case: 'task', value: endedTask('TASK_STATE_FAILED', `${error!.code}: ${error!.message}`, meta, contextId) } };
     } finally {
