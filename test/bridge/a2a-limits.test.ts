@@ -9,6 +9,7 @@ import { describe, expect, test } from 'vitest';
 import { A2A_MAX_ID_CHARS, BridgeAgent, CallJournal, serveBridgeA2a } from '../../bridge/index.ts';
 import type { JcpClient } from '../../client/index.ts';
 import { cast } from '../node/fixtures.ts';
+import { rawSendMessage } from './a2a-raw.ts';
 
 const { bob } = cast('bridge-a2a-limits');
 
@@ -59,16 +60,9 @@ describe('the A2A face bounds one client', () => {
     const face = await serveBridgeA2a({ host: '127.0.0.1', port: 0, agents: [{ agent }] });
     try {
       const send = (messageId: string) =>
-        fetch(`${face.url}/`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: 1,
-            method: 'SendMessage',
-            params: { message: { messageId, role: 'ROLE_USER', parts: [{ text: 'x' }], metadata: { skill: 'echo' } } },
-          }),
-        }).then(async (r) => JSON.stringify(await r.json()));
+        rawSendMessage(face.url, { messageId, role: 'ROLE_USER', parts: [{ text: 'x' }], metadata: { skill: 'echo' } }).then(async (r) =>
+          JSON.stringify(await r.json()),
+        );
       const long = await send('m'.repeat(A2A_MAX_ID_CHARS + 1));
       expect(long).toContain('id-too-long');
       expect(long).toContain(`message.messageId has ${A2A_MAX_ID_CHARS + 1} characters`);

@@ -29,6 +29,7 @@ import { type A2aAgent, startA2aAgent } from '../../testkit/index.ts';
 import { writeChainFile } from '../../client/index.ts';
 import { writeKeyFile } from '../../node/index.ts';
 import { runJcpInProcess } from '../support.ts';
+import { rawSendMessage } from './a2a-raw.ts';
 import { cast, liveNode, mint, tempDir } from '../node/fixtures.ts';
 
 const { rng, alice: steward, bob: planner, carol: researcher, mallory } = cast('bridge-a2a');
@@ -279,16 +280,7 @@ describe('the A2A face: an unmodified SDK client through bridge and node to an S
       }
     }
     // the raw JSON-RPC error: invalid params with the stable code in its data
-    const r = await fetch(`${face.url}/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: { message: { messageId: 'bad-raw', role: 'ROLE_USER', parts: [{}], metadata: { skill: 'echo' } } },
-      }),
-    });
+    const r = await rawSendMessage(face.url, { messageId: 'bad-raw', role: 'ROLE_USER', parts: [{}], metadata: { skill: 'echo' } });
     const { error } = (await r.json()) as { error: { code: number; data: Array<{ metadata?: Record<string, string> }> } };
     expect(error.code).toBe(-32602);
     expect(error.data[0]?.metadata?.['jcp/error']).toBe('part-invalid');
@@ -409,10 +401,8 @@ describe('budgets that follow delegation', () => {
       agents: [{ agent: await bridgeAgent(planner, 'secured', [[own]]), token: 'sesame' }],
     });
     closers.push(() => secured.close());
-    const r = await fetch(`${secured.url}/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer sesame' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: SendMessageRequest.toJSON(ask(mallory)) }),
+    const r = await rawSendMessage(secured.url, (SendMessageRequest.toJSON(ask(mallory)) as { message: Record<string, unknown> }).message, {
+      authorization: 'Bearer sesame',
     });
     expect(r.status).toBe(200);
     expect(agent.received.length).toBe(before + 1);
@@ -505,36 +495,15 @@ describe('jcp bridge --a2a', () => {
   }, 60_000);
 
   test('a bad --accept-delegation-from or --delegate-to is a usage error', async () => {
-    const r = await runJcpInProcess([
-      'bridge',
-      '--node',
-      '127.0.0.1:1',
-      '--key',
-      'k',
-      '--chain',
-      'c',
-      '--a2a',
-      '127.0.0.1:0',
-      '--accept-delegation-from',
-      'did:web:x',
-    ]);
-    expect(r.code).not.toBe(0);
-    expect(r.err).toContain('--accept-delegation-from');
-    const to = await runJcpInProcess([
-      'bridge',
-      '--node',
-      '127.0.0.1:1',
-      '--key',
-      'k',
-      '--chain',
-      'c',
-      '--a2a',
-      '127.0.0.1:0',
-      '--delegate-to',
-      'did:web:x',
-    ]);
-    expect(to.code).not.toBe(0);
-    expect(to.err).toContain('--delegate-to: expected a did:key');
+    const base = ['bridge', '--node', '127.0.0.1:1', '--key', 'k', '--chain', 'c', '--a2a', '127.0.0.1:0'];
+    for (const [flag, says] of [
+      ['--accept-delegation-from', '--accept-delegation-from'],
+      ['--delegate-to', '--delegate-to: expected a did:key'],
+    ] as const) {
+      const r = await runJcpInProcess([...base, flag, 'did:web:x']);
+      expect(r.code, flag).not.toBe(0);
+      expect(r.err).toContain(says);
+    }
   });
 });
 
