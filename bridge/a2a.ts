@@ -665,11 +665,19 @@ export class A2aFace implements A2ARequestHandler {
   }
 }
 
-/** The open-request counters behind {@link A2aLimits}. */
-class OpenRequests {
+/**
+ * The open-request counters behind {@link A2aLimits}. At an agent's `perAgent` bound, a newcomer
+ * from an address holding fewer of that agent's requests than the address holding the most (by
+ * more than one) takes the place of that address's oldest request still sending its body (nothing
+ * of it has reached the agent or the node): many loopback addresses trickling bodies cannot keep
+ * the others out (2026-12-07: two addresses at 32 each held all 64 of an agent's).
+ */
+export class OpenRequests {
   readonly #perAgent = new Map<BridgeAgent, number>();
   /** Open requests by agent and client address (`peerAddress`), joined by a NUL. */
   readonly #perPeer = new Map<string, number>();
+  /** Requests still sending their body, by agent, oldest first: their address key and what frees their place. */
+  readonly #reading = new Map<BridgeAgent, Map<ServerResponse, { key: string; release: () => void }>>();
   #total = 0;
   readonly limits: A2aLimits;
   constructor(limits: A2aLimits) {
@@ -678,25 +686,64 @@ class OpenRequests {
   get total(): number {
     return this.#total;
   }
-  /** Counts `res` as open for `agent` and the client address `peer` until it closes, or says which bound refuses it. */
+  /**
+   * Counts `res` as open for `agent` and the client address `peer` until it closes, as sending
+   * its body until {@link bodyDone}; or says which bound refuses it.
+   */
   hold(agent: BridgeAgent, peer: string, res: ServerResponse): [number, string, number] | undefined {
-    const mine = this.#perAgent.get(agent) ?? 0;
     const key = `${agent.did}\u0000${peer}`;
     const theirs = this.#perPeer.get(key) ?? 0;
     if (theirs >= this.limits.perPeer) return [429, A2aErrorCodes.REQUEST_LIMIT_PEER, this.limits.perPeer];
-    if (mine >= this.limits.perAgent) return [429, A2aErrorCodes.REQUEST_LIMIT_AGENT, this.limits.perAgent];
+    if ((this.#perAgent.get(agent) ?? 0) >= this.limits.perAgent && !this.#evictFor(agent, theirs))
+      return [429, A2aErrorCodes.REQUEST_LIMIT_AGENT, this.limits.perAgent];
     if (this.#total >= this.limits.total) return [503, A2aErrorCodes.REQUEST_LIMIT_TOTAL, this.limits.total];
-    this.#perAgent.set(agent, mine + 1);
+    this.#perAgent.set(agent, (this.#perAgent.get(agent) ?? 0) + 1);
     this.#perPeer.set(key, theirs + 1);
     this.#total++;
-    res.once('close', () => {
+    const reading = this.#reading.get(agent) ?? new Map<ServerResponse, { key: string; release: () => void }>();
+    this.#reading.set(agent, reading);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      reading.delete(res);
       this.#perAgent.set(agent, (this.#perAgent.get(agent) ?? 1) - 1);
       const left = (this.#perPeer.get(key) ?? 1) - 1;
       if (left <= 0) this.#perPeer.delete(key);
       else this.#perPeer.set(key, left);
       this.#total--;
-    });
+    };
+    reading.set(res, { key, release });
+    res.once('close', release);
     return undefined;
+  }
+
+  /** `res`'s body has been read whole: it may no longer be evicted. */
+  bodyDone(agent: BridgeAgent, res: ServerResponse): void {
+    this.#reading.get(agent)?.delete(res);
+  }
+
+  /**
+   * Closes the oldest request still sending its body of the address holding the most of `agent`'s
+   * requests, if that address holds more than `held` + 1 (the newcomer's address holds `held`):
+   * true when one was closed (its count drops as it closes, at once).
+   */
+  #evictFor(agent: BridgeAgent, held: number): boolean {
+    const reading = this.#reading.get(agent);
+    if (reading === undefined) return false;
+    let victim: [ServerResponse, () => void] | undefined;
+    let most = held + 1;
+    for (const [res, { key, release }] of reading) {
+      const n = this.#perPeer.get(key) ?? 0;
+      if (n > most) {
+        most = n;
+        victim = [res, release];
+      }
+    }
+    if (victim === undefined) return false;
+    victim[1]();
+    victim[0].req.socket.destroy();
+    return true;
   }
 }
 
@@ -768,6 +815,7 @@ export async function serveBridgeA2a(o: A2aOptions): Promise<A2aBridge> {
     // default, then sees it parsed and skips).
     return requestGone.run(gone.signal, () =>
       parseBody(req, res, (err?: unknown) => {
+        open.bodyDone(agent, res);
         if (err) return next(err);
         const odd = partNotObject(req.body);
         if (odd !== undefined)

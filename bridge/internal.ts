@@ -3,4 +3,4 @@
  * re-exports). Product code never imports this file.
  */
 export * from './index.ts';
-export { brokenStreamEnd } from './a2a.ts';
+export { brokenStreamEnd, OpenRequests } from './a2a.ts';

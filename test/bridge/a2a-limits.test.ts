@@ -1,12 +1,15 @@
 /**
  * The A2A face's bounds on what one client can hold or make the bridge keep (bridge/a2a.ts): open
  * requests per client address (`perPeer`, 429 `request-limit-peer`: one address trickling bodies
- * held all 64 of an agent's requests, 2026-12-07), and ids no longer than A2A_MAX_ID_CHARS
+ * held all 64 of an agent's requests, 2026-12-07), at the agent's bound a newcomer from a lighter
+ * address in place of a body still being sent by the heaviest (two addresses held all 64), and ids no longer than A2A_MAX_ID_CHARS
  * (`id-too-long`: 1,000,000-character message ids grew a bridge to 1.1 GB).
  */
 import { connect, type Socket } from 'node:net';
 import { describe, expect, test } from 'vitest';
-import { A2A_MAX_ID_CHARS, BridgeAgent, CallJournal, serveBridgeA2a } from '../../bridge/index.ts';
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { A2A_MAX_ID_CHARS, BridgeAgent, CallJournal, OpenRequests, serveBridgeA2a } from '../../bridge/internal.ts';
 import type { JcpClient } from '../../client/index.ts';
 import { cast } from '../node/fixtures.ts';
 import { rawSendMessage } from './a2a-raw.ts';
@@ -52,6 +55,44 @@ describe('the A2A face bounds one client', () => {
       for (const s of socks) s.destroy();
       await face.close();
     }
+  });
+
+  test('at the agent bound, a newcomer from a lighter address takes the place of a body still being sent by the heaviest', async () => {
+    const agent = new BridgeAgent({ name: 'bob', signer: bob, chains: [], client: listingOnly, journal: new CallJournal() });
+    const face = await serveBridgeA2a({ host: '127.0.0.1', port: 0, agents: [{ agent }], limits: { perPeer: 3, perAgent: 4 } });
+    const socks: Socket[] = [];
+    try {
+      for (const from of ['127.0.0.1', '127.0.0.1', '127.0.0.1', '127.0.0.3']) expect(await trickle(face.port, from, 100, socks)).toBe('');
+      // The agent is full: 127.0.0.2 (none held) gets the place of 127.0.0.1's oldest, which is closed.
+      expect(await trickle(face.port, '127.0.0.2', 200, socks)).toBe('');
+      expect(socks[0]!.destroyed || socks[0]!.readableEnded).toBe(true);
+      expect(face.open()).toBe(4);
+      // 127.0.0.1 holds 2, the others 1: 127.0.0.4 takes another of 127.0.0.1's.
+      expect(await trickle(face.port, '127.0.0.4', 200, socks)).toBe('');
+      // Now every address holds one: nobody holds more than a newcomer's 0 + 1, so 127.0.0.5 is refused.
+      const refused = await trickle(face.port, '127.0.0.5', 500, socks);
+      expect(refused).toMatch(/^HTTP\/1\.1 429/);
+      expect(refused).toContain('request-limit-agent');
+      expect(face.open()).toBe(4);
+    } finally {
+      for (const s of socks) s.destroy();
+      await face.close();
+    }
+  });
+
+  test('a request whose body was read whole is never evicted', () => {
+    const agent = new BridgeAgent({ name: 'bob', signer: bob, chains: [], client: listingOnly, journal: new CallJournal() });
+    const open = new OpenRequests({ perAgent: 2, perPeer: 2, total: 10 });
+    const destroyed: number[] = [];
+    const res = (i: number) =>
+      Object.assign(new EventEmitter(), { req: { socket: { destroy: () => destroyed.push(i) } } }) as unknown as ServerResponse;
+    const [a, b] = [res(0), res(1)];
+    expect(open.hold(agent, '10.0.0.1', a)).toBeUndefined();
+    expect(open.hold(agent, '10.0.0.1', b)).toBeUndefined();
+    open.bodyDone(agent, a);
+    open.bodyDone(agent, b);
+    expect(open.hold(agent, '10.0.0.2', res(2))?.[1]).toBe('request-limit-agent');
+    expect(destroyed).toEqual([]);
   });
 
   test(`a message id over ${A2A_MAX_ID_CHARS} characters is id-too-long, before anything is signed or sent`, async () => {
