@@ -217,13 +217,18 @@ function endedTask(
   return Task.fromJSON({
     id: `jcp-${meta['jcp/request_id'] ?? randomUUID()}`,
     contextId: contextId.length > 0 ? contextId : randomUUID(),
-    status: {
-      state,
-      message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text }], metadata: meta },
-      timestamp: new Date().toISOString(),
-    },
+    status: endStatus(state, text, meta),
     metadata: meta,
   });
+}
+
+/** The JSON status that ends a task the bridge ends (`state`, an agent message of `text` carrying `meta`, now). */
+function endStatus(state: 'TASK_STATE_REJECTED' | 'TASK_STATE_FAILED', text: string, meta: Record<string, string>) {
+  return {
+    state,
+    message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text }], metadata: meta },
+    timestamp: new Date().toISOString(),
+  };
 }
 
 /** The agent's reply (`{"agent-reply": …}`) of a decided exchange, or the node's `jcp_error`. */
@@ -289,11 +294,7 @@ export function brokenStreamEnd(
   const update = TaskStatusUpdateEvent.fromJSON({
     taskId,
     contextId: p.value.contextId,
-    status: {
-      state: 'TASK_STATE_FAILED',
-      message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text: `${error.code}: ${error.message}` }], metadata: meta },
-      timestamp: new Date().toISOString(),
-    },
+    status: endStatus('TASK_STATE_FAILED', `${error.code}: ${error.message}`, meta),
     metadata: meta,
   });
   return { payload: { $case: 'statusUpdate', value: update } };

@@ -424,19 +424,17 @@ function agentFromFlags(values: BridgeValues, overHttp: boolean): AgentSpec {
     costUj: ujArg(values['cost-uj'] ?? '0', '--cost-uj'),
     toolCosts: new Map((values['tool-cost'] ?? []).map((v) => toolCostArg(v, '--tool-cost'))),
     ...(values.journal !== undefined ? { journal: values.journal } : {}),
-    acceptFrom: (values['accept-delegation-from'] ?? []).map((d) => {
-      if (!didOk(d)) throw new UsageError(`--accept-delegation-from: expected a did:key, got ${d}`);
-      return d;
-    }),
-    ...(values['delegate-to'] !== undefined
-      ? {
-          delegateTo: values['delegate-to'].map((d) => {
-            if (!didOk(d)) throw new UsageError(`--delegate-to: expected a did:key, got ${d}`);
-            return d;
-          }),
-        }
-      : {}),
+    acceptFrom: didsArg(values['accept-delegation-from'] ?? [], '--accept-delegation-from'),
+    ...(values['delegate-to'] !== undefined ? { delegateTo: didsArg(values['delegate-to'], '--delegate-to') } : {}),
   };
+}
+
+/** The did:keys given to a repeatable `flag`. @throws UsageError naming the flag and the first that is not one. */
+function didsArg(values: readonly string[], flag: string): string[] {
+  return values.map((d) => {
+    if (!didOk(d)) throw new UsageError(`${flag}: expected a did:key, got ${d}`);
+    return d;
+  });
 }
 
 /** Whether `d` is a did:key this build reads. */

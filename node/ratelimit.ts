@@ -121,11 +121,7 @@ export class PeerLimiter {
    * (nothing spent) when the bucket had less than one token; true when spent or limits are off.
    */
   spend(peer: string, n: number): boolean {
-    if (!this.enabled) return true;
-    const b = this.#charged(peer);
-    if (b.tokens < 1) return false;
-    b.tokens -= Math.max(1, n);
-    return true;
+    return this.#spend(peer, n, false);
   }
 
   /**
@@ -146,9 +142,13 @@ export class PeerLimiter {
    * when it failed, for {@link failedWithin}. Same result as {@link spend}.
    */
   fail(peer: string, n: number): boolean {
+    return this.#spend(peer, n, true);
+  }
+
+  #spend(peer: string, n: number, failed: boolean): boolean {
     if (!this.enabled) return true;
     const b = this.#charged(peer);
-    b.failedAt = this.#clockS();
+    if (failed) b.failedAt = this.#clockS();
     if (b.tokens < 1) return false;
     b.tokens -= Math.max(1, n);
     return true;
